@@ -1,0 +1,15 @@
+# The whole set-up on a fresh machine is one of these two commands.
+.PHONY: run test deps
+
+deps:
+	@scripts/install-deps
+
+# The main job: a walk through every contract Locus implements.
+run: deps
+	cargo run --release --quiet -p locus-cli -- tour
+
+# Format check, lints as errors, every test.
+test: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace

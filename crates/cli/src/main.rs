@@ -1,0 +1,58 @@
+//! `locus`: the runtime side of LLVM's code-generation contracts, from the command line.
+//!
+//! This binary only parses arguments, reads files and formats output; everything else
+//! lives in the `locus-*` crates.
+
+mod readobj;
+mod stackmap;
+mod tour;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The runtime side of LLVM's code-generation contracts.
+#[derive(Parser)]
+#[command(name = "locus", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print, query and check the stack maps (.llvm_stackmaps) of object files.
+    ///
+    /// Default output is the text `llvm-readobj --stackmap` prints, for every table in the
+    /// section (llvm-readobj prints only the first).
+    Stackmap(stackmap::Args),
+    /// A walk through every contract Locus implements, on embedded samples.
+    Tour(tour::Args),
+}
+
+/// Why a subcommand failed; either way the exit status is 1.
+pub enum Failure {
+    /// Printed as `locus: <message>`.
+    Message(String),
+    /// The subcommand already printed its errors.
+    Reported,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut out = std::io::stdout().lock();
+    let result = match cli.command {
+        Command::Stackmap(args) => stackmap::run(&args, &mut out),
+        Command::Tour(args) => tour::run(&args, &mut out),
+    };
+    let _ = out.flush();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Message(message)) => {
+            eprintln!("locus: {message}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Reported) => ExitCode::FAILURE,
+    }
+}

@@ -1,0 +1,651 @@
+//! Oracle test for `locus stackmap FILE`: its output must be byte-identical to
+//! `llvm-readobj-19 --stackmap FILE`.
+//!
+//! Every `tests/fixtures/stackmap/*.ll` is compiled at test time with `llc-19` for each triple
+//! in [`TRIPLES`] (plus Mach-O and COFF objects of one fixture), and both tools are run on the
+//! same path. A linked executable whose section holds two tables back to back checks that locus
+//! prints the first table as llvm-readobj does and the second one after it. Damaged copies of
+//! real objects check that bad input gives one clear error line, never a panic.
+//!
+//! The LLVM 19 tools are required: when one is missing the tests fail and say so.
+//! The exact text format is described in `tests/fixtures/stackmap/FORMAT.md`.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const LLC: &str = "llc-19";
+const READOBJ: &str = "llvm-readobj-19";
+const LLD: &str = "ld.lld-19";
+const LOCUS: &str = env!("CARGO_BIN_EXE_locus");
+
+/// Every fixture is compiled for each of these. The first two are the required targets; the
+/// big-endian AArch64 ELF is printed by llvm-readobj too, so it is held to the same standard.
+const TRIPLES: &[&str] = &[
+    "x86_64-linux-gnu",
+    "aarch64-linux-gnu",
+    "aarch64_be-linux-gnu",
+];
+
+/// Other container formats, from one fixture (llvm-readobj prints stack maps for both).
+const OTHER_FORMATS: &[(&str, &str)] = &[
+    ("patchpoint_anyreg.ll", "x86_64-apple-macosx"),
+    ("patchpoint_anyreg.ll", "arm64-apple-macosx"),
+    ("patchpoint_anyreg.ll", "x86_64-pc-windows-msvc"),
+    ("patchpoint_anyreg.ll", "aarch64-pc-windows-msvc"),
+];
+
+/// Text that must appear in the llvm-readobj output of the fixtures for each of the two main
+/// triples, so that an edit to a fixture cannot silently drop what the set is meant to cover.
+const COVERAGE: &[(&str, &str)] = &[
+    ("a Register location", "Register R#"),
+    ("a Direct location", ": Direct R#"),
+    ("an Indirect (spilled) location", ": Indirect [R#"),
+    ("a small Constant location", ": Constant "),
+    ("a ConstantIndex location", ": ConstantIndex #"),
+    ("a constant pool entry", "\n  #1: "),
+    ("a dynamic frame (UINT64_MAX stack size)", "stack size: 18446744073709551615,"),
+    ("a record with no locations", "    0 locations:\n"),
+    ("a 16-byte live-out", "-bytes) R#"),
+    ("a record ID above i64::MAX", "Record ID: 18446744073709551615,"),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers: temporary directories, running tools, diffs.
+// ---------------------------------------------------------------------------------------------
+
+/// A fresh directory under the system temp dir, removed when the test passes and kept (with its
+/// path printed) when it fails.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "locus-readobj-{tag}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create temp dir {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("(kept the test's files in {})", self.0.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stackmap")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    fixture_dir().join(name)
+}
+
+/// All `.ll` fixtures, sorted by name.
+fn fixtures() -> Vec<PathBuf> {
+    let dir = fixture_dir();
+    let entries = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read fixture dir {}: {e}", dir.display()));
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no .ll fixtures in {}", dir.display());
+    out
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Runs a command; a missing program is a test failure with a message saying what to install.
+fn run(program: &str, args: &[&str]) -> Output {
+    match Command::new(program).args(args).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == ErrorKind::NotFound => panic!(
+            "`{program}` was not found on PATH. The readobj oracle needs the LLVM 19 tools \
+             llc-19, llvm-readobj-19 and ld.lld-19 (Debian packages llvm-19 and lld-19; \
+             scripts/install-deps installs them). This test does not skip."
+        ),
+        Err(e) => panic!("cannot run `{program} {}`: {e}", args.join(" ")),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str()
+        .unwrap_or_else(|| panic!("non-UTF-8 path {}", path.display()))
+}
+
+/// Runs a tool that must succeed; returns its stdout.
+fn run_ok(program: &str, args: &[&str]) -> Vec<u8> {
+    let out = run(program, args);
+    if !out.status.success() {
+        panic!(
+            "`{program} {}` failed ({}):\n{}",
+            args.join(" "),
+            out.status,
+            text(&out.stderr)
+        );
+    }
+    out.stdout
+}
+
+/// `llc-19 -mtriple=TRIPLE -filetype=obj SRC -o OUT`.
+fn compile(src: &Path, triple: &str, out: &Path) {
+    let mtriple = format!("-mtriple={triple}");
+    run_ok(
+        LLC,
+        &[
+            &mtriple,
+            "-filetype=obj",
+            path_str(src),
+            "-o",
+            path_str(out),
+        ],
+    );
+}
+
+/// `llvm-readobj-19 --stackmap FILE`, which must succeed without warnings.
+fn readobj(obj: &Path) -> Vec<u8> {
+    let args = ["--stackmap", path_str(obj)];
+    let out = run(READOBJ, &args);
+    if !out.status.success() || !out.stderr.is_empty() {
+        panic!(
+            "`{READOBJ} --stackmap {}` did not run cleanly ({}):\n{}",
+            obj.display(),
+            out.status,
+            text(&out.stderr)
+        );
+    }
+    out.stdout
+}
+
+/// `locus stackmap FILE`.
+fn locus(obj: &Path) -> Output {
+    match Command::new(LOCUS)
+        .args(["stackmap", path_str(obj)])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => panic!("cannot run {LOCUS}: {e}"),
+    }
+}
+
+/// A readable report of the first lines where `expected` and `actual` differ.
+fn diff(expected: &str, actual: &str) -> String {
+    let e: Vec<&str> = expected.split_inclusive('\n').collect();
+    let a: Vec<&str> = actual.split_inclusive('\n').collect();
+    let first = e
+        .iter()
+        .zip(a.iter())
+        .position(|(x, y)| x != y)
+        .unwrap_or(e.len().min(a.len()));
+    let mut out = String::new();
+    out.push_str(&format!(
+        "first difference at line {} (llvm-readobj: {} lines, {} bytes; locus: {} lines, {} bytes)\n",
+        first + 1,
+        e.len(),
+        expected.len(),
+        a.len(),
+        actual.len()
+    ));
+    for (i, line) in e.iter().enumerate().take(first).skip(first.saturating_sub(3)) {
+        out.push_str(&format!("    {:>4}   {:?}\n", i + 1, line));
+    }
+    let end = first + 6;
+    for (i, line) in e.iter().enumerate().take(end).skip(first) {
+        out.push_str(&format!("  - {:>4}   {:?}\n", i + 1, line));
+    }
+    if first >= e.len() {
+        out.push_str("  - (llvm-readobj output ends here)\n");
+    }
+    for (i, line) in a.iter().enumerate().take(end).skip(first) {
+        out.push_str(&format!("  + {:>4}   {:?}\n", i + 1, line));
+    }
+    if first >= a.len() {
+        out.push_str("  + (locus output ends here)\n");
+    }
+    out
+}
+
+/// Compares locus's run on `obj` with llvm-readobj's output.
+fn check_identical(label: &str, obj: &Path, expected: &[u8], got: &Output) -> Result<(), String> {
+    if !got.status.success() {
+        return Err(format!(
+            "{label}: `locus stackmap {}` failed ({}); stderr:\n{}",
+            obj.display(),
+            got.status,
+            text(&got.stderr)
+        ));
+    }
+    if got.stdout == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "{label}: `locus stackmap {}` differs from llvm-readobj-19\n{}{}",
+        obj.display(),
+        diff(&text(expected), &text(&got.stdout)),
+        if got.stderr.is_empty() {
+            String::new()
+        } else {
+            format!("locus stderr:\n{}", text(&got.stderr))
+        }
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny ELF64 little-endian reader: section headers and the symbol table.
+// ---------------------------------------------------------------------------------------------
+
+struct ElfSection {
+    name: String,
+    kind: u32,
+    link: u32,
+    /// File offset of the section's contents.
+    offset: usize,
+    size: usize,
+    /// File offset of the section header itself.
+    header: usize,
+}
+
+fn rd_u16(d: &[u8], at: usize) -> u16 {
+    match d.get(at..at + 2) {
+        Some(b) => u16::from_le_bytes([b[0], b[1]]),
+        None => panic!("read past the end of the file at {at:#x}"),
+    }
+}
+
+fn rd_u32(d: &[u8], at: usize) -> u32 {
+    match d.get(at..at + 4) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => panic!("read past the end of the file at {at:#x}"),
+    }
+}
+
+fn rd_u64(d: &[u8], at: usize) -> u64 {
+    match d.get(at..at + 8) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => panic!("read past the end of the file at {at:#x}"),
+    }
+}
+
+fn to_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or_else(|_| panic!("{v} does not fit usize"))
+}
+
+fn c_string(d: &[u8], at: usize) -> String {
+    let tail = d.get(at..).unwrap_or_default();
+    let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+    String::from_utf8_lossy(&tail[..end]).into_owned()
+}
+
+/// The section headers of an ELF64 little-endian file (what llc-19/ld.lld-19 write for
+/// x86_64-linux-gnu and aarch64-linux-gnu).
+fn elf_sections(d: &[u8]) -> Vec<ElfSection> {
+    assert!(
+        d.len() >= 64 && d[..4] == *b"\x7fELF" && d[4] == 2 && d[5] == 1,
+        "not an ELF64 little-endian file"
+    );
+    let shoff = to_usize(rd_u64(d, 0x28));
+    let shentsize = usize::from(rd_u16(d, 0x3a));
+    let shnum = usize::from(rd_u16(d, 0x3c));
+    let shstrndx = usize::from(rd_u16(d, 0x3e));
+    let raw: Vec<(u32, u32, u32, usize, usize, usize)> = (0..shnum)
+        .map(|i| {
+            let h = shoff + i * shentsize;
+            (
+                rd_u32(d, h),                   // sh_name
+                rd_u32(d, h + 4),               // sh_type
+                rd_u32(d, h + 40),              // sh_link
+                to_usize(rd_u64(d, h + 24)),    // sh_offset
+                to_usize(rd_u64(d, h + 32)),    // sh_size
+                h,
+            )
+        })
+        .collect();
+    let strtab = raw
+        .get(shstrndx)
+        .map(|r| r.3)
+        .unwrap_or_else(|| panic!("bad e_shstrndx {shstrndx}"));
+    raw.into_iter()
+        .map(|(name, kind, link, offset, size, header)| ElfSection {
+            name: c_string(d, strtab + name as usize),
+            kind,
+            link,
+            offset,
+            size,
+            header,
+        })
+        .collect()
+}
+
+fn stackmap_section(d: &[u8]) -> ElfSection {
+    elf_sections(d)
+        .into_iter()
+        .find(|s| s.name == ".llvm_stackmaps")
+        .unwrap_or_else(|| panic!("the object has no .llvm_stackmaps section"))
+}
+
+/// The value of the symbol `name` in the ELF file's `.symtab`.
+fn elf_symbol(d: &[u8], name: &str) -> u64 {
+    let sections = elf_sections(d);
+    let symtab = sections
+        .iter()
+        .find(|s| s.kind == 2) // SHT_SYMTAB
+        .unwrap_or_else(|| panic!("no .symtab"));
+    let strtab = sections
+        .get(symtab.link as usize)
+        .unwrap_or_else(|| panic!("bad .symtab sh_link"));
+    (0..symtab.size / 24)
+        .map(|i| symtab.offset + i * 24)
+        .find(|&sym| c_string(d, strtab.offset + rd_u32(d, sym) as usize) == name)
+        .map(|sym| rd_u64(d, sym + 8))
+        .unwrap_or_else(|| panic!("no symbol {name}"))
+}
+
+/// Offset (from the start of the section) of the first ConstantIndex location of the first
+/// table, and the table's NumConstants. Walks the layout of the spec's "Stack Map Format".
+fn first_constant_index_location(section: &[u8]) -> (usize, u32) {
+    let num_functions = rd_u32(section, 4) as usize;
+    let num_constants = rd_u32(section, 8);
+    let num_records = rd_u32(section, 12);
+    let align8 = |x: usize| (x + 7) & !7;
+    let mut rec = 16 + 24 * num_functions + 8 * num_constants as usize;
+    for _ in 0..num_records {
+        let num_locations = usize::from(rd_u16(section, rec + 14));
+        for j in 0..num_locations {
+            let loc = rec + 16 + 12 * j;
+            if section[loc] == 5 {
+                return (loc, num_constants);
+            }
+        }
+        let live_outs_at = align8(rec + 16 + 12 * num_locations) + 2;
+        let num_live_outs = usize::from(rd_u16(section, live_outs_at));
+        rec = align8(live_outs_at + 2 + 4 * num_live_outs);
+    }
+    panic!("the table has no ConstantIndex location");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The oracle.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn readobj_oracle() {
+    let tmp = TempDir::new("oracle");
+    let mut cases: Vec<(PathBuf, &str)> = Vec::new();
+    for f in fixtures() {
+        for &t in TRIPLES {
+            cases.push((f.clone(), t));
+        }
+    }
+    for &(name, t) in OTHER_FORMATS {
+        cases.push((fixture(name), t));
+    }
+
+    let mut matched = 0usize;
+    let mut failures = Vec::new();
+    // Concatenated readobj output per main triple, for the coverage check.
+    let mut seen: Vec<(&str, String)> = TRIPLES[..2].iter().map(|&t| (t, String::new())).collect();
+
+    for (src, triple) in &cases {
+        let label = format!("{} ({triple})", stem(src));
+        let obj = tmp.path(&format!("{}.{triple}.o", stem(src)));
+        compile(src, triple, &obj);
+        let expected = readobj(&obj);
+        let expected_text = text(&expected);
+        assert!(
+            expected_text.contains("\nLLVM StackMap Version: 3\n"),
+            "{label}: llvm-readobj-19 printed no stack map for {}:\n{expected_text}",
+            obj.display()
+        );
+        if let Some((_, acc)) = seen.iter_mut().find(|(t, _)| t == triple) {
+            acc.push_str(&expected_text);
+        }
+        match check_identical(&label, &obj, &expected, &locus(&obj)) {
+            Ok(()) => matched += 1,
+            Err(msg) => failures.push(msg),
+        }
+    }
+
+    println!("readobj oracle: {matched} objects matched");
+
+    for (triple, acc) in &seen {
+        for (what, needle) in COVERAGE {
+            assert!(
+                acc.contains(needle),
+                "the fixtures no longer cover {what} on {triple} (no {needle:?} in llvm-readobj output)"
+            );
+        }
+        let has_live_outs = acc
+            .lines()
+            .any(|l| l.ends_with("]") && l.contains(" live-outs: [ R#"));
+        assert!(has_live_outs, "the fixtures have no non-empty live-out list on {triple}");
+    }
+
+    if !failures.is_empty() {
+        panic!(
+            "{} of {} objects differ from llvm-readobj-19 ({matched} matched):\n\n{}",
+            failures.len(),
+            cases.len(),
+            failures.join("\n")
+        );
+    }
+}
+
+/// A linked file whose `.llvm_stackmaps` holds two tables back to back: llvm-readobj prints
+/// only the first; locus must print that text identically and then the second table.
+#[test]
+fn linked_executable_with_two_tables() {
+    let tmp = TempDir::new("linked");
+    let triple = "x86_64-linux-gnu";
+    let first_obj = tmp.path("registers.o");
+    let second_obj = tmp.path("constants.o");
+    compile(&fixture("registers.ll"), triple, &first_obj);
+    compile(&fixture("constants.ll"), triple, &second_obj);
+    let exe = tmp.path("two-tables");
+    // A static, non-PIE executable: the read-only section's absolute relocations are resolved
+    // at link time, so the function addresses are real.
+    run_ok(
+        LLD,
+        &[
+            "--entry=registers",
+            path_str(&first_obj),
+            path_str(&second_obj),
+            "-o",
+            path_str(&exe),
+        ],
+    );
+
+    let read = |p: &Path| fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+    let exe_bytes = read(&exe);
+    let sizes = [&first_obj, &second_obj].map(|p| stackmap_section(&read(p)).size);
+    assert_eq!(
+        stackmap_section(&exe_bytes).size,
+        sizes[0] + sizes[1],
+        "the linked .llvm_stackmaps is not the two input tables back to back"
+    );
+
+    let first = text(&readobj(&exe));
+    assert!(first.contains("Record ID: 18446744073709551615,"), "unexpected first table:\n{first}");
+    assert!(!first.contains("Record ID: 11,"), "llvm-readobj printed the second table?\n{first}");
+
+    let got = locus(&exe);
+    assert!(
+        got.status.success(),
+        "`locus stackmap {}` failed ({}):\n{}",
+        exe.display(),
+        got.status,
+        text(&got.stderr)
+    );
+    let got_text = text(&got.stdout);
+    if !got_text.starts_with(&first) {
+        panic!(
+            "locus does not start with llvm-readobj's text of the first table:\n{}",
+            diff(&first, &got_text[..got_text.len().min(first.len())])
+        );
+    }
+
+    // The second table is what llvm-readobj prints for constants.o alone, with the function
+    // address the linker gave `constants`.
+    let alone = text(&readobj(&second_obj));
+    let body_at = alone
+        .find("LLVM StackMap Version: 3\n")
+        .unwrap_or_else(|| panic!("no table in llvm-readobj output:\n{alone}"));
+    let address = elf_symbol(&exe_bytes, "constants");
+    assert_ne!(address, 0);
+    let second = alone[body_at..].replacen(
+        "  Function address: 0, ",
+        &format!("  Function address: {address}, "),
+        1,
+    );
+    let rest = &got_text[first.len()..];
+    assert!(
+        rest.contains(&second),
+        "after the first table, locus does not print the second table as expected.\n\
+         expected (somewhere after the first table):\n{second}\nlocus printed after the first table:\n{rest}"
+    );
+    println!("readobj oracle: linked file matched (first table identical, second table printed)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: exit status 1, one `locus: FILE: ...` line mentioning the offset, no panic.
+// ---------------------------------------------------------------------------------------------
+
+/// Compiles `fixture` for x86-64 and returns the object's bytes and its stack map section.
+fn real_object(tmp: &TempDir, fixture_name: &str) -> (Vec<u8>, ElfSection) {
+    let obj = tmp.path(&format!("{}.orig.o", fixture_name.trim_end_matches(".ll")));
+    compile(&fixture(fixture_name), "x86_64-linux-gnu", &obj);
+    let bytes = fs::read(&obj).unwrap_or_else(|e| panic!("cannot read {}: {e}", obj.display()));
+    let section = stackmap_section(&bytes);
+    (bytes, section)
+}
+
+fn write(tmp: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = tmp.path(name);
+    fs::write(&path, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+/// True when `line` has the word "offset" followed (after spaces, `:` or `=`) by a number.
+fn mentions_an_offset(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("offset").any(|(i, w)| {
+        lower[i + w.len()..]
+            .trim_start_matches([' ', ':', '='])
+            .starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// Runs locus on a damaged file and checks the error contract. `offsets`, when not empty, are
+/// section offsets of which the message must name one (in hex `0x..` or decimal).
+fn expect_error(what: &str, path: &Path, offsets: &[usize]) {
+    let out = locus(path);
+    let stderr = text(&out.stderr);
+    let context = format!(
+        "{what}: `locus stackmap {}` exited with {}\nstdout:\n{}\nstderr:\n{stderr}",
+        path.display(),
+        out.status,
+        text(&out.stdout)
+    );
+    assert!(!stderr.contains("panicked"), "{context}\n(locus panicked)");
+    assert_eq!(out.status.code(), Some(1), "{context}\n(expected exit status 1)");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{context}\n(expected exactly one stderr line)");
+    let line = lines[0];
+    let prefix = format!("locus: {}: ", path.display());
+    assert!(line.starts_with(&prefix), "{context}\n(the line must start with {prefix:?})");
+    assert!(mentions_an_offset(line), "{context}\n(the line must give the offset)");
+    if !offsets.is_empty() {
+        let named = offsets.iter().any(|&o| {
+            let hex = format!("{o:#x}");
+            let dec = o.to_string();
+            line.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|word| word.eq_ignore_ascii_case(&hex) || word == dec)
+        });
+        assert!(named, "{context}\n(the line must name one of the offsets {offsets:?})");
+    }
+}
+
+#[test]
+fn bad_truncated_section() {
+    let tmp = TempDir::new("truncated");
+    let (orig, sec) = real_object(&tmp, "registers.ll");
+    // Shrink the section's sh_size: first into the 16-byte header, then into the last record.
+    for (name, size) in [("header", 12usize), ("record", sec.size - 12)] {
+        let mut bytes = orig.clone();
+        bytes[sec.header + 32..sec.header + 40].copy_from_slice(&(size as u64).to_le_bytes());
+        let path = write(&tmp, &format!("truncated-{name}.o"), &bytes);
+        expect_error(&format!("section truncated inside the {name}"), &path, &[]);
+    }
+}
+
+#[test]
+fn bad_version_byte() {
+    let tmp = TempDir::new("version");
+    let (orig, sec) = real_object(&tmp, "registers.ll");
+    for version in [2u8, 4, 0xff] {
+        let mut bytes = orig.clone();
+        bytes[sec.offset] = version;
+        let path = write(&tmp, &format!("version-{version}.o"), &bytes);
+        expect_error(&format!("version byte {version}"), &path, &[0]);
+    }
+}
+
+#[test]
+fn bad_num_records_too_large() {
+    let tmp = TempDir::new("numrecords");
+    let (orig, sec) = real_object(&tmp, "registers.ll");
+    for count in [1000u32, u32::MAX] {
+        let mut bytes = orig.clone();
+        bytes[sec.offset + 12..sec.offset + 16].copy_from_slice(&count.to_le_bytes());
+        let path = write(&tmp, &format!("numrecords-{count}.o"), &bytes);
+        expect_error(&format!("NumRecords = {count}"), &path, &[]);
+    }
+}
+
+#[test]
+fn bad_constant_index_out_of_range() {
+    let tmp = TempDir::new("constindex");
+    let (orig, sec) = real_object(&tmp, "constants.ll");
+    let section = &orig[sec.offset..sec.offset + sec.size];
+    let (loc, num_constants) = first_constant_index_location(section);
+    for index in [num_constants, u32::MAX] {
+        let mut bytes = orig.clone();
+        let at = sec.offset + loc + 8; // the location's Offset field holds the index
+        bytes[at..at + 4].copy_from_slice(&index.to_le_bytes());
+        let path = write(&tmp, &format!("constindex-{index}.o"), &bytes);
+        expect_error(
+            &format!("ConstantIndex {index} with NumConstants {num_constants}"),
+            &path,
+            &[loc, loc + 8],
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! The crate's one error type.
+
+use std::fmt;
+
+/// Everything that can go wrong between Locus and libLLVM.
+///
+/// Each variant carries LLVM's own diagnostic text, which names the place of the fault
+/// (for IR text: `name:line:column`; for the verifier: the function and the instruction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The IR (text or bitcode) could not be parsed. The message starts with
+    /// `name:line:column: error:` and quotes the offending line.
+    Parse {
+        /// LLVM's diagnostic, as printed by `llc`.
+        message: String,
+    },
+    /// The module parsed but is not valid IR (the LLVM verifier rejected it).
+    Verify {
+        /// Every verifier complaint, one per line, naming the instruction at fault.
+        message: String,
+    },
+    /// No target machine could be made for the triple, CPU and features asked for.
+    Target {
+        /// The triple as the caller gave it.
+        triple: String,
+        /// Why: an unknown or unsupported target, or a string LLVM cannot take.
+        message: String,
+    },
+    /// Code generation failed (instruction selection, inline assembly, emission).
+    Codegen {
+        /// LLVM's error messages, one per line.
+        message: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Parse { message } => write!(f, "cannot parse LLVM IR: {}", message.trim_end()),
+            Error::Verify { message } => {
+                write!(f, "invalid LLVM module: {}", message.trim_end())
+            }
+            Error::Target { triple, message } => {
+                write!(
+                    f,
+                    "no target machine for `{triple}`: {}",
+                    message.trim_end()
+                )
+            }
+            Error::Codegen { message } => {
+                write!(f, "code generation failed: {}", message.trim_end())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

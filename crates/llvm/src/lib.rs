@@ -1,0 +1,47 @@
+//! `locus-llvm` is the one place where Locus talks to libLLVM 19; every other Locus crate is
+//! pure Rust and reaches LLVM, if it needs it at all, through this one. It wraps the LLVM C
+//! API (through `llvm-sys`, linking the distribution's `libLLVM-19.so`) behind a small safe
+//! interface: a [`Context`] owns what LLVM allocates, a [`Module`] is parsed from IR text or
+//! bitcode ([`Module::parse_ir`]), checked by LLVM's verifier ([`Module::verify`]), printed
+//! back ([`Module::print`]), and compiled in process to an object file or to assembly for
+//! x86-64 or AArch64 ([`emit_object`], [`emit_assembly`]) with the settings of
+//! `llc-19 -relocation-model=pic`. That is how the other crates get objects whose
+//! `.llvm_stackmaps` section (spec 000), DWARF (spec 001) or SME code (spec 004) they then
+//! read with no LLVM at all. Every LLVM object is disposed when its Rust owner is dropped,
+//! every message LLVM allocates is freed, and LLVM's diagnostics come back as [`Error`]
+//! values instead of being printed or ending the process. The only process-wide state is
+//! LLVM's own target registry, filled once on first code generation. Contexts are neither
+//! `Send` nor `Sync`: use one per thread.
+//!
+//! ```
+//! use locus_llvm::{emit_object, Context, Module};
+//!
+//! let ir = r#"
+//! declare void @llvm.experimental.stackmap(i64, i32, ...)
+//!
+//! define i64 @add(i64 %a, i64 %b) {
+//!   %sum = add i64 %a, %b
+//!   call void (i64, i32, ...) @llvm.experimental.stackmap(i64 7, i32 0, i64 %sum)
+//!   ret i64 %sum
+//! }
+//! "#;
+//!
+//! let ctx = Context::new();
+//! let module = Module::parse_ir(&ctx, "add.ll", ir)?;
+//! module.verify()?;
+//! assert_eq!(module.functions(), ["llvm.experimental.stackmap", "add"]);
+//!
+//! let object = emit_object(&module, "x86_64-linux-gnu", "", "")?;
+//! assert_eq!(&object[..4], b"\x7fELF");
+//! # Ok::<(), locus_llvm::Error>(())
+//! ```
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod codegen;
+mod error;
+mod module;
+
+pub use codegen::{emit_assembly, emit_object};
+pub use error::{Error, Result};
+pub use module::{Context, Module};

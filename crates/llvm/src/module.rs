@@ -1,0 +1,344 @@
+//! Contexts and modules: parse IR text or bitcode, verify, print, list functions.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr;
+
+use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
+use llvm_sys::core::{
+    LLVMCloneModule, LLVMContextCreate, LLVMContextDispose, LLVMContextSetDiagnosticHandler,
+    LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeMessage, LLVMDisposeModule,
+    LLVMGetDiagInfoDescription, LLVMGetDiagInfoSeverity, LLVMGetFirstFunction,
+    LLVMGetModuleIdentifier, LLVMGetNextFunction, LLVMGetTarget, LLVMGetValueName2,
+    LLVMPrintModuleToString, LLVMSetTarget,
+};
+use llvm_sys::ir_reader::LLVMParseIRInContext;
+use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef};
+use llvm_sys::LLVMDiagnosticSeverity;
+
+use crate::error::{Error, Result};
+
+/// A string LLVM allocated for us; freed with `LLVMDisposeMessage` on drop.
+pub(crate) struct Message(*mut c_char);
+
+impl Message {
+    /// Takes ownership of `raw`, which is null or a string from an LLVM C API call
+    /// documented to be released with `LLVMDisposeMessage`.
+    pub(crate) fn from_raw(raw: *mut c_char) -> Self {
+        Message(raw)
+    }
+
+    /// The text, or `None` for a null pointer. Invalid UTF-8 is replaced.
+    pub(crate) fn text(&self) -> Option<String> {
+        if self.0.is_null() {
+            return None;
+        }
+        // SAFETY: non-null and, per `from_raw`'s contract, a NUL-terminated C string
+        // that lives until `self` is dropped.
+        let text = unsafe { CStr::from_ptr(self.0) };
+        Some(text.to_string_lossy().into_owned())
+    }
+
+    /// The text, or `fallback` when LLVM gave none or an empty one.
+    pub(crate) fn text_or(&self, fallback: &str) -> String {
+        match self.text() {
+            Some(text) if !text.trim().is_empty() => text,
+            _ => fallback.to_owned(),
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: the pointer came from LLVM with this deallocation contract and is
+            // released exactly once.
+            unsafe { LLVMDisposeMessage(self.0) };
+        }
+    }
+}
+
+/// Error diagnostics LLVM reports through the context while code is generated.
+#[derive(Default)]
+struct Diagnostics {
+    errors: RefCell<Vec<String>>,
+}
+
+/// Receives every diagnostic of one context. Without a handler LLVM prints errors and
+/// calls `exit(1)`; with this one they are collected and returned as [`Error::Codegen`].
+/// Warnings, remarks and notes are dropped.
+extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
+    // SAFETY: LLVM passes a live diagnostic for the duration of the call.
+    let severity = unsafe { LLVMGetDiagInfoSeverity(info) };
+    if !matches!(severity, LLVMDiagnosticSeverity::LLVMDSError) {
+        return;
+    }
+    // SAFETY: as above; the description is ours to dispose, which `Message` does.
+    let text =
+        Message::from_raw(unsafe { LLVMGetDiagInfoDescription(info) }).text_or("unknown error");
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: `state` is the `Box<Diagnostics>` the owning `Context` registered; the box
+    // outlives the LLVM context (it is freed after `LLVMContextDispose`).
+    let diagnostics = unsafe { &*state.cast::<Diagnostics>() };
+    if let Ok(mut errors) = diagnostics.errors.try_borrow_mut() {
+        errors.push(text);
+    }
+}
+
+/// An LLVM context: owns types, constants and every [`Module`] parsed into it.
+///
+/// A context and everything in it belong to one thread at a time; LLVM does not lock them.
+/// Several threads may each use their own context. `Context` is therefore neither `Send`
+/// nor `Sync`:
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<locus_llvm::Context>();
+/// ```
+pub struct Context {
+    raw: LLVMContextRef,
+    diagnostics: Box<Diagnostics>,
+    /// Keeps `Context` `!Send` and `!Sync` even if the raw pointer type changes.
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Context {
+    /// Creates an empty context.
+    #[must_use]
+    pub fn new() -> Self {
+        // SAFETY: no preconditions; the result is disposed in `Drop`.
+        let raw = unsafe { LLVMContextCreate() };
+        let diagnostics = Box::<Diagnostics>::default();
+        let state: *const Diagnostics = &*diagnostics;
+        // SAFETY: `raw` is live; `state` stays valid until after the context is disposed.
+        unsafe {
+            LLVMContextSetDiagnosticHandler(raw, Some(on_diagnostic), state.cast_mut().cast())
+        };
+        Context {
+            raw,
+            diagnostics,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The raw handle, for the other modules of this crate.
+    #[allow(dead_code)]
+    pub(crate) fn as_raw(&self) -> LLVMContextRef {
+        self.raw
+    }
+
+    /// Forgets the error diagnostics collected so far.
+    pub(crate) fn clear_errors(&self) {
+        if let Ok(mut errors) = self.diagnostics.errors.try_borrow_mut() {
+            errors.clear();
+        }
+    }
+
+    /// Takes the error diagnostics collected since the last call.
+    pub(crate) fn take_errors(&self) -> Vec<String> {
+        match self.diagnostics.errors.try_borrow_mut() {
+            Ok(mut errors) => std::mem::take(&mut *errors),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context::new()
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: created by `LLVMContextCreate`, disposed once; every `Module` borrowing
+        // this context has been dropped already (the borrow checker sees to it).
+        unsafe { LLVMContextDispose(self.raw) };
+        // `self.diagnostics` is freed after this, once LLVM can no longer call the handler.
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("raw", &self.raw).finish()
+    }
+}
+
+/// An LLVM module living in a [`Context`]. Disposed on drop.
+pub struct Module<'ctx> {
+    raw: LLVMModuleRef,
+    ctx: &'ctx Context,
+}
+
+impl<'ctx> Module<'ctx> {
+    /// Parses a module from LLVM IR text (or bitcode; LLVM tells them apart by the magic
+    /// number). The input is copied; `name` becomes the module identifier and the file
+    /// name in diagnostics.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Parse`] with LLVM's diagnostic, which begins `name:line:column: error:`,
+    /// when the input is not well-formed IR, or when `name` contains a NUL byte. A module
+    /// that parses may still be invalid: see [`Module::verify`].
+    pub fn parse_ir(ctx: &'ctx Context, name: &str, text: impl AsRef<[u8]>) -> Result<Self> {
+        let text = text.as_ref();
+        let c_name = CString::new(name).map_err(|_| Error::Parse {
+            message: format!("module name {name:?} contains a NUL byte"),
+        })?;
+        // SAFETY: `text` is valid for `text.len()` bytes and is copied; `c_name` is a
+        // NUL-terminated string that LLVM also copies.
+        let buffer = unsafe {
+            LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                text.as_ptr().cast(),
+                text.len(),
+                c_name.as_ptr(),
+            )
+        };
+        let mut raw = ptr::null_mut();
+        let mut message = ptr::null_mut();
+        // SAFETY: `ctx.raw` is live, `buffer` is a fresh buffer whose ownership passes to
+        // LLVM (it is freed inside this call, success or not), and both out-pointers are
+        // valid for writes.
+        let failed = unsafe { LLVMParseIRInContext(ctx.raw, buffer, &mut raw, &mut message) };
+        let message = Message::from_raw(message);
+        if failed != 0 || raw.is_null() {
+            return Err(Error::Parse {
+                message: message.text_or(&format!("{name}: cannot parse module")),
+            });
+        }
+        Ok(Module { raw, ctx })
+    }
+
+    /// Runs the LLVM verifier over the whole module.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Verify`] with every complaint of the verifier (each names the broken rule
+    /// and prints the instruction at fault).
+    pub fn verify(&self) -> Result<()> {
+        let mut message = ptr::null_mut();
+        // SAFETY: `self.raw` is live; with `ReturnStatusAction` the verifier neither
+        // prints nor aborts, and the message it always allocates is disposed by `Message`.
+        let broken = unsafe {
+            LLVMVerifyModule(
+                self.raw,
+                LLVMVerifierFailureAction::LLVMReturnStatusAction,
+                &mut message,
+            )
+        };
+        let message = Message::from_raw(message);
+        if broken != 0 {
+            return Err(Error::Verify {
+                message: message.text_or("the module is invalid"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The module as LLVM IR text, as `llvm-dis` would print it.
+    #[must_use]
+    pub fn print(&self) -> String {
+        // SAFETY: `self.raw` is live; the string is disposed by `Message`.
+        let text = Message::from_raw(unsafe { LLVMPrintModuleToString(self.raw) });
+        text.text().unwrap_or_default()
+    }
+
+    /// The names of the module's functions, definitions and declarations (intrinsics
+    /// included), in module order.
+    #[must_use]
+    pub fn functions(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        // SAFETY: `self.raw` is live; the iteration follows LLVM's function list.
+        let mut function = unsafe { LLVMGetFirstFunction(self.raw) };
+        while !function.is_null() {
+            let mut len = 0;
+            // SAFETY: `function` is a live function of this module; the name pointer is
+            // valid for `len` bytes while the module is not changed.
+            let name = unsafe { LLVMGetValueName2(function, &mut len) };
+            names.push(lossy(name, len));
+            // SAFETY: as above.
+            function = unsafe { LLVMGetNextFunction(function) };
+        }
+        names
+    }
+
+    /// The module identifier (the `name` given to [`Module::parse_ir`]).
+    #[must_use]
+    pub fn name(&self) -> String {
+        let mut len = 0;
+        // SAFETY: `self.raw` is live; the pointer is valid for `len` bytes.
+        let name = unsafe { LLVMGetModuleIdentifier(self.raw, &mut len) };
+        lossy(name, len)
+    }
+
+    /// The module's target triple (`target triple = "..."`), empty when it names none.
+    #[must_use]
+    pub fn target_triple(&self) -> String {
+        // SAFETY: `self.raw` is live; the result is a NUL-terminated string owned by the
+        // module (never null).
+        let triple = unsafe { LLVMGetTarget(self.raw) };
+        if triple.is_null() {
+            return String::new();
+        }
+        // SAFETY: non-null NUL-terminated string, read before the module changes.
+        unsafe { CStr::from_ptr(triple) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The context this module lives in.
+    #[must_use]
+    pub fn context(&self) -> &'ctx Context {
+        self.ctx
+    }
+
+    /// Sets the module's target triple (used by code generation on a private copy).
+    pub(crate) fn set_target_triple(&mut self, triple: &CStr) {
+        // SAFETY: `self.raw` is live and LLVM copies the string.
+        unsafe { LLVMSetTarget(self.raw, triple.as_ptr()) };
+    }
+
+    /// The raw handle, for the other modules of this crate.
+    pub(crate) fn as_raw(&self) -> LLVMModuleRef {
+        self.raw
+    }
+}
+
+impl Clone for Module<'_> {
+    /// A deep copy in the same context.
+    fn clone(&self) -> Self {
+        // SAFETY: `self.raw` is live; the copy is a new module owned by the result.
+        let raw = unsafe { LLVMCloneModule(self.raw) };
+        Module { raw, ctx: self.ctx }
+    }
+}
+
+impl Drop for Module<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the module is owned by `self` and disposed once, before its context.
+        unsafe { LLVMDisposeModule(self.raw) };
+    }
+}
+
+impl fmt::Debug for Module<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module")
+            .field("name", &self.name())
+            .field("functions", &self.functions())
+            .finish()
+    }
+}
+
+/// Copies `len` bytes at `ptr` (null means empty) into a `String`, replacing invalid UTF-8.
+fn lossy(ptr: *const c_char, len: usize) -> String {
+    if ptr.is_null() || len == 0 {
+        return String::new();
+    }
+    // SAFETY: callers pass a pointer LLVM documents as valid for `len` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,0 +1,788 @@
+//! Validation and the zero-copy model of a `.llvm_stackmaps` section.
+//!
+//! Layout (spec, "Stack Map Format"), offsets relative to the start of a table:
+//!
+//! ```text
+//! 0   u8 version (3), u8 reserved, u16 reserved
+//! 4   u32 NumFunctions, u32 NumConstants, u32 NumRecords
+//! 16  StkSizeRecord[NumFunctions]   24 bytes each: address, stack size, record count
+//!     Constants[NumConstants]        8 bytes each
+//!     StkMapRecord[NumRecords]       variable size, each a multiple of 8 bytes:
+//!       u64 ID, u32 instruction offset, u16 flags, u16 NumLocations
+//!       Location[NumLocations]       12 bytes each
+//!       padding to 8, u16 padding, u16 NumLiveOuts
+//!       LiveOut[NumLiveOuts]         4 bytes each
+//!       padding to 8
+//! ```
+//!
+//! [`Table::parse`] checks every one of these fields against the section length once; after
+//! that the accessors read without further checks. A linked binary's section holds one table
+//! per input object, back to back; [`Tables`] walks them all.
+
+use crate::endian::{read_u16, read_u32, read_u64, Endian};
+use crate::error::{Error, Field, Result};
+
+const HEADER_SIZE: usize = 16;
+const FUNCTION_SIZE: usize = 24;
+const CONSTANT_SIZE: usize = 8;
+const RECORD_HEADER_SIZE: usize = 16;
+const LOCATION_SIZE: usize = 12;
+const LIVE_OUT_SIZE: usize = 4;
+/// Header, no locations, the u16 padding and NumLiveOuts, aligned to 8.
+const MIN_RECORD_SIZE: usize = 24;
+
+/// The only version this crate reads (spec: "current version is 3").
+pub const VERSION: u8 = 3;
+
+/// How strictly reserved fields are checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strictness {
+    /// Reserved fields and padding must be zero and the functions' record counts must add up
+    /// to `NumRecords`, as LLVM always writes them.
+    #[default]
+    Strict,
+    /// Only what is needed to read the data safely is checked; reserved fields are ignored.
+    Lenient,
+}
+
+/// Options for [`Table::parse`] and [`Tables`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// How strictly reserved fields are checked.
+    pub strictness: Strictness,
+}
+
+#[inline(always)]
+fn align8(x: usize) -> usize {
+    (x + 7) & !7
+}
+
+/// One `StkSizeRecord`: a function that has stack map records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Function {
+    /// The function's address as written in the section (0 plus a relocation in an
+    /// unlinked object; add the load bias in a position-independent binary).
+    pub address: u64,
+    /// The fixed stack size, or `u64::MAX` when it is not static (dynamic allocas).
+    pub stack_size: u64,
+    /// How many of the table's records belong to this function; records follow the
+    /// function order.
+    pub record_count: u64,
+}
+
+impl Function {
+    /// The stack size when LLVM knew it statically.
+    pub fn static_stack_size(&self) -> Option<u64> {
+        (self.stack_size != u64::MAX).then_some(self.stack_size)
+    }
+}
+
+/// The kind byte of a location (spec, table after "Stack Map Format").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LocationKind {
+    /// 0x1: the value is in a register.
+    Register = 1,
+    /// 0x2: the value is the address `reg + offset` (an alloca's frame index).
+    Direct = 2,
+    /// 0x3: the value is in memory at `[reg + offset]` (a spill).
+    Indirect = 3,
+    /// 0x4: the value is the small constant in the offset field.
+    Constant = 4,
+    /// 0x5: the value is `Constants[offset]`.
+    ConstantIndex = 5,
+}
+
+impl LocationKind {
+    /// The kind for an encoding byte, if it is one.
+    pub fn from_u8(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => Self::Register,
+            2 => Self::Direct,
+            3 => Self::Indirect,
+            4 => Self::Constant,
+            5 => Self::ConstantIndex,
+            _ => return None,
+        })
+    }
+}
+
+/// Where one live value is, decoded from a 12-byte `Location`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// The value is in DWARF register `dwarf_reg`.
+    Register {
+        /// DWARF register number.
+        dwarf_reg: u16,
+        /// Size of the value in bytes.
+        size: u16,
+    },
+    /// The value is the address `dwarf_reg + offset` (an alloca passed directly).
+    Direct {
+        /// DWARF register number of the base.
+        dwarf_reg: u16,
+        /// Byte offset from the base.
+        offset: i32,
+        /// Size of the pointed-to object's slot in bytes.
+        size: u16,
+    },
+    /// The value is in memory at `[dwarf_reg + offset]` (a spilled value).
+    Indirect {
+        /// DWARF register number of the base.
+        dwarf_reg: u16,
+        /// Byte offset from the base.
+        offset: i32,
+        /// Size of the value in bytes.
+        size: u16,
+    },
+    /// The value is a constant that fits in 32 bits (sign-extended to 64).
+    Constant {
+        /// The constant as stored.
+        value: i32,
+        /// Size of the value in bytes.
+        size: u16,
+    },
+    /// The value is the large constant `Constants[index]`.
+    ConstantIndex {
+        /// Index into the table's constants.
+        index: u32,
+        /// The constant it names.
+        value: u64,
+        /// Size of the value in bytes.
+        size: u16,
+    },
+}
+
+impl Location {
+    /// The location's kind.
+    pub fn kind(&self) -> LocationKind {
+        match self {
+            Location::Register { .. } => LocationKind::Register,
+            Location::Direct { .. } => LocationKind::Direct,
+            Location::Indirect { .. } => LocationKind::Indirect,
+            Location::Constant { .. } => LocationKind::Constant,
+            Location::ConstantIndex { .. } => LocationKind::ConstantIndex,
+        }
+    }
+
+    /// The location's size field in bytes.
+    pub fn size(&self) -> u16 {
+        match *self {
+            Location::Register { size, .. }
+            | Location::Direct { size, .. }
+            | Location::Indirect { size, .. }
+            | Location::Constant { size, .. }
+            | Location::ConstantIndex { size, .. } => size,
+        }
+    }
+
+    /// The DWARF register the location names, if any.
+    pub fn dwarf_reg(&self) -> Option<u16> {
+        match *self {
+            Location::Register { dwarf_reg, .. }
+            | Location::Direct { dwarf_reg, .. }
+            | Location::Indirect { dwarf_reg, .. } => Some(dwarf_reg),
+            _ => None,
+        }
+    }
+
+    /// The value when it is known without a frame (Constant and ConstantIndex).
+    pub fn constant(&self) -> Option<u64> {
+        match *self {
+            Location::Constant { value, .. } => Some(value as i64 as u64),
+            Location::ConstantIndex { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+}
+
+/// One live-out register: live across the call site and to be preserved by the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LiveOut {
+    /// DWARF register number.
+    pub dwarf_reg: u16,
+    /// Bytes of the register that are live (the runtime saves the whole register).
+    pub size: u8,
+}
+
+/// One table: what one object file's code generator emitted.
+#[derive(Clone, Copy, Debug)]
+pub struct Table<'a, E: Endian> {
+    section: &'a [u8],
+    start: usize,
+    end: usize,
+    number: usize,
+    endian: E,
+    num_functions: u32,
+    num_constants: u32,
+    num_records: u32,
+}
+
+struct Checker<'a> {
+    section: &'a [u8],
+    table: usize,
+    strict: bool,
+}
+
+impl Checker<'_> {
+    #[inline]
+    fn need(&self, at: usize, len: usize, field: Field) -> Result<()> {
+        let available = self.section.len().saturating_sub(at);
+        if len > available {
+            return Err(Error::Truncated {
+                table: self.table,
+                offset: at,
+                field,
+                needed: len as u64,
+                available: available as u64,
+            });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn count(&self, at: usize, from: usize, count: u32, each: usize, field: Field) -> Result<usize> {
+        let needed = u64::from(count) * each as u64;
+        let available = self.section.len().saturating_sub(from) as u64;
+        if needed > available {
+            return Err(Error::CountTooLarge {
+                table: self.table,
+                offset: at,
+                field,
+                count: u64::from(count),
+                needed,
+                available,
+            });
+        }
+        // Fits in the section, so it fits in usize.
+        Ok(needed as usize)
+    }
+
+    #[inline]
+    fn zero(&self, at: usize, value: u64, field: Field) -> Result<()> {
+        if self.strict && value != 0 {
+            return Err(Error::NonZeroReserved { table: self.table, offset: at, field, value });
+        }
+        Ok(())
+    }
+}
+
+impl<'a, E: Endian> Table<'a, E> {
+    /// Validates the table that starts at byte `start` of `section` and returns it.
+    ///
+    /// `number` is the table's position in the section and only used in errors. Every
+    /// count is checked against the bytes left before anything is read through it, and
+    /// nothing is allocated.
+    pub fn parse(
+        section: &'a [u8],
+        start: usize,
+        number: usize,
+        endian: E,
+        options: ParseOptions,
+    ) -> Result<Self> {
+        let c = Checker { section, table: number, strict: options.strictness == Strictness::Strict };
+        c.need(start, HEADER_SIZE, Field::Version)?;
+        let version = section.get(start).copied().unwrap_or(0);
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion { table: number, offset: start, version });
+        }
+        let reserved8 = section.get(start + 1).copied().unwrap_or(0);
+        c.zero(start + 1, u64::from(reserved8), Field::HeaderReserved)?;
+        c.zero(start + 2, u64::from(read_u16(section, start + 2, endian)), Field::HeaderReserved)?;
+        let num_functions = read_u32(section, start + 4, endian);
+        let num_constants = read_u32(section, start + 8, endian);
+        let num_records = read_u32(section, start + 12, endian);
+
+        let functions = start + HEADER_SIZE;
+        let fn_bytes = c.count(start + 4, functions, num_functions, FUNCTION_SIZE, Field::NumFunctions)?;
+        let constants = functions + fn_bytes;
+        let const_bytes = c.count(start + 8, constants, num_constants, CONSTANT_SIZE, Field::NumConstants)?;
+        let records = constants + const_bytes;
+        c.count(start + 12, records, num_records, MIN_RECORD_SIZE, Field::NumRecords)?;
+
+        if c.strict {
+            let mut sum: u64 = 0;
+            for i in 0..num_functions as usize {
+                let at = functions + i * FUNCTION_SIZE + 16;
+                sum = sum.saturating_add(read_u64(section, at, endian));
+            }
+            if sum != u64::from(num_records) {
+                return Err(Error::RecordCountMismatch {
+                    table: number,
+                    offset: functions,
+                    sum,
+                    num_records,
+                });
+            }
+        }
+
+        let mut at = records;
+        for _ in 0..num_records {
+            at = check_record(&c, at, start, num_constants, endian)?;
+        }
+        Ok(Table {
+            section,
+            start,
+            end: at,
+            number,
+            endian,
+            num_functions,
+            num_constants,
+            num_records,
+        })
+    }
+
+    /// The table's position in its section (0 for the first).
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
+    /// Byte offset of the table from the start of the section.
+    pub fn offset(&self) -> usize {
+        self.start
+    }
+
+    /// Size of the table in bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True if the table has no bytes (never, for a parsed table; for clippy's sake).
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// The table's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.section.get(self.start..self.end).unwrap_or(&[])
+    }
+
+    /// The byte order the table was read with.
+    pub fn endian(&self) -> E {
+        self.endian
+    }
+
+    /// The stack map version (always [`VERSION`] for a parsed table).
+    pub fn version(&self) -> u8 {
+        self.section.get(self.start).copied().unwrap_or(0)
+    }
+
+    /// `NumFunctions`.
+    pub fn num_functions(&self) -> u32 {
+        self.num_functions
+    }
+
+    /// `NumConstants`.
+    pub fn num_constants(&self) -> u32 {
+        self.num_constants
+    }
+
+    /// `NumRecords`.
+    pub fn num_records(&self) -> u32 {
+        self.num_records
+    }
+
+    fn functions_start(&self) -> usize {
+        self.start + HEADER_SIZE
+    }
+
+    fn constants_start(&self) -> usize {
+        self.functions_start() + self.num_functions as usize * FUNCTION_SIZE
+    }
+
+    fn records_start(&self) -> usize {
+        self.constants_start() + self.num_constants as usize * CONSTANT_SIZE
+    }
+
+    /// The `i`th function entry.
+    pub fn function(&self, i: usize) -> Option<Function> {
+        if i >= self.num_functions as usize {
+            return None;
+        }
+        let at = self.functions_start() + i * FUNCTION_SIZE;
+        Some(Function {
+            address: read_u64(self.section, at, self.endian),
+            stack_size: read_u64(self.section, at + 8, self.endian),
+            record_count: read_u64(self.section, at + 16, self.endian),
+        })
+    }
+
+    /// The function entries in order.
+    pub fn functions(&self) -> impl ExactSizeIterator<Item = Function> + 'a {
+        let t = *self;
+        (0..self.num_functions as usize).filter_map(move |i| t.function(i)).collect_exact(self.num_functions as usize)
+    }
+
+    /// The `i`th large constant.
+    pub fn constant(&self, i: u32) -> Option<u64> {
+        constant_in(self.section, self.constants_start(), self.num_constants, i, self.endian)
+    }
+
+    /// The large constants in order.
+    pub fn constants(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+        let t = *self;
+        (0..self.num_constants).filter_map(move |i| t.constant(i)).collect_exact(self.num_constants as usize)
+    }
+
+    /// The records in order.
+    pub fn records(&self) -> Records<'a, E> {
+        Records {
+            section: self.section,
+            at: self.records_start(),
+            left: self.num_records,
+            constants: self.constants_start(),
+            num_constants: self.num_constants,
+            endian: self.endian,
+        }
+    }
+
+    /// The record that starts at byte `offset` of the section, which must be one this table's
+    /// [`Records`] produced (see [`Record::offset`]).
+    pub fn record_at(&self, offset: usize) -> Option<Record<'a, E>> {
+        if offset < self.records_start() || offset >= self.end {
+            return None;
+        }
+        Some(Record::at(self.section, offset, self.constants_start(), self.num_constants, self.endian))
+    }
+
+    /// Each record with the function it belongs to (records follow the function order and
+    /// each function owns `record_count` of them). Records past the sum of the counts, which
+    /// only a lenient parse admits, are left out.
+    pub fn records_with_functions(&self) -> impl Iterator<Item = (Function, Record<'a, E>)> + 'a {
+        let mut functions = self.functions();
+        let mut current: Option<Function> = None;
+        let mut left: u64 = 0;
+        self.records().map_while(move |r| {
+            while left == 0 {
+                let f = functions.next()?;
+                left = f.record_count;
+                current = Some(f);
+            }
+            left -= 1;
+            current.map(|f| (f, r))
+        })
+    }
+}
+
+/// Adapter that reports a known length for a filtered range of in-bounds indices.
+trait CollectExact: Iterator + Sized {
+    fn collect_exact(self, len: usize) -> ExactLen<Self> {
+        ExactLen { inner: self, left: len }
+    }
+}
+impl<I: Iterator> CollectExact for I {}
+
+/// An iterator with a length known in advance.
+#[derive(Clone, Debug)]
+pub struct ExactLen<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for ExactLen<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        let x = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(x)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
+
+#[inline(always)]
+fn constant_in<E: Endian>(section: &[u8], constants: usize, n: u32, i: u32, e: E) -> Option<u64> {
+    (i < n).then(|| read_u64(section, constants + i as usize * CONSTANT_SIZE, e))
+}
+
+/// Validates the record at `at`; returns the offset just past it.
+fn check_record<E: Endian>(
+    c: &Checker<'_>,
+    at: usize,
+    table_start: usize,
+    num_constants: u32,
+    e: E,
+) -> Result<usize> {
+    let s = c.section;
+    c.need(at, RECORD_HEADER_SIZE, Field::RecordHeader)?;
+    c.zero(at + 12, u64::from(read_u16(s, at + 12, e)), Field::RecordHeader)?;
+    let num_locations = read_u16(s, at + 14, e);
+    let locations = at + RECORD_HEADER_SIZE;
+    c.count(at + 14, locations, u32::from(num_locations), LOCATION_SIZE, Field::Location)?;
+    for i in 0..num_locations as usize {
+        let l = locations + i * LOCATION_SIZE;
+        let kind = s.get(l).copied().unwrap_or(0);
+        let Some(kind) = LocationKind::from_u8(kind) else {
+            return Err(Error::BadLocationKind { table: c.table, offset: l, kind });
+        };
+        c.zero(l + 1, u64::from(s.get(l + 1).copied().unwrap_or(0)), Field::LocationReserved)?;
+        c.zero(l + 6, u64::from(read_u16(s, l + 6, e)), Field::LocationReserved)?;
+        if kind == LocationKind::ConstantIndex {
+            let index = read_u32(s, l + 8, e);
+            if index >= num_constants {
+                return Err(Error::ConstantIndexOutOfRange {
+                    table: c.table,
+                    offset: l,
+                    index,
+                    num_constants,
+                });
+            }
+        }
+    }
+    let locations_end = locations + usize::from(num_locations) * LOCATION_SIZE;
+    let live_outs_header = table_start + align8(locations_end - table_start);
+    c.need(locations_end, live_outs_header + 4 - locations_end, Field::NumLiveOuts)?;
+    if live_outs_header > locations_end {
+        c.zero(locations_end, u64::from(read_u32(s, locations_end, e)), Field::Padding)?;
+    }
+    c.zero(live_outs_header, u64::from(read_u16(s, live_outs_header, e)), Field::Padding)?;
+    let num_live_outs = read_u16(s, live_outs_header + 2, e);
+    let live_outs = live_outs_header + 4;
+    c.count(live_outs_header + 2, live_outs, u32::from(num_live_outs), LIVE_OUT_SIZE, Field::NumLiveOuts)?;
+    for i in 0..num_live_outs as usize {
+        let l = live_outs + i * LIVE_OUT_SIZE;
+        c.zero(l + 2, u64::from(s.get(l + 2).copied().unwrap_or(0)), Field::LiveOutReserved)?;
+    }
+    let live_outs_end = live_outs + usize::from(num_live_outs) * LIVE_OUT_SIZE;
+    let end = table_start + align8(live_outs_end - table_start);
+    c.need(live_outs_end, end - live_outs_end, Field::Padding)?;
+    if end > live_outs_end {
+        c.zero(live_outs_end, u64::from(read_u32(s, live_outs_end, e)), Field::Padding)?;
+    }
+    Ok(end)
+}
+
+/// One `StkMapRecord`: the live values at one call site or patch point.
+#[derive(Clone, Copy, Debug)]
+pub struct Record<'a, E: Endian> {
+    section: &'a [u8],
+    at: usize,
+    constants: usize,
+    num_constants: u32,
+    endian: E,
+}
+
+impl<'a, E: Endian> Record<'a, E> {
+    #[inline(always)]
+    fn at(section: &'a [u8], at: usize, constants: usize, num_constants: u32, endian: E) -> Self {
+        Record { section, at, constants, num_constants, endian }
+    }
+
+    /// Byte offset of the record from the start of the section.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+
+    /// The ID the intrinsic was given (not unique: LLVM passes it through unchecked).
+    #[inline]
+    pub fn id(&self) -> u64 {
+        read_u64(self.section, self.at, self.endian)
+    }
+
+    /// Offset of the record's instruction from the start of its function. What it points at
+    /// depends on the intrinsic (see the crate docs): after the preceding instruction for a
+    /// stackmap, the start of the reserved bytes for a patchpoint, the return address for a
+    /// statepoint.
+    #[inline]
+    pub fn instruction_offset(&self) -> u32 {
+        read_u32(self.section, self.at + 8, self.endian)
+    }
+
+    /// The reserved record flags (LLVM writes 0).
+    pub fn flags(&self) -> u16 {
+        read_u16(self.section, self.at + 12, self.endian)
+    }
+
+    /// `NumLocations`.
+    #[inline]
+    pub fn num_locations(&self) -> u16 {
+        read_u16(self.section, self.at + 14, self.endian)
+    }
+
+    /// The `i`th location.
+    #[inline]
+    pub fn location(&self, i: usize) -> Option<Location> {
+        if i >= usize::from(self.num_locations()) {
+            return None;
+        }
+        Some(self.decode_location(self.at + RECORD_HEADER_SIZE + i * LOCATION_SIZE))
+    }
+
+    #[inline(always)]
+    fn decode_location(&self, l: usize) -> Location {
+        let s = self.section;
+        let e = self.endian;
+        let size = read_u16(s, l + 2, e);
+        let dwarf_reg = read_u16(s, l + 4, e);
+        let raw = read_u32(s, l + 8, e);
+        match s.get(l).copied().unwrap_or(0) {
+            2 => Location::Direct { dwarf_reg, offset: raw as i32, size },
+            3 => Location::Indirect { dwarf_reg, offset: raw as i32, size },
+            4 => Location::Constant { value: raw as i32, size },
+            5 => Location::ConstantIndex {
+                index: raw,
+                value: constant_in(s, self.constants, self.num_constants, raw, e).unwrap_or(0),
+                size,
+            },
+            // Validated to be 1 by the parser.
+            _ => Location::Register { dwarf_reg, size },
+        }
+    }
+
+    /// The locations in order.
+    #[inline]
+    pub fn locations(&self) -> Locations<'a, E> {
+        let n = usize::from(self.num_locations());
+        Locations { record: *self, next: 0, end: n }
+    }
+
+    fn live_outs_header(&self) -> usize {
+        let end = self.at + RECORD_HEADER_SIZE + usize::from(self.num_locations()) * LOCATION_SIZE;
+        // Records start 8-aligned relative to their table, so aligning the distance from the
+        // record start is the same as aligning from the table start.
+        self.at + align8(end - self.at)
+    }
+
+    /// `NumLiveOuts`.
+    #[inline]
+    pub fn num_live_outs(&self) -> u16 {
+        read_u16(self.section, self.live_outs_header() + 2, self.endian)
+    }
+
+    /// The live-out registers in order.
+    pub fn live_outs(&self) -> impl ExactSizeIterator<Item = LiveOut> + 'a {
+        let first = self.live_outs_header() + 4;
+        let (s, e) = (self.section, self.endian);
+        let n = usize::from(self.num_live_outs());
+        (0..n)
+            .map(move |i| {
+                let l = first + i * LIVE_OUT_SIZE;
+                LiveOut { dwarf_reg: read_u16(s, l, e), size: s.get(l + 3).copied().unwrap_or(0) }
+            })
+            .collect_exact(n)
+    }
+
+    /// Size of the record in bytes, padding included.
+    #[inline]
+    pub fn len(&self) -> usize {
+        let live_outs_end =
+            self.live_outs_header() + 4 + usize::from(self.num_live_outs()) * LIVE_OUT_SIZE;
+        align8(live_outs_end - self.at)
+    }
+
+    /// Always false: a record has at least its header.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Iterator over a record's locations.
+#[derive(Clone, Debug)]
+pub struct Locations<'a, E: Endian> {
+    record: Record<'a, E>,
+    next: usize,
+    end: usize,
+}
+
+impl<E: Endian> Iterator for Locations<'_, E> {
+    type Item = Location;
+    #[inline]
+    fn next(&mut self) -> Option<Location> {
+        if self.next >= self.end {
+            return None;
+        }
+        let l = self.record.at + RECORD_HEADER_SIZE + self.next * LOCATION_SIZE;
+        self.next += 1;
+        Some(self.record.decode_location(l))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+}
+
+impl<E: Endian> ExactSizeIterator for Locations<'_, E> {}
+
+/// Iterator over the records of a table.
+#[derive(Clone, Debug)]
+pub struct Records<'a, E: Endian> {
+    section: &'a [u8],
+    at: usize,
+    left: u32,
+    constants: usize,
+    num_constants: u32,
+    endian: E,
+}
+
+impl<'a, E: Endian> Iterator for Records<'a, E> {
+    type Item = Record<'a, E>;
+    #[inline]
+    fn next(&mut self) -> Option<Record<'a, E>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let r = Record::at(self.section, self.at, self.constants, self.num_constants, self.endian);
+        self.at += r.len();
+        Some(r)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl<E: Endian> ExactSizeIterator for Records<'_, E> {}
+
+/// Iterator over the tables of a section, back to back from its start. It stops after the
+/// last table or after the first error.
+#[derive(Clone, Debug)]
+pub struct Tables<'a, E: Endian> {
+    section: &'a [u8],
+    at: usize,
+    number: usize,
+    endian: E,
+    options: ParseOptions,
+    done: bool,
+}
+
+impl<'a, E: Endian> Tables<'a, E> {
+    /// Tables of `section`, read in byte order `endian`.
+    pub fn new(section: &'a [u8], endian: E, options: ParseOptions) -> Self {
+        Tables { section, at: 0, number: 0, endian, options, done: false }
+    }
+}
+
+impl<'a, E: Endian> Iterator for Tables<'a, E> {
+    type Item = Result<Table<'a, E>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.at >= self.section.len() {
+            self.done = true;
+            return (self.number == 0).then_some(Err(Error::EmptySection));
+        }
+        match Table::parse(self.section, self.at, self.number, self.endian, self.options) {
+            Ok(t) => {
+                self.at = t.end;
+                self.number += 1;
+                Some(Ok(t))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Parses every table of a section.
+pub fn parse_section<E: Endian>(
+    section: &[u8],
+    endian: E,
+    options: ParseOptions,
+) -> Result<alloc::vec::Vec<Table<'_, E>>> {
+    Tables::new(section, endian, options).collect()
+}
