@@ -75,7 +75,12 @@ fn arch_name(info: &ObjectInfo) -> &'static str {
 /// One table as LLVM's stack map printer writes it.
 pub fn table<E: Endian>(t: &Table<'_, E>) -> String {
     let mut s = String::new();
-    let _ = write!(s, "LLVM StackMap Version: {}\nNum Functions: {}", t.version(), t.num_functions());
+    let _ = write!(
+        s,
+        "LLVM StackMap Version: {}\nNum Functions: {}",
+        t.version(),
+        t.num_functions()
+    );
     for f in t.functions() {
         let _ = write!(
             s,
@@ -100,10 +105,14 @@ pub fn table<E: Endian>(t: &Table<'_, E>) -> String {
             let _ = write!(s, "\n      #{}: ", i + 1);
             let _ = match l {
                 Location::Register { dwarf_reg, .. } => write!(s, "Register R#{dwarf_reg}"),
-                Location::Direct { dwarf_reg, offset, .. } => {
+                Location::Direct {
+                    dwarf_reg, offset, ..
+                } => {
                     write!(s, "Direct R#{dwarf_reg} + {offset}")
                 }
-                Location::Indirect { dwarf_reg, offset, .. } => {
+                Location::Indirect {
+                    dwarf_reg, offset, ..
+                } => {
                     write!(s, "Indirect [R#{dwarf_reg} + {offset}]")
                 }
                 // LLVM's printer reads the small constant as an unsigned 32-bit number.

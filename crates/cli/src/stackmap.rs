@@ -45,7 +45,11 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 /// Runs the subcommand; each failing file gets one line on stderr.
 pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     let options = ParseOptions {
-        strictness: if args.lenient { Strictness::Lenient } else { Strictness::Strict },
+        strictness: if args.lenient {
+            Strictness::Lenient
+        } else {
+            Strictness::Strict
+        },
     };
     let mut failed = false;
     let mut json_files = Vec::new();
@@ -62,7 +66,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     }
     if args.json {
         let doc = json!({ "files": json_files });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Message(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| Failure::Message(e.to_string()))?;
         writeln!(out, "{text}").map_err(|e| Failure::Message(e.to_string()))?;
     }
     if failed {
@@ -83,7 +88,8 @@ fn one_file(
 ) -> Result<Option<Value>, String> {
     let data = std::fs::read(path).map_err(|e| e.to_string())?;
     let (info, section) = find_section(&data).map_err(|e| e.to_string())?;
-    let section = section.ok_or("no stack map section (.llvm_stackmaps or __LLVM_STACKMAPS,__llvm_stackmaps)")?;
+    let section = section
+        .ok_or("no stack map section (.llvm_stackmaps or __LLVM_STACKMAPS,__llvm_stackmaps)")?;
     let tables = Tables::new(section.data, section.endian, options)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| match e.offset() {
@@ -99,8 +105,13 @@ fn one_file(
             return Err(format!("no stack map record at {address:#x}"));
         }
         if args.json {
-            let records: Vec<Value> = found.iter().map(|r| indexed_json(r, section.arch)).collect();
-            return Ok(Some(json!({ "file": shown, "address": address, "records": records })));
+            let records: Vec<Value> = found
+                .iter()
+                .map(|r| indexed_json(r, section.arch))
+                .collect();
+            return Ok(Some(
+                json!({ "file": shown, "address": address, "records": records }),
+            ));
         }
         writeln!(out, "{shown}: {} record(s) at {address:#x}", found.len()).map_err(io)?;
         for r in &found {
@@ -110,7 +121,13 @@ fn one_file(
     }
 
     if args.json {
-        return Ok(Some(file_json(shown, &info, &section, &tables, args.load_bias)));
+        return Ok(Some(file_json(
+            shown,
+            &info,
+            &section,
+            &tables,
+            args.load_bias,
+        )));
     }
     write!(out, "{}", readobj::preamble(shown, &info, None)).map_err(io)?;
     for t in &tables {
@@ -131,10 +148,18 @@ fn location_json(l: &Location, arch: Option<Arch>) -> Value {
         Location::Register { dwarf_reg, size } => {
             json!({ "kind": "Register", "dwarf_reg": dwarf_reg, "register": reg_name(arch, dwarf_reg), "size": size })
         }
-        Location::Direct { dwarf_reg, offset, size } => {
+        Location::Direct {
+            dwarf_reg,
+            offset,
+            size,
+        } => {
             json!({ "kind": "Direct", "dwarf_reg": dwarf_reg, "register": reg_name(arch, dwarf_reg), "offset": offset, "size": size })
         }
-        Location::Indirect { dwarf_reg, offset, size } => {
+        Location::Indirect {
+            dwarf_reg,
+            offset,
+            size,
+        } => {
             json!({ "kind": "Indirect", "dwarf_reg": dwarf_reg, "register": reg_name(arch, dwarf_reg), "offset": offset, "size": size })
         }
         Location::Constant { value, size } => {
@@ -214,33 +239,75 @@ fn file_json(
 
 fn lookup_text(r: &IndexedRecord<'_, RunTimeEndian>, arch: Option<Arch>) -> String {
     use std::fmt::Write as _;
-    let name = |reg: u16| arch.and_then(|a| register_name(a, reg)).map(|n| format!(" ({n})")).unwrap_or_default();
+    let name = |reg: u16| {
+        arch.and_then(|a| register_name(a, reg))
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    };
     let mut s = String::new();
     let rec = &r.record;
     let _ = writeln!(
         s,
         "  table {}, function {:#x}, Record ID: {}, instruction offset: {}",
-        r.table, r.function.address, rec.id(), rec.instruction_offset()
+        r.table,
+        r.function.address,
+        rec.id(),
+        rec.instruction_offset()
     );
     for (i, l) in rec.locations().enumerate() {
         let _ = match l {
             Location::Register { dwarf_reg, size } => {
-                writeln!(s, "    #{}: Register R#{dwarf_reg}{}, size: {size}", i + 1, name(dwarf_reg))
+                writeln!(
+                    s,
+                    "    #{}: Register R#{dwarf_reg}{}, size: {size}",
+                    i + 1,
+                    name(dwarf_reg)
+                )
             }
-            Location::Direct { dwarf_reg, offset, size } => {
-                writeln!(s, "    #{}: Direct R#{dwarf_reg}{} + {offset}, size: {size}", i + 1, name(dwarf_reg))
+            Location::Direct {
+                dwarf_reg,
+                offset,
+                size,
+            } => {
+                writeln!(
+                    s,
+                    "    #{}: Direct R#{dwarf_reg}{} + {offset}, size: {size}",
+                    i + 1,
+                    name(dwarf_reg)
+                )
             }
-            Location::Indirect { dwarf_reg, offset, size } => {
-                writeln!(s, "    #{}: Indirect [R#{dwarf_reg}{} + {offset}], size: {size}", i + 1, name(dwarf_reg))
+            Location::Indirect {
+                dwarf_reg,
+                offset,
+                size,
+            } => {
+                writeln!(
+                    s,
+                    "    #{}: Indirect [R#{dwarf_reg}{} + {offset}], size: {size}",
+                    i + 1,
+                    name(dwarf_reg)
+                )
             }
-            Location::Constant { value, size } => writeln!(s, "    #{}: Constant {value}, size: {size}", i + 1),
+            Location::Constant { value, size } => {
+                writeln!(s, "    #{}: Constant {value}, size: {size}", i + 1)
+            }
             Location::ConstantIndex { index, value, size } => {
-                writeln!(s, "    #{}: ConstantIndex #{index} ({value}), size: {size}", i + 1)
+                writeln!(
+                    s,
+                    "    #{}: ConstantIndex #{index} ({value}), size: {size}",
+                    i + 1
+                )
             }
         };
     }
     for lo in rec.live_outs() {
-        let _ = writeln!(s, "    live-out R#{}{} ({} bytes)", lo.dwarf_reg, name(lo.dwarf_reg), lo.size);
+        let _ = writeln!(
+            s,
+            "    live-out R#{}{} ({} bytes)",
+            lo.dwarf_reg,
+            name(lo.dwarf_reg),
+            lo.size
+        );
     }
     s
 }

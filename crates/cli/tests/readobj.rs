@@ -2,8 +2,8 @@
 //! `llvm-readobj-19 --stackmap FILE`.
 //!
 //! Every `tests/fixtures/stackmap/*.ll` is compiled at test time with `llc-19` for each triple
-//! in [`TRIPLES`] (plus Mach-O and COFF objects of one fixture), and both tools are run on the
-//! same path. A linked executable whose section holds two tables back to back checks that locus
+//! in [`TRIPLES`] (plus Mach-O and COFF objects of one fixture, and a shared object with a
+//! `DT_SONAME`), and both tools are run on the same path. A linked executable whose section holds two tables back to back checks that locus
 //! prints the first table as llvm-readobj does and the second one after it. Damaged copies of
 //! real objects check that bad input gives one clear error line, never a panic.
 //!
@@ -30,7 +30,8 @@ const TRIPLES: &[&str] = &[
     "aarch64_be-linux-gnu",
 ];
 
-/// Other container formats, from one fixture (llvm-readobj prints stack maps for both).
+/// Other container formats, from one fixture (llvm-readobj prints stack maps for Mach-O and
+/// COFF too; their preamble has no `LoadName:` line).
 const OTHER_FORMATS: &[(&str, &str)] = &[
     ("patchpoint_anyreg.ll", "x86_64-apple-macosx"),
     ("patchpoint_anyreg.ll", "arm64-apple-macosx"),
@@ -47,10 +48,16 @@ const COVERAGE: &[(&str, &str)] = &[
     ("a small Constant location", ": Constant "),
     ("a ConstantIndex location", ": ConstantIndex #"),
     ("a constant pool entry", "\n  #1: "),
-    ("a dynamic frame (UINT64_MAX stack size)", "stack size: 18446744073709551615,"),
+    (
+        "a dynamic frame (UINT64_MAX stack size)",
+        "stack size: 18446744073709551615,",
+    ),
     ("a record with no locations", "    0 locations:\n"),
-    ("a 16-byte live-out", "-bytes) R#"),
-    ("a record ID above i64::MAX", "Record ID: 18446744073709551615,"),
+    ("a 16-byte live-out", "(16-bytes)"),
+    (
+        "a record ID above i64::MAX",
+        "Record ID: 18446744073709551615,",
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -198,39 +205,45 @@ fn locus(obj: &Path) -> Output {
     }
 }
 
-/// A readable report of the first lines where `expected` and `actual` differ.
+/// A readable report of the lines where `expected` (llvm-readobj) and `actual` (locus) differ,
+/// compared line by line: two lines of context, then up to eight differing pairs.
 fn diff(expected: &str, actual: &str) -> String {
     let e: Vec<&str> = expected.split_inclusive('\n').collect();
     let a: Vec<&str> = actual.split_inclusive('\n').collect();
-    let first = e
-        .iter()
-        .zip(a.iter())
-        .position(|(x, y)| x != y)
-        .unwrap_or(e.len().min(a.len()));
-    let mut out = String::new();
-    out.push_str(&format!(
-        "first difference at line {} (llvm-readobj: {} lines, {} bytes; locus: {} lines, {} bytes)\n",
-        first + 1,
+    let n = e.len().max(a.len());
+    let differing: Vec<usize> = (0..n).filter(|&i| e.get(i) != a.get(i)).collect();
+    let mut out = format!(
+        "{} of {n} lines differ (llvm-readobj: {} lines, {} bytes; locus: {} lines, {} bytes)\n",
+        differing.len(),
         e.len(),
         expected.len(),
         a.len(),
         actual.len()
-    ));
-    for (i, line) in e.iter().enumerate().take(first).skip(first.saturating_sub(3)) {
-        out.push_str(&format!("    {:>4}   {:?}\n", i + 1, line));
+    );
+    let Some(&first) = differing.first() else {
+        return out;
+    };
+    for (i, line) in e
+        .iter()
+        .enumerate()
+        .take(first)
+        .skip(first.saturating_sub(2))
+    {
+        out.push_str(&format!("             {:>4}   {line:?}\n", i + 1));
     }
-    let end = first + 6;
-    for (i, line) in e.iter().enumerate().take(end).skip(first) {
-        out.push_str(&format!("  - {:>4}   {:?}\n", i + 1, line));
+    let show = |lines: &[&str], i: usize| match lines.get(i) {
+        Some(line) => format!("{line:?}"),
+        None => "(output ended)".to_string(),
+    };
+    for &i in differing.iter().take(8) {
+        out.push_str(&format!("llvm-readobj {:>4}   {}\n", i + 1, show(&e, i)));
+        out.push_str(&format!("       locus {:>4}   {}\n", i + 1, show(&a, i)));
     }
-    if first >= e.len() {
-        out.push_str("  - (llvm-readobj output ends here)\n");
-    }
-    for (i, line) in a.iter().enumerate().take(end).skip(first) {
-        out.push_str(&format!("  + {:>4}   {:?}\n", i + 1, line));
-    }
-    if first >= a.len() {
-        out.push_str("  + (locus output ends here)\n");
+    if differing.len() > 8 {
+        out.push_str(&format!(
+            "... and {} more differing lines\n",
+            differing.len() - 8
+        ));
     }
     out
 }
@@ -321,11 +334,11 @@ fn elf_sections(d: &[u8]) -> Vec<ElfSection> {
         .map(|i| {
             let h = shoff + i * shentsize;
             (
-                rd_u32(d, h),                   // sh_name
-                rd_u32(d, h + 4),               // sh_type
-                rd_u32(d, h + 40),              // sh_link
-                to_usize(rd_u64(d, h + 24)),    // sh_offset
-                to_usize(rd_u64(d, h + 32)),    // sh_size
+                rd_u32(d, h),                // sh_name
+                rd_u32(d, h + 4),            // sh_type
+                rd_u32(d, h + 40),           // sh_link
+                to_usize(rd_u64(d, h + 24)), // sh_offset
+                to_usize(rd_u64(d, h + 32)), // sh_size
                 h,
             )
         })
@@ -400,26 +413,34 @@ fn first_constant_index_location(section: &[u8]) -> (usize, u32) {
 #[test]
 fn readobj_oracle() {
     let tmp = TempDir::new("oracle");
-    let mut cases: Vec<(PathBuf, &str)> = Vec::new();
-    for f in fixtures() {
-        for &t in TRIPLES {
-            cases.push((f.clone(), t));
+    // (label, object, triple whose coverage it counts for)
+    let mut objects: Vec<(String, PathBuf, &str)> = Vec::new();
+    for src in fixtures() {
+        for &triple in TRIPLES {
+            let obj = tmp.path(&format!("{}.{triple}.o", stem(&src)));
+            compile(&src, triple, &obj);
+            objects.push((format!("{} ({triple})", stem(&src)), obj, triple));
         }
     }
-    for &(name, t) in OTHER_FORMATS {
-        cases.push((fixture(name), t));
+    for &(name, triple) in OTHER_FORMATS {
+        let src = fixture(name);
+        let obj = tmp.path(&format!("{}.{triple}.o", stem(&src)));
+        compile(&src, triple, &obj);
+        objects.push((format!("{} ({triple})", stem(&src)), obj, triple));
     }
+    objects.push((
+        "constants (x86_64-linux-gnu, linked with ld.lld-19 -shared -soname libsm.so.1)".into(),
+        shared_object_with_soname(&tmp),
+        "shared",
+    ));
 
     let mut matched = 0usize;
     let mut failures = Vec::new();
     // Concatenated readobj output per main triple, for the coverage check.
     let mut seen: Vec<(&str, String)> = TRIPLES[..2].iter().map(|&t| (t, String::new())).collect();
 
-    for (src, triple) in &cases {
-        let label = format!("{} ({triple})", stem(src));
-        let obj = tmp.path(&format!("{}.{triple}.o", stem(src)));
-        compile(src, triple, &obj);
-        let expected = readobj(&obj);
+    for (label, obj, triple) in &objects {
+        let expected = readobj(obj);
         let expected_text = text(&expected);
         assert!(
             expected_text.contains("\nLLVM StackMap Version: 3\n"),
@@ -429,7 +450,7 @@ fn readobj_oracle() {
         if let Some((_, acc)) = seen.iter_mut().find(|(t, _)| t == triple) {
             acc.push_str(&expected_text);
         }
-        match check_identical(&label, &obj, &expected, &locus(&obj)) {
+        match check_identical(label, obj, &expected, &locus(obj)) {
             Ok(()) => matched += 1,
             Err(msg) => failures.push(msg),
         }
@@ -447,17 +468,52 @@ fn readobj_oracle() {
         let has_live_outs = acc
             .lines()
             .any(|l| l.ends_with("]") && l.contains(" live-outs: [ R#"));
-        assert!(has_live_outs, "the fixtures have no non-empty live-out list on {triple}");
+        assert!(
+            has_live_outs,
+            "the fixtures have no non-empty live-out list on {triple}"
+        );
     }
 
     if !failures.is_empty() {
         panic!(
             "{} of {} objects differ from llvm-readobj-19 ({matched} matched):\n\n{}",
             failures.len(),
-            cases.len(),
+            objects.len(),
             failures.join("\n")
         );
     }
+}
+
+/// A shared object with a `DT_SONAME`, so llvm-readobj prints `LoadName: libsm.so.1`. The
+/// stack map section is read-only and holds absolute relocations, hence `-z notext`.
+fn shared_object_with_soname(tmp: &TempDir) -> PathBuf {
+    let obj = tmp.path("constants.pic.o");
+    run_ok(
+        LLC,
+        &[
+            "-mtriple=x86_64-linux-gnu",
+            "-relocation-model=pic",
+            "-filetype=obj",
+            path_str(&fixture("constants.ll")),
+            "-o",
+            path_str(&obj),
+        ],
+    );
+    let so = tmp.path("libsm.so.1");
+    run_ok(
+        LLD,
+        &[
+            "-shared",
+            "-z",
+            "notext",
+            "-soname",
+            "libsm.so.1",
+            path_str(&obj),
+            "-o",
+            path_str(&so),
+        ],
+    );
+    so
 }
 
 /// A linked file whose `.llvm_stackmaps` holds two tables back to back: llvm-readobj prints
@@ -484,7 +540,8 @@ fn linked_executable_with_two_tables() {
         ],
     );
 
-    let read = |p: &Path| fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+    let read =
+        |p: &Path| fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
     let exe_bytes = read(&exe);
     let sizes = [&first_obj, &second_obj].map(|p| stackmap_section(&read(p)).size);
     assert_eq!(
@@ -494,8 +551,14 @@ fn linked_executable_with_two_tables() {
     );
 
     let first = text(&readobj(&exe));
-    assert!(first.contains("Record ID: 18446744073709551615,"), "unexpected first table:\n{first}");
-    assert!(!first.contains("Record ID: 11,"), "llvm-readobj printed the second table?\n{first}");
+    assert!(
+        first.contains("Record ID: 18446744073709551615,"),
+        "unexpected first table:\n{first}"
+    );
+    assert!(
+        !first.contains("Record ID: 11,"),
+        "llvm-readobj printed the second table?\n{first}"
+    );
 
     let got = locus(&exe);
     assert!(
@@ -509,7 +572,7 @@ fn linked_executable_with_two_tables() {
     if !got_text.starts_with(&first) {
         panic!(
             "locus does not start with llvm-readobj's text of the first table:\n{}",
-            diff(&first, &got_text[..got_text.len().min(first.len())])
+            diff(&first, got_text.get(..first.len()).unwrap_or(&got_text))
         );
     }
 
@@ -554,19 +617,31 @@ fn write(tmp: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
-/// True when `line` has the word "offset" followed (after spaces, `:` or `=`) by a number.
-fn mentions_an_offset(line: &str) -> bool {
+/// The numbers that follow the word "offset" in `line` (after spaces, `:` or `=`), read as
+/// hex when written `0x..` and as decimal otherwise.
+fn offsets_mentioned(line: &str) -> Vec<u64> {
     let lower = line.to_ascii_lowercase();
-    lower.match_indices("offset").any(|(i, w)| {
-        lower[i + w.len()..]
-            .trim_start_matches([' ', ':', '='])
-            .starts_with(|c: char| c.is_ascii_digit())
-    })
+    lower
+        .match_indices("offset")
+        .filter_map(|(i, w)| {
+            let rest = lower[i + w.len()..].trim_start_matches([' ', ':', '=']);
+            let (digits, radix) = match rest.strip_prefix("0x") {
+                Some(hex) => (hex, 16),
+                None => (rest, 10),
+            };
+            let end = digits
+                .find(|c: char| !c.is_digit(radix))
+                .unwrap_or(digits.len());
+            u64::from_str_radix(&digits[..end], radix).ok()
+        })
+        .collect()
 }
 
 /// Runs locus on a damaged file and checks the error contract. `offsets`, when not empty, are
-/// section offsets of which the message must name one (in hex `0x..` or decimal).
-fn expect_error(what: &str, path: &Path, offsets: &[usize]) {
+/// offsets from the start of the stack map section of which the message must give one after the
+/// word "offset" (counted from the section, or from the start of the file: `section_at` is the
+/// section's file offset).
+fn expect_error(what: &str, path: &Path, section_at: usize, offsets: &[usize]) {
     let out = locus(path);
     let stderr = text(&out.stderr);
     let context = format!(
@@ -576,22 +651,37 @@ fn expect_error(what: &str, path: &Path, offsets: &[usize]) {
         text(&out.stdout)
     );
     assert!(!stderr.contains("panicked"), "{context}\n(locus panicked)");
-    assert_eq!(out.status.code(), Some(1), "{context}\n(expected exit status 1)");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{context}\n(expected exit status 1)"
+    );
     let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "{context}\n(expected exactly one stderr line)");
+    assert_eq!(
+        lines.len(),
+        1,
+        "{context}\n(expected exactly one stderr line)"
+    );
     let line = lines[0];
     let prefix = format!("locus: {}: ", path.display());
-    assert!(line.starts_with(&prefix), "{context}\n(the line must start with {prefix:?})");
-    assert!(mentions_an_offset(line), "{context}\n(the line must give the offset)");
-    if !offsets.is_empty() {
-        let named = offsets.iter().any(|&o| {
-            let hex = format!("{o:#x}");
-            let dec = o.to_string();
-            line.split(|c: char| !c.is_ascii_alphanumeric())
-                .any(|word| word.eq_ignore_ascii_case(&hex) || word == dec)
-        });
-        assert!(named, "{context}\n(the line must name one of the offsets {offsets:?})");
-    }
+    assert!(
+        line.starts_with(&prefix),
+        "{context}\n(the line must start with {prefix:?})"
+    );
+    let mentioned = offsets_mentioned(line);
+    assert!(
+        !mentioned.is_empty(),
+        "{context}\n(the line must give the offset: the word \"offset\" and a number)"
+    );
+    assert!(
+        offsets.is_empty()
+            || mentioned.iter().any(|&m| {
+                offsets
+                    .iter()
+                    .any(|&o| m == o as u64 || m == (section_at + o) as u64)
+            }),
+        "{context}\n(the line must give one of the offsets {offsets:?})"
+    );
 }
 
 #[test]
@@ -603,7 +693,12 @@ fn bad_truncated_section() {
         let mut bytes = orig.clone();
         bytes[sec.header + 32..sec.header + 40].copy_from_slice(&(size as u64).to_le_bytes());
         let path = write(&tmp, &format!("truncated-{name}.o"), &bytes);
-        expect_error(&format!("section truncated inside the {name}"), &path, &[]);
+        expect_error(
+            &format!("section truncated inside the {name}"),
+            &path,
+            sec.offset,
+            &[],
+        );
     }
 }
 
@@ -615,7 +710,7 @@ fn bad_version_byte() {
         let mut bytes = orig.clone();
         bytes[sec.offset] = version;
         let path = write(&tmp, &format!("version-{version}.o"), &bytes);
-        expect_error(&format!("version byte {version}"), &path, &[0]);
+        expect_error(&format!("version byte {version}"), &path, sec.offset, &[0]);
     }
 }
 
@@ -627,7 +722,7 @@ fn bad_num_records_too_large() {
         let mut bytes = orig.clone();
         bytes[sec.offset + 12..sec.offset + 16].copy_from_slice(&count.to_le_bytes());
         let path = write(&tmp, &format!("numrecords-{count}.o"), &bytes);
-        expect_error(&format!("NumRecords = {count}"), &path, &[]);
+        expect_error(&format!("NumRecords = {count}"), &path, sec.offset, &[]);
     }
 }
 
@@ -645,6 +740,7 @@ fn bad_constant_index_out_of_range() {
         expect_error(
             &format!("ConstantIndex {index} with NumConstants {num_constants}"),
             &path,
+            sec.offset,
             &[loc, loc + 8],
         );
     }

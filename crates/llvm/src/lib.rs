@@ -13,6 +13,10 @@
 //! LLVM's own target registry, filled once on first code generation. Contexts are neither
 //! `Send` nor `Sync`: use one per thread.
 //!
+//! Besides `llvm-sys`, the crate compiles one small C++ file (`src/subtarget.cpp`, by
+//! `build.rs` against the same LLVM's headers): the C API cannot tell whether a CPU or
+//! feature name is known to a target, and an unknown x86-64 CPU makes LLVM abort.
+//!
 //! ```
 //! use locus_llvm::{emit_object, Context, Module};
 //!

@@ -34,15 +34,27 @@ pub trait Frame {
     fn value(&self, location: &Location) -> Result<u64> {
         match *location {
             Location::Register { dwarf_reg, size } => {
-                let v = self.register(dwarf_reg).ok_or(Error::RegisterUnavailable { dwarf_reg })?;
+                let v = self
+                    .register(dwarf_reg)
+                    .ok_or(Error::RegisterUnavailable { dwarf_reg })?;
                 truncate(v, size)
             }
-            Location::Direct { dwarf_reg, offset, .. } => {
-                let base = self.register(dwarf_reg).ok_or(Error::RegisterUnavailable { dwarf_reg })?;
+            Location::Direct {
+                dwarf_reg, offset, ..
+            } => {
+                let base = self
+                    .register(dwarf_reg)
+                    .ok_or(Error::RegisterUnavailable { dwarf_reg })?;
                 Ok(base.wrapping_add(offset as i64 as u64))
             }
-            Location::Indirect { dwarf_reg, offset, size } => {
-                let base = self.register(dwarf_reg).ok_or(Error::RegisterUnavailable { dwarf_reg })?;
+            Location::Indirect {
+                dwarf_reg,
+                offset,
+                size,
+            } => {
+                let base = self
+                    .register(dwarf_reg)
+                    .ok_or(Error::RegisterUnavailable { dwarf_reg })?;
                 let address = base.wrapping_add(offset as i64 as u64);
                 let n = usize::from(size);
                 if n > 8 {
@@ -59,7 +71,11 @@ pub trait Frame {
                 if !self.read_memory(address, dst) {
                     return Err(Error::MemoryUnreadable { address, size: n });
                 }
-                Ok(if big { u64::from_be_bytes(buf) } else { u64::from_le_bytes(buf) })
+                Ok(if big {
+                    u64::from_be_bytes(buf)
+                } else {
+                    u64::from_le_bytes(buf)
+                })
             }
             Location::Constant { value, .. } => Ok(value as i64 as u64),
             Location::ConstantIndex { value, .. } => Ok(value),
@@ -70,8 +86,15 @@ pub trait Frame {
     /// other kinds.
     fn address(&self, location: &Location) -> Result<Option<u64>> {
         match *location {
-            Location::Direct { dwarf_reg, offset, .. } | Location::Indirect { dwarf_reg, offset, .. } => {
-                let base = self.register(dwarf_reg).ok_or(Error::RegisterUnavailable { dwarf_reg })?;
+            Location::Direct {
+                dwarf_reg, offset, ..
+            }
+            | Location::Indirect {
+                dwarf_reg, offset, ..
+            } => {
+                let base = self
+                    .register(dwarf_reg)
+                    .ok_or(Error::RegisterUnavailable { dwarf_reg })?;
                 Ok(Some(base.wrapping_add(offset as i64 as u64)))
             }
             _ => Ok(None),

@@ -76,7 +76,14 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
                     .address
                     .wrapping_add(load_bias)
                     .wrapping_add(u64::from(r.instruction_offset()));
-                keyed.push((address, Entry { table: ti as u32, function: fi - 1, offset: r.offset() }));
+                keyed.push((
+                    address,
+                    Entry {
+                        table: ti as u32,
+                        function: fi - 1,
+                        offset: r.offset(),
+                    },
+                ));
             }
         }
         // Stable: records at one address stay in section order.
@@ -91,7 +98,13 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             })
             .collect();
         ids.sort_unstable();
-        StackMapIndex { tables, load_bias, addresses, entries, ids }
+        StackMapIndex {
+            tables,
+            load_bias,
+            addresses,
+            entries,
+            ids,
+        }
     }
 
     /// The indexed tables.
@@ -128,7 +141,10 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// Every record at absolute code address `address`, in section order.
     pub fn lookup(&self, address: u64) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
         let first = self.addresses.partition_point(|&a| a < address);
-        let n = self.addresses.get(first..).map_or(0, |rest| rest.iter().take_while(|&&a| a == address).count());
+        let n = self
+            .addresses
+            .get(first..)
+            .map_or(0, |rest| rest.iter().take_while(|&&a| a == address).count());
         (first..first + n).filter_map(move |i| self.get(i))
     }
 

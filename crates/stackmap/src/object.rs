@@ -53,8 +53,14 @@ fn is_stackmap_section(name: &str, segment: Option<&str>, format: object::Binary
 
 /// Reads `data` as an object file and returns its facts and its stack map section, if any.
 pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'_>>)> {
-    let file = object::File::parse(data).map_err(|e| Error::Object { message: e.to_string() })?;
-    let endian = if file.is_little_endian() { RunTimeEndian::Little } else { RunTimeEndian::Big };
+    let file = object::File::parse(data).map_err(|e| Error::Object {
+        message: e.to_string(),
+    })?;
+    let endian = if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
     let info = ObjectInfo {
         format: file.format(),
         architecture: file.architecture(),
@@ -79,7 +85,13 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
         let file_offset = section.file_range().map_or(0, |(o, _)| o);
         return Ok((
             info,
-            Some(StackMapSection { data, endian, address: section.address(), file_offset, arch }),
+            Some(StackMapSection {
+                data,
+                endian,
+                address: section.address(),
+                file_offset,
+                arch,
+            }),
         ));
     }
     Ok((info, None))

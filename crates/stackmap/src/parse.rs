@@ -241,7 +241,14 @@ impl Checker<'_> {
     }
 
     #[inline]
-    fn count(&self, at: usize, from: usize, count: u32, each: usize, field: Field) -> Result<usize> {
+    fn count(
+        &self,
+        at: usize,
+        from: usize,
+        count: u32,
+        each: usize,
+        field: Field,
+    ) -> Result<usize> {
         let needed = u64::from(count) * each as u64;
         let available = self.section.len().saturating_sub(from) as u64;
         if needed > available {
@@ -261,7 +268,12 @@ impl Checker<'_> {
     #[inline]
     fn zero(&self, at: usize, value: u64, field: Field) -> Result<()> {
         if self.strict && value != 0 {
-            return Err(Error::NonZeroReserved { table: self.table, offset: at, field, value });
+            return Err(Error::NonZeroReserved {
+                table: self.table,
+                offset: at,
+                field,
+                value,
+            });
         }
         Ok(())
     }
@@ -280,25 +292,55 @@ impl<'a, E: Endian> Table<'a, E> {
         endian: E,
         options: ParseOptions,
     ) -> Result<Self> {
-        let c = Checker { section, table: number, strict: options.strictness == Strictness::Strict };
+        let c = Checker {
+            section,
+            table: number,
+            strict: options.strictness == Strictness::Strict,
+        };
         c.need(start, HEADER_SIZE, Field::Version)?;
         let version = section.get(start).copied().unwrap_or(0);
         if version != VERSION {
-            return Err(Error::UnsupportedVersion { table: number, offset: start, version });
+            return Err(Error::UnsupportedVersion {
+                table: number,
+                offset: start,
+                version,
+            });
         }
         let reserved8 = section.get(start + 1).copied().unwrap_or(0);
         c.zero(start + 1, u64::from(reserved8), Field::HeaderReserved)?;
-        c.zero(start + 2, u64::from(read_u16(section, start + 2, endian)), Field::HeaderReserved)?;
+        c.zero(
+            start + 2,
+            u64::from(read_u16(section, start + 2, endian)),
+            Field::HeaderReserved,
+        )?;
         let num_functions = read_u32(section, start + 4, endian);
         let num_constants = read_u32(section, start + 8, endian);
         let num_records = read_u32(section, start + 12, endian);
 
         let functions = start + HEADER_SIZE;
-        let fn_bytes = c.count(start + 4, functions, num_functions, FUNCTION_SIZE, Field::NumFunctions)?;
+        let fn_bytes = c.count(
+            start + 4,
+            functions,
+            num_functions,
+            FUNCTION_SIZE,
+            Field::NumFunctions,
+        )?;
         let constants = functions + fn_bytes;
-        let const_bytes = c.count(start + 8, constants, num_constants, CONSTANT_SIZE, Field::NumConstants)?;
+        let const_bytes = c.count(
+            start + 8,
+            constants,
+            num_constants,
+            CONSTANT_SIZE,
+            Field::NumConstants,
+        )?;
         let records = constants + const_bytes;
-        c.count(start + 12, records, num_records, MIN_RECORD_SIZE, Field::NumRecords)?;
+        c.count(
+            start + 12,
+            records,
+            num_records,
+            MIN_RECORD_SIZE,
+            Field::NumRecords,
+        )?;
 
         if c.strict {
             let mut sum: u64 = 0;
@@ -410,18 +452,28 @@ impl<'a, E: Endian> Table<'a, E> {
     /// The function entries in order.
     pub fn functions(&self) -> impl ExactSizeIterator<Item = Function> + 'a {
         let t = *self;
-        (0..self.num_functions as usize).filter_map(move |i| t.function(i)).collect_exact(self.num_functions as usize)
+        (0..self.num_functions as usize)
+            .filter_map(move |i| t.function(i))
+            .collect_exact(self.num_functions as usize)
     }
 
     /// The `i`th large constant.
     pub fn constant(&self, i: u32) -> Option<u64> {
-        constant_in(self.section, self.constants_start(), self.num_constants, i, self.endian)
+        constant_in(
+            self.section,
+            self.constants_start(),
+            self.num_constants,
+            i,
+            self.endian,
+        )
     }
 
     /// The large constants in order.
     pub fn constants(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
         let t = *self;
-        (0..self.num_constants).filter_map(move |i| t.constant(i)).collect_exact(self.num_constants as usize)
+        (0..self.num_constants)
+            .filter_map(move |i| t.constant(i))
+            .collect_exact(self.num_constants as usize)
     }
 
     /// The records in order.
@@ -442,7 +494,13 @@ impl<'a, E: Endian> Table<'a, E> {
         if offset < self.records_start() || offset >= self.end {
             return None;
         }
-        Some(Record::at(self.section, offset, self.constants_start(), self.num_constants, self.endian))
+        Some(Record::at(
+            self.section,
+            offset,
+            self.constants_start(),
+            self.num_constants,
+            self.endian,
+        ))
     }
 
     /// Each record with the function it belongs to (records follow the function order and
@@ -467,7 +525,10 @@ impl<'a, E: Endian> Table<'a, E> {
 /// Adapter that reports a known length for a filtered range of in-bounds indices.
 trait CollectExact: Iterator + Sized {
     fn collect_exact(self, len: usize) -> ExactLen<Self> {
-        ExactLen { inner: self, left: len }
+        ExactLen {
+            inner: self,
+            left: len,
+        }
     }
 }
 impl<I: Iterator> CollectExact for I {}
@@ -507,18 +568,40 @@ fn check_record<E: Endian>(
 ) -> Result<usize> {
     let s = c.section;
     c.need(at, RECORD_HEADER_SIZE, Field::RecordHeader)?;
-    c.zero(at + 12, u64::from(read_u16(s, at + 12, e)), Field::RecordHeader)?;
+    c.zero(
+        at + 12,
+        u64::from(read_u16(s, at + 12, e)),
+        Field::RecordHeader,
+    )?;
     let num_locations = read_u16(s, at + 14, e);
     let locations = at + RECORD_HEADER_SIZE;
-    c.count(at + 14, locations, u32::from(num_locations), LOCATION_SIZE, Field::Location)?;
+    c.count(
+        at + 14,
+        locations,
+        u32::from(num_locations),
+        LOCATION_SIZE,
+        Field::Location,
+    )?;
     for i in 0..num_locations as usize {
         let l = locations + i * LOCATION_SIZE;
         let kind = s.get(l).copied().unwrap_or(0);
         let Some(kind) = LocationKind::from_u8(kind) else {
-            return Err(Error::BadLocationKind { table: c.table, offset: l, kind });
+            return Err(Error::BadLocationKind {
+                table: c.table,
+                offset: l,
+                kind,
+            });
         };
-        c.zero(l + 1, u64::from(s.get(l + 1).copied().unwrap_or(0)), Field::LocationReserved)?;
-        c.zero(l + 6, u64::from(read_u16(s, l + 6, e)), Field::LocationReserved)?;
+        c.zero(
+            l + 1,
+            u64::from(s.get(l + 1).copied().unwrap_or(0)),
+            Field::LocationReserved,
+        )?;
+        c.zero(
+            l + 6,
+            u64::from(read_u16(s, l + 6, e)),
+            Field::LocationReserved,
+        )?;
         if kind == LocationKind::ConstantIndex {
             let index = read_u32(s, l + 8, e);
             if index >= num_constants {
@@ -533,23 +616,49 @@ fn check_record<E: Endian>(
     }
     let locations_end = locations + usize::from(num_locations) * LOCATION_SIZE;
     let live_outs_header = table_start + align8(locations_end - table_start);
-    c.need(locations_end, live_outs_header + 4 - locations_end, Field::NumLiveOuts)?;
+    c.need(
+        locations_end,
+        live_outs_header + 4 - locations_end,
+        Field::NumLiveOuts,
+    )?;
     if live_outs_header > locations_end {
-        c.zero(locations_end, u64::from(read_u32(s, locations_end, e)), Field::Padding)?;
+        c.zero(
+            locations_end,
+            u64::from(read_u32(s, locations_end, e)),
+            Field::Padding,
+        )?;
     }
-    c.zero(live_outs_header, u64::from(read_u16(s, live_outs_header, e)), Field::Padding)?;
+    c.zero(
+        live_outs_header,
+        u64::from(read_u16(s, live_outs_header, e)),
+        Field::Padding,
+    )?;
     let num_live_outs = read_u16(s, live_outs_header + 2, e);
     let live_outs = live_outs_header + 4;
-    c.count(live_outs_header + 2, live_outs, u32::from(num_live_outs), LIVE_OUT_SIZE, Field::NumLiveOuts)?;
+    c.count(
+        live_outs_header + 2,
+        live_outs,
+        u32::from(num_live_outs),
+        LIVE_OUT_SIZE,
+        Field::NumLiveOuts,
+    )?;
     for i in 0..num_live_outs as usize {
         let l = live_outs + i * LIVE_OUT_SIZE;
-        c.zero(l + 2, u64::from(s.get(l + 2).copied().unwrap_or(0)), Field::LiveOutReserved)?;
+        c.zero(
+            l + 2,
+            u64::from(s.get(l + 2).copied().unwrap_or(0)),
+            Field::LiveOutReserved,
+        )?;
     }
     let live_outs_end = live_outs + usize::from(num_live_outs) * LIVE_OUT_SIZE;
     let end = table_start + align8(live_outs_end - table_start);
     c.need(live_outs_end, end - live_outs_end, Field::Padding)?;
     if end > live_outs_end {
-        c.zero(live_outs_end, u64::from(read_u32(s, live_outs_end, e)), Field::Padding)?;
+        c.zero(
+            live_outs_end,
+            u64::from(read_u32(s, live_outs_end, e)),
+            Field::Padding,
+        )?;
     }
     Ok(end)
 }
@@ -567,7 +676,13 @@ pub struct Record<'a, E: Endian> {
 impl<'a, E: Endian> Record<'a, E> {
     #[inline(always)]
     fn at(section: &'a [u8], at: usize, constants: usize, num_constants: u32, endian: E) -> Self {
-        Record { section, at, constants, num_constants, endian }
+        Record {
+            section,
+            at,
+            constants,
+            num_constants,
+            endian,
+        }
     }
 
     /// Byte offset of the record from the start of the section.
@@ -618,9 +733,20 @@ impl<'a, E: Endian> Record<'a, E> {
         let dwarf_reg = read_u16(s, l + 4, e);
         let raw = read_u32(s, l + 8, e);
         match s.get(l).copied().unwrap_or(0) {
-            2 => Location::Direct { dwarf_reg, offset: raw as i32, size },
-            3 => Location::Indirect { dwarf_reg, offset: raw as i32, size },
-            4 => Location::Constant { value: raw as i32, size },
+            2 => Location::Direct {
+                dwarf_reg,
+                offset: raw as i32,
+                size,
+            },
+            3 => Location::Indirect {
+                dwarf_reg,
+                offset: raw as i32,
+                size,
+            },
+            4 => Location::Constant {
+                value: raw as i32,
+                size,
+            },
             5 => Location::ConstantIndex {
                 index: raw,
                 value: constant_in(s, self.constants, self.num_constants, raw, e).unwrap_or(0),
@@ -635,7 +761,11 @@ impl<'a, E: Endian> Record<'a, E> {
     #[inline]
     pub fn locations(&self) -> Locations<'a, E> {
         let n = usize::from(self.num_locations());
-        Locations { record: *self, next: 0, end: n }
+        Locations {
+            record: *self,
+            next: 0,
+            end: n,
+        }
     }
 
     fn live_outs_header(&self) -> usize {
@@ -659,7 +789,10 @@ impl<'a, E: Endian> Record<'a, E> {
         (0..n)
             .map(move |i| {
                 let l = first + i * LIVE_OUT_SIZE;
-                LiveOut { dwarf_reg: read_u16(s, l, e), size: s.get(l + 3).copied().unwrap_or(0) }
+                LiveOut {
+                    dwarf_reg: read_u16(s, l, e),
+                    size: s.get(l + 3).copied().unwrap_or(0),
+                }
             })
             .collect_exact(n)
     }
@@ -724,7 +857,13 @@ impl<'a, E: Endian> Iterator for Records<'a, E> {
             return None;
         }
         self.left -= 1;
-        let r = Record::at(self.section, self.at, self.constants, self.num_constants, self.endian);
+        let r = Record::at(
+            self.section,
+            self.at,
+            self.constants,
+            self.num_constants,
+            self.endian,
+        );
         self.at += r.len();
         Some(r)
     }
@@ -750,7 +889,14 @@ pub struct Tables<'a, E: Endian> {
 impl<'a, E: Endian> Tables<'a, E> {
     /// Tables of `section`, read in byte order `endian`.
     pub fn new(section: &'a [u8], endian: E, options: ParseOptions) -> Self {
-        Tables { section, at: 0, number: 0, endian, options, done: false }
+        Tables {
+            section,
+            at: 0,
+            number: 0,
+            endian,
+            options,
+            done: false,
+        }
     }
 }
 
@@ -764,7 +910,13 @@ impl<'a, E: Endian> Iterator for Tables<'a, E> {
             self.done = true;
             return (self.number == 0).then_some(Err(Error::EmptySection));
         }
-        match Table::parse(self.section, self.at, self.number, self.endian, self.options) {
+        match Table::parse(
+            self.section,
+            self.at,
+            self.number,
+            self.endian,
+            self.options,
+        ) {
             Ok(t) => {
                 self.at = t.end;
                 self.number += 1;

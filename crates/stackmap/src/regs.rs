@@ -102,7 +102,11 @@ pub fn register_number(arch: Arch, name: &str) -> Option<u16> {
             "sp" => Some(31),
             "fp" => Some(29),
             "lr" => Some(30),
-            _ => name.strip_prefix('x')?.parse::<u16>().ok().filter(|&n| n <= 30),
+            _ => name
+                .strip_prefix('x')?
+                .parse::<u16>()
+                .ok()
+                .filter(|&n| n <= 30),
         },
     }
 }

@@ -33,7 +33,10 @@ impl<'a, E: Endian> StatepointRecord<'a, E> {
     /// Reads `record` as a statepoint. Fails if it does not start with the three constants
     /// or if N deopt locations do not fit, or if what follows them is not whole pairs.
     pub fn new(record: Record<'a, E>) -> Result<Self> {
-        let bad = |i: usize| Error::NotAStatepoint { offset: record.offset(), location: i };
+        let bad = |i: usize| Error::NotAStatepoint {
+            offset: record.offset(),
+            location: i,
+        };
         let constant = |i: usize| match record.location(i) {
             Some(Location::Constant { value, .. }) => Ok(value as i64 as u64),
             Some(Location::ConstantIndex { value, .. }) => Ok(value),
@@ -43,14 +46,22 @@ impl<'a, E: Endian> StatepointRecord<'a, E> {
         let flags = constant(1)?;
         let n = constant(2)?;
         let total = usize::from(record.num_locations());
-        let after_deopt = usize::try_from(n).ok().and_then(|n| n.checked_add(3)).filter(|&e| e <= total);
+        let after_deopt = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_add(3))
+            .filter(|&e| e <= total);
         let Some(after_deopt) = after_deopt else {
             return Err(bad(2));
         };
         if (total - after_deopt) % 2 != 0 {
             return Err(bad(total - 1));
         }
-        Ok(StatepointRecord { record, calling_convention, flags, num_deopt: after_deopt - 3 })
+        Ok(StatepointRecord {
+            record,
+            calling_convention,
+            flags,
+            num_deopt: after_deopt - 3,
+        })
     }
 
     /// The underlying record.

@@ -71,7 +71,10 @@ pub fn call_sequence(target: u64) -> [u8; CALL_LEN] {
 /// written then).
 pub fn fill_nops(out: &mut [u8]) -> Result<()> {
     if out.len() % 4 != 0 {
-        return Err(Error::MisalignedPatch { value: out.len() as u64, align: 4 });
+        return Err(Error::MisalignedPatch {
+            value: out.len() as u64,
+            align: 4,
+        });
     }
     for chunk in out.chunks_exact_mut(4) {
         chunk.copy_from_slice(&NOP.to_le_bytes());
@@ -136,7 +139,10 @@ mod tests {
         assert_eq!(fill_nops(&mut buf), Ok(()));
         assert_eq!(buf, [0x1f, 0x20, 0x03, 0xd5].repeat(3)[..]);
         let mut odd = [0u8; 6];
-        assert_eq!(fill_nops(&mut odd), Err(Error::MisalignedPatch { value: 6, align: 4 }));
+        assert_eq!(
+            fill_nops(&mut odd),
+            Err(Error::MisalignedPatch { value: 6, align: 4 })
+        );
         assert_eq!(odd, [0u8; 6]);
     }
 }

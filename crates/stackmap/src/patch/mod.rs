@@ -122,7 +122,10 @@ pub fn encode_call_into(arch: Arch, target: u64, out: &mut [u8]) -> Result<()> {
     check_len(arch, out.len())?;
     let needed = call_sequence_len(arch);
     if out.len() < needed {
-        return Err(Error::PatchTooLarge { needed, reserved: out.len() });
+        return Err(Error::PatchTooLarge {
+            needed,
+            reserved: out.len(),
+        });
     }
     let (call, rest) = out.split_at_mut(needed);
     match arch {
@@ -164,7 +167,10 @@ pub fn encode_nops_into(arch: Arch, out: &mut [u8]) -> Result<()> {
 fn check_len(arch: Arch, len: usize) -> Result<()> {
     let align = arch.instruction_align();
     if len % align != 0 {
-        return Err(Error::MisalignedPatch { value: len as u64, align: align as u64 });
+        return Err(Error::MisalignedPatch {
+            value: len as u64,
+            align: align as u64,
+        });
     }
     Ok(())
 }
@@ -194,15 +200,24 @@ mod tests {
     fn encode_call_refuses_small() {
         assert_eq!(
             encode_call(Arch::X86_64, 1, 12),
-            Err(Error::PatchTooLarge { needed: 13, reserved: 12 })
+            Err(Error::PatchTooLarge {
+                needed: 13,
+                reserved: 12
+            })
         );
         assert_eq!(
             encode_call(Arch::AArch64, 1, 16),
-            Err(Error::PatchTooLarge { needed: 20, reserved: 16 })
+            Err(Error::PatchTooLarge {
+                needed: 20,
+                reserved: 16
+            })
         );
         assert_eq!(
             encode_call(Arch::X86_64, 1, 0),
-            Err(Error::PatchTooLarge { needed: 13, reserved: 0 })
+            Err(Error::PatchTooLarge {
+                needed: 13,
+                reserved: 0
+            })
         );
     }
 
@@ -210,13 +225,22 @@ mod tests {
     fn aarch64_refuses_misaligned() {
         assert_eq!(
             encode_call(Arch::AArch64, 1, 22),
-            Err(Error::MisalignedPatch { value: 22, align: 4 })
+            Err(Error::MisalignedPatch {
+                value: 22,
+                align: 4
+            })
         );
-        assert_eq!(encode_nops(Arch::AArch64, 6), Err(Error::MisalignedPatch { value: 6, align: 4 }));
+        assert_eq!(
+            encode_nops(Arch::AArch64, 6),
+            Err(Error::MisalignedPatch { value: 6, align: 4 })
+        );
         let mut buf = [0u8; 10];
         assert_eq!(
             encode_call_into(Arch::AArch64, 1, &mut buf),
-            Err(Error::MisalignedPatch { value: 10, align: 4 })
+            Err(Error::MisalignedPatch {
+                value: 10,
+                align: 4
+            })
         );
     }
 

@@ -40,14 +40,13 @@ pub unsafe fn write_code(address: *mut u8, bytes: &[u8]) -> Result<()> {
     }
     let page = page_size()?;
     let start = address as usize;
-    let end = start
-        .checked_add(bytes.len())
-        .ok_or(Error::CodeWrite { errno: libc::EINVAL })?;
+    let end = start.checked_add(bytes.len()).ok_or(Error::CodeWrite {
+        errno: libc::EINVAL,
+    })?;
     let first_page = start & !(page - 1);
-    let last_page_end = end
-        .checked_add(page - 1)
-        .ok_or(Error::CodeWrite { errno: libc::EINVAL })?
-        & !(page - 1);
+    let last_page_end = end.checked_add(page - 1).ok_or(Error::CodeWrite {
+        errno: libc::EINVAL,
+    })? & !(page - 1);
     let span = last_page_end - first_page;
 
     // SAFETY: the caller guarantees that the pages are mapped code it owns that nothing
@@ -103,7 +102,10 @@ pub unsafe fn patch_nops(arch: Arch, address: *mut u8, len: usize) -> Result<()>
 fn check_address(arch: Arch, address: *mut u8) -> Result<()> {
     let align = arch.instruction_align();
     if (address as usize) % align != 0 {
-        return Err(Error::MisalignedPatch { value: address as u64, align: align as u64 });
+        return Err(Error::MisalignedPatch {
+            value: address as u64,
+            align: align as u64,
+        });
     }
     Ok(())
 }
@@ -114,7 +116,9 @@ fn page_size() -> Result<usize> {
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     match usize::try_from(size) {
         Ok(size) if size.is_power_of_two() => Ok(size),
-        _ => Err(Error::CodeWrite { errno: libc::EINVAL }),
+        _ => Err(Error::CodeWrite {
+            errno: libc::EINVAL,
+        }),
     }
 }
 
@@ -207,10 +211,22 @@ mod tests {
         let address = 0x1002 as *mut u8;
         // SAFETY: fails before touching memory.
         let got = unsafe { patch_call(Arch::AArch64, address, 20, 0) };
-        assert_eq!(got, Err(Error::MisalignedPatch { value: 0x1002, align: 4 }));
+        assert_eq!(
+            got,
+            Err(Error::MisalignedPatch {
+                value: 0x1002,
+                align: 4
+            })
+        );
         // SAFETY: fails before touching memory.
         let got = unsafe { patch_nops(Arch::AArch64, address, 8) };
-        assert_eq!(got, Err(Error::MisalignedPatch { value: 0x1002, align: 4 }));
+        assert_eq!(
+            got,
+            Err(Error::MisalignedPatch {
+                value: 0x1002,
+                align: 4
+            })
+        );
     }
 
     #[test]
@@ -218,7 +234,13 @@ mod tests {
         let address = 0x1000 as *mut u8;
         // SAFETY: fails before touching memory.
         let got = unsafe { patch_call(Arch::X86_64, address, 5, 0) };
-        assert_eq!(got, Err(Error::PatchTooLarge { needed: 13, reserved: 5 }));
+        assert_eq!(
+            got,
+            Err(Error::PatchTooLarge {
+                needed: 13,
+                reserved: 5
+            })
+        );
     }
 
     #[test]
@@ -232,6 +254,11 @@ mod tests {
         let address = usize::MAX as *mut u8;
         // SAFETY: fails before touching memory.
         let got = unsafe { write_code(address, &[0x90, 0x90]) };
-        assert_eq!(got, Err(Error::CodeWrite { errno: libc::EINVAL }));
+        assert_eq!(
+            got,
+            Err(Error::CodeWrite {
+                errno: libc::EINVAL
+            })
+        );
     }
 }

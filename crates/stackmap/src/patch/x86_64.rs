@@ -144,7 +144,10 @@ pub fn encode_nops_tuned(len: usize, tuning: NopTuning) -> Vec<u8> {
 /// Errors: [`Error::PatchTooLarge`] when `reserved` is less than [`CALL_LEN`].
 pub fn encode_call_tuned(target: u64, reserved: usize, tuning: NopTuning) -> Result<Vec<u8>> {
     if reserved < CALL_LEN {
-        return Err(Error::PatchTooLarge { needed: CALL_LEN, reserved });
+        return Err(Error::PatchTooLarge {
+            needed: CALL_LEN,
+            reserved,
+        });
     }
     let mut out = vec![0u8; reserved];
     let (call, rest) = out.split_at_mut(CALL_LEN);
@@ -157,8 +160,12 @@ pub fn encode_call_tuned(target: u64, reserved: usize, tuning: NopTuning) -> Res
 mod tests {
     use super::*;
 
-    const TUNINGS: [NopTuning; 4] =
-        [NopTuning::Max7, NopTuning::Max10, NopTuning::Max11, NopTuning::Max15];
+    const TUNINGS: [NopTuning; 4] = [
+        NopTuning::Max7,
+        NopTuning::Max10,
+        NopTuning::Max11,
+        NopTuning::Max15,
+    ];
 
     #[test]
     fn call_bytes() {
@@ -176,7 +183,10 @@ mod tests {
         }
         assert_eq!(
             encode_nops_tuned(15, NopTuning::Max15),
-            [0x66, 0x66, 0x66, 0x66, 0x66, 0x2e, 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x02, 0x00, 0x00]
+            [
+                0x66, 0x66, 0x66, 0x66, 0x66, 0x2e, 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x02, 0x00,
+                0x00
+            ]
         );
         assert_eq!(
             encode_nops_tuned(11, NopTuning::Max11),
@@ -222,7 +232,10 @@ mod tests {
         for tuning in TUNINGS {
             assert_eq!(
                 encode_call_tuned(5, 12, tuning),
-                Err(Error::PatchTooLarge { needed: 13, reserved: 12 })
+                Err(Error::PatchTooLarge {
+                    needed: 13,
+                    reserved: 12
+                })
             );
             let bytes = encode_call_tuned(5, 40, tuning).unwrap_or_default();
             assert_eq!(bytes.len(), 40);
