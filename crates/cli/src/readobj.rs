@@ -10,7 +10,7 @@ use locus_stackmap::{Endian, Location, RunTimeEndian, Table};
 use object::{Architecture, BinaryFormat};
 
 /// The preamble llvm-readobj prints before any dump of `path`.
-pub fn preamble(path: &str, info: &ObjectInfo, load_name: Option<&str>) -> String {
+pub fn preamble(path: &str, info: &ObjectInfo) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -20,7 +20,11 @@ pub fn preamble(path: &str, info: &ObjectInfo, load_name: Option<&str>) -> Strin
         if info.is_64 { 64 } else { 32 }
     );
     if info.format == BinaryFormat::Elf {
-        let _ = writeln!(s, "LoadName: {}", load_name.unwrap_or("<Not found>"));
+        let _ = writeln!(
+            s,
+            "LoadName: {}",
+            info.load_name.as_deref().unwrap_or("<Not found>")
+        );
     }
     s
 }
@@ -42,14 +46,12 @@ fn format_name(info: &ObjectInfo) -> String {
             };
             format!("elf{bits}-{arch}")
         }
-        BinaryFormat::MachO => {
-            let arch = match info.architecture {
-                Architecture::X86_64 => "x86-64",
-                Architecture::Aarch64 => "arm64",
-                _ => "unknown",
-            };
-            format!("Mach-O {}-bit {arch}", if info.is_64 { 64 } else { 32 })
-        }
+        // LLVM names arm64 Mach-O files without the word size.
+        BinaryFormat::MachO => match info.architecture {
+            Architecture::X86_64 => "Mach-O 64-bit x86-64".into(),
+            Architecture::Aarch64 => "Mach-O arm64".into(),
+            _ => format!("Mach-O {}-bit unknown", if info.is_64 { 64 } else { 32 }),
+        },
         BinaryFormat::Coff => match info.architecture {
             Architecture::X86_64 => "COFF-x86-64".into(),
             Architecture::Aarch64 => "COFF-ARM64".into(),

@@ -129,7 +129,7 @@ fn one_file(
             args.load_bias,
         )));
     }
-    write!(out, "{}", readobj::preamble(shown, &info, None)).map_err(io)?;
+    write!(out, "{}", readobj::preamble(shown, &info)).map_err(io)?;
     for t in &tables {
         write!(out, "{}", readobj::table(t)).map_err(io)?;
     }

@@ -40,6 +40,23 @@ pub struct ObjectInfo {
     pub endian: RunTimeEndian,
     /// The file's kind (relocatable, executable, dynamic).
     pub kind: object::ObjectKind,
+    /// An ELF shared object's `DT_SONAME`.
+    pub load_name: Option<String>,
+}
+
+/// `DT_SONAME` of an ELF file, if it has a dynamic section that names one.
+fn elf_soname<Elf: object::read::elf::FileHeader>(data: &[u8]) -> Option<String> {
+    use object::read::elf::Dyn;
+    let header = Elf::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, data).ok()?;
+    let (dynamic, link) = sections.dynamic(endian, data).ok()??;
+    let strings = sections.strings(endian, data, link).ok()?;
+    dynamic
+        .iter()
+        .find(|d| d.tag32(endian) == Some(object::elf::DT_SONAME))
+        .and_then(|d| d.string(endian, strings).ok())
+        .map(|name| String::from_utf8_lossy(name).into_owned())
 }
 
 fn is_stackmap_section(name: &str, segment: Option<&str>, format: object::BinaryFormat) -> bool {
@@ -61,12 +78,21 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
     } else {
         RunTimeEndian::Big
     };
+    let load_name = match &file {
+        object::File::Elf64(_) => elf_soname::<object::elf::FileHeader64<object::Endianness>>(data),
+        object::File::Elf32(_) => elf_soname::<object::elf::FileHeader32<object::Endianness>>(data),
+        _ => None,
+    };
+    // COFF objects carry no pointer width of their own; it follows from the machine.
+    let is_64 =
+        file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
     let info = ObjectInfo {
         format: file.format(),
         architecture: file.architecture(),
-        is_64: file.is_64(),
+        is_64,
         endian,
         kind: file.kind(),
+        load_name,
     };
     let arch = match file.architecture() {
         object::Architecture::X86_64 => Some(Arch::X86_64),

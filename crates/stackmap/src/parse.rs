@@ -938,3 +938,319 @@ pub fn parse_section<E: Endian>(
 ) -> Result<alloc::vec::Vec<Table<'_, E>>> {
     Tables::new(section, endian, options).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use super::*;
+    use crate::endian::{BigEndian, LittleEndian, RunTimeEndian};
+
+    /// Encodes one table; `big` picks the byte order. Each record is
+    /// (id, offset, locations as (kind, size, reg, offset), live-outs as (reg, size)).
+    #[allow(clippy::type_complexity)]
+    fn table(
+        big: bool,
+        functions: &[(u64, u64, u64)],
+        constants: &[u64],
+        records: &[(u64, u32, Vec<(u8, u16, u16, i32)>, Vec<(u16, u8)>)],
+    ) -> Vec<u8> {
+        let mut s = Vec::new();
+        let u16b = |s: &mut Vec<u8>, v: u16| {
+            s.extend(if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            })
+        };
+        let u32b = |s: &mut Vec<u8>, v: u32| {
+            s.extend(if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            })
+        };
+        let u64b = |s: &mut Vec<u8>, v: u64| {
+            s.extend(if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            })
+        };
+        s.extend([3, 0, 0, 0]);
+        u32b(&mut s, functions.len() as u32);
+        u32b(&mut s, constants.len() as u32);
+        u32b(&mut s, records.len() as u32);
+        for &(a, st, n) in functions {
+            u64b(&mut s, a);
+            u64b(&mut s, st);
+            u64b(&mut s, n);
+        }
+        for &c in constants {
+            u64b(&mut s, c);
+        }
+        for (id, off, locs, los) in records {
+            u64b(&mut s, *id);
+            u32b(&mut s, *off);
+            u16b(&mut s, 0);
+            u16b(&mut s, locs.len() as u16);
+            for &(k, size, reg, o) in locs {
+                s.extend([k, 0]);
+                u16b(&mut s, size);
+                u16b(&mut s, reg);
+                u16b(&mut s, 0);
+                u32b(&mut s, o as u32);
+            }
+            while s.len() % 8 != 0 {
+                s.push(0);
+            }
+            u16b(&mut s, 0);
+            u16b(&mut s, los.len() as u16);
+            for &(reg, size) in los {
+                u16b(&mut s, reg);
+                s.extend([0, size]);
+            }
+            while s.len() % 8 != 0 {
+                s.push(0);
+            }
+        }
+        s
+    }
+
+    fn sample(big: bool) -> Vec<u8> {
+        table(
+            big,
+            &[(0x1000, 32, 2), (0x2000, u64::MAX, 1)],
+            &[0x1_0000_0000, 7],
+            &[
+                (
+                    1,
+                    4,
+                    vec![(1, 8, 3, 0), (2, 8, 7, 16), (3, 4, 6, -8)],
+                    vec![(0, 8)],
+                ),
+                (
+                    1,
+                    9,
+                    vec![(4, 8, 0, -1), (5, 8, 0, 1), (5, 8, 0, 0)],
+                    vec![],
+                ),
+                (2, 4, vec![], vec![(3, 8), (12, 8), (13, 8)]),
+            ],
+        )
+    }
+
+    fn strict() -> ParseOptions {
+        ParseOptions::default()
+    }
+
+    fn lenient() -> ParseOptions {
+        ParseOptions {
+            strictness: Strictness::Lenient,
+        }
+    }
+
+    fn check_sample<E: Endian>(data: &[u8], e: E) {
+        let t = Table::parse(data, 0, 0, e, strict()).expect("valid");
+        assert_eq!(t.len(), data.len());
+        assert_eq!(
+            t.functions().collect::<Vec<_>>()[1].static_stack_size(),
+            None
+        );
+        assert_eq!(t.constants().collect::<Vec<_>>(), [0x1_0000_0000, 7]);
+        let r: Vec<_> = t.records().collect();
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            r[0].locations().collect::<Vec<_>>(),
+            [
+                Location::Register {
+                    dwarf_reg: 3,
+                    size: 8
+                },
+                Location::Direct {
+                    dwarf_reg: 7,
+                    offset: 16,
+                    size: 8
+                },
+                Location::Indirect {
+                    dwarf_reg: 6,
+                    offset: -8,
+                    size: 4
+                },
+            ]
+        );
+        assert_eq!(
+            r[0].live_outs().collect::<Vec<_>>(),
+            [LiveOut {
+                dwarf_reg: 0,
+                size: 8
+            }]
+        );
+        assert_eq!(
+            r[1].locations().map(|l| l.constant()).collect::<Vec<_>>(),
+            [Some(u64::MAX), Some(7), Some(0x1_0000_0000)]
+        );
+        assert_eq!(r[2].num_locations(), 0);
+        assert_eq!(
+            r[2].live_outs().map(|l| l.dwarf_reg).collect::<Vec<_>>(),
+            [3, 12, 13]
+        );
+        let owners: Vec<u64> = t.records_with_functions().map(|(f, _)| f.address).collect();
+        assert_eq!(owners, [0x1000, 0x1000, 0x2000]);
+        assert_eq!(t.record_at(r[2].offset()).map(|x| x.id()), Some(2));
+    }
+
+    #[test]
+    fn both_byte_orders() {
+        check_sample(&sample(false), LittleEndian);
+        check_sample(&sample(false), RunTimeEndian::Little);
+        check_sample(&sample(true), BigEndian);
+        check_sample(&sample(true), RunTimeEndian::Big);
+    }
+
+    #[test]
+    fn tables_back_to_back() {
+        let mut s = sample(false);
+        let first = s.len();
+        s.extend(table(
+            false,
+            &[(0x3000, 8, 1)],
+            &[],
+            &[(9, 0, vec![(1, 8, 0, 0)], vec![])],
+        ));
+        let tables = parse_section(&s, LittleEndian, strict()).expect("valid");
+        assert_eq!(tables.len(), 2);
+        assert_eq!(tables[1].offset(), first);
+        assert_eq!(tables[1].number(), 1);
+        assert_eq!(tables[1].records().next().map(|r| r.id()), Some(9));
+    }
+
+    #[test]
+    fn empty_section() {
+        assert_eq!(
+            parse_section(&[], LittleEndian, strict()).err(),
+            Some(Error::EmptySection)
+        );
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_naming_an_offset_inside() {
+        let s = sample(false);
+        for len in 1..s.len() {
+            let e = parse_section(&s[..len], LittleEndian, lenient()).expect_err("truncated");
+            let at = e.offset().expect("offset");
+            assert!(at <= len, "len {len}: {e}");
+        }
+    }
+
+    #[test]
+    fn wrong_version() {
+        let mut s = sample(false);
+        s[0] = 2;
+        assert_eq!(
+            parse_section(&s, LittleEndian, strict()).err(),
+            Some(Error::UnsupportedVersion {
+                table: 0,
+                offset: 0,
+                version: 2
+            })
+        );
+    }
+
+    #[test]
+    fn counts_larger_than_the_section() {
+        for (at, field) in [
+            (4, Field::NumFunctions),
+            (8, Field::NumConstants),
+            (12, Field::NumRecords),
+        ] {
+            let mut s = sample(false);
+            s[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+            match parse_section(&s, LittleEndian, lenient()) {
+                Err(Error::CountTooLarge {
+                    offset,
+                    field: f,
+                    count,
+                    ..
+                }) => {
+                    assert_eq!((offset, f, count), (at, field, u64::from(u32::MAX)));
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+        // NumLocations of the first record.
+        let mut s = sample(false);
+        let rec = 16 + 2 * 24 + 2 * 8;
+        s[rec + 14..rec + 16].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(matches!(
+            parse_section(&s, LittleEndian, lenient()),
+            Err(Error::CountTooLarge {
+                field: Field::Location,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn bad_location_kind_and_constant_index() {
+        let rec = 16 + 2 * 24 + 2 * 8;
+        let mut s = sample(false);
+        s[rec + 16] = 9;
+        assert_eq!(
+            parse_section(&s, LittleEndian, strict()).err(),
+            Some(Error::BadLocationKind {
+                table: 0,
+                offset: rec + 16,
+                kind: 9
+            })
+        );
+        let s = table(
+            false,
+            &[(0, 0, 1)],
+            &[1],
+            &[(1, 0, vec![(5, 8, 0, 1)], vec![])],
+        );
+        assert_eq!(
+            parse_section(&s, LittleEndian, strict()).err(),
+            Some(Error::ConstantIndexOutOfRange {
+                table: 0,
+                offset: 16 + 24 + 8 + 16,
+                index: 1,
+                num_constants: 1
+            })
+        );
+    }
+
+    #[test]
+    fn reserved_fields_strict_and_lenient() {
+        let rec = 16 + 2 * 24 + 2 * 8;
+        for at in [1, 2, rec + 12, rec + 17, rec + 22] {
+            let mut s = sample(false);
+            s[at] = 1;
+            assert!(
+                matches!(
+                    parse_section(&s, LittleEndian, strict()),
+                    Err(Error::NonZeroReserved { .. })
+                ),
+                "byte {at}"
+            );
+            assert!(
+                parse_section(&s, LittleEndian, lenient()).is_ok(),
+                "byte {at}"
+            );
+        }
+        // Record counts that do not add up.
+        let mut s = sample(false);
+        s[16 + 16] = 5;
+        assert!(matches!(
+            parse_section(&s, LittleEndian, strict()),
+            Err(Error::RecordCountMismatch {
+                sum: 6,
+                num_records: 3,
+                ..
+            })
+        ));
+        assert!(parse_section(&s, LittleEndian, lenient()).is_ok());
+    }
+}

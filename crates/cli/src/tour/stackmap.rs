@@ -142,7 +142,7 @@ fn one_target(tour: &mut Tour<'_>, triple: &str, arch: Arch, object: &[u8]) -> R
     std::fs::write(&path, object).map_err(|e| fail(format!("{}: {e}", path.display())))?;
     let shown = path.display().to_string();
     let theirs = tool("llvm-readobj-19", &["--stackmap", &shown], None)?;
-    let mut ours = readobj::preamble(&shown, &info, None);
+    let mut ours = readobj::preamble(&shown, &info);
     for t in &tables {
         ours.push_str(&readobj::table(t));
     }

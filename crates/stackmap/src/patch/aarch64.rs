@@ -1,25 +1,38 @@
-//! AArch64 patch sequences: a fixed 20-byte absolute call through `x16`, and `nop`.
+//! AArch64 patch sequences: an absolute call through `x16`, and `nop`.
 //!
-//! Instructions are 32-bit words stored little-endian.
+//! Instructions are 32-bit words stored little-endian. A target below 2^48 (every user-space
+//! address on Linux and macOS) gets LLVM's own patch point call, 16 bytes, so a patch point
+//! that reserved only what LLVM needs can be re-targeted, and the bytes equal what llc-19
+//! emits for the same target:
 //!
 //! ```text
-//! movz x16, #target[15:0]
+//! movz x16, #target[47:32], lsl #32
 //! movk x16, #target[31:16], lsl #16
-//! movk x16, #target[47:32], lsl #32
-//! movk x16, #target[63:48], lsl #48
+//! movk x16, #target[15:0]
 //! blr  x16
 //! ```
 //!
-//! All four halves are always written, so the sequence reaches any 64-bit address and its
-//! length does not depend on the target. (LLVM's own patch point call is `movz` of bits
-//! 47:32, two `movk`, `blr`: 16 bytes, 48-bit targets only; its padding is the same `nop`,
-//! `0xd503201f`, one per 4 bytes.) `x16` (IP0) is the intra-procedure-call scratch
-//! register, free to clobber at any call.
+//! A target with any of bits 63:48 set gets a 20-byte form that writes all four halves
+//! (`movz` of bits 15:0, then `movk` of 31:16, 47:32 and 63:48, then `blr`). Padding is
+//! `nop`, `0xd503201f`, one per 4 bytes, as LLVM pads. `x16` (IP0) is the
+//! intra-procedure-call scratch register, free to clobber at any call.
 
 use crate::error::{Error, Result};
 
-/// Bytes of the call sequence (five instructions).
+/// Bytes of the longest call sequence (a target with bits 63:48 set: five instructions).
 pub const CALL_LEN: usize = 20;
+
+/// Bytes of the call sequence for a target below 2^48 (four instructions, LLVM's form).
+pub const SHORT_CALL_LEN: usize = 16;
+
+/// Bytes of the call sequence to `target`.
+pub const fn call_len(target: u64) -> usize {
+    if target >> 48 == 0 {
+        SHORT_CALL_LEN
+    } else {
+        CALL_LEN
+    }
+}
 
 /// The `nop` instruction word (`hint #0`).
 pub const NOP: u32 = 0xd503_201f;
@@ -44,19 +57,31 @@ pub const fn blr(rn: u32) -> u32 {
     0xd63f_0000 | ((rn & 31) << 5)
 }
 
-/// The five instruction words of the call to `target`.
+/// The instruction words of the call to `target`: the first `call_len(target) / 4` are
+/// the sequence (the rest, if any, is `nop`).
 pub const fn call_words(target: u64) -> [u32; 5] {
     let r = SCRATCH_REG;
-    [
-        movz(r, target as u16, 0),
-        movk(r, (target >> 16) as u16, 1),
-        movk(r, (target >> 32) as u16, 2),
-        movk(r, (target >> 48) as u16, 3),
-        blr(r),
-    ]
+    if target >> 48 == 0 {
+        [
+            movz(r, (target >> 32) as u16, 2),
+            movk(r, (target >> 16) as u16, 1),
+            movk(r, target as u16, 0),
+            blr(r),
+            NOP,
+        ]
+    } else {
+        [
+            movz(r, target as u16, 0),
+            movk(r, (target >> 16) as u16, 1),
+            movk(r, (target >> 32) as u16, 2),
+            movk(r, (target >> 48) as u16, 3),
+            blr(r),
+        ]
+    }
 }
 
-/// The call sequence to `target`, as little-endian bytes.
+/// The call sequence to `target` as little-endian bytes; only the first
+/// [`call_len`]`(target)` bytes are the sequence.
 pub fn call_sequence(target: u64) -> [u8; CALL_LEN] {
     let mut out = [0u8; CALL_LEN];
     for (chunk, word) in out.chunks_exact_mut(4).zip(call_words(target)) {
@@ -110,6 +135,18 @@ mod tests {
         assert_eq!(words[2], movk(16, 0x3344, 2));
         assert_eq!(words[3], movk(16, 0x1122, 3));
         assert_eq!(words[4], blr(16));
+        // Below 2^48: LLVM's four-instruction form.
+        let short = call_words(0x7f12_3456_9abc);
+        assert_eq!(call_len(0x7f12_3456_9abc), 16);
+        assert_eq!(
+            short[..4],
+            [
+                movz(16, 0x7f12, 2),
+                movk(16, 0x3456, 1),
+                movk(16, 0x9abc, 0),
+                blr(16)
+            ]
+        );
     }
 
     /// Runs the four moves the way the CPU would and checks the register ends up holding
@@ -118,7 +155,8 @@ mod tests {
     fn call_loads_target() {
         for target in [0u64, 1, 0xffff, 0x1_0000, 0xdead_beef_cafe_f00d, u64::MAX] {
             let mut x16 = 0u64;
-            for word in &call_words(target)[..4] {
+            let moves = call_len(target) / 4 - 1;
+            for word in &call_words(target)[..moves] {
                 let imm = u64::from((word >> 5) & 0xffff);
                 let shift = ((word >> 21) & 3) * 16;
                 assert_eq!(word & 31, 16);

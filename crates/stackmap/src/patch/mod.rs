@@ -95,12 +95,13 @@ impl Arch {
     }
 }
 
-/// The size in bytes of the call sequence [`encode_call`] emits: the least `reserved` it
-/// accepts (13 on x86-64, 20 on AArch64).
-pub const fn call_sequence_len(arch: Arch) -> usize {
+/// The size in bytes of the call sequence [`encode_call`] emits for `target`: the least
+/// `reserved` it accepts (13 on x86-64; on AArch64 16 below 2^48, as LLVM's own patch
+/// point call, else 20).
+pub const fn call_sequence_len(arch: Arch, target: u64) -> usize {
     match arch {
         Arch::X86_64 => x86_64::CALL_LEN,
-        Arch::AArch64 => aarch64::CALL_LEN,
+        Arch::AArch64 => aarch64::call_len(target),
     }
 }
 
@@ -120,7 +121,7 @@ pub fn encode_call(arch: Arch, target: u64, reserved: usize) -> Result<Vec<u8>> 
 /// allocating.
 pub fn encode_call_into(arch: Arch, target: u64, out: &mut [u8]) -> Result<()> {
     check_len(arch, out.len())?;
-    let needed = call_sequence_len(arch);
+    let needed = call_sequence_len(arch, target);
     if out.len() < needed {
         return Err(Error::PatchTooLarge {
             needed,
@@ -134,7 +135,8 @@ pub fn encode_call_into(arch: Arch, target: u64, out: &mut [u8]) -> Result<()> {
             x86_64::fill_nops(rest, x86_64::NopTuning::default());
         }
         Arch::AArch64 => {
-            call.copy_from_slice(&aarch64::call_sequence(target));
+            let sequence = aarch64::call_sequence(target);
+            call.copy_from_slice(sequence.get(..needed).unwrap_or(&sequence));
             aarch64::fill_nops(rest)?;
         }
     }
@@ -181,15 +183,16 @@ mod tests {
 
     #[test]
     fn sequence_lengths() {
-        assert_eq!(call_sequence_len(Arch::X86_64), 13);
-        assert_eq!(call_sequence_len(Arch::AArch64), 20);
+        assert_eq!(call_sequence_len(Arch::X86_64, u64::MAX), 13);
+        assert_eq!(call_sequence_len(Arch::AArch64, 0x7fff_ffff_ffff), 16);
+        assert_eq!(call_sequence_len(Arch::AArch64, 1 << 48), 20);
     }
 
     #[test]
     fn encode_call_fills_exactly() {
         for arch in [Arch::X86_64, Arch::AArch64] {
             let align = arch.instruction_align();
-            for reserved in (call_sequence_len(arch)..=64).step_by(align) {
+            for reserved in (call_sequence_len(arch, 0x1122_3344_5566_7788)..=64).step_by(align) {
                 let bytes = encode_call(arch, 0x1122_3344_5566_7788, reserved);
                 assert_eq!(bytes.map(|b| b.len()), Ok(reserved), "{arch:?} {reserved}");
             }
@@ -206,12 +209,20 @@ mod tests {
             })
         );
         assert_eq!(
-            encode_call(Arch::AArch64, 1, 16),
+            encode_call(Arch::AArch64, 1 << 60, 16),
             Err(Error::PatchTooLarge {
                 needed: 20,
                 reserved: 16
             })
         );
+        assert_eq!(
+            encode_call(Arch::AArch64, 1, 12),
+            Err(Error::PatchTooLarge {
+                needed: 16,
+                reserved: 12
+            })
+        );
+        assert_eq!(encode_call(Arch::AArch64, 1, 16).map(|b| b.len()), Ok(16));
         assert_eq!(
             encode_call(Arch::X86_64, 1, 0),
             Err(Error::PatchTooLarge {
