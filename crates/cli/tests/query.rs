@@ -1,0 +1,265 @@
+//! `locus stackmap --json` and `--lookup`, and the command's behaviour as a command: help,
+//! several files, files without stack maps.
+//!
+//! The JSON is checked against llvm-readobj-19's text for every fixture; lookups are checked
+//! against the symbol table of an executable linked by ld.lld-19.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+const TRIPLES: &[&str] = &["x86_64-linux-gnu", "aarch64-linux-gnu"];
+
+fn locus_with(args: &[&str]) -> std::process::Output {
+    Command::new(LOCUS)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
+}
+
+fn json_of(obj: &Path) -> Value {
+    let out = locus_with(&["stackmap", "--json", path_str(obj)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
+}
+
+/// What llvm-readobj's text says about one record: ID, offset, location kinds, live-outs.
+#[derive(Debug, PartialEq)]
+struct TextRecord {
+    id: u64,
+    offset: u64,
+    kinds: Vec<String>,
+    live_outs: usize,
+}
+
+fn records_from_readobj(text: &str) -> Vec<TextRecord> {
+    let mut out: Vec<TextRecord> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Record ID: ") {
+            let (id, off) = rest
+                .split_once(", instruction offset: ")
+                .unwrap_or_else(|| panic!("{t}"));
+            out.push(TextRecord {
+                id: id.parse().unwrap_or_else(|e| panic!("{t}: {e}")),
+                offset: off.parse().unwrap_or_else(|e| panic!("{t}: {e}")),
+                kinds: Vec::new(),
+                live_outs: 0,
+            });
+        } else if let (Some(r), Some(loc)) = (out.last_mut(), t.strip_prefix('#')) {
+            if let Some((_, what)) = loc.split_once(": ") {
+                if let Some(kind) = what.split_whitespace().next() {
+                    r.kinds.push(kind.trim_end_matches(',').to_string());
+                }
+            }
+        } else if let (Some(r), Some((n, _))) = (out.last_mut(), t.split_once(" live-outs: ")) {
+            r.live_outs = n.parse().unwrap_or_else(|e| panic!("{t}: {e}"));
+        }
+    }
+    out
+}
+
+fn records_from_json(doc: &Value) -> Vec<TextRecord> {
+    let mut out = Vec::new();
+    for table in doc["files"][0]["tables"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tables: {doc}"))
+    {
+        for r in table["records"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no records"))
+        {
+            out.push(TextRecord {
+                id: r["id"].as_u64().unwrap_or_else(|| panic!("id: {r}")),
+                offset: r["instruction_offset"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("offset: {r}")),
+                kinds: r["locations"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("locations: {r}"))
+                    .iter()
+                    .map(|l| l["kind"].as_str().unwrap_or("?").to_string())
+                    .collect(),
+                live_outs: r["live_outs"].as_array().map_or(usize::MAX, Vec::len),
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn json_agrees_with_readobj_for_every_fixture() {
+    let tmp = TempDir::new("json");
+    let mut compared = 0;
+    for src in fixtures() {
+        for triple in TRIPLES {
+            let obj = tmp.path(&format!("{}-{triple}.o", stem(&src)));
+            compile(&src, triple, &obj);
+            let theirs = records_from_readobj(&text(&readobj(&obj)));
+            let doc = json_of(&obj);
+            let ours = records_from_json(&doc);
+            assert!(
+                !theirs.is_empty(),
+                "{}: readobj shows no records",
+                obj.display()
+            );
+            assert_eq!(ours, theirs, "{}", obj.display());
+            compared += ours.len();
+        }
+    }
+    println!("json oracle: {compared} records agree with llvm-readobj-19");
+}
+
+/// Two functions with stack maps and one without, linked into a static executable so the
+/// function addresses in the section are the symbols' addresses.
+const LINKED: &str = r#"
+declare void @llvm.experimental.stackmap(i64, i32, ...)
+define void @ext(i64 %x) { ret void }
+define i64 @alpha(i64 %a) {
+  call void @ext(i64 %a)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 10, i32 0, i64 %a)
+  call void @ext(i64 %a)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 11, i32 0, i64 %a, i64 99)
+  ret i64 %a
+}
+define i64 @beta(i64 %b) {
+  call void @ext(i64 %b)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 10, i32 0, i64 %b)
+  ret i64 %b
+}
+"#;
+
+fn linked(tmp: &TempDir) -> std::path::PathBuf {
+    let src = tmp.path("linked.ll");
+    std::fs::write(&src, LINKED).unwrap_or_else(|e| panic!("{e}"));
+    let obj = tmp.path("linked.o");
+    compile(&src, "x86_64-linux-gnu", &obj);
+    let exe = tmp.path("linked");
+    run_ok(
+        LLD,
+        &["--entry=alpha", path_str(&obj), "-o", path_str(&exe)],
+    );
+    exe
+}
+
+#[test]
+fn lookup_finds_each_record_at_symbol_plus_offset() {
+    let tmp = TempDir::new("lookup");
+    let exe = linked(&tmp);
+    let bytes = std::fs::read(&exe).unwrap_or_else(|e| panic!("{e}"));
+    let (alpha, beta) = (elf_symbol(&bytes, "alpha"), elf_symbol(&bytes, "beta"));
+    let theirs = records_from_readobj(&text(&readobj(&exe)));
+    // Records follow the function order: alpha has two, beta one.
+    let expected = [(alpha, &theirs[0]), (alpha, &theirs[1]), (beta, &theirs[2])];
+    for (function, record) in expected {
+        let address = function + record.offset;
+        let arg = format!("{address:#x}");
+        let out = locus_with(&["stackmap", "--lookup", &arg, path_str(&exe)]);
+        assert!(out.status.success(), "{arg}: {}", text(&out.stderr));
+        let shown = text(&out.stdout);
+        assert!(
+            shown.contains(&format!("Record ID: {}", record.id)),
+            "{arg}: {shown}"
+        );
+        assert!(
+            shown.contains(&format!("function {function:#x}")),
+            "{arg}: {shown}"
+        );
+
+        // The same through JSON, and shifted by a load bias.
+        let bias = 0x5555_0000_0000u64;
+        let biased = format!("{:#x}", address + bias);
+        let bias_arg = format!("{bias:#x}");
+        let out = locus_with(&[
+            "stackmap",
+            "--json",
+            "--load-bias",
+            &bias_arg,
+            "--lookup",
+            &biased,
+            path_str(&exe),
+        ]);
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+        let found = &doc["files"][0]["records"];
+        assert_eq!(found.as_array().map(Vec::len), Some(1), "{doc}");
+        assert_eq!(found[0]["record"]["id"].as_u64(), Some(record.id));
+        assert_eq!(found[0]["record"]["address"].as_u64(), Some(address + bias));
+    }
+
+    // An address with no record: exit 1, one line naming the file and the address.
+    let out = locus_with(&["stackmap", "--lookup", "0x1", path_str(&exe)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("locus: {}: ", exe.display())) && err.contains("0x1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn several_files_one_bad() {
+    let tmp = TempDir::new("several");
+    let good = tmp.path("good.o");
+    compile(&fixture("registers.ll"), "x86_64-linux-gnu", &good);
+    let no_section = tmp.path("plain.o");
+    let plain = tmp.path("plain.ll");
+    std::fs::write(&plain, "define i64 @f(i64 %a) { ret i64 %a }\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    compile(&plain, "x86_64-linux-gnu", &no_section);
+    let missing = tmp.path("missing.o");
+    let out = locus_with(&[
+        "stackmap",
+        path_str(&no_section),
+        path_str(&good),
+        path_str(&missing),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    // The good file is printed in full, exactly as llvm-readobj prints it.
+    assert_eq!(text(&out.stdout), text(&readobj(&good)));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "locus: {}: no stack map section",
+            no_section.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("locus: {}: ", missing.display())),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn help_names_the_subcommands_and_options() {
+    let out = locus_with(&["--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for word in ["stackmap", "tour"] {
+        assert!(help.contains(word), "{help}");
+    }
+    let out = locus_with(&["stackmap", "--help"]);
+    let help = text(&out.stdout);
+    for word in [
+        "--json",
+        "--lookup",
+        "--load-bias",
+        "--lenient",
+        "llvm-readobj",
+    ] {
+        assert!(help.contains(word), "{help}");
+    }
+    // No file: a usage error, not a panic.
+    let out = locus_with(&["stackmap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!text(&out.stderr).contains("panicked"));
+}
