@@ -8,8 +8,9 @@ deps:
 run: deps
 	cargo run --release --quiet -p locus-cli -- tour
 
-# Format check, lints as errors, every test.
+# Format check, lints as errors, the no_std build of the stack map core, every test.
 test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo check -p locus-stackmap --no-default-features
 	cargo test --workspace
