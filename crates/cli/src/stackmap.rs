@@ -19,11 +19,12 @@ pub struct Args {
     /// Object files, executables or shared libraries (ELF, Mach-O, COFF).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Print JSON for programs instead of llvm-readobj's text.
+    /// Print JSON for programs instead of llvm-readobj's text. Function addresses in it are
+    /// after the file's relocations (llvm-readobj's text shows them before).
     #[arg(long)]
     json: bool,
-    /// Print only the records at this code address (decimal or 0x-hex): function address +
-    /// load bias + instruction offset.
+    /// Print only the records at this code address (decimal or 0x-hex): function address
+    /// (after the file's relocations) + load bias + instruction offset.
     #[arg(long, value_name = "ADDR", value_parser = parse_u64)]
     lookup: Option<u64>,
     /// Added to every function address (where a PIE or shared object was loaded).
@@ -90,7 +91,14 @@ fn one_file(
     let (info, section) = find_section(&data).map_err(|e| e.to_string())?;
     let section = section
         .ok_or("no stack map section (.llvm_stackmaps or __LLVM_STACKMAPS,__llvm_stackmaps)")?;
-    let tables = Tables::new(section.data, section.endian, options)
+    // llvm-readobj prints the bytes as stored; lookups and JSON want real addresses, so they
+    // read the section with the file's relocations applied.
+    let bytes = if args.lookup.is_some() || args.json {
+        section.resolved()
+    } else {
+        section.data
+    };
+    let tables = Tables::new(bytes, section.endian, options)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| match e.offset() {
             Some(o) => format!("{e} (file offset {:#x})", section.file_offset + o as u64),

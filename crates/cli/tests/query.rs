@@ -202,6 +202,29 @@ fn lookup_finds_each_record_at_symbol_plus_offset() {
     );
 }
 
+/// In a relocatable object every function address in the section is a relocation; lookups
+/// apply them, so each function is at its symbol's offset in `.text`.
+#[test]
+fn lookup_in_a_relocatable_object() {
+    let tmp = TempDir::new("lookup-o");
+    let src = tmp.path("linked.ll");
+    std::fs::write(&src, LINKED).unwrap_or_else(|e| panic!("{e}"));
+    let obj = tmp.path("linked.o");
+    compile(&src, "x86_64-linux-gnu", &obj);
+    let bytes = std::fs::read(&obj).unwrap_or_else(|e| panic!("{e}"));
+    let beta = elf_symbol(&bytes, "beta");
+    assert_ne!(beta, 0, "beta should not be the first function in .text");
+    let theirs = records_from_readobj(&text(&readobj(&obj)));
+    let address = format!("{:#x}", beta + theirs[2].offset);
+    let out = locus_with(&["stackmap", "--lookup", &address, path_str(&obj)]);
+    assert!(out.status.success(), "{address}: {}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains(&format!("function {beta:#x}, Record ID: {}", theirs[2].id)),
+        "{shown}"
+    );
+}
+
 #[test]
 fn several_files_one_bad() {
     let tmp = TempDir::new("several");

@@ -5,18 +5,30 @@
 //! the `object` crate, serves all three.
 
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
-use object::{Object, ObjectSection};
+pub use object::{Architecture, BinaryFormat, ObjectKind};
+use object::{
+    Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationFlags, RelocationKind,
+    RelocationTarget,
+};
 
 use crate::endian::RunTimeEndian;
 use crate::error::{Error, Result};
 use crate::Arch;
 
 /// The stack map section of one object file.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StackMapSection<'a> {
-    /// The section's bytes as stored in the file.
+    /// The section's bytes as stored in the file (what `llvm-readobj` prints).
     pub data: &'a [u8],
+    /// The section's bytes with the file's relocations of it applied, when it has any: in a
+    /// relocatable object every function address is a relocation against the function's
+    /// symbol, and a shared object may hold only 0 there until the loader writes the
+    /// address (RELA targets keep the addend in the relocation). `None` when `data` already
+    /// holds the final values. Addresses are relative to the file's own address space, so a
+    /// loaded shared object still needs its load bias.
+    pub relocated: Option<Vec<u8>>,
     /// Byte order of the file.
     pub endian: RunTimeEndian,
     /// The section's address in the file's address space (0 in a relocatable object).
@@ -25,6 +37,106 @@ pub struct StackMapSection<'a> {
     pub file_offset: u64,
     /// The architecture, when it is one this crate knows.
     pub arch: Option<Arch>,
+}
+
+impl StackMapSection<'_> {
+    /// The bytes to index: the relocated ones when there are relocations, else the file's.
+    pub fn resolved(&self) -> &[u8] {
+        self.relocated.as_deref().unwrap_or(self.data)
+    }
+}
+
+/// The ELF relocation types that mean "the load base plus the addend".
+const RELATIVE_TYPES: [u32; 2] = [
+    object::elf::R_X86_64_RELATIVE,
+    object::elf::R_AARCH64_RELATIVE,
+];
+
+/// Writes `value` as a 64-bit word at `offset` of `bytes`, in the file's byte order.
+fn put_u64(bytes: &mut [u8], offset: u64, value: u64, endian: RunTimeEndian) -> bool {
+    let Some(slot) = usize::try_from(offset)
+        .ok()
+        .and_then(|o| bytes.get_mut(o..o.checked_add(8)?))
+    else {
+        return false;
+    };
+    slot.copy_from_slice(&match endian {
+        RunTimeEndian::Little => value.to_le_bytes(),
+        RunTimeEndian::Big => value.to_be_bytes(),
+    });
+    true
+}
+
+fn get_u64(bytes: &[u8], offset: u64, endian: RunTimeEndian) -> u64 {
+    let at = usize::try_from(offset).unwrap_or(usize::MAX);
+    crate::endian::read_u64(bytes, at, endian)
+}
+
+/// Applies the 64-bit absolute relocations of `section` (a relocatable object's) and the
+/// dynamic relocations that land in it (a shared object's or PIE's) to a copy of its bytes.
+/// Returns `None` if there were none. Relocations of other kinds are left alone: LLVM writes
+/// only function addresses through relocations in this section.
+fn relocate(
+    file: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    data: &[u8],
+    endian: RunTimeEndian,
+) -> Option<Vec<u8>> {
+    let mut bytes = data.to_vec();
+    let mut applied = false;
+    for (offset, r) in section.relocations() {
+        if r.kind() != RelocationKind::Absolute || r.size() != 64 {
+            continue;
+        }
+        let target = match r.target() {
+            RelocationTarget::Symbol(i) => file.symbol_by_index(i).map(|s| s.address()).ok(),
+            RelocationTarget::Section(i) => file.section_by_index(i).map(|s| s.address()).ok(),
+            _ => None,
+        };
+        let Some(target) = target else { continue };
+        let implicit = if r.has_implicit_addend() {
+            get_u64(&bytes, offset, endian)
+        } else {
+            0
+        };
+        let value = target
+            .wrapping_add(r.addend() as u64)
+            .wrapping_add(implicit);
+        applied |= put_u64(&mut bytes, offset, value, endian);
+    }
+    let start = section.address();
+    let end = start.saturating_add(data.len() as u64);
+    for (address, r) in file.dynamic_relocations().into_iter().flatten() {
+        if address < start || address >= end {
+            continue;
+        }
+        let offset = address - start;
+        let relative = matches!(r.flags(), RelocationFlags::Elf { r_type } if RELATIVE_TYPES.contains(&r_type));
+        let value = if relative {
+            Some(
+                (r.addend() as u64).wrapping_add(if r.has_implicit_addend() {
+                    get_u64(&bytes, offset, endian)
+                } else {
+                    0
+                }),
+            )
+        } else if r.kind() == RelocationKind::Absolute && r.size() == 64 {
+            match r.target() {
+                RelocationTarget::Symbol(i) => file
+                    .dynamic_symbol_table()
+                    .and_then(|t| t.symbol_by_index(i).ok())
+                    .filter(|s| s.is_definition())
+                    .map(|s| s.address().wrapping_add(r.addend() as u64)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if let Some(value) = value {
+            applied |= put_u64(&mut bytes, offset, value, endian);
+        }
+    }
+    applied.then_some(bytes)
 }
 
 /// Facts about an object file that tools print next to its stack maps.
@@ -109,10 +221,12 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
             message: String::from("cannot read the stack map section: ") + &e.to_string(),
         })?;
         let file_offset = section.file_range().map_or(0, |(o, _)| o);
+        let relocated = relocate(&file, &section, data, endian);
         return Ok((
             info,
             Some(StackMapSection {
                 data,
+                relocated,
                 endian,
                 address: section.address(),
                 file_offset,

@@ -63,7 +63,9 @@ pub struct Function {
     /// The function's address as written in the section (0 plus a relocation in an
     /// unlinked object; add the load bias in a position-independent binary).
     pub address: u64,
-    /// The fixed stack size, or `u64::MAX` when it is not static (dynamic allocas).
+    /// The fixed stack size, or `u64::MAX` when it is not static (dynamic allocas). On
+    /// x86-64 it spans from the stack pointer at a call site up to, not including, the
+    /// function's return address: the caller's stack pointer is `sp + stack_size + 8`.
     pub stack_size: u64,
     /// How many of the table's records belong to this function; records follow the
     /// function order.

@@ -3,8 +3,14 @@
 //! A record emitted for `llvm.experimental.gc.statepoint` lays its locations out as LLVM's
 //! statepoint lowering writes them: three Constant locations (the call's calling convention,
 //! the statepoint flags, and the number of deopt locations N), then N locations for the
-//! `"deopt"` operand bundle, then one (base, derived) pair per relocated pointer of the
-//! `"gc-live"` bundle. The record's instruction offset is the call's return address.
+//! `"deopt"` operand bundle, then (base, derived) pairs for the `"gc-live"` pointers.
+//! The record's instruction offset is the call's return address.
+//!
+//! The pairs are what survives code generation, not the bundle itself: LLVM 19 writes one
+//! pair per distinct `gc.relocate` left after CodeGenPrepare (a relocate of a constant-offset
+//! GEP becomes a GEP of the relocated base, and its pair disappears), and in no promised
+//! order (the live-frame test saw them in reverse). A collector should treat the pairs as a
+//! set: update every base, then recompute every derived pointer from its base.
 
 use crate::endian::Endian;
 use crate::error::{Error, Result};
@@ -94,7 +100,8 @@ impl<'a, E: Endian> StatepointRecord<'a, E> {
         (usize::from(self.record.num_locations()) - 3 - self.num_deopt) / 2
     }
 
-    /// The (base, derived) pairs of the `"gc-live"` bundle's pointers.
+    /// The (base, derived) pairs of the relocated pointers, in record order (which LLVM does
+    /// not tie to the bundle's order).
     pub fn gc_pointers(&self) -> GcPointers<'a, E> {
         let mut locations = self.record.locations();
         for _ in 0..3 + self.num_deopt {

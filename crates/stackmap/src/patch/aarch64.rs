@@ -95,7 +95,7 @@ pub fn call_sequence(target: u64) -> [u8; CALL_LEN] {
 /// Errors: [`Error::MisalignedPatch`] when `out.len()` is not a multiple of 4 (nothing is
 /// written then).
 pub fn fill_nops(out: &mut [u8]) -> Result<()> {
-    if out.len() % 4 != 0 {
+    if !out.len().is_multiple_of(4) {
         return Err(Error::MisalignedPatch {
             value: out.len() as u64,
             align: 4,

@@ -168,7 +168,7 @@ pub fn encode_nops_into(arch: Arch, out: &mut [u8]) -> Result<()> {
 /// Refuses a length that is not a whole number of instructions.
 fn check_len(arch: Arch, len: usize) -> Result<()> {
     let align = arch.instruction_align();
-    if len % align != 0 {
+    if !len.is_multiple_of(align) {
         return Err(Error::MisalignedPatch {
             value: len as u64,
             align: align as u64,

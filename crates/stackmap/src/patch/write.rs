@@ -101,7 +101,7 @@ pub unsafe fn patch_nops(arch: Arch, address: *mut u8, len: usize) -> Result<()>
 /// Refuses an address that is not instruction-aligned for `arch`.
 fn check_address(arch: Arch, address: *mut u8) -> Result<()> {
     let align = arch.instruction_align();
-    if (address as usize) % align != 0 {
+    if !(address as usize).is_multiple_of(align) {
         return Err(Error::MisalignedPatch {
             value: address as u64,
             align: align as u64,
