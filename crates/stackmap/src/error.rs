@@ -27,6 +27,8 @@ pub enum Field {
     Constant,
     /// The fixed part of a `StkMapRecord` (ID, instruction offset, flags, `NumLocations`).
     RecordHeader,
+    /// `NumLocations` of a record.
+    NumLocations,
     /// One `Location`.
     Location,
     /// `Location.Reserved` (the u8 after the kind, or the u16 after the register).
@@ -53,6 +55,7 @@ impl Field {
             Field::Function => "StkSizeRecord",
             Field::Constant => "LargeConstant",
             Field::RecordHeader => "StkMapRecord header",
+            Field::NumLocations => "NumLocations",
             Field::Location => "Location",
             Field::LocationReserved => "Location Reserved",
             Field::Padding => "Padding",

@@ -582,7 +582,7 @@ fn check_record<E: Endian>(
         locations,
         u32::from(num_locations),
         LOCATION_SIZE,
-        Field::Location,
+        Field::NumLocations,
     )?;
     for i in 0..num_locations as usize {
         let l = locations + i * LOCATION_SIZE;
@@ -1188,7 +1188,7 @@ mod tests {
         assert!(matches!(
             parse_section(&s, LittleEndian, lenient()),
             Err(Error::CountTooLarge {
-                field: Field::Location,
+                field: Field::NumLocations,
                 ..
             })
         ));

@@ -1,0 +1,475 @@
+//! Parse-and-walk and lookup benchmarks over a 1,000,000-record section, with LLVM's own
+//! `llvm::StackMapParser` as the anchor.
+//!
+//! Run with `cargo bench -p locus-stackmap --bench parse_walk`. It
+//! 1. generates one little-endian version-3 table (see `synth`): 1,000 functions,
+//!    1,000,000 records with 0 to 8 locations of all five kinds, 300 constants, live-outs
+//!    on about 15% of records;
+//! 2. compiles `benches/llvm_walk.cpp` with `clang++-19` against libLLVM-19 into the
+//!    target directory (at run time: building the bench needs no C++ compiler), loads it
+//!    with `dlopen`, and checks that LLVM's walk and Locus's walk give the same checksum;
+//! 3. times, with criterion, the group `parse_and_walk_1M` (`locus`: `Tables::new` with
+//!    strict validation then every function, constant, record, location and live-out;
+//!    `llvm`: `StackMapParser` construction then the same walk) and `lookup_1M` (one
+//!    `StackMapIndex::lookup` of an existing address, in shuffled order);
+//! 4. prints the medians, the locus/llvm ratio and the per-lookup median against the goals.
+//!
+//! Times are the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), read the same way
+//! on both sides, so that other processes on a small shared machine do not count;
+//! `LOCUS_BENCH_CLOCK=wall` switches both to `CLOCK_MONOTONIC`.
+//!
+//! Environment: `LOCUS_BENCH_CXX` (default `clang++-19`) and `LOCUS_BENCH_LLVM_CONFIG`
+//! (default `llvm-config-19`) pick the tools. If the anchor cannot be built, the `llvm`
+//! benchmark and the ratio are skipped with a message, and the rest still runs.
+
+use std::cell::RefCell;
+use std::ffi::{c_void, CString};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode};
+use locus_stackmap::{Error, LittleEndian, Location, ParseOptions, StackMapIndex, Table, Tables};
+
+mod synth;
+
+const FUNCTIONS: usize = 1_000;
+const RECORDS: usize = 1_000_000;
+const CONSTANTS: usize = 300;
+const SEED: u64 = 0x5EED_57AC_4A90;
+
+const PARSE_GOAL: f64 = 0.67;
+const LOOKUP_GOAL_NS: f64 = 50.0;
+
+// The checksum multipliers; the same as in llvm_walk.cpp (its header describes the fold).
+const F_ADDR: u64 = 0x9E37_79B9_7F4A_7C15;
+const F_STACK: u64 = 0xC2B2_AE3D_27D4_EB4F;
+const F_COUNT: u64 = 0x1656_67B1_9E37_79F9;
+const C_VALUE: u64 = 0x27D4_EB2F_1656_67C5;
+const R_ID: u64 = 0xFF51_AFD7_ED55_8CCD;
+const R_OFFSET: u64 = 0xC4CE_B9FE_1A85_EC53;
+const R_NLOC: u64 = 0x2127_599B_F432_5C37;
+const R_NLIVE: u64 = 0x8803_55F2_1E6D_1965;
+const L_KIND: u64 = 0x94D0_49BB_1331_11EB;
+const L_SIZE: u64 = 0xBF58_476D_1CE4_E5B9;
+const L_REG: u64 = 0x9FB2_1C65_1E98_DF25;
+const L_OFFSET: u64 = 0xD6E8_FEB8_6659_FD93;
+const L_SMALL: u64 = 0xA076_1D64_78BD_642F;
+const L_INDEX: u64 = 0xE703_7ED1_A0B4_28DB;
+const L_VALUE: u64 = 0x8EBC_6AF0_9C88_C6E3;
+const O_REG: u64 = 0x5899_65CC_7537_4CC3;
+const O_SIZE: u64 = 0x1D8E_4E27_C47D_124F;
+
+#[inline(always)]
+fn mix(h: u64, v: u64) -> u64 {
+    h.rotate_left(5) ^ v
+}
+
+#[inline(always)]
+fn m(x: u64, k: u64) -> u64 {
+    x.wrapping_mul(k)
+}
+
+/// Every function, constant, record, location and live-out of a parsed table, folded.
+#[inline(always)]
+fn walk_table(t: &Table<'_, LittleEndian>, mut h: u64) -> u64 {
+    for f in t.functions() {
+        h = mix(
+            h,
+            m(f.address, F_ADDR)
+                .wrapping_add(m(f.stack_size, F_STACK))
+                .wrapping_add(m(f.record_count, F_COUNT)),
+        );
+    }
+    for c in t.constants() {
+        h = mix(h, m(c, C_VALUE));
+    }
+    for r in t.records() {
+        let mut v = m(r.id(), R_ID)
+            .wrapping_add(m(u64::from(r.instruction_offset()), R_OFFSET))
+            .wrapping_add(m(u64::from(r.num_locations()), R_NLOC))
+            .wrapping_add(m(u64::from(r.num_live_outs()), R_NLIVE));
+        for l in r.locations() {
+            let kind = l.kind() as u8;
+            v = v
+                .wrapping_add(m(u64::from(kind), L_KIND))
+                .wrapping_add(m(u64::from(l.size()), L_SIZE));
+            v = v.wrapping_add(match l {
+                Location::Register { dwarf_reg, .. } => m(u64::from(dwarf_reg), L_REG),
+                Location::Direct {
+                    dwarf_reg, offset, ..
+                }
+                | Location::Indirect {
+                    dwarf_reg, offset, ..
+                } => m(u64::from(dwarf_reg), L_REG)
+                    .wrapping_add(m(u64::from(offset as u32), L_OFFSET)),
+                Location::Constant { value, .. } => m(u64::from(value as u32), L_SMALL),
+                Location::ConstantIndex { index, value, .. } => {
+                    m(u64::from(index), L_INDEX).wrapping_add(m(value, L_VALUE))
+                }
+            });
+        }
+        for o in r.live_outs() {
+            v = v
+                .wrapping_add(m(u64::from(o.dwarf_reg), O_REG))
+                .wrapping_add(m(u64::from(o.size), O_SIZE));
+        }
+        h = mix(h, v);
+    }
+    h
+}
+
+/// Locus's side: parse (strict validation) every table of `section`, then walk it.
+fn locus_walk(section: &[u8]) -> Result<u64, Error> {
+    let mut h = 0;
+    for t in Tables::new(section, LittleEndian, ParseOptions::default()) {
+        h = walk_table(&t?, h);
+    }
+    Ok(h)
+}
+
+type WalkFn = unsafe extern "C" fn(*const u8, usize) -> u64;
+type WalkTimedFn = unsafe extern "C" fn(*const u8, usize, u64, libc::clockid_t, *mut u64) -> u64;
+
+/// The dlopen'ed C++ anchor.
+struct Llvm {
+    walk: WalkFn,
+    walk_timed: WalkTimedFn,
+}
+
+impl Llvm {
+    fn walk(&self, section: &[u8]) -> u64 {
+        // SAFETY: the function reads `len` bytes from `ptr`, which `section` provides.
+        unsafe { (self.walk)(section.as_ptr(), section.len()) }
+    }
+
+    /// Runs the walk `iters` times in C++ and returns the time it took on `clock` and the
+    /// checksum.
+    fn walk_timed(&self, section: &[u8], iters: u64, clock: Clock) -> (Duration, u64) {
+        let mut checksum = 0;
+        // SAFETY: as in `walk`; `checksum` is a valid place for the result.
+        let ns = unsafe {
+            (self.walk_timed)(
+                section.as_ptr(),
+                section.len(),
+                iters,
+                clock.id(),
+                &mut checksum,
+            )
+        };
+        (Duration::from_nanos(ns), checksum)
+    }
+}
+
+/// The clock both sides are timed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Clock {
+    /// `CLOCK_THREAD_CPUTIME_ID`: the calling thread's CPU time.
+    ThreadCpu,
+    /// `CLOCK_MONOTONIC`: wall time.
+    Wall,
+}
+
+impl Clock {
+    fn from_env() -> Self {
+        match std::env::var("LOCUS_BENCH_CLOCK").as_deref() {
+            Ok("wall") => Clock::Wall,
+            _ => Clock::ThreadCpu,
+        }
+    }
+
+    fn id(self) -> libc::clockid_t {
+        match self {
+            Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
+            Clock::Wall => libc::CLOCK_MONOTONIC,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Clock::ThreadCpu => "thread CPU time",
+            Clock::Wall => "wall time",
+        }
+    }
+
+    /// Nanoseconds on this clock from an arbitrary origin.
+    fn now(self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write to.
+        let rc = unsafe { libc::clock_gettime(self.id(), &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime({self:?}) failed");
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64)
+    }
+
+    /// Time since `start` (a value of [`Clock::now`]).
+    fn since(self, start: u64) -> Duration {
+        Duration::from_nanos(self.now().wrapping_sub(start))
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Compiles `benches/llvm_walk.cpp` into the target directory (again only when the source
+/// is newer than the library) and returns the library's path.
+fn build_anchor() -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llvm_walk.cpp");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("locus-stackmap-bench");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let lib = dir.join("libllvm_walk.so");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(src)) = (modified(&lib), modified(&source)) {
+        if built >= src {
+            return Ok(lib);
+        }
+    }
+    let cxx = std::env::var("LOCUS_BENCH_CXX").unwrap_or_else(|_| "clang++-19".into());
+    let config =
+        std::env::var("LOCUS_BENCH_LLVM_CONFIG").unwrap_or_else(|_| "llvm-config-19".into());
+    let cxxflags = run(Command::new(&config).arg("--cxxflags"))?;
+    let libdir = run(Command::new(&config).arg("--libdir"))?;
+    let libdir = libdir.trim();
+    let libs = run(Command::new(&config).arg("--libs"))?;
+    let mut cmd = Command::new(&cxx);
+    cmd.args(cxxflags.split_whitespace())
+        .args(["-O2", "-DNDEBUG", "-fPIC", "-shared", "-o"])
+        .arg(&lib)
+        .arg(&source)
+        .arg(format!("-L{libdir}"))
+        .args(libs.split_whitespace())
+        .arg(format!("-Wl,-rpath,{libdir}"));
+    eprintln!("building the LLVM anchor: {cmd:?}");
+    run(&mut cmd)?;
+    Ok(lib)
+}
+
+fn load_anchor() -> Result<Llvm, String> {
+    let lib = build_anchor()?;
+    let path = CString::new(lib.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: `path` is a NUL-terminated string; the library's initialisers are LLVM's.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return Err(format!("dlopen {} failed", lib.display()));
+    }
+    let symbol = |name: &str| -> Result<*mut c_void, String> {
+        let c = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: `handle` is a live handle (never closed) and `c` is NUL-terminated.
+        let p = unsafe { libc::dlsym(handle, c.as_ptr()) };
+        if p.is_null() {
+            Err(format!("{name} not found in {}", lib.display()))
+        } else {
+            Ok(p)
+        }
+    };
+    let walk = symbol("llvm_stackmap_walk")?;
+    let walk_timed = symbol("llvm_stackmap_walk_timed")?;
+    // SAFETY: both symbols are the extern "C" functions of llvm_walk.cpp with these
+    // signatures, and the library stays loaded for the life of the process.
+    unsafe {
+        Ok(Llvm {
+            walk: std::mem::transmute::<*mut c_void, WalkFn>(walk),
+            walk_timed: std::mem::transmute::<*mut c_void, WalkTimedFn>(walk_timed),
+        })
+    }
+}
+
+/// Per-iteration times of the samples criterion took, in the order it took them. The
+/// warm-up calls come first; the last `sample_size` entries are the measurement.
+type Samples = Rc<RefCell<Vec<f64>>>;
+
+fn median_of_last(samples: &Samples, n: usize) -> Option<f64> {
+    let all = samples.borrow();
+    if all.len() < n || n == 0 {
+        return None;
+    }
+    let mut last: Vec<f64> = all[all.len() - n..].to_vec();
+    last.sort_by(f64::total_cmp);
+    Some(if n % 2 == 1 {
+        last[n / 2]
+    } else {
+        (last[n / 2 - 1] + last[n / 2]) / 2.0
+    })
+}
+
+fn record(samples: &Samples, elapsed: Duration, iters: u64) -> Duration {
+    samples
+        .borrow_mut()
+        .push(elapsed.as_secs_f64() / iters as f64);
+    elapsed
+}
+
+fn main() {
+    let started = Instant::now();
+    let section = synth::generate(FUNCTIONS, RECORDS, CONSTANTS, SEED);
+    let bytes = black_box(section.bytes.as_slice());
+    let [reg, direct, indirect, constant, index] = section.kinds;
+    eprintln!(
+        "input: one table, {} bytes: {} functions, {} constants, {RECORDS} records, {} locations \
+         (register {reg}, direct {direct}, indirect {indirect}, constant {constant}, \
+         constant index {index}), {} live-outs; generated in {:.2?}",
+        bytes.len(),
+        section.num_functions,
+        section.num_constants,
+        section.num_locations,
+        section.num_live_outs,
+        started.elapsed(),
+    );
+
+    let locus_sum = match locus_walk(bytes) {
+        Ok(h) => h,
+        Err(e) => panic!("Locus rejects the generated section: {e}"),
+    };
+    let llvm = match load_anchor() {
+        Ok(llvm) => {
+            let llvm_sum = llvm.walk(bytes);
+            assert_eq!(
+                locus_sum, llvm_sum,
+                "Locus and llvm::StackMapParser disagree on the walk of the same section"
+            );
+            eprintln!("checksums agree: {locus_sum:#018x}");
+            Some(llvm)
+        }
+        Err(e) => {
+            eprintln!("LLVM anchor unavailable, skipping the llvm benchmark and the ratio: {e}");
+            None
+        }
+    };
+
+    // The index over the same records, and every generated address in shuffled order.
+    let tables = match Tables::new(bytes, LittleEndian, ParseOptions::default())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    let index = StackMapIndex::new(tables, 0);
+    let mut order: Vec<usize> = (0..RECORDS).collect();
+    synth::Rng::new(SEED ^ 1).shuffle(&mut order);
+    let addresses: Vec<u64> = order.iter().map(|&i| section.addresses[i]).collect();
+    for &i in &order {
+        let a = section.addresses[i];
+        let id = section.ids[i];
+        assert!(
+            index
+                .lookup(a)
+                .any(|r| r.address == a && r.record.id() == id),
+            "lookup({a:#x}) misses a record with ID {id:#x}"
+        );
+    }
+
+    const PARSE_SAMPLES: usize = 10;
+    const LOOKUP_SAMPLES: usize = 20;
+    let clock = Clock::from_env();
+    eprintln!("timing with {}", clock.name());
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args();
+
+    let locus_samples: Samples = Rc::default();
+    let llvm_samples: Samples = Rc::default();
+    let lookup_samples: Samples = Rc::default();
+    {
+        let mut g = c.benchmark_group("parse_and_walk_1M");
+        g.sample_size(PARSE_SAMPLES)
+            .sampling_mode(SamplingMode::Flat);
+        g.bench_function("locus", |b| {
+            b.iter_custom(|iters| {
+                let start = clock.now();
+                for _ in 0..iters {
+                    let _ = black_box(locus_walk(black_box(bytes)));
+                }
+                record(&locus_samples, clock.since(start), iters)
+            })
+        });
+        if let Some(llvm) = &llvm {
+            g.bench_function("llvm", |b| {
+                b.iter_custom(|iters| {
+                    let (elapsed, sum) = llvm.walk_timed(black_box(bytes), iters, clock);
+                    black_box(sum);
+                    record(&llvm_samples, elapsed, iters)
+                })
+            });
+        }
+        g.finish();
+    }
+    {
+        let mut g = c.benchmark_group("lookup_1M");
+        g.sample_size(LOOKUP_SAMPLES);
+        let mut next = 0usize;
+        g.bench_function("locus", |b| {
+            b.iter_custom(|iters| {
+                let mut acc = 0usize;
+                let start = clock.now();
+                for _ in 0..iters {
+                    let a = addresses[next];
+                    next = if next + 1 == addresses.len() {
+                        0
+                    } else {
+                        next + 1
+                    };
+                    for r in index.lookup(black_box(a)) {
+                        acc = acc.wrapping_add(r.record.offset());
+                    }
+                }
+                let elapsed = clock.since(start);
+                black_box(acc);
+                record(&lookup_samples, elapsed, iters)
+            })
+        });
+        g.finish();
+    }
+    c.final_summary();
+
+    let locus = median_of_last(&locus_samples, PARSE_SAMPLES);
+    let llvm = median_of_last(&llvm_samples, PARSE_SAMPLES);
+    if locus.is_some() || median_of_last(&lookup_samples, LOOKUP_SAMPLES).is_some() {
+        println!(
+            "summary: medians of criterion's samples, {}, input {} bytes",
+            clock.name(),
+            bytes.len()
+        );
+    }
+    match (locus, llvm) {
+        (Some(l), Some(v)) => {
+            let ratio = l / v;
+            println!(
+                "parse+walk 1M records: locus {:.2} ms, llvm {:.2} ms, ratio {ratio:.2}x (goal <= {PARSE_GOAL}x){}",
+                l * 1e3,
+                v * 1e3,
+                if ratio <= PARSE_GOAL { "" } else { " MISSED" }
+            );
+        }
+        (Some(l), None) => println!(
+            "parse+walk 1M records: locus {:.2} ms (no llvm anchor)",
+            l * 1e3
+        ),
+        _ => {}
+    }
+    if let Some(t) = median_of_last(&lookup_samples, LOOKUP_SAMPLES) {
+        let ns = t * 1e9;
+        println!(
+            "lookup over 1M records: median {ns:.1} ns (goal <= {LOOKUP_GOAL_NS} ns){}",
+            if ns <= LOOKUP_GOAL_NS { "" } else { " MISSED" }
+        );
+    }
+}
