@@ -5,7 +5,13 @@
 //! instruction offset`. Neither key is unique (the spec: "LLVM passes this ID through
 //! directly to the stack map record without checking uniqueness"; several records can share
 //! an offset), so both lookups return every match, in section order.
+//!
+//! Address lookup is the hot path (one per frame in a stack walk), so it goes through an
+//! open-addressing hash table whose slot holds the first match whole: one probe, usually one
+//! cache line, then the record itself. The sorted arrays behind it serve address-order
+//! iteration, addresses with several records, and lookup by ID.
 
+use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::endian::Endian;
@@ -24,6 +30,7 @@ pub struct IndexedRecord<'a, E: Endian> {
     pub record: Record<'a, E>,
 }
 
+/// Where a record is: its table, its function within the table, its section offset.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     table: u32,
@@ -31,16 +38,50 @@ struct Entry {
     offset: usize,
 }
 
+/// A hash slot: the address, the first record there inline, and where the others are.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    address: u64,
+    entry: Entry,
+    /// [`EMPTY`], [`SINGLE`], or 2 + the position in the sorted arrays of the first of
+    /// several records at this address.
+    kind: u32,
+}
+
+const EMPTY: u32 = 0;
+const SINGLE: u32 = 1;
+
+impl Slot {
+    const VACANT: Slot = Slot {
+        address: 0,
+        entry: Entry {
+            table: 0,
+            function: 0,
+            offset: 0,
+        },
+        kind: EMPTY,
+    };
+}
+
 /// A multimap from code address and from record ID to records.
 #[derive(Clone, Debug)]
 pub struct StackMapIndex<'a, E: Endian> {
     tables: Vec<Table<'a, E>>,
     load_bias: u64,
-    /// Sorted; parallel to `entries`. Kept apart so the binary search touches only keys.
+    /// Sorted; parallel to `entries`. Kept apart so binary searches touch only keys.
     addresses: Vec<u64>,
     entries: Vec<Entry>,
     /// (ID, position in `entries`), sorted.
     ids: Vec<(u64, u32)>,
+    /// Open addressing with linear probing.
+    slots: Vec<Slot>,
+}
+
+#[inline(always)]
+fn hash(address: u64) -> u64 {
+    // Code addresses differ mostly in their low bits; mix them into the high ones, which
+    // pick the slot.
+    (address ^ (address >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl<'a, E: Endian> StackMapIndex<'a, E> {
@@ -48,42 +89,25 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// difference between where the code was loaded and the addresses the section holds
     /// (0 for a non-PIE executable, the load base for a PIE or shared object read from
     /// its file, 0 for a section read from memory after the loader relocated it).
+    ///
+    /// A relocatable object's section holds 0 for every function address until its
+    /// relocations are applied; read it through
+    /// [`StackMapSection::resolved`](crate::object::StackMapSection::resolved).
     pub fn new(tables: Vec<Table<'a, E>>, load_bias: u64) -> Self {
         let total: usize = tables.iter().map(|t| t.num_records() as usize).sum();
         let mut keyed: Vec<(u64, Entry)> = Vec::with_capacity(total);
         for (ti, t) in tables.iter().enumerate() {
-            let mut fi = 0u32;
-            let mut left = 0u64;
-            let mut functions = t.functions();
-            let mut current: Option<Function> = None;
-            for r in t.records() {
-                while left == 0 {
-                    match functions.next() {
-                        Some(f) => {
-                            current = Some(f);
-                            left = f.record_count;
-                            fi += 1;
-                        }
-                        None => {
-                            current = None;
-                            break;
-                        }
-                    }
-                }
-                let Some(f) = current else { break };
-                left -= 1;
+            for (fi, f, r) in t.records_with_function_indices() {
                 let address = f
                     .address
                     .wrapping_add(load_bias)
                     .wrapping_add(u64::from(r.instruction_offset()));
-                keyed.push((
-                    address,
-                    Entry {
-                        table: ti as u32,
-                        function: fi - 1,
-                        offset: r.offset(),
-                    },
-                ));
+                let entry = Entry {
+                    table: ti as u32,
+                    function: fi as u32,
+                    offset: r.offset(),
+                };
+                keyed.push((address, entry));
             }
         }
         // Stable: records at one address stay in section order.
@@ -98,12 +122,14 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             })
             .collect();
         ids.sort_unstable();
+        let slots = build_slots(&addresses, &entries);
         StackMapIndex {
             tables,
             load_bias,
             addresses,
             entries,
             ids,
+            slots,
         }
     }
 
@@ -127,25 +153,55 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         self.entries.is_empty()
     }
 
-    fn get(&self, i: usize) -> Option<IndexedRecord<'a, E>> {
-        let e = self.entries.get(i)?;
+    #[inline]
+    fn materialize(&self, address: u64, e: Entry) -> Option<IndexedRecord<'a, E>> {
         let t = self.tables.get(e.table as usize)?;
         Some(IndexedRecord {
-            address: *self.addresses.get(i)?,
+            address,
             function: t.function(e.function as usize)?,
             table: e.table as usize,
             record: t.record_at(e.offset)?,
         })
     }
 
+    fn get(&self, i: usize) -> Option<IndexedRecord<'a, E>> {
+        self.materialize(*self.addresses.get(i)?, *self.entries.get(i)?)
+    }
+
+    #[inline]
+    fn slot(&self, address: u64) -> Option<Slot> {
+        let n = self.slots.len();
+        if n == 0 {
+            return None;
+        }
+        // Multiply-shift maps the hash onto any table size without a division.
+        let mut i = ((u128::from(hash(address)) * n as u128) >> 64) as usize;
+        loop {
+            let s = self.slots.get(i)?;
+            if s.kind == EMPTY {
+                return None;
+            }
+            if s.address == address {
+                return Some(*s);
+            }
+            i = if i + 1 == n { 0 } else { i + 1 };
+        }
+    }
+
     /// Every record at absolute code address `address`, in section order.
-    pub fn lookup(&self, address: u64) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
-        let first = self.addresses.partition_point(|&a| a < address);
-        let n = self
-            .addresses
-            .get(first..)
-            .map_or(0, |rest| rest.iter().take_while(|&&a| a == address).count());
-        (first..first + n).filter_map(move |i| self.get(i))
+    #[inline]
+    pub fn lookup(&self, address: u64) -> Lookup<'_, 'a, E> {
+        let (single, next) = match self.slot(address) {
+            None => (None, None),
+            Some(s) if s.kind == SINGLE => (Some(s.entry), None),
+            Some(s) => (None, Some(s.kind as usize - 2)),
+        };
+        Lookup {
+            index: self,
+            single,
+            next,
+            address,
+        }
     }
 
     /// Every record with ID `id`, in address order.
@@ -162,5 +218,67 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// Every record in address order.
     pub fn iter(&self) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
         (0..self.entries.len()).filter_map(move |i| self.get(i))
+    }
+}
+
+/// Fills the hash table: one slot per distinct address, at most 3/4 full.
+fn build_slots(addresses: &[u64], entries: &[Entry]) -> Vec<Slot> {
+    let distinct =
+        addresses.windows(2).filter(|w| w[0] != w[1]).count() + usize::from(!addresses.is_empty());
+    let n = if distinct == 0 {
+        0
+    } else {
+        distinct + distinct / 3 + 1
+    };
+    let mut slots = vec![Slot::VACANT; n];
+    let mut i = 0;
+    while let (Some(&address), Some(&entry)) = (addresses.get(i), entries.get(i)) {
+        let count = addresses[i..].iter().take_while(|&&a| a == address).count();
+        let kind = if count > 1 {
+            (i as u32).saturating_add(2)
+        } else {
+            SINGLE
+        };
+        let mut at = ((u128::from(hash(address)) * n as u128) >> 64) as usize;
+        while slots.get(at).is_some_and(|s| s.kind != EMPTY) {
+            at = if at + 1 == n { 0 } else { at + 1 };
+        }
+        if let Some(slot) = slots.get_mut(at) {
+            *slot = Slot {
+                address,
+                entry,
+                kind,
+            };
+        }
+        i += count;
+    }
+    slots
+}
+
+/// The records at one address; see [`StackMapIndex::lookup`].
+#[derive(Clone, Debug)]
+pub struct Lookup<'i, 'a, E: Endian> {
+    index: &'i StackMapIndex<'a, E>,
+    /// The only record, when the address has one.
+    single: Option<Entry>,
+    /// Position in the sorted arrays of the next of several records.
+    next: Option<usize>,
+    address: u64,
+}
+
+impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
+    type Item = IndexedRecord<'a, E>;
+    #[inline]
+    fn next(&mut self) -> Option<IndexedRecord<'a, E>> {
+        if let Some(e) = self.single.take() {
+            return self.index.materialize(self.address, e);
+        }
+        let i = self.next?;
+        if self.index.addresses.get(i) != Some(&self.address) {
+            self.next = None;
+            return None;
+        }
+        self.next = Some(i + 1);
+        self.index.get(i)
     }
 }

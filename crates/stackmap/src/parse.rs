@@ -484,10 +484,15 @@ impl<'a, E: Endian> Table<'a, E> {
             section: self.section,
             at: self.records_start(),
             left: self.num_records,
-            constants: self.constants_start(),
-            num_constants: self.num_constants,
+            constants: self.constants_bytes(),
             endian: self.endian,
         }
+    }
+
+    fn constants_bytes(&self) -> &'a [u8] {
+        self.section
+            .get(self.constants_start()..self.records_start())
+            .unwrap_or(&[])
     }
 
     /// The record that starts at byte `offset` of the section, which must be one this table's
@@ -499,8 +504,7 @@ impl<'a, E: Endian> Table<'a, E> {
         Some(Record::at(
             self.section,
             offset,
-            self.constants_start(),
-            self.num_constants,
+            self.constants_bytes(),
             self.endian,
         ))
     }
@@ -509,17 +513,24 @@ impl<'a, E: Endian> Table<'a, E> {
     /// each function owns `record_count` of them). Records past the sum of the counts, which
     /// only a lenient parse admits, are left out.
     pub fn records_with_functions(&self) -> impl Iterator<Item = (Function, Record<'a, E>)> + 'a {
-        let mut functions = self.functions();
-        let mut current: Option<Function> = None;
+        self.records_with_function_indices().map(|(_, f, r)| (f, r))
+    }
+
+    /// As [`Table::records_with_functions`], with the function's position in the table.
+    pub(crate) fn records_with_function_indices(
+        &self,
+    ) -> impl Iterator<Item = (usize, Function, Record<'a, E>)> + 'a {
+        let mut functions = self.functions().enumerate();
+        let mut current: Option<(usize, Function)> = None;
         let mut left: u64 = 0;
         self.records().map_while(move |r| {
             while left == 0 {
-                let f = functions.next()?;
+                let (i, f) = functions.next()?;
                 left = f.record_count;
-                current = Some(f);
+                current = Some((i, f));
             }
             left -= 1;
-            current.map(|f| (f, r))
+            current.map(|(i, f)| (i, f, r))
         })
     }
 }
@@ -561,7 +572,73 @@ fn constant_in<E: Endian>(section: &[u8], constants: usize, n: u32, i: u32, e: E
 }
 
 /// Validates the record at `at`; returns the offset just past it.
+///
+/// The common case, a well-formed record, takes the fast path: two bounds checks for the
+/// whole record and every field check folded into one flag without branches. Anything it
+/// rejects is re-checked field by field to name the exact fault.
+#[inline(always)]
 fn check_record<E: Endian>(
+    c: &Checker<'_>,
+    at: usize,
+    table_start: usize,
+    num_constants: u32,
+    e: E,
+) -> Result<usize> {
+    // Records start 8-aligned relative to their table; the fast path relies on it.
+    if (at - table_start) & 7 == 0 {
+        if let Some(end) = record_end_if_valid(c.section, at, num_constants, e, c.strict) {
+            return Ok(end);
+        }
+    }
+    check_record_slow(c, at, table_start, num_constants, e)
+}
+
+/// The end of the well-formed record at `at`, or `None` if anything about it is wrong.
+#[inline(always)]
+fn record_end_if_valid<E: Endian>(
+    s: &[u8],
+    at: usize,
+    num_constants: u32,
+    e: E,
+    strict: bool,
+) -> Option<usize> {
+    let header: &[u8; RECORD_HEADER_SIZE] = s
+        .get(at..at.checked_add(RECORD_HEADER_SIZE)?)?
+        .try_into()
+        .ok()?;
+    let n = usize::from(e.u16([header[14], header[15]]));
+    let live_outs_header = align8(RECORD_HEADER_SIZE + n * LOCATION_SIZE);
+    // Locations, the padding after them, the u16 padding and NumLiveOuts.
+    let middle = s.get(at + RECORD_HEADER_SIZE..at.checked_add(live_outs_header + 4)?)?;
+    let (locations, rest) = middle.split_at(n * LOCATION_SIZE);
+    let mut bad = false;
+    let mut reserved = u64::from(e.u16([header[12], header[13]]));
+    for l in locations.chunks_exact(LOCATION_SIZE) {
+        let l: &[u8; LOCATION_SIZE] = l.try_into().ok()?;
+        let kind = l[0];
+        let index = e.u32([l[8], l[9], l[10], l[11]]);
+        bad |= kind.wrapping_sub(1) >= 5;
+        bad |= (kind == LocationKind::ConstantIndex as u8) & (index >= num_constants);
+        reserved |= u64::from(l[1] | l[6] | l[7]);
+    }
+    let (padding, count) = rest.split_at(rest.len() - 2);
+    reserved |= padding.iter().fold(0u64, |acc, &b| acc | u64::from(b));
+    let m = usize::from(e.u16([count[0], count[1]]));
+    let live_outs = at + live_outs_header + 4;
+    let end = at + align8(live_outs_header + 4 + m * LIVE_OUT_SIZE);
+    let tail = s.get(live_outs..end)?;
+    let (entries, padding) = tail.split_at(m * LIVE_OUT_SIZE);
+    for lo in entries.chunks_exact(LIVE_OUT_SIZE) {
+        reserved |= u64::from(lo[2]);
+    }
+    reserved |= padding.iter().fold(0u64, |acc, &b| acc | u64::from(b));
+    (!bad && (!strict || reserved == 0)).then_some(end)
+}
+
+/// [`check_record`] field by field, naming the first fault.
+#[cold]
+#[inline(never)]
+fn check_record_slow<E: Endian>(
     c: &Checker<'_>,
     at: usize,
     table_start: usize,
@@ -668,34 +745,46 @@ fn check_record<E: Endian>(
 /// One `StkMapRecord`: the live values at one call site or patch point.
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a, E: Endian> {
-    section: &'a [u8],
-    at: usize,
-    constants: usize,
-    num_constants: u32,
+    /// Exactly the record's bytes: header, locations, padding, live-outs, padding.
+    data: &'a [u8],
+    offset: usize,
+    /// The table's `Constants` array, for ConstantIndex locations.
+    constants: &'a [u8],
+    num_locations: u16,
+    num_live_outs: u16,
     endian: E,
 }
 
 impl<'a, E: Endian> Record<'a, E> {
+    /// The record at byte `at` of a validated table. Reads the two counts once; out-of-range
+    /// reads (impossible after validation) give an empty record, never a panic.
     #[inline(always)]
-    fn at(section: &'a [u8], at: usize, constants: usize, num_constants: u32, endian: E) -> Self {
+    fn at(section: &'a [u8], at: usize, constants: &'a [u8], endian: E) -> Self {
+        let num_locations = read_u16(section, at + 14, endian);
+        let live_outs_header =
+            align8(RECORD_HEADER_SIZE + usize::from(num_locations) * LOCATION_SIZE);
+        let num_live_outs = read_u16(section, at + live_outs_header + 2, endian);
+        let len = align8(live_outs_header + 4 + usize::from(num_live_outs) * LIVE_OUT_SIZE);
+        let data = section.get(at..at.saturating_add(len)).unwrap_or(&[]);
         Record {
-            section,
-            at,
+            data,
+            offset: at,
             constants,
-            num_constants,
+            num_locations,
+            num_live_outs,
             endian,
         }
     }
 
     /// Byte offset of the record from the start of the section.
     pub fn offset(&self) -> usize {
-        self.at
+        self.offset
     }
 
     /// The ID the intrinsic was given (not unique: LLVM passes it through unchecked).
     #[inline]
     pub fn id(&self) -> u64 {
-        read_u64(self.section, self.at, self.endian)
+        read_u64(self.data, 0, self.endian)
     }
 
     /// Offset of the record's instruction from the start of its function. What it points at
@@ -704,37 +793,90 @@ impl<'a, E: Endian> Record<'a, E> {
     /// statepoint.
     #[inline]
     pub fn instruction_offset(&self) -> u32 {
-        read_u32(self.section, self.at + 8, self.endian)
+        read_u32(self.data, 8, self.endian)
     }
 
     /// The reserved record flags (LLVM writes 0).
     pub fn flags(&self) -> u16 {
-        read_u16(self.section, self.at + 12, self.endian)
+        read_u16(self.data, 12, self.endian)
     }
 
     /// `NumLocations`.
     #[inline]
     pub fn num_locations(&self) -> u16 {
-        read_u16(self.section, self.at + 14, self.endian)
+        self.num_locations
     }
 
     /// The `i`th location.
     #[inline]
     pub fn location(&self, i: usize) -> Option<Location> {
-        if i >= usize::from(self.num_locations()) {
-            return None;
-        }
-        Some(self.decode_location(self.at + RECORD_HEADER_SIZE + i * LOCATION_SIZE))
+        self.locations().nth(i)
     }
 
-    #[inline(always)]
-    fn decode_location(&self, l: usize) -> Location {
-        let s = self.section;
+    /// The locations in order.
+    #[inline]
+    pub fn locations(&self) -> Locations<'a, E> {
+        let n = usize::from(self.num_locations) * LOCATION_SIZE;
+        let bytes = self
+            .data
+            .get(RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + n)
+            .unwrap_or(&[]);
+        Locations {
+            chunks: bytes.chunks_exact(LOCATION_SIZE),
+            constants: self.constants,
+            endian: self.endian,
+        }
+    }
+
+    /// `NumLiveOuts`.
+    #[inline]
+    pub fn num_live_outs(&self) -> u16 {
+        self.num_live_outs
+    }
+
+    /// The live-out registers in order.
+    pub fn live_outs(&self) -> impl ExactSizeIterator<Item = LiveOut> + 'a {
+        let first =
+            align8(RECORD_HEADER_SIZE + usize::from(self.num_locations) * LOCATION_SIZE) + 4;
+        let n = usize::from(self.num_live_outs) * LIVE_OUT_SIZE;
+        let bytes = self.data.get(first..first + n).unwrap_or(&[]);
         let e = self.endian;
-        let size = read_u16(s, l + 2, e);
-        let dwarf_reg = read_u16(s, l + 4, e);
-        let raw = read_u32(s, l + 8, e);
-        match s.get(l).copied().unwrap_or(0) {
+        bytes.chunks_exact(LIVE_OUT_SIZE).map(move |l| LiveOut {
+            dwarf_reg: e.u16([l[0], l[1]]),
+            size: l[3],
+        })
+    }
+
+    /// Size of the record in bytes, padding included.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Always false for a record of a validated table: a record has at least its header.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// Iterator over a record's locations.
+#[derive(Clone, Debug)]
+pub struct Locations<'a, E: Endian> {
+    chunks: core::slice::ChunksExact<'a, u8>,
+    constants: &'a [u8],
+    endian: E,
+}
+
+impl<E: Endian> Iterator for Locations<'_, E> {
+    type Item = Location;
+    #[inline]
+    fn next(&mut self) -> Option<Location> {
+        let l: &[u8; LOCATION_SIZE] = self.chunks.next()?.try_into().ok()?;
+        let e = self.endian;
+        let size = e.u16([l[2], l[3]]);
+        let dwarf_reg = e.u16([l[4], l[5]]);
+        let raw = e.u32([l[8], l[9], l[10], l[11]]);
+        Some(match l[0] {
             2 => Location::Direct {
                 dwarf_reg,
                 offset: raw as i32,
@@ -751,90 +893,23 @@ impl<'a, E: Endian> Record<'a, E> {
             },
             5 => Location::ConstantIndex {
                 index: raw,
-                value: constant_in(s, self.constants, self.num_constants, raw, e).unwrap_or(0),
+                value: read_u64(self.constants, raw as usize * CONSTANT_SIZE, e),
                 size,
             },
             // Validated to be 1 by the parser.
             _ => Location::Register { dwarf_reg, size },
+        })
+    }
+    #[inline]
+    fn nth(&mut self, n: usize) -> Option<Location> {
+        // `ChunksExact` skips in O(1).
+        if n > 0 {
+            self.chunks.nth(n - 1)?;
         }
-    }
-
-    /// The locations in order.
-    #[inline]
-    pub fn locations(&self) -> Locations<'a, E> {
-        let n = usize::from(self.num_locations());
-        Locations {
-            record: *self,
-            next: 0,
-            end: n,
-        }
-    }
-
-    fn live_outs_header(&self) -> usize {
-        let end = self.at + RECORD_HEADER_SIZE + usize::from(self.num_locations()) * LOCATION_SIZE;
-        // Records start 8-aligned relative to their table, so aligning the distance from the
-        // record start is the same as aligning from the table start.
-        self.at + align8(end - self.at)
-    }
-
-    /// `NumLiveOuts`.
-    #[inline]
-    pub fn num_live_outs(&self) -> u16 {
-        read_u16(self.section, self.live_outs_header() + 2, self.endian)
-    }
-
-    /// The live-out registers in order.
-    pub fn live_outs(&self) -> impl ExactSizeIterator<Item = LiveOut> + 'a {
-        let first = self.live_outs_header() + 4;
-        let (s, e) = (self.section, self.endian);
-        let n = usize::from(self.num_live_outs());
-        (0..n)
-            .map(move |i| {
-                let l = first + i * LIVE_OUT_SIZE;
-                LiveOut {
-                    dwarf_reg: read_u16(s, l, e),
-                    size: s.get(l + 3).copied().unwrap_or(0),
-                }
-            })
-            .collect_exact(n)
-    }
-
-    /// Size of the record in bytes, padding included.
-    #[inline]
-    pub fn len(&self) -> usize {
-        let live_outs_end =
-            self.live_outs_header() + 4 + usize::from(self.num_live_outs()) * LIVE_OUT_SIZE;
-        align8(live_outs_end - self.at)
-    }
-
-    /// Always false: a record has at least its header.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
-
-/// Iterator over a record's locations.
-#[derive(Clone, Debug)]
-pub struct Locations<'a, E: Endian> {
-    record: Record<'a, E>,
-    next: usize,
-    end: usize,
-}
-
-impl<E: Endian> Iterator for Locations<'_, E> {
-    type Item = Location;
-    #[inline]
-    fn next(&mut self) -> Option<Location> {
-        if self.next >= self.end {
-            return None;
-        }
-        let l = self.record.at + RECORD_HEADER_SIZE + self.next * LOCATION_SIZE;
-        self.next += 1;
-        Some(self.record.decode_location(l))
+        self.next()
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.next;
-        (n, Some(n))
+        self.chunks.size_hint()
     }
 }
 
@@ -846,8 +921,7 @@ pub struct Records<'a, E: Endian> {
     section: &'a [u8],
     at: usize,
     left: u32,
-    constants: usize,
-    num_constants: u32,
+    constants: &'a [u8],
     endian: E,
 }
 
@@ -859,13 +933,7 @@ impl<'a, E: Endian> Iterator for Records<'a, E> {
             return None;
         }
         self.left -= 1;
-        let r = Record::at(
-            self.section,
-            self.at,
-            self.constants,
-            self.num_constants,
-            self.endian,
-        );
+        let r = Record::at(self.section, self.at, self.constants, self.endian);
         self.at += r.len();
         Some(r)
     }
