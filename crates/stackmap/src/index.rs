@@ -30,19 +30,27 @@ pub struct IndexedRecord<'a, E: Endian> {
     pub record: Record<'a, E>,
 }
 
-/// Where a record is: its table, its function within the table, its section offset.
+/// Where a record is (its table, its function within the table, its section offset) and
+/// its two counts, so that it can be handed out without reading its bytes.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
+    offset: usize,
     table: u32,
     function: u32,
-    offset: usize,
+    num_locations: u16,
+    num_live_outs: u16,
 }
 
-/// A hash slot: the address, the first record there inline, and where the others are.
+/// A hash slot: the address and the first record there, flattened into 32 bytes so that a
+/// probe usually reads one cache line.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     address: u64,
-    entry: Entry,
+    offset: usize,
+    table: u32,
+    function: u32,
+    num_locations: u16,
+    num_live_outs: u16,
     /// [`EMPTY`], [`SINGLE`], or 2 + the position in the sorted arrays of the first of
     /// several records at this address.
     kind: u32,
@@ -52,15 +60,39 @@ const EMPTY: u32 = 0;
 const SINGLE: u32 = 1;
 
 impl Slot {
-    const VACANT: Slot = Slot {
-        address: 0,
-        entry: Entry {
+    const VACANT: Slot = Slot::new(
+        0,
+        Entry {
+            offset: 0,
             table: 0,
             function: 0,
-            offset: 0,
+            num_locations: 0,
+            num_live_outs: 0,
         },
-        kind: EMPTY,
-    };
+        EMPTY,
+    );
+
+    const fn new(address: u64, e: Entry, kind: u32) -> Slot {
+        Slot {
+            address,
+            offset: e.offset,
+            table: e.table,
+            function: e.function,
+            num_locations: e.num_locations,
+            num_live_outs: e.num_live_outs,
+            kind,
+        }
+    }
+
+    fn entry(&self) -> Entry {
+        Entry {
+            offset: self.offset,
+            table: self.table,
+            function: self.function,
+            num_locations: self.num_locations,
+            num_live_outs: self.num_live_outs,
+        }
+    }
 }
 
 /// A multimap from code address and from record ID to records.
@@ -103,9 +135,11 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
                     .wrapping_add(load_bias)
                     .wrapping_add(u64::from(r.instruction_offset()));
                 let entry = Entry {
+                    offset: r.offset(),
                     table: ti as u32,
                     function: fi as u32,
-                    offset: r.offset(),
+                    num_locations: r.num_locations(),
+                    num_live_outs: r.num_live_outs(),
                 };
                 keyed.push((address, entry));
             }
@@ -160,7 +194,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             address,
             function: t.function(e.function as usize)?,
             table: e.table as usize,
-            record: t.record_at(e.offset)?,
+            record: t.record_with_counts(e.offset, e.num_locations, e.num_live_outs)?,
         })
     }
 
@@ -193,7 +227,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     pub fn lookup(&self, address: u64) -> Lookup<'_, 'a, E> {
         let (single, next) = match self.slot(address) {
             None => (None, None),
-            Some(s) if s.kind == SINGLE => (Some(s.entry), None),
+            Some(s) if s.kind == SINGLE => (Some(s.entry()), None),
             Some(s) => (None, Some(s.kind as usize - 2)),
         };
         Lookup {
@@ -244,11 +278,7 @@ fn build_slots(addresses: &[u64], entries: &[Entry]) -> Vec<Slot> {
             at = if at + 1 == n { 0 } else { at + 1 };
         }
         if let Some(slot) = slots.get_mut(at) {
-            *slot = Slot {
-                address,
-                entry,
-                kind,
-            };
+            *slot = Slot::new(address, entry, kind);
         }
         i += count;
     }

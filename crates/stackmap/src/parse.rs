@@ -509,6 +509,27 @@ impl<'a, E: Endian> Table<'a, E> {
         ))
     }
 
+    /// The record at `offset` whose counts the caller already knows (an index keeps them),
+    /// made without reading the record's bytes.
+    pub(crate) fn record_with_counts(
+        &self,
+        offset: usize,
+        num_locations: u16,
+        num_live_outs: u16,
+    ) -> Option<Record<'a, E>> {
+        if offset < self.records_start() || offset >= self.end {
+            return None;
+        }
+        Some(Record::with_counts(
+            self.section,
+            offset,
+            self.constants_bytes(),
+            num_locations,
+            num_live_outs,
+            self.endian,
+        ))
+    }
+
     /// Each record with the function it belongs to (records follow the function order and
     /// each function owns `record_count` of them). Records past the sum of the counts, which
     /// only a lenient parse admits, are left out.
@@ -594,6 +615,10 @@ fn check_record<E: Endian>(
 }
 
 /// The end of the well-formed record at `at`, or `None` if anything about it is wrong.
+///
+/// Reserved bytes are tested by their position, whatever the byte order: the first eight
+/// bytes of a location are read as one little-endian word whose bits 8-15 (byte 1) and
+/// 48-63 (bytes 6-7) must be zero.
 #[inline(always)]
 fn record_end_if_valid<E: Endian>(
     s: &[u8],
@@ -602,28 +627,33 @@ fn record_end_if_valid<E: Endian>(
     e: E,
     strict: bool,
 ) -> Option<usize> {
+    const LOCATION_RESERVED: u64 = 0xffff_0000_0000_ff00;
     let header: &[u8; RECORD_HEADER_SIZE] = s
         .get(at..at.checked_add(RECORD_HEADER_SIZE)?)?
         .try_into()
         .ok()?;
     let n = usize::from(e.u16([header[14], header[15]]));
     let live_outs_header = align8(RECORD_HEADER_SIZE + n * LOCATION_SIZE);
-    // Locations, the padding after them, the u16 padding and NumLiveOuts.
+    // The locations, the padding after them (0 or 4 bytes), the u16 padding, NumLiveOuts.
     let middle = s.get(at + RECORD_HEADER_SIZE..at.checked_add(live_outs_header + 4)?)?;
     let (locations, rest) = middle.split_at(n * LOCATION_SIZE);
     let mut bad = false;
-    let mut reserved = u64::from(e.u16([header[12], header[13]]));
+    let mut reserved = u64::from(header[12] | header[13]);
     for l in locations.chunks_exact(LOCATION_SIZE) {
         let l: &[u8; LOCATION_SIZE] = l.try_into().ok()?;
-        let kind = l[0];
+        let word = u64::from_le_bytes([l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]]);
         let index = e.u32([l[8], l[9], l[10], l[11]]);
-        bad |= kind.wrapping_sub(1) >= 5;
-        bad |= (kind == LocationKind::ConstantIndex as u8) & (index >= num_constants);
-        reserved |= u64::from(l[1] | l[6] | l[7]);
+        let kind = word as u8;
+        bad |= (kind.wrapping_sub(1) >= 5) | ((kind == 5) & (index >= num_constants));
+        reserved |= word & LOCATION_RESERVED;
     }
-    let (padding, count) = rest.split_at(rest.len() - 2);
-    reserved |= padding.iter().fold(0u64, |acc, &b| acc | u64::from(b));
-    let m = usize::from(e.u16([count[0], count[1]]));
+    let (m, padding) = match *rest {
+        [p0, p1, c0, c1] => (e.u16([c0, c1]), u64::from(p0 | p1)),
+        [p0, p1, p2, p3, p4, p5, c0, c1] => (e.u16([c0, c1]), u64::from(p0 | p1 | p2 | p3 | p4 | p5)),
+        _ => return None,
+    };
+    reserved |= padding;
+    let m = usize::from(m);
     let live_outs = at + live_outs_header + 4;
     let end = at + align8(live_outs_header + 4 + m * LIVE_OUT_SIZE);
     let tail = s.get(live_outs..end)?;
@@ -631,7 +661,9 @@ fn record_end_if_valid<E: Endian>(
     for lo in entries.chunks_exact(LIVE_OUT_SIZE) {
         reserved |= u64::from(lo[2]);
     }
-    reserved |= padding.iter().fold(0u64, |acc, &b| acc | u64::from(b));
+    if let [p0, p1, p2, p3] = *padding {
+        reserved |= u64::from(p0 | p1 | p2 | p3);
+    }
     (!bad && (!strict || reserved == 0)).then_some(end)
 }
 
@@ -764,6 +796,21 @@ impl<'a, E: Endian> Record<'a, E> {
         let live_outs_header =
             align8(RECORD_HEADER_SIZE + usize::from(num_locations) * LOCATION_SIZE);
         let num_live_outs = read_u16(section, at + live_outs_header + 2, endian);
+        Self::with_counts(section, at, constants, num_locations, num_live_outs, endian)
+    }
+
+    /// The record at byte `at` whose counts are known, made without reading its bytes.
+    #[inline(always)]
+    fn with_counts(
+        section: &'a [u8],
+        at: usize,
+        constants: &'a [u8],
+        num_locations: u16,
+        num_live_outs: u16,
+        endian: E,
+    ) -> Self {
+        let live_outs_header =
+            align8(RECORD_HEADER_SIZE + usize::from(num_locations) * LOCATION_SIZE);
         let len = align8(live_outs_header + 4 + usize::from(num_live_outs) * LIVE_OUT_SIZE);
         let data = section.get(at..at.saturating_add(len)).unwrap_or(&[]);
         Record {
