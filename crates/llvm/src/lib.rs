@@ -42,8 +42,12 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod builder;
+pub mod cfg;
 mod codegen;
 mod error;
+pub mod ir;
+pub mod jit;
 mod module;
 
 pub use codegen::{emit_assembly, emit_object};

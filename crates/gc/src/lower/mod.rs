@@ -1,0 +1,1 @@
+//! Late GC root placement: from IR with tracked pointers to IR with a GC frame.

@@ -1,0 +1,1 @@
+//! Mark-sweep collection from the roots in the frame chain, with a stress mode.

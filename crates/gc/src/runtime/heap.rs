@@ -1,0 +1,1 @@
+//! The allocator: objects with tracked pointer fields and raw bytes.

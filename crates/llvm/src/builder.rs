@@ -1,0 +1,1 @@
+//! Changing IR: inserting, replacing and erasing instructions.

@@ -1,0 +1,1 @@
+//! Control-flow graphs in Rust: predecessors, post-order, dominators.

@@ -1,0 +1,1 @@
+//! Walking IR: functions, blocks, instructions, operands, types.

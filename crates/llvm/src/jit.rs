@@ -1,0 +1,1 @@
+//! Running IR in process: LLVM's ORC LLJIT.
