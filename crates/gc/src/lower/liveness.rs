@@ -1,0 +1,188 @@
+//! Which tracked values are live at each safepoint.
+//!
+//! Backward dataflow over the model. A value is live at a point if some path from there
+//! reaches a use without passing its definition. At a safepoint, the values that must be
+//! rooted are those live after the call plus the call's own rooted operands (spec 003: the
+//! goal is that "at every safepoint any live GC-tracked pointer ... is in some GC slot").
+//! Phi operands are used at the end of the incoming block.
+
+use super::bitset::BitSet;
+use super::model::{FnModel, Step};
+
+/// The result of the analysis.
+#[derive(Clone, Debug)]
+pub struct Liveness {
+    /// Values live on entry to each block (after its phis are defined, the phi values are
+    /// not in it).
+    pub live_in: Vec<BitSet>,
+    /// Values live on exit from each block, phi operands of successors included.
+    pub live_out: Vec<BitSet>,
+    /// The values that must be rooted at each safepoint.
+    pub at_safepoint: Vec<BitSet>,
+}
+
+/// Runs the analysis.
+pub fn analyze(m: &FnModel) -> Liveness {
+    let n = m.num_values;
+    let nb = m.blocks.len();
+    let mut live_in = vec![BitSet::new(n); nb];
+    let mut live_out = vec![BitSet::new(n); nb];
+    let mut at_safepoint = vec![BitSet::new(n); m.num_safepoints];
+    // Post-order converges fastest for a backward problem.
+    let mut order = m.reverse_post_order();
+    order.reverse();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &order {
+            let block = &m.blocks[b];
+            let mut out = BitSet::new(n);
+            for &s in &block.succs {
+                out.union_with(&live_in[s]);
+                for phi in &m.blocks[s].phis {
+                    for (from, values) in &phi.incoming {
+                        if *from == b {
+                            for &v in values {
+                                out.insert(v);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut live = out.clone();
+            for step in block.steps.iter().rev() {
+                match step {
+                    Step::Def(v) => live.remove(*v),
+                    Step::Use(vs) => {
+                        for &v in vs {
+                            live.insert(v);
+                        }
+                    }
+                    Step::Safepoint(sp) => {
+                        for &v in &sp.defs {
+                            live.remove(v);
+                        }
+                        for &v in &sp.operands {
+                            live.insert(v);
+                        }
+                        if let Some(slot) = at_safepoint.get_mut(sp.id) {
+                            *slot = live.clone();
+                        }
+                    }
+                }
+            }
+            for phi in &block.phis {
+                live.remove(phi.def);
+            }
+            if live != live_in[b] {
+                live_in[b] = live;
+                changed = true;
+            }
+            live_out[b] = out;
+        }
+    }
+    Liveness {
+        live_in,
+        live_out,
+        at_safepoint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::model::{Block, Phi, Safepoint};
+
+    fn sp(id: usize, operands: Vec<usize>, defs: Vec<usize>) -> Step {
+        Step::Safepoint(Safepoint {
+            id,
+            operands,
+            defs,
+            returns_twice: false,
+        })
+    }
+
+    fn members(s: &BitSet) -> Vec<usize> {
+        s.iter().collect()
+    }
+
+    #[test]
+    fn straight_line() {
+        // v0 = alloc (sp0); v1 = alloc (sp1); safepoint (sp2); use v0
+        let m = FnModel {
+            num_values: 2,
+            num_safepoints: 3,
+            blocks: vec![Block {
+                succs: vec![],
+                phis: vec![],
+                steps: vec![
+                    sp(0, vec![], vec![0]),
+                    sp(1, vec![], vec![1]),
+                    sp(2, vec![], vec![]),
+                    Step::Use(vec![0]),
+                ],
+            }],
+        };
+        let l = analyze(&m);
+        assert_eq!(members(&l.at_safepoint[0]), Vec::<usize>::new());
+        assert_eq!(members(&l.at_safepoint[1]), vec![0]);
+        assert_eq!(members(&l.at_safepoint[2]), vec![0]);
+    }
+
+    #[test]
+    fn loop_with_phi() {
+        // b0: v0 = alloc; br b1
+        // b1: v1 = phi [v0, b0], [v2, b1]; v2 = alloc (uses v1 as operand? no) ; safepoint; use v1; br b1 or b2
+        // b2: ret
+        let m = FnModel {
+            num_values: 3,
+            num_safepoints: 3,
+            blocks: vec![
+                Block {
+                    succs: vec![1],
+                    phis: vec![],
+                    steps: vec![sp(0, vec![], vec![0])],
+                },
+                Block {
+                    succs: vec![1, 2],
+                    phis: vec![Phi {
+                        def: 1,
+                        incoming: vec![(0, vec![0]), (1, vec![2])],
+                    }],
+                    steps: vec![
+                        sp(1, vec![], vec![2]),
+                        sp(2, vec![], vec![]),
+                        Step::Use(vec![1, 2]),
+                    ],
+                },
+                Block::default(),
+            ],
+        };
+        let l = analyze(&m);
+        assert_eq!(members(&l.at_safepoint[1]), vec![1]);
+        assert_eq!(members(&l.at_safepoint[2]), vec![1, 2]);
+        assert!(
+            !l.live_in[1].contains(1),
+            "a phi's value is defined at the block start"
+        );
+        assert!(
+            l.live_out[0].contains(0),
+            "a phi operand is live out of its incoming block"
+        );
+    }
+
+    #[test]
+    fn operands_are_rooted_during_the_call() {
+        let m = FnModel {
+            num_values: 1,
+            num_safepoints: 2,
+            blocks: vec![Block {
+                succs: vec![],
+                phis: vec![],
+                steps: vec![sp(0, vec![], vec![0]), sp(1, vec![0], vec![])],
+            }],
+        };
+        let l = analyze(&m);
+        assert_eq!(members(&l.at_safepoint[1]), vec![0]);
+    }
+}
