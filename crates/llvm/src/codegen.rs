@@ -87,7 +87,8 @@ pub fn emit_assembly(
 
 /// Registers the X86 and AArch64 targets with LLVM, once per process. LLVM's target
 /// registry is itself process-global, so this is the one global initialization Locus does.
-fn init_targets() {
+/// The JIT ([`crate::jit`]) shares it: the host target is one of these two.
+pub(crate) fn init_targets() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         // SAFETY: these registration functions have no preconditions; `Once` keeps them

@@ -32,6 +32,13 @@ pub enum Error {
         /// LLVM's error messages, one per line.
         message: String,
     },
+    /// The JIT failed: it could not be created, refused a module or a symbol definition, or
+    /// could not find or materialize a symbol (an unresolved external, a duplicate
+    /// definition, a code generation error while compiling on demand).
+    Jit {
+        /// ORC's error messages, one per line; they name the symbols at fault.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -51,6 +58,7 @@ impl fmt::Display for Error {
             Error::Codegen { message } => {
                 write!(f, "code generation failed: {}", message.trim_end())
             }
+            Error::Jit { message } => write!(f, "JIT error: {}", message.trim_end()),
         }
     }
 }

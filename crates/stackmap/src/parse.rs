@@ -649,7 +649,9 @@ fn record_end_if_valid<E: Endian>(
     }
     let (m, padding) = match *rest {
         [p0, p1, c0, c1] => (e.u16([c0, c1]), u64::from(p0 | p1)),
-        [p0, p1, p2, p3, p4, p5, c0, c1] => (e.u16([c0, c1]), u64::from(p0 | p1 | p2 | p3 | p4 | p5)),
+        [p0, p1, p2, p3, p4, p5, c0, c1] => {
+            (e.u16([c0, c1]), u64::from(p0 | p1 | p2 | p3 | p4 | p5))
+        }
         _ => return None,
     };
     reserved |= padding;
