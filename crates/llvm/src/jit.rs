@@ -1,1 +1,523 @@
 //! Running IR in process: LLVM's ORC LLJIT.
+//!
+//! A [`Jit`] compiles modules for the host, in this process, when one of their symbols is
+//! first looked up, and links them against three sources of definitions, searched in this
+//! order:
+//!
+//! 1. what was added to it: the IR of [`Jit::add_module`] and [`Jit::add_ir`], and the host
+//!    addresses of [`Jit::define_symbol`] (for example a Rust `extern "C" fn` the IR calls);
+//! 2. the symbols of the process, as `dlsym` finds them: libc (`strlen`, `malloc`), the
+//!    other shared libraries loaded, and whatever the executable exports dynamically. An
+//!    explicit definition always wins over a process symbol of the same name, since the
+//!    process is only searched for names nothing in (1) defines;
+//! 3. nothing else: a name found in neither is an error.
+//!
+//! Failures never end the process and are never printed: they come back as
+//! [`Error::Jit`] from the call that caused them. A module is added lazily, so an external
+//! that resolves nowhere (or a code generation error, such as bad inline assembly) is found
+//! only when a symbol of its module is first looked up: that lookup fails with a message
+//! naming both the symbol asked for and the symbol not found, and so does every later
+//! lookup of a symbol of the same module. What LLVM itself treats as a fatal error (an
+//! instruction selection failure, say) still ends the process, as in code generation
+//! ([`crate::emit_object`]); modules are verified before they are added, so valid IR is the
+//! caller's only duty.
+//!
+//! ```
+//! use locus_llvm::jit::Jit;
+//!
+//! let mut jit = Jit::new()?;
+//! jit.add_ir("add.ll", "define i64 @add(i64 %a, i64 %b) {\n  %s = add i64 %a, %b\n  ret i64 %s\n}\n")?;
+//! // SAFETY: `@add` has exactly this C signature, and `jit` outlives the call.
+//! let add: extern "C" fn(i64, i64) -> i64 = unsafe { jit.lookup_fn("add")? };
+//! assert_eq!(add(2, 40), 42);
+//! # Ok::<(), locus_llvm::Error>(())
+//! ```
+//!
+//! # Ownership
+//!
+//! ORC takes ownership of the modules it compiles and needs them in a context of its own
+//! (a "thread-safe context"). [`Jit::add_module`] therefore leaves the caller's [`Module`]
+//! alone and adds a copy, made by writing it to bitcode and reading that back into the
+//! JIT's context. Every JIT has one such context, which lives as long as it does.
+//!
+//! # Threads
+//!
+//! A `Jit` is neither `Send` nor `Sync`, like [`crate::Context`]: modules are compiled on
+//! the thread that looks their symbols up, in a context only that thread touches. Several
+//! threads may each own a JIT. The code a JIT produced is ordinary machine code, though,
+//! and may be called from any thread while the JIT lives (see [`Jit::lookup_fn`]).
+
+use std::ffi::{c_void, CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::{Mutex, PoisonError};
+
+use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
+use llvm_sys::bit_writer::LLVMWriteBitcodeToMemoryBuffer;
+use llvm_sys::core::{
+    LLVMContextSetDiagnosticHandler, LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeModule,
+    LLVMGetDiagInfoDescription, LLVMGetDiagInfoSeverity, LLVMSetModuleIdentifier,
+};
+use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
+use llvm_sys::ir_reader::LLVMParseIRInContext;
+use llvm_sys::orc2::lljit::{
+    LLVMOrcCreateLLJIT, LLVMOrcCreateLLJITBuilder, LLVMOrcDisposeLLJIT,
+    LLVMOrcLLJITAddLLVMIRModule, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetGlobalPrefix,
+    LLVMOrcLLJITGetMainJITDylib, LLVMOrcLLJITGetTripleString, LLVMOrcLLJITLookup,
+    LLVMOrcLLJITMangleAndIntern, LLVMOrcLLJITRef,
+};
+use llvm_sys::orc2::{
+    LLVMJITEvaluatedSymbol, LLVMJITSymbolFlags, LLVMJITSymbolGenericFlags, LLVMOrcAbsoluteSymbols,
+    LLVMOrcCSymbolMapPair, LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess,
+    LLVMOrcCreateNewThreadSafeContext, LLVMOrcCreateNewThreadSafeModule,
+    LLVMOrcDisposeMaterializationUnit, LLVMOrcDisposeThreadSafeContext,
+    LLVMOrcExecutionSessionSetErrorReporter, LLVMOrcJITDylibAddGenerator, LLVMOrcJITDylibDefine,
+    LLVMOrcThreadSafeContextGetContext, LLVMOrcThreadSafeContextRef,
+};
+use llvm_sys::prelude::{LLVMDiagnosticInfoRef, LLVMMemoryBufferRef, LLVMModuleRef};
+use llvm_sys::LLVMDiagnosticSeverity;
+
+use crate::codegen::init_targets;
+use crate::error::{Error, Result};
+use crate::module::{Message, Module};
+
+/// An ORC LLJIT for the host: compiles IR in this process and hands out the addresses of
+/// its symbols. Dropping it frees every module, all the code it compiled and its data.
+///
+/// See the [module documentation](self) for how symbols resolve and how errors are
+/// reported.
+pub struct Jit {
+    raw: LLVMOrcLLJITRef,
+    /// The context every module added to this JIT is parsed into (ORC's modules keep it
+    /// alive too; this is our own reference).
+    tsc: LLVMOrcThreadSafeContextRef,
+    /// Where the session's error reporter and the context's diagnostic handler put what
+    /// they are told; boxed so its address is stable, and freed after both are gone.
+    reports: Box<Reports>,
+    /// Keeps `Jit` `!Send` and `!Sync`: see the module documentation.
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl Jit {
+    /// Creates a JIT for the host (the target LLVM detects, with the host CPU and its
+    /// features), with nothing defined in it but the process's own symbols.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Jit`] if LLVM cannot make a JIT for the host (a host other than x86-64 or
+    /// AArch64, whose targets are the only ones registered).
+    pub fn new() -> Result<Jit> {
+        init_targets();
+        // SAFETY: no preconditions; the builder is consumed by `LLVMOrcCreateLLJIT`.
+        let builder = unsafe { LLVMOrcCreateLLJITBuilder() };
+        let mut raw = ptr::null_mut();
+        // SAFETY: `builder` is fresh and handed over (even on failure); the out-pointer is
+        // valid for writes.
+        let error = unsafe { LLVMOrcCreateLLJIT(&mut raw, builder) };
+        if let Some(message) = take_error(error) {
+            return Err(Error::Jit { message });
+        }
+        if raw.is_null() {
+            return Err(jit_error("LLVM created no JIT"));
+        }
+        // SAFETY: no preconditions; disposed in `Drop`.
+        let tsc = unsafe { LLVMOrcCreateNewThreadSafeContext() };
+        let jit = Jit {
+            raw,
+            tsc,
+            reports: Box::default(),
+            _not_send: PhantomData,
+        };
+        let reports: *const Reports = &*jit.reports;
+        // SAFETY: the JIT is live; the reporter's state outlives the session (it is freed
+        // after `LLVMOrcDisposeLLJIT`). Without this, ORC prints such errors to stderr.
+        unsafe {
+            LLVMOrcExecutionSessionSetErrorReporter(
+                LLVMOrcLLJITGetExecutionSession(jit.raw),
+                on_session_error,
+                reports.cast_mut().cast(),
+            );
+        }
+        // SAFETY: the context belongs to `tsc`, which lives until after the JIT (and with
+        // it every module in the context) is disposed; so does the handler's state. With
+        // the handler, an error diagnostic during compilation is collected instead of
+        // printed and followed by `exit(1)`.
+        unsafe {
+            LLVMContextSetDiagnosticHandler(
+                LLVMOrcThreadSafeContextGetContext(jit.tsc),
+                Some(on_diagnostic),
+                reports.cast_mut().cast(),
+            );
+        }
+
+        // Process symbols come after whatever is defined in the main JITDylib: a generator
+        // is only asked for names the JITDylib does not define.
+        let mut generator = ptr::null_mut();
+        // SAFETY: the JIT is live; the out-pointer is valid for writes; no filter.
+        let error = unsafe {
+            LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                &mut generator,
+                LLVMOrcLLJITGetGlobalPrefix(jit.raw),
+                None,
+                ptr::null_mut(),
+            )
+        };
+        if let Some(message) = take_error(error) {
+            return Err(Error::Jit { message });
+        }
+        // SAFETY: the generator is fresh and owned by the JITDylib from here on.
+        unsafe { LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit.raw), generator) };
+        Ok(jit)
+    }
+
+    /// The JIT's target triple, e.g. `x86_64-pc-linux-gnu`.
+    #[must_use]
+    pub fn triple(&self) -> String {
+        // SAFETY: the JIT is live; the string is owned by it and read at once.
+        let triple = unsafe { LLVMOrcLLJITGetTripleString(self.raw) };
+        if triple.is_null() {
+            return String::new();
+        }
+        // SAFETY: non-null NUL-terminated string owned by the JIT.
+        unsafe { CStr::from_ptr(triple) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Defines `name` as the host address `address`, for the IR to call or read: typically
+    /// a Rust `extern "C" fn` (`f as usize`) or a static's address. The IR declares it
+    /// (`declare i64 @name(i64)`) with a signature that matches the Rust one under the C
+    /// calling convention. The definition takes precedence over a process symbol of the
+    /// same name.
+    ///
+    /// The JIT only records the address: what it points to must stay valid for as long as
+    /// JIT code may use it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Jit`] if `name` is already defined in this JIT (by an earlier call, or by a
+    /// module added earlier, or because a lookup already resolved it from the process), if
+    /// `address` is null, or if `name` contains a NUL byte.
+    pub fn define_symbol(&mut self, name: &str, address: usize) -> Result<()> {
+        if address == 0 {
+            return Err(jit_error(&format!(
+                "cannot define `{name}` at a null address"
+            )));
+        }
+        let c_name = c_name(name)?;
+        // SAFETY: the JIT is live, the name NUL-terminated. The entry's reference passes to
+        // `LLVMOrcAbsoluteSymbols` below.
+        let entry = unsafe { LLVMOrcLLJITMangleAndIntern(self.raw, c_name.as_ptr()) };
+        let mut pair = LLVMOrcCSymbolMapPair {
+            Name: entry,
+            Sym: LLVMJITEvaluatedSymbol {
+                Address: address as u64,
+                // As the process-symbol generator flags what it finds.
+                Flags: LLVMJITSymbolFlags {
+                    GenericFlags: LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported
+                        as u8,
+                    TargetFlags: 0,
+                },
+            },
+        };
+        // SAFETY: one valid pair, whose name reference the unit takes over; the array
+        // itself stays ours.
+        let unit = unsafe { LLVMOrcAbsoluteSymbols(&mut pair, 1) };
+        // SAFETY: the JIT and its main JITDylib are live; on success the JITDylib owns the
+        // unit.
+        let error = unsafe { LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(self.raw), unit) };
+        if let Some(message) = take_error(error) {
+            // SAFETY: on failure the unit is still ours, and disposed once.
+            unsafe { LLVMOrcDisposeMaterializationUnit(unit) };
+            return Err(Error::Jit { message });
+        }
+        Ok(())
+    }
+
+    /// Adds a copy of `module` to the JIT (the caller keeps the original). Nothing is
+    /// compiled until one of its symbols is looked up.
+    ///
+    /// A module without a data layout gets the JIT's; one without a triple is compiled
+    /// for the host all the same.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Verify`] if the module is invalid; [`Error::Jit`] if it defines a symbol
+    /// the JIT already defines or its data layout is not the JIT's.
+    pub fn add_module(&mut self, module: &Module<'_>) -> Result<()> {
+        module.verify()?;
+        // SAFETY: the module is live; the buffer is ours, and handed to the parser below.
+        let buffer = unsafe { LLVMWriteBitcodeToMemoryBuffer(module.as_raw()) };
+        if buffer.is_null() {
+            return Err(jit_error("LLVM could not write the module as bitcode"));
+        }
+        let name = module.name();
+        let copy = self.parse(buffer, &name)?;
+        // SAFETY: `copy` is live; LLVM copies the name.
+        unsafe { LLVMSetModuleIdentifier(copy.0, name.as_ptr().cast(), name.len()) };
+        self.add(copy)
+    }
+
+    /// Parses `text` (LLVM IR text, or bitcode) into the JIT's context and adds it, as
+    /// [`Jit::add_module`] would. `name` becomes the module identifier and the file name in
+    /// diagnostics.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Parse`] if `text` is not well-formed IR, [`Error::Verify`] if the module is
+    /// invalid, and otherwise as [`Jit::add_module`].
+    pub fn add_ir(&mut self, name: &str, text: impl AsRef<[u8]>) -> Result<()> {
+        let text = text.as_ref();
+        let c_name = CString::new(name).map_err(|_| Error::Parse {
+            message: format!("module name {name:?} contains a NUL byte"),
+        })?;
+        // SAFETY: `text` is valid for `text.len()` bytes and copied, as is the name.
+        let buffer = unsafe {
+            LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                text.as_ptr().cast(),
+                text.len(),
+                c_name.as_ptr(),
+            )
+        };
+        let module = self.parse(buffer, name)?;
+        let mut message = ptr::null_mut();
+        // SAFETY: the module is live; with `ReturnStatusAction` the verifier neither prints
+        // nor aborts, and its message is disposed by `Message`.
+        let broken = unsafe {
+            LLVMVerifyModule(
+                module.0,
+                LLVMVerifierFailureAction::LLVMReturnStatusAction,
+                &mut message,
+            )
+        };
+        let message = Message::from_raw(message);
+        if broken != 0 {
+            return Err(Error::Verify {
+                message: message.text_or("the module is invalid"),
+            });
+        }
+        self.add(module)
+    }
+
+    /// The address of the symbol `name` (unmangled, as the IR spells it: `add` for
+    /// `@add`), compiling and linking its module first if this is the first lookup into
+    /// it. Symbols defined with [`Jit::define_symbol`] and process symbols can be looked up
+    /// too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Jit`] if no module defines `name` (`Symbols not found: [ name ]`), or if
+    /// its module cannot be materialized: an external it uses resolves nowhere (the
+    /// message names it too), or compiling it reported an error. Also for a name with a
+    /// NUL byte.
+    pub fn lookup(&self, name: &str) -> Result<u64> {
+        let c_name = c_name(name)?;
+        // Anything reported before belongs to an earlier call.
+        drop(self.reports.take());
+        let mut address = 0;
+        // SAFETY: the JIT is live, the name NUL-terminated, the out-pointer valid for
+        // writes. Compilation happens here, on this thread.
+        let error = unsafe { LLVMOrcLLJITLookup(self.raw, &mut address, c_name.as_ptr()) };
+        let mut messages: Vec<String> = take_error(error).into_iter().collect();
+        messages.extend(self.reports.take());
+        if !messages.is_empty() {
+            return Err(Error::Jit {
+                message: messages.join("\n"),
+            });
+        }
+        if address == 0 {
+            return Err(jit_error(&format!("`{name}` resolved to a null address")));
+        }
+        Ok(address)
+    }
+
+    /// Looks `name` up as [`Jit::lookup`] does and returns its address as a value of type
+    /// `F`, normally a function pointer type such as `extern "C" fn(i64, i64) -> i64`.
+    ///
+    /// `F` must be pointer-sized; anything else is rejected at compile time.
+    ///
+    /// # Safety
+    ///
+    /// The caller must guarantee, for as long as it uses the result, that
+    ///
+    /// * `F` is a pointer type that is valid for the symbol: for a function, an
+    ///   `extern "C" fn` (or `unsafe extern "C" fn`) whose parameter and return types
+    ///   match the IR function's under the C calling convention (`i64` ↔ `i64`,
+    ///   `ptr` ↔ a raw pointer or reference, `void` ↔ no return type; a function with
+    ///   another calling convention, e.g. `fastcc`, cannot be called from Rust); for data,
+    ///   a raw pointer to the type the IR gives it;
+    /// * the `Jit` is alive: dropping it frees the code and the data, and calling or
+    ///   reading through the result afterwards is a use after free (the result does not
+    ///   borrow the `Jit`, so the compiler cannot check this);
+    /// * calling the function is itself sound: its preconditions hold, what it calls back
+    ///   into (host symbols) is sound to call that way, and a Rust panic never unwinds
+    ///   through JIT frames (host functions must not unwind; use `extern "C"`, which
+    ///   aborts on an escaping panic).
+    ///
+    /// # Errors
+    ///
+    /// As [`Jit::lookup`].
+    pub unsafe fn lookup_fn<F: Copy>(&self, name: &str) -> Result<F> {
+        const {
+            assert!(
+                size_of::<F>() == size_of::<usize>(),
+                "lookup_fn needs a pointer-sized type, such as an extern \"C\" fn"
+            );
+        }
+        let address = usize::try_from(self.lookup(name)?)
+            .map_err(|_| jit_error(&format!("the address of `{name}` does not fit a pointer")))?;
+        // SAFETY: `F` has the size of `usize` (checked above); that the bits are a valid
+        // `F` is the caller's promise.
+        Ok(unsafe { std::mem::transmute_copy::<usize, F>(&address) })
+    }
+
+    /// Parses `buffer` (which this consumes) into the JIT's context.
+    fn parse(&self, buffer: LLVMMemoryBufferRef, name: &str) -> Result<RawModule> {
+        // SAFETY: the context lives as long as `self.tsc`, and no compilation runs in it
+        // now (compilation happens inside `lookup`, on this same thread).
+        let ctx = unsafe { LLVMOrcThreadSafeContextGetContext(self.tsc) };
+        let mut raw = ptr::null_mut();
+        let mut message = ptr::null_mut();
+        // SAFETY: `ctx` is live, `buffer` is handed over (freed inside, success or not),
+        // and both out-pointers are valid for writes.
+        let failed = unsafe { LLVMParseIRInContext(ctx, buffer, &mut raw, &mut message) };
+        let message = Message::from_raw(message);
+        if failed != 0 || raw.is_null() {
+            return Err(Error::Parse {
+                message: message.text_or(&format!("{name}: cannot parse module")),
+            });
+        }
+        Ok(RawModule(raw))
+    }
+
+    /// Hands `module` (in the JIT's context) to the JIT's main JITDylib.
+    fn add(&mut self, module: RawModule) -> Result<()> {
+        // SAFETY: the module lives in `self.tsc`'s context; the thread-safe module takes
+        // ownership of it (and a reference to the context).
+        let tsm = unsafe { LLVMOrcCreateNewThreadSafeModule(module.into_raw(), self.tsc) };
+        // SAFETY: the JIT is live; it takes ownership of `tsm` whatever the outcome.
+        let error = unsafe {
+            LLVMOrcLLJITAddLLVMIRModule(self.raw, LLVMOrcLLJITGetMainJITDylib(self.raw), tsm)
+        };
+        match take_error(error) {
+            Some(message) => Err(Error::Jit { message }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        // SAFETY: created by `LLVMOrcCreateLLJIT`, disposed once; this frees its modules
+        // and code. The error (if any) is consumed.
+        drop(take_error(unsafe { LLVMOrcDisposeLLJIT(self.raw) }));
+        // SAFETY: our reference, released once; the JIT's modules, which held the others,
+        // are gone, so this frees the context. `self.reports` is freed after this.
+        unsafe { LLVMOrcDisposeThreadSafeContext(self.tsc) };
+    }
+}
+
+impl fmt::Debug for Jit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Jit")
+            .field("triple", &self.triple())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A module in the JIT's context not yet handed to ORC; disposed on drop.
+struct RawModule(LLVMModuleRef);
+
+impl RawModule {
+    fn into_raw(self) -> LLVMModuleRef {
+        let raw = self.0;
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for RawModule {
+    fn drop(&mut self) {
+        // SAFETY: the module is ours (never handed over: `into_raw` forgets `self`) and
+        // disposed once, while its context lives.
+        unsafe { LLVMDisposeModule(self.0) };
+    }
+}
+
+/// Failures ORC and LLVM report out of band, collected for the call in progress.
+#[derive(Default)]
+struct Reports {
+    messages: Mutex<Vec<String>>,
+}
+
+impl Reports {
+    fn push(&self, message: String) {
+        self.messages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(message);
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.messages.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The execution session's error reporter: failures no caller can be told about directly,
+/// chiefly a symbol the JIT linker cannot resolve (the lookup that caused it only hears
+/// that materialization failed).
+extern "C" fn on_session_error(state: *mut c_void, error: LLVMErrorRef) {
+    let message = take_error(error).unwrap_or_default();
+    if state.is_null() || message.is_empty() {
+        return;
+    }
+    // SAFETY: `state` is the `Reports` box of the `Jit` that owns the session, freed only
+    // after the session.
+    unsafe { &*state.cast::<Reports>() }.push(message);
+}
+
+/// The JIT context's diagnostic handler: keeps error diagnostics (compilation errors),
+/// drops warnings, remarks and notes.
+extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
+    // SAFETY: LLVM passes a live diagnostic for the duration of the call.
+    let severity = unsafe { LLVMGetDiagInfoSeverity(info) };
+    if !matches!(severity, LLVMDiagnosticSeverity::LLVMDSError) || state.is_null() {
+        return;
+    }
+    // SAFETY: as above; the description is ours to dispose, which `Message` does.
+    let text =
+        Message::from_raw(unsafe { LLVMGetDiagInfoDescription(info) }).text_or("unknown error");
+    // SAFETY: `state` is the `Reports` box of the `Jit` whose context this is, freed only
+    // after the context.
+    unsafe { &*state.cast::<Reports>() }.push(text);
+}
+
+/// Consumes an LLVM error: `None` for success (null), else its message.
+fn take_error(error: LLVMErrorRef) -> Option<String> {
+    if error.is_null() {
+        return None;
+    }
+    // SAFETY: a live error, consumed by this call; the message is ours to dispose.
+    let raw = unsafe { LLVMGetErrorMessage(error) };
+    if raw.is_null() {
+        return Some("unknown JIT error".to_owned());
+    }
+    // SAFETY: a NUL-terminated string that lives until disposed below.
+    let message = unsafe { CStr::from_ptr(raw) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: from `LLVMGetErrorMessage`, disposed once.
+    unsafe { LLVMDisposeErrorMessage(raw) };
+    Some(message)
+}
+
+fn jit_error(message: &str) -> Error {
+    Error::Jit {
+        message: message.to_owned(),
+    }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| jit_error(&format!("symbol name {name:?} contains a NUL byte")))
+}
