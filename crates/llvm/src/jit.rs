@@ -1,32 +1,51 @@
 //! Running IR in process: LLVM's ORC LLJIT.
 //!
 //! A [`Jit`] compiles modules for the host, in this process, when one of their symbols is
-//! first looked up, and links them against three sources of definitions, searched in this
+//! first looked up, and links them against two sources of definitions, searched in this
 //! order:
 //!
-//! 1. what was added to it: the IR of [`Jit::add_module`] and [`Jit::add_ir`], and the host
-//!    addresses of [`Jit::define_symbol`] (for example a Rust `extern "C" fn` the IR calls);
+//! 1. what was added to it (its main JITDylib): the IR of [`Jit::add_module`] and
+//!    [`Jit::add_ir`], and the host addresses of [`Jit::define_symbol`] (for example a Rust
+//!    `extern "C" fn` the IR calls);
 //! 2. the symbols of the process, as `dlsym` finds them: libc (`strlen`, `malloc`), the
-//!    other shared libraries loaded, and whatever the executable exports dynamically. An
-//!    explicit definition always wins over a process symbol of the same name, since the
-//!    process is only searched for names nothing in (1) defines;
-//! 3. nothing else: a name found in neither is an error.
+//!    other shared libraries loaded, and whatever the executable exports dynamically (a
+//!    Rust executable exports nothing of its own by default: give its functions to
+//!    [`Jit::define_symbol`]). LLJIT (LLVM 17 and later) sets this up itself, as a
+//!    `<Process Symbols>` JITDylib after the main one in the link order, and the C API
+//!    cannot turn it off. So an explicit definition always wins over a process symbol of
+//!    the same name, and defining a name libc also has is not a conflict.
 //!
-//! Failures never end the process and are never printed: they come back as
-//! [`Error::Jit`] from the call that caused them. A module is added lazily, so an external
-//! that resolves nowhere (or a code generation error, such as bad inline assembly) is found
-//! only when a symbol of its module is first looked up: that lookup fails with a message
-//! naming both the symbol asked for and the symbol not found, and so does every later
-//! lookup of a symbol of the same module. What LLVM itself treats as a fatal error (an
+//! A name found in neither is an error.
+//!
+//! Errors are never printed and do not end the process: they come back as [`Error::Jit`]
+//! from the call that caused them. A module is compiled (whole) and linked only when one
+//! of its symbols is first looked up, so an external that resolves nowhere, or an error
+//! while compiling (bad inline assembly, say), is found then: that lookup fails with a
+//! message naming the symbol asked for and the cause (`Symbols not found: [ name ]`, or
+//! LLVM's diagnostic). The module's symbols stay failed: every later lookup of one fails
+//! too (naming only the symbol asked for), and no code of the module is ever handed out.
+//! The JIT remains usable for other modules. What LLVM itself treats as a fatal error (an
 //! instruction selection failure, say) still ends the process, as in code generation
-//! ([`crate::emit_object`]); modules are verified before they are added, so valid IR is the
-//! caller's only duty.
+//! ([`crate::emit_object`]); modules are verified before they are added, which rules out
+//! the commonest cause.
+//!
+//! # Garbage collection
+//!
+//! Functions with `gc "statepoint-example"` and explicit `llvm.experimental.gc.statepoint`
+//! calls compile and run (libLLVM-19 has the built-in GC strategies). That strategy, like
+//! LLVM's other built-in one (`coreclr`), takes only `addrspace(1)` pointers for GC
+//! pointers: the verifier rejects a `gc.relocate` of any other address space. Pointers
+//! in other address spaces, `addrspace(10)` included, are plain 64-bit pointers to the
+//! JIT and to the C ABI of the host functions.
 //!
 //! ```
 //! use locus_llvm::jit::Jit;
 //!
 //! let mut jit = Jit::new()?;
-//! jit.add_ir("add.ll", "define i64 @add(i64 %a, i64 %b) {\n  %s = add i64 %a, %b\n  ret i64 %s\n}\n")?;
+//! jit.add_ir(
+//!     "add.ll",
+//!     "define i64 @add(i64 %a, i64 %b) {\n  %s = add i64 %a, %b\n  ret i64 %s\n}\n",
+//! )?;
 //! // SAFETY: `@add` has exactly this C signature, and `jit` outlives the call.
 //! let add: extern "C" fn(i64, i64) -> i64 = unsafe { jit.lookup_fn("add")? };
 //! assert_eq!(add(2, 40), 42);
@@ -51,29 +70,32 @@ use std::ffi::{c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use llvm_sys::bit_writer::LLVMWriteBitcodeToMemoryBuffer;
 use llvm_sys::core::{
-    LLVMContextSetDiagnosticHandler, LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeModule,
-    LLVMGetDiagInfoDescription, LLVMGetDiagInfoSeverity, LLVMSetModuleIdentifier,
+    LLVMContextSetDiagnosticHandler, LLVMCreateMemoryBufferWithMemoryRangeCopy,
+    LLVMDisposeMemoryBuffer, LLVMDisposeModule, LLVMGetDiagInfoDescription,
+    LLVMGetDiagInfoSeverity, LLVMSetModuleIdentifier,
 };
-use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
+use llvm_sys::error::{
+    LLVMCreateStringError, LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage,
+};
 use llvm_sys::ir_reader::LLVMParseIRInContext;
 use llvm_sys::orc2::lljit::{
     LLVMOrcCreateLLJIT, LLVMOrcCreateLLJITBuilder, LLVMOrcDisposeLLJIT,
-    LLVMOrcLLJITAddLLVMIRModule, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetGlobalPrefix,
-    LLVMOrcLLJITGetMainJITDylib, LLVMOrcLLJITGetTripleString, LLVMOrcLLJITLookup,
+    LLVMOrcLLJITAddLLVMIRModule, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetMainJITDylib,
+    LLVMOrcLLJITGetObjTransformLayer, LLVMOrcLLJITGetTripleString, LLVMOrcLLJITLookup,
     LLVMOrcLLJITMangleAndIntern, LLVMOrcLLJITRef,
 };
 use llvm_sys::orc2::{
     LLVMJITEvaluatedSymbol, LLVMJITSymbolFlags, LLVMJITSymbolGenericFlags, LLVMOrcAbsoluteSymbols,
-    LLVMOrcCSymbolMapPair, LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess,
-    LLVMOrcCreateNewThreadSafeContext, LLVMOrcCreateNewThreadSafeModule,
+    LLVMOrcCSymbolMapPair, LLVMOrcCreateNewThreadSafeContext, LLVMOrcCreateNewThreadSafeModule,
     LLVMOrcDisposeMaterializationUnit, LLVMOrcDisposeThreadSafeContext,
-    LLVMOrcExecutionSessionSetErrorReporter, LLVMOrcJITDylibAddGenerator, LLVMOrcJITDylibDefine,
-    LLVMOrcThreadSafeContextGetContext, LLVMOrcThreadSafeContextRef,
+    LLVMOrcExecutionSessionSetErrorReporter, LLVMOrcJITDylibDefine,
+    LLVMOrcObjectTransformLayerSetTransform, LLVMOrcThreadSafeContextGetContext,
+    LLVMOrcThreadSafeContextRef,
 };
 use llvm_sys::prelude::{LLVMDiagnosticInfoRef, LLVMMemoryBufferRef, LLVMModuleRef};
 use llvm_sys::LLVMDiagnosticSeverity;
@@ -92,8 +114,9 @@ pub struct Jit {
     /// The context every module added to this JIT is parsed into (ORC's modules keep it
     /// alive too; this is our own reference).
     tsc: LLVMOrcThreadSafeContextRef,
-    /// Where the session's error reporter and the context's diagnostic handler put what
-    /// they are told; boxed so its address is stable, and freed after both are gone.
+    /// Where the session's error reporter, the context's diagnostic handler and the object
+    /// transform keep what they are told; boxed so its address is stable, and freed after
+    /// all three are gone.
     reports: Box<Reports>,
     /// Keeps `Jit` `!Send` and `!Sync`: see the module documentation.
     _not_send: PhantomData<*mut ()>,
@@ -101,7 +124,7 @@ pub struct Jit {
 
 impl Jit {
     /// Creates a JIT for the host (the target LLVM detects, with the host CPU and its
-    /// features), with nothing defined in it but the process's own symbols.
+    /// features), with nothing defined in it; the process's own symbols are visible.
     ///
     /// # Errors
     ///
@@ -150,24 +173,17 @@ impl Jit {
                 reports.cast_mut().cast(),
             );
         }
-
-        // Process symbols come after whatever is defined in the main JITDylib: a generator
-        // is only asked for names the JITDylib does not define.
-        let mut generator = ptr::null_mut();
-        // SAFETY: the JIT is live; the out-pointer is valid for writes; no filter.
-        let error = unsafe {
-            LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-                &mut generator,
-                LLVMOrcLLJITGetGlobalPrefix(jit.raw),
-                None,
-                ptr::null_mut(),
-            )
-        };
-        if let Some(message) = take_error(error) {
-            return Err(Error::Jit { message });
+        // SAFETY: the layer belongs to the JIT; the transform's state outlives it. Every
+        // object passes through here right after its module is compiled, on the same
+        // thread, so the errors collected meanwhile are that module's.
+        unsafe {
+            LLVMOrcObjectTransformLayerSetTransform(
+                LLVMOrcLLJITGetObjTransformLayer(jit.raw),
+                check_compiled_object,
+                reports.cast_mut().cast(),
+            );
         }
-        // SAFETY: the generator is fresh and owned by the JITDylib from here on.
-        unsafe { LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit.raw), generator) };
+
         Ok(jit)
     }
 
@@ -186,19 +202,19 @@ impl Jit {
     }
 
     /// Defines `name` as the host address `address`, for the IR to call or read: typically
-    /// a Rust `extern "C" fn` (`f as usize`) or a static's address. The IR declares it
-    /// (`declare i64 @name(i64)`) with a signature that matches the Rust one under the C
-    /// calling convention. The definition takes precedence over a process symbol of the
-    /// same name.
+    /// a Rust `extern "C" fn` (`f as *const () as usize`) or a static's address. The IR
+    /// declares it (`declare i64 @name(i64)`) with a signature that matches the Rust one
+    /// under the C calling convention. The definition takes precedence over a process
+    /// symbol of the same name (for modules linked after it).
     ///
     /// The JIT only records the address: what it points to must stay valid for as long as
     /// JIT code may use it.
     ///
     /// # Errors
     ///
-    /// [`Error::Jit`] if `name` is already defined in this JIT (by an earlier call, or by a
-    /// module added earlier, or because a lookup already resolved it from the process), if
-    /// `address` is null, or if `name` contains a NUL byte.
+    /// [`Error::Jit`] if `name` is already defined in this JIT (by an earlier call or by a
+    /// module added earlier; not if only the process has it), if `address` is null, or if
+    /// `name` contains a NUL byte.
     pub fn define_symbol(&mut self, name: &str, address: usize) -> Result<()> {
         if address == 0 {
             return Err(jit_error(&format!(
@@ -307,20 +323,23 @@ impl Jit {
     ///
     /// # Errors
     ///
-    /// [`Error::Jit`] if no module defines `name` (`Symbols not found: [ name ]`), or if
-    /// its module cannot be materialized: an external it uses resolves nowhere (the
-    /// message names it too), or compiling it reported an error. Also for a name with a
-    /// NUL byte.
+    /// [`Error::Jit`] if nothing defines `name` (`Symbols not found: [ name ]`), or if its
+    /// module cannot be materialized: an external it uses resolves nowhere (the message
+    /// names it too), or compiling it reported an error (the message quotes LLVM's
+    /// diagnostic). Once a module failed, lookups of its symbols keep failing. Also for a
+    /// name with a NUL byte.
     pub fn lookup(&self, name: &str) -> Result<u64> {
         let c_name = c_name(name)?;
         // Anything reported before belongs to an earlier call.
-        drop(self.reports.take());
+        self.reports.clear();
         let mut address = 0;
         // SAFETY: the JIT is live, the name NUL-terminated, the out-pointer valid for
         // writes. Compilation happens here, on this thread.
         let error = unsafe { LLVMOrcLLJITLookup(self.raw, &mut address, c_name.as_ptr()) };
         let mut messages: Vec<String> = take_error(error).into_iter().collect();
         messages.extend(self.reports.take());
+        // Left over only if compilation failed before its object reached the transform.
+        messages.extend(self.reports.take_compile_errors());
         if !messages.is_empty() {
             return Err(Error::Jit {
                 message: messages.join("\n"),
@@ -448,20 +467,38 @@ impl Drop for RawModule {
 /// Failures ORC and LLVM report out of band, collected for the call in progress.
 #[derive(Default)]
 struct Reports {
-    messages: Mutex<Vec<String>>,
+    /// From the execution session's error reporter.
+    session: Mutex<Vec<String>>,
+    /// Error diagnostics of the module being compiled, from the context's handler.
+    compile: Mutex<Vec<String>>,
 }
 
 impl Reports {
     fn push(&self, message: String) {
-        self.messages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(message);
+        lock(&self.session).push(message);
     }
 
     fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.messages.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(&mut *lock(&self.session))
     }
+
+    fn push_compile_error(&self, message: String) {
+        lock(&self.compile).push(message);
+    }
+
+    fn take_compile_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.compile))
+    }
+
+    fn clear(&self) {
+        lock(&self.session).clear();
+        lock(&self.compile).clear();
+    }
+}
+
+/// Locks `mutex`, poisoned or not (the data are plain strings, always consistent).
+fn lock(mutex: &Mutex<Vec<String>>) -> MutexGuard<'_, Vec<String>> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The execution session's error reporter: failures no caller can be told about directly,
@@ -490,7 +527,35 @@ extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
         Message::from_raw(unsafe { LLVMGetDiagInfoDescription(info) }).text_or("unknown error");
     // SAFETY: `state` is the `Reports` box of the `Jit` whose context this is, freed only
     // after the context.
-    unsafe { &*state.cast::<Reports>() }.push(text);
+    unsafe { &*state.cast::<Reports>() }.push_compile_error(text);
+}
+
+/// The object transform: an object whose compilation reported errors (bad inline
+/// assembly, say) is refused, which fails the materialization of its module. ORC then
+/// reports the error to the session, fails the lookup, and marks the module's symbols as
+/// failed, so no later lookup hands out the code either.
+extern "C" fn check_compiled_object(
+    state: *mut c_void,
+    object: *mut LLVMMemoryBufferRef,
+) -> LLVMErrorRef {
+    if state.is_null() || object.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: `state` is the `Reports` box of the `Jit` that owns the layer, freed only
+    // after the JIT.
+    let errors = unsafe { &*state.cast::<Reports>() }.take_compile_errors();
+    if errors.is_empty() {
+        return ptr::null_mut();
+    }
+    // SAFETY: ORC passes a valid in-out pointer to an object buffer we now own; on error
+    // the buffer must be freed and the pointer reset to null.
+    unsafe {
+        LLVMDisposeMemoryBuffer(*object);
+        *object = ptr::null_mut();
+    }
+    let message = CString::new(errors.join("\n").replace('\0', " ")).unwrap_or_default();
+    // SAFETY: a NUL-terminated string, copied by LLVM; ORC consumes the error.
+    unsafe { LLVMCreateStringError(message.as_ptr()) }
 }
 
 /// Consumes an LLVM error: `None` for success (null), else its message.
