@@ -1,1 +1,174 @@
 //! Mark-sweep collection from the roots in the frame chain, with a stress mode.
+//!
+//! The roots are exactly the non-null root slots of the frames linked into the chain when
+//! the collection starts; nothing else is scanned (no registers, no conservative stack
+//! scan). Marking follows the `nptrs` pointer fields of each object with an explicit mark
+//! stack, so the depth of a data structure never touches the machine stack.
+//!
+//! Every pointer traced, root or field, is looked up in the heap's registry before it is
+//! dereferenced: null is skipped, a live object's address is marked, and anything else is a
+//! fault: a freed object or a place inside one ([`GcFault::DanglingReference`]), a place
+//! inside a live object ([`GcFault::InteriorPointer`]), or no object at all
+//! ([`GcFault::NotAnObject`]). A live object whose header was overwritten is a
+//! [`GcFault::CorruptHeader`]. The first fault ends the collection before the sweep: the
+//! marks are cleared and nothing is freed, so a run that continues after a fault has lost
+//! nothing that was reachable.
+
+use super::fault::{GcFault, Referrer};
+use super::frames::{self, FrameRef, GcFrame, StackBounds};
+use super::heap::{Heap, Lookup, Trace};
+
+/// What one collection did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Collection {
+    /// The collection's number (1 for the runtime's first collection).
+    pub number: u64,
+    /// Frames walked.
+    pub frames: usize,
+    /// The largest root count of one frame.
+    pub max_roots: usize,
+    /// Non-null root slots.
+    pub roots: usize,
+    /// Objects found reachable.
+    pub marked: usize,
+    /// Objects freed.
+    pub freed_objects: u64,
+    /// Body bytes (`8 * nptrs + nbytes`) freed.
+    pub freed_bytes: u64,
+}
+
+/// Collects: walks the chain at `head`, marks from its roots, sweeps.
+pub(crate) fn collect(
+    heap: &mut Heap,
+    head: *mut GcFrame,
+    bounds: Option<StackBounds>,
+    number: u64,
+) -> Result<Collection, GcFault> {
+    let sp = frames::approx_stack_pointer();
+    let chain = frames::walk(head, sp, bounds, number)?;
+    let mut done = Collection {
+        number,
+        frames: chain.len(),
+        ..Collection::default()
+    };
+    if let Err(fault) = mark(heap, &chain, &mut done) {
+        heap.clear_marks();
+        return Err(fault);
+    }
+    let (objects, bytes) = heap.sweep(number);
+    done.freed_objects = objects;
+    done.freed_bytes = bytes;
+    Ok(done)
+}
+
+/// An object on the mark stack: its address, its pointer field count, and the root it was
+/// reached from (frame number, slot).
+struct Grey {
+    addr: usize,
+    nptrs: usize,
+    root: (usize, usize),
+}
+
+fn mark(heap: &mut Heap, chain: &[FrameRef], done: &mut Collection) -> Result<(), GcFault> {
+    let mut stack: Vec<Grey> = Vec::new();
+    for frame in chain {
+        done.max_roots = done.max_roots.max(frame.nroots);
+        for slot in 0..frame.nroots {
+            // SAFETY: `walk` checked the frame and it is still linked (nothing runs between
+            // the walk and here); `slot < nroots`.
+            let target = unsafe { frame.root(slot) };
+            if target == 0 {
+                continue;
+            }
+            done.roots += 1;
+            let from = |_: &Heap| Referrer::Root {
+                frame: frame.index,
+                frame_addr: frame.addr,
+                nroots: frame.nroots,
+                slot,
+            };
+            let root = (frame.index, slot);
+            trace(heap, target, root, from, &mut stack, done)?;
+        }
+    }
+    while let Some(grey) = stack.pop() {
+        for field in 0..grey.nptrs {
+            // SAFETY: `grey.addr` is a live object with `nptrs` 8-byte fields.
+            let target = unsafe { (grey.addr as *const usize).add(field).read() };
+            if target == 0 {
+                continue;
+            }
+            let from = |heap: &Heap| Referrer::Field {
+                object: grey.addr,
+                serial: heap.info(grey.addr).map_or(0, |o| o.serial),
+                field,
+                root: grey.root,
+            };
+            trace(heap, target, grey.root, from, &mut stack, done)?;
+        }
+    }
+    Ok(())
+}
+
+/// Traces one non-null pointer found at `from` (built only for a fault): marks it and pushes it on the mark stack if
+/// it is a live object seen for the first time, or returns the fault.
+fn trace(
+    heap: &mut Heap,
+    target: usize,
+    root: (usize, usize),
+    from: impl FnOnce(&Heap) -> Referrer,
+    stack: &mut Vec<Grey>,
+    done: &mut Collection,
+) -> Result<(), GcFault> {
+    let collection = done.number;
+    match heap.trace(target) {
+        Trace::Marked(nptrs) => {
+            done.marked += 1;
+            if nptrs > 0 {
+                stack.push(Grey {
+                    addr: target,
+                    nptrs,
+                    root,
+                });
+            }
+            Ok(())
+        }
+        Trace::AlreadyMarked => Ok(()),
+        Trace::CorruptHeader(object) => Err(GcFault::CorruptHeader {
+            from: from(heap),
+            object,
+            collection,
+        }),
+        Trace::Bad(lookup) => Err(bad(from(heap), target, lookup, heap, collection)),
+    }
+}
+
+/// The fault for a traced pointer that is not a live object's address.
+fn bad(from: Referrer, target: usize, lookup: Lookup, heap: &Heap, collection: u64) -> GcFault {
+    match lookup {
+        Lookup::Freed(object) => GcFault::DanglingReference {
+            from,
+            target,
+            object,
+            collection,
+        },
+        Lookup::Inside { object, .. } if object.freed_in.is_some() => GcFault::DanglingReference {
+            from,
+            target,
+            object,
+            collection,
+        },
+        Lookup::Inside { object, .. } | Lookup::Live(object) => GcFault::InteriorPointer {
+            from,
+            target,
+            object,
+            collection,
+        },
+        Lookup::Nothing => GcFault::NotAnObject {
+            from,
+            target,
+            stress: heap.is_stress(),
+            collection,
+        },
+    }
+}

@@ -1,1 +1,291 @@
 //! The per-thread chain of GC frames that lowered code links and unlinks.
+//!
+//! A GC frame is Julia's `jl_gcframe_t` followed by its roots, an array of 8-byte words in
+//! the stack frame of the function that owns it:
+//!
+//! ```text
+//! word 0   nroots << 2          (the low two bits are flags; this ABI requires 0)
+//! word 1   prev                 (the chain head's value when the frame was linked)
+//! word 2   root 0               (null, or the address of a live object)
+//! ...
+//! word 1+n root n-1
+//! ```
+//!
+//! The chain head is one word per thread (per installed [`Runtime`](super::Runtime)); its
+//! address is what `locus_gc_get_pgcstack` returns. Walking starts at the head and follows
+//! `prev` until null. Frames are numbered from the innermost (`#0`, the one the head points
+//! to) outwards.
+//!
+//! The walk never trusts a frame before checking it: the address must be 8-byte aligned, lie
+//! inside the thread's stack as recorded when the runtime was entered (on Linux, Android and
+//! macOS; elsewhere this check is skipped) and above the stack pointer of the collection
+//! (frames belong to functions that are still running, and stacks grow down);
+//! the root count must be at most [`MAX_FRAME_ROOTS`] and the roots must end inside the
+//! stack; no frame may be walked twice; and the chain may have at most [`MAX_FRAMES`]
+//! frames. A failed check is a [`GcFault::CorruptFrame`], not a crash.
+
+use std::collections::HashMap;
+
+use super::fault::{FrameProblem, GcFault};
+
+/// The size of a frame word, a root and a pointer field, in bytes.
+pub const WORD_BYTES: usize = 8;
+/// The number of header words before the roots (`nroots << 2`, `prev`).
+pub const HEADER_WORDS: usize = 2;
+/// How far the root count is shifted in the header word.
+pub const ROOT_COUNT_SHIFT: u32 = 2;
+/// The flag bits of the header word; this ABI requires them to be zero.
+pub const ROOT_FLAGS_MASK: usize = 0b11;
+/// The largest root count a frame may claim.
+pub const MAX_FRAME_ROOTS: usize = 1 << 20;
+/// The largest number of frames in one chain.
+pub const MAX_FRAMES: usize = 1 << 20;
+
+const _: () = assert!(
+    std::mem::size_of::<usize>() == WORD_BYTES,
+    "the GC runtime supports 64-bit targets only"
+);
+
+/// The header of a GC frame (`jl_gcframe_t`); the roots follow it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct GcFrame {
+    /// The root count shifted left by [`ROOT_COUNT_SHIFT`]; the flag bits are zero.
+    pub nroots: usize,
+    /// The frame that was innermost when this one was linked, or null.
+    pub prev: *mut GcFrame,
+}
+
+impl GcFrame {
+    /// The header word for a frame with `nroots` roots: `nroots << 2`.
+    pub const fn header_word(nroots: usize) -> usize {
+        nroots << ROOT_COUNT_SHIFT
+    }
+
+    /// The byte offset of root `slot` from the frame's address: `16 + 8 * slot`.
+    pub const fn root_offset(slot: usize) -> usize {
+        (HEADER_WORDS + slot) * WORD_BYTES
+    }
+
+    /// The size in bytes of a frame with `nroots` roots, header included.
+    pub const fn size(nroots: usize) -> usize {
+        Self::root_offset(nroots)
+    }
+}
+
+/// The address range of a thread's stack: `low..high`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackBounds {
+    /// The lowest address of the stack.
+    pub low: usize,
+    /// One past the highest address of the stack.
+    pub high: usize,
+}
+
+impl StackBounds {
+    /// The current thread's stack, where the platform can tell (Linux and Android through
+    /// `pthread_getattr_np`, macOS through `pthread_get_stackaddr_np`); `None` elsewhere.
+    pub fn current_thread() -> Option<StackBounds> {
+        sys::current()
+    }
+
+    /// Whether `len` bytes at `addr` lie inside the stack.
+    pub fn contains(&self, addr: usize, len: usize) -> bool {
+        addr >= self.low && addr.checked_add(len).is_some_and(|end| end <= self.high)
+    }
+}
+
+/// One frame of a walked chain: where it is and how many roots it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef {
+    /// The frame's number, counted from the innermost frame (0).
+    pub index: usize,
+    /// The frame's address.
+    pub addr: usize,
+    /// The root count.
+    pub nroots: usize,
+}
+
+impl FrameRef {
+    /// Reads root `slot`.
+    ///
+    /// # Safety
+    /// The frame must have been checked by [`walk`] and still be linked, and
+    /// `slot < self.nroots`.
+    pub(crate) unsafe fn root(&self, slot: usize) -> usize {
+        let at = (self.addr + GcFrame::root_offset(slot)) as *const usize;
+        // SAFETY: the caller guarantees the frame was checked (aligned, inside the stack,
+        // roots inside the stack) and is still linked, and that the slot is in range.
+        unsafe { at.read_volatile() }
+    }
+}
+
+/// An approximation of the stack pointer: the address of a local in a function that is not
+/// inlined, so it is below every frame of every caller.
+#[inline(never)]
+pub(crate) fn approx_stack_pointer() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+/// Walks the chain starting at `head`, checking each frame before reading it.
+///
+/// `sp` is a stack address below every live frame (see [`approx_stack_pointer`]);
+/// `bounds` the thread's stack when known; `collection` goes into faults.
+pub(crate) fn walk(
+    head: *mut GcFrame,
+    sp: usize,
+    bounds: Option<StackBounds>,
+    collection: u64,
+) -> Result<Vec<FrameRef>, GcFault> {
+    let mut frames = Vec::new();
+    let mut seen: HashMap<usize, usize> = HashMap::new();
+    let mut cur = head as usize;
+    let mut via = None;
+    while cur != 0 {
+        let index = frames.len();
+        let fault = |problem| GcFault::CorruptFrame {
+            frame: index,
+            addr: cur,
+            via,
+            problem,
+            collection,
+        };
+        if index >= MAX_FRAMES {
+            return Err(fault(FrameProblem::TooManyFrames));
+        }
+        if !cur.is_multiple_of(WORD_BYTES) {
+            return Err(fault(FrameProblem::Misaligned));
+        }
+        if let Some(b) = bounds {
+            if !b.contains(cur, GcFrame::size(0)) {
+                return Err(fault(FrameProblem::OutsideStack {
+                    low: b.low,
+                    high: b.high,
+                }));
+            }
+        }
+        if cur < sp {
+            return Err(fault(FrameProblem::BelowStackPointer { sp }));
+        }
+        if let Some(&first) = seen.get(&cur) {
+            return Err(fault(FrameProblem::Cycle { first }));
+        }
+        let words = cur as *const usize;
+        // SAFETY: `cur` is aligned, non-null, above the stack pointer and (where the
+        // platform reports it) inside this thread's stack, so its two header words are
+        // mapped stack memory owned by a function that is still running.
+        let (word, prev) = unsafe { (words.read_volatile(), words.add(1).read_volatile()) };
+        if word & ROOT_FLAGS_MASK != 0 {
+            return Err(fault(FrameProblem::Flags { word }));
+        }
+        let nroots = word >> ROOT_COUNT_SHIFT;
+        if nroots > MAX_FRAME_ROOTS {
+            return Err(fault(FrameProblem::TooManyRoots { nroots }));
+        }
+        if let Some(b) = bounds {
+            if !b.contains(cur, GcFrame::size(nroots)) {
+                return Err(fault(FrameProblem::RootsOutsideStack {
+                    nroots,
+                    high: b.high,
+                }));
+            }
+        }
+        seen.insert(cur, index);
+        frames.push(FrameRef {
+            index,
+            addr: cur,
+            nroots,
+        });
+        via = Some(cur);
+        cur = prev;
+    }
+    Ok(frames)
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod sys {
+    use super::StackBounds;
+    use std::ffi::c_void;
+
+    /// Room for a `pthread_attr_t` (56 or 64 bytes on the 64-bit targets of glibc, musl
+    /// and bionic).
+    #[repr(C, align(16))]
+    struct Attr([u8; 256]);
+
+    extern "C" {
+        fn pthread_self() -> usize;
+        fn pthread_getattr_np(thread: usize, attr: *mut Attr) -> i32;
+        fn pthread_attr_getstack(
+            attr: *const Attr,
+            addr: *mut *mut c_void,
+            size: *mut usize,
+        ) -> i32;
+        fn pthread_attr_destroy(attr: *mut Attr) -> i32;
+    }
+
+    pub(super) fn current() -> Option<StackBounds> {
+        let mut attr = Attr([0; 256]);
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: `pthread_t` is pointer-sized on these targets; `attr` is large enough and
+        // aligned for a `pthread_attr_t`, initialized by `pthread_getattr_np` before
+        // `pthread_attr_getstack` reads it and destroyed once.
+        let ok = unsafe {
+            if pthread_getattr_np(pthread_self(), &mut attr) != 0 {
+                return None;
+            }
+            let rc = pthread_attr_getstack(&attr, &mut addr, &mut size);
+            pthread_attr_destroy(&mut attr);
+            rc == 0
+        };
+        let low = addr as usize;
+        if !ok || low == 0 || size == 0 {
+            return None;
+        }
+        Some(StackBounds {
+            low,
+            high: low.checked_add(size)?,
+        })
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod sys {
+    use super::StackBounds;
+    use std::ffi::c_void;
+
+    extern "C" {
+        fn pthread_self() -> usize;
+        fn pthread_get_stackaddr_np(thread: usize) -> *mut c_void;
+        fn pthread_get_stacksize_np(thread: usize) -> usize;
+    }
+
+    pub(super) fn current() -> Option<StackBounds> {
+        // SAFETY: `pthread_t` is a pointer; both functions only read the current thread's
+        // descriptor.
+        let (top, size) = unsafe {
+            let me = pthread_self();
+            (
+                pthread_get_stackaddr_np(me) as usize,
+                pthread_get_stacksize_np(me),
+            )
+        };
+        if top == 0 || size == 0 {
+            return None;
+        }
+        Some(StackBounds {
+            low: top.checked_sub(size)?,
+            high: top,
+        })
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
+mod sys {
+    use super::StackBounds;
+
+    pub(super) fn current() -> Option<StackBounds> {
+        None
+    }
+}

@@ -1,1 +1,370 @@
 //! The allocator: objects with tracked pointer fields and raw bytes.
+//!
+//! Each object is one block from the global allocator, 16-byte aligned:
+//!
+//! ```text
+//! block + 0    ObjectHeader (32 bytes: magic, state, serial, nptrs, nbytes)
+//! block + 32   field 0 .. field nptrs-1   (8-byte tracked pointers, null at allocation)
+//!              nbytes raw bytes           (zero at allocation)
+//!              padding to a multiple of 8, and at least 8 bytes of body in all
+//! ```
+//!
+//! The object's address, the tracked pointer compiled code holds, is `block + 32`: its first
+//! field. The registry (an ordered map from object address to a record, one for live objects
+//! and one for freed ones) is what the collector believes; the header is a copy that lets
+//! the collector notice when compiled code wrote over it.
+//!
+//! In normal mode a sweep returns freed blocks to the global allocator and forgets them. In
+//! stress mode it fills the freed object's body with [`POISON_BYTE`], marks its header freed,
+//! and keeps the block (never reused, never released) until the runtime is dropped, so a
+//! later reference to it is recognised as a dangling reference to a known object.
+
+use std::alloc::{self, Layout};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Bound;
+
+use super::fault::AllocProblem;
+
+/// The size of the object header in bytes.
+pub const HEADER_BYTES: usize = 32;
+/// The alignment of every object address.
+pub const OBJECT_ALIGN: usize = 16;
+/// The largest body (`8 * nptrs + nbytes`) an object may have.
+pub const MAX_OBJECT_BYTES: usize = 1 << 40;
+/// The byte stress mode writes over the body of every freed object.
+pub const POISON_BYTE: u8 = 0xDE;
+/// A word of [`POISON_BYTE`]s, what a read from a freed object returns in stress mode.
+pub const POISON_WORD: u64 = u64::from_ne_bytes([POISON_BYTE; 8]);
+/// The first word of every header (`"LGC0"` in little-endian byte order).
+pub const HEADER_MAGIC: u32 = u32::from_le_bytes(*b"LGC0");
+/// [`ObjectHeader::state`] of a live object.
+pub const STATE_LIVE: u32 = 1;
+/// [`ObjectHeader::state`] of a freed object (stress mode keeps them).
+pub const STATE_FREED: u32 = 2;
+
+/// The header before each object, at `object - 32`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectHeader {
+    /// [`HEADER_MAGIC`].
+    pub magic: u32,
+    /// [`STATE_LIVE`] or [`STATE_FREED`].
+    pub state: u32,
+    /// The allocation number (1 for the runtime's first object).
+    pub serial: u64,
+    /// The number of tracked pointer fields.
+    pub nptrs: u64,
+    /// The number of raw bytes after the pointer fields.
+    pub nbytes: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<ObjectHeader>() == HEADER_BYTES);
+
+/// What the registry knows about an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// The object's address (its first field).
+    pub addr: usize,
+    /// The allocation number (1 for the runtime's first object).
+    pub serial: u64,
+    /// The number of tracked pointer fields.
+    pub nptrs: usize,
+    /// The number of raw bytes after the pointer fields.
+    pub nbytes: usize,
+    /// The collection that freed it, if it is freed.
+    pub freed_in: Option<u64>,
+}
+
+impl ObjectInfo {
+    /// The body size in bytes: `8 * nptrs + nbytes`.
+    pub fn size(&self) -> usize {
+        self.nptrs * 8 + self.nbytes
+    }
+}
+
+impl fmt::Display for ObjectInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "object #{}: {} pointer field{}, {} raw byte{}",
+            self.serial,
+            self.nptrs,
+            if self.nptrs == 1 { "" } else { "s" },
+            self.nbytes,
+            if self.nbytes == 1 { "" } else { "s" },
+        )
+    }
+}
+
+/// What an address is, as far as the heap knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The address of a live object.
+    Live(ObjectInfo),
+    /// The address of a freed object (only in stress mode, which keeps freed objects).
+    Freed(ObjectInfo),
+    /// An address inside an object's block but not its address: `offset` bytes from the
+    /// object's address, negative inside the header. The object may be live or freed
+    /// (`object.freed_in`).
+    Inside {
+        /// The object.
+        object: ObjectInfo,
+        /// `address - object.addr`.
+        offset: isize,
+    },
+    /// Not inside any object the heap knows.
+    Nothing,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    serial: u64,
+    nptrs: usize,
+    nbytes: usize,
+    freed_in: Option<u64>,
+    marked: bool,
+}
+
+impl Record {
+    fn body(&self) -> usize {
+        self.nptrs * 8 + self.nbytes
+    }
+
+    /// The body rounded up to a multiple of 8, at least 8: the bytes after the header.
+    fn span(&self) -> usize {
+        span(self.body())
+    }
+
+    fn layout(&self) -> Layout {
+        // The same size and alignment were accepted by `Layout::from_size_align` in
+        // `Heap::alloc`.
+        layout(self.body()).unwrap_or(Layout::new::<ObjectHeader>())
+    }
+
+    fn info(&self, addr: usize) -> ObjectInfo {
+        ObjectInfo {
+            addr,
+            serial: self.serial,
+            nptrs: self.nptrs,
+            nbytes: self.nbytes,
+            freed_in: self.freed_in,
+        }
+    }
+
+    fn header(&self) -> ObjectHeader {
+        ObjectHeader {
+            magic: HEADER_MAGIC,
+            state: if self.freed_in.is_some() {
+                STATE_FREED
+            } else {
+                STATE_LIVE
+            },
+            serial: self.serial,
+            nptrs: self.nptrs as u64,
+            nbytes: self.nbytes as u64,
+        }
+    }
+}
+
+fn span(body: usize) -> usize {
+    body.div_ceil(8).max(1) * 8
+}
+
+fn layout(body: usize) -> Option<Layout> {
+    Layout::from_size_align(HEADER_BYTES + span(body), OBJECT_ALIGN).ok()
+}
+
+/// What tracing one pointer found.
+pub(crate) enum Trace {
+    /// A live object, marked now for the first time; it has this many pointer fields.
+    Marked(usize),
+    /// A live object already marked in this collection.
+    AlreadyMarked,
+    /// A live object whose header no longer matches the registry.
+    CorruptHeader(ObjectInfo),
+    /// Not the address of a live object.
+    Bad(Lookup),
+}
+
+/// The heap: the registry of objects and the counters.
+pub(crate) struct Heap {
+    live: BTreeMap<usize, Record>,
+    freed: BTreeMap<usize, Record>,
+    stress: bool,
+    next_serial: u64,
+    pub(crate) objects_allocated: u64,
+    pub(crate) objects_freed: u64,
+    pub(crate) bytes_allocated: u64,
+    pub(crate) bytes_freed: u64,
+}
+
+impl Heap {
+    pub(crate) fn new(stress: bool) -> Heap {
+        Heap {
+            live: BTreeMap::new(),
+            freed: BTreeMap::new(),
+            stress,
+            next_serial: 1,
+            objects_allocated: 0,
+            objects_freed: 0,
+            bytes_allocated: 0,
+            bytes_freed: 0,
+        }
+    }
+
+    /// Allocates an object with `nptrs` null pointer fields and `nbytes` zero bytes and
+    /// returns its address.
+    pub(crate) fn alloc(&mut self, nptrs: usize, nbytes: usize) -> Result<usize, AllocProblem> {
+        let body = nptrs
+            .checked_mul(8)
+            .and_then(|p| p.checked_add(nbytes))
+            .filter(|&b| b <= MAX_OBJECT_BYTES)
+            .ok_or(AllocProblem::TooLarge)?;
+        let layout = layout(body).ok_or(AllocProblem::TooLarge)?;
+        // SAFETY: the layout has a non-zero size (the header alone is 32 bytes).
+        let block = unsafe { alloc::alloc_zeroed(layout) };
+        if block.is_null() {
+            return Err(AllocProblem::OutOfMemory);
+        }
+        let record = Record {
+            serial: self.next_serial,
+            nptrs,
+            nbytes,
+            freed_in: None,
+            marked: false,
+        };
+        self.next_serial += 1;
+        // SAFETY: the block is at least 32 bytes, 16-byte aligned and ours.
+        unsafe { block.cast::<ObjectHeader>().write(record.header()) };
+        let addr = block as usize + HEADER_BYTES;
+        self.live.insert(addr, record);
+        self.objects_allocated += 1;
+        self.bytes_allocated += body as u64;
+        Ok(addr)
+    }
+
+    /// What `addr` is.
+    pub(crate) fn lookup(&self, addr: usize) -> Lookup {
+        let before = [
+            self.live.range(..=addr).next_back(),
+            self.freed.range(..=addr).next_back(),
+        ];
+        if let Some((&start, rec)) = before.into_iter().flatten().max_by_key(|(&a, _)| a) {
+            if start == addr {
+                let info = rec.info(start);
+                return if rec.freed_in.is_some() {
+                    Lookup::Freed(info)
+                } else {
+                    Lookup::Live(info)
+                };
+            }
+            if addr - start < rec.span() {
+                return Lookup::Inside {
+                    object: rec.info(start),
+                    offset: (addr - start) as isize,
+                };
+            }
+        }
+        let beyond = (Bound::Excluded(addr), Bound::Unbounded);
+        let after = [
+            self.live.range(beyond).next(),
+            self.freed.range(beyond).next(),
+        ];
+        if let Some((&start, rec)) = after.into_iter().flatten().min_by_key(|(&a, _)| a) {
+            if start - addr <= HEADER_BYTES {
+                return Lookup::Inside {
+                    object: rec.info(start),
+                    offset: -((start - addr) as isize),
+                };
+            }
+        }
+        Lookup::Nothing
+    }
+
+    /// Marks the live object at `addr`, checking its header the first time.
+    pub(crate) fn trace(&mut self, addr: usize) -> Trace {
+        match self.live.get_mut(&addr) {
+            Some(rec) if rec.marked => Trace::AlreadyMarked,
+            Some(rec) => {
+                rec.marked = true;
+                // SAFETY: `addr` is a live object, so its header is in our block.
+                let header = unsafe { ((addr - HEADER_BYTES) as *const ObjectHeader).read() };
+                if header == rec.header() {
+                    Trace::Marked(rec.nptrs)
+                } else {
+                    Trace::CorruptHeader(rec.info(addr))
+                }
+            }
+            None => Trace::Bad(self.lookup(addr)),
+        }
+    }
+
+    /// The registry's view of the live object at `addr` (which must be live).
+    pub(crate) fn info(&self, addr: usize) -> Option<ObjectInfo> {
+        self.live.get(&addr).map(|r| r.info(addr))
+    }
+
+    /// Clears every mark (after a collection that found a fault).
+    pub(crate) fn clear_marks(&mut self) {
+        for rec in self.live.values_mut() {
+            rec.marked = false;
+        }
+    }
+
+    /// Frees every unmarked live object and clears the marks; returns the objects and body
+    /// bytes freed.
+    pub(crate) fn sweep(&mut self, collection: u64) -> (u64, u64) {
+        let mut dead = Vec::new();
+        self.live.retain(|&addr, rec| {
+            if rec.marked {
+                rec.marked = false;
+                true
+            } else {
+                dead.push((addr, *rec));
+                false
+            }
+        });
+        let mut bytes = 0u64;
+        for (addr, mut rec) in dead.iter().copied() {
+            bytes += rec.body() as u64;
+            if self.stress {
+                rec.freed_in = Some(collection);
+                // SAFETY: the block is ours and `span` bytes follow the header.
+                unsafe {
+                    ((addr - HEADER_BYTES) as *mut ObjectHeader).write(rec.header());
+                    std::ptr::write_bytes(addr as *mut u8, POISON_BYTE, rec.span());
+                }
+                self.freed.insert(addr, rec);
+            } else {
+                // SAFETY: the block was allocated with this layout and is no longer in
+                // the registry.
+                unsafe { alloc::dealloc((addr - HEADER_BYTES) as *mut u8, rec.layout()) };
+            }
+        }
+        let objects = dead.len() as u64;
+        self.objects_freed += objects;
+        self.bytes_freed += bytes;
+        (objects, bytes)
+    }
+
+    /// Whether freed objects are poisoned and kept.
+    pub(crate) fn is_stress(&self) -> bool {
+        self.stress
+    }
+
+    /// The number of live objects.
+    pub(crate) fn live_objects(&self) -> u64 {
+        self.live.len() as u64
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        for (&addr, rec) in self.live.iter().chain(self.freed.iter()) {
+            // SAFETY: every registered block was allocated with its record's layout and is
+            // released once, here.
+            unsafe { alloc::dealloc((addr - HEADER_BYTES) as *mut u8, rec.layout()) };
+        }
+    }
+}

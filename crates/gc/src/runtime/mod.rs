@@ -1,5 +1,695 @@
 //! The runtime that lowered code calls: frames, heap, collector.
+//!
+//! This module is the runtime half of the ABI between code produced by the lowering
+//! ([`crate::lower`]) and the process that runs it. It is pure Rust: the JIT binds the
+//! symbols from [`symbols`] by name, and Rust code (tests, an embedding host) can play the
+//! part of compiled code by following the same protocol by hand.
+//!
+//! # Words and objects
+//!
+//! Every word of the ABI is 8 bytes (64-bit targets only). A *tracked pointer* (address
+//! space 10 in the IR) is null or the address of a live object, which is the address of its
+//! first field. An object made by `locus_gc_alloc(nptrs, nbytes)` is:
+//!
+//! ```text
+//! obj - 32           header (the runtime's; compiled code must not touch it)
+//! obj + 0            field 0        tracked pointer, null at allocation
+//! ...
+//! obj + 8*(nptrs-1)  field nptrs-1  tracked pointer
+//! obj + 8*nptrs      nbytes raw bytes, zero at allocation, never traced
+//! ```
+//!
+//! `obj` is 16-byte aligned. Fields may only hold null or an object's address; a pointer into
+//! the middle of an object (a Derived pointer, address space 11) must never be stored in a
+//! field or a root. See [`heap`] for the block layout.
+//!
+//! # GC frames and the chain
+//!
+//! A function that takes part (its entry block calls `@julia.get_pgcstack()`, which the
+//! lowering turns into `@locus_gc_get_pgcstack()`) owns one frame, an `alloca` of
+//! `nroots + 2` words in its entry block, laid out as Julia's `jl_gcframe_t`:
+//!
+//! ```text
+//! frame + 0          nroots << 2    (low two bits: flags, must be 0)
+//! frame + 8          prev           (the previous value of *pgcstack)
+//! frame + 16 + 8*i   root i         (null, or a live object's address)
+//! ```
+//!
+//! In the entry block, before any call that may collect, the function stores `nroots << 2`
+//! into word 0, null into every root, `*pgcstack` into `prev`, and the frame's address into
+//! `*pgcstack` (*link*). It stores a value into a root slot before a call that may collect
+//! while the value is live across it, and null when the value dies. Before every `ret` it
+//! stores `prev` back into `*pgcstack` (*unlink*). The frame must be in the thread's stack
+//! (an `alloca`). When the runtime collects, it walks every linked frame, numbering them from
+//! the innermost (`#0`, the one `*pgcstack` points to) outwards; see [`frames`] for the checks
+//! made on each frame.
+//!
+//! # Functions
+//!
+//! All are `extern "C"`, exported unmangled and listed by [`symbols`]:
+//!
+//! | symbol | IR declaration | does |
+//! |---|---|---|
+//! | `locus_gc_get_pgcstack` | `declare ptr @locus_gc_get_pgcstack()` | the address of this thread's chain head slot (`*mut *mut GcFrame`); never collects |
+//! | `locus_gc_alloc` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc(i64 %nptrs, i64 %nbytes)` | may collect *before* allocating, then returns a new object with `nptrs` null fields and `nbytes` zero bytes |
+//! | `locus_gc_safepoint` | `declare void @locus_gc_safepoint()` | may collect |
+//! | `locus_gc_foreign_read` | `declare i64 @locus_gc_foreign_read(ptr %raw, i64 %offset)` | may collect, then returns the (unaligned) `i64` at `raw + offset`, which must lie inside the body of a live object |
+//!
+//! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
+//! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
+//! and the bytes that survived it.
+//!
+//! # Faults
+//!
+//! The collector checks every pointer it traces and every frame it walks, and never follows
+//! one it has not checked; a broken contract is a [`GcFault`], whose `Display` is one line
+//! such as
+//!
+//! ```text
+//! dangling reference: root 1 of frame #0 (frame at 0x7ffd5c3e1a40, 2 roots) points to object 0x5581f2a3c0f0 freed in collection 3 (object #1: 0 pointer fields, 8 raw bytes; found in collection 4)
+//! ```
+//!
+//! The in-process API ([`Runtime::collect`], [`Runtime::alloc`], ...) returns
+//! `Result<_, GcFault>`. The `extern "C"` functions cannot, so they record the fault (see
+//! [`Runtime::faults`]) and hand it to the [`OnFault`] handler: [`OnFault::Exit`] (the CLI)
+//! prints `locus: gc: <fault>` to stderr and exits with status 2; [`OnFault::Record`] lets
+//! the run continue. A collection that finds a fault frees nothing, so continuing is safe;
+//! `locus_gc_alloc` then allocates without collecting and `locus_gc_foreign_read` returns
+//! the word if it is still readable (in stress mode a freed object's poisoned word,
+//! [`heap::POISON_WORD`]) and 0 otherwise. An allocation that cannot be made (negative or
+//! huge sizes, out of memory) cannot continue: after the handler returns the process aborts.
+//! No panic crosses the `extern "C"` boundary: one is caught and aborts with a message.
+//!
+//! # Per-thread state
+//!
+//! The one piece of global state is a thread-local pointer to the current thread's
+//! [`Runtime`], unavoidable because the `extern "C"` functions have fixed signatures.
+//! [`Runtime::enter`] installs a runtime and returns a [`Guard`] that owns it; dropping the
+//! guard restores the runtime that was current before and frees the heap. Guards nest, and
+//! each runtime has its own heap and its own chain head, so every thread (and every nested
+//! run) is independent. Calling an entry point on a thread with no runtime aborts with a
+//! message.
+//!
+//! # Example
+//!
+//! Rust code playing the part of a compiled function with one root:
+//!
+//! ```
+//! use locus_gc::runtime::{self, Config, GcFrame, OnFault, Runtime};
+//!
+//! let rt = Runtime::enter(Config::stress().on_fault(OnFault::Record));
+//! let mut words = [0usize; 3]; // [1 << 2, prev, root 0]
+//! let frame = words.as_mut_ptr();
+//! let pgcstack = runtime::locus_gc_get_pgcstack();
+//! unsafe {
+//!     frame.write(GcFrame::header_word(1));
+//!     frame.add(1).write(*pgcstack as usize);
+//!     *pgcstack = frame.cast(); // link
+//! }
+//! let obj = runtime::locus_gc_alloc(1, 8); // one pointer field, 8 raw bytes
+//! unsafe { frame.add(2).write(obj as usize) } // root it
+//! runtime::locus_gc_safepoint(); // stress mode: a collection; `obj` survives
+//! assert_eq!(rt.stats().objects_live, 1);
+//! unsafe { frame.add(2).write(0) } // the value dies
+//! runtime::locus_gc_safepoint(); // freed and poisoned
+//! assert_eq!(rt.stats().objects_freed, 1);
+//! unsafe { *pgcstack = frame.add(1).read() as *mut GcFrame } // unlink
+//! assert!(rt.faults().is_empty());
+//! ```
 
 pub mod collector;
+pub mod fault;
 pub mod frames;
 pub mod heap;
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+pub use collector::Collection;
+pub use fault::{AllocProblem, FrameProblem, GcFault, ReadProblem, Referrer};
+pub use frames::{GcFrame, StackBounds};
+pub use heap::{Lookup, ObjectInfo};
+
+use heap::Heap;
+
+/// The default for [`Config::heap_threshold`]: 4 MiB.
+pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
+
+/// What the `extern "C"` functions do with a fault after recording it.
+pub enum OnFault {
+    /// Print `locus: gc: <fault>` to stderr and exit the process with status 2 (the CLI).
+    Exit,
+    /// Print `locus: gc: <fault>` to stderr and abort the process.
+    Abort,
+    /// Only record it ([`Runtime::faults`]) and let the run continue.
+    Record,
+    /// Call this, then let the run continue (unless it exits). A panic in it aborts.
+    Call(Box<dyn Fn(&GcFault)>),
+}
+
+impl fmt::Debug for OnFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnFault::Exit => "Exit",
+            OnFault::Abort => "Abort",
+            OnFault::Record => "Record",
+            OnFault::Call(_) => "Call(..)",
+        })
+    }
+}
+
+/// How a runtime collects and what it does on a fault.
+#[derive(Debug)]
+pub struct Config {
+    /// Collect at every call that may collect; poison freed objects and never reuse them.
+    pub stress: bool,
+    /// Outside stress mode, collect once this many body bytes were allocated since the last
+    /// collection (or as many as survived it, if more).
+    pub heap_threshold: usize,
+    /// What the `extern "C"` functions do with a fault.
+    pub on_fault: OnFault,
+}
+
+impl Default for Config {
+    /// Normal mode, [`DEFAULT_HEAP_THRESHOLD`], [`OnFault::Exit`].
+    fn default() -> Config {
+        Config {
+            stress: false,
+            heap_threshold: DEFAULT_HEAP_THRESHOLD,
+            on_fault: OnFault::Exit,
+        }
+    }
+}
+
+impl Config {
+    /// Stress mode with [`OnFault::Exit`].
+    pub fn stress() -> Config {
+        Config {
+            stress: true,
+            ..Config::default()
+        }
+    }
+
+    /// The same configuration with another fault handler.
+    pub fn on_fault(self, on_fault: OnFault) -> Config {
+        Config { on_fault, ..self }
+    }
+}
+
+/// Counters over a runtime's life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Collections started (including ones that ended with a fault).
+    pub collections: u64,
+    /// Frames walked, summed over the collections that completed.
+    pub frames_walked: u64,
+    /// The longest frame chain walked.
+    pub deepest_chain: usize,
+    /// The largest root count of one frame walked.
+    pub max_roots_in_frame: usize,
+    /// Non-null roots traced, summed over the collections that completed.
+    pub roots_traced: u64,
+    /// Objects allocated.
+    pub objects_allocated: u64,
+    /// Objects freed.
+    pub objects_freed: u64,
+    /// Objects live now.
+    pub objects_live: u64,
+    /// Body bytes (`8 * nptrs + nbytes`) allocated.
+    pub bytes_allocated: u64,
+    /// Body bytes freed.
+    pub bytes_freed: u64,
+    /// Body bytes live now.
+    pub bytes_live: u64,
+    /// Faults reported by the `extern "C"` functions.
+    pub faults: u64,
+}
+
+impl fmt::Display for Stats {
+    /// One `name: value` line per counter.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "collections: {}", self.collections)?;
+        writeln!(f, "frames walked: {}", self.frames_walked)?;
+        writeln!(f, "deepest frame chain: {}", self.deepest_chain)?;
+        writeln!(
+            f,
+            "largest root count in one frame: {}",
+            self.max_roots_in_frame
+        )?;
+        writeln!(f, "roots traced: {}", self.roots_traced)?;
+        writeln!(f, "objects allocated: {}", self.objects_allocated)?;
+        writeln!(f, "objects freed: {}", self.objects_freed)?;
+        writeln!(f, "objects live: {}", self.objects_live)?;
+        writeln!(f, "bytes allocated: {}", self.bytes_allocated)?;
+        writeln!(f, "bytes freed: {}", self.bytes_freed)?;
+        writeln!(f, "bytes live: {}", self.bytes_live)?;
+        writeln!(f, "faults: {}", self.faults)
+    }
+}
+
+/// A linked frame, as [`Runtime::frames`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// The frame's number, counted from the innermost frame (0).
+    pub index: usize,
+    /// The frame's address.
+    pub addr: usize,
+    /// The root slots' contents.
+    pub roots: Vec<usize>,
+}
+
+struct State {
+    heap: Heap,
+    stats: Stats,
+    /// Body bytes allocated since the last collection.
+    since_gc: u64,
+    /// Body bytes live after the last collection.
+    live_after_gc: u64,
+}
+
+/// A garbage-collected heap, the chain head of the thread it is installed on, and the
+/// collector. Made and installed by [`Runtime::enter`].
+pub struct Runtime {
+    head: Cell<*mut GcFrame>,
+    prev: Cell<*const Runtime>,
+    stress: bool,
+    heap_threshold: usize,
+    on_fault: OnFault,
+    stack: Option<StackBounds>,
+    state: RefCell<State>,
+    faults: RefCell<Vec<GcFault>>,
+}
+
+thread_local! {
+    /// The runtime installed on this thread, or null: the runtime's only per-thread state.
+    static CURRENT: Cell<*const Runtime> = const { Cell::new(ptr::null()) };
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("stress", &self.stress)
+            .field("heap_threshold", &self.heap_threshold)
+            .field("on_fault", &self.on_fault)
+            .field("stack", &self.stack)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Makes a runtime and installs it as the current thread's, until the guard is dropped.
+    /// Records the thread's stack bounds for checking frames.
+    pub fn enter(config: Config) -> Guard {
+        let rt = Box::new(Runtime {
+            head: Cell::new(ptr::null_mut()),
+            prev: Cell::new(ptr::null()),
+            stress: config.stress,
+            heap_threshold: config.heap_threshold,
+            on_fault: config.on_fault,
+            stack: StackBounds::current_thread(),
+            state: RefCell::new(State {
+                heap: Heap::new(config.stress),
+                stats: Stats::default(),
+                since_gc: 0,
+                live_after_gc: 0,
+            }),
+            faults: RefCell::new(Vec::new()),
+        });
+        let rt = NonNull::from(Box::leak(rt));
+        // SAFETY: just leaked; freed only by the guard.
+        let r = unsafe { rt.as_ref() };
+        CURRENT.with(|cur| {
+            r.prev.set(cur.get());
+            cur.set(rt.as_ptr());
+        });
+        Guard {
+            rt,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The address of the chain head slot, what `locus_gc_get_pgcstack` returns.
+    pub fn pgcstack(&self) -> *mut *mut GcFrame {
+        self.head.as_ptr()
+    }
+
+    /// Whether this runtime runs in stress mode.
+    pub fn is_stress(&self) -> bool {
+        self.stress
+    }
+
+    /// The stack of the thread the runtime was entered on, where the platform tells.
+    pub fn stack_bounds(&self) -> Option<StackBounds> {
+        self.stack
+    }
+
+    /// Collects now: walks the chain, marks from its roots, sweeps. On a fault nothing is
+    /// freed.
+    ///
+    /// # Errors
+    /// The first fault found in the chain or the heap; the collection then frees nothing.
+    pub fn collect(&self) -> Result<Collection, GcFault> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        st.stats.collections += 1;
+        let number = st.stats.collections;
+        st.since_gc = 0;
+        let done = collector::collect(&mut st.heap, self.head.get(), self.stack, number)?;
+        st.stats.frames_walked += done.frames as u64;
+        st.stats.deepest_chain = st.stats.deepest_chain.max(done.frames);
+        st.stats.max_roots_in_frame = st.stats.max_roots_in_frame.max(done.max_roots);
+        st.stats.roots_traced += done.roots as u64;
+        st.live_after_gc = st.heap.bytes_allocated - st.heap.bytes_freed;
+        Ok(done)
+    }
+
+    /// Collects if a call that may collect would: always in stress mode, otherwise when the
+    /// allocation threshold is reached. Returns what the collection did, if there was one.
+    ///
+    /// # Errors
+    /// A fault found by the collection, as for [`Runtime::collect`].
+    pub fn safepoint(&self) -> Result<Option<Collection>, GcFault> {
+        let due = self.stress || {
+            let st = self.state.borrow();
+            st.since_gc >= st.live_after_gc.max(self.heap_threshold as u64)
+        };
+        if due {
+            self.collect().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// What `locus_gc_alloc` does: [`Runtime::safepoint`], then a new object with `nptrs`
+    /// null pointer fields and `nbytes` zero bytes. Returns the object's address.
+    ///
+    /// # Errors
+    /// A fault found by the collection (nothing is allocated then), or
+    /// [`GcFault::Allocation`] when the object is too large or memory runs out.
+    pub fn alloc(&self, nptrs: usize, nbytes: usize) -> Result<NonNull<u8>, GcFault> {
+        self.safepoint()?;
+        self.alloc_now(nptrs, nbytes)
+    }
+
+    fn alloc_now(&self, nptrs: usize, nbytes: usize) -> Result<NonNull<u8>, GcFault> {
+        let fault = |problem| GcFault::Allocation {
+            nptrs: i64::try_from(nptrs).unwrap_or(i64::MAX),
+            nbytes: i64::try_from(nbytes).unwrap_or(i64::MAX),
+            problem,
+        };
+        let mut st = self.state.borrow_mut();
+        let addr = st.heap.alloc(nptrs, nbytes).map_err(fault)?;
+        st.since_gc += (nptrs * 8 + nbytes) as u64;
+        // Never null: the address is 32 bytes into a block.
+        NonNull::new(addr as *mut u8).ok_or(fault(AllocProblem::OutOfMemory))
+    }
+
+    /// What `locus_gc_foreign_read` does: [`Runtime::safepoint`], then the `i64` at
+    /// `raw + offset`, which must lie inside the body of a live object.
+    ///
+    /// # Errors
+    /// A fault found by the collection, or [`GcFault::ForeignRead`] when the bytes are not
+    /// inside the body of a live object.
+    pub fn foreign_read(&self, raw: *const u8, offset: i64) -> Result<i64, GcFault> {
+        self.safepoint()?;
+        match self.read_checked(raw as usize, offset) {
+            (value, None) => Ok(value),
+            (_, Some(fault)) => Err(fault),
+        }
+    }
+
+    /// Reads 8 bytes at `raw + offset` if they are inside a live object's body. With a
+    /// fault, the value is the word if it can still be read (in a freed object stress mode
+    /// kept), else 0.
+    fn read_checked(&self, raw: usize, offset: i64) -> (i64, Option<GcFault>) {
+        let fault = |problem| {
+            Some(GcFault::ForeignRead {
+                raw,
+                offset,
+                problem,
+            })
+        };
+        let Some(at) = (raw != 0)
+            .then(|| raw.checked_add_signed(offset as isize))
+            .flatten()
+            .filter(|at| at.checked_add(8).is_some())
+        else {
+            return (0, fault(ReadProblem::BadAddress));
+        };
+        // SAFETY: only called below for 8 bytes inside the body of an object whose block the
+        // heap still owns (a live one, or a freed one stress mode keeps).
+        let read = |at: usize| unsafe { (at as *const i64).read_unaligned() };
+        match self.lookup(at) {
+            Lookup::Nothing => (0, fault(ReadProblem::NotInHeap)),
+            Lookup::Live(object) | Lookup::Freed(object) | Lookup::Inside { object, .. } => {
+                let in_body = at >= object.addr && at - object.addr + 8 <= object.size();
+                match (object.freed_in, in_body) {
+                    (None, true) => (read(at), None),
+                    (None, false) => (0, fault(ReadProblem::OutOfBounds(object))),
+                    (Some(_), true) => (read(at), fault(ReadProblem::Freed(object))),
+                    (Some(_), false) => (0, fault(ReadProblem::Freed(object))),
+                }
+            }
+        }
+    }
+
+    /// What `addr` is: a live object, a freed one (stress mode), a place inside one, or
+    /// nothing this heap knows.
+    pub fn lookup(&self, addr: usize) -> Lookup {
+        self.state.borrow().heap.lookup(addr)
+    }
+
+    /// Walks the chain as a collection would (with the same checks) and reads every frame.
+    ///
+    /// # Errors
+    /// [`GcFault::CorruptFrame`] for the first frame that fails a check.
+    pub fn frames(&self) -> Result<Vec<FrameInfo>, GcFault> {
+        let sp = frames::approx_stack_pointer();
+        let chain = frames::walk(self.head.get(), sp, self.stack, 0)?;
+        Ok(chain
+            .iter()
+            .map(|f| FrameInfo {
+                index: f.index,
+                addr: f.addr,
+                // SAFETY: `walk` checked the frame and nothing ran since.
+                roots: (0..f.nroots).map(|slot| unsafe { f.root(slot) }).collect(),
+            })
+            .collect())
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Stats {
+        let st = self.state.borrow();
+        let heap = &st.heap;
+        Stats {
+            objects_allocated: heap.objects_allocated,
+            objects_freed: heap.objects_freed,
+            objects_live: heap.live_objects(),
+            bytes_allocated: heap.bytes_allocated,
+            bytes_freed: heap.bytes_freed,
+            bytes_live: heap.bytes_allocated - heap.bytes_freed,
+            faults: self.faults.borrow().len() as u64,
+            ..st.stats
+        }
+    }
+
+    /// The faults the `extern "C"` functions reported, oldest first.
+    pub fn faults(&self) -> Vec<GcFault> {
+        self.faults.borrow().clone()
+    }
+
+    /// Takes the recorded faults, leaving none (the count in [`Stats::faults`] drops too).
+    pub fn take_faults(&self) -> Vec<GcFault> {
+        std::mem::take(&mut *self.faults.borrow_mut())
+    }
+
+    /// Records a fault and hands it to the handler.
+    fn report(&self, fault: GcFault) {
+        self.faults.borrow_mut().push(fault);
+        match &self.on_fault {
+            OnFault::Exit => {
+                print_fault(&fault);
+                std::process::exit(2);
+            }
+            OnFault::Abort => {
+                print_fault(&fault);
+                std::process::abort();
+            }
+            OnFault::Record => {}
+            OnFault::Call(handler) => handler(&fault),
+        }
+    }
+}
+
+fn print_fault(fault: &GcFault) {
+    let _ = writeln!(std::io::stderr(), "locus: gc: {fault}");
+}
+
+fn fatal(message: fmt::Arguments<'_>) -> ! {
+    let _ = writeln!(std::io::stderr(), "locus: gc: {message}");
+    std::process::abort()
+}
+
+/// Whether a runtime is installed on the current thread (the `extern "C"` functions abort
+/// when none is).
+pub fn is_installed() -> bool {
+    CURRENT
+        .try_with(|cur| !cur.get().is_null())
+        .unwrap_or(false)
+}
+
+/// Owns the runtime installed by [`Runtime::enter`] and dereferences to it. Dropping it
+/// uninstalls the runtime (restoring the one current before) and frees its heap. Not `Send`:
+/// it belongs to the thread that entered.
+pub struct Guard {
+    rt: NonNull<Runtime>,
+    _not_send: PhantomData<*const Runtime>,
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Guard").field(&**self).finish()
+    }
+}
+
+impl Deref for Guard {
+    type Target = Runtime;
+
+    fn deref(&self) -> &Runtime {
+        // SAFETY: the guard owns the runtime until it is dropped.
+        unsafe { self.rt.as_ref() }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let me = self.rt.as_ptr().cast_const();
+        let prev = self.prev.get();
+        let _ = CURRENT.try_with(|cur| {
+            if cur.get() == me {
+                cur.set(prev);
+                return;
+            }
+            // Dropped out of order: unlink this runtime from the list of installed ones.
+            let mut p = cur.get();
+            while !p.is_null() {
+                // SAFETY: every runtime on the list is owned by a live guard on this thread.
+                let r = unsafe { &*p };
+                if r.prev.get() == me {
+                    r.prev.set(prev);
+                    break;
+                }
+                p = r.prev.get();
+            }
+        });
+        // SAFETY: made by `Box::leak` in `enter`, no longer reachable from `CURRENT`.
+        drop(unsafe { Box::from_raw(self.rt.as_ptr()) });
+    }
+}
+
+/// Runs an entry point's body with the current runtime, catching panics.
+fn entry<R>(name: &'static str, body: impl FnOnce(&Runtime) -> R) -> R {
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let rt = CURRENT.try_with(Cell::get).unwrap_or(ptr::null());
+        if rt.is_null() {
+            fatal(format_args!(
+                "{name} was called on a thread with no runtime (Runtime::enter)"
+            ));
+        }
+        // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+        body(unsafe { &*rt })
+    }));
+    match result {
+        Ok(value) => value,
+        Err(_) => fatal(format_args!("internal error: a panic in {name}")),
+    }
+}
+
+/// Returns the address of the current thread's chain head slot. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
+    entry("locus_gc_get_pgcstack", Runtime::pgcstack)
+}
+
+/// May collect, then returns a new object with `nptrs` null pointer fields followed by
+/// `nbytes` zero bytes. Never returns null: an allocation that cannot be made is reported
+/// and then aborts.
+#[no_mangle]
+pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
+    entry("locus_gc_alloc", |rt| {
+        if let Err(fault) = rt.safepoint() {
+            rt.report(fault);
+        }
+        let made = match (usize::try_from(nptrs), usize::try_from(nbytes)) {
+            (Ok(p), Ok(b)) => rt.alloc_now(p, b),
+            _ => Err(GcFault::Allocation {
+                nptrs,
+                nbytes,
+                problem: AllocProblem::Negative,
+            }),
+        };
+        match made {
+            Ok(obj) => obj.as_ptr(),
+            Err(fault) => {
+                rt.report(fault);
+                fatal(format_args!("cannot continue after a failed allocation"))
+            }
+        }
+    })
+}
+
+/// May collect.
+#[no_mangle]
+pub extern "C" fn locus_gc_safepoint() {
+    entry("locus_gc_safepoint", |rt| {
+        if let Err(fault) = rt.safepoint() {
+            rt.report(fault);
+        }
+    })
+}
+
+/// A foreign function: may collect, then returns the `i64` at `raw + offset`, which must lie
+/// inside the body of a live object. On a fault it returns the word if it can still be read
+/// (stress mode keeps freed objects, so it is poison), else 0.
+#[no_mangle]
+pub extern "C" fn locus_gc_foreign_read(raw: *const u8, offset: i64) -> i64 {
+    let raw = raw as usize;
+    entry("locus_gc_foreign_read", |rt| {
+        if let Err(fault) = rt.safepoint() {
+            rt.report(fault);
+        }
+        let (value, fault) = rt.read_checked(raw, offset);
+        if let Some(fault) = fault {
+            rt.report(fault);
+        }
+        value
+    })
+}
+
+/// The `extern "C"` functions by name and address, for a JIT to define as absolute symbols.
+pub fn symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "locus_gc_get_pgcstack",
+            locus_gc_get_pgcstack as extern "C" fn() -> *mut *mut GcFrame as usize,
+        ),
+        (
+            "locus_gc_alloc",
+            locus_gc_alloc as extern "C" fn(i64, i64) -> *mut u8 as usize,
+        ),
+        (
+            "locus_gc_safepoint",
+            locus_gc_safepoint as extern "C" fn() as usize,
+        ),
+        (
+            "locus_gc_foreign_read",
+            locus_gc_foreign_read as extern "C" fn(*const u8, i64) -> i64 as usize,
+        ),
+    ]
+}

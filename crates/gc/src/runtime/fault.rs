@@ -1,0 +1,423 @@
+//! Faults: what the runtime reports instead of crashing when compiled code broke the contract.
+//!
+//! Every fault prints as one line that starts with its kind (`dangling reference:`,
+//! `interior pointer:`, `not an object:`, `corrupt heap:`, `corrupt frame:`, `foreign read:`,
+//! `allocation:`), names where the bad pointer was found (a root slot of a numbered frame, or
+//! a pointer field of an object and the root it was reached from), what it points to, and the
+//! collection that found it. The CLI prints it after `locus: gc: `.
+
+use std::fmt;
+
+use super::frames::{MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
+use super::heap::{ObjectInfo, MAX_OBJECT_BYTES};
+
+/// Where a traced pointer was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Referrer {
+    /// Root slot `slot` of the frame numbered `frame` (0 is the innermost frame, the one the
+    /// chain head points to; 1 is its `prev`, and so on).
+    Root {
+        /// The frame's number, counted from the innermost frame (0).
+        frame: usize,
+        /// The frame's address.
+        frame_addr: usize,
+        /// The frame's root count.
+        nroots: usize,
+        /// The root slot (0-based).
+        slot: usize,
+    },
+    /// Pointer field `field` of a live object.
+    Field {
+        /// The address of the object holding the field.
+        object: usize,
+        /// The object's allocation number.
+        serial: u64,
+        /// The field (0-based; field `i` is at offset `8 * i`).
+        field: usize,
+        /// The root through which the object was reached: `(frame number, slot)`.
+        root: (usize, usize),
+    },
+}
+
+impl fmt::Display for Referrer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Referrer::Root {
+                frame,
+                frame_addr,
+                nroots,
+                slot,
+            } => write!(
+                f,
+                "root {slot} of frame #{frame} (frame at {frame_addr:#x}, {nroots} root{})",
+                plural(nroots)
+            ),
+            Referrer::Field {
+                object,
+                serial,
+                field,
+                root: (frame, slot),
+            } => write!(
+                f,
+                "field {field} of object {object:#x} (#{serial}, reached from root {slot} of \
+                 frame #{frame})"
+            ),
+        }
+    }
+}
+
+/// What is wrong with a frame in the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameProblem {
+    /// The frame address is not a multiple of 8.
+    Misaligned,
+    /// The frame lies below the stack pointer of the collection, in stack memory no running
+    /// function owns: typically a function returned without unlinking its frame.
+    BelowStackPointer {
+        /// The approximate stack pointer at the collection.
+        sp: usize,
+    },
+    /// The frame header lies outside the current thread's stack.
+    OutsideStack {
+        /// The lowest stack address.
+        low: usize,
+        /// One past the highest stack address.
+        high: usize,
+    },
+    /// The frame's root slots run past the end of the current thread's stack.
+    RootsOutsideStack {
+        /// The root count read from the frame.
+        nroots: usize,
+        /// One past the highest stack address.
+        high: usize,
+    },
+    /// The root count is larger than [`MAX_FRAME_ROOTS`].
+    TooManyRoots {
+        /// The root count read from the frame.
+        nroots: usize,
+    },
+    /// The low two bits of the header word are not zero (Julia's indirect-roots flag and a
+    /// reserved bit; neither is part of this ABI).
+    Flags {
+        /// The whole header word.
+        word: usize,
+    },
+    /// Following `prev` came back to a frame already walked.
+    Cycle {
+        /// The number the frame had when it was first walked.
+        first: usize,
+    },
+    /// The chain is longer than [`MAX_FRAMES`].
+    TooManyFrames,
+}
+
+impl fmt::Display for FrameProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FrameProblem::Misaligned => write!(f, "is not aligned to 8 bytes"),
+            FrameProblem::BelowStackPointer { sp } => write!(
+                f,
+                "lies below the stack pointer {sp:#x}, in no running function's stack frame \
+                 (did a function return without unlinking it?)"
+            ),
+            FrameProblem::OutsideStack { low, high } => {
+                write!(f, "lies outside this thread's stack {low:#x}..{high:#x}")
+            }
+            FrameProblem::RootsOutsideStack { nroots, high } => write!(
+                f,
+                "claims {nroots} root{}, which run past the end of this thread's stack at {high:#x}",
+                plural(nroots)
+            ),
+            FrameProblem::TooManyRoots { nroots } => write!(
+                f,
+                "claims {nroots} roots, more than the limit of {MAX_FRAME_ROOTS}"
+            ),
+            FrameProblem::Flags { word } => write!(
+                f,
+                "has flag bits {:#04b} in its header word {word:#x}; only direct roots (flags 0) \
+                 are supported",
+                word & ROOT_FLAGS_MASK
+            ),
+            FrameProblem::Cycle { first } => write!(
+                f,
+                "was already walked as frame #{first}: the chain is a cycle"
+            ),
+            FrameProblem::TooManyFrames => {
+                write!(f, "is past the limit of {MAX_FRAMES} frames in one chain")
+            }
+        }
+    }
+}
+
+/// What is wrong with the memory a foreign read asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadProblem {
+    /// The bytes are inside an object that was freed (stress mode keeps freed objects).
+    Freed(ObjectInfo),
+    /// The bytes start inside a live object but run past the end of its body, or start in
+    /// its header.
+    OutOfBounds(ObjectInfo),
+    /// The bytes are not inside any object of this heap.
+    NotInHeap,
+    /// `raw + offset` overflows the address space, or `raw` is null.
+    BadAddress,
+}
+
+/// What is wrong with an allocation request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocProblem {
+    /// `nptrs` or `nbytes` is negative.
+    Negative,
+    /// `8 * nptrs + nbytes` is larger than [`MAX_OBJECT_BYTES`].
+    TooLarge,
+    /// The global allocator returned null.
+    OutOfMemory,
+}
+
+/// A broken contract found by the runtime. See the module documentation of
+/// [`crate::runtime`] for when each is reported and what the run does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GcFault {
+    /// A root or a field points to (or into) an object that a collection freed.
+    DanglingReference {
+        /// Where the pointer was found.
+        from: Referrer,
+        /// The pointer.
+        target: usize,
+        /// The freed object it points to or into (`freed_in` is set).
+        object: ObjectInfo,
+        /// The collection that found it.
+        collection: u64,
+    },
+    /// A root or a field points inside a live object (or into its header) instead of at its
+    /// start.
+    InteriorPointer {
+        /// Where the pointer was found.
+        from: Referrer,
+        /// The pointer.
+        target: usize,
+        /// The object it points into.
+        object: ObjectInfo,
+        /// The collection that found it.
+        collection: u64,
+    },
+    /// A root or a field holds an address that is no object of this heap.
+    NotAnObject {
+        /// Where the pointer was found.
+        from: Referrer,
+        /// The pointer.
+        target: usize,
+        /// Whether the runtime was in stress mode (outside it, freed objects are forgotten,
+        /// so a dangling reference shows up as this fault).
+        stress: bool,
+        /// The collection that found it.
+        collection: u64,
+    },
+    /// A live object's header no longer matches what the allocator wrote: something wrote
+    /// out of bounds of a neighbouring object or through a stale pointer.
+    CorruptHeader {
+        /// Where the pointer to the object was found.
+        from: Referrer,
+        /// The object, as the allocator recorded it.
+        object: ObjectInfo,
+        /// The collection that found it.
+        collection: u64,
+    },
+    /// A frame in the chain cannot be a GC frame.
+    CorruptFrame {
+        /// The frame's number, counted from the innermost frame (0).
+        frame: usize,
+        /// The frame's address.
+        addr: usize,
+        /// The address of the frame whose `prev` led here (`None` for the chain head).
+        via: Option<usize>,
+        /// What is wrong.
+        problem: FrameProblem,
+        /// The collection that found it (or 0 when the chain was walked outside a
+        /// collection, by [`crate::runtime::Runtime::frames`]).
+        collection: u64,
+    },
+    /// `locus_gc_foreign_read` was asked to read memory that is not in a live object.
+    ForeignRead {
+        /// The `raw` argument.
+        raw: usize,
+        /// The `offset` argument.
+        offset: i64,
+        /// What is wrong.
+        problem: ReadProblem,
+    },
+    /// `locus_gc_alloc` cannot allocate the object asked for.
+    Allocation {
+        /// The `nptrs` argument.
+        nptrs: i64,
+        /// The `nbytes` argument.
+        nbytes: i64,
+        /// What is wrong.
+        problem: AllocProblem,
+    },
+}
+
+impl std::error::Error for GcFault {}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Where `target` points relative to `object`: "points to object 0x..", "points 8 bytes into
+/// object 0x..", or "points into the header of object 0x..".
+struct Points {
+    target: usize,
+    object: usize,
+}
+
+impl fmt::Display for Points {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let object = self.object;
+        if self.target == object {
+            write!(f, "points to object {object:#x}")
+        } else if self.target > object {
+            let off = self.target - object;
+            write!(
+                f,
+                "points {off} byte{} into object {object:#x}",
+                plural(off)
+            )
+        } else {
+            write!(f, "points into the header of object {object:#x}")
+        }
+    }
+}
+
+impl fmt::Display for GcFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GcFault::DanglingReference {
+                from,
+                target,
+                object,
+                collection,
+            } => {
+                let points = Points {
+                    target,
+                    object: object.addr,
+                };
+                write!(f, "dangling reference: {from} {points}")?;
+                if let Some(freed) = object.freed_in {
+                    write!(f, " freed in collection {freed}")?;
+                }
+                write!(f, " ({object}; found in collection {collection})")
+            }
+            GcFault::InteriorPointer {
+                from,
+                target,
+                object,
+                collection,
+            } => {
+                let points = Points {
+                    target,
+                    object: object.addr,
+                };
+                write!(
+                    f,
+                    "interior pointer: {from} {points} ({object}; found in collection \
+                     {collection}); roots and pointer fields must hold an object's address"
+                )
+            }
+            GcFault::NotAnObject {
+                from,
+                target,
+                stress,
+                collection,
+            } => {
+                write!(
+                    f,
+                    "not an object: {from} holds {target:#x}, which is not an object of this \
+                     heap (found in collection {collection})"
+                )?;
+                if !stress {
+                    write!(
+                        f,
+                        "; outside stress mode freed objects are forgotten, so this may be a \
+                         dangling reference"
+                    )?;
+                }
+                Ok(())
+            }
+            GcFault::CorruptHeader {
+                from,
+                object,
+                collection,
+            } => write!(
+                f,
+                "corrupt heap: {from} points to object {:#x} ({object}) whose header was \
+                 overwritten (found in collection {collection})",
+                object.addr
+            ),
+            GcFault::CorruptFrame {
+                frame,
+                addr,
+                via,
+                problem,
+                collection,
+            } => {
+                write!(f, "corrupt frame: frame #{frame} at {addr:#x} (")?;
+                match via {
+                    None => write!(f, "the chain head")?,
+                    Some(prev) => write!(f, "prev of frame #{} at {prev:#x}", frame - 1)?,
+                }
+                write!(f, ") {problem}")?;
+                if collection != 0 {
+                    write!(f, " (found in collection {collection})")?;
+                }
+                Ok(())
+            }
+            GcFault::ForeignRead {
+                raw,
+                offset,
+                problem,
+            } => {
+                let at = raw.wrapping_add_signed(offset as isize);
+                write!(f, "foreign read: 8 bytes at {at:#x} ({raw:#x} + {offset}) ")?;
+                match problem {
+                    ReadProblem::Freed(object) => write!(
+                        f,
+                        "are inside object {:#x} freed in collection {} ({object}); the object \
+                         was not kept alive across the call",
+                        object.addr,
+                        object.freed_in.unwrap_or(0)
+                    ),
+                    ReadProblem::OutOfBounds(object) => write!(
+                        f,
+                        "are not inside the body of object {:#x} ({object})",
+                        object.addr
+                    ),
+                    ReadProblem::NotInHeap => write!(f, "are not inside an object of this heap"),
+                    ReadProblem::BadAddress => write!(f, "are not a valid address"),
+                }
+            }
+            GcFault::Allocation {
+                nptrs,
+                nbytes,
+                problem,
+            } => {
+                write!(
+                    f,
+                    "allocation: cannot allocate an object of {nptrs} pointer fields and \
+                     {nbytes} raw bytes: "
+                )?;
+                match problem {
+                    AllocProblem::Negative => write!(f, "sizes must not be negative"),
+                    AllocProblem::TooLarge => {
+                        write!(f, "larger than the limit of {MAX_OBJECT_BYTES} bytes")
+                    }
+                    AllocProblem::OutOfMemory => write!(f, "out of memory"),
+                }
+            }
+        }
+    }
+}
