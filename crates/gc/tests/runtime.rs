@@ -954,7 +954,8 @@ fn symbols_list_the_entry_points() {
             "locus_gc_get_pgcstack",
             "locus_gc_alloc",
             "locus_gc_safepoint",
-            "locus_gc_foreign_read"
+            "locus_gc_foreign_read",
+            "locus_gc_callee_rooted_read"
         ]
     );
     assert_eq!(
@@ -962,4 +963,18 @@ fn symbols_list_the_entry_points() {
         locus_gc_alloc as extern "C" fn(i64, i64) -> *mut u8 as usize
     );
     assert!(symbols.iter().all(|(_, addr)| *addr != 0));
+}
+
+/// The callee-rooted read roots its argument itself: an object nobody else roots survives
+/// the stress collection inside the call, and is freed by the next one.
+#[test]
+fn callee_rooted_read_roots_its_argument() {
+    let rt = Runtime::enter(Config::stress().on_fault(OnFault::Record));
+    let obj = runtime::locus_gc_alloc(0, 8);
+    // SAFETY: a fresh object with 8 raw bytes.
+    unsafe { obj.cast::<i64>().write(41) };
+    assert_eq!(runtime::locus_gc_callee_rooted_read(obj, 0), 41);
+    assert!(rt.faults().is_empty(), "{:?}", rt.faults());
+    runtime::locus_gc_safepoint();
+    assert!(matches!(rt.lookup(obj as usize), Lookup::Freed(_)));
 }

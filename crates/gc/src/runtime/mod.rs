@@ -672,6 +672,35 @@ pub extern "C" fn locus_gc_foreign_read(raw: *const u8, offset: i64) -> i64 {
     })
 }
 
+/// A callee that roots its argument itself, as spec 003 describes for CalleeRooted
+/// (addrspace 12) arguments: it links a frame of its own holding `obj`, may collect, then
+/// returns the `i64` at `obj + offset` (checked like [`locus_gc_foreign_read`]) and unlinks
+/// the frame. Its caller need not root `obj` for this call.
+#[no_mangle]
+pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i64 {
+    let raw = obj as usize;
+    entry("locus_gc_callee_rooted_read", |rt| {
+        let head = rt.pgcstack();
+        // The frame lives on this function's stack, like a compiled function's alloca:
+        // [nroots << 2, prev, root].
+        // SAFETY: `head` is this thread's chain head slot, valid while the runtime is.
+        let prev = unsafe { *head } as usize;
+        let mut frame: [usize; 3] = [1 << 2, prev, raw];
+        // SAFETY: as above; the frame outlives the link, which is undone before returning.
+        unsafe { *head = frame.as_mut_ptr().cast() };
+        if let Err(fault) = rt.safepoint() {
+            rt.report(fault);
+        }
+        let (value, fault) = rt.read_checked(raw, offset);
+        // SAFETY: as above.
+        unsafe { *head = frame[1] as *mut GcFrame };
+        if let Some(fault) = fault {
+            rt.report(fault);
+        }
+        value
+    })
+}
+
 /// The `extern "C"` functions by name and address, for a JIT to define as absolute symbols.
 pub fn symbols() -> Vec<(&'static str, usize)> {
     vec![
@@ -690,6 +719,10 @@ pub fn symbols() -> Vec<(&'static str, usize)> {
         (
             "locus_gc_foreign_read",
             locus_gc_foreign_read as extern "C" fn(*const u8, i64) -> i64 as usize,
+        ),
+        (
+            "locus_gc_callee_rooted_read",
+            locus_gc_callee_rooted_read as extern "C" fn(*const u8, i64) -> i64 as usize,
         ),
     ]
 }
