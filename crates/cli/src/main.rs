@@ -3,6 +3,7 @@
 //! This binary only parses arguments, reads files and formats output; everything else
 //! lives in the `locus-*` crates.
 
+mod gc;
 mod readobj;
 mod stackmap;
 mod tour;
@@ -27,6 +28,10 @@ enum Command {
     /// Default output is the text `llvm-readobj --stackmap` prints, for every table in the
     /// section (llvm-readobj prints only the first).
     Stackmap(stackmap::Args),
+    /// Precise GC for any LLVM frontend, Julia-style: place GC roots late, run under a
+    /// stress collector.
+    #[command(subcommand)]
+    Gc(gc::Command),
     /// A walk through every contract Locus implements, on embedded samples.
     Tour(tour::Args),
 }
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Stackmap(args) => stackmap::run(&args, &mut out),
+        Command::Gc(command) => gc::run_command(&command, &mut out),
         Command::Tour(args) => tour::run(&args, &mut out),
     };
     let _ = out.flush();

@@ -4,6 +4,11 @@
 //!
 //! Work in progress (issue 3): the verifier, the lowering and the runtime are being built.
 
+pub mod addrspace;
+mod error;
 pub mod lower;
+pub mod run;
 pub mod runtime;
 pub mod verify;
+
+pub use error::{Error, Result};

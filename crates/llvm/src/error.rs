@@ -39,6 +39,13 @@ pub enum Error {
         /// ORC's error messages, one per line; they name the symbols at fault.
         message: String,
     },
+    /// A change to the IR was refused before it reached LLVM (see `locus_llvm::builder`):
+    /// operands of the wrong types, a handle from another module or an erased
+    /// instruction, an instruction to erase that still has uses, and so on.
+    Edit {
+        /// What was refused and why, printing the instructions and values involved.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -57,6 +64,9 @@ impl fmt::Display for Error {
             }
             Error::Codegen { message } => {
                 write!(f, "code generation failed: {}", message.trim_end())
+            }
+            Error::Edit { message } => {
+                write!(f, "cannot change the IR: {}", message.trim_end())
             }
             Error::Jit { message } => write!(f, "JIT error: {}", message.trim_end()),
         }

@@ -14,8 +14,11 @@ use llvm_sys::core::{
     LLVMGetModuleIdentifier, LLVMGetNextFunction, LLVMGetTarget, LLVMGetValueName2,
     LLVMPrintModuleToString, LLVMSetTarget,
 };
+use llvm_sys::core::{
+    LLVMDeleteInstruction, LLVMGetFirstUse, LLVMGetPoison, LLVMReplaceAllUsesWith, LLVMTypeOf,
+};
 use llvm_sys::ir_reader::LLVMParseIRInContext;
-use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef};
+use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef, LLVMValueRef};
 use llvm_sys::LLVMDiagnosticSeverity;
 
 use crate::error::{Error, Result};
@@ -172,6 +175,10 @@ impl fmt::Debug for Context {
 pub struct Module<'ctx> {
     raw: LLVMModuleRef,
     ctx: &'ctx Context,
+    /// Instructions erased through [`crate::builder::Builder::erase`]: detached from their
+    /// blocks but kept alive until the module is dropped, so that handles to them never
+    /// dangle. See `crate::builder` for the invariants.
+    erased: RefCell<Vec<LLVMValueRef>>,
 }
 
 impl<'ctx> Module<'ctx> {
@@ -210,7 +217,11 @@ impl<'ctx> Module<'ctx> {
                 message: message.text_or(&format!("{name}: cannot parse module")),
             });
         }
-        Ok(Module { raw, ctx })
+        Ok(Module {
+            raw,
+            ctx,
+            erased: RefCell::default(),
+        })
     }
 
     /// Runs the LLVM verifier over the whole module.
@@ -306,6 +317,14 @@ impl<'ctx> Module<'ctx> {
     pub(crate) fn as_raw(&self) -> LLVMModuleRef {
         self.raw
     }
+
+    /// Keeps `inst`, an instruction of this module already removed from its block (with
+    /// no uses left), alive until the module is dropped.
+    pub(crate) fn keep_erased(&self, inst: LLVMValueRef) {
+        if let Ok(mut erased) = self.erased.try_borrow_mut() {
+            erased.push(inst);
+        }
+    }
 }
 
 impl Clone for Module<'_> {
@@ -313,12 +332,29 @@ impl Clone for Module<'_> {
     fn clone(&self) -> Self {
         // SAFETY: `self.raw` is live; the copy is a new module owned by the result.
         let raw = unsafe { LLVMCloneModule(self.raw) };
-        Module { raw, ctx: self.ctx }
+        Module {
+            raw,
+            ctx: self.ctx,
+            erased: RefCell::default(),
+        }
     }
 }
 
 impl Drop for Module<'_> {
     fn drop(&mut self) {
+        // Erased instructions first: they are no longer in any block, so disposing the
+        // module would not free them, and they may still use its blocks or metadata.
+        for inst in self.erased.get_mut().drain(..).rev() {
+            // SAFETY: each was a live instruction of this module, removed from its block
+            // and never freed; it is freed exactly once here. Any use of it left (there
+            // should be none) is first pointed at poison so that no user dangles.
+            unsafe {
+                if !LLVMGetFirstUse(inst).is_null() {
+                    LLVMReplaceAllUsesWith(inst, LLVMGetPoison(LLVMTypeOf(inst)));
+                }
+                LLVMDeleteInstruction(inst);
+            }
+        }
         // SAFETY: the module is owned by `self` and disposed once, before its context.
         unsafe { LLVMDisposeModule(self.raw) };
     }

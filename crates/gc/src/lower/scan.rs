@@ -1,0 +1,488 @@
+//! From a function's IR to the [`FnModel`] the analyses work on.
+//!
+//! Spec 003, "Размещение корней сборки мусора": the pass must find (a) the GC-tracked
+//! pointers and (b) every use of them, including uses through derived pointers, whose base
+//! it must find and root. Here:
+//!
+//! - a *base* is an SSA value whose type holds tracked (address space 10) pointers and that
+//!   brings new references into the function: a call result, a load, a phi or select of
+//!   tracked values, a vector or aggregate built with insertelement/insertvalue. Each tracked
+//!   pointer inside it (each vector element, each tracked struct field) is one model value;
+//! - a *derived* value reaches its base through addrspacecast, getelementptr, bitcast,
+//!   freeze, extractelement and extractvalue; a load of a Loaded (13) pointer derives from
+//!   the object it was loaded from. A phi or select of derived pointers gets a parallel phi
+//!   or select over their bases, inserted into the IR here, which is then a base itself;
+//! - arguments (the caller roots them), constants and casts from address space 0 (spec:
+//!   the frontend takes responsibility for those) need no root;
+//! - a safepoint is a call that may collect: anything but intrinsics, the `julia.*`
+//!   helpers and calls that only read memory. Its tracked and derived arguments, its
+//!   `jl_roots` bundle operands and `julia.call`'s arguments stay rooted during the call;
+//!   CalleeRooted (12) arguments do not;
+//! - `llvm.julia.gc_preserve_begin`'s operands are used again at each matching
+//!   `gc_preserve_end`, which keeps them live, hence rooted, at every safepoint between;
+//! - `julia.pointer_from_objref` is not a use.
+
+use std::collections::HashMap;
+
+use locus_llvm::builder::Builder;
+use locus_llvm::cfg::Cfg;
+use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
+
+use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
+use crate::addrspace::{tracked_leaves, LeafPath, CALLEE_ROOTED, LOADED, TRACKED, UNTRACKED};
+use crate::{Error, Result};
+
+/// Julia's name for the call that marks a function as taking part.
+pub const GET_PGCSTACK: &str = "julia.get_pgcstack";
+/// Julia's raw-pointer escape hatch.
+pub const POINTER_FROM_OBJREF: &str = "julia.pointer_from_objref";
+/// The jlcall convention's marker call.
+pub const JULIA_CALL: &str = "julia.call";
+/// Keeps values alive from here to the matching end.
+pub const PRESERVE_BEGIN: &str = "llvm.julia.gc_preserve_begin";
+/// Ends a preserve region.
+pub const PRESERVE_END: &str = "llvm.julia.gc_preserve_end";
+/// The bundle that roots extra values during a call.
+pub const JL_ROOTS: &str = "jl_roots";
+
+/// Calls that never collect, by name.
+const NOT_SAFEPOINTS: &[&str] = &[
+    GET_PGCSTACK,
+    POINTER_FROM_OBJREF,
+    PRESERVE_BEGIN,
+    PRESERVE_END,
+    "julia.new_gc_frame",
+    "julia.push_gc_frame",
+    "julia.pop_gc_frame",
+    "julia.get_gc_frame_slot",
+    "locus_gc_get_pgcstack",
+];
+
+/// One model value: a tracked pointer inside a base SSA value.
+#[derive(Clone, Debug)]
+pub struct Leaf<'m> {
+    /// The base SSA value.
+    pub value: Value<'m>,
+    /// Where the pointer is inside it.
+    pub path: LeafPath,
+}
+
+/// A function reduced to its model, with the way back to the IR.
+#[derive(Debug)]
+pub struct Scan<'m> {
+    /// The model.
+    pub model: FnModel,
+    /// Model value → the IR it stands for.
+    pub leaves: Vec<Leaf<'m>>,
+    /// Safepoint → its call.
+    pub safepoints: Vec<Instruction<'m>>,
+    /// The `julia.get_pgcstack` call in the entry block.
+    pub pgcstack: Instruction<'m>,
+}
+
+/// True if `f` takes part in GC lowering: its entry block calls `julia.get_pgcstack`.
+pub fn pgcstack_call<'m>(f: Function<'m>) -> Option<Instruction<'m>> {
+    let entry = f.entry_block()?;
+    entry
+        .instructions()
+        .into_iter()
+        .find(|i| i.as_call().and_then(|c| c.callee_name()).as_deref() == Some(GET_PGCSTACK))
+}
+
+/// True if `call` may collect.
+pub fn is_safepoint(call: Call<'_>) -> bool {
+    match call.callee_name() {
+        Some(name) => {
+            if NOT_SAFEPOINTS.contains(&name.as_str())
+                || call.is_intrinsic()
+                || name.starts_with("llvm.")
+            {
+                return false;
+            }
+            if name == JULIA_CALL {
+                return true;
+            }
+            if let Some(f) = call.called_function() {
+                if f.memory_effects().only_reads_memory() {
+                    return false;
+                }
+            }
+            !call.memory_effects().only_reads_memory()
+        }
+        // Indirect calls may go anywhere.
+        None => !call.memory_effects().only_reads_memory(),
+    }
+}
+
+/// True if `call` is `returns_twice` (at the call site or on its callee).
+pub fn is_returns_twice(call: Call<'_>) -> bool {
+    call.has_fn_attribute("returns_twice")
+        || call
+            .called_function()
+            .is_some_and(|f| f.has_attribute(AttributeIndex::Function, "returns_twice"))
+}
+
+/// True if `inst` brings new tracked references into the function.
+fn is_base_def(inst: Instruction<'_>) -> bool {
+    if tracked_leaves(inst.ty()).is_empty() {
+        return false;
+    }
+    matches!(
+        inst.opcode(),
+        Opcode::Call
+            | Opcode::Invoke
+            | Opcode::Load
+            | Opcode::Phi
+            | Opcode::Select
+            | Opcode::InsertElement
+            | Opcode::InsertValue
+            | Opcode::ShuffleVector
+            | Opcode::AtomicRMW
+            | Opcode::AtomicCmpXchg
+            | Opcode::VAArg
+    )
+}
+
+fn is_derived_pointer(v: Value<'_>) -> bool {
+    let ty = v.ty();
+    ty.is_pointer()
+        && ty
+            .address_space()
+            .is_some_and(|a| a != TRACKED && a != UNTRACKED && crate::addrspace::is_gc(a))
+}
+
+struct Scanner<'s, 'm> {
+    builder: &'s Builder<'m>,
+    function: Function<'m>,
+    leaves: Vec<Leaf<'m>>,
+    leaf_ids: HashMap<Value<'m>, Vec<ValueId>>,
+    bases: HashMap<Value<'m>, Vec<ValueId>>,
+    /// Derived phi or select → the base IR value made for it.
+    base_of_derived: HashMap<Value<'m>, Value<'m>>,
+}
+
+impl<'s, 'm> Scanner<'s, 'm> {
+    fn error(&self, inst: Option<Instruction<'m>>, what: String) -> Error {
+        Error::Lower {
+            function: self.function.name(),
+            instruction: inst.map(|i| i.print().trim().to_string()),
+            message: what,
+        }
+    }
+
+    fn leaves_of(&mut self, v: Value<'m>) -> Vec<ValueId> {
+        if let Some(ids) = self.leaf_ids.get(&v) {
+            return ids.clone();
+        }
+        let ids: Vec<ValueId> = tracked_leaves(v.ty())
+            .into_iter()
+            .map(|path| {
+                self.leaves.push(Leaf { value: v, path });
+                self.leaves.len() - 1
+            })
+            .collect();
+        self.leaf_ids.insert(v, ids.clone());
+        ids
+    }
+
+    /// The base IR value (type `ptr addrspace(10)`) of a scalar pointer `v` in a GC address
+    /// space, for building base phis and selects: null where nothing needs rooting.
+    fn base_value(&mut self, v: Value<'m>, depth: usize) -> Result<Value<'m>> {
+        let null = || self.builder.null_ptr(TRACKED).map_err(Error::from);
+        if depth > 10_000 {
+            return Err(self.error(v.as_instruction(), "derivation chain too deep".into()));
+        }
+        if let Some(b) = self.base_of_derived.get(&v) {
+            return Ok(*b);
+        }
+        let ty = v.ty();
+        if ty.is_pointer() && ty.address_space() == Some(TRACKED) {
+            return Ok(v);
+        }
+        let Some(inst) = v.as_instruction() else {
+            return null();
+        };
+        match inst.opcode() {
+            Opcode::AddrSpaceCast | Opcode::BitCast | Opcode::Freeze | Opcode::GetElementPtr => {
+                let Some(src) = inst.operand(0) else {
+                    return null();
+                };
+                if src.ty().is_pointer() && src.ty().address_space() == Some(UNTRACKED) {
+                    return null();
+                }
+                self.base_value(src, depth + 1)
+            }
+            Opcode::Load if ty.address_space() == Some(LOADED) => match inst.operand(0) {
+                Some(p) => self.base_value(p, depth + 1),
+                None => null(),
+            },
+            _ => null(),
+        }
+    }
+
+    /// Makes the parallel base phis and selects for the phis and selects of derived
+    /// pointers: the phis first and empty, so that loops can refer to them; then the selects
+    /// (in reverse post-order, so a select's operands have their bases already); then the
+    /// phis' incoming bases.
+    fn make_base_phis_and_selects(&mut self, cfg: &Cfg<'m>) -> Result<()> {
+        let mut phis = Vec::new();
+        for &b in cfg.reverse_post_order() {
+            let Some(block) = cfg.block(b) else { continue };
+            for phi in block.phis() {
+                if is_derived_pointer(phi.as_value()) {
+                    self.builder.position_at_start(block)?;
+                    let base = self.builder.phi(
+                        self.builder.ptr_type(TRACKED)?,
+                        &format!("{}.base", phi.name()),
+                    )?;
+                    self.base_of_derived.insert(phi.as_value(), base.as_value());
+                    phis.push((phi, base));
+                }
+            }
+        }
+        for &b in cfg.reverse_post_order() {
+            let Some(block) = cfg.block(b) else { continue };
+            for inst in block.instructions() {
+                if inst.opcode() == Opcode::Select && is_derived_pointer(inst.as_value()) {
+                    let (Some(c), Some(t), Some(f)) =
+                        (inst.operand(0), inst.operand(1), inst.operand(2))
+                    else {
+                        continue;
+                    };
+                    let (bt, bf) = (self.base_value(t, 0)?, self.base_value(f, 0)?);
+                    let base = if bt == bf {
+                        bt
+                    } else {
+                        self.builder.position_before(inst)?;
+                        self.builder
+                            .select(c, bt, bf, &format!("{}.base", inst.name()))?
+                    };
+                    self.base_of_derived.insert(inst.as_value(), base);
+                }
+            }
+        }
+        for (phi, base) in phis {
+            for (value, from) in phi.phi_incoming() {
+                let b = self.base_value(value, 0)?;
+                self.builder.add_incoming(base, b, from)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The model values a use of `v` keeps alive.
+    fn bases(&mut self, v: Value<'m>, depth: usize) -> Vec<ValueId> {
+        if let Some(b) = self.bases.get(&v) {
+            return b.clone();
+        }
+        if depth > 10_000 {
+            return Vec::new();
+        }
+        let result = match v.as_instruction() {
+            None => Vec::new(),
+            Some(inst) if is_base_def(inst) => self.leaves_of(v),
+            Some(inst) => match inst.opcode() {
+                _ if self.base_of_derived.contains_key(&v) => {
+                    let b = self.base_of_derived[&v];
+                    if b == v {
+                        Vec::new()
+                    } else {
+                        self.bases(b, depth + 1)
+                    }
+                }
+                Opcode::AddrSpaceCast
+                | Opcode::BitCast
+                | Opcode::Freeze
+                | Opcode::GetElementPtr => match inst.operand(0) {
+                    Some(src)
+                        if src.ty().is_pointer() && src.ty().address_space() == Some(UNTRACKED) =>
+                    {
+                        Vec::new()
+                    }
+                    Some(src) => self.bases(src, depth + 1),
+                    None => Vec::new(),
+                },
+                Opcode::ExtractElement => {
+                    let Some(vec) = inst.operand(0) else {
+                        return Vec::new();
+                    };
+                    let all = self.bases(vec, depth + 1);
+                    let index = inst.operand(1).and_then(|i| i.const_uint());
+                    match (index, vec.as_instruction().is_some_and(is_base_def)) {
+                        (Some(i), true) => all.get(i as usize).map(|&x| vec![x]).unwrap_or(all),
+                        _ => all,
+                    }
+                }
+                Opcode::ExtractValue => match inst.operand(0) {
+                    Some(agg) => self.bases(agg, depth + 1),
+                    None => Vec::new(),
+                },
+                Opcode::Load if v.ty().is_pointer() && v.ty().address_space() == Some(LOADED) => {
+                    match inst.operand(0) {
+                        Some(p) => self.bases(p, depth + 1),
+                        None => Vec::new(),
+                    }
+                }
+                _ => Vec::new(),
+            },
+        };
+        self.bases.insert(v, result.clone());
+        result
+    }
+
+    fn bases_of_all(&mut self, values: &[Value<'m>]) -> Vec<ValueId> {
+        let mut out = Vec::new();
+        for &v in values {
+            for b in self.bases(v, 0) {
+                if !out.contains(&b) {
+                    out.push(b);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Scans `f`, inserting the base phis and selects it needs. `None` if `f` does not take
+/// part (no `julia.get_pgcstack` call in its entry block).
+pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m>>> {
+    let Some(pgcstack) = pgcstack_call(f) else {
+        return Ok(None);
+    };
+    let cfg = Cfg::new(f);
+    let mut s = Scanner {
+        builder,
+        function: f,
+        leaves: Vec::new(),
+        leaf_ids: HashMap::new(),
+        bases: HashMap::new(),
+        base_of_derived: HashMap::new(),
+    };
+    s.make_base_phis_and_selects(&cfg)?;
+    // The CFG again: the blocks are the same, but the phis changed.
+    let cfg = Cfg::new(f);
+    let mut blocks = Vec::with_capacity(cfg.len());
+    let mut safepoints = Vec::new();
+    let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::new();
+    for b in 0..cfg.len() {
+        let Some(block) = cfg.block(b) else { continue };
+        let mut out = Block {
+            succs: cfg.successors(b).to_vec(),
+            ..Block::default()
+        };
+        for inst in block.instructions() {
+            if inst.opcode() == Opcode::Phi {
+                for def in s.leaves_of_if_base(inst) {
+                    let incoming = inst
+                        .phi_incoming()
+                        .into_iter()
+                        .filter_map(|(value, from)| Some((cfg.index_of(from)?, s.bases(value, 0))))
+                        .collect();
+                    out.phis.push(Phi { def, incoming });
+                }
+                continue;
+            }
+            if inst.opcode() == Opcode::Invoke {
+                return Err(s.error(
+                    Some(inst),
+                    "invoke is not supported yet (unwinding comes later)".into(),
+                ));
+            }
+            if let Some(call) = inst.as_call() {
+                let name = call.callee_name().unwrap_or_default();
+                if name == POINTER_FROM_OBJREF || name == GET_PGCSTACK {
+                    continue;
+                }
+                if name == PRESERVE_BEGIN {
+                    let kept = s.bases_of_all(&call.arguments());
+                    out.steps.push(Step::Use(kept.clone()));
+                    preserved.insert(inst.as_value(), kept);
+                    continue;
+                }
+                if name == PRESERVE_END {
+                    let kept = call
+                        .arguments()
+                        .first()
+                        .and_then(|t| preserved.get(t))
+                        .cloned()
+                        .unwrap_or_default();
+                    out.steps.push(Step::Use(kept));
+                    continue;
+                }
+                if is_safepoint(call) {
+                    let mut operands = Vec::new();
+                    let mut callee_rooted = Vec::new();
+                    let mut args = call.arguments();
+                    if call.callee_name().is_none() {
+                        args.push(call.called_value());
+                    }
+                    for a in args {
+                        let ty = a.ty();
+                        if ty.is_pointer() && ty.address_space() == Some(CALLEE_ROOTED) {
+                            callee_rooted.push(a);
+                        } else {
+                            operands.push(a);
+                        }
+                    }
+                    for bundle in call.operand_bundles() {
+                        operands.extend(bundle.args);
+                    }
+                    let callee_rooted = s.bases_of_all(&callee_rooted);
+                    if !callee_rooted.is_empty() {
+                        out.steps.push(Step::Use(callee_rooted));
+                    }
+                    let operands = s.bases_of_all(&operands);
+                    let defs = s.leaves_of_if_base(inst);
+                    out.steps.push(Step::Safepoint(Safepoint {
+                        id: safepoints.len(),
+                        operands,
+                        defs,
+                        returns_twice: is_returns_twice(call),
+                    }));
+                    safepoints.push(inst);
+                    continue;
+                }
+            }
+            let mut used: Vec<Value<'m>> = match inst.as_call() {
+                Some(call) => {
+                    let mut v = call.arguments();
+                    for bundle in call.operand_bundles() {
+                        v.extend(bundle.args);
+                    }
+                    v
+                }
+                None => inst.operands(),
+            };
+            used.retain(|v| v.kind() != ValueKind::BasicBlock);
+            let uses = s.bases_of_all(&used);
+            if !uses.is_empty() {
+                out.steps.push(Step::Use(uses));
+            }
+            for def in s.leaves_of_if_base(inst) {
+                out.steps.push(Step::Def(def));
+            }
+        }
+        blocks.push(out);
+    }
+    let model = FnModel {
+        num_values: s.leaves.len(),
+        num_safepoints: safepoints.len(),
+        blocks,
+    };
+    Ok(Some(Scan {
+        model,
+        leaves: s.leaves,
+        safepoints,
+        pgcstack,
+    }))
+}
+
+impl<'m> Scanner<'_, 'm> {
+    fn leaves_of_if_base(&mut self, inst: Instruction<'m>) -> Vec<ValueId> {
+        if is_base_def(inst) {
+            self.leaves_of(inst.as_value())
+        } else {
+            Vec::new()
+        }
+    }
+}
