@@ -1,7 +1,9 @@
 //! Every program in `fixtures/programs` run under the stress collector (a collection at every
 //! call that may collect, freed objects poisoned and never reused): the result must be the
-//! one its `; expect:` line gives, with no fault. Then the oracle is shown able to fail: with
-//! one planned root store left out, the stress collector must report a dangling reference.
+//! one its `; expect:` line gives, with no fault; and the frames use no more slots than the
+//! most values rooted together at one safepoint. (That the oracle can fail, a dropped root
+//! caught as a dangling reference, is tested through the CLI in crates/cli/tests/gc.rs,
+//! since a program whose root was dropped may crash its process.)
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -68,4 +70,22 @@ fn every_program_gives_its_result_under_stress() {
         passed.len(),
         passed.join(", ")
     );
+}
+
+#[test]
+fn slots_meet_the_live_together_lower_bound() {
+    for path in programs() {
+        let out = run_file(&path, false, None);
+        for f in &out.reports {
+            assert_eq!(
+                f.slots,
+                f.max_live,
+                "{} @{}: {} slots for at most {} live together",
+                path.display(),
+                f.function,
+                f.slots,
+                f.max_live
+            );
+        }
+    }
 }

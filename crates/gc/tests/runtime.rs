@@ -730,9 +730,9 @@ fn foreign_read_reads_rooted_objects_and_reports_freed_ones() {
     assert_eq!(
         faults[0].to_string(),
         format!(
-            "foreign read: 8 bytes at {:#x} ({:#x} + 8) are inside object {:#x} freed in \
-             collection {} (object #1: 1 pointer field, 16 raw bytes); the object was not kept \
-             alive across the call",
+            "dangling reference: a foreign read of 8 bytes at {:#x} ({:#x} + 8) is inside \
+             object {:#x} freed in collection {} (object #1: 1 pointer field, 16 raw bytes); \
+             the object was not kept alive across the call",
             obj as usize + 8,
             obj as usize,
             obj as usize,

@@ -382,15 +382,21 @@ impl fmt::Display for GcFault {
                 problem,
             } => {
                 let at = raw.wrapping_add_signed(offset as isize);
-                write!(f, "foreign read: 8 bytes at {at:#x} ({raw:#x} + {offset}) ")?;
-                match problem {
-                    ReadProblem::Freed(object) => write!(
+                // A raw pointer into a freed object is a dangling reference like any other;
+                // say so first, so that one prefix catches them all.
+                if let ReadProblem::Freed(object) = problem {
+                    return write!(
                         f,
-                        "are inside object {:#x} freed in collection {} ({object}); the object \
-                         was not kept alive across the call",
+                        "dangling reference: a foreign read of 8 bytes at {at:#x} ({raw:#x} + \
+                         {offset}) is inside object {:#x} freed in collection {} ({object}); the \
+                         object was not kept alive across the call",
                         object.addr,
                         object.freed_in.unwrap_or(0)
-                    ),
+                    );
+                }
+                write!(f, "foreign read: 8 bytes at {at:#x} ({raw:#x} + {offset}) ")?;
+                match problem {
+                    ReadProblem::Freed(_) => Ok(()),
                     ReadProblem::OutOfBounds(object) => write!(
                         f,
                         "are not inside the body of object {:#x} ({object})",
