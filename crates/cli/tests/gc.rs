@@ -173,3 +173,38 @@ fn bad_input_is_one_line_and_status_1() {
         text(&out.stderr)
     );
 }
+
+/// The report says why each value is rooted: a value passed only as CalleeRooted is never in
+/// the frame, a value live across an allocation is, and a dead value's slot is nulled.
+#[test]
+fn report_explains_the_roots() {
+    let p = programs()
+        .into_iter()
+        .find(|p| p.ends_with("callee_rooted.ll"))
+        .unwrap_or_else(|| panic!("no callee_rooted.ll"));
+    let out = locus_gc(&["lower", "--report", path_str(&p)]);
+    assert!(out.status.success());
+    let report = text(&out.stderr);
+    let expected = "\
+function @main: 1 slot(s), at most 1 value(s) rooted at one safepoint
+  safepoint 0: %o = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+    nothing rooted
+  safepoint 1: %a = call i64 @locus_gc_callee_rooted_read(ptr addrspace(12) %o.c, i64 0)
+    %o -> slot 0 (stored just before)
+  safepoint 2: %junk = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+    %o -> slot 0 (already in its slot)
+  safepoint 3: %b = call i64 @locus_gc_callee_rooted_read(ptr addrspace(12) %o.c2, i64 0)
+    nothing rooted
+    slot 0 nulled (its value is dead)
+  safepoint 4: %p = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+    nothing rooted
+  safepoint 5: %c = call i64 @locus_gc_callee_rooted_read(ptr addrspace(12) %p.c, i64 0)
+    nothing rooted
+";
+    assert_eq!(report, expected);
+    // With -o the module goes to the file and the report to standard output.
+    let tmp = TempDir::new("gc-report");
+    let out_path = tmp.path("lowered.ll");
+    let out = locus_gc(&["lower", "--report", path_str(&p), "-o", path_str(&out_path)]);
+    assert_eq!(text(&out.stdout), expected);
+}

@@ -142,6 +142,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
+            selects: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -174,6 +175,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 4,
+            selects: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

@@ -88,6 +88,36 @@ pub fn analyze(m: &FnModel) -> Liveness {
     }
 }
 
+/// Select refinement (spec 003's goal is the fewest roots): a select of tracked values
+/// holds one of its operands, so where every operand is rooted anyway the select needs no
+/// root of its own. A select is dropped from every safepoint's set if, at each safepoint
+/// where it is live, all its operands are too. Operands that are selects considered here
+/// are not relied on (dropping them could undo the reason). Phis are not refined: a phi's
+/// incoming value may be a newer instance (a loop) than the one the phi holds.
+pub fn refine_selects(m: &FnModel, live: &mut Liveness) {
+    let candidates: BitSet = {
+        let mut c = BitSet::new(m.num_values);
+        for (v, _) in &m.selects {
+            c.insert(*v);
+        }
+        c
+    };
+    for (v, operands) in &m.selects {
+        if operands.iter().any(|&o| candidates.contains(o)) {
+            continue;
+        }
+        let covered = live
+            .at_safepoint
+            .iter()
+            .all(|set| !set.contains(*v) || operands.iter().all(|&o| set.contains(o)));
+        if covered {
+            for set in &mut live.at_safepoint {
+                set.remove(*v);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +142,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
+            selects: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -137,6 +168,7 @@ mod tests {
         let m = FnModel {
             num_values: 3,
             num_safepoints: 3,
+            selects: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -172,10 +204,43 @@ mod tests {
     }
 
     #[test]
+    fn a_select_of_rooted_values_needs_no_root() {
+        // v0, v1 = alloc; v2 = select v0, v1; sp2; use v0, v1, v2
+        let m = FnModel {
+            num_values: 3,
+            num_safepoints: 3,
+            blocks: vec![Block {
+                succs: vec![],
+                phis: vec![],
+                steps: vec![
+                    sp(0, vec![], vec![0]),
+                    sp(1, vec![], vec![1]),
+                    Step::Use(vec![0, 1]),
+                    Step::Def(2),
+                    sp(2, vec![], vec![]),
+                    Step::Use(vec![0, 1, 2]),
+                ],
+            }],
+            selects: vec![(2, vec![0, 1])],
+        };
+        let mut l = analyze(&m);
+        assert_eq!(members(&l.at_safepoint[2]), vec![0, 1, 2]);
+        refine_selects(&m, &mut l);
+        assert_eq!(members(&l.at_safepoint[2]), vec![0, 1]);
+        // If one operand dies before the safepoint, the select keeps its root.
+        let mut m2 = m.clone();
+        m2.blocks[0].steps[5] = Step::Use(vec![0, 2]);
+        let mut l2 = analyze(&m2);
+        refine_selects(&m2, &mut l2);
+        assert_eq!(members(&l2.at_safepoint[2]), vec![0, 2]);
+    }
+
+    #[test]
     fn operands_are_rooted_during_the_call() {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
+            selects: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

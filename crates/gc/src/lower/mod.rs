@@ -95,7 +95,8 @@ pub fn lower_module<'m>(
         let Some(scan) = scan::scan(&b, f)? else {
             continue;
         };
-        let live = liveness::analyze(&scan.model);
+        let mut live = liveness::analyze(&scan.model);
+        liveness::refine_selects(&scan.model, &mut live);
         let coloring = color::color(&scan.model, &live);
         let plans = place::place(&scan.model, &live, &coloring);
         let report = FunctionReport {

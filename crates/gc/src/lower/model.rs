@@ -21,6 +21,9 @@ pub struct FnModel {
     pub num_safepoints: usize,
     /// The blocks; block 0 is the entry.
     pub blocks: Vec<Block>,
+    /// Selects of tracked values: (the select's value, the values it chooses between).
+    /// Operands that need no root (arguments, constants) are left out.
+    pub selects: Vec<(ValueId, Vec<ValueId>)>,
 }
 
 /// One basic block.

@@ -174,6 +174,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 4,
+            selects: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -200,6 +201,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
+            selects: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -230,6 +232,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 3,
+            selects: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1, 2],
@@ -268,6 +271,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 2,
+            selects: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],

@@ -364,6 +364,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
     let mut blocks = Vec::with_capacity(cfg.len());
     let mut safepoints = Vec::new();
     let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::new();
+    let mut selects = Vec::new();
     for b in 0..cfg.len() {
         let Some(block) = cfg.block(b) else { continue };
         let mut out = Block {
@@ -458,7 +459,15 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
             if !uses.is_empty() {
                 out.steps.push(Step::Use(uses));
             }
-            for def in s.leaves_of_if_base(inst) {
+            let defs = s.leaves_of_if_base(inst);
+            if let ([def], Opcode::Select) = (defs.as_slice(), inst.opcode()) {
+                let chosen: Vec<Value<'m>> = [inst.operand(1), inst.operand(2)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                selects.push((*def, s.bases_of_all(&chosen)));
+            }
+            for def in defs {
                 out.steps.push(Step::Def(def));
             }
         }
@@ -468,6 +477,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         num_values: s.leaves.len(),
         num_safepoints: safepoints.len(),
         blocks,
+        selects,
     };
     Ok(Some(Scan {
         model,
