@@ -3,6 +3,7 @@
 //! Each chapter shows its input, what Locus found in it, and the cross-check it made against
 //! software nobody here wrote. A failed cross-check fails the tour (exit status 1).
 
+mod gc;
 mod stackmap;
 
 use std::io::Write;
@@ -14,7 +15,7 @@ use crate::Failure;
 /// Arguments of `locus tour`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run only the chapter with this name (stackmap).
+    /// Run only the chapter with this name (stackmap, gc).
     #[arg(long, value_name = "NAME")]
     chapter: Option<String>,
 }
@@ -26,11 +27,18 @@ struct Chapter {
     run: fn(&mut Tour<'_>) -> Result<(), Failure>,
 }
 
-const CHAPTERS: &[Chapter] = &[Chapter {
-    name: "stackmap",
-    title: "Stack maps and patch points (spec 000, crate locus-stackmap)",
-    run: stackmap::run,
-}];
+const CHAPTERS: &[Chapter] = &[
+    Chapter {
+        name: "stackmap",
+        title: "Stack maps and patch points (spec 000, crate locus-stackmap)",
+        run: stackmap::run,
+    },
+    Chapter {
+        name: "gc",
+        title: "Precise GC for any LLVM frontend, Julia-style (spec 003, crate locus-gc)",
+        run: gc::run_chapter,
+    },
+];
 
 /// What a chapter writes to, and where it may put scratch files.
 pub struct Tour<'a> {
