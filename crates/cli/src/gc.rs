@@ -15,7 +15,8 @@ use crate::Failure;
 #[derive(Subcommand)]
 pub enum Command {
     /// Place GC roots: write the module with a GC frame in every function that calls
-    /// `julia.get_pgcstack`.
+    /// `julia.get_pgcstack`. The GC invariants are checked first; violations go to standard
+    /// error and nothing is written.
     Lower {
         /// Textual (.ll) or bitcode (.bc) IR.
         file: PathBuf,
@@ -29,6 +30,48 @@ pub enum Command {
         /// their stores went (to standard error when the module goes to standard output).
         #[arg(long)]
         report: bool,
+    },
+    /// Check the GC invariants of spec 003 that root placement relies on.
+    ///
+    /// Each violation is one line on standard output:
+    /// `FILE: error: RULE: function @F, instruction `I`: WHY` (or `warning:`). When there
+    /// are errors, a count goes to standard error as `locus: FILE: N GC invariant
+    /// violation(s)` and the exit status is 1; a clean module prints nothing and exits with
+    /// 0, as does one with warnings only. Input that does not parse, or that LLVM's own
+    /// verifier rejects, is reported on standard error as `locus: FILE: ...` followed by
+    /// LLVM's diagnostic, with exit status 1 and nothing on standard output.
+    ///
+    /// The rules (RULE as printed):
+    ///
+    ///   addrspacecast        only 0 -> 10/11/12, 10 -> 11 and 10 -> 12 casts involve the GC
+    ///                        spaces (10 Tracked, 11 Derived, 12 CalleeRooted, 13 Loaded),
+    ///                        constant expressions included
+    ///
+    ///   tracked-gep          no getelementptr on a Tracked (10) pointer or vector of them
+    ///
+    ///   int-ptr-cast         no inttoptr into, or ptrtoint out of, address spaces 10-13
+    ///
+    ///   callee-rooted-use    CalleeRooted (12) values are only passed to calls, as arguments
+    ///                        of that type (no load, store or other use through or of them)
+    ///
+    ///   decayed-load-store   no load or store of values holding Derived or CalleeRooted
+    ///                        pointers (through a Derived pointer is fine)
+    ///
+    ///   return               only Tracked pointers are returned (no 11, 12 or 13, also
+    ///                        inside structs and vectors)
+    ///
+    ///   jlcall-argument      julia.call's arguments after the function pointer are Tracked
+    ///
+    ///   pointer-from-objref  julia.pointer_from_objref takes Tracked, returns untracked (0)
+    ///
+    ///   gc-preserve-end      llvm.julia.gc_preserve_end ends a gc_preserve_begin token
+    ///
+    ///   pgcstack-entry       (warning) julia.get_pgcstack is called in the entry block,
+    ///                        where the lowering looks for it
+    #[command(verbatim_doc_comment)]
+    Verify {
+        /// Textual (.ll) or bitcode (.bc) IR.
+        file: PathBuf,
     },
     /// Lower, JIT-compile with LLVM 19 and call `i64 ENTRY()`, printing its result.
     Run {
@@ -87,6 +130,22 @@ pub fn write_report(out: &mut dyn Write, reports: &[FunctionReport]) -> std::io:
     Ok(())
 }
 
+/// Prints each GC invariant violation of `module` as one line to `out`; fails if any is an
+/// error (warnings alone pass).
+fn check_invariants(shown: &str, module: &Module<'_>, out: &mut dyn Write) -> Result<(), Failure> {
+    let violations = locus_gc::verify::verify_module(module);
+    for v in &violations {
+        writeln!(out, "{shown}: {}: {v}", v.severity()).map_err(io)?;
+    }
+    let errors = violations.iter().filter(|v| v.is_error()).count();
+    if errors > 0 {
+        return Err(Failure::Message(format!(
+            "{shown}: {errors} GC invariant violation(s)"
+        )));
+    }
+    Ok(())
+}
+
 /// Runs a `gc` subcommand.
 pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
@@ -101,6 +160,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             let shown = file.display().to_string();
             let module = Module::parse_ir(&ctx, &shown, &bytes)
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            check_invariants(&shown, &module, &mut std::io::stderr().lock())?;
             let reports = lower_module(
                 &module,
                 LowerOptions {
@@ -126,6 +186,17 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
                 }
             }
             Ok(())
+        }
+        Command::Verify { file } => {
+            let bytes = read(file)?;
+            let ctx = Context::new();
+            let shown = file.display().to_string();
+            let module = Module::parse_ir(&ctx, &shown, &bytes)
+                .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            module
+                .verify()
+                .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            check_invariants(&shown, &module, out)
         }
         Command::Run {
             file,

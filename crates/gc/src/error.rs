@@ -17,6 +17,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The module breaks GC invariants of spec 003 (see [`crate::verify`]); only
+    /// error-level violations are listed.
+    Invariants(Vec<crate::verify::Violation>),
     /// A module to run has no entry function of the right type.
     Entry {
         /// The name asked for.
@@ -51,6 +54,17 @@ impl fmt::Display for Error {
                 write!(f, "function @{function}: {message}")
             }
             Error::Entry { name, message } => write!(f, "entry @{name}: {message}"),
+            Error::Invariants(violations) => {
+                write!(
+                    f,
+                    "{} GC invariant violation(s), not lowered:",
+                    violations.len()
+                )?;
+                for v in violations {
+                    write!(f, "\n  {v}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

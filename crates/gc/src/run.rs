@@ -33,11 +33,20 @@ pub struct RunOutcome {
     pub reports: Vec<FunctionReport>,
 }
 
-/// Parses `ir`, lowers it, JIT-compiles it and calls `entry`.
+/// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
+/// with [`Error::Invariants`]; warnings do not stop it), lowers it, JIT-compiles it and
+/// calls `entry`.
 pub fn run(name: &str, ir: &str, options: RunOptions) -> Result<RunOutcome> {
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
     module.verify()?;
+    let violations: Vec<_> = crate::verify::verify_module(&module)
+        .into_iter()
+        .filter(crate::verify::Violation::is_error)
+        .collect();
+    if !violations.is_empty() {
+        return Err(Error::Invariants(violations));
+    }
     let reports = lower_module(
         &module,
         LowerOptions {
