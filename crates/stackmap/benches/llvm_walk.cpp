@@ -51,13 +51,8 @@ constexpr uint64_t O_SIZE = 0x1D8E4E27C47D124Full;
 
 inline uint64_t mix(uint64_t h, uint64_t v) { return ((h << 5) | (h >> 59)) ^ v; }
 
-uint64_t walk(const uint8_t *data, size_t len) {
-  llvm::ArrayRef<uint8_t> section(data, len);
-  if (llvm::Error e = Parser::validateHeader(section)) {
-    llvm::consumeError(std::move(e));
-    return 0;
-  }
-  Parser p(section);
+// The walk proper, over a constructed parser.
+uint64_t walk_parser(const Parser &p) {
   uint64_t h = 0;
   for (auto &f : p.functions())
     h = mix(h, f.getFunctionAddress() * F_ADDR + f.getStackSize() * F_STACK +
@@ -97,6 +92,22 @@ uint64_t walk(const uint8_t *data, size_t len) {
   return h;
 }
 
+uint64_t walk(const uint8_t *data, size_t len) {
+  llvm::ArrayRef<uint8_t> section(data, len);
+  if (llvm::Error e = Parser::validateHeader(section)) {
+    llvm::consumeError(std::move(e));
+    return 0;
+  }
+  Parser p(section);
+  return walk_parser(p);
+}
+
+uint64_t now(int clock) {
+  timespec ts{};
+  clock_gettime(clockid_t(clock), &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
 } // namespace
 
 // Parses `data` (one little-endian version-3 table) with llvm::StackMapParser and walks
@@ -112,18 +123,35 @@ extern "C" uint64_t llvm_stackmap_walk(const uint8_t *data, size_t len) {
 // stays on the C++ side. The last checksum goes to *checksum.
 extern "C" uint64_t llvm_stackmap_walk_timed(const uint8_t *data, size_t len, uint64_t iters,
                                              int clock, uint64_t *checksum) {
-  auto now = [clock] {
-    timespec ts{};
-    clock_gettime(clockid_t(clock), &ts);
-    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-  };
   uint64_t h = 0;
-  uint64_t start = now();
+  uint64_t start = now(clock);
   for (uint64_t i = 0; i < iters; ++i) {
     h = walk(data, len);
     asm volatile("" : : "r"(h) : "memory");
   }
-  uint64_t end = now();
+  uint64_t end = now(clock);
   *checksum = h;
   return end - start;
+}
+
+// One llvm_stackmap_walk timed in two parts on `clock`: header validation plus
+// StackMapParser construction (*construct_ns), then the walk (*walk_ns). Returns the
+// checksum (0 if LLVM rejects the header).
+extern "C" uint64_t llvm_stackmap_walk_split(const uint8_t *data, size_t len, int clock,
+                                             uint64_t *construct_ns, uint64_t *walk_ns) {
+  uint64_t start = now(clock);
+  llvm::ArrayRef<uint8_t> section(data, len);
+  if (llvm::Error e = Parser::validateHeader(section)) {
+    llvm::consumeError(std::move(e));
+    return 0;
+  }
+  Parser p(section);
+  asm volatile("" : : "r"(&p) : "memory");
+  uint64_t constructed = now(clock);
+  uint64_t h = walk_parser(p);
+  asm volatile("" : : "r"(h) : "memory");
+  uint64_t end = now(clock);
+  *construct_ns = constructed - start;
+  *walk_ns = end - constructed;
+  return h;
 }

@@ -12,11 +12,17 @@
 //!    strict validation then every function, constant, record, location and live-out;
 //!    `llvm`: `StackMapParser` construction then the same walk) and `lookup_1M` (one
 //!    `StackMapIndex::lookup` of an existing address, in shuffled order);
-//! 4. prints the medians, the locus/llvm ratio and the per-lookup median against the goals.
+//! 4. times each side in its two parts, ten runs each outside criterion: Locus's parse
+//!    (validation) then its walk, LLVM's header check and `StackMapParser` construction then
+//!    its walk;
+//! 5. prints a summary that names the input and the clock: the medians, the locus/llvm ratio,
+//!    the two-part split and the per-lookup median, against the goals.
 //!
 //! Times are the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), read the same way
 //! on both sides, so that other processes on a small shared machine do not count;
-//! `LOCUS_BENCH_CLOCK=wall` switches both to `CLOCK_MONOTONIC`.
+//! `LOCUS_BENCH_CLOCK=wall` switches both to `CLOCK_MONOTONIC`. The lookups are independent
+//! of each other (shuffled addresses, each looked up once in turn), so the per-lookup time
+//! is a throughput: the processor overlaps the cache misses of consecutive lookups.
 //!
 //! Environment: `LOCUS_BENCH_CXX` (default `clang++-19`) and `LOCUS_BENCH_LLVM_CONFIG`
 //! (default `llvm-config-19`) pick the tools. If the anchor cannot be built, the `llvm`
@@ -132,11 +138,14 @@ fn locus_walk(section: &[u8]) -> Result<u64, Error> {
 
 type WalkFn = unsafe extern "C" fn(*const u8, usize) -> u64;
 type WalkTimedFn = unsafe extern "C" fn(*const u8, usize, u64, libc::clockid_t, *mut u64) -> u64;
+type WalkSplitFn =
+    unsafe extern "C" fn(*const u8, usize, libc::clockid_t, *mut u64, *mut u64) -> u64;
 
 /// The dlopen'ed C++ anchor.
 struct Llvm {
     walk: WalkFn,
     walk_timed: WalkTimedFn,
+    walk_split: WalkSplitFn,
 }
 
 impl Llvm {
@@ -160,6 +169,27 @@ impl Llvm {
             )
         };
         (Duration::from_nanos(ns), checksum)
+    }
+
+    /// One walk timed in two parts on `clock`: header check and parser construction, then
+    /// the walk; and the checksum.
+    fn walk_split(&self, section: &[u8], clock: Clock) -> (Duration, Duration, u64) {
+        let (mut construct, mut walk) = (0, 0);
+        // SAFETY: as in `walk`; both outputs are valid places for the times.
+        let h = unsafe {
+            (self.walk_split)(
+                section.as_ptr(),
+                section.len(),
+                clock.id(),
+                &mut construct,
+                &mut walk,
+            )
+        };
+        (
+            Duration::from_nanos(construct),
+            Duration::from_nanos(walk),
+            h,
+        )
     }
 }
 
@@ -191,6 +221,13 @@ impl Clock {
         match self {
             Clock::ThreadCpu => "thread CPU time",
             Clock::Wall => "wall time",
+        }
+    }
+
+    fn id_name(self) -> &'static str {
+        match self {
+            Clock::ThreadCpu => "CLOCK_THREAD_CPUTIME_ID",
+            Clock::Wall => "CLOCK_MONOTONIC",
         }
     }
 
@@ -282,12 +319,14 @@ fn load_anchor() -> Result<Llvm, String> {
     };
     let walk = symbol("llvm_stackmap_walk")?;
     let walk_timed = symbol("llvm_stackmap_walk_timed")?;
-    // SAFETY: both symbols are the extern "C" functions of llvm_walk.cpp with these
+    let walk_split = symbol("llvm_stackmap_walk_split")?;
+    // SAFETY: the symbols are the extern "C" functions of llvm_walk.cpp with these
     // signatures, and the library stays loaded for the life of the process.
     unsafe {
         Ok(Llvm {
             walk: std::mem::transmute::<*mut c_void, WalkFn>(walk),
             walk_timed: std::mem::transmute::<*mut c_void, WalkTimedFn>(walk_timed),
+            walk_split: std::mem::transmute::<*mut c_void, WalkSplitFn>(walk_split),
         })
     }
 }
@@ -308,6 +347,54 @@ fn median_of_last(samples: &Samples, n: usize) -> Option<f64> {
     } else {
         (last[n / 2 - 1] + last[n / 2]) / 2.0
     })
+}
+
+/// The median of `runs` (sorted in place), in milliseconds.
+fn median_ms(runs: &mut [Duration]) -> f64 {
+    runs.sort();
+    let n = runs.len();
+    let mid = if n % 2 == 1 {
+        runs[n / 2]
+    } else {
+        (runs[n / 2 - 1] + runs[n / 2]) / 2
+    };
+    mid.as_secs_f64() * 1e3
+}
+
+/// Locus's parse and walk timed apart, `runs` times: medians in milliseconds.
+fn locus_split(section: &[u8], clock: Clock, runs: usize) -> (f64, f64) {
+    let (mut parse, mut walk) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let start = clock.now();
+        let tables: Vec<Table<'_, LittleEndian>> =
+            match Tables::new(black_box(section), LittleEndian, ParseOptions::default())
+                .collect::<Result<_, _>>()
+            {
+                Ok(t) => t,
+                Err(e) => panic!("{e}"),
+            };
+        let parsed = clock.now();
+        let mut h = 0;
+        for t in &tables {
+            h = walk_table(t, h);
+        }
+        black_box(h);
+        parse.push(Duration::from_nanos(parsed.wrapping_sub(start)));
+        walk.push(clock.since(parsed));
+    }
+    (median_ms(&mut parse), median_ms(&mut walk))
+}
+
+/// LLVM's construction and walk timed apart, `runs` times: medians in milliseconds.
+fn llvm_split(llvm: &Llvm, section: &[u8], clock: Clock, runs: usize) -> (f64, f64) {
+    let (mut construct, mut walk) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (c, w, h) = llvm.walk_split(black_box(section), clock);
+        black_box(h);
+        construct.push(c);
+        walk.push(w);
+    }
+    (median_ms(&mut construct), median_ms(&mut walk))
 }
 
 fn record(samples: &Samples, elapsed: Duration, iters: u64) -> Duration {
@@ -440,15 +527,26 @@ fn main() {
     }
     c.final_summary();
 
+    const SPLIT_RUNS: usize = 10;
+    let locus_parts = locus_split(bytes, clock, SPLIT_RUNS);
+    let llvm_parts = llvm
+        .as_ref()
+        .map(|l| llvm_split(l, bytes, clock, SPLIT_RUNS));
+
     let locus = median_of_last(&locus_samples, PARSE_SAMPLES);
     let llvm = median_of_last(&llvm_samples, PARSE_SAMPLES);
-    if locus.is_some() || median_of_last(&lookup_samples, LOOKUP_SAMPLES).is_some() {
-        println!(
-            "summary: medians of criterion's samples, {}, input {} bytes",
-            clock.name(),
-            bytes.len()
-        );
-    }
+    println!(
+        "summary: input one little-endian v3 table of {} bytes ({} functions, {} constants, \
+         {RECORDS} records, {} locations, {} live-outs; seed {SEED:#x}); clock: {} ({}); \
+         medians of criterion's samples",
+        bytes.len(),
+        section.num_functions,
+        section.num_constants,
+        section.num_locations,
+        section.num_live_outs,
+        clock.name(),
+        clock.id_name(),
+    );
     match (locus, llvm) {
         (Some(l), Some(v)) => {
             let ratio = l / v;
@@ -465,10 +563,22 @@ fn main() {
         ),
         _ => {}
     }
+    let (parse, walk) = locus_parts;
+    print!(
+        "  in two parts (median of {SPLIT_RUNS} runs): locus parse {parse:.2} ms + walk {walk:.2} ms"
+    );
+    match llvm_parts {
+        Some((construct, walk)) => println!(
+            "; llvm construct {construct:.2} ms + walk {walk:.2} ms (llvm's walk alone is {:.2}x \
+             its parse+walk)",
+            walk / (construct + walk)
+        ),
+        None => println!(),
+    }
     if let Some(t) = median_of_last(&lookup_samples, LOOKUP_SAMPLES) {
         let ns = t * 1e9;
         println!(
-            "lookup over 1M records: median {ns:.1} ns (goal <= {LOOKUP_GOAL_NS} ns){}",
+            "lookup over 1M records (independent lookups, shuffled): median {ns:.1} ns (goal <= {LOOKUP_GOAL_NS} ns){}",
             if ns <= LOOKUP_GOAL_NS { "" } else { " MISSED" }
         );
     }

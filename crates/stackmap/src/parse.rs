@@ -110,7 +110,13 @@ impl LocationKind {
 }
 
 /// Where one live value is, decoded from a 12-byte `Location`.
+///
+/// Each variant's discriminant is its kind byte, so that [`Location::kind`] is the byte as
+/// read: a caller's `match` that handles Direct and Indirect alike then compiles to one
+/// jump target for both, as a C++ `switch` on the kind byte does (with random kinds, one
+/// target fewer means fewer mispredicted jumps).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Location {
     /// The value is in DWARF register `dwarf_reg`.
     Register {
@@ -118,7 +124,7 @@ pub enum Location {
         dwarf_reg: u16,
         /// Size of the value in bytes.
         size: u16,
-    },
+    } = 1,
     /// The value is the address `dwarf_reg + offset` (an alloca passed directly).
     Direct {
         /// DWARF register number of the base.
@@ -127,7 +133,7 @@ pub enum Location {
         offset: i32,
         /// Size of the pointed-to object's slot in bytes.
         size: u16,
-    },
+    } = 2,
     /// The value is in memory at `[dwarf_reg + offset]` (a spilled value).
     Indirect {
         /// DWARF register number of the base.
@@ -136,14 +142,14 @@ pub enum Location {
         offset: i32,
         /// Size of the value in bytes.
         size: u16,
-    },
+    } = 3,
     /// The value is a constant that fits in 32 bits (sign-extended to 64).
     Constant {
         /// The constant as stored.
         value: i32,
         /// Size of the value in bytes.
         size: u16,
-    },
+    } = 4,
     /// The value is the large constant `Constants[index]`.
     ConstantIndex {
         /// Index into the table's constants.
@@ -152,7 +158,7 @@ pub enum Location {
         value: u64,
         /// Size of the value in bytes.
         size: u16,
-    },
+    } = 5,
 }
 
 impl Location {
@@ -213,6 +219,10 @@ pub struct Table<'a, E: Endian> {
     section: &'a [u8],
     start: usize,
     end: usize,
+    /// The `Constants` array, one 8-byte chunk per constant.
+    constants: &'a [[u8; CONSTANT_SIZE]],
+    /// The records, from the first to the end of the table.
+    records: &'a [u8],
     number: usize,
     endian: E,
     num_functions: u32,
@@ -360,14 +370,31 @@ impl<'a, E: Endian> Table<'a, E> {
             }
         }
 
-        let mut at = records;
-        for _ in 0..num_records {
-            at = check_record(&c, at, start, num_constants, endian)?;
+        // Each record is checked on the fast path (`record_if_valid`) and, only if that
+        // rejects it, again field by field to name the fault. `records` is inside the
+        // section: the count checks above made sure of it.
+        let mut rest = section.get(records..).unwrap_or(&[]);
+        let mut left = num_records;
+        while left > 0 {
+            (rest, left) = skip_valid_records(rest, left, num_constants, endian, c.strict);
+            if left > 0 {
+                let at = section.len() - rest.len();
+                let end = check_record_slow(&c, at, start, num_constants, endian)?;
+                rest = section.get(end..).unwrap_or(&[]);
+                left -= 1;
+            }
         }
+        let end = section.len() - rest.len();
         Ok(Table {
             section,
             start,
-            end: at,
+            end,
+            constants: section
+                .get(constants..records)
+                .unwrap_or(&[])
+                .as_chunks::<CONSTANT_SIZE>()
+                .0,
+            records: section.get(records..end).unwrap_or(&[]),
             number,
             endian,
             num_functions,
@@ -461,13 +488,8 @@ impl<'a, E: Endian> Table<'a, E> {
 
     /// The `i`th large constant.
     pub fn constant(&self, i: u32) -> Option<u64> {
-        constant_in(
-            self.section,
-            self.constants_start(),
-            self.num_constants,
-            i,
-            self.endian,
-        )
+        let e = self.endian;
+        self.constants.get(i as usize).map(|c| e.u64(*c))
     }
 
     /// The large constants in order.
@@ -481,53 +503,33 @@ impl<'a, E: Endian> Table<'a, E> {
     /// The records in order.
     pub fn records(&self) -> Records<'a, E> {
         Records {
-            section: self.section,
-            at: self.records_start(),
+            rest: self.records,
+            offset: self.records_start(),
             left: self.num_records,
-            constants: self.constants_bytes(),
+            constants: self.constants,
             endian: self.endian,
         }
-    }
-
-    fn constants_bytes(&self) -> &'a [u8] {
-        self.section
-            .get(self.constants_start()..self.records_start())
-            .unwrap_or(&[])
     }
 
     /// The record that starts at byte `offset` of the section, which must be one this table's
     /// [`Records`] produced (see [`Record::offset`]).
     pub fn record_at(&self, offset: usize) -> Option<Record<'a, E>> {
-        if offset < self.records_start() || offset >= self.end {
+        if offset < self.records_start() {
             return None;
         }
-        Some(Record::at(
-            self.section,
-            offset,
-            self.constants_bytes(),
-            self.endian,
-        ))
+        let parts = Parts::split(self.section.get(offset..self.end)?, self.endian)?;
+        Some(Record::new(&parts, offset, self.constants, self.endian))
     }
 
-    /// The record at `offset` whose counts the caller already knows (an index keeps them),
-    /// made without reading the record's bytes.
-    pub(crate) fn record_with_counts(
-        &self,
-        offset: usize,
-        num_locations: u16,
-        num_live_outs: u16,
-    ) -> Option<Record<'a, E>> {
-        if offset < self.records_start() || offset >= self.end {
-            return None;
+    /// What an index needs to make this table's records from their counts alone.
+    pub(crate) fn record_source(&self) -> RecordSource<'a, E> {
+        let start = self.records_start();
+        RecordSource {
+            records: self.records,
+            records_start: start,
+            constants: self.constants,
+            endian: self.endian,
         }
-        Some(Record::with_counts(
-            self.section,
-            offset,
-            self.constants_bytes(),
-            num_locations,
-            num_live_outs,
-            self.endian,
-        ))
     }
 
     /// Each record with the function it belongs to (records follow the function order and
@@ -553,6 +555,35 @@ impl<'a, E: Endian> Table<'a, E> {
             left -= 1;
             current.map(|(i, f)| (i, f, r))
         })
+    }
+}
+
+/// A table's records region, from which [`RecordSource::record`] makes a record whose
+/// place and counts are known (an index keeps them) without reading its bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordSource<'a, E: Endian> {
+    records: &'a [u8],
+    records_start: usize,
+    constants: &'a [[u8; CONSTANT_SIZE]],
+    endian: E,
+}
+
+impl<'a, E: Endian> RecordSource<'a, E> {
+    /// Where a record at section offset `offset` is in the records region.
+    pub(crate) fn position(&self, offset: usize) -> Option<usize> {
+        offset.checked_sub(self.records_start)
+    }
+
+    /// The record `at` bytes into the records region, with these counts.
+    #[inline(always)]
+    pub(crate) fn record(&self, at: usize, n: u16, m: u16) -> Option<Record<'a, E>> {
+        let parts = Parts::with_counts(self.records.get(at..)?, n, m)?;
+        Some(Record::new(
+            &parts,
+            self.records_start + at,
+            self.constants,
+            self.endian,
+        ))
     }
 }
 
@@ -587,89 +618,135 @@ impl<I: Iterator> Iterator for ExactLen<I> {
 }
 impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
 
-#[inline(always)]
-fn constant_in<E: Endian>(section: &[u8], constants: usize, n: u32, i: u32, e: E) -> Option<u64> {
-    (i < n).then(|| read_u64(section, constants + i as usize * CONSTANT_SIZE, e))
+/// A record's parts, sliced out of the bytes that start with it, with the bounds checked
+/// once here.
+struct Parts<'a> {
+    header: &'a [u8; RECORD_HEADER_SIZE],
+    /// NumLocations 12-byte locations.
+    locations: &'a [u8],
+    /// NumLiveOuts 4-byte live-outs.
+    live_outs: &'a [[u8; LIVE_OUT_SIZE]],
+    num_locations: u16,
+    num_live_outs: u16,
+    /// What follows the record.
+    rest: &'a [u8],
 }
 
-/// Validates the record at `at`; returns the offset just past it.
-///
-/// The common case, a well-formed record, takes the fast path: two bounds checks for the
-/// whole record and every field check folded into one flag without branches. Anything it
-/// rejects is re-checked field by field to name the exact fault.
-#[inline(always)]
-fn check_record<E: Endian>(
-    c: &Checker<'_>,
-    at: usize,
-    table_start: usize,
-    num_constants: u32,
-    e: E,
-) -> Result<usize> {
-    // Records start 8-aligned relative to their table; the fast path relies on it.
-    if (at - table_start) & 7 == 0 {
-        if let Some(end) = record_end_if_valid(c.section, at, num_constants, e, c.strict) {
-            return Ok(end);
-        }
+impl<'a> Parts<'a> {
+    /// Slices the record at the start of `s`, reading its two counts. Records start 8-aligned
+    /// relative to their table, so the padding after the locations is 4 bytes exactly when
+    /// NumLocations is odd, and after the live-outs exactly when NumLiveOuts is even.
+    #[inline(always)]
+    fn split<E: Endian>(s: &'a [u8], e: E) -> Option<Self> {
+        let (header, rest) = s.split_first_chunk::<RECORD_HEADER_SIZE>()?;
+        let n = e.u16([header[14], header[15]]);
+        let (locations, rest) = rest.split_at_checked(usize::from(n) * LOCATION_SIZE)?;
+        let (middle, rest) = rest.split_at_checked(usize::from(n & 1) * 4 + 4)?;
+        let &[.., c0, c1] = middle else {
+            return None;
+        };
+        let m = e.u16([c0, c1]);
+        // The live-outs and the padding after them; 4m | 4 is 4m + 4 for even m, else 4m.
+        let (tail, rest) = rest.split_at_checked((usize::from(m) * LIVE_OUT_SIZE) | 4)?;
+        Some(Parts {
+            header,
+            locations,
+            live_outs: tail.as_chunks::<LIVE_OUT_SIZE>().0.get(..usize::from(m))?,
+            num_locations: n,
+            num_live_outs: m,
+            rest,
+        })
     }
-    check_record_slow(c, at, table_start, num_constants, e)
+
+    /// Slices the record at the start of `s` whose counts are known, without reading it.
+    /// What follows the record is not looked for.
+    #[inline(always)]
+    fn with_counts(s: &'a [u8], n: u16, m: u16) -> Option<Self> {
+        let (header, rest) = s.split_first_chunk::<RECORD_HEADER_SIZE>()?;
+        let (locations, rest) = rest.split_at_checked(usize::from(n) * LOCATION_SIZE)?;
+        let first = usize::from(n & 1) * 4 + 4;
+        let live_outs = rest.get(first..first + usize::from(m) * LIVE_OUT_SIZE)?;
+        let live_outs = live_outs.as_chunks::<LIVE_OUT_SIZE>().0;
+        Some(Parts {
+            header,
+            locations,
+            live_outs,
+            num_locations: n,
+            num_live_outs: m,
+            rest: &[],
+        })
+    }
 }
 
-/// The end of the well-formed record at `at`, or `None` if anything about it is wrong.
-///
-/// Reserved bytes are tested by their position, whatever the byte order: the first eight
-/// bytes of a location are read as one little-endian word whose bits 8-15 (byte 1) and
-/// 48-63 (bytes 6-7) must be zero.
-#[inline(always)]
-fn record_end_if_valid<E: Endian>(
-    s: &[u8],
-    at: usize,
+/// Skips up to `count` well-formed records from the start of `s`; returns what follows them
+/// and how many were left when a record failed [`record_if_valid`] (0 if none did).
+#[inline(never)]
+fn skip_valid_records<E: Endian>(
+    mut s: &[u8],
+    mut count: u32,
     num_constants: u32,
     e: E,
     strict: bool,
-) -> Option<usize> {
-    const LOCATION_RESERVED: u64 = 0xffff_0000_0000_ff00;
-    let header: &[u8; RECORD_HEADER_SIZE] = s
-        .get(at..at.checked_add(RECORD_HEADER_SIZE)?)?
-        .try_into()
-        .ok()?;
-    let n = usize::from(e.u16([header[14], header[15]]));
-    let live_outs_header = align8(RECORD_HEADER_SIZE + n * LOCATION_SIZE);
-    // The locations, the padding after them (0 or 4 bytes), the u16 padding, NumLiveOuts.
-    let middle = s.get(at + RECORD_HEADER_SIZE..at.checked_add(live_outs_header + 4)?)?;
-    let (locations, rest) = middle.split_at(n * LOCATION_SIZE);
-    let mut bad = false;
-    let mut reserved = u64::from(header[12] | header[13]);
-    for l in locations.chunks_exact(LOCATION_SIZE) {
-        let l: &[u8; LOCATION_SIZE] = l.try_into().ok()?;
-        let word = u64::from_le_bytes([l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7]]);
-        let index = e.u32([l[8], l[9], l[10], l[11]]);
-        let kind = word as u8;
-        bad |= (kind.wrapping_sub(1) >= 5) | ((kind == 5) & (index >= num_constants));
-        reserved |= word & LOCATION_RESERVED;
-    }
-    let (m, padding) = match *rest {
-        [p0, p1, c0, c1] => (e.u16([c0, c1]), u64::from(p0 | p1)),
-        [p0, p1, p2, p3, p4, p5, c0, c1] => {
-            (e.u16([c0, c1]), u64::from(p0 | p1 | p2 | p3 | p4 | p5))
+) -> (&[u8], u32) {
+    while count > 0 {
+        match record_if_valid(s, num_constants, e, strict) {
+            Some(rest) => s = rest,
+            None => break,
         }
-        _ => return None,
-    };
-    reserved |= padding;
-    let m = usize::from(m);
-    let live_outs = at + live_outs_header + 4;
-    let end = at + align8(live_outs_header + 4 + m * LIVE_OUT_SIZE);
-    let tail = s.get(live_outs..end)?;
-    let (entries, padding) = tail.split_at(m * LIVE_OUT_SIZE);
-    for lo in entries.chunks_exact(LIVE_OUT_SIZE) {
-        reserved |= u64::from(lo[2]);
+        count -= 1;
     }
-    if let [p0, p1, p2, p3] = *padding {
-        reserved |= u64::from(p0 | p1 | p2 | p3);
-    }
-    (!bad && (!strict || reserved == 0)).then_some(end)
+    (s, count)
 }
 
-/// [`check_record`] field by field, naming the first fault.
+/// Validates the record at the start of `s` and returns what follows it, or `None` if
+/// anything about it is wrong ([`check_record_slow`] then says what).
+///
+/// Every field check of the common case, a well-formed record, is folded into two flags
+/// without branches; the only branches are four bounds checks and the loops over the
+/// locations and live-outs. Reserved bytes are tested by their position,
+/// whatever the byte order: the first eight bytes of a location are read as one
+/// little-endian word whose bits 8-15 (byte 1) and 48-63 (bytes 6-7) must be zero.
+#[inline(always)]
+fn record_if_valid<E: Endian>(s: &[u8], num_constants: u32, e: E, strict: bool) -> Option<&[u8]> {
+    const LOCATION_RESERVED: u64 = 0xffff_0000_0000_ff00;
+    const LIVE_OUT_RESERVED: u32 = 0x00ff_0000;
+    let (header, s) = s.split_first_chunk::<RECORD_HEADER_SIZE>()?;
+    let n = usize::from(e.u16([header[14], header[15]]));
+    let mut reserved = u64::from(header[12] | header[13]);
+    let (locations, s) = s.split_at_checked(n * LOCATION_SIZE)?;
+    // Reserved bits are ORed over all locations and masked once.
+    let mut bad = false;
+    let mut words = 0u64;
+    let mut rest = locations;
+    while let Some((l, next)) = rest.split_first_chunk::<LOCATION_SIZE>() {
+        let [k, b1, b2, b3, b4, b5, b6, b7, i0, i1, i2, i3] = *l;
+        words |= u64::from_le_bytes([k, b1, b2, b3, b4, b5, b6, b7]);
+        let index = e.u32([i0, i1, i2, i3]);
+        bad |= (k.wrapping_sub(1) >= 5) | ((k == 5) & (index >= num_constants));
+        rest = next;
+    }
+    reserved |= words & LOCATION_RESERVED;
+    // [4 bytes of padding when NumLocations is odd,] u16 padding, NumLiveOuts. With no
+    // padding, the first four bytes are the last four and are masked out.
+    let (middle, s) = s.split_at_checked((n & 1) * 4 + 4)?;
+    let (first, last) = (middle.first_chunk::<4>()?, middle.last_chunk::<4>()?);
+    let odd = 0u32.wrapping_sub((n & 1) as u32);
+    reserved |= u64::from(u32::from_le_bytes(*first) & odd) | u64::from(last[0] | last[1]);
+    let m = usize::from(e.u16([last[2], last[3]]));
+    // The live-outs, then 4 bytes of padding when NumLiveOuts is even: the tail's last four
+    // bytes are padding exactly then. Byte 2 of each 4 bytes is reserved either way.
+    let (tail, s) = s.split_at_checked(m * LIVE_OUT_SIZE + (!m & 1) * 4)?;
+    let even = ((m & 1) as u32).wrapping_sub(1);
+    reserved |= u64::from(u32::from_le_bytes(*tail.last_chunk::<4>()?) & even);
+    let mut live_outs = 0u32;
+    for l in tail.as_chunks::<LIVE_OUT_SIZE>().0 {
+        live_outs |= u32::from_le_bytes(*l);
+    }
+    reserved |= u64::from(live_outs & LIVE_OUT_RESERVED);
+    (!bad && (!strict || reserved == 0)).then_some(s)
+}
+
+/// The record at `at` checked field by field, naming the first fault.
 #[cold]
 #[inline(never)]
 fn check_record_slow<E: Endian>(
@@ -779,53 +856,37 @@ fn check_record_slow<E: Endian>(
 /// One `StkMapRecord`: the live values at one call site or patch point.
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a, E: Endian> {
-    /// Exactly the record's bytes: header, locations, padding, live-outs, padding.
-    data: &'a [u8],
-    offset: usize,
+    /// ID, instruction offset, flags, NumLocations.
+    header: &'a [u8; RECORD_HEADER_SIZE],
+    /// The 12-byte locations.
+    locations: &'a [u8],
+    /// The 4-byte live-outs.
+    live_outs: &'a [[u8; LIVE_OUT_SIZE]],
     /// The table's `Constants` array, for ConstantIndex locations.
-    constants: &'a [u8],
+    constants: &'a [[u8; CONSTANT_SIZE]],
+    offset: usize,
     num_locations: u16,
     num_live_outs: u16,
     endian: E,
 }
 
 impl<'a, E: Endian> Record<'a, E> {
-    /// The record at byte `at` of a validated table. Reads the two counts once; out-of-range
-    /// reads (impossible after validation) give an empty record, never a panic.
     #[inline(always)]
-    fn at(section: &'a [u8], at: usize, constants: &'a [u8], endian: E) -> Self {
-        let num_locations = read_u16(section, at + 14, endian);
-        let live_outs_header =
-            align8(RECORD_HEADER_SIZE + usize::from(num_locations) * LOCATION_SIZE);
-        let num_live_outs = read_u16(section, at + live_outs_header + 2, endian);
-        Self::with_counts(section, at, constants, num_locations, num_live_outs, endian)
-    }
-
-    /// The record at byte `at` whose counts are known, made without reading its bytes.
-    #[inline(always)]
-    fn with_counts(
-        section: &'a [u8],
-        at: usize,
-        constants: &'a [u8],
-        num_locations: u16,
-        num_live_outs: u16,
-        endian: E,
-    ) -> Self {
-        let live_outs_header =
-            align8(RECORD_HEADER_SIZE + usize::from(num_locations) * LOCATION_SIZE);
-        let len = align8(live_outs_header + 4 + usize::from(num_live_outs) * LIVE_OUT_SIZE);
-        let data = section.get(at..at.saturating_add(len)).unwrap_or(&[]);
+    fn new(p: &Parts<'a>, offset: usize, constants: &'a [[u8; CONSTANT_SIZE]], endian: E) -> Self {
         Record {
-            data,
-            offset: at,
+            header: p.header,
+            locations: p.locations,
+            live_outs: p.live_outs,
             constants,
-            num_locations,
-            num_live_outs,
+            offset,
+            num_locations: p.num_locations,
+            num_live_outs: p.num_live_outs,
             endian,
         }
     }
 
     /// Byte offset of the record from the start of the section.
+    #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
@@ -833,7 +894,8 @@ impl<'a, E: Endian> Record<'a, E> {
     /// The ID the intrinsic was given (not unique: LLVM passes it through unchecked).
     #[inline]
     pub fn id(&self) -> u64 {
-        read_u64(self.data, 0, self.endian)
+        let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = *self.header;
+        self.endian.u64([b0, b1, b2, b3, b4, b5, b6, b7])
     }
 
     /// Offset of the record's instruction from the start of its function. What it points at
@@ -842,12 +904,13 @@ impl<'a, E: Endian> Record<'a, E> {
     /// statepoint.
     #[inline]
     pub fn instruction_offset(&self) -> u32 {
-        read_u32(self.data, 8, self.endian)
+        let h = self.header;
+        self.endian.u32([h[8], h[9], h[10], h[11]])
     }
 
     /// The reserved record flags (LLVM writes 0).
     pub fn flags(&self) -> u16 {
-        read_u16(self.data, 12, self.endian)
+        self.endian.u16([self.header[12], self.header[13]])
     }
 
     /// `NumLocations`.
@@ -859,19 +922,18 @@ impl<'a, E: Endian> Record<'a, E> {
     /// The `i`th location.
     #[inline]
     pub fn location(&self, i: usize) -> Option<Location> {
-        self.locations().nth(i)
+        let l = self
+            .locations
+            .get(i.checked_mul(LOCATION_SIZE)?..)?
+            .first_chunk::<LOCATION_SIZE>()?;
+        Some(decode_location(l, self.constants, self.endian))
     }
 
     /// The locations in order.
     #[inline]
     pub fn locations(&self) -> Locations<'a, E> {
-        let n = usize::from(self.num_locations) * LOCATION_SIZE;
-        let bytes = self
-            .data
-            .get(RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + n)
-            .unwrap_or(&[]);
         Locations {
-            chunks: bytes.chunks_exact(LOCATION_SIZE),
+            bytes: self.locations,
             constants: self.constants,
             endian: self.endian,
         }
@@ -884,35 +946,79 @@ impl<'a, E: Endian> Record<'a, E> {
     }
 
     /// The live-out registers in order.
+    #[inline]
     pub fn live_outs(&self) -> impl ExactSizeIterator<Item = LiveOut> + 'a {
-        let first =
-            align8(RECORD_HEADER_SIZE + usize::from(self.num_locations) * LOCATION_SIZE) + 4;
-        let n = usize::from(self.num_live_outs) * LIVE_OUT_SIZE;
-        let bytes = self.data.get(first..first + n).unwrap_or(&[]);
         let e = self.endian;
-        bytes.chunks_exact(LIVE_OUT_SIZE).map(move |l| LiveOut {
-            dwarf_reg: e.u16([l[0], l[1]]),
-            size: l[3],
-        })
+        self.live_outs
+            .iter()
+            .map(move |&[r0, r1, _, size]| LiveOut {
+                dwarf_reg: e.u16([r0, r1]),
+                size,
+            })
     }
 
     /// Size of the record in bytes, padding included.
     #[inline]
     pub fn len(&self) -> usize {
-        self.data.len()
+        let n = usize::from(self.num_locations);
+        let m = usize::from(self.num_live_outs);
+        align8(align8(RECORD_HEADER_SIZE + n * LOCATION_SIZE) + 4 + m * LIVE_OUT_SIZE)
     }
 
     /// Always false for a record of a validated table: a record has at least its header.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        false
+    }
+}
+
+/// Decodes one 12-byte location; a ConstantIndex names its constant (validated to exist).
+#[inline(always)]
+fn decode_location<E: Endian>(
+    l: &[u8; LOCATION_SIZE],
+    constants: &[[u8; CONSTANT_SIZE]],
+    e: E,
+) -> Location {
+    let [kind, _, s0, s1, r0, r1, _, _, o0, o1, o2, o3] = *l;
+    let size = e.u16([s0, s1]);
+    let dwarf_reg = e.u16([r0, r1]);
+    let raw = e.u32([o0, o1, o2, o3]);
+    match kind {
+        1 => Location::Register { dwarf_reg, size },
+        2 => Location::Direct {
+            dwarf_reg,
+            offset: raw as i32,
+            size,
+        },
+        3 => Location::Indirect {
+            dwarf_reg,
+            offset: raw as i32,
+            size,
+        },
+        4 => Location::Constant {
+            value: raw as i32,
+            size,
+        },
+        5 => Location::ConstantIndex {
+            index: raw,
+            value: constants.get(raw as usize).map_or(0, |c| e.u64(*c)),
+            size,
+        },
+        // The parser admits no other kind. Naming kind 1 above and answering something else
+        // here lets the compiler dispatch on the kind with one jump table (its bounds check
+        // always goes the same way) instead of a second data-dependent branch.
+        _ => Location::Register {
+            dwarf_reg: 0,
+            size: 0,
+        },
     }
 }
 
 /// Iterator over a record's locations.
 #[derive(Clone, Debug)]
 pub struct Locations<'a, E: Endian> {
-    chunks: core::slice::ChunksExact<'a, u8>,
-    constants: &'a [u8],
+    /// The locations not yet visited, 12 bytes each.
+    bytes: &'a [u8],
+    constants: &'a [[u8; CONSTANT_SIZE]],
     endian: E,
 }
 
@@ -920,57 +1026,43 @@ impl<E: Endian> Iterator for Locations<'_, E> {
     type Item = Location;
     #[inline]
     fn next(&mut self) -> Option<Location> {
-        let l: &[u8; LOCATION_SIZE] = self.chunks.next()?.try_into().ok()?;
-        let e = self.endian;
-        let size = e.u16([l[2], l[3]]);
-        let dwarf_reg = e.u16([l[4], l[5]]);
-        let raw = e.u32([l[8], l[9], l[10], l[11]]);
-        Some(match l[0] {
-            2 => Location::Direct {
-                dwarf_reg,
-                offset: raw as i32,
-                size,
-            },
-            3 => Location::Indirect {
-                dwarf_reg,
-                offset: raw as i32,
-                size,
-            },
-            4 => Location::Constant {
-                value: raw as i32,
-                size,
-            },
-            5 => Location::ConstantIndex {
-                index: raw,
-                value: read_u64(self.constants, raw as usize * CONSTANT_SIZE, e),
-                size,
-            },
-            // Validated to be 1 by the parser.
-            _ => Location::Register { dwarf_reg, size },
-        })
+        let (l, rest) = self.bytes.split_first_chunk::<LOCATION_SIZE>()?;
+        self.bytes = rest;
+        Some(decode_location(l, self.constants, self.endian))
     }
     #[inline]
     fn nth(&mut self, n: usize) -> Option<Location> {
-        // `ChunksExact` skips in O(1).
-        if n > 0 {
-            self.chunks.nth(n - 1)?;
-        }
+        let skip = n.saturating_mul(LOCATION_SIZE);
+        self.bytes = self.bytes.get(skip..).unwrap_or(&[]);
         self.next()
     }
+    #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.chunks.size_hint()
+        let n = self.bytes.len() / LOCATION_SIZE;
+        (n, Some(n))
     }
 }
 
 impl<E: Endian> ExactSizeIterator for Locations<'_, E> {}
 
+impl<E: Endian> DoubleEndedIterator for Locations<'_, E> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Location> {
+        let (rest, l) = self.bytes.split_last_chunk::<LOCATION_SIZE>()?;
+        self.bytes = rest;
+        Some(decode_location(l, self.constants, self.endian))
+    }
+}
+
 /// Iterator over the records of a table.
 #[derive(Clone, Debug)]
 pub struct Records<'a, E: Endian> {
-    section: &'a [u8],
-    at: usize,
+    /// The bytes from the next record to the end of the table.
+    rest: &'a [u8],
+    /// Section offset of `rest`.
+    offset: usize,
     left: u32,
-    constants: &'a [u8],
+    constants: &'a [[u8; CONSTANT_SIZE]],
     endian: E,
 }
 
@@ -982,8 +1074,14 @@ impl<'a, E: Endian> Iterator for Records<'a, E> {
             return None;
         }
         self.left -= 1;
-        let r = Record::at(self.section, self.at, self.constants, self.endian);
-        self.at += r.len();
+        // Never `None` for a validated table; if it were, the iteration would just end.
+        let Some(p) = Parts::split(self.rest, self.endian) else {
+            self.left = 0;
+            return None;
+        };
+        let r = Record::new(&p, self.offset, self.constants, self.endian);
+        self.offset += self.rest.len() - p.rest.len();
+        self.rest = p.rest;
         Some(r)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
