@@ -1589,6 +1589,12 @@ impl<'m> Builder<'m> {
                 "cannot replace `{old}` by `{new}`: the types differ"
             ));
         }
+        if old.is_global() && !new.is_constant() {
+            // Constant expressions using a global can only refer to constants.
+            return refuse(format!(
+                "cannot replace the global `{old}` by `{new}`, which is not a constant"
+            ));
+        }
         Ok((o, n))
     }
 
