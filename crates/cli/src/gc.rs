@@ -20,7 +20,8 @@ pub enum Command {
     Lower {
         /// Textual (.ll) or bitcode (.bc) IR.
         file: PathBuf,
-        /// Where to write the lowered module (default: standard output).
+        /// Where to write the lowered module: bitcode if the name ends in `.bc`, else text
+        /// (default: text on standard output).
         #[arg(short, long, value_name = "OUT.ll")]
         output: Option<PathBuf>,
         /// Stop at Julia's intermediate form (julia.new_gc_frame and friends).
@@ -169,17 +170,24 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
                 },
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
-            let text = module.print();
             match output {
                 Some(path) => {
-                    std::fs::write(path, text)
+                    // A `.bc` file gets bitcode, anything else text.
+                    let bytes = if path.extension().is_some_and(|e| e == "bc") {
+                        module.write_bitcode().ok_or_else(|| {
+                            Failure::Message(format!("{shown}: LLVM could not write bitcode"))
+                        })?
+                    } else {
+                        module.print().into_bytes()
+                    };
+                    std::fs::write(path, bytes)
                         .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
                     if *report {
                         write_report(out, &reports).map_err(io)?;
                     }
                 }
                 None => {
-                    out.write_all(text.as_bytes()).map_err(io)?;
+                    out.write_all(module.print().as_bytes()).map_err(io)?;
                     if *report {
                         write_report(&mut std::io::stderr().lock(), &reports).map_err(io)?;
                     }
@@ -207,15 +215,13 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
         } => {
             let bytes = read(file)?;
             let shown = file.display().to_string();
-            let text =
-                String::from_utf8(bytes).map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             let options = RunOptions {
                 entry: entry.clone(),
                 stress: *stress,
                 on_fault: OnFault::Exit,
                 drop_store: *drop_store,
             };
-            let outcome = run(&shown, &text, options)
+            let outcome = run(&shown, &bytes, options)
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             writeln!(out, "{}", outcome.value).map_err(io)?;
             if *stats {

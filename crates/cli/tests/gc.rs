@@ -208,3 +208,25 @@ function @main: 1 slot(s), at most 1 value(s) rooted at one safepoint
     let out = locus_gc(&["lower", "--report", path_str(&p), "-o", path_str(&out_path)]);
     assert_eq!(text(&out.stdout), expected);
 }
+
+/// Bitcode in, bitcode out: `llvm-as-19` makes the input, `llvm-dis-19` reads the output,
+/// and the result runs the same.
+#[test]
+fn bitcode_in_and_out() {
+    let tmp = TempDir::new("gc-bitcode");
+    let p = programs()
+        .into_iter()
+        .find(|p| p.ends_with("list_sum.ll"))
+        .unwrap_or_else(|| panic!("no list_sum.ll"));
+    let input = tmp.path("list_sum.bc");
+    run_ok("llvm-as-19", &[path_str(&p), "-o", path_str(&input)]);
+    let lowered = tmp.path("lowered.bc");
+    let out = locus_gc(&["lower", path_str(&input), "-o", path_str(&lowered)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let bytes = std::fs::read(&lowered).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(bytes.get(..4), Some(&b"BC\xc0\xde"[..]), "not bitcode");
+    let dis = text(&run_ok("llvm-dis-19", &[path_str(&lowered), "-o", "-"]));
+    assert!(dis.contains("@locus_gc_get_pgcstack()"), "{dis}");
+    let out = locus_gc(&["run", "--stress", path_str(&input)]);
+    assert_eq!(text(&out.stdout).trim(), "5050", "{}", text(&out.stderr));
+}

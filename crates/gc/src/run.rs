@@ -36,7 +36,7 @@ pub struct RunOutcome {
 /// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
 /// with [`Error::Invariants`]; warnings do not stop it), lowers it, JIT-compiles it and
 /// calls `entry`.
-pub fn run(name: &str, ir: &str, options: RunOptions) -> Result<RunOutcome> {
+pub fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Result<RunOutcome> {
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
     module.verify()?;

@@ -258,6 +258,25 @@ impl<'ctx> Module<'ctx> {
         text.text().unwrap_or_default()
     }
 
+    /// The module as bitcode (what `llvm-as` writes), or `None` if LLVM could not write it.
+    #[must_use]
+    pub fn write_bitcode(&self) -> Option<Vec<u8>> {
+        // SAFETY: `self.raw` is live; the buffer is ours and disposed below.
+        let buffer = unsafe { llvm_sys::bit_writer::LLVMWriteBitcodeToMemoryBuffer(self.raw) };
+        if buffer.is_null() {
+            return None;
+        }
+        // SAFETY: `buffer` is live; its start and size describe bytes it owns, copied at once.
+        let bytes = unsafe {
+            let start = llvm_sys::core::LLVMGetBufferStart(buffer).cast::<u8>();
+            let size = llvm_sys::core::LLVMGetBufferSize(buffer);
+            std::slice::from_raw_parts(start, size).to_vec()
+        };
+        // SAFETY: `buffer` came from LLVM above and is disposed exactly once.
+        unsafe { llvm_sys::core::LLVMDisposeMemoryBuffer(buffer) };
+        Some(bytes)
+    }
+
     /// The names of the module's functions, definitions and declarations (intrinsics
     /// included), in module order.
     #[must_use]
