@@ -13,58 +13,20 @@
 //! Missing LLVM 19 tools make the tests fail with a message saying so.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+
 use std::process::Command;
 
 use locus_stackmap::patch::{self, aarch64, x86_64, Arch};
+
+mod common;
+
+use common::{llvm_tool, TempDir};
 
 type TestResult = Result<(), String>;
 
 // ---------------------------------------------------------------------------------------
 // Tools and scratch space
 // ---------------------------------------------------------------------------------------
-
-/// Finds an LLVM 19 tool (`llc`, `llvm-mc`) by its versioned name on `PATH`, then in the
-/// Debian/Ubuntu install directory.
-fn llvm_tool(name: &str) -> Result<PathBuf, String> {
-    let versioned = format!("{name}-19");
-    let candidates = [
-        PathBuf::from(&versioned),
-        Path::new("/usr/lib/llvm-19/bin").join(name),
-    ];
-    for candidate in &candidates {
-        let ok = Command::new(candidate)
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if ok {
-            return Ok(candidate.clone());
-        }
-    }
-    Err(format!(
-        "{versioned} not found (tried {candidates:?}): these tests compare against LLVM 19; \
-         install it (Debian/Ubuntu: apt-get install llvm-19)"
-    ))
-}
-
-/// A directory that is removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Result<Self, String> {
-        let dir =
-            std::env::temp_dir().join(format!("locus-patch-encoding-{}-{tag}", std::process::id()));
-        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        Ok(TempDir(dir))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs a command, returning its stdout; a failure carries stderr.
 fn run(cmd: &mut Command, stdin: Option<&str>) -> Result<String, String> {

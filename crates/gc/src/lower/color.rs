@@ -125,16 +125,7 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
 mod tests {
     use super::*;
     use crate::lower::liveness::analyze;
-    use crate::lower::model::{Block, Safepoint};
-
-    fn sp(id: usize, operands: Vec<usize>, defs: Vec<usize>) -> Step {
-        Step::Safepoint(Safepoint {
-            id,
-            operands,
-            defs,
-            returns_twice: false,
-        })
-    }
+    use crate::lower::model::{sp, Block, Safepoint};
 
     #[test]
     fn values_never_live_together_share_a_slot() {

@@ -121,16 +121,7 @@ pub fn refine_selects(m: &FnModel, live: &mut Liveness) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lower::model::{Block, Phi, Safepoint};
-
-    fn sp(id: usize, operands: Vec<usize>, defs: Vec<usize>) -> Step {
-        Step::Safepoint(Safepoint {
-            id,
-            operands,
-            defs,
-            returns_twice: false,
-        })
-    }
+    use crate::lower::model::{sp, Block, Phi};
 
     fn members(s: &BitSet) -> Vec<usize> {
         s.iter().collect()

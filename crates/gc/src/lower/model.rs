@@ -117,3 +117,14 @@ impl FnModel {
         order
     }
 }
+
+/// A safepoint step, for the analyses' tests.
+#[cfg(test)]
+pub(crate) fn sp(id: SafepointId, operands: Vec<ValueId>, defs: Vec<ValueId>) -> Step {
+    Step::Safepoint(Safepoint {
+        id,
+        operands,
+        defs,
+        returns_twice: false,
+    })
+}

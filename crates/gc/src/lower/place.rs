@@ -151,16 +151,7 @@ mod tests {
     use super::*;
     use crate::lower::color::color;
     use crate::lower::liveness::analyze;
-    use crate::lower::model::{Block, Phi, Safepoint};
-
-    fn sp(id: usize, operands: Vec<usize>, defs: Vec<usize>) -> Step {
-        Step::Safepoint(Safepoint {
-            id,
-            operands,
-            defs,
-            returns_twice: false,
-        })
-    }
+    use crate::lower::model::{sp, Block, Phi};
 
     fn plan(m: &FnModel) -> Vec<SafepointPlan> {
         let l = analyze(m);

@@ -4,7 +4,8 @@
 
 // Each test binary uses a different subset.
 #![allow(dead_code)]
-#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+// The dlopen helpers need Unix; the live tests that use them also need x86-64 Linux.
+#![cfg(unix)]
 
 use std::ffi::{c_void, CStr, CString};
 use std::fs;
@@ -40,8 +41,8 @@ pub fn llvm_tool(name: &str) -> Result<PathBuf, String> {
         }
     }
     Err(format!(
-        "{versioned} not found (tried {candidates:?}): this test compiles its fixture with \
-         LLVM 19; install it (Debian/Ubuntu: apt-get install llvm-19 lld-19)"
+        "{versioned} not found (tried {candidates:?}): this test runs LLVM 19's tools; install \
+         them with scripts/install-deps (Debian: apt-get install llvm-19 lld-19)"
     ))
 }
 
