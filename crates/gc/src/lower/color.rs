@@ -58,19 +58,15 @@ fn definition_order(m: &FnModel) -> Vec<ValueId> {
 /// Colours the values rooted at some safepoint.
 pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
     let n = m.num_values;
-    let mut neighbours = vec![BitSet::new(n); n];
+    let members = &live.at_safepoint;
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut rooted = BitSet::new(n);
     let mut max_live = 0;
-    for set in &live.at_safepoint {
+    for (sp, set) in members.iter().enumerate() {
         max_live = max_live.max(set.len());
-        let members: Vec<usize> = set.iter().collect();
-        for &a in &members {
+        for &a in set {
             rooted.insert(a);
-            for &b in &members {
-                if a != b {
-                    neighbours[a].insert(b);
-                }
-            }
+            at[a].push(sp);
         }
     }
     let mut exclusive = BitSet::new(n);
@@ -79,7 +75,9 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
             if let Step::Safepoint(sp) = step {
                 if sp.returns_twice {
                     if let Some(set) = live.at_safepoint.get(sp.id) {
-                        exclusive.union_with(set);
+                        for &v in set {
+                            exclusive.insert(v);
+                        }
                     }
                 }
             }
@@ -98,9 +96,13 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
         } else {
             let taken: BitSet = {
                 let mut t = BitSet::new(num_slots.max(1));
-                for u in neighbours[v].iter() {
-                    if let Some(s) = slot_of[u] {
-                        t.insert(s);
+                for &sp in &at[v] {
+                    for &u in &members[sp] {
+                        if u != v {
+                            if let Some(s) = slot_of[u] {
+                                t.insert(s);
+                            }
+                        }
                     }
                 }
                 t

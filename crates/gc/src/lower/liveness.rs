@@ -7,49 +7,94 @@
 //! Phi operands are used at the end of the incoming block.
 
 use super::bitset::BitSet;
-use super::model::{FnModel, Step};
+use super::model::{FnModel, Step, ValueId};
 
-/// The result of the analysis.
+/// The result of the analysis. Every set is sorted.
 #[derive(Clone, Debug)]
 pub struct Liveness {
-    /// Values live on entry to each block (after its phis are defined, the phi values are
-    /// not in it).
-    pub live_in: Vec<BitSet>,
+    /// Values live on entry to each block.
+    pub live_in: Vec<Vec<ValueId>>,
     /// Values live on exit from each block, phi operands of successors included.
-    pub live_out: Vec<BitSet>,
+    pub live_out: Vec<Vec<ValueId>>,
     /// The values that must be rooted at each safepoint.
-    pub at_safepoint: Vec<BitSet>,
+    pub at_safepoint: Vec<Vec<ValueId>>,
+}
+
+struct SparseSet {
+    pos: Vec<u32>,
+    members: Vec<ValueId>,
+}
+
+impl SparseSet {
+    fn new(n: usize) -> Self {
+        SparseSet {
+            pos: vec![u32::MAX; n],
+            members: Vec::new(),
+        }
+    }
+    fn insert(&mut self, v: ValueId) {
+        if let Some(p) = self.pos.get_mut(v) {
+            if *p == u32::MAX {
+                *p = self.members.len() as u32;
+                self.members.push(v);
+            }
+        }
+    }
+    fn remove(&mut self, v: ValueId) {
+        let Some(&p) = self.pos.get(v) else { return };
+        if p == u32::MAX {
+            return;
+        }
+        self.members.swap_remove(p as usize);
+        if let Some(&moved) = self.members.get(p as usize) {
+            self.pos[moved] = p;
+        }
+        self.pos[v] = u32::MAX;
+    }
+    fn clear(&mut self) {
+        for &v in &self.members {
+            self.pos[v] = u32::MAX;
+        }
+        self.members.clear();
+    }
+    fn sorted(&self) -> Vec<ValueId> {
+        let mut v = self.members.clone();
+        v.sort_unstable();
+        v
+    }
 }
 
 /// Runs the analysis.
 pub fn analyze(m: &FnModel) -> Liveness {
     let n = m.num_values;
     let nb = m.blocks.len();
-    let mut live_in = vec![BitSet::new(n); nb];
-    let mut live_out = vec![BitSet::new(n); nb];
-    let mut at_safepoint = vec![BitSet::new(n); m.num_safepoints];
-    // Post-order converges fastest for a backward problem.
+    let mut live_in: Vec<Vec<ValueId>> = vec![Vec::new(); nb];
+    let mut live_out: Vec<Vec<ValueId>> = vec![Vec::new(); nb];
+    let mut at_safepoint: Vec<Vec<ValueId>> = vec![Vec::new(); m.num_safepoints];
     let mut order = m.reverse_post_order();
     order.reverse();
+    let mut live = SparseSet::new(n);
     let mut changed = true;
     while changed {
         changed = false;
         for &b in &order {
             let block = &m.blocks[b];
-            let mut out = BitSet::new(n);
+            live.clear();
             for &s in &block.succs {
-                out.union_with(&live_in[s]);
+                for &v in &live_in[s] {
+                    live.insert(v);
+                }
                 for phi in &m.blocks[s].phis {
                     for (from, values) in &phi.incoming {
                         if *from == b {
                             for &v in values {
-                                out.insert(v);
+                                live.insert(v);
                             }
                         }
                     }
                 }
             }
-            let mut live = out.clone();
+            live_out[b] = live.sorted();
             for step in block.steps.iter().rev() {
                 match step {
                     Step::Def(v) => live.remove(*v),
@@ -66,7 +111,7 @@ pub fn analyze(m: &FnModel) -> Liveness {
                             live.insert(v);
                         }
                         if let Some(slot) = at_safepoint.get_mut(sp.id) {
-                            *slot = live.clone();
+                            *slot = live.sorted();
                         }
                     }
                 }
@@ -74,11 +119,11 @@ pub fn analyze(m: &FnModel) -> Liveness {
             for phi in &block.phis {
                 live.remove(phi.def);
             }
-            if live != live_in[b] {
-                live_in[b] = live;
+            let new = live.sorted();
+            if new != live_in[b] {
+                live_in[b] = new;
                 changed = true;
             }
-            live_out[b] = out;
         }
     }
     Liveness {
@@ -88,33 +133,34 @@ pub fn analyze(m: &FnModel) -> Liveness {
     }
 }
 
-/// Select refinement (spec 003's goal is the fewest roots): a select of tracked values
-/// holds one of its operands, so where every operand is rooted anyway the select needs no
-/// root of its own. A select is dropped from every safepoint's set if, at each safepoint
-/// where it is live, all its operands are too. Operands that are selects considered here
-/// are not relied on (dropping them could undo the reason). Phis are not refined: a phi's
-/// incoming value may be a newer instance (a loop) than the one the phi holds.
+/// Select refinement, one pass over the safepoints' sets instead of one per select.
 pub fn refine_selects(m: &FnModel, live: &mut Liveness) {
-    let candidates: BitSet = {
-        let mut c = BitSet::new(m.num_values);
-        for (v, _) in &m.selects {
-            c.insert(*v);
+    let n = m.num_values;
+    let mut operands_of: Vec<Option<&[ValueId]>> = vec![None; n];
+    let mut candidates = BitSet::new(n);
+    for (v, ops) in &m.selects {
+        candidates.insert(*v);
+        if let Some(o) = operands_of.get_mut(*v) {
+            *o = Some(ops);
         }
-        c
-    };
-    for (v, operands) in &m.selects {
-        if operands.iter().any(|&o| candidates.contains(o)) {
-            continue;
+    }
+    let mut keep = BitSet::new(n);
+    for (v, ops) in &m.selects {
+        if ops.iter().any(|&o| candidates.contains(o)) {
+            keep.insert(*v);
         }
-        let covered = live
-            .at_safepoint
-            .iter()
-            .all(|set| !set.contains(*v) || operands.iter().all(|&o| set.contains(o)));
-        if covered {
-            for set in &mut live.at_safepoint {
-                set.remove(*v);
+    }
+    for set in &live.at_safepoint {
+        for &v in set {
+            if let Some(Some(ops)) = operands_of.get(v) {
+                if !ops.iter().all(|o| set.binary_search(o).is_ok()) {
+                    keep.insert(v);
+                }
             }
         }
+    }
+    for set in &mut live.at_safepoint {
+        set.retain(|&v| !candidates.contains(v) || keep.contains(v));
     }
 }
 
@@ -123,8 +169,8 @@ mod tests {
     use super::*;
     use crate::lower::model::{sp, Block, Phi};
 
-    fn members(s: &BitSet) -> Vec<usize> {
-        s.iter().collect()
+    fn members(s: &[usize]) -> Vec<usize> {
+        s.to_vec()
     }
 
     #[test]
@@ -185,11 +231,11 @@ mod tests {
         assert_eq!(members(&l.at_safepoint[1]), vec![1]);
         assert_eq!(members(&l.at_safepoint[2]), vec![1, 2]);
         assert!(
-            !l.live_in[1].contains(1),
+            !l.live_in[1].contains(&1),
             "a phi's value is defined at the block start"
         );
         assert!(
-            l.live_out[0].contains(0),
+            l.live_out[0].contains(&0),
             "a phi operand is live out of its incoming block"
         );
     }

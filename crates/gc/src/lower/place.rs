@@ -7,7 +7,6 @@
 //! branch is in it) is nulled before the next safepoint that does not store into it, so the
 //! collector never keeps dead objects alive through the frame.
 
-use super::bitset::BitSet;
 use super::color::Coloring;
 use super::liveness::Liveness;
 use super::model::{FnModel, SafepointId, Step, ValueId};
@@ -23,72 +22,72 @@ pub struct SafepointPlan {
     pub nulls: Vec<usize>,
 }
 
-/// The state at a program point: which values are in their slots on every path, and what
-/// each slot may hold (bit `num_values` stands for null).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct State {
-    stored: BitSet,
-    slots: Vec<BitSet>,
+/// What one slot holds at a program point, on every path that reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// Not reached yet (the meet's identity).
+    Top,
+    /// Null on every path.
+    Null,
+    /// The current instance of this value on every path (stored, not redefined since).
+    Fresh(ValueId),
+    /// Anything else: maybe non-null, not known to be a fresh value.
+    Dirty,
 }
 
-impl State {
-    fn meet(&mut self, other: &State) {
-        self.stored.intersect_with(&other.stored);
-        for (a, b) in self.slots.iter_mut().zip(&other.slots) {
-            a.union_with(b);
+impl Slot {
+    fn meet(self, other: Slot) -> Slot {
+        match (self, other) {
+            (Slot::Top, x) | (x, Slot::Top) => x,
+            (a, b) if a == b => a,
+            _ => Slot::Dirty,
         }
     }
 }
 
 /// Decides the stores and nulls for every safepoint.
 pub fn place(m: &FnModel, live: &Liveness, coloring: &Coloring) -> Vec<SafepointPlan> {
-    let n = m.num_values;
-    let null = n;
     let nb = m.blocks.len();
-    let empty_slot = || {
-        let mut s = BitSet::new(n + 1);
-        s.insert(null);
-        s
-    };
-    let entry = State {
-        stored: BitSet::new(n),
-        slots: vec![empty_slot(); coloring.num_slots],
-    };
-    let mut top_stored = BitSet::new(n);
-    top_stored.fill(n);
-    let top = State {
-        stored: top_stored,
-        slots: vec![BitSet::new(n + 1); coloring.num_slots],
-    };
+    let ns = coloring.num_slots;
     let preds = m.preds();
     let order = m.reverse_post_order();
-    let mut out: Vec<State> = vec![top.clone(); nb];
+    let mut out: Vec<Vec<Slot>> = vec![vec![Slot::Top; ns]; nb];
     let mut plans = vec![SafepointPlan::default(); m.num_safepoints];
+    let mut state = vec![Slot::Top; ns];
+    let kill = |state: &mut [Slot], v: ValueId| {
+        if let Some(s) = coloring.slot_of.get(v).copied().flatten() {
+            if state[s] == Slot::Fresh(v) {
+                state[s] = Slot::Dirty;
+            }
+        }
+    };
     let mut changed = true;
     while changed {
         changed = false;
         for &b in &order {
-            let mut state = if b == 0 { entry.clone() } else { top.clone() };
+            state.fill(if b == 0 { Slot::Null } else { Slot::Top });
             for &p in &preds[b] {
-                state.meet(&out[p]);
+                for (a, &o) in state.iter_mut().zip(&out[p]) {
+                    *a = a.meet(o);
+                }
             }
             for phi in &m.blocks[b].phis {
-                state.stored.remove(phi.def);
+                kill(&mut state, phi.def);
             }
             for step in &m.blocks[b].steps {
                 match step {
-                    Step::Def(v) => state.stored.remove(*v),
+                    Step::Def(v) => kill(&mut state, *v),
                     Step::Use(_) => {}
                     Step::Safepoint(sp) => {
-                        plans[sp.id] = decide(sp.id, &mut state, live, coloring, null);
+                        plans[sp.id] = decide(sp.id, &mut state, live, coloring);
                         for &v in &sp.defs {
-                            state.stored.remove(v);
+                            kill(&mut state, v);
                         }
                     }
                 }
             }
             if state != out[b] {
-                out[b] = state;
+                out[b].copy_from_slice(&state);
                 changed = true;
             }
         }
@@ -96,24 +95,21 @@ pub fn place(m: &FnModel, live: &Liveness, coloring: &Coloring) -> Vec<Safepoint
     plans
 }
 
-/// The stores and nulls before safepoint `id`, given the state before it; updates the
-/// state to after it.
 fn decide(
     id: SafepointId,
-    state: &mut State,
+    state: &mut [Slot],
     live: &Liveness,
     coloring: &Coloring,
-    null: usize,
 ) -> SafepointPlan {
     let Some(rooted) = live.at_safepoint.get(id) else {
         return SafepointPlan::default();
     };
     let mut plan = SafepointPlan {
-        live: rooted.iter().collect(),
+        live: rooted.to_vec(),
         ..SafepointPlan::default()
     };
     let mut wanted: Vec<Option<ValueId>> = vec![None; coloring.num_slots];
-    for v in rooted.iter() {
+    for &v in &plan.live {
         if let Some(s) = coloring.slot_of.get(v).copied().flatten() {
             if let Some(w) = wanted.get_mut(s) {
                 *w = Some(v);
@@ -121,24 +117,20 @@ fn decide(
         }
     }
     for (slot, want) in wanted.iter().enumerate() {
-        let Some(contents) = state.slots.get_mut(slot) else {
+        let Some(contents) = state.get_mut(slot) else {
             continue;
         };
         match *want {
             Some(v) => {
-                if !state.stored.contains(v) {
+                if *contents != Slot::Fresh(v) {
                     plan.stores.push((v, slot));
-                    state.stored.insert(v);
                 }
-                *contents = BitSet::new(null + 1);
-                contents.insert(v);
+                *contents = Slot::Fresh(v);
             }
             None => {
-                let only_null = contents.iter().all(|x| x == null);
-                if !only_null {
+                if *contents != Slot::Null {
                     plan.nulls.push(slot);
-                    *contents = BitSet::new(null + 1);
-                    contents.insert(null);
+                    *contents = Slot::Null;
                 }
             }
         }

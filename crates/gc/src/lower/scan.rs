@@ -22,7 +22,31 @@
 //!   `gc_preserve_end`, which keeps them live, hence rooted, at every safepoint between;
 //! - `julia.pointer_from_objref` is not a use.
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// An Fx-style hasher for the pointer-keyed maps (SipHash is most of their cost).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<PtrHasher>>;
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::Cfg;
@@ -354,16 +378,16 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         builder,
         function: f,
         leaves: Vec::new(),
-        leaf_ids: HashMap::new(),
-        bases: HashMap::new(),
-        base_of_derived: HashMap::new(),
+        leaf_ids: HashMap::default(),
+        bases: HashMap::default(),
+        base_of_derived: HashMap::default(),
     };
     s.make_base_phis_and_selects(&cfg)?;
-    // The CFG again: the blocks are the same, but the phis changed.
-    let cfg = Cfg::new(f);
+    // The CFG of before: blocks and edges are unchanged, and instructions (the new phis
+    // included) are read from the IR, not from the snapshot.
     let mut blocks = Vec::with_capacity(cfg.len());
     let mut safepoints = Vec::new();
-    let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::new();
+    let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::default();
     let mut selects = Vec::new();
     for b in 0..cfg.len() {
         let Some(block) = cfg.block(b) else { continue };
