@@ -329,8 +329,8 @@ fn phases(text: &str, clock: Clock) -> Phases {
         let mut live = liveness::analyze(&scan.model);
         add("liveness", s);
         let s = clock.now();
-        liveness::refine_selects(&scan.model, &mut live);
-        add("refine_selects", s);
+        liveness::refine_choices(&scan.model, &mut live);
+        add("refine_choices", s);
         let s = clock.now();
         let coloring = color::color(&scan.model, &live);
         add("color", s);

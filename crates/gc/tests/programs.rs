@@ -89,3 +89,21 @@ fn slots_meet_the_live_together_lower_bound() {
         }
     }
 }
+
+/// A phi of values defined above it leans on their roots; a loop-carried phi does not.
+#[test]
+fn phis_of_rooted_values_need_no_slot() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    let refined = run_file(&dir.join("phi_refine.ll"), true, None);
+    assert_eq!(refined.reports[0].slots, 2, "{:#?}", refined.reports);
+    let looped = run_file(&dir.join("list_sum.ll"), true, None);
+    let rooted: Vec<&str> = looped.reports[0]
+        .safepoints
+        .iter()
+        .flat_map(|s| s.live.iter().map(|(n, _)| n.as_str()))
+        .collect();
+    assert!(
+        rooted.contains(&"%head"),
+        "the loop-carried phi %head must be rooted: {rooted:?}"
+    );
+}

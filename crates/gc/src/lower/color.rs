@@ -135,7 +135,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -168,7 +168,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 4,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

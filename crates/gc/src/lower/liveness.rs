@@ -133,19 +133,25 @@ pub fn analyze(m: &FnModel) -> Liveness {
     }
 }
 
-/// Select refinement, one pass over the safepoints' sets instead of one per select.
-pub fn refine_selects(m: &FnModel, live: &mut Liveness) {
+/// Refinement (spec 003's goal is the fewest roots): a select, or a phi whose incoming
+/// values are all defined above it, holds one of its operands, so where every operand is
+/// rooted anyway it needs no root of its own. Such a value is dropped from every
+/// safepoint's set if, at each safepoint where it is live, all its operands are too.
+/// Operands that are themselves candidates are not relied on (dropping them could undo
+/// the reason). Loop-carried phis are not refined: their incoming value may be a newer
+/// instance than the one the phi holds. One pass over the safepoints' sets.
+pub fn refine_choices(m: &FnModel, live: &mut Liveness) {
     let n = m.num_values;
     let mut operands_of: Vec<Option<&[ValueId]>> = vec![None; n];
     let mut candidates = BitSet::new(n);
-    for (v, ops) in &m.selects {
+    for (v, ops) in &m.choices {
         candidates.insert(*v);
         if let Some(o) = operands_of.get_mut(*v) {
             *o = Some(ops);
         }
     }
     let mut keep = BitSet::new(n);
-    for (v, ops) in &m.selects {
+    for (v, ops) in &m.choices {
         if ops.iter().any(|&o| candidates.contains(o)) {
             keep.insert(*v);
         }
@@ -179,7 +185,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -205,7 +211,7 @@ mod tests {
         let m = FnModel {
             num_values: 3,
             num_safepoints: 3,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -258,17 +264,17 @@ mod tests {
                     Step::Use(vec![0, 1, 2]),
                 ],
             }],
-            selects: vec![(2, vec![0, 1])],
+            choices: vec![(2, vec![0, 1])],
         };
         let mut l = analyze(&m);
         assert_eq!(members(&l.at_safepoint[2]), vec![0, 1, 2]);
-        refine_selects(&m, &mut l);
+        refine_choices(&m, &mut l);
         assert_eq!(members(&l.at_safepoint[2]), vec![0, 1]);
         // If one operand dies before the safepoint, the select keeps its root.
         let mut m2 = m.clone();
         m2.blocks[0].steps[5] = Step::Use(vec![0, 2]);
         let mut l2 = analyze(&m2);
-        refine_selects(&m2, &mut l2);
+        refine_choices(&m2, &mut l2);
         assert_eq!(members(&l2.at_safepoint[2]), vec![0, 2]);
     }
 
@@ -277,7 +283,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

@@ -96,7 +96,7 @@ pub fn lower_module<'m>(
             continue;
         };
         let mut live = liveness::analyze(&scan.model);
-        liveness::refine_selects(&scan.model, &mut live);
+        liveness::refine_choices(&scan.model, &mut live);
         let coloring = color::color(&scan.model, &live);
         let plans = place::place(&scan.model, &live, &coloring);
         let report = FunctionReport {

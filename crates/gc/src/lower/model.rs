@@ -21,9 +21,11 @@ pub struct FnModel {
     pub num_safepoints: usize,
     /// The blocks; block 0 is the entry.
     pub blocks: Vec<Block>,
-    /// Selects of tracked values: (the select's value, the values it chooses between).
-    /// Operands that need no root (arguments, constants) are left out.
-    pub selects: Vec<(ValueId, Vec<ValueId>)>,
+    /// Values that hold one of several other values: selects of tracked values, and phis
+    /// whose incoming values are all defined in blocks that strictly dominate the phi's
+    /// block. (the value, the values it chooses between); operands that need no root
+    /// (arguments, constants) are left out.
+    pub choices: Vec<(ValueId, Vec<ValueId>)>,
 }
 
 /// One basic block.

@@ -157,7 +157,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 4,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -184,7 +184,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -215,7 +215,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 3,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1, 2],
@@ -254,7 +254,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 2,
-            selects: Vec::new(),
+            choices: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],

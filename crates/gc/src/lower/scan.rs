@@ -49,7 +49,7 @@ impl Hasher for PtrHasher {
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<PtrHasher>>;
 
 use locus_llvm::builder::Builder;
-use locus_llvm::cfg::Cfg;
+use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
 
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
@@ -388,7 +388,8 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
     let mut blocks = Vec::with_capacity(cfg.len());
     let mut safepoints = Vec::new();
     let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::default();
-    let mut selects = Vec::new();
+    let mut choices = Vec::new();
+    let dominators = Dominators::new(&cfg);
     for b in 0..cfg.len() {
         let Some(block) = cfg.block(b) else { continue };
         let mut out = Block {
@@ -397,12 +398,33 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         };
         for inst in block.instructions() {
             if inst.opcode() == Opcode::Phi {
-                for def in s.leaves_of_if_base(inst) {
-                    let incoming = inst
+                let defs = s.leaves_of_if_base(inst);
+                for &def in &defs {
+                    let incoming: Vec<(usize, Vec<ValueId>)> = inst
                         .phi_incoming()
                         .into_iter()
                         .filter_map(|(value, from)| Some((cfg.index_of(from)?, s.bases(value, 0))))
                         .collect();
+                    // A phi whose incoming values are all defined above it (not carried
+                    // around a loop) holds the same instance of one of them for as long as
+                    // it lives, so it can lean on their roots.
+                    if defs.len() == 1 {
+                        let chosen: Vec<ValueId> = incoming
+                            .iter()
+                            .flat_map(|(_, v)| v.iter().copied())
+                            .collect();
+                        let above = chosen.iter().all(|&v| {
+                            s.leaves
+                                .get(v)
+                                .and_then(|l| l.value.as_instruction())
+                                .and_then(|i| i.block())
+                                .and_then(|bl| cfg.index_of(bl))
+                                .is_some_and(|d| dominators.strictly_dominates(d, b))
+                        });
+                        if above {
+                            choices.push((def, chosen));
+                        }
+                    }
                     out.phis.push(Phi { def, incoming });
                 }
                 continue;
@@ -489,7 +511,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                     .into_iter()
                     .flatten()
                     .collect();
-                selects.push((*def, s.bases_of_all(&chosen)));
+                choices.push((*def, s.bases_of_all(&chosen)));
             }
             for def in defs {
                 out.steps.push(Step::Def(def));
@@ -501,7 +523,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         num_values: s.leaves.len(),
         num_safepoints: safepoints.len(),
         blocks,
-        selects,
+        choices,
     };
     Ok(Some(Scan {
         model,
