@@ -63,8 +63,9 @@ pub struct Cfg<'m> {
     rpo: Vec<usize>,
     /// Position of each block in `rpo`; `None` if unreachable.
     rpo_number: Vec<Option<usize>>,
-    /// Position of each instruction in its block at snapshot time.
-    order: HashMap<Instruction<'m>, usize>,
+    /// Position of each instruction in its block, taken on first use (most users never
+    /// ask, and it is the one part of the snapshot proportional to the instruction count).
+    order: std::cell::OnceCell<HashMap<Instruction<'m>, usize>>,
 }
 
 impl<'m> Cfg<'m> {
@@ -73,14 +74,10 @@ impl<'m> Cfg<'m> {
     pub fn new(function: Function<'m>) -> Self {
         let blocks = function.blocks();
         let index: HashMap<_, _> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
-        let mut order = HashMap::new();
         let mut edges = Vec::with_capacity(blocks.len());
         let mut succs = Vec::with_capacity(blocks.len());
         let mut preds = vec![Vec::new(); blocks.len()];
         for (i, &block) in blocks.iter().enumerate() {
-            for (pos, inst) in block.instructions().into_iter().enumerate() {
-                order.insert(inst, pos);
-            }
             let all: Vec<usize> = block
                 .successors()
                 .into_iter()
@@ -106,7 +103,7 @@ impl<'m> Cfg<'m> {
             preds,
             rpo,
             rpo_number,
-            order,
+            order: std::cell::OnceCell::new(),
         }
     }
 
@@ -195,14 +192,25 @@ impl<'m> Cfg<'m> {
     }
 
     /// Whether `a` comes strictly before `b` in the same block; `None` when they are in
-    /// different blocks or either is erased. Uses the positions recorded at snapshot time
-    /// when both were there.
+    /// different blocks or either is erased. Uses positions taken the first time it is
+    /// asked, when both instructions were there; else asks LLVM.
     #[must_use]
     pub fn comes_before(&self, a: Instruction<'m>, b: Instruction<'m>) -> Option<bool> {
         if a.block()? != b.block()? {
             return None;
         }
-        match (self.order.get(&a), self.order.get(&b)) {
+        let order = self.order.get_or_init(|| {
+            self.blocks
+                .iter()
+                .flat_map(|b| {
+                    b.instructions()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(pos, i)| (i, pos))
+                })
+                .collect()
+        });
+        match (order.get(&a), order.get(&b)) {
             (Some(x), Some(y)) => Some(x < y),
             _ => a.comes_before(b),
         }
