@@ -1,0 +1,146 @@
+//! The crate's error type.
+
+use std::fmt;
+
+/// Every error `locus-memref` reports. Variants name the dimension and the
+/// values involved so a message can point at the offending argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemRefError {
+    /// A size is negative.
+    NegativeSize {
+        /// The dimension.
+        dim: usize,
+        /// Its size.
+        size: i64,
+    },
+    /// The offset alone lies outside the buffer (for a view with at least one
+    /// element).
+    OffsetOutOfBounds {
+        /// The offset.
+        offset: i64,
+        /// The buffer length in elements.
+        len: usize,
+    },
+    /// Walking dimension `dim` from the offset reaches an element outside the
+    /// buffer: `reached` is the lowest (if negative) or highest linear index
+    /// reachable once dimensions `0..=dim` are taken into account.
+    OutOfBounds {
+        /// The dimension whose extent leaves the buffer.
+        dim: usize,
+        /// Its size.
+        size: i64,
+        /// Its stride.
+        stride: i64,
+        /// The linear element index reached.
+        reached: i64,
+        /// The buffer length in elements.
+        len: usize,
+    },
+    /// Index arithmetic of dimension `dim` overflows `i64`.
+    Overflow {
+        /// The dimension.
+        dim: usize,
+    },
+    /// A transpose named a dimension that does not exist.
+    BadTranspose {
+        /// First dimension given.
+        a: usize,
+        /// Second dimension given.
+        b: usize,
+        /// The view's rank.
+        rank: usize,
+    },
+    /// A subview does not fit inside its parent in dimension `dim`.
+    SubviewOutOfRange {
+        /// The dimension.
+        dim: usize,
+        /// Subview offset (in the parent's index space).
+        offset: i64,
+        /// Subview size.
+        size: i64,
+        /// Subview stride (in units of the parent's index).
+        stride: i64,
+        /// The parent's size in that dimension.
+        parent_size: i64,
+    },
+    /// An expanded argument list has the wrong length for the rank.
+    ExpandedArity {
+        /// `3 + 2 * rank`.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// An expanded argument has the wrong kind (pointer vs index).
+    ExpandedKind {
+        /// Position in the list.
+        position: usize,
+        /// What that position must hold.
+        expected: &'static str,
+    },
+    /// An unranked descriptor's rank is not the one asked for.
+    RankMismatch {
+        /// The rank asked for.
+        expected: usize,
+        /// The rank the descriptor carries.
+        found: i64,
+    },
+    /// An unranked descriptor has a null descriptor pointer.
+    NullDescriptor,
+}
+
+impl fmt::Display for MemRefError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemRefError::NegativeSize { dim, size } => {
+                write!(f, "dimension {dim}: size {size} is negative")
+            }
+            MemRefError::OffsetOutOfBounds { offset, len } => {
+                write!(f, "offset {offset} is outside the buffer of {len} elements")
+            }
+            MemRefError::OutOfBounds {
+                dim,
+                size,
+                stride,
+                reached,
+                len,
+            } => write!(
+                f,
+                "dimension {dim} (size {size}, stride {stride}) reaches element {reached}, \
+                 outside the buffer of {len} elements"
+            ),
+            MemRefError::Overflow { dim } => {
+                write!(f, "dimension {dim}: index arithmetic overflows i64")
+            }
+            MemRefError::BadTranspose { a, b, rank } => {
+                write!(
+                    f,
+                    "cannot transpose dimensions {a} and {b} of a rank-{rank} view"
+                )
+            }
+            MemRefError::SubviewOutOfRange {
+                dim,
+                offset,
+                size,
+                stride,
+                parent_size,
+            } => write!(
+                f,
+                "dimension {dim}: subview offset {offset}, size {size}, stride {stride} \
+                 does not fit in parent size {parent_size}"
+            ),
+            MemRefError::ExpandedArity { expected, found } => write!(
+                f,
+                "expanded memref has {found} scalars, expected {expected} (3 + 2 * rank)"
+            ),
+            MemRefError::ExpandedKind { position, expected } => {
+                write!(f, "expanded memref scalar {position} must be {expected}")
+            }
+            MemRefError::RankMismatch { expected, found } => {
+                write!(f, "unranked memref has rank {found}, expected {expected}")
+            }
+            MemRefError::NullDescriptor => write!(f, "unranked memref has a null descriptor"),
+        }
+    }
+}
+
+impl std::error::Error for MemRefError {}
