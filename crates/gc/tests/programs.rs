@@ -107,3 +107,51 @@ fn phis_of_rooted_values_need_no_slot() {
         "the loop-carried phi %head must be rooted: {rooted:?}"
     );
 }
+
+/// A value live across a `returns_twice` call keeps a slot of its own: code after the second
+/// return may find the frame as the first return left it. Here %a (live across the
+/// returns_twice call) and %b (live later, when %a is dead) would otherwise share a slot.
+#[test]
+fn values_live_across_returns_twice_get_their_own_slot() {
+    let ir = |attr: &str| {
+        format!(
+            r#"
+declare ptr @julia.get_pgcstack()
+declare ptr addrspace(10) @locus_gc_alloc(i64, i64)
+declare i32 @checkpoint(ptr) {attr}
+declare void @use(ptr addrspace(10))
+
+define void @f() {{
+  %pgcstack = call ptr @julia.get_pgcstack()
+  %a = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+  %r = call i32 @checkpoint(ptr null)
+  call void @use(ptr addrspace(10) %a)
+  %b = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+  %c = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)
+  call void @use(ptr addrspace(10) %b)
+  ret void
+}}
+attributes #0 = {{ returns_twice }}
+"#
+        )
+    };
+    let slots = |text: String| {
+        let ctx = locus_llvm::Context::new();
+        let module =
+            locus_llvm::Module::parse_ir(&ctx, "rt.ll", text).unwrap_or_else(|e| panic!("{e}"));
+        let reports =
+            locus_gc::lower::lower_module(&module, locus_gc::lower::LowerOptions::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+        reports[0].slots
+    };
+    assert_eq!(
+        slots(ir("")),
+        1,
+        "without returns_twice %a and %b share a slot"
+    );
+    assert_eq!(
+        slots(ir("#0")),
+        2,
+        "with returns_twice %a keeps its own slot"
+    );
+}
