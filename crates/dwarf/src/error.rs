@@ -79,6 +79,15 @@ pub enum Error {
         /// What was expected.
         message: &'static str,
     },
+    /// An evaluation error: the operation at `index` could not be evaluated.
+    Eval {
+        /// Index of the operation in the evaluated slice.
+        index: usize,
+        /// The operation's name.
+        op: &'static str,
+        /// What went wrong.
+        error: crate::eval::EvalError,
+    },
 }
 
 impl Error {
@@ -92,7 +101,7 @@ impl Error {
             | Error::BadLeb { offset, .. }
             | Error::BadBranchTarget { offset, .. }
             | Error::Syntax { offset, .. } => Some(*offset),
-            Error::BadEncoding { .. } | Error::Unencodable { .. } => None,
+            Error::BadEncoding { .. } | Error::Unencodable { .. } | Error::Eval { .. } => None,
         }
     }
 }
@@ -121,6 +130,7 @@ impl fmt::Display for Error {
             Error::Unencodable { index, op, reason } => {
                 write!(f, "op #{index} {op}: cannot encode: {reason}")
             }
+            Error::Eval { index, op, error } => write!(f, "op #{index} {op}: {error}"),
             Error::Syntax {
                 offset,
                 token,

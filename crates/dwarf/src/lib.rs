@@ -42,7 +42,13 @@
 extern crate alloc;
 
 mod error;
+pub mod eval;
+pub mod location;
 mod op;
+pub mod value;
 
 pub use error::Error;
+pub use eval::{Entry, EvalError, Evaluation, EvaluationResult};
+pub use location::{Location, Part, SingleLocation, Storage};
 pub use op::{decode, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
+pub use value::{Value, ValueType};

@@ -1,0 +1,650 @@
+//! The evaluator against the spec's worked examples
+//! (`shared/spec/001_dwarf_location_descriptions_on_stack.md`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::BTreeMap;
+
+use locus_dwarf::eval::DEFAULT_MAX_STEPS;
+use locus_dwarf::{
+    parse_text, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location, Part,
+    SingleLocation, Storage, Value, ValueType,
+};
+
+const SGPR0: u16 = 32;
+const SGPR3: u16 = 35;
+const VGPR0: u16 = 2560;
+const VGPR1: u16 = 2561;
+
+fn resolve(name: &str) -> Option<u16> {
+    match name {
+        "SGPR0" => Some(SGPR0),
+        "SGPR3" => Some(SGPR3),
+        "VGPR0" => Some(VGPR0),
+        "VGPR1" => Some(VGPR1),
+        _ => None,
+    }
+}
+
+/// A small target: registers by number, memory by (space, address), a lane.
+#[derive(Default)]
+struct Ctx {
+    registers: BTreeMap<u16, Vec<u8>>,
+    memory: Vec<(u64, u64, Vec<u8>)>,
+    lane: u64,
+    frame_base: u64,
+}
+
+impl Ctx {
+    fn standard() -> Ctx {
+        let mut c = Ctx::default();
+        c.registers.insert(SGPR0, 0x1000u64.to_le_bytes().to_vec());
+        c.registers
+            .insert(SGPR3, 0xdead_beefu32.to_le_bytes().to_vec());
+        // 64 lanes of 4 bytes: lane i holds i * 0x100.
+        let vgpr: Vec<u8> = (0..64u32).flat_map(|i| (i * 0x100).to_le_bytes()).collect();
+        c.registers.insert(VGPR0, vgpr.clone());
+        c.registers.insert(VGPR1, vgpr);
+        c.memory.push((0, 0x1000, 42u64.to_le_bytes().to_vec()));
+        c.lane = 3;
+        c.frame_base = 0x2000;
+        c
+    }
+
+    fn read(&self, space: u64, address: u64, size: u8) -> Option<Vec<u8>> {
+        self.memory.iter().find_map(|(s, a, bytes)| {
+            if *s != space || address < *a {
+                return None;
+            }
+            let start = usize::try_from(address - a).ok()?;
+            bytes
+                .get(start..start + usize::from(size))
+                .map(<[u8]>::to_vec)
+        })
+    }
+}
+
+fn evaluate<'a>(ops: &'a [locus_dwarf::Op], ctx: &Ctx) -> Result<Evaluation<'a>, Error> {
+    let mut eval = Evaluation::new(ops, Encoding::default());
+    let mut r = eval.evaluate()?;
+    loop {
+        r = match r {
+            EvaluationResult::Complete => return Ok(eval),
+            EvaluationResult::RequiresRegister { register } => {
+                let bytes = ctx.registers.get(&register).expect("unknown register");
+                eval.resume_with_register(bytes)?
+            }
+            EvaluationResult::RequiresMemory {
+                address,
+                size,
+                address_space,
+            } => {
+                let bytes = ctx
+                    .read(address_space, address, size)
+                    .expect("unreadable memory");
+                eval.resume_with_memory(&bytes)?
+            }
+            EvaluationResult::RequiresLane => eval.resume_with_lane(ctx.lane)?,
+            EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(ctx.frame_base)?,
+            other => panic!("unexpected request {other:?}"),
+        }
+    }
+}
+
+fn run(text: &str, ctx: &Ctx) -> Result<Entry, Error> {
+    let ops = parse_text(text, resolve).unwrap();
+    let eval = evaluate(&ops, ctx)?;
+    Ok(eval.result().expect("empty stack"))
+}
+
+fn location(text: &str) -> Location {
+    match run(text, &Ctx::standard()).unwrap() {
+        Entry::Location(l) => l,
+        Entry::Value(v) => panic!("expected a location, got {v:?}"),
+    }
+}
+
+fn generic(v: u64) -> Value {
+    Value::generic(v, 8)
+}
+
+fn reg(r: u16, bit_offset: u128) -> Location {
+    Location::single(Storage::Register(r), bit_offset)
+}
+
+fn part(location: Location, bit_size: u64) -> Part {
+    Part { location, bit_size }
+}
+
+fn composite(parts: Vec<Part>, bit_offset: u128) -> Location {
+    Location::single(Storage::Composite(parts), bit_offset)
+}
+
+fn eval_error(text: &str) -> (usize, &'static str, EvalError, String) {
+    match run(text, &Ctx::standard()) {
+        Err(e @ Error::Eval { index, op, .. }) => {
+            let Error::Eval { error, .. } = e.clone() else {
+                unreachable!()
+            };
+            (index, op, error, e.to_string())
+        }
+        other => panic!("expected an evaluation error, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// DWARF 5 examples
+
+#[test]
+fn dynamic_array_size() {
+    let r = run(
+        "DW_OP_regval_type SGPR0 Generic\nDW_OP_deref",
+        &Ctx::standard(),
+    )
+    .unwrap();
+    assert_eq!(r, Entry::Value(generic(42)));
+}
+
+#[test]
+fn variable_in_register() {
+    assert_eq!(location("DW_OP_regx SGPR0"), reg(SGPR0, 0));
+}
+
+#[test]
+fn variable_in_memory() {
+    let ops = parse_text(
+        "DW_OP_regval_type SGPR0 Generic\nDW_OP_plus_uconst 0x10",
+        resolve,
+    )
+    .unwrap();
+    let eval = evaluate(&ops, &Ctx::standard()).unwrap();
+    // The stack holds a generic value ...
+    assert_eq!(eval.result(), Some(Entry::Value(generic(0x1010))));
+    // ... which, in a location context, is a global memory location.
+    assert_eq!(eval.location_result(), Some(Location::memory(0, 0x1010)));
+}
+
+const COMPOSITE: &str = "DW_OP_regx SGPR3
+ DW_OP_piece 4
+ DW_OP_piece 2
+ DW_OP_bregx SGPR0 0x10
+ DW_OP_piece 2";
+
+fn composite_parts() -> Vec<Part> {
+    vec![
+        part(reg(SGPR3, 0), 32),
+        part(Location::undefined(), 16),
+        part(Location::memory(0, 0x1010), 16),
+    ]
+}
+
+#[test]
+fn variable_spread_across_register_undefined_memory() {
+    assert_eq!(location(COMPOSITE), composite(composite_parts(), 0));
+}
+
+#[test]
+fn offsetting_a_composite_with_plus_fails() {
+    let text = format!("{COMPOSITE}\nDW_OP_plus_uconst 5");
+    let (index, op, error, msg) = eval_error(&text);
+    assert_eq!((index, op), (5, "DW_OP_plus_uconst"));
+    assert!(matches!(error, EvalError::TypeMismatch(_)), "{error:?}");
+    assert!(
+        msg.starts_with("op #5 DW_OP_plus_uconst: type mismatch"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn offsetting_a_composite_dwarf5_workaround() {
+    let l = location("DW_OP_piece 1\nDW_OP_bregx SGPR0 0x10\nDW_OP_piece 2");
+    assert_eq!(
+        l,
+        composite(
+            vec![
+                part(Location::undefined(), 8),
+                part(Location::memory(0, 0x1010), 16)
+            ],
+            0
+        )
+    );
+}
+
+#[test]
+fn offsetting_a_composite_with_the_extension() {
+    // The composite must be completed (piece_end) before it can be offset.
+    let l = location(&format!(
+        "{COMPOSITE}\nDW_OP_piece_end\nDW_OP_offset_uconst 5"
+    ));
+    assert_eq!(l, composite(composite_parts(), 40));
+}
+
+// ---------------------------------------------------------------------------
+// Extension examples
+
+#[test]
+fn spilled_to_part_of_a_vector_register() {
+    assert_eq!(
+        location("DW_OP_regx VGPR0\nDW_OP_offset_uconst 20"),
+        reg(VGPR0, 160)
+    );
+}
+
+const MULTI_LANE: &str = "DW_OP_regx VGPR0
+ DW_OP_push_lane
+ DW_OP_uconst 4
+ DW_OP_mul
+ DW_OP_offset
+ DW_OP_piece 4
+ DW_OP_regx VGPR1
+ DW_OP_push_lane
+ DW_OP_uconst 4
+ DW_OP_mul
+ DW_OP_offset
+ DW_OP_piece 4";
+
+#[test]
+fn spread_across_multiple_vector_registers() {
+    // Lane 3: each part starts at byte 12 of its register.
+    assert_eq!(
+        location(MULTI_LANE),
+        composite(vec![part(reg(VGPR0, 96), 32), part(reg(VGPR1, 96), 32)], 0)
+    );
+    let mut ctx = Ctx::standard();
+    ctx.lane = 0;
+    let Entry::Location(l) = run(MULTI_LANE, &ctx).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        l,
+        composite(vec![part(reg(VGPR0, 0), 32), part(reg(VGPR1, 0), 32)], 0)
+    );
+}
+
+const MIXED: &str = "DW_OP_regx VGPR0
+ DW_OP_push_lane
+ DW_OP_uconst 4
+ DW_OP_mul
+ DW_OP_offset
+ DW_OP_piece 4
+ DW_OP_addr 0xbeef
+ DW_OP_piece 2
+ DW_OP_uconst 0xf00d
+ DW_OP_stack_value
+ DW_OP_piece 2
+ DW_OP_piece_end";
+
+fn mixed_parts() -> Vec<Part> {
+    vec![
+        part(reg(VGPR0, 96), 32),
+        part(Location::memory(0, 0xbeef), 16),
+        part(
+            Location::single(Storage::Implicit(0xf00du64.to_le_bytes().to_vec()), 0),
+            16,
+        ),
+    ]
+}
+
+#[test]
+fn spread_across_multiple_kinds_of_locations() {
+    assert_eq!(location(MIXED), composite(mixed_parts(), 0));
+}
+
+#[test]
+fn piece_end_makes_a_composite_usable_by_later_operations() {
+    // A complete composite on the stack can be offset, and more entries can
+    // follow it (stack_value no longer ends the expression either).
+    let l = location(&format!("{MIXED}\nDW_OP_offset_uconst 4"));
+    assert_eq!(l, composite(mixed_parts(), 32));
+    // Two composites on the stack; swap and drop keep the first.
+    let l = location(&format!(
+        "{MIXED}\nDW_OP_regx SGPR3\nDW_OP_piece 4\nDW_OP_piece_end\nDW_OP_swap\nDW_OP_drop"
+    ));
+    assert_eq!(l, composite(vec![part(reg(SGPR3, 0), 32)], 0));
+}
+
+#[test]
+fn address_spaces() {
+    let expected = Location::memory(1, 0x1010);
+    // The spec writes `DW_OP_offset 0x10`; DW_OP_offset takes its offset
+    // from the stack, so the operand form is DW_OP_offset_uconst.
+    let l = location(
+        "DW_OP_regval_type SGPR0 Generic\nDW_OP_uconst 1\nDW_OP_form_aspace_address\nDW_OP_offset_uconst 0x10",
+    );
+    assert_eq!(l, expected);
+    let l = location(
+        "DW_OP_regval_type SGPR0 Generic\nDW_OP_uconst 1\nDW_OP_form_aspace_address\nDW_OP_uconst 0x10\nDW_OP_offset",
+    );
+    assert_eq!(l, expected);
+    // A non-default address space memory location does not convert to a value.
+    let (index, _, error, _) =
+        eval_error("DW_OP_lit0\nDW_OP_lit1\nDW_OP_form_aspace_address\nDW_OP_plus_uconst 1");
+    assert_eq!(index, 3);
+    assert!(matches!(error, EvalError::TypeMismatch(_)));
+}
+
+#[test]
+fn bit_offsets() {
+    assert_eq!(
+        location("DW_OP_regx SGPR3\nDW_OP_uconst 20\nDW_OP_bit_offset"),
+        reg(SGPR3, 20)
+    );
+    // Bit offsets apply to memory too, and add to byte offsets.
+    assert_eq!(
+        location("DW_OP_addr 0x100\nDW_OP_lit3\nDW_OP_bit_offset\nDW_OP_offset_uconst 1"),
+        Location::single(Storage::Memory { address_space: 0 }, 0x101 * 8 + 3)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Other operations
+
+#[test]
+fn implicit_conversions_between_memory_locations_and_addresses() {
+    // DW_OP_addr pushes a memory location; arithmetic sees its address.
+    assert_eq!(
+        run("DW_OP_addr 0x1000\nDW_OP_plus_uconst 8", &Ctx::standard()).unwrap(),
+        Entry::Value(generic(0x1008))
+    );
+    // A generic value is a memory location for deref and offset.
+    assert_eq!(
+        run("DW_OP_constu 0x1000\nDW_OP_deref_size 1", &Ctx::standard()).unwrap(),
+        Entry::Value(generic(42))
+    );
+    assert_eq!(
+        location("DW_OP_constu 0x1000\nDW_OP_offset_uconst 2"),
+        Location::memory(0, 0x1002)
+    );
+}
+
+#[test]
+fn deref_through_register_and_implicit_locations() {
+    // Lane 3 of VGPR0 holds 0x300.
+    assert_eq!(
+        run(
+            "DW_OP_regx VGPR0\nDW_OP_offset_uconst 12\nDW_OP_deref_size 4",
+            &Ctx::standard()
+        )
+        .unwrap(),
+        Entry::Value(generic(0x300))
+    );
+    assert_eq!(
+        run(
+            "DW_OP_implicit_value [11 22 33 44]\nDW_OP_offset_uconst 1\nDW_OP_deref_size 2",
+            &Ctx::standard()
+        )
+        .unwrap(),
+        Entry::Value(generic(0x3322))
+    );
+    let (_, op, error, _) = eval_error("DW_OP_undefined\nDW_OP_deref");
+    assert_eq!((op, error), ("DW_OP_deref", EvalError::UndefinedRead));
+}
+
+#[test]
+fn registers_frame_base_and_constants() {
+    let c = Ctx::standard();
+    assert_eq!(
+        run("DW_OP_bregx SGPR0 -8", &c).unwrap(),
+        Entry::Value(generic(0xff8))
+    );
+    assert_eq!(
+        run("DW_OP_fbreg -16", &c).unwrap(),
+        Entry::Value(generic(0x1ff0))
+    );
+    assert_eq!(
+        run("DW_OP_const1s -1", &c).unwrap(),
+        Entry::Value(generic(u64::MAX))
+    );
+    assert_eq!(location("DW_OP_reg5"), reg(5, 0));
+    assert_eq!(
+        location("DW_OP_implicit_pointer 0x2a -4"),
+        Location::single(
+            Storage::ImplicitPointer {
+                die: 0x2a,
+                byte_offset: -4
+            },
+            0
+        )
+    );
+}
+
+#[test]
+fn arithmetic_logic_and_comparisons() {
+    let c = Ctx::standard();
+    let v = |t: &str| match run(t, &c).unwrap() {
+        Entry::Value(v) => v.bits,
+        e => panic!("{e:?}"),
+    };
+    assert_eq!(v("DW_OP_lit7 DW_OP_lit3 DW_OP_minus"), 4);
+    assert_eq!(v("DW_OP_lit3 DW_OP_lit7 DW_OP_minus"), (-4i64) as u64);
+    assert_eq!(v("DW_OP_lit6 DW_OP_lit7 DW_OP_mul"), 42);
+    assert_eq!(v("DW_OP_consts -7 DW_OP_lit2 DW_OP_div"), (-3i64) as u64);
+    assert_eq!(v("DW_OP_lit7 DW_OP_lit3 DW_OP_mod"), 1);
+    assert_eq!(v("DW_OP_consts -5 DW_OP_abs"), 5);
+    assert_eq!(v("DW_OP_lit5 DW_OP_neg"), (-5i64) as u64);
+    assert_eq!(v("DW_OP_lit0 DW_OP_not"), u64::MAX);
+    assert_eq!(v("DW_OP_lit12 DW_OP_lit10 DW_OP_and"), 8);
+    assert_eq!(v("DW_OP_lit12 DW_OP_lit10 DW_OP_or"), 14);
+    assert_eq!(v("DW_OP_lit12 DW_OP_lit10 DW_OP_xor"), 6);
+    assert_eq!(v("DW_OP_lit1 DW_OP_lit4 DW_OP_shl"), 16);
+    assert_eq!(v("DW_OP_lit16 DW_OP_lit4 DW_OP_shr"), 1);
+    assert_eq!(v("DW_OP_consts -16 DW_OP_lit2 DW_OP_shra"), (-4i64) as u64);
+    assert_eq!(v("DW_OP_consts -1 DW_OP_lit1 DW_OP_lt"), 1);
+    assert_eq!(v("DW_OP_lit1 DW_OP_lit1 DW_OP_eq"), 1);
+    assert_eq!(v("DW_OP_lit1 DW_OP_lit2 DW_OP_ge"), 0);
+    assert_eq!(v("DW_OP_lit2 DW_OP_lit1 DW_OP_gt"), 1);
+    assert_eq!(v("DW_OP_lit2 DW_OP_lit2 DW_OP_le"), 1);
+    assert_eq!(v("DW_OP_lit2 DW_OP_lit1 DW_OP_ne"), 1);
+    let (_, _, error, _) = eval_error("DW_OP_lit1 DW_OP_lit0 DW_OP_div");
+    assert_eq!(error, EvalError::DivisionByZero);
+}
+
+#[test]
+fn stack_operations_on_locations() {
+    let c = Ctx::standard();
+    // dup a register location, offset the copy: the original is unchanged.
+    let ops = parse_text(
+        "DW_OP_regx SGPR3 DW_OP_dup DW_OP_offset_uconst 1 DW_OP_lit9 DW_OP_rot",
+        resolve,
+    )
+    .unwrap();
+    let eval = evaluate(&ops, &c).unwrap();
+    assert_eq!(
+        eval.stack(),
+        vec![
+            Entry::Value(generic(9)),
+            Entry::Location(reg(SGPR3, 0)),
+            Entry::Location(reg(SGPR3, 8)),
+        ]
+    );
+    assert_eq!(
+        location("DW_OP_regx SGPR3 DW_OP_lit1 DW_OP_over DW_OP_swap DW_OP_drop"),
+        reg(SGPR3, 0)
+    );
+    assert_eq!(
+        location("DW_OP_regx SGPR3 DW_OP_lit1 DW_OP_lit2 DW_OP_pick 2"),
+        reg(SGPR3, 0)
+    );
+}
+
+#[test]
+fn branches() {
+    // lit1 @0, bra @1 (3 bytes), lit5 @4, lit7 @5: bra 1 jumps over lit5.
+    let c = Ctx::standard();
+    let ops = parse_text("DW_OP_lit1 DW_OP_bra 1 DW_OP_lit5 DW_OP_lit7", resolve).unwrap();
+    let eval = evaluate(&ops, &c).unwrap();
+    assert_eq!(eval.stack(), vec![Entry::Value(generic(7))]);
+    let ops = parse_text("DW_OP_lit0 DW_OP_bra 1 DW_OP_lit5 DW_OP_lit7", resolve).unwrap();
+    let eval = evaluate(&ops, &c).unwrap();
+    assert_eq!(
+        eval.stack(),
+        vec![Entry::Value(generic(5)), Entry::Value(generic(7))]
+    );
+    // A counting loop: 5 iterations of (dup; bra) leave 0.
+    // lit5 @0; [loop @1] lit1 @1, minus @2, dup @3, bra -6 @4 (to 1)
+    let ops = parse_text(
+        "DW_OP_lit5 DW_OP_lit1 DW_OP_minus DW_OP_dup DW_OP_bra -6",
+        resolve,
+    )
+    .unwrap();
+    let eval = evaluate(&ops, &c).unwrap();
+    assert_eq!(eval.result(), Some(Entry::Value(generic(0))));
+    // A branch into the middle of an operation.
+    let (_, op, error, _) = eval_error("DW_OP_skip 1 DW_OP_constu 300");
+    assert_eq!(op, "DW_OP_skip");
+    assert_eq!(error, EvalError::BadBranchTarget(4));
+}
+
+#[test]
+fn infinite_loop_is_an_error() {
+    let (index, op, error, msg) = eval_error("DW_OP_skip -3");
+    assert_eq!((index, op), (0, "DW_OP_skip"));
+    assert_eq!(error, EvalError::StepLimitExceeded(DEFAULT_MAX_STEPS));
+    assert!(msg.starts_with("op #0 DW_OP_skip: step limit"), "{msg}");
+
+    let ops = parse_text("DW_OP_nop DW_OP_skip -4", resolve).unwrap();
+    let mut eval = Evaluation::new(&ops, Encoding::default());
+    eval.set_max_steps(10);
+    assert!(matches!(
+        eval.evaluate(),
+        Err(Error::Eval {
+            error: EvalError::StepLimitExceeded(10),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn stack_underflow_is_an_error() {
+    for (text, index, op) in [
+        ("DW_OP_plus", 0, "DW_OP_plus"),
+        ("DW_OP_lit1 DW_OP_plus", 1, "DW_OP_plus"),
+        ("DW_OP_drop", 0, "DW_OP_drop"),
+        ("DW_OP_lit1 DW_OP_swap", 1, "DW_OP_swap"),
+        ("DW_OP_lit1 DW_OP_lit2 DW_OP_rot", 2, "DW_OP_rot"),
+        ("DW_OP_lit1 DW_OP_pick 1", 1, "DW_OP_pick"),
+        ("DW_OP_offset_uconst 1", 0, "DW_OP_offset_uconst"),
+        ("DW_OP_lit1 DW_OP_offset", 1, "DW_OP_offset"),
+        ("DW_OP_deref", 0, "DW_OP_deref"),
+        ("DW_OP_stack_value", 0, "DW_OP_stack_value"),
+        ("DW_OP_piece_end", 0, "DW_OP_piece_end"),
+        (
+            "DW_OP_lit1 DW_OP_form_aspace_address",
+            1,
+            "DW_OP_form_aspace_address",
+        ),
+    ] {
+        let (i, o, error, msg) = eval_error(text);
+        assert_eq!(
+            (i, o, error),
+            (index, op, EvalError::StackUnderflow),
+            "{text}"
+        );
+        assert_eq!(msg, format!("op #{index} {op}: stack underflow"));
+    }
+}
+
+#[test]
+fn piece_end_without_composite_and_type_mismatches() {
+    let (_, _, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_piece_end");
+    assert!(matches!(error, EvalError::TypeMismatch(_)));
+    let (index, op, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_lit1 DW_OP_plus");
+    assert_eq!((index, op), (2, "DW_OP_plus"));
+    assert!(matches!(error, EvalError::TypeMismatch(_)));
+}
+
+#[test]
+fn offsets_apply_to_every_place() {
+    let mut l = Location {
+        places: vec![
+            SingleLocation {
+                storage: Storage::Register(SGPR3),
+                bit_offset: 0,
+            },
+            SingleLocation::memory(0, 0x1000),
+        ],
+    };
+    l.offset_bits(16, 8).unwrap();
+    assert_eq!(l.places[0].bit_offset, 16);
+    assert_eq!(l.places[1].bit_offset, 0x1002 * 8);
+    assert!(l.offset_bits(-1_000_000, 8).is_err());
+}
+
+#[test]
+fn values() {
+    let a = Value::new(ValueType::Unsigned(1), 0xff, 8);
+    let b = Value::new(ValueType::Unsigned(1), 2, 8);
+    let s = a.binary(locus_dwarf::value::BinaryOp::Plus, b, 8).unwrap();
+    assert_eq!(s.bits, 1);
+    let c = Value::new(ValueType::Signed(1), 0xff, 8);
+    assert_eq!(c.to_i64(8), -1);
+    assert!(a.binary(locus_dwarf::value::BinaryOp::Plus, c, 8).is_err());
+    // Generic wraps at the address size.
+    assert_eq!(Value::generic(u64::MAX, 4).bits, 0xffff_ffff);
+}
+
+#[test]
+fn requests_must_be_answered_by_the_right_method() {
+    let ops = parse_text("DW_OP_bregx SGPR0 0", resolve).unwrap();
+    let mut eval = Evaluation::new(&ops, Encoding::default());
+    assert_eq!(
+        eval.evaluate().unwrap(),
+        EvaluationResult::RequiresRegister { register: SGPR0 }
+    );
+    assert!(eval.resume_with_lane(1).is_err());
+    assert!(eval.evaluate().is_err());
+    assert_eq!(
+        eval.resume_with_register(&[1, 0, 0, 0, 0, 0, 0, 0])
+            .unwrap(),
+        EvaluationResult::Complete
+    );
+    assert_eq!(eval.result(), Some(Entry::Value(generic(1))));
+}
+
+/// Answers every request with something plausible; used to check that no
+/// decodable expression makes the evaluator panic or hang.
+fn evaluate_anything(ops: &[locus_dwarf::Op]) {
+    let mut eval = Evaluation::new(ops, Encoding::default());
+    eval.set_max_steps(1000);
+    let mut r = eval.evaluate();
+    for _ in 0..10_000 {
+        r = match r {
+            Ok(EvaluationResult::Complete) | Err(_) => return,
+            Ok(EvaluationResult::RequiresRegister { .. }) => eval.resume_with_register(&[7; 16]),
+            Ok(EvaluationResult::RequiresMemory { size, .. }) => {
+                eval.resume_with_memory(&vec![3; usize::from(size)])
+            }
+            Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(2),
+            Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
+            Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
+            Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),
+        };
+    }
+    panic!("too many requests");
+}
+
+proptest::proptest! {
+    #[test]
+    fn no_panic_on_decodable_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
+        if let Ok(ops) = locus_dwarf::decode(&bytes, Encoding::default()) {
+            let ops: Vec<_> = ops.into_iter().map(|(_, op)| op).collect();
+            evaluate_anything(&ops);
+        }
+    }
+
+    #[test]
+    fn no_panic_on_small_op_sequences(idx in proptest::collection::vec(0usize..40, 0..16)) {
+        use locus_dwarf::Op;
+        let table = [
+            Op::Lit(0), Op::Lit(1), Op::Lit(8), Op::Consts(-1), Op::Dup, Op::Drop, Op::Over,
+            Op::Pick(1), Op::Swap, Op::Rot, Op::Plus, Op::Minus, Op::Div, Op::Mod, Op::Shl,
+            Op::Shra, Op::Lt, Op::Bra(-3), Op::Skip(1), Op::Reg(1), Op::Regx(2560),
+            Op::Breg(1, -4), Op::Fbreg(8), Op::Deref, Op::DerefSize(2), Op::Piece(4),
+            Op::BitPiece { size: 3, offset: 5 }, Op::PieceEnd, Op::StackValue,
+            Op::ImplicitValue(vec![1, 2]), Op::Offset, Op::OffsetUconst(4), Op::BitOffset,
+            Op::PushLane, Op::FormAspaceAddress, Op::Undefined, Op::Addr(0x10), Op::Nop,
+            Op::Xderef, Op::CallFrameCfa,
+        ];
+        let ops: Vec<Op> = idx.iter().map(|&i| table[i].clone()).collect();
+        evaluate_anything(&ops);
+    }
+}
