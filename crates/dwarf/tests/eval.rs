@@ -10,20 +10,9 @@ use locus_dwarf::{
     SingleLocation, Storage, Value, ValueType,
 };
 
-const SGPR0: u16 = 32;
-const SGPR3: u16 = 35;
-const VGPR0: u16 = 2560;
-const VGPR1: u16 = 2561;
+mod common;
 
-fn resolve(name: &str) -> Option<u16> {
-    match name {
-        "SGPR0" => Some(SGPR0),
-        "SGPR3" => Some(SGPR3),
-        "VGPR0" => Some(VGPR0),
-        "VGPR1" => Some(VGPR1),
-        _ => None,
-    }
-}
+use common::{resolve, MIXED, MULTI_LANE, SGPR0, SGPR3, VGPR0, VGPR1};
 
 /// A small target: registers by number, memory by (space, address), a lane.
 #[derive(Default)]
@@ -229,19 +218,6 @@ fn spilled_to_part_of_a_vector_register() {
     );
 }
 
-const MULTI_LANE: &str = "DW_OP_regx VGPR0
- DW_OP_push_lane
- DW_OP_uconst 4
- DW_OP_mul
- DW_OP_offset
- DW_OP_piece 4
- DW_OP_regx VGPR1
- DW_OP_push_lane
- DW_OP_uconst 4
- DW_OP_mul
- DW_OP_offset
- DW_OP_piece 4";
-
 #[test]
 fn spread_across_multiple_vector_registers() {
     // Lane 3: each part starts at byte 12 of its register.
@@ -259,19 +235,6 @@ fn spread_across_multiple_vector_registers() {
         composite(vec![part(reg(VGPR0, 0), 32), part(reg(VGPR1, 0), 32)], 0)
     );
 }
-
-const MIXED: &str = "DW_OP_regx VGPR0
- DW_OP_push_lane
- DW_OP_uconst 4
- DW_OP_mul
- DW_OP_offset
- DW_OP_piece 4
- DW_OP_addr 0xbeef
- DW_OP_piece 2
- DW_OP_uconst 0xf00d
- DW_OP_stack_value
- DW_OP_piece 2
- DW_OP_piece_end";
 
 fn mixed_parts() -> Vec<Part> {
     vec![

@@ -1,5 +1,7 @@
 //! Binary and text forms of DWARF expression operations.
 
+mod common;
+
 use locus_dwarf::{decode, encode, parse_text, to_text, Encoding, Error, ExtensionEncoding, Op};
 use proptest::prelude::*;
 
@@ -389,31 +391,9 @@ fn extension_numbering() {
     );
 }
 
-fn vgprs(name: &str) -> Option<u16> {
-    match name {
-        "VGPR0" => Some(2560),
-        "VGPR1" => Some(2561),
-        "SGPR0" => Some(32),
-        "SGPR3" => Some(35),
-        _ => None,
-    }
-}
-
 #[test]
 fn spec_examples_assemble() {
-    let multi_lane = "DW_OP_regx VGPR0
- DW_OP_push_lane
- DW_OP_uconst 4
- DW_OP_mul
- DW_OP_offset
- DW_OP_piece 4
- DW_OP_regx VGPR1
- DW_OP_push_lane
- DW_OP_uconst 4
- DW_OP_mul
- DW_OP_offset
- DW_OP_piece 4";
-    let ops = parse_text(multi_lane, vgprs).unwrap();
+    let ops = parse_text(common::MULTI_LANE, common::resolve).unwrap();
     let half = [
         Op::PushLane,
         Op::Constu(4),
@@ -436,7 +416,7 @@ fn spec_examples_assemble() {
     let mixed = "DW_OP_regx VGPR0; DW_OP_push_lane; DW_OP_uconst 4; DW_OP_mul; DW_OP_offset;
         DW_OP_piece 4; DW_OP_addr 0xbeef; DW_OP_piece 2; DW_OP_uconst 0xf00d;
         DW_OP_stack_value; DW_OP_piece 2; DW_OP_piece_end";
-    let ops = parse_text(mixed, vgprs).unwrap();
+    let ops = parse_text(mixed, common::resolve).unwrap();
     assert_eq!(ops.len(), 12);
     assert_eq!(ops[6], Op::Addr(0xbeef));
     assert_eq!(ops[8], Op::Constu(0xf00d));
@@ -452,11 +432,11 @@ fn spec_examples_assemble() {
     let aspace = "DW_OP_regval_type SGPR0 Generic DW_OP_uconst 1 DW_OP_form_aspace_address DW_OP_offset 0x10";
     // As written, the spec gives DW_OP_offset an operand; DW_OP_offset takes
     // it from the stack, so `0x10` is not an operation name.
-    let err = parse_text(aspace, vgprs).unwrap_err();
+    let err = parse_text(aspace, common::resolve).unwrap_err();
     assert_eq!(err.offset(), Some(aspace.len() - 4));
     let ops = parse_text(
         "DW_OP_regval_type SGPR0 Generic DW_OP_uconst 1 DW_OP_form_aspace_address DW_OP_offset_uconst 0x10",
-        vgprs,
+        common::resolve,
     )
     .unwrap();
     assert_eq!(
@@ -472,7 +452,11 @@ fn spec_examples_assemble() {
         ]
     );
 
-    let bits = parse_text("DW_OP_regx SGPR3\nDW_OP_uconst 20\nDW_OP_bit_offset", vgprs).unwrap();
+    let bits = parse_text(
+        "DW_OP_regx SGPR3\nDW_OP_uconst 20\nDW_OP_bit_offset",
+        common::resolve,
+    )
+    .unwrap();
     assert_eq!(bits, [Op::Regx(35), Op::Constu(20), Op::BitOffset]);
     assert_eq!(
         encode(&bits, USER).unwrap(),
@@ -595,7 +579,7 @@ fn text_errors() {
         ("DW_OP_reg01", 0),
     ];
     for (text, offset) in cases {
-        let err = parse_text(text, vgprs).unwrap_err();
+        let err = parse_text(text, common::resolve).unwrap_err();
         assert_eq!(err.offset(), Some(*offset), "{text}: {err}");
         assert!(matches!(err, Error::Syntax { .. }));
     }
@@ -929,7 +913,7 @@ proptest! {
 
     #[test]
     fn garbage_text_never_panics(text in "[ -~\n;\\[\\]]{0,64}") {
-        if let Err(e) = parse_text(&text, vgprs) {
+        if let Err(e) = parse_text(&text, common::resolve) {
             prop_assert!(e.offset().unwrap() <= text.len());
         }
     }
@@ -940,7 +924,7 @@ proptest! {
             "VGPR0", "-5", "0x10", "[01", "02]", "[]", "DW_OP_const_type", "Generic", ";", "DW_OP_bra",
             "-0x8000", "99999999999999999999", "DW_OP_LLVM_aspace_bregx"]), 0..12)) {
         let text = words.join(" ");
-        if let Err(e) = parse_text(&text, vgprs) {
+        if let Err(e) = parse_text(&text, common::resolve) {
             prop_assert!(e.offset().unwrap() <= text.len());
         }
     }

@@ -114,6 +114,19 @@ pub(crate) fn lossy(ptr: *const c_char, len: usize) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Copies the NUL-terminated string at `ptr`, replacing invalid UTF-8; `None` for null.
+pub(crate) fn from_c_str(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: callers pass a NUL-terminated string LLVM keeps alive while it is copied.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
 /// `raw` as LLVM prints it (`%x = load ptr, ptr %p` for an instruction), without the
 /// leading indentation.
 fn print_value(raw: LLVMValueRef) -> String {
@@ -395,13 +408,7 @@ impl<'m> Type<'m> {
         }
         // SAFETY: `self.raw` is a live struct type; the name, when there is one, is a
         // NUL-terminated string owned by the type.
-        let ptr = unsafe { LLVMGetStructName(self.raw) };
-        if ptr.is_null() {
-            return None;
-        }
-        // SAFETY: non-null NUL-terminated string, copied at once.
-        let name = unsafe { std::ffi::CStr::from_ptr(ptr) };
-        Some(name.to_string_lossy().into_owned())
+        from_c_str(unsafe { LLVMGetStructName(self.raw) })
     }
 
     /// Whether this is a packed struct type (`<{ ... }>`).
@@ -1180,16 +1187,7 @@ impl<'m> Function<'m> {
     #[must_use]
     pub fn gc(self) -> Option<String> {
         // SAFETY: `self.raw` is a live function; the name is owned by the function.
-        let ptr = unsafe { LLVMGetGC(self.raw) };
-        if ptr.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null NUL-terminated string, copied at once.
-        Some(
-            unsafe { std::ffi::CStr::from_ptr(ptr) }
-                .to_string_lossy()
-                .into_owned(),
-        )
+        from_c_str(unsafe { LLVMGetGC(self.raw) })
     }
 
     /// The basic blocks, in layout order (the entry block first); empty for a declaration.

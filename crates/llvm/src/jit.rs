@@ -66,7 +66,7 @@
 //! threads may each own a JIT. The code a JIT produced is ordinary machine code, though,
 //! and may be called from any thread while the JIT lives (see [`Jit::lookup_fn`]).
 
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
@@ -102,6 +102,7 @@ use llvm_sys::LLVMDiagnosticSeverity;
 
 use crate::codegen::init_targets;
 use crate::error::{Error, Result};
+use crate::ir::from_c_str;
 use crate::module::{Message, Module};
 
 /// An ORC LLJIT for the host: compiles IR in this process and hands out the addresses of
@@ -191,14 +192,7 @@ impl Jit {
     #[must_use]
     pub fn triple(&self) -> String {
         // SAFETY: the JIT is live; the string is owned by it and read at once.
-        let triple = unsafe { LLVMOrcLLJITGetTripleString(self.raw) };
-        if triple.is_null() {
-            return String::new();
-        }
-        // SAFETY: non-null NUL-terminated string owned by the JIT.
-        unsafe { CStr::from_ptr(triple) }
-            .to_string_lossy()
-            .into_owned()
+        from_c_str(unsafe { LLVMOrcLLJITGetTripleString(self.raw) }).unwrap_or_default()
     }
 
     /// Defines `name` as the host address `address`, for the IR to call or read: typically
@@ -565,13 +559,9 @@ fn take_error(error: LLVMErrorRef) -> Option<String> {
     }
     // SAFETY: a live error, consumed by this call; the message is ours to dispose.
     let raw = unsafe { LLVMGetErrorMessage(error) };
-    if raw.is_null() {
+    let Some(message) = from_c_str(raw) else {
         return Some("unknown JIT error".to_owned());
-    }
-    // SAFETY: a NUL-terminated string that lives until disposed below.
-    let message = unsafe { CStr::from_ptr(raw) }
-        .to_string_lossy()
-        .into_owned();
+    };
     // SAFETY: from `LLVMGetErrorMessage`, disposed once.
     unsafe { LLVMDisposeErrorMessage(raw) };
     Some(message)

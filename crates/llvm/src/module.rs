@@ -22,6 +22,7 @@ use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef, LL
 use llvm_sys::LLVMDiagnosticSeverity;
 
 use crate::error::{Error, Result};
+use crate::ir::{from_c_str, lossy};
 
 /// A string LLVM allocated for us; freed with `LLVMDisposeMessage` on drop.
 pub(crate) struct Message(*mut c_char);
@@ -35,13 +36,8 @@ impl Message {
 
     /// The text, or `None` for a null pointer. Invalid UTF-8 is replaced.
     pub(crate) fn text(&self) -> Option<String> {
-        if self.0.is_null() {
-            return None;
-        }
-        // SAFETY: non-null and, per `from_raw`'s contract, a NUL-terminated C string
-        // that lives until `self` is dropped.
-        let text = unsafe { CStr::from_ptr(self.0) };
-        Some(text.to_string_lossy().into_owned())
+        // Per `from_raw`'s contract, a NUL-terminated C string alive until `self` drops.
+        from_c_str(self.0)
     }
 
     /// The text, or `fallback` when LLVM gave none or an empty one.
@@ -310,14 +306,7 @@ impl<'ctx> Module<'ctx> {
     pub fn target_triple(&self) -> String {
         // SAFETY: `self.raw` is live; the result is a NUL-terminated string owned by the
         // module (never null).
-        let triple = unsafe { LLVMGetTarget(self.raw) };
-        if triple.is_null() {
-            return String::new();
-        }
-        // SAFETY: non-null NUL-terminated string, read before the module changes.
-        unsafe { CStr::from_ptr(triple) }
-            .to_string_lossy()
-            .into_owned()
+        from_c_str(unsafe { LLVMGetTarget(self.raw) }).unwrap_or_default()
     }
 
     /// The context this module lives in.
@@ -386,14 +375,4 @@ impl fmt::Debug for Module<'_> {
             .field("functions", &self.functions())
             .finish()
     }
-}
-
-/// Copies `len` bytes at `ptr` (null means empty) into a `String`, replacing invalid UTF-8.
-fn lossy(ptr: *const c_char, len: usize) -> String {
-    if ptr.is_null() || len == 0 {
-        return String::new();
-    }
-    // SAFETY: callers pass a pointer LLVM documents as valid for `len` bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-    String::from_utf8_lossy(bytes).into_owned()
 }

@@ -20,6 +20,12 @@ struct Layout<const N: usize> {
 }
 
 impl<const N: usize> Layout<N> {
+    /// A descriptor for data starting at `p` (allocated == aligned == `p`) with this
+    /// layout's offset, sizes and strides.
+    fn descriptor<T>(&self, p: *mut T) -> MemRefDescriptor<T, N> {
+        MemRefDescriptor::new(p, p, self.offset, self.sizes, self.strides)
+    }
+
     /// Checks that sizes are non-negative, the element count fits in `i64`,
     /// and (if the view is non-empty) the lowest and highest reachable linear
     /// index lie in `0..len`. Returns the element count.
@@ -330,13 +336,7 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
     /// callee must not write through a descriptor made from a shared view.
     pub fn to_descriptor(&self) -> MemRefDescriptor<T, N> {
         let p = self.data.as_ptr().cast_mut();
-        MemRefDescriptor::new(
-            p,
-            p,
-            self.layout.offset,
-            self.layout.sizes,
-            self.layout.strides,
-        )
+        self.layout.descriptor(p)
     }
 
     /// Swaps dimensions `a` and `b` (sizes and strides); no data moves.
@@ -444,13 +444,7 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
     /// slice start, plus the view's offset, sizes and strides.
     pub fn to_descriptor(&mut self) -> MemRefDescriptor<T, N> {
         let p = self.data.as_mut_ptr();
-        MemRefDescriptor::new(
-            p,
-            p,
-            self.layout.offset,
-            self.layout.sizes,
-            self.layout.strides,
-        )
+        self.layout.descriptor(p)
     }
 
     /// Swaps dimensions `a` and `b`; no data moves.
