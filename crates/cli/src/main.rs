@@ -3,8 +3,11 @@
 //! This binary only parses arguments, reads files and formats output; everything else
 //! lives in the `locus-*` crates.
 
+mod dwarf;
 mod gc;
+mod memref;
 mod readobj;
+mod sme;
 mod stackmap;
 mod tour;
 
@@ -32,6 +35,16 @@ enum Command {
     /// stress collector.
     #[command(subcommand)]
     Gc(gc::Command),
+    /// DWARF location expressions with location descriptions on the stack: evaluate,
+    /// disassemble, and find the variables of a binary at a PC.
+    #[command(subcommand)]
+    Dwarf(dwarf::Command),
+    /// MLIR memrefs: compile kernels to shared libraries and call them on .npy files.
+    #[command(subcommand)]
+    Memref(memref::Command),
+    /// AArch64 SME: where calls switch streaming mode or save ZA, and what breaks the rules.
+    #[command(subcommand)]
+    Sme(sme::Command),
     /// A walk through every contract Locus implements, on embedded samples.
     Tour(tour::Args),
 }
@@ -50,6 +63,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stackmap(args) => stackmap::run(&args, &mut out),
         Command::Gc(command) => gc::run_command(&command, &mut out),
+        Command::Dwarf(command) => dwarf::run_command(&command, &mut out),
+        Command::Memref(command) => memref::run_command(&command, &mut out),
+        Command::Sme(command) => sme::run_command(&command, &mut out),
         Command::Tour(args) => tour::run(&args, &mut out),
     };
     let _ = out.flush();
