@@ -12,5 +12,7 @@ run: deps
 test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p locus-memref --all-targets --features ndarray -- -D warnings
 	cargo check -p locus-stackmap --no-default-features
 	cargo test --workspace
+	cargo test -p locus-memref --features ndarray

@@ -1,25 +1,270 @@
 //! `locus memref`: compile MLIR kernels and call them on .npy files.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use locus_memref::npy::{Dtype, NpyArray};
+use locus_memref::signature::{Dim, Type};
+use locus_memref::{
+    compile, Arg, CallOptions, Library, MemRefArg, Ownership, Scalar, Signature, Value,
+};
 
 use crate::Failure;
 
 /// The `locus memref` subcommands.
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Lower an MLIR kernel to a shared library.
+    /// Lower an MLIR kernel to a shared library (mlir-opt-19 with C wrappers requested
+    /// for every function, mlir-translate-19, llc-19, clang-19 -shared).
     Compile {
         /// The kernel (.mlir).
-        kernel: std::path::PathBuf,
+        kernel: PathBuf,
+        /// The shared library to write (default: the kernel's name with .so).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print the mlir-opt-19 pipeline and stop.
+        #[arg(long)]
+        print_pipeline: bool,
+        /// Skip the opt-19 -O2 step (keep the IR as mlir-translate-19 wrote it).
+        #[arg(long)]
+        no_opt: bool,
     },
+    /// Call FUNC of a library through `_mlir_ciface_FUNC`: memref arguments are .npy
+    /// files, scalars are numbers; memref results go to the --out files in order,
+    /// scalar results are printed one per line.
+    Call {
+        /// The shared library.
+        library: PathBuf,
+        /// The function's name (without `_mlir_ciface_`).
+        function: String,
+        /// The MLIR function type, e.g. "(memref<?xf32>, f32) -> (memref<?xf32>, f32)".
+        #[arg(long, required_unless_present = "sig_from")]
+        sig: Option<String>,
+        /// Take the signature from `func.func @FUNC` in this .mlir file instead.
+        #[arg(long, conflicts_with = "sig")]
+        sig_from: Option<PathBuf>,
+        /// One per argument, in order: a .npy path for a memref, a number for a scalar.
+        #[arg(long = "arg", value_name = "VALUE", allow_hyphen_values = true)]
+        args: Vec<String>,
+        /// One per memref result, in order.
+        #[arg(long = "out", value_name = "OUT.npy")]
+        outs: Vec<PathBuf>,
+        /// Write memref arguments back to their files after the call.
+        #[arg(long)]
+        inout: bool,
+        /// Do not free returned memrefs (for kernels returning globals or buffers they keep).
+        #[arg(long)]
+        borrow_results: bool,
+    },
+}
+
+fn fail(message: impl Into<String>) -> Failure {
+    Failure::Message(message.into())
 }
 
 /// Runs a `locus memref` subcommand.
 pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
-        Command::Compile { kernel } => {
-            let _ = (kernel, out);
-            Err(Failure::Message("memref: not yet built".into()))
+        Command::Compile {
+            kernel,
+            output,
+            print_pipeline,
+            no_opt,
+        } => {
+            if *print_pipeline {
+                writeln!(out, "mlir-opt-19 {}", compile::PIPELINE.join(" "))
+                    .map_err(|e| fail(e.to_string()))?;
+                return Ok(());
+            }
+            let output = output
+                .clone()
+                .unwrap_or_else(|| compile::default_output(kernel));
+            compile::compile_file(kernel, &output, !*no_opt)
+                .map_err(|e| fail(format!("{}: {e}", kernel.display())))?;
+            writeln!(out, "{}", output.display()).map_err(|e| fail(e.to_string()))
+        }
+        Command::Call {
+            library,
+            function,
+            sig,
+            sig_from,
+            args,
+            outs,
+            inout,
+            borrow_results,
+        } => {
+            let signature = match (sig, sig_from) {
+                (Some(s), _) => Signature::parse(s).map_err(|e| fail(format!("--sig: {e}")))?,
+                (None, Some(path)) => {
+                    let src = std::fs::read_to_string(path)
+                        .map_err(|e| fail(format!("--sig-from {}: {e}", path.display())))?;
+                    Signature::from_mlir(&src, function)
+                        .map_err(|e| fail(format!("--sig-from {}: {e}", path.display())))?
+                }
+                (None, None) => return Err(fail("--sig or --sig-from is required")),
+            };
+            call(
+                library,
+                function,
+                signature,
+                args,
+                outs,
+                *inout,
+                *borrow_results,
+                out,
+            )
         }
     }
+}
+
+/// An argument as read from the command line.
+enum Input {
+    Scalar(Scalar),
+    Array { path: PathBuf, array: NpyArray },
+}
+
+#[allow(clippy::too_many_arguments)]
+fn call(
+    library: &Path,
+    name: &str,
+    signature: Signature,
+    args: &[String],
+    outs: &[PathBuf],
+    inout: bool,
+    borrow_results: bool,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    if args.len() != signature.inputs.len() {
+        return Err(fail(format!(
+            "{} --arg given, the signature {signature} takes {}",
+            args.len(),
+            signature.inputs.len()
+        )));
+    }
+    let memref_results = signature
+        .results
+        .iter()
+        .filter(|t| matches!(t, Type::MemRef(_)))
+        .count();
+    if outs.len() != memref_results {
+        return Err(fail(format!(
+            "{} --out given, the signature returns {memref_results} memref(s)",
+            outs.len()
+        )));
+    }
+    let mut inputs = Vec::with_capacity(args.len());
+    for (i, (text, ty)) in args.iter().zip(&signature.inputs).enumerate() {
+        let what = format!("argument {i} (--arg {text})");
+        match ty {
+            Type::Scalar(e) => {
+                let s = Scalar::parse(*e, text)
+                    .ok_or_else(|| fail(format!("{what}: not a {e} value")))?;
+                inputs.push(Input::Scalar(s));
+            }
+            Type::MemRef(m) => {
+                let path = PathBuf::from(text);
+                let array = NpyArray::read(&path).map_err(|e| fail(format!("{what}: {e}")))?;
+                if !array.dtype.fits(m.elem) {
+                    return Err(fail(format!(
+                        "{what}: dtype {} does not match the signature's {m}",
+                        array.dtype.descr()
+                    )));
+                }
+                if let Some(shape) = &m.shape {
+                    if shape.len() != array.shape.len() {
+                        return Err(fail(format!(
+                            "{what}: rank {} (shape {:?}) does not match the signature's {m}",
+                            array.shape.len(),
+                            array.shape
+                        )));
+                    }
+                    for (d, (want, &got)) in shape.iter().zip(&array.shape).enumerate() {
+                        if let Dim::Static(w) = *want {
+                            if w != got as i64 {
+                                return Err(fail(format!(
+                                    "{what}: size {got} in dimension {d} does not match the signature's {m}"
+                                )));
+                            }
+                        }
+                    }
+                }
+                inputs.push(Input::Array { path, array });
+            }
+        }
+    }
+    // SAFETY: the user names the library to load and vouches for its signature;
+    // this is the command's purpose. Arguments are still checked against it.
+    let lib = unsafe { Library::open(library) }.map_err(|e| fail(e.to_string()))?;
+    // SAFETY: as above.
+    let function =
+        unsafe { lib.function(name, signature.clone()) }.map_err(|e| fail(e.to_string()))?;
+    let ownership = if borrow_results {
+        Ownership::Borrowed
+    } else {
+        Ownership::Owned
+    };
+    // Where argument buffers are, to disown results aliasing them.
+    let mut spans = Vec::new();
+    let results = {
+        let mut call_args: Vec<Arg<'_>> = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.iter_mut().enumerate() {
+            match input {
+                Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
+                Input::Array { array, path } => {
+                    let elem = match &signature.inputs[i] {
+                        Type::MemRef(m) => m.elem,
+                        Type::Scalar(e) => *e,
+                    };
+                    let sizes = array.sizes();
+                    let bytes = array.bytes_mut();
+                    spans.push((bytes.as_ptr() as usize, bytes.len()));
+                    let m = MemRefArg::from_bytes(elem, bytes, &sizes)
+                        .map_err(|e| fail(format!("argument {i} ({}): {e}", path.display())))?;
+                    call_args.push(m.into());
+                }
+            }
+        }
+        let options = CallOptions {
+            ownership,
+            ..CallOptions::default()
+        };
+        function
+            .call(&mut call_args, options)
+            .map_err(|e| fail(e.to_string()))?
+    };
+    let mut outs = outs.iter();
+    for (k, value) in results.into_iter().enumerate() {
+        match value {
+            Value::Scalar(s) => writeln!(out, "{s}").map_err(|e| fail(e.to_string()))?,
+            Value::MemRef(mut m) => {
+                if spans
+                    .iter()
+                    .any(|&(start, len)| m.points_into(start as *const u8, len))
+                {
+                    // The result aliases an argument buffer: ours, not the kernel's.
+                    m.disown();
+                }
+                let Some(path) = outs.next() else {
+                    return Err(fail(format!("result {k}: no --out for it")));
+                };
+                let bytes = m.to_bytes().map_err(|e| fail(format!("result {k}: {e}")))?;
+                let shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
+                let array = NpyArray::from_bytes(Dtype::for_elem(m.elem()), shape, &bytes)
+                    .map_err(|e| fail(format!("result {k}: {e}")))?;
+                array
+                    .write(path)
+                    .map_err(|e| fail(format!("result {k}: {e}")))?;
+            }
+        }
+    }
+    if inout {
+        for input in &inputs {
+            if let Input::Array { path, array } = input {
+                array
+                    .write(path)
+                    .map_err(|e| fail(format!("--inout: {e}")))?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,6 +1,11 @@
 //! `locus sme`: check LLVM IR against the AArch64 SME streaming-mode and ZA rules.
 
 use std::io::Write;
+use std::path::PathBuf;
+
+use locus_sme::check::{check_ir, insns, CallReport, FunctionReport, Report};
+use locus_sme::rules::{Change, Severity};
+use serde_json::{json, Value};
 
 use crate::Failure;
 
@@ -8,18 +13,169 @@ use crate::Failure;
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Check a module and report each function's and call's mode changes.
+    ///
+    /// For every defined function: its interface, whether its body streams, its ZA and ZT0
+    /// state, the mode changes at entry and exit and whether it may be vectorized; for
+    /// every call: the changes before it, after it and (for an invoke) after an exception,
+    /// whether they are conditional, whether a lazy ZA save is needed, and whether the call
+    /// may be inlined or tail-called. Then every broken rule, as `error:` or `warning:`
+    /// with its function and instruction. The exit status is 1 when there is an error.
     Check {
         /// The module (.ll or .bc).
-        file: std::path::PathBuf,
+        file: PathBuf,
+        /// Print one JSON object instead of text:
+        /// {"functions": [...], "diagnostics": [{"severity", "function", "message"}]}.
+        #[arg(long)]
+        json: bool,
     },
+}
+
+fn fail(e: impl std::fmt::Display) -> Failure {
+    Failure::Message(e.to_string())
 }
 
 /// Runs a `locus sme` subcommand.
 pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
-        Command::Check { file } => {
-            let _ = (file, out);
-            Err(Failure::Message("sme: not yet built".into()))
+        Command::Check { file, json } => {
+            let bytes =
+                std::fs::read(file).map_err(|e| fail(format!("{}: {e}", file.display())))?;
+            let report = check_ir(&file.display().to_string(), bytes).map_err(fail)?;
+            if *json {
+                let text = serde_json::to_string_pretty(&to_json(&report)).map_err(fail)?;
+                writeln!(out, "{text}").map_err(fail)?;
+            } else {
+                write_text(&report, out).map_err(fail)?;
+            }
+            if report.has_errors() {
+                Err(Failure::Reported)
+            } else {
+                Ok(())
+            }
         }
     }
+}
+
+/// The report as the JSON object of `locus sme check --json`.
+#[must_use]
+pub fn to_json(report: &Report) -> Value {
+    let functions: Vec<Value> = report.functions.iter().map(function_json).collect();
+    let diagnostics: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            json!({
+                "severity": d.severity.as_str(),
+                "function": d.function,
+                "message": d.full_message(),
+            })
+        })
+        .collect();
+    json!({"functions": functions, "diagnostics": diagnostics})
+}
+
+fn function_json(f: &FunctionReport) -> Value {
+    let m = &f.model;
+    let calls: Vec<Value> = f.calls.iter().map(call_json).collect();
+    json!({
+        "name": f.name,
+        "interface": m.interface.as_str(),
+        "locally_streaming": m.locally_streaming,
+        "za": m.za.as_str(),
+        "zt0": m.zt0.as_str(),
+        "entry": insns(&m.entry),
+        "exit": insns(&m.exit),
+        "vectorize": m.vectorize,
+        "calls": calls,
+    })
+}
+
+fn call_json(c: &CallReport) -> Value {
+    let m = &c.model;
+    json!({
+        "callee": c.callee,
+        "before": insns(&m.before),
+        "after": insns(&m.after),
+        "after_exception": insns(&m.after_exception),
+        "conditional": m.conditional,
+        "lazy_za_save": m.lazy_za_save,
+        "inline": m.inline,
+        "tail_call": m.tail_call,
+    })
+}
+
+fn list(changes: &[Change]) -> String {
+    if changes.is_empty() {
+        "-".to_string()
+    } else {
+        changes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for f in &report.functions {
+        let m = &f.model;
+        writeln!(
+            out,
+            "@{}: {} interface{}, ZA {}, ZT0 {}, vectorize {}",
+            f.name,
+            m.interface,
+            if m.locally_streaming {
+                ", locally streaming"
+            } else {
+                ""
+            },
+            m.za,
+            m.zt0,
+            yes(m.vectorize)
+        )?;
+        if !m.entry.is_empty() || !m.exit.is_empty() {
+            writeln!(out, "  entry: {}; exit: {}", list(&m.entry), list(&m.exit))?;
+        }
+        for c in &f.calls {
+            let cm = &c.model;
+            let callee = if c.callee.starts_with('(') {
+                c.callee.clone()
+            } else {
+                format!("@{}", c.callee)
+            };
+            let mut line = format!(
+                "  call {callee}: before {}; after {}",
+                list(&cm.before),
+                list(&cm.after)
+            );
+            if c.invoke {
+                line.push_str(&format!("; after exception {}", list(&cm.after_exception)));
+            }
+            line.push_str(&format!(
+                "; lazy ZA save {}; inline {}; tail call {}",
+                yes(cm.lazy_za_save),
+                yes(cm.inline),
+                yes(cm.tail_call)
+            ));
+            writeln!(out, "{line}")?;
+        }
+    }
+    for d in &report.diagnostics {
+        writeln!(out, "{}: @{}: {}", d.severity, d.function, d.full_message())?;
+    }
+    let errors = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = report.diagnostics.len() - errors;
+    writeln!(out, "{errors} error(s), {warnings} warning(s)")
 }

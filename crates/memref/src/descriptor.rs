@@ -33,7 +33,8 @@
 //! "Returning structs directly in LLVM does not necessarily align with the C
 //! ABI of the platform"). Concretely a rank-0 descriptor on x86-64 and rank 1-2
 //! descriptors on AArch64 come back in registers where a C function of the
-//! same struct type returns through memory. The expanded form is therefore
+//! same struct type returns through memory (checked on llc-19's and clang-19's
+//! output by `tests/abi.rs`). The expanded form is therefore
 //! only used here for *arguments*; results are read from the first pointer
 //! argument of the `_mlir_ciface_` wrapper.
 
@@ -129,6 +130,18 @@ impl<T, const N: usize> MemRefDescriptor<T, N> {
         }
     }
 
+    /// A descriptor with null pointers and zero fields: the slot a
+    /// `_mlir_ciface_` wrapper writes a memref result into.
+    pub fn null() -> Self {
+        MemRefDescriptor {
+            allocated: std::ptr::null_mut(),
+            aligned: std::ptr::null_mut(),
+            offset: 0,
+            sizes: [0; N],
+            strides: [0; N],
+        }
+    }
+
     /// Row-major (identity-layout) strides for `sizes`: the stride of a
     /// dimension is the product of the sizes after it. `None` on overflow.
     pub fn row_major_strides(sizes: &[i64; N]) -> Option<[i64; N]> {
@@ -221,6 +234,14 @@ pub struct UnrankedMemRefDescriptor {
 }
 
 impl UnrankedMemRefDescriptor {
+    /// Rank 0 and a null pointer: the slot for an unranked result.
+    pub fn null() -> Self {
+        UnrankedMemRefDescriptor {
+            rank: 0,
+            descriptor: std::ptr::null_mut(),
+        }
+    }
+
     /// The expanded convention's two scalars: `rank, descriptor`.
     pub fn to_expanded(&self) -> [ExpandedArg; 2] {
         [

@@ -86,6 +86,53 @@ pub enum MemRefError {
     },
     /// An unranked descriptor has a null descriptor pointer.
     NullDescriptor,
+    /// An external tool (`mlir-opt-19`, `llc-19`, ...) failed or is missing.
+    Tool {
+        /// The program.
+        tool: String,
+        /// Its standard error, or why it could not start.
+        stderr: String,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The path.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
+    /// An MLIR type or function signature could not be parsed.
+    Parse {
+        /// Byte offset in the text parsed.
+        at: usize,
+        /// What was expected or found.
+        message: String,
+    },
+    /// An argument does not match the callee's signature.
+    Argument {
+        /// Position of the argument (0-based).
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A result could not be taken (wrong type asked for, unsupported kind).
+    Result {
+        /// Position of the result (0-based).
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A shared library could not be opened or lacks a symbol.
+    Library {
+        /// The library path or the symbol.
+        what: String,
+        /// The loader's message.
+        message: String,
+    },
+    /// A `.npy` file is malformed or has an unsupported dtype.
+    Npy {
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for MemRefError {
@@ -139,6 +186,13 @@ impl fmt::Display for MemRefError {
                 write!(f, "unranked memref has rank {found}, expected {expected}")
             }
             MemRefError::NullDescriptor => write!(f, "unranked memref has a null descriptor"),
+            MemRefError::Tool { tool, stderr } => write!(f, "{tool} failed: {}", stderr.trim_end()),
+            MemRefError::Io { path, message } => write!(f, "{path}: {message}"),
+            MemRefError::Parse { at, message } => write!(f, "at byte {at}: {message}"),
+            MemRefError::Argument { index, message } => write!(f, "argument {index}: {message}"),
+            MemRefError::Result { index, message } => write!(f, "result {index}: {message}"),
+            MemRefError::Library { what, message } => write!(f, "{what}: {message}"),
+            MemRefError::Npy { message } => write!(f, ".npy: {message}"),
         }
     }
 }

@@ -322,6 +322,21 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
         self.data.get(lin)
     }
 
+    /// The elements as one slice in row-major order when the view is
+    /// row-major contiguous (the fast path for hot loops: no index arithmetic
+    /// at all), or `None`.
+    pub fn as_contiguous(&self) -> Option<&'a [T]> {
+        if !self.is_row_major() {
+            return None;
+        }
+        if self.count == 0 {
+            return Some(&[]);
+        }
+        let start = usize::try_from(self.layout.offset).ok()?;
+        // Validation put every element, so `start..start + count`, in the slice.
+        self.data.get(start..start.checked_add(self.count)?)
+    }
+
     /// Whether the layout is row-major contiguous (identity layout, offset
     /// ignored): what a callee with an identity-layout type assumes.
     pub fn is_row_major(&self) -> bool {
@@ -410,6 +425,21 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
             layout: self.layout,
             count: self.count,
         }
+    }
+
+    /// The elements as one mutable slice in row-major order when the view is
+    /// row-major contiguous, or `None`.
+    pub fn as_contiguous_mut(&mut self) -> Option<&mut [T]> {
+        let contiguous = self.as_view().is_row_major();
+        if !contiguous {
+            return None;
+        }
+        if self.count == 0 {
+            return Some(&mut []);
+        }
+        let start = usize::try_from(self.layout.offset).ok()?;
+        let end = start.checked_add(self.count)?;
+        self.data.get_mut(start..end)
     }
 
     /// Checked mutable access.
@@ -538,6 +568,23 @@ impl<'a, T, const N: usize> Iter<'a, T, N> {
     }
 }
 
+impl<T, const N: usize> Iter<'_, T, N> {
+    /// Moves `index` and `pos` to the next element in row-major order.
+    #[inline]
+    fn advance(&mut self) {
+        let l = &self.layout;
+        for d in (0..N).rev() {
+            if self.index[d] + 1 < l.sizes[d] {
+                self.index[d] += 1;
+                self.pos += l.strides[d];
+                return;
+            }
+            self.pos -= l.strides[d] * (l.sizes[d] - 1);
+            self.index[d] = 0;
+        }
+    }
+}
+
 impl<'a, T, const N: usize> Iterator for Iter<'a, T, N> {
     type Item = &'a T;
 
@@ -549,21 +596,58 @@ impl<'a, T, const N: usize> Iterator for Iter<'a, T, N> {
         self.remaining -= 1;
         // `pos` is always the linearization of `index`, which is in the box.
         let item = self.data.get(self.pos as usize);
-        let l = &self.layout;
-        for d in (0..N).rev() {
-            if self.index[d] + 1 < l.sizes[d] {
-                self.index[d] += 1;
-                self.pos += l.strides[d];
-                break;
-            }
-            self.pos -= l.strides[d] * (l.sizes[d] - 1);
-            self.index[d] = 0;
-        }
+        self.advance();
         item
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.remaining, Some(self.remaining))
+    }
+
+    /// Row by row: a unit-stride row is folded as a plain slice (so `sum`
+    /// over a contiguous view runs at slice speed), other rows by stepping.
+    fn fold<B, F: FnMut(B, &'a T) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        if N == 0 {
+            if self.remaining > 0 {
+                if let Some(x) = self.data.get(self.pos as usize) {
+                    acc = f(acc, x);
+                }
+            }
+            return acc;
+        }
+        let last = N - 1;
+        let (size, stride) = (self.layout.sizes[last], self.layout.strides[last]);
+        while self.remaining > 0 {
+            let in_row = (size - self.index[last]) as usize;
+            let n = in_row.min(self.remaining);
+            let start = self.pos as usize;
+            if stride == 1 {
+                // Validation put the whole row inside the slice.
+                let Some(row) = self.data.get(start..start + n) else {
+                    return acc;
+                };
+                acc = row.iter().fold(acc, &mut f);
+            } else {
+                let mut p = self.pos;
+                for _ in 0..n {
+                    let Some(x) = self.data.get(p as usize) else {
+                        return acc;
+                    };
+                    acc = f(acc, x);
+                    p += stride;
+                }
+            }
+            self.remaining -= n;
+            if self.remaining == 0 {
+                break;
+            }
+            // Step to the row's last element, then carry into the outer dimensions.
+            self.pos += stride * (n as i64 - 1);
+            self.index[last] += n as i64 - 1;
+            self.advance();
+        }
+        acc
     }
 }
 

@@ -303,6 +303,28 @@ proptest! {
                 let via_iter: Vec<usize> = v.iter().copied().collect();
                 let expected: Vec<usize> = lin.iter().map(|&l| l as usize).collect();
                 prop_assert_eq!(&via_iter, &expected);
+                // `fold` (row-at-a-time, slices for unit strides) agrees with
+                // `next`, also after a partial walk.
+                let via_fold = v.iter().fold(Vec::new(), |mut acc, &x| {
+                    acc.push(x);
+                    acc
+                });
+                prop_assert_eq!(&via_fold, &expected);
+                for skip in [1usize, 2, 5] {
+                    let mut it = v.iter();
+                    for _ in 0..skip {
+                        it.next();
+                    }
+                    let rest = it.fold(Vec::new(), |mut acc, &x| {
+                        acc.push(x);
+                        acc
+                    });
+                    prop_assert_eq!(&rest[..], &expected[skip.min(expected.len())..]);
+                }
+                prop_assert_eq!(v.as_contiguous().is_some(), v.is_row_major());
+                if let Some(c) = v.as_contiguous() {
+                    prop_assert_eq!(c, &expected[..]);
+                }
                 for (i, &l) in idx.iter().zip(&lin) {
                     let a = [i[0], i[1], i[2]];
                     prop_assert_eq!(v.get(&a), Some(&(l as usize)));

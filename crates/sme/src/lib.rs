@@ -1,1 +1,173 @@
-//! AArch64 SME: the streaming-mode and ZA rules of spec 004 as a model (work in progress).
+//! AArch64 SME: the streaming-mode and ZA rules of spec 004 ("Support for AArch64 Scalable
+//! Matrix Extension in LLVM") as a model you can query, and a checker for LLVM IR.
+//!
+//! **The contract.** A function's SME attributes say how it expects PSTATE.SM (normal,
+//! streaming, streaming-compatible interface; a locally streaming body) and PSTATE.ZA/ZT0
+//! (private, new, or shared in, out, inout, preserves) at its boundary. Wherever a caller
+//! and a callee disagree, the compiler must switch PSTATE.SM around the call (`smstart sm`,
+//! `smstop sm`, tested at run time when the caller is streaming-compatible), and a caller
+//! with live ZA must set up a lazy save before calling a function that may clobber it.
+//! Changing PSTATE.SM zeroes the vector registers and may change the SVE vector length, so
+//! getting a rule wrong corrupts data silently. This crate states the rules once:
+//! - [`attrs`] reads the attributes of functions and call sites in both spellings (spec
+//!   004 §1's `aarch64_pstate_*` and LLVM 18+'s `aarch64_{new,in,out,inout,preserves}_{za,zt0}`)
+//!   and knows the SME ABI support routines by name (`__arm_sme_state`, …);
+//! - [`rules`] gives each function its interface, ZA/ZT0 state, entry and exit changes
+//!   and whether it may be vectorized, and each call the changes before, after and after
+//!   an exception (spec 004 §2's table), whether it needs a lazy ZA save, and whether it
+//!   may be inlined or tail-called; and lists what is wrong with a set of attributes;
+//! - [`check`] does this for every function and call of an LLVM module (through
+//!   `locus-llvm`), with each finding's function and instruction: `locus sme check`.
+//!
+//! **Spec sections.** Attributes and their meaning: §1. Restrictions on attributes (the
+//! diagnostics on `sm_enabled`+`sm_compatible`, `za_new`+`za_preserved`, `za_new`+`za_shared`,
+//! scalable vectors across a possible change of vector length): §2 "Restrictions on
+//! attributes". The transition table, conditional changes for streaming-compatible
+//! callers: §2 "Compiler inserted streaming-mode changes" and "Instruction Selection
+//! Nodes". Locally streaming entry and exit: §2 "Functions with
+//! `__attribute__((arm_locally_streaming))`". Vectorization: §2 "Preventing the use of
+//! illegal instructions". Inlining and tail calls: §2 "Other things to consider". ZA, new
+//! ZA and the lazy save: §3 (whose subsections are empty in the spec; the details follow
+//! the AAPCS64 SME ABI as LLVM 19 implements it). ZT0 is not in spec 004 at all. The SVE
+//! calling convention with `sm_body`: §2 on locally streaming functions.
+//!
+//! **How it is proven.** `tests/llc_oracle.rs` writes IR for every caller kind (normal,
+//! streaming, streaming-compatible, locally streaming, locally streaming and compatible)
+//! times every callee kind (normal, streaming, streaming-compatible) with float arguments
+//! and results, and for ZA and ZT0 callers, new-ZA/ZT0 functions and indirect calls;
+//! compiles it with `llc-19 -mtriple=aarch64-linux-gnu -mattr=+sme`; and requires the
+//! `smstart`/`smstop` sequence, the `tbz`/`tbnz` mode tests that guard them, the lazy-save
+//! set-up (`msr TPIDR2_EL0`), `__arm_tpidr2_restore`, the new-ZA commit and zeroing and
+//! the ZT0 spills to be exactly the model's (54 functions), tail calls to be `b` exactly
+//! when the model allows them (25 cases), and `opt-19 -passes=inline` to inline exactly
+//! when the model allows it (22 of 25 mode cases, see below, and 15 of 15 ZA cases).
+//! `tests/qemu.rs` builds the matrix as C with `clang-19 -march=armv9-a+sme` (no libc),
+//! links it with this crate's own SME ABI routines ([`runtime`]), runs it under
+//! `qemu-aarch64-static -cpu max` and requires every PSTATE.SM read from SVCR (callee
+//! entry, caller body, caller after the call, its caller after the return; 21 runs,
+//! streaming-compatible callers entered both ways) to be what the model predicts, and for
+//! every ZA state calling private and shared callees (20 runs) that ZA is on in the
+//! callee and TPIDR2_EL0 points at a lazy save exactly when the model sets one up.
+//! Lazy-save round trips (through a new-ZA callee, through `__arm_za_disable`, from a
+//! streaming caller) must bring ZA back intact, and a locally streaming function with the
+//! SVE calling convention (an error here) overruns its frame as soon as the two vector
+//! lengths differ.
+//!
+//! **Where LLVM 19 departs from spec 004** (each departure is a test that fails if LLVM
+//! changes):
+//! - *After exception*: the spec's table asks for `smstart sm` at the landing pad of an
+//!   `invoke` from a streaming or locally streaming caller (and from a streaming-compatible
+//!   one that was streaming). LLVM 19 emits nothing there (12 of the 15 invoke cases): the
+//!   landing pad runs with whatever mode the unwinder left. The model keeps the spec.
+//! - *Old ZA spellings*: `aarch64_pstate_za_new`, `_za_shared`, `_za_preserved` and
+//!   `aarch64_expanded_pstate_za` are ignored: a caller with `aarch64_pstate_za_shared`
+//!   gets no lazy save, one with `aarch64_pstate_za_new` no ZA at all. The model reads
+//!   them with their meaning in the new spelling and warns.
+//! - *Inlining*: the spec disables inlining whenever the call site toggles PSTATE.SM or
+//!   the bodies run in different modes. LLVM 19 inlines across modes whenever the
+//!   callee's body has no inline assembly or intrinsic calls (13 of 25 cases with plain
+//!   bodies), and even with inline assembly it inlines a locally streaming callee into a
+//!   streaming body, judging the body rather than the interface (3 cases). The model
+//!   keeps the spec's rule.
+//! - *Errors that go through*: LLVM 19's verifier rejects `sm_enabled` with
+//!   `sm_compatible` and several ZA or ZT0 states, but compiles without a word: `sm_body`
+//!   on a declaration, scalable vectors across a possible vector-length change (one such
+//!   case, an `<vscale x 16 x i1>` from a streaming-compatible to a streaming function,
+//!   crashes instruction selection instead), call-site attributes missing from the
+//!   declaration, `za_new` with `za_shared` or `za_preserved` (ignored), a call from a
+//!   function without ZA to one sharing ZA, a new-ZA SME ABI routine, and
+//!   `aarch64_sve_vector_pcs` with `sm_body` (it spills the SVE callee-saves with the
+//!   non-streaming vector length into slots sized with the streaming one).
+//! - *Extra work*: a function that may change PSTATE.SM calls `__arm_get_current_vg` in
+//!   its prologue (for unwind information); a streaming-compatible caller asks
+//!   `__arm_sme_state` for the mode; a new-ZT0 function spills and fills ZT0 around its
+//!   own `__arm_tpidr2_save` commit, though ZT0 is not live yet.
+//!
+//! **What is left out.** Pointers to scalable vectors cannot be seen in opaque-pointer IR,
+//! so only scalable vectors passed by value are diagnosed. ZA on exception edges (the spec's
+//! "Exception handling and ZA" is empty) is not modelled. `inline` says whether the SME
+//! rules allow inlining, not whether the callee has a body. The after-exception column
+//! is reported for `invoke`s only (after a plain call an exception leaves the caller
+//! too). The runtime routines assume Linux-style EL0 access to the ID registers.
+//!
+//! ```
+//! use locus_sme::check::{check_ir, insns};
+//! use locus_sme::rules::Severity;
+//!
+//! let ir = r#"
+//! declare float @bar(float) "aarch64_pstate_sm_enabled"
+//! declare float @normal(float)
+//!
+//! define float @foo(float %f) nounwind {
+//!   %res = call float @bar(float %f) "aarch64_pstate_sm_enabled"
+//!   ret float %res
+//! }
+//!
+//! define float @either(float %f) "aarch64_pstate_sm_compatible" "aarch64_inout_za" {
+//!   %res = call float @normal(float %f)
+//!   ret float %res
+//! }
+//!
+//! define void @old() "aarch64_pstate_za_shared" {
+//!   ret void
+//! }
+//! "#;
+//! let report = check_ir("example.ll", ir)?;
+//!
+//! // The spec's own example: N calls S.
+//! let foo = report.function("foo").unwrap();
+//! assert_eq!(insns(&foo.calls[0].model.before), ["smstart sm"]);
+//! assert_eq!(insns(&foo.calls[0].model.after), ["smstop sm"]);
+//! assert!(!foo.calls[0].model.tail_call && !foo.calls[0].model.inline);
+//!
+//! // SC calls N: stop streaming only if streaming; a lazy save keeps ZA.
+//! let either = report.function("either").unwrap();
+//! let call = &either.calls[0].model;
+//! assert!(call.conditional && call.lazy_za_save);
+//! assert_eq!(insns(&call.after), ["smstart sm", "smstart za"]);
+//! assert!(!either.model.vectorize);
+//!
+//! // The old spelling is read, and flagged because LLVM 19 ignores it.
+//! assert_eq!(report.function("old").unwrap().model.za.as_str(), "inout");
+//! let d = &report.diagnostics[0];
+//! assert_eq!((d.severity, d.function.as_str()), (Severity::Warning, "old"));
+//! assert!(d.message.contains("aarch64_inout_za"));
+//! assert!(!report.has_errors());
+//! # Ok::<(), locus_sme::Error>(())
+//! ```
+
+pub mod attrs;
+pub mod check;
+pub mod rules;
+pub mod runtime;
+
+use std::fmt;
+
+/// What can go wrong in this crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The module could not be read by LLVM.
+    Llvm {
+        /// The file (or name) given.
+        file: String,
+        /// LLVM's diagnostic, naming line and column.
+        source: locus_llvm::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Llvm { file, source } => write!(f, "{file}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Llvm { source, .. } => Some(source),
+        }
+    }
+}

@@ -4,6 +4,8 @@
 //! software nobody here wrote. A failed cross-check fails the tour (exit status 1).
 
 mod gc;
+mod memref;
+mod sme;
 mod stackmap;
 
 use std::io::Write;
@@ -15,7 +17,7 @@ use crate::Failure;
 /// Arguments of `locus tour`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run only the chapter with this name (stackmap, gc).
+    /// Run only the chapter with this name (stackmap, gc, memref, sme).
     #[arg(long, value_name = "NAME")]
     chapter: Option<String>,
 }
@@ -37,6 +39,16 @@ const CHAPTERS: &[Chapter] = &[
         name: "gc",
         title: "Precise GC for any LLVM frontend, Julia-style (spec 003, crate locus-gc)",
         run: gc::run_chapter,
+    },
+    Chapter {
+        name: "memref",
+        title: "MLIR memrefs from Rust (spec 002, crate locus-memref)",
+        run: memref::run_chapter,
+    },
+    Chapter {
+        name: "sme",
+        title: "AArch64 SME streaming mode and ZA (spec 004, crate locus-sme)",
+        run: sme::run_chapter,
     },
 ];
 

@@ -1,0 +1,478 @@
+//! `locus memref compile` and `locus memref call`: kernels from
+//! crates/memref/fixtures compiled by the binary (mlir-opt-19, mlir-translate-19,
+//! llc-19, clang-19), called on .npy files, results checked element by element.
+
+// Test helpers may panic.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::*;
+use locus_memref::npy::{Dtype, NpyArray};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../memref/fixtures")
+        .join(name)
+}
+
+fn locus(args: &[&str]) -> Output {
+    Command::new(LOCUS)
+        .arg("memref")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
+}
+
+/// The directory holding the compiled fixtures (built once per process).
+fn libs() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("locus-memref-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for k in ["elementwise", "strided", "results"] {
+            let so = dir.join(format!("{k}.so"));
+            let out = locus(&[
+                "compile",
+                path_str(&fixture(&format!("{k}.mlir"))),
+                "-o",
+                path_str(&so),
+            ]);
+            assert!(out.status.success(), "compile {k}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stdout).trim(), path_str(&so));
+        }
+        dir
+    })
+}
+
+fn lib(name: &str) -> String {
+    path_str(&libs().join(format!("{name}.so"))).to_string()
+}
+
+fn write_f32(dir: &Path, name: &str, shape: &[usize], v: &[f32], fortran: bool) -> String {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    let mut a = NpyArray::from_bytes(Dtype::F32, shape.to_vec(), &bytes).unwrap();
+    a.fortran_order = fortran;
+    let p = dir.join(name);
+    a.write(&p).unwrap();
+    path_str(&p).to_string()
+}
+
+fn read_f32(path: &str) -> (Vec<usize>, Vec<f32>) {
+    let a = NpyArray::read(Path::new(path)).unwrap();
+    assert_eq!(a.dtype, Dtype::F32);
+    let v = a
+        .bytes()
+        .chunks(4)
+        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (a.shape.clone(), v)
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout).to_string()
+}
+
+/// Exit status exactly 1 (no crash, no signal) and the message contains `want`.
+fn fails_with(out: &Output, want: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains(want), "stderr {err:?} lacks {want:?}");
+}
+
+#[test]
+fn elementwise_add_on_npy_files() {
+    let t = TempDir::new("memref-add");
+    let a: Vec<f32> = (0..10).map(|i| i as f32 * 1.5).collect();
+    let b: Vec<f32> = (0..10).map(|i| 100.0 - i as f32).collect();
+    let pa = write_f32(&t.0, "a.npy", &[10], &a, false);
+    let pb = write_f32(&t.0, "b.npy", &[10], &b, false);
+    let pc = write_f32(&t.0, "c.npy", &[10], &[0.0; 10], false);
+    let o = locus(&[
+        "call",
+        &lib("elementwise"),
+        "add",
+        "--sig",
+        "(memref<?xf32>, memref<?xf32>, memref<?xf32>)",
+        "--arg",
+        &pa,
+        "--arg",
+        &pb,
+        "--arg",
+        &pc,
+        "--inout",
+    ]);
+    assert_eq!(ok(&o), "");
+    let (shape, c) = read_f32(&pc);
+    assert_eq!(shape, vec![10]);
+    for i in 0..10 {
+        assert_eq!(c[i], a[i] + b[i], "element {i}");
+    }
+    // Without --inout nothing is written back.
+    let pd = write_f32(&t.0, "d.npy", &[10], &[0.0; 10], false);
+    let o = locus(&[
+        "call",
+        &lib("elementwise"),
+        "add",
+        "--sig-from",
+        path_str(&fixture("elementwise.mlir")),
+        "--arg",
+        &pa,
+        "--arg",
+        &pb,
+        "--arg",
+        &pd,
+    ]);
+    ok(&o);
+    assert_eq!(read_f32(&pd).1, vec![0.0; 10]);
+}
+
+#[test]
+fn scalars_in_and_out_and_inout_f64() {
+    let o = locus(&[
+        "call",
+        &lib("elementwise"),
+        "affine",
+        "--sig",
+        "(f32, i32) -> f32",
+        "--arg",
+        "2.25",
+        "--arg",
+        "-3",
+    ]);
+    assert_eq!(ok(&o), "1.5\n");
+    let t = TempDir::new("memref-axpi");
+    let p = t.0.join("a.npy");
+    let v: Vec<f64> = (0..6).map(|i| i as f64).collect();
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    NpyArray::from_bytes(Dtype::F64, vec![6], &bytes)
+        .unwrap()
+        .write(&p)
+        .unwrap();
+    ok(&locus(&[
+        "call",
+        &lib("elementwise"),
+        "axpi",
+        "--sig",
+        "(memref<?xf64>, f64)",
+        "--arg",
+        path_str(&p),
+        "--arg",
+        "0.5",
+        "--inout",
+    ]));
+    let a = NpyArray::read(&p).unwrap();
+    let got: Vec<f64> = a
+        .bytes()
+        .chunks(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    for i in 0..6 {
+        assert_eq!(got[i], v[i] * 0.5 + i as f64);
+    }
+}
+
+#[test]
+fn fortran_order_matrix_through_strided_and_identity_kernels() {
+    let t = TempDir::new("memref-fortran");
+    // The 3x4 matrix m[i][j] = 10 i + j, stored in Fortran order.
+    let row_major: Vec<f32> = (0..12).map(|k| (10 * (k / 4) + k % 4) as f32).collect();
+    let pm = write_f32(&t.0, "m.npy", &[3, 4], &row_major, true);
+    // The file's data really is column-major: m[1][0] = 10 comes second.
+    let raw = std::fs::read(&pm).unwrap();
+    let data = &raw[raw.len() - 48..];
+    assert_eq!(f32::from_le_bytes(data[4..8].try_into().unwrap()), 10.0);
+    let want: Vec<f32> = (0..3)
+        .map(|i| (0..4).map(|j| (10 * i + j) as f32).sum())
+        .collect();
+    for (func, sig) in [
+        (
+            "row_sums",
+            "(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32>)",
+        ),
+        ("row_sums_dense", "(memref<?x?xf32>, memref<?xf32>)"),
+    ] {
+        let po = write_f32(&t.0, "o.npy", &[3], &[0.0; 3], false);
+        ok(&locus(&[
+            "call",
+            &lib("strided"),
+            func,
+            "--sig",
+            sig,
+            "--arg",
+            &pm,
+            "--arg",
+            &po,
+            "--inout",
+        ]));
+        assert_eq!(read_f32(&po).1, want, "{func}");
+        // The Fortran file is written back in Fortran order, unchanged.
+        let raw = NpyArray::read(Path::new(&pm)).unwrap();
+        assert!(raw.fortran_order);
+    }
+}
+
+#[test]
+fn memref_results_to_out_files() {
+    let t = TempDir::new("memref-results");
+    let a: Vec<f32> = vec![1.0, 2.0, 3.0, 4.5];
+    let pa = write_f32(&t.0, "a.npy", &[4], &a, false);
+    let pp = path_str(&t.0.join("p.npy")).to_string();
+    let o = locus(&[
+        "call",
+        &lib("results"),
+        "prefix",
+        "--sig",
+        "(memref<?xf32>) -> (memref<?xf32>, f32)",
+        "--arg",
+        &pa,
+        "--out",
+        &pp,
+    ]);
+    assert_eq!(ok(&o), "10.5\n");
+    assert_eq!(read_f32(&pp), (vec![4], vec![1.0, 3.0, 6.0, 10.5]));
+    // Unranked result: a 2 x 3 i32 grid.
+    let pg = t.0.join("g.npy");
+    ok(&locus(&[
+        "call",
+        &lib("results"),
+        "grid_unranked",
+        "--sig",
+        "(index) -> memref<*xi32>",
+        "--arg",
+        "3",
+        "--out",
+        path_str(&pg),
+    ]));
+    let g = NpyArray::read(&pg).unwrap();
+    assert_eq!((g.dtype, g.shape.clone()), (Dtype::I32, vec![2, 3]));
+    let v: Vec<i32> = g
+        .bytes()
+        .chunks(4)
+        .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(v, [0, 1, 2, 10, 11, 12]);
+    // Rank 0 in and out, and 64-byte aligned allocation.
+    let px = write_f32(&t.0, "x.npy", &[], &[2.0], false);
+    let po = write_f32(&t.0, "o.npy", &[], &[0.0], false);
+    let pr = path_str(&t.0.join("r.npy")).to_string();
+    ok(&locus(&[
+        "call",
+        &lib("results"),
+        "rank0",
+        "--sig-from",
+        path_str(&fixture("results.mlir")),
+        "--arg",
+        &px,
+        "--arg",
+        &po,
+        "--out",
+        &pr,
+        "--inout",
+    ]));
+    assert_eq!(read_f32(&po), (vec![], vec![6.0]));
+    assert_eq!(read_f32(&pr), (vec![], vec![3.0]));
+    let pi = t.0.join("i.npy");
+    ok(&locus(&[
+        "call",
+        &lib("results"),
+        "iota_aligned",
+        "--sig",
+        "(index) -> memref<?xf64>",
+        "--arg",
+        "4",
+        "--out",
+        path_str(&pi),
+    ]));
+    let i = NpyArray::read(&pi).unwrap();
+    let v: Vec<f64> = i
+        .bytes()
+        .chunks(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(v, [0.0, 1.0, 2.0, 3.0]);
+    // A global (dummy allocated pointer 0xdeadbeef) is not freed either.
+    let pt = path_str(&t.0.join("t.npy")).to_string();
+    ok(&locus(&[
+        "call",
+        &lib("results"),
+        "table",
+        "--sig",
+        "() -> memref<4xf32>",
+        "--out",
+        &pt,
+    ]));
+    assert_eq!(read_f32(&pt), (vec![4], vec![1.0, 2.0, 3.0, 4.5]));
+    // A result aliasing its argument is not freed (this would crash otherwise).
+    let ps = path_str(&t.0.join("s.npy")).to_string();
+    ok(&locus(&[
+        "call",
+        &lib("results"),
+        "same",
+        "--sig",
+        "(memref<?xf32>) -> memref<?xf32>",
+        "--arg",
+        &pa,
+        "--out",
+        &ps,
+    ]));
+    assert_eq!(read_f32(&ps).1, a);
+}
+
+#[test]
+fn bad_input_exits_1_naming_the_argument() {
+    let t = TempDir::new("memref-bad");
+    let pa = write_f32(&t.0, "a.npy", &[4], &[0.0; 4], false);
+    let p2 = write_f32(&t.0, "m.npy", &[2, 2], &[0.0; 4], false);
+    let p5 = write_f32(&t.0, "m5.npy", &[5, 4], &[0.0; 20], false);
+    let junk = t.0.join("junk.npy");
+    std::fs::write(&junk, b"hello").unwrap();
+    let el = lib("elementwise");
+    let st = lib("strided");
+    let sig3 = "(memref<?xf32>, memref<?xf32>, memref<?xf32>)";
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec![
+                "call",
+                &el,
+                "add",
+                "--sig",
+                "(memref<?xf64>, memref<?xf32>, memref<?xf32>)",
+                "--arg",
+                &pa,
+                "--arg",
+                &pa,
+                "--arg",
+                &pa,
+            ],
+            format!("argument 0 (--arg {pa}): dtype <f4"),
+        ),
+        (
+            vec![
+                "call", &el, "add", "--sig", sig3, "--arg", &pa, "--arg", &p2, "--arg", &pa,
+            ],
+            format!("argument 1 (--arg {p2}): rank 2"),
+        ),
+        (
+            vec![
+                "call",
+                &st,
+                "center",
+                "--sig",
+                "(memref<4x4xf32>, memref<2x2xf32>) -> f32",
+                "--arg",
+                &p5,
+                "--arg",
+                &p2,
+            ],
+            "argument 0".to_string() + &format!(" (--arg {p5}): size 5 in dimension 0"),
+        ),
+        (
+            vec!["call", &el, "add", "--sig", sig3, "--arg", &pa],
+            "1 --arg given".into(),
+        ),
+        (
+            vec!["call", &el, "add", "--sig", "(memref<?xf32", "--arg", &pa],
+            "--sig: at byte".into(),
+        ),
+        (
+            vec!["call", &el, "missing", "--sig", "()"],
+            "_mlir_ciface_missing".into(),
+        ),
+        (
+            vec![
+                "call",
+                &el,
+                "affine",
+                "--sig",
+                "(f32, i32) -> f32",
+                "--arg",
+                "1.0",
+                "--arg",
+                "x",
+            ],
+            "argument 1 (--arg x): not a i32".into(),
+        ),
+        (
+            vec![
+                "call",
+                &el,
+                "add",
+                "--sig",
+                sig3,
+                "--arg",
+                "/nonexistent.npy",
+                "--arg",
+                &pa,
+                "--arg",
+                &pa,
+            ],
+            "argument 0 (--arg /nonexistent.npy)".into(),
+        ),
+        (
+            vec![
+                "call",
+                &el,
+                "add",
+                "--sig",
+                sig3,
+                "--arg",
+                path_str(&junk),
+                "--arg",
+                &pa,
+                "--arg",
+                &pa,
+            ],
+            "argument 0".into(),
+        ),
+        (
+            vec!["call", "/nonexistent.so", "add", "--sig", "()"],
+            "/nonexistent.so".into(),
+        ),
+        (
+            vec![
+                "call",
+                &el,
+                "affine",
+                "--sig",
+                "(f32, i32) -> f32",
+                "--arg",
+                "1",
+                "--arg",
+                "2",
+                "--out",
+                &pa,
+            ],
+            "1 --out given".into(),
+        ),
+    ];
+    for (args, want) in cases {
+        fails_with(&locus(&args), &want);
+    }
+    // A kernel mlir-opt rejects: the message names the tool.
+    let bad = t.0.join("bad.mlir");
+    std::fs::write(
+        &bad,
+        "func.func @f(%a: memref<?xf32>) { return %a : memref<?xf32> }",
+    )
+    .unwrap();
+    fails_with(
+        &locus(&[
+            "compile",
+            path_str(&bad),
+            "-o",
+            path_str(&t.0.join("bad.so")),
+        ]),
+        "mlir-opt-19 failed",
+    );
+}

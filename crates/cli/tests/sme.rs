@@ -1,0 +1,208 @@
+//! `locus sme check`: the JSON and text reports, the exit status, and one negative test per
+//! diagnostic (the modules in crates/sme/fixtures/diagnostics, each with `; expect:` lines).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::Value;
+
+fn fixtures(dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../sme/fixtures")
+        .join(dir)
+}
+
+fn locus_sme(args: &[&str]) -> Output {
+    Command::new(LOCUS)
+        .arg("sme")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
+}
+
+fn check_json(file: &Path) -> (Output, Value) {
+    let out = locus_sme(&["check", "--json", path_str(file)]);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {}", file.display(), text(&out.stdout)));
+    (out, v)
+}
+
+#[test]
+fn every_diagnostic_has_a_negative_test() {
+    let dir = fixtures("diagnostics");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 16, "{} fixtures", files.len());
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        let expected: Vec<(&str, &str, &str)> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("; expect: "))
+            .map(|l| {
+                let (sev, rest) = l.split_once(' ').unwrap();
+                let (func, msg) = rest.split_once(": ").unwrap();
+                (sev, func.trim_start_matches('@'), msg)
+            })
+            .collect();
+        assert!(!expected.is_empty(), "{}: no expect line", file.display());
+        let (out, v) = check_json(file);
+        let diags = v["diagnostics"].as_array().unwrap();
+        assert_eq!(
+            diags.len(),
+            expected.len(),
+            "{}: {diags:#?}",
+            file.display()
+        );
+        for (sev, func, msg) in &expected {
+            assert!(
+                diags.iter().any(|d| d["severity"] == *sev
+                    && d["function"] == *func
+                    && d["message"].as_str().unwrap().contains(msg)),
+                "{}: no {sev} in @{func} containing {msg:?}: {diags:#?}",
+                file.display()
+            );
+        }
+        let errors = expected.iter().any(|(s, _, _)| *s == "error");
+        assert_eq!(
+            out.status.success(),
+            !errors,
+            "{}: exit status {:?}",
+            file.display(),
+            out.status
+        );
+        // The text report says the same.
+        let out = locus_sme(&["check", path_str(file)]);
+        let t = text(&out.stdout);
+        for (sev, func, msg) in &expected {
+            assert!(
+                t.lines()
+                    .any(|l| l.starts_with(&format!("{sev}: @{func}: ")) && l.contains(msg)),
+                "{}: text report lacks {sev} {msg:?}:\n{t}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn json_report_has_the_issue_shape() {
+    let (out, v) = check_json(&fixtures("check").join("clean.ll"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(v["diagnostics"], serde_json::json!([]));
+    let functions = v["functions"].as_array().unwrap();
+    let names: Vec<&str> = functions
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "normal_calls_streaming",
+            "compatible_calls_normal",
+            "locally_streaming",
+            "streaming_invokes_normal",
+            "new_za"
+        ]
+    );
+    let keys = |o: &Value| {
+        let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    for f in functions {
+        assert_eq!(
+            keys(f),
+            [
+                "calls",
+                "entry",
+                "exit",
+                "interface",
+                "locally_streaming",
+                "name",
+                "vectorize",
+                "za",
+                "zt0"
+            ]
+        );
+        for c in f["calls"].as_array().unwrap() {
+            assert_eq!(
+                keys(c),
+                [
+                    "after",
+                    "after_exception",
+                    "before",
+                    "callee",
+                    "conditional",
+                    "inline",
+                    "lazy_za_save",
+                    "tail_call"
+                ]
+            );
+        }
+    }
+    let f = |i: usize| &functions[i];
+    let call = |i: usize| &f(i)["calls"][0];
+    assert_eq!(call(0)["callee"], "s");
+    assert_eq!(call(0)["before"], serde_json::json!(["smstart sm"]));
+    assert_eq!(call(0)["after"], serde_json::json!(["smstop sm"]));
+    assert_eq!(call(0)["tail_call"], false);
+    assert_eq!(f(1)["interface"], "streaming-compatible");
+    assert_eq!(f(1)["vectorize"], false);
+    assert_eq!(call(1)["before"], serde_json::json!(["smstop sm"]));
+    assert_eq!(call(1)["conditional"], true);
+    assert_eq!(f(2)["locally_streaming"], true);
+    assert_eq!(f(2)["entry"], serde_json::json!(["smstart sm"]));
+    assert_eq!(f(2)["exit"], serde_json::json!(["smstop sm"]));
+    assert_eq!(call(2)["before"], serde_json::json!([]));
+    assert_eq!(call(2)["inline"], true);
+    assert_eq!(
+        call(3)["after_exception"],
+        serde_json::json!(["smstart sm"])
+    );
+    assert_eq!(f(4)["za"], "new");
+    assert_eq!(f(4)["zt0"], "none");
+    assert_eq!(f(4)["entry"], serde_json::json!(["smstart za"]));
+    assert_eq!(f(4)["exit"], serde_json::json!(["smstop za"]));
+    assert_eq!(call(4)["lazy_za_save"], true);
+    assert_eq!(call(4)["after"], serde_json::json!(["smstart za"]));
+}
+
+#[test]
+fn text_report_and_errors() {
+    let out = locus_sme(&["check", path_str(&fixtures("check").join("clean.ll"))]);
+    assert!(out.status.success());
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("@compatible_calls_normal: streaming-compatible interface, ZA none, ZT0 none, vectorize no"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "call @n: before smstop sm if PSTATE.SM was 1; after smstart sm if PSTATE.SM was 1"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("after exception smstart sm;"), "{t}");
+    assert!(t.ends_with("0 error(s), 0 warning(s)\n"), "{t}");
+
+    let dir = TempDir::new("sme");
+    let bad = dir.0.join("bad.ll");
+    std::fs::write(&bad, "define void @f( {\n").unwrap();
+    let out = locus_sme(&["check", path_str(&bad)]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("bad.ll"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = locus_sme(&["check", "/nonexistent/x.ll"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("/nonexistent/x.ll"));
+}

@@ -1,0 +1,396 @@
+//! Reading and writing NumPy `.npy` files (format versions 1, 2 and 3).
+//!
+//! Supported dtypes: `f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1`, little-endian
+//! (or byte-order-less for one-byte types), C or Fortran order. Data is kept
+//! in an 8-byte-aligned buffer in **C order**: a Fortran-order file is
+//! reordered on reading, so it can be passed to an identity-layout kernel.
+
+use crate::signature::ElemType;
+use crate::MemRefError;
+
+const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// A `.npy` element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    /// `<f2`
+    F16,
+    /// `<f4`
+    F32,
+    /// `<f8`
+    F64,
+    /// `|i1`
+    I8,
+    /// `<i2`
+    I16,
+    /// `<i4`
+    I32,
+    /// `<i8`
+    I64,
+    /// `|u1`
+    U8,
+    /// `<u2`
+    U16,
+    /// `<u4`
+    U32,
+    /// `<u8`
+    U64,
+    /// `|b1`
+    Bool,
+}
+
+impl Dtype {
+    /// The descr string written to files.
+    pub fn descr(self) -> &'static str {
+        match self {
+            Dtype::F16 => "<f2",
+            Dtype::F32 => "<f4",
+            Dtype::F64 => "<f8",
+            Dtype::I8 => "|i1",
+            Dtype::I16 => "<i2",
+            Dtype::I32 => "<i4",
+            Dtype::I64 => "<i8",
+            Dtype::U8 => "|u1",
+            Dtype::U16 => "<u2",
+            Dtype::U32 => "<u4",
+            Dtype::U64 => "<u8",
+            Dtype::Bool => "|b1",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        self.elem().size()
+    }
+
+    fn from_descr(d: &str) -> Option<Dtype> {
+        // Every supported descr is ASCII; this also keeps `split_at` on a char boundary.
+        if !d.is_ascii() {
+            return None;
+        }
+        let (order, code) = d.split_at(d.len().checked_sub(2)?);
+        let one_byte = matches!(code, "i1" | "u1" | "b1");
+        let little = matches!(order, "<" | "") || (order == "|" && one_byte);
+        let native = order == "=" && cfg!(target_endian = "little");
+        if !(little || native) {
+            return None;
+        }
+        Some(match code {
+            "f2" => Dtype::F16,
+            "f4" => Dtype::F32,
+            "f8" => Dtype::F64,
+            "i1" => Dtype::I8,
+            "i2" => Dtype::I16,
+            "i4" => Dtype::I32,
+            "i8" => Dtype::I64,
+            "u1" => Dtype::U8,
+            "u2" => Dtype::U16,
+            "u4" => Dtype::U32,
+            "u8" => Dtype::U64,
+            "b1" => Dtype::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The MLIR element type with this size and kind (integers are signless).
+    pub fn elem(self) -> ElemType {
+        match self {
+            Dtype::F16 => ElemType::F16,
+            Dtype::F32 => ElemType::F32,
+            Dtype::F64 => ElemType::F64,
+            Dtype::I8 | Dtype::U8 => ElemType::I8,
+            Dtype::I16 | Dtype::U16 => ElemType::I16,
+            Dtype::I32 | Dtype::U32 => ElemType::I32,
+            Dtype::I64 | Dtype::U64 => ElemType::I64,
+            Dtype::Bool => ElemType::I1,
+        }
+    }
+
+    /// Whether a memref of `elem` can be read from or written as this dtype
+    /// (`index` is stored as 64-bit integers).
+    pub fn fits(self, elem: ElemType) -> bool {
+        self.elem() == elem || (elem == ElemType::Index && matches!(self, Dtype::I64 | Dtype::U64))
+    }
+
+    /// The dtype used to write a memref of `elem`.
+    pub fn for_elem(elem: ElemType) -> Dtype {
+        match elem {
+            ElemType::F16 => Dtype::F16,
+            ElemType::F32 => Dtype::F32,
+            ElemType::F64 => Dtype::F64,
+            ElemType::I1 => Dtype::Bool,
+            ElemType::I8 => Dtype::I8,
+            ElemType::I16 => Dtype::I16,
+            ElemType::I32 => Dtype::I32,
+            ElemType::I64 | ElemType::Index => Dtype::I64,
+        }
+    }
+}
+
+/// An array read from or written to `.npy`, its data in C order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NpyArray {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape (empty for a 0-d array).
+    pub shape: Vec<usize>,
+    /// Whether the file was (or is to be written) in Fortran order.
+    pub fortran_order: bool,
+    words: Vec<u64>,
+    len: usize,
+}
+
+fn err<T>(message: impl Into<String>) -> Result<T, MemRefError> {
+    Err(MemRefError::Npy {
+        message: message.into(),
+    })
+}
+
+fn element_count(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s))
+}
+
+/// Permutes row-major `src` of `shape` into column-major (or back, with `to_fortran` false).
+fn reorder(src: &[u8], shape: &[usize], esz: usize, to_fortran: bool) -> Vec<u8> {
+    let n = shape.len();
+    let count = element_count(shape).unwrap_or(0);
+    let mut out = vec![0u8; src.len()];
+    if count == 0 {
+        return out;
+    }
+    // Strides of the two orders in elements.
+    let mut c = vec![1usize; n];
+    let mut f = vec![1usize; n];
+    for d in (0..n.saturating_sub(1)).rev() {
+        c[d] = c[d + 1] * shape[d + 1];
+    }
+    for d in 1..n {
+        f[d] = f[d - 1] * shape[d - 1];
+    }
+    let mut idx = vec![0usize; n];
+    for _ in 0..count {
+        let ci: usize = idx.iter().zip(&c).map(|(i, s)| i * s).sum();
+        let fi: usize = idx.iter().zip(&f).map(|(i, s)| i * s).sum();
+        let (from, to) = if to_fortran { (ci, fi) } else { (fi, ci) };
+        out[to * esz..(to + 1) * esz].copy_from_slice(&src[from * esz..(from + 1) * esz]);
+        for d in (0..n).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+impl NpyArray {
+    /// An array from C-order native-endian bytes.
+    pub fn from_bytes(
+        dtype: Dtype,
+        shape: Vec<usize>,
+        bytes: &[u8],
+    ) -> Result<NpyArray, MemRefError> {
+        let want = element_count(&shape).and_then(|c| c.checked_mul(dtype.size()));
+        if want != Some(bytes.len()) {
+            return err(format!(
+                "{} bytes do not make an array of shape {shape:?} of {}",
+                bytes.len(),
+                dtype.descr()
+            ));
+        }
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `words` has at least `bytes.len()` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            )
+        };
+        Ok(NpyArray {
+            dtype,
+            shape,
+            fortran_order: false,
+            words,
+            len: bytes.len(),
+        })
+    }
+
+    /// The data bytes in C order.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `len <= 8 * words.len()`, initialized.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The data bytes in C order, mutable, 8-byte aligned.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `bytes`.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The shape as memref sizes.
+    pub fn sizes(&self) -> Vec<i64> {
+        self.shape.iter().map(|&s| s as i64).collect()
+    }
+
+    /// Parses a `.npy` file's contents.
+    pub fn parse(file: &[u8]) -> Result<NpyArray, MemRefError> {
+        if file.len() < 10 || &file[..6] != MAGIC {
+            return err("not a .npy file (bad magic)");
+        }
+        let major = file[6];
+        let (header_len, start) = match major {
+            1 => (u16::from_le_bytes([file[8], file[9]]) as usize, 10usize),
+            2 | 3 => {
+                if file.len() < 12 {
+                    return err("truncated header");
+                }
+                (
+                    u32::from_le_bytes([file[8], file[9], file[10], file[11]]) as usize,
+                    12,
+                )
+            }
+            v => return err(format!("unsupported format version {v}")),
+        };
+        let Some(header) = file.get(start..start.saturating_add(header_len)) else {
+            return err("truncated header");
+        };
+        let Ok(header) = std::str::from_utf8(header) else {
+            return err("header is not text");
+        };
+        let descr = dict_value(header, "descr").ok_or(MemRefError::Npy {
+            message: "header has no 'descr'".into(),
+        })?;
+        let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
+        let Some(dtype) = Dtype::from_descr(descr) else {
+            return err(format!(
+                "unsupported dtype '{descr}' (little-endian f2 f4 f8 i1-i8 u1-u8 b1 are)"
+            ));
+        };
+        let fortran_order = match dict_value(header, "fortran_order").map(str::trim) {
+            Some("True") => true,
+            Some("False") => false,
+            _ => return err("header has no valid 'fortran_order'"),
+        };
+        let shape_text = dict_value(header, "shape").ok_or(MemRefError::Npy {
+            message: "header has no 'shape'".into(),
+        })?;
+        let inner = shape_text
+            .trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')');
+        let mut shape = Vec::new();
+        for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.trim_end_matches('L').parse() {
+                Ok(v) => shape.push(v),
+                Err(_) => return err(format!("bad shape entry '{part}'")),
+            }
+        }
+        let data = &file[start + header_len..];
+        let Some(nbytes) = element_count(&shape).and_then(|c| c.checked_mul(dtype.size())) else {
+            return err("shape too large");
+        };
+        if data.len() < nbytes {
+            return err(format!(
+                "data has {} bytes, shape {shape:?} needs {nbytes}",
+                data.len()
+            ));
+        }
+        let data = &data[..nbytes];
+        let mut a = if fortran_order {
+            NpyArray::from_bytes(
+                dtype,
+                shape.clone(),
+                &reorder(data, &shape, dtype.size(), false),
+            )?
+        } else {
+            NpyArray::from_bytes(dtype, shape, data)?
+        };
+        a.fortran_order = fortran_order;
+        Ok(a)
+    }
+
+    /// Reads a `.npy` file.
+    pub fn read(path: &std::path::Path) -> Result<NpyArray, MemRefError> {
+        let file = std::fs::read(path).map_err(|e| MemRefError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        NpyArray::parse(&file)
+    }
+
+    /// Serializes (version 1.0, or 2.0 if the header needs it), in the array's
+    /// order (`fortran_order`).
+    pub fn to_npy(&self) -> Vec<u8> {
+        let shape = match self.shape.len() {
+            0 => "()".to_string(),
+            1 => format!("({},)", self.shape[0]),
+            _ => format!(
+                "({})",
+                self.shape
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let order = if self.fortran_order { "True" } else { "False" };
+        let mut header = format!(
+            "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape}, }}",
+            self.dtype.descr()
+        );
+        let v1 = header.len() + 11 < 65536;
+        let prefix = if v1 { 10 } else { 12 };
+        // Pad with spaces so the data starts at a multiple of 64, ending in '\n'.
+        let total = (prefix + header.len() + 1).next_multiple_of(64);
+        while prefix + header.len() + 1 < total {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = Vec::with_capacity(total + self.len);
+        out.extend_from_slice(MAGIC);
+        if v1 {
+            out.extend_from_slice(&[1, 0]);
+            out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        } else {
+            out.extend_from_slice(&[2, 0]);
+            out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        }
+        out.extend_from_slice(header.as_bytes());
+        if self.fortran_order {
+            out.extend_from_slice(&reorder(self.bytes(), &self.shape, self.dtype.size(), true));
+        } else {
+            out.extend_from_slice(self.bytes());
+        }
+        out
+    }
+
+    /// Writes a `.npy` file.
+    pub fn write(&self, path: &std::path::Path) -> Result<(), MemRefError> {
+        std::fs::write(path, self.to_npy()).map_err(|e| MemRefError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// The raw text of `key`'s value in a Python dict literal (up to the next
+/// top-level comma or the closing brace).
+fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let at = header
+        .find(&format!("'{key}'"))
+        .or_else(|| header.find(&format!("\"{key}\"")))?;
+    let rest = &header[at + key.len() + 2..];
+    let rest = rest.trim_start().strip_prefix(':')?;
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' | '}' if depth == 0 => return Some(&rest[..i]),
+            _ => {}
+        }
+    }
+    None
+}

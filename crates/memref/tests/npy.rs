@@ -1,0 +1,178 @@
+//! `.npy` reading and writing. Inputs are byte-exact files in the format of
+//! NumPy's NEP 1 (as `numpy.save` writes them: 64-byte aligned header, '\n').
+
+#![allow(clippy::unwrap_used)]
+
+use locus_memref::npy::{Dtype, NpyArray};
+
+/// A file as numpy 1.x writes `np.arange(6, dtype='<f4').reshape(2, 3)`.
+fn numpy_file(descr: &str, fortran: bool, shape: &str, data: &[u8], version: u8) -> Vec<u8> {
+    let order = if fortran { "True" } else { "False" };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    let prefix = if version == 1 { 10 } else { 12 };
+    while (prefix + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut f = b"\x93NUMPY".to_vec();
+    f.push(version);
+    f.push(0);
+    if version == 1 {
+        f.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    } else {
+        f.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    }
+    f.extend_from_slice(header.as_bytes());
+    f.extend_from_slice(data);
+    f
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn reads_c_and_fortran_order_in_every_version() {
+    let c: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    // Fortran order of the same 2x3 matrix: columns first.
+    let f: Vec<f32> = [0, 3, 1, 4, 2, 5].iter().map(|&i| i as f32).collect();
+    for version in [1, 2, 3] {
+        let a =
+            NpyArray::parse(&numpy_file("<f4", false, "(2, 3)", &f32_bytes(&c), version)).unwrap();
+        assert_eq!(
+            (a.dtype, a.shape.clone(), a.fortran_order),
+            (Dtype::F32, vec![2, 3], false)
+        );
+        assert_eq!(a.bytes(), f32_bytes(&c).as_slice());
+        let b =
+            NpyArray::parse(&numpy_file("<f4", true, "(2, 3)", &f32_bytes(&f), version)).unwrap();
+        assert!(b.fortran_order);
+        assert_eq!(
+            b.bytes(),
+            f32_bytes(&c).as_slice(),
+            "Fortran data is reordered to C order"
+        );
+    }
+}
+
+#[test]
+fn every_dtype_round_trips() {
+    let cases: [(&str, Dtype, usize); 12] = [
+        ("<f2", Dtype::F16, 2),
+        ("<f4", Dtype::F32, 4),
+        ("<f8", Dtype::F64, 8),
+        ("|i1", Dtype::I8, 1),
+        ("<i2", Dtype::I16, 2),
+        ("<i4", Dtype::I32, 4),
+        ("<i8", Dtype::I64, 8),
+        ("|u1", Dtype::U8, 1),
+        ("<u2", Dtype::U16, 2),
+        ("<u4", Dtype::U32, 4),
+        ("<u8", Dtype::U64, 8),
+        ("|b1", Dtype::Bool, 1),
+    ];
+    for (descr, dtype, size) in cases {
+        let data: Vec<u8> = (0..3 * 4 * size).map(|i| (i % 2) as u8).collect();
+        let file = numpy_file(descr, false, "(3, 4)", &data, 1);
+        let a = NpyArray::parse(&file).unwrap();
+        assert_eq!(a.dtype, dtype, "{descr}");
+        assert_eq!(a.bytes(), data.as_slice());
+        // Writing gives exactly numpy's bytes back.
+        assert_eq!(a.to_npy(), file, "{descr}");
+        assert_eq!(a.bytes().as_ptr() as usize % 8, 0, "data is 8-byte aligned");
+    }
+}
+
+#[test]
+fn shapes_zero_d_and_one_d_and_fortran_writing() {
+    let one = numpy_file("<f8", false, "(3,)", &[0u8; 24], 1);
+    assert_eq!(NpyArray::parse(&one).unwrap().shape, vec![3]);
+    assert_eq!(NpyArray::parse(&one).unwrap().to_npy(), one);
+    let zero = numpy_file("<i4", false, "()", &7i32.to_le_bytes(), 1);
+    let a = NpyArray::parse(&zero).unwrap();
+    assert!(a.shape.is_empty());
+    assert_eq!(a.to_npy(), zero);
+    let f: Vec<f32> = [0, 3, 1, 4, 2, 5].iter().map(|&i| i as f32).collect();
+    let file = numpy_file("<f4", true, "(2, 3)", &f32_bytes(&f), 1);
+    assert_eq!(
+        NpyArray::parse(&file).unwrap().to_npy(),
+        file,
+        "Fortran order is written back as read"
+    );
+}
+
+#[test]
+fn malformed_files_are_errors() {
+    let good = numpy_file("<f4", false, "(2,)", &[0u8; 8], 1);
+    let mut cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"not numpy".to_vec(), "magic"),
+        (
+            numpy_file(">f4", false, "(2,)", &[0u8; 8], 1),
+            "unsupported dtype",
+        ),
+        (
+            numpy_file("<c8", false, "(2,)", &[0u8; 16], 1),
+            "unsupported dtype",
+        ),
+        (
+            numpy_file("\u{e9}4", false, "(2,)", &[0u8; 8], 3),
+            "unsupported dtype",
+        ),
+        (numpy_file("<f4", false, "(3,)", &[0u8; 8], 1), "needs 12"),
+        (numpy_file("<f4", false, "(a,)", &[0u8; 8], 1), "bad shape"),
+    ];
+    let mut v9 = good.clone();
+    v9[6] = 9;
+    cases.push((v9, "version 9"));
+    cases.push((good[..20].to_vec(), "truncated"));
+    for (file, text) in cases {
+        let e = NpyArray::parse(&file).unwrap_err().to_string();
+        assert!(e.contains(text), "{e} (wanted {text})");
+    }
+}
+
+proptest::proptest! {
+    /// Any shape, either order, any dtype: writing then reading gives the
+    /// same C-order data, and the file's bytes are in the order it says.
+    #[test]
+    fn write_read_round_trip(
+        shape in proptest::collection::vec(0usize..5, 0..4),
+        fortran in proptest::bool::ANY,
+        dtype in proptest::sample::select(vec![Dtype::F32, Dtype::F64, Dtype::I8, Dtype::I16, Dtype::U8, Dtype::Bool, Dtype::I64]),
+    ) {
+        let count: usize = shape.iter().product();
+        let data: Vec<u8> = (0..count * dtype.size()).map(|i| (i * 7 % 251) as u8).collect();
+        let mut a = NpyArray::from_bytes(dtype, shape.clone(), &data).unwrap();
+        a.fortran_order = fortran;
+        let file = a.to_npy();
+        // Data starts at a multiple of 64, as numpy aligns it.
+        let header_len = u16::from_le_bytes([file[8], file[9]]) as usize;
+        proptest::prop_assert_eq!((10 + header_len) % 64, 0);
+        let b = NpyArray::parse(&file).unwrap();
+        proptest::prop_assert_eq!(b.bytes(), &data[..]);
+        proptest::prop_assert_eq!(&b.shape, &shape);
+        proptest::prop_assert_eq!(b.fortran_order, fortran);
+        if fortran && shape.len() == 2 && count > 0 {
+            // Element (1, 0) comes right after (0, 0) in a Fortran file when there are 2+ rows.
+            let esz = dtype.size();
+            let body = &file[10 + header_len..];
+            if shape[0] > 1 {
+                let c_index = shape[1]; // (1, 0) in C order
+                proptest::prop_assert_eq!(&body[esz..2 * esz], &data[c_index * esz..(c_index + 1) * esz]);
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Truncated or corrupted files are errors, never panics.
+    #[test]
+    fn parse_never_panics(cut in 0usize..200, pos in 0usize..200, byte in proptest::num::u8::ANY) {
+        let mut file = numpy_file("<f4", true, "(2, 3)", &[0u8; 24], 1);
+        let p = pos.min(file.len() - 1);
+        file[p] = byte;
+        file.truncate(cut.min(file.len()));
+        let _ = NpyArray::parse(&file);
+    }
+}

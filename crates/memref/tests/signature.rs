@@ -1,0 +1,216 @@
+//! The signature model: parsing MLIR function types and checking memrefs.
+//! Each parsed signature is also cross-checked against `mlir-opt-19`, which
+//! must accept a function of that type.
+
+#![allow(clippy::unwrap_used)]
+
+use locus_memref::signature::{Dim, ElemType, Layout, MemRefType, Mismatch, Type};
+use locus_memref::Signature;
+
+fn memref(t: &Type) -> &MemRefType {
+    match t {
+        Type::MemRef(m) => m,
+        Type::Scalar(_) => panic!("not a memref: {t}"),
+    }
+}
+
+#[test]
+fn parses_the_issue_example() {
+    let s = Signature::parse(
+        "(memref<?x4xf32, strided<[?, 1], offset: ?>>, f32, index) -> (memref<?xf32>, f32)",
+    )
+    .unwrap();
+    assert_eq!(s.inputs.len(), 3);
+    let m = memref(&s.inputs[0]);
+    assert_eq!(m.elem, ElemType::F32);
+    assert_eq!(m.shape, Some(vec![Dim::Dynamic, Dim::Static(4)]));
+    assert_eq!(
+        m.layout,
+        Layout::Strided {
+            strides: vec![Dim::Dynamic, Dim::Static(1)],
+            offset: Dim::Dynamic
+        }
+    );
+    assert_eq!(s.inputs[1], Type::Scalar(ElemType::F32));
+    assert_eq!(s.inputs[2], Type::Scalar(ElemType::Index));
+    assert_eq!(s.results.len(), 2);
+    assert_eq!(memref(&s.results[0]).shape, Some(vec![Dim::Dynamic]));
+    assert_eq!(s.results[1], Type::Scalar(ElemType::F32));
+}
+
+#[test]
+fn parses_every_kind() {
+    let cases = [
+        ("()", 0, 0),
+        ("() -> ()", 0, 0),
+        ("(f16, f64, i1, i8, i16, i32, i64, index) -> i1", 8, 1),
+        ("(memref<*xf32>) -> memref<*xi8>", 1, 1),
+        ("(memref<f64>) -> memref<f64>", 1, 1),
+        ("(memref<2x3x4x5xi32>)", 1, 0),
+        ("(memref<?x?xf32, strided<[1, ?]>>)", 1, 0),
+        ("(memref<4x4xf32, affine_map<(d0, d1) -> (d0, d1)>>)", 1, 0),
+    ];
+    for (text, n_in, n_out) in cases {
+        let s = Signature::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!((s.inputs.len(), s.results.len()), (n_in, n_out), "{text}");
+        // Printing and parsing again gives the same signature.
+        assert_eq!(Signature::parse(&s.to_string()).unwrap(), s, "{text}");
+    }
+    let u = Signature::parse("(memref<*xf32>)").unwrap();
+    assert_eq!(memref(&u.inputs[0]).rank(), None);
+    let r0 = Signature::parse("(memref<f64>)").unwrap();
+    assert_eq!(memref(&r0.inputs[0]).rank(), Some(0));
+    let strided = Signature::parse("(memref<?x?xf32, strided<[1, ?]>>)").unwrap();
+    assert!(matches!(
+        &memref(&strided.inputs[0]).layout,
+        Layout::Strided {
+            offset: Dim::Static(0),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn malformed_signatures_are_errors_with_a_position() {
+    for text in [
+        "",
+        "f32",
+        "(f32",
+        "(f31)",
+        "(memref<?xf32)",
+        "(memref<?x?xf32, strided<[1]>>)",
+        "(memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>)",
+        "(memref<4xf32, 1>)",
+        "(bf16)",
+        "(f32) -> ",
+        "(f32) junk",
+    ] {
+        let e = Signature::parse(text).unwrap_err();
+        assert!(e.to_string().starts_with("at byte "), "{text}: {e}");
+    }
+}
+
+#[test]
+fn signature_from_mlir_source() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/strided.mlir"
+    ))
+    .unwrap();
+    let s = Signature::from_mlir(&src, "center").unwrap();
+    assert_eq!(s.to_string(), "(memref<4x4xf32>, memref<2x2xf32>) -> (f32)");
+    let s = Signature::from_mlir(&src, "row_sums").unwrap();
+    assert_eq!(
+        s.to_string(),
+        "(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32>) -> ()"
+    );
+    let src = "func.func private @ext(memref<?xf32> {llvm.noalias}, f32) -> (i32 {a.b = 1})\n\
+               func.func public @pub(%a: memref<*xf32> {x = {y}}) attributes {llvm.emit_c_interface} {}";
+    assert_eq!(
+        Signature::from_mlir(src, "ext").unwrap().to_string(),
+        "(memref<?xf32>, f32) -> (i32)"
+    );
+    assert_eq!(
+        Signature::from_mlir(src, "pub").unwrap().to_string(),
+        "(memref<*xf32>) -> ()"
+    );
+    assert!(Signature::from_mlir(src, "missing")
+        .unwrap_err()
+        .to_string()
+        .contains("@missing"));
+}
+
+#[test]
+fn checks_element_rank_sizes_and_layout() {
+    let t = |s: &str| match Type::parse(s).unwrap() {
+        Type::MemRef(m) => m,
+        Type::Scalar(_) => panic!(),
+    };
+    let f32_ = ElemType::F32;
+    let id = t("memref<?x4xf32>");
+    assert_eq!(id.check(f32_, 0, &[3, 4], &[4, 1]), Ok(()));
+    assert!(matches!(
+        id.check(ElemType::F64, 0, &[3, 4], &[4, 1]),
+        Err(Mismatch::Elem { .. })
+    ));
+    assert!(matches!(
+        id.check(f32_, 0, &[12], &[1]),
+        Err(Mismatch::Rank {
+            expected: 2,
+            found: 1
+        })
+    ));
+    assert!(matches!(
+        id.check(f32_, 0, &[3, 5], &[5, 1]),
+        Err(Mismatch::Size {
+            dim: 1,
+            expected: 4,
+            found: 5
+        })
+    ));
+    // Transposed or offset views are refused by an identity layout.
+    assert!(matches!(
+        id.check(f32_, 0, &[3, 4], &[1, 3]),
+        Err(Mismatch::Layout(_))
+    ));
+    assert!(matches!(
+        id.check(f32_, 4, &[3, 4], &[4, 1]),
+        Err(Mismatch::Layout(_))
+    ));
+    // Size-1 dimensions do not care about their stride.
+    assert_eq!(id.check(f32_, 0, &[1, 4], &[99, 1]), Ok(()));
+    let st = t("memref<?x?xf32, strided<[?, 1], offset: ?>>");
+    assert_eq!(st.check(f32_, 7, &[3, 4], &[10, 1]), Ok(()));
+    assert!(matches!(
+        st.check(f32_, 7, &[3, 4], &[1, 10]),
+        Err(Mismatch::Layout(_))
+    ));
+    let st0 = t("memref<?xf32, strided<[?]>>");
+    assert!(
+        matches!(st0.check(f32_, 2, &[3], &[2]), Err(Mismatch::Layout(m)) if m.contains("offset 2"))
+    );
+    let un = t("memref<*xf32>");
+    assert_eq!(un.check(f32_, 3, &[2, 2, 2], &[-1, 5, 0]), Ok(()));
+    assert!(un.check(ElemType::I32, 0, &[], &[]).is_err());
+}
+
+/// mlir-opt-19 must accept a function with each signature we print.
+#[test]
+fn printed_signatures_are_valid_mlir() {
+    let sigs = [
+        "(memref<?x4xf32, strided<[?, 1], offset: ?>>, f32, index) -> (memref<?xf32>, f32)",
+        "(memref<*xf32>, memref<f64>, i1) -> memref<*xi8>",
+        "(memref<4x4xf32, affine_map<(d0, d1) -> (d0, d1)>>)",
+    ];
+    let mut src = String::new();
+    for (k, text) in sigs.iter().enumerate() {
+        let s = Signature::parse(text).unwrap();
+        let ins: Vec<String> = s.inputs.iter().map(|t| t.to_string()).collect();
+        let outs: Vec<String> = s.results.iter().map(|t| t.to_string()).collect();
+        src.push_str(&format!(
+            "func.func private @f{k}({}) -> ({})\n",
+            ins.join(", "),
+            outs.join(", ")
+        ));
+    }
+    let out = locus_memref::compile::mlir_to_llvm_ir(&src);
+    assert!(out.is_ok(), "{src}\n{out:?}");
+}
+
+proptest::proptest! {
+    /// No input makes the parsers panic: arbitrary text, and mutations of valid text.
+    #[test]
+    fn parsers_never_panic(text in "\\PC{0,60}", cut in 0usize..90, junk in "[()<>,?x*:\\[\\] a-z0-9%@{}-]{0,8}") {
+        let _ = Signature::parse(&text);
+        let _ = Signature::from_mlir(&text, "f");
+        let valid = "(memref<?x4xf32, strided<[?, 1], offset: ?>>, f32, index) -> (memref<?xf32>, f32)";
+        let mut at = cut.min(valid.len());
+        while !valid.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mutated = format!("{}{}{}", &valid[..at], junk, &valid[at..]);
+        let _ = Signature::parse(&mutated);
+        let _ = Type::parse(&mutated);
+        let _ = Signature::from_mlir(&format!("func.func @f{mutated} {{}}"), "f");
+    }
+}

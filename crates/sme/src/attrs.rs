@@ -1,0 +1,459 @@
+//! The SME attributes of a function or a call site, in both spellings, as plain data.
+//!
+//! Spec 004 §1 names the attributes Clang puts on functions and on call sites:
+//! `aarch64_pstate_sm_enabled`, `aarch64_pstate_sm_compatible`, `aarch64_pstate_sm_body`,
+//! and for ZA the older spellings `aarch64_pstate_za_new`, `aarch64_pstate_za_shared`,
+//! `aarch64_pstate_za_preserved` and `aarch64_expanded_pstate_za`. LLVM 18 replaced the ZA
+//! ones by `aarch64_new_za`, `aarch64_in_za`, `aarch64_out_za`, `aarch64_inout_za`,
+//! `aarch64_preserves_za` and added the same five for ZT0; LLVM 19 reads only the newer
+//! ones. An [`Attrs`] records which names are present (so that conflicts can be reported)
+//! and answers what they mean ([`Attrs::interface`], [`Attrs::za`], [`Attrs::zt0`]), where
+//! an old ZA spelling counts with its meaning in the new one ([`OldZa::meaning`]).
+
+use std::fmt;
+
+/// `aarch64_pstate_sm_enabled`: a streaming interface (`__arm_streaming`).
+pub const SM_ENABLED: &str = "aarch64_pstate_sm_enabled";
+/// `aarch64_pstate_sm_compatible`: a streaming-compatible interface.
+pub const SM_COMPATIBLE: &str = "aarch64_pstate_sm_compatible";
+/// `aarch64_pstate_sm_body`: a locally streaming body (`__arm_locally_streaming`).
+pub const SM_BODY: &str = "aarch64_pstate_sm_body";
+/// Spec 004's `aarch64_pstate_za_new` (LLVM 18+: `aarch64_new_za`).
+pub const OLD_ZA_NEW: &str = "aarch64_pstate_za_new";
+/// Spec 004's `aarch64_pstate_za_shared` (LLVM 18+: `aarch64_inout_za`).
+pub const OLD_ZA_SHARED: &str = "aarch64_pstate_za_shared";
+/// Spec 004's `aarch64_pstate_za_preserved` (LLVM 18+: `aarch64_preserves_za`, or
+/// `aarch64_in_za` together with `aarch64_pstate_za_shared`).
+pub const OLD_ZA_PRESERVED: &str = "aarch64_pstate_za_preserved";
+/// Spec 004's `aarch64_expanded_pstate_za`: the mark of the old SMEABIPass on a new-ZA
+/// function it already expanded.
+pub const OLD_ZA_EXPANDED: &str = "aarch64_expanded_pstate_za";
+
+/// The five ZA spellings of LLVM 18+, in [`State`] order (new, in, out, inout, preserves).
+pub const ZA_NAMES: [&str; 5] = [
+    "aarch64_new_za",
+    "aarch64_in_za",
+    "aarch64_out_za",
+    "aarch64_inout_za",
+    "aarch64_preserves_za",
+];
+/// The five ZT0 spellings of LLVM 18+, in [`State`] order.
+pub const ZT0_NAMES: [&str; 5] = [
+    "aarch64_new_zt0",
+    "aarch64_in_zt0",
+    "aarch64_out_zt0",
+    "aarch64_inout_zt0",
+    "aarch64_preserves_zt0",
+];
+
+/// Every attribute name this crate reads, in a fixed order.
+pub const ALL_NAMES: [&str; 17] = [
+    SM_ENABLED,
+    SM_COMPATIBLE,
+    SM_BODY,
+    OLD_ZA_NEW,
+    OLD_ZA_SHARED,
+    OLD_ZA_PRESERVED,
+    OLD_ZA_EXPANDED,
+    ZA_NAMES[0],
+    ZA_NAMES[1],
+    ZA_NAMES[2],
+    ZA_NAMES[3],
+    ZA_NAMES[4],
+    ZT0_NAMES[0],
+    ZT0_NAMES[1],
+    ZT0_NAMES[2],
+    ZT0_NAMES[3],
+    ZT0_NAMES[4],
+];
+
+/// The SME ABI support routines a compiler calls by name (AAPCS64 SME, "SME support
+/// routines"). All five are streaming-compatible and need no lazy save around them;
+/// `__arm_tpidr2_restore` and `__arm_za_disable` also work on ZA when it is live.
+pub const ABI_ROUTINES: [&str; 5] = [
+    "__arm_sme_state",
+    "__arm_tpidr2_save",
+    "__arm_tpidr2_restore",
+    "__arm_za_disable",
+    "__arm_get_current_vg",
+];
+
+/// How a function expects PSTATE.SM at its entry and return (spec 004 §2, the table's
+/// abbreviations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Interface {
+    /// `N`: PSTATE.SM is 0 on entry and on return.
+    Normal,
+    /// `S`: PSTATE.SM is 1 on entry and on return.
+    Streaming,
+    /// `SC`: PSTATE.SM may be either on entry and is unchanged on return.
+    StreamingCompatible,
+}
+
+impl Interface {
+    /// `normal`, `streaming` or `streaming-compatible`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interface::Normal => "normal",
+            Interface::Streaming => "streaming",
+            Interface::StreamingCompatible => "streaming-compatible",
+        }
+    }
+}
+
+impl fmt::Display for Interface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a function does with ZA (or ZT0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Private ZA: the function does not share it with its caller and may clobber it,
+    /// so a caller with live ZA must save it lazily around the call.
+    None,
+    /// `new`: private interface, but the body creates fresh, zeroed state.
+    New,
+    /// `in`: shared; reads the state and returns it unchanged.
+    In,
+    /// `out`: shared; ignores the incoming state and returns new contents.
+    Out,
+    /// `inout`: shared; reads and writes the state.
+    InOut,
+    /// `preserves`: shared; neither reads nor changes the state.
+    Preserves,
+}
+
+impl State {
+    /// The state in [`ZA_NAMES`]/[`ZT0_NAMES`] order, without `None`.
+    pub const ALL: [State; 5] = [
+        State::New,
+        State::In,
+        State::Out,
+        State::InOut,
+        State::Preserves,
+    ];
+
+    /// `none`, `new`, `in`, `out`, `inout` or `preserves`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::None => "none",
+            State::New => "new",
+            State::In => "in",
+            State::Out => "out",
+            State::InOut => "inout",
+            State::Preserves => "preserves",
+        }
+    }
+
+    /// Whether the interface shares the state with the caller (in, out, inout, preserves).
+    #[must_use]
+    pub fn is_shared(self) -> bool {
+        matches!(
+            self,
+            State::In | State::Out | State::InOut | State::Preserves
+        )
+    }
+
+    /// Whether the function has live state in its body (new or shared).
+    #[must_use]
+    pub fn has_state(self) -> bool {
+        self != State::None
+    }
+
+    fn index(self) -> Option<usize> {
+        State::ALL.iter().position(|&s| s == self)
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The old ZA spellings present (spec 004 §1), which LLVM 19 no longer reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct OldZa {
+    /// `aarch64_pstate_za_new`.
+    pub new: bool,
+    /// `aarch64_pstate_za_shared`.
+    pub shared: bool,
+    /// `aarch64_pstate_za_preserved`.
+    pub preserved: bool,
+    /// `aarch64_expanded_pstate_za`.
+    pub expanded: bool,
+}
+
+impl OldZa {
+    /// Whether any old spelling is present.
+    #[must_use]
+    pub fn any(self) -> bool {
+        self.new || self.shared || self.preserved || self.expanded
+    }
+
+    /// What the old spellings mean in the new one: `za_new` is `new`, `za_shared` is
+    /// `inout`, `za_shared` with `za_preserved` is `in` (shared, left unchanged), and
+    /// `za_preserved` alone is `preserves` (ZA is not clobbered, so no lazy save). When
+    /// `za_new` is combined with another (an error of its own) `new` wins. `None` when no
+    /// old ZA spelling is present.
+    #[must_use]
+    pub fn meaning(self) -> Option<State> {
+        if self.new {
+            Some(State::New)
+        } else if self.shared && self.preserved {
+            Some(State::In)
+        } else if self.shared {
+            Some(State::InOut)
+        } else if self.preserved {
+            Some(State::Preserves)
+        } else {
+            None
+        }
+    }
+}
+
+/// The SME attributes on one function or one call site (or their union, see
+/// [`Attrs::union`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Attrs {
+    /// `aarch64_pstate_sm_enabled`.
+    pub sm_enabled: bool,
+    /// `aarch64_pstate_sm_compatible`.
+    pub sm_compatible: bool,
+    /// `aarch64_pstate_sm_body`.
+    pub sm_body: bool,
+    /// The new ZA spellings present, in [`State::ALL`] order.
+    pub za: [bool; 5],
+    /// The ZT0 spellings present, in [`State::ALL`] order.
+    pub zt0: [bool; 5],
+    /// The old ZA spellings present.
+    pub old_za: OldZa,
+    /// One of the SME ABI support routines ([`ABI_ROUTINES`]), known by name.
+    pub abi_routine: bool,
+}
+
+impl Attrs {
+    /// The attributes named by `names`; names this crate does not know are ignored.
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Attrs {
+        let mut a = Attrs::default();
+        for name in names {
+            a.add(name);
+        }
+        a
+    }
+
+    /// Adds one attribute by name; returns whether the name is an SME attribute.
+    pub fn add(&mut self, name: &str) -> bool {
+        match name {
+            SM_ENABLED => self.sm_enabled = true,
+            SM_COMPATIBLE => self.sm_compatible = true,
+            SM_BODY => self.sm_body = true,
+            OLD_ZA_NEW => self.old_za.new = true,
+            OLD_ZA_SHARED => self.old_za.shared = true,
+            OLD_ZA_PRESERVED => self.old_za.preserved = true,
+            OLD_ZA_EXPANDED => self.old_za.expanded = true,
+            _ => {
+                if let Some(i) = ZA_NAMES.iter().position(|&n| n == name) {
+                    self.za[i] = true;
+                } else if let Some(i) = ZT0_NAMES.iter().position(|&n| n == name) {
+                    self.zt0[i] = true;
+                } else {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The attribute names present, in [`ALL_NAMES`] order (the ABI-routine mark is not a
+    /// name and is left out).
+    #[must_use]
+    pub fn names(&self) -> Vec<&'static str> {
+        ALL_NAMES
+            .iter()
+            .copied()
+            .filter(|n| Attrs::from_names([*n]).is_within(self))
+            .collect()
+    }
+
+    /// What LLVM knows about an SME ABI support routine by its name: streaming-compatible,
+    /// no lazy save around it, and for `__arm_tpidr2_restore` and `__arm_za_disable` a
+    /// ZA-in interface (they run with ZA live). `None` for other names.
+    #[must_use]
+    pub fn known_routine(name: &str) -> Option<Attrs> {
+        if !ABI_ROUTINES.contains(&name) {
+            return None;
+        }
+        let mut a = Attrs {
+            sm_compatible: true,
+            abi_routine: true,
+            ..Attrs::default()
+        };
+        if name == "__arm_tpidr2_restore" || name == "__arm_za_disable" {
+            a.za[1] = true;
+        }
+        Some(a)
+    }
+
+    /// Every attribute present in either.
+    #[must_use]
+    pub fn union(&self, other: &Attrs) -> Attrs {
+        let or5 = |a: [bool; 5], b: [bool; 5]| std::array::from_fn(|i| a[i] || b[i]);
+        Attrs {
+            sm_enabled: self.sm_enabled || other.sm_enabled,
+            sm_compatible: self.sm_compatible || other.sm_compatible,
+            sm_body: self.sm_body || other.sm_body,
+            za: or5(self.za, other.za),
+            zt0: or5(self.zt0, other.zt0),
+            old_za: OldZa {
+                new: self.old_za.new || other.old_za.new,
+                shared: self.old_za.shared || other.old_za.shared,
+                preserved: self.old_za.preserved || other.old_za.preserved,
+                expanded: self.old_za.expanded || other.old_za.expanded,
+            },
+            abi_routine: self.abi_routine || other.abi_routine,
+        }
+    }
+
+    /// Whether every attribute of `self` is also in `other`.
+    #[must_use]
+    pub fn is_within(&self, other: &Attrs) -> bool {
+        self.union(other) == *other
+    }
+
+    /// The interface: streaming when `sm_enabled` is present (even alongside the
+    /// conflicting `sm_compatible`, which is reported separately), streaming-compatible
+    /// with `sm_compatible`, normal otherwise. `sm_body` does not change the interface.
+    #[must_use]
+    pub fn interface(&self) -> Interface {
+        if self.sm_enabled {
+            Interface::Streaming
+        } else if self.sm_compatible {
+            Interface::StreamingCompatible
+        } else {
+            Interface::Normal
+        }
+    }
+
+    /// The ZA state: the new spelling when one is present (the first in [`State::ALL`]
+    /// order if several are, which is reported separately), else the meaning of the old
+    /// spellings, else [`State::None`].
+    #[must_use]
+    pub fn za(&self) -> State {
+        first_state(self.za)
+            .or_else(|| self.old_za.meaning())
+            .unwrap_or(State::None)
+    }
+
+    /// The ZA state as LLVM 19 sees it: the new spellings only.
+    #[must_use]
+    pub fn za_llvm19(&self) -> State {
+        first_state(self.za).unwrap_or(State::None)
+    }
+
+    /// The ZT0 state (first in [`State::ALL`] order if several are present).
+    #[must_use]
+    pub fn zt0(&self) -> State {
+        first_state(self.zt0).unwrap_or(State::None)
+    }
+
+    /// The new ZA spellings present.
+    #[must_use]
+    pub fn za_states(&self) -> Vec<State> {
+        states(self.za)
+    }
+
+    /// The ZT0 spellings present.
+    #[must_use]
+    pub fn zt0_states(&self) -> Vec<State> {
+        states(self.zt0)
+    }
+
+    /// Whether the attributes mention SME at all.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Attrs::default()
+    }
+}
+
+fn first_state(flags: [bool; 5]) -> Option<State> {
+    flags.iter().position(|&b| b).map(|i| State::ALL[i])
+}
+
+fn states(flags: [bool; 5]) -> Vec<State> {
+    State::ALL
+        .iter()
+        .copied()
+        .filter(|s| s.index().is_some_and(|i| flags[i]))
+        .collect()
+}
+
+/// The new spelling of a ZA state (`aarch64_inout_za`); `None` for [`State::None`].
+#[must_use]
+pub fn za_name(state: State) -> Option<&'static str> {
+    state.index().map(|i| ZA_NAMES[i])
+}
+
+/// The spelling of a ZT0 state (`aarch64_inout_zt0`); `None` for [`State::None`].
+#[must_use]
+pub fn zt0_name(state: State) -> Option<&'static str> {
+    state.index().map(|i| ZT0_NAMES[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_are_read() {
+        let a = Attrs::from_names([SM_ENABLED, "aarch64_inout_za", "aarch64_in_zt0", "nounwind"]);
+        assert_eq!(a.interface(), Interface::Streaming);
+        assert_eq!(a.za(), State::InOut);
+        assert_eq!(a.zt0(), State::In);
+        let old = Attrs::from_names([SM_COMPATIBLE, OLD_ZA_SHARED]);
+        assert_eq!(old.interface(), Interface::StreamingCompatible);
+        assert_eq!(old.za(), State::InOut);
+        assert_eq!(old.za_llvm19(), State::None);
+        assert_eq!(
+            Attrs::from_names([OLD_ZA_SHARED, OLD_ZA_PRESERVED]).za(),
+            State::In
+        );
+        assert_eq!(Attrs::from_names([OLD_ZA_PRESERVED]).za(), State::Preserves);
+        assert_eq!(Attrs::from_names([OLD_ZA_NEW]).za(), State::New);
+        assert_eq!(Attrs::default().za(), State::None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for name in ALL_NAMES {
+            let a = Attrs::from_names([name]);
+            assert_eq!(a.names(), [name]);
+        }
+        let all = Attrs::from_names(ALL_NAMES);
+        assert_eq!(all.names(), ALL_NAMES);
+    }
+
+    #[test]
+    fn known_routines_and_union() {
+        for r in ABI_ROUTINES {
+            let a = Attrs::known_routine(r).unwrap();
+            assert_eq!(a.interface(), Interface::StreamingCompatible);
+            assert!(a.abi_routine);
+        }
+        assert_eq!(
+            Attrs::known_routine("__arm_tpidr2_restore").unwrap().za(),
+            State::In
+        );
+        assert!(Attrs::known_routine("memcpy").is_none());
+        let site = Attrs::from_names([SM_ENABLED]);
+        let decl = Attrs::from_names(["aarch64_preserves_za"]);
+        let u = site.union(&decl);
+        assert_eq!(u.interface(), Interface::Streaming);
+        assert_eq!(u.za(), State::Preserves);
+        assert!(site.is_within(&u) && decl.is_within(&u) && !u.is_within(&site));
+    }
+}

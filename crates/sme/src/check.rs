@@ -1,0 +1,285 @@
+//! The checker: reads a module through `locus-llvm`, gives each defined function and each
+//! call its model ([`crate::rules`]) and collects every finding with its place.
+
+use locus_llvm::ir::{AttributeIndex, Call, Function, Type, TypeKind, ValueKind};
+use locus_llvm::{Context, Module};
+
+use crate::attrs::{Attrs, Interface};
+use crate::rules::{self, Change, Finding, Severity};
+use crate::Error;
+
+/// A finding with its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The function it is about (for a call: the caller).
+    pub function: String,
+    /// The call instruction, printed, when the finding is about a call.
+    pub instruction: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// The message with its instruction, as one line.
+    #[must_use]
+    pub fn full_message(&self) -> String {
+        match &self.instruction {
+            Some(i) => format!("at `{i}`: {}", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+/// One call (or invoke) in a defined function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallReport {
+    /// The callee's name, or `(indirect %p)` for an indirect call.
+    pub callee: String,
+    /// The call, printed.
+    pub instruction: String,
+    /// Whether it is an `invoke`.
+    pub invoke: bool,
+    /// The callee's effective attributes: declaration, call site and ABI routine name.
+    pub callee_attrs: Attrs,
+    /// What happens around it.
+    pub model: rules::CallModel,
+}
+
+/// One defined function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionReport {
+    /// Its name.
+    pub name: String,
+    /// Its attributes.
+    pub attrs: Attrs,
+    /// Its model.
+    pub model: rules::FunctionModel,
+    /// Its calls, in instruction order (intrinsics and inline assembly left out).
+    pub calls: Vec<CallReport>,
+}
+
+/// The result of checking a module.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Every defined function, in module order.
+    pub functions: Vec<FunctionReport>,
+    /// Every finding, in module order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    /// Whether any finding is an error.
+    #[must_use]
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// The function named `name`.
+    #[must_use]
+    pub fn function(&self, name: &str) -> Option<&FunctionReport> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+}
+
+/// Parses LLVM IR (text or bitcode; `name` is used in parse errors) and checks it.
+///
+/// # Errors
+/// [`Error::Llvm`] when the module cannot be parsed.
+pub fn check_ir(name: &str, ir: impl AsRef<[u8]>) -> Result<Report, Error> {
+    let ctx = Context::new();
+    let module = Module::parse_ir(&ctx, name, ir).map_err(|source| Error::Llvm {
+        file: name.to_string(),
+        source,
+    })?;
+    Ok(check_module(&module))
+}
+
+/// The SME attributes of a function.
+#[must_use]
+pub fn function_attrs(f: Function<'_>) -> Attrs {
+    let mut a = Attrs::from_names(
+        crate::attrs::ALL_NAMES
+            .iter()
+            .copied()
+            .filter(|n| f.has_attribute(AttributeIndex::Function, n)),
+    );
+    a.abi_routine = Attrs::known_routine(&f.name()).is_some();
+    a
+}
+
+/// The SME attributes on a call site itself.
+#[must_use]
+pub fn call_site_attrs(c: Call<'_>) -> Attrs {
+    Attrs::from_names(
+        crate::attrs::ALL_NAMES
+            .iter()
+            .copied()
+            .filter(|n| c.has_attribute(AttributeIndex::Function, n)),
+    )
+}
+
+/// Checks a parsed module.
+#[must_use]
+pub fn check_module(module: &Module<'_>) -> Report {
+    let mut report = Report::default();
+    for f in module.function_list() {
+        if f.is_intrinsic() {
+            continue;
+        }
+        let name = f.name();
+        let attrs = function_attrs(f);
+        let declaration = f.is_declaration();
+        let mut push = |finding: Finding, instruction: Option<String>| {
+            report.diagnostics.push(Diagnostic {
+                severity: finding.severity,
+                function: name.clone(),
+                instruction,
+                message: finding.message,
+            });
+        };
+        for finding in rules::attr_findings(&attrs, declaration, "the function") {
+            push(finding, None);
+        }
+        if attrs.sm_body
+            && attrs.interface() != Interface::Streaming
+            && passes_scalable(f.function_type())
+        {
+            push(rules::scalable_body_finding(attrs.interface()), None);
+        }
+        if let Some(finding) = rules::sve_pcs_finding(&attrs, f.calling_convention()) {
+            push(finding, None);
+        }
+        if declaration {
+            continue;
+        }
+        let mut calls = Vec::new();
+        for inst in f.instructions() {
+            let Some(call) = inst.as_call() else { continue };
+            if call.is_intrinsic() || call.called_value().kind() == ValueKind::InlineAsm {
+                continue;
+            }
+            let printed = inst.print().trim().to_string();
+            let site = call_site_attrs(call);
+            let direct = call.called_function();
+            let callee = match direct {
+                Some(g) => g.name(),
+                None => {
+                    let v = call.called_value().name();
+                    if v.is_empty() {
+                        "(indirect)".to_string()
+                    } else {
+                        format!("(indirect %{v})")
+                    }
+                }
+            };
+            let decl = direct.map(function_attrs).unwrap_or_default();
+            let known = Attrs::known_routine(&callee).unwrap_or_default();
+            let declared = decl.union(&known);
+            for finding in rules::attr_findings(&site, false, "the call site") {
+                push(finding, Some(printed.clone()));
+            }
+            if direct.is_some() {
+                for finding in rules::call_site_findings(&site, &declared, &callee) {
+                    push(finding, Some(printed.clone()));
+                }
+            }
+            // The callee's `sm_body` is its own business, not part of what the caller sees
+            // (except for inlining, which the model handles).
+            let effective = declared.union(&site);
+            let from = rules::body_mode(&attrs);
+            if rules::may_differ_in_vl(from, effective.interface())
+                && passes_scalable(call.function_type())
+            {
+                push(
+                    rules::scalable_call_finding(&callee, from, effective.interface()),
+                    Some(printed.clone()),
+                );
+            }
+            for finding in rules::shared_state_findings(&attrs, &effective, &callee) {
+                push(finding, Some(printed.clone()));
+            }
+            let model = rules::call_model(&attrs, &effective, call.is_invoke());
+            calls.push(CallReport {
+                callee,
+                instruction: printed,
+                invoke: call.is_invoke(),
+                callee_attrs: effective,
+                model,
+            });
+        }
+        report.functions.push(FunctionReport {
+            name: name.clone(),
+            attrs,
+            model: rules::function_model(&attrs),
+            calls,
+        });
+    }
+    report
+}
+
+/// Whether a function type passes or returns a scalable vector (also inside structs and
+/// arrays, and `target("aarch64.svcount")`).
+fn passes_scalable(fn_type: Type<'_>) -> bool {
+    let ret = fn_type.return_type();
+    let params = fn_type.param_types().unwrap_or_default();
+    ret.into_iter().chain(params).any(is_scalable)
+}
+
+fn is_scalable(t: Type<'_>) -> bool {
+    match t.kind() {
+        TypeKind::ScalableVector => true,
+        TypeKind::TargetExt => t.print().contains("aarch64.svcount"),
+        TypeKind::Struct => t
+            .struct_fields()
+            .unwrap_or_default()
+            .into_iter()
+            .any(is_scalable),
+        TypeKind::Array => t.element_type().is_some_and(is_scalable),
+        _ => false,
+    }
+}
+
+/// The instructions of a list of changes, as the JSON report spells them.
+#[must_use]
+pub fn insns(changes: &[Change]) -> Vec<&'static str> {
+    changes.iter().map(|c| c.insn.as_str()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::State;
+
+    #[test]
+    fn reads_attributes_from_ir() {
+        let ir = r#"
+declare float @s(float) "aarch64_pstate_sm_enabled"
+define float @f(float %x) "aarch64_pstate_sm_compatible" "aarch64_inout_za" {
+  %r = call float @s(float %x) "aarch64_pstate_sm_enabled"
+  %v = call i64 @__arm_sme_state()
+  ret float %r
+}
+declare i64 @__arm_sme_state()
+"#;
+        let r = check_ir("t.ll", ir).unwrap();
+        assert!(r.diagnostics.is_empty(), "{:?}", r.diagnostics);
+        let f = r.function("f").unwrap();
+        assert_eq!(f.model.interface, Interface::StreamingCompatible);
+        assert_eq!(f.model.za, State::InOut);
+        assert_eq!(f.calls.len(), 2);
+        assert!(f.calls[0].model.conditional);
+        assert!(f.calls[0].model.lazy_za_save);
+        assert!(!f.calls[1].model.lazy_za_save);
+        assert!(f.calls[1].model.before.is_empty());
+    }
+
+    #[test]
+    fn bad_ir_is_an_error() {
+        let e = check_ir("bad.ll", "define").unwrap_err();
+        assert!(e.to_string().contains("bad.ll"));
+    }
+}
