@@ -124,7 +124,8 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
-fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+/// The text report of `locus sme check` (also shown by the tour).
+pub(crate) fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     for f in &report.functions {
         let m = &f.model;
         writeln!(

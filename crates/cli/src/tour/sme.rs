@@ -116,53 +116,10 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     let report = check_ir("sme.ll", SAMPLE).map_err(fail)?;
     tour.line("")?;
     tour.line("The model (locus sme check):")?;
-    for f in &report.functions {
-        let m = &f.model;
-        tour.line(format!(
-            "  @{}: {} interface{}, ZA {}, vectorize {}",
-            f.name,
-            m.interface,
-            if m.locally_streaming {
-                ", locally streaming"
-            } else {
-                ""
-            },
-            m.za,
-            if m.vectorize { "yes" } else { "no" }
-        ))?;
-        let list = |v: &[Change]| {
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                v.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        if !m.entry.is_empty() {
-            tour.line(format!(
-                "    entry: {}; exit: {}",
-                list(&m.entry),
-                list(&m.exit)
-            ))?;
-        }
-        for c in &f.calls {
-            tour.line(format!(
-                "    call @{}: before {}; after {}{}",
-                c.callee,
-                list(&c.model.before),
-                list(&c.model.after),
-                if c.model.lazy_za_save {
-                    "; lazy ZA save"
-                } else {
-                    ""
-                }
-            ))?;
-        }
-    }
-    for d in &report.diagnostics {
-        tour.line(format!("  {}: @{}: {}", d.severity, d.function, d.message))?;
+    let mut text = Vec::new();
+    crate::sme::write_text(&report, &mut text).map_err(fail)?;
+    for line in String::from_utf8_lossy(&text).lines() {
+        tour.line(format!("  {line}"))?;
     }
 
     let sample = tour.scratch_file("sme.ll");
