@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use locus_memref::npy::{Dtype, NpyArray};
 use locus_memref::signature::{Dim, Type};
 use locus_memref::{
-    compile, Arg, CallOptions, Library, MemRefArg, Ownership, Scalar, Signature, Value,
+    compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Ownership, Scalar, Signature, Value,
 };
 
 use crate::Failure;
@@ -62,6 +62,24 @@ fn fail(message: impl Into<String>) -> Failure {
     Failure::Message(message.into())
 }
 
+/// A `--sig-from` failure as `PATH:LINE:COLUMN: message` when it has a position.
+fn source_error(path: &Path, src: &str, e: MemRefError) -> Failure {
+    match e {
+        MemRefError::Parse { at, message } => {
+            // The parser reports positions on character boundaries (the end for
+            // a missing function); `get` keeps a wrong one from panicking.
+            let before = src.get(..at).unwrap_or(src);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            fail(format!(
+                "--sig-from {}:{line}:{column}: {message}",
+                path.display()
+            ))
+        }
+        other => fail(format!("--sig-from {}: {other}", path.display())),
+    }
+}
+
 /// Runs a `locus memref` subcommand.
 pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
@@ -98,8 +116,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
                 (None, Some(path)) => {
                     let src = std::fs::read_to_string(path)
                         .map_err(|e| fail(format!("--sig-from {}: {e}", path.display())))?;
-                    Signature::from_mlir(&src, function)
-                        .map_err(|e| fail(format!("--sig-from {}: {e}", path.display())))?
+                    Signature::from_mlir(&src, function).map_err(|e| source_error(path, &src, e))?
                 }
                 (None, None) => return Err(fail("--sig or --sig-from is required")),
             };
@@ -164,21 +181,21 @@ fn call(
             Type::MemRef(m) => {
                 let path = PathBuf::from(text);
                 let array = NpyArray::read(&path).map_err(|e| fail(format!("{what}: {e}")))?;
-                if !array.dtype.fits(m.elem) {
+                if !array.dtype().fits(m.elem) {
                     return Err(fail(format!(
                         "{what}: dtype {} does not match the signature's {m}",
-                        array.dtype.descr()
+                        array.dtype().descr()
                     )));
                 }
                 if let Some(shape) = &m.shape {
-                    if shape.len() != array.shape.len() {
+                    if shape.len() != array.shape().len() {
                         return Err(fail(format!(
                             "{what}: rank {} (shape {:?}) does not match the signature's {m}",
-                            array.shape.len(),
-                            array.shape
+                            array.shape().len(),
+                            array.shape()
                         )));
                     }
-                    for (d, (want, &got)) in shape.iter().zip(&array.shape).enumerate() {
+                    for (d, (want, &got)) in shape.iter().zip(array.shape()).enumerate() {
                         if let Dim::Static(w) = *want {
                             if w != got as i64 {
                                 return Err(fail(format!(

@@ -64,13 +64,13 @@ fn write_f32(dir: &Path, name: &str, shape: &[usize], v: &[f32], fortran: bool) 
 
 fn read_f32(path: &str) -> (Vec<usize>, Vec<f32>) {
     let a = NpyArray::read(Path::new(path)).unwrap();
-    assert_eq!(a.dtype, Dtype::F32);
+    assert_eq!(a.dtype(), Dtype::F32);
     let v = a
         .bytes()
         .chunks(4)
         .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    (a.shape.clone(), v)
+    (a.shape().to_vec(), v)
 }
 
 fn ok(out: &Output) -> String {
@@ -255,7 +255,7 @@ fn memref_results_to_out_files() {
         path_str(&pg),
     ]));
     let g = NpyArray::read(&pg).unwrap();
-    assert_eq!((g.dtype, g.shape.clone()), (Dtype::I32, vec![2, 3]));
+    assert_eq!((g.dtype(), g.shape().to_vec()), (Dtype::I32, vec![2, 3]));
     let v: Vec<i32> = g
         .bytes()
         .chunks(4)
@@ -337,6 +337,12 @@ fn bad_input_exits_1_naming_the_argument() {
     let p5 = write_f32(&t.0, "m5.npy", &[5, 4], &[0.0; 20], false);
     let junk = t.0.join("junk.npy");
     std::fs::write(&junk, b"hello").unwrap();
+    let unsupported = t.0.join("bf16.mlir");
+    std::fs::write(
+        &unsupported,
+        "// A bf16 argument cannot be passed.\nfunc.func @add(%a: memref<?xbf16>) {\n  return\n}\n",
+    )
+    .unwrap();
     let el = lib("elementwise");
     let st = lib("strided");
     let sig3 = "(memref<?xf32>, memref<?xf32>, memref<?xf32>)";
@@ -433,7 +439,25 @@ fn bad_input_exits_1_naming_the_argument() {
                 "--arg",
                 &pa,
             ],
-            "argument 0".into(),
+            format!(
+                "argument 0 (--arg {}): .npy: not a .npy file (bad magic at byte 0)",
+                path_str(&junk)
+            ),
+        ),
+        (
+            vec![
+                "call",
+                &el,
+                "add",
+                "--sig-from",
+                path_str(&unsupported),
+                "--arg",
+                &pa,
+            ],
+            format!(
+                "--sig-from {}:2:29: unsupported type `bf16`",
+                path_str(&unsupported)
+            ),
         ),
         (
             vec!["call", "/nonexistent.so", "add", "--sig", "()"],

@@ -17,6 +17,7 @@ fn the_tour_passes_every_cross_check() {
     for title in [
         "Stack maps and patch points",
         "Precise GC for any LLVM frontend",
+        "DWARF location descriptions on the stack",
         "MLIR memrefs from Rust",
         "AArch64 SME streaming mode and ZA",
     ] {

@@ -79,7 +79,16 @@ pub enum Error {
         /// What was expected.
         message: &'static str,
     },
+    /// A read or write through a location description failed
+    /// ([`access`](crate::access)).
+    Access {
+        /// What went wrong.
+        error: crate::eval::EvalError,
+    },
     /// An evaluation error: the operation at `index` could not be evaluated.
+    /// Errors inside an expression run by `DW_OP_call*` name the call
+    /// operation here and the callee's operation in
+    /// [`EvalError::InCall`](crate::eval::EvalError::InCall).
     Eval {
         /// Index of the operation in the evaluated slice.
         index: usize,
@@ -101,7 +110,22 @@ impl Error {
             | Error::BadLeb { offset, .. }
             | Error::BadBranchTarget { offset, .. }
             | Error::Syntax { offset, .. } => Some(*offset),
-            Error::BadEncoding { .. } | Error::Unencodable { .. } | Error::Eval { .. } => None,
+            Error::BadEncoding { .. }
+            | Error::Unencodable { .. }
+            | Error::Eval { .. }
+            | Error::Access { .. } => None,
+        }
+    }
+
+    /// Whether the expression itself is ill-formed (undecodable bytes, bad
+    /// text, an operand no evaluation could accept, a branch into the middle
+    /// of an operation), as opposed to an evaluation error that depends on
+    /// the stack, the target's registers and memory or the caller's answers.
+    pub fn is_ill_formed(&self) -> bool {
+        match self {
+            Error::Eval { error, .. } => error.is_ill_formed(),
+            Error::Access { .. } => false,
+            _ => true,
         }
     }
 }
@@ -131,6 +155,7 @@ impl fmt::Display for Error {
                 write!(f, "op #{index} {op}: cannot encode: {reason}")
             }
             Error::Eval { index, op, error } => write!(f, "op #{index} {op}: {error}"),
+            Error::Access { error } => write!(f, "access: {error}"),
             Error::Syntax {
                 offset,
                 token,

@@ -3,16 +3,40 @@
 //!
 //! Design: like gimli's `Evaluation`, [`Evaluation::evaluate`] runs until the
 //! expression ends or it needs something only the caller knows (a register,
-//! memory, the current lane, the frame base, ...). It then returns an
-//! [`EvaluationResult`] request; the caller answers with the matching
-//! `resume_with_*` method, which continues the evaluation. No callbacks, no
-//! trait objects, no I/O; the only allocations are the stack and the
-//! location descriptions themselves.
+//! memory, the current lane, the frame base, a base type DIE, a called
+//! expression, ...). It then returns an [`EvaluationResult`] request; the
+//! caller answers with the matching `resume_with_*` method, which continues
+//! the evaluation. No callbacks, no trait objects, no I/O: the caller may
+//! answer from a live process, a core file or a JSON snapshot, synchronously
+//! or not, and the evaluator never needs a lifetime or a generic parameter
+//! for it. The only allocations are the stack, the location descriptions
+//! themselves and, for `DW_OP_call*`, the decoded callee.
 //!
 //! Each stack entry is an [`Entry`]: a typed [`Value`] or a [`Location`]
 //! description. Generic values convert implicitly to memory locations in
 //! address space 0 where a location is needed, and such locations convert
 //! back to generic values (their address) where a value is needed.
+//!
+//! | request | answer with |
+//! |---|---|
+//! | [`RequiresRegister`](EvaluationResult::RequiresRegister) | [`resume_with_register`](Evaluation::resume_with_register) |
+//! | [`RequiresMemory`](EvaluationResult::RequiresMemory) | [`resume_with_memory`](Evaluation::resume_with_memory) |
+//! | [`RequiresLane`](EvaluationResult::RequiresLane) | [`resume_with_lane`](Evaluation::resume_with_lane) |
+//! | [`RequiresFrameBase`](EvaluationResult::RequiresFrameBase) | [`resume_with_frame_base`](Evaluation::resume_with_frame_base) |
+//! | [`RequiresCallFrameCfa`](EvaluationResult::RequiresCallFrameCfa) | [`resume_with_call_frame_cfa`](Evaluation::resume_with_call_frame_cfa) |
+//! | [`RequiresObjectAddress`](EvaluationResult::RequiresObjectAddress) | [`resume_with_object_address`](Evaluation::resume_with_object_address) or [`resume_with_object_location`](Evaluation::resume_with_object_location) |
+//! | [`RequiresBaseType`](EvaluationResult::RequiresBaseType) | [`resume_with_base_type`](Evaluation::resume_with_base_type) |
+//! | [`RequiresEntryValue`](EvaluationResult::RequiresEntryValue) | [`resume_with_entry_value`](Evaluation::resume_with_entry_value) |
+//! | [`RequiresCallee`](EvaluationResult::RequiresCallee) | [`resume_with_callee`](Evaluation::resume_with_callee) |
+//! | [`RequiresIndexedAddress`](EvaluationResult::RequiresIndexedAddress) | [`resume_with_indexed_address`](Evaluation::resume_with_indexed_address) |
+//! | [`RequiresTlsAddress`](EvaluationResult::RequiresTlsAddress) | [`resume_with_tls_address`](Evaluation::resume_with_tls_address) |
+//! | [`RequiresEntryRegister`](EvaluationResult::RequiresEntryRegister) | [`resume_with_entry_register`](Evaluation::resume_with_entry_register) |
+//! | [`Stepped`](EvaluationResult::Stepped) (only with [`set_trace`](Evaluation::set_trace)) | [`evaluate`](Evaluation::evaluate) |
+//!
+//! Limits keep every input finite: [`DEFAULT_MAX_STEPS`] operations (loops),
+//! [`MAX_STACK`] entries, [`MAX_LOCATION_WEIGHT`] single locations and parts
+//! per location description (`DW_OP_extend` and friends), [`MAX_CALL_DEPTH`]
+//! nested `DW_OP_call*`.
 //!
 //! ```
 //! use locus_dwarf::{parse_text, Encoding, Entry, Evaluation, EvaluationResult, Location, Part, Storage};
@@ -27,16 +51,30 @@
 //! # Ok::<(), locus_dwarf::Error>(())
 //! ```
 
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::access::{plan_read, Bits, Fetch, Place};
 use crate::error::Error;
 use crate::location::{Location, Part, SingleLocation, Storage};
-use crate::op::{encode, Encoding, Op};
+use crate::op::{decode, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
 
 /// Default maximum number of operations one evaluation may execute.
 pub const DEFAULT_MAX_STEPS: u64 = 100_000;
+
+/// Maximum number of stack entries.
+pub const MAX_STACK: usize = 1024;
+
+/// Maximum [`Location::weight`] of a location description the evaluator
+/// builds (composites, `DW_OP_extend`, `DW_OP_select_bit_piece`).
+pub const MAX_LOCATION_WEIGHT: usize = 1024;
+
+/// Maximum nesting of `DW_OP_call2`/`call4`/`call_ref`.
+pub const MAX_CALL_DEPTH: usize = 64;
 
 /// A stack entry: a value or a location description.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -74,11 +112,69 @@ pub enum EvaluationResult {
     RequiresFrameBase,
     /// Answer with [`Evaluation::resume_with_call_frame_cfa`].
     RequiresCallFrameCfa,
-    /// Answer with [`Evaluation::resume_with_object_address`].
+    /// Answer with [`Evaluation::resume_with_object_address`] or
+    /// [`Evaluation::resume_with_object_location`].
     RequiresObjectAddress,
+    /// A typed operation names the base type DIE at unit offset `offset`:
+    /// answer with [`Evaluation::resume_with_base_type`] and the DIE's
+    /// `DW_AT_encoding` and `DW_AT_byte_size`. Answers are remembered for the
+    /// rest of the evaluation (see also [`Evaluation::set_base_type`]).
+    RequiresBaseType {
+        /// Unit-relative offset of the `DW_TAG_base_type` DIE.
+        offset: u64,
+    },
+    /// `DW_OP_entry_value`: answer with [`Evaluation::resume_with_entry_value`]
+    /// and what `expression` had on entry to the current function (from a
+    /// call site's `DW_AT_call_value`, or a debugger's saved state).
+    RequiresEntryValue {
+        /// The encoded nested expression (same [`Encoding`]).
+        expression: Vec<u8>,
+        /// The register if the nested expression is only `DW_OP_regN` or
+        /// `DW_OP_regx N` (the usual case: "register N's value on entry").
+        register: Option<u16>,
+    },
+    /// `DW_OP_call2`/`call4`/`call_ref`: answer with
+    /// [`Evaluation::resume_with_callee`] and the bytes of the DIE's
+    /// `DW_AT_location` expression (empty if it has none).
+    RequiresCallee {
+        /// The DIE's offset.
+        offset: u64,
+        /// Whether `offset` is relative to the current unit (`call2`,
+        /// `call4`) or to `.debug_info` (`call_ref`).
+        unit_relative: bool,
+    },
+    /// `DW_OP_addrx` (a location) or `DW_OP_constx` (a value): answer with
+    /// [`Evaluation::resume_with_indexed_address`] and entry `index` of the
+    /// unit's `.debug_addr` table.
+    RequiresIndexedAddress {
+        /// Index into `.debug_addr` (after the unit's `DW_AT_addr_base`).
+        index: u64,
+        /// `true` for `DW_OP_addrx`, `false` for `DW_OP_constx`.
+        is_address: bool,
+    },
+    /// `DW_OP_form_tls_address`: answer with
+    /// [`Evaluation::resume_with_tls_address`] and the address of the
+    /// thread-local storage at `offset` for the current thread.
+    RequiresTlsAddress {
+        /// The popped TLS offset.
+        offset: u64,
+    },
+    /// `DW_OP_call_frame_entry_reg`: answer with
+    /// [`Evaluation::resume_with_entry_register`] and the location holding
+    /// the register's value on entry to the current function (from CFI;
+    /// [`Location::undefined`] if unknown, [`Location::register`] if it was
+    /// not saved).
+    RequiresEntryRegister {
+        /// DWARF register number.
+        register: u16,
+    },
+    /// Only with [`Evaluation::set_trace`]: one operation has been executed
+    /// ([`Evaluation::stack`] shows its effect, [`Evaluation::pc`] the next
+    /// one). Continue with [`Evaluation::evaluate`].
+    Stepped,
 }
 
-/// What went wrong while evaluating one operation.
+/// What went wrong while evaluating one operation (or accessing a location).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum EvalError {
     /// The operation needs more stack entries than there are.
@@ -99,12 +195,72 @@ pub enum EvalError {
     UndefinedRead,
     /// A read past the end of a register or implicit storage.
     ReadOutOfRange,
-    /// A size operand larger than the address size, or a piece too large.
+    /// A size operand larger than the address size or than its type, a
+    /// `DW_OP_const_type` block of the wrong size, or a piece too large.
     BadSize(u64),
     /// The caller answered a request wrongly (wrong method, too few bytes).
     BadResume(&'static str),
     /// Not supported by this evaluator (yet).
     Unsupported(&'static str),
+    /// The base type DIE the caller described cannot be computed with
+    /// (unknown encoding, a size other than 1, 2, 4, 8, or 4/8 for floats).
+    UnsupportedBaseType {
+        /// Unit offset of the DIE.
+        offset: u64,
+        /// Its `DW_AT_encoding`.
+        encoding: u8,
+        /// Its `DW_AT_byte_size`.
+        byte_size: u64,
+    },
+    /// The target could not read or write this memory.
+    MemoryUnavailable {
+        /// Address space.
+        address_space: u64,
+        /// First byte.
+        address: u64,
+        /// Number of bytes.
+        size: u64,
+    },
+    /// The target could not read or write this register (unknown, or the
+    /// access goes past its end).
+    RegisterUnavailable {
+        /// DWARF register number.
+        register: u16,
+    },
+    /// A write to storage that cannot be written (implicit, undefined).
+    NotWritable(&'static str),
+    /// A limit on the size of the stack, of a location description or of an
+    /// access was reached.
+    TooLarge(&'static str),
+    /// `DW_OP_call*` nested deeper than [`MAX_CALL_DEPTH`] (recursion).
+    CallDepthExceeded(usize),
+    /// The callee's expression bytes do not decode.
+    IllFormedCallee(String),
+    /// An error inside an expression run by `DW_OP_call*`: the callee's
+    /// operation index and name, and the error.
+    InCall {
+        /// Index of the operation within the callee's expression.
+        index: usize,
+        /// The operation's name.
+        op: &'static str,
+        /// What went wrong.
+        error: Box<EvalError>,
+    },
+}
+
+impl EvalError {
+    /// Whether the error shows the expression is ill-formed (an operand no
+    /// evaluation could accept) rather than a failure of this evaluation.
+    pub fn is_ill_formed(&self) -> bool {
+        match self {
+            EvalError::BadBranchTarget(_)
+            | EvalError::BadRegister(_)
+            | EvalError::BadSize(_)
+            | EvalError::IllFormedCallee(_) => true,
+            EvalError::InCall { error, .. } => error.is_ill_formed(),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for EvalError {
@@ -128,16 +284,45 @@ impl fmt::Display for EvalError {
             EvalError::BadSize(n) => write!(f, "bad size {n}"),
             EvalError::BadResume(what) => write!(f, "bad resume: {what}"),
             EvalError::Unsupported(what) => write!(f, "unsupported: {what}"),
+            EvalError::UnsupportedBaseType {
+                offset,
+                encoding,
+                byte_size,
+            } => write!(
+                f,
+                "base type DIE {offset:#x} (encoding {encoding:#x}, {byte_size} bytes) is not supported"
+            ),
+            EvalError::MemoryUnavailable {
+                address_space,
+                address,
+                size,
+            } => write!(
+                f,
+                "cannot access {size} bytes of memory at {address:#x} (address space {address_space})"
+            ),
+            EvalError::RegisterUnavailable { register } => {
+                write!(f, "cannot access register {register}")
+            }
+            EvalError::NotWritable(what) => write!(f, "cannot write to {what}"),
+            EvalError::TooLarge(what) => write!(f, "too large: {what}"),
+            EvalError::CallDepthExceeded(n) => {
+                write!(f, "DW_OP_call nesting deeper than {n} (recursion?)")
+            }
+            EvalError::IllFormedCallee(e) => write!(f, "ill-formed callee expression: {e}"),
+            EvalError::InCall { index, op, error } => {
+                write!(f, "in the called expression, op #{index} {op}: {error}")
+            }
         }
     }
 }
 
 /// An internal stack slot: an entry, or an incomplete composite (only
-/// `DW_OP_piece`, `DW_OP_bit_piece` and `DW_OP_piece_end` consume these).
+/// `DW_OP_piece`, `DW_OP_bit_piece` and `DW_OP_piece_end` consume these)
+/// with its weight.
 #[derive(Clone, Debug)]
 enum Slot {
     Entry(Entry),
-    Incomplete(Vec<Part>),
+    Incomplete(Vec<Part>, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -147,14 +332,23 @@ enum Pending {
         offset: i64,
         address_space: Option<u64>,
     },
-    /// regval_type with the generic type.
-    Regval,
-    DerefRegister {
-        byte_offset: u64,
-        size: u8,
+    /// regval_type.
+    Regval {
+        ty: ValueType,
     },
-    DerefMemory {
+    /// A deref of `size` whole bytes at a byte offset of one register
+    /// (`register_offset`) or memory: the common case, without allocation.
+    ReadSimple {
+        ty: ValueType,
         size: u8,
+        register_offset: Option<usize>,
+    },
+    /// A deref: the bits so far and the register/memory accesses left.
+    Read {
+        ty: ValueType,
+        bits: Bits,
+        fetches: Vec<Fetch>,
+        next: usize,
     },
     Lane,
     FrameBase {
@@ -162,22 +356,68 @@ enum Pending {
     },
     CallFrameCfa,
     ObjectAddress,
+    BaseType {
+        offset: u64,
+    },
+    EntryValue,
+    Callee,
+    IndexedAddress {
+        is_address: bool,
+    },
+    Tls,
+    EntryRegister,
+}
+
+/// Byte offsets of the root expression's operations, then its length.
+#[derive(Clone, Debug)]
+enum RootOffsets<'a> {
+    /// Not needed yet: computed by encoding at the first branch.
+    Unknown,
+    /// Computed, or given; `None` if some operation cannot be encoded.
+    Computed(Option<Vec<usize>>),
+    /// Given by the caller.
+    Borrowed(&'a [usize]),
+}
+
+fn check_offsets(ops: &[Op], offsets: &[usize]) -> Result<(), Error> {
+    let increasing = offsets.windows(2).all(|w| w[0] < w[1]);
+    if offsets.len() != ops.len() + 1 || !increasing {
+        return Err(Error::BadEncoding {
+            what: "byte offsets must be one per operation plus the length, increasing",
+        });
+    }
+    Ok(())
+}
+
+/// A called expression (`DW_OP_call*`), decoded.
+#[derive(Clone, Debug)]
+struct Code {
+    ops: Vec<Op>,
+    offsets: Vec<usize>,
 }
 
 /// A pause-and-resume evaluation of one expression.
 #[derive(Clone, Debug)]
 pub struct Evaluation<'a> {
     ops: &'a [Op],
+    encoding: Encoding,
     address_size: u8,
-    /// Byte offset of each operation, then the total length; `None` if some
-    /// operation cannot be encoded (branches then fail).
-    offsets: Option<Vec<usize>>,
+    /// Byte offset of each root operation, then the total length; computed
+    /// at the first branch. `Some(None)`: some operation cannot be encoded.
+    root_offsets: RootOffsets<'a>,
+    /// The called expression being run, if any.
+    callee: Option<Arc<Code>>,
+    /// Callers of the running expression: their code and the index of the
+    /// call operation.
+    returns: Vec<(Option<Arc<Code>>, usize)>,
     pc: usize,
     stack: Vec<Slot>,
     steps: u64,
     max_steps: u64,
     pending: Option<Pending>,
     complete: bool,
+    base_types: Vec<(u64, ValueType)>,
+    trace: bool,
 }
 
 type Step = Result<Option<EvaluationResult>, EvalError>;
@@ -186,30 +426,21 @@ impl<'a> Evaluation<'a> {
     /// A new evaluation of `ops` (branch displacements are in bytes of
     /// `encoding`), with an empty initial stack.
     pub fn new(ops: &'a [Op], encoding: Encoding) -> Evaluation<'a> {
-        let mut offsets = Vec::with_capacity(ops.len() + 1);
-        let mut pos = 0usize;
-        let mut ok = true;
-        for op in ops {
-            offsets.push(pos);
-            match encode(core::slice::from_ref(op), encoding) {
-                Ok(b) => pos += b.len(),
-                Err(_) => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        offsets.push(pos);
         Evaluation {
             ops,
+            encoding,
             address_size: encoding.address_size.clamp(1, 8),
-            offsets: ok.then_some(offsets),
+            root_offsets: RootOffsets::Unknown,
+            callee: None,
+            returns: Vec::new(),
             pc: 0,
             stack: Vec::new(),
             steps: 0,
             max_steps: DEFAULT_MAX_STEPS,
             pending: None,
             complete: false,
+            base_types: Vec::new(),
+            trace: false,
         }
     }
 
@@ -219,15 +450,77 @@ impl<'a> Evaluation<'a> {
         self.max_steps = max_steps;
     }
 
+    /// Stops after every executed operation with
+    /// [`EvaluationResult::Stepped`], so a debugger can show the stack step
+    /// by step (`locus dwarf eval --trace`).
+    pub fn set_trace(&mut self, trace: bool) {
+        self.trace = trace;
+    }
+
+    /// Tells the evaluation the type of the base type DIE at unit offset
+    /// `offset`, so that it does not ask with
+    /// [`EvaluationResult::RequiresBaseType`].
+    pub fn set_base_type(&mut self, offset: u64, ty: ValueType) {
+        match self.base_types.iter_mut().find(|(o, _)| *o == offset) {
+            Some(slot) => slot.1 = ty,
+            None => self.base_types.push((offset, ty)),
+        }
+    }
+
+    /// Gives the byte offset of each operation in the original expression,
+    /// then its total length, as [`decode`] returns them:
+    /// branch targets are then found in these offsets instead of by
+    /// re-encoding the operations (which differ from the original when it
+    /// used non-minimal LEB128 operands). Also saves the re-encoding. Fails
+    /// unless there is one offset per operation plus the length, strictly
+    /// increasing.
+    pub fn set_byte_offsets(&mut self, offsets: Vec<usize>) -> Result<(), Error> {
+        check_offsets(self.ops, &offsets)?;
+        self.root_offsets = RootOffsets::Computed(Some(offsets));
+        Ok(())
+    }
+
+    /// [`Evaluation::new`] with the operations' byte offsets borrowed (see
+    /// [`Evaluation::set_byte_offsets`]), as [`decode_into`](crate::decode_into)
+    /// gives them: with reused buffers, nothing is allocated before the
+    /// first push.
+    pub fn with_offsets(
+        ops: &'a [Op],
+        offsets: &'a [usize],
+        encoding: Encoding,
+    ) -> Result<Evaluation<'a>, Error> {
+        check_offsets(ops, offsets)?;
+        let mut eval = Evaluation::new(ops, encoding);
+        eval.root_offsets = RootOffsets::Borrowed(offsets);
+        Ok(eval)
+    }
+
+    /// The result, as [`Evaluation::result`], moved out instead of cloned.
+    pub fn into_result(mut self) -> Option<Entry> {
+        if !self.complete {
+            return None;
+        }
+        self.stack.pop().map(|s| match s {
+            Slot::Entry(e) => e,
+            Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts)),
+        })
+    }
+
+    /// The encoding the evaluation was created with.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
     /// Pushes an initial entry (e.g. an object address) before evaluating.
     pub fn push(&mut self, entry: Entry) {
         self.stack.push(Slot::Entry(entry));
     }
 
     /// Index of the next operation to execute (or of the one waiting for a
-    /// request's answer).
+    /// request's answer); inside a called expression, the index of the
+    /// outermost `DW_OP_call*`.
     pub fn pc(&self) -> usize {
-        self.pc
+        self.returns.first().map_or(self.pc, |r| r.1)
     }
 
     /// The current stack, bottom first; incomplete composites are shown as
@@ -275,40 +568,75 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresRegister`] with the register's
     /// contents (little-endian, the register's full size).
     pub fn resume_with_register(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        if self.reading_from(|p| matches!(p, Place::Memory(_))) {
+            return Err(self.error(EvalError::BadResume("no register was requested")));
+        }
         let a = self.address_size;
         let r = match self.pending.take() {
+            Some(Pending::ReadSimple {
+                ty,
+                size,
+                register_offset: Some(start),
+            }) => match start
+                .checked_add(usize::from(size))
+                .and_then(|end| bytes.get(start..end))
+            {
+                Some(b) => {
+                    self.push_value(Value::from_bytes(ty, b, a));
+                    self.advance()
+                }
+                None => Err(EvalError::ReadOutOfRange),
+            },
             Some(Pending::Breg {
                 offset,
                 address_space,
             }) => {
                 let v = Value::from_bytes(ValueType::Generic, bytes, a);
-                let addr = v.bits.wrapping_add(offset as u64);
+                let addr = Value::generic(v.bits.wrapping_add(offset as u64), a);
                 match address_space {
-                    None => self.push_value(Value::generic(addr, a)),
-                    Some(s) => {
-                        let addr = Value::generic(addr, a).bits;
-                        self.push_loc(Location::memory(s, addr));
-                    }
+                    None => self.push_value(addr),
+                    Some(s) => self.push_loc(Location::memory(s, addr.bits)),
                 }
-                Ok(())
+                self.advance()
             }
-            Some(Pending::Regval) => {
-                self.push_value(Value::from_bytes(ValueType::Generic, bytes, a));
-                Ok(())
-            }
-            Some(Pending::DerefRegister { byte_offset, size }) => {
-                let start = usize::try_from(byte_offset).unwrap_or(usize::MAX);
-                match start
-                    .checked_add(usize::from(size))
-                    .and_then(|end| bytes.get(start..end))
-                {
-                    Some(b) => {
-                        self.push_value(Value::from_bytes(ValueType::Generic, b, a));
-                        Ok(())
-                    }
-                    None => Err(EvalError::ReadOutOfRange),
+            Some(Pending::Regval { ty }) => {
+                if bytes.len() < usize::from(ty.size(a)) {
+                    Err(EvalError::ReadOutOfRange)
+                } else {
+                    self.push_value(Value::from_bytes(ty, bytes, a));
+                    self.advance()
                 }
             }
+            Some(Pending::Read {
+                ty,
+                mut bits,
+                fetches,
+                next,
+            }) => match fetches.get(next) {
+                Some(
+                    f @ Fetch {
+                        place: Place::Register(_),
+                        ..
+                    },
+                ) => {
+                    let got = f.span().and_then(|(first, n)| {
+                        let first =
+                            usize::try_from(first).map_err(|_| EvalError::ReadOutOfRange)?;
+                        first
+                            .checked_add(n as usize)
+                            .and_then(|end| bytes.get(first..end))
+                            .ok_or(EvalError::ReadOutOfRange)
+                    });
+                    match got {
+                        Ok(span) => {
+                            bits.fill(span, f.shift(), f.dst_bit, f.len);
+                            self.continue_read(ty, bits, fetches, next + 1)
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Err(EvalError::BadResume("no register was requested")),
+            },
             other => {
                 self.pending = other;
                 Err(EvalError::BadResume("no register was requested"))
@@ -320,13 +648,60 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresMemory`] with at least the
     /// requested number of bytes.
     pub fn resume_with_memory(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        if self.reading_from(|p| matches!(p, Place::Register(_))) {
+            return Err(self.error(EvalError::BadResume("no memory was requested")));
+        }
+        if let Some(Pending::Read { fetches, next, .. }) = &self.pending {
+            let short = fetches
+                .get(*next)
+                .and_then(|f| f.span().ok())
+                .is_some_and(|(_, n)| (bytes.len() as u64) < n);
+            if short {
+                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+            }
+        }
+        if let Some(Pending::ReadSimple {
+            size,
+            register_offset: None,
+            ..
+        }) = &self.pending
+        {
+            if bytes.len() < usize::from(*size) {
+                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+            }
+        }
         let r = match self.pending.take() {
-            Some(Pending::DerefMemory { size }) => match bytes.get(..usize::from(size)) {
-                Some(b) => {
-                    self.push_value(Value::from_bytes(ValueType::Generic, b, self.address_size));
-                    Ok(())
-                }
-                None => Err(EvalError::BadResume("fewer bytes than requested")),
+            Some(Pending::ReadSimple {
+                ty,
+                size,
+                register_offset: None,
+            }) => {
+                let b = bytes.get(..usize::from(size)).unwrap_or(bytes);
+                self.push_value(Value::from_bytes(ty, b, self.address_size));
+                self.advance()
+            }
+            Some(Pending::Read {
+                ty,
+                mut bits,
+                fetches,
+                next,
+            }) => match fetches.get(next) {
+                Some(
+                    f @ Fetch {
+                        place: Place::Memory(_),
+                        ..
+                    },
+                ) => match f.span() {
+                    Ok((_, n)) => match bytes.get(..n as usize) {
+                        Some(span) => {
+                            bits.fill(span, f.shift(), f.dst_bit, f.len);
+                            self.continue_read(ty, bits, fetches, next + 1)
+                        }
+                        None => Err(EvalError::BadResume("fewer bytes than requested")),
+                    },
+                    Err(e) => Err(e),
+                },
+                _ => Err(EvalError::BadResume("no memory was requested")),
             },
             other => {
                 self.pending = other;
@@ -341,12 +716,9 @@ impl<'a> Evaluation<'a> {
         let r = match self.pending.take() {
             Some(Pending::Lane) => {
                 self.push_value(Value::generic(lane, self.address_size));
-                Ok(())
+                self.advance()
             }
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no lane was requested"))
-            }
+            other => self.wrong(other, "no lane was requested"),
         };
         self.after_resume(r)
     }
@@ -358,12 +730,9 @@ impl<'a> Evaluation<'a> {
             Some(Pending::FrameBase { offset }) => {
                 let v = frame_base.wrapping_add(offset as u64);
                 self.push_value(Value::generic(v, self.address_size));
-                Ok(())
+                self.advance()
             }
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no frame base was requested"))
-            }
+            other => self.wrong(other, "no frame base was requested"),
         };
         self.after_resume(r)
     }
@@ -374,56 +743,241 @@ impl<'a> Evaluation<'a> {
             Some(Pending::CallFrameCfa) => {
                 let cfa = Value::generic(cfa, self.address_size).bits;
                 self.push_loc(Location::memory(0, cfa));
-                Ok(())
+                self.advance()
             }
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no CFA was requested"))
-            }
+            other => self.wrong(other, "no CFA was requested"),
         };
         self.after_resume(r)
     }
 
-    /// Answers [`EvaluationResult::RequiresObjectAddress`].
+    /// Answers [`EvaluationResult::RequiresObjectAddress`] with an address
+    /// in global memory.
     pub fn resume_with_object_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
+        let a = Value::generic(address, self.address_size).bits;
+        self.resume_with_object_location(Location::memory(0, a))
+    }
+
+    /// Answers [`EvaluationResult::RequiresObjectAddress`] with any location
+    /// (the extension lets the object live in a register, another address
+    /// space, a composite, ...).
+    pub fn resume_with_object_location(
+        &mut self,
+        location: Location,
+    ) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::ObjectAddress) => {
-                let a = Value::generic(address, self.address_size).bits;
-                self.push_loc(Location::memory(0, a));
-                Ok(())
+                self.push_loc(location);
+                self.advance()
             }
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no object address was requested"))
-            }
+            other => self.wrong(other, "no object address was requested"),
         };
         self.after_resume(r)
     }
 
-    fn after_resume(&mut self, r: Result<(), EvalError>) -> Result<EvaluationResult, Error> {
-        r.map_err(|e| self.error(e))?;
+    /// Answers [`EvaluationResult::RequiresBaseType`] with the DIE's
+    /// `DW_AT_encoding` (`DW_ATE_*`) and `DW_AT_byte_size`. The operation
+    /// that asked is then run again.
+    pub fn resume_with_base_type(
+        &mut self,
+        encoding: u8,
+        byte_size: u64,
+    ) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::BaseType { offset }) => {
+                match ValueType::from_encoding(encoding, byte_size) {
+                    Some(ty) => {
+                        self.set_base_type(offset, ty);
+                        // The operation runs again; do not count it twice.
+                        self.steps = self.steps.saturating_sub(1);
+                        return self.run();
+                    }
+                    None => Err(EvalError::UnsupportedBaseType {
+                        offset,
+                        encoding,
+                        byte_size,
+                    }),
+                }
+            }
+            other => self.wrong(other, "no base type was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresEntryValue`] with the entry value
+    /// (usually [`Entry::Value`] with a generic value).
+    pub fn resume_with_entry_value(&mut self, entry: Entry) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::EntryValue) => {
+                self.stack.push(Slot::Entry(entry));
+                self.advance()
+            }
+            other => self.wrong(other, "no entry value was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresCallee`] with the encoded
+    /// expression of the callee's `DW_AT_location` (same [`Encoding`]); it
+    /// runs on the same stack, then the caller continues. Empty bytes (no
+    /// location attribute) make the call a no-op.
+    pub fn resume_with_callee(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Callee) => self.enter_call(bytes),
+            other => self.wrong(other, "no callee was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresIndexedAddress`] with the
+    /// `.debug_addr` entry.
+    pub fn resume_with_indexed_address(&mut self, value: u64) -> Result<EvaluationResult, Error> {
+        let a = self.address_size;
+        let r = match self.pending.take() {
+            Some(Pending::IndexedAddress { is_address }) => {
+                let v = Value::generic(value, a);
+                if is_address {
+                    self.push_loc(Location::memory(0, v.bits));
+                } else {
+                    self.push_value(v);
+                }
+                self.advance()
+            }
+            other => self.wrong(other, "no indexed address was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresTlsAddress`] with the address
+    /// (in global memory) of the thread-local storage.
+    pub fn resume_with_tls_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Tls) => {
+                let a = Value::generic(address, self.address_size).bits;
+                self.push_loc(Location::memory(0, a));
+                self.advance()
+            }
+            other => self.wrong(other, "no TLS address was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresEntryRegister`] with the location
+    /// of the register's value on entry to the current function.
+    pub fn resume_with_entry_register(
+        &mut self,
+        location: Location,
+    ) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::EntryRegister) => {
+                self.push_loc(location);
+                self.advance()
+            }
+            other => self.wrong(other, "no entry register was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Whether a read is waiting for an access to a place matching `kind`.
+    fn reading_from(&self, kind: impl Fn(Place) -> bool) -> bool {
+        match &self.pending {
+            Some(Pending::Read { fetches, next, .. }) => {
+                fetches.get(*next).is_some_and(|f| kind(f.place))
+            }
+            _ => false,
+        }
+    }
+
+    fn wrong(&mut self, other: Option<Pending>, what: &'static str) -> Step {
+        self.pending = other;
+        Err(EvalError::BadResume(what))
+    }
+
+    fn advance(&mut self) -> Step {
         self.pc += 1;
-        self.run()
+        Ok(None)
+    }
+
+    fn after_resume(&mut self, r: Step) -> Result<EvaluationResult, Error> {
+        match r {
+            Err(e) => Err(self.error(e)),
+            Ok(Some(request)) => Ok(request),
+            Ok(None) if self.trace => Ok(EvaluationResult::Stepped),
+            Ok(None) => self.run(),
+        }
+    }
+
+    fn current_ops(&self) -> &[Op] {
+        match &self.callee {
+            Some(code) => &code.ops,
+            None => self.ops,
+        }
     }
 
     fn error(&self, error: EvalError) -> Error {
-        Error::Eval {
-            index: self.pc,
-            op: self.ops.get(self.pc).map_or("end of expression", Op::name),
-            error,
+        let here = self
+            .current_ops()
+            .get(self.pc)
+            .map_or("end of expression", Op::name);
+        match self.returns.first() {
+            None => Error::Eval {
+                index: self.pc,
+                op: here,
+                error,
+            },
+            Some(&(_, site)) => Error::Eval {
+                index: site,
+                op: self.ops.get(site).map_or("end of expression", Op::name),
+                error: EvalError::InCall {
+                    index: self.pc,
+                    op: here,
+                    error: Box::new(error),
+                },
+            },
         }
     }
 
     fn run(&mut self) -> Result<EvaluationResult, Error> {
-        while self.pc < self.ops.len() {
+        loop {
+            if self.pc >= self.current_ops().len() {
+                match self.returns.pop() {
+                    Some((code, site)) => {
+                        self.callee = code;
+                        self.pc = site + 1;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
             self.steps += 1;
             if self.steps > self.max_steps {
                 return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
             }
-            match self.step() {
+            let at = self.pc;
+            let r = match self.callee.clone() {
+                None => {
+                    let ops = self.ops;
+                    match ops.get(self.pc) {
+                        Some(op) => self.step(op),
+                        None => Ok(None),
+                    }
+                }
+                Some(code) => match code.ops.get(self.pc) {
+                    Some(op) => self.step(op),
+                    None => Ok(None),
+                },
+            };
+            match r {
                 Ok(None) => {}
                 Ok(Some(request)) => return Ok(request),
                 Err(e) => return Err(self.error(e)),
+            }
+            if self.stack.len() > MAX_STACK {
+                // Report it at the operation that overflowed.
+                self.pc = at;
+                return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+            }
+            if self.trace {
+                return Ok(EvaluationResult::Stepped);
             }
         }
         self.complete = true;
@@ -453,9 +1007,19 @@ impl<'a> Evaluation<'a> {
                     "expected a value, found a location description that is not a memory address",
                 )),
             },
-            Slot::Incomplete(_) => Err(EvalError::TypeMismatch(
+            Slot::Incomplete(..) => Err(EvalError::TypeMismatch(
                 "expected a value, found an incomplete composite",
             )),
+        }
+    }
+
+    /// Pops an integral value (address spaces, offsets, masks).
+    fn pop_integral(&mut self) -> Result<Value, EvalError> {
+        let v = self.pop_value()?;
+        if v.ty.is_integral() {
+            Ok(v)
+        } else {
+            Err(EvalError::TypeMismatch("expected an integral value"))
         }
     }
 
@@ -468,7 +1032,7 @@ impl<'a> Evaluation<'a> {
             Slot::Entry(Entry::Value(_)) => Err(EvalError::TypeMismatch(
                 "expected a location description, found a non-generic value",
             )),
-            Slot::Incomplete(_) => Err(EvalError::TypeMismatch(
+            Slot::Incomplete(..) => Err(EvalError::TypeMismatch(
                 "expected a location description, found an incomplete composite",
             )),
         }
@@ -500,7 +1064,27 @@ impl<'a> Evaluation<'a> {
                 EvalError::TypeMismatch("operands have different base types")
             }
             ValueError::DivisionByZero => EvalError::DivisionByZero,
+            ValueError::IntegralRequired => {
+                EvalError::TypeMismatch("the operation needs integral operands")
+            }
+            ValueError::BadConversion => EvalError::TypeMismatch(
+                "cannot convert or reinterpret to that type (sizes differ?)",
+            ),
+            ValueError::UnsupportedForType => EvalError::TypeMismatch(
+                "not defined for this type (neg of unsigned, shr of signed, shra of unsigned, negative shift)",
+            ),
         }
+    }
+
+    /// The type of base type DIE `offset` (0: generic), if known.
+    fn base_type(&self, offset: u64) -> Option<ValueType> {
+        if offset == 0 {
+            return Some(ValueType::Generic);
+        }
+        self.base_types
+            .iter()
+            .find(|(o, _)| *o == offset)
+            .map(|(_, t)| *t)
     }
 
     // -- operations ---------------------------------------------------------
@@ -529,14 +1113,29 @@ impl<'a> Evaluation<'a> {
 
     fn unary(&mut self, op: UnaryOp) -> Result<(), EvalError> {
         let a = self.pop_value()?;
-        self.push_value(a.unary(op, self.address_size));
+        let r = a.unary(op, self.address_size).map_err(Self::value_err)?;
+        self.push_value(r);
         Ok(())
     }
 
     fn branch(&mut self, displacement: i16) -> Result<(), EvalError> {
-        let offsets = self.offsets.as_ref().ok_or(EvalError::Unsupported(
-            "branch in an expression that cannot be encoded",
-        ))?;
+        let offsets: &[usize] = match &self.callee {
+            Some(code) => &code.offsets,
+            None => {
+                if matches!(self.root_offsets, RootOffsets::Unknown) {
+                    self.root_offsets = RootOffsets::Computed(op_offsets(self.ops, self.encoding));
+                }
+                match &self.root_offsets {
+                    RootOffsets::Computed(Some(o)) => o,
+                    RootOffsets::Borrowed(o) => o,
+                    _ => {
+                        return Err(EvalError::Unsupported(
+                            "branch in an expression that cannot be encoded",
+                        ))
+                    }
+                }
+            }
+        };
         let next = offsets.get(self.pc + 1).copied().unwrap_or(0) as i64;
         let target = next + i64::from(displacement);
         let idx = usize::try_from(target)
@@ -545,6 +1144,14 @@ impl<'a> Evaluation<'a> {
             .ok_or(EvalError::BadBranchTarget(target))?;
         self.pc = idx;
         Ok(())
+    }
+
+    /// An offset operand as a signed number of units.
+    fn amount(&self, v: Value) -> i128 {
+        match v.ty {
+            ValueType::Unsigned(_) => i128::from(v.bits),
+            _ => i128::from(v.to_i64(self.address_size)),
+        }
     }
 
     fn offset(&mut self, bits: i128) -> Result<(), EvalError> {
@@ -557,77 +1164,144 @@ impl<'a> Evaluation<'a> {
 
     fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
         let mut loc = match self.stack.last() {
-            None | Some(Slot::Incomplete(_)) => Location::undefined(),
+            None | Some(Slot::Incomplete(..)) => Location::undefined(),
             Some(Slot::Entry(_)) => self.pop_location()?,
         };
         if bit_offset != 0 {
             loc.offset_bits(i128::from(bit_offset), self.address_size)
                 .map_err(|_| EvalError::OffsetOutOfRange)?;
         }
-        let mut parts = match self.stack.last() {
-            Some(Slot::Incomplete(_)) => match self.stack.pop() {
-                Some(Slot::Incomplete(p)) => p,
-                _ => Vec::new(),
+        let (mut parts, weight) = match self.stack.last() {
+            Some(Slot::Incomplete(..)) => match self.stack.pop() {
+                Some(Slot::Incomplete(p, w)) => (p, w),
+                _ => (Vec::new(), 0),
             },
-            _ => Vec::new(),
+            _ => (Vec::new(), 0),
         };
+        let weight = weight.saturating_add(1 + loc.weight());
+        if weight > MAX_LOCATION_WEIGHT {
+            return Err(EvalError::TooLarge("composite with too many parts"));
+        }
         parts.push(Part {
             location: loc,
             bit_size,
         });
-        self.stack.push(Slot::Incomplete(parts));
+        self.stack.push(Slot::Incomplete(parts, weight));
         Ok(())
     }
 
-    /// Starts a read of `size` bytes through the location on top of the stack.
-    fn deref(&mut self, size: u8) -> Step {
-        if size == 0 || size > self.address_size {
-            return Err(EvalError::BadSize(u64::from(size)));
-        }
-        let loc = self.pop_location()?;
+    /// Starts a read of `size` bytes of type `ty` through `loc` (its first
+    /// place: all places hold the same bits).
+    fn start_read(&mut self, loc: &Location, size: u8, ty: ValueType) -> Step {
         let Some(place) = loc.places.first() else {
             return Err(EvalError::UndefinedRead);
         };
-        self.read(place, size)
+        if matches!(place.storage, Storage::ImplicitPointer { .. }) {
+            return Err(EvalError::Unsupported(
+                "dereferencing an implicit pointer location",
+            ));
+        }
+        // Whole bytes of memory or of one register: ask directly.
+        if place.bit_offset % 8 == 0 {
+            let byte = place.bit_offset / 8;
+            match place.storage {
+                Storage::Memory { address_space } => {
+                    if let Ok(address) = u64::try_from(byte) {
+                        self.pending = Some(Pending::ReadSimple {
+                            ty,
+                            size,
+                            register_offset: None,
+                        });
+                        return Ok(Some(EvaluationResult::RequiresMemory {
+                            address,
+                            size,
+                            address_space,
+                        }));
+                    }
+                }
+                Storage::Register(register) => {
+                    if let Ok(start) = usize::try_from(byte) {
+                        self.pending = Some(Pending::ReadSimple {
+                            ty,
+                            size,
+                            register_offset: Some(start),
+                        });
+                        return Ok(Some(EvaluationResult::RequiresRegister { register }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let len = u64::from(size) * 8;
+        let mut bits = Bits::undefined(len)?;
+        let mut fetches = Vec::new();
+        plan_read(
+            &place.storage,
+            place.bit_offset,
+            0,
+            len,
+            &mut bits,
+            &mut fetches,
+            0,
+        )?;
+        self.continue_read(ty, bits, fetches, 0)
     }
 
-    fn read(&mut self, place: &SingleLocation, size: u8) -> Step {
-        if !place.bit_offset.is_multiple_of(8) {
-            return Err(EvalError::Unsupported("reads at a non-byte bit offset"));
+    /// Asks for the next register or memory access of a read, or finishes it.
+    fn continue_read(
+        &mut self,
+        ty: ValueType,
+        bits: Bits,
+        fetches: Vec<Fetch>,
+        next: usize,
+    ) -> Step {
+        if let Some(f) = fetches.get(next).copied() {
+            let (first, n) = f.span()?;
+            let request = match f.place {
+                Place::Memory(address_space) => EvaluationResult::RequiresMemory {
+                    address: first,
+                    // At most 8 bytes are read, so a span is at most 9.
+                    size: u8::try_from(n).map_err(|_| EvalError::BadSize(n))?,
+                    address_space,
+                },
+                Place::Register(register) => EvaluationResult::RequiresRegister { register },
+            };
+            self.pending = Some(Pending::Read {
+                ty,
+                bits,
+                fetches,
+                next,
+            });
+            return Ok(Some(request));
         }
-        let byte_offset = (place.bit_offset / 8) as u64;
-        match &place.storage {
-            Storage::Memory { address_space } => {
-                self.pending = Some(Pending::DerefMemory { size });
-                Ok(Some(EvaluationResult::RequiresMemory {
-                    address: byte_offset,
-                    size,
-                    address_space: *address_space,
-                }))
-            }
-            Storage::Register(r) => {
-                self.pending = Some(Pending::DerefRegister { byte_offset, size });
-                Ok(Some(EvaluationResult::RequiresRegister { register: *r }))
-            }
-            Storage::Implicit(bytes) => {
-                let start = usize::try_from(byte_offset).map_err(|_| EvalError::ReadOutOfRange)?;
-                let b = start
-                    .checked_add(usize::from(size))
-                    .and_then(|end| bytes.get(start..end))
-                    .ok_or(EvalError::ReadOutOfRange)?;
-                let v = Value::from_bytes(ValueType::Generic, b, self.address_size);
-                self.push_value(v);
-                self.pc += 1;
-                Ok(None)
-            }
-            Storage::Undefined => Err(EvalError::UndefinedRead),
-            Storage::ImplicitPointer { .. } => Err(EvalError::Unsupported(
-                "reading through an implicit pointer",
-            )),
-            Storage::Composite(_) => Err(EvalError::Unsupported(
-                "reading through a composite location",
-            )),
+        if !bits.is_fully_defined() {
+            return Err(EvalError::UndefinedRead);
         }
+        self.push_value(Value::from_bytes(ty, bits.bytes(), self.address_size));
+        self.advance()
+    }
+
+    /// `DW_OP_deref*` of `size` bytes with result type `ty`.
+    fn deref(&mut self, size: u8, ty: ValueType) -> Step {
+        if size == 0 || size > ty.size(self.address_size) {
+            return Err(EvalError::BadSize(u64::from(size)));
+        }
+        let loc = self.pop_location()?;
+        self.start_read(&loc, size, ty)
+    }
+
+    fn xderef(&mut self, size: u8, ty: ValueType) -> Step {
+        if size == 0 || size > ty.size(self.address_size) {
+            return Err(EvalError::BadSize(u64::from(size)));
+        }
+        self.need(2)?;
+        // DWARF 5 §2.5.1.3: the address is on top, the address space below.
+        let addr = self.pop_integral()?;
+        let space = self.pop_integral()?;
+        let loc = Location {
+            places: alloc::vec![SingleLocation::memory(space.bits, addr.bits)],
+        };
+        self.start_read(&loc, size, ty)
     }
 
     fn request(&mut self, p: Pending, r: EvaluationResult) -> Step {
@@ -635,10 +1309,86 @@ impl<'a> Evaluation<'a> {
         Ok(Some(r))
     }
 
-    fn step(&mut self) -> Step {
+    fn need_type(&mut self, offset: u64) -> Step {
+        self.request(
+            Pending::BaseType { offset },
+            EvaluationResult::RequiresBaseType { offset },
+        )
+    }
+
+    fn enter_call(&mut self, bytes: &[u8]) -> Step {
+        let decoded =
+            decode(bytes, self.encoding).map_err(|e| EvalError::IllFormedCallee(e.to_string()))?;
+        if decoded.is_empty() {
+            return self.advance();
+        }
+        if self.returns.len() >= MAX_CALL_DEPTH {
+            return Err(EvalError::CallDepthExceeded(MAX_CALL_DEPTH));
+        }
+        let mut offsets: Vec<usize> = decoded.iter().map(|(o, _)| *o).collect();
+        offsets.push(bytes.len());
+        let ops = decoded.into_iter().map(|(_, op)| op).collect();
+        let code = Arc::new(Code { ops, offsets });
+        self.returns.push((self.callee.take(), self.pc));
+        self.callee = Some(code);
+        self.pc = 0;
+        Ok(None)
+    }
+
+    fn extend(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+        let loc = self.pop_location()?;
+        let weight = (loc.weight() as u128 + 1).saturating_mul(u128::from(count));
+        if weight >= MAX_LOCATION_WEIGHT as u128 {
+            return Err(EvalError::TooLarge("DW_OP_extend makes too many parts"));
+        }
+        let parts = (0..count)
+            .map(|_| Part {
+                location: loc.clone(),
+                bit_size,
+            })
+            .collect();
+        self.push_loc(Location::composite(parts));
+        Ok(())
+    }
+
+    fn select_bit_piece(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+        self.need(3)?;
+        let mask = self.pop_integral()?;
+        let one = self.pop_location()?;
+        let zero = self.pop_location()?;
+        // The mask must have a bit for every part.
+        if count > u64::from(mask.ty.size(self.address_size)) * 8 {
+            return Err(EvalError::BadSize(count));
+        }
+        let weight =
+            (one.weight().max(zero.weight()) as u128 + 1).saturating_mul(u128::from(count));
+        if weight >= MAX_LOCATION_WEIGHT as u128 {
+            return Err(EvalError::TooLarge(
+                "DW_OP_select_bit_piece makes too many parts",
+            ));
+        }
+        let mut parts = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let selected = u32::try_from(i)
+                .ok()
+                .and_then(|i| mask.bits.checked_shr(i))
+                .unwrap_or(0)
+                & 1
+                != 0;
+            let mut l = if selected { one.clone() } else { zero.clone() };
+            l.offset_bits(i128::from(i) * i128::from(bit_size), self.address_size)
+                .map_err(|_| EvalError::OffsetOutOfRange)?;
+            parts.push(Part {
+                location: l,
+                bit_size,
+            });
+        }
+        self.push_loc(Location::composite(parts));
+        Ok(())
+    }
+
+    fn step(&mut self, op: &Op) -> Step {
         let a = self.address_size;
-        let ops = self.ops;
-        let op = &ops[self.pc];
         match op {
             Op::Lit(n) => self.push_value(Value::generic(u64::from(*n), a)),
             Op::Const1u(v) => self.push_value(Value::generic(u64::from(*v), a)),
@@ -652,6 +1402,25 @@ impl<'a> Evaluation<'a> {
             Op::Addr(addr) => {
                 let addr = Value::generic(*addr, a).bits;
                 self.push_loc(Location::memory(0, addr));
+            }
+            Op::Addrx(index) | Op::Constx(index) => {
+                let is_address = matches!(op, Op::Addrx(_));
+                return self.request(
+                    Pending::IndexedAddress { is_address },
+                    EvaluationResult::RequiresIndexedAddress {
+                        index: *index,
+                        is_address,
+                    },
+                );
+            }
+            Op::ConstType { type_offset, value } => {
+                let Some(ty) = self.base_type(*type_offset) else {
+                    return self.need_type(*type_offset);
+                };
+                if value.len() != usize::from(ty.size(a)) {
+                    return Err(EvalError::BadSize(value.len() as u64));
+                }
+                self.push_value(Value::from_bytes(ty, value, a));
             }
             Op::Dup => {
                 let s = self.peek(0)?;
@@ -695,7 +1464,15 @@ impl<'a> Evaluation<'a> {
             Op::Xor => self.binary(BinaryOp::Xor)?,
             Op::PlusUconst(n) => {
                 let v = self.pop_value()?;
-                let rhs = Value::new(v.ty, *n, a);
+                // The constant is taken in the popped value's type (DWARF 5
+                // §2.5.1.4), converted for floats.
+                let rhs = if v.ty.is_integral() {
+                    Value::new(v.ty, *n, a)
+                } else {
+                    Value::new(ValueType::Unsigned(8), *n, a)
+                        .convert(v.ty, a)
+                        .map_err(Self::value_err)?
+                };
                 let r = v.binary(BinaryOp::Plus, rhs, a).map_err(Self::value_err)?;
                 self.push_value(r);
             }
@@ -706,15 +1483,13 @@ impl<'a> Evaluation<'a> {
             Op::Lt => self.compare(CompareOp::Lt)?,
             Op::Ne => self.compare(CompareOp::Ne)?,
             Op::Skip(d) => {
-                let d = *d;
-                self.branch(d)?;
+                self.branch(*d)?;
                 return Ok(None);
             }
             Op::Bra(d) => {
-                let d = *d;
                 let v = self.pop_value()?;
                 if v.bits != 0 {
-                    self.branch(d)?;
+                    self.branch(*d)?;
                     return Ok(None);
                 }
             }
@@ -724,31 +1499,32 @@ impl<'a> Evaluation<'a> {
                 self.push_loc(Location::register(r));
             }
             Op::Breg(r, offset) => {
-                let (register, offset) = (u16::from(*r), *offset);
                 return self.request(
                     Pending::Breg {
-                        offset,
+                        offset: *offset,
                         address_space: None,
                     },
-                    EvaluationResult::RequiresRegister { register },
+                    EvaluationResult::RequiresRegister {
+                        register: u16::from(*r),
+                    },
                 );
             }
             Op::Bregx(r, offset) => {
-                let (register, offset) = (Self::reg(*r)?, *offset);
+                let register = Self::reg(*r)?;
                 return self.request(
                     Pending::Breg {
-                        offset,
+                        offset: *offset,
                         address_space: None,
                     },
                     EvaluationResult::RequiresRegister { register },
                 );
             }
             Op::AspaceBregx { register, offset } => {
-                let (register, offset) = (Self::reg(*register)?, *offset);
-                let space = self.pop_value()?;
+                let register = Self::reg(*register)?;
+                let space = self.pop_integral()?;
                 return self.request(
                     Pending::Breg {
-                        offset,
+                        offset: *offset,
                         address_space: Some(space.bits),
                     },
                     EvaluationResult::RequiresRegister { register },
@@ -758,21 +1534,18 @@ impl<'a> Evaluation<'a> {
                 register,
                 type_offset,
             } => {
-                if *type_offset != 0 {
-                    return Err(EvalError::Unsupported(
-                        "base types other than generic need the type DIE",
-                    ));
-                }
                 let register = Self::reg(*register)?;
+                let Some(ty) = self.base_type(*type_offset) else {
+                    return self.need_type(*type_offset);
+                };
                 return self.request(
-                    Pending::Regval,
+                    Pending::Regval { ty },
                     EvaluationResult::RequiresRegister { register },
                 );
             }
             Op::Fbreg(offset) => {
-                let offset = *offset;
                 return self.request(
-                    Pending::FrameBase { offset },
+                    Pending::FrameBase { offset: *offset },
                     EvaluationResult::RequiresFrameBase,
                 );
             }
@@ -789,61 +1562,111 @@ impl<'a> Evaluation<'a> {
                 )
             }
             Op::PushLane => return self.request(Pending::Lane, EvaluationResult::RequiresLane),
-            Op::Deref => return self.deref(a),
-            Op::DerefSize(n) => {
-                let n = *n;
-                return self.deref(n);
-            }
+            Op::Deref => return self.deref(a, ValueType::Generic),
+            Op::DerefSize(n) => return self.deref(*n, ValueType::Generic),
             Op::DerefType { size, type_offset } => {
-                if *type_offset != 0 {
-                    return Err(EvalError::Unsupported(
-                        "base types other than generic need the type DIE",
-                    ));
-                }
-                let n = *size;
-                return self.deref(n);
-            }
-            Op::Xderef | Op::XderefSize(_) => {
-                let size = match op {
-                    Op::XderefSize(n) => *n,
-                    _ => a,
+                let Some(ty) = self.base_type(*type_offset) else {
+                    return self.need_type(*type_offset);
                 };
-                if size == 0 || size > a {
-                    return Err(EvalError::BadSize(u64::from(size)));
-                }
-                self.need(2)?;
-                let space = self.pop_value()?;
-                let addr = self.pop_value()?;
-                let place = SingleLocation::memory(space.bits, addr.bits);
-                return self.read(&place, size);
+                return self.deref(*size, ty);
+            }
+            Op::Xderef => return self.xderef(a, ValueType::Generic),
+            Op::XderefSize(n) => return self.xderef(*n, ValueType::Generic),
+            Op::XderefType { size, type_offset } => {
+                let Some(ty) = self.base_type(*type_offset) else {
+                    return self.need_type(*type_offset);
+                };
+                return self.xderef(*size, ty);
+            }
+            Op::Convert(type_offset) | Op::Reinterpret(type_offset) => {
+                let Some(ty) = self.base_type(*type_offset) else {
+                    return self.need_type(*type_offset);
+                };
+                let v = self.pop_value()?;
+                let r = if matches!(op, Op::Convert(_)) {
+                    v.convert(ty, a)
+                } else {
+                    v.reinterpret(ty, a)
+                };
+                self.push_value(r.map_err(Self::value_err)?);
+            }
+            Op::Call2(die) => {
+                return self.request(
+                    Pending::Callee,
+                    EvaluationResult::RequiresCallee {
+                        offset: u64::from(*die),
+                        unit_relative: true,
+                    },
+                )
+            }
+            Op::Call4(die) => {
+                return self.request(
+                    Pending::Callee,
+                    EvaluationResult::RequiresCallee {
+                        offset: u64::from(*die),
+                        unit_relative: true,
+                    },
+                )
+            }
+            Op::CallRef(die) => {
+                return self.request(
+                    Pending::Callee,
+                    EvaluationResult::RequiresCallee {
+                        offset: *die,
+                        unit_relative: false,
+                    },
+                )
+            }
+            Op::EntryValue(expression) => {
+                let register = entry_register(expression);
+                return self.request(
+                    Pending::EntryValue,
+                    EvaluationResult::RequiresEntryValue {
+                        expression: expression.clone(),
+                        register,
+                    },
+                );
+            }
+            Op::FormTlsAddress => {
+                let v = self.pop_integral()?;
+                return self.request(
+                    Pending::Tls,
+                    EvaluationResult::RequiresTlsAddress { offset: v.bits },
+                );
+            }
+            Op::CallFrameEntryReg(r) => {
+                let register = Self::reg(*r)?;
+                return self.request(
+                    Pending::EntryRegister,
+                    EvaluationResult::RequiresEntryRegister { register },
+                );
             }
             Op::FormAspaceAddress => {
                 self.need(2)?;
-                let space = self.pop_value()?;
-                let addr = self.pop_value()?;
+                let space = self.pop_integral()?;
+                let addr = self.pop_integral()?;
                 self.push_loc(Location::memory(space.bits, addr.bits));
             }
             Op::Offset => {
                 self.need(2)?;
-                let v = self.pop_value()?;
-                self.offset(i128::from(v.to_i64(a)) * 8)?;
+                let v = self.pop_integral()?;
+                let n = self.amount(v);
+                self.offset(n * 8)?;
             }
             Op::OffsetUconst(n) => self.offset(i128::from(*n) * 8)?,
             Op::BitOffset => {
                 self.need(2)?;
-                let v = self.pop_value()?;
-                self.offset(i128::from(v.to_i64(a)))?;
+                let v = self.pop_integral()?;
+                let n = self.amount(v);
+                self.offset(n)?;
             }
             Op::Piece(n) => {
                 let bits = n.checked_mul(8).ok_or(EvalError::BadSize(*n))?;
                 self.piece(bits, 0)?;
             }
-            Op::BitPiece { size, offset } => {
-                let (size, offset) = (*size, *offset);
-                self.piece(size, offset)?;
-            }
+            Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
             Op::PieceEnd => match self.pop_slot()? {
-                Slot::Incomplete(parts) => self.push_loc(Location::composite(parts)),
+                Slot::Incomplete(parts, _) => self.push_loc(Location::composite(parts)),
                 _ => {
                     return Err(EvalError::TypeMismatch(
                         "DW_OP_piece_end needs an incomplete composite on top of the stack",
@@ -863,23 +1686,60 @@ impl<'a> Evaluation<'a> {
                     Storage::ImplicitPointer {
                         die: *die,
                         byte_offset: *offset,
+                        address_space: None,
                     },
                     0,
                 );
                 self.push_loc(l);
             }
+            Op::AspaceImplicitPointer { die, offset } => {
+                let space = self.pop_integral()?;
+                let l = Location::single(
+                    Storage::ImplicitPointer {
+                        die: *die,
+                        byte_offset: *offset,
+                        address_space: Some(space.bits),
+                    },
+                    0,
+                );
+                self.push_loc(l);
+            }
+            Op::Extend { bit_size, count } => self.extend(*bit_size, *count)?,
+            Op::SelectBitPiece { bit_size, count } => self.select_bit_piece(*bit_size, *count)?,
             Op::Undefined => self.push_loc(Location::undefined()),
             Op::Nop => {}
-            _ => return Err(EvalError::Unsupported("operation not implemented yet")),
         }
-        self.pc += 1;
-        Ok(None)
+        self.advance()
+    }
+}
+
+/// The register of an entry-value expression that is only `DW_OP_regN` or
+/// `DW_OP_regx N` (decoded by hand: this runs for every entry value).
+fn entry_register(expression: &[u8]) -> Option<u16> {
+    match expression {
+        [code @ 0x50..=0x6f] => Some(u16::from(code - 0x50)),
+        [0x90, rest @ ..] => {
+            let mut value = 0u64;
+            for (i, b) in rest.iter().enumerate() {
+                if i >= 3 {
+                    return None;
+                }
+                value |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    return (i + 1 == rest.len())
+                        .then(|| u16::try_from(value).ok())
+                        .flatten();
+                }
+            }
+            None
+        }
+        _ => None,
     }
 }
 
 fn slot_entry(s: &Slot) -> Entry {
     match s {
         Slot::Entry(e) => e.clone(),
-        Slot::Incomplete(parts) => Entry::Location(Location::composite(parts.clone())),
+        Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts.clone())),
     }
 }

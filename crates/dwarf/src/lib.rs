@@ -1,54 +1,126 @@
 //! DWARF expressions with location descriptions on the stack (Locus spec 001,
 //! `shared/spec/001_dwarf_location_descriptions_on_stack.md`).
 //!
-//! The contract: a DWARF expression is a sequence of operations; under the
-//! extension, each stack entry is either a value or a location description,
-//! and the extension operations (`DW_OP_offset`, `DW_OP_push_lane`,
-//! `DW_OP_form_aspace_address`, `DW_OP_piece_end`, ...) act on location
-//! descriptions of any kind. This crate is pure: no LLVM, no I/O, no
-//! dependencies, `no_std` + `alloc`. Its first layer, here, is the operation
-//! model ([`Op`]), the binary encodings ([`decode`], [`encode`]; the extension
-//! either as current LLVM's `DW_OP_LLVM_user` 0xe9 + sub-opcode, the default,
-//! or as the older direct opcodes 0xe1–0xec, see [`ExtensionEncoding`]) and a
-//! text syntax ([`parse_text`], [`to_text`]) using the spec's names. Bytes →
-//! ops → bytes (for minimal LEB128s and standard opcodes; the GNU aliases of
-//! DWARF 5 operations decode as the standard operation) and text → ops → text
-//! round-trip. No input panics: every ill-formed input is an [`Error`]
-//! naming its byte offset and operation.
+//! # Contract
+//!
+//! A DWARF expression is a sequence of operations run on a stack machine.
+//! Under the extension, each stack entry is either a typed value or a
+//! location description (one or more places, each a storage and a bit offset;
+//! storages are memory of an address space, a register, implicit bytes, an
+//! implicit pointer, undefined, or a composite of parts), and the extension
+//! operations act on location descriptions of any kind. The core is pure: no
+//! LLVM, no I/O, `no_std` + `alloc`; everything the target knows (registers,
+//! memory, the lane, the frame base, base type DIEs, entry values, called
+//! expressions, `.debug_addr`, TLS) is asked of the caller. No input panics
+//! or runs forever: ill-formed input is an [`Error`] naming its byte offset or
+//! operation, every evaluation error names the operation's index and name
+//! ([`Error::is_ill_formed`] tells the two apart), and loops, stack depth,
+//! location size and call nesting are bounded.
+//!
+//! # Layers, and the spec sections they implement
+//!
+//! * [`Op`], [`decode`]/[`encode`], [`parse_text`]/[`to_text`]: the
+//!   operations, their binary encodings (the extension either as current
+//!   LLVM's `DW_OP_LLVM_user` 0xe9 + sub-opcode, the default, or as the older
+//!   direct opcodes 0xe1–0xec, see [`ExtensionEncoding`]) and a text syntax
+//!   with the spec's names. Bytes → ops → bytes (for minimal LEB128s and
+//!   standard opcodes) and text → ops → text round-trip. [`decode_into`]
+//!   reuses buffers and [`Evaluation::with_offsets`] borrows the byte
+//!   offsets, for callers that evaluate many expressions.
+//! * [`value`]: typed values (generic, signed, unsigned, float) and DWARF 5's
+//!   arithmetic, comparisons, `DW_OP_convert` and `DW_OP_reinterpret`.
+//! * [`location`]: "Location Description" — storages, single locations,
+//!   multi-place descriptions, offsets applied to every place.
+//! * [`eval`]: "Stack Location Description Operations" and every example of
+//!   "DWARF 5" and "Extension Solution" — the pause-and-resume
+//!   [`Evaluation`] of all DWARF 5 operations and all extension operations
+//!   (`offset`, `offset_uconst`, `bit_offset`, `push_lane`,
+//!   `form_aspace_address`, `aspace_bregx`, `piece_end`, `undefined`,
+//!   `extend`, `select_bit_piece`, `call_frame_entry_reg`,
+//!   `aspace_implicit_pointer`), with implicit conversions between generic
+//!   values and default-address-space memory locations, `DW_OP_piece` over
+//!   any location kind, and `DW_OP_stack_value` no longer ending the
+//!   expression. Why pause-and-resume: see the module docs.
+//! * [`access`]: "Bit Offsets", "Objects In Multiple Places" — reading and
+//!   writing an object through any location description at bit granularity,
+//!   with undefined bits reported, through a caller-supplied [`Target`].
+//!
+//! # Example
+//!
+//! The spec's "Source Language Variable Spread Across Multiple Kinds of
+//! Locations", evaluated, then read through:
 //!
 //! ```
-//! use locus_dwarf::{decode, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
+//! use locus_dwarf::access::{read, Target};
+//! use locus_dwarf::{decode, encode, parse_text, Encoding, Evaluation, EvaluationResult};
 //!
-//! // The spec's "spilled to part of a vector register" example.
-//! let vgpr = |name: &str| (name == "VGPR0").then_some(2560u16);
-//! let ops = parse_text("DW_OP_regx VGPR0; DW_OP_offset_uconst 20", vgpr)?;
-//! assert_eq!(ops, [Op::Regx(2560), Op::OffsetUconst(20)]);
-//!
-//! // Default encoding: DW_OP_LLVM_user (0xe9) + sub-opcode 0x05.
+//! // VGPR0 is DWARF register 2560 on AMDGPU; lanes are 4 bytes.
+//! let regs = |name: &str| (name == "VGPR0").then_some(2560u16);
+//! let text = "DW_OP_regx VGPR0; DW_OP_push_lane; DW_OP_uconst 4; DW_OP_mul; DW_OP_offset;
+//!             DW_OP_piece 4; DW_OP_addr 0xbeef; DW_OP_piece 2;
+//!             DW_OP_uconst 0xf00d; DW_OP_stack_value; DW_OP_piece 2; DW_OP_piece_end";
+//! let ops = parse_text(text, regs)?;
+//! // The binary form round-trips (DW_OP_LLVM_user encoding by default).
 //! let bytes = encode(&ops, Encoding::default())?;
-//! assert_eq!(bytes, [0x90, 0x80, 0x14, 0xe9, 0x05, 0x14]);
+//! let decoded: Vec<_> = decode(&bytes, Encoding::default())?.into_iter().map(|(_, op)| op).collect();
+//! assert_eq!(decoded, ops);
 //!
-//! // Older direct opcodes: DW_OP_LLVM_offset_uconst = 0xe4.
-//! let legacy = Encoding { extension: ExtensionEncoding::Legacy, ..Encoding::default() };
-//! assert_eq!(encode(&ops, legacy)?, [0x90, 0x80, 0x14, 0xe4, 0x14]);
+//! // A snapshot of the target: VGPR0 lane i holds 0x100 * i; memory at 0xbeef.
+//! struct Snapshot { vgpr0: Vec<u8>, memory: (u64, Vec<u8>) }
+//! impl Target for Snapshot {
+//!     fn read_memory(&mut self, space: u64, address: u64, buf: &mut [u8]) -> bool {
+//!         let (base, bytes) = &self.memory;
+//!         let Some(at) = address.checked_sub(*base) else { return false };
+//!         match bytes.get(at as usize..at as usize + buf.len()) {
+//!             Some(b) if space == 0 => { buf.copy_from_slice(b); true }
+//!             _ => false,
+//!         }
+//!     }
+//!     fn read_register(&mut self, register: u16, at: u64, buf: &mut [u8]) -> bool {
+//!         match self.vgpr0.get(at as usize..at as usize + buf.len()) {
+//!             Some(b) if register == 2560 => { buf.copy_from_slice(b); true }
+//!             _ => false,
+//!         }
+//!     }
+//! }
+//! let mut target = Snapshot {
+//!     vgpr0: (0..64u32).flat_map(|i| (i * 0x100).to_le_bytes()).collect(),
+//!     memory: (0xbeef, vec![0xaa, 0xbb]),
+//! };
 //!
-//! let decoded = decode(&bytes, Encoding::default())?;
-//! assert_eq!(decoded, [(0, Op::Regx(2560)), (3, Op::OffsetUconst(20))]);
-//! assert_eq!(to_text(&ops), "DW_OP_regx 2560\nDW_OP_offset_uconst 20");
+//! // Evaluate, answering the evaluator's requests (here only the lane).
+//! let mut eval = Evaluation::new(&ops, Encoding::default());
+//! let mut request = eval.evaluate()?;
+//! while request != EvaluationResult::Complete {
+//!     request = match request {
+//!         EvaluationResult::RequiresLane => eval.resume_with_lane(3)?,
+//!         other => panic!("not in this example: {other:?}"),
+//!     };
+//! }
+//! let location = eval.location_result().expect("a location");
+//!
+//! // Read 9 bytes through it: lane 3 of VGPR0, memory, the implicit 0xf00d,
+//! // then one byte past the composite's end, which is undefined.
+//! let bits = read(&location, 9 * 8, &mut target)?;
+//! assert_eq!(bits.to_hex(), "00030000aabb0df0??");
 //! # Ok::<(), locus_dwarf::Error>(())
 //! ```
 #![no_std]
 
 extern crate alloc;
 
+pub mod access;
+#[cfg(feature = "binary")]
+pub mod binary;
 mod error;
 pub mod eval;
 pub mod location;
 mod op;
 pub mod value;
 
+pub use access::{Bits, Target};
 pub use error::Error;
 pub use eval::{Entry, EvalError, Evaluation, EvaluationResult};
 pub use location::{Location, Part, SingleLocation, Storage};
-pub use op::{decode, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
+pub use op::{decode, decode_into, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
 pub use value::{Value, ValueType};

@@ -16,12 +16,18 @@ pub enum Storage {
     Register(u16),
     /// The bytes of a value (`DW_OP_implicit_value`, `DW_OP_stack_value`).
     Implicit(Vec<u8>),
-    /// An implicit pointer to the object a DIE describes.
+    /// An implicit pointer to the object a DIE describes
+    /// (`DW_OP_implicit_pointer`, `DW_OP_aspace_implicit_pointer`). It has no
+    /// bits of its own: reading it gives undefined bits.
     ImplicitPointer {
         /// Offset of the DIE in `.debug_info`.
         die: u64,
         /// Byte offset into the pointed-to object.
         byte_offset: i64,
+        /// The pointer's address space: `None` for
+        /// `DW_OP_implicit_pointer`, the popped one for
+        /// `DW_OP_aspace_implicit_pointer`.
+        address_space: Option<u64>,
     },
     /// Storage whose every bit is undefined (optimized away).
     Undefined,
@@ -103,6 +109,19 @@ impl SingleLocation {
 }
 
 impl Location {
+    /// A size measure: the number of single locations and composite parts,
+    /// counted through nested composites. The evaluator bounds it so that no
+    /// expression can build an unbounded location.
+    pub fn weight(&self) -> usize {
+        self.places
+            .iter()
+            .map(|p| match &p.storage {
+                Storage::Composite(parts) => 1 + parts_weight(parts),
+                _ => 1,
+            })
+            .fold(0usize, usize::saturating_add)
+    }
+
     /// A location with one place.
     pub fn single(storage: Storage, bit_offset: u128) -> Location {
         Location {
@@ -156,4 +175,12 @@ impl Location {
             _ => None,
         }
     }
+}
+
+/// [`Location::weight`] of a list of parts.
+pub(crate) fn parts_weight(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| 1 + p.location.weight())
+        .fold(0usize, usize::saturating_add)
 }

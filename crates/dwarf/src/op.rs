@@ -566,6 +566,21 @@ impl Reader<'_> {
 /// opcodes are [`Error::UnknownOpcode`]. Apart from those aliases and
 /// non-minimal LEB128 padding, `encode(decode(b))` gives back `b`.
 pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<Vec<(usize, Op)>, Error> {
+    let mut out = Vec::new();
+    decode_each(bytes, encoding, |at, op| out.push((at, op)))?;
+    check_branches(bytes.len(), out.iter().map(|(at, op)| (*at, op)), |t| {
+        out.binary_search_by_key(&t, |(o, _)| *o).is_ok()
+    })?;
+    Ok(out)
+}
+
+/// Decodes every operation of `bytes`, giving each with its byte offset to
+/// `push` (branch targets are not checked here).
+fn decode_each(
+    bytes: &[u8],
+    encoding: Encoding,
+    mut push: impl FnMut(usize, Op),
+) -> Result<(), Error> {
     encoding.check()?;
     let mut r = Reader {
         bytes,
@@ -573,17 +588,24 @@ pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<Vec<(usize, Op)>, Erro
         start: 0,
         op: "",
     };
-    let mut ops = Vec::new();
     while r.pos < bytes.len() {
         r.start = r.pos;
         let raw = r.u8()?;
         let code = gnu_alias(raw).unwrap_or(raw);
         r.op = opcode_name(code, encoding.extension);
         let op = decode_one(&mut r, code, encoding)?;
-        ops.push((r.start, op));
+        push(r.start, op);
     }
-    // Check branch targets.
-    for &(offset, ref op) in &ops {
+    Ok(())
+}
+
+/// Checks that every branch lands on an operation (`is_op`) or at the end.
+fn check_branches<'o>(
+    len: usize,
+    ops: impl Iterator<Item = (usize, &'o Op)>,
+    is_op: impl Fn(usize) -> bool,
+) -> Result<(), Error> {
+    for (offset, op) in ops {
         let (disp, name) = match op {
             Op::Bra(d) => (*d, "DW_OP_bra"),
             Op::Skip(d) => (*d, "DW_OP_skip"),
@@ -591,10 +613,7 @@ pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<Vec<(usize, Op)>, Erro
         };
         // A branch is always 3 bytes long.
         let target = offset as i64 + 3 + i64::from(disp);
-        let ok = target == bytes.len() as i64
-            || ops
-                .binary_search_by_key(&target, |(o, _)| *o as i64)
-                .is_ok();
+        let ok = target == len as i64 || usize::try_from(target).is_ok_and(&is_op);
         if !ok {
             return Err(Error::BadBranchTarget {
                 offset,
@@ -603,7 +622,31 @@ pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<Vec<(usize, Op)>, Erro
             });
         }
     }
-    Ok(ops)
+    Ok(())
+}
+
+/// [`decode`] into caller-owned buffers, so that decoding many expressions
+/// allocates nothing once the buffers are large enough: `ops` gets the
+/// operations, `offsets` the byte offset of each, then `bytes.len()` (the
+/// form [`Evaluation::with_offsets`](crate::Evaluation::with_offsets)
+/// takes). Both are cleared first; on error their contents are unspecified.
+pub fn decode_into(
+    bytes: &[u8],
+    encoding: Encoding,
+    ops: &mut Vec<Op>,
+    offsets: &mut Vec<usize>,
+) -> Result<(), Error> {
+    ops.clear();
+    offsets.clear();
+    decode_each(bytes, encoding, |at, op| {
+        offsets.push(at);
+        ops.push(op);
+    })?;
+    check_branches(bytes.len(), offsets.iter().copied().zip(ops.iter()), |t| {
+        offsets.binary_search(&t).is_ok()
+    })?;
+    offsets.push(bytes.len());
+    Ok(())
 }
 
 /// GNU pre-DWARF-5 opcodes with the same operands as a DWARF 5 operation
@@ -1660,4 +1703,22 @@ fn numbered_op<F: Fn(&str) -> Option<u16>>(
         return Ok(Some(Op::Breg(n, p.i(Kind::I64)?)));
     }
     Ok(None)
+}
+
+/// Byte offset of each operation in `encoding`, then the total length;
+/// `None` if some operation cannot be encoded. One scratch buffer, so the
+/// evaluator can compute branch targets without an allocation per operation.
+pub(crate) fn op_offsets(ops: &[Op], encoding: Encoding) -> Option<Vec<usize>> {
+    encoding.check().ok()?;
+    let mut scratch = Vec::new();
+    let mut offsets = Vec::with_capacity(ops.len() + 1);
+    let mut pos = 0usize;
+    for op in ops {
+        offsets.push(pos);
+        scratch.clear();
+        encode_one(&mut scratch, op, encoding).ok()?;
+        pos += scratch.len();
+    }
+    offsets.push(pos);
+    Some(offsets)
 }

@@ -363,7 +363,8 @@ fn registers_frame_base_and_constants() {
         Location::single(
             Storage::ImplicitPointer {
                 die: 0x2a,
-                byte_offset: -4
+                byte_offset: -4,
+                address_space: None,
             },
             0
         )
@@ -580,6 +581,31 @@ fn evaluate_anything(ops: &[locus_dwarf::Op]) {
             Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
             Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
             Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),
+            Ok(EvaluationResult::RequiresBaseType { offset }) => {
+                // Cycle through the encodings, some unsupported.
+                eval.resume_with_base_type((offset % 8) as u8, offset % 10)
+            }
+            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
+                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
+            }
+            Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
+                // A callee that calls itself again (recursion) or adds.
+                if offset % 2 == 0 {
+                    eval.resume_with_callee(&[0x98, 0x02, 0x00])
+                } else {
+                    eval.resume_with_callee(&[0x31, 0x22])
+                }
+            }
+            Ok(EvaluationResult::RequiresIndexedAddress { index, .. }) => {
+                eval.resume_with_indexed_address(index.wrapping_mul(8))
+            }
+            Ok(EvaluationResult::RequiresTlsAddress { offset }) => {
+                eval.resume_with_tls_address(offset.wrapping_add(0x7000))
+            }
+            Ok(EvaluationResult::RequiresEntryRegister { register }) => {
+                eval.resume_with_entry_register(Location::register(register))
+            }
+            Ok(EvaluationResult::Stepped) => eval.evaluate(),
         };
     }
     panic!("too many requests");
@@ -595,7 +621,7 @@ proptest::proptest! {
     }
 
     #[test]
-    fn no_panic_on_small_op_sequences(idx in proptest::collection::vec(0usize..40, 0..16)) {
+    fn no_panic_on_small_op_sequences(idx in proptest::collection::vec(0usize..58, 0..16)) {
         use locus_dwarf::Op;
         let table = [
             Op::Lit(0), Op::Lit(1), Op::Lit(8), Op::Consts(-1), Op::Dup, Op::Drop, Op::Over,
@@ -606,6 +632,15 @@ proptest::proptest! {
             Op::ImplicitValue(vec![1, 2]), Op::Offset, Op::OffsetUconst(4), Op::BitOffset,
             Op::PushLane, Op::FormAspaceAddress, Op::Undefined, Op::Addr(0x10), Op::Nop,
             Op::Xderef, Op::CallFrameCfa,
+            Op::ConstType { type_offset: 0x30, value: vec![0, 0, 128, 63] },
+            Op::RegvalType { register: 1, type_offset: 0x35 }, Op::Convert(0x31),
+            Op::Reinterpret(0x34), Op::DerefType { size: 4, type_offset: 0x34 },
+            Op::EntryValue(vec![0x51]), Op::Call2(2), Op::Call4(3), Op::Addrx(1),
+            Op::Constx(2), Op::FormTlsAddress, Op::CallFrameEntryReg(4),
+            Op::AspaceImplicitPointer { die: 1, offset: 2 },
+            Op::Extend { bit_size: 8, count: 40 }, Op::SelectBitPiece { bit_size: 4, count: 8 },
+            Op::AspaceBregx { register: 1, offset: 3 }, Op::PushObjectAddress,
+            Op::XderefType { size: 2, type_offset: 0x32 },
         ];
         let ops: Vec<Op> = idx.iter().map(|&i| table[i].clone()).collect();
         evaluate_anything(&ops);

@@ -1,25 +1,420 @@
-//! `locus dwarf`: evaluate, assemble and disassemble DWARF location expressions.
+//! `locus dwarf`: evaluate, assemble and disassemble DWARF location expressions, and find
+//! the variables of a binary at a PC.
+//!
+//! This module only parses arguments, reads files and formats output: the evaluation is
+//! `locus_dwarf`'s, and its requests (registers, memory, lane, frame base) are answered
+//! from the context file by `locus_dwarf::binary::run`.
+
+mod context;
+pub(crate) mod render;
 
 use std::io::Write;
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use locus_dwarf::binary::{self, BinaryError, Decoded, Frame, VariableKind, VariableLocation};
+use locus_dwarf::eval::EvalError;
+use locus_dwarf::{
+    decode, encode, parse_text, to_text, Encoding, Entry, Error, Evaluation, ExtensionEncoding,
+    Location, Op, Storage,
+};
+use serde_json::{json, Value as Json};
+
+pub use context::Context;
 
 use crate::Failure;
+
+/// Which result kind the expression is evaluated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ResultKind {
+    /// A value (e.g. an array bound); a memory location of address space 0 converts to its
+    /// address.
+    Value,
+    /// A location description (e.g. `DW_AT_location`); a generic value converts to memory.
+    Location,
+}
+
+/// How the extension operations are encoded in `--hex` input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum EncodingArg {
+    /// `DW_OP_LLVM_user` (0xe9) + sub-opcode, as current LLVM writes.
+    #[default]
+    User,
+    /// The older direct opcodes 0xe1-0xec.
+    Legacy,
+}
 
 /// The `locus dwarf` subcommands.
 #[derive(clap::Subcommand)]
 pub enum Command {
+    /// Evaluate an expression against a context of registers and memory; print the result
+    /// as JSON.
+    Eval {
+        /// Registers, memory and lane, as JSON (see the docs of `locus dwarf`).
+        #[arg(long, value_name = "CTX.json")]
+        context: Option<PathBuf>,
+        /// Also read N bytes through the resulting location (`??` for undefined bytes).
+        #[arg(long, value_name = "N")]
+        read: Option<u64>,
+        /// The result kind the expression is evaluated for (default: whatever is on top of
+        /// the stack).
+        #[arg(long, value_enum)]
+        result: Option<ResultKind>,
+        /// Encoding of the extension operations in `--hex`.
+        #[arg(long, value_enum, default_value_t = EncodingArg::User)]
+        encoding: EncodingArg,
+        /// Print the stack after each operation.
+        #[arg(long)]
+        trace: bool,
+        /// The expression's bytes in hex.
+        #[arg(long, value_name = "HEX", conflicts_with = "expr")]
+        hex: Option<String>,
+        /// The expression as text: operations separated by spaces, newlines or `;`.
+        #[arg(
+            value_name = "EXPR",
+            required_unless_present = "hex",
+            allow_hyphen_values = true
+        )]
+        expr: Vec<String>,
+    },
     /// Print the text form of an encoded expression.
     Disasm {
         /// The expression's bytes in hex.
         hex: String,
+        /// Encoding of the extension operations.
+        #[arg(long, value_enum, default_value_t = EncodingArg::User)]
+        encoding: EncodingArg,
+        /// Address size (4 or 8) for `DW_OP_addr`.
+        #[arg(long, default_value_t = 8)]
+        address_size: u8,
     },
+    /// List the variables and parameters in scope at a PC of a binary, with their location
+    /// expressions and, given a snapshot, their values.
+    Vars {
+        /// An ELF file with DWARF.
+        binary: PathBuf,
+        /// The PC: decimal, 0x hex, or a symbol with an optional offset (`split+4`).
+        #[arg(long, value_name = "ADDR")]
+        pc: String,
+        /// Registers, memory, CFA and registers at function entry, as JSON (the context
+        /// format plus "cfa" and "entry_registers").
+        #[arg(long, value_name = "SNAP.json")]
+        snapshot: Option<PathBuf>,
+    },
+}
+
+fn fail(e: impl std::fmt::Display) -> Failure {
+    Failure::Message(format!("dwarf: {e}"))
+}
+
+fn io_fail(path: &std::path::Path, e: impl std::fmt::Display) -> Failure {
+    Failure::Message(format!("dwarf: {}: {e}", path.display()))
+}
+
+fn write_out(out: &mut dyn Write, text: impl AsRef<str>) -> Result<(), Failure> {
+    writeln!(out, "{}", text.as_ref()).map_err(|e| Failure::Message(e.to_string()))
 }
 
 /// Runs a `locus dwarf` subcommand.
 pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
-        Command::Disasm { hex } => {
-            let _ = (hex, out);
-            Err(Failure::Message("dwarf: not yet built".into()))
+        Command::Disasm {
+            hex,
+            encoding,
+            address_size,
+        } => {
+            let enc = encoding_of(*encoding, *address_size);
+            let bytes = context::parse_hex(hex).map_err(fail)?;
+            let ops = decode(&bytes, enc).map_err(fail)?;
+            let ops: Vec<Op> = ops.into_iter().map(|(_, op)| op).collect();
+            write_out(out, to_text(&ops))
+        }
+        Command::Eval {
+            context,
+            read,
+            result,
+            encoding,
+            trace,
+            hex,
+            expr,
+        } => {
+            let ctx = match context {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).map_err(|e| io_fail(path, e))?;
+                    Context::parse(&text).map_err(|e| io_fail(path, e))?
+                }
+                None => Context::default(),
+            };
+            let request = EvalRequest {
+                read: *read,
+                result: *result,
+                encoding: *encoding,
+                trace: *trace,
+            };
+            let ops = parse_ops(&ctx, hex.as_deref(), expr, *encoding).map_err(fail)?;
+            let doc = eval(&ctx, &ops, &request, out)?;
+            write_out(out, doc.to_string())
+        }
+        Command::Vars {
+            binary,
+            pc,
+            snapshot,
+        } => vars(binary, pc, snapshot.as_deref(), out),
+    }
+}
+
+fn encoding_of(e: EncodingArg, address_size: u8) -> Encoding {
+    Encoding {
+        address_size,
+        extension: match e {
+            EncodingArg::User => ExtensionEncoding::User,
+            EncodingArg::Legacy => ExtensionEncoding::Legacy,
+        },
+        ..Encoding::default()
+    }
+}
+
+/// What `locus dwarf eval` was asked besides the expression.
+pub struct EvalRequest {
+    /// Bytes to read through the result.
+    pub read: Option<u64>,
+    /// The result kind.
+    pub result: Option<ResultKind>,
+    /// The extension encoding (for branch offsets and `--hex`).
+    pub encoding: EncodingArg,
+    /// Print the stack after each operation.
+    pub trace: bool,
+}
+
+/// The operations, from hex (with their byte offsets) or text.
+pub fn parse_ops(
+    ctx: &Context,
+    hex: Option<&str>,
+    expr: &[String],
+    encoding: EncodingArg,
+) -> Result<Decoded, Error> {
+    match hex {
+        Some(h) => {
+            let bytes = context::parse_hex(h).map_err(|message| Error::Syntax {
+                offset: 0,
+                token: message,
+                message: "expected hex bytes",
+            })?;
+            Decoded::new(&bytes, encoding_of(encoding, ctx.snapshot.address_size))
+        }
+        None => {
+            let ops = parse_text(&expr.join(" "), |name| ctx.names.get(name).copied())?;
+            // Branch displacements of text are in bytes of the encoded form.
+            let enc = encoding_of(encoding, ctx.snapshot.address_size);
+            match encode(&ops, enc) {
+                Ok(bytes) => Decoded::new(&bytes, enc),
+                Err(_) => Ok(Decoded {
+                    offsets: Vec::new(),
+                    ops,
+                }),
+            }
         }
     }
+}
+
+fn end_error(ops: &[Op], what: &str) -> Failure {
+    fail(format!("op #{} end of expression: {what}", ops.len()))
+}
+
+/// Evaluates `ops` in `ctx` and builds the JSON answer (printing the trace first).
+pub fn eval(
+    ctx: &Context,
+    expr: &Decoded,
+    request: &EvalRequest,
+    out: &mut dyn Write,
+) -> Result<Json, Failure> {
+    let ops = &expr.ops;
+    let enc = encoding_of(request.encoding, ctx.snapshot.address_size);
+    let a = ctx.snapshot.address_size;
+    if request.trace {
+        trace(ctx, expr, enc, out)?;
+    }
+    let mut ev = evaluation(expr, enc);
+    binary::run(&mut ev, ops, &ctx.snapshot, Frame::default()).map_err(fail)?;
+    let top = ev.result();
+    let want_location = request.result == Some(ResultKind::Location)
+        || (request.result.is_none()
+            && (request.read.is_some() || matches!(top, Some(Entry::Location(_)) | None)));
+    if !want_location {
+        let v = match top {
+            Some(Entry::Value(v)) => v,
+            Some(Entry::Location(l)) => match l.as_default_address() {
+                Some(addr) => locus_dwarf::Value::generic(addr, a),
+                None => {
+                    return Err(end_error(
+                        ops,
+                        "the result is a location description that is not a memory address, not a value",
+                    ))
+                }
+            },
+            None => return Err(end_error(ops, "the stack is empty: no value")),
+        };
+        return Ok(json!({
+            "result": "value",
+            "type": render::type_name(v.ty),
+            "value": render::value_hex(&v, a),
+        }));
+    }
+    let loc: Location = match ev.location_result() {
+        Some(l) => l,
+        None => match top {
+            // Only in the default mode: `--read` on a typed value reads its bytes.
+            Some(Entry::Value(v)) if request.result.is_none() => {
+                Location::single(Storage::Implicit(v.to_bytes(a)), 0)
+            }
+            _ => {
+                return Err(end_error(
+                    ops,
+                    "the result is a value of a non-generic type, not a location",
+                ))
+            }
+        },
+    };
+    let mut doc = json!({"result": "location", "location": render::location_json(&loc)});
+    if let Some(n) = request.read {
+        let bits = binary::read(&loc, n.saturating_mul(8), &ctx.snapshot).map_err(fail)?;
+        doc["read"] = json!(bits.to_hex());
+    }
+    Ok(doc)
+}
+
+/// Most steps a trace shows; past this the re-evaluations it costs grow too long.
+const TRACE_LIMIT: u64 = 2000;
+
+/// Prints the stack after each operation: the evaluation is rerun with a step limit of 1,
+/// 2, ... operations, and the stack it stopped with is drawn (top first).
+fn trace(ctx: &Context, expr: &Decoded, enc: Encoding, out: &mut dyn Write) -> Result<(), Failure> {
+    let ops = &expr.ops;
+    let mut executed = 0usize;
+    for k in 1..=TRACE_LIMIT {
+        let mut ev = evaluation(expr, enc);
+        ev.set_max_steps(k);
+        let r = binary::run(&mut ev, ops, &ctx.snapshot, Frame::default());
+        let limited = matches!(
+            &r,
+            Err(e) if matches!(binary::eval_error(e), Some(EvalError::StepLimitExceeded(_)))
+        );
+        if r.is_err() && !limited {
+            // The real evaluation reports it.
+            return Ok(());
+        }
+        let text = ops
+            .get(executed)
+            .map_or(String::new(), |op| to_text(std::slice::from_ref(op)));
+        write_out(out, format!("op #{executed} {text}"))?;
+        let stack = ev.stack();
+        if stack.is_empty() {
+            write_out(out, "    (empty stack)")?;
+        }
+        for (depth, e) in stack.iter().rev().enumerate() {
+            write_out(
+                out,
+                format!(
+                    "    [{depth}] {}",
+                    render::draw_entry(e, ctx.snapshot.address_size)
+                ),
+            )?;
+        }
+        if !limited {
+            return Ok(());
+        }
+        executed = ev.pc();
+    }
+    write_out(out, format!("(trace stops after {TRACE_LIMIT} operations)"))
+}
+
+/// An evaluation of `expr`, with its byte offsets when it has them (text that cannot be
+/// encoded has none; its branches then fail).
+fn evaluation(expr: &Decoded, enc: Encoding) -> Evaluation<'_> {
+    if expr.offsets.is_empty() {
+        Evaluation::new(&expr.ops, enc)
+    } else {
+        expr.evaluation(enc)
+    }
+}
+
+fn vars(
+    path: &std::path::Path,
+    pc: &str,
+    snapshot: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let data = std::fs::read(path).map_err(|e| io_fail(path, e))?;
+    let pc = resolve_pc(&data, pc).map_err(|e| io_fail(path, e))?;
+    let snap = match snapshot {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| io_fail(p, e))?;
+            Some(Context::parse(&text).map_err(|e| io_fail(p, e))?.snapshot)
+        }
+        None => None,
+    };
+    let vars = binary::variables_at(&data, pc).map_err(|e| io_fail(path, e))?;
+    let mut list = Vec::new();
+    for v in &vars {
+        let mut item = json!({
+            "name": v.name,
+            "kind": match v.kind { VariableKind::Parameter => "parameter", VariableKind::Variable => "variable" },
+            "function": v.function,
+            "type": v.type_name,
+            "byte_size": v.byte_size,
+            "die": v.die,
+        });
+        match &v.location {
+            VariableLocation::Expression(bytes) => {
+                item["expression"] = match decode(bytes, v.encoding) {
+                    Ok(ops) => {
+                        let ops: Vec<Op> = ops.into_iter().map(|(_, op)| op).collect();
+                        json!(render::ops_text(&ops, v.encoding))
+                    }
+                    Err(e) => json!(format!("<{e}>")),
+                };
+            }
+            VariableLocation::Const(bytes) => {
+                item["const_value"] = json!(context::hex(bytes));
+            }
+            VariableLocation::None => item["expression"] = Json::Null,
+        }
+        if let Some(snap) = &snap {
+            match binary::evaluate_variable(v, snap) {
+                Ok(r) => {
+                    if let Some(l) = &r.location {
+                        item["location"] = render::location_json(l);
+                    }
+                    item["value"] = json!(r.bits.to_hex());
+                }
+                Err(e) => item["error"] = json!(describe(&e)),
+            }
+        }
+        list.push(item);
+    }
+    let doc = json!({"pc": format!("{pc:#x}"), "variables": list});
+    let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
+    write_out(out, text)
+}
+
+/// `--pc`: a number, or a symbol with an optional `+offset` (`split+4`).
+fn resolve_pc(data: &[u8], pc: &str) -> Result<u64, String> {
+    if let Some(n) = context::parse_number(pc) {
+        return Ok(n);
+    }
+    let (name, offset) = match pc.split_once('+') {
+        Some((n, o)) => (
+            n,
+            context::parse_number(o).ok_or_else(|| format!("--pc `{pc}`: bad offset"))?,
+        ),
+        None => (pc, 0),
+    };
+    let base = binary::symbol_address(data, name)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("--pc `{pc}`: no symbol `{name}`"))?;
+    Ok(base.wrapping_add(offset))
+}
+
+fn describe(e: &BinaryError) -> String {
+    e.to_string()
 }

@@ -3,6 +3,7 @@
 //! Each chapter shows its input, what Locus found in it, and the cross-check it made against
 //! software nobody here wrote. A failed cross-check fails the tour (exit status 1).
 
+mod dwarf;
 mod gc;
 mod memref;
 mod sme;
@@ -17,7 +18,7 @@ use crate::Failure;
 /// Arguments of `locus tour`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run only the chapter with this name (stackmap, gc, memref, sme).
+    /// Run only the chapter with this name (stackmap, gc, dwarf, memref, sme).
     #[arg(long, value_name = "NAME")]
     chapter: Option<String>,
 }
@@ -39,6 +40,11 @@ const CHAPTERS: &[Chapter] = &[
         name: "gc",
         title: "Precise GC for any LLVM frontend, Julia-style (spec 003, crate locus-gc)",
         run: gc::run_chapter,
+    },
+    Chapter {
+        name: "dwarf",
+        title: "DWARF location descriptions on the stack (spec 001, crate locus-dwarf)",
+        run: dwarf::run_chapter,
     },
     Chapter {
         name: "memref",

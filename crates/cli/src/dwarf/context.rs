@@ -1,0 +1,153 @@
+//! The CTX.json / SNAP.json format: registers, memory, lane and, for
+//! `locus dwarf vars`, the CFA, frame base and registers at function entry.
+//!
+//! ```json
+//! {"address_size": 8,
+//!  "registers": {"NAME": {"number": N, "value": "HEX"}},
+//!  "memory": [{"space": 0, "address": N, "bytes": "HEX"}],
+//!  "lane": N, "cfa": N, "frame_base": N, "object_address": N,
+//!  "entry_registers": {"NAME": {"number": N, "value": "HEX"}}}
+//! ```
+//! Numbers may also be strings, decimal or `0x` hex. Bytes are in target
+//! (little-endian) order.
+
+use std::collections::BTreeMap;
+
+use locus_dwarf::binary::{MemoryBlock, Snapshot};
+use serde_json::Value;
+
+/// A parsed context: the snapshot plus the register names it defines.
+#[derive(Default)]
+pub struct Context {
+    /// What the evaluator's requests are answered from.
+    pub snapshot: Snapshot,
+    /// Register names → DWARF numbers, for the text syntax.
+    pub names: BTreeMap<String, u16>,
+}
+
+/// Parses `0x`-hex or decimal.
+pub fn parse_number(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Parses hex bytes, ignoring whitespace.
+pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let digits = digits
+        .strip_prefix(b"0x".as_slice())
+        .unwrap_or(digits.as_slice());
+    if digits.len() % 2 != 0 {
+        return Err(format!("`{s}`: odd number of hex digits"));
+    }
+    digits
+        .chunks(2)
+        .map(|p| {
+            std::str::from_utf8(p)
+                .ok()
+                .and_then(|t| u8::from_str_radix(t, 16).ok())
+                .ok_or_else(|| format!("`{s}`: not hex"))
+        })
+        .collect()
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn number(v: &Value, what: &str) -> Result<u64, String> {
+    match v {
+        Value::Number(n) => n.as_u64().ok_or_else(|| format!("{what}: not a u64")),
+        Value::String(s) => parse_number(s).ok_or_else(|| format!("{what}: `{s}` is not a number")),
+        _ => Err(format!("{what}: expected a number")),
+    }
+}
+
+fn registers(
+    v: &Value,
+    what: &str,
+    names: &mut BTreeMap<String, u16>,
+) -> Result<BTreeMap<u16, Vec<u8>>, String> {
+    let mut out = BTreeMap::new();
+    let Some(map) = v.as_object() else {
+        return Err(format!("{what}: expected an object"));
+    };
+    for (name, r) in map {
+        let n = r
+            .get("number")
+            .ok_or_else(|| format!("{what}.{name}: no \"number\""))?;
+        let n = number(n, &format!("{what}.{name}.number"))?;
+        let n =
+            u16::try_from(n).map_err(|_| format!("{what}.{name}: register number too large"))?;
+        let value = r
+            .get("value")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{what}.{name}: no \"value\" hex string"))?;
+        out.insert(n, parse_hex(value)?);
+        names.insert(name.clone(), n);
+    }
+    Ok(out)
+}
+
+impl Context {
+    /// Parses the JSON text of a context file.
+    pub fn parse(text: &str) -> Result<Context, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if !doc.is_object() {
+            return Err("expected a JSON object".into());
+        }
+        let mut c = Context::default();
+        if let Some(a) = doc.get("address_size") {
+            let a = number(a, "address_size")?;
+            if a != 4 && a != 8 {
+                return Err("address_size must be 4 or 8".into());
+            }
+            c.snapshot.address_size = a as u8;
+        }
+        if let Some(r) = doc.get("registers") {
+            c.snapshot.registers = registers(r, "registers", &mut c.names)?;
+        }
+        if let Some(r) = doc.get("entry_registers") {
+            let mut ignored = BTreeMap::new();
+            c.snapshot.entry_registers = registers(r, "entry_registers", &mut ignored)?;
+        }
+        if let Some(m) = doc.get("memory") {
+            let list = m.as_array().ok_or("memory: expected an array")?;
+            for (i, b) in list.iter().enumerate() {
+                let space = match b.get("space") {
+                    Some(s) => number(s, &format!("memory[{i}].space"))?,
+                    None => 0,
+                };
+                let address = number(
+                    b.get("address")
+                        .ok_or_else(|| format!("memory[{i}]: no \"address\""))?,
+                    &format!("memory[{i}].address"),
+                )?;
+                let bytes = b
+                    .get("bytes")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("memory[{i}]: no \"bytes\" hex string"))?;
+                c.snapshot.memory.push(MemoryBlock {
+                    space,
+                    address,
+                    bytes: parse_hex(bytes)?,
+                });
+            }
+        }
+        for (key, slot) in [
+            ("lane", &mut c.snapshot.lane),
+            ("cfa", &mut c.snapshot.cfa),
+            ("frame_base", &mut c.snapshot.frame_base),
+            ("object_address", &mut c.snapshot.object_address),
+        ] {
+            if let Some(v) = doc.get(key) {
+                *slot = Some(number(v, key)?);
+            }
+        }
+        Ok(c)
+    }
+}

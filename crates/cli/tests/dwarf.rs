@@ -1,0 +1,554 @@
+//! `locus dwarf eval` / `disasm` / `vars`, run as a user would: the spec's worked examples
+//! (`shared/spec/001_dwarf_location_descriptions_on_stack.md`) with a context file, the
+//! error line on bad input, and `vars` on a binary clang-19 builds at test time.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{TempDir, LOCUS};
+use serde_json::{json, Value};
+
+/// The spec's registers (AMDGPU DWARF numbers) and some memory:
+/// SGPR0 = 0x1000 (the frame / descriptor address), SGPR3 = 0xdeadbeef,
+/// VGPR0/VGPR1 = 64 lanes of 4 bytes, lane i holding i * 0x100 (+1 in VGPR1),
+/// memory 0x1000: 42 (u64), 0x1010: 11 22 33 44, 0xbeef: aa bb, space 1 at 0x1010: 55 66 77 88.
+fn context(dir: &TempDir) -> PathBuf {
+    let vgpr = |add: u32| -> String {
+        (0..64u32)
+            .flat_map(|i| (i * 0x100 + add).to_le_bytes())
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let ctx = json!({
+        "address_size": 8,
+        "registers": {
+            "SGPR0": {"number": 32, "value": "0010000000000000"},
+            "SGPR3": {"number": 35, "value": "efbeadde"},
+            "VGPR0": {"number": 2560, "value": vgpr(0)},
+            "VGPR1": {"number": 2561, "value": vgpr(1)},
+        },
+        "memory": [
+            {"space": 0, "address": 0x1000, "bytes": "2a000000000000000000000000000000112233440000"},
+            {"space": 0, "address": "0xbeef", "bytes": "aabb"},
+            {"space": 1, "address": 0x1010, "bytes": "55667788"},
+        ],
+        "lane": 3,
+    });
+    let path = dir.path("ctx.json");
+    std::fs::write(&path, ctx.to_string()).unwrap();
+    path
+}
+
+fn locus(args: &[&str]) -> Output {
+    std::process::Command::new(LOCUS)
+        .args(args)
+        .output()
+        .expect("cannot run locus")
+}
+
+/// Runs `locus dwarf eval --context CTX ARGS...`; returns the JSON on stdout's last line.
+fn eval(args: &[&str]) -> Value {
+    let dir = TempDir::new("dwarf-eval");
+    let ctx = context(&dir);
+    let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = locus(&all);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "locus {all:?} failed: {}{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Runs `locus dwarf ARGS...` which must fail with one error line; returns it.
+fn eval_error(args: &[&str]) -> String {
+    let dir = TempDir::new("dwarf-err");
+    let ctx = context(&dir);
+    let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = locus(&all);
+    assert_eq!(out.status.code(), Some(1), "locus {all:?} should fail");
+    assert!(out.stdout.is_empty(), "no output on error");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert!(stderr.starts_with("locus: dwarf: "), "{stderr}");
+    stderr.trim_end().to_string()
+}
+
+fn mem(space: u64, address: u64) -> Value {
+    json!({"storage": "memory", "space": space, "bit_offset": address * 8})
+}
+
+fn reg(r: u64, bit_offset: u64) -> Value {
+    json!({"storage": "register", "register": r, "bit_offset": bit_offset})
+}
+
+fn part(bit_size: u64, location: Value) -> Value {
+    json!({"bit_size": bit_size, "location": [location]})
+}
+
+fn composite(parts: Vec<Value>) -> Value {
+    json!([{"storage": "composite", "bit_offset": 0, "parts": parts}])
+}
+
+#[test]
+fn dynamic_array_size() {
+    let r = eval(&[
+        "--result",
+        "value",
+        "DW_OP_regval_type SGPR0 Generic DW_OP_deref",
+    ]);
+    assert_eq!(
+        r,
+        json!({"result": "value", "type": "generic", "value": "2a00000000000000"})
+    );
+}
+
+#[test]
+fn variable_in_register() {
+    let r = eval(&["--read", "4", "DW_OP_regx SGPR3"]);
+    assert_eq!(
+        r,
+        json!({"result": "location", "location": [reg(35, 0)], "read": "efbeadde"})
+    );
+}
+
+#[test]
+fn variable_in_memory() {
+    let r = eval(&[
+        "--result",
+        "location",
+        "--read",
+        "4",
+        "DW_OP_regval_type SGPR0 Generic; DW_OP_plus_uconst 0x10",
+    ]);
+    assert_eq!(
+        r,
+        json!({"result": "location", "location": [mem(0, 0x1010)], "read": "11223344"})
+    );
+}
+
+#[test]
+fn composite_across_register_undefined_memory() {
+    let r = eval(&[
+        "--read",
+        "8",
+        "DW_OP_regx SGPR3\nDW_OP_piece 4\nDW_OP_piece 2\nDW_OP_bregx SGPR0 0x10\nDW_OP_piece 2",
+    ]);
+    let undefined = json!({"storage": "undefined", "bit_offset": 0});
+    assert_eq!(
+        r["location"],
+        composite(vec![
+            part(32, reg(35, 0)),
+            part(16, undefined),
+            part(16, mem(0, 0x1010))
+        ])
+    );
+    // The undefined part reads as undefined, not as invented bytes.
+    assert_eq!(r["read"], "efbeadde????1122");
+}
+
+#[test]
+fn spilled_to_a_vector_register_lane() {
+    let r = eval(&[
+        "--read",
+        "4",
+        "DW_OP_regx",
+        "VGPR0",
+        "DW_OP_offset_uconst",
+        "20",
+    ]);
+    assert_eq!(r["location"], json!([reg(2560, 160)]));
+    assert_eq!(r["read"], "00050000");
+}
+
+const MULTI_LANE: &str = "DW_OP_regx VGPR0 DW_OP_push_lane DW_OP_uconst 4 DW_OP_mul DW_OP_offset \
+    DW_OP_piece 4 DW_OP_regx VGPR1 DW_OP_push_lane DW_OP_uconst 4 DW_OP_mul DW_OP_offset DW_OP_piece 4";
+
+#[test]
+fn spread_across_vector_registers_with_push_lane() {
+    let r = eval(&["--read", "8", MULTI_LANE]);
+    assert_eq!(
+        r["location"],
+        composite(vec![part(32, reg(2560, 96)), part(32, reg(2561, 96))])
+    );
+    assert_eq!(r["read"], "0003000001030000");
+}
+
+#[test]
+fn mixed_composite_with_piece_end() {
+    let r = eval(&[
+        "--read",
+        "8",
+        "DW_OP_regx VGPR0; DW_OP_push_lane; DW_OP_uconst 4; DW_OP_mul; DW_OP_offset; DW_OP_piece 4;
+         DW_OP_addr 0xbeef; DW_OP_piece 2; DW_OP_uconst 0xf00d; DW_OP_stack_value; DW_OP_piece 2;
+         DW_OP_piece_end",
+    ]);
+    let implicit = json!({"storage": "implicit", "bytes": "0df0000000000000", "bit_offset": 0});
+    assert_eq!(
+        r["location"],
+        composite(vec![
+            part(32, reg(2560, 96)),
+            part(16, mem(0, 0xbeef)),
+            part(16, implicit)
+        ])
+    );
+    assert_eq!(r["read"], "00030000aabb0df0");
+}
+
+#[test]
+fn address_spaces() {
+    let r = eval(&[
+        "--read",
+        "4",
+        "DW_OP_regval_type SGPR0 Generic DW_OP_uconst 1 DW_OP_form_aspace_address DW_OP_offset_uconst 0x10",
+    ]);
+    assert_eq!(r["location"], json!([mem(1, 0x1010)]));
+    assert_eq!(r["read"], "55667788");
+}
+
+#[test]
+fn bit_offsets() {
+    let r = eval(&[
+        "--read",
+        "1",
+        "DW_OP_regx SGPR3 DW_OP_uconst 20 DW_OP_bit_offset",
+    ]);
+    assert_eq!(r["location"], json!([reg(35, 20)]));
+    // Bits 20..28 of 0xdeadbeef.
+    assert_eq!(r["read"], format!("{:02x}", (0xdead_beefu32 >> 20) & 0xff));
+}
+
+#[test]
+fn hex_in_both_encodings_and_disasm() {
+    let user = eval(&["--read", "4", "--hex", "908014e90514"]);
+    let legacy = eval(&["--read", "4", "--encoding", "legacy", "--hex", "908014e414"]);
+    assert_eq!(user, legacy);
+    assert_eq!(user["location"], json!([reg(2560, 160)]));
+    let out = locus(&["dwarf", "disasm", "908014e90514"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "DW_OP_regx 2560\nDW_OP_offset_uconst 20\n"
+    );
+    let out = locus(&["dwarf", "disasm", "--encoding", "legacy", "908014e414"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "DW_OP_regx 2560\nDW_OP_offset_uconst 20\n"
+    );
+}
+
+#[test]
+fn value_results() {
+    let r = eval(&["DW_OP_lit7 DW_OP_lit5 DW_OP_minus"]);
+    assert_eq!(
+        r,
+        json!({"result": "value", "type": "generic", "value": "0200000000000000"})
+    );
+    // A stack value is a location (implicit storage) under the extension.
+    let r = eval(&["DW_OP_lit7 DW_OP_stack_value"]);
+    assert_eq!(
+        r["location"],
+        json!([{"storage": "implicit", "bytes": "0700000000000000", "bit_offset": 0}])
+    );
+}
+
+#[test]
+fn errors_name_the_operation() {
+    let e = eval_error(&["DW_OP_lit1 DW_OP_plus"]);
+    assert_eq!(e, "locus: dwarf: op #1 DW_OP_plus: stack underflow");
+    let e = eval_error(&["DW_OP_skip -3"]);
+    assert!(
+        e.starts_with("locus: dwarf: op #0 DW_OP_skip: step limit"),
+        "{e}"
+    );
+    let e = eval_error(&["DW_OP_lit0 DW_OP_deref"]);
+    assert!(
+        e.starts_with("locus: dwarf: op #1 DW_OP_deref: memory 0x0"),
+        "{e}"
+    );
+    let e = eval_error(&["DW_OP_regx NOSUCH"]);
+    assert!(e.contains("NOSUCH"), "{e}");
+    let e = eval_error(&["--hex", "ff"]);
+    assert!(e.contains("unknown opcode 0xff"), "{e}");
+    let e = eval_error(&["--hex", "0c0102"]);
+    assert!(e.contains("DW_OP_const4u"), "{e}");
+    let e = eval_error(&["--hex", "zz"]);
+    assert!(e.contains("hex"), "{e}");
+    let e = eval_error(&["--result", "value", "DW_OP_regx SGPR3"]);
+    assert!(
+        e.starts_with("locus: dwarf: op #1 end of expression"),
+        "{e}"
+    );
+    let out = locus(&["dwarf", "disasm", "e9ff01"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("locus: dwarf: "));
+}
+
+#[test]
+fn trace_draws_each_step() {
+    let dir = TempDir::new("dwarf-trace");
+    let ctx = context(&dir);
+    let out = locus(&[
+        "dwarf",
+        "eval",
+        "--context",
+        ctx.to_str().unwrap(),
+        "--trace",
+        MULTI_LANE,
+    ]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let steps: Vec<&str> = stdout.lines().filter(|l| l.starts_with("op #")).collect();
+    assert_eq!(steps.len(), 12, "{stdout}");
+    assert!(steps[1].contains("DW_OP_push_lane"), "{stdout}");
+    assert!(stdout.contains("value generic 0x3"), "{stdout}");
+    assert!(stdout.contains("register 2560 +12 bytes"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "composite { 32 bits: register 2560 +12 bytes | 32 bits: register 2561 +12 bytes }"
+        ),
+        "{stdout}"
+    );
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["result"], "location");
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../dwarf/fixtures")
+        .join(name)
+}
+
+/// `locus dwarf vars` on a clang-19 -O2 binary: the parameters and locals of the function
+/// containing the PC, each with a location expression from its location list.
+#[test]
+fn vars_lists_the_variables_in_scope() {
+    let dir = TempDir::new("dwarf-vars");
+    let exe = dir.path("pieces");
+    let src = fixture("pieces.c");
+    let out = std::process::Command::new("clang-19")
+        .args(["-g", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The PC of the call to `sink` inside `split`: its address from the symbol table.
+    let nm = std::process::Command::new("nm").arg(&exe).output().unwrap();
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let split = nm
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+            (n == "split").then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .expect("no symbol split");
+    // One byte past the entry: the parameters' first location-list entries.
+    let pc = format!("{:#x}", split + 1);
+    let out = locus(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The same PC named by symbol (nm is the independent reader of the symbol table).
+    let by_symbol = locus(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", "split+1"]);
+    assert_eq!(
+        String::from_utf8_lossy(&by_symbol.stdout),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let vars = doc["variables"].as_array().unwrap();
+    let names: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
+    assert!(names.contains(&"a") && names.contains(&"b"), "{doc}");
+    for v in vars.iter().filter(|v| v["kind"] == "parameter") {
+        assert_eq!(v["function"], "split");
+        // At the entry, the parameters are in their argument registers (rdi = 5, rsi = 4).
+        let e = v["expression"].as_str().unwrap_or_default();
+        assert!(e.starts_with("DW_OP_reg"), "{doc}");
+    }
+}
+
+/// Registers gdb's `info registers` prints, by x86-64 DWARF number.
+const X86_64: &[(&str, u64)] = &[
+    ("rax", 0),
+    ("rdx", 1),
+    ("rcx", 2),
+    ("rbx", 3),
+    ("rsi", 4),
+    ("rdi", 5),
+    ("rbp", 6),
+    ("rsp", 7),
+    ("r8", 8),
+    ("r9", 9),
+    ("r10", 10),
+    ("r11", 11),
+    ("r12", 12),
+    ("r13", 13),
+    ("r14", 14),
+    ("r15", 15),
+    ("rip", 16),
+];
+
+fn gdb_registers(text: &str) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(name), Some(value)) = (f.next(), f.next()) else {
+            continue;
+        };
+        if let Some((_, n)) = X86_64.iter().find(|(r, _)| *r == name) {
+            let v = u64::from_str_radix(value.trim_start_matches("0x"), 16).unwrap();
+            let hex: String = v.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect();
+            out.insert(name.to_string(), json!({"number": n, "value": hex}));
+        }
+    }
+    out
+}
+
+fn between<'t>(text: &'t str, from: &str, to: &str) -> &'t str {
+    let start = text.find(from).map(|i| i + from.len()).unwrap();
+    let rest = &text[start..];
+    &rest[..rest.find(to).unwrap()]
+}
+
+/// `locus dwarf vars --snapshot` against gdb: gdb stops in `split` of the clang-19 -O2
+/// fixture (recording the registers at its entry, at the stop and the stack), the
+/// snapshot is written in the CLI's format, and the values Locus prints for the
+/// parameters (entry values by then) and `sum` are those gdb prints.
+#[test]
+fn vars_with_a_gdb_snapshot_match_gdb() {
+    let dir = TempDir::new("dwarf-vars-gdb");
+    let exe = dir.path("pieces");
+    let out = std::process::Command::new("clang-19")
+        .args(["-g", "-O2", "-no-pie", "-o"])
+        .arg(&exe)
+        .arg(fixture("pieces.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
+    assert!(out.status.success());
+    let src = std::fs::read_to_string(fixture("pieces.c")).unwrap();
+    let line = src.lines().position(|l| l.contains("BREAK split")).unwrap() + 1;
+    let stack = dir.path("stack.bin");
+    let stop = format!("break pieces.c:{line}");
+    let dump = format!("dump binary memory {} $sp-256 $sp+512", stack.display());
+    let mut args: Vec<&str> = vec!["-batch", "-nx"];
+    for ex in [
+        "break *split",
+        &stop,
+        "run",
+        "echo @@entry\\n",
+        "info registers",
+        "echo @@end\\n",
+        "continue",
+        "echo @@stop\\n",
+        "info registers",
+        "echo @@end\\n",
+        &dump,
+        "echo @@a\\n",
+        "print a",
+        "echo @@b\\n",
+        "print b",
+        "echo @@sum\\n",
+        "print sum",
+        "echo @@end\\n",
+        "kill",
+    ] {
+        args.extend(["-ex", ex]);
+    }
+    args.push(exe.to_str().unwrap());
+    let out = std::process::Command::new("gdb")
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
+    let gdb = String::from_utf8_lossy(&out.stdout).into_owned();
+    let regs = gdb_registers(between(&gdb, "@@stop", "@@end"));
+    let rsp = u64::from_str_radix(
+        between(&gdb, "@@stop", "@@end")
+            .lines()
+            .find(|l| l.starts_with("rsp"))
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let pc = regs["rip"]["value"].as_str().unwrap().to_string();
+    let pc = u64::from_le_bytes(
+        (0..8)
+            .map(|i| u8::from_str_radix(&pc[2 * i..2 * i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+            .try_into()
+            .unwrap(),
+    );
+    let stack_hex: String = std::fs::read(&stack)
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let snap = json!({
+        "address_size": 8,
+        "registers": regs,
+        "entry_registers": gdb_registers(between(&gdb, "@@entry", "@@end")),
+        "memory": [{"space": 0, "address": rsp - 256, "bytes": stack_hex}],
+    });
+    let snap_path = dir.path("snap.json");
+    std::fs::write(&snap_path, snap.to_string()).unwrap();
+    let out = locus(&[
+        "dwarf",
+        "vars",
+        exe.to_str().unwrap(),
+        "--pc",
+        &format!("{pc:#x}"),
+        "--snapshot",
+        snap_path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vars = doc["variables"].as_array().unwrap();
+    for (name, size) in [("a", 4), ("b", 4), ("sum", 8)] {
+        let v = vars.iter().find(|v| v["name"] == name).expect(name);
+        let hex = v["value"].as_str().unwrap_or_else(|| panic!("{v}"));
+        assert_eq!(hex.len(), size * 2, "{v}");
+        let mut b = [0u8; 8];
+        for (i, slot) in b.iter_mut().enumerate().take(size) {
+            *slot = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        let ours = i64::from_le_bytes(b);
+        let theirs: i64 = between(&gdb, &format!("@@{name}\n"), "@@")
+            .split(" = ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("gdb printed no number for {name} ({e}):\n{gdb}"));
+        assert_eq!(ours, theirs, "{name}: {v}");
+    }
+    // The parameters are dead at the stop: their values come from DW_OP_entry_value.
+    let a = vars.iter().find(|v| v["name"] == "a").unwrap();
+    assert!(
+        a["expression"]
+            .as_str()
+            .unwrap()
+            .contains("DW_OP_entry_value"),
+        "{a}"
+    );
+}

@@ -1,0 +1,343 @@
+//! Benchmark: every location expression of a large `clang-19 -g -O2` binary (each
+//! `DW_AT_location` and `DW_AT_frame_base`, every location-list entry), evaluated by gimli
+//! and by Locus in the same run against the same synthetic registers and memory.
+//!
+//! The binary is built here from a generated C file (a few hundred functions with
+//! structs split into registers, bit-fields, loops, pointers to locals, values live only
+//! as expressions). Only expressions both evaluators complete are timed (the DWARF 5
+//! subset both support); both are checked to agree on the number of pieces first.
+//! Locus is timed from bytes (decode + evaluate), as gimli evaluates from bytes.
+//!
+//! `cargo bench -p locus-dwarf --bench gimli_vs_locus` prints criterion's statistics for
+//! both and a final line `locus/gimli throughput ratio: R` (goal: R >= 1.5).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use gimli::{EndianSlice, LittleEndian};
+use locus_dwarf::binary::{location_expressions, Decoded, LocationExpression};
+use locus_dwarf::{decode, Encoding, Entry, EvaluationResult, Value, ValueType};
+
+/// Synthetic register contents: an address-like value per register.
+fn reg_value(r: u16) -> u64 {
+    0x7fff_0000_1000 + u64::from(r) * 64
+}
+
+/// Synthetic memory: a pattern of the address.
+fn mem_value(address: u64, size: u8) -> u64 {
+    let v = address.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555;
+    if size >= 8 {
+        v
+    } else {
+        v & ((1u64 << (u32::from(size) * 8)) - 1)
+    }
+}
+
+const FRAME_BASE: u64 = 0x7fff_0000_8000;
+const CFA: u64 = 0x7fff_0000_9000;
+const ENTRY: u64 = 42;
+const INDEXED: u64 = 0x40_1000;
+
+/// A C file with `n` functions of a few shapes, plus a main that calls them.
+fn generate_c(n: usize) -> String {
+    let mut s = String::from(
+        "struct pair { int lo; int hi; };\n\
+         struct bits { unsigned a : 3; unsigned b : 7; unsigned c : 13; unsigned d : 9; };\n\
+         volatile long sink_total;\n\
+         __attribute__((noinline)) void sink(long x) { sink_total += x; }\n\
+         __attribute__((noinline)) void sink_ptr(const long *p) { sink_total += *p; }\n",
+    );
+    for i in 0..n {
+        let k = i * 7 + 3;
+        let body = match i % 5 {
+            0 => format!(
+                "int f{i}(int a, int b) {{ struct pair p = {{a * {k}, b + {k}}}; long s = (long)a + b;\n\
+                 sink(p.lo); sink(p.hi); sink(s); for (int j = 0; j < a; j++) {{ s += j * p.lo; sink(s); }}\n\
+                 return p.lo + p.hi + (int)s; }}\n"
+            ),
+            1 => format!(
+                "unsigned f{i}(unsigned x, unsigned y) {{ struct bits f; f.a = x; f.b = y; f.c = x + y + {k};\n\
+                 f.d = x ^ y; sink(x); sink(f.a + f.b); sink(f.c + f.d); return f.a + f.b + f.c + f.d; }}\n"
+            ),
+            2 => format!(
+                "int f{i}(int v) {{ int local = v * {k}; int *ptr = &local; double scale = {k}.5;\n\
+                 struct pair q = {{{k}, v}}; sink(*ptr); sink((long)(scale * v) + q.lo + q.hi);\n\
+                 return *ptr + v; }}\n"
+            ),
+            3 => format!(
+                "long f{i}(long n) {{ long buf[{m}]; for (int j = 0; j < {m}; j++) buf[j] = n * j + {k};\n\
+                 sink_ptr(buf); long t = 0; for (int j = 0; j < {m}; j++) t += buf[j] ^ j; sink(t);\n\
+                 return t; }}\n",
+                m = 4 + i % 9
+            ),
+            _ => format!(
+                "long f{i}(long a, long b, long c) {{ long x = a * b + {k}; long y = x - c;\n\
+                 if (x > y) {{ sink(x); y += a; }} else {{ sink(y); x -= b; }}\n\
+                 long z = (x << 3) ^ (y >> 2); sink(z); sink(a + b + c); return x + y + z; }}\n"
+            ),
+        };
+        s.push_str(&body);
+    }
+    s.push_str("int main(void) { long r = 0;\n");
+    for i in 0..n {
+        let call = match i % 5 {
+            0 => format!("f{i}(3, 4)"),
+            1 => format!("f{i}(5, 9)"),
+            2 => format!("f{i}(7)"),
+            3 => format!("f{i}(11)"),
+            _ => format!("f{i}(1, 2, 3)"),
+        };
+        s.push_str(&format!("  r += {call};\n"));
+    }
+    s.push_str("  return (int)(r & 0x7f); }\n");
+    s
+}
+
+fn build_binary() -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("locus-dwarf-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("big.c");
+    std::fs::write(&src, generate_c(600)).unwrap();
+    let exe: PathBuf = dir.join("big");
+    let out = Command::new("clang-19")
+        .args(["-g", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("clang-19 is needed (scripts/install-deps installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&exe).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    data
+}
+
+fn gimli_encoding(e: Encoding) -> gimli::Encoding {
+    gimli::Encoding {
+        address_size: e.address_size,
+        format: if e.offset_size == 8 {
+            gimli::Format::Dwarf64
+        } else {
+            gimli::Format::Dwarf32
+        },
+        version: 5,
+    }
+}
+
+/// gimli: evaluates `bytes`, answering every request synthetically; returns the number
+/// of pieces.
+fn gimli_eval(x: &LocationExpression) -> Option<usize> {
+    let expr = gimli::Expression(EndianSlice::new(&x.bytes, LittleEndian));
+    let mut eval = expr.evaluation(gimli_encoding(x.encoding));
+    let mut r = eval.evaluate().ok()?;
+    loop {
+        r = match r {
+            gimli::EvaluationResult::Complete => break,
+            gimli::EvaluationResult::RequiresRegister { register, .. } => eval
+                .resume_with_register(gimli::Value::Generic(reg_value(register.0)))
+                .ok()?,
+            gimli::EvaluationResult::RequiresMemory { address, size, .. } => eval
+                .resume_with_memory(gimli::Value::Generic(mem_value(address, size)))
+                .ok()?,
+            gimli::EvaluationResult::RequiresFrameBase => {
+                eval.resume_with_frame_base(FRAME_BASE).ok()?
+            }
+            gimli::EvaluationResult::RequiresCallFrameCfa => {
+                eval.resume_with_call_frame_cfa(CFA).ok()?
+            }
+            gimli::EvaluationResult::RequiresEntryValue(_) => eval
+                .resume_with_entry_value(gimli::Value::Generic(ENTRY))
+                .ok()?,
+            gimli::EvaluationResult::RequiresRelocatedAddress(a) => {
+                eval.resume_with_relocated_address(a).ok()?
+            }
+            gimli::EvaluationResult::RequiresIndexedAddress { .. } => {
+                eval.resume_with_indexed_address(INDEXED).ok()?
+            }
+            gimli::EvaluationResult::RequiresBaseType(_) => {
+                eval.resume_with_base_type(gimli::ValueType::U32).ok()?
+            }
+            _ => return None,
+        };
+    }
+    Some(eval.as_result().len())
+}
+
+/// Locus: decodes and evaluates `bytes` with the same answers; returns the number of
+/// pieces (1 for a non-composite result).
+fn locus_eval(x: &LocationExpression) -> Option<usize> {
+    let expr = Decoded::new(&x.bytes, x.encoding).ok()?;
+    locus_eval_decoded(&expr, x.encoding)
+}
+
+/// Locus on an already decoded expression (a debugger that caches decoded expressions).
+fn locus_eval_decoded(expr: &Decoded, encoding: Encoding) -> Option<usize> {
+    let a = encoding.address_size;
+    let mut eval = expr.evaluation(encoding);
+    let mut r = eval.evaluate().ok()?;
+    loop {
+        r = match r {
+            EvaluationResult::Complete => break,
+            EvaluationResult::RequiresRegister { register } => eval
+                .resume_with_register(&reg_value(register).to_le_bytes())
+                .ok()?,
+            EvaluationResult::RequiresMemory { address, size, .. } => eval
+                .resume_with_memory(&mem_value(address, size).to_le_bytes())
+                .ok()?,
+            EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(FRAME_BASE).ok()?,
+            EvaluationResult::RequiresCallFrameCfa => eval.resume_with_call_frame_cfa(CFA).ok()?,
+            EvaluationResult::RequiresEntryValue { .. } => eval
+                .resume_with_entry_value(Entry::Value(Value::new(ValueType::Generic, ENTRY, a)))
+                .ok()?,
+            EvaluationResult::RequiresIndexedAddress { .. } => {
+                eval.resume_with_indexed_address(INDEXED).ok()?
+            }
+            // DW_ATE_unsigned, 4 bytes: gimli's U32.
+            EvaluationResult::RequiresBaseType { .. } => {
+                eval.resume_with_base_type(0x08, 4).ok()?
+            }
+            _ => return None,
+        };
+    }
+    Some(match eval.result()? {
+        Entry::Location(l) => match l.places.first().map(|p| &p.storage) {
+            Some(locus_dwarf::Storage::Composite(parts)) => parts.len(),
+            _ => 1,
+        },
+        Entry::Value(_) => 1,
+    })
+}
+
+fn time(mut f: impl FnMut(), rounds: usize) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed());
+    }
+    best
+}
+
+fn main() {
+    let data = build_binary();
+    let all = location_expressions(&data).expect("the binary's DWARF");
+    let both: Vec<LocationExpression> = all
+        .iter()
+        .filter(|x| {
+            let g = gimli_eval(x);
+            let l = locus_eval(x);
+            // Both complete and agree on the piece count (gimli reports one piece for a
+            // non-composite result).
+            g.is_some() && g == l
+        })
+        .cloned()
+        .collect();
+    let bytes: usize = both.iter().map(|x| x.bytes.len()).sum();
+    println!(
+        "{} location expressions in the binary; {} evaluated by both ({} bytes)",
+        all.len(),
+        both.len(),
+        bytes
+    );
+    assert!(
+        both.len() * 10 >= all.len() * 9,
+        "fewer than 90% of the expressions are in the common subset"
+    );
+
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .measurement_time(Duration::from_secs(3));
+    c.bench_function("gimli: all location expressions", |b| {
+        b.iter(|| {
+            for x in &both {
+                black_box(gimli_eval(black_box(x)));
+            }
+        })
+    });
+    c.bench_function("locus: all location expressions", |b| {
+        b.iter(|| {
+            for x in &both {
+                black_box(locus_eval(black_box(x)));
+            }
+        })
+    });
+
+    // The ratio, measured in this run: best of several passes over all expressions.
+    let g = time(
+        || {
+            for x in &both {
+                black_box(gimli_eval(black_box(x)));
+            }
+        },
+        30,
+    );
+    let l = time(
+        || {
+            for x in &both {
+                black_box(locus_eval(black_box(x)));
+            }
+        },
+        30,
+    );
+    // Where Locus's time goes: decoding alone, and decoding plus `Evaluation::new`.
+    let d = time(
+        || {
+            for x in &both {
+                black_box(decode(black_box(&x.bytes), x.encoding).ok());
+            }
+        },
+        30,
+    );
+    let n = time(
+        || {
+            for x in &both {
+                if let Ok(expr) = Decoded::new(black_box(&x.bytes), x.encoding) {
+                    black_box(expr.evaluation(x.encoding));
+                }
+            }
+        },
+        30,
+    );
+    let decoded: Vec<Decoded> = both
+        .iter()
+        .map(|x| Decoded::new(&x.bytes, x.encoding).unwrap())
+        .collect();
+    let e = time(
+        || {
+            for (x, d) in both.iter().zip(&decoded) {
+                black_box(locus_eval_decoded(black_box(d), x.encoding));
+            }
+        },
+        30,
+    );
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / both.len() as f64;
+    println!(
+        "locus breakdown: decode {:.1} ns, decode + Evaluation::new {:.1} ns, \
+         evaluation of pre-decoded operations {:.1} ns per expression",
+        per(d),
+        per(n),
+        per(e)
+    );
+    println!(
+        "locus (pre-decoded)/gimli throughput ratio: {:.2}",
+        g.as_secs_f64() / e.as_secs_f64()
+    );
+    println!(
+        "gimli: {:.1} ns/expression, locus: {:.1} ns/expression",
+        per(g),
+        per(l)
+    );
+    println!(
+        "locus/gimli throughput ratio: {:.2} (goal >= 1.5)",
+        g.as_secs_f64() / l.as_secs_f64()
+    );
+    c.final_summary();
+}

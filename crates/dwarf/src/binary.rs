@@ -1,0 +1,1008 @@
+//! Real binaries (feature `binary`): find the variables in scope at a PC in an
+//! ELF file's DWARF (read with gimli: `.debug_info`, `.debug_loclists`,
+//! `.debug_loc`, `.debug_addr`), and evaluate their location expressions with
+//! Locus against a [`Snapshot`] of the target (registers, memory, entry
+//! values, CFA).
+//!
+//! The evaluator core stays pure; this module is the caller that answers its
+//! requests from a snapshot ([`run`]: registers, memory, lane, frame base
+//! through the function's `DW_AT_frame_base`, CFA, base types, entry values
+//! from the registers at function entry), and reads the object's bits
+//! through the resulting location description ([`read`], with
+//! [`crate::access`]). `DW_OP_addrx`/`DW_OP_constx` are resolved against
+//! `.debug_addr` when the variable is found. Location-list entries with an
+//! empty range (gcc's location views) never match a PC.
+//!
+//! ```no_run
+//! use locus_dwarf::binary::{evaluate_variable, variables_at, Snapshot};
+//!
+//! let data = std::fs::read("a.out")?;
+//! let mut snapshot = Snapshot::default();
+//! snapshot.registers.insert(7, 0x7fff_ffff_e000u64.to_le_bytes().to_vec()); // rsp
+//! for v in variables_at(&data, 0x401130)? {
+//!     let value = evaluate_variable(&v, &snapshot)?;
+//!     println!("{} = {}", v.name, value.bits.to_hex());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+extern crate std;
+
+use alloc::borrow::ToOwned;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use gimli::{AttributeValue, EndianSlice, LittleEndian};
+use object::{Object as _, ObjectSection as _};
+
+use crate::access::{self, Bits, Target};
+use crate::{
+    decode, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location, Op, Storage,
+    Value, ValueType,
+};
+
+/// Why a binary could not be read or an expression not evaluated against a
+/// snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinaryError {
+    /// The file is not an object file `object` can parse, or has no DWARF.
+    Object(String),
+    /// gimli could not read the DWARF.
+    Dwarf(String),
+    /// The expression is ill-formed, or the evaluator failed.
+    Expression(Error),
+    /// The snapshot cannot answer the evaluator's request.
+    Unanswered {
+        /// Index of the operation that asked.
+        index: usize,
+        /// Its name.
+        op: &'static str,
+        /// What was missing.
+        what: String,
+    },
+}
+
+impl fmt::Display for BinaryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BinaryError::Object(e) => write!(f, "cannot read the object file: {e}"),
+            BinaryError::Dwarf(e) => write!(f, "cannot read the DWARF: {e}"),
+            BinaryError::Expression(e) => write!(f, "{e}"),
+            BinaryError::Unanswered { index, op, what } => write!(f, "op #{index} {op}: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for BinaryError {}
+
+impl From<Error> for BinaryError {
+    fn from(e: Error) -> Self {
+        BinaryError::Expression(e)
+    }
+}
+
+impl From<gimli::Error> for BinaryError {
+    fn from(e: gimli::Error) -> Self {
+        BinaryError::Dwarf(e.to_string())
+    }
+}
+
+/// A block of target memory: `bytes` at `address` of `space`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryBlock {
+    /// Address space (0: global memory).
+    pub space: u64,
+    /// Address of the first byte.
+    pub address: u64,
+    /// The bytes, in target order.
+    pub bytes: Vec<u8>,
+}
+
+/// What a debugger knows about the stopped target: enough to answer every
+/// request of an evaluation. Bytes outside `memory` are unreadable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Address size in bytes (4 or 8).
+    pub address_size: u8,
+    /// Register contents by DWARF register number, little-endian.
+    pub registers: BTreeMap<u16, Vec<u8>>,
+    /// Readable memory.
+    pub memory: Vec<MemoryBlock>,
+    /// The current lane (`DW_OP_push_lane`).
+    pub lane: Option<u64>,
+    /// The frame base, if known directly (otherwise computed from the
+    /// function's `DW_AT_frame_base`).
+    pub frame_base: Option<u64>,
+    /// The canonical frame address (`DW_OP_call_frame_cfa`).
+    pub cfa: Option<u64>,
+    /// The object address (`DW_OP_push_object_address`).
+    pub object_address: Option<u64>,
+    /// Registers at the function's entry, by DWARF number
+    /// (`DW_OP_entry_value(DW_OP_regN)`).
+    pub entry_registers: BTreeMap<u16, Vec<u8>>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            address_size: 8,
+            registers: BTreeMap::new(),
+            memory: Vec::new(),
+            lane: None,
+            frame_base: None,
+            cfa: None,
+            object_address: None,
+            entry_registers: BTreeMap::new(),
+        }
+    }
+}
+
+impl Snapshot {
+    /// `size` bytes at `address` of `space`, if one block holds them all.
+    pub fn read_memory(&self, space: u64, address: u64, size: usize) -> Option<&[u8]> {
+        self.memory.iter().find_map(|b| {
+            if b.space != space || address < b.address {
+                return None;
+            }
+            let start = usize::try_from(address - b.address).ok()?;
+            b.bytes.get(start..start.checked_add(size)?)
+        })
+    }
+}
+
+fn unanswered(eval: &Evaluation<'_>, ops: &[Op], what: String) -> BinaryError {
+    let index = eval.pc();
+    BinaryError::Unanswered {
+        index,
+        op: ops.get(index).map_or("end of expression", Op::name),
+        what,
+    }
+}
+
+/// A base type DIE the typed operations may name: unit offset,
+/// `DW_AT_encoding`, `DW_AT_byte_size`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BaseType {
+    /// Unit-relative offset of the `DW_TAG_base_type` DIE.
+    pub offset: u64,
+    /// Its `DW_ATE_*` encoding.
+    pub encoding: u8,
+    /// Its size in bytes.
+    pub byte_size: u64,
+}
+
+/// An expression decoded from bytes: its operations and the byte offset of
+/// each (then the length), so that branches are resolved against the
+/// original bytes ([`Evaluation::set_byte_offsets`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// The operations.
+    pub ops: Vec<Op>,
+    /// Byte offset of each operation, then the expression's length.
+    pub offsets: Vec<usize>,
+}
+
+impl Decoded {
+    /// Decodes `bytes`.
+    pub fn new(bytes: &[u8], encoding: Encoding) -> Result<Decoded, Error> {
+        let decoded = decode(bytes, encoding)?;
+        let mut offsets = Vec::with_capacity(decoded.len() + 1);
+        let mut ops = Vec::with_capacity(decoded.len());
+        for (at, op) in decoded {
+            offsets.push(at);
+            ops.push(op);
+        }
+        offsets.push(bytes.len());
+        Ok(Decoded { ops, offsets })
+    }
+
+    /// A fresh evaluation of the operations, with their byte offsets.
+    pub fn evaluation(&self, encoding: Encoding) -> Evaluation<'_> {
+        let mut eval = Evaluation::new(&self.ops, encoding);
+        // Cannot fail: decode's offsets are increasing, one per operation
+        // plus the length. Should it, branches re-encode instead.
+        let _ = eval.set_byte_offsets(self.offsets.clone());
+        eval
+    }
+}
+
+/// What the function being inspected adds to the snapshot: its frame base
+/// expression and its unit's base types.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Frame<'f> {
+    /// The function's `DW_AT_frame_base`, decoded, with its encoding.
+    pub frame_base: Option<(&'f Decoded, Encoding)>,
+    /// The unit's base types.
+    pub base_types: &'f [BaseType],
+}
+
+/// Nesting limit for entry values and frame bases evaluated while
+/// answering a request.
+const MAX_NESTING: u32 = 8;
+
+/// Runs `eval` (over `ops`) to completion, answering its requests from
+/// `snapshot` and `frame`. A frame-base request is answered by
+/// `snapshot.frame_base`, else by evaluating `frame.frame_base`; an entry
+/// value by evaluating its expression against the registers at entry.
+pub fn run(
+    eval: &mut Evaluation<'_>,
+    ops: &[Op],
+    snapshot: &Snapshot,
+    frame: Frame<'_>,
+) -> Result<(), BinaryError> {
+    run_nested(eval, ops, snapshot, frame, 0)
+}
+
+fn run_nested(
+    eval: &mut Evaluation<'_>,
+    ops: &[Op],
+    snapshot: &Snapshot,
+    frame: Frame<'_>,
+    depth: u32,
+) -> Result<(), BinaryError> {
+    let mut r = eval.evaluate()?;
+    loop {
+        r = match r {
+            EvaluationResult::Complete => return Ok(()),
+            EvaluationResult::RequiresRegister { register } => {
+                match snapshot.registers.get(&register) {
+                    Some(bytes) => eval.resume_with_register(bytes)?,
+                    None => {
+                        return Err(unanswered(
+                            eval,
+                            ops,
+                            format!("register {register} is not in the context"),
+                        ))
+                    }
+                }
+            }
+            EvaluationResult::RequiresMemory {
+                address,
+                size,
+                address_space,
+            } => match snapshot.read_memory(address_space, address, usize::from(size)) {
+                Some(bytes) => eval.resume_with_memory(bytes)?,
+                None => {
+                    return Err(unanswered(
+                        eval,
+                        ops,
+                        format!(
+                        "memory {address:#x} (space {address_space}, {size} bytes) is not readable"
+                    ),
+                    ))
+                }
+            },
+            EvaluationResult::RequiresLane => match snapshot.lane {
+                Some(lane) => eval.resume_with_lane(lane)?,
+                None => return Err(unanswered(eval, ops, "no lane in the context".to_owned())),
+            },
+            EvaluationResult::RequiresFrameBase => {
+                let fb = match (snapshot.frame_base, frame.frame_base) {
+                    (Some(fb), _) => fb,
+                    (None, Some((fops, enc))) if depth < MAX_NESTING => {
+                        frame_base_address(fops, enc, snapshot, frame, depth + 1)
+                            .map_err(|e| unanswered(eval, ops, format!("frame base: {e}")))?
+                    }
+                    _ => {
+                        return Err(unanswered(
+                            eval,
+                            ops,
+                            "no frame base in the context".to_owned(),
+                        ))
+                    }
+                };
+                eval.resume_with_frame_base(fb)?
+            }
+            EvaluationResult::RequiresCallFrameCfa => match snapshot.cfa {
+                Some(cfa) => eval.resume_with_call_frame_cfa(cfa)?,
+                None => return Err(unanswered(eval, ops, "no CFA in the context".to_owned())),
+            },
+            EvaluationResult::RequiresObjectAddress => match snapshot.object_address {
+                Some(a) => eval.resume_with_object_address(a)?,
+                None => {
+                    return Err(unanswered(
+                        eval,
+                        ops,
+                        "no object address in the context".to_owned(),
+                    ))
+                }
+            },
+            EvaluationResult::RequiresBaseType { offset } => {
+                match frame.base_types.iter().find(|b| b.offset == offset) {
+                    Some(b) => eval.resume_with_base_type(b.encoding, b.byte_size)?,
+                    None => {
+                        return Err(unanswered(
+                            eval,
+                            ops,
+                            format!("no base type DIE at unit offset {offset:#x}"),
+                        ))
+                    }
+                }
+            }
+            EvaluationResult::RequiresEntryValue {
+                expression,
+                register,
+            } => {
+                let entry = entry_value(&expression, register, eval, snapshot, frame, depth)
+                    .map_err(|e| unanswered(eval, ops, format!("entry value: {e}")))?;
+                eval.resume_with_entry_value(entry)?
+            }
+            EvaluationResult::RequiresEntryRegister { register } => {
+                // The snapshot has the value, not where it was saved: an
+                // implicit location holding it.
+                let loc = match snapshot.entry_registers.get(&register) {
+                    Some(bytes) => Location::single(Storage::Implicit(bytes.clone()), 0),
+                    None => Location::undefined(),
+                };
+                eval.resume_with_entry_register(loc)?
+            }
+            other => {
+                return Err(unanswered(
+                    eval,
+                    ops,
+                    format!("the context cannot answer {other:?}"),
+                ))
+            }
+        }
+    }
+}
+
+/// The value `expression` had on entry to the function: a register's from
+/// `snapshot.entry_registers`, anything else by evaluating it against a
+/// snapshot whose registers are the entry registers.
+fn entry_value(
+    expression: &[u8],
+    register: Option<u16>,
+    eval: &Evaluation<'_>,
+    snapshot: &Snapshot,
+    frame: Frame<'_>,
+    depth: u32,
+) -> Result<Entry, BinaryError> {
+    let a = eval.encoding().address_size;
+    if let Some(r) = register {
+        return match snapshot.entry_registers.get(&r) {
+            Some(bytes) => Ok(Entry::Value(Value::from_bytes(
+                ValueType::Generic,
+                bytes,
+                a,
+            ))),
+            None => Err(BinaryError::Unanswered {
+                index: 0,
+                op: "DW_OP_entry_value",
+                what: format!("register {r} at function entry is not in the snapshot"),
+            }),
+        };
+    }
+    if depth >= MAX_NESTING {
+        return Err(BinaryError::Unanswered {
+            index: 0,
+            op: "DW_OP_entry_value",
+            what: "nested too deeply".to_owned(),
+        });
+    }
+    let enc = eval.encoding();
+    let expr = Decoded::new(expression, enc)?;
+    let at_entry = Snapshot {
+        registers: snapshot.entry_registers.clone(),
+        ..snapshot.clone()
+    };
+    let mut inner = expr.evaluation(enc);
+    run_nested(&mut inner, &expr.ops, &at_entry, frame, depth + 1)?;
+    inner.result().ok_or_else(|| BinaryError::Unanswered {
+        index: 0,
+        op: "DW_OP_entry_value",
+        what: "the entry-value expression left an empty stack".to_owned(),
+    })
+}
+
+/// Evaluates a `DW_AT_frame_base` expression to an address: a register
+/// location gives the register's value, a memory location its address.
+fn frame_base_address(
+    expr: &Decoded,
+    enc: Encoding,
+    snapshot: &Snapshot,
+    frame: Frame<'_>,
+    depth: u32,
+) -> Result<u64, BinaryError> {
+    let mut eval = expr.evaluation(enc);
+    let inner = Frame {
+        frame_base: None,
+        ..frame
+    };
+    run_nested(&mut eval, &expr.ops, snapshot, inner, depth)?;
+    let loc = eval.location_result();
+    let bad = || BinaryError::Unanswered {
+        index: 0,
+        op: "DW_AT_frame_base",
+        what: "the frame base is not an address or a register".to_owned(),
+    };
+    let place = loc
+        .as_ref()
+        .and_then(|l| l.places.first())
+        .ok_or_else(bad)?;
+    match &place.storage {
+        Storage::Memory { .. } => Ok((place.bit_offset / 8) as u64),
+        Storage::Register(r) => {
+            let bytes = snapshot.registers.get(r).ok_or_else(bad)?;
+            Ok(Value::from_bytes(ValueType::Generic, bytes, enc.address_size).to_u64())
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// The snapshot as a read-only [`Target`] for [`crate::access`].
+impl Target for Snapshot {
+    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
+        match Snapshot::read_memory(self, address_space, address, buf.len()) {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
+        let Some(reg) = self.registers.get(&register) else {
+            return false;
+        };
+        let Ok(start) = usize::try_from(byte_offset) else {
+            return false;
+        };
+        match start
+            .checked_add(buf.len())
+            .and_then(|end| reg.get(start..end))
+        {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Reads `bit_len` bits through `location` from the snapshot
+/// ([`crate::access::read`]: undefined bits stay undefined, unreadable
+/// registers or memory are an error).
+pub fn read(location: &Location, bit_len: u64, snapshot: &Snapshot) -> Result<Bits, BinaryError> {
+    let mut target = snapshot.clone();
+    Ok(access::read(location, bit_len, &mut target)?)
+}
+
+/// Whether a variable is a formal parameter or a local.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VariableKind {
+    /// `DW_TAG_formal_parameter`.
+    Parameter,
+    /// `DW_TAG_variable`.
+    Variable,
+}
+
+/// Where a variable is at the PC, as the DWARF says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VariableLocation {
+    /// A location expression (from `DW_AT_location` or the location-list
+    /// entry covering the PC).
+    Expression(Vec<u8>),
+    /// `DW_AT_const_value`, as target bytes.
+    Const(Vec<u8>),
+    /// No location at this PC (optimized out).
+    None,
+}
+
+/// A variable or parameter in scope at a PC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variable {
+    /// Source name.
+    pub name: String,
+    /// Parameter or variable.
+    pub kind: VariableKind,
+    /// The enclosing function (inlined subroutines name the inlined one).
+    pub function: String,
+    /// Offset of the DIE in `.debug_info`.
+    pub die: u64,
+    /// The type's name as far as it can be said briefly.
+    pub type_name: String,
+    /// The type's size in bytes, if known.
+    pub byte_size: Option<u64>,
+    /// Where it is.
+    pub location: VariableLocation,
+    /// The encoding of the expression bytes (address and offset size).
+    pub encoding: Encoding,
+    /// The enclosing concrete function's `DW_AT_frame_base` expression.
+    pub frame_base: Option<Vec<u8>>,
+    /// The unit's base types (for typed operations such as `DW_OP_convert`).
+    pub base_types: Vec<BaseType>,
+}
+
+/// A location expression with the encoding it was written in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocationExpression {
+    /// The expression's bytes.
+    pub bytes: Vec<u8>,
+    /// Its encoding.
+    pub encoding: Encoding,
+}
+
+type R<'a> = EndianSlice<'a, LittleEndian>;
+
+fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, BinaryError> {
+    let file = object::File::parse(data).map_err(|e| BinaryError::Object(e.to_string()))?;
+    if !file.is_little_endian() {
+        return Err(BinaryError::Object(
+            "only little-endian targets are supported".to_owned(),
+        ));
+    }
+    let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, BinaryError> {
+        let bytes = file
+            .section_by_name(id.name())
+            .and_then(|s| s.data().ok())
+            .unwrap_or(&[]);
+        Ok(EndianSlice::new(bytes, LittleEndian))
+    })?;
+    Ok(dwarf)
+}
+
+fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
+    let e = unit.encoding();
+    Encoding {
+        address_size: e.address_size,
+        offset_size: e.format.word_size(),
+        ..Encoding::default()
+    }
+}
+
+/// The address of symbol `name` in the object's symbol table, if present.
+pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, BinaryError> {
+    use object::ObjectSymbol as _;
+    let file = object::File::parse(data).map_err(|e| BinaryError::Object(e.to_string()))?;
+    Ok(file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .map(|s| s.address()))
+}
+
+/// Every location expression in the binary: each `DW_AT_location` and
+/// `DW_AT_frame_base` expression and every entry of every location list.
+pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, BinaryError> {
+    let dwarf = load(data)?;
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        let encoding = encoding_of(&unit);
+        let mut entries = unit.entries();
+        while let Some((_, entry)) = entries.next_dfs()? {
+            for at in [gimli::DW_AT_location, gimli::DW_AT_frame_base] {
+                let Some(value) = entry.attr_value(at)? else {
+                    continue;
+                };
+                if let AttributeValue::Exprloc(e) = value {
+                    out.push(LocationExpression {
+                        bytes: e.0.slice().to_vec(),
+                        encoding,
+                    });
+                } else if let Some(mut list) = dwarf.attr_locations(&unit, value)? {
+                    while let Some(le) = list.next()? {
+                        out.push(LocationExpression {
+                            bytes: le.data.0.slice().to_vec(),
+                            encoding,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The variables and formal parameters in scope at `pc`: those of every
+/// subprogram, lexical block and inlined subroutine whose ranges contain
+/// `pc`, innermost scope last.
+pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, BinaryError> {
+    let dwarf = load(data)?;
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
+        let base_types = base_types(&unit)?;
+        let mut scan = Scan {
+            dwarf: &dwarf,
+            unit: &unit,
+            pc,
+            out: &mut out,
+            base_types,
+        };
+        scan.children(root, None, "")?;
+    }
+    Ok(out)
+}
+
+struct Scan<'s, 'a> {
+    dwarf: &'s gimli::Dwarf<R<'a>>,
+    unit: &'s gimli::Unit<R<'a>>,
+    pc: u64,
+    out: &'s mut Vec<Variable>,
+    base_types: Vec<BaseType>,
+}
+
+/// Every `DW_TAG_base_type` of a unit.
+fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, BinaryError> {
+    let mut out = Vec::new();
+    let mut entries = unit.entries();
+    while let Some((_, entry)) = entries.next_dfs()? {
+        if entry.tag() != gimli::DW_TAG_base_type {
+            continue;
+        }
+        let encoding = match entry.attr_value(gimli::DW_AT_encoding)? {
+            Some(AttributeValue::Encoding(e)) => e.0,
+            _ => continue,
+        };
+        let Some(byte_size) = entry
+            .attr_value(gimli::DW_AT_byte_size)?
+            .and_then(|v| v.udata_value())
+        else {
+            continue;
+        };
+        out.push(BaseType {
+            offset: entry.offset().0 as u64,
+            encoding,
+            byte_size,
+        });
+    }
+    Ok(out)
+}
+
+type Node<'abbrev, 'unit, 'tree, 'a> = gimli::EntriesTreeNode<'abbrev, 'unit, 'tree, R<'a>>;
+type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, R<'a>>;
+
+impl<'a> Scan<'_, 'a> {
+    fn contains_pc(&self, entry: &Die<'_, '_, 'a>) -> Result<bool, BinaryError> {
+        let mut ranges = self.dwarf.die_ranges(self.unit, entry)?;
+        while let Some(r) = ranges.next()? {
+            if r.begin <= self.pc && self.pc < r.end {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Walks the children of a scope; `frame_base` is the enclosing concrete
+    /// function's, `function` its (or the inlined subroutine's) name.
+    fn children(
+        &mut self,
+        node: Node<'_, '_, '_, 'a>,
+        frame_base: Option<&[u8]>,
+        function: &str,
+    ) -> Result<(), BinaryError> {
+        let mut children = node.children();
+        while let Some(child) = children.next()? {
+            let entry = child.entry();
+            match entry.tag() {
+                gimli::DW_TAG_subprogram
+                | gimli::DW_TAG_lexical_block
+                | gimli::DW_TAG_inlined_subroutine => {
+                    if !self.contains_pc(entry)? {
+                        continue;
+                    }
+                    let (fb, name) = if entry.tag() == gimli::DW_TAG_lexical_block {
+                        (frame_base.map(<[u8]>::to_vec), function.to_owned())
+                    } else {
+                        let fb = match entry.attr_value(gimli::DW_AT_frame_base)? {
+                            Some(AttributeValue::Exprloc(e)) => Some(e.0.slice().to_vec()),
+                            _ => frame_base.map(<[u8]>::to_vec),
+                        };
+                        (fb, self.name(entry)?.unwrap_or_default())
+                    };
+                    self.children(child, fb.as_deref(), &name)?;
+                }
+                // Only locals: the CU's globals are not "in scope at a PC" in
+                // the sense of a frame.
+                gimli::DW_TAG_formal_parameter | gimli::DW_TAG_variable if !function.is_empty() => {
+                    let v = self.variable(entry, frame_base, function)?;
+                    self.out.push(v);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The DIE an attribute of `entry` refers to, within this unit.
+    fn referenced(
+        &self,
+        entry: &Die<'_, '_, 'a>,
+        at: gimli::DwAt,
+    ) -> Result<Option<gimli::UnitOffset>, BinaryError> {
+        Ok(match entry.attr_value(at)? {
+            Some(AttributeValue::UnitRef(o)) => Some(o),
+            Some(AttributeValue::DebugInfoRef(o)) => o.to_unit_offset(&self.unit.header),
+            _ => None,
+        })
+    }
+
+    /// An attribute of `entry` or, failing that, of its abstract origin.
+    fn attr_or_origin(
+        &self,
+        entry: &Die<'_, '_, 'a>,
+        at: gimli::DwAt,
+    ) -> Result<Option<AttributeValue<R<'a>>>, BinaryError> {
+        if let Some(v) = entry.attr_value(at)? {
+            return Ok(Some(v));
+        }
+        for link in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
+            if let Some(o) = self.referenced(entry, link)? {
+                let origin = self.unit.entry(o)?;
+                if let Some(v) = self.attr_or_origin(&origin, at)? {
+                    return Ok(Some(v));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn name(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<String>, BinaryError> {
+        match self.attr_or_origin(entry, gimli::DW_AT_name)? {
+            Some(v) => {
+                let s = self.dwarf.attr_string(self.unit, v)?;
+                Ok(Some(s.to_string_lossy().into_owned()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The type's name and size in bytes.
+    fn type_info(&self, entry: &Die<'_, '_, 'a>) -> Result<(String, Option<u64>), BinaryError> {
+        let offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
+            Some(AttributeValue::UnitRef(o)) => o,
+            _ => return Ok(("?".to_owned(), None)),
+        };
+        let t = self.unit.entry(offset)?;
+        let name = match t.tag() {
+            gimli::DW_TAG_pointer_type => "pointer".to_owned(),
+            gimli::DW_TAG_array_type => "array".to_owned(),
+            _ => self.name(&t)?.unwrap_or_else(|| "?".to_owned()),
+        };
+        Ok((name, self.type_size(offset, 0)?))
+    }
+
+    /// A type's size in bytes, through typedefs and qualifiers; arrays are
+    /// their element size times their subranges' counts.
+    fn type_size(&self, offset: gimli::UnitOffset, depth: u32) -> Result<Option<u64>, BinaryError> {
+        if depth > 32 {
+            return Ok(None);
+        }
+        let t = self.unit.entry(offset)?;
+        if let Some(size) = t
+            .attr_value(gimli::DW_AT_byte_size)?
+            .and_then(|v| v.udata_value())
+        {
+            return Ok(Some(size));
+        }
+        if matches!(
+            t.tag(),
+            gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type
+        ) {
+            return Ok(Some(u64::from(self.unit.encoding().address_size)));
+        }
+        let inner = match t.attr_value(gimli::DW_AT_type)? {
+            Some(AttributeValue::UnitRef(o)) => self.type_size(o, depth + 1)?,
+            _ => None,
+        };
+        if t.tag() != gimli::DW_TAG_array_type {
+            return Ok(inner);
+        }
+        let mut total = match inner {
+            Some(n) => n,
+            None => return Ok(None),
+        };
+        let mut tree = self.unit.entries_tree(Some(offset))?;
+        let root = tree.root()?;
+        let mut children = root.children();
+        while let Some(child) = children.next()? {
+            let sub = child.entry();
+            if sub.tag() != gimli::DW_TAG_subrange_type {
+                continue;
+            }
+            let count = match sub
+                .attr_value(gimli::DW_AT_count)?
+                .and_then(|v| v.udata_value())
+            {
+                Some(c) => c,
+                None => {
+                    let upper = sub
+                        .attr_value(gimli::DW_AT_upper_bound)?
+                        .and_then(|v| v.udata_value());
+                    let lower = sub
+                        .attr_value(gimli::DW_AT_lower_bound)?
+                        .and_then(|v| v.udata_value())
+                        .unwrap_or(0);
+                    match upper {
+                        Some(u) => u.saturating_sub(lower).saturating_add(1),
+                        None => return Ok(None),
+                    }
+                }
+            };
+            total = total.saturating_mul(count);
+        }
+        Ok(Some(total))
+    }
+
+    fn variable(
+        &self,
+        entry: &Die<'_, '_, 'a>,
+        frame_base: Option<&[u8]>,
+        function: &str,
+    ) -> Result<Variable, BinaryError> {
+        let encoding = encoding_of(self.unit);
+        let name = self.name(entry)?.unwrap_or_default();
+        let (type_name, byte_size) = self.type_info(entry)?;
+        let location = match entry.attr_value(gimli::DW_AT_location)? {
+            Some(AttributeValue::Exprloc(e)) => {
+                VariableLocation::Expression(self.resolve_indices(e.0.slice(), encoding)?)
+            }
+            Some(v) => {
+                let mut found = VariableLocation::None;
+                if let Some(mut list) = self.dwarf.attr_locations(self.unit, v)? {
+                    while let Some(le) = list.next()? {
+                        if le.range.begin <= self.pc && self.pc < le.range.end {
+                            found = VariableLocation::Expression(
+                                self.resolve_indices(le.data.0.slice(), encoding)?,
+                            );
+                            break;
+                        }
+                    }
+                }
+                found
+            }
+            None => match self.attr_or_origin(entry, gimli::DW_AT_const_value)? {
+                Some(v) => VariableLocation::Const(const_bytes(v, byte_size)),
+                None => VariableLocation::None,
+            },
+        };
+        let frame_base = match frame_base {
+            Some(fb) => Some(self.resolve_indices(fb, encoding)?),
+            None => None,
+        };
+        Ok(Variable {
+            name,
+            kind: if entry.tag() == gimli::DW_TAG_formal_parameter {
+                VariableKind::Parameter
+            } else {
+                VariableKind::Variable
+            },
+            function: function.to_owned(),
+            die: entry
+                .offset()
+                .to_debug_info_offset(&self.unit.header)
+                .map_or(0, |o| o.0 as u64),
+            type_name,
+            byte_size,
+            location,
+            encoding,
+            frame_base,
+            base_types: self.base_types.clone(),
+        })
+    }
+
+    /// Replaces `DW_OP_addrx`/`DW_OP_constx` by `DW_OP_addr`/`DW_OP_constu`
+    /// with the `.debug_addr` entry, so the evaluator needs no index
+    /// requests. Expressions with branches keep their bytes (the rewrite
+    /// changes operation sizes).
+    fn resolve_indices(&self, bytes: &[u8], encoding: Encoding) -> Result<Vec<u8>, BinaryError> {
+        let Ok(ops) = decode(bytes, encoding) else {
+            return Ok(bytes.to_vec());
+        };
+        let has_index = ops
+            .iter()
+            .any(|(_, op)| matches!(op, Op::Addrx(_) | Op::Constx(_)));
+        let has_branch = ops
+            .iter()
+            .any(|(_, op)| matches!(op, Op::Bra(_) | Op::Skip(_)));
+        if !has_index || has_branch {
+            return Ok(bytes.to_vec());
+        }
+        let mut out = Vec::with_capacity(ops.len());
+        for (_, op) in ops {
+            out.push(match op {
+                Op::Addrx(i) => Op::Addr(self.address(i)?),
+                Op::Constx(i) => Op::Constu(self.address(i)?),
+                other => other,
+            });
+        }
+        Ok(crate::encode(&out, encoding)?)
+    }
+
+    fn address(&self, index: u64) -> Result<u64, BinaryError> {
+        let i = usize::try_from(index).map_err(|_| BinaryError::Dwarf("address index".into()))?;
+        Ok(self.dwarf.address(self.unit, gimli::DebugAddrIndex(i))?)
+    }
+}
+
+fn const_bytes(v: AttributeValue<R<'_>>, size: Option<u64>) -> Vec<u8> {
+    let n = size
+        .and_then(|s| usize::try_from(s).ok())
+        .unwrap_or(8)
+        .min(8);
+    match v {
+        AttributeValue::Block(b) => b.slice().to_vec(),
+        AttributeValue::Sdata(s) => s.to_le_bytes()[..n].to_vec(),
+        other => other.udata_value().unwrap_or(0).to_le_bytes()[..n].to_vec(),
+    }
+}
+
+/// The result of evaluating a variable's location against a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evaluated {
+    /// The location description (none for constants and optimized-out
+    /// variables).
+    pub location: Option<Location>,
+    /// The object's bits, `byte_size` bytes of them, with what is undefined.
+    pub bits: Bits,
+}
+
+/// Evaluates `variable`'s location at the snapshot and reads its bytes.
+pub fn evaluate_variable(
+    variable: &Variable,
+    snapshot: &Snapshot,
+) -> Result<Evaluated, BinaryError> {
+    let size = variable.byte_size.unwrap_or(0);
+    let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
+    let bytes = match &variable.location {
+        VariableLocation::None => {
+            return Ok(Evaluated {
+                location: None,
+                bits: Bits::undefined(bit_len).map_err(|error| Error::Access { error })?,
+            });
+        }
+        VariableLocation::Const(b) => {
+            return Ok(Evaluated {
+                location: None,
+                bits: Bits::from_bytes(b),
+            });
+        }
+        VariableLocation::Expression(b) => b,
+    };
+    let enc = variable.encoding;
+    let expr = Decoded::new(bytes, enc)?;
+    let frame_base = match &variable.frame_base {
+        Some(fb) => Some(Decoded::new(fb, enc)?),
+        None => None,
+    };
+    let frame = Frame {
+        frame_base: frame_base.as_ref().map(|f| (f, enc)),
+        base_types: &variable.base_types,
+    };
+    let mut eval = expr.evaluation(enc);
+    run(&mut eval, &expr.ops, snapshot, frame)?;
+    let location = match eval.result() {
+        Some(Entry::Value(v)) => {
+            // A value result in a location context: a generic value is an
+            // address (DWARF 5); a typed one is the object's bits.
+            eval.location_result().unwrap_or_else(|| {
+                Location::single(Storage::Implicit(v.to_bytes(enc.address_size)), 0)
+            })
+        }
+        Some(Entry::Location(l)) => l,
+        None => Location::undefined(),
+    };
+    let bits = read(&location, bit_len, snapshot)?;
+    Ok(Evaluated {
+        bits,
+        location: Some(location),
+    })
+}
+
+/// The evaluator's error inside a [`BinaryError`], if that is what it is.
+pub fn eval_error(e: &BinaryError) -> Option<&EvalError> {
+    match e {
+        BinaryError::Expression(Error::Eval { error, .. }) => Some(error),
+        _ => None,
+    }
+}
