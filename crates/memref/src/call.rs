@@ -254,30 +254,29 @@ impl<'a> MemRefArg<'a> {
     /// A read-only argument from a shared view. The callee must not write
     /// through it (a kernel writing an input is a wrong signature for this view).
     pub fn from_view<T: Element, const N: usize>(view: &MemRefView<'a, T, N>) -> Self {
-        let d = view.to_descriptor();
-        MemRefArg {
-            elem: T::TYPE,
-            aligned: d.aligned.cast(),
-            offset: d.offset,
-            sizes: d.sizes.to_vec(),
-            strides: d.strides.to_vec(),
-            writable: false,
-            _borrow: PhantomData,
-        }
+        Self::from_descriptor(&view.to_descriptor(), false)
     }
 
     /// A writable argument from a mutable view (borrowed for the call).
     pub fn from_view_mut<T: Element, const N: usize>(
         view: &'a mut MemRefViewMut<'_, T, N>,
     ) -> Self {
-        let d = view.to_descriptor();
+        Self::from_descriptor(&view.to_descriptor(), true)
+    }
+
+    /// The argument for a descriptor made from a checked view (the caller
+    /// holds the view's borrow for `'a`).
+    fn from_descriptor<T: Element, const N: usize>(
+        d: &crate::MemRefDescriptor<T, N>,
+        writable: bool,
+    ) -> Self {
         MemRefArg {
             elem: T::TYPE,
             aligned: d.aligned.cast(),
             offset: d.offset,
             sizes: d.sizes.to_vec(),
             strides: d.strides.to_vec(),
-            writable: true,
+            writable,
             _borrow: PhantomData,
         }
     }
@@ -289,29 +288,23 @@ impl<'a> MemRefArg<'a> {
         bytes: &'a mut [u8],
         sizes: &[i64],
     ) -> Result<Self, MemRefError> {
-        let count = sizes
-            .iter()
-            .try_fold(
-                1i64,
-                |acc, &s| if s < 0 { None } else { acc.checked_mul(s) },
-            )
-            .ok_or(MemRefError::Overflow { dim: 0 })?;
-        let want = usize::try_from(count)
-            .ok()
-            .and_then(|c| c.checked_mul(elem.size()))
-            .ok_or(MemRefError::Overflow { dim: 0 })?;
-        if want != bytes.len() {
-            return Err(MemRefError::OutOfBounds {
-                dim: 0,
-                size: sizes.first().copied().unwrap_or(1),
-                stride: 1,
-                reached: count,
-                len: bytes.len() / elem.size(),
+        if let Some(dim) = sizes.iter().position(|&s| s < 0) {
+            return Err(MemRefError::NegativeSize {
+                dim,
+                size: sizes[dim],
+            });
+        }
+        if byte_len(elem, sizes) != Some(bytes.len()) {
+            return Err(MemRefError::Buffer {
+                message: format!(
+                    "{} bytes do not hold sizes {sizes:?} of {elem}",
+                    bytes.len()
+                ),
             });
         }
         if !(bytes.as_ptr() as usize).is_multiple_of(elem.size()) {
-            return Err(MemRefError::Npy {
-                message: format!("buffer is not aligned for {elem}"),
+            return Err(MemRefError::Buffer {
+                message: format!("{:p} is not aligned for {elem}", bytes.as_ptr()),
             });
         }
         Ok(MemRefArg {
@@ -343,8 +336,9 @@ impl<'a> MemRefArg<'a> {
     /// Copies the elements in row-major order into a fresh 8-byte-aligned buffer.
     fn gather(&self) -> Result<Vec<u64>, MemRefError> {
         let esz = self.elem.size();
-        let count: usize = self.sizes.iter().map(|&s| s.max(0) as usize).product();
-        let mut out = vec![0u64; (count * esz).div_ceil(8)];
+        // Construction checked the sizes against a buffer, so this fits.
+        let nbytes = byte_len(self.elem, &self.sizes).ok_or(MemRefError::Overflow { dim: 0 })?;
+        let mut out = vec![0u64; nbytes.div_ceil(8)];
         let dst = out.as_mut_ptr().cast::<u8>();
         let mut k = 0usize;
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
@@ -378,6 +372,14 @@ impl<'a> MemRefArg<'a> {
             k += 1;
         });
     }
+}
+
+/// Bytes of a dense memref of `elem` with these sizes; `None` for a negative
+/// size or an overflow.
+fn byte_len(elem: ElemType, sizes: &[i64]) -> Option<usize> {
+    sizes
+        .iter()
+        .try_fold(elem.size(), |n, &s| n.checked_mul(usize::try_from(s).ok()?))
 }
 
 /// Calls `f` with the linear index of every element, row-major.
@@ -454,6 +456,8 @@ impl Default for CallOptions {
 /// A memref returned by a dynamic call, any rank, with its ownership.
 #[derive(Debug)]
 pub struct ReturnedMemRef {
+    /// Position among the call's results, for errors.
+    index: usize,
     elem: ElemType,
     allocated: *mut c_void,
     aligned: *mut c_void,
@@ -511,18 +515,29 @@ impl ReturnedMemRef {
     /// Whether the data lies in `[start, start + len)` bytes, i.e. the result
     /// aliases that buffer.
     pub fn points_into(&self, start: *const u8, len: usize) -> bool {
-        let a = self.aligned as usize;
-        a >= start as usize && a < start as usize + len.max(1)
+        let (a, start) = (self.aligned as usize, start as usize);
+        a >= start && a < start.saturating_add(len.max(1))
     }
 
     /// The elements in row-major order as native-endian bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, MemRefError> {
         let esz = self.elem.size();
-        let count: usize = self.sizes.iter().map(|&s| s.max(0) as usize).product();
-        let mut out = Vec::with_capacity(count * esz);
+        // Also refuses negative sizes, before they are counted below.
         if reachable(self.offset, &self.sizes, &self.strides)?.is_some() && self.aligned.is_null() {
             return Err(MemRefError::NullDescriptor);
         }
+        // The sizes come from compiled code: a broadcast (stride 0) memref may
+        // name more elements than memory holds, so count and reserve fallibly.
+        let too_large = || MemRefError::Result {
+            index: self.index,
+            message: format!(
+                "sizes {:?} of {} are too large to copy",
+                self.sizes, self.elem
+            ),
+        };
+        let nbytes = byte_len(self.elem, &self.sizes).ok_or_else(too_large)?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(nbytes).map_err(|_| too_large())?;
         let base = self.aligned.cast::<u8>();
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
             // SAFETY: the callee's signature promises a valid memref of this type.
@@ -537,7 +552,7 @@ impl ReturnedMemRef {
     pub fn view<T: Element, const N: usize>(&self) -> Result<MemRefView<'_, T, N>, MemRefError> {
         if T::TYPE != self.elem || N != self.sizes.len() {
             return Err(MemRefError::Result {
-                index: 0,
+                index: self.index,
                 message: format!(
                     "is memref of rank {} of {}, asked for rank {N} of {}",
                     self.sizes.len(),
@@ -948,6 +963,7 @@ impl Function<'_> {
                     };
                     let r = (words.len() - 3) / 2;
                     values.push(Value::MemRef(ReturnedMemRef {
+                        index,
                         elem: m.elem,
                         allocated: words[0] as *mut c_void,
                         aligned: words[1] as *mut c_void,

@@ -27,6 +27,22 @@
 use crate::owned::{view_from_descriptor, view_mut_from_descriptor};
 use crate::{MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut};
 
+/// A copy of the descriptor a callback received, refusing a null pointer.
+///
+/// # Safety
+///
+/// `d` is null or points to a readable descriptor.
+unsafe fn read<T, const N: usize>(
+    d: *const MemRefDescriptor<T, N>,
+) -> Result<MemRefDescriptor<T, N>, MemRefError> {
+    if d.is_null() {
+        return Err(MemRefError::NullDescriptor);
+    }
+    // SAFETY: non-null and readable by the caller's contract; compiled code
+    // does not promise Rust's alignment, hence `read_unaligned`.
+    Ok(unsafe { d.read_unaligned() })
+}
+
 /// A shared view of the memref a callback received by pointer.
 ///
 /// # Safety
@@ -36,13 +52,8 @@ use crate::{MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut};
 pub unsafe fn view<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
 ) -> Result<MemRefView<'a, T, N>, MemRefError> {
-    if d.is_null() {
-        return Err(MemRefError::NullDescriptor);
-    }
-    // SAFETY: non-null and valid by the caller's contract.
-    let desc = unsafe { d.read_unaligned() };
-    // SAFETY: forwarded.
-    unsafe { view_from_descriptor(&desc) }
+    // SAFETY: forwarded: `read` needs a readable descriptor, the view valid memory.
+    unsafe { view_from_descriptor(&read(d)?) }
 }
 
 /// A mutable view of the memref a callback received by pointer.
@@ -53,13 +64,8 @@ pub unsafe fn view<'a, T, const N: usize>(
 pub unsafe fn view_mut<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
 ) -> Result<MemRefViewMut<'a, T, N>, MemRefError> {
-    if d.is_null() {
-        return Err(MemRefError::NullDescriptor);
-    }
-    // SAFETY: non-null and valid by the caller's contract.
-    let desc = unsafe { d.read_unaligned() };
-    // SAFETY: forwarded.
-    unsafe { view_mut_from_descriptor(&desc) }
+    // SAFETY: as for `view`, with exclusive access forwarded too.
+    unsafe { view_mut_from_descriptor(&read(d)?) }
 }
 
 /// Defines `#[no_mangle] extern "C" fn _mlir_ciface_NAME` receiving memref

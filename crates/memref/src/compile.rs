@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::MemRefError;
 
@@ -119,7 +120,7 @@ pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(
             stderr: format!("output is not UTF-8: {e}"),
         })?;
     }
-    let object = output.with_extension("o");
+    let object = object_path();
     let object_s = object.to_string_lossy().into_owned();
     let triple = format!("-mtriple={}", host_triple());
     run(
@@ -140,6 +141,15 @@ pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(
     // The object is only an intermediate.
     let _ = std::fs::remove_file(&object);
     linked.map(|_| ())
+}
+
+/// A fresh path for the intermediate object file. Not `output` with `.o`:
+/// that could be a file of the user's, and parallel compiles (tests) need
+/// distinct names.
+fn object_path() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("locus-memref-{}-{n}.o", std::process::id()))
 }
 
 /// Compiles the MLIR file `kernel` to the shared library `output`

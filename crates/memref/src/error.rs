@@ -86,6 +86,17 @@ pub enum MemRefError {
     },
     /// An unranked descriptor has a null descriptor pointer.
     NullDescriptor,
+    /// An `ndarray` array has gaps or broadcast axes, so no slice covers
+    /// exactly its elements.
+    NotContiguous,
+    /// Dimension `dim` reaches elements that smaller strides already reach
+    /// (zero or overlapping strides), which a mutable `ndarray` view forbids.
+    AliasedStrides {
+        /// The dimension.
+        dim: usize,
+        /// Its stride.
+        stride: i64,
+    },
     /// An external tool (`mlir-opt-19`, `llc-19`, ...) failed or is missing.
     Tool {
         /// The program.
@@ -126,6 +137,12 @@ pub enum MemRefError {
         /// The library path or the symbol.
         what: String,
         /// The loader's message.
+        message: String,
+    },
+    /// A raw byte buffer does not fit the memref it is to hold (length or
+    /// alignment).
+    Buffer {
+        /// What is wrong.
         message: String,
     },
     /// A `.npy` file is malformed or has an unsupported dtype.
@@ -186,12 +203,23 @@ impl fmt::Display for MemRefError {
                 write!(f, "unranked memref has rank {found}, expected {expected}")
             }
             MemRefError::NullDescriptor => write!(f, "unranked memref has a null descriptor"),
+            MemRefError::NotContiguous => write!(
+                f,
+                "the array's elements are not contiguous in memory (copy it with .to_owned() \
+                 or .as_standard_layout())"
+            ),
+            MemRefError::AliasedStrides { dim, stride } => write!(
+                f,
+                "dimension {dim}: stride {stride} reaches elements of other dimensions; \
+                 a mutable ndarray view cannot alias elements"
+            ),
             MemRefError::Tool { tool, stderr } => write!(f, "{tool} failed: {}", stderr.trim_end()),
             MemRefError::Io { path, message } => write!(f, "{path}: {message}"),
             MemRefError::Parse { at, message } => write!(f, "at byte {at}: {message}"),
             MemRefError::Argument { index, message } => write!(f, "argument {index}: {message}"),
             MemRefError::Result { index, message } => write!(f, "result {index}: {message}"),
             MemRefError::Library { what, message } => write!(f, "{what}: {message}"),
+            MemRefError::Buffer { message } => write!(f, "buffer: {message}"),
             MemRefError::Npy { message } => write!(f, ".npy: {message}"),
         }
     }

@@ -32,6 +32,25 @@
 //! the kernel keeps). Globals (`memref.get_global`) carry the dummy allocated
 //! pointer `0xdeadbeef` and are never freed.
 //!
+//! # Which kernels go through which convention
+//!
+//! * [`Function::call`] (and `locus memref call`) uses the C wrapper
+//!   `_mlir_ciface_NAME` for every kernel: memref arguments of any rank
+//!   (ranked or unranked) and scalars, and any results: one scalar comes
+//!   back as the return value, memrefs and several results through the
+//!   struct pointer passed first. The library must have been compiled with
+//!   C wrappers, as [`compile`] does.
+//! * [`Function::call_expanded`] calls the function itself, memrefs passed
+//!   as scalar lists, and accepts only kernels **without results** (their
+//!   outputs are written into argument buffers).
+//! * [`Library::ciface`] and [`Library::typed`] give typed function pointers
+//!   for a signature known when the Rust code is compiled (the caller writes
+//!   the type; nothing is checked at run time).
+//! * The dynamic calls do not pass `f16` scalars (libffi has no half type);
+//!   `f16` memrefs pass.
+//! * [`callback`]: compiled code calls a Rust function through the
+//!   `_mlir_ciface_` form of an external `func.func`.
+//!
 //! # Modules
 //!
 //! * [`view`]: safe strided views over slices and `Vec`s (any strides,

@@ -24,17 +24,14 @@ fn layout<const N: usize>(
         sizes[d] = i64::try_from(shape[d]).map_err(|_| MemRefError::Overflow { dim: d })?;
         st[d] = strides[d] as i64;
     }
-    let offset = (first - base).checked_div(elem_size).unwrap_or(0);
-    Ok((offset as i64, sizes, st))
-}
-
-fn not_contiguous() -> MemRefError {
-    MemRefError::Argument {
-        index: 0,
-        message: "the array's elements are not contiguous in memory (copy it with .to_owned() or \
-                  .as_standard_layout())"
-            .into(),
-    }
+    // `first` is never below the lowest-addressed element; zero-sized
+    // elements have offset 0.
+    let offset = first
+        .checked_sub(base)
+        .and_then(|b| b.checked_div(elem_size))
+        .and_then(|o| i64::try_from(o).ok())
+        .unwrap_or(0);
+    Ok((offset, sizes, st))
 }
 
 /// A checked view of an array of rank `N` whose elements are contiguous in memory.
@@ -45,7 +42,9 @@ where
     S: Data<Elem = T>,
     Dim<[usize; N]>: Dimension,
 {
-    let slice = a.as_slice_memory_order().ok_or_else(not_contiguous)?;
+    let slice = a
+        .as_slice_memory_order()
+        .ok_or(MemRefError::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         a.shape(),
         a.strides(),
@@ -67,7 +66,9 @@ where
     let shape = a.shape().to_vec();
     let strides = a.strides().to_vec();
     let first = a.as_ptr() as usize;
-    let slice = a.as_slice_memory_order_mut().ok_or_else(not_contiguous)?;
+    let slice = a
+        .as_slice_memory_order_mut()
+        .ok_or(MemRefError::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         &shape,
         &strides,
@@ -146,17 +147,19 @@ where
         if !self.is_empty() {
             // Sufficient for distinct elements: sorted by |stride|, each stride
             // steps over everything the smaller ones reach.
-            let mut dims: Vec<(i64, i64)> = (0..N)
+            // Validation bounds `|stride| * (size - 1)` by the slice length
+            // for every dimension of size > 1, so nothing below overflows.
+            let mut dims: Vec<(i64, i64, usize)> = (0..N)
                 .filter(|&d| self.sizes()[d] > 1)
-                .map(|d| (self.strides()[d].abs(), self.sizes()[d]))
+                .map(|d| (self.strides()[d].abs(), self.sizes()[d], d))
                 .collect();
             dims.sort_unstable();
             let mut reach = 0i64;
-            for (dim, &(stride, size)) in dims.iter().enumerate() {
+            for &(stride, size, dim) in &dims {
                 if stride <= reach {
-                    return Err(MemRefError::Argument {
-                        index: dim,
-                        message: "zero or overlapping strides alias elements; a mutable ndarray view cannot".into(),
+                    return Err(MemRefError::AliasedStrides {
+                        dim,
+                        stride: self.strides()[dim],
                     });
                 }
                 reach += stride * (size - 1);

@@ -128,12 +128,13 @@ impl Dtype {
 }
 
 /// An array read from or written to `.npy`, its data in C order.
+///
+/// The dtype and shape are read-only: they must keep matching the data's
+/// length, which writing in Fortran order relies on.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NpyArray {
-    /// Element type.
-    pub dtype: Dtype,
-    /// Shape (empty for a 0-d array).
-    pub shape: Vec<usize>,
+    dtype: Dtype,
+    shape: Vec<usize>,
     /// Whether the file was (or is to be written) in Fortran order.
     pub fortran_order: bool,
     words: Vec<u64>,
@@ -191,6 +192,13 @@ impl NpyArray {
         shape: Vec<usize>,
         bytes: &[u8],
     ) -> Result<NpyArray, MemRefError> {
+        // Sizes become memref indices: with a zero elsewhere in the shape the
+        // byte count below does not bound them.
+        if let Some(&big) = shape.iter().find(|&&s| i64::try_from(s).is_err()) {
+            return err(format!(
+                "shape {shape:?}: size {big} does not fit a memref index (i64)"
+            ));
+        }
         let want = element_count(&shape).and_then(|c| c.checked_mul(dtype.size()));
         if want != Some(bytes.len()) {
             return err(format!(
@@ -199,15 +207,15 @@ impl NpyArray {
                 dtype.descr()
             ));
         }
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: `words` has at least `bytes.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                words.as_mut_ptr().cast::<u8>(),
-                bytes.len(),
-            )
-        };
+        // Kept as words so the data is 8-byte aligned for any element type.
+        let words = bytes
+            .chunks(8)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_ne_bytes(w)
+            })
+            .collect();
         Ok(NpyArray {
             dtype,
             shape,
@@ -215,6 +223,16 @@ impl NpyArray {
             words,
             len: bytes.len(),
         })
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// Shape (empty for a 0-d array).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
     }
 
     /// The data bytes in C order.
@@ -231,51 +249,69 @@ impl NpyArray {
 
     /// The shape as memref sizes.
     pub fn sizes(&self) -> Vec<i64> {
-        self.shape.iter().map(|&s| s as i64).collect()
+        // Construction refused sizes above `i64::MAX`.
+        self.shape
+            .iter()
+            .map(|&s| i64::try_from(s).unwrap_or(i64::MAX))
+            .collect()
     }
 
-    /// Parses a `.npy` file's contents.
+    /// Parses a `.npy` file's contents. Errors name the byte offset of what
+    /// is wrong: the magic at 0, the version at 6, the header length at 8,
+    /// the header from 10 (12 for versions 2 and 3), the data after it.
     pub fn parse(file: &[u8]) -> Result<NpyArray, MemRefError> {
         if file.len() < 10 || &file[..6] != MAGIC {
-            return err("not a .npy file (bad magic)");
+            return err("not a .npy file (bad magic at byte 0)");
         }
         let major = file[6];
         let (header_len, start) = match major {
             1 => (u16::from_le_bytes([file[8], file[9]]) as usize, 10usize),
             2 | 3 => {
                 if file.len() < 12 {
-                    return err("truncated header");
+                    return err(format!(
+                        "truncated header length at byte 8 ({} bytes in the file)",
+                        file.len()
+                    ));
                 }
                 (
                     u32::from_le_bytes([file[8], file[9], file[10], file[11]]) as usize,
                     12,
                 )
             }
-            v => return err(format!("unsupported format version {v}")),
+            v => return err(format!("unsupported format version {v} at byte 6")),
         };
         let Some(header) = file.get(start..start.saturating_add(header_len)) else {
-            return err("truncated header");
+            return err(format!(
+                "truncated header: {header_len} bytes from byte {start}, the file has {}",
+                file.len()
+            ));
         };
         let Ok(header) = std::str::from_utf8(header) else {
-            return err("header is not text");
+            return err(format!("header at byte {start} is not text"));
         };
-        let descr = dict_value(header, "descr").ok_or(MemRefError::Npy {
-            message: "header has no 'descr'".into(),
-        })?;
-        let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
+        let field = |key: &str| {
+            dict_value(header, key).ok_or_else(|| MemRefError::Npy {
+                message: format!("header at byte {start} has no '{key}'"),
+            })
+        };
+        let descr = field("descr")?
+            .trim()
+            .trim_matches(|c| c == '\'' || c == '"');
         let Some(dtype) = Dtype::from_descr(descr) else {
             return err(format!(
                 "unsupported dtype '{descr}' (little-endian f2 f4 f8 i1-i8 u1-u8 b1 are)"
             ));
         };
-        let fortran_order = match dict_value(header, "fortran_order").map(str::trim) {
-            Some("True") => true,
-            Some("False") => false,
-            _ => return err("header has no valid 'fortran_order'"),
+        let fortran_order = match field("fortran_order")?.trim() {
+            "True" => true,
+            "False" => false,
+            other => {
+                return err(format!(
+                    "header at byte {start}: fortran_order is '{other}'"
+                ))
+            }
         };
-        let shape_text = dict_value(header, "shape").ok_or(MemRefError::Npy {
-            message: "header has no 'shape'".into(),
-        })?;
+        let shape_text = field("shape")?;
         let inner = shape_text
             .trim()
             .trim_start_matches('(')
@@ -287,13 +323,15 @@ impl NpyArray {
                 Err(_) => return err(format!("bad shape entry '{part}'")),
             }
         }
-        let data = &file[start + header_len..];
+        let data_start = start + header_len;
+        let data = &file[data_start..];
         let Some(nbytes) = element_count(&shape).and_then(|c| c.checked_mul(dtype.size())) else {
-            return err("shape too large");
+            return err(format!("shape {shape:?} is too large"));
         };
+        // Checked before anything is allocated: the file bounds the array.
         if data.len() < nbytes {
             return err(format!(
-                "data has {} bytes, shape {shape:?} needs {nbytes}",
+                "data at byte {data_start} has {} bytes, shape {shape:?} needs {nbytes}",
                 data.len()
             ));
         }

@@ -97,7 +97,12 @@ fn span<T, const N: usize>(
             if d.aligned.is_null() {
                 return Err(MemRefError::NullDescriptor);
             }
-            let len = usize::try_from(hi - lo + 1).map_err(|_| MemRefError::Overflow { dim: 0 })?;
+            // `hi - lo` can exceed `i64` when strides of both signs are huge.
+            let len = hi
+                .checked_sub(lo)
+                .and_then(|n| n.checked_add(1))
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or(MemRefError::Overflow { dim: 0 })?;
             // The element at linear index `lo` becomes the slice start.
             let start = d.aligned.wrapping_offset(lo as isize);
             Ok((start, len, d.offset - lo))

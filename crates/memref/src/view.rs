@@ -267,6 +267,30 @@ macro_rules! common_methods {
         pub fn indices(&self) -> Indices<N> {
             Indices::new(self.layout.sizes, self.count)
         }
+
+        /// Swaps dimensions `a` and `b` (sizes and strides); no data moves.
+        pub fn transpose(self, a: usize, b: usize) -> Result<Self, MemRefError> {
+            let layout = self.layout.transpose(a, b)?;
+            Ok(Self { layout, ..self })
+        }
+
+        /// The subview `offsets[d] + k * strides[d]` for `k in 0..sizes[d]` in each
+        /// dimension (the semantics of `memref.subview`); strides are in units of
+        /// this view's index. Only offset, sizes and strides change.
+        pub fn subview(
+            self,
+            offsets: [i64; N],
+            sizes: [i64; N],
+            strides: [i64; N],
+        ) -> Result<Self, MemRefError> {
+            let layout = self.layout.subview(offsets, sizes, strides)?;
+            let count = layout.validate(self.data.len())?;
+            Ok(Self {
+                data: self.data,
+                layout,
+                count,
+            })
+        }
     };
 }
 
@@ -352,30 +376,6 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
     pub fn to_descriptor(&self) -> MemRefDescriptor<T, N> {
         let p = self.data.as_ptr().cast_mut();
         self.layout.descriptor(p)
-    }
-
-    /// Swaps dimensions `a` and `b` (sizes and strides); no data moves.
-    pub fn transpose(self, a: usize, b: usize) -> Result<Self, MemRefError> {
-        let layout = self.layout.transpose(a, b)?;
-        Ok(MemRefView { layout, ..self })
-    }
-
-    /// The subview `offsets[d] + k * strides[d]` for `k in 0..sizes[d]` in each
-    /// dimension (the semantics of `memref.subview`); strides are in units of
-    /// this view's index. Only offset, sizes and strides change.
-    pub fn subview(
-        self,
-        offsets: [i64; N],
-        sizes: [i64; N],
-        strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
-        let layout = self.layout.subview(offsets, sizes, strides)?;
-        let count = layout.validate(self.data.len())?;
-        Ok(MemRefView {
-            data: self.data,
-            layout,
-            count,
-        })
     }
 }
 
@@ -475,28 +475,6 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
     pub fn to_descriptor(&mut self) -> MemRefDescriptor<T, N> {
         let p = self.data.as_mut_ptr();
         self.layout.descriptor(p)
-    }
-
-    /// Swaps dimensions `a` and `b`; no data moves.
-    pub fn transpose(self, a: usize, b: usize) -> Result<Self, MemRefError> {
-        let layout = self.layout.transpose(a, b)?;
-        Ok(MemRefViewMut { layout, ..self })
-    }
-
-    /// Mutable subview; see [`MemRefView::subview`].
-    pub fn subview(
-        self,
-        offsets: [i64; N],
-        sizes: [i64; N],
-        strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
-        let layout = self.layout.subview(offsets, sizes, strides)?;
-        let count = layout.validate(self.data.len())?;
-        Ok(MemRefViewMut {
-            data: self.data,
-            layout,
-            count,
-        })
     }
 }
 

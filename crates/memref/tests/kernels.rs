@@ -10,9 +10,9 @@ use std::ffi::c_void;
 
 use common::{function, library};
 use locus_memref::owned::libc_free;
-use locus_memref::signature::Type;
+use locus_memref::signature::{ElemType, Type};
 use locus_memref::{
-    Arg, CallOptions, MemRefArg, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut,
+    Arg, CallOptions, Element, MemRefArg, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut,
     OwnedMemRef, OwnedUnranked, Ownership, Scalar, UnrankedMemRefDescriptor, Value,
 };
 
@@ -20,6 +20,26 @@ type D<T, const N: usize> = MemRefDescriptor<T, N>;
 
 fn vals(n: usize, f: impl Fn(usize) -> f32) -> Vec<f32> {
     (0..n).map(f).collect()
+}
+
+/// The arguments `(input, output)` of the kernels that read one memref and
+/// write another.
+fn in_out<'a, T: Element, U: Element, const N: usize, const M: usize>(
+    input: &MemRefView<'a, T, N>,
+    output: &'a mut MemRefViewMut<'_, U, M>,
+) -> [Arg<'a>; 2] {
+    [
+        MemRefArg::from_view(input).into(),
+        MemRefArg::from_view_mut(output).into(),
+    ]
+}
+
+/// Asserts that `err` is about argument `index` and says `text`.
+fn assert_argument_error(err: &MemRefError, index: usize, text: &str) {
+    assert!(
+        matches!(err, MemRefError::Argument { index: i, message } if *i == index && message.contains(text)),
+        "{err}"
+    );
 }
 
 // ---------------------------------------------------------------- 1-D elementwise
@@ -265,10 +285,7 @@ fn strided_kernel_with_transposed_subviewed_and_reversed_views() {
         for expanded in [false, true] {
             let mut out = vec![0f32; rows];
             let mut vo = MemRefViewMut::contiguous(&mut out, [rows as i64]).unwrap();
-            let mut args = [
-                MemRefArg::from_view(&v).into(),
-                MemRefArg::from_view_mut(&mut vo).into(),
-            ];
+            let mut args = in_out(&v, &mut vo);
             if expanded {
                 f.call_expanded(&mut args, false).unwrap();
             } else {
@@ -316,28 +333,16 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
     let want = row_sums_of(&t);
     let mut out = vec![0f32; 5];
     let mut vo = MemRefViewMut::contiguous(&mut out, [5]).unwrap();
-    let mut args = [
-        MemRefArg::from_view(&t).into(),
-        MemRefArg::from_view_mut(&mut vo).into(),
-    ];
+    let mut args = in_out(&t, &mut vo);
     let err = f.call(&mut args, CallOptions::default()).unwrap_err();
-    assert!(
-        matches!(&err, MemRefError::Argument { index: 0, message } if message.contains("not row-major")),
-        "{err}"
-    );
+    assert_argument_error(&err, 0, "not row-major");
     let err = f.call_expanded(&mut args, false).unwrap_err();
-    assert!(
-        matches!(err, MemRefError::Argument { index: 0, .. }),
-        "{err}"
-    );
+    assert_argument_error(&err, 0, "");
     // Offset alone is refused too: the callee assumes offset 0.
     let sub = base.subview([1, 0], [3, 5], [1, 1]).unwrap();
     let mut out2 = vec![0f32; 3];
     let mut vo2 = MemRefViewMut::contiguous(&mut out2, [3]).unwrap();
-    let mut args2 = [
-        MemRefArg::from_view(&sub).into(),
-        MemRefArg::from_view_mut(&mut vo2).into(),
-    ];
+    let mut args2 = in_out(&sub, &mut vo2);
     let err = f.call(&mut args2, CallOptions::default()).unwrap_err();
     assert!(err.to_string().contains("offset 5"), "{err}");
     // Asked to copy: correct results through both conventions.
@@ -350,10 +355,7 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
     assert_eq!(out, want);
     let mut out = vec![0f32; 5];
     let mut vo = MemRefViewMut::contiguous(&mut out, [5]).unwrap();
-    let mut args = [
-        MemRefArg::from_view(&t).into(),
-        MemRefArg::from_view_mut(&mut vo).into(),
-    ];
+    let mut args = in_out(&t, &mut vo);
     f.call_expanded(&mut args, true).unwrap();
     drop(args);
     assert_eq!(out, want);
@@ -396,15 +398,9 @@ fn kernel_with_its_own_subview() {
     let mut out = [0f32; 4];
     let mut vo = MemRefViewMut::contiguous(&mut out, [2, 2]).unwrap();
     let wrong = MemRefView::contiguous(&m, [2, 8]).unwrap();
-    let mut args = [
-        MemRefArg::from_view(&wrong).into(),
-        MemRefArg::from_view_mut(&mut vo).into(),
-    ];
+    let mut args = in_out(&wrong, &mut vo);
     let err = f.call(&mut args, CallOptions::default()).unwrap_err();
-    assert!(
-        matches!(&err, MemRefError::Argument { index: 0, message } if message.contains("size 2 in dimension 0, the signature wants 4")),
-        "{err}"
-    );
+    assert_argument_error(&err, 0, "size 2 in dimension 0, the signature wants 4");
     let good = MemRefView::contiguous(&m, [4, 4]).unwrap();
     args[0] = MemRefArg::from_view(&good).into();
     let res = f.call(&mut args, CallOptions::default()).unwrap();
@@ -508,13 +504,7 @@ fn rank0_arguments_and_result() {
     let vx = MemRefView::contiguous(&x, []).unwrap();
     let mut vo = MemRefViewMut::contiguous(&mut out, []).unwrap();
     let res = f
-        .call(
-            &mut [
-                MemRefArg::from_view(&vx).into(),
-                MemRefArg::from_view_mut(&mut vo).into(),
-            ],
-            CallOptions::default(),
-        )
+        .call(&mut in_out(&vx, &mut vo), CallOptions::default())
         .unwrap();
     assert_eq!(out[0], -3.0);
     let Value::MemRef(m) = &res[0] else {
@@ -790,6 +780,28 @@ fn wrong_arguments_are_refused_with_their_position() {
     assert!(err.to_string().contains("_mlir_ciface_nope"), "{err}");
     let err = unsafe { lib.ciface::<unsafe extern "C" fn()>("nope") }.unwrap_err();
     assert!(err.to_string().contains("_mlir_ciface_nope"), "{err}");
+}
+
+/// Raw byte buffers (what `locus memref call` passes from .npy files) are
+/// checked for size, sign and alignment before any call.
+#[test]
+fn byte_buffers_are_checked() {
+    let mut words = [0u64; 4];
+    // SAFETY: 32 bytes of the array, viewed as bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), 32) };
+    let e = MemRefArg::from_bytes(ElemType::F32, &mut bytes[..], &[3, 2]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "buffer: 32 bytes do not hold sizes [3, 2] of f32"
+    );
+    let e = MemRefArg::from_bytes(ElemType::F32, &mut bytes[..], &[2, -4]).unwrap_err();
+    assert_eq!(e, MemRefError::NegativeSize { dim: 1, size: -4 });
+    let e = MemRefArg::from_bytes(ElemType::I8, &mut bytes[..], &[i64::MAX, i64::MAX]);
+    assert!(e.unwrap_err().to_string().contains("do not hold"));
+    let e = MemRefArg::from_bytes(ElemType::F64, &mut bytes[4..28], &[3]).unwrap_err();
+    assert!(e.to_string().contains("is not aligned for f64"), "{e}");
+    let ok = MemRefArg::from_bytes(ElemType::F64, &mut bytes[..], &[2, 2]).unwrap();
+    assert_eq!(ok.sizes(), &[2, 2]);
 }
 
 // ---------------------------------------------------------------- leaks

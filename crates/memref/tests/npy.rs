@@ -41,7 +41,7 @@ fn reads_c_and_fortran_order_in_every_version() {
         let a =
             NpyArray::parse(&numpy_file("<f4", false, "(2, 3)", &f32_bytes(&c), version)).unwrap();
         assert_eq!(
-            (a.dtype, a.shape.clone(), a.fortran_order),
+            (a.dtype(), a.shape().to_vec(), a.fortran_order),
             (Dtype::F32, vec![2, 3], false)
         );
         assert_eq!(a.bytes(), f32_bytes(&c).as_slice());
@@ -76,7 +76,7 @@ fn every_dtype_round_trips() {
         let data: Vec<u8> = (0..3 * 4 * size).map(|i| (i % 2) as u8).collect();
         let file = numpy_file(descr, false, "(3, 4)", &data, 1);
         let a = NpyArray::parse(&file).unwrap();
-        assert_eq!(a.dtype, dtype, "{descr}");
+        assert_eq!(a.dtype(), dtype, "{descr}");
         assert_eq!(a.bytes(), data.as_slice());
         // Writing gives exactly numpy's bytes back.
         assert_eq!(a.to_npy(), file, "{descr}");
@@ -87,11 +87,11 @@ fn every_dtype_round_trips() {
 #[test]
 fn shapes_zero_d_and_one_d_and_fortran_writing() {
     let one = numpy_file("<f8", false, "(3,)", &[0u8; 24], 1);
-    assert_eq!(NpyArray::parse(&one).unwrap().shape, vec![3]);
+    assert_eq!(NpyArray::parse(&one).unwrap().shape(), [3]);
     assert_eq!(NpyArray::parse(&one).unwrap().to_npy(), one);
     let zero = numpy_file("<i4", false, "()", &7i32.to_le_bytes(), 1);
     let a = NpyArray::parse(&zero).unwrap();
-    assert!(a.shape.is_empty());
+    assert!(a.shape().is_empty());
     assert_eq!(a.to_npy(), zero);
     let f: Vec<f32> = [0, 3, 1, 4, 2, 5].iter().map(|&i| i as f32).collect();
     let file = numpy_file("<f4", true, "(2, 3)", &f32_bytes(&f), 1);
@@ -151,7 +151,7 @@ proptest::proptest! {
         proptest::prop_assert_eq!((10 + header_len) % 64, 0);
         let b = NpyArray::parse(&file).unwrap();
         proptest::prop_assert_eq!(b.bytes(), &data[..]);
-        proptest::prop_assert_eq!(&b.shape, &shape);
+        proptest::prop_assert_eq!(b.shape(), &shape[..]);
         proptest::prop_assert_eq!(b.fortran_order, fortran);
         if fortran && shape.len() == 2 && count > 0 {
             // Element (1, 0) comes right after (0, 0) in a Fortran file when there are 2+ rows.
@@ -162,6 +162,67 @@ proptest::proptest! {
                 proptest::prop_assert_eq!(&body[esz..2 * esz], &data[c_index * esz..(c_index + 1) * esz]);
             }
         }
+    }
+}
+
+#[test]
+fn errors_name_the_byte_offset() {
+    let short = numpy_file("<f4", false, "(3,)", &[0u8; 8], 1);
+    let e = NpyArray::parse(&short).unwrap_err().to_string();
+    assert!(e.contains("data at byte 128 has 8 bytes"), "{e}");
+    let mut v9 = short.clone();
+    v9[6] = 9;
+    let e = NpyArray::parse(&v9).unwrap_err().to_string();
+    assert!(e.contains("version 9 at byte 6"), "{e}");
+    let e = NpyArray::parse(&short[..40]).unwrap_err().to_string();
+    assert!(e.contains("from byte 10, the file has 40"), "{e}");
+}
+
+/// A size above `i64::MAX` next to a zero makes an empty array the file
+/// length does not bound; as a memref size it would turn negative.
+#[test]
+fn sizes_beyond_i64_are_refused() {
+    let huge = format!("(0, {})", u64::MAX);
+    let e = NpyArray::parse(&numpy_file("<f4", false, &huge, &[], 1))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not fit a memref index"), "{e}");
+    let e = NpyArray::from_bytes(Dtype::F32, vec![1 << 63, 0], &[]).unwrap_err();
+    assert!(e.to_string().contains("does not fit"), "{e}");
+    // The largest allowed size still parses (empty, nothing allocated).
+    let max = format!("({}, 0)", i64::MAX);
+    let a = NpyArray::parse(&numpy_file("<f4", true, &max, &[], 1)).unwrap();
+    assert_eq!(a.sizes(), [i64::MAX, 0]);
+    assert!(a.bytes().is_empty());
+}
+
+/// The input the `npy` fuzz target found (a version-3 file with a malformed
+/// descr, Fortran order and a size above `i64::MAX` after a zero): it used to
+/// read as an empty array with a negative memref size.
+#[test]
+fn fuzz_crash_negative_size_after_zero() {
+    let file = b"\x93NUMPY\x03\x00T\x00\x00\x00{'descr':f2', 'fortran_order': True, \
+                 'shape': (1, 1,3, 2, 0,17339476560217360155 ),e";
+    let e = NpyArray::parse(file).unwrap_err().to_string();
+    assert!(e.contains("size 17339476560217360155 does not fit"), "{e}");
+}
+
+/// A shape whose element count fits but whose byte count is far beyond the
+/// file is refused before any allocation.
+#[test]
+fn huge_shapes_are_refused_before_allocating() {
+    for shape in [
+        "(4611686018427387904,)",
+        "(1000000000, 1000000000)",
+        "(65536, 65536, 65536, 65536, 2)",
+    ] {
+        let e = NpyArray::parse(&numpy_file("<f8", true, shape, &[0u8; 16], 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("too large") || e.contains("needs"),
+            "{shape}: {e}"
+        );
     }
 }
 

@@ -214,3 +214,68 @@ proptest::proptest! {
         let _ = Signature::from_mlir(&format!("func.func @f{mutated} {{}}"), "f");
     }
 }
+
+/// A generated type: scalar, unranked, identity or strided memref.
+fn any_type() -> impl proptest::strategy::Strategy<Value = Type> {
+    use proptest::prelude::*;
+    let elem = proptest::sample::select(vec![
+        ElemType::F16,
+        ElemType::F32,
+        ElemType::F64,
+        ElemType::I1,
+        ElemType::I8,
+        ElemType::I16,
+        ElemType::I32,
+        ElemType::I64,
+        ElemType::Index,
+    ]);
+    let dim = |lo: i64| prop_oneof![Just(Dim::Dynamic), (lo..=i64::MAX).prop_map(Dim::Static)];
+    let shape = proptest::collection::vec(dim(0), 0..4);
+    let strided = (
+        elem.clone(),
+        shape.clone(),
+        proptest::collection::vec(dim(i64::MIN), 4),
+        dim(i64::MIN),
+    )
+        .prop_map(|(elem, shape, strides, offset)| {
+            let strides = strides[..shape.len()].to_vec();
+            Type::MemRef(MemRefType {
+                elem,
+                shape: Some(shape),
+                layout: Layout::Strided { strides, offset },
+            })
+        });
+    prop_oneof![
+        elem.clone().prop_map(Type::Scalar),
+        elem.clone().prop_map(|elem| Type::MemRef(MemRefType {
+            elem,
+            shape: None,
+            layout: Layout::Identity
+        })),
+        (elem, shape).prop_map(|(elem, shape)| Type::MemRef(MemRefType {
+            elem,
+            shape: Some(shape),
+            layout: Layout::Identity
+        })),
+        strided,
+    ]
+}
+
+proptest::proptest! {
+    /// What is printed parses back to the same signature (the fuzz target
+    /// `signature` checks the same on arbitrary text that parses).
+    #[test]
+    fn printed_signatures_parse_back(
+        inputs in proptest::collection::vec(any_type(), 0..4),
+        results in proptest::collection::vec(any_type(), 0..3),
+    ) {
+        let sig = Signature { inputs, results };
+        let text = sig.to_string();
+        proptest::prop_assert_eq!(Signature::parse(&text).unwrap(), sig.clone(), "{}", text);
+        for t in sig.inputs.iter().chain(&sig.results) {
+            proptest::prop_assert_eq!(&Type::parse(&t.to_string()).unwrap(), t);
+        }
+        let source = format!("func.func private @k{text}");
+        proptest::prop_assert_eq!(Signature::from_mlir(&source, "k").unwrap(), sig);
+    }
+}

@@ -282,6 +282,17 @@ fn unranked_roundtrip() {
     );
 }
 
+/// Strides of both signs whose extents fit `i64` one by one but not
+/// together: the reachable span overflows and must be an error, not a panic.
+#[test]
+fn descriptor_span_overflow_is_an_error() {
+    let mut x = 0u8;
+    let d = MemRefDescriptor::<u8, 2>::new(&mut x, &mut x, 0, [2, 2], [i64::MAX, i64::MIN + 1]);
+    // SAFETY: the span check fails before any memory is touched.
+    let e = unsafe { locus_memref::owned::view_from_descriptor(&d) }.unwrap_err();
+    assert_eq!(e, MemRefError::Overflow { dim: 0 });
+}
+
 proptest! {
     #[test]
     fn linearization_matches_naive(

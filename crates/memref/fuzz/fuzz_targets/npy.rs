@@ -1,0 +1,31 @@
+//! Fuzzes the `.npy` reader: whatever parses has data of the size its shape
+//! and dtype say, sizes that fit memref indices, and writes back to a file
+//! that parses to the same array.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use locus_memref::npy::NpyArray;
+use locus_memref::MemRefError;
+
+fuzz_target!(|data: &[u8]| {
+    let a = match NpyArray::parse(data) {
+        Ok(a) => a,
+        Err(e) => {
+            assert!(matches!(e, MemRefError::Npy { .. }), "{e}");
+            return;
+        }
+    };
+    let count = a.shape().iter().try_fold(1usize, |n, &s| n.checked_mul(s));
+    let want = count.and_then(|c| c.checked_mul(a.dtype().size()));
+    assert_eq!(want, Some(a.bytes().len()), "{:?}", a.shape());
+    assert!(a.bytes().len() <= data.len());
+    let sizes = a.sizes();
+    assert_eq!(sizes.len(), a.shape().len());
+    assert!(sizes.iter().all(|&s| s >= 0), "{sizes:?}");
+    let file = a.to_npy();
+    match NpyArray::parse(&file) {
+        Ok(b) => assert_eq!(a, b),
+        Err(e) => panic!("own output does not parse: {e}"),
+    }
+});
