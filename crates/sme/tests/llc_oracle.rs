@@ -42,15 +42,16 @@ enum Event {
     FillZt0,
 }
 
-fn llc(ir: &str) -> String {
-    let mut child = Command::new(LLC)
-        .args(["-mtriple=aarch64-linux-gnu", "-mattr=+sme,+sme2", "-o", "-"])
+/// Runs an LLVM tool with `ir` on its standard input and returns its standard output.
+fn pipe(tool: &str, args: &[&str], ir: &str) -> String {
+    let mut child = Command::new(tool)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("cannot run {LLC} ({e}); scripts/install-deps installs llvm-19")
+            panic!("cannot run {tool} ({e}); scripts/install-deps installs llvm-19")
         });
     child
         .stdin
@@ -61,10 +62,18 @@ fn llc(ir: &str) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "{LLC} failed: {}\n{ir}",
+        "{tool} failed: {}\n{ir}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+fn llc(ir: &str) -> String {
+    pipe(
+        LLC,
+        &["-mtriple=aarch64-linux-gnu", "-mattr=+sme,+sme2", "-o", "-"],
+        ir,
+    )
 }
 
 /// The events of function `name` in llc's assembly.
@@ -590,28 +599,7 @@ fn inline_cases_of(
     }
     let report = check_ir("inline.ll", &ir).unwrap();
     assert!(!report.has_errors(), "{:?}", report.diagnostics);
-    let mut child = Command::new("opt-19")
-        .args(["-passes=inline", "-S", "-o", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run opt-19 ({e}); scripts/install-deps installs llvm-19")
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(ir.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let opt = String::from_utf8(out.stdout).unwrap();
+    let opt = pipe("opt-19", &["-passes=inline", "-S", "-o", "-"], &ir);
     names
         .into_iter()
         .map(|(caller, callee)| {
