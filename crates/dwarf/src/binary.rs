@@ -33,7 +33,6 @@ use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use core::fmt;
 
 use gimli::{AttributeValue, EndianSlice, LittleEndian};
 use object::{Object as _, ObjectSection as _};
@@ -44,49 +43,11 @@ use crate::{
     Value, ValueType,
 };
 
-/// Why a binary could not be read or an expression not evaluated against a
-/// snapshot.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BinaryError {
-    /// The file is not an object file `object` can parse, or has no DWARF.
-    Object(String),
-    /// gimli could not read the DWARF.
-    Dwarf(String),
-    /// The expression is ill-formed, or the evaluator failed.
-    Expression(Error),
-    /// The snapshot cannot answer the evaluator's request.
-    Unanswered {
-        /// Index of the operation that asked.
-        index: usize,
-        /// Its name.
-        op: &'static str,
-        /// What was missing.
-        what: String,
-    },
-}
-
-impl fmt::Display for BinaryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BinaryError::Object(e) => write!(f, "cannot read the object file: {e}"),
-            BinaryError::Dwarf(e) => write!(f, "cannot read the DWARF: {e}"),
-            BinaryError::Expression(e) => write!(f, "{e}"),
-            BinaryError::Unanswered { index, op, what } => write!(f, "op #{index} {op}: {what}"),
-        }
-    }
-}
-
-impl core::error::Error for BinaryError {}
-
-impl From<Error> for BinaryError {
-    fn from(e: Error) -> Self {
-        BinaryError::Expression(e)
-    }
-}
-
-impl From<gimli::Error> for BinaryError {
+impl From<gimli::Error> for Error {
     fn from(e: gimli::Error) -> Self {
-        BinaryError::Dwarf(e.to_string())
+        Error::Dwarf {
+            what: e.to_string(),
+        }
     }
 }
 
@@ -153,9 +114,9 @@ impl Snapshot {
     }
 }
 
-fn unanswered(eval: &Evaluation<'_>, ops: &[Op], what: String) -> BinaryError {
+fn unanswered(eval: &Evaluation<'_>, ops: &[Op], what: String) -> Error {
     let index = eval.pc();
-    BinaryError::Unanswered {
+    Error::Unanswered {
         index,
         op: ops.get(index).map_or("end of expression", Op::name),
         what,
@@ -232,8 +193,23 @@ pub fn run(
     ops: &[Op],
     snapshot: &Snapshot,
     frame: Frame<'_>,
-) -> Result<(), BinaryError> {
-    run_nested(eval, ops, snapshot, frame, 0)
+) -> Result<(), Error> {
+    run_nested(eval, ops, snapshot, frame, 0, &mut |_| {})
+}
+
+/// [`run`] for an evaluation with [`Evaluation::set_trace`] on: `on_step`
+/// sees the evaluation after every executed operation
+/// ([`EvaluationResult::Stepped`]: [`Evaluation::stack`] shows its effect,
+/// [`Evaluation::pc`] the next operation); nested evaluations (frame base,
+/// entry values) are not traced.
+pub fn run_traced(
+    eval: &mut Evaluation<'_>,
+    ops: &[Op],
+    snapshot: &Snapshot,
+    frame: Frame<'_>,
+    on_step: &mut dyn FnMut(&Evaluation<'_>),
+) -> Result<(), Error> {
+    run_nested(eval, ops, snapshot, frame, 0, on_step)
 }
 
 fn run_nested(
@@ -242,11 +218,16 @@ fn run_nested(
     snapshot: &Snapshot,
     frame: Frame<'_>,
     depth: u32,
-) -> Result<(), BinaryError> {
+    on_step: &mut dyn FnMut(&Evaluation<'_>),
+) -> Result<(), Error> {
     let mut r = eval.evaluate()?;
     loop {
         r = match r {
             EvaluationResult::Complete => return Ok(()),
+            EvaluationResult::Stepped => {
+                on_step(eval);
+                eval.evaluate()?
+            }
             EvaluationResult::RequiresRegister { register } => {
                 match snapshot.registers.get(&register) {
                     Some(bytes) => eval.resume_with_register(bytes)?,
@@ -334,7 +315,7 @@ fn run_nested(
                 // The snapshot has the value, not where it was saved: an
                 // implicit location holding it.
                 let loc = match snapshot.entry_registers.get(&register) {
-                    Some(bytes) => Location::single(Storage::Implicit(bytes.clone()), 0),
+                    Some(bytes) => Location::single(Storage::Implicit(bytes.as_slice().into()), 0),
                     None => Location::undefined(),
                 };
                 eval.resume_with_entry_register(loc)?
@@ -360,7 +341,7 @@ fn entry_value(
     snapshot: &Snapshot,
     frame: Frame<'_>,
     depth: u32,
-) -> Result<Entry, BinaryError> {
+) -> Result<Entry, Error> {
     let a = eval.encoding().address_size;
     if let Some(r) = register {
         return match snapshot.entry_registers.get(&r) {
@@ -369,7 +350,7 @@ fn entry_value(
                 bytes,
                 a,
             ))),
-            None => Err(BinaryError::Unanswered {
+            None => Err(Error::Unanswered {
                 index: 0,
                 op: "DW_OP_entry_value",
                 what: format!("register {r} at function entry is not in the snapshot"),
@@ -377,7 +358,7 @@ fn entry_value(
         };
     }
     if depth >= MAX_NESTING {
-        return Err(BinaryError::Unanswered {
+        return Err(Error::Unanswered {
             index: 0,
             op: "DW_OP_entry_value",
             what: "nested too deeply".to_owned(),
@@ -390,8 +371,15 @@ fn entry_value(
         ..snapshot.clone()
     };
     let mut inner = expr.evaluation(enc);
-    run_nested(&mut inner, &expr.ops, &at_entry, frame, depth + 1)?;
-    inner.result().ok_or_else(|| BinaryError::Unanswered {
+    run_nested(
+        &mut inner,
+        &expr.ops,
+        &at_entry,
+        frame,
+        depth + 1,
+        &mut |_| {},
+    )?;
+    inner.into_result().ok_or_else(|| Error::Unanswered {
         index: 0,
         op: "DW_OP_entry_value",
         what: "the entry-value expression left an empty stack".to_owned(),
@@ -406,15 +394,15 @@ fn frame_base_address(
     snapshot: &Snapshot,
     frame: Frame<'_>,
     depth: u32,
-) -> Result<u64, BinaryError> {
+) -> Result<u64, Error> {
     let mut eval = expr.evaluation(enc);
     let inner = Frame {
         frame_base: None,
         ..frame
     };
-    run_nested(&mut eval, &expr.ops, snapshot, inner, depth)?;
+    run_nested(&mut eval, &expr.ops, snapshot, inner, depth, &mut |_| {})?;
     let loc = eval.location_result();
-    let bad = || BinaryError::Unanswered {
+    let bad = || Error::Unanswered {
         index: 0,
         op: "DW_AT_frame_base",
         what: "the frame base is not an address or a register".to_owned(),
@@ -468,9 +456,9 @@ impl Target for Snapshot {
 /// Reads `bit_len` bits through `location` from the snapshot
 /// ([`crate::access::read`]: undefined bits stay undefined, unreadable
 /// registers or memory are an error).
-pub fn read(location: &Location, bit_len: u64, snapshot: &Snapshot) -> Result<Bits, BinaryError> {
+pub fn read(location: &Location, bit_len: u64, snapshot: &Snapshot) -> Result<Bits, Error> {
     let mut target = snapshot.clone();
-    Ok(access::read(location, bit_len, &mut target)?)
+    access::read(location, bit_len, &mut target)
 }
 
 /// Whether a variable is a formal parameter or a local.
@@ -530,14 +518,16 @@ pub struct LocationExpression {
 
 type R<'a> = EndianSlice<'a, LittleEndian>;
 
-fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, BinaryError> {
-    let file = object::File::parse(data).map_err(|e| BinaryError::Object(e.to_string()))?;
+fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, Error> {
+    let file = object::File::parse(data).map_err(|e| Error::Object {
+        what: e.to_string(),
+    })?;
     if !file.is_little_endian() {
-        return Err(BinaryError::Object(
-            "only little-endian targets are supported".to_owned(),
-        ));
+        return Err(Error::Object {
+            what: "only little-endian targets are supported".to_owned(),
+        });
     }
-    let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, BinaryError> {
+    let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
         let bytes = file
             .section_by_name(id.name())
             .and_then(|s| s.data().ok())
@@ -557,9 +547,11 @@ fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
 }
 
 /// The address of symbol `name` in the object's symbol table, if present.
-pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, BinaryError> {
+pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, Error> {
     use object::ObjectSymbol as _;
-    let file = object::File::parse(data).map_err(|e| BinaryError::Object(e.to_string()))?;
+    let file = object::File::parse(data).map_err(|e| Error::Object {
+        what: e.to_string(),
+    })?;
     Ok(file
         .symbols()
         .find(|s| s.name() == Ok(name))
@@ -568,7 +560,7 @@ pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, BinaryErro
 
 /// Every location expression in the binary: each `DW_AT_location` and
 /// `DW_AT_frame_base` expression and every entry of every location list.
-pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, BinaryError> {
+pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Error> {
     let dwarf = load(data)?;
     let mut out = Vec::new();
     let mut units = dwarf.units();
@@ -603,7 +595,7 @@ pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Bina
 /// The variables and formal parameters in scope at `pc`: those of every
 /// subprogram, lexical block and inlined subroutine whose ranges contain
 /// `pc`, innermost scope last.
-pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, BinaryError> {
+pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, Error> {
     let dwarf = load(data)?;
     let mut out = Vec::new();
     let mut units = dwarf.units();
@@ -633,7 +625,7 @@ struct Scan<'s, 'a> {
 }
 
 /// Every `DW_TAG_base_type` of a unit.
-fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, BinaryError> {
+fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, Error> {
     let mut out = Vec::new();
     let mut entries = unit.entries();
     while let Some((_, entry)) = entries.next_dfs()? {
@@ -663,7 +655,7 @@ type Node<'abbrev, 'unit, 'tree, 'a> = gimli::EntriesTreeNode<'abbrev, 'unit, 't
 type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, R<'a>>;
 
 impl<'a> Scan<'_, 'a> {
-    fn contains_pc(&self, entry: &Die<'_, '_, 'a>) -> Result<bool, BinaryError> {
+    fn contains_pc(&self, entry: &Die<'_, '_, 'a>) -> Result<bool, Error> {
         let mut ranges = self.dwarf.die_ranges(self.unit, entry)?;
         while let Some(r) = ranges.next()? {
             if r.begin <= self.pc && self.pc < r.end {
@@ -680,7 +672,7 @@ impl<'a> Scan<'_, 'a> {
         node: Node<'_, '_, '_, 'a>,
         frame_base: Option<&[u8]>,
         function: &str,
-    ) -> Result<(), BinaryError> {
+    ) -> Result<(), Error> {
         let mut children = node.children();
         while let Some(child) = children.next()? {
             let entry = child.entry();
@@ -719,7 +711,7 @@ impl<'a> Scan<'_, 'a> {
         &self,
         entry: &Die<'_, '_, 'a>,
         at: gimli::DwAt,
-    ) -> Result<Option<gimli::UnitOffset>, BinaryError> {
+    ) -> Result<Option<gimli::UnitOffset>, Error> {
         Ok(match entry.attr_value(at)? {
             Some(AttributeValue::UnitRef(o)) => Some(o),
             Some(AttributeValue::DebugInfoRef(o)) => o.to_unit_offset(&self.unit.header),
@@ -732,7 +724,7 @@ impl<'a> Scan<'_, 'a> {
         &self,
         entry: &Die<'_, '_, 'a>,
         at: gimli::DwAt,
-    ) -> Result<Option<AttributeValue<R<'a>>>, BinaryError> {
+    ) -> Result<Option<AttributeValue<R<'a>>>, Error> {
         if let Some(v) = entry.attr_value(at)? {
             return Ok(Some(v));
         }
@@ -747,7 +739,7 @@ impl<'a> Scan<'_, 'a> {
         Ok(None)
     }
 
-    fn name(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<String>, BinaryError> {
+    fn name(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<String>, Error> {
         match self.attr_or_origin(entry, gimli::DW_AT_name)? {
             Some(v) => {
                 let s = self.dwarf.attr_string(self.unit, v)?;
@@ -758,7 +750,7 @@ impl<'a> Scan<'_, 'a> {
     }
 
     /// The type's name and size in bytes.
-    fn type_info(&self, entry: &Die<'_, '_, 'a>) -> Result<(String, Option<u64>), BinaryError> {
+    fn type_info(&self, entry: &Die<'_, '_, 'a>) -> Result<(String, Option<u64>), Error> {
         let offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
             Some(AttributeValue::UnitRef(o)) => o,
             _ => return Ok(("?".to_owned(), None)),
@@ -774,7 +766,7 @@ impl<'a> Scan<'_, 'a> {
 
     /// A type's size in bytes, through typedefs and qualifiers; arrays are
     /// their element size times their subranges' counts.
-    fn type_size(&self, offset: gimli::UnitOffset, depth: u32) -> Result<Option<u64>, BinaryError> {
+    fn type_size(&self, offset: gimli::UnitOffset, depth: u32) -> Result<Option<u64>, Error> {
         if depth > 32 {
             return Ok(None);
         }
@@ -839,7 +831,7 @@ impl<'a> Scan<'_, 'a> {
         entry: &Die<'_, '_, 'a>,
         frame_base: Option<&[u8]>,
         function: &str,
-    ) -> Result<Variable, BinaryError> {
+    ) -> Result<Variable, Error> {
         let encoding = encoding_of(self.unit);
         let name = self.name(entry)?.unwrap_or_default();
         let (type_name, byte_size) = self.type_info(entry)?;
@@ -895,7 +887,7 @@ impl<'a> Scan<'_, 'a> {
     /// with the `.debug_addr` entry, so the evaluator needs no index
     /// requests. Expressions with branches keep their bytes (the rewrite
     /// changes operation sizes).
-    fn resolve_indices(&self, bytes: &[u8], encoding: Encoding) -> Result<Vec<u8>, BinaryError> {
+    fn resolve_indices(&self, bytes: &[u8], encoding: Encoding) -> Result<Vec<u8>, Error> {
         let Ok(ops) = decode(bytes, encoding) else {
             return Ok(bytes.to_vec());
         };
@@ -916,11 +908,13 @@ impl<'a> Scan<'_, 'a> {
                 other => other,
             });
         }
-        Ok(crate::encode(&out, encoding)?)
+        crate::encode(&out, encoding)
     }
 
-    fn address(&self, index: u64) -> Result<u64, BinaryError> {
-        let i = usize::try_from(index).map_err(|_| BinaryError::Dwarf("address index".into()))?;
+    fn address(&self, index: u64) -> Result<u64, Error> {
+        let i = usize::try_from(index).map_err(|_| Error::Dwarf {
+            what: "address index".into(),
+        })?;
         Ok(self.dwarf.address(self.unit, gimli::DebugAddrIndex(i))?)
     }
 }
@@ -948,10 +942,7 @@ pub struct Evaluated {
 }
 
 /// Evaluates `variable`'s location at the snapshot and reads its bytes.
-pub fn evaluate_variable(
-    variable: &Variable,
-    snapshot: &Snapshot,
-) -> Result<Evaluated, BinaryError> {
+pub fn evaluate_variable(variable: &Variable, snapshot: &Snapshot) -> Result<Evaluated, Error> {
     let size = variable.byte_size.unwrap_or(0);
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
@@ -981,13 +972,13 @@ pub fn evaluate_variable(
     };
     let mut eval = expr.evaluation(enc);
     run(&mut eval, &expr.ops, snapshot, frame)?;
-    let location = match eval.result() {
+    // The result is moved out, not cloned.
+    let location = match eval.into_result() {
+        // A value result in a location context: a generic value is an
+        // address (DWARF 5); a typed one is the object's bits.
+        Some(Entry::Value(v)) if v.ty == ValueType::Generic => Location::memory(0, v.bits),
         Some(Entry::Value(v)) => {
-            // A value result in a location context: a generic value is an
-            // address (DWARF 5); a typed one is the object's bits.
-            eval.location_result().unwrap_or_else(|| {
-                Location::single(Storage::Implicit(v.to_bytes(enc.address_size)), 0)
-            })
+            Location::single(Storage::Implicit(v.to_bytes(enc.address_size).into()), 0)
         }
         Some(Entry::Location(l)) => l,
         None => Location::undefined(),
@@ -999,10 +990,10 @@ pub fn evaluate_variable(
     })
 }
 
-/// The evaluator's error inside a [`BinaryError`], if that is what it is.
-pub fn eval_error(e: &BinaryError) -> Option<&EvalError> {
+/// The evaluator's error inside an [`Error`], if that is what it is.
+pub fn eval_error(e: &Error) -> Option<&EvalError> {
     match e {
-        BinaryError::Expression(Error::Eval { error, .. }) => Some(error),
+        Error::Eval { error, .. } => Some(error),
         _ => None,
     }
 }

@@ -1,10 +1,13 @@
-//! Errors of the operation layer: decoding, encoding and the text syntax.
+//! The crate's one error enum: decoding, encoding, the text syntax,
+//! evaluation, access and (feature `binary`) reading binaries.
 
 use alloc::string::String;
 use core::fmt;
 
-/// An ill-formed expression, found while decoding bytes, encoding operations
-/// or assembling text.
+/// Everything that can go wrong in this crate: an ill-formed expression
+/// (found while decoding bytes, encoding operations or assembling text), an
+/// evaluation or access error, or (feature `binary`) a binary that cannot be
+/// read or a snapshot that cannot answer.
 ///
 /// Binary errors name the byte offset of the offending operation within the
 /// input (always `< input.len()`) and the operation's name (spec spelling,
@@ -85,6 +88,26 @@ pub enum Error {
         /// What went wrong.
         error: crate::eval::EvalError,
     },
+    /// (`binary`) The file is not an object file `object` can parse, or has
+    /// no DWARF.
+    Object {
+        /// What is wrong.
+        what: String,
+    },
+    /// (`binary`) gimli could not read the DWARF.
+    Dwarf {
+        /// What is wrong.
+        what: String,
+    },
+    /// (`binary`) The snapshot cannot answer the evaluator's request.
+    Unanswered {
+        /// Index of the operation that asked.
+        index: usize,
+        /// Its name.
+        op: &'static str,
+        /// What was missing.
+        what: String,
+    },
     /// An evaluation error: the operation at `index` could not be evaluated.
     /// Errors inside an expression run by `DW_OP_call*` name the call
     /// operation here and the callee's operation in
@@ -113,7 +136,10 @@ impl Error {
             Error::BadEncoding { .. }
             | Error::Unencodable { .. }
             | Error::Eval { .. }
-            | Error::Access { .. } => None,
+            | Error::Access { .. }
+            | Error::Object { .. }
+            | Error::Dwarf { .. }
+            | Error::Unanswered { .. } => None,
         }
     }
 
@@ -124,7 +150,10 @@ impl Error {
     pub fn is_ill_formed(&self) -> bool {
         match self {
             Error::Eval { error, .. } => error.is_ill_formed(),
-            Error::Access { .. } => false,
+            Error::Access { .. }
+            | Error::Object { .. }
+            | Error::Dwarf { .. }
+            | Error::Unanswered { .. } => false,
             _ => true,
         }
     }
@@ -156,6 +185,9 @@ impl fmt::Display for Error {
             }
             Error::Eval { index, op, error } => write!(f, "op #{index} {op}: {error}"),
             Error::Access { error } => write!(f, "access: {error}"),
+            Error::Object { what } => write!(f, "cannot read the object file: {what}"),
+            Error::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
+            Error::Unanswered { index, op, what } => write!(f, "op #{index} {op}: {what}"),
             Error::Syntax {
                 offset,
                 token,

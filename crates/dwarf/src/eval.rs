@@ -10,7 +10,17 @@
 //! answer from a live process, a core file or a JSON snapshot, synchronously
 //! or not, and the evaluator never needs a lifetime or a generic parameter
 //! for it. The only allocations are the stack, the location descriptions
-//! themselves and, for `DW_OP_call*`, the decoded callee.
+//! that do not fit inline (several places, composites, implicit values over
+//! 16 bytes) and, for `DW_OP_call*`, the decoded callee.
+//!
+//! Two ways in: [`Evaluation::new`] runs decoded [`Op`]s (from
+//! [`parse_text`](crate::parse_text) or [`decode`]);
+//! [`Evaluation::from_bytes`] runs the encoded bytes directly, decoding each
+//! operation as it executes it (the common ones without building an `Op`),
+//! as gimli does. For many expressions, [`Evaluation::restart`] (or
+//! [`Evaluation::into_buffers`] and [`Evaluation::from_bytes_in`]) keeps the
+//! stack's allocation from one to the next, and [`Evaluation::result_ref`]
+//! borrows the result instead of cloning it.
 //!
 //! Each stack entry is an [`Entry`]: a typed [`Value`] or a [`Location`]
 //! description. Generic values convert implicitly to memory locations in
@@ -59,8 +69,8 @@ use core::fmt;
 
 use crate::access::{plan_read, Bits, Fetch, Place};
 use crate::error::Error;
-use crate::location::{Location, Part, SingleLocation, Storage};
-use crate::op::{decode, op_offsets, Encoding, Op};
+use crate::location::{Location, Part, Storage};
+use crate::op::{byte_offsets, decode, decode_at, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
 
 /// Default maximum number of operations one evaluation may execute.
@@ -396,10 +406,27 @@ struct Code {
     offsets: Vec<usize>,
 }
 
+/// The reusable allocations of an [`Evaluation`] (its stack and call
+/// returns), carried from one expression to the next with
+/// [`Evaluation::into_buffers`] and [`Evaluation::from_bytes_in`].
+#[derive(Debug, Default)]
+pub struct Buffers {
+    stack: Vec<Slot>,
+    returns: Vec<(Option<Arc<Code>>, usize)>,
+    base_types: Vec<(u64, ValueType)>,
+}
+
 /// A pause-and-resume evaluation of one expression.
 #[derive(Clone, Debug)]
 pub struct Evaluation<'a> {
     ops: &'a [Op],
+    /// The root expression's bytes when evaluating straight from them
+    /// ([`Evaluation::from_bytes`]); `ops` is then empty.
+    bytes: Option<&'a [u8]>,
+    /// From bytes: the byte offset of the root operation at `pc` (or waiting
+    /// at a call), and of the one after it.
+    byte_pc: usize,
+    next_byte: usize,
     encoding: Encoding,
     address_size: u8,
     /// Byte offset of each root operation, then the total length; computed
@@ -415,12 +442,18 @@ pub struct Evaluation<'a> {
     steps: u64,
     max_steps: u64,
     pending: Option<Pending>,
+    /// The request the last step stopped for (see [`Step`]).
+    asked: Option<EvaluationResult>,
     complete: bool,
     base_types: Vec<(u64, ValueType)>,
     trace: bool,
 }
 
-type Step = Result<Option<EvaluationResult>, EvalError>;
+/// What one operation (or an answer) led to: `Ok` goes on, or stops with
+/// the request it stored in `Evaluation::asked`. One pointer wide on purpose
+/// (the error is boxed, the request kept aside): the hot loop passes one of
+/// these per operation, and a larger result type made that copy stall.
+type Step = Result<(), Box<EvalError>>;
 
 impl<'a> Evaluation<'a> {
     /// A new evaluation of `ops` (branch displacements are in bytes of
@@ -428,6 +461,9 @@ impl<'a> Evaluation<'a> {
     pub fn new(ops: &'a [Op], encoding: Encoding) -> Evaluation<'a> {
         Evaluation {
             ops,
+            bytes: None,
+            byte_pc: 0,
+            next_byte: 0,
             encoding,
             address_size: encoding.address_size.clamp(1, 8),
             root_offsets: RootOffsets::Unknown,
@@ -438,8 +474,117 @@ impl<'a> Evaluation<'a> {
             steps: 0,
             max_steps: DEFAULT_MAX_STEPS,
             pending: None,
+            asked: None,
             complete: false,
             base_types: Vec::new(),
+            trace: false,
+        }
+    }
+
+    /// A new evaluation of the encoded expression `bytes`, decoding each
+    /// operation as it is executed (as gimli does): nothing is materialised
+    /// and, with [`Evaluation::restart`], nothing is allocated for
+    /// expressions whose stack entries are values, single places and short
+    /// implicit bytes. An invalid [`Encoding`] is reported by the first
+    /// [`Evaluation::evaluate`]. Operation indices
+    /// ([`Evaluation::pc`], errors) count operations from the start, as for
+    /// [`Evaluation::new`] on the decoded operations. Unlike [`decode`],
+    /// bytes are only checked as they are reached: an ill-formed operation
+    /// (or branch target) is reported when executed, as the decoding
+    /// [`Error`] naming its byte offset.
+    pub fn from_bytes(bytes: &'a [u8], encoding: Encoding) -> Evaluation<'a> {
+        let mut eval = Evaluation::new(&[], encoding);
+        eval.bytes = Some(bytes);
+        eval
+    }
+
+    /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
+    /// reuses this one's buffers (stack, call returns, base types), so that
+    /// a caller evaluating many expressions allocates them once. Keeps the
+    /// step limit and the trace setting; forgets the base types.
+    pub fn reuse<'b>(self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
+        let (max_steps, trace) = (self.max_steps, self.trace);
+        let mut eval = Evaluation::from_bytes_in(bytes, encoding, self.into_buffers());
+        eval.max_steps = max_steps;
+        eval.trace = trace;
+        eval
+    }
+
+    /// Starts over on `bytes` (as [`Evaluation::from_bytes`]) in place,
+    /// keeping this evaluation's buffers, step limit and trace setting and
+    /// forgetting its base types: the cheapest way to evaluate many
+    /// expressions that live as long as the evaluation (e.g. all borrowed
+    /// from one loaded binary).
+    pub fn restart(&mut self, bytes: &'a [u8], encoding: Encoding) {
+        self.ops = &[];
+        self.bytes = Some(bytes);
+        self.byte_pc = 0;
+        self.next_byte = 0;
+        self.encoding = encoding;
+        self.address_size = encoding.address_size.clamp(1, 8);
+        if !matches!(self.root_offsets, RootOffsets::Unknown) {
+            self.root_offsets = RootOffsets::Unknown;
+        }
+        self.callee = None;
+        self.returns.clear();
+        self.pc = 0;
+        self.stack.clear();
+        self.steps = 0;
+        self.pending = None;
+        self.asked = None;
+        self.complete = false;
+        self.base_types.clear();
+    }
+
+    /// The evaluation's buffers, emptied, for
+    /// [`Evaluation::from_bytes_in`]: keep them between expressions so
+    /// that evaluating many allocates the stack once.
+    pub fn into_buffers(self) -> Buffers {
+        let Evaluation {
+            mut returns,
+            mut stack,
+            mut base_types,
+            ..
+        } = self;
+        returns.clear();
+        stack.clear();
+        base_types.clear();
+        Buffers {
+            stack,
+            returns,
+            base_types,
+        }
+    }
+
+    /// [`Evaluation::from_bytes`] using `buffers` (from
+    /// [`Evaluation::into_buffers`], or [`Buffers::default`]).
+    pub fn from_bytes_in(bytes: &'a [u8], encoding: Encoding, buffers: Buffers) -> Evaluation<'a> {
+        let Buffers {
+            mut stack,
+            mut returns,
+            mut base_types,
+        } = buffers;
+        stack.clear();
+        returns.clear();
+        base_types.clear();
+        Evaluation {
+            ops: &[],
+            bytes: Some(bytes),
+            byte_pc: 0,
+            next_byte: 0,
+            encoding,
+            address_size: encoding.address_size.clamp(1, 8),
+            root_offsets: RootOffsets::Unknown,
+            callee: None,
+            returns,
+            pc: 0,
+            stack,
+            steps: 0,
+            max_steps: DEFAULT_MAX_STEPS,
+            pending: None,
+            asked: None,
+            complete: false,
+            base_types,
             trace: false,
         }
     }
@@ -549,6 +694,19 @@ impl<'a> Evaluation<'a> {
         self.stack.last().map(slot_entry)
     }
 
+    /// The result, as [`Evaluation::result`], borrowed instead of cloned.
+    pub fn result_ref(&self) -> Option<&Entry> {
+        if !self.complete {
+            return None;
+        }
+        match self.stack.last() {
+            Some(Slot::Entry(e)) => Some(e),
+            // run() completes an incomplete composite on top when the
+            // expression ends.
+            _ => None,
+        }
+    }
+
     /// The result in a location context: a generic value becomes a memory
     /// location in address space 0; an empty stack is undefined.
     pub fn location_result(&self) -> Option<Location> {
@@ -585,7 +743,7 @@ impl<'a> Evaluation<'a> {
                     self.push_value(Value::from_bytes(ty, b, a));
                     self.advance()
                 }
-                None => Err(EvalError::ReadOutOfRange),
+                None => Err(EvalError::ReadOutOfRange.into()),
             },
             Some(Pending::Breg {
                 offset,
@@ -601,7 +759,7 @@ impl<'a> Evaluation<'a> {
             }
             Some(Pending::Regval { ty }) => {
                 if bytes.len() < usize::from(ty.size(a)) {
-                    Err(EvalError::ReadOutOfRange)
+                    Err(EvalError::ReadOutOfRange.into())
                 } else {
                     self.push_value(Value::from_bytes(ty, bytes, a));
                     self.advance()
@@ -632,14 +790,14 @@ impl<'a> Evaluation<'a> {
                             bits.fill(span, f.shift(), f.dst_bit, f.len);
                             self.continue_read(ty, bits, fetches, next + 1)
                         }
-                        Err(e) => Err(e),
+                        Err(e) => Err(e.into()),
                     }
                 }
-                _ => Err(EvalError::BadResume("no register was requested")),
+                _ => Err(EvalError::BadResume("no register was requested").into()),
             },
             other => {
                 self.pending = other;
-                Err(EvalError::BadResume("no register was requested"))
+                Err(EvalError::BadResume("no register was requested").into())
             }
         };
         self.after_resume(r)
@@ -697,15 +855,15 @@ impl<'a> Evaluation<'a> {
                             bits.fill(span, f.shift(), f.dst_bit, f.len);
                             self.continue_read(ty, bits, fetches, next + 1)
                         }
-                        None => Err(EvalError::BadResume("fewer bytes than requested")),
+                        None => Err(EvalError::BadResume("fewer bytes than requested").into()),
                     },
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.into()),
                 },
-                _ => Err(EvalError::BadResume("no memory was requested")),
+                _ => Err(EvalError::BadResume("no memory was requested").into()),
             },
             other => {
                 self.pending = other;
-                Err(EvalError::BadResume("no memory was requested"))
+                Err(EvalError::BadResume("no memory was requested").into())
             }
         };
         self.after_resume(r)
@@ -795,7 +953,8 @@ impl<'a> Evaluation<'a> {
                         offset,
                         encoding,
                         byte_size,
-                    }),
+                    }
+                    .into()),
                 }
             }
             other => self.wrong(other, "no base type was requested"),
@@ -889,35 +1048,49 @@ impl<'a> Evaluation<'a> {
 
     fn wrong(&mut self, other: Option<Pending>, what: &'static str) -> Step {
         self.pending = other;
-        Err(EvalError::BadResume(what))
+        Err(EvalError::BadResume(what).into())
     }
 
     fn advance(&mut self) -> Step {
         self.pc += 1;
-        Ok(None)
+        if self.callee.is_none() {
+            self.byte_pc = self.next_byte;
+        }
+        Ok(())
     }
 
     fn after_resume(&mut self, r: Step) -> Result<EvaluationResult, Error> {
         match r {
-            Err(e) => Err(self.error(e)),
-            Ok(Some(request)) => Ok(request),
-            Ok(None) if self.trace => Ok(EvaluationResult::Stepped),
-            Ok(None) => self.run(),
+            Err(e) => Err(self.error(*e)),
+            Ok(()) if self.asked.is_some() => self.take_asked(),
+            Ok(()) if self.trace => Ok(EvaluationResult::Stepped),
+            Ok(()) => self.run(),
         }
     }
 
-    fn current_ops(&self) -> &[Op] {
-        match &self.callee {
-            Some(code) => &code.ops,
-            None => self.ops,
+    /// Name of root operation `index` (from bytes: the one at `byte_pc`,
+    /// which is `index` whenever an error is reported).
+    fn root_name(&self, index: usize) -> &'static str {
+        match self.bytes {
+            Some(bytes) => decode_at(bytes, &mut self.byte_pc.clone(), self.encoding)
+                .map_or("end of expression", |op| op.name()),
+            None => self.ops.get(index).map_or("end of expression", Op::name),
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        match (&self.callee, self.bytes) {
+            (Some(code), _) => self.pc >= code.ops.len(),
+            (None, Some(bytes)) => self.byte_pc >= bytes.len(),
+            (None, None) => self.pc >= self.ops.len(),
         }
     }
 
     fn error(&self, error: EvalError) -> Error {
-        let here = self
-            .current_ops()
-            .get(self.pc)
-            .map_or("end of expression", Op::name);
+        let here = match &self.callee {
+            Some(code) => code.ops.get(self.pc).map_or("end of expression", Op::name),
+            None => self.root_name(self.pc),
+        };
         match self.returns.first() {
             None => Error::Eval {
                 index: self.pc,
@@ -926,7 +1099,7 @@ impl<'a> Evaluation<'a> {
             },
             Some(&(_, site)) => Error::Eval {
                 index: site,
-                op: self.ops.get(site).map_or("end of expression", Op::name),
+                op: self.root_name(site),
                 error: EvalError::InCall {
                     index: self.pc,
                     op: here,
@@ -937,12 +1110,20 @@ impl<'a> Evaluation<'a> {
     }
 
     fn run(&mut self) -> Result<EvaluationResult, Error> {
+        if self.bytes.is_some() {
+            // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
+            self.encoding.check()?;
+        }
         loop {
-            if self.pc >= self.current_ops().len() {
+            if self.at_end() {
                 match self.returns.pop() {
                     Some((code, site)) => {
                         self.callee = code;
                         self.pc = site + 1;
+                        if self.callee.is_none() {
+                            // Back in the root: after the call operation.
+                            self.byte_pc = self.next_byte;
+                        }
                         continue;
                     }
                     None => break,
@@ -952,32 +1133,59 @@ impl<'a> Evaluation<'a> {
             if self.steps > self.max_steps {
                 return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
             }
-            let at = self.pc;
-            let r = match self.callee.clone() {
-                None => {
+            let at = (self.pc, self.byte_pc);
+            let r = match (&self.callee, self.bytes) {
+                (None, Some(bytes)) => match self.fast_step(bytes) {
+                    Some(r) => r,
+                    None => {
+                        let mut next = self.byte_pc;
+                        let op = decode_at(bytes, &mut next, self.encoding)?;
+                        self.next_byte = next;
+                        match op {
+                            // The decoded block moves into the request.
+                            Op::EntryValue(expression) => self.entry_value(expression),
+                            op => self.step(&op),
+                        }
+                    }
+                },
+                (None, None) => {
                     let ops = self.ops;
                     match ops.get(self.pc) {
                         Some(op) => self.step(op),
-                        None => Ok(None),
+                        None => Ok(()),
                     }
                 }
-                Some(code) => match code.ops.get(self.pc) {
-                    Some(op) => self.step(op),
-                    None => Ok(None),
-                },
+                (Some(code), _) => {
+                    let code = Arc::clone(code);
+                    match code.ops.get(self.pc) {
+                        Some(op) => self.step(op),
+                        None => Ok(()),
+                    }
+                }
             };
             match r {
-                Ok(None) => {}
-                Ok(Some(request)) => return Ok(request),
-                Err(e) => return Err(self.error(e)),
+                Ok(()) => {
+                    if self.asked.is_some() {
+                        return self.take_asked();
+                    }
+                }
+                Err(e) => return Err(self.error(*e)),
             }
             if self.stack.len() > MAX_STACK {
                 // Report it at the operation that overflowed.
-                self.pc = at;
+                (self.pc, self.byte_pc) = at;
                 return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
             }
             if self.trace {
                 return Ok(EvaluationResult::Stepped);
+            }
+        }
+        // Complete an incomplete composite on top, so the result can be
+        // borrowed (`result_ref`).
+        if let Some(top) = self.stack.last_mut() {
+            if let Slot::Incomplete(parts, _) = top {
+                let parts = core::mem::take(parts);
+                *top = Slot::Entry(Entry::Location(Location::composite(parts)));
             }
         }
         self.complete = true;
@@ -1123,7 +1331,10 @@ impl<'a> Evaluation<'a> {
             Some(code) => &code.offsets,
             None => {
                 if matches!(self.root_offsets, RootOffsets::Unknown) {
-                    self.root_offsets = RootOffsets::Computed(op_offsets(self.ops, self.encoding));
+                    self.root_offsets = RootOffsets::Computed(match self.bytes {
+                        Some(bytes) => Some(byte_offsets(bytes, self.encoding)),
+                        None => op_offsets(self.ops, self.encoding),
+                    });
                 }
                 match &self.root_offsets {
                     RootOffsets::Computed(Some(o)) => o,
@@ -1142,6 +1353,10 @@ impl<'a> Evaluation<'a> {
             .ok()
             .and_then(|t| offsets.binary_search(&t).ok())
             .ok_or(EvalError::BadBranchTarget(target))?;
+        let byte = offsets.get(idx).copied();
+        if self.callee.is_none() {
+            self.byte_pc = byte.unwrap_or(usize::MAX);
+        }
         self.pc = idx;
         Ok(())
     }
@@ -1194,12 +1409,12 @@ impl<'a> Evaluation<'a> {
     /// place: all places hold the same bits).
     fn start_read(&mut self, loc: &Location, size: u8, ty: ValueType) -> Step {
         let Some(place) = loc.places.first() else {
-            return Err(EvalError::UndefinedRead);
+            return Err(EvalError::UndefinedRead.into());
         };
         if matches!(place.storage, Storage::ImplicitPointer { .. }) {
-            return Err(EvalError::Unsupported(
-                "dereferencing an implicit pointer location",
-            ));
+            return Err(
+                EvalError::Unsupported("dereferencing an implicit pointer location").into(),
+            );
         }
         // Whole bytes of memory or of one register: ask directly.
         if place.bit_offset % 8 == 0 {
@@ -1212,11 +1427,11 @@ impl<'a> Evaluation<'a> {
                             size,
                             register_offset: None,
                         });
-                        return Ok(Some(EvaluationResult::RequiresMemory {
+                        return self.ask(EvaluationResult::RequiresMemory {
                             address,
                             size,
                             address_space,
-                        }));
+                        });
                     }
                 }
                 Storage::Register(register) => {
@@ -1226,7 +1441,7 @@ impl<'a> Evaluation<'a> {
                             size,
                             register_offset: Some(start),
                         });
-                        return Ok(Some(EvaluationResult::RequiresRegister { register }));
+                        return self.ask(EvaluationResult::RequiresRegister { register });
                     }
                 }
                 _ => {}
@@ -1272,10 +1487,10 @@ impl<'a> Evaluation<'a> {
                 fetches,
                 next,
             });
-            return Ok(Some(request));
+            return self.ask(request);
         }
         if !bits.is_fully_defined() {
-            return Err(EvalError::UndefinedRead);
+            return Err(EvalError::UndefinedRead.into());
         }
         self.push_value(Value::from_bytes(ty, bits.bytes(), self.address_size));
         self.advance()
@@ -1284,7 +1499,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_OP_deref*` of `size` bytes with result type `ty`.
     fn deref(&mut self, size: u8, ty: ValueType) -> Step {
         if size == 0 || size > ty.size(self.address_size) {
-            return Err(EvalError::BadSize(u64::from(size)));
+            return Err(EvalError::BadSize(u64::from(size)).into());
         }
         let loc = self.pop_location()?;
         self.start_read(&loc, size, ty)
@@ -1292,21 +1507,167 @@ impl<'a> Evaluation<'a> {
 
     fn xderef(&mut self, size: u8, ty: ValueType) -> Step {
         if size == 0 || size > ty.size(self.address_size) {
-            return Err(EvalError::BadSize(u64::from(size)));
+            return Err(EvalError::BadSize(u64::from(size)).into());
         }
         self.need(2)?;
         // DWARF 5 §2.5.1.3: the address is on top, the address space below.
         let addr = self.pop_integral()?;
         let space = self.pop_integral()?;
-        let loc = Location {
-            places: alloc::vec![SingleLocation::memory(space.bits, addr.bits)],
-        };
+        let loc = Location::memory(space.bits, addr.bits);
         self.start_read(&loc, size, ty)
     }
 
     fn request(&mut self, p: Pending, r: EvaluationResult) -> Step {
         self.pending = Some(p);
-        Ok(Some(r))
+        self.ask(r)
+    }
+
+    fn ask(&mut self, r: EvaluationResult) -> Step {
+        self.asked = Some(r);
+        Ok(())
+    }
+
+    fn take_asked(&mut self) -> Result<EvaluationResult, Error> {
+        match self.asked.take() {
+            Some(r) => Ok(r),
+            None => Err(self.error(EvalError::BadResume("no request was made"))),
+        }
+    }
+
+    fn plus_uconst(&mut self, n: u64) -> Result<(), EvalError> {
+        let a = self.address_size;
+        let v = self.pop_value()?;
+        // The constant is taken in the popped value's type (DWARF 5
+        // §2.5.1.4), converted for floats.
+        let rhs = if v.ty.is_integral() {
+            Value::new(v.ty, n, a)
+        } else {
+            Value::new(ValueType::Unsigned(8), n, a)
+                .convert(v.ty, a)
+                .map_err(Self::value_err)?
+        };
+        let r = v.binary(BinaryOp::Plus, rhs, a).map_err(Self::value_err)?;
+        self.push_value(r);
+        Ok(())
+    }
+
+    fn piece_bytes(&mut self, n: u64) -> Result<(), EvalError> {
+        let bits = n.checked_mul(8).ok_or(EvalError::BadSize(n))?;
+        self.piece(bits, 0)
+    }
+
+    fn stack_value(&mut self) -> Result<(), EvalError> {
+        let v = self.pop_value()?;
+        let size = usize::from(v.ty.size(self.address_size)).min(8);
+        let bytes = v.bits.to_le_bytes();
+        let bytes = bytes.get(..size).unwrap_or(&bytes);
+        self.push_loc(Location::single(Storage::Implicit(bytes.into()), 0));
+        Ok(())
+    }
+
+    /// The most common operations of compiled code, executed straight from
+    /// the bytes without building an [`Op`]: `DW_OP_lit*`, `DW_OP_reg*`,
+    /// `DW_OP_breg*`, `DW_OP_fbreg`, `DW_OP_stack_value`, `DW_OP_constu`,
+    /// `DW_OP_consts`, `DW_OP_plus_uconst`, `DW_OP_piece`, `DW_OP_deref`
+    /// and the binary arithmetic operations. Exactly what
+    /// [`Evaluation::step`] does for them; `None` for anything else (or an
+    /// operand this shortcut does not read), which then takes the general
+    /// path.
+    fn fast_step(&mut self, bytes: &[u8]) -> Option<Step> {
+        let pos = self.byte_pc;
+        let code = *bytes.get(pos)?;
+        let a = self.address_size;
+        Some(match code {
+            0x30..=0x4f => {
+                self.next_byte = pos + 1;
+                self.push_value(Value::generic(u64::from(code - 0x30), a));
+                self.advance()
+            }
+            0x50..=0x6f => {
+                self.next_byte = pos + 1;
+                self.push_loc(Location::register(u16::from(code - 0x50)));
+                self.advance()
+            }
+            0x9f => {
+                self.next_byte = pos + 1;
+                match self.stack_value() {
+                    Ok(()) => self.advance(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x06 => {
+                self.next_byte = pos + 1;
+                self.deref(a, ValueType::Generic)
+            }
+            0x10 | 0x11 | 0x23 | 0x93 => {
+                let (n, next) = short_leb(bytes, pos + 1, code == 0x11)?;
+                self.next_byte = next;
+                let r = match code {
+                    0x10 | 0x11 => {
+                        self.push_value(Value::generic(n as u64, a));
+                        Ok(())
+                    }
+                    0x23 => self.plus_uconst(n as u64),
+                    _ => self.piece_bytes(n as u64),
+                };
+                match r {
+                    Ok(()) => self.advance(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x1a..=0x1e | 0x21 | 0x22 | 0x24..=0x27 => {
+                self.next_byte = pos + 1;
+                let op = match code {
+                    0x1a => BinaryOp::And,
+                    0x1b => BinaryOp::Div,
+                    0x1c => BinaryOp::Minus,
+                    0x1d => BinaryOp::Mod,
+                    0x1e => BinaryOp::Mul,
+                    0x21 => BinaryOp::Or,
+                    0x22 => BinaryOp::Plus,
+                    0x24 => BinaryOp::Shl,
+                    0x25 => BinaryOp::Shr,
+                    0x26 => BinaryOp::Shra,
+                    _ => BinaryOp::Xor,
+                };
+                match self.binary(op) {
+                    Ok(()) => self.advance(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x70..=0x8f | 0x91 => {
+                let (offset, next) = short_leb(bytes, pos + 1, true)?;
+                self.next_byte = next;
+                if code == 0x91 {
+                    self.request(
+                        Pending::FrameBase { offset },
+                        EvaluationResult::RequiresFrameBase,
+                    )
+                } else {
+                    self.request(
+                        Pending::Breg {
+                            offset,
+                            address_space: None,
+                        },
+                        EvaluationResult::RequiresRegister {
+                            register: u16::from(code - 0x70),
+                        },
+                    )
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    fn entry_value(&mut self, expression: Vec<u8>) -> Step {
+        let register = entry_register(&expression);
+        self.request(
+            Pending::EntryValue,
+            EvaluationResult::RequiresEntryValue {
+                expression,
+                register,
+            },
+        )
     }
 
     fn need_type(&mut self, offset: u64) -> Step {
@@ -1323,7 +1684,7 @@ impl<'a> Evaluation<'a> {
             return self.advance();
         }
         if self.returns.len() >= MAX_CALL_DEPTH {
-            return Err(EvalError::CallDepthExceeded(MAX_CALL_DEPTH));
+            return Err(EvalError::CallDepthExceeded(MAX_CALL_DEPTH).into());
         }
         let mut offsets: Vec<usize> = decoded.iter().map(|(o, _)| *o).collect();
         offsets.push(bytes.len());
@@ -1332,7 +1693,7 @@ impl<'a> Evaluation<'a> {
         self.returns.push((self.callee.take(), self.pc));
         self.callee = Some(code);
         self.pc = 0;
-        Ok(None)
+        Ok(())
     }
 
     fn extend(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
@@ -1418,7 +1779,7 @@ impl<'a> Evaluation<'a> {
                     return self.need_type(*type_offset);
                 };
                 if value.len() != usize::from(ty.size(a)) {
-                    return Err(EvalError::BadSize(value.len() as u64));
+                    return Err(EvalError::BadSize(value.len() as u64).into());
                 }
                 self.push_value(Value::from_bytes(ty, value, a));
             }
@@ -1462,20 +1823,7 @@ impl<'a> Evaluation<'a> {
             Op::Shr => self.binary(BinaryOp::Shr)?,
             Op::Shra => self.binary(BinaryOp::Shra)?,
             Op::Xor => self.binary(BinaryOp::Xor)?,
-            Op::PlusUconst(n) => {
-                let v = self.pop_value()?;
-                // The constant is taken in the popped value's type (DWARF 5
-                // §2.5.1.4), converted for floats.
-                let rhs = if v.ty.is_integral() {
-                    Value::new(v.ty, *n, a)
-                } else {
-                    Value::new(ValueType::Unsigned(8), *n, a)
-                        .convert(v.ty, a)
-                        .map_err(Self::value_err)?
-                };
-                let r = v.binary(BinaryOp::Plus, rhs, a).map_err(Self::value_err)?;
-                self.push_value(r);
-            }
+            Op::PlusUconst(n) => self.plus_uconst(*n)?,
             Op::Eq => self.compare(CompareOp::Eq)?,
             Op::Ge => self.compare(CompareOp::Ge)?,
             Op::Gt => self.compare(CompareOp::Gt)?,
@@ -1484,13 +1832,13 @@ impl<'a> Evaluation<'a> {
             Op::Ne => self.compare(CompareOp::Ne)?,
             Op::Skip(d) => {
                 self.branch(*d)?;
-                return Ok(None);
+                return Ok(());
             }
             Op::Bra(d) => {
                 let v = self.pop_value()?;
                 if v.bits != 0 {
                     self.branch(*d)?;
-                    return Ok(None);
+                    return Ok(());
                 }
             }
             Op::Reg(r) => self.push_loc(Location::register(u16::from(*r))),
@@ -1617,16 +1965,7 @@ impl<'a> Evaluation<'a> {
                     },
                 )
             }
-            Op::EntryValue(expression) => {
-                let register = entry_register(expression);
-                return self.request(
-                    Pending::EntryValue,
-                    EvaluationResult::RequiresEntryValue {
-                        expression: expression.clone(),
-                        register,
-                    },
-                );
-            }
+            Op::EntryValue(expression) => return self.entry_value(expression.clone()),
             Op::FormTlsAddress => {
                 let v = self.pop_integral()?;
                 return self.request(
@@ -1660,27 +1999,22 @@ impl<'a> Evaluation<'a> {
                 let n = self.amount(v);
                 self.offset(n)?;
             }
-            Op::Piece(n) => {
-                let bits = n.checked_mul(8).ok_or(EvalError::BadSize(*n))?;
-                self.piece(bits, 0)?;
-            }
+            Op::Piece(n) => self.piece_bytes(*n)?,
             Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
             Op::PieceEnd => match self.pop_slot()? {
                 Slot::Incomplete(parts, _) => self.push_loc(Location::composite(parts)),
                 _ => {
                     return Err(EvalError::TypeMismatch(
                         "DW_OP_piece_end needs an incomplete composite on top of the stack",
-                    ))
+                    )
+                    .into())
                 }
             },
             Op::ImplicitValue(bytes) => {
-                let l = Location::single(Storage::Implicit(bytes.clone()), 0);
+                let l = Location::single(Storage::Implicit(bytes.as_slice().into()), 0);
                 self.push_loc(l);
             }
-            Op::StackValue => {
-                let v = self.pop_value()?;
-                self.push_loc(Location::single(Storage::Implicit(v.to_bytes(a)), 0));
-            }
+            Op::StackValue => self.stack_value()?,
             Op::ImplicitPointer { die, offset } => {
                 let l = Location::single(
                     Storage::ImplicitPointer {
@@ -1711,6 +2045,26 @@ impl<'a> Evaluation<'a> {
         }
         self.advance()
     }
+}
+
+/// A LEB128 (signed or not) of at most 9 bytes (63 bits: it cannot
+/// overflow) at `pos`, and the offset after it; `None` if longer or truncated
+/// (the general decoder then reports or handles it). Unsigned values are
+/// below 2^63, so they fit the `i64`.
+fn short_leb(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
+    let mut value = 0i64;
+    for i in 0..9 {
+        let b = *bytes.get(pos + i)?;
+        value |= i64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            let shift = 7 * (i + 1);
+            if signed && shift < 64 && b & 0x40 != 0 {
+                value |= -1i64 << shift;
+            }
+            return Some((value, pos + i + 1));
+        }
+    }
+    None
 }
 
 /// The register of an entry-value expression that is only `DW_OP_regN` or

@@ -24,13 +24,16 @@
 //!   LLVM's `DW_OP_LLVM_user` 0xe9 + sub-opcode, the default, or as the older
 //!   direct opcodes 0xe1–0xec, see [`ExtensionEncoding`]) and a text syntax
 //!   with the spec's names. Bytes → ops → bytes (for minimal LEB128s and
-//!   standard opcodes) and text → ops → text round-trip. [`decode_into`]
-//!   reuses buffers and [`Evaluation::with_offsets`] borrows the byte
-//!   offsets, for callers that evaluate many expressions.
+//!   standard opcodes) and text → ops → text round-trip. Callers that
+//!   evaluate many encoded expressions use [`Evaluation::from_bytes`] (no
+//!   decoding pass: each operation is decoded as it runs) with
+//!   [`Evaluation::restart`] to reuse the stack; [`decode_into`] and
+//!   [`Evaluation::with_offsets`] reuse buffers for decoded operations.
 //! * [`value`]: typed values (generic, signed, unsigned, float) and DWARF 5's
 //!   arithmetic, comparisons, `DW_OP_convert` and `DW_OP_reinterpret`.
 //! * [`location`]: "Location Description" — storages, single locations,
-//!   multi-place descriptions, offsets applied to every place.
+//!   multi-place descriptions, offsets applied to every place. One place
+//!   ([`Places`]) and short implicit bytes ([`Bytes`]) are stored inline.
 //! * [`eval`]: "Stack Location Description Operations" and every example of
 //!   "DWARF 5" and "Extension Solution" — the pause-and-resume
 //!   [`Evaluation`] of all DWARF 5 operations and all extension operations
@@ -120,7 +123,7 @@ pub mod value;
 
 pub use access::{Bits, Target};
 pub use error::Error;
-pub use eval::{Entry, EvalError, Evaluation, EvaluationResult};
-pub use location::{Location, Part, SingleLocation, Storage};
+pub use eval::{Buffers, Entry, EvalError, Evaluation, EvaluationResult};
+pub use location::{Bytes, Location, Part, Places, SingleLocation, Storage};
 pub use op::{decode, decode_into, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
 pub use value::{Value, ValueType};

@@ -1,8 +1,9 @@
 //! Location descriptions: one or more single locations, each a storage and a
 //! bit offset within it (spec 001, "Location Description").
 
-use alloc::vec;
 use alloc::vec::Vec;
+use core::hash::{Hash, Hasher};
+use core::ops::{Deref, DerefMut};
 
 /// A piece of storage a single location points into.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -15,7 +16,7 @@ pub enum Storage {
     /// An architecture register, by DWARF register number.
     Register(u16),
     /// The bytes of a value (`DW_OP_implicit_value`, `DW_OP_stack_value`).
-    Implicit(Vec<u8>),
+    Implicit(Bytes),
     /// An implicit pointer to the object a DIE describes
     /// (`DW_OP_implicit_pointer`, `DW_OP_aspace_implicit_pointer`). It has no
     /// bits of its own: reading it gives undefined bits.
@@ -33,6 +34,97 @@ pub enum Storage {
     Undefined,
     /// The concatenation of parts.
     Composite(Vec<Part>),
+}
+
+/// The bytes of implicit storage: a byte slice (`Deref<Target = [u8]>`)
+/// stored inline when short (every `DW_OP_stack_value`), so that most
+/// implicit locations allocate nothing. Build one from a `Vec<u8>` or a
+/// slice (`vec![1, 2].into()`, `Bytes::from(&b[..])`).
+#[derive(Clone)]
+pub struct Bytes(BytesRepr);
+
+#[derive(Clone)]
+enum BytesRepr {
+    Inline { len: u8, bytes: [u8; INLINE_BYTES] },
+    Heap(Vec<u8>),
+}
+
+/// Implicit bytes up to this many are stored inline: a generic or typed
+/// value is at most 8, a `DW_OP_implicit_value` often 16.
+const INLINE_BYTES: usize = 16;
+
+impl Bytes {
+    /// The bytes as a slice.
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.0 {
+            BytesRepr::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or(bytes),
+            BytesRepr::Heap(v) => v,
+        }
+    }
+
+    /// The bytes as a `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(b: &[u8]) -> Bytes {
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= INLINE_BYTES => {
+                let mut bytes = [0; INLINE_BYTES];
+                for (d, s) in bytes.iter_mut().zip(b) {
+                    *d = *s;
+                }
+                Bytes(BytesRepr::Inline { len, bytes })
+            }
+            _ => Bytes(BytesRepr::Heap(b.to_vec())),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Bytes {
+        if v.len() <= INLINE_BYTES {
+            Bytes::from(v.as_slice())
+        } else {
+            Bytes(BytesRepr::Heap(v))
+        }
+    }
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+// Shown, compared and hashed as the byte slice, however it is stored.
+impl core::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Bytes {}
+
+impl Hash for Bytes {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
+    }
 }
 
 /// One part of a composite storage: `bit_size` bits starting at `location`.
@@ -59,7 +151,120 @@ pub struct SingleLocation {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Location {
     /// The places; never empty when built by the evaluator.
-    pub places: Vec<SingleLocation>,
+    pub places: Places,
+}
+
+/// The places of a [`Location`]: a slice of single locations
+/// (`Deref<Target = [SingleLocation]>`), with the usual single place stored
+/// inline so that most locations the evaluator builds allocate nothing.
+/// Build one with [`Places::one`] or from a `Vec` (`vec![..].into()`).
+#[derive(Clone, Debug)]
+pub struct Places(Repr);
+
+#[derive(Clone, Debug)]
+enum Repr {
+    One(SingleLocation),
+    Many(Vec<SingleLocation>),
+}
+
+impl Places {
+    /// One place.
+    pub fn one(place: SingleLocation) -> Places {
+        Places(Repr::One(place))
+    }
+
+    /// The places as a slice.
+    pub fn as_slice(&self) -> &[SingleLocation] {
+        match &self.0 {
+            Repr::One(p) => core::slice::from_ref(p),
+            Repr::Many(v) => v,
+        }
+    }
+
+    /// The places as a mutable slice.
+    pub fn as_mut_slice(&mut self) -> &mut [SingleLocation] {
+        match &mut self.0 {
+            Repr::One(p) => core::slice::from_mut(p),
+            Repr::Many(v) => v,
+        }
+    }
+
+    /// Adds a place.
+    pub fn push(&mut self, place: SingleLocation) {
+        match &mut self.0 {
+            Repr::Many(v) => v.push(place),
+            Repr::One(_) => {
+                let Repr::One(first) = core::mem::replace(&mut self.0, Repr::Many(Vec::new()))
+                else {
+                    return;
+                };
+                self.0 = Repr::Many(alloc::vec![first, place]);
+            }
+        }
+    }
+}
+
+impl Deref for Places {
+    type Target = [SingleLocation];
+    fn deref(&self) -> &[SingleLocation] {
+        self.as_slice()
+    }
+}
+
+impl DerefMut for Places {
+    fn deref_mut(&mut self) -> &mut [SingleLocation] {
+        self.as_mut_slice()
+    }
+}
+
+impl From<Vec<SingleLocation>> for Places {
+    fn from(mut v: Vec<SingleLocation>) -> Places {
+        match (v.len(), v.pop()) {
+            (1, Some(p)) => Places::one(p),
+            (_, Some(p)) => {
+                v.push(p);
+                Places(Repr::Many(v))
+            }
+            _ => Places(Repr::Many(v)),
+        }
+    }
+}
+
+impl FromIterator<SingleLocation> for Places {
+    fn from_iter<I: IntoIterator<Item = SingleLocation>>(iter: I) -> Places {
+        Places::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'p> IntoIterator for &'p Places {
+    type Item = &'p SingleLocation;
+    type IntoIter = core::slice::Iter<'p, SingleLocation>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+impl<'p> IntoIterator for &'p mut Places {
+    type Item = &'p mut SingleLocation;
+    type IntoIter = core::slice::IterMut<'p, SingleLocation>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_mut_slice().iter_mut()
+    }
+}
+
+// Equality and hashing see only the places, however they are stored.
+impl PartialEq for Places {
+    fn eq(&self, other: &Places) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Places {}
+
+impl Hash for Places {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
+    }
 }
 
 /// Why an offset could not be applied.
@@ -125,17 +330,17 @@ impl Location {
     /// A location with one place.
     pub fn single(storage: Storage, bit_offset: u128) -> Location {
         Location {
-            places: vec![SingleLocation {
+            places: Places::one(SingleLocation {
                 storage,
                 bit_offset,
-            }],
+            }),
         }
     }
 
     /// Memory at byte `address` of `address_space`.
     pub fn memory(address_space: u64, address: u64) -> Location {
         Location {
-            places: vec![SingleLocation::memory(address_space, address)],
+            places: Places::one(SingleLocation::memory(address_space, address)),
         }
     }
 
@@ -157,7 +362,7 @@ impl Location {
     /// Adds `bits` to the offset of every place (the spec's rule for
     /// `DW_OP_offset` & co. on a multi-place description).
     pub fn offset_bits(&mut self, bits: i128, address_size: u8) -> Result<(), OffsetOutOfRange> {
-        for p in &mut self.places {
+        for p in self.places.iter_mut() {
             p.offset_bits(bits, address_size)?;
         }
         Ok(())

@@ -44,7 +44,7 @@ impl Default for Encoding {
 }
 
 impl Encoding {
-    fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         if !matches!(self.address_size, 4 | 8) {
             return Err(Error::BadEncoding {
                 what: "address_size must be 4 or 8",
@@ -599,6 +599,48 @@ fn decode_each(
     Ok(())
 }
 
+/// Decodes the one operation at byte `pos` of `bytes`: the operation and the
+/// offset of the next one. For the evaluator, which decodes each operation
+/// as it executes it (as gimli does) instead of materialising all of them;
+/// the operation's name is only looked up when there is an error to report.
+/// `pos` is moved past the operation.
+pub(crate) fn decode_at(bytes: &[u8], pos: &mut usize, encoding: Encoding) -> Result<Op, Error> {
+    encoding.check()?;
+    let mut r = Reader {
+        bytes,
+        pos: *pos,
+        start: *pos,
+        op: "",
+    };
+    let raw = r.u8()?;
+    let code = gnu_alias(raw).unwrap_or(raw);
+    let op = decode_one(&mut r, code, encoding).map_err(|mut e| {
+        if let Error::Truncated { op, .. } | Error::BadLeb { op, .. } = &mut e {
+            if op.is_empty() {
+                *op = opcode_name(code, encoding.extension);
+            }
+        }
+        e
+    })?;
+    *pos = r.pos;
+    Ok(op)
+}
+
+/// Byte offsets of the operations of `bytes`, then its length; if some
+/// operation does not decode, the offsets of those before it only.
+pub(crate) fn byte_offsets(bytes: &[u8], encoding: Encoding) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        out.push(pos);
+        if decode_at(bytes, &mut pos, encoding).is_err() {
+            return out;
+        }
+    }
+    out.push(bytes.len());
+    out
+}
+
 /// Checks that every branch lands on an operation (`is_op`) or at the end.
 fn check_branches<'o>(
     len: usize,
@@ -684,6 +726,7 @@ fn gnu_name(name: &str) -> Option<&'static str> {
     })
 }
 
+#[inline]
 fn decode_one(r: &mut Reader<'_>, code: u8, enc: Encoding) -> Result<Op, Error> {
     let addr = usize::from(enc.address_size);
     let off = usize::from(enc.offset_size);

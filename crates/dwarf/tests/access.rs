@@ -39,7 +39,7 @@ fn reads_each_storage_kind() {
     assert_eq!(hex(&reg(1, 8), 2, &mut c), "2233");
     assert_eq!(hex(&Location::memory(0, 0x1004), 3, &mut c), "040506");
     assert_eq!(hex(&Location::memory(3, 0x41), 2, &mut c), "8877");
-    let imp = Location::single(Storage::Implicit(vec![1, 2, 3]), 8);
+    let imp = Location::single(Storage::Implicit(vec![1, 2, 3].into()), 8);
     // Past the end of implicit storage: undefined, not invented.
     assert_eq!(hex(&imp, 3, &mut c), "0203??");
     assert_eq!(hex(&Location::undefined(), 2, &mut c), "????");
@@ -121,7 +121,8 @@ fn multiple_places_read_the_first_readable() {
                 storage: Storage::Register(1),
                 bit_offset: 0,
             },
-        ],
+        ]
+        .into(),
     };
     assert_eq!(hex(&loc, 2, &mut c), "1122");
     // None readable: the error names the last one.
@@ -153,7 +154,8 @@ fn writes_go_to_every_place_at_bit_granularity() {
                 bit_offset: 4,
             },
             SingleLocation::memory(0, 0x1000),
-        ],
+        ]
+        .into(),
     };
     write(&loc, &[0xcd, 0xab], 16, &mut c).unwrap();
     // Register 1: 0x44332211 with bits 4..20 = 0xabcd -> 0x443abcd1.
@@ -176,7 +178,7 @@ fn writes_to_implicit_or_undefined_storage_fail_before_writing() {
     let mut c = ctx();
     let before = c.registers.clone();
     for other in [
-        Location::single(Storage::Implicit(vec![0; 4]), 0),
+        Location::single(Storage::Implicit(vec![0; 4].into()), 0),
         Location::undefined(),
     ] {
         let loc = Location::composite(vec![part(reg(1, 0), 8), part(other, 8)]);

@@ -241,7 +241,10 @@ fn mixed_parts() -> Vec<Part> {
         part(reg(VGPR0, 96), 32),
         part(Location::memory(0, 0xbeef), 16),
         part(
-            Location::single(Storage::Implicit(0xf00du64.to_le_bytes().to_vec()), 0),
+            Location::single(
+                Storage::Implicit(0xf00du64.to_le_bytes().to_vec().into()),
+                0,
+            ),
             16,
         ),
     ]
@@ -525,7 +528,8 @@ fn offsets_apply_to_every_place() {
                 bit_offset: 0,
             },
             SingleLocation::memory(0, 0x1000),
-        ],
+        ]
+        .into(),
     };
     l.offset_bits(16, 8).unwrap();
     assert_eq!(l.places[0].bit_offset, 16);
@@ -645,4 +649,27 @@ proptest::proptest! {
         let ops: Vec<Op> = idx.iter().map(|&i| table[i].clone()).collect();
         evaluate_anything(&ops);
     }
+}
+
+/// Straight from the bytes, an ill-formed expression is found when it is reached, with
+/// the decoder's error; an invalid encoding at once, as `decode` finds it.
+#[test]
+fn from_bytes_reports_ill_formed_bytes_like_decode() {
+    let bad = locus_dwarf::Encoding {
+        address_size: 3,
+        ..locus_dwarf::Encoding::default()
+    };
+    let mut eval = Evaluation::from_bytes(&[0x30], bad);
+    let e = eval.evaluate().unwrap_err();
+    assert_eq!(e, locus_dwarf::decode(&[0x30], bad).unwrap_err());
+    // DW_OP_lit1, then DW_OP_const4u with two of its four bytes.
+    let truncated = [0x31, 0x0c, 0x01, 0x02];
+    let mut eval = Evaluation::from_bytes(&truncated, locus_dwarf::Encoding::default());
+    let e = eval.evaluate().unwrap_err();
+    assert_eq!(
+        e,
+        locus_dwarf::decode(&truncated, locus_dwarf::Encoding::default()).unwrap_err()
+    );
+    assert_eq!(e.offset(), Some(1));
+    assert!(e.is_ill_formed());
 }

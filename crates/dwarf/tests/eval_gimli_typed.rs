@@ -331,7 +331,7 @@ fn locus_eval(ops: &[Op], target: &Target) -> Option<(Vec<u8>, bool)> {
         8 => f64::from_le_bytes(bytes[..8].try_into().unwrap()).is_nan(),
         _ => false,
     };
-    Some((bytes.clone(), nan))
+    Some((bytes.to_vec(), nan))
 }
 
 #[test]

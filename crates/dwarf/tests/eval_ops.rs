@@ -299,7 +299,7 @@ fn entry_value_asks_the_caller() {
     assert_eq!(
         eval.result(),
         Some(Entry::Location(Location::single(
-            Storage::Implicit(78u64.to_le_bytes().to_vec()),
+            Storage::Implicit(78u64.to_le_bytes().to_vec().into()),
             0
         )))
     );
@@ -611,11 +611,12 @@ fn deref_through_composites_and_bit_offsets() {
     eval.push(Entry::Location(Location {
         places: vec![
             SingleLocation {
-                storage: Storage::Implicit(vec![7, 8]),
+                storage: Storage::Implicit(vec![7, 8].into()),
                 bit_offset: 0,
             },
             SingleLocation::memory(0, 0x1000),
-        ],
+        ]
+        .into(),
     }));
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
     assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x0807, 8))));

@@ -5,8 +5,8 @@
 
 use locus_dwarf::access::{read, write, Target};
 use locus_dwarf::{
-    decode, Encoding, Entry, Error, Evaluation, EvaluationResult, ExtensionEncoding, Location, Op,
-    Value,
+    decode, encode, Encoding, Entry, Error, Evaluation, EvaluationResult, ExtensionEncoding,
+    Location, Op, Value,
 };
 use proptest::prelude::*;
 
@@ -169,7 +169,7 @@ fn check(ops: &[Op], encoding: Encoding) {
                 eval.resume_with_callee(CALLEES[offset as usize % 4])
             }
             Ok(EvaluationResult::RequiresIndexedAddress { index, .. }) => {
-                eval.resume_with_indexed_address(index * 8)
+                eval.resume_with_indexed_address(index.wrapping_mul(8))
             }
             Ok(EvaluationResult::RequiresTlsAddress { offset }) => {
                 eval.resume_with_tls_address(offset.wrapping_add(0x7000))
@@ -189,12 +189,96 @@ fn check(ops: &[Op], encoding: Encoding) {
     }
 }
 
+/// Runs `eval` answering every request as `check` does; returns every
+/// request and the outcome, to compare two evaluations of one expression.
+fn transcript(mut eval: Evaluation<'_>) -> Vec<String> {
+    eval.set_max_steps(500);
+    let mut out = Vec::new();
+    let mut r = eval.evaluate();
+    for _ in 0..1000 {
+        out.push(format!("{r:?}"));
+        r = match r {
+            Ok(EvaluationResult::Complete) => {
+                out.push(format!(
+                    "{:?} {:?}",
+                    eval.result(),
+                    eval.result_ref().cloned()
+                ));
+                return out;
+            }
+            Err(_) => return out,
+            Ok(EvaluationResult::RequiresRegister { register }) => {
+                eval.resume_with_register(&[register as u8; 16])
+            }
+            Ok(EvaluationResult::RequiresMemory { size, .. }) => {
+                eval.resume_with_memory(&vec![7; usize::from(size)])
+            }
+            Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(3),
+            Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
+            Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
+            Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),
+            Ok(EvaluationResult::RequiresBaseType { offset }) => {
+                let (enc, size) = [(5, 4), (4, 8), (8, 1), (4, 3)][offset as usize % 4];
+                eval.resume_with_base_type(enc, size)
+            }
+            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
+                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
+            }
+            Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
+                eval.resume_with_callee(CALLEES[offset as usize % 4])
+            }
+            Ok(EvaluationResult::RequiresIndexedAddress { index, .. }) => {
+                eval.resume_with_indexed_address(index.wrapping_mul(8))
+            }
+            Ok(EvaluationResult::RequiresTlsAddress { offset }) => {
+                eval.resume_with_tls_address(offset.wrapping_add(0x7000))
+            }
+            Ok(EvaluationResult::RequiresEntryRegister { register }) => {
+                eval.resume_with_entry_register(Location::register(register))
+            }
+            Ok(EvaluationResult::Stepped) => eval.evaluate(),
+        };
+    }
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_op_sequences_never_panic(ops in ops()) {
         check(&ops, Encoding::default());
+    }
+
+    /// Evaluating straight from the bytes (decoding each operation as it runs,
+    /// and with reused buffers) gives exactly the requests, errors and result
+    /// of evaluating the decoded operations.
+    #[test]
+    fn from_bytes_matches_decoded_ops(ops in ops(), trace in any::<bool>()) {
+        let encoding = Encoding::default();
+        if let Ok(bytes) = encode(&ops, encoding) {
+            let mut reference = Evaluation::new(&ops, encoding);
+            reference.set_trace(trace);
+            let expected = transcript(reference);
+            let mut fresh = Evaluation::from_bytes(&bytes, encoding);
+            fresh.set_trace(trace);
+            prop_assert_eq!(&transcript(fresh), &expected);
+            // A reused evaluation that left a dirty stack behind.
+            let mut used = Evaluation::from_bytes(&[0x30, 0x31, 0x93, 0x04], encoding);
+            let _ = used.evaluate();
+            let mut reused = used.reuse(&bytes, encoding);
+            reused.set_trace(trace);
+            prop_assert_eq!(&transcript(reused), &expected);
+            let mut restarted = Evaluation::from_bytes(&[0x30, 0x31, 0x93, 0x04], encoding);
+            let _ = restarted.evaluate();
+            restarted.restart(&bytes, encoding);
+            restarted.set_trace(trace);
+            prop_assert_eq!(&transcript(restarted), &expected);
+            let buffers = Evaluation::from_bytes(&[0x30, 0x31], encoding).into_buffers();
+            let mut rebuilt = Evaluation::from_bytes_in(&bytes, encoding, buffers);
+            rebuilt.set_trace(trace);
+            prop_assert_eq!(&transcript(rebuilt), &expected);
+        }
     }
 
     #[test]
@@ -205,10 +289,19 @@ proptest! {
         };
         match decode(&bytes, encoding) {
             Ok(decoded) => {
+                let mut offsets: Vec<usize> = decoded.iter().map(|(at, _)| *at).collect();
+                offsets.push(bytes.len());
                 let ops: Vec<Op> = decoded.into_iter().map(|(_, op)| op).collect();
                 check(&ops, encoding);
+                let reference = Evaluation::with_offsets(&ops, &offsets, encoding).unwrap();
+                prop_assert_eq!(
+                    transcript(Evaluation::from_bytes(&bytes, encoding)),
+                    transcript(reference)
+                );
             }
             Err(e) => {
+                // From bytes, an ill-formed operation is only found when reached.
+                let _ = transcript(Evaluation::from_bytes(&bytes, encoding));
                 prop_assert!(e.is_ill_formed());
                 if let Some(offset) = e.offset() {
                     prop_assert!(offset < bytes.len());

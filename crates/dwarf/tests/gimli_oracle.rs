@@ -351,7 +351,7 @@ fn locus_place(l: &SingleLocation) -> Place {
             bit_address: l.bit_offset,
         },
         Storage::Implicit(bytes) => Place::Implicit {
-            bytes: bytes.clone(),
+            bytes: bytes.to_vec(),
             bit_offset: off(),
         },
         other => panic!("unexpected storage {other:?}"),

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use locus_dwarf::binary::{self, BinaryError, Decoded, Frame, VariableKind, VariableLocation};
+use locus_dwarf::binary::{self, Decoded, Frame, VariableKind, VariableLocation};
 use locus_dwarf::eval::EvalError;
 use locus_dwarf::{
     decode, encode, parse_text, to_text, Encoding, Entry, Error, Evaluation, ExtensionEncoding,
@@ -265,7 +265,7 @@ pub fn eval(
         None => match top {
             // Only in the default mode: `--read` on a typed value reads its bytes.
             Some(Entry::Value(v)) if request.result.is_none() => {
-                Location::single(Storage::Implicit(v.to_bytes(a)), 0)
+                Location::single(Storage::Implicit(v.to_bytes(a).into()), 0)
             }
             _ => {
                 return Err(end_error(
@@ -283,49 +283,71 @@ pub fn eval(
     Ok(doc)
 }
 
-/// Most steps a trace shows; past this the re-evaluations it costs grow too long.
+/// Most steps a trace shows (and executes: a loop stops the trace there).
 const TRACE_LIMIT: u64 = 2000;
 
-/// Prints the stack after each operation: the evaluation is rerun with a step limit of 1,
-/// 2, ... operations, and the stack it stopped with is drawn (top first).
+/// Prints the stack after each operation (top first): one evaluation with
+/// `set_trace`, which stops after every operation with `Stepped`.
 fn trace(ctx: &Context, expr: &Decoded, enc: Encoding, out: &mut dyn Write) -> Result<(), Failure> {
     let ops = &expr.ops;
+    let mut ev = evaluation(expr, enc);
+    ev.set_trace(true);
+    ev.set_max_steps(TRACE_LIMIT);
     let mut executed = 0usize;
-    for k in 1..=TRACE_LIMIT {
-        let mut ev = evaluation(expr, enc);
-        ev.set_max_steps(k);
-        let r = binary::run(&mut ev, ops, &ctx.snapshot, Frame::default());
-        let limited = matches!(
-            &r,
-            Err(e) if matches!(binary::eval_error(e), Some(EvalError::StepLimitExceeded(_)))
-        );
-        if r.is_err() && !limited {
-            // The real evaluation reports it.
-            return Ok(());
+    let mut written: Result<(), Failure> = Ok(());
+    let r = binary::run_traced(
+        &mut ev,
+        ops,
+        &ctx.snapshot,
+        Frame::default(),
+        &mut |ev: &Evaluation<'_>| {
+            if written.is_err() {
+                return;
+            }
+            written = draw_step(ctx, ops, executed, &ev.stack(), out);
+            executed = ev.pc();
+        },
+    );
+    written?;
+    match r {
+        Err(e)
+            if matches!(
+                binary::eval_error(&e),
+                Some(EvalError::StepLimitExceeded(_))
+            ) =>
+        {
+            write_out(out, format!("(trace stops after {TRACE_LIMIT} operations)"))
         }
-        let text = ops
-            .get(executed)
-            .map_or(String::new(), |op| to_text(std::slice::from_ref(op)));
-        write_out(out, format!("op #{executed} {text}"))?;
-        let stack = ev.stack();
-        if stack.is_empty() {
-            write_out(out, "    (empty stack)")?;
-        }
-        for (depth, e) in stack.iter().rev().enumerate() {
-            write_out(
-                out,
-                format!(
-                    "    [{depth}] {}",
-                    render::draw_entry(e, ctx.snapshot.address_size)
-                ),
-            )?;
-        }
-        if !limited {
-            return Ok(());
-        }
-        executed = ev.pc();
+        // Any other error: the real evaluation reports it.
+        _ => Ok(()),
     }
-    write_out(out, format!("(trace stops after {TRACE_LIMIT} operations)"))
+}
+
+/// One step of a trace: the operation executed and the stack after it, top first.
+fn draw_step(
+    ctx: &Context,
+    ops: &[Op],
+    executed: usize,
+    stack: &[Entry],
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let text = ops
+        .get(executed)
+        .map_or(String::new(), |op| to_text(std::slice::from_ref(op)));
+    write_out(out, format!("op #{executed} {text}"))?;
+    if stack.is_empty() {
+        write_out(out, "    (empty stack)")?;
+    }
+    for (depth, e) in stack.iter().rev().enumerate() {
+        write_out(
+            out,
+            format!(
+                "    [{depth}] {}",
+                render::draw_entry(e, ctx.snapshot.address_size)
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 /// An evaluation of `expr`, with its byte offsets when it has them (text that cannot be
@@ -415,6 +437,6 @@ fn resolve_pc(data: &[u8], pc: &str) -> Result<u64, String> {
     Ok(base.wrapping_add(offset))
 }
 
-fn describe(e: &BinaryError) -> String {
+fn describe(e: &Error) -> String {
     e.to_string()
 }
