@@ -7,6 +7,8 @@
 //! the variables in scope at that PC, evaluates their location expressions against what
 //! gdb recorded, and must print what gdb prints.
 
+use locus_stackmap::regs::register_number;
+use locus_stackmap::Arch;
 use std::collections::BTreeMap;
 
 use locus_dwarf::binary::{self, Frame, MemoryBlock, Snapshot, VariableLocation};
@@ -41,27 +43,6 @@ int main(void) { return split(5, 4) & 0x7f; }
 
 /// The line gdb stops at (1-based).
 const STOP_LINE: usize = 9;
-
-/// x86-64 DWARF register numbers of the registers `info registers` prints.
-const X86_64: &[(&str, u16)] = &[
-    ("rax", 0),
-    ("rdx", 1),
-    ("rcx", 2),
-    ("rbx", 3),
-    ("rsi", 4),
-    ("rdi", 5),
-    ("rbp", 6),
-    ("rsp", 7),
-    ("r8", 8),
-    ("r9", 9),
-    ("r10", 10),
-    ("r11", 11),
-    ("r12", 12),
-    ("r13", 13),
-    ("r14", 14),
-    ("r15", 15),
-    ("rip", 16),
-];
 
 pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     spec_example(tour)?;
@@ -135,11 +116,12 @@ fn registers(text: &str) -> BTreeMap<u16, Vec<u8>> {
         let (Some(name), Some(value)) = (f.next(), f.next()) else {
             continue;
         };
-        let Some((_, n)) = X86_64.iter().find(|(r, _)| *r == name) else {
+        // The general-purpose registers and rip, which `info registers` lists first.
+        let Some(n) = register_number(Arch::X86_64, name) else {
             continue;
         };
         if let Ok(v) = u64::from_str_radix(value.trim_start_matches("0x"), 16) {
-            out.insert(*n, v.to_le_bytes().to_vec());
+            out.insert(n, v.to_le_bytes().to_vec());
         }
     }
     out
