@@ -7,12 +7,12 @@
 //! the variables in scope at that PC, evaluates their location expressions against what
 //! gdb recorded, and must print what gdb prints.
 
-use locus_stackmap::regs::register_number;
-use locus_stackmap::Arch;
 use std::collections::BTreeMap;
 
 use locus_dwarf::binary::{self, Frame, MemoryBlock, Snapshot, VariableLocation};
 use locus_dwarf::{decode, parse_text, to_text, Encoding, Evaluation, Op};
+use locus_stackmap::regs::register_number;
+use locus_stackmap::Arch;
 
 use super::{tool, Tour};
 use crate::Failure;
