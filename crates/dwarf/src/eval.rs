@@ -10,8 +10,12 @@
 //! answer from a live process, a core file or a JSON snapshot, synchronously
 //! or not, and the evaluator never needs a lifetime or a generic parameter
 //! for it. The only allocations are the stack, the location descriptions
-//! that do not fit inline (several places, composites, implicit values over
-//! 16 bytes) and, for `DW_OP_call*`, the decoded callee.
+//! other than the common compact ones (a value; one register; one
+//! byte-aligned memory place; the implicit bytes of a value) while they are
+//! on the stack, the entry-value expression handed to the caller and, for
+//! `DW_OP_call*`, the decoded callee. Stack slots are 32 bytes, written in
+//! place: pushing and popping them is most of the hot loop's memory
+//! traffic.
 //!
 //! Two ways in: [`Evaluation::new`] runs decoded [`Op`]s (from
 //! [`parse_text`](crate::parse_text) or [`decode`]);
@@ -69,7 +73,7 @@ use core::fmt;
 
 use crate::access::{plan_read, Bits, Fetch, Place};
 use crate::error::Error;
-use crate::location::{Location, Part, Storage};
+use crate::location::{Bytes, Location, Part, Storage};
 use crate::op::{byte_offsets, decode, decode_at, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
 
@@ -328,11 +332,97 @@ impl fmt::Display for EvalError {
 
 /// An internal stack slot: an entry, or an incomplete composite (only
 /// `DW_OP_piece`, `DW_OP_bit_piece` and `DW_OP_piece_end` consume these)
-/// with its weight.
+/// with its weight. The entries compiled code pushes most (values, one
+/// register, one byte of memory, a `DW_OP_stack_value`) have compact forms
+/// so that a slot is 32 bytes, not an [`Entry`]'s 64: pushing and popping
+/// them is the hot loop's main memory traffic. Anything else is boxed.
 #[derive(Clone, Debug)]
 enum Slot {
-    Entry(Entry),
-    Incomplete(Vec<Part>, usize),
+    Value(Value),
+    /// One register place.
+    Register {
+        register: u16,
+        bit_offset: u64,
+    },
+    /// One byte-aligned memory place.
+    Memory {
+        address_space: u64,
+        address: u64,
+    },
+    /// One implicit place at offset 0 holding the first `len` (at most 8)
+    /// little-endian bytes of `bytes`.
+    Implicit {
+        len: u8,
+        bytes: u64,
+    },
+    Entry(Box<Entry>),
+    Incomplete(Vec<Part>, u32),
+}
+
+impl Slot {
+    fn location(l: Location) -> Slot {
+        if let [p] = l.places.as_slice() {
+            match &p.storage {
+                Storage::Register(register) => {
+                    if let Ok(bit_offset) = u64::try_from(p.bit_offset) {
+                        return Slot::Register {
+                            register: *register,
+                            bit_offset,
+                        };
+                    }
+                }
+                Storage::Memory { address_space } if p.bit_offset % 8 == 0 => {
+                    if let Ok(address) = u64::try_from(p.bit_offset / 8) {
+                        return Slot::Memory {
+                            address_space: *address_space,
+                            address,
+                        };
+                    }
+                }
+                Storage::Implicit(b) if p.bit_offset == 0 && b.len() <= 8 => {
+                    let mut bytes = [0u8; 8];
+                    bytes[..b.len()].copy_from_slice(b);
+                    return Slot::Implicit {
+                        len: b.len() as u8,
+                        bytes: u64::from_le_bytes(bytes),
+                    };
+                }
+                _ => {}
+            }
+        }
+        Slot::Entry(Box::new(Entry::Location(l)))
+    }
+
+    fn entry(e: Entry) -> Slot {
+        match e {
+            Entry::Value(v) => Slot::Value(v),
+            Entry::Location(l) => Slot::location(l),
+        }
+    }
+
+    /// The entry; an incomplete composite is completed.
+    fn into_entry(self) -> Entry {
+        match self {
+            Slot::Value(v) => Entry::Value(v),
+            Slot::Register {
+                register,
+                bit_offset,
+            } => Entry::Location(Location::single(
+                Storage::Register(register),
+                u128::from(bit_offset),
+            )),
+            Slot::Memory {
+                address_space,
+                address,
+            } => Entry::Location(Location::memory(address_space, address)),
+            Slot::Implicit { len, bytes } => Entry::Location(Location::single(
+                Storage::Implicit(Bytes::from_le(bytes, len)),
+                0,
+            )),
+            Slot::Entry(e) => *e,
+            Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -445,6 +535,9 @@ pub struct Evaluation<'a> {
     /// The request the last step stopped for (see [`Step`]).
     asked: Option<EvaluationResult>,
     complete: bool,
+    /// Once complete, the result, moved off the stack (so a compact slot
+    /// becomes an [`Entry`] that can be borrowed).
+    top: Option<Entry>,
     base_types: Vec<(u64, ValueType)>,
     trace: bool,
 }
@@ -476,6 +569,7 @@ impl<'a> Evaluation<'a> {
             pending: None,
             asked: None,
             complete: false,
+            top: None,
             base_types: Vec::new(),
             trace: false,
         }
@@ -525,14 +619,32 @@ impl<'a> Evaluation<'a> {
         if !matches!(self.root_offsets, RootOffsets::Unknown) {
             self.root_offsets = RootOffsets::Unknown;
         }
-        self.callee = None;
-        self.returns.clear();
+        // Most of these are already empty after an evaluation: checking is
+        // cheaper than running their drop code.
+        if self.callee.is_some() {
+            self.callee = None;
+        }
+        if !self.returns.is_empty() {
+            self.returns.clear();
+        }
         self.pc = 0;
-        self.stack.clear();
+        if !self.stack.is_empty() {
+            self.stack.clear();
+        }
         self.steps = 0;
-        self.pending = None;
-        self.asked = None;
+        if self.pending.is_some() {
+            self.pending = None;
+        }
+        if self.asked.is_some() {
+            self.asked = None;
+        }
         self.complete = false;
+        if self.top.as_ref().is_some_and(owns_memory) {
+            self.top = None;
+        } else {
+            // Nothing to free: skip the drop code.
+            core::mem::forget(self.top.take());
+        }
         self.base_types.clear();
     }
 
@@ -584,6 +696,7 @@ impl<'a> Evaluation<'a> {
             pending: None,
             asked: None,
             complete: false,
+            top: None,
             base_types,
             trace: false,
         }
@@ -641,14 +754,11 @@ impl<'a> Evaluation<'a> {
     }
 
     /// The result, as [`Evaluation::result`], moved out instead of cloned.
-    pub fn into_result(mut self) -> Option<Entry> {
+    pub fn into_result(self) -> Option<Entry> {
         if !self.complete {
             return None;
         }
-        self.stack.pop().map(|s| match s {
-            Slot::Entry(e) => e,
-            Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts)),
-        })
+        self.top
     }
 
     /// The encoding the evaluation was created with.
@@ -658,7 +768,16 @@ impl<'a> Evaluation<'a> {
 
     /// Pushes an initial entry (e.g. an object address) before evaluating.
     pub fn push(&mut self, entry: Entry) {
-        self.stack.push(Slot::Entry(entry));
+        self.restore_top();
+        self.stack.push(Slot::entry(entry));
+    }
+
+    /// Puts a completed evaluation's result back on the stack (before
+    /// pushing or running again).
+    fn restore_top(&mut self) {
+        if let Some(e) = self.top.take() {
+            self.stack.push(Slot::entry(e));
+        }
     }
 
     /// Index of the next operation to execute (or of the one waiting for a
@@ -671,7 +790,9 @@ impl<'a> Evaluation<'a> {
     /// The current stack, bottom first; incomplete composites are shown as
     /// composites.
     pub fn stack(&self) -> Vec<Entry> {
-        self.stack.iter().map(slot_entry).collect()
+        let mut v: Vec<Entry> = self.stack.iter().map(|s| s.clone().into_entry()).collect();
+        v.extend(self.top.iter().cloned());
+        v
     }
 
     /// Runs until the end of the expression or a request.
@@ -691,7 +812,7 @@ impl<'a> Evaluation<'a> {
         if !self.complete {
             return None;
         }
-        self.stack.last().map(slot_entry)
+        self.top.clone()
     }
 
     /// The result, as [`Evaluation::result`], borrowed instead of cloned.
@@ -699,12 +820,7 @@ impl<'a> Evaluation<'a> {
         if !self.complete {
             return None;
         }
-        match self.stack.last() {
-            Some(Slot::Entry(e)) => Some(e),
-            // run() completes an incomplete composite on top when the
-            // expression ends.
-            _ => None,
-        }
+        self.top.as_ref()
     }
 
     /// The result in a location context: a generic value becomes a memory
@@ -967,7 +1083,7 @@ impl<'a> Evaluation<'a> {
     pub fn resume_with_entry_value(&mut self, entry: Entry) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::EntryValue) => {
-                self.stack.push(Slot::Entry(entry));
+                self.stack.push(Slot::entry(entry));
                 self.advance()
             }
             other => self.wrong(other, "no entry value was requested"),
@@ -1114,6 +1230,7 @@ impl<'a> Evaluation<'a> {
             // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
             self.encoding.check()?;
         }
+        self.restore_top();
         loop {
             if self.at_end() {
                 match self.returns.pop() {
@@ -1180,12 +1297,36 @@ impl<'a> Evaluation<'a> {
                 return Ok(EvaluationResult::Stepped);
             }
         }
-        // Complete an incomplete composite on top, so the result can be
-        // borrowed (`result_ref`).
-        if let Some(top) = self.stack.last_mut() {
-            if let Slot::Incomplete(parts, _) = top {
-                let parts = core::mem::take(parts);
-                *top = Slot::Entry(Entry::Location(Location::composite(parts)));
+        // The result moves off the stack as an `Entry` (an incomplete
+        // composite is completed), so it can be borrowed (`result_ref`).
+        // Compact slots are read field by field where they lie (a whole-slot
+        // copy would load wider than the stores that wrote it and stall);
+        // `top` is empty here (`restore_top`), so nothing is dropped.
+        let top = match self.stack.last() {
+            Some(&Slot::Value(Value { ty, bits })) => Some(Entry::Value(Value { ty, bits })),
+            Some(&Slot::Register {
+                register,
+                bit_offset,
+            }) => Some(Entry::Location(Location::single(
+                Storage::Register(register),
+                u128::from(bit_offset),
+            ))),
+            Some(&Slot::Implicit { len, bytes }) => Some(Entry::Location(Location::single(
+                Storage::Implicit(Bytes::from_le(bytes, len)),
+                0,
+            ))),
+            _ => None,
+        };
+        match top {
+            Some(e) => {
+                // A compact slot owns nothing (see `pop_value`).
+                core::mem::forget(self.stack.pop());
+                self.top.get_or_insert(e);
+            }
+            None => {
+                if let Some(e) = self.stack.pop().map(Slot::into_entry) {
+                    self.top.get_or_insert(e);
+                }
             }
         }
         self.complete = true;
@@ -1194,12 +1335,73 @@ impl<'a> Evaluation<'a> {
 
     // -- stack helpers ------------------------------------------------------
 
+    /// Makes room for one more slot, growing out of line. Called before
+    /// the slot is built, so that the following `push` (whose own check
+    /// the compiler then drops) writes it straight into the buffer instead
+    /// of assembling it on the machine stack and copying it (a
+    /// store-forwarding stall per push).
+    #[inline(always)]
+    fn make_room(&mut self) {
+        if self.stack.len() == self.stack.capacity() {
+            self.grow_stack();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_stack(&mut self) {
+        self.stack.reserve(16);
+    }
+
+    #[inline(always)]
     fn push_value(&mut self, v: Value) {
-        self.stack.push(Slot::Entry(Entry::Value(v)));
+        self.push_scalar(v.ty, v.bits);
+    }
+
+    /// Pushes a value. Out of line and given the parts in registers on
+    /// purpose: inlined, the compiler shares one copy of the push among
+    /// all its callers, each first assembling its slot on the machine
+    /// stack (and the copy then stalls on those narrower stores).
+    #[inline(always)]
+    fn push_scalar(&mut self, ty: ValueType, bits: u64) {
+        self.make_room();
+        self.push_in_place(Slot::Value(Value { ty, bits }));
+    }
+
+    /// `Vec::push` of a slot that owns nothing (a value or a compact
+    /// location), after `make_room`. `push` keeps its argument in memory
+    /// for its unwinding path (dropping it if growing panics), so the slot
+    /// was assembled on the machine stack with narrow stores and copied
+    /// with wide loads that stall; here it is written straight into the
+    /// buffer.
+    #[inline(always)]
+    fn push_in_place(&mut self, s: Slot) {
+        let len = self.stack.len();
+        match self.stack.spare_capacity_mut().first_mut() {
+            Some(dst) => {
+                dst.write(s);
+                // SAFETY: element `len` (within the capacity) was just
+                // initialised.
+                unsafe { self.stack.set_len(len + 1) };
+            }
+            // Unreachable after `make_room`. `s` owns nothing: forgetting
+            // it leaks nothing (and dropping it would need it in memory).
+            None => core::mem::forget(s),
+        }
+    }
+
+    /// Pushes register `register` at offset 0 (see `push_scalar`).
+    #[inline(always)]
+    fn push_register(&mut self, register: u16) {
+        self.make_room();
+        self.push_in_place(Slot::Register {
+            register,
+            bit_offset: 0,
+        });
     }
 
     fn push_loc(&mut self, l: Location) {
-        self.stack.push(Slot::Entry(Entry::Location(l)));
+        self.stack.push(Slot::location(l));
     }
 
     fn pop_slot(&mut self) -> Result<Slot, EvalError> {
@@ -1207,13 +1409,42 @@ impl<'a> Evaluation<'a> {
     }
 
     fn pop_value(&mut self) -> Result<Value, EvalError> {
-        match self.pop_slot()? {
-            Slot::Entry(Entry::Value(v)) => Ok(v),
-            Slot::Entry(Entry::Location(l)) => match l.as_default_address() {
-                Some(a) => Ok(Value::generic(a, self.address_size)),
-                None => Err(EvalError::TypeMismatch(
-                    "expected a value, found a location description that is not a memory address",
-                )),
+        // A value owns nothing: forgetting it skips the drop code the
+        // compiler would otherwise call for every popped slot.
+        match self.stack.pop() {
+            Some(s) => {
+                if let Slot::Value(v) = s {
+                    core::mem::forget(s);
+                    Ok(v)
+                } else {
+                    self.slot_value(s)
+                }
+            }
+            None => Err(EvalError::StackUnderflow),
+        }
+    }
+
+    /// [`Evaluation::pop_value`] of a slot that is not a value.
+    #[inline(never)]
+    fn slot_value(&self, s: Slot) -> Result<Value, EvalError> {
+        const NOT_AN_ADDRESS: EvalError = EvalError::TypeMismatch(
+            "expected a value, found a location description that is not a memory address",
+        );
+        match s {
+            Slot::Value(v) => Ok(v),
+            Slot::Memory {
+                address_space: 0,
+                address,
+            } => Ok(Value::generic(address, self.address_size)),
+            Slot::Memory { .. } | Slot::Register { .. } | Slot::Implicit { .. } => {
+                Err(NOT_AN_ADDRESS)
+            }
+            Slot::Entry(e) => match *e {
+                Entry::Value(v) => Ok(v),
+                Entry::Location(l) => match l.as_default_address() {
+                    Some(a) => Ok(Value::generic(a, self.address_size)),
+                    None => Err(NOT_AN_ADDRESS),
+                },
             },
             Slot::Incomplete(..) => Err(EvalError::TypeMismatch(
                 "expected a value, found an incomplete composite",
@@ -1232,17 +1463,24 @@ impl<'a> Evaluation<'a> {
     }
 
     fn pop_location(&mut self) -> Result<Location, EvalError> {
-        match self.pop_slot()? {
-            Slot::Entry(Entry::Location(l)) => Ok(l),
-            Slot::Entry(Entry::Value(v)) if v.ty == ValueType::Generic => {
-                Ok(Location::memory(0, v.bits))
+        let v = match self.pop_slot()? {
+            Slot::Value(v) => v,
+            Slot::Incomplete(..) => {
+                return Err(EvalError::TypeMismatch(
+                    "expected a location description, found an incomplete composite",
+                ))
             }
-            Slot::Entry(Entry::Value(_)) => Err(EvalError::TypeMismatch(
+            s => match s.into_entry() {
+                Entry::Location(l) => return Ok(l),
+                Entry::Value(v) => v,
+            },
+        };
+        if v.ty == ValueType::Generic {
+            Ok(Location::memory(0, v.bits))
+        } else {
+            Err(EvalError::TypeMismatch(
                 "expected a location description, found a non-generic value",
-            )),
-            Slot::Incomplete(..) => Err(EvalError::TypeMismatch(
-                "expected a location description, found an incomplete composite",
-            )),
+            ))
         }
     }
 
@@ -1380,7 +1618,7 @@ impl<'a> Evaluation<'a> {
     fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
         let mut loc = match self.stack.last() {
             None | Some(Slot::Incomplete(..)) => Location::undefined(),
-            Some(Slot::Entry(_)) => self.pop_location()?,
+            Some(_) => self.pop_location()?,
         };
         if bit_offset != 0 {
             loc.offset_bits(i128::from(bit_offset), self.address_size)
@@ -1393,7 +1631,7 @@ impl<'a> Evaluation<'a> {
             },
             _ => (Vec::new(), 0),
         };
-        let weight = weight.saturating_add(1 + loc.weight());
+        let weight = (weight as usize).saturating_add(1 + loc.weight());
         if weight > MAX_LOCATION_WEIGHT {
             return Err(EvalError::TooLarge("composite with too many parts"));
         }
@@ -1401,7 +1639,8 @@ impl<'a> Evaluation<'a> {
             location: loc,
             bit_size,
         });
-        self.stack.push(Slot::Incomplete(parts, weight));
+        // At most MAX_LOCATION_WEIGHT, so it fits.
+        self.stack.push(Slot::Incomplete(parts, weight as u32));
         Ok(())
     }
 
@@ -1501,8 +1740,41 @@ impl<'a> Evaluation<'a> {
         if size == 0 || size > ty.size(self.address_size) {
             return Err(EvalError::BadSize(u64::from(size)).into());
         }
+        // Whole bytes of memory or of one register, straight from a compact
+        // slot: as `start_read` does, without building the location.
+        match self.stack.last() {
+            Some(&Slot::Value(Value {
+                ty: ValueType::Generic,
+                bits: address,
+            })) => {
+                // Owns nothing (see `pop_value`).
+                core::mem::forget(self.stack.pop());
+                return self.read_memory(address, 0, size, ty);
+            }
+            Some(&Slot::Memory {
+                address_space,
+                address,
+            }) => {
+                core::mem::forget(self.stack.pop());
+                return self.read_memory(address, address_space, size, ty);
+            }
+            _ => {}
+        }
         let loc = self.pop_location()?;
         self.start_read(&loc, size, ty)
+    }
+
+    fn read_memory(&mut self, address: u64, address_space: u64, size: u8, ty: ValueType) -> Step {
+        self.pending = Some(Pending::ReadSimple {
+            ty,
+            size,
+            register_offset: None,
+        });
+        self.ask(EvaluationResult::RequiresMemory {
+            address,
+            size,
+            address_space,
+        })
     }
 
     fn xderef(&mut self, size: u8, ty: ValueType) -> Step {
@@ -1558,10 +1830,10 @@ impl<'a> Evaluation<'a> {
 
     fn stack_value(&mut self) -> Result<(), EvalError> {
         let v = self.pop_value()?;
-        let size = usize::from(v.ty.size(self.address_size)).min(8);
-        let bytes = v.bits.to_le_bytes();
-        let bytes = bytes.get(..size).unwrap_or(&bytes);
-        self.push_loc(Location::single(Storage::Implicit(bytes.into()), 0));
+        // The value's bits are masked to its size: its first `len` bytes.
+        let len = v.ty.size(self.address_size).min(8);
+        self.make_room();
+        self.stack.push(Slot::Implicit { len, bytes: v.bits });
         Ok(())
     }
 
@@ -1585,7 +1857,7 @@ impl<'a> Evaluation<'a> {
             }
             0x50..=0x6f => {
                 self.next_byte = pos + 1;
-                self.push_loc(Location::register(u16::from(code - 0x50)));
+                self.push_register(u16::from(code - 0x50));
                 self.advance()
             }
             0x9f => {
@@ -1654,6 +1926,14 @@ impl<'a> Evaluation<'a> {
                         },
                     )
                 }
+            }
+            0xa3 => {
+                // DW_OP_entry_value: the block is copied into the request.
+                let (len, start) = short_leb(bytes, pos + 1, false)?;
+                let end = start.checked_add(usize::try_from(len).ok()?)?;
+                let block = bytes.get(start..end)?;
+                self.next_byte = end;
+                self.entry_value(block.to_vec())
             }
             _ => return None,
         })
@@ -2067,6 +2347,25 @@ fn short_leb(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
     None
 }
 
+/// Whether dropping `e` frees anything (it is not a value or a single
+/// register, memory, undefined or short implicit place).
+fn owns_memory(e: &Entry) -> bool {
+    match e {
+        Entry::Value(_) => false,
+        Entry::Location(l) if !l.places.is_inline() => true,
+        Entry::Location(l) => match l.places.as_slice() {
+            [p] => match &p.storage {
+                Storage::Memory { .. } | Storage::Register(_) | Storage::Undefined => false,
+                Storage::ImplicitPointer { .. } => false,
+                Storage::Implicit(b) => !b.is_inline(),
+                Storage::Composite(_) => true,
+            },
+            // Several places are kept in a vector.
+            _ => true,
+        },
+    }
+}
+
 /// The register of an entry-value expression that is only `DW_OP_regN` or
 /// `DW_OP_regx N` (decoded by hand: this runs for every entry value).
 fn entry_register(expression: &[u8]) -> Option<u16> {
@@ -2088,12 +2387,5 @@ fn entry_register(expression: &[u8]) -> Option<u16> {
             None
         }
         _ => None,
-    }
-}
-
-fn slot_entry(s: &Slot) -> Entry {
-    match s {
-        Slot::Entry(e) => e.clone(),
-        Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts.clone())),
     }
 }

@@ -54,6 +54,21 @@ enum BytesRepr {
 const INLINE_BYTES: usize = 16;
 
 impl Bytes {
+    /// The first `len` (at most 8) little-endian bytes of `bits`, inline.
+    pub(crate) fn from_le(bits: u64, len: u8) -> Bytes {
+        let mut bytes = [0; INLINE_BYTES];
+        bytes[..8].copy_from_slice(&bits.to_le_bytes());
+        Bytes(BytesRepr::Inline {
+            len: len.min(8),
+            bytes,
+        })
+    }
+
+    /// Whether the bytes are stored inline (own no allocation).
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.0, BytesRepr::Inline { .. })
+    }
+
     /// The bytes as a slice.
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
@@ -171,6 +186,11 @@ impl Places {
     /// One place.
     pub fn one(place: SingleLocation) -> Places {
         Places(Repr::One(place))
+    }
+
+    /// Whether the one place is stored inline (not in a vector).
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.0, Repr::One(_))
     }
 
     /// The places as a slice.
