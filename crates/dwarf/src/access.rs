@@ -64,7 +64,7 @@ use alloc::vec::Vec;
 
 use crate::error::Error;
 use crate::eval::EvalError;
-use crate::location::{Location, Storage};
+use crate::location::{Location, Part, Storage};
 
 /// The most bits one read or write may cover (128 MiB), so that no request
 /// can make this layer allocate without bound.
@@ -272,6 +272,23 @@ impl Fetch {
     }
 }
 
+/// The parts of a composite that overlap its bits `start..end`, each with the
+/// overlap's first and end bit and the part's own first bit (bits of the
+/// composite).
+fn overlapping(
+    parts: &[Part],
+    start: u128,
+    end: u128,
+) -> impl Iterator<Item = (&Part, u128, u128, u128)> {
+    let mut pos = 0u128;
+    parts.iter().filter_map(move |part| {
+        let first = pos;
+        pos = pos.saturating_add(u128::from(part.bit_size));
+        let (s, e) = (first.max(start), pos.min(end));
+        (s < e).then_some((part, s, e, first))
+    })
+}
+
 /// Splits a read of `len` bits at bit `offset` of `storage` into the object's
 /// bits at `dst_bit`: implicit bytes are copied into `bits` now, undefined
 /// bits are left undefined, registers and memory become `fetches`.
@@ -313,14 +330,7 @@ pub(crate) fn plan_read(
         Storage::Undefined | Storage::ImplicitPointer { .. } => {}
         Storage::Composite(parts) => {
             let (start, end) = (offset, offset.saturating_add(u128::from(len)));
-            let mut pos = 0u128;
-            for part in parts {
-                let (ps, pe) = (pos, pos.saturating_add(u128::from(part.bit_size)));
-                pos = pe;
-                let (s, e) = (ps.max(start), pe.min(end));
-                if s >= e {
-                    continue;
-                }
+            for (part, s, e, ps) in overlapping(parts, start, end) {
                 let Some(first) = part.location.places.first() else {
                     continue;
                 };
@@ -333,9 +343,6 @@ pub(crate) fn plan_read(
                     fetches,
                     depth + 1,
                 )?;
-                if pe >= end {
-                    break;
-                }
             }
         }
     }
@@ -379,14 +386,7 @@ fn plan_write(
         Storage::Undefined => return Err(EvalError::NotWritable("undefined storage")),
         Storage::Composite(parts) => {
             let (start, end) = (offset, offset.saturating_add(u128::from(len)));
-            let mut pos = 0u128;
-            for part in parts {
-                let (ps, pe) = (pos, pos.saturating_add(u128::from(part.bit_size)));
-                pos = pe;
-                let (s, e) = (ps.max(start), pe.min(end));
-                if s >= e {
-                    continue;
-                }
+            for (part, s, e, ps) in overlapping(parts, start, end) {
                 for place in &part.location.places {
                     plan_write(
                         &place.storage,
@@ -398,7 +398,10 @@ fn plan_write(
                     )?;
                 }
             }
-            if pos < end {
+            let size = parts
+                .iter()
+                .fold(0u128, |n, p| n.saturating_add(u128::from(p.bit_size)));
+            if size < end {
                 return Err(EvalError::NotWritable("bits past the end of a composite"));
             }
         }

@@ -148,36 +148,7 @@ fn check(ops: &[Op], encoding: Encoding) {
                 return;
             }
             Err(e) => panic!("{e:?}"),
-            Ok(EvaluationResult::RequiresRegister { register }) => {
-                eval.resume_with_register(&[register as u8; 16])
-            }
-            Ok(EvaluationResult::RequiresMemory { size, .. }) => {
-                eval.resume_with_memory(&vec![7; usize::from(size)])
-            }
-            Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(3),
-            Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
-            Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
-            Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),
-            Ok(EvaluationResult::RequiresBaseType { offset }) => {
-                let (enc, size) = [(5, 4), (4, 8), (8, 1), (4, 3)][offset as usize % 4];
-                eval.resume_with_base_type(enc, size)
-            }
-            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
-                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
-            }
-            Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
-                eval.resume_with_callee(CALLEES[offset as usize % 4])
-            }
-            Ok(EvaluationResult::RequiresIndexedAddress { index, .. }) => {
-                eval.resume_with_indexed_address(index.wrapping_mul(8))
-            }
-            Ok(EvaluationResult::RequiresTlsAddress { offset }) => {
-                eval.resume_with_tls_address(offset.wrapping_add(0x7000))
-            }
-            Ok(EvaluationResult::RequiresEntryRegister { register }) => {
-                eval.resume_with_entry_register(Location::register(register))
-            }
-            Ok(EvaluationResult::Stepped) => eval.evaluate(),
+            Ok(request) => answer(&mut eval, request),
         };
     }
     let _ = eval.stack();
@@ -186,6 +157,43 @@ fn check(ops: &[Op], encoding: Encoding) {
             assert_eq!(bits.bit_len(), 80);
             let _ = write(&loc, bits.bytes(), 80, &mut Fake);
         }
+    }
+}
+
+/// Answers one request the way every test here does.
+fn answer(eval: &mut Evaluation<'_>, request: EvaluationResult) -> Result<EvaluationResult, Error> {
+    match request {
+        EvaluationResult::Complete => Ok(EvaluationResult::Complete),
+        EvaluationResult::RequiresRegister { register } => {
+            eval.resume_with_register(&[register as u8; 16])
+        }
+        EvaluationResult::RequiresMemory { size, .. } => {
+            eval.resume_with_memory(&vec![7; usize::from(size)])
+        }
+        EvaluationResult::RequiresLane => eval.resume_with_lane(3),
+        EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(0x100),
+        EvaluationResult::RequiresCallFrameCfa => eval.resume_with_call_frame_cfa(0x200),
+        EvaluationResult::RequiresObjectAddress => eval.resume_with_object_address(0x300),
+        EvaluationResult::RequiresBaseType { offset } => {
+            let (enc, size) = [(5, 4), (4, 8), (8, 1), (4, 3)][offset as usize % 4];
+            eval.resume_with_base_type(enc, size)
+        }
+        EvaluationResult::RequiresEntryValue { .. } => {
+            eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
+        }
+        EvaluationResult::RequiresCallee { offset, .. } => {
+            eval.resume_with_callee(CALLEES[offset as usize % 4])
+        }
+        EvaluationResult::RequiresIndexedAddress { index, .. } => {
+            eval.resume_with_indexed_address(index.wrapping_mul(8))
+        }
+        EvaluationResult::RequiresTlsAddress { offset } => {
+            eval.resume_with_tls_address(offset.wrapping_add(0x7000))
+        }
+        EvaluationResult::RequiresEntryRegister { register } => {
+            eval.resume_with_entry_register(Location::register(register))
+        }
+        EvaluationResult::Stepped => eval.evaluate(),
     }
 }
 
@@ -207,36 +215,7 @@ fn transcript(mut eval: Evaluation<'_>) -> Vec<String> {
                 return out;
             }
             Err(_) => return out,
-            Ok(EvaluationResult::RequiresRegister { register }) => {
-                eval.resume_with_register(&[register as u8; 16])
-            }
-            Ok(EvaluationResult::RequiresMemory { size, .. }) => {
-                eval.resume_with_memory(&vec![7; usize::from(size)])
-            }
-            Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(3),
-            Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
-            Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
-            Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),
-            Ok(EvaluationResult::RequiresBaseType { offset }) => {
-                let (enc, size) = [(5, 4), (4, 8), (8, 1), (4, 3)][offset as usize % 4];
-                eval.resume_with_base_type(enc, size)
-            }
-            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
-                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
-            }
-            Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
-                eval.resume_with_callee(CALLEES[offset as usize % 4])
-            }
-            Ok(EvaluationResult::RequiresIndexedAddress { index, .. }) => {
-                eval.resume_with_indexed_address(index.wrapping_mul(8))
-            }
-            Ok(EvaluationResult::RequiresTlsAddress { offset }) => {
-                eval.resume_with_tls_address(offset.wrapping_add(0x7000))
-            }
-            Ok(EvaluationResult::RequiresEntryRegister { register }) => {
-                eval.resume_with_entry_register(Location::register(register))
-            }
-            Ok(EvaluationResult::Stepped) => eval.evaluate(),
+            Ok(request) => answer(&mut eval, request),
         };
     }
     out
