@@ -12,10 +12,11 @@
 //! for it. The only allocations are the stack, the location descriptions
 //! other than the common compact ones (a value; one register; one
 //! byte-aligned memory place; the implicit bytes of a value) while they are
-//! on the stack, the entry-value expression handed to the caller and, for
-//! `DW_OP_call*`, the decoded callee. Stack slots are 32 bytes, written in
-//! place: pushing and popping them is most of the hot loop's memory
-//! traffic.
+//! on the stack (a composite's vector of parts is kept by
+//! [`Evaluation::restart`] for the next one), an entry-value or implicit
+//! value block longer than 16 bytes and, for `DW_OP_call*`, the decoded
+//! callee. Stack slots are 32 bytes, written in place: pushing and popping
+//! them is most of the hot loop's memory traffic.
 //!
 //! Two ways in: [`Evaluation::new`] runs decoded [`Op`]s (from
 //! [`parse_text`](crate::parse_text) or [`decode`]);
@@ -141,8 +142,9 @@ pub enum EvaluationResult {
     /// and what `expression` had on entry to the current function (from a
     /// call site's `DW_AT_call_value`, or a debugger's saved state).
     RequiresEntryValue {
-        /// The encoded nested expression (same [`Encoding`]).
-        expression: Vec<u8>,
+        /// The encoded nested expression (same [`Encoding`]); short ones,
+        /// the usual case, are stored inline (no allocation per request).
+        expression: Bytes,
         /// The register if the nested expression is only `DW_OP_regN` or
         /// `DW_OP_regx N` (the usual case: "register N's value on entry").
         register: Option<u16>,
@@ -496,14 +498,15 @@ struct Code {
     offsets: Vec<usize>,
 }
 
-/// The reusable allocations of an [`Evaluation`] (its stack and call
-/// returns), carried from one expression to the next with
+/// The reusable allocations of an [`Evaluation`] (its stack, call returns and
+/// the vector of a composite's parts), carried from one expression to the next with
 /// [`Evaluation::into_buffers`] and [`Evaluation::from_bytes_in`].
 #[derive(Debug, Default)]
 pub struct Buffers {
     stack: Vec<Slot>,
     returns: Vec<(Option<Arc<Code>>, usize)>,
     base_types: Vec<(u64, ValueType)>,
+    parts: Vec<Part>,
 }
 
 /// A pause-and-resume evaluation of one expression.
@@ -539,6 +542,10 @@ pub struct Evaluation<'a> {
     /// becomes an [`Entry`] that can be borrowed).
     top: Option<Entry>,
     base_types: Vec<(u64, ValueType)>,
+    /// An empty vector with room for parts, from an earlier composite: the
+    /// next `DW_OP_piece` starting a composite fills it instead of
+    /// allocating one.
+    parts: Vec<Part>,
     trace: bool,
 }
 
@@ -571,6 +578,7 @@ impl<'a> Evaluation<'a> {
             complete: false,
             top: None,
             base_types: Vec::new(),
+            parts: Vec::new(),
             trace: false,
         }
     }
@@ -609,43 +617,61 @@ impl<'a> Evaluation<'a> {
     /// forgetting its base types: the cheapest way to evaluate many
     /// expressions that live as long as the evaluation (e.g. all borrowed
     /// from one loaded binary).
+    #[inline]
     pub fn restart(&mut self, bytes: &'a [u8], encoding: Encoding) {
+        // After an evaluation almost everything is already empty: one test
+        // of it all, and the clearing out of line, keep this small enough to
+        // inline into the caller's loop.
+        if self.needs_clearing() {
+            self.clear_state();
+        }
+        // Nothing to free (`needs_clearing`): skip the drop code.
+        core::mem::forget(self.top.take());
         self.ops = &[];
         self.bytes = Some(bytes);
         self.byte_pc = 0;
         self.next_byte = 0;
         self.encoding = encoding;
         self.address_size = encoding.address_size.clamp(1, 8);
-        if !matches!(self.root_offsets, RootOffsets::Unknown) {
-            self.root_offsets = RootOffsets::Unknown;
-        }
-        // Most of these are already empty after an evaluation: checking is
-        // cheaper than running their drop code.
-        if self.callee.is_some() {
-            self.callee = None;
-        }
-        if !self.returns.is_empty() {
-            self.returns.clear();
-        }
         self.pc = 0;
-        if !self.stack.is_empty() {
-            self.stack.clear();
-        }
         self.steps = 0;
-        if self.pending.is_some() {
-            self.pending = None;
-        }
-        if self.asked.is_some() {
-            self.asked = None;
-        }
         self.complete = false;
-        if self.top.as_ref().is_some_and(owns_memory) {
-            self.top = None;
-        } else {
-            // Nothing to free: skip the drop code.
-            core::mem::forget(self.top.take());
-        }
+    }
+
+    /// Whether `restart` has anything to free or empty besides plain fields.
+    #[inline(always)]
+    fn needs_clearing(&self) -> bool {
+        !matches!(self.root_offsets, RootOffsets::Unknown)
+            | self.callee.is_some()
+            | !self.returns.is_empty()
+            | !self.stack.is_empty()
+            | self.pending.is_some()
+            | self.asked.is_some()
+            | !self.base_types.is_empty()
+            | self.top.as_ref().is_some_and(owns_memory)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn clear_state(&mut self) {
+        self.root_offsets = RootOffsets::Unknown;
+        self.callee = None;
+        self.returns.clear();
+        self.stack.clear();
+        self.pending = None;
+        self.asked = None;
         self.base_types.clear();
+        // A composite result's vector of parts is kept for the next one.
+        if let Some(Entry::Location(mut l)) = self.top.take() {
+            if let [p] = l.places.as_mut_slice() {
+                if let Storage::Composite(parts) = &mut p.storage {
+                    if parts.capacity() > self.parts.capacity() {
+                        parts.clear();
+                        core::mem::swap(parts, &mut self.parts);
+                    }
+                }
+            }
+        }
     }
 
     /// The evaluation's buffers, emptied, for
@@ -656,6 +682,7 @@ impl<'a> Evaluation<'a> {
             mut returns,
             mut stack,
             mut base_types,
+            parts,
             ..
         } = self;
         returns.clear();
@@ -665,6 +692,7 @@ impl<'a> Evaluation<'a> {
             stack,
             returns,
             base_types,
+            parts,
         }
     }
 
@@ -675,10 +703,12 @@ impl<'a> Evaluation<'a> {
             mut stack,
             mut returns,
             mut base_types,
+            mut parts,
         } = buffers;
         stack.clear();
         returns.clear();
         base_types.clear();
+        parts.clear();
         Evaluation {
             ops: &[],
             bytes: Some(bytes),
@@ -698,6 +728,7 @@ impl<'a> Evaluation<'a> {
             complete: false,
             top: None,
             base_types,
+            parts,
             trace: false,
         }
     }
@@ -796,6 +827,7 @@ impl<'a> Evaluation<'a> {
     }
 
     /// Runs until the end of the expression or a request.
+    #[inline]
     pub fn evaluate(&mut self) -> Result<EvaluationResult, Error> {
         if self.pending.is_some() {
             return Err(self.error(EvalError::BadResume(
@@ -1175,6 +1207,14 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
+    /// `advance` in the root expression (`fast_step` runs only there).
+    #[inline(always)]
+    fn advance_root(&mut self) -> Step {
+        self.pc += 1;
+        self.byte_pc = self.next_byte;
+        Ok(())
+    }
+
     fn after_resume(&mut self, r: Step) -> Result<EvaluationResult, Error> {
         match r {
             Err(e) => Err(self.error(*e)),
@@ -1226,6 +1266,63 @@ impl<'a> Evaluation<'a> {
     }
 
     fn run(&mut self) -> Result<EvaluationResult, Error> {
+        match (&self.callee, self.bytes) {
+            (None, Some(bytes)) if !self.trace => self.run_bytes(bytes),
+            _ => self.run_general(),
+        }
+    }
+
+    /// The root expression straight from its bytes, without tracing: the
+    /// hot loop (what `run_general` does in that case, with fewer tests per
+    /// operation).
+    fn run_bytes(&mut self, bytes: &'a [u8]) -> Result<EvaluationResult, Error> {
+        // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
+        self.encoding.check()?;
+        self.restore_top();
+        while let Some(&code) = bytes.get(self.byte_pc) {
+            self.steps += 1;
+            if self.steps > self.max_steps {
+                return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
+            }
+            let at = (self.pc, self.byte_pc);
+            let r = match self.fast_step(bytes, code) {
+                Some(r) => r,
+                None => self.slow_step(bytes)?,
+            };
+            if let Err(e) = r {
+                return Err(self.error(*e));
+            }
+            if self.asked.is_some() {
+                return self.take_asked();
+            }
+            if self.stack.len() > MAX_STACK {
+                // Report it at the operation that overflowed.
+                (self.pc, self.byte_pc) = at;
+                return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+            }
+            if self.callee.is_some() {
+                // A `DW_OP_call*` entered its callee.
+                return self.run_general();
+            }
+        }
+        Ok(self.finish())
+    }
+
+    /// A root operation that `fast_step` does not take, decoded then run
+    /// (`Err`: it does not decode).
+    #[inline(never)]
+    fn slow_step(&mut self, bytes: &'a [u8]) -> Result<Step, Error> {
+        let mut next = self.byte_pc;
+        let op = decode_at(bytes, &mut next, self.encoding)?;
+        self.next_byte = next;
+        Ok(match op {
+            // The decoded block moves into the request (kept if long).
+            Op::EntryValue(expression) => self.entry_value(expression.into()),
+            op => self.step(&op),
+        })
+    }
+
+    fn run_general(&mut self) -> Result<EvaluationResult, Error> {
         if self.bytes.is_some() {
             // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
             self.encoding.check()?;
@@ -1252,19 +1349,16 @@ impl<'a> Evaluation<'a> {
             }
             let at = (self.pc, self.byte_pc);
             let r = match (&self.callee, self.bytes) {
-                (None, Some(bytes)) => match self.fast_step(bytes) {
-                    Some(r) => r,
-                    None => {
-                        let mut next = self.byte_pc;
-                        let op = decode_at(bytes, &mut next, self.encoding)?;
-                        self.next_byte = next;
-                        match op {
-                            // The decoded block moves into the request.
-                            Op::EntryValue(expression) => self.entry_value(expression),
-                            op => self.step(&op),
-                        }
+                (None, Some(bytes)) => {
+                    let fast = match bytes.get(self.byte_pc) {
+                        Some(&code) => self.fast_step(bytes, code),
+                        None => None,
+                    };
+                    match fast {
+                        Some(r) => r,
+                        None => self.slow_step(bytes)?,
                     }
-                },
+                }
                 (None, None) => {
                     let ops = self.ops;
                     match ops.get(self.pc) {
@@ -1297,40 +1391,51 @@ impl<'a> Evaluation<'a> {
                 return Ok(EvaluationResult::Stepped);
             }
         }
-        // The result moves off the stack as an `Entry` (an incomplete
-        // composite is completed), so it can be borrowed (`result_ref`).
-        // Compact slots are read field by field where they lie (a whole-slot
-        // copy would load wider than the stores that wrote it and stall);
-        // `top` is empty here (`restore_top`), so nothing is dropped.
-        let top = match self.stack.last() {
-            Some(&Slot::Value(Value { ty, bits })) => Some(Entry::Value(Value { ty, bits })),
+        Ok(self.finish())
+    }
+
+    /// Ends the evaluation: the result moves off the stack as an `Entry`
+    /// (an incomplete composite is completed), so it can be borrowed
+    /// (`result_ref`). Compact slots are read field by field where they lie
+    /// and each kind's entry is written straight into `top` (building one
+    /// `Entry` for all kinds and then moving it copied it byte by byte).
+    #[inline(always)]
+    fn finish(&mut self) -> EvaluationResult {
+        // `top` is empty (`restore_top`): nothing to drop when it is set.
+        core::mem::forget(self.top.take());
+        match self.stack.last() {
+            Some(&Slot::Value(Value { ty, bits })) => {
+                // A compact slot owns nothing (see `pop_value`).
+                core::mem::forget(self.stack.pop());
+                self.top = Some(Entry::Value(Value { ty, bits }));
+            }
             Some(&Slot::Register {
                 register,
                 bit_offset,
-            }) => Some(Entry::Location(Location::single(
-                Storage::Register(register),
-                u128::from(bit_offset),
-            ))),
-            Some(&Slot::Implicit { len, bytes }) => Some(Entry::Location(Location::single(
-                Storage::Implicit(Bytes::from_le(bytes, len)),
-                0,
-            ))),
-            _ => None,
-        };
-        match top {
-            Some(e) => {
-                // A compact slot owns nothing (see `pop_value`).
+            }) => {
                 core::mem::forget(self.stack.pop());
-                self.top.get_or_insert(e);
+                self.top = Some(Entry::Location(Location::single(
+                    Storage::Register(register),
+                    u128::from(bit_offset),
+                )));
             }
-            None => {
-                if let Some(e) = self.stack.pop().map(Slot::into_entry) {
-                    self.top.get_or_insert(e);
-                }
+            Some(&Slot::Implicit { len, bytes }) => {
+                core::mem::forget(self.stack.pop());
+                self.top = Some(Entry::Location(Location::single(
+                    Storage::Implicit(Bytes::from_le(bytes, len)),
+                    0,
+                )));
             }
+            _ => self.finish_other(),
         }
         self.complete = true;
-        Ok(EvaluationResult::Complete)
+        EvaluationResult::Complete
+    }
+
+    /// `finish` for the slots that are not moved field by field.
+    #[inline(never)]
+    fn finish_other(&mut self) {
+        self.top = self.stack.pop().map(Slot::into_entry);
     }
 
     // -- stack helpers ------------------------------------------------------
@@ -1405,7 +1510,12 @@ impl<'a> Evaluation<'a> {
     }
 
     fn pop_slot(&mut self) -> Result<Slot, EvalError> {
-        self.stack.pop().ok_or(EvalError::StackUnderflow)
+        // A `match`, not `ok_or`: that built the error and ran its drop
+        // code on every pop.
+        match self.stack.pop() {
+            Some(s) => Ok(s),
+            None => Err(EvalError::StackUnderflow),
+        }
     }
 
     fn pop_value(&mut self) -> Result<Value, EvalError> {
@@ -1629,7 +1739,8 @@ impl<'a> Evaluation<'a> {
                 Some(Slot::Incomplete(p, w)) => (p, w),
                 _ => (Vec::new(), 0),
             },
-            _ => (Vec::new(), 0),
+            // A new composite: in the vector a previous one left (`restart`).
+            _ => (core::mem::take(&mut self.parts), 0),
         };
         let weight = (weight as usize).saturating_add(1 + loc.weight());
         if weight > MAX_LOCATION_WEIGHT {
@@ -1824,46 +1935,62 @@ impl<'a> Evaluation<'a> {
     }
 
     fn piece_bytes(&mut self, n: u64) -> Result<(), EvalError> {
-        let bits = n.checked_mul(8).ok_or(EvalError::BadSize(n))?;
+        // A `match`, not `ok_or` (see `pop_slot`).
+        let Some(bits) = n.checked_mul(8) else {
+            return Err(EvalError::BadSize(n));
+        };
         self.piece(bits, 0)
     }
 
+    #[inline(always)]
     fn stack_value(&mut self) -> Result<(), EvalError> {
+        let a = self.address_size;
+        // A value on top (the usual case) becomes its implicit bytes where
+        // it lies: the value's bits are masked to its size, its first `len`
+        // bytes.
+        if let Some(top) = self.stack.last_mut() {
+            if let Slot::Value(Value { ty, bits }) = *top {
+                let len = ty.size(a).min(8);
+                // The value owns nothing: no drop code for the overwrite.
+                core::mem::forget(core::mem::replace(top, Slot::Implicit { len, bytes: bits }));
+                return Ok(());
+            }
+        }
         let v = self.pop_value()?;
-        // The value's bits are masked to its size: its first `len` bytes.
-        let len = v.ty.size(self.address_size).min(8);
+        let len = v.ty.size(a).min(8);
         self.make_room();
-        self.stack.push(Slot::Implicit { len, bytes: v.bits });
+        self.push_in_place(Slot::Implicit { len, bytes: v.bits });
         Ok(())
     }
 
     /// The most common operations of compiled code, executed straight from
     /// the bytes without building an [`Op`]: `DW_OP_lit*`, `DW_OP_reg*`,
     /// `DW_OP_breg*`, `DW_OP_fbreg`, `DW_OP_stack_value`, `DW_OP_constu`,
-    /// `DW_OP_consts`, `DW_OP_plus_uconst`, `DW_OP_piece`, `DW_OP_deref`
-    /// and the binary arithmetic operations. Exactly what
-    /// [`Evaluation::step`] does for them; `None` for anything else (or an
-    /// operand this shortcut does not read), which then takes the general
-    /// path.
-    fn fast_step(&mut self, bytes: &[u8]) -> Option<Step> {
+    /// `DW_OP_consts`, `DW_OP_plus_uconst`, `DW_OP_piece`, `DW_OP_deref`,
+    /// `DW_OP_implicit_value`, `DW_OP_entry_value` and the binary arithmetic
+    /// operations. Exactly what [`Evaluation::step`] does for them; `None`
+    /// for anything else (or an operand this shortcut does not read), which
+    /// then takes the general path. Only for the root expression (not in a
+    /// callee).
+    #[inline(always)]
+    fn fast_step(&mut self, bytes: &[u8], code: u8) -> Option<Step> {
         let pos = self.byte_pc;
-        let code = *bytes.get(pos)?;
         let a = self.address_size;
         Some(match code {
             0x30..=0x4f => {
                 self.next_byte = pos + 1;
                 self.push_value(Value::generic(u64::from(code - 0x30), a));
-                self.advance()
+                self.advance_root()
             }
             0x50..=0x6f => {
                 self.next_byte = pos + 1;
                 self.push_register(u16::from(code - 0x50));
-                self.advance()
+                self.advance_root()
             }
             0x9f => {
                 self.next_byte = pos + 1;
                 match self.stack_value() {
-                    Ok(()) => self.advance(),
+                    Ok(()) => self.advance_root(),
                     Err(e) => Err(e.into()),
                 }
             }
@@ -1883,7 +2010,7 @@ impl<'a> Evaluation<'a> {
                     _ => self.piece_bytes(n as u64),
                 };
                 match r {
-                    Ok(()) => self.advance(),
+                    Ok(()) => self.advance_root(),
                     Err(e) => Err(e.into()),
                 }
             }
@@ -1903,7 +2030,7 @@ impl<'a> Evaluation<'a> {
                     _ => BinaryOp::Xor,
                 };
                 match self.binary(op) {
-                    Ok(()) => self.advance(),
+                    Ok(()) => self.advance_root(),
                     Err(e) => Err(e.into()),
                 }
             }
@@ -1927,19 +2054,29 @@ impl<'a> Evaluation<'a> {
                     )
                 }
             }
-            0xa3 => {
-                // DW_OP_entry_value: the block is copied into the request.
+            0x9e => {
+                // DW_OP_implicit_value: short blocks are stored inline.
                 let (len, start) = short_leb(bytes, pos + 1, false)?;
                 let end = start.checked_add(usize::try_from(len).ok()?)?;
                 let block = bytes.get(start..end)?;
                 self.next_byte = end;
-                self.entry_value(block.to_vec())
+                self.push_loc(Location::single(Storage::Implicit(Bytes::from(block)), 0));
+                self.advance_root()
+            }
+            0xa3 => {
+                // DW_OP_entry_value: the block is copied into the request
+                // (inline if short).
+                let (len, start) = short_leb(bytes, pos + 1, false)?;
+                let end = start.checked_add(usize::try_from(len).ok()?)?;
+                let block = bytes.get(start..end)?;
+                self.next_byte = end;
+                self.entry_value(Bytes::from(block))
             }
             _ => return None,
         })
     }
 
-    fn entry_value(&mut self, expression: Vec<u8>) -> Step {
+    fn entry_value(&mut self, expression: Bytes) -> Step {
         let register = entry_register(&expression);
         self.request(
             Pending::EntryValue,
@@ -2245,7 +2382,9 @@ impl<'a> Evaluation<'a> {
                     },
                 )
             }
-            Op::EntryValue(expression) => return self.entry_value(expression.clone()),
+            Op::EntryValue(expression) => {
+                return self.entry_value(Bytes::from(expression.as_slice()))
+            }
             Op::FormTlsAddress => {
                 let v = self.pop_integral()?;
                 return self.request(
@@ -2331,7 +2470,24 @@ impl<'a> Evaluation<'a> {
 /// overflow) at `pos`, and the offset after it; `None` if longer or truncated
 /// (the general decoder then reports or handles it). Unsigned values are
 /// below 2^63, so they fit the `i64`.
+#[inline(always)]
 fn short_leb(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
+    // One byte, the usual case.
+    let b = *bytes.get(pos)?;
+    if b & 0x80 == 0 {
+        let value = if signed && b & 0x40 != 0 {
+            i64::from(b) - 0x80
+        } else {
+            i64::from(b)
+        };
+        return Some((value, pos + 1));
+    }
+    short_leb_long(bytes, pos, signed)
+}
+
+/// `short_leb` of two bytes or more.
+#[inline(never)]
+fn short_leb_long(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
     let mut value = 0i64;
     for i in 0..9 {
         let b = *bytes.get(pos + i)?;

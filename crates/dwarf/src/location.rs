@@ -337,7 +337,18 @@ impl Location {
     /// A size measure: the number of single locations and composite parts,
     /// counted through nested composites. The evaluator bounds it so that no
     /// expression can build an unbounded location.
+    #[inline]
     pub fn weight(&self) -> usize {
+        // The usual case inline: one place that is not a composite.
+        if let [p] = self.places.as_slice() {
+            if !matches!(p.storage, Storage::Composite(_)) {
+                return 1;
+            }
+        }
+        self.weight_of_places()
+    }
+
+    fn weight_of_places(&self) -> usize {
         self.places
             .iter()
             .map(|p| match &p.storage {

@@ -292,7 +292,7 @@ fn entry_value_asks_the_caller() {
     assert_eq!(
         c.log[0],
         EvaluationResult::RequiresEntryValue {
-            expression: vec![0x55],
+            expression: [0x55][..].into(),
             register: Some(5)
         }
     );
@@ -309,7 +309,7 @@ fn entry_value_asks_the_caller() {
     assert_eq!(
         eval.evaluate().unwrap(),
         EvaluationResult::RequiresEntryValue {
-            expression: vec![0x90, 0x80, 0x14],
+            expression: [0x90, 0x80, 0x14][..].into(),
             register: Some(2560)
         }
     );
@@ -319,7 +319,7 @@ fn entry_value_asks_the_caller() {
     assert_eq!(
         eval.evaluate().unwrap(),
         EvaluationResult::RequiresEntryValue {
-            expression: vec![0x75, 0x08],
+            expression: [0x75, 0x08][..].into(),
             register: None
         }
     );

@@ -253,6 +253,22 @@ proptest! {
             restarted.restart(&bytes, encoding);
             restarted.set_trace(trace);
             prop_assert_eq!(&transcript(restarted), &expected);
+            // Restarted while a request was outstanding (DW_OP_breg0 0).
+            let mut asking = Evaluation::from_bytes(&[0x70, 0x00], encoding);
+            let _ = asking.evaluate();
+            asking.restart(&bytes, encoding);
+            asking.set_trace(trace);
+            prop_assert_eq!(&transcript(asking), &expected);
+            // Restarted after a composite of two parts (whose vector the next
+            // composite reuses) and an entry value.
+            let mut composite =
+                Evaluation::from_bytes(&[0x50, 0x93, 0x04, 0x51, 0x93, 0x04], encoding);
+            let _ = composite.evaluate();
+            composite.restart(&[0xa3, 0x01, 0x55, 0x9f], encoding);
+            let _ = composite.evaluate();
+            composite.restart(&bytes, encoding);
+            composite.set_trace(trace);
+            prop_assert_eq!(&transcript(composite), &expected);
             let buffers = Evaluation::from_bytes(&[0x30, 0x31], encoding).into_buffers();
             let mut rebuilt = Evaluation::from_bytes_in(&bytes, encoding, buffers);
             rebuilt.set_trace(trace);
