@@ -114,7 +114,17 @@ fn walk<E: Endian>(data: &[u8], tables: &[Table<'_, E>]) {
         let same = |y: &locus_stackmap::IndexedRecord<'_, E>| {
             y.table == x.table && y.record.offset() == x.record.offset()
         };
-        assert!(index.lookup(x.address).any(|y| same(&y)));
+        // Lookups make records without bounds checks: each must be its table's own.
+        let found = index.lookup(x.address).find(|y| same(y));
+        let own = tables.get(x.table).and_then(|t| t.record_at(x.record.offset()));
+        match (found, own) {
+            (Some(y), Some(own)) => {
+                assert_eq!(y.record.len(), own.len());
+                assert!(y.record.locations().eq(own.locations()));
+                assert!(y.record.live_outs().eq(own.live_outs()));
+            }
+            _ => panic!("indexed record at {:#x} not found", x.address),
+        }
         assert!(index.by_id(x.record.id()).any(|y| same(&y)));
         let _ = index.lookup(x.address.wrapping_add(1)).count();
     }

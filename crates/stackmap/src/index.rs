@@ -7,17 +7,27 @@
 //! an offset), so both lookups return every match, in section order.
 //!
 //! Address lookup is the hot path (one per frame in a stack walk), so it goes through a hash
-//! table of 64-byte buckets, each one cache line of four 16-byte slots, with two slots per
-//! record so that a probe seldom leaves its first bucket. A slot holds the address (as a
-//! 32-bit distance from the lowest indexed address), the record's place in its table, its
-//! counts and the position of its function in a small side array; the records of one
-//! address fill consecutive slots of one bucket. A lookup reads one bucket, compares its
-//! four keys without branching (a branch on which slot matched would keep the processor from
-//! overlapping the cache misses of successive lookups), and then touches only the side
-//! array, which stays in cache: it never reads the record's bytes. The sorted arrays behind
-//! it serve address-order iteration, addresses with more records than a bucket holds, lookup
-//! by ID, and indexes whose addresses span 4 GiB or more (which the compact slots cannot
-//! hold: those look addresses up by binary search).
+//! table of 64-byte buckets, each one cache line of four 16-byte slots, a power of two of
+//! them with at least two slots per record, so that a probe seldom leaves its first bucket.
+//! A slot holds the address (as a 32-bit distance from the lowest indexed address), the
+//! record's place in its table, its counts and the position of its function in a small side
+//! array; the records of one address fill consecutive slots of one bucket. A lookup reads
+//! one bucket, compares its four keys at once, and then touches only the side array, which
+//! stays in cache: it never reads the record's bytes.
+//!
+//! What limits lookups is how many of them the processor keeps in flight while each waits
+//! for its bucket's cache miss, and that depends on how many instructions each one puts in
+//! flight. So the common case is kept short: the key and the bucket are computed without
+//! branches, the four keys are compared with one SIMD compare, the rarer cases (a full home
+//! bucket, an index without compact slots) are out of line, and a slot's record is made
+//! without bounds checks: [`build_buckets`] checks every record it puts in a slot (once,
+//! against its table, which was validated when parsed), so the lookup need not. On huge
+//! tables the buckets are advised onto 2 MiB pages (Linux), since each lookup would
+//! otherwise also miss the TLB.
+//!
+//! The sorted arrays behind the buckets serve address-order iteration, addresses with more
+//! records than a bucket holds, lookup by ID, and indexes whose addresses span 4 GiB or more
+//! (which the compact slots cannot hold: those look addresses up by binary search).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -62,6 +72,9 @@ const BUCKET_SLOTS: usize = 4;
 
 /// [`Bucket::key`] of a slot that holds nothing.
 const EMPTY: u32 = 0;
+/// The key of an address too far from [`StackMapIndex::base`] to be indexed: no slot
+/// holds it (the compact slots take only addresses whose key is below it).
+const NO_KEY: u32 = u32::MAX;
 /// [`Bucket::function`] of a slot whose address has several records; its
 /// [`Bucket::at`] is then the position of the first in the sorted arrays.
 const SEVERAL: u32 = u32::MAX;
@@ -83,6 +96,36 @@ struct Bucket {
 }
 
 impl Bucket {
+    /// The slots that hold `key` (never [`EMPTY`]), one bit each, found without branches:
+    /// which slot it is varies from lookup to lookup, and a branch on it would hold up the
+    /// next lookup until this one's cache miss is served.
+    #[inline(always)]
+    fn hits(&self, key: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use core::arch::x86_64::{
+                __m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_movemask_ps, _mm_set1_epi32,
+            };
+            // One compare of all four keys: the fewer instructions wait for the bucket's
+            // cache miss, the more lookups the processor keeps in flight.
+            // SAFETY: SSE2 is part of the x86-64 baseline; `[u32; 4]` and `__m128i` have the
+            // same size, and any bits are valid for both.
+            unsafe {
+                let keys = core::mem::transmute::<[u32; BUCKET_SLOTS], __m128i>(self.key);
+                let equal = _mm_cmpeq_epi32(keys, _mm_set1_epi32(key as i32));
+                _mm_movemask_ps(_mm_castsi128_ps(equal)) as u32
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mut hits = 0u32;
+            for i in 0..BUCKET_SLOTS {
+                hits |= u32::from(self.key[i] == key) << i;
+            }
+            hits
+        }
+    }
+
     const VACANT: Bucket = Bucket {
         key: [EMPTY; BUCKET_SLOTS],
         at: [0; BUCKET_SLOTS],
@@ -105,18 +148,27 @@ pub struct StackMapIndex<'a, E: Endian> {
     ids: Vec<(u64, u32)>,
     /// The lowest indexed address: slot keys are relative to it.
     base: u64,
-    /// Open addressing with linear probing from bucket to bucket; empty when the index is
-    /// empty or does not fit the compact slots.
+    /// Open addressing with linear probing from bucket to bucket, a power of two of them;
+    /// two vacant buckets when the index is empty or does not fit the compact slots
+    /// (`compact` is then false).
     buckets: Vec<Bucket>,
+    /// [`home`]'s shift for `buckets.len()` (a power of two).
+    shift: u32,
+    /// Whether `buckets` holds every address; if not, lookups search `addresses`.
+    compact: bool,
 }
 
-/// The bucket a key starts probing at, out of `n`.
+/// The bucket a key starts probing at, in a table of `2^(64 - shift)` buckets.
 #[inline(always)]
-fn home(key: u32, n: usize) -> usize {
+fn home(key: u32, shift: u32) -> usize {
     // Code addresses differ mostly in their low bits: the multiply mixes them into the high
-    // half, and multiply-shift maps that onto any table size without a division.
-    let mixed = u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-    ((mixed * n as u64) >> 32) as usize
+    // bits, which pick the bucket (Fibonacci hashing: one multiply and one shift).
+    (u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+}
+
+/// The shift that makes [`home`] pick one of `n` buckets (`n` a power of two, at least 2).
+fn shift_for(n: usize) -> u32 {
+    64 - n.trailing_zeros()
 }
 
 impl<'a, E: Endian> StackMapIndex<'a, E> {
@@ -168,7 +220,12 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             .collect();
         ids.sort_unstable();
         let base = addresses.first().copied().unwrap_or(0);
-        let buckets = build_buckets(&addresses, &entries, base, functions.len());
+        let mut buckets = build_buckets(&addresses, &entries, base, &functions);
+        let compact = !buckets.is_empty();
+        if !compact {
+            buckets = vec![Bucket::VACANT; 2];
+        }
+        let shift = shift_for(buckets.len());
         StackMapIndex {
             tables,
             load_bias,
@@ -178,6 +235,8 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             ids,
             base,
             buckets,
+            shift,
+            compact,
         }
     }
 
@@ -219,6 +278,38 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         })
     }
 
+    /// The record of a bucket slot that is not [`SEVERAL`], without bounds checks.
+    ///
+    /// # Safety
+    ///
+    /// The slot must be one of `self.buckets`: [`build_buckets`] only fills a slot with a
+    /// function position and a record that it has checked.
+    #[inline(always)]
+    unsafe fn slot_record(
+        &self,
+        address: u64,
+        at: u32,
+        function: u32,
+        counts: u32,
+    ) -> IndexedRecord<'a, E> {
+        // SAFETY: `build_buckets` made sure that `function` is a position in
+        // `self.functions` and that `record(at, counts)` of its source is `Some`; the
+        // buckets are never changed after that.
+        unsafe {
+            let f = self.functions.get_unchecked(function as usize);
+            IndexedRecord {
+                address,
+                function: f.function,
+                table: f.table as usize,
+                record: f.source.record_unchecked(
+                    at as usize,
+                    counts as u16,
+                    (counts >> 16) as u16,
+                ),
+            }
+        }
+    }
+
     fn get(&self, i: usize) -> Option<IndexedRecord<'a, E>> {
         let e = self.entries.get(i)?;
         self.materialize(
@@ -235,45 +326,64 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     pub fn lookup(&self, address: u64) -> Lookup<'_, 'a, E> {
         let mut l = Lookup {
             index: self,
-            bucket: None,
+            bucket: &Bucket::VACANT,
             hits: 0,
             next: usize::MAX,
             address,
         };
-        if self.buckets.is_empty() {
-            // No compact slots: binary search.
-            l.next = self.addresses.partition_point(|&a| a < address);
-            return l;
-        }
+        // Everything up to the bucket's cache miss is computed without branches on the
+        // address, and the common case (the address is in its home bucket) takes no other
+        // path: the fewer instructions a lookup puts in flight, the more lookups the
+        // processor overlaps.
         let distance = address.wrapping_sub(self.base);
-        if distance >= u64::from(u32::MAX) {
-            return l;
-        }
-        let key = distance as u32 + 1;
-        let n = self.buckets.len();
-        let mut b = home(key, n);
-        for _ in 0..n {
-            let Some(bucket) = self.buckets.get(b) else {
-                break;
-            };
-            // The slots with this key (never EMPTY), found without branches: which slot it is
-            // varies from lookup to lookup, and a branch on it would hold up the next lookup
-            // until this one's cache miss is served.
-            let mut hits = 0u32;
-            for i in 0..BUCKET_SLOTS {
-                hits |= u32::from(bucket.key[i] == key) << i;
-            }
-            if hits != 0 {
-                l.bucket = Some(bucket);
-                l.hits = hits;
-                return l;
-            }
-            if bucket.key[BUCKET_SLOTS - 1] == EMPTY {
-                break;
-            }
-            b = if b + 1 == n { 0 } else { b + 1 };
+        let key = if distance < u64::from(NO_KEY - 1) {
+            distance as u32 + 1
+        } else {
+            NO_KEY
+        };
+        let b = home(key, self.shift);
+        let bucket = self.buckets.get(b).unwrap_or(&Bucket::VACANT);
+        let hits = bucket.hits(key);
+        if hits != 0 {
+            l.bucket = bucket;
+            l.hits = hits;
+        } else {
+            (l.bucket, l.hits, l.next) = self.lookup_elsewhere(key, b, address);
         }
         l
+    }
+
+    /// The rest of [`StackMapIndex::lookup`] when the home bucket `b` does not hold `key`:
+    /// probe on while the buckets are full, or, for an index without compact slots, search
+    /// the sorted addresses. Returns the bucket, its hits and the position in the sorted
+    /// arrays to go on from, as [`Lookup`] keeps them.
+    #[cold]
+    #[inline(never)]
+    fn lookup_elsewhere(&self, key: u32, mut b: usize, address: u64) -> (&Bucket, u32, usize) {
+        let none = (&Bucket::VACANT, 0, usize::MAX);
+        if !self.compact {
+            return (
+                &Bucket::VACANT,
+                0,
+                self.addresses.partition_point(|&a| a < address),
+            );
+        }
+        let n = self.buckets.len();
+        for _ in 0..n {
+            match self.buckets.get(b) {
+                Some(bucket) if bucket.key[BUCKET_SLOTS - 1] != EMPTY => {}
+                _ => return none,
+            }
+            b = if b + 1 == n { 0 } else { b + 1 };
+            let Some(next) = self.buckets.get(b) else {
+                return none;
+            };
+            let hits = next.hits(key);
+            if hits != 0 {
+                return (next, hits, usize::MAX);
+            }
+        }
+        none
     }
 
     /// Every record with ID `id`, in address order.
@@ -293,35 +403,42 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     }
 }
 
-/// Fills the hash table, about half full: the records of an address go to consecutive slots
+/// Fills the hash table, at most half full: the records of an address go to consecutive slots
 /// of the first bucket on its probe sequence that has a free slot, in section order, or, when
 /// they do not all fit there, one [`SEVERAL`] slot does. Returns no buckets when there is
 /// nothing to index or when the compact slots cannot hold the index (addresses spanning 4 GiB
 /// or more, a record past 4 GiB into its table, too many functions).
-fn build_buckets(
+fn build_buckets<E: Endian>(
     addresses: &[u64],
     entries: &[Entry],
     base: u64,
-    num_functions: usize,
+    functions: &[FunctionRef<'_, E>],
 ) -> Vec<Bucket> {
     let (Some(&last), Some(_)) = (addresses.last(), entries.last()) else {
         return Vec::new();
     };
-    let fits = last - base < u64::from(u32::MAX)
-        && num_functions < SEVERAL as usize
+    let fits = last - base < u64::from(NO_KEY - 1)
+        && functions.len() < SEVERAL as usize
         && entries.len() <= u32::MAX as usize
         && entries.iter().all(|e| u32::try_from(e.at).is_ok());
     if !fits {
         return Vec::new();
     }
-    // Two slots per record: a probe rarely has to leave its first bucket.
-    let n = (2 * entries.len()).div_ceil(BUCKET_SLOTS);
-    let mut buckets = vec![Bucket::VACANT; n];
+    // At least two slots per record (a probe rarely has to leave its first bucket), rounded
+    // up to a power of two buckets.
+    let n = (2 * entries.len())
+        .div_ceil(BUCKET_SLOTS)
+        .next_power_of_two()
+        .max(2);
+    let shift = shift_for(n);
+    let mut buckets: Vec<Bucket> = Vec::with_capacity(n);
+    advise_huge_pages(&mut buckets);
+    buckets.resize(n, Bucket::VACANT);
     let mut i = 0;
     while let Some(&address) = addresses.get(i) {
         let count = addresses[i..].iter().take_while(|&&a| a == address).count();
         let key = (address - base + 1) as u32;
-        let mut b = home(key, n);
+        let mut b = home(key, shift);
         // There are more slots than records, so a free one exists.
         for _ in 0..n {
             let Some(bucket) = buckets.get_mut(b) else {
@@ -330,7 +447,18 @@ fn build_buckets(
             let used = bucket.key.iter().take_while(|&&k| k != EMPTY).count();
             if used < BUCKET_SLOTS {
                 let group = entries.get(i..i + count).unwrap_or(&[]);
-                if used + count <= BUCKET_SLOTS {
+                // The lookup hands out a slot's record without bounds checks
+                // (`StackMapIndex::slot_record`), so each is checked here; the records of a
+                // validated table always pass.
+                let checked = group.len() == count
+                    && group.iter().all(|e| {
+                        functions.get(e.function as usize).is_some_and(|f| {
+                            f.source
+                                .record(e.at, e.num_locations, e.num_live_outs)
+                                .is_some()
+                        })
+                    });
+                if checked && used + count <= BUCKET_SLOTS {
                     for (s, e) in (used..).zip(group) {
                         bucket.key[s] = key;
                         bucket.at[s] = e.at as u32;
@@ -352,12 +480,42 @@ fn build_buckets(
     buckets
 }
 
+/// Asks Linux to back the (not yet touched) capacity of `buckets` with 2 MiB pages where it
+/// can. Each lookup lands on a random bucket, so with 4 KiB pages nearly every lookup in a
+/// large index also misses the TLB; on the benchmark's 1M-record index the hint took
+/// roughly 5-15% off the lookup time (a noisy shared machine). It is only a hint: memory
+/// and results are the same without it.
+fn advise_huge_pages(buckets: &mut Vec<Bucket>) {
+    #[cfg(all(feature = "std", target_os = "linux"))]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = buckets.as_mut_ptr() as usize;
+        let end = start + buckets.capacity() * core::mem::size_of::<Bucket>();
+        // Only whole huge pages inside the allocation.
+        let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if first < last {
+            // SAFETY: the range lies inside the vector's own allocation, and MADV_HUGEPAGE
+            // changes how the kernel backs those pages, never their contents. A failure
+            // (no transparent huge pages) leaves everything as it was.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                );
+            }
+        }
+    }
+    #[cfg(not(all(feature = "std", target_os = "linux")))]
+    let _ = buckets;
+}
+
 /// The records at one address; see [`StackMapIndex::lookup`].
 #[derive(Clone, Debug)]
 pub struct Lookup<'i, 'a, E: Endian> {
     index: &'i StackMapIndex<'a, E>,
-    /// The bucket that holds the address.
-    bucket: Option<&'i Bucket>,
+    /// The bucket that holds the address ([`Bucket::VACANT`] if none does).
+    bucket: &'i Bucket,
     /// The slots of `bucket` not yet visited that hold the address, one bit each.
     hits: u32,
     /// Position in the sorted arrays of the next of several records, or `usize::MAX`.
@@ -370,22 +528,15 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
     #[inline]
     fn next(&mut self) -> Option<IndexedRecord<'a, E>> {
         if self.hits != 0 {
-            let i = self.hits.trailing_zeros() as usize;
+            // `hits` has one bit per slot, so the mask changes nothing but lets the compiler
+            // drop the bounds checks.
+            let i = self.hits.trailing_zeros() as usize & (BUCKET_SLOTS - 1);
             self.hits &= self.hits - 1;
-            let bucket = self.bucket?;
-            let (&at, &function, &counts) = (
-                bucket.at.get(i)?,
-                bucket.function.get(i)?,
-                bucket.counts.get(i)?,
-            );
+            let b = self.bucket;
+            let (at, function, counts) = (b.at[i], b.function[i], b.counts[i]);
             if function != SEVERAL {
-                return self.index.materialize(
-                    self.address,
-                    at as usize,
-                    function,
-                    counts as u16,
-                    (counts >> 16) as u16,
-                );
+                // SAFETY: `self.bucket` is one of the index's buckets (VACANT has no hits).
+                return Some(unsafe { self.index.slot_record(self.address, at, function, counts) });
             }
             // Too many records for the bucket: they are in the sorted arrays from `at`.
             self.hits = 0;
@@ -403,6 +554,7 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
 
 #[cfg(test)]
 mod tests {
+    use alloc::vec;
     use alloc::vec::Vec;
 
     use super::*;
@@ -507,7 +659,7 @@ mod tests {
             .collect::<crate::Result<_>>()
             .expect("valid");
         let index = StackMapIndex::new(tables, 0);
-        assert!(!index.buckets.is_empty(), "compact slots expected");
+        assert!(index.compact, "compact slots expected");
         check(&index, &expected(&[&first, &second]));
     }
 
@@ -519,7 +671,38 @@ mod tests {
             .collect::<crate::Result<_>>()
             .expect("valid");
         let index = StackMapIndex::new(tables, 0);
-        assert!(index.buckets.is_empty(), "binary search expected");
+        assert!(!index.compact, "binary search expected");
+        check(&index, &expected(&[&functions]));
+    }
+
+    #[test]
+    fn widest_compact_span_and_addresses_just_past_it() {
+        // The farthest record gets the largest key the compact slots hold; addresses past it
+        // (whose distance from the base no key can stand for) are found nowhere.
+        let far = u32::MAX - 2;
+        let functions = [(0x1000, vec![0, 4, 4]), (0x1000 + u64::from(far), vec![0])];
+        let section = table(&functions);
+        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
+            .collect::<crate::Result<_>>()
+            .expect("valid");
+        let index = StackMapIndex::new(tables, 0);
+        assert!(index.compact, "compact slots expected");
+        check(&index, &expected(&[&functions]));
+        for past in [1, 2, 3, 1 << 32] {
+            let probe = 0x1000 + u64::from(far) + past;
+            assert_eq!(index.lookup(probe).count(), 0, "probe {probe:#x}");
+        }
+        // One byte wider and the index falls back to binary search, with the same answers.
+        let functions = [
+            (0x1000, vec![0, 4, 4]),
+            (0x1000 + u64::from(far) + 1, vec![0]),
+        ];
+        let section = table(&functions);
+        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
+            .collect::<crate::Result<_>>()
+            .expect("valid");
+        let index = StackMapIndex::new(tables, 0);
+        assert!(!index.compact, "binary search expected");
         check(&index, &expected(&[&functions]));
     }
 

@@ -585,6 +585,39 @@ impl<'a, E: Endian> RecordSource<'a, E> {
             self.endian,
         ))
     }
+
+    /// [`RecordSource::record`] without its bounds checks, for the index's lookup path: a
+    /// branch per check there would limit how many lookups the processor can overlap.
+    ///
+    /// # Safety
+    ///
+    /// `self.record(at, n, m)` must be `Some`: the record with these counts must lie inside
+    /// the records region.
+    #[inline(always)]
+    pub(crate) unsafe fn record_unchecked(&self, at: usize, n: u16, m: u16) -> Record<'a, E> {
+        let locations = usize::from(n) * LOCATION_SIZE;
+        let live_outs = RECORD_HEADER_SIZE + locations + usize::from(n & 1) * 4 + 4;
+        // SAFETY: the caller guarantees that the header, the `n` locations and, after the
+        // padding and the NumLiveOuts word, the `m` live-outs are all inside `records`, as
+        // `Parts::with_counts` would have checked; the pointers come from that slice and
+        // keep its lifetime, and `[u8; N]` has alignment 1.
+        unsafe {
+            let base = self.records.as_ptr().add(at);
+            Record {
+                header: &*base.cast::<[u8; RECORD_HEADER_SIZE]>(),
+                locations: core::slice::from_raw_parts(base.add(RECORD_HEADER_SIZE), locations),
+                live_outs: core::slice::from_raw_parts(
+                    base.add(live_outs).cast::<[u8; LIVE_OUT_SIZE]>(),
+                    usize::from(m),
+                ),
+                constants: self.constants,
+                offset: self.records_start + at,
+                num_locations: n,
+                num_live_outs: m,
+                endian: self.endian,
+            }
+        }
+    }
 }
 
 /// Adapter that reports a known length for a filtered range of in-bounds indices.

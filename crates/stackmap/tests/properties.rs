@@ -641,6 +641,11 @@ fn check_index<E: Endian>(
                 prop_assert_eq!(me.function.address, mf.address);
                 prop_assert_eq!(me.function.stack_size, mf.stack_size);
                 prop_assert_eq!(me.record.id(), mr.id);
+                // The index makes its records without bounds checks: they must be the
+                // table's own, part for part.
+                prop_assert_eq!(me.record.len(), r.len());
+                prop_assert!(me.record.locations().eq(r.locations()));
+                prop_assert!(me.record.live_outs().eq(r.live_outs()));
             }
             // Records at one address come in section order.
             let order: Vec<(usize, usize)> =
