@@ -722,6 +722,7 @@ fn skip_valid_records<E: Endian>(
     strict: bool,
 ) -> (&[u8], u32) {
     while count > 0 {
+        prefetch_ahead(s);
         match record_if_valid(s, num_constants, e, strict) {
             Some(rest) => s = rest,
             None => break,
@@ -730,6 +731,27 @@ fn skip_valid_records<E: Endian>(
     }
     (s, count)
 }
+
+/// Asks for the bytes a little ahead of `s` to be brought into the cache. Where each record
+/// starts depends on the one before (its counts), so the walk over the records is a chain of
+/// dependent loads; with the next records' lines already on their way, each link costs a
+/// hit in the nearest cache instead of a wait on the next one out.
+#[inline(always)]
+fn prefetch_ahead(s: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer is
+    // computed with wrapping arithmetic and never dereferenced.
+    unsafe {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().wrapping_add(PREFETCH_DISTANCE).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = s;
+}
+
+/// How far ahead [`prefetch_ahead`] looks: some 25 records of a typical table (about 75
+/// bytes each), the best of 512, 1024 and 2048 on the benchmark's section.
+const PREFETCH_DISTANCE: usize = 2048;
 
 /// Validates the record at the start of `s` and returns what follows it, or `None` if
 /// anything about it is wrong ([`check_record_slow`] then says what).
@@ -1107,6 +1129,7 @@ impl<'a, E: Endian> Iterator for Records<'a, E> {
             return None;
         }
         self.left -= 1;
+        prefetch_ahead(self.rest);
         // Never `None` for a validated table; if it were, the iteration would just end.
         let Some(p) = Parts::split(self.rest, self.endian) else {
             self.left = 0;
