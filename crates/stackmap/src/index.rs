@@ -310,6 +310,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         }
     }
 
+    #[inline]
     fn get(&self, i: usize) -> Option<IndexedRecord<'a, E>> {
         let e = self.entries.get(i)?;
         self.materialize(
@@ -342,48 +343,52 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             NO_KEY
         };
         let b = home(key, self.shift);
-        let bucket = self.buckets.get(b).unwrap_or(&Bucket::VACANT);
+        debug_assert!(b < self.buckets.len());
+        // SAFETY: `home` answers below 2^(64 - shift), and `new` made `buckets` exactly that
+        // long (a power of two, with `shift_for`); neither changes after that.
+        let bucket = unsafe { self.buckets.get_unchecked(b) };
         let hits = bucket.hits(key);
         if hits != 0 {
             l.bucket = bucket;
             l.hits = hits;
+        } else if self.compact {
+            if let Some((bucket, hits)) = self.probe_on(key, b) {
+                l.bucket = bucket;
+                l.hits = hits;
+            }
         } else {
-            (l.bucket, l.hits, l.next) = self.lookup_elsewhere(key, b, address);
+            l.next = self.search_sorted(address);
         }
         l
     }
 
-    /// The rest of [`StackMapIndex::lookup`] when the home bucket `b` does not hold `key`:
-    /// probe on while the buckets are full, or, for an index without compact slots, search
-    /// the sorted addresses. Returns the bucket, its hits and the position in the sorted
-    /// arrays to go on from, as [`Lookup`] keeps them.
+    /// The rest of [`StackMapIndex::lookup`] when home bucket `b` does not hold `key`:
+    /// probing goes on while the buckets are full. Out of line, and it answers in registers,
+    /// so that the common case stays short.
     #[cold]
     #[inline(never)]
-    fn lookup_elsewhere(&self, key: u32, mut b: usize, address: u64) -> (&Bucket, u32, usize) {
-        let none = (&Bucket::VACANT, 0, usize::MAX);
-        if !self.compact {
-            return (
-                &Bucket::VACANT,
-                0,
-                self.addresses.partition_point(|&a| a < address),
-            );
-        }
+    fn probe_on(&self, key: u32, mut b: usize) -> Option<(&Bucket, u32)> {
         let n = self.buckets.len();
         for _ in 0..n {
-            match self.buckets.get(b) {
-                Some(bucket) if bucket.key[BUCKET_SLOTS - 1] != EMPTY => {}
-                _ => return none,
+            if self.buckets.get(b)?.key[BUCKET_SLOTS - 1] == EMPTY {
+                return None;
             }
             b = if b + 1 == n { 0 } else { b + 1 };
-            let Some(next) = self.buckets.get(b) else {
-                return none;
-            };
+            let next = self.buckets.get(b)?;
             let hits = next.hits(key);
             if hits != 0 {
-                return (next, hits, usize::MAX);
+                return Some((next, hits));
             }
         }
-        none
+        None
+    }
+
+    /// Where the records at `address` start in the sorted arrays, for an index without
+    /// compact slots.
+    #[cold]
+    #[inline(never)]
+    fn search_sorted(&self, address: u64) -> usize {
+        self.addresses.partition_point(|&a| a < address)
     }
 
     /// Every record with ID `id`, in address order.
