@@ -592,6 +592,14 @@ mod tests {
         s
     }
 
+    /// The index of every table of a valid little-endian `section`.
+    fn index_of(section: &[u8], load_bias: u64) -> StackMapIndex<'_, LittleEndian> {
+        let tables: Vec<_> = Tables::new(section, LittleEndian, ParseOptions::default())
+            .collect::<crate::Result<_>>()
+            .expect("valid");
+        StackMapIndex::new(tables, load_bias)
+    }
+
     /// (address, table, ID) of every record of `sections`, in section order.
     fn expected(sections: &[&[(u64, Vec<u32>)]]) -> Vec<(u64, usize, u64)> {
         let mut all = Vec::new();
@@ -660,10 +668,7 @@ mod tests {
         let b = table(&second);
         let mut section = a.clone();
         section.extend(&b);
-        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
-            .collect::<crate::Result<_>>()
-            .expect("valid");
-        let index = StackMapIndex::new(tables, 0);
+        let index = index_of(&section, 0);
         assert!(index.compact, "compact slots expected");
         check(&index, &expected(&[&first, &second]));
     }
@@ -672,10 +677,7 @@ mod tests {
     fn addresses_spanning_4_gib_fall_back_to_binary_search() {
         let functions = [(0x1000, vec![0, 4, 4, 8]), (0x2_0000_1000, vec![0, 0, 16])];
         let section = table(&functions);
-        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
-            .collect::<crate::Result<_>>()
-            .expect("valid");
-        let index = StackMapIndex::new(tables, 0);
+        let index = index_of(&section, 0);
         assert!(!index.compact, "binary search expected");
         check(&index, &expected(&[&functions]));
     }
@@ -687,10 +689,7 @@ mod tests {
         let far = u32::MAX - 2;
         let functions = [(0x1000, vec![0, 4, 4]), (0x1000 + u64::from(far), vec![0])];
         let section = table(&functions);
-        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
-            .collect::<crate::Result<_>>()
-            .expect("valid");
-        let index = StackMapIndex::new(tables, 0);
+        let index = index_of(&section, 0);
         assert!(index.compact, "compact slots expected");
         check(&index, &expected(&[&functions]));
         for past in [1, 2, 3, 1 << 32] {
@@ -703,10 +702,7 @@ mod tests {
             (0x1000 + u64::from(far) + 1, vec![0]),
         ];
         let section = table(&functions);
-        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
-            .collect::<crate::Result<_>>()
-            .expect("valid");
-        let index = StackMapIndex::new(tables, 0);
+        let index = index_of(&section, 0);
         assert!(!index.compact, "binary search expected");
         check(&index, &expected(&[&functions]));
     }
@@ -715,11 +711,8 @@ mod tests {
     fn load_bias_wraps() {
         let functions = [(0x1000, vec![0, 4, 4, 8])];
         let section = table(&functions);
-        let tables: Vec<_> = Tables::new(&section, LittleEndian, ParseOptions::default())
-            .collect::<crate::Result<_>>()
-            .expect("valid");
         let bias = u64::MAX - 0xfff;
-        let index = StackMapIndex::new(tables, bias);
+        let index = index_of(&section, bias);
         let all: Vec<_> = expected(&[&functions])
             .into_iter()
             .map(|(a, t, id)| (a.wrapping_add(bias), t, id))
