@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{TempDir, LOCUS};
+use locus_stackmap::regs::register_number;
+use locus_stackmap::Arch;
 use serde_json::{json, Value};
 
 /// The spec's registers (AMDGPU DWARF numbers) and some memory:
@@ -381,27 +383,6 @@ fn vars_lists_the_variables_in_scope() {
     }
 }
 
-/// Registers gdb's `info registers` prints, by x86-64 DWARF number.
-const X86_64: &[(&str, u64)] = &[
-    ("rax", 0),
-    ("rdx", 1),
-    ("rcx", 2),
-    ("rbx", 3),
-    ("rsi", 4),
-    ("rdi", 5),
-    ("rbp", 6),
-    ("rsp", 7),
-    ("r8", 8),
-    ("r9", 9),
-    ("r10", 10),
-    ("r11", 11),
-    ("r12", 12),
-    ("r13", 13),
-    ("r14", 14),
-    ("r15", 15),
-    ("rip", 16),
-];
-
 fn gdb_registers(text: &str) -> serde_json::Map<String, Value> {
     let mut out = serde_json::Map::new();
     for line in text.lines() {
@@ -409,7 +390,8 @@ fn gdb_registers(text: &str) -> serde_json::Map<String, Value> {
         let (Some(name), Some(value)) = (f.next(), f.next()) else {
             continue;
         };
-        if let Some((_, n)) = X86_64.iter().find(|(r, _)| *r == name) {
+        // The general-purpose registers (and rip), by their x86-64 DWARF numbers.
+        if let Some(n) = register_number(Arch::X86_64, name) {
             let v = u64::from_str_radix(value.trim_start_matches("0x"), 16).unwrap();
             let hex: String = v.to_le_bytes().iter().map(|b| format!("{b:02x}")).collect();
             out.insert(name.to_string(), json!({"number": n, "value": hex}));
