@@ -1280,25 +1280,11 @@ impl<'a> Evaluation<'a> {
         self.encoding.check()?;
         self.restore_top();
         while let Some(&code) = bytes.get(self.byte_pc) {
-            self.steps += 1;
-            if self.steps > self.max_steps {
-                return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
-            }
+            self.count_step()?;
             let at = (self.pc, self.byte_pc);
-            let r = match self.fast_step(bytes, code) {
-                Some(r) => r,
-                None => self.slow_step(bytes)?,
-            };
-            if let Err(e) = r {
-                return Err(self.error(*e));
-            }
-            if self.asked.is_some() {
-                return self.take_asked();
-            }
-            if self.stack.len() > MAX_STACK {
-                // Report it at the operation that overflowed.
-                (self.pc, self.byte_pc) = at;
-                return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+            let r = self.root_step(bytes, code)?;
+            if let Some(request) = self.stop_after(at, r)? {
+                return Ok(request);
             }
             if self.callee.is_some() {
                 // A `DW_OP_call*` entered its callee.
@@ -1306,6 +1292,49 @@ impl<'a> Evaluation<'a> {
             }
         }
         Ok(self.finish())
+    }
+
+    /// Counts one more operation against the step limit.
+    #[inline(always)]
+    fn count_step(&mut self) -> Result<(), Error> {
+        self.steps += 1;
+        if self.steps > self.max_steps {
+            return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
+        }
+        Ok(())
+    }
+
+    /// Runs the root operation at `byte_pc`, whose first byte is `code`:
+    /// through `fast_step` if it takes it, else decoded.
+    #[inline(always)]
+    fn root_step(&mut self, bytes: &'a [u8], code: u8) -> Result<Step, Error> {
+        match self.fast_step(bytes, code) {
+            Some(r) => Ok(r),
+            None => self.slow_step(bytes),
+        }
+    }
+
+    /// Whether the evaluation stops after the operation that started at
+    /// `at` (operation index, byte offset) and ended in `r`: with its error,
+    /// a stack grown too large, or (`Some`) a request to the caller.
+    #[inline(always)]
+    fn stop_after(
+        &mut self,
+        at: (usize, usize),
+        r: Step,
+    ) -> Result<Option<EvaluationResult>, Error> {
+        if let Err(e) = r {
+            return Err(self.error(*e));
+        }
+        if self.asked.is_some() {
+            return self.take_asked().map(Some);
+        }
+        if self.stack.len() > MAX_STACK {
+            // Report it at the operation that overflowed.
+            (self.pc, self.byte_pc) = at;
+            return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+        }
+        Ok(None)
     }
 
     /// A root operation that `fast_step` does not take, decoded then run
@@ -1343,22 +1372,13 @@ impl<'a> Evaluation<'a> {
                     None => break,
                 }
             }
-            self.steps += 1;
-            if self.steps > self.max_steps {
-                return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
-            }
+            self.count_step()?;
             let at = (self.pc, self.byte_pc);
             let r = match (&self.callee, self.bytes) {
-                (None, Some(bytes)) => {
-                    let fast = match bytes.get(self.byte_pc) {
-                        Some(&code) => self.fast_step(bytes, code),
-                        None => None,
-                    };
-                    match fast {
-                        Some(r) => r,
-                        None => self.slow_step(bytes)?,
-                    }
-                }
+                (None, Some(bytes)) => match bytes.get(self.byte_pc) {
+                    Some(&code) => self.root_step(bytes, code)?,
+                    None => self.slow_step(bytes)?,
+                },
                 (None, None) => {
                     let ops = self.ops;
                     match ops.get(self.pc) {
@@ -1374,18 +1394,8 @@ impl<'a> Evaluation<'a> {
                     }
                 }
             };
-            match r {
-                Ok(()) => {
-                    if self.asked.is_some() {
-                        return self.take_asked();
-                    }
-                }
-                Err(e) => return Err(self.error(*e)),
-            }
-            if self.stack.len() > MAX_STACK {
-                // Report it at the operation that overflowed.
-                (self.pc, self.byte_pc) = at;
-                return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+            if let Some(request) = self.stop_after(at, r)? {
+                return Ok(request);
             }
             if self.trace {
                 return Ok(EvaluationResult::Stepped);

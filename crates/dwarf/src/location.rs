@@ -36,10 +36,12 @@ pub enum Storage {
     Composite(Vec<Part>),
 }
 
-/// The bytes of implicit storage: a byte slice (`Deref<Target = [u8]>`)
-/// stored inline when short (every `DW_OP_stack_value`), so that most
-/// implicit locations allocate nothing. Build one from a `Vec<u8>` or a
-/// slice (`vec![1, 2].into()`, `Bytes::from(&b[..])`).
+/// A short run of bytes: the bytes of implicit storage, and the nested
+/// expression of an entry-value request. A byte slice
+/// (`Deref<Target = [u8]>`) stored inline when short (every
+/// `DW_OP_stack_value`, most entry values), so that most of them allocate
+/// nothing. Build one from a `Vec<u8>` or a slice (`vec![1, 2].into()`,
+/// `Bytes::from(&b[..])`); `to_vec()` gives a `Vec<u8>` back.
 #[derive(Clone)]
 pub struct Bytes(BytesRepr);
 

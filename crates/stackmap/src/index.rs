@@ -9,7 +9,8 @@
 //! Address lookup is the hot path (one per frame in a stack walk), so it goes through a hash
 //! table of 64-byte buckets, each one cache line of four 16-byte slots, a power of two of
 //! them with at least two slots per record, so that a probe seldom leaves its first bucket.
-//! A slot holds the address (as a 32-bit distance from the lowest indexed address), the
+//! A slot holds the address (as its 32-bit distance from the lowest indexed address, plus
+//! one: 0 marks an empty slot), the
 //! record's place in its table, its counts and the position of its function in a small side
 //! array; the records of one address fill consecutive slots of one bucket. A lookup reads
 //! one bucket, compares its four keys at once, and then touches only the side array, which
@@ -101,22 +102,23 @@ impl Bucket {
     /// next lookup until this one's cache miss is served.
     #[inline(always)]
     fn hits(&self, key: u32) -> u32 {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         {
             use core::arch::x86_64::{
                 __m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_movemask_ps, _mm_set1_epi32,
             };
             // One compare of all four keys: the fewer instructions wait for the bucket's
             // cache miss, the more lookups the processor keeps in flight.
-            // SAFETY: SSE2 is part of the x86-64 baseline; `[u32; 4]` and `__m128i` have the
-            // same size, and any bits are valid for both.
+            // SAFETY: the target has SSE2 (the `cfg` above: x86-64 targets without it, such
+            // as kernels', take the loop below); `[u32; 4]` and `__m128i` have the same size,
+            // and any bits are valid for both.
             unsafe {
                 let keys = core::mem::transmute::<[u32; BUCKET_SLOTS], __m128i>(self.key);
                 let equal = _mm_cmpeq_epi32(keys, _mm_set1_epi32(key as i32));
                 _mm_movemask_ps(_mm_castsi128_ps(equal)) as u32
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         {
             let mut hits = 0u32;
             for i in 0..BUCKET_SLOTS {
@@ -168,6 +170,7 @@ fn home(key: u32, shift: u32) -> usize {
 
 /// The shift that makes [`home`] pick one of `n` buckets (`n` a power of two, at least 2).
 fn shift_for(n: usize) -> u32 {
+    debug_assert!(n >= 2 && n.is_power_of_two());
     64 - n.trailing_zeros()
 }
 
@@ -193,12 +196,16 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
                 source: *source,
             }));
             for (fi, f, r) in t.records_with_function_indices() {
+                // Every record of the table is in its records region.
+                let Some(at) = source.position(r.offset()) else {
+                    continue;
+                };
                 let address = f
                     .address
                     .wrapping_add(load_bias)
                     .wrapping_add(u64::from(r.instruction_offset()));
                 let entry = Entry {
-                    at: source.position(r.offset()).unwrap_or(0),
+                    at,
                     function: (first + fi) as u32,
                     num_locations: r.num_locations(),
                     num_live_outs: r.num_live_outs(),
@@ -282,8 +289,9 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     ///
     /// # Safety
     ///
-    /// The slot must be one of `self.buckets`: [`build_buckets`] only fills a slot with a
-    /// function position and a record that it has checked.
+    /// `(at, function, counts)` must be the fields of one slot of `self.buckets` that is not
+    /// [`SEVERAL`]: [`build_buckets`] only fills such a slot with a function position and a
+    /// record that it has checked.
     #[inline(always)]
     unsafe fn slot_record(
         &self,
