@@ -739,8 +739,9 @@ fn skip_valid_records<E: Endian>(
 #[inline(always)]
 fn prefetch_ahead(s: &[u8]) {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
-    // SAFETY: the target has SSE (the `cfg`); a prefetch is a hint that never faults, whatever the address; the pointer is
-    // computed with wrapping arithmetic and never dereferenced.
+    // SAFETY: the target has SSE (the `cfg`); a prefetch is a hint that never faults,
+    // whatever the address; the pointer is computed with wrapping arithmetic and never
+    // dereferenced.
     unsafe {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().wrapping_add(PREFETCH_DISTANCE).cast());
