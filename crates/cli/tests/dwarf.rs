@@ -534,3 +534,143 @@ fn vars_with_a_gdb_snapshot_match_gdb() {
         "{a}"
     );
 }
+
+/// `locus dwarf vars --load-bias` on a position-independent executable, against gdb (which
+/// runs it at a load base of its own): the PC is taken at the file's addresses less the
+/// bias, and the function-scope static, whose location is `DW_OP_addrx` (an address in the
+/// file), is read at its address in the running program, as gdb reads it. Without the bias
+/// the running PC is in no function of the file.
+#[test]
+fn vars_in_a_pie_with_its_load_bias_match_gdb() {
+    let dir = TempDir::new("dwarf-vars-pie");
+    let exe = dir.path("statics");
+    let out = std::process::Command::new("clang-19")
+        .args(["-g", "-O1", "-fPIE", "-pie", "-o"])
+        .arg(&exe)
+        .arg(fixture("statics.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let counter = dir.path("counter.bin");
+    let dump = format!(
+        "dump binary memory {} &counter ((char *)&counter)+4",
+        counter.display()
+    );
+    let mut args: Vec<&str> = vec!["-batch", "-nx"];
+    for ex in [
+        "break bump",
+        "run",
+        // The second call: the static has been added to once.
+        "continue",
+        "echo @@maps\\n",
+        "info proc mappings",
+        "echo @@regs\\n",
+        "info registers",
+        "echo @@end\\n",
+        "echo @@counter\\n",
+        "print counter",
+        "echo @@addr\\n",
+        "print/x (long)&counter",
+        "echo @@end\\n",
+        &dump,
+        "kill",
+    ] {
+        args.extend(["-ex", ex]);
+    }
+    args.push(exe.to_str().unwrap());
+    let out = std::process::Command::new("gdb")
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
+    let gdb = String::from_utf8_lossy(&out.stdout).into_owned();
+    let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    // The load base: the start of the executable's mapping at file offset 0.
+    let base = between(&gdb, "@@maps", "@@regs")
+        .lines()
+        .find(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() >= 5 && f[3] == "0x0" && f.last().is_some_and(|p| p.ends_with("/statics"))
+        })
+        .map(|l| hex(l.split_whitespace().next().unwrap()))
+        .unwrap_or_else(|| panic!("no mapping of the executable in:\n{gdb}"));
+    assert_ne!(base, 0, "a PIE runs away from address 0");
+    let regs = gdb_registers(between(&gdb, "@@regs", "@@end"));
+    let rip = regs["rip"]["value"].as_str().unwrap();
+    let pc = u64::from_le_bytes(
+        (0..8)
+            .map(|i| u8::from_str_radix(&rip[2 * i..2 * i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+            .try_into()
+            .unwrap(),
+    );
+    let address = hex(between(&gdb, "@@addr\n", "@@end")
+        .split(" = ")
+        .nth(1)
+        .unwrap());
+    let theirs: i64 = between(&gdb, "@@counter\n", "@@")
+        .split(" = ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("gdb printed no number for counter ({e}):\n{gdb}"));
+    assert_eq!(theirs, 43, "40 + the first call's 3:\n{gdb}");
+    let bytes: String = std::fs::read(&counter)
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let snap = json!({
+        "address_size": 8,
+        "registers": regs,
+        "memory": [{"space": 0, "address": address, "bytes": bytes}],
+    });
+    let snap_path = dir.path("snap.json");
+    std::fs::write(&snap_path, snap.to_string()).unwrap();
+    let run = |bias: u64| {
+        let out = locus(&[
+            "dwarf",
+            "vars",
+            exe.to_str().unwrap(),
+            "--pc",
+            &format!("{pc:#x}"),
+            "--load-bias",
+            &format!("{bias:#x}"),
+            "--snapshot",
+            snap_path.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let doc = run(base);
+    let vars = doc["variables"].as_array().unwrap();
+    let v = vars
+        .iter()
+        .find(|v| v["name"] == "counter")
+        .unwrap_or_else(|| panic!("no counter at {pc:#x} with bias {base:#x}: {doc}"));
+    assert_eq!(v["function"], "bump", "{v}");
+    assert!(
+        v["expression"].as_str().unwrap().starts_with("DW_OP_addr "),
+        "{v}"
+    );
+    let value = v["value"].as_str().unwrap_or_else(|| panic!("{v}"));
+    let ours = i64::from(i32::from_le_bytes(
+        (0..4)
+            .map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+            .try_into()
+            .unwrap(),
+    ));
+    assert_eq!(ours, theirs, "{v}");
+    // The same call without the bias: the running PC is outside every function of the file.
+    let doc = run(0);
+    assert_eq!(doc["variables"].as_array().map(Vec::len), Some(0), "{doc}");
+}

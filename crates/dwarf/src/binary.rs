@@ -10,7 +10,8 @@
 //! from the registers at function entry), and reads the object's bits
 //! through the resulting location description ([`read`], with
 //! [`crate::access`]). `DW_OP_addrx`/`DW_OP_constx` are resolved against
-//! `.debug_addr` when the variable is found. Location-list entries with an
+//! `.debug_addr` when the variable is found, and addresses are moved by the
+//! load bias of a position-independent file. Location-list entries with an
 //! empty range (gcc's location views) never match a PC.
 //!
 //! ```no_run
@@ -19,7 +20,7 @@
 //! let data = std::fs::read("a.out")?;
 //! let mut snapshot = Snapshot::default();
 //! snapshot.registers.insert(7, 0x7fff_ffff_e000u64.to_le_bytes().to_vec()); // rsp
-//! for v in variables_at(&data, 0x401130)? {
+//! for v in variables_at(&data, 0x401130, 0)? {
 //!     let value = evaluate_variable(&v, &snapshot)?;
 //!     println!("{} = {}", v.name, value.bits.to_hex());
 //! }
@@ -595,8 +596,17 @@ pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Erro
 /// The variables and formal parameters in scope at `pc`: those of every
 /// subprogram, lexical block and inlined subroutine whose ranges contain
 /// `pc`, innermost scope last.
-pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, Error> {
+///
+/// `pc` is an address in the running program, and `load_bias` how far the
+/// file was moved when loaded: 0 for a position-dependent executable, the
+/// load base for a position-independent one (0x555555554000 under gdb) or a
+/// shared library. Scopes and location lists are matched at
+/// `pc - load_bias`, and every `DW_OP_addr` (and `DW_OP_addrx`) address in
+/// the expressions handed out is moved by `load_bias`, so that they name
+/// the running program's memory.
+pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable>, Error> {
     let dwarf = load(data)?;
+    let pc = pc.wrapping_sub(load_bias);
     let mut out = Vec::new();
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
@@ -608,6 +618,7 @@ pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, Error> {
             dwarf: &dwarf,
             unit: &unit,
             pc,
+            load_bias,
             out: &mut out,
             base_types,
         };
@@ -619,7 +630,9 @@ pub fn variables_at(data: &[u8], pc: u64) -> Result<Vec<Variable>, Error> {
 struct Scan<'s, 'a> {
     dwarf: &'s gimli::Dwarf<R<'a>>,
     unit: &'s gimli::Unit<R<'a>>,
+    /// The PC at the file's own addresses (the load bias taken off).
     pc: u64,
+    load_bias: u64,
     out: &'s mut Vec<Variable>,
     base_types: Vec<BaseType>,
 }
@@ -837,7 +850,7 @@ impl<'a> Scan<'_, 'a> {
         let (type_name, byte_size) = self.type_info(entry)?;
         let location = match entry.attr_value(gimli::DW_AT_location)? {
             Some(AttributeValue::Exprloc(e)) => {
-                VariableLocation::Expression(self.resolve_indices(e.0.slice(), encoding)?)
+                VariableLocation::Expression(self.resolve(e.0.slice(), encoding)?)
             }
             Some(v) => {
                 let mut found = VariableLocation::None;
@@ -845,7 +858,7 @@ impl<'a> Scan<'_, 'a> {
                     while let Some(le) = list.next()? {
                         if le.range.begin <= self.pc && self.pc < le.range.end {
                             found = VariableLocation::Expression(
-                                self.resolve_indices(le.data.0.slice(), encoding)?,
+                                self.resolve(le.data.0.slice(), encoding)?,
                             );
                             break;
                         }
@@ -859,7 +872,7 @@ impl<'a> Scan<'_, 'a> {
             },
         };
         let frame_base = match frame_base {
-            Some(fb) => Some(self.resolve_indices(fb, encoding)?),
+            Some(fb) => Some(self.resolve(fb, encoding)?),
             None => None,
         };
         Ok(Variable {
@@ -885,9 +898,10 @@ impl<'a> Scan<'_, 'a> {
 
     /// Replaces `DW_OP_addrx`/`DW_OP_constx` by `DW_OP_addr`/`DW_OP_constu`
     /// with the `.debug_addr` entry, so the evaluator needs no index
-    /// requests. Expressions with branches keep their bytes (the rewrite
-    /// changes operation sizes).
-    fn resolve_indices(&self, bytes: &[u8], encoding: Encoding) -> Result<Vec<u8>, Error> {
+    /// requests, and moves every address by the load bias. Expressions with
+    /// branches keep their operations (the index rewrite changes operation
+    /// sizes); their `DW_OP_addr` operands are moved in place.
+    fn resolve(&self, bytes: &[u8], encoding: Encoding) -> Result<Vec<u8>, Error> {
         let Ok(ops) = decode(bytes, encoding) else {
             return Ok(bytes.to_vec());
         };
@@ -897,18 +911,36 @@ impl<'a> Scan<'_, 'a> {
         let has_branch = ops
             .iter()
             .any(|(_, op)| matches!(op, Op::Bra(_) | Op::Skip(_)));
-        if !has_index || has_branch {
-            return Ok(bytes.to_vec());
+        let bias = self.load_bias;
+        if has_index && !has_branch {
+            let mut out = Vec::with_capacity(ops.len());
+            for (_, op) in ops {
+                out.push(match op {
+                    Op::Addrx(i) => Op::Addr(self.address(i)?.wrapping_add(bias)),
+                    // Not an address in the loaded image (e.g. a TLS offset).
+                    Op::Constx(i) => Op::Constu(self.address(i)?),
+                    Op::Addr(a) => Op::Addr(a.wrapping_add(bias)),
+                    other => other,
+                });
+            }
+            return crate::encode(&out, encoding);
         }
-        let mut out = Vec::with_capacity(ops.len());
-        for (_, op) in ops {
-            out.push(match op {
-                Op::Addrx(i) => Op::Addr(self.address(i)?),
-                Op::Constx(i) => Op::Constu(self.address(i)?),
-                other => other,
-            });
+        let mut out = bytes.to_vec();
+        if bias != 0 {
+            let size = usize::from(encoding.address_size);
+            for (at, op) in &ops {
+                if let Op::Addr(a) = op {
+                    let moved = a.wrapping_add(bias).to_le_bytes();
+                    // The operand follows the opcode byte; `decode` read it there.
+                    if let (Some(dst), Some(src)) =
+                        (out.get_mut(at + 1..at + 1 + size), moved.get(..size))
+                    {
+                        dst.copy_from_slice(src);
+                    }
+                }
+            }
         }
-        crate::encode(&out, encoding)
+        Ok(out)
     }
 
     fn address(&self, index: u64) -> Result<u64, Error> {

@@ -359,7 +359,7 @@ struct Tally {
 }
 
 fn check_stop(data: &[u8], stop: &Stop, tally: &mut Tally, compiler: &str) {
-    let vars = binary::variables_at(data, stop.pc).unwrap();
+    let vars = binary::variables_at(data, stop.pc, 0).unwrap();
     let by_name =
         |name: &str| -> Vec<&Variable> { vars.iter().filter(|v| v.name == name).collect() };
     for (name, leaves) in &stop.vars {

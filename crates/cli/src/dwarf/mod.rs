@@ -93,9 +93,15 @@ pub enum Command {
     Vars {
         /// An ELF file with DWARF.
         binary: PathBuf,
-        /// The PC: decimal, 0x hex, or a symbol with an optional offset (`split+4`).
+        /// The PC in the running program: decimal, 0x hex, or a symbol with an optional
+        /// offset (`split+4`, moved by the load bias).
         #[arg(long, value_name = "ADDR")]
         pc: String,
+        /// How far the file was moved when loaded: 0 for a position-dependent executable,
+        /// the load base of a PIE or shared library (gdb runs PIEs at 0x555555554000).
+        /// Applied to the PC and to every DW_OP_addr.
+        #[arg(long, value_name = "BIAS", default_value = "0", value_parser = parse_bias)]
+        load_bias: u64,
         /// Registers, memory, CFA and registers at function entry, as JSON (the context
         /// format plus "cfa" and "entry_registers").
         #[arg(long, value_name = "SNAP.json")]
@@ -158,8 +164,9 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
         Command::Vars {
             binary,
             pc,
+            load_bias,
             snapshot,
-        } => vars(binary, pc, snapshot.as_deref(), out),
+        } => vars(binary, pc, *load_bias, snapshot.as_deref(), out),
     }
 }
 
@@ -363,11 +370,12 @@ fn evaluation(expr: &Decoded, enc: Encoding) -> Evaluation<'_> {
 fn vars(
     path: &std::path::Path,
     pc: &str,
+    load_bias: u64,
     snapshot: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let data = std::fs::read(path).map_err(|e| io_fail(path, e))?;
-    let pc = resolve_pc(&data, pc).map_err(|e| io_fail(path, e))?;
+    let pc = resolve_pc(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
     let snap = match snapshot {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| io_fail(p, e))?;
@@ -375,7 +383,7 @@ fn vars(
         }
         None => None,
     };
-    let vars = binary::variables_at(&data, pc).map_err(|e| io_fail(path, e))?;
+    let vars = binary::variables_at(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
     let mut list = Vec::new();
     for v in &vars {
         let mut item = json!({
@@ -419,8 +427,14 @@ fn vars(
     write_out(out, text)
 }
 
-/// `--pc`: a number, or a symbol with an optional `+offset` (`split+4`).
-fn resolve_pc(data: &[u8], pc: &str) -> Result<u64, String> {
+/// `--load-bias`: decimal or 0x hex.
+fn parse_bias(s: &str) -> Result<u64, String> {
+    context::parse_number(s).ok_or_else(|| format!("`{s}` is not a number"))
+}
+
+/// `--pc`: a number, or a symbol (at its address in the file, moved by `load_bias`) with an
+/// optional `+offset` (`split+4`).
+fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
     if let Some(n) = context::parse_number(pc) {
         return Ok(n);
     }
@@ -434,7 +448,7 @@ fn resolve_pc(data: &[u8], pc: &str) -> Result<u64, String> {
     let base = binary::symbol_address(data, name)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("--pc `{pc}`: no symbol `{name}`"))?;
-    Ok(base.wrapping_add(offset))
+    Ok(base.wrapping_add(load_bias).wrapping_add(offset))
 }
 
 fn describe(e: &Error) -> String {

@@ -234,7 +234,7 @@ fn against_gdb(tour: &mut Tour<'_>) -> Result<(), Failure> {
         "Locus reads the DWARF at that pc and evaluates each variable against gdb's registers:",
     )?;
     let data = std::fs::read(&exe).map_err(|e| fail(format!("{exe_s}: {e}")))?;
-    let vars = binary::variables_at(&data, pc).map_err(fail)?;
+    let vars = binary::variables_at(&data, pc, 0).map_err(fail)?;
     let mut checked = 0;
     for name in ["a", "b", "sum", "p"] {
         let v = vars
