@@ -535,21 +535,28 @@ fn vars_with_a_gdb_snapshot_match_gdb() {
     );
 }
 
-/// `locus dwarf vars --load-bias` on a position-independent executable, against gdb (which
-/// runs it at a load base of its own): the PC is taken at the file's addresses less the
-/// bias, and the function-scope static, whose location is `DW_OP_addrx` (an address in the
-/// file), is read at its address in the running program, as gdb reads it. Without the bias
-/// the running PC is in no function of the file.
+/// `locus dwarf vars --load-bias` on position-independent executables, against gdb (which
+/// runs them at a load base of its own): the PC is taken at the file's addresses less the
+/// bias, and the function-scope static, whose location is an address in the file
+/// (`DW_OP_addrx` from clang, rewritten; `DW_OP_addr` from gcc, moved in place), is read at
+/// its address in the running program, as gdb reads it. Without the bias the running PC is
+/// in no function of the file.
 #[test]
 fn vars_in_a_pie_with_its_load_bias_match_gdb() {
-    let dir = TempDir::new("dwarf-vars-pie");
+    for compiler in ["clang-19", "gcc"] {
+        pie_vars_match_gdb(compiler);
+    }
+}
+
+fn pie_vars_match_gdb(compiler: &str) {
+    let dir = TempDir::new(&format!("dwarf-vars-pie-{compiler}"));
     let exe = dir.path("statics");
-    let out = std::process::Command::new("clang-19")
+    let out = std::process::Command::new(compiler)
         .args(["-g", "-O1", "-fPIE", "-pie", "-o"])
         .arg(&exe)
         .arg(fixture("statics.c"))
         .output()
-        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
+        .unwrap_or_else(|e| panic!("{compiler} is needed (scripts/install-deps): {e}"));
     assert!(
         out.status.success(),
         "{}",
@@ -596,7 +603,7 @@ fn vars_in_a_pie_with_its_load_bias_match_gdb() {
             f.len() >= 5 && f[3] == "0x0" && f.last().is_some_and(|p| p.ends_with("/statics"))
         })
         .map(|l| hex(l.split_whitespace().next().unwrap()))
-        .unwrap_or_else(|| panic!("no mapping of the executable in:\n{gdb}"));
+        .unwrap_or_else(|| panic!("{compiler}: no mapping of the executable in:\n{gdb}"));
     assert_ne!(base, 0, "a PIE runs away from address 0");
     let regs = gdb_registers(between(&gdb, "@@regs", "@@end"));
     let rip = regs["rip"]["value"].as_str().unwrap();
@@ -655,7 +662,7 @@ fn vars_in_a_pie_with_its_load_bias_match_gdb() {
     let v = vars
         .iter()
         .find(|v| v["name"] == "counter")
-        .unwrap_or_else(|| panic!("no counter at {pc:#x} with bias {base:#x}: {doc}"));
+        .unwrap_or_else(|| panic!("{compiler}: no counter at {pc:#x}, bias {base:#x}: {doc}"));
     assert_eq!(v["function"], "bump", "{v}");
     assert!(
         v["expression"].as_str().unwrap().starts_with("DW_OP_addr "),
@@ -669,7 +676,7 @@ fn vars_in_a_pie_with_its_load_bias_match_gdb() {
             .try_into()
             .unwrap(),
     ));
-    assert_eq!(ours, theirs, "{v}");
+    assert_eq!(ours, theirs, "{compiler}: {v}");
     // The same call without the bias: the running PC is outside every function of the file.
     let doc = run(0);
     assert_eq!(doc["variables"].as_array().map(Vec::len), Some(0), "{doc}");
