@@ -400,6 +400,61 @@ fn gdb_registers(text: &str) -> serde_json::Map<String, Value> {
     out
 }
 
+/// gdb's output for `commands` (each an `-ex`) run in batch mode on `exe`.
+fn run_gdb(exe: &Path, commands: &[&str]) -> String {
+    let mut args: Vec<&str> = vec!["-batch", "-nx"];
+    for c in commands {
+        args.extend(["-ex", c]);
+    }
+    let out = std::process::Command::new("gdb")
+        .args(&args)
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The number gdb printed (`$1 = N`) after `echo @@NAME`.
+fn gdb_number(gdb: &str, name: &str) -> i64 {
+    between(gdb, &format!("@@{name}\n"), "@@")
+        .split(" = ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("gdb printed no number for {name} ({e}):\n{gdb}"))
+}
+
+/// Up to 8 bytes written as little-endian hex, as a number.
+fn le_hex(hex: &str) -> u64 {
+    let mut b = [0u8; 8];
+    for (i, slot) in b.iter_mut().enumerate().take(hex.len() / 2) {
+        *slot = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+    u64::from_le_bytes(b)
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `locus dwarf vars EXE --pc PC [extra...] --snapshot` with `snap` written next to it.
+fn vars_with_snapshot(dir: &TempDir, exe: &Path, pc: u64, extra: &[&str], snap: &Value) -> Value {
+    let snap_path = dir.path("snap.json");
+    std::fs::write(&snap_path, snap.to_string()).unwrap();
+    let pc = format!("{pc:#x}");
+    let mut args = vec!["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc];
+    args.extend(extra);
+    args.extend(["--snapshot", snap_path.to_str().unwrap()]);
+    let out = locus(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn between<'t>(text: &'t str, from: &str, to: &str) -> &'t str {
     let start = text.find(from).map(|i| i + from.len()).unwrap();
     let rest = &text[start..];
@@ -426,36 +481,30 @@ fn vars_with_a_gdb_snapshot_match_gdb() {
     let stack = dir.path("stack.bin");
     let stop = format!("break pieces.c:{line}");
     let dump = format!("dump binary memory {} $sp-256 $sp+512", stack.display());
-    let mut args: Vec<&str> = vec!["-batch", "-nx"];
-    for ex in [
-        "break *split",
-        &stop,
-        "run",
-        "echo @@entry\\n",
-        "info registers",
-        "echo @@end\\n",
-        "continue",
-        "echo @@stop\\n",
-        "info registers",
-        "echo @@end\\n",
-        &dump,
-        "echo @@a\\n",
-        "print a",
-        "echo @@b\\n",
-        "print b",
-        "echo @@sum\\n",
-        "print sum",
-        "echo @@end\\n",
-        "kill",
-    ] {
-        args.extend(["-ex", ex]);
-    }
-    args.push(exe.to_str().unwrap());
-    let out = std::process::Command::new("gdb")
-        .args(&args)
-        .output()
-        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
-    let gdb = String::from_utf8_lossy(&out.stdout).into_owned();
+    let gdb = run_gdb(
+        &exe,
+        &[
+            "break *split",
+            &stop,
+            "run",
+            "echo @@entry\\n",
+            "info registers",
+            "echo @@end\\n",
+            "continue",
+            "echo @@stop\\n",
+            "info registers",
+            "echo @@end\\n",
+            &dump,
+            "echo @@a\\n",
+            "print a",
+            "echo @@b\\n",
+            "print b",
+            "echo @@sum\\n",
+            "print sum",
+            "echo @@end\\n",
+            "kill",
+        ],
+    );
     let regs = gdb_registers(between(&gdb, "@@stop", "@@end"));
     let rsp = u64::from_str_radix(
         between(&gdb, "@@stop", "@@end")
@@ -469,60 +518,21 @@ fn vars_with_a_gdb_snapshot_match_gdb() {
         16,
     )
     .unwrap();
-    let pc = regs["rip"]["value"].as_str().unwrap().to_string();
-    let pc = u64::from_le_bytes(
-        (0..8)
-            .map(|i| u8::from_str_radix(&pc[2 * i..2 * i + 2], 16).unwrap())
-            .collect::<Vec<u8>>()
-            .try_into()
-            .unwrap(),
-    );
-    let stack_hex: String = std::fs::read(&stack)
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let pc = le_hex(regs["rip"]["value"].as_str().unwrap());
+    let stack_hex = hex_of(&std::fs::read(&stack).unwrap());
     let snap = json!({
         "address_size": 8,
         "registers": regs,
         "entry_registers": gdb_registers(between(&gdb, "@@entry", "@@end")),
         "memory": [{"space": 0, "address": rsp - 256, "bytes": stack_hex}],
     });
-    let snap_path = dir.path("snap.json");
-    std::fs::write(&snap_path, snap.to_string()).unwrap();
-    let out = locus(&[
-        "dwarf",
-        "vars",
-        exe.to_str().unwrap(),
-        "--pc",
-        &format!("{pc:#x}"),
-        "--snapshot",
-        snap_path.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = vars_with_snapshot(&dir, &exe, pc, &[], &snap);
     let vars = doc["variables"].as_array().unwrap();
     for (name, size) in [("a", 4), ("b", 4), ("sum", 8)] {
         let v = vars.iter().find(|v| v["name"] == name).expect(name);
         let hex = v["value"].as_str().unwrap_or_else(|| panic!("{v}"));
         assert_eq!(hex.len(), size * 2, "{v}");
-        let mut b = [0u8; 8];
-        for (i, slot) in b.iter_mut().enumerate().take(size) {
-            *slot = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
-        }
-        let ours = i64::from_le_bytes(b);
-        let theirs: i64 = between(&gdb, &format!("@@{name}\n"), "@@")
-            .split(" = ")
-            .nth(1)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("gdb printed no number for {name} ({e}):\n{gdb}"));
-        assert_eq!(ours, theirs, "{name}: {v}");
+        assert_eq!(le_hex(hex) as i64, gdb_number(&gdb, name), "{name}: {v}");
     }
     // The parameters are dead at the stop: their values come from DW_OP_entry_value.
     let a = vars.iter().find(|v| v["name"] == "a").unwrap();
@@ -567,33 +577,27 @@ fn pie_vars_match_gdb(compiler: &str) {
         "dump binary memory {} &counter ((char *)&counter)+4",
         counter.display()
     );
-    let mut args: Vec<&str> = vec!["-batch", "-nx"];
-    for ex in [
-        "break bump",
-        "run",
-        // The second call: the static has been added to once.
-        "continue",
-        "echo @@maps\\n",
-        "info proc mappings",
-        "echo @@regs\\n",
-        "info registers",
-        "echo @@end\\n",
-        "echo @@counter\\n",
-        "print counter",
-        "echo @@addr\\n",
-        "print/x (long)&counter",
-        "echo @@end\\n",
-        &dump,
-        "kill",
-    ] {
-        args.extend(["-ex", ex]);
-    }
-    args.push(exe.to_str().unwrap());
-    let out = std::process::Command::new("gdb")
-        .args(&args)
-        .output()
-        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
-    let gdb = String::from_utf8_lossy(&out.stdout).into_owned();
+    let gdb = run_gdb(
+        &exe,
+        &[
+            "break bump",
+            "run",
+            // The second call: the static has been added to once.
+            "continue",
+            "echo @@maps\\n",
+            "info proc mappings",
+            "echo @@regs\\n",
+            "info registers",
+            "echo @@end\\n",
+            "echo @@counter\\n",
+            "print counter",
+            "echo @@addr\\n",
+            "print/x (long)&counter",
+            "echo @@end\\n",
+            &dump,
+            "kill",
+        ],
+    );
     let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
     // The load base: the start of the executable's mapping at file offset 0.
     let base = between(&gdb, "@@maps", "@@regs")
@@ -606,56 +610,21 @@ fn pie_vars_match_gdb(compiler: &str) {
         .unwrap_or_else(|| panic!("{compiler}: no mapping of the executable in:\n{gdb}"));
     assert_ne!(base, 0, "a PIE runs away from address 0");
     let regs = gdb_registers(between(&gdb, "@@regs", "@@end"));
-    let rip = regs["rip"]["value"].as_str().unwrap();
-    let pc = u64::from_le_bytes(
-        (0..8)
-            .map(|i| u8::from_str_radix(&rip[2 * i..2 * i + 2], 16).unwrap())
-            .collect::<Vec<u8>>()
-            .try_into()
-            .unwrap(),
-    );
+    let pc = le_hex(regs["rip"]["value"].as_str().unwrap());
     let address = hex(between(&gdb, "@@addr\n", "@@end")
         .split(" = ")
         .nth(1)
         .unwrap());
-    let theirs: i64 = between(&gdb, "@@counter\n", "@@")
-        .split(" = ")
-        .nth(1)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("gdb printed no number for counter ({e}):\n{gdb}"));
+    let theirs = gdb_number(&gdb, "counter");
     assert_eq!(theirs, 43, "40 + the first call's 3:\n{gdb}");
-    let bytes: String = std::fs::read(&counter)
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     let snap = json!({
         "address_size": 8,
         "registers": regs,
-        "memory": [{"space": 0, "address": address, "bytes": bytes}],
+        "memory": [{"space": 0, "address": address, "bytes": hex_of(&std::fs::read(&counter).unwrap())}],
     });
-    let snap_path = dir.path("snap.json");
-    std::fs::write(&snap_path, snap.to_string()).unwrap();
     let run = |bias: u64| {
-        let out = locus(&[
-            "dwarf",
-            "vars",
-            exe.to_str().unwrap(),
-            "--pc",
-            &format!("{pc:#x}"),
-            "--load-bias",
-            &format!("{bias:#x}"),
-            "--snapshot",
-            snap_path.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        let bias = format!("{bias:#x}");
+        vars_with_snapshot(&dir, &exe, pc, &["--load-bias", &bias], &snap)
     };
     let doc = run(base);
     let vars = doc["variables"].as_array().unwrap();
@@ -669,14 +638,7 @@ fn pie_vars_match_gdb(compiler: &str) {
         "{v}"
     );
     let value = v["value"].as_str().unwrap_or_else(|| panic!("{v}"));
-    let ours = i64::from(i32::from_le_bytes(
-        (0..4)
-            .map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16).unwrap())
-            .collect::<Vec<u8>>()
-            .try_into()
-            .unwrap(),
-    ));
-    assert_eq!(ours, theirs, "{compiler}: {v}");
+    assert_eq!(le_hex(value) as i64, theirs, "{compiler}: {v}");
     // The same call without the bias: the running PC is outside every function of the file.
     let doc = run(0);
     assert_eq!(doc["variables"].as_array().map(Vec::len), Some(0), "{doc}");
