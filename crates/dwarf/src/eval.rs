@@ -1029,6 +1029,15 @@ impl<'a> Evaluation<'a> {
         self.after_resume(r)
     }
 
+    /// Pushes a memory location in the default address space at `address`
+    /// (cut to the address size), and goes on: how the CFA, TLS and indexed
+    /// addresses answer their requests.
+    fn push_global_address(&mut self, address: u64) -> Step {
+        let a = Value::generic(address, self.address_size).bits;
+        self.push_loc(Location::memory(0, a));
+        self.advance()
+    }
+
     /// Answers [`EvaluationResult::RequiresFrameBase`] with the frame base
     /// address.
     pub fn resume_with_frame_base(&mut self, frame_base: u64) -> Result<EvaluationResult, Error> {
@@ -1046,11 +1055,7 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresCallFrameCfa`].
     pub fn resume_with_call_frame_cfa(&mut self, cfa: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::CallFrameCfa) => {
-                let cfa = Value::generic(cfa, self.address_size).bits;
-                self.push_loc(Location::memory(0, cfa));
-                self.advance()
-            }
+            Some(Pending::CallFrameCfa) => self.push_global_address(cfa),
             other => self.wrong(other, "no CFA was requested"),
         };
         self.after_resume(r)
@@ -1140,13 +1145,9 @@ impl<'a> Evaluation<'a> {
     pub fn resume_with_indexed_address(&mut self, value: u64) -> Result<EvaluationResult, Error> {
         let a = self.address_size;
         let r = match self.pending.take() {
-            Some(Pending::IndexedAddress { is_address }) => {
-                let v = Value::generic(value, a);
-                if is_address {
-                    self.push_loc(Location::memory(0, v.bits));
-                } else {
-                    self.push_value(v);
-                }
+            Some(Pending::IndexedAddress { is_address: true }) => self.push_global_address(value),
+            Some(Pending::IndexedAddress { is_address: false }) => {
+                self.push_value(Value::generic(value, a));
                 self.advance()
             }
             other => self.wrong(other, "no indexed address was requested"),
@@ -1158,11 +1159,7 @@ impl<'a> Evaluation<'a> {
     /// (in global memory) of the thread-local storage.
     pub fn resume_with_tls_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::Tls) => {
-                let a = Value::generic(address, self.address_size).bits;
-                self.push_loc(Location::memory(0, a));
-                self.advance()
-            }
+            Some(Pending::Tls) => self.push_global_address(address),
             other => self.wrong(other, "no TLS address was requested"),
         };
         self.after_resume(r)
@@ -1910,6 +1907,18 @@ impl<'a> Evaluation<'a> {
         self.start_read(&loc, size, ty)
     }
 
+    /// `DW_OP_call2`/`call4` (a unit-relative DIE offset) and `DW_OP_call_ref`
+    /// (a `.debug_info` offset): the caller is asked for the callee.
+    fn call(&mut self, offset: u64, unit_relative: bool) -> Step {
+        self.request(
+            Pending::Callee,
+            EvaluationResult::RequiresCallee {
+                offset,
+                unit_relative,
+            },
+        )
+    }
+
     fn request(&mut self, p: Pending, r: EvaluationResult) -> Step {
         self.pending = Some(p);
         self.ask(r)
@@ -2365,33 +2374,9 @@ impl<'a> Evaluation<'a> {
                 };
                 self.push_value(r.map_err(Self::value_err)?);
             }
-            Op::Call2(die) => {
-                return self.request(
-                    Pending::Callee,
-                    EvaluationResult::RequiresCallee {
-                        offset: u64::from(*die),
-                        unit_relative: true,
-                    },
-                )
-            }
-            Op::Call4(die) => {
-                return self.request(
-                    Pending::Callee,
-                    EvaluationResult::RequiresCallee {
-                        offset: u64::from(*die),
-                        unit_relative: true,
-                    },
-                )
-            }
-            Op::CallRef(die) => {
-                return self.request(
-                    Pending::Callee,
-                    EvaluationResult::RequiresCallee {
-                        offset: *die,
-                        unit_relative: false,
-                    },
-                )
-            }
+            Op::Call2(die) => return self.call(u64::from(*die), true),
+            Op::Call4(die) => return self.call(u64::from(*die), true),
+            Op::CallRef(die) => return self.call(*die, false),
             Op::EntryValue(expression) => {
                 return self.entry_value(Bytes::from(expression.as_slice()))
             }

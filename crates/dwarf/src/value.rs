@@ -286,25 +286,15 @@ impl Value {
             return Err(ValueError::IntegralRequired);
         };
         // f32 arithmetic is done in f32 so results round as the target would.
-        if size == 4 {
-            let (a, b) = (a as f32, b as f32);
-            let r = match op {
-                BinaryOp::Plus => a + b,
-                BinaryOp::Minus => a - b,
-                BinaryOp::Mul => a * b,
-                BinaryOp::Div => a / b,
-                _ => return Err(ValueError::IntegralRequired),
-            };
-            return Ok(Value::float(4, f64::from(r)));
-        }
-        let r = match op {
-            BinaryOp::Plus => a + b,
-            BinaryOp::Minus => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            _ => return Err(ValueError::IntegralRequired),
+        let r = if size == 4 {
+            float_op(op, a as f32, b as f32).map(f64::from)
+        } else {
+            float_op(op, a, b)
         };
-        Ok(Value::float(8, r))
+        match r {
+            Some(r) => Ok(Value::float(if size == 4 { 4 } else { 8 }, r)),
+            None => Err(ValueError::IntegralRequired),
+        }
     }
 
     /// `self op rhs` (`self` is the deeper stack entry). Shifts accept any
@@ -477,4 +467,22 @@ impl Value {
         }
         Ok(Value::new(to, self.bits, address_size))
     }
+}
+
+/// The arithmetic DWARF defines on floating-point values, in the values' own
+/// precision; `None` for the integral-only operations.
+fn float_op<T>(op: BinaryOp, a: T, b: T) -> Option<T>
+where
+    T: core::ops::Add<Output = T>
+        + core::ops::Sub<Output = T>
+        + core::ops::Mul<Output = T>
+        + core::ops::Div<Output = T>,
+{
+    Some(match op {
+        BinaryOp::Plus => a + b,
+        BinaryOp::Minus => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        _ => return None,
+    })
 }

@@ -2,8 +2,6 @@
 //! (`shared/spec/001_dwarf_location_descriptions_on_stack.md`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::BTreeMap;
-
 use locus_dwarf::eval::DEFAULT_MAX_STEPS;
 use locus_dwarf::{
     parse_text, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location, Part,
@@ -11,25 +9,20 @@ use locus_dwarf::{
 };
 
 mod common;
+mod eval_support;
 
 use common::{resolve, MIXED, MULTI_LANE, SGPR0, SGPR3, VGPR0, VGPR1};
-
-/// A small target: registers by number, memory by (space, address), a lane.
-#[derive(Default)]
-struct Ctx {
-    registers: BTreeMap<u16, Vec<u8>>,
-    memory: Vec<(u64, u64, Vec<u8>)>,
-    lane: u64,
-    frame_base: u64,
-}
+use eval_support::Ctx;
 
 impl Ctx {
+    /// The spec examples' target: SGPR0 = 0x1000, SGPR3, two 64-lane vector
+    /// registers (lane i holds i * 0x100), 42 at 0x1000, lane 3, frame base
+    /// 0x2000.
     fn standard() -> Ctx {
         let mut c = Ctx::default();
         c.registers.insert(SGPR0, 0x1000u64.to_le_bytes().to_vec());
         c.registers
             .insert(SGPR3, 0xdead_beefu32.to_le_bytes().to_vec());
-        // 64 lanes of 4 bytes: lane i holds i * 0x100.
         let vgpr: Vec<u8> = (0..64u32).flat_map(|i| (i * 0x100).to_le_bytes()).collect();
         c.registers.insert(VGPR0, vgpr.clone());
         c.registers.insert(VGPR1, vgpr);
@@ -38,45 +31,28 @@ impl Ctx {
         c.frame_base = 0x2000;
         c
     }
-
-    fn read(&self, space: u64, address: u64, size: u8) -> Option<Vec<u8>> {
-        self.memory.iter().find_map(|(s, a, bytes)| {
-            if *s != space || address < *a {
-                return None;
-            }
-            let start = usize::try_from(address - a).ok()?;
-            bytes
-                .get(start..start + usize::from(size))
-                .map(<[u8]>::to_vec)
-        })
-    }
 }
 
+/// Runs `ops` against a copy of `ctx`. The spec's examples need nothing
+/// but registers, memory, the lane and the frame base: any other request
+/// fails the test.
 fn evaluate<'a>(ops: &'a [locus_dwarf::Op], ctx: &Ctx) -> Result<Evaluation<'a>, Error> {
-    let mut eval = Evaluation::new(ops, Encoding::default());
-    let mut r = eval.evaluate()?;
-    loop {
-        r = match r {
-            EvaluationResult::Complete => return Ok(eval),
-            EvaluationResult::RequiresRegister { register } => {
-                let bytes = ctx.registers.get(&register).expect("unknown register");
-                eval.resume_with_register(bytes)?
-            }
-            EvaluationResult::RequiresMemory {
-                address,
-                size,
-                address_space,
-            } => {
-                let bytes = ctx
-                    .read(address_space, address, size)
-                    .expect("unreadable memory");
-                eval.resume_with_memory(&bytes)?
-            }
-            EvaluationResult::RequiresLane => eval.resume_with_lane(ctx.lane)?,
-            EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(ctx.frame_base)?,
-            other => panic!("unexpected request {other:?}"),
-        }
+    let mut ctx = ctx.clone();
+    let eval = eval_support::evaluate(ops, &mut ctx, Encoding::default());
+    for r in &ctx.log {
+        assert!(
+            matches!(
+                r,
+                EvaluationResult::Complete
+                    | EvaluationResult::RequiresRegister { .. }
+                    | EvaluationResult::RequiresMemory { .. }
+                    | EvaluationResult::RequiresLane
+                    | EvaluationResult::RequiresFrameBase
+            ),
+            "unexpected request {r:?}"
+        );
     }
+    eval
 }
 
 fn run(text: &str, ctx: &Ctx) -> Result<Entry, Error> {
