@@ -132,4 +132,14 @@ fn walk<E: Endian>(data: &[u8], tables: &[Table<'_, E>]) {
         let _ = index.lookup(probe).count();
         let _ = index.by_id(probe).count();
     }
+    // Batched lookups answer as one lookup per address.
+    let mut batch: Vec<u64> = index.iter().map(|x| x.address).collect();
+    batch.extend([0, 1, bias, u64::MAX]);
+    let offsets = |l: locus_stackmap::index::Lookup<'_, '_, E>| -> Vec<(usize, usize)> {
+        l.map(|x| (x.table, x.record.offset())).collect()
+    };
+    for (l, &a) in index.lookup_all(&batch).zip(&batch) {
+        assert_eq!(l.address(), a);
+        assert_eq!(offsets(l), offsets(index.lookup(a)));
+    }
 }

@@ -100,6 +100,7 @@ pub mod index;
 pub mod object;
 pub mod parse;
 pub mod patch;
+mod prefetch;
 pub mod regs;
 pub mod statepoint;
 

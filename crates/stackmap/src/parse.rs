@@ -738,16 +738,8 @@ fn skip_valid_records<E: Endian>(
 /// hit in the nearest cache instead of a wait on the next one out.
 #[inline(always)]
 fn prefetch_ahead(s: &[u8]) {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
-    // SAFETY: the target has SSE (the `cfg`); a prefetch is a hint that never faults,
-    // whatever the address; the pointer is computed with wrapping arithmetic and never
-    // dereferenced.
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().wrapping_add(PREFETCH_DISTANCE).cast());
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
-    let _ = s;
+    // The pointer is computed with wrapping arithmetic and never dereferenced.
+    crate::prefetch::prefetch(s.as_ptr().wrapping_add(PREFETCH_DISTANCE));
 }
 
 /// How far ahead [`prefetch_ahead`] looks: some 25 records of a typical table (about 75

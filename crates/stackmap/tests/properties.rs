@@ -18,8 +18,8 @@
 
 use locus_stackmap::object::find_section;
 use locus_stackmap::{
-    parse_section, BigEndian, Endian, Error, Field, LittleEndian, Location, ParseOptions,
-    RunTimeEndian, StackMapIndex, StatepointRecord, Strictness, Table, Tables,
+    parse_section, BigEndian, Endian, Error, Field, IndexedRecord, LittleEndian, Location,
+    ParseOptions, RunTimeEndian, StackMapIndex, StatepointRecord, Strictness, Table, Tables,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -665,6 +665,23 @@ fn check_index<E: Endian>(
                 .any(|x| x.table == ti && x.record.offset() == r.offset()));
         }
     }
+
+    // Batched lookups answer as one lookup per address, in order, misses and repeats
+    // included (more addresses than the look-ahead, so that its window slides).
+    let mut batch: Vec<u64> = all.iter().map(|&(_, a, _)| a).collect();
+    batch.extend([probe, probe.wrapping_add(1), 0, u64::MAX]);
+    batch.extend(all.iter().rev().map(|&(_, a, _)| a));
+    let key = |x: &IndexedRecord<'_, E>| (x.address, x.table, x.record.offset());
+    let one_by_one: Vec<(u64, Vec<_>)> = batch
+        .iter()
+        .map(|&a| (a, index.lookup(a).map(|x| key(&x)).collect()))
+        .collect();
+    let batched = index.lookup_all(&batch);
+    prop_assert_eq!(batched.len(), batch.len());
+    let batched: Vec<(u64, Vec<_>)> = batched
+        .map(|l| (l.address(), l.map(|x| key(&x)).collect()))
+        .collect();
+    prop_assert_eq!(batched, one_by_one);
 
     // An arbitrary address or ID finds exactly the records that have it.
     let at_probe = all.iter().filter(|&&(_, a, _)| a == probe).count();
