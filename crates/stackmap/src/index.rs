@@ -757,6 +757,20 @@ mod tests {
                 assert_eq!(index.lookup(probe).count(), want, "probe {probe:#x}");
             }
         }
+        // Batched: the same answers, address by address, misses included.
+        let mut batch: Vec<u64> = all.iter().map(|x| x.0).collect();
+        batch.extend([0, 1, u64::MAX]);
+        batch.extend(all.iter().map(|x| x.0.wrapping_add(1)));
+        let ids = |l: Lookup<'_, '_, LittleEndian>| -> Vec<(usize, u64)> {
+            l.map(|r| (r.table, r.record.id())).collect()
+        };
+        let mut n = 0;
+        for (l, &a) in index.lookup_all(&batch).zip(&batch) {
+            assert_eq!(l.address(), a);
+            assert_eq!(ids(l), ids(index.lookup(a)), "batched {a:#x}");
+            n += 1;
+        }
+        assert_eq!(n, batch.len());
     }
 
     #[test]
