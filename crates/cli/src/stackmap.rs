@@ -24,9 +24,11 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Print only the records at this code address (decimal or 0x-hex): function address
-    /// (after the file's relocations) + load bias + instruction offset.
-    #[arg(long, value_name = "ADDR", value_parser = parse_u64)]
-    lookup: Option<u64>,
+    /// (after the file's relocations) + load bias + instruction offset. Repeat it, or give
+    /// a comma-separated list, to look up several (a stack's return addresses, say); an
+    /// address with no record is an error, after the others are printed.
+    #[arg(long, value_name = "ADDR", value_parser = parse_u64, value_delimiter = ',')]
+    lookup: Vec<u64>,
     /// Added to every function address (where a PIE or shared object was loaded).
     #[arg(long, value_name = "BIAS", default_value = "0", value_parser = parse_u64)]
     load_bias: u64,
@@ -56,13 +58,9 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     let mut json_files = Vec::new();
     for path in &args.files {
         let shown = path.display().to_string();
-        match one_file(args, options, path, &shown, out) {
-            Ok(Some(v)) => json_files.push(v),
-            Ok(None) => {}
-            Err(message) => {
-                eprintln!("locus: {shown}: {message}");
-                failed = true;
-            }
+        if let Err(message) = one_file(args, options, path, &shown, out, &mut json_files) {
+            eprintln!("locus: {shown}: {message}");
+            failed = true;
         }
     }
     if args.json {
@@ -78,22 +76,23 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     }
 }
 
-/// Handles one file: text goes to `out` as it is made; JSON is returned for the caller to
-/// print once all files are read.
+/// Handles one file: text goes to `out` as it is made; JSON goes to `json` (one value for
+/// the file, or one per looked-up address) for the caller to print once all files are read.
 fn one_file(
     args: &Args,
     options: ParseOptions,
     path: &PathBuf,
     shown: &str,
     out: &mut dyn Write,
-) -> Result<Option<Value>, String> {
+    json: &mut Vec<Value>,
+) -> Result<(), String> {
     let data = std::fs::read(path).map_err(|e| e.to_string())?;
     let (info, section) = find_section(&data).map_err(|e| e.to_string())?;
     let section = section
         .ok_or("no stack map section (.llvm_stackmaps or __LLVM_STACKMAPS,__llvm_stackmaps)")?;
     // llvm-readobj prints the bytes as stored; lookups and JSON want real addresses, so they
     // read the section with the file's relocations applied.
-    let bytes = if args.lookup.is_some() || args.json {
+    let bytes = if !args.lookup.is_empty() || args.json {
         section.resolved()
     } else {
         section.data
@@ -106,42 +105,42 @@ fn one_file(
         })?;
     let io = |e: std::io::Error| e.to_string();
 
-    if let Some(address) = args.lookup {
+    if !args.lookup.is_empty() {
         let index = StackMapIndex::new(tables, args.load_bias);
-        let found: Vec<_> = index.lookup(address).collect();
-        if found.is_empty() {
-            return Err(format!("no stack map record at {address:#x}"));
+        let mut missing = Vec::new();
+        for records in index.lookup_all(&args.lookup) {
+            let address = records.address();
+            let found: Vec<_> = records.collect();
+            if found.is_empty() {
+                missing.push(format!("{address:#x}"));
+            } else if args.json {
+                let records: Vec<Value> = found
+                    .iter()
+                    .map(|r| indexed_json(r, section.arch))
+                    .collect();
+                json.push(json!({ "file": shown, "address": address, "records": records }));
+            } else {
+                writeln!(out, "{shown}: {} record(s) at {address:#x}", found.len()).map_err(io)?;
+                for r in &found {
+                    write!(out, "{}", lookup_text(r, section.arch)).map_err(io)?;
+                }
+            }
         }
-        if args.json {
-            let records: Vec<Value> = found
-                .iter()
-                .map(|r| indexed_json(r, section.arch))
-                .collect();
-            return Ok(Some(
-                json!({ "file": shown, "address": address, "records": records }),
-            ));
+        if !missing.is_empty() {
+            return Err(format!("no stack map record at {}", missing.join(", ")));
         }
-        writeln!(out, "{shown}: {} record(s) at {address:#x}", found.len()).map_err(io)?;
-        for r in &found {
-            write!(out, "{}", lookup_text(r, section.arch)).map_err(io)?;
-        }
-        return Ok(None);
+        return Ok(());
     }
 
     if args.json {
-        return Ok(Some(file_json(
-            shown,
-            &info,
-            &section,
-            &tables,
-            args.load_bias,
-        )));
+        json.push(file_json(shown, &info, &section, &tables, args.load_bias));
+        return Ok(());
     }
     write!(out, "{}", readobj::preamble(shown, &info)).map_err(io)?;
     for t in &tables {
         write!(out, "{}", readobj::table(t)).map_err(io)?;
     }
-    Ok(None)
+    Ok(())
 }
 
 fn reg_name(arch: Option<Arch>, reg: u16) -> Value {

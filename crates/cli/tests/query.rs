@@ -191,6 +191,45 @@ fn lookup_finds_each_record_at_symbol_plus_offset() {
         assert_eq!(found[0]["record"]["address"].as_u64(), Some(address + bias));
     }
 
+    // Several addresses at once, in the order given: a repeated option or a list. One with
+    // no record among them: the others are printed, then exit 1 naming it.
+    let addresses: Vec<String> = expected
+        .iter()
+        .map(|(f, r)| format!("{:#x}", f + r.offset))
+        .collect();
+    let list = format!("{},0x1,{}", addresses[2], addresses[0]);
+    let out = locus_with(&[
+        "stackmap",
+        "--lookup",
+        &list,
+        "--lookup",
+        &addresses[1],
+        path_str(&exe),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = text(&out.stdout);
+    let headers: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("record(s) at"))
+        .collect();
+    let order = [&addresses[2], &addresses[0], &addresses[1]];
+    assert_eq!(headers.len(), order.len(), "{shown}");
+    for (header, address) in headers.iter().zip(order) {
+        assert!(header.ends_with(&format!(" at {address}")), "{shown}");
+    }
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.ends_with("no stack map record at 0x1\n"), "{err}");
+    let all = addresses.join(",");
+    let out = locus_with(&["stackmap", "--json", "--lookup", &all, path_str(&exe)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<Option<u64>> = (0..3)
+        .map(|i| doc["files"][i]["records"][0]["record"]["id"].as_u64())
+        .collect();
+    let want: Vec<Option<u64>> = expected.iter().map(|(_, r)| Some(r.id)).collect();
+    assert_eq!(ids, want, "{doc}");
+
     // An address with no record: exit 1, one line naming the file and the address.
     let out = locus_with(&["stackmap", "--lookup", "0x1", path_str(&exe)]);
     assert_eq!(out.status.code(), Some(1));
