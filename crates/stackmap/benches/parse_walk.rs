@@ -405,6 +405,31 @@ fn llvm_split(llvm: &Llvm, section: &[u8], clock: Clock, runs: usize) -> (f64, f
     (median_ms(&mut construct), median_ms(&mut walk))
 }
 
+/// Times `iters` lookups on `clock`, going round `addresses` from `*next` in runs of a plain
+/// slice, each answered by `lookups` (which returns a fold of what it found). Per-lookup
+/// bookkeeping in the timed loop (an index that wraps, a `black_box` that makes the
+/// compiler reload the index's fields) would be measured as lookup time.
+fn time_lookups(
+    addresses: &[u64],
+    next: &mut usize,
+    iters: u64,
+    clock: Clock,
+    mut lookups: impl FnMut(&[u64]) -> usize,
+) -> Duration {
+    let mut acc = 0usize;
+    let mut left = iters as usize;
+    let start = clock.now();
+    while left > 0 {
+        let run = left.min(addresses.len() - *next);
+        acc = acc.wrapping_add(lookups(black_box(&addresses[*next..*next + run])));
+        left -= run;
+        *next = (*next + run) % addresses.len();
+    }
+    let elapsed = clock.since(start);
+    black_box(acc);
+    elapsed
+}
+
 fn record(samples: &Samples, elapsed: Duration, iters: u64) -> Duration {
     samples
         .borrow_mut()
@@ -514,47 +539,30 @@ fn main() {
         let mut next = 0usize;
         g.bench_function("locus", |b| {
             b.iter_custom(|iters| {
-                let mut acc = 0usize;
-                let mut left = iters as usize;
-                let start = clock.now();
-                // `iters` lookups, going round the shuffled addresses in runs of a plain
-                // slice loop: per-lookup bookkeeping in the timed loop (an index that wraps,
-                // a `black_box` that makes the compiler reload the index's fields) would be
-                // measured as lookup time.
-                while left > 0 {
-                    let run = left.min(addresses.len() - next);
-                    for &a in black_box(&addresses[next..next + run]) {
+                let elapsed = time_lookups(&addresses, &mut next, iters, clock, |run| {
+                    let mut acc = 0usize;
+                    for &a in run {
                         for r in index.lookup(a) {
                             acc = acc.wrapping_add(r.record.offset());
                         }
                     }
-                    left -= run;
-                    next = (next + run) % addresses.len();
-                }
-                let elapsed = clock.since(start);
-                black_box(acc);
+                    acc
+                });
                 record(&lookup_samples, elapsed, iters)
             })
         });
         let mut next = 0usize;
         g.bench_function("locus_lookup_all", |b| {
             b.iter_custom(|iters| {
-                let mut acc = 0usize;
-                let mut left = iters as usize;
-                let start = clock.now();
-                // The same addresses in the same runs, each run one `lookup_all`.
-                while left > 0 {
-                    let run = left.min(addresses.len() - next);
-                    for records in index.lookup_all(black_box(&addresses[next..next + run])) {
+                let elapsed = time_lookups(&addresses, &mut next, iters, clock, |run| {
+                    let mut acc = 0usize;
+                    for records in index.lookup_all(run) {
                         for r in records {
                             acc = acc.wrapping_add(r.record.offset());
                         }
                     }
-                    left -= run;
-                    next = (next + run) % addresses.len();
-                }
-                let elapsed = clock.since(start);
-                black_box(acc);
+                    acc
+                });
                 record(&lookup_all_samples, elapsed, iters)
             })
         });
