@@ -27,6 +27,8 @@ pub enum LeafPath {
     Element(u32),
     /// The field at these `extractvalue` indices of a struct or array.
     Field(Vec<u32>),
+    /// Element `i` of the vector at these `extractvalue` indices.
+    FieldElement(Vec<u32>, u32),
 }
 
 /// The tracked pointers (address space 10) inside a value of type `ty`, in order: one for a
@@ -54,18 +56,28 @@ pub fn tracked_leaves(ty: Type<'_>) -> Vec<LeafPath> {
         for (i, f) in fields.into_iter().enumerate() {
             for leaf in tracked_leaves(f) {
                 let mut path = vec![i as u32];
-                match leaf {
-                    LeafPath::Whole => {}
-                    LeafPath::Field(rest) => path.extend(rest),
-                    // A vector inside an aggregate: not split further; the verifier's
-                    // scan treats the whole vector as one use.
-                    LeafPath::Element(_) => continue,
-                }
-                out.push(LeafPath::Field(path));
+                out.push(match leaf {
+                    LeafPath::Whole => LeafPath::Field(path),
+                    LeafPath::Field(rest) => {
+                        path.extend(rest);
+                        LeafPath::Field(path)
+                    }
+                    LeafPath::Element(e) => LeafPath::FieldElement(path, e),
+                    LeafPath::FieldElement(rest, e) => {
+                        path.extend(rest);
+                        LeafPath::FieldElement(path, e)
+                    }
+                });
             }
         }
     }
     out
+}
+
+/// True if a value of type `ty` holds a Loaded (13) pointer: such a value lives off the
+/// object it was loaded from.
+pub fn holds_loaded(ty: Type<'_>) -> bool {
+    ty.holds_pointer_in(|a| a == LOADED)
 }
 
 /// True if a value of type `ty` holds a pointer in any of the GC address spaces.

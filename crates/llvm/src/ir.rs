@@ -52,18 +52,18 @@ use std::marker::PhantomData;
 
 use llvm_sys::core::{
     LLVMBasicBlockAsValue, LLVMCountIncoming, LLVMCountParams, LLVMCountStructElementTypes,
-    LLVMDisposeOperandBundle, LLVMGetAllocatedType, LLVMGetArrayLength2, LLVMGetBasicBlockParent,
-    LLVMGetBasicBlockTerminator, LLVMGetCallSiteEnumAttribute, LLVMGetCallSiteStringAttribute,
-    LLVMGetCalledFunctionType, LLVMGetCalledValue, LLVMGetConstOpcode, LLVMGetElementType,
-    LLVMGetEntryBasicBlock, LLVMGetEnumAttributeAtIndex, LLVMGetEnumAttributeKindForName,
-    LLVMGetEnumAttributeValue, LLVMGetFirstBasicBlock, LLVMGetFirstFunction,
-    LLVMGetFirstInstruction, LLVMGetFirstUse, LLVMGetFunctionCallConv, LLVMGetGC,
-    LLVMGetGEPSourceElementType, LLVMGetGlobalParent, LLVMGetICmpPredicate, LLVMGetIncomingBlock,
-    LLVMGetIncomingValue, LLVMGetIndices, LLVMGetInstructionCallConv, LLVMGetInstructionOpcode,
-    LLVMGetInstructionParent, LLVMGetIntTypeWidth, LLVMGetIntrinsicID, LLVMGetLastInstruction,
-    LLVMGetNamedFunction, LLVMGetNextBasicBlock, LLVMGetNextFunction, LLVMGetNextInstruction,
-    LLVMGetNextUse, LLVMGetNormalDest, LLVMGetNumArgOperands, LLVMGetNumIndices,
-    LLVMGetNumOperandBundleArgs, LLVMGetNumOperandBundles, LLVMGetNumOperands,
+    LLVMDisposeOperandBundle, LLVMGetAlignment, LLVMGetAllocatedType, LLVMGetArrayLength2,
+    LLVMGetBasicBlockParent, LLVMGetBasicBlockTerminator, LLVMGetCallSiteEnumAttribute,
+    LLVMGetCallSiteStringAttribute, LLVMGetCalledFunctionType, LLVMGetCalledValue,
+    LLVMGetConstOpcode, LLVMGetElementType, LLVMGetEntryBasicBlock, LLVMGetEnumAttributeAtIndex,
+    LLVMGetEnumAttributeKindForName, LLVMGetEnumAttributeValue, LLVMGetFirstBasicBlock,
+    LLVMGetFirstFunction, LLVMGetFirstInstruction, LLVMGetFirstUse, LLVMGetFunctionCallConv,
+    LLVMGetGC, LLVMGetGEPSourceElementType, LLVMGetGlobalParent, LLVMGetICmpPredicate,
+    LLVMGetIncomingBlock, LLVMGetIncomingValue, LLVMGetIndices, LLVMGetInstructionCallConv,
+    LLVMGetInstructionOpcode, LLVMGetInstructionParent, LLVMGetIntTypeWidth, LLVMGetIntrinsicID,
+    LLVMGetLastInstruction, LLVMGetNamedFunction, LLVMGetNextBasicBlock, LLVMGetNextFunction,
+    LLVMGetNextInstruction, LLVMGetNextUse, LLVMGetNormalDest, LLVMGetNumArgOperands,
+    LLVMGetNumIndices, LLVMGetNumOperandBundleArgs, LLVMGetNumOperandBundles, LLVMGetNumOperands,
     LLVMGetNumSuccessors, LLVMGetOperand, LLVMGetOperandBundleArgAtIndex,
     LLVMGetOperandBundleAtIndex, LLVMGetOperandBundleTag, LLVMGetOperandUse, LLVMGetParam,
     LLVMGetParamParent, LLVMGetParamTypes, LLVMGetPointerAddressSpace, LLVMGetPreviousInstruction,
@@ -1898,6 +1898,17 @@ impl<'m> Instruction<'m> {
         }
         // SAFETY: `self.raw` is a live `alloca`.
         Type::from_nullable(unsafe { LLVMGetAllocatedType(self.raw) })
+    }
+
+    /// The alignment in bytes of an `alloca`, `load` or `store` (0 if none is given).
+    #[must_use]
+    pub fn alignment(self) -> Option<u32> {
+        if !matches!(self.opcode(), Opcode::Alloca | Opcode::Load | Opcode::Store) {
+            return None;
+        }
+        // SAFETY: `self.raw` is a live alloca, load or store, the kinds LLVMGetAlignment
+        // accepts.
+        Some(unsafe { LLVMGetAlignment(self.raw) })
     }
 
     /// The source element type of a `getelementptr`.

@@ -20,6 +20,9 @@ pub struct Coloring {
     pub num_slots: usize,
     /// The lower bound: the most values rooted at one safepoint.
     pub max_live: usize,
+    /// Per slot: held by a value live across a `returns_twice` call. Such a slot is never
+    /// nulled: a `longjmp` may come back to code that uses its value.
+    pub permanent: Vec<bool>,
 }
 
 /// Values in the order their definitions appear in reverse post-order.
@@ -120,6 +123,7 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
         slot_of,
         num_slots,
         max_live,
+        permanent: reserved,
     }
 }
 
@@ -178,5 +182,7 @@ mod tests {
         let c = color(&m, &analyze(&m));
         assert_eq!(c.num_slots, 2, "{c:?}");
         assert_ne!(c.slot_of[0], c.slot_of[1]);
+        assert_eq!(c.slot_of[0].map(|s| c.permanent[s]), Some(true));
+        assert_eq!(c.slot_of[1].map(|s| c.permanent[s]), Some(false));
     }
 }

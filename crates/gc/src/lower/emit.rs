@@ -38,24 +38,33 @@ pub struct Sabotage {
     pub seen: usize,
 }
 
-fn leaf_value<'m>(b: &Builder<'m>, v: Value<'m>, path: &LeafPath) -> Result<Value<'m>> {
+pub(crate) fn leaf_value<'m>(b: &Builder<'m>, v: Value<'m>, path: &LeafPath) -> Result<Value<'m>> {
     Ok(match path {
         LeafPath::Whole => v,
         LeafPath::Element(i) => {
             let index = b.const_int(b.int_type(32)?, i64::from(*i))?;
             b.extract_element(v, index, "")?
         }
-        LeafPath::Field(indices) => {
-            let mut x = v;
-            for &i in indices {
-                x = b.extract_value(x, i, "")?;
-            }
-            x
+        LeafPath::Field(indices) => extract_fields(b, v, indices)?,
+        LeafPath::FieldElement(indices, i) => {
+            let vector = extract_fields(b, v, indices)?;
+            let index = b.const_int(b.int_type(32)?, i64::from(*i))?;
+            b.extract_element(vector, index, "")?
         }
     })
 }
 
-/// Emits the frame, the stores and the pops for one scanned function.
+fn extract_fields<'m>(b: &Builder<'m>, v: Value<'m>, indices: &[u32]) -> Result<Value<'m>> {
+    let mut x = v;
+    for &i in indices {
+        x = b.extract_value(x, i, "")?;
+    }
+    Ok(x)
+}
+
+/// Emits the frame, the stores and the pops for one scanned function. `num_slots` is the
+/// number of slots the SSA values need; the slots of the function's own memory
+/// ([`Scan::memory`]) come before them.
 pub fn emit_frame<'m>(
     b: &Builder<'m>,
     f: Function<'m>,
@@ -64,7 +73,10 @@ pub fn emit_frame<'m>(
     plans: &[SafepointPlan],
     sabotage: &mut Sabotage,
 ) -> Result<()> {
-    if num_slots == 0 {
+    let base = scan.memory.num_slots();
+    let total = base.saturating_add(num_slots);
+    // No frame without a safepoint: nothing can collect while the function runs.
+    if total == 0 || scan.safepoints.is_empty() {
         return Ok(());
     }
     let i32t = b.int_type(32)?;
@@ -78,11 +90,21 @@ pub fn emit_frame<'m>(
     let push_fn = b.declare_function(PUSH_GC_FRAME, push_ty)?;
     let slot_fn = b.declare_function(GET_GC_FRAME_SLOT, slot_ty)?;
     let pop_fn = b.declare_function(POP_GC_FRAME, pop_ty)?;
-    let n = b.const_int(i32t, num_slots as i64)?;
+    let n = b.const_int(i32t, total as i64)?;
 
+    // As Julia places them: the frame first in the entry block, linked right after the
+    // thread's chain head is known.
+    let entry = scan.pgcstack.block().ok_or_else(|| crate::Error::Lower {
+        function: f.name(),
+        instruction: None,
+        message: "julia.get_pgcstack is not in a block".into(),
+    })?;
+    b.position_at_first_insertion_point(entry)?;
+    let frame = b.call(new_ty, new_fn, &[n], &[], "gcframe")?;
     b.position_after(scan.pgcstack)?;
-    let frame = b.call(new_ty, new_fn, &[n], &[], "gcframe")?.as_value();
-    b.call(push_ty, push_fn, &[frame, n], &[], "")?;
+    b.call(push_ty, push_fn, &[frame.as_value(), n], &[], "")?;
+    scan.memory.emit(b, frame, slot_ty, slot_fn.as_value())?;
+    let frame = frame.as_value();
 
     for (id, plan) in plans.iter().enumerate() {
         let Some(&call) = scan.safepoints.get(id) else {
@@ -98,13 +120,13 @@ pub fn emit_frame<'m>(
             let Some(leaf) = scan.leaves.get(v) else {
                 continue;
             };
-            let k = b.const_int(i32t, slot as i64)?;
+            let k = b.const_int(i32t, (base + slot) as i64)?;
             let address = b.call(slot_ty, slot_fn, &[frame, k], &[], "")?;
             let value = leaf_value(b, leaf.value, &leaf.path)?;
             b.store(value, address)?;
         }
         for &slot in &plan.nulls {
-            let k = b.const_int(i32t, slot as i64)?;
+            let k = b.const_int(i32t, (base + slot) as i64)?;
             let address = b.call(slot_ty, slot_fn, &[frame, k], &[], "")?;
             b.store(b.null_ptr(TRACKED)?, address)?;
         }

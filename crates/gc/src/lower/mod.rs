@@ -12,6 +12,7 @@ pub mod color;
 pub mod emit;
 pub mod final_lower;
 pub mod liveness;
+pub mod memory;
 pub mod model;
 pub mod place;
 pub mod scan;
@@ -61,6 +62,11 @@ pub struct FunctionReport {
     pub safepoints: Vec<SafepointReport>,
 }
 
+fn dotted(path: &[u32]) -> String {
+    let p: Vec<String> = path.iter().map(u32::to_string).collect();
+    p.join(".")
+}
+
 fn leaf_name(leaf: &scan::Leaf<'_>) -> String {
     let base = match leaf.value.name() {
         n if n.is_empty() => leaf.value.print().trim().to_string(),
@@ -69,11 +75,16 @@ fn leaf_name(leaf: &scan::Leaf<'_>) -> String {
     match &leaf.path {
         crate::addrspace::LeafPath::Whole => base,
         crate::addrspace::LeafPath::Element(i) => format!("{base}[{i}]"),
-        crate::addrspace::LeafPath::Field(p) => {
-            let p: Vec<String> = p.iter().map(u32::to_string).collect();
-            format!("{base}.{}", p.join("."))
-        }
+        crate::addrspace::LeafPath::Field(p) => format!("{base}.{}", dotted(p)),
+        crate::addrspace::LeafPath::FieldElement(p, i) => format!("{base}.{}[{i}]", dotted(p)),
     }
+}
+
+/// True if `f` already calls `julia.new_gc_frame`.
+fn already_has_frame(f: locus_llvm::ir::Function<'_>) -> bool {
+    f.instructions()
+        .into_iter()
+        .any(|i| i.as_call().and_then(|c| c.callee_name()).as_deref() == Some(emit::NEW_GC_FRAME))
 }
 
 /// Lowers every function of `module` that takes part. The module is changed in place; on
@@ -92,6 +103,15 @@ pub fn lower_module<'m>(
         if f.is_declaration() {
             continue;
         }
+        // Already in the intermediate form (a frame placed by an earlier run, or by Julia's
+        // own LateLowerGCFrame): a second frame would be wrong, so only finish it. Fully
+        // lowered input no longer calls `julia.get_pgcstack`, so `scan` passes it by.
+        if already_has_frame(f) {
+            if !options.intermediate_only {
+                final_lower::final_lower(&b, f)?;
+            }
+            continue;
+        }
         let Some(scan) = scan::scan(&b, f)? else {
             continue;
         };
@@ -101,8 +121,8 @@ pub fn lower_module<'m>(
         let plans = place::place(&scan.model, &live, &coloring);
         let report = FunctionReport {
             function: f.name(),
-            slots: coloring.num_slots,
-            max_live: coloring.max_live,
+            slots: coloring.num_slots + scan.memory.num_slots(),
+            max_live: coloring.max_live + scan.memory.num_slots(),
             safepoints: plans
                 .iter()
                 .enumerate()

@@ -5,7 +5,9 @@
 //! their slots on every path (a value's definition, executed again in a loop, takes it out).
 //! A slot that may hold a value no longer rooted (its value died, or a value of another
 //! branch is in it) is nulled before the next safepoint that does not store into it, so the
-//! collector never keeps dead objects alive through the frame.
+//! collector never keeps dead objects alive through the frame. Slots of values live across a
+//! `returns_twice` call are the exception: they are never nulled, since a `longjmp` can bring
+//! control back to a use of their value from anywhere after the call.
 
 use super::color::Coloring;
 use super::liveness::Liveness;
@@ -127,6 +129,7 @@ fn decide(
                 }
                 *contents = Slot::Fresh(v);
             }
+            None if coloring.permanent.get(slot).copied().unwrap_or(false) => {}
             None => {
                 if *contents != Slot::Null {
                     plan.nulls.push(slot);

@@ -53,7 +53,9 @@ use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
 
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
-use crate::addrspace::{tracked_leaves, LeafPath, CALLEE_ROOTED, LOADED, TRACKED, UNTRACKED};
+use crate::addrspace::{
+    holds_loaded, tracked_leaves, LeafPath, CALLEE_ROOTED, LOADED, TRACKED, UNTRACKED,
+};
 use crate::{Error, Result};
 
 /// Julia's name for the call that marks a function as taking part.
@@ -66,12 +68,25 @@ pub const JULIA_CALL: &str = "julia.call";
 pub const PRESERVE_BEGIN: &str = "llvm.julia.gc_preserve_begin";
 /// Ends a preserve region.
 pub const PRESERVE_END: &str = "llvm.julia.gc_preserve_end";
+/// `julia.gc_loaded(obj, ptr)`: `ptr`, loaded from `obj`, lives as long as `obj`.
+pub const GC_LOADED: &str = "julia.gc_loaded";
 /// The bundle that roots extra values during a call.
 pub const JL_ROOTS: &str = "jl_roots";
 
 /// Calls that never collect, by name.
 const NOT_SAFEPOINTS: &[&str] = &[
     GET_PGCSTACK,
+    GC_LOADED,
+    "julia.typeof",
+    "julia.write_barrier",
+    "julia.object_write_barrier",
+    "julia.pop_handler_noexcept",
+    "jl_egal__unboxed",
+    "jl_lock_value",
+    "jl_unlock_value",
+    "jl_lock_field",
+    "jl_unlock_field",
+    "memcmp",
     POINTER_FROM_OBJREF,
     PRESERVE_BEGIN,
     PRESERVE_END,
@@ -102,6 +117,8 @@ pub struct Scan<'m> {
     pub safepoints: Vec<Instruction<'m>>,
     /// The `julia.get_pgcstack` call in the entry block.
     pub pgcstack: Instruction<'m>,
+    /// Tracked pointers the function keeps in its own `alloca`s.
+    pub memory: super::memory::FrameMemory<'m>,
 }
 
 /// True if `f` takes part in GC lowering: its entry block calls `julia.get_pgcstack`.
@@ -144,6 +161,26 @@ pub fn is_returns_twice(call: Call<'_>) -> bool {
         || call
             .called_function()
             .is_some_and(|f| f.has_attribute(AttributeIndex::Function, "returns_twice"))
+}
+
+/// True if `call` returns pointers that live off what its first argument points into:
+/// `julia.gc_loaded(obj, ptr)`, and masked loads and gathers (and vector extracts) of Loaded
+/// (13) pointers, which read from the object their pointer operand is derived from.
+fn loads_through_first_argument(call: Call<'_>) -> bool {
+    let Some(name) = call.callee_name() else {
+        return false;
+    };
+    if name == GC_LOADED {
+        return true;
+    }
+    [
+        "llvm.masked.load.",
+        "llvm.masked.gather.",
+        "llvm.vector.extract.",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+        && holds_loaded(call.instruction().ty())
 }
 
 /// True if `inst` brings new tracked references into the function.
@@ -341,11 +378,37 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     Some(agg) => self.bases(agg, depth + 1),
                     None => Vec::new(),
                 },
-                Opcode::Load if v.ty().is_pointer() && v.ty().address_space() == Some(LOADED) => {
-                    match inst.operand(0) {
-                        Some(p) => self.bases(p, depth + 1),
-                        None => Vec::new(),
+                // Loaded (13) pointers, one or a vector of them, live off the object they
+                // were loaded from.
+                Opcode::Load if holds_loaded(v.ty()) => match inst.operand(0) {
+                    Some(p) => self.bases(p, depth + 1),
+                    None => Vec::new(),
+                },
+                Opcode::Call => match inst.as_call() {
+                    Some(call) if loads_through_first_argument(call) => {
+                        match call.arguments().first() {
+                            Some(&p) => self.bases(p, depth + 1),
+                            None => Vec::new(),
+                        }
                     }
+                    _ => Vec::new(),
+                },
+                // Vectors and aggregates of Derived or Loaded pointers, and selects of
+                // them: every lane or field may hold any operand's pointers, so a use keeps
+                // the bases of all of them.
+                Opcode::InsertElement
+                | Opcode::ShuffleVector
+                | Opcode::InsertValue
+                | Opcode::Select => {
+                    let mut out = Vec::new();
+                    for op in inst.operands() {
+                        for b in self.bases(op, depth + 1) {
+                            if !out.contains(&b) {
+                                out.push(b);
+                            }
+                        }
+                    }
+                    out
                 }
                 _ => Vec::new(),
             },
@@ -373,6 +436,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
     let Some(pgcstack) = pgcstack_call(f) else {
         return Ok(None);
     };
+    let pgcstack = hoist_pgcstack(builder, pgcstack)?;
     let cfg = Cfg::new(f);
     let mut s = Scanner {
         builder,
@@ -387,7 +451,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
     // included) are read from the IR, not from the snapshot.
     let mut blocks = Vec::with_capacity(cfg.len());
     let mut safepoints = Vec::new();
-    let mut preserved: HashMap<Value<'m>, Vec<ValueId>> = HashMap::default();
+    let mut preserves: Vec<(Instruction<'m>, Vec<ValueId>)> = Vec::new();
     let mut choices = Vec::new();
     let dominators = Dominators::new(&cfg);
     for b in 0..cfg.len() {
@@ -443,17 +507,10 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                 if name == PRESERVE_BEGIN {
                     let kept = s.bases_of_all(&call.arguments());
                     out.steps.push(Step::Use(kept.clone()));
-                    preserved.insert(inst.as_value(), kept);
+                    preserves.push((inst, kept));
                     continue;
                 }
                 if name == PRESERVE_END {
-                    let kept = call
-                        .arguments()
-                        .first()
-                        .and_then(|t| preserved.get(t))
-                        .cloned()
-                        .unwrap_or_default();
-                    out.steps.push(Step::Use(kept));
                     continue;
                 }
                 if is_safepoint(call) {
@@ -519,6 +576,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         }
         blocks.push(out);
     }
+    add_preserved(&mut blocks, &safepoints, &preserves, &dominators);
     let model = FnModel {
         num_values: s.leaves.len(),
         num_safepoints: safepoints.len(),
@@ -530,7 +588,76 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         leaves: s.leaves,
         safepoints,
         pgcstack,
+        memory: super::memory::find(f),
     }))
+}
+
+/// Spec 003: what a `gc_preserve_begin` keeps is rooted "at every safepoint the begin
+/// dominates and its end does not"; a path without an end keeps it to the function's end.
+fn add_preserved<'m>(
+    blocks: &mut [Block],
+    safepoints: &[Instruction<'m>],
+    preserves: &[(Instruction<'m>, Vec<ValueId>)],
+    dominators: &Dominators<'_, 'm>,
+) {
+    if preserves.is_empty() {
+        return;
+    }
+    let ends: Vec<Vec<Instruction<'m>>> = preserves
+        .iter()
+        .map(|(begin, _)| {
+            begin
+                .users()
+                .into_iter()
+                .filter_map(|u| u.as_instruction())
+                .collect()
+        })
+        .collect();
+    for block in blocks {
+        for step in &mut block.steps {
+            let Step::Safepoint(sp) = step else { continue };
+            let Some(&call) = safepoints.get(sp.id) else {
+                continue;
+            };
+            for ((begin, kept), ends) in preserves.iter().zip(&ends) {
+                let inside = dominators.dominates_instruction(begin.as_value(), call)
+                    && !ends
+                        .iter()
+                        .any(|&end| dominators.dominates_instruction(end.as_value(), call));
+                if inside {
+                    for &v in kept {
+                        if !sp.operands.contains(&v) {
+                            sp.operands.push(v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Moves `julia.get_pgcstack` to the top of the entry block when a call that may collect
+/// comes before it, so the frame is linked before the first safepoint. (It has no operands,
+/// so it can go anywhere.) Returns the call now in use.
+fn hoist_pgcstack<'m>(b: &Builder<'m>, pgcstack: Instruction<'m>) -> Result<Instruction<'m>> {
+    let Some(entry) = pgcstack.block() else {
+        return Ok(pgcstack);
+    };
+    let late = entry
+        .instructions()
+        .into_iter()
+        .take_while(|&i| i != pgcstack)
+        .any(|i| i.as_call().is_some_and(is_safepoint));
+    let Some(call) = pgcstack.as_call().filter(|_| late) else {
+        return Ok(pgcstack);
+    };
+    let name = pgcstack.name();
+    b.position_at_first_insertion_point(entry)?;
+    let hoisted = b.call(call.function_type(), call.called_value(), &[], &[], "")?;
+    b.replace_all_uses_with(pgcstack, hoisted)?;
+    b.erase(pgcstack)?;
+    b.set_name(hoisted, &name)?;
+    Ok(hoisted)
 }
 
 impl<'m> Scanner<'_, 'm> {

@@ -1,0 +1,245 @@
+//! Tracked pointers kept in memory the function owns: its `alloca`s.
+//!
+//! Spec 003 asks that every live tracked pointer be in a GC slot at each safepoint; a
+//! pointer stored to an `alloca` and loaded back later is live in memory the collector
+//! cannot see. As Julia's LateLowerGCFrame does:
+//! - a static `alloca` (entry block, constant size) whose every word is a tracked pointer
+//!   becomes frame slots itself: it is replaced by `julia.get_gc_frame_slot`, so the frame
+//!   push nulls it and every collection traces it;
+//! - a store of tracked pointers into any other static `alloca` (one that mixes them with
+//!   other data) also stores each pointer into a *shadow* slot of its own, which keeps the
+//!   object alive for as long as the frame lives.
+//!
+//! These slots come first in the frame, before the slots of SSA values.
+
+use locus_llvm::builder::Builder;
+use locus_llvm::ir::{Function, Instruction, Opcode, Type, Value};
+
+use crate::addrspace::{tracked_leaves, LeafPath, TRACKED, UNTRACKED};
+use crate::Result;
+
+/// An `alloca` that becomes frame slots.
+#[derive(Clone, Debug)]
+pub struct FrameAlloca<'m> {
+    /// The `alloca`.
+    pub alloca: Instruction<'m>,
+    /// How many pointer words it holds.
+    pub slots: usize,
+    /// Whether it is 16-byte aligned (its first slot must then be at an even word).
+    pub align16: bool,
+}
+
+/// A store of tracked pointers into an `alloca` that is not all tracked pointers.
+#[derive(Clone, Debug)]
+pub struct ShadowedStore<'m> {
+    /// The `store`.
+    pub store: Instruction<'m>,
+    /// Where each tracked pointer is inside the stored value.
+    pub leaves: Vec<LeafPath>,
+}
+
+/// What a function keeps in its own memory.
+#[derive(Clone, Debug, Default)]
+pub struct FrameMemory<'m> {
+    /// `alloca`s that become frame slots.
+    pub allocas: Vec<FrameAlloca<'m>>,
+    /// Stores that also go to a shadow slot.
+    pub shadows: Vec<ShadowedStore<'m>>,
+}
+
+/// True if every word of a `ty` is a tracked pointer.
+fn all_tracked(ty: Type<'_>) -> bool {
+    if ty.is_pointer() {
+        return ty.address_space() == Some(TRACKED);
+    }
+    if ty.is_vector() || ty.array_len().is_some() {
+        return ty.element_type().is_some_and(all_tracked);
+    }
+    ty.struct_fields()
+        .is_some_and(|f| !f.is_empty() && f.into_iter().all(all_tracked))
+}
+
+/// The element count of a static `alloca`: in the entry block, with a constant size.
+fn static_count(inst: Instruction<'_>) -> Option<u64> {
+    if inst.opcode() != Opcode::Alloca {
+        return None;
+    }
+    let entry = inst.function()?.entry_block()?;
+    if inst.block()? != entry {
+        return None;
+    }
+    inst.operand(0)?.const_uint()
+}
+
+/// The `alloca`s a pointer may point into, through in-bounds offsets, casts, phis and
+/// selects; empty if it may point anywhere else.
+fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
+    let mut found = Vec::new();
+    let mut seen = Vec::new();
+    let mut work = vec![ptr];
+    while let Some(v) = work.pop() {
+        if seen.contains(&v) {
+            continue;
+        }
+        seen.push(v);
+        let Some(inst) = v.as_instruction() else {
+            return Vec::new();
+        };
+        match inst.opcode() {
+            Opcode::Alloca => found.push(inst),
+            Opcode::GetElementPtr | Opcode::BitCast | Opcode::AddrSpaceCast => {
+                work.extend(inst.operand(0));
+            }
+            Opcode::Phi => work.extend(inst.phi_incoming().into_iter().map(|(v, _)| v)),
+            Opcode::Select => work.extend([inst.operand(1), inst.operand(2)].into_iter().flatten()),
+            _ => return Vec::new(),
+        }
+    }
+    found
+}
+
+/// Finds the `alloca`s and stores of `f` that need frame slots.
+pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
+    let mut memory = FrameMemory::default();
+    let Some(entry) = f.entry_block() else {
+        return memory;
+    };
+    for inst in entry.instructions() {
+        let (Some(count), Some(ty)) = (static_count(inst), inst.allocated_type()) else {
+            continue;
+        };
+        let align = inst.alignment().unwrap_or(0);
+        if all_tracked(ty) && align <= 16 && inst.ty().address_space() == Some(UNTRACKED) {
+            let per_element = tracked_leaves(ty).len();
+            memory.allocas.push(FrameAlloca {
+                alloca: inst,
+                slots: usize::try_from(count)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(per_element),
+                align16: align > 8,
+            });
+        }
+    }
+    for inst in f.instructions() {
+        if inst.opcode() != Opcode::Store {
+            continue;
+        }
+        let (Some(value), Some(ptr)) = (inst.operand(0), inst.operand(1)) else {
+            continue;
+        };
+        let leaves = tracked_leaves(value.ty());
+        if leaves.is_empty() {
+            continue;
+        }
+        let unshadowed = alloca_bases(ptr)
+            .into_iter()
+            .any(|a| static_count(a).is_some() && !memory.allocas.iter().any(|fa| fa.alloca == a));
+        if unshadowed {
+            memory.shadows.push(ShadowedStore {
+                store: inst,
+                leaves,
+            });
+        }
+    }
+    memory
+}
+
+impl<'m> FrameMemory<'m> {
+    /// True if nothing needs a slot.
+    pub fn is_empty(&self) -> bool {
+        self.allocas.is_empty() && self.shadows.is_empty()
+    }
+
+    /// The frame slots these take, alignment padding included.
+    pub fn num_slots(&self) -> usize {
+        let mut next = 0usize;
+        for a in &self.allocas {
+            next = Self::aligned(next, a.align16).saturating_add(a.slots);
+        }
+        self.shadows
+            .iter()
+            .fold(next, |n, s| n.saturating_add(s.leaves.len()))
+    }
+
+    /// Root index `next`, moved so that its word (`next + 2`) is 16-byte aligned if asked.
+    fn aligned(next: usize, align16: bool) -> usize {
+        if align16 {
+            next + next % 2
+        } else {
+            next
+        }
+    }
+
+    /// Replaces the `alloca`s by their slots and adds the shadow stores, in a function whose
+    /// frame is `frame` (a `julia.new_gc_frame` call). `slot_fn` is
+    /// `julia.get_gc_frame_slot` of type `slot_ty`.
+    pub fn emit(
+        &self,
+        b: &Builder<'m>,
+        frame: Instruction<'m>,
+        slot_ty: Type<'m>,
+        slot_fn: Value<'m>,
+    ) -> Result<()> {
+        let i32t = b.int_type(32)?;
+        let mut next = 0usize;
+        for a in &self.allocas {
+            next = Self::aligned(next, a.align16);
+            b.position_after(frame)?;
+            let k = b.const_int(i32t, next as i64)?;
+            let name = a.alloca.name();
+            let slot = b.call(slot_ty, slot_fn, &[frame.as_value(), k], &[], "")?;
+            for lifetime in lifetime_markers(a.alloca.as_value()) {
+                b.erase(lifetime)?;
+            }
+            b.replace_all_uses_with(a.alloca, slot)?;
+            b.erase(a.alloca)?;
+            b.set_name(slot, &name)?;
+            next = next.saturating_add(a.slots);
+        }
+        for s in &self.shadows {
+            let Some(value) = s.store.operand(0) else {
+                continue;
+            };
+            for path in &s.leaves {
+                b.position_after(frame)?;
+                let k = b.const_int(i32t, next as i64)?;
+                let slot = b.call(slot_ty, slot_fn, &[frame.as_value(), k], &[], "")?;
+                b.position_before(s.store)?;
+                let leaf = super::emit::leaf_value(b, value, path)?;
+                b.store(leaf, slot)?;
+                next += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `llvm.lifetime.*` calls on `v` or pointers derived from it: an `alloca` that becomes
+/// frame slots lives as long as the frame, so they must go.
+fn lifetime_markers(v: Value<'_>) -> Vec<Instruction<'_>> {
+    let mut out = Vec::new();
+    let mut work = vec![v];
+    while let Some(v) = work.pop() {
+        for user in v.users() {
+            let Some(inst) = user.as_instruction() else {
+                continue;
+            };
+            match inst.opcode() {
+                Opcode::GetElementPtr | Opcode::BitCast | Opcode::AddrSpaceCast => {
+                    work.push(user);
+                }
+                Opcode::Call => {
+                    let lifetime = inst
+                        .as_call()
+                        .and_then(|c| c.callee_name())
+                        .is_some_and(|n| n.starts_with("llvm.lifetime."));
+                    if lifetime && !out.contains(&inst) {
+                        out.push(inst);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
