@@ -61,22 +61,22 @@ use llvm_sys::core::{
     LLVMGetGC, LLVMGetGEPSourceElementType, LLVMGetGlobalParent, LLVMGetICmpPredicate,
     LLVMGetIncomingBlock, LLVMGetIncomingValue, LLVMGetIndices, LLVMGetInstructionCallConv,
     LLVMGetInstructionOpcode, LLVMGetInstructionParent, LLVMGetIntTypeWidth, LLVMGetIntrinsicID,
-    LLVMGetLastInstruction, LLVMGetNamedFunction, LLVMGetNextBasicBlock, LLVMGetNextFunction,
-    LLVMGetNextInstruction, LLVMGetNextUse, LLVMGetNormalDest, LLVMGetNumArgOperands,
-    LLVMGetNumIndices, LLVMGetNumOperandBundleArgs, LLVMGetNumOperandBundles, LLVMGetNumOperands,
-    LLVMGetNumSuccessors, LLVMGetOperand, LLVMGetOperandBundleArgAtIndex,
-    LLVMGetOperandBundleAtIndex, LLVMGetOperandBundleTag, LLVMGetOperandUse, LLVMGetParam,
-    LLVMGetParamParent, LLVMGetParamTypes, LLVMGetPointerAddressSpace, LLVMGetPreviousInstruction,
-    LLVMGetReturnType, LLVMGetStringAttributeAtIndex, LLVMGetStringAttributeValue,
-    LLVMGetStructName, LLVMGetSuccessor, LLVMGetTypeAttributeValue, LLVMGetTypeKind,
-    LLVMGetUnwindDest, LLVMGetUser, LLVMGetValueKind, LLVMGetValueName2, LLVMGetVectorSize,
-    LLVMGlobalGetValueType, LLVMIsAArgument, LLVMIsABasicBlock, LLVMIsAConstant,
-    LLVMIsAConstantExpr, LLVMIsAConstantInt, LLVMIsAFunction, LLVMIsAGlobalValue,
-    LLVMIsAInstruction, LLVMIsATerminatorInst, LLVMIsAUser, LLVMIsDeclaration, LLVMIsEnumAttribute,
-    LLVMIsFunctionVarArg, LLVMIsInBounds, LLVMIsNull, LLVMIsOpaqueStruct, LLVMIsPackedStruct,
-    LLVMIsPoison, LLVMIsTypeAttribute, LLVMIsUndef, LLVMPrintTypeToString, LLVMPrintValueToString,
-    LLVMStructGetTypeAtIndex, LLVMTypeIsSized, LLVMTypeOf, LLVMValueAsBasicBlock,
-    LLVMValueIsBasicBlock,
+    LLVMGetLastInstruction, LLVMGetMaskValue, LLVMGetNamedFunction, LLVMGetNextBasicBlock,
+    LLVMGetNextFunction, LLVMGetNextInstruction, LLVMGetNextUse, LLVMGetNormalDest,
+    LLVMGetNumArgOperands, LLVMGetNumIndices, LLVMGetNumMaskElements, LLVMGetNumOperandBundleArgs,
+    LLVMGetNumOperandBundles, LLVMGetNumOperands, LLVMGetNumSuccessors, LLVMGetOperand,
+    LLVMGetOperandBundleArgAtIndex, LLVMGetOperandBundleAtIndex, LLVMGetOperandBundleTag,
+    LLVMGetOperandUse, LLVMGetParam, LLVMGetParamParent, LLVMGetParamTypes,
+    LLVMGetPointerAddressSpace, LLVMGetPreviousInstruction, LLVMGetReturnType,
+    LLVMGetStringAttributeAtIndex, LLVMGetStringAttributeValue, LLVMGetStructName,
+    LLVMGetSuccessor, LLVMGetTypeAttributeValue, LLVMGetTypeKind, LLVMGetUnwindDest, LLVMGetUser,
+    LLVMGetValueKind, LLVMGetValueName2, LLVMGetVectorSize, LLVMGlobalGetValueType,
+    LLVMIsAArgument, LLVMIsABasicBlock, LLVMIsAConstant, LLVMIsAConstantExpr, LLVMIsAConstantInt,
+    LLVMIsAFunction, LLVMIsAGlobalValue, LLVMIsAInstruction, LLVMIsATerminatorInst, LLVMIsAUser,
+    LLVMIsDeclaration, LLVMIsEnumAttribute, LLVMIsFunctionVarArg, LLVMIsInBounds, LLVMIsNull,
+    LLVMIsOpaqueStruct, LLVMIsPackedStruct, LLVMIsPoison, LLVMIsTypeAttribute, LLVMIsUndef,
+    LLVMPrintTypeToString, LLVMPrintValueToString, LLVMStructGetTypeAtIndex, LLVMTypeIsSized,
+    LLVMTypeOf, LLVMValueAsBasicBlock, LLVMValueIsBasicBlock,
 };
 use llvm_sys::core::{LLVMConstIntGetSExtValue, LLVMConstIntGetZExtValue, LLVMCountParamTypes};
 use llvm_sys::prelude::{
@@ -1898,6 +1898,26 @@ impl<'m> Instruction<'m> {
         }
         // SAFETY: `self.raw` is a live `alloca`.
         Type::from_nullable(unsafe { LLVMGetAllocatedType(self.raw) })
+    }
+
+    /// The mask of a `shufflevector`: for each result lane, the lane of the two operands
+    /// joined end to end that it takes, or `None` where the mask is `poison`/`undef`.
+    #[must_use]
+    pub fn shuffle_mask(self) -> Option<Vec<Option<u32>>> {
+        if self.opcode() != Opcode::ShuffleVector {
+            return None;
+        }
+        // SAFETY: `self.raw` is a live `shufflevector`.
+        let n = unsafe { LLVMGetNumMaskElements(self.raw) };
+        let lanes = (0..n)
+            .map(|i| {
+                // SAFETY: `self.raw` is a live `shufflevector` and `i` is below its mask's
+                // length.
+                let m = unsafe { LLVMGetMaskValue(self.raw, i) };
+                u32::try_from(m).ok()
+            })
+            .collect();
+        Some(lanes)
     }
 
     /// The alignment in bytes of an `alloca`, `load` or `store` (0 if none is given).

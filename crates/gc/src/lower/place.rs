@@ -251,6 +251,45 @@ mod tests {
     }
 
     #[test]
+    fn a_returns_twice_slot_is_never_nulled() {
+        // v0 = alloc (sp0); setjmp (sp1, returns twice); sp2 (v0 dead here, as on the path
+        // to a longjmp); use v0 only after the second return: its slot must not be nulled.
+        let m = FnModel {
+            num_values: 1,
+            num_safepoints: 3,
+            choices: Vec::new(),
+            blocks: vec![
+                Block {
+                    succs: vec![1, 2],
+                    phis: vec![],
+                    steps: vec![
+                        sp(0, vec![], vec![0]),
+                        Step::Safepoint(crate::lower::model::Safepoint {
+                            id: 1,
+                            operands: vec![],
+                            defs: vec![],
+                            returns_twice: true,
+                        }),
+                    ],
+                },
+                Block {
+                    succs: vec![],
+                    phis: vec![],
+                    steps: vec![sp(2, vec![], vec![])],
+                },
+                Block {
+                    succs: vec![],
+                    phis: vec![],
+                    steps: vec![Step::Use(vec![0])],
+                },
+            ],
+        };
+        let p = plan(&m);
+        assert_eq!(p[1].stores, vec![(0, 0)]);
+        assert!(p[2].nulls.is_empty(), "{:?}", p[2]);
+    }
+
+    #[test]
     fn phi_of_values() {
         // b0: v0 = alloc (sp0); br b1
         // b1: v1 = phi [v0, b0]; sp1; use v1

@@ -53,9 +53,7 @@ use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
 
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
-use crate::addrspace::{
-    holds_loaded, tracked_leaves, LeafPath, CALLEE_ROOTED, LOADED, TRACKED, UNTRACKED,
-};
+use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath, CALLEE_ROOTED, TRACKED, UNTRACKED};
 use crate::{Error, Result};
 
 /// Julia's name for the call that marks a function as taking part.
@@ -204,6 +202,23 @@ fn is_base_def(inst: Instruction<'_>) -> bool {
     )
 }
 
+/// True for a pointer, or a vector of pointers, in address space 0.
+fn is_untracked_pointer(ty: locus_llvm::ir::Type<'_>) -> bool {
+    let ty = ty.scalar();
+    ty.is_pointer() && ty.address_space() == Some(UNTRACKED)
+}
+
+/// True for a vector of pointers in a GC address space other than Tracked.
+fn is_derived_vector(v: Value<'_>) -> bool {
+    let ty = v.ty();
+    ty.is_vector() && {
+        let e = ty.scalar();
+        e.is_pointer()
+            && e.address_space()
+                .is_some_and(|a| a != TRACKED && crate::addrspace::is_gc(a))
+    }
+}
+
 fn is_derived_pointer(v: Value<'_>) -> bool {
     let ty = v.ty();
     ty.is_pointer()
@@ -220,6 +235,8 @@ struct Scanner<'s, 'm> {
     bases: HashMap<Value<'m>, Vec<ValueId>>,
     /// Derived phi or select → the base IR value made for it.
     base_of_derived: HashMap<Value<'m>, Value<'m>>,
+    /// Phi of a vector of derived pointers → the base phi made for each lane.
+    lanes_of_derived: HashMap<Value<'m>, Vec<Value<'m>>>,
 }
 
 impl<'s, 'm> Scanner<'s, 'm> {
@@ -247,7 +264,9 @@ impl<'s, 'm> Scanner<'s, 'm> {
     }
 
     /// The base IR value (type `ptr addrspace(10)`) of a scalar pointer `v` in a GC address
-    /// space, for building base phis and selects: null where nothing needs rooting.
+    /// space, for building base phis and selects: null where nothing needs rooting
+    /// (constants, arguments, casts from untracked memory). Instructions it needs
+    /// (`extractelement`s of lanes) go where the builder is.
     fn base_value(&mut self, v: Value<'m>, depth: usize) -> Result<Value<'m>> {
         let null = || self.builder.null_ptr(TRACKED).map_err(Error::from);
         if depth > 10_000 {
@@ -265,39 +284,188 @@ impl<'s, 'm> Scanner<'s, 'm> {
         };
         match inst.opcode() {
             Opcode::AddrSpaceCast | Opcode::BitCast | Opcode::Freeze | Opcode::GetElementPtr => {
-                let Some(src) = inst.operand(0) else {
-                    return null();
-                };
-                if src.ty().is_pointer() && src.ty().address_space() == Some(UNTRACKED) {
-                    return null();
+                match inst.operand(0) {
+                    Some(src) if !is_untracked_pointer(src.ty()) => self.base_value(src, depth + 1),
+                    _ => null(),
                 }
-                self.base_value(src, depth + 1)
             }
-            Opcode::Load if ty.address_space() == Some(LOADED) => match inst.operand(0) {
+            Opcode::Load if holds_loaded(ty) => match inst.operand(0) {
                 Some(p) => self.base_value(p, depth + 1),
                 None => null(),
             },
-            _ => null(),
+            Opcode::ExtractElement => {
+                let (Some(vector), Some(lane)) = (
+                    inst.operand(0),
+                    inst.operand(1).and_then(|i| i.const_uint()),
+                ) else {
+                    return Err(self.error(
+                        Some(inst),
+                        "a derived pointer taken from a vector at a variable index is not \
+                         supported yet (its base object cannot be chosen)"
+                            .into(),
+                    ));
+                };
+                self.lane_base(vector, lane, depth + 1)
+            }
+            Opcode::Call => match inst.as_call() {
+                Some(call) if call.callee_name().as_deref() == Some(GC_LOADED) => {
+                    match call.arguments().first() {
+                        Some(&obj) => self.base_value(obj, depth + 1),
+                        None => null(),
+                    }
+                }
+                _ => Err(self.unknown_base(inst)),
+            },
+            _ => Err(self.unknown_base(inst)),
+        }
+    }
+
+    fn unknown_base(&self, inst: Instruction<'m>) -> Error {
+        self.error(
+            Some(inst),
+            "cannot find the object this derived pointer points into (it is not made by a \
+             cast, getelementptr, load of a Loaded pointer, phi, select or vector operation \
+             from a tracked pointer)"
+                .into(),
+        )
+    }
+
+    /// The base IR value of lane `lane` of a vector `v` of pointers in a GC address space,
+    /// as [`Scanner::base_value`] gives it for a scalar.
+    fn lane_base(&mut self, v: Value<'m>, lane: u64, depth: usize) -> Result<Value<'m>> {
+        let null = || self.builder.null_ptr(TRACKED).map_err(Error::from);
+        if depth > 10_000 {
+            return Err(self.error(v.as_instruction(), "derivation chain too deep".into()));
+        }
+        if let Some(lanes) = self.lanes_of_derived.get(&v) {
+            return match usize::try_from(lane).ok().and_then(|l| lanes.get(l)) {
+                Some(&b) => Ok(b),
+                None => null(),
+            };
+        }
+        let ty = v.ty();
+        if !ty.is_vector() {
+            return self.base_value(v, depth + 1);
+        }
+        let Some(inst) = v.as_instruction() else {
+            return null();
+        };
+        let i32t = self.builder.int_type(32)?;
+        let index = |b: &Builder<'m>| b.const_int(i32t, lane as i64).map_err(Error::from);
+        if ty.scalar().address_space() == Some(TRACKED) {
+            return Ok(self.builder.extract_element(v, index(self.builder)?, "")?);
+        }
+        let op = |i: u32| inst.operand(i);
+        match inst.opcode() {
+            Opcode::InsertElement => match (op(0), op(1), op(2).and_then(|i| i.const_uint())) {
+                (_, Some(elem), Some(k)) if k == lane => self.base_value(elem, depth + 1),
+                (Some(rest), _, Some(_)) => self.lane_base(rest, lane, depth + 1),
+                _ => Err(self.error(
+                    Some(inst),
+                    "a derived pointer put into a vector at a variable index is not supported \
+                     yet (its base object cannot be chosen)"
+                        .into(),
+                )),
+            },
+            Opcode::ShuffleVector => {
+                let mask = inst.shuffle_mask().unwrap_or_default();
+                let first_len = op(0).and_then(|a| a.ty().vector_len()).map_or(0, u64::from);
+                match mask.get(lane as usize).copied().flatten().map(u64::from) {
+                    None => null(),
+                    Some(m) if m < first_len => match op(0) {
+                        Some(a) => self.lane_base(a, m, depth + 1),
+                        None => null(),
+                    },
+                    Some(m) => match op(1) {
+                        Some(b) => self.lane_base(b, m - first_len, depth + 1),
+                        None => null(),
+                    },
+                }
+            }
+            Opcode::AddrSpaceCast | Opcode::BitCast | Opcode::Freeze | Opcode::GetElementPtr => {
+                match op(0) {
+                    Some(src) if is_untracked_pointer(src.ty()) => null(),
+                    Some(src) => self.lane_base(src, lane, depth + 1),
+                    None => null(),
+                }
+            }
+            Opcode::Load if holds_loaded(ty) => match op(0) {
+                Some(p) => self.base_value(p, depth + 1),
+                None => null(),
+            },
+            Opcode::Select => {
+                let (Some(c), Some(t), Some(f)) = (op(0), op(1), op(2)) else {
+                    return null();
+                };
+                let (bt, bf) = (
+                    self.lane_base(t, lane, depth + 1)?,
+                    self.lane_base(f, lane, depth + 1)?,
+                );
+                if bt == bf {
+                    return Ok(bt);
+                }
+                let c = if c.ty().is_vector() {
+                    self.builder.extract_element(c, index(self.builder)?, "")?
+                } else {
+                    c
+                };
+                Ok(self.builder.select(c, bt, bf, "gclift")?)
+            }
+            Opcode::Call => {
+                let call = inst.as_call();
+                let name = call.and_then(|c| c.callee_name()).unwrap_or_default();
+                let first = call.and_then(|c| c.arguments().first().copied());
+                match first {
+                    Some(p) if name.starts_with("llvm.masked.gather.") => {
+                        self.lane_base(p, lane, depth + 1)
+                    }
+                    Some(p) if name.starts_with("llvm.masked.load.") => {
+                        self.base_value(p, depth + 1)
+                    }
+                    Some(p) if name.starts_with("llvm.vector.extract.") => {
+                        let start = call
+                            .and_then(|c| c.arguments().get(1).copied())
+                            .and_then(|i| i.const_uint())
+                            .unwrap_or(0);
+                        self.lane_base(p, start + lane, depth + 1)
+                    }
+                    _ => Err(self.unknown_base(inst)),
+                }
+            }
+            _ => Err(self.unknown_base(inst)),
         }
     }
 
     /// Makes the parallel base phis and selects for the phis and selects of derived
-    /// pointers: the phis first and empty, so that loops can refer to them; then the selects
-    /// (in reverse post-order, so a select's operands have their bases already); then the
-    /// phis' incoming bases.
+    /// pointers: the phis first and empty, so that loops can refer to them (one per lane
+    /// for a vector, as Julia's `gclift`s); then the selects (in reverse post-order, so a
+    /// select's operands have their bases already); then the phis' incoming bases, made
+    /// at the end of each incoming block.
     fn make_base_phis_and_selects(&mut self, cfg: &Cfg<'m>) -> Result<()> {
         let mut phis = Vec::new();
+        let tracked = self.builder.ptr_type(TRACKED)?;
         for &b in cfg.reverse_post_order() {
             let Some(block) = cfg.block(b) else { continue };
             for phi in block.phis() {
-                if is_derived_pointer(phi.as_value()) {
+                let v = phi.as_value();
+                if is_derived_pointer(v) {
                     self.builder.position_at_start(block)?;
-                    let base = self.builder.phi(
-                        self.builder.ptr_type(TRACKED)?,
-                        &format!("{}.base", phi.name()),
-                    )?;
-                    self.base_of_derived.insert(phi.as_value(), base.as_value());
-                    phis.push((phi, base));
+                    let base = self.builder.phi(tracked, &format!("{}.base", phi.name()))?;
+                    self.base_of_derived.insert(v, base.as_value());
+                    phis.push((phi, vec![base]));
+                } else if is_derived_vector(v) {
+                    let n = v.ty().vector_len().unwrap_or(0);
+                    let mut lanes = Vec::with_capacity(n as usize);
+                    self.builder.position_at_start(block)?;
+                    for i in 0..n {
+                        lanes.push(
+                            self.builder
+                                .phi(tracked, &format!("{}.base{i}", phi.name()))?,
+                        );
+                    }
+                    self.lanes_of_derived
+                        .insert(v, lanes.iter().map(|l| l.as_value()).collect());
+                    phis.push((phi, lanes));
                 }
             }
         }
@@ -310,11 +478,11 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     else {
                         continue;
                     };
+                    self.builder.position_before(inst)?;
                     let (bt, bf) = (self.base_value(t, 0)?, self.base_value(f, 0)?);
                     let base = if bt == bf {
                         bt
                     } else {
-                        self.builder.position_before(inst)?;
                         self.builder
                             .select(c, bt, bf, &format!("{}.base", inst.name()))?
                     };
@@ -322,10 +490,21 @@ impl<'s, 'm> Scanner<'s, 'm> {
                 }
             }
         }
-        for (phi, base) in phis {
+        for (phi, lanes) in phis {
+            let vector = lanes.len() > 1 || phi.ty().is_vector();
             for (value, from) in phi.phi_incoming() {
-                let b = self.base_value(value, 0)?;
-                self.builder.add_incoming(base, b, from)?;
+                match from.terminator() {
+                    Some(t) => self.builder.position_before(t)?,
+                    None => self.builder.position_at_end(from)?,
+                }
+                for (i, &lane) in lanes.iter().enumerate() {
+                    let b = if vector {
+                        self.lane_base(value, i as u64, 0)?
+                    } else {
+                        self.base_value(value, 0)?
+                    };
+                    self.builder.add_incoming(lane, b, from)?;
+                }
             }
         }
         Ok(())
@@ -343,6 +522,18 @@ impl<'s, 'm> Scanner<'s, 'm> {
             None => Vec::new(),
             Some(inst) if is_base_def(inst) => self.leaves_of(v),
             Some(inst) => match inst.opcode() {
+                _ if self.lanes_of_derived.contains_key(&v) => {
+                    let lanes = self.lanes_of_derived[&v].clone();
+                    let mut out = Vec::new();
+                    for lane in lanes {
+                        for b in self.bases(lane, depth + 1) {
+                            if !out.contains(&b) {
+                                out.push(b);
+                            }
+                        }
+                    }
+                    out
+                }
                 _ if self.base_of_derived.contains_key(&v) => {
                     let b = self.base_of_derived[&v];
                     if b == v {
@@ -445,6 +636,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         leaf_ids: HashMap::default(),
         bases: HashMap::default(),
         base_of_derived: HashMap::default(),
+        lanes_of_derived: HashMap::default(),
     };
     s.make_base_phis_and_selects(&cfg)?;
     // The CFG of before: blocks and edges are unchanged, and instructions (the new phis
