@@ -8,11 +8,13 @@ deps:
 run: deps
 	cargo run --release --quiet -p locus-cli -- tour
 
-# Format check, lints as errors, the no_std build of the stack map core, every test.
+# Format check, lints as errors, the no_std build of the stack map core, the GC runtime
+# without LLVM, every test.
 test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p locus-memref --all-targets --features ndarray -- -D warnings
 	cargo check -p locus-stackmap --no-default-features
+	cargo check -p locus-gc --no-default-features
 	cargo test --workspace
 	cargo test -p locus-memref --features ndarray

@@ -531,12 +531,13 @@ fn check_runnable() {
     let gen = generate(Params::new(RUN_INSTRUCTIONS), true);
     let go = |stress: bool| {
         let options = RunOptions {
-            entry: "main".into(),
             stress,
             on_fault: OnFault::Record,
-            drop_store: None,
+            ..RunOptions::default()
         };
-        match run("big_run.ll", &gen.locus, options) {
+        // SAFETY: the generated program only touches the objects the runtime gives it,
+        // while they are live (the stress run checks that).
+        match unsafe { run("big_run.ll", &gen.locus, options) } {
             Ok(o) => o,
             Err(e) => panic!("the runnable instance fails: {e}"),
         }

@@ -21,9 +21,26 @@
 //!   then a real frame `[nroots << 2, prev, roots...]` linked into the thread's chain;
 //! - [`runtime`] is what lowered code calls: the frame chain, an allocator, and a
 //!   mark-sweep collector that finds roots only by walking the frames, with a stress mode
-//!   that collects at every safepoint, poisons what it frees and reports dangling
-//!   references;
+//!   that collects at every safepoint, makes what it frees inaccessible and reports
+//!   dangling references, including any later access to a freed object;
+//! - [`signals`] turns a fault in code Locus runs (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
+//!   stack overflow) into one `locus:` line naming the signal, the address and the function;
 //! - [`run`] verifies, lowers, JIT-compiles with LLVM 19 and calls an entry function.
+//!
+//! # Features
+//!
+//! `llvm` (default): [`verify`], [`lower`], [`run`], [`addrspace`] and [`Error`], which
+//! link libLLVM 19 through `locus-llvm`. Without it (`default-features = false`) the crate
+//! is [`runtime`] and [`signals`] alone, so a host that embeds the collector does not link
+//! LLVM.
+//!
+//! # Exit statuses
+//!
+//! The `extern "C"` entry points and the fault handlers end the process only when told to
+//! ([`runtime::OnFault::Exit`], what `locus gc run` uses), with
+//! - 2 ([`signals::DANGLING_EXIT_STATUS`]) for a dangling reference or any other broken
+//!   contract the runtime finds ([`runtime::GcFault`]), the line starting `locus: gc: `;
+//! - 3 ([`signals::FAULT_EXIT_STATUS`]) for a fatal signal in the code being run.
 //!
 //! Not yet: moving collectors (roots are not reloaded after safepoints, as in Julia),
 //! `invoke` and unwinding.
@@ -49,8 +66,9 @@
 //!   ret i64 %v
 //! }
 //! "#;
-//! let options = RunOptions { entry: "main".into(), stress: true, on_fault: OnFault::Record, drop_store: None };
-//! let outcome = run("example.ll", ir, options)?;
+//! let options = RunOptions { stress: true, on_fault: OnFault::Record, ..RunOptions::default() };
+//! // SAFETY: the module only touches the objects the runtime gives it, while they are live.
+//! let outcome = unsafe { run("example.ll", ir, options)? };
 //! assert_eq!(outcome.value, 42);
 //! assert!(outcome.faults.is_empty());
 //! // %a was rooted in one slot across the second allocation.
@@ -58,11 +76,18 @@
 //! # Ok::<(), locus_gc::Error>(())
 //! ```
 
+#[cfg(feature = "llvm")]
 pub mod addrspace;
+#[cfg(feature = "llvm")]
 mod error;
+#[cfg(feature = "llvm")]
 pub mod lower;
+#[cfg(feature = "llvm")]
 pub mod run;
 pub mod runtime;
+pub mod signals;
+#[cfg(feature = "llvm")]
 pub mod verify;
 
+#[cfg(feature = "llvm")]
 pub use error::{Error, Result};

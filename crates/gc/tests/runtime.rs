@@ -325,12 +325,28 @@ fn a_dropped_root_gives_a_dangling_reference_fault_with_its_history() {
         }
         other => panic!("{other:?}"),
     }
+    // Its memory is inaccessible: the read faults, and the signal handler of a runtime that
+    // lets the run go on records the access, makes the object readable again and lets the
+    // read see the poison.
+    let first = unsafe { obj.cast::<u64>().read_volatile() };
+    assert_eq!(first, POISON_WORD);
+    let faults = rt.take_faults();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert_eq!(
+        faults[0].to_string(),
+        format!(
+            "dangling reference: an access to object {:#x} freed in collection 3 (object #1: 0 \
+             pointer fields, 8 raw bytes)",
+            obj as usize
+        )
+    );
     let body = unsafe { std::slice::from_raw_parts(obj, 8) };
     assert!(
         body.iter().all(|&b| b == POISON_BYTE),
         "freed memory is poisoned: {body:x?}"
     );
     assert_eq!(raw(obj, 0, 0) as u64, POISON_WORD);
+    assert!(rt.faults().is_empty(), "only the first access is a fault");
 
     let garbage = locus_gc_alloc(0, 0); // collection 4; unrooted from now on
     let freed_before = rt.stats().objects_freed;
@@ -739,8 +755,15 @@ fn foreign_read_reads_rooted_objects_and_reports_freed_ones() {
             collections + 1
         )
     );
+    // The read above did not touch the freed object; this one does, and faults.
+    assert_eq!(unsafe { obj.cast::<u64>().read_volatile() }, POISON_WORD);
     let body = unsafe { std::slice::from_raw_parts(obj, 24) };
     assert!(body.iter().all(|&b| b == POISON_BYTE));
+    let faults = rt.take_faults();
+    assert!(
+        matches!(faults[..], [GcFault::FreedAccess { addr, object }] if addr == obj as usize && object.serial == 1),
+        "{faults:?}"
+    );
 }
 
 #[test]
@@ -977,4 +1000,105 @@ fn callee_rooted_read_roots_its_argument() {
     assert!(rt.faults().is_empty(), "{:?}", rt.faults());
     runtime::locus_gc_safepoint();
     assert!(matches!(rt.lookup(obj as usize), Lookup::Freed(_)));
+}
+
+/// Stress mode gives every object pages of its own, the object ending (to 16 bytes) at the
+/// end of its last page; normal mode packs objects from the global allocator.
+#[test]
+fn stress_objects_end_at_a_page_boundary() {
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    let rt = stress();
+    let mut buf = [0usize; 5];
+    let frame = Frame::link(&mut buf);
+    for (slot, (nptrs, nbytes)) in [(0, 8), (2, 13), (0, 10_000)].into_iter().enumerate() {
+        let obj = locus_gc_alloc(nptrs, nbytes);
+        frame.set(slot, obj);
+        let size = (8 * nptrs + nbytes) as usize;
+        let end = obj as usize + size.div_ceil(16) * 16;
+        assert_eq!(end % page, 0, "{nptrs} pointers, {nbytes} bytes at {obj:?}");
+        // The whole body is writable.
+        unsafe { std::ptr::write_bytes(obj, 0, size) };
+    }
+    assert!(rt.faults().is_empty());
+}
+
+/// With [`OnFault::Call`], a write to a freed object reaches the handler at the runtime's
+/// next call (the signal handler itself can only record it); the write lands in the
+/// freed object's memory, which stays out of use.
+#[test]
+fn a_write_to_a_freed_object_reaches_the_handler_at_the_next_call() {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&seen);
+    let rt = Runtime::enter(
+        Config::stress().on_fault(OnFault::Call(Box::new(move |f| sink.borrow_mut().push(*f)))),
+    );
+    let obj = locus_gc_alloc(1, 16); // collection 1
+    locus_gc_safepoint(); // collection 2 frees it
+    unsafe { obj.add(12).cast::<u32>().write_volatile(7) };
+    assert!(seen.borrow().is_empty(), "not before the next call");
+    locus_gc_safepoint();
+    let seen = seen.borrow();
+    assert_eq!(seen.len(), 1);
+    match seen[0] {
+        GcFault::FreedAccess { addr, object } => {
+            assert_eq!(addr, obj as usize + 12);
+            assert_eq!((object.serial, object.freed_in), (1, Some(2)));
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(
+        seen[0].to_string(),
+        format!(
+            "dangling reference: an access 12 bytes into object {:#x} (at {:#x}) freed in \
+             collection 2 (object #1: 1 pointer field, 16 raw bytes)",
+            obj as usize,
+            obj as usize + 12
+        )
+    );
+    assert!(matches!(rt.lookup(obj as usize), Lookup::Freed(_)));
+}
+
+/// With the default handler, any access to a freed object ends the process with status 2
+/// and one line naming the object; before, the read returned poison and the run went on.
+#[test]
+fn an_access_to_a_freed_object_exits_with_status_2() {
+    const CHILD: &str = "LOCUS_GC_FREED_ACCESS_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let _rt = Runtime::enter(Config::stress());
+        let obj = locus_gc_alloc(0, 8); // collection 1
+        locus_gc_safepoint(); // collection 2 frees it
+                              // A pointer kept where the collector cannot see it, read back.
+        let hidden = std::hint::black_box(obj as usize) as *const u64;
+        let v = unsafe { hidden.read_volatile() };
+        println!("read {v:#x}");
+        std::process::exit(0);
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "an_access_to_a_freed_object_exits_with_status_2",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("read 0x"));
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("locus: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("locus: gc: dangling reference: an access to object 0x"),
+        "{stderr}"
+    );
+    assert!(
+        lines[0].contains(
+            "freed in collection 2 (object #1: 0 pointer fields, 8 raw bytes), caught as SIGSEGV"
+        ),
+        "{stderr}"
+    );
 }

@@ -23,8 +23,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use locus_gc::run::{run, RunOptions};
-use locus_gc::runtime::OnFault;
+use locus_gc::run::prepare;
 use locus_gc::verify::{verify_module, Rule, Severity};
 use locus_gc::Error;
 use locus_llvm::{Context, Module};
@@ -241,13 +240,7 @@ fn run_refuses_a_module_with_violations() {
           ret i64 %bits
         }
     "#;
-    let options = RunOptions {
-        entry: "main".into(),
-        stress: true,
-        on_fault: OnFault::Record,
-        drop_store: None,
-    };
-    match run("bad.ll", ir, options) {
+    match prepare("bad.ll", ir, "main") {
         Err(Error::Invariants(v)) => {
             let rules: Vec<Rule> = v.iter().map(|v| v.rule).collect();
             assert_eq!(rules, [Rule::TrackedGep, Rule::IntPtrCast]);
@@ -288,13 +281,7 @@ fn run_does_not_refuse_a_module_with_only_warnings() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].rule, Rule::PgcstackEntry);
     assert!(!got[0].is_error());
-    let options = RunOptions {
-        entry: "main".into(),
-        stress: false,
-        on_fault: OnFault::Record,
-        drop_store: None,
-    };
-    let result = run("warn.ll", ir, options);
+    let result = prepare("warn.ll", ir, "main");
     assert!(
         !matches!(result, Err(Error::Invariants(_))),
         "{:?}",

@@ -66,7 +66,8 @@
 //! threads may each own a JIT. The code a JIT produced is ordinary machine code, though,
 //! and may be called from any thread while the JIT lives (see [`Jit::lookup_fn`]).
 
-use std::ffi::{c_void, CString};
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
@@ -83,11 +84,16 @@ use llvm_sys::error::{
     LLVMCreateStringError, LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage,
 };
 use llvm_sys::ir_reader::LLVMParseIRInContext;
+use llvm_sys::object::{
+    LLVMCreateBinary, LLVMDisposeBinary, LLVMDisposeSymbolIterator, LLVMGetSymbolName,
+    LLVMGetSymbolSize, LLVMMoveToNextSymbol, LLVMObjectFileCopySymbolIterator,
+    LLVMObjectFileIsSymbolIteratorAtEnd,
+};
 use llvm_sys::orc2::lljit::{
     LLVMOrcCreateLLJIT, LLVMOrcCreateLLJITBuilder, LLVMOrcDisposeLLJIT,
-    LLVMOrcLLJITAddLLVMIRModule, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetMainJITDylib,
-    LLVMOrcLLJITGetObjTransformLayer, LLVMOrcLLJITGetTripleString, LLVMOrcLLJITLookup,
-    LLVMOrcLLJITMangleAndIntern, LLVMOrcLLJITRef,
+    LLVMOrcLLJITAddLLVMIRModule, LLVMOrcLLJITGetExecutionSession, LLVMOrcLLJITGetGlobalPrefix,
+    LLVMOrcLLJITGetMainJITDylib, LLVMOrcLLJITGetObjTransformLayer, LLVMOrcLLJITGetTripleString,
+    LLVMOrcLLJITLookup, LLVMOrcLLJITMangleAndIntern, LLVMOrcLLJITRef,
 };
 use llvm_sys::orc2::{
     LLVMJITEvaluatedSymbol, LLVMJITSymbolFlags, LLVMJITSymbolGenericFlags, LLVMOrcAbsoluteSymbols,
@@ -385,6 +391,33 @@ impl Jit {
         Ok(unsafe { std::mem::transmute_copy::<usize, F>(&address) })
     }
 
+    /// The size in bytes of symbol `name` (unmangled, as for [`Jit::lookup`]) as the object
+    /// LLVM compiled it into records it (ELF's `st_size`: for a function, its code), so
+    /// that `lookup(name)..lookup(name) + size` is the function's code. Known once its
+    /// module was compiled (after a lookup into it); `None` before, and for symbols without
+    /// a recorded size (those of [`Jit::define_symbol`] and of the process).
+    ///
+    /// ```
+    /// use locus_llvm::jit::Jit;
+    ///
+    /// let mut jit = Jit::new()?;
+    /// jit.add_ir("one.ll", "define i64 @one() {\n  ret i64 1\n}\n")?;
+    /// assert_eq!(jit.symbol_size("one"), None); // not compiled yet
+    /// jit.lookup("one")?;
+    /// assert!(jit.symbol_size("one").is_some_and(|size| size > 0));
+    /// # Ok::<(), locus_llvm::Error>(())
+    /// ```
+    #[must_use]
+    pub fn symbol_size(&self, name: &str) -> Option<u64> {
+        // SAFETY: the JIT is live; no preconditions.
+        let prefix = unsafe { LLVMOrcLLJITGetGlobalPrefix(self.raw) } as u8;
+        let key = match prefix {
+            0 => name.to_owned(),
+            p => format!("{}{name}", char::from(p)),
+        };
+        lock(&self.reports.sizes).get(&key).copied()
+    }
+
     /// Parses `buffer` (which this consumes) into the JIT's context.
     fn parse(&self, buffer: LLVMMemoryBufferRef, name: &str) -> Result<RawModule> {
         // SAFETY: the context lives as long as `self.tsc`, and no compilation runs in it
@@ -465,6 +498,8 @@ struct Reports {
     session: Mutex<Vec<String>>,
     /// Error diagnostics of the module being compiled, from the context's handler.
     compile: Mutex<Vec<String>>,
+    /// The size of every sized symbol of the objects compiled so far, by object name.
+    sizes: Mutex<HashMap<String, u64>>,
 }
 
 impl Reports {
@@ -490,8 +525,8 @@ impl Reports {
     }
 }
 
-/// Locks `mutex`, poisoned or not (the data are plain strings, always consistent).
-fn lock(mutex: &Mutex<Vec<String>>) -> MutexGuard<'_, Vec<String>> {
+/// Locks `mutex`, poisoned or not (the data are plain strings and sizes, always consistent).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -537,8 +572,11 @@ extern "C" fn check_compiled_object(
     }
     // SAFETY: `state` is the `Reports` box of the `Jit` that owns the layer, freed only
     // after the JIT.
-    let errors = unsafe { &*state.cast::<Reports>() }.take_compile_errors();
+    let reports = unsafe { &*state.cast::<Reports>() };
+    let errors = reports.take_compile_errors();
     if errors.is_empty() {
+        // SAFETY: ORC passes a valid pointer to the object buffer, live for this call.
+        record_symbol_sizes(reports, unsafe { *object });
         return ptr::null_mut();
     }
     // SAFETY: ORC passes a valid in-out pointer to an object buffer we now own; on error
@@ -550,6 +588,47 @@ extern "C" fn check_compiled_object(
     let message = CString::new(errors.join("\n").replace('\0', " ")).unwrap_or_default();
     // SAFETY: a NUL-terminated string, copied by LLVM; ORC consumes the error.
     unsafe { LLVMCreateStringError(message.as_ptr()) }
+}
+
+/// Records the size of every sized symbol of a compiled object, for [`Jit::symbol_size`].
+/// An object LLVM cannot read as a binary is skipped (its symbols have no size then).
+fn record_symbol_sizes(reports: &Reports, object: LLVMMemoryBufferRef) {
+    if object.is_null() {
+        return;
+    }
+    let mut message = ptr::null_mut();
+    // SAFETY: the buffer is live for this call and not consumed (the binary borrows it and
+    // is disposed below); the context is only needed for IR files; the message, if any,
+    // is ours and disposed by `Message`.
+    let binary = unsafe { LLVMCreateBinary(object, ptr::null_mut(), &mut message) };
+    drop(Message::from_raw(message));
+    if binary.is_null() {
+        return;
+    }
+    let mut sizes = lock(&reports.sizes);
+    // SAFETY: `binary` is a live object file; the iterator is disposed below.
+    let symbols = unsafe { LLVMObjectFileCopySymbolIterator(binary) };
+    // SAFETY: both live; the iterator belongs to `binary`.
+    while unsafe { LLVMObjectFileIsSymbolIteratorAtEnd(binary, symbols) } == 0 {
+        // SAFETY: the iterator is not at the end; the name is owned by the binary and
+        // copied at once.
+        let name = unsafe { LLVMGetSymbolName(symbols) };
+        // SAFETY: as above.
+        let size = unsafe { LLVMGetSymbolSize(symbols) };
+        if !name.is_null() && size > 0 {
+            // SAFETY: a NUL-terminated name owned by the binary, live until it is disposed.
+            let name = unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned();
+            sizes.entry(name).or_insert(size);
+        }
+        // SAFETY: the iterator is live and not at the end.
+        unsafe { LLVMMoveToNextSymbol(symbols) };
+    }
+    // SAFETY: disposed once, before its binary.
+    unsafe { LLVMDisposeSymbolIterator(symbols) };
+    // SAFETY: disposed once; nothing borrows it any more.
+    unsafe { LLVMDisposeBinary(binary) };
 }
 
 /// Consumes an LLVM error: `None` for success (null), else its message.

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use super::frames::{MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
-use super::heap::{ObjectInfo, MAX_OBJECT_BYTES};
+use super::heap::{ObjectInfo, HEADER_BYTES, MAX_OBJECT_BYTES};
 
 /// Where a traced pointer was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +238,15 @@ pub enum GcFault {
         /// collection, by [`crate::runtime::Runtime::frames`]).
         collection: u64,
     },
+    /// Something read or wrote the memory of an object a collection freed, and stress
+    /// mode's page protection caught the access as a fault (see
+    /// [`crate::runtime::pages`]). Reported by the signal handler ([`crate::signals`]).
+    FreedAccess {
+        /// The address accessed.
+        addr: usize,
+        /// The freed object whose pages hold it (`freed_in` is set).
+        object: ObjectInfo,
+    },
     /// `locus_gc_foreign_read` was asked to read memory that is not in a live object.
     ForeignRead {
         /// The `raw` argument.
@@ -375,6 +384,37 @@ impl fmt::Display for GcFault {
                     write!(f, " (found in collection {collection})")?;
                 }
                 Ok(())
+            }
+            GcFault::FreedAccess { addr, object } => {
+                let start = object.addr;
+                let end = start + object.size();
+                write!(f, "dangling reference: an access ")?;
+                if addr == start {
+                    write!(f, "to object {start:#x}")?;
+                } else if addr > start && addr < end {
+                    let off = addr - start;
+                    write!(f, "{off} byte{} into object {start:#x}", plural(off))?;
+                } else if addr < start && start - addr <= HEADER_BYTES {
+                    write!(f, "to the header of object {start:#x}")?;
+                } else if addr < start {
+                    let off = start - addr;
+                    write!(f, "{off} byte{} before object {start:#x}", plural(off))?;
+                } else {
+                    let off = addr - end;
+                    write!(
+                        f,
+                        "{off} byte{} past the end of object {start:#x}",
+                        plural(off)
+                    )?;
+                }
+                if addr != start {
+                    write!(f, " (at {addr:#x})")?;
+                }
+                write!(
+                    f,
+                    " freed in collection {} ({object})",
+                    object.freed_in.unwrap_or(0)
+                )
             }
             GcFault::ForeignRead {
                 raw,

@@ -14,10 +14,17 @@
 //! and one for freed ones) is what the collector believes; the header is a copy that lets
 //! the collector notice when compiled code wrote over it.
 //!
-//! In normal mode a sweep returns freed blocks to the global allocator and forgets them. In
-//! stress mode it fills the freed object's body with [`POISON_BYTE`], marks its header freed,
-//! and keeps the block (never reused, never released) until the runtime is dropped, so a
-//! later reference to it is recognised as a dangling reference to a known object.
+//! In normal mode a sweep returns freed blocks to the global allocator and forgets them.
+//!
+//! In stress mode each block is instead pages of its own ([`super::pages`]), with the
+//! object ending at the end of its last page. A sweep marks the freed object's header freed,
+//! fills its body with [`POISON_BYTE`] and makes its pages inaccessible; the block is never
+//! reused and never released until the runtime is dropped. So a later reference to it found
+//! by a collection is recognised as a dangling reference to a known object, and any access
+//! to its memory, through whatever pointer (one hidden in a global or a raw buffer, say),
+//! faults and is reported as one ([`GcFault::FreedAccess`](super::GcFault::FreedAccess)).
+//! When the kernel refuses the pages (see [`super::pages`] for the limits), the block comes
+//! from the global allocator and a freed object is only poisoned, as it used to be.
 
 use std::alloc::{self, Layout};
 use std::collections::BTreeMap;
@@ -25,6 +32,7 @@ use std::fmt;
 use std::ops::Bound;
 
 use super::fault::AllocProblem;
+use super::pages::{Mode, Pages};
 
 /// The size of the object header in bytes.
 pub const HEADER_BYTES: usize = 32;
@@ -124,6 +132,8 @@ struct Record {
     nbytes: usize,
     freed_in: Option<u64>,
     marked: bool,
+    /// In stress mode's pages rather than from the global allocator.
+    paged: bool,
 }
 
 impl Record {
@@ -192,6 +202,8 @@ pub(crate) struct Heap {
     live: BTreeMap<usize, Record>,
     freed: BTreeMap<usize, Record>,
     stress: bool,
+    /// Stress mode's page allocator.
+    pages: Option<Pages>,
     next_serial: u64,
     pub(crate) objects_allocated: u64,
     pub(crate) objects_freed: u64,
@@ -200,11 +212,14 @@ pub(crate) struct Heap {
 }
 
 impl Heap {
-    pub(crate) fn new(stress: bool) -> Heap {
+    /// A heap; in stress mode, `mode` says what the signal handler does on an access to a
+    /// freed object.
+    pub(crate) fn new(stress: bool, mode: Mode) -> Heap {
         Heap {
             live: BTreeMap::new(),
             freed: BTreeMap::new(),
             stress,
+            pages: stress.then(|| Pages::new(mode)),
             next_serial: 1,
             objects_allocated: 0,
             objects_freed: 0,
@@ -222,17 +237,27 @@ impl Heap {
             .filter(|&b| b <= MAX_OBJECT_BYTES)
             .ok_or(AllocProblem::TooLarge)?;
         let layout = layout(body).ok_or(AllocProblem::TooLarge)?;
-        // SAFETY: the layout has a non-zero size (the header alone is 32 bytes).
-        let block = unsafe { alloc::alloc_zeroed(layout) };
+        let serial = self.next_serial;
+        let shape = (serial, nptrs as u64, nbytes as u64);
+        let paged = self
+            .pages
+            .as_mut()
+            .and_then(|pages| pages.alloc(span(body), shape));
+        let block = match paged {
+            Some(block) => block as *mut u8,
+            // SAFETY: the layout has a non-zero size (the header alone is 32 bytes).
+            None => unsafe { alloc::alloc_zeroed(layout) },
+        };
         if block.is_null() {
             return Err(AllocProblem::OutOfMemory);
         }
         let record = Record {
-            serial: self.next_serial,
+            serial,
             nptrs,
             nbytes,
             freed_in: None,
             marked: false,
+            paged: paged.is_some(),
         };
         self.next_serial += 1;
         // SAFETY: the block is at least 32 bytes, 16-byte aligned and ours.
@@ -330,10 +355,17 @@ impl Heap {
             bytes += rec.body() as u64;
             if self.stress {
                 rec.freed_in = Some(collection);
-                // SAFETY: the block is ours and `span` bytes follow the header.
-                unsafe {
-                    ((addr - HEADER_BYTES) as *mut ObjectHeader).write(rec.header());
-                    std::ptr::write_bytes(addr as *mut u8, POISON_BYTE, rec.span());
+                // SAFETY: the block is ours, live until now, so still accessible.
+                unsafe { ((addr - HEADER_BYTES) as *mut ObjectHeader).write(rec.header()) };
+                // Poisons the body and makes the pages inaccessible.
+                let protected = rec.paged
+                    && self
+                        .pages
+                        .as_mut()
+                        .is_some_and(|pages| pages.free(addr, rec.span(), collection));
+                if !protected {
+                    // SAFETY: the block is ours and `span` bytes follow the header.
+                    unsafe { std::ptr::write_bytes(addr as *mut u8, POISON_BYTE, rec.span()) };
                 }
                 self.freed.insert(addr, rec);
             } else {
@@ -346,6 +378,23 @@ impl Heap {
         self.objects_freed += objects;
         self.bytes_freed += bytes;
         (objects, bytes)
+    }
+
+    /// Takes the accesses to freed objects the signal handler recorded (runtimes that let a
+    /// run continue): the address and the object.
+    pub(crate) fn take_freed_accesses(&mut self) -> Vec<(usize, ObjectInfo)> {
+        let Some(pages) = self.pages.as_mut() else {
+            return Vec::new();
+        };
+        let addrs = pages.take_pending();
+        addrs
+            .into_iter()
+            .filter_map(|addr| {
+                let start = pages.object_at(addr)?;
+                let rec = self.freed.get(&start)?;
+                Some((addr, rec.info(start)))
+            })
+            .collect()
     }
 
     /// Whether freed objects are poisoned and kept.
@@ -362,8 +411,11 @@ impl Heap {
 impl Drop for Heap {
     fn drop(&mut self) {
         for (&addr, rec) in self.live.iter().chain(self.freed.iter()) {
-            // SAFETY: every registered block was allocated with its record's layout and is
-            // released once, here.
+            if rec.paged {
+                continue; // released with the pages
+            }
+            // SAFETY: every registered block not in pages was allocated with its record's
+            // layout and is released once, here.
             unsafe { alloc::dealloc((addr - HEADER_BYTES) as *mut u8, rec.layout()) };
         }
     }

@@ -75,10 +75,31 @@
 //! prints `locus: gc: <fault>` to stderr and exits with status 2; [`OnFault::Record`] lets
 //! the run continue. A collection that finds a fault frees nothing, so continuing is safe;
 //! `locus_gc_alloc` then allocates without collecting and `locus_gc_foreign_read` returns
-//! the word if it is still readable (in stress mode a freed object's poisoned word,
-//! [`heap::POISON_WORD`]) and 0 otherwise. An allocation that cannot be made (negative or
-//! huge sizes, out of memory) cannot continue: after the handler returns the process aborts.
-//! No panic crosses the `extern "C"` boundary: one is caught and aborts with a message.
+//! the poisoned word of a freed object ([`heap::POISON_WORD`], in stress mode) and 0 for
+//! other bad reads. An allocation that cannot be made (negative or huge sizes, out of
+//! memory) cannot continue: after the handler returns the process aborts. No panic crosses
+//! the `extern "C"` boundary: one is caught and aborts with a message.
+//!
+//! # Stale reads the collector cannot see
+//!
+//! A pointer the collector never traces (kept in a global, in the raw bytes of an object,
+//! in memory of the host's) escapes the checks above. In stress mode every object has pages
+//! of its own, and a collection that frees an object makes them inaccessible and never
+//! reuses them ([`pages`]), so *any* later read or write of a freed object faults. The
+//! fault handlers ([`crate::signals`], installed by [`Runtime::enter`] in stress mode)
+//! report it as [`GcFault::FreedAccess`], naming the object and the collection that freed
+//! it:
+//!
+//! ```text
+//! locus: gc: dangling reference: an access to object 0x7f3bfee00ff0 freed in collection 2 (object #1: 0 pointer fields, 8 raw bytes), caught as SIGSEGV in function `main` (JIT-compiled code, pc 0x7f3d0aa7d032 = main+0x32)
+//! ```
+//!
+//! With [`OnFault::Exit`] the handler prints that line and exits with status 2, with
+//! [`OnFault::Abort`] it aborts. With [`OnFault::Record`] and [`OnFault::Call`] it makes the
+//! object's pages accessible again, lets the access proceed (a read sees poison) and
+//! records the fault, which the runtime reports (to the `Call` handler too) at its next
+//! entry point call or [`Runtime::faults`], [`Runtime::take_faults`] or [`Runtime::stats`];
+//! only the first access to each freed object is caught this way.
 //!
 //! # Per-thread state
 //!
@@ -111,7 +132,7 @@
 //! runtime::locus_gc_safepoint(); // stress mode: a collection; `obj` survives
 //! assert_eq!(rt.stats().objects_live, 1);
 //! unsafe { frame.add(2).write(0) } // the value dies
-//! runtime::locus_gc_safepoint(); // freed and poisoned
+//! runtime::locus_gc_safepoint(); // freed, poisoned and made inaccessible
 //! assert_eq!(rt.stats().objects_freed, 1);
 //! unsafe { *pgcstack = frame.add(1).read() as *mut GcFrame } // unlink
 //! assert!(rt.faults().is_empty());
@@ -121,6 +142,7 @@ pub mod collector;
 pub mod fault;
 pub mod frames;
 pub mod heap;
+pub mod pages;
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -135,7 +157,8 @@ pub use fault::{AllocProblem, FrameProblem, GcFault, ReadProblem, Referrer};
 pub use frames::{GcFrame, StackBounds};
 pub use heap::{Lookup, ObjectInfo};
 
-use heap::Heap;
+use heap::{Heap, POISON_WORD};
+use pages::Mode;
 
 /// The default for [`Config::heap_threshold`]: 4 MiB.
 pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
@@ -166,7 +189,8 @@ impl fmt::Debug for OnFault {
 /// How a runtime collects and what it does on a fault.
 #[derive(Debug)]
 pub struct Config {
-    /// Collect at every call that may collect; poison freed objects and never reuse them.
+    /// Collect at every call that may collect; poison freed objects, make them inaccessible
+    /// and never reuse them.
     pub stress: bool,
     /// Outside stress mode, collect once this many body bytes were allocated since the last
     /// collection (or as many as survived it, if more).
@@ -304,8 +328,18 @@ impl fmt::Debug for Runtime {
 
 impl Runtime {
     /// Makes a runtime and installs it as the current thread's, until the guard is dropped.
-    /// Records the thread's stack bounds for checking frames.
+    /// Records the thread's stack bounds for checking frames. In stress mode, also installs
+    /// the process's fault handlers ([`crate::signals::install`]), which report an access to
+    /// a freed object.
     pub fn enter(config: Config) -> Guard {
+        let mode = match config.on_fault {
+            OnFault::Exit => Mode::Exit,
+            OnFault::Abort => Mode::Abort,
+            OnFault::Record | OnFault::Call(_) => Mode::Record,
+        };
+        if config.stress {
+            crate::signals::install();
+        }
         let rt = Box::new(Runtime {
             head: Cell::new(ptr::null_mut()),
             prev: Cell::new(ptr::null()),
@@ -314,7 +348,7 @@ impl Runtime {
             on_fault: config.on_fault,
             stack: StackBounds::current_thread(),
             state: RefCell::new(State {
-                heap: Heap::new(config.stress),
+                heap: Heap::new(config.stress, mode),
                 stats: Stats::default(),
                 since_gc: 0,
                 live_after_gc: 0,
@@ -425,8 +459,8 @@ impl Runtime {
     }
 
     /// Reads 8 bytes at `raw + offset` if they are inside a live object's body. With a
-    /// fault, the value is the word if it can still be read (in a freed object stress mode
-    /// kept), else 0.
+    /// fault, the value is poison for the body of a freed object (what stress mode wrote
+    /// there, known without touching it), else 0.
     fn read_checked(&self, raw: usize, offset: i64) -> (i64, Option<GcFault>) {
         let fault = |problem| {
             Some(GcFault::ForeignRead {
@@ -442,8 +476,7 @@ impl Runtime {
         else {
             return (0, fault(ReadProblem::BadAddress));
         };
-        // SAFETY: only called below for 8 bytes inside the body of an object whose block the
-        // heap still owns (a live one, or a freed one stress mode keeps).
+        // SAFETY: only called below for 8 bytes inside the body of a live object.
         let read = |at: usize| unsafe { (at as *const i64).read_unaligned() };
         match self.lookup(at) {
             Lookup::Nothing => (0, fault(ReadProblem::NotInHeap)),
@@ -452,7 +485,9 @@ impl Runtime {
                 match (object.freed_in, in_body) {
                     (None, true) => (read(at), None),
                     (None, false) => (0, fault(ReadProblem::OutOfBounds(object))),
-                    (Some(_), true) => (read(at), fault(ReadProblem::Freed(object))),
+                    // Stress mode poisoned it (and may have made it inaccessible): the word
+                    // is poison, known without touching the memory.
+                    (Some(_), true) => (POISON_WORD as i64, fault(ReadProblem::Freed(object))),
                     (Some(_), false) => (0, fault(ReadProblem::Freed(object))),
                 }
             }
@@ -485,6 +520,7 @@ impl Runtime {
 
     /// The counters.
     pub fn stats(&self) -> Stats {
+        self.report_freed_accesses();
         let st = self.state.borrow();
         let heap = &st.heap;
         Stats {
@@ -499,14 +535,29 @@ impl Runtime {
         }
     }
 
-    /// The faults the `extern "C"` functions reported, oldest first.
+    /// The faults the `extern "C"` functions and the signal handler reported, oldest first.
     pub fn faults(&self) -> Vec<GcFault> {
+        self.report_freed_accesses();
         self.faults.borrow().clone()
     }
 
     /// Takes the recorded faults, leaving none (the count in [`Stats::faults`] drops too).
     pub fn take_faults(&self) -> Vec<GcFault> {
+        self.report_freed_accesses();
         std::mem::take(&mut *self.faults.borrow_mut())
+    }
+
+    /// Reports, as [`GcFault::FreedAccess`], the accesses to freed objects the signal
+    /// handler recorded since the last call (only for [`OnFault::Record`] and
+    /// [`OnFault::Call`]; the others end the process in the handler).
+    fn report_freed_accesses(&self) {
+        let accesses = match self.state.try_borrow_mut() {
+            Ok(mut st) => st.heap.take_freed_accesses(),
+            Err(_) => return,
+        };
+        for (addr, object) in accesses {
+            self.report(GcFault::FreedAccess { addr, object });
+        }
     }
 
     /// Records a fault and hands it to the handler.
@@ -515,7 +566,7 @@ impl Runtime {
         match &self.on_fault {
             OnFault::Exit => {
                 print_fault(&fault);
-                std::process::exit(2);
+                std::process::exit(crate::signals::DANGLING_EXIT_STATUS);
             }
             OnFault::Abort => {
                 print_fault(&fault);
@@ -603,7 +654,9 @@ fn entry<R>(name: &'static str, body: impl FnOnce(&Runtime) -> R) -> R {
             ));
         }
         // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
-        body(unsafe { &*rt })
+        let rt = unsafe { &*rt };
+        rt.report_freed_accesses();
+        body(rt)
     }));
     match result {
         Ok(value) => value,
@@ -655,8 +708,8 @@ pub extern "C" fn locus_gc_safepoint() {
 }
 
 /// A foreign function: may collect, then returns the `i64` at `raw + offset`, which must lie
-/// inside the body of a live object. On a fault it returns the word if it can still be read
-/// (stress mode keeps freed objects, so it is poison), else 0.
+/// inside the body of a live object. On a fault it returns poison ([`heap::POISON_WORD`])
+/// for the body of a freed object (stress mode), else 0; it never touches a freed object.
 #[no_mangle]
 pub extern "C" fn locus_gc_foreign_read(raw: *const u8, offset: i64) -> i64 {
     let raw = raw as usize;

@@ -1,0 +1,786 @@
+//! Fatal signals in code Locus runs: one `locus:` line and a documented exit status.
+//!
+//! Code that Locus runs in its own process (JIT-compiled IR under [`crate::run`], and the
+//! runtime it calls) can fault. This module turns a SIGSEGV, SIGBUS, SIGILL, SIGFPE or
+//! SIGTRAP raised by such code, stack overflow included, into one line on standard error
+//! and an exit status, instead of a silent death:
+//!
+//! ```text
+//! locus: SIGSEGV (null pointer dereference) at address 0x0 in function `deref` (JIT-compiled code, pc 0x7f2a6c1c5013 = deref+0x13)
+//! locus: SIGSEGV (stack overflow) at address 0x7ffc3e1f6ff8 in function `recurse` (JIT-compiled code, pc 0x7f2a6c1c5004 = recurse+0x4)
+//! locus: SIGFPE (integer divide by zero) at address 0x7f2a6c1c501a in function `divide` (JIT-compiled code, pc 0x7f2a6c1c501a = divide+0x1a)
+//! ```
+//!
+//! The exit status is [`FAULT_EXIT_STATUS`] (3). The stress collector's page protection
+//! ([`crate::runtime::pages`]) uses the same handler: an access to a freed object is a
+//! dangling reference, reported as `locus: gc: dangling reference: ...` with exit status
+//! [`DANGLING_EXIT_STATUS`] (2), as every other dangling reference the runtime finds.
+//!
+//! This module is independent of LLVM and of the collector's data structures apart from
+//! that one look-up, so other parts of Locus that run foreign code (memref kernels) can use
+//! [`install`], [`fault_scope`] and [`register_code`] the same way.
+//!
+//! # Which faults are reported
+//!
+//! [`install`] sets process-wide handlers (once; `SA_SIGINFO | SA_ONSTACK`) and gives the
+//! calling thread an alternate signal stack of at least 64 KiB if it has none (or a smaller
+//! one), so that a stack overflow can be reported too. The handler claims a fault when
+//!
+//! 1. the address is in a freed object of a stress-mode heap (then what happens follows
+//!    that runtime's [`OnFault`](crate::runtime::OnFault): exit 2, abort, or, for the
+//!    handlers that let a run continue, make the object's pages accessible again, record
+//!    the access as a [`GcFault::FreedAccess`](crate::runtime::GcFault::FreedAccess) for the
+//!    runtime to report at its next call, and let the access proceed; it reads poison);
+//! 2. the faulting thread is inside a [`fault_scope`] (as [`crate::run`] is while its entry
+//!    runs), or the faulting instruction is in code registered with [`register_code`].
+//!
+//! Any other fault is passed on to the handler that was installed before (Rust's own stack
+//! overflow handler, or a host's), called directly with the same arguments; if there was
+//! none, the default action is restored and the faulting instruction runs again, which ends
+//! the process as if no handler had been installed. Signals sent by another process
+//! (`kill`) are always passed on.
+//!
+//! # Async-signal safety
+//!
+//! The handler allocates nothing and takes no lock: it formats into a fixed buffer on its
+//! own (alternate) stack with `core::fmt` (which neither allocates nor locks) and writes
+//! it with `write(2)`, then leaves with `_exit(2)` (or `abort`). What it looks up lives in
+//! fixed-size tables of atomic pointers ([`HandlerTable`]): the stress heaps' chunks and
+//! the registered code. Each entry is immutable once published (apart from atomics), and an
+//! entry is only freed after it was removed from its table and no handler is still reading
+//! (a global count of handlers running, checked with sequentially consistent atomics). The
+//! per-thread state it reads (the thread's stack bounds and fault scope) is in
+//! `const`-initialised thread-locals without destructors, which are plain TLS loads.
+//! Two look-ups are not async-signal-safe, and are made only once the process is known to
+//! be ending: the function name of a faulting instruction outside registered code comes
+//! from `dladdr`, which takes the dynamic loader's lock (a fault inside the loader itself
+//! would hang there instead of being reported), and `abort` for [`OnFault::Abort`](crate::runtime::OnFault::Abort).
+//!
+//! # Limits
+//!
+//! A process has one handler per signal: a host that installs its own handlers after
+//! [`install`] replaces this one. A handler called through chaining runs with this
+//! handler's signal mask and stack. Stack overflow is recognised by the fault address lying
+//! near the bottom of the faulting thread's stack (bounds taken when [`install`] ran on
+//! that thread) or, on a thread where it never ran, near the stack pointer; a thread that
+//! never called [`install`] has no alternate stack of ours, so its overflow may not be
+//! reportable.
+
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::ffi::{c_int, c_void, CStr};
+use std::fmt::{self, Write as _};
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::runtime::frames::StackBounds;
+use crate::runtime::pages::{self, Mode};
+use crate::runtime::GcFault;
+
+/// The exit status after a fatal signal in code Locus runs (other than an access to a
+/// freed object under the stress collector).
+pub const FAULT_EXIT_STATUS: i32 = 3;
+
+/// The exit status after a dangling reference, found by the collector or caught by the
+/// stress collector's page protection.
+pub const DANGLING_EXIT_STATUS: i32 = 2;
+
+/// The signals handled.
+const SIGNALS: [c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGTRAP,
+];
+
+/// The smallest alternate signal stack this module accepts on a thread.
+const ALT_STACK_BYTES: usize = 64 << 10;
+
+/// How far below the bottom of the stack (Linux keeps a 1 MiB gap under a growing main
+/// stack) and above it a fault still counts as a stack overflow.
+const STACK_SLACK: usize = 1 << 20;
+
+/// Entries of one [`HandlerTable`].
+const TABLE_SLOTS: usize = 1024;
+
+/// The number of signal handlers running now, in any thread, that may be reading a
+/// [`HandlerTable`]'s entries.
+static READERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Proof that the holder counts in [`READERS`]: entries found in a [`HandlerTable`] stay
+/// valid while it lives. Not `Send`.
+pub(crate) struct Readers {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Readers {
+    fn enter() -> Readers {
+        READERS.fetch_add(1, Ordering::SeqCst);
+        Readers {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        READERS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A fixed-size, lock-free table of pointers to entries the signal handler reads. An entry
+/// must not change after it is inserted (apart from its atomics) and must stay valid until
+/// [`HandlerTable::remove`] returns.
+pub(crate) struct HandlerTable<T> {
+    slots: [AtomicPtr<T>; TABLE_SLOTS],
+}
+
+impl<T> HandlerTable<T> {
+    pub(crate) const fn new() -> HandlerTable<T> {
+        HandlerTable {
+            slots: [const { AtomicPtr::new(ptr::null_mut()) }; TABLE_SLOTS],
+        }
+    }
+
+    /// Publishes `entry`; `None` when the table is full.
+    pub(crate) fn insert(&self, entry: *const T) -> Option<usize> {
+        self.slots.iter().position(|slot| {
+            slot.compare_exchange(
+                ptr::null_mut(),
+                entry.cast_mut(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+        })
+    }
+
+    /// Withdraws the entry in `slot` and waits until no handler can still be reading it.
+    pub(crate) fn remove(&self, slot: usize) {
+        if let Some(s) = self.slots.get(slot) {
+            s.store(ptr::null_mut(), Ordering::SeqCst);
+        }
+        // A handler that loaded the entry incremented READERS before (both SeqCst), so
+        // once the count is seen at 0 after the store, none holds it.
+        while READERS.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+    }
+
+    /// The first answer of `f` over the entries.
+    pub(crate) fn find<'r, R>(
+        &self,
+        _readers: &'r Readers,
+        mut f: impl FnMut(&'r T) -> Option<R>,
+    ) -> Option<R>
+    where
+        T: 'r,
+    {
+        self.slots.iter().find_map(|slot| {
+            let entry = slot.load(Ordering::SeqCst);
+            // SAFETY: a non-null entry stays valid until `remove` returns, which waits for
+            // every `Readers`, and `_readers` lives for 'r.
+            (!entry.is_null()).then(|| f(unsafe { &*entry })).flatten()
+        })
+    }
+}
+
+/// A function's code, for naming the function a fault happened in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeRange {
+    /// The address of its first instruction.
+    pub start: usize,
+    /// Its size in bytes.
+    pub len: usize,
+    /// Its name, as printed in the fault line.
+    pub name: String,
+}
+
+/// Registered code, sorted by start.
+struct CodeTable {
+    ranges: Vec<CodeRange>,
+}
+
+impl CodeTable {
+    fn find(&self, pc: usize) -> Option<&CodeRange> {
+        let i = self
+            .ranges
+            .partition_point(|r| r.start <= pc)
+            .checked_sub(1)?;
+        let r = &self.ranges[i];
+        (pc - r.start < r.len).then_some(r)
+    }
+}
+
+static CODE: HandlerTable<CodeTable> = HandlerTable::new();
+
+/// Code registered with [`register_code`]; dropping it withdraws the code (the signal
+/// handler no longer names it, nor claims faults in it).
+#[derive(Debug)]
+pub struct CodeRegistration {
+    table: Option<Box<CodeTableOwner>>,
+}
+
+/// Owns a registered table (boxed so its address is stable).
+struct CodeTableOwner {
+    table: CodeTable,
+    slot: Option<usize>,
+}
+
+impl fmt::Debug for CodeTableOwner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeTable")
+            .field("ranges", &self.table.ranges)
+            .field("registered", &self.slot.is_some())
+            .finish()
+    }
+}
+
+impl Drop for CodeRegistration {
+    fn drop(&mut self) {
+        if let Some(owner) = self.table.take() {
+            if let Some(slot) = owner.slot {
+                CODE.remove(slot);
+            }
+        }
+    }
+}
+
+/// Registers code (JIT-compiled functions, typically) so that a fault in it is reported
+/// with the function's name and `name+offset`, and claimed by the handler even outside a
+/// [`fault_scope`]. At most 1024 registrations are live at once in a process; beyond that
+/// the code is not registered (faults in it are still reported inside a scope, without
+/// the name unless `dladdr` knows it).
+pub fn register_code(ranges: impl IntoIterator<Item = CodeRange>) -> CodeRegistration {
+    let mut ranges: Vec<CodeRange> = ranges.into_iter().filter(|r| r.len > 0).collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut owner = Box::new(CodeTableOwner {
+        table: CodeTable { ranges },
+        slot: None,
+    });
+    owner.slot = CODE.insert(&owner.table);
+    CodeRegistration { table: Some(owner) }
+}
+
+/// What the handler does with a fault claimed through a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScopeMode {
+    None = 0,
+    Exit = 1,
+    Abort = 2,
+}
+
+thread_local! {
+    /// This thread's innermost fault scope.
+    static SCOPE: Cell<u8> = const { Cell::new(ScopeMode::None as u8) };
+    /// This thread's stack, `(low, high)`, or zeros if unknown.
+    static STACK: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    /// The alternate signal stack this module gave this thread.
+    static ALT_STACK: RefCell<Option<AltStack>> = const { RefCell::new(None) };
+}
+
+/// While it lives, every fatal signal on this thread is reported and ends the process
+/// (see the [module documentation](self)), with [`FAULT_EXIT_STATUS`], or by `abort` if
+/// `abort` is true. Scopes nest; dropping one restores the one before. Not `Send`.
+#[derive(Debug)]
+pub struct FaultScope {
+    prev: u8,
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Enters a [`FaultScope`] on this thread. Call [`install`] first.
+pub fn fault_scope(abort: bool) -> FaultScope {
+    let mode = if abort {
+        ScopeMode::Abort
+    } else {
+        ScopeMode::Exit
+    };
+    let prev = SCOPE.with(|s| s.replace(mode as u8));
+    FaultScope {
+        prev,
+        _not_send: PhantomData,
+    }
+}
+
+impl Drop for FaultScope {
+    fn drop(&mut self) {
+        let prev = self.prev;
+        let _ = SCOPE.try_with(|s| s.set(prev));
+    }
+}
+
+/// The actions that were installed before ours, one per entry of [`SIGNALS`], written once
+/// before our handler for that signal is installed and only read afterwards.
+struct OldActions(UnsafeCell<[MaybeUninit<libc::sigaction>; SIGNALS.len()]>);
+
+// SAFETY: each element is written once, by `install_handlers` under a `OnceLock`, before
+// the handler that reads it is installed (the `sigaction` system call orders the two), and
+// only read afterwards.
+unsafe impl Sync for OldActions {}
+
+static OLD: OldActions = OldActions(UnsafeCell::new(
+    [const { MaybeUninit::uninit() }; SIGNALS.len()],
+));
+
+/// Installs the handlers (once per process) and prepares the calling thread: an alternate
+/// signal stack of at least 64 KiB, and its stack bounds for recognising an overflow.
+/// Returns false if the handlers could not be installed (faults then end the process as
+/// they would without Locus).
+pub fn install() -> bool {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    let installed = *INSTALLED.get_or_init(install_handlers);
+    prepare_thread();
+    installed
+}
+
+fn install_handlers() -> bool {
+    let mut all = true;
+    for (i, &sig) in SIGNALS.iter().enumerate() {
+        // SAFETY: a zeroed sigaction is a valid value to be overwritten.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reads the current action into a valid out-pointer.
+        if unsafe { libc::sigaction(sig, ptr::null(), &mut old) } != 0 {
+            all = false;
+            continue;
+        }
+        // SAFETY: runs once (under the OnceLock), before our handler for `sig` exists, so
+        // nothing reads this element yet.
+        unsafe { (*OLD.0.get())[i].write(old) };
+        // SAFETY: as above, a valid value to fill in.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void)
+            as libc::sighandler_t;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SAFETY: a valid signal set to initialise.
+        unsafe { libc::sigemptyset(&mut action.sa_mask) };
+        // SAFETY: installs a valid action; the handler is async-signal-safe (module docs).
+        if unsafe { libc::sigaction(sig, &action, ptr::null_mut()) } != 0 {
+            all = false;
+        }
+    }
+    all
+}
+
+/// Records this thread's stack bounds and gives it an alternate signal stack if it lacks
+/// one large enough.
+fn prepare_thread() {
+    if STACK.with(Cell::get) == (0, 0) {
+        if let Some(b) = StackBounds::current_thread() {
+            STACK.with(|s| s.set((b.low, b.high)));
+        }
+    }
+    let _ = ALT_STACK.try_with(|alt| {
+        if alt.borrow().is_some() {
+            return;
+        }
+        // SAFETY: a zeroed stack_t is a valid out-value.
+        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: queries the current alternate stack into a valid out-pointer.
+        if unsafe { libc::sigaltstack(ptr::null(), &mut current) } != 0 {
+            return;
+        }
+        let enabled = current.ss_flags & libc::SS_DISABLE == 0;
+        if enabled && current.ss_size >= ALT_STACK_BYTES {
+            return;
+        }
+        if current.ss_flags & libc::SS_ONSTACK != 0 {
+            return; // running on it: leave it alone
+        }
+        *alt.borrow_mut() = AltStack::new();
+    });
+}
+
+/// An alternate signal stack of this module's, with a guard page below it.
+struct AltStack {
+    base: usize,
+    len: usize,
+    stack: usize,
+}
+
+impl AltStack {
+    fn new() -> Option<AltStack> {
+        // SAFETY: no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|p| p.is_power_of_two())
+            .unwrap_or(4096);
+        let size = ALT_STACK_BYTES.max(libc::SIGSTKSZ * 4);
+        let len = size + page;
+        // SAFETY: a fresh anonymous private mapping; affects no existing memory.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        let base = base as usize;
+        // SAFETY: the lowest page of our mapping becomes the guard; a failure only loses
+        // the guard.
+        unsafe { libc::mprotect(base as *mut c_void, page, libc::PROT_NONE) };
+        let stack = libc::stack_t {
+            ss_sp: (base + page) as *mut c_void,
+            ss_flags: 0,
+            ss_size: size,
+        };
+        // SAFETY: a valid stack description of memory that lives until `drop`, which
+        // disables it first.
+        if unsafe { libc::sigaltstack(&stack, ptr::null_mut()) } != 0 {
+            // SAFETY: our mapping, unused.
+            unsafe { libc::munmap(base as *mut c_void, len) };
+            return None;
+        }
+        Some(AltStack {
+            base,
+            len,
+            stack: base + page,
+        })
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        // SAFETY: a zeroed stack_t is a valid out-value.
+        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer.
+        let queried = unsafe { libc::sigaltstack(ptr::null(), &mut current) } == 0;
+        if queried && current.ss_sp as usize == self.stack {
+            if current.ss_flags & libc::SS_ONSTACK != 0 {
+                return; // cannot happen at thread exit; leak rather than pull it away
+            }
+            let disable = libc::stack_t {
+                ss_sp: ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            // SAFETY: disables the alternate stack of this (exiting) thread.
+            unsafe { libc::sigaltstack(&disable, ptr::null_mut()) };
+        }
+        // SAFETY: our mapping, no longer this thread's alternate stack.
+        unsafe { libc::munmap(self.base as *mut c_void, self.len) };
+    }
+}
+
+/// A line formatted on the stack: at most 1 KiB, cut short beyond.
+struct Line {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        // One byte is kept for the newline.
+        let room = self.buf.len() - 1 - self.len;
+        let n = bytes.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    /// Writes the line and a newline to standard error with `write(2)`.
+    fn print(mut self) {
+        self.buf[self.len] = b'\n';
+        let mut rest = &self.buf[..=self.len];
+        while !rest.is_empty() {
+            // SAFETY: writes initialised bytes from our buffer.
+            let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+            match usize::try_from(n) {
+                Ok(n) if n > 0 => rest = &rest[n.min(rest.len())..],
+                _ if n < 0 && errno() == libc::EINTR => {}
+                _ => return,
+            }
+        }
+    }
+}
+
+impl fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push_bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
+fn errno() -> c_int {
+    // SAFETY: the calling thread's errno location is always valid.
+    unsafe { *libc::__errno_location() }
+}
+
+fn set_errno(value: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// The handler of every signal in [`SIGNALS`].
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let saved = errno();
+    if !handle(sig, info, context) {
+        chain(sig, info, context);
+    }
+    set_errno(saved);
+}
+
+/// Handles a fault this module claims, which ends the process unless it returns true (the
+/// faulting instruction may run again). False: not ours, to be passed on.
+fn handle(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool {
+    if info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    let info = unsafe { &*info };
+    if info.si_code <= 0 {
+        return false; // sent by a process (kill, raise, sigqueue), not a fault
+    }
+    // SAFETY: for the fault signals handled here, `si_addr` is the field the kernel fills.
+    let addr = unsafe { info.si_addr() } as usize;
+    let (mut pc, sp) = registers(context);
+    if pc == 0 && sig != libc::SIGSEGV && sig != libc::SIGBUS {
+        pc = addr; // SIGILL, SIGFPE, SIGTRAP: the address is the instruction's
+    }
+    let readers = Readers::enter();
+    if sig == libc::SIGSEGV || sig == libc::SIGBUS {
+        if let Some(hit) = pages::find_freed(&readers, addr) {
+            if hit.mode() == Mode::Record && hit.record_and_unprotect(addr) {
+                return true;
+            }
+            let fault = GcFault::FreedAccess {
+                addr,
+                object: hit.object,
+            };
+            let mut line = Line::new();
+            let _ = write!(line, "locus: gc: {fault}, caught as {}", signal_name(sig));
+            write_location(&mut line, &readers, pc);
+            line.print();
+            if hit.mode() == Mode::Abort {
+                abort();
+            }
+            exit(DANGLING_EXIT_STATUS);
+        }
+    }
+    let scope = SCOPE.try_with(Cell::get).unwrap_or(ScopeMode::None as u8);
+    let in_code = CODE.find(&readers, |t| t.find(pc)).is_some();
+    if scope == ScopeMode::None as u8 && !in_code {
+        return false;
+    }
+    let overflow = sig == libc::SIGSEGV && is_stack_overflow(addr, sp);
+    let mut line = Line::new();
+    let _ = write!(
+        line,
+        "locus: {} ({}) at address {addr:#x}",
+        signal_name(sig),
+        cause(sig, info.si_code, addr, overflow)
+    );
+    write_location(&mut line, &readers, pc);
+    line.print();
+    if scope == ScopeMode::Abort as u8 {
+        abort();
+    }
+    exit(FAULT_EXIT_STATUS)
+}
+
+fn exit(status: i32) -> ! {
+    // SAFETY: `_exit` is async-signal-safe and ends the process at once.
+    unsafe { libc::_exit(status) }
+}
+
+fn abort() -> ! {
+    // The default action for SIGABRT, in case someone caught it; then abort.
+    // SAFETY: `signal` with SIG_DFL and `abort` end the process; no memory is touched.
+    unsafe { libc::signal(libc::SIGABRT, libc::SIG_DFL) };
+    std::process::abort()
+}
+
+/// Passes a fault this module does not claim to the action installed before it.
+fn chain(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let Some(i) = SIGNALS.iter().position(|&s| s == sig) else {
+        return;
+    };
+    // SAFETY: the element was written before this handler was installed for `sig` (see
+    // `OldActions`), and is only read.
+    let old = unsafe { (*OLD.0.get())[i].assume_init_ref() };
+    let handler = old.sa_sigaction;
+    if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+        // Back to the default action; returning runs the faulting instruction again, which
+        // now ends the process the way it would have without us (a signal sent by a
+        // process is not repeated: it is re-raised).
+        // SAFETY: a valid zeroed action with the default handler.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = libc::SIG_DFL;
+        // SAFETY: installs the default action.
+        unsafe { libc::sigaction(sig, &action, ptr::null_mut()) };
+        // SAFETY: `info` is the kernel's siginfo (checked non-null).
+        if info.is_null() || unsafe { (*info).si_code } <= 0 {
+            // SAFETY: re-raises the signal to this thread under the default action.
+            unsafe { libc::raise(sig) };
+        }
+        return;
+    }
+    if old.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the previous handler was installed with SA_SIGINFO, so this is its type.
+        let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+            unsafe { std::mem::transmute::<libc::sighandler_t, _>(handler) };
+        f(sig, info, context);
+    } else {
+        // SAFETY: without SA_SIGINFO the previous handler takes the signal number only.
+        let f: extern "C" fn(c_int) =
+            unsafe { std::mem::transmute::<libc::sighandler_t, _>(handler) };
+        f(sig);
+    }
+}
+
+/// The program counter and stack pointer at the fault, where the platform tells.
+fn registers(context: *mut c_void) -> (usize, usize) {
+    if context.is_null() {
+        return (0, 0);
+    }
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        // SAFETY: the kernel passes a `ucontext_t` as an SA_SIGINFO handler's third
+        // argument.
+        let uc = unsafe { &*context.cast::<libc::ucontext_t>() };
+        let gregs = &uc.uc_mcontext.gregs;
+        (
+            gregs[libc::REG_RIP as usize] as usize,
+            gregs[libc::REG_RSP as usize] as usize,
+        )
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        // SAFETY: as above.
+        let uc = unsafe { &*context.cast::<libc::ucontext_t>() };
+        (uc.uc_mcontext.pc as usize, uc.uc_mcontext.sp as usize)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        (0, 0)
+    }
+}
+
+/// Whether a SIGSEGV at `addr` with stack pointer `sp` is a stack overflow.
+fn is_stack_overflow(addr: usize, sp: usize) -> bool {
+    let (low, high) = STACK.try_with(Cell::get).unwrap_or((0, 0));
+    if low != 0 {
+        let near_bottom = |x: usize| x < high && x.saturating_add(STACK_SLACK) >= low;
+        return near_bottom(addr)
+            && addr < low.saturating_add(STACK_SLACK)
+            && (sp == 0 || near_bottom(sp));
+    }
+    sp != 0 && addr > 4096 && addr.abs_diff(sp) < 64 << 10
+}
+
+fn signal_name(sig: c_int) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTRAP => "SIGTRAP",
+        _ => "signal",
+    }
+}
+
+/// The `si_code` values told apart (Linux's; elsewhere none matches).
+#[cfg(target_os = "linux")]
+mod code {
+    use std::ffi::c_int;
+    pub(super) const SEGV_MAPERR: c_int = 1;
+    pub(super) const SEGV_ACCERR: c_int = 2;
+    pub(super) const BUS_ADRALN: c_int = 1;
+    pub(super) const BUS_ADRERR: c_int = 2;
+    pub(super) const FPE_INTDIV: c_int = 1;
+    pub(super) const FPE_INTOVF: c_int = 2;
+}
+
+#[cfg(not(target_os = "linux"))]
+mod code {
+    use std::ffi::c_int;
+    pub(super) const SEGV_MAPERR: c_int = c_int::MIN;
+    pub(super) const SEGV_ACCERR: c_int = c_int::MIN;
+    pub(super) const BUS_ADRALN: c_int = c_int::MIN;
+    pub(super) const BUS_ADRERR: c_int = c_int::MIN;
+    pub(super) const FPE_INTDIV: c_int = c_int::MIN;
+    pub(super) const FPE_INTOVF: c_int = c_int::MIN;
+}
+
+fn cause(sig: c_int, si_code: c_int, addr: usize, overflow: bool) -> &'static str {
+    use code::*;
+    let code = si_code;
+    match sig {
+        libc::SIGSEGV if overflow => "stack overflow",
+        libc::SIGSEGV if addr < 4096 => "null pointer dereference",
+        libc::SIGSEGV if code == SEGV_MAPERR => "address not mapped",
+        libc::SIGSEGV if code == SEGV_ACCERR => "access not permitted",
+        libc::SIGSEGV => "invalid memory reference",
+        libc::SIGBUS if code == BUS_ADRALN => "misaligned address",
+        libc::SIGBUS if code == BUS_ADRERR => "nonexistent physical address",
+        libc::SIGBUS => "bus error",
+        libc::SIGILL => "illegal instruction",
+        libc::SIGFPE if code == FPE_INTDIV => "integer divide by zero",
+        libc::SIGFPE if code == FPE_INTOVF => "integer overflow",
+        libc::SIGFPE => "arithmetic exception",
+        libc::SIGTRAP => "trap",
+        _ => "fault",
+    }
+}
+
+/// Appends where `pc` is: the registered function, else what `dladdr` says.
+fn write_location(line: &mut Line, readers: &Readers, pc: usize) {
+    if pc == 0 {
+        return;
+    }
+    if let Some(r) = CODE.find(readers, |t| t.find(pc)) {
+        let _ = write!(
+            line,
+            " in function `{}` (JIT-compiled code, pc {pc:#x} = {}+{:#x})",
+            r.name,
+            r.name,
+            pc - r.start
+        );
+        return;
+    }
+    // SAFETY: a zeroed Dl_info is a valid out-value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `dladdr` only reads the loader's tables (not async-signal-safe: see the
+    // module documentation); the out-pointer is valid.
+    if unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 {
+        let _ = write!(line, " at pc {pc:#x}");
+        return;
+    }
+    let file = || {
+        // SAFETY: a NUL-terminated string owned by the loader, or null.
+        (!info.dli_fname.is_null()).then(|| unsafe { CStr::from_ptr(info.dli_fname) })
+    };
+    if info.dli_sname.is_null() {
+        let _ = write!(line, " at pc {pc:#x}");
+    } else {
+        // SAFETY: as above.
+        let name = unsafe { CStr::from_ptr(info.dli_sname) }.to_bytes();
+        line.push_bytes(b" in function `");
+        line.push_bytes(name);
+        let _ = write!(line, "` (pc {pc:#x} = ");
+        line.push_bytes(name);
+        let _ = write!(line, "+{:#x}", pc.wrapping_sub(info.dli_saddr as usize));
+        line.push_bytes(b")");
+    }
+    if let Some(file) = file() {
+        line.push_bytes(b" in ");
+        line.push_bytes(file.to_bytes());
+    }
+}

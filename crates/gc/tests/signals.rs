@@ -1,0 +1,188 @@
+//! `locus_gc::signals` without LLVM: each case runs in a child process (this test binary,
+//! re-run on one test with an environment variable set), since a fault ends the process.
+
+use std::process::{Command, Output};
+
+use locus_gc::signals::{self, CodeRange, FAULT_EXIT_STATUS};
+
+const CHILD: &str = "LOCUS_GC_SIGNALS_CHILD";
+
+/// Runs test `name` of this binary in a child process with [`CHILD`] set.
+fn child(name: &str) -> Output {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    Command::new(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn in_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// The `locus:` lines of a child's standard error.
+fn locus_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("locus: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[inline(never)]
+fn read_through(p: *const u64) -> u64 {
+    // SAFETY: none; the tests call it with null to fault.
+    unsafe { p.read_volatile() }
+}
+
+/// A load whose instruction is in this function at any optimisation level.
+#[inline(never)]
+extern "C" fn load_in_asm(p: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: none; the tests call it with null to fault.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::asm!("mov {v}, qword ptr [{p}]", p = in(reg) p, v = out(reg) v, options(nostack));
+    }
+    // SAFETY: as above.
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!("ldr {v}, [{p}]", p = in(reg) p, v = out(reg) v, options(nostack));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        v = read_through(p);
+    }
+    v
+}
+
+/// Recurses until the stack runs out (`black_box` hides that it never stops).
+#[inline(never)]
+fn recurse(n: u64) -> u64 {
+    let buf = std::hint::black_box([n; 64]);
+    if std::hint::black_box(n) == u64::MAX {
+        return 0;
+    }
+    recurse(n + 1).wrapping_add(buf[3])
+}
+
+/// Inside a fault scope, a null dereference ends the process with status 3 and one line
+/// naming the signal and the address.
+#[test]
+fn a_fault_in_a_scope_is_one_line_and_status_3() {
+    if in_child() {
+        assert!(signals::install());
+        let _scope = signals::fault_scope(false);
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("a_fault_in_a_scope_is_one_line_and_status_3");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
+        "{}",
+        lines[0]
+    );
+}
+
+/// Registered code is named by the name it was registered with, and a fault in it is
+/// claimed even outside a scope.
+#[test]
+fn a_fault_in_registered_code_names_the_function() {
+    if in_child() {
+        assert!(signals::install());
+        let start = load_in_asm as extern "C" fn(*const u64) -> u64 as usize;
+        let _code = signals::register_code([CodeRange {
+            start,
+            len: 256,
+            name: "my_reader".into(),
+        }]);
+        load_in_asm(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("a_fault_in_registered_code_names_the_function");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].contains(" in function `my_reader` (JIT-compiled code, pc 0x"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains(" = my_reader+0x"), "{}", lines[0]);
+}
+
+/// Stack overflow on a thread of its own: the handler runs on the alternate stack
+/// `install` gave the thread, and names the overflow.
+#[test]
+fn a_stack_overflow_in_a_scope_is_reported() {
+    if in_child() {
+        let worker = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(|| {
+                assert!(signals::install());
+                let _scope = signals::fault_scope(false);
+                recurse(0)
+            })
+            .unwrap();
+        let _ = worker.join();
+        std::process::exit(0);
+    }
+    let out = child("a_stack_overflow_in_a_scope_is_reported");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
+        "{}",
+        lines[0]
+    );
+}
+
+/// Outside a scope and registered code, a fault is not ours: it goes to the handler that
+/// was there before (Rust's, which lets the default action kill the process), with no
+/// `locus:` line.
+#[test]
+fn other_faults_are_passed_on() {
+    if in_child() {
+        assert!(signals::install());
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("other_faults_are_passed_on");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{out:?}");
+    assert!(locus_lines(&out).is_empty(), "{out:?}");
+}
+
+/// A scope asking for `abort` ends the process with SIGABRT after the line.
+#[test]
+fn an_aborting_scope_aborts() {
+    if in_child() {
+        assert!(signals::install());
+        let _scope = signals::fault_scope(true);
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("an_aborting_scope_aborts");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{out:?}");
+    assert_eq!(locus_lines(&out).len(), 1, "{out:?}");
+}
+
+/// Scopes end: after one is dropped, faults are passed on again.
+#[test]
+fn a_dropped_scope_claims_nothing() {
+    if in_child() {
+        assert!(signals::install());
+        drop(signals::fault_scope(false));
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("a_dropped_scope_claims_nothing");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{out:?}");
+}
