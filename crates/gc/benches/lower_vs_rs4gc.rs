@@ -56,7 +56,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use locus_gc::lower::emit::Sabotage;
 use locus_gc::lower::{
     color, emit, final_lower, liveness, lower_module, place, scan, FunctionReport, LowerOptions,
 };
@@ -303,7 +302,6 @@ fn phases(text: &str, clock: Clock) -> Phases {
     let ctx = Context::new();
     let module = parse(&ctx, text);
     let b = Builder::new(&module);
-    let mut sabotage = Sabotage::default();
     let mut times: Vec<(&'static str, Duration)> = Vec::new();
     let mut add = |name: &'static str, start: Stamp| {
         let d = start.elapsed(clock);
@@ -329,8 +327,8 @@ fn phases(text: &str, clock: Clock) -> Phases {
         let mut live = liveness::analyze(&scan.model);
         add("liveness", s);
         let s = clock.now();
-        liveness::refine_choices(&scan.model, &mut live);
-        add("refine_choices", s);
+        liveness::refine(&scan.model, &mut live);
+        add("refine", s);
         let s = clock.now();
         let coloring = color::color(&scan.model, &live);
         add("color", s);
@@ -341,7 +339,7 @@ fn phases(text: &str, clock: Clock) -> Phases {
             slots = coloring.num_slots;
         }
         let s = clock.now();
-        if let Err(e) = emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans, &mut sabotage) {
+        if let Err(e) = emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans) {
             fail(e);
         }
         add("emit", s);

@@ -2,16 +2,7 @@
 
 use locus_llvm::ir::Type;
 
-/// Untracked pointers.
-pub const UNTRACKED: u32 = 0;
-/// GC-tracked pointers (`jl_value_t*`): what frame slots hold.
-pub const TRACKED: u32 = 10;
-/// Pointers derived from a tracked pointer (interior pointers).
-pub const DERIVED: u32 = 11;
-/// Callee-rooted pointers: need no root when passed to a call.
-pub const CALLEE_ROOTED: u32 = 12;
-/// Pointers loaded from a tracked object, alive while it is.
-pub const LOADED: u32 = 13;
+pub use crate::contract::{CALLEE_ROOTED, DERIVED, LOADED, TRACKED, UNTRACKED};
 
 /// True for the four GC address spaces.
 pub fn is_gc(space: u32) -> bool {

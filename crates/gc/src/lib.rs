@@ -78,6 +78,7 @@
 
 #[cfg(feature = "llvm")]
 pub mod addrspace;
+pub mod contract;
 #[cfg(feature = "llvm")]
 mod error;
 #[cfg(feature = "llvm")]

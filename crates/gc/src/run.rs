@@ -116,7 +116,7 @@ pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared
         })
         .map(|f| f.name())
         .collect();
-    let violations: Vec<_> = crate::verify::verify_module(&module)
+    let violations: Vec<_> = crate::verify::verify_module(&module, Default::default())
         .into_iter()
         .filter(|v| v.is_error() && !lowered.contains(&v.function))
         .collect();

@@ -53,18 +53,14 @@ use std::fmt;
 use locus_llvm::ir::{Call, Function, Instruction, Opcode, Type, Value, ValueKind};
 use locus_llvm::Module;
 
-use crate::addrspace::{is_gc, CALLEE_ROOTED, DERIVED, LOADED, TRACKED, UNTRACKED};
+use crate::addrspace::is_gc;
+use crate::contract::{
+    CALLEE_ROOTED, DERIVED, GET_PGCSTACK, JULIA_CALL, JULIA_CALL2, LOADED, POINTER_FROM_OBJREF,
+    PRESERVE_BEGIN, PRESERVE_END, TRACKED, UNTRACKED,
+};
 
-/// `julia.get_pgcstack`.
-const GET_PGCSTACK: &str = "julia.get_pgcstack";
 /// The jlcall marker calls.
-const JULIA_CALLS: &[&str] = &["julia.call", "julia.call2"];
-/// `julia.pointer_from_objref`.
-const POINTER_FROM_OBJREF: &str = "julia.pointer_from_objref";
-/// `llvm.julia.gc_preserve_begin`.
-const PRESERVE_BEGIN: &str = "llvm.julia.gc_preserve_begin";
-/// `llvm.julia.gc_preserve_end`.
-const PRESERVE_END: &str = "llvm.julia.gc_preserve_end";
+const JULIA_CALLS: &[&str] = &[JULIA_CALL, JULIA_CALL2];
 
 /// The casts allowed among the GC spaces, as the help and messages print them.
 const ALLOWED_CASTS: &str = "allowed: 0 -> 10/11/12, 10 -> 11, 10 -> 12";
@@ -223,20 +219,39 @@ impl fmt::Display for Violation {
     }
 }
 
+/// How strict the check is.
+///
+/// Lenient (the default) accepts what Julia's own verifier accepts and the lowering
+/// handles: `getelementptr` on Tracked (10) pointers (Julia checks that only in its
+/// "strong" mode, since LLVM's optimizer makes them), CalleeRooted (12) values in phis,
+/// selects, vector and GEP operations (the lowering lifts them to their tracked bases), and
+/// casts from untracked (0) to Loaded (13), and `julia.pointer_from_objref` on a Derived (11)
+/// pointer. Strict reports those as well.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Report every rule as written in spec 003.
+    pub strict: bool,
+}
+
+impl VerifyOptions {
+    /// Every rule.
+    pub const STRICT: VerifyOptions = VerifyOptions { strict: true };
+}
+
 /// Checks every function defined in `module`; the violations in module order, then
 /// instruction order.
 #[must_use]
-pub fn verify_module(module: &Module<'_>) -> Vec<Violation> {
+pub fn verify_module(module: &Module<'_>, options: VerifyOptions) -> Vec<Violation> {
     module
         .function_list()
         .into_iter()
-        .flat_map(verify_function)
+        .flat_map(|f| verify_function(f, options))
         .collect()
 }
 
 /// Checks one function (nothing for a declaration).
 #[must_use]
-pub fn verify_function(function: Function<'_>) -> Vec<Violation> {
+pub fn verify_function(function: Function<'_>, options: VerifyOptions) -> Vec<Violation> {
     if function.is_declaration() {
         return Vec::new();
     }
@@ -244,6 +259,7 @@ pub fn verify_function(function: Function<'_>) -> Vec<Violation> {
         function,
         name: function.name(),
         out: Vec::new(),
+        strict: options.strict,
     };
     for inst in function.instructions() {
         checker.instruction(inst);
@@ -308,8 +324,13 @@ fn operand_text(v: Value<'_>) -> String {
 }
 
 /// Whether `from -> to` is an allowed cast; otherwise why not.
-fn cast_problem(from: u32, to: u32) -> Option<String> {
+fn cast_problem(from: u32, to: u32, strict: bool) -> Option<String> {
     if !is_gc(from) && !is_gc(to) {
+        return None;
+    }
+    // Julia's verifier accepts any cast out of untracked memory; the frontend takes
+    // responsibility for such pointers (spec 003), and the lowering roots nothing for them.
+    if !strict && from == UNTRACKED {
         return None;
     }
     let allowed = matches!(
@@ -345,6 +366,7 @@ struct Checker<'m> {
     function: Function<'m>,
     name: String,
     out: Vec<Violation>,
+    strict: bool,
 }
 
 impl<'m> Checker<'m> {
@@ -363,13 +385,13 @@ impl<'m> Checker<'m> {
             Opcode::AddrSpaceCast => {
                 if let (Some(src), Some(to)) = (op(0), scalar_space(inst.ty())) {
                     if let Some(from) = scalar_space(src.ty()) {
-                        if let Some(problem) = cast_problem(from, to) {
+                        if let Some(problem) = cast_problem(from, to, self.strict) {
                             self.report(Rule::AddrSpaceCast, inst, problem);
                         }
                     }
                 }
             }
-            Opcode::GetElementPtr if scalar_space(inst.ty()) == Some(TRACKED) => {
+            Opcode::GetElementPtr if self.strict && scalar_space(inst.ty()) == Some(TRACKED) => {
                 self.report(Rule::TrackedGep, inst, tracked_gep_message(None));
             }
             Opcode::IntToPtr => {
@@ -439,7 +461,10 @@ impl<'m> Checker<'m> {
             self.jlcall(inst, call, &name);
         } else if name == POINTER_FROM_OBJREF {
             let args = call.arguments();
-            let arg_ok = args.len() == 1 && is_scalar_pointer_in(args[0].ty(), TRACKED);
+            // Julia's optimizer also passes Derived (11) pointers; only strict mode refuses.
+            let arg_ok = args.len() == 1
+                && (is_scalar_pointer_in(args[0].ty(), TRACKED)
+                    || (!self.strict && is_scalar_pointer_in(args[0].ty(), DERIVED)));
             let result_ok = is_scalar_pointer_in(inst.ty(), UNTRACKED);
             if !arg_ok || !result_ok {
                 let args: Vec<String> = args.iter().map(|a| a.ty().print()).collect();
@@ -534,6 +559,20 @@ impl<'m> Checker<'m> {
                     Some("is stored through".to_string())
                 }
                 op if op.is_call() => self.callee_rooted_call_use(inst, i, n),
+                // Lifted to their tracked bases by the lowering, as Julia does.
+                Opcode::Phi
+                | Opcode::Select
+                | Opcode::GetElementPtr
+                | Opcode::ExtractElement
+                | Opcode::InsertElement
+                | Opcode::ShuffleVector
+                | Opcode::BitCast
+                | Opcode::Freeze
+                | Opcode::ICmp
+                    if !self.strict =>
+                {
+                    None
+                }
                 op => Some(format!("is used by {}", opcode_name(op, inst))),
             };
             if let Some(problem) = problem {
@@ -604,14 +643,16 @@ impl<'m> Checker<'m> {
                 Opcode::AddrSpaceCast => {
                     let from = src.and_then(scalar_space);
                     if let (Some(from), Some(to)) = (from, scalar_space(c.ty())) {
-                        if let Some(problem) = cast_problem(from, to) {
+                        if let Some(problem) = cast_problem(from, to, self.strict) {
                             let message = format!("in constant expression `{shown}`: {problem}");
                             self.report(Rule::AddrSpaceCast, inst, message);
                         }
                     }
                 }
                 Opcode::GetElementPtr if scalar_space(c.ty()) == Some(TRACKED) => {
-                    self.report(Rule::TrackedGep, inst, tracked_gep_message(Some(&shown)));
+                    if self.strict {
+                        self.report(Rule::TrackedGep, inst, tracked_gep_message(Some(&shown)));
+                    }
                 }
                 Opcode::IntToPtr => {
                     if let Some(space) = scalar_space(c.ty()).filter(|&s| is_gc(s)) {
@@ -688,4 +729,60 @@ fn ptrtoint_message(space: u32, constant: Option<&str>) -> String {
          integers (use julia.pointer_from_objref for a raw pointer)",
         space_name(space)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locus_llvm::{Context, Module};
+
+    fn rules(ir: &str, options: VerifyOptions) -> Vec<Rule> {
+        let ctx = Context::new();
+        let module = match Module::parse_ir(&ctx, "t.ll", ir) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        verify_module(&module, options)
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
+    }
+
+    /// Lenient (the default) accepts what Julia's own verifier accepts outside its strong
+    /// mode; strict reports it.
+    #[test]
+    fn lenient_accepts_what_julia_accepts() {
+        let cases = [
+            (
+                "%o = load ptr addrspace(10), ptr null\n  %g = getelementptr i8, ptr addrspace(10) %o, i64 8",
+                Rule::TrackedGep,
+            ),
+            (
+                "%o = load ptr addrspace(10), ptr null\n  %a = addrspacecast ptr addrspace(10) %o to ptr addrspace(12)\n  %s = select i1 %c, ptr addrspace(12) %a, ptr addrspace(12) null",
+                Rule::CalleeRootedUse,
+            ),
+            (
+                "%l = addrspacecast ptr null to ptr addrspace(13)",
+                Rule::AddrSpaceCast,
+            ),
+            (
+                "%o = load ptr addrspace(10), ptr null\n  %d = addrspacecast ptr addrspace(10) %o to ptr addrspace(11)\n  %r = call ptr @julia.pointer_from_objref(ptr addrspace(11) %d)",
+                Rule::PointerFromObjref,
+            ),
+        ];
+        for (body, rule) in cases {
+            let ir = format!(
+                "declare ptr @julia.pointer_from_objref(ptr addrspace(11))\n\
+                 define void @f(i1 %c) {{\n  {body}\n  ret void\n}}\n"
+            );
+            assert_eq!(rules(&ir, VerifyOptions::default()), [], "{body}");
+            assert_eq!(rules(&ir, VerifyOptions::STRICT), [rule], "{body}");
+        }
+        // What Julia rejects too stays an error in both.
+        let load = "define void @f(ptr addrspace(12) %p) {\n  %v = load i64, ptr addrspace(12) %p\n  ret void\n}\n";
+        assert_eq!(
+            rules(load, VerifyOptions::default()),
+            [Rule::CalleeRootedUse]
+        );
+    }
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use locus_gc::run::prepare;
-use locus_gc::verify::{verify_module, Rule, Severity};
+use locus_gc::verify::{verify_module, Rule, Severity, VerifyOptions};
 use locus_gc::Error;
 use locus_llvm::{Context, Module};
 
@@ -109,7 +109,7 @@ fn every_program_verifies_clean() {
         let ctx = Context::new();
         let module = Module::parse_ir(&ctx, &path.display().to_string(), &text)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let violations = verify_module(&module);
+        let violations = verify_module(&module, VerifyOptions::STRICT);
         assert!(
             violations.is_empty(),
             "{} should verify clean:\n{}",
@@ -136,7 +136,7 @@ fn every_negative_fixture_breaks_exactly_its_rule() {
         module
             .verify()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let got = verify_module(&module);
+        let got = verify_module(&module, VerifyOptions::STRICT);
         let listing = got
             .iter()
             .map(|v| format!("  {v}"))
@@ -189,7 +189,7 @@ fn cast_messages_name_both_spaces_and_the_allowed_casts() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/verify/cast_derived_to_tracked.ll");
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, "cast", read(&path)).unwrap_or_else(|e| panic!("{e}"));
-    let got = verify_module(&module);
+    let got = verify_module(&module, VerifyOptions::STRICT);
     assert_eq!(
         got[0].to_string(),
         "addrspacecast: function @bad, instruction `%t = addrspacecast ptr addrspace(11) %d \
@@ -200,7 +200,7 @@ fn cast_messages_name_both_spaces_and_the_allowed_casts() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/verify/cast_derived_to_callee_rooted.ll");
     let module = Module::parse_ir(&ctx, "cast2", read(&path)).unwrap_or_else(|e| panic!("{e}"));
-    let got = verify_module(&module);
+    let got = verify_module(&module, VerifyOptions::STRICT);
     assert!(
         got[0]
             .message
@@ -224,8 +224,8 @@ fn only_the_pgcstack_rule_is_a_warning() {
     }
 }
 
-/// `run` verifies first: a module breaking an invariant is refused with every error, and
-/// not lowered or run.
+/// `run` verifies first (leniently, as Julia does): a module breaking an invariant is
+/// refused with every error, and not lowered or run.
 #[test]
 fn run_refuses_a_module_with_violations() {
     let ir = r#"
@@ -243,10 +243,11 @@ fn run_refuses_a_module_with_violations() {
     match prepare("bad.ll", ir, "main") {
         Err(Error::Invariants(v)) => {
             let rules: Vec<Rule> = v.iter().map(|v| v.rule).collect();
-            assert_eq!(rules, [Rule::TrackedGep, Rule::IntPtrCast]);
+            // Lenient, as Julia's own verifier: the GEP on a Tracked pointer passes.
+            assert_eq!(rules, [Rule::IntPtrCast]);
             let text = Error::Invariants(v).to_string();
             assert!(
-                text.starts_with("2 GC invariant violation(s), not lowered:\n  tracked-gep: "),
+                text.starts_with("1 GC invariant violation(s), not lowered:\n  int-ptr-cast: "),
                 "{text}"
             );
         }
@@ -277,7 +278,7 @@ fn run_does_not_refuse_a_module_with_only_warnings() {
     "#;
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, "warn.ll", ir).unwrap_or_else(|e| panic!("{e}"));
-    let got = verify_module(&module);
+    let got = verify_module(&module, VerifyOptions::STRICT);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].rule, Rule::PgcstackEntry);
     assert!(!got[0].is_error());

@@ -73,11 +73,12 @@ use llvm_sys::core::{
     LLVMValueMetadataEntriesGetKind, LLVMValueMetadataEntriesGetMetadata, LLVMVectorType,
     LLVMVoidTypeInContext,
 };
+use llvm_sys::core::{LLVMCreateEnumAttribute, LLVMGetEnumAttributeKindForName, LLVMSetOrdering};
 use llvm_sys::prelude::{
     LLVMAttributeRef, LLVMBasicBlockRef, LLVMBuilderRef, LLVMContextRef, LLVMOperandBundleRef,
     LLVMTypeRef, LLVMValueRef,
 };
-use llvm_sys::LLVMTailCallKind;
+use llvm_sys::{LLVMAtomicOrdering, LLVMTailCallKind};
 
 use crate::error::{Error, Result};
 use crate::ir::{
@@ -1501,6 +1502,75 @@ impl<'m> Builder<'m> {
         }
         // SAFETY: `raw` is a live alloca, load or store; the alignment is a power of two.
         unsafe { LLVMSetAlignment(raw, bytes) };
+        Ok(())
+    }
+
+    /// Removes the instruction's metadata of kind `kind` (`"invariant.load"`, `"tbaa"`), if
+    /// it has any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`] if `inst` is erased or belongs to another module, or the kind's name
+    /// is too long.
+    pub fn remove_metadata(&self, inst: Instruction<'m>, kind: &str) -> Result<()> {
+        let raw = self.inst(inst)?;
+        let Ok(len) = c_uint::try_from(kind.len()) else {
+            return refuse(format!("metadata kind `{kind}` is too long"));
+        };
+        // SAFETY: `self.ctx` is live and the name valid for `len` bytes; `raw` is a live
+        // instruction of this module; a null node removes the attachment.
+        unsafe {
+            let id = LLVMGetMDKindIDInContext(self.ctx, kind.as_ptr().cast(), len);
+            LLVMSetMetadata(raw, id, std::ptr::null_mut());
+        }
+        Ok(())
+    }
+
+    /// Makes a `load` or `store` atomic with `unordered` ordering (what a GC's readers of an
+    /// object header need: no tearing, no ordering).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`] if `inst` is not a load or store.
+    pub fn set_unordered_atomic(&self, inst: Instruction<'m>) -> Result<()> {
+        let raw = self.inst(inst)?;
+        if !matches!(inst.opcode(), Opcode::Load | Opcode::Store) {
+            return refuse(format!("cannot make {} atomic", inst.describe()));
+        }
+        // SAFETY: `raw` is a live load or store.
+        unsafe { LLVMSetOrdering(raw, LLVMAtomicOrdering::LLVMAtomicOrderingUnordered) };
+        Ok(())
+    }
+
+    /// Adds the enum attribute `name` (`noalias`, `nonnull`, `align`, `dereferenceable`),
+    /// with `value` for those that take one, at `index` of the call site `call`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`] if `call` is not a call or `invoke`, or LLVM knows no enum attribute
+    /// by that name.
+    pub fn add_call_attribute(
+        &self,
+        call: Instruction<'m>,
+        index: AttributeIndex,
+        name: &str,
+        value: u64,
+    ) -> Result<()> {
+        let raw = self.call_site(call)?;
+        // SAFETY: the name is valid for its length.
+        let kind = unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len()) };
+        if kind == 0 {
+            return refuse(format!("no enum attribute named `{name}`"));
+        }
+        let Some(idx) = index.raw() else {
+            return refuse(format!("attribute index {index:?} is out of range"));
+        };
+        // SAFETY: `self.ctx` is live; `raw` is a live call site of this module; the
+        // attribute belongs to the same context.
+        unsafe {
+            let attr = LLVMCreateEnumAttribute(self.ctx, kind, value);
+            LLVMAddCallSiteAttribute(raw.instruction().as_raw(), idx, attr);
+        }
         Ok(())
     }
 

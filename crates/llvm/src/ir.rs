@@ -79,6 +79,11 @@ use llvm_sys::core::{
     LLVMTypeOf, LLVMValueAsBasicBlock, LLVMValueIsBasicBlock,
 };
 use llvm_sys::core::{LLVMConstIntGetSExtValue, LLVMConstIntGetZExtValue, LLVMCountParamTypes};
+use llvm_sys::core::{
+    LLVMGetMDKindIDInContext, LLVMGetMDNodeNumOperands, LLVMGetMDNodeOperands, LLVMGetMDString,
+    LLVMGetMetadata, LLVMGetTypeContext, LLVMIsAGlobalVariable, LLVMIsAMDNode, LLVMIsAMDString,
+    LLVMIsGlobalConstant,
+};
 use llvm_sys::prelude::{
     LLVMAttributeRef, LLVMBasicBlockRef, LLVMOperandBundleRef, LLVMTypeRef, LLVMValueRef,
 };
@@ -702,6 +707,14 @@ impl<'m> Value<'m> {
     pub fn is_global(self) -> bool {
         // SAFETY: `self.raw` is a live value.
         !unsafe { LLVMIsAGlobalValue(self.raw) }.is_null()
+    }
+
+    /// Whether the value is a global variable declared `constant`.
+    #[must_use]
+    pub fn is_constant_global(self) -> bool {
+        // SAFETY: `self.raw` is a live value; LLVMIsGlobalConstant is only asked of a global
+        // variable.
+        unsafe { !LLVMIsAGlobalVariable(self.raw).is_null() && LLVMIsGlobalConstant(self.raw) != 0 }
     }
 
     /// Whether the value is a constant null/zero of its type (`null`, `0`,
@@ -1686,6 +1699,71 @@ pub struct Instruction<'m> {
     _module: PhantomData<&'m ()>,
 }
 
+/// Metadata attached to an instruction, as a tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Metadata<'m> {
+    /// `!"text"`.
+    String(String),
+    /// `!{...}`, its operands in order (a null operand reads as [`Metadata::Other`]).
+    Node(Vec<Metadata<'m>>),
+    /// A value wrapped as metadata (`i64 0`, `ptr @g`).
+    Value(Value<'m>),
+    /// Anything else, or a node nested too deep.
+    Other,
+}
+
+impl<'m> Metadata<'m> {
+    fn read(raw: LLVMValueRef, depth: u32) -> Metadata<'m> {
+        if raw.is_null() || depth == 0 {
+            return Metadata::Other;
+        }
+        // SAFETY: `raw` is a live value of this context (an operand of live metadata).
+        unsafe {
+            if !LLVMIsAMDString(raw).is_null() {
+                let mut len: c_uint = 0;
+                let text = LLVMGetMDString(raw, &mut len);
+                if text.is_null() {
+                    return Metadata::Other;
+                }
+                let bytes = std::slice::from_raw_parts(text.cast::<u8>(), len as usize);
+                return Metadata::String(String::from_utf8_lossy(bytes).into_owned());
+            }
+            if !LLVMIsAMDNode(raw).is_null() {
+                let n = LLVMGetMDNodeNumOperands(raw) as usize;
+                let mut ops: Vec<LLVMValueRef> = vec![std::ptr::null_mut(); n];
+                LLVMGetMDNodeOperands(raw, ops.as_mut_ptr());
+                return Metadata::Node(
+                    ops.into_iter()
+                        .map(|o| Metadata::read(o, depth - 1))
+                        .collect(),
+                );
+            }
+            if LLVMGetValueKind(raw) == LLVMValueKind::LLVMMetadataAsValueValueKind {
+                return Metadata::Other;
+            }
+        }
+        Metadata::Value(Value::from_raw(raw))
+    }
+
+    /// The operands of a node (none for anything else).
+    #[must_use]
+    pub fn operands(&self) -> &[Metadata<'m>] {
+        match self {
+            Metadata::Node(ops) => ops,
+            _ => &[],
+        }
+    }
+
+    /// The text of a string.
+    #[must_use]
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Metadata::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 impl<'m> Instruction<'m> {
     pub(crate) fn from_raw(raw: LLVMValueRef) -> Self {
         Instruction {
@@ -1918,6 +1996,22 @@ impl<'m> Instruction<'m> {
             })
             .collect();
         Some(lanes)
+    }
+
+    /// The instruction's metadata of kind `kind` (`"tbaa"`, `"alias.scope"`,
+    /// `"invariant.load"`), read into a tree (nodes nested at most 16 deep; deeper ones, and
+    /// the cycles of self-referential nodes, read as [`Metadata::Other`]).
+    #[must_use]
+    pub fn metadata(self, kind: &str) -> Option<Metadata<'m>> {
+        let len = c_uint::try_from(kind.len()).ok()?;
+        // SAFETY: `self.raw` is a live instruction; its type's context is live with it; the
+        // name is valid for `len` bytes.
+        let md = unsafe {
+            let ctx = LLVMGetTypeContext(LLVMTypeOf(self.raw));
+            let id = LLVMGetMDKindIDInContext(ctx, kind.as_ptr().cast(), len);
+            LLVMGetMetadata(self.raw, id)
+        };
+        (!md.is_null()).then(|| Metadata::read(md, 16))
     }
 
     /// The alignment in bytes of an `alloca`, `load` or `store` (0 if none is given).

@@ -139,7 +139,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -164,6 +164,7 @@ mod tests {
             operands: vec![],
             defs: vec![],
             returns_twice: true,
+            callee_rooted: vec![],
         }));
         steps.push(Step::Use(vec![0]));
         steps.push(sp(2, vec![], vec![1]));
@@ -172,7 +173,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 4,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

@@ -14,29 +14,16 @@
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Opcode, Value};
 
+use super::alloc;
 use super::place::SafepointPlan;
-use super::scan::{Scan, JL_ROOTS, JULIA_CALL, POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END};
+use super::scan::Scan;
 use crate::addrspace::{LeafPath, TRACKED, UNTRACKED};
+use crate::contract::{
+    ALLOC_ZEROINIT_INDIRECT, FIELD_WRITE_BARRIER_PREFIX, GC_ALLOC_OBJ, GC_LOADED,
+    GET_GC_FRAME_SLOT, JL_ROOTS, JULIA_CALL, JULIA_CALL2, NEW_GC_FRAME, OBJECT_WRITE_BARRIER,
+    POINTER_FROM_OBJREF, POP_GC_FRAME, PRESERVE_BEGIN, PRESERVE_END, PUSH_GC_FRAME, WRITE_BARRIER,
+};
 use crate::Result;
-
-/// The four intrinsics of the intermediate form.
-pub const NEW_GC_FRAME: &str = "julia.new_gc_frame";
-/// Links a frame into the chain.
-pub const PUSH_GC_FRAME: &str = "julia.push_gc_frame";
-/// The address of a root slot.
-pub const GET_GC_FRAME_SLOT: &str = "julia.get_gc_frame_slot";
-/// Unlinks a frame.
-pub const POP_GC_FRAME: &str = "julia.pop_gc_frame";
-
-/// Which planned stores to leave out: a test-only switch that must make the stress
-/// collector report a dangling reference.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sabotage {
-    /// Drop the store with this number, counting every planned store of the module in order.
-    pub drop_store: Option<usize>,
-    /// Stores seen so far.
-    pub seen: usize,
-}
 
 pub(crate) fn leaf_value<'m>(b: &Builder<'m>, v: Value<'m>, path: &LeafPath) -> Result<Value<'m>> {
     Ok(match path {
@@ -71,7 +58,6 @@ pub fn emit_frame<'m>(
     scan: &Scan<'m>,
     num_slots: usize,
     plans: &[SafepointPlan],
-    sabotage: &mut Sabotage,
 ) -> Result<()> {
     let base = scan.memory.num_slots();
     let total = base.saturating_add(num_slots);
@@ -93,15 +79,18 @@ pub fn emit_frame<'m>(
     let n = b.const_int(i32t, total as i64)?;
 
     // As Julia places them: the frame first in the entry block, linked right after the
-    // thread's chain head is known.
-    let entry = scan.pgcstack.block().ok_or_else(|| crate::Error::Lower {
+    // thread's chain head is known (at once when it is a parameter).
+    let entry = f.entry_block().ok_or_else(|| crate::Error::Lower {
         function: f.name(),
         instruction: None,
-        message: "julia.get_pgcstack is not in a block".into(),
+        message: "the function has no entry block".into(),
     })?;
     b.position_at_first_insertion_point(entry)?;
     let frame = b.call(new_ty, new_fn, &[n], &[], "gcframe")?;
-    b.position_after(scan.pgcstack)?;
+    match scan.pgcstack.as_instruction() {
+        Some(call) => b.position_after(call)?,
+        None => b.position_after(frame)?,
+    }
     b.call(push_ty, push_fn, &[frame.as_value(), n], &[], "")?;
     scan.memory.emit(b, frame, slot_ty, slot_fn.as_value())?;
     let frame = frame.as_value();
@@ -112,11 +101,6 @@ pub fn emit_frame<'m>(
         };
         b.position_before(call)?;
         for &(v, slot) in &plan.stores {
-            let this = sabotage.seen;
-            sabotage.seen += 1;
-            if sabotage.drop_store == Some(this) {
-                continue;
-            }
             let Some(leaf) = scan.leaves.get(v) else {
                 continue;
             };
@@ -144,13 +128,43 @@ pub fn emit_frame<'m>(
 pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
     let mut preserve_begins: Vec<Instruction<'m>> = Vec::new();
     for inst in f.instructions() {
+        // A load through a GC pointer is invariant only while the object is rooted, which
+        // stops being known after this pass: LLVM must not move it (Julia does the same, as
+        // does LLVM's statepoint rewriting).
+        if inst.opcode() == Opcode::Load
+            && inst.metadata("invariant.load").is_some()
+            && inst
+                .operand(0)
+                .and_then(|p| p.ty().address_space())
+                .is_some_and(crate::addrspace::is_gc)
+        {
+            b.remove_metadata(inst, "invariant.load")?;
+        }
         let Some(call) = inst.as_call() else { continue };
         let name = call.callee_name().unwrap_or_default();
         if call.has_operand_bundle(JL_ROOTS) {
             b.recreate_call_without_bundle(inst, JL_ROOTS)?;
             continue;
         }
+        if call.has_operand_bundle(ALLOC_ZEROINIT_INDIRECT) {
+            alloc::expand_zeroinit_indirect(b, inst)?;
+            continue;
+        }
         match name.as_str() {
+            _ if is_write_barrier(&name) && stores_nothing_new(call) => b.erase(inst)?,
+            GC_ALLOC_OBJ => alloc::expand_alloc_obj(b, inst)?,
+            // julia.gc_loaded(obj, ptr) only told the analysis what `ptr` lives off.
+            GC_LOADED => {
+                let Some(&ptr) = call.arguments().get(1) else {
+                    continue;
+                };
+                b.position_before(inst)?;
+                let name = inst.name();
+                let cast = b.addrspacecast(ptr, inst.ty(), "")?;
+                b.replace_all_uses_with(inst, cast)?;
+                b.erase(inst)?;
+                b.set_name(cast, &name)?;
+            }
             POINTER_FROM_OBJREF => {
                 let Some(&arg) = call.arguments().first() else {
                     continue;
@@ -162,7 +176,8 @@ pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
             }
             PRESERVE_END => b.erase(inst)?,
             PRESERVE_BEGIN => preserve_begins.push(inst),
-            JULIA_CALL => lower_julia_call(b, f, inst)?,
+            JULIA_CALL => lower_julia_call(b, f, inst, false)?,
+            JULIA_CALL2 => lower_julia_call(b, f, inst, true)?,
             _ => {}
         }
     }
@@ -172,9 +187,40 @@ pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
     Ok(())
 }
 
-/// `julia.call(fptr, F, a1, ..., an)` → `fptr(F, argv, n)` with `argv = [a1, ..., an]` in an
-/// entry-block alloca.
-fn lower_julia_call<'m>(b: &Builder<'m>, f: Function<'m>, inst: Instruction<'m>) -> Result<()> {
+/// True for Julia's write barriers.
+pub(crate) fn is_write_barrier(name: &str) -> bool {
+    name == WRITE_BARRIER
+        || name == OBJECT_WRITE_BARRIER
+        || name.starts_with(FIELD_WRITE_BARRIER_PREFIX)
+}
+
+/// True if a write barrier's children are all the parent itself or constants (null, the
+/// permanent globals): no old-to-young reference can appear, so the barrier can go, as
+/// Julia's pass drops it. A field barrier's arguments are `parent, (slot, child)...`.
+fn stores_nothing_new(call: locus_llvm::ir::Call<'_>) -> bool {
+    let args = call.arguments();
+    let Some((&parent, rest)) = args.split_first() else {
+        return true;
+    };
+    let field = call
+        .callee_name()
+        .is_some_and(|n| n.starts_with(FIELD_WRITE_BARRIER_PREFIX));
+    let children: Vec<_> = if field {
+        rest.iter().skip(1).step_by(2).copied().collect()
+    } else {
+        rest.to_vec()
+    };
+    children.iter().all(|&c| c == parent || c.is_constant())
+}
+
+/// `julia.call(fptr, F, a1, ..., an)` → `fptr(F, argv, n)`, and `julia.call2(fptr, F, X, a1,
+/// ..., an)` → `fptr(X, argv, n, F)`, with `argv = [a1, ..., an]` in an entry-block alloca.
+fn lower_julia_call<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    inst: Instruction<'m>,
+    two: bool,
+) -> Result<()> {
     let Some(call) = inst.as_call() else {
         return Ok(());
     };
@@ -182,21 +228,39 @@ fn lower_julia_call<'m>(b: &Builder<'m>, f: Function<'m>, inst: Instruction<'m>)
     let (Some(&fptr), Some(&callee_f)) = (args.first(), args.get(1)) else {
         return Ok(());
     };
-    let rest = args.get(2..).unwrap_or(&[]);
+    let extra = if two { args.get(2).copied() } else { None };
+    if two && extra.is_none() {
+        return Ok(());
+    }
+    let rest = args.get(if two { 3 } else { 2 }..).unwrap_or(&[]);
     let tracked = b.ptr_type(TRACKED)?;
     let ptr = b.ptr_type(UNTRACKED)?;
     let i32t = b.int_type(32)?;
     let n = rest.len();
-    b.position_after_allocas(f)?;
-    let argv_ty = b.array_type(tracked, n.max(1) as u64)?;
-    let argv = b.alloca(argv_ty, None, "jlcall.argv")?;
-    b.position_before(inst)?;
-    for (i, &a) in rest.iter().enumerate() {
-        let slot = b.gep(tracked, argv, &[b.const_int(i32t, i as i64)?], true, "")?;
-        b.store(a, slot)?;
-    }
-    let jlcall_ty = b.function_type(tracked, &[tracked, ptr, i32t], false)?;
+    // No arguments: a null array, as Julia passes.
+    let argv = if n == 0 {
+        b.null_ptr(UNTRACKED)?
+    } else {
+        b.position_after_allocas(f)?;
+        let argv = b.alloca(b.array_type(tracked, n as u64)?, None, "jlcall.argv")?;
+        b.position_before(inst)?;
+        for (i, &a) in rest.iter().enumerate() {
+            let slot = b.gep(tracked, argv, &[b.const_int(i32t, i as i64)?], true, "")?;
+            b.store(a, slot)?;
+        }
+        argv.as_value()
+    };
     let count = b.const_int(i32t, n as i64)?;
-    b.replace_callee(inst, jlcall_ty, fptr, &[callee_f, argv.as_value(), count])?;
+    match extra {
+        // julia.call2(fptr, F, X, args...) -> fptr(X, argv, n, F).
+        Some(x) => {
+            let jlcall2_ty = b.function_type(tracked, &[tracked, ptr, i32t, tracked], false)?;
+            b.replace_callee(inst, jlcall2_ty, fptr, &[x, argv, count, callee_f])?;
+        }
+        None => {
+            let jlcall_ty = b.function_type(tracked, &[tracked, ptr, i32t], false)?;
+            b.replace_callee(inst, jlcall_ty, fptr, &[callee_f, argv, count])?;
+        }
+    }
     Ok(())
 }

@@ -13,13 +13,13 @@
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Value};
 
-use super::emit::{GET_GC_FRAME_SLOT, NEW_GC_FRAME, POP_GC_FRAME, PUSH_GC_FRAME};
-use super::scan::{pgcstack_call, GET_PGCSTACK};
+use super::scan::pgcstack;
 use crate::addrspace::{TRACKED, UNTRACKED};
+use crate::contract::{
+    FRAME_HEADER_WORDS, GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, NEW_GC_FRAME,
+    NROOTS_SHIFT, POP_GC_FRAME, PUSH_GC_FRAME, RUNTIME_GET_PGCSTACK,
+};
 use crate::{Error, Result};
-
-/// The runtime function that replaces `julia.get_pgcstack`.
-pub const RUNTIME_GET_PGCSTACK: &str = "locus_gc_get_pgcstack";
 
 fn callee(inst: Instruction<'_>) -> String {
     inst.as_call()
@@ -27,45 +27,79 @@ fn callee(inst: Instruction<'_>) -> String {
         .unwrap_or_default()
 }
 
-/// Lowers the frame intrinsics and `julia.get_pgcstack` in `f`.
+/// Lowers the frame intrinsics and every `julia.get_pgcstack` call in `f`.
 pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
-    let Some(pgcstack) = pgcstack_call(f) else {
-        return Ok(());
-    };
     let i64t = b.int_type(64)?;
     let i32t = b.int_type(32)?;
     let ptr = b.ptr_type(UNTRACKED)?;
-    // The chain head comes from the runtime.
+    let refuse = |inst: Instruction<'m>, message: &str| Error::Lower {
+        function: f.name(),
+        instruction: Some(inst.print().trim().to_string()),
+        message: message.into(),
+    };
+    // The chain head: the `"gcstack"` parameter, else the entry block's call, which (like
+    // every other such call) now asks the runtime.
+    let chosen = pgcstack(f);
+    let mut head = chosen.filter(|v| v.as_instruction().is_none());
     let get_ty = b.function_type(ptr, &[], false)?;
-    let get_fn = b.declare_function(RUNTIME_GET_PGCSTACK, get_ty)?;
-    let head = b.replace_callee(pgcstack, get_ty, get_fn, &[])?.as_value();
+    for inst in f.instructions() {
+        let name = callee(inst);
+        if name == GET_PGCSTACK || name == GET_PGCSTACK_OR_NEW {
+            let get_fn = b.declare_function(RUNTIME_GET_PGCSTACK, get_ty)?;
+            let call = b.replace_callee(inst, get_ty, get_fn, &[])?.as_value();
+            if chosen == Some(inst.as_value()) {
+                head = Some(call);
+            }
+        }
+    }
 
     let mut frame: Option<(Value<'m>, u64)> = None;
     for inst in f.instructions() {
         let name = callee(inst);
         let arg = |i: usize| inst.as_call().and_then(|c| c.arguments().get(i).copied());
+        let needs_frame =
+            || frame.ok_or_else(|| refuse(inst, "used before julia.new_gc_frame in the function"));
         match name.as_str() {
             NEW_GC_FRAME => {
-                let n = arg(0)
-                    .and_then(|v| v.const_uint())
-                    .ok_or_else(|| Error::Lower {
-                        function: f.name(),
-                        instruction: Some(inst.print().trim().to_string()),
-                        message: "julia.new_gc_frame needs a constant root count".into(),
-                    })?;
+                let n = arg(0).and_then(|v| v.const_uint()).ok_or_else(|| {
+                    refuse(inst, "julia.new_gc_frame needs a constant root count")
+                })?;
                 b.position_after_allocas(f)?;
-                let ty = b.array_type(ptr, n + 2)?;
-                let alloca = b.alloca(ty, None, "gcframe")?;
-                b.replace_all_uses_with(inst, alloca)?;
+                let ty = b.array_type(ptr, n + FRAME_HEADER_WORDS as u64)?;
+                let alloca = b.alloca(ty, None, "")?;
+                // Room for 16-byte aligned allocas moved into the frame.
+                b.set_alignment(alloca, 16)?;
+                // With a datalayout whose allocas live elsewhere (`A5`), the frame is
+                // reached through a generic pointer.
+                let generic = alloca.ty().address_space() == Some(UNTRACKED);
+                let address = if generic {
+                    alloca.as_value()
+                } else {
+                    b.addrspacecast(alloca, ptr, "")?
+                };
+                b.replace_all_uses_with(inst, address)?;
                 b.erase(inst)?;
-                frame = Some((alloca.as_value(), n));
+                b.set_name(address, "gcframe")?;
+                frame = Some((address, n));
             }
             PUSH_GC_FRAME => {
-                let Some((fr, n)) = frame else { continue };
+                let (fr, n) = needs_frame()?;
+                let head = head.ok_or_else(|| {
+                    refuse(
+                        inst,
+                        "no julia.get_pgcstack call or \"gcstack\" parameter to link the frame to",
+                    )
+                })?;
                 b.position_before(inst)?;
-                b.store(b.const_int(i64t, (n << 2) as i64)?, fr)?;
+                b.store(b.const_int(i64t, (n << NROOTS_SHIFT) as i64)?, fr)?;
                 for k in 0..n {
-                    let slot = b.gep(ptr, fr, &[b.const_int(i32t, (k + 2) as i64)?], true, "")?;
+                    let slot = b.gep(
+                        ptr,
+                        fr,
+                        &[b.const_int(i32t, (k + FRAME_HEADER_WORDS as u64) as i64)?],
+                        true,
+                        "",
+                    )?;
                     b.store(b.null_ptr(TRACKED)?, slot)?;
                 }
                 let prev = b.load(ptr, head, "gcframe.prev")?;
@@ -75,23 +109,41 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 b.erase(inst)?;
             }
             GET_GC_FRAME_SLOT => {
-                let (Some((fr, _)), Some(k)) = (frame, arg(1).and_then(|v| v.const_uint())) else {
-                    continue;
-                };
+                let (fr, n) = needs_frame()?;
+                let k = arg(1)
+                    .and_then(|v| v.const_uint())
+                    .filter(|&k| k < n)
+                    .ok_or_else(|| {
+                        refuse(
+                            inst,
+                            "the slot is not a constant below the frame's root count",
+                        )
+                    })?;
                 b.position_before(inst)?;
-                let slot = b.gep(ptr, fr, &[b.const_int(i32t, (k + 2) as i64)?], true, "")?;
+                // As Julia's FinalLowerGC: a GEP over tracked pointers, with the slot's name
+                // (an alloca moved into the frame keeps its own).
+                let name = inst.name();
+                b.set_name(inst, "")?;
+                let slot = b.gep(
+                    b.ptr_type(TRACKED)?,
+                    fr,
+                    &[b.const_int(i32t, (k + FRAME_HEADER_WORDS as u64) as i64)?],
+                    true,
+                    &name,
+                )?;
                 b.replace_all_uses_with(inst, slot)?;
                 b.erase(inst)?;
             }
             POP_GC_FRAME => {
-                let Some((fr, _)) = frame else { continue };
+                let (fr, _) = needs_frame()?;
+                let head =
+                    head.ok_or_else(|| refuse(inst, "no chain head to unlink the frame from"))?;
                 b.position_before(inst)?;
                 let prev_slot = b.gep(ptr, fr, &[b.const_int(i32t, 1)?], true, "")?;
                 let prev = b.load(ptr, prev_slot, "")?;
                 b.store(prev, head)?;
                 b.erase(inst)?;
             }
-            GET_PGCSTACK => {}
             _ => {}
         }
     }

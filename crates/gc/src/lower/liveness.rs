@@ -6,7 +6,6 @@
 //! goal is that "at every safepoint any live GC-tracked pointer ... is in some GC slot").
 //! Phi operands are used at the end of the incoming block.
 
-use super::bitset::BitSet;
 use super::model::{FnModel, Step, ValueId};
 
 /// The result of the analysis. Every set is sorted.
@@ -133,40 +132,88 @@ pub fn analyze(m: &FnModel) -> Liveness {
     }
 }
 
-/// Refinement (spec 003's goal is the fewest roots): a select, or a phi whose incoming
-/// values are all defined above it, holds one of its operands, so where every operand is
-/// rooted anyway it needs no root of its own. Such a value is dropped from every
-/// safepoint's set if, at each safepoint where it is live, all its operands are too.
-/// Operands that are themselves candidates are not relied on (dropping them could undo
-/// the reason). Loop-carried phis are not refined: their incoming value may be a newer
-/// instance than the one the phi holds. One pass over the safepoints' sets.
-pub fn refine_choices(m: &FnModel, live: &mut Liveness) {
+/// Refinement (spec 003's goal is the fewest roots; Julia's `RefineLiveSet`): at each
+/// safepoint, a value needs no root of its own when every value it is refined to
+/// ([`FnModel::refinements`]) is rooted there, directly or, recursively, through its own
+/// refinements. The call's callee-rooted arguments count as rooted, and need no slot at
+/// that call either.
+pub fn refine(m: &FnModel, live: &mut Liveness) {
     let n = m.num_values;
-    let mut operands_of: Vec<Option<&[ValueId]>> = vec![None; n];
-    let mut candidates = BitSet::new(n);
-    for (v, ops) in &m.choices {
-        candidates.insert(*v);
-        if let Some(o) = operands_of.get_mut(*v) {
-            *o = Some(ops);
+    let mut refined_to: Vec<Option<&[ValueId]>> = vec![None; n];
+    for (v, to) in &m.refinements {
+        if let Some(r) = refined_to.get_mut(*v) {
+            *r = Some(to);
         }
     }
-    let mut keep = BitSet::new(n);
-    for (v, ops) in &m.choices {
-        if ops.iter().any(|&o| candidates.contains(o)) {
-            keep.insert(*v);
-        }
-    }
-    for set in &live.at_safepoint {
-        for &v in set {
-            if let Some(Some(ops)) = operands_of.get(v) {
-                if !ops.iter().all(|o| set.binary_search(o).is_ok()) {
-                    keep.insert(v);
+    let mut callee_rooted: Vec<&[ValueId]> = vec![&[]; live.at_safepoint.len()];
+    for block in &m.blocks {
+        for step in &block.steps {
+            if let Step::Safepoint(sp) = step {
+                if let Some(c) = callee_rooted.get_mut(sp.id) {
+                    *c = &sp.callee_rooted;
                 }
             }
         }
     }
-    for set in &mut live.at_safepoint {
-        set.retain(|&v| !candidates.contains(v) || keep.contains(v));
+    if m.refinements.is_empty() && callee_rooted.iter().all(|c| c.is_empty()) {
+        return;
+    }
+    // Per-safepoint marks, told apart by a generation number so nothing is cleared.
+    let mut marks = Marks {
+        generation: 0,
+        in_set: vec![0; n],
+        rooted: vec![0; n],
+        visited: vec![0; n],
+    };
+    for (set, callee) in live.at_safepoint.iter_mut().zip(callee_rooted) {
+        marks.generation += 1;
+        let g = marks.generation;
+        for &v in set.iter() {
+            marks.in_set[v] = g;
+        }
+        for &c in callee {
+            if let Some(r) = marks.rooted.get_mut(c) {
+                *r = g;
+            }
+        }
+        set.retain(|&v| !marks.indirectly_rooted(&refined_to, v, 0));
+    }
+}
+
+struct Marks {
+    generation: u32,
+    in_set: Vec<u32>,
+    rooted: Vec<u32>,
+    visited: Vec<u32>,
+}
+
+impl Marks {
+    /// Whether `v` is kept alive by what is rooted at this safepoint without a root of its
+    /// own. Cycles and very long chains answer no (a root is kept).
+    fn indirectly_rooted(
+        &mut self,
+        refined_to: &[Option<&[ValueId]>],
+        v: ValueId,
+        depth: usize,
+    ) -> bool {
+        let g = self.generation;
+        if self.rooted.get(v) == Some(&g) {
+            return true;
+        }
+        if self.visited.get(v).is_none_or(|&x| x == g) || depth > 1_000 {
+            return false;
+        }
+        self.visited[v] = g;
+        let Some(Some(to)) = refined_to.get(v).copied() else {
+            return false;
+        };
+        let ok = to.iter().all(|&u| {
+            self.indirectly_rooted(refined_to, u, depth + 1) || self.in_set.get(u) == Some(&g)
+        });
+        if ok {
+            self.rooted[v] = g;
+        }
+        ok
     }
 }
 
@@ -185,7 +232,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 3,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -211,7 +258,7 @@ mod tests {
         let m = FnModel {
             num_values: 3,
             num_safepoints: 3,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -264,17 +311,17 @@ mod tests {
                     Step::Use(vec![0, 1, 2]),
                 ],
             }],
-            choices: vec![(2, vec![0, 1])],
+            refinements: vec![(2, vec![0, 1])],
         };
         let mut l = analyze(&m);
         assert_eq!(members(&l.at_safepoint[2]), vec![0, 1, 2]);
-        refine_choices(&m, &mut l);
+        refine(&m, &mut l);
         assert_eq!(members(&l.at_safepoint[2]), vec![0, 1]);
         // If one operand dies before the safepoint, the select keeps its root.
         let mut m2 = m.clone();
         m2.blocks[0].steps[5] = Step::Use(vec![0, 2]);
         let mut l2 = analyze(&m2);
-        refine_choices(&m2, &mut l2);
+        refine(&m2, &mut l2);
         assert_eq!(members(&l2.at_safepoint[2]), vec![0, 2]);
     }
 
@@ -283,7 +330,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],

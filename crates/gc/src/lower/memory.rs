@@ -10,12 +10,16 @@
 //!   other data) also stores each pointer into a *shadow* slot of its own, which keeps the
 //!   object alive for as long as the frame lives.
 //!
+//! - the buffer a call gets as its `"julia.return_roots"="N"` argument (where it returns the
+//!   tracked pointers of an aggregate result) becomes N frame slots.
+//!
 //! These slots come first in the frame, before the slots of SSA values.
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{Function, Instruction, Opcode, Type, Value};
+use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Value};
 
-use crate::addrspace::{tracked_leaves, LeafPath, TRACKED, UNTRACKED};
+use crate::addrspace::{tracked_leaves, LeafPath};
+use crate::contract::{RETURN_ROOTS, TRACKED, UNTRACKED};
 use crate::Result;
 
 /// An `alloca` that becomes frame slots.
@@ -118,6 +122,39 @@ pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
                     .saturating_mul(per_element),
                 align16: align > 8,
             });
+        }
+    }
+    // Julia's return-roots convention: a call writes the tracked pointers of an aggregate
+    // it returns into the buffer passed as its `"julia.return_roots"="N"` argument, which
+    // must then be N frame slots.
+    for inst in f.instructions() {
+        let Some(call) = inst.as_call() else { continue };
+        for (i, arg) in call.arguments().into_iter().enumerate() {
+            let roots = u32::try_from(i)
+                .ok()
+                .and_then(|i| call.string_attribute(AttributeIndex::Param(i), RETURN_ROOTS))
+                .and_then(|n| n.parse::<usize>().ok());
+            let Some(roots) = roots else { continue };
+            for a in alloca_bases(arg) {
+                if static_count(a).is_none() {
+                    continue;
+                }
+                let one_pointer = a
+                    .allocated_type()
+                    .is_some_and(|t| t.is_pointer() && t.address_space() == Some(TRACKED));
+                match memory.allocas.iter_mut().find(|fa| fa.alloca == a) {
+                    Some(fa) if !one_pointer => fa.slots = fa.slots.max(roots),
+                    Some(_) => {}
+                    None if a.ty().address_space() == Some(UNTRACKED) => {
+                        memory.allocas.push(FrameAlloca {
+                            alloca: a,
+                            slots: roots,
+                            align16: a.alignment().unwrap_or(0) > 8,
+                        });
+                    }
+                    None => {}
+                }
+            }
         }
     }
     for inst in f.instructions() {

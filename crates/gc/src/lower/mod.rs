@@ -1,16 +1,28 @@
 //! Late GC root placement: from IR with tracked pointers to IR with a GC frame.
 //!
-//! The pipeline, per function that calls `julia.get_pgcstack` in its entry block:
-//! [`scan`] reduces it to a [`model::FnModel`] (finding tracked values, the bases of derived
-//! ones, the safepoints); [`liveness`] finds the values to root at each safepoint; [`color`]
+//! The pipeline, per function that takes part (its entry block calls
+//! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): [`scan`] reduces it to a
+//! [`model::FnModel`] (finding tracked values, the bases of derived ones, lifting phis and
+//! selects of derived pointers to `%gclift`s over their bases, lane by lane for vectors,
+//! and the safepoints), with [`memory`] finding the `alloca`s that become frame slots and
+//! `immutable` the loads that need no root of their own; [`liveness`] finds the values to
+//! root at each safepoint and drops those refined to others rooted there; [`color`]
 //! assigns frame slots; [`place`] decides where stores and nulls go; [`emit`] writes them
-//! with Julia's `julia.*_gc_frame*` intrinsics and lowers the helper constructs;
-//! [`final_lower`] turns the intrinsics into a real frame linked into the thread's chain.
+//! with Julia's `julia.*_gc_frame*` intrinsics and cleans up the helper constructs (the
+//! jlcall convention, `julia.gc_alloc_obj` expanded by `alloc`, write barriers that
+//! store nothing new); [`final_lower`] turns the intrinsics into a real frame linked into
+//! the thread's chain. A function already framed (by Julia's own pass, or an earlier run)
+//! gets no second frame: it is only finished.
+//!
+//! How this compares with Julia's own LateLowerGCFrame on Julia's tests is measured by
+//! `scripts/julia-gc-conformance`; `tests/filecheck.rs` checks Locus's own fixtures.
 
+mod alloc;
 mod bitset;
 pub mod color;
 pub mod emit;
 pub mod final_lower;
+mod immutable;
 pub mod liveness;
 pub mod memory;
 pub mod model;
@@ -22,16 +34,14 @@ pub use bitset::BitSet;
 use locus_llvm::builder::Builder;
 use locus_llvm::Module;
 
+use crate::contract::{NEW_GC_FRAME, RUNTIME_GET_PGCSTACK};
 use crate::Result;
-use emit::Sabotage;
 
-/// How far to lower, and test switches.
+/// How far to lower.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LowerOptions {
     /// Stop at the intermediate form (the `julia.*_gc_frame*` intrinsics).
     pub intermediate_only: bool,
-    /// Test only: leave out the store with this number (in module order).
-    pub drop_store: Option<usize>,
 }
 
 /// What the lowering did to one safepoint, for people who want to know why a value is
@@ -80,11 +90,14 @@ fn leaf_name(leaf: &scan::Leaf<'_>) -> String {
     }
 }
 
-/// True if `f` already calls `julia.new_gc_frame`.
+/// True if `f` already has a frame: it calls `julia.new_gc_frame` (the intermediate form)
+/// or the runtime's `locus_gc_get_pgcstack` (fully lowered).
 fn already_has_frame(f: locus_llvm::ir::Function<'_>) -> bool {
-    f.instructions()
-        .into_iter()
-        .any(|i| i.as_call().and_then(|c| c.callee_name()).as_deref() == Some(emit::NEW_GC_FRAME))
+    f.instructions().into_iter().any(|i| {
+        i.as_call()
+            .and_then(|c| c.callee_name())
+            .is_some_and(|n| n == NEW_GC_FRAME || n == RUNTIME_GET_PGCSTACK)
+    })
 }
 
 /// Lowers every function of `module` that takes part. The module is changed in place; on
@@ -95,28 +108,27 @@ pub fn lower_module<'m>(
 ) -> Result<Vec<FunctionReport>> {
     let b = Builder::new(module);
     let mut reports = Vec::new();
-    let mut sabotage = Sabotage {
-        drop_store: options.drop_store,
-        seen: 0,
-    };
     for f in module.function_list() {
         if f.is_declaration() {
             continue;
         }
-        // Already in the intermediate form (a frame placed by an earlier run, or by Julia's
-        // own LateLowerGCFrame): a second frame would be wrong, so only finish it. Fully
-        // lowered input no longer calls `julia.get_pgcstack`, so `scan` passes it by.
-        if already_has_frame(f) {
+        // Already framed (by an earlier run, or by Julia's own LateLowerGCFrame): a second
+        // frame would be wrong, so only finish it.
+        let scanned = if already_has_frame(f) {
+            None
+        } else {
+            scan::scan(&b, f)?
+        };
+        let Some(scan) = scanned else {
+            // Julia cleans up every function, framed or not.
+            emit::rewrite_helpers(&b, f)?;
             if !options.intermediate_only {
                 final_lower::final_lower(&b, f)?;
             }
             continue;
-        }
-        let Some(scan) = scan::scan(&b, f)? else {
-            continue;
         };
         let mut live = liveness::analyze(&scan.model);
-        liveness::refine_choices(&scan.model, &mut live);
+        liveness::refine(&scan.model, &mut live);
         let coloring = color::color(&scan.model, &live);
         let plans = place::place(&scan.model, &live, &coloring);
         let report = FunctionReport {
@@ -151,7 +163,7 @@ pub fn lower_module<'m>(
                 })
                 .collect(),
         };
-        emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans, &mut sabotage)?;
+        emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans)?;
         emit::rewrite_helpers(&b, f)?;
         if !options.intermediate_only {
             final_lower::final_lower(&b, f)?;

@@ -21,11 +21,12 @@ pub struct FnModel {
     pub num_safepoints: usize,
     /// The blocks; block 0 is the entry.
     pub blocks: Vec<Block>,
-    /// Values that hold one of several other values: selects of tracked values, and phis
-    /// whose incoming values are all defined in blocks that strictly dominate the phi's
-    /// block. (the value, the values it chooses between); operands that need no root
-    /// (arguments, constants) are left out.
-    pub choices: Vec<(ValueId, Vec<ValueId>)>,
+    /// Julia's refinements: values that need no root of their own at a safepoint where the
+    /// values listed for them are rooted, because those keep them alive (a select or phi
+    /// holds one of its operands; a load from immutable memory lives as long as the object
+    /// it was loaded from). An empty list means something outside the frame keeps the value
+    /// alive (it came from arguments, constants, constant globals or type tags).
+    pub refinements: Vec<(ValueId, Vec<ValueId>)>,
 }
 
 /// One basic block.
@@ -73,6 +74,10 @@ pub struct Safepoint {
     pub defs: Vec<ValueId>,
     /// A `returns_twice` call: what is live across it gets slots of its own.
     pub returns_twice: bool,
+    /// Values passed as CalleeRooted (12) casts of themselves: the callee keeps them alive
+    /// during the call, so they need no root here, and values refined to them need none
+    /// either.
+    pub callee_rooted: Vec<ValueId>,
 }
 
 impl FnModel {
@@ -128,5 +133,6 @@ pub(crate) fn sp(id: SafepointId, operands: Vec<ValueId>, defs: Vec<ValueId>) ->
         operands,
         defs,
         returns_twice: false,
+        callee_rooted: Vec::new(),
     })
 }

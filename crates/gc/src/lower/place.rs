@@ -160,7 +160,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 4,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![Block {
                 succs: vec![],
                 phis: vec![],
@@ -187,7 +187,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 2,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],
@@ -218,7 +218,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 3,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1, 2],
@@ -257,7 +257,7 @@ mod tests {
         let m = FnModel {
             num_values: 1,
             num_safepoints: 3,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1, 2],
@@ -269,6 +269,7 @@ mod tests {
                             operands: vec![],
                             defs: vec![],
                             returns_twice: true,
+                            callee_rooted: vec![],
                         }),
                     ],
                 },
@@ -296,7 +297,7 @@ mod tests {
         let m = FnModel {
             num_values: 2,
             num_safepoints: 2,
-            choices: Vec::new(),
+            refinements: Vec::new(),
             blocks: vec![
                 Block {
                     succs: vec![1],

@@ -6,20 +6,31 @@
 //!
 //! - a *base* is an SSA value whose type holds tracked (address space 10) pointers and that
 //!   brings new references into the function: a call result, a load, a phi or select of
-//!   tracked values, a vector or aggregate built with insertelement/insertvalue. Each tracked
-//!   pointer inside it (each vector element, each tracked struct field) is one model value;
+//!   tracked values, a vector or aggregate built with insertelement/insertvalue/shuffle, a
+//!   lane taken at a variable index. Each tracked pointer inside it (each vector element,
+//!   each tracked struct field, each element of a vector field) is one model value;
 //! - a *derived* value reaches its base through addrspacecast, getelementptr, bitcast,
-//!   freeze, extractelement and extractvalue; a load of a Loaded (13) pointer derives from
-//!   the object it was loaded from. A phi or select of derived pointers gets a parallel phi
-//!   or select over their bases, inserted into the IR here, which is then a base itself;
+//!   freeze, extractelement and extractvalue; a load of Loaded (13) pointers (scalar or
+//!   vector, plain or masked or gathered) and `julia.gc_loaded` derive from the object
+//!   loaded from; vectors and aggregates of derived pointers derive from every operand. A
+//!   phi or select of derived pointers gets a parallel `%gclift` phi or select over their
+//!   bases (one per lane for vectors), inserted into the IR here, which is then a base
+//!   itself; a derived pointer whose base cannot be found is refused, never left unrooted;
+//! - instructions that only derive are not uses themselves: the uses of what they make
+//!   are, and reach only the lanes and fields those need;
 //! - arguments (the caller roots them), constants and casts from address space 0 (spec:
 //!   the frontend takes responsibility for those) need no root;
 //! - a safepoint is a call that may collect: anything but intrinsics, the `julia.*`
-//!   helpers and calls that only read memory. Its tracked and derived arguments, its
+//!   helpers, Julia's runtime calls known not to collect, and calls that only read memory
+//!   or only touch what their arguments point to. Its tracked and derived arguments, its
 //!   `jl_roots` bundle operands and `julia.call`'s arguments stay rooted during the call;
-//!   CalleeRooted (12) arguments do not;
-//! - `llvm.julia.gc_preserve_begin`'s operands are used again at each matching
-//!   `gc_preserve_end`, which keeps them live, hence rooted, at every safepoint between;
+//!   CalleeRooted (12) arguments that are casts of tracked values are rooted by the callee;
+//! - `llvm.julia.gc_preserve_begin`'s operands (aggregates and vectors included) stay
+//!   rooted at every safepoint the begin dominates and no matching end dominates;
+//! - values are *refined* to others that keep them alive (see [`FnModel::refinements`]):
+//!   selects and phis to their operands (a loop-carried incoming value only through its own
+//!   refinements), immutable loads to their source object, constant loads and type tags to
+//!   nothing;
 //! - `julia.pointer_from_objref` is not a use.
 
 use std::collections::HashMap as StdHashMap;
@@ -52,48 +63,15 @@ use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
 
+use super::immutable;
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
-use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath, CALLEE_ROOTED, TRACKED, UNTRACKED};
+use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath};
+use crate::contract::{
+    CALLEE_ROOTED, FIELD_WRITE_BARRIER_PREFIX, GCSTACK_ATTR, GC_LOADED, GET_PGCSTACK,
+    GET_PGCSTACK_OR_NEW, JULIA_CALL, JULIA_CALL2, NOT_SAFEPOINTS, POINTER_FROM_OBJREF,
+    PRESERVE_BEGIN, PRESERVE_END, TRACKED, TYPEOF, UNTRACKED,
+};
 use crate::{Error, Result};
-
-/// Julia's name for the call that marks a function as taking part.
-pub const GET_PGCSTACK: &str = "julia.get_pgcstack";
-/// Julia's raw-pointer escape hatch.
-pub const POINTER_FROM_OBJREF: &str = "julia.pointer_from_objref";
-/// The jlcall convention's marker call.
-pub const JULIA_CALL: &str = "julia.call";
-/// Keeps values alive from here to the matching end.
-pub const PRESERVE_BEGIN: &str = "llvm.julia.gc_preserve_begin";
-/// Ends a preserve region.
-pub const PRESERVE_END: &str = "llvm.julia.gc_preserve_end";
-/// `julia.gc_loaded(obj, ptr)`: `ptr`, loaded from `obj`, lives as long as `obj`.
-pub const GC_LOADED: &str = "julia.gc_loaded";
-/// The bundle that roots extra values during a call.
-pub const JL_ROOTS: &str = "jl_roots";
-
-/// Calls that never collect, by name.
-const NOT_SAFEPOINTS: &[&str] = &[
-    GET_PGCSTACK,
-    GC_LOADED,
-    "julia.typeof",
-    "julia.write_barrier",
-    "julia.object_write_barrier",
-    "julia.pop_handler_noexcept",
-    "jl_egal__unboxed",
-    "jl_lock_value",
-    "jl_unlock_value",
-    "jl_lock_field",
-    "jl_unlock_field",
-    "memcmp",
-    POINTER_FROM_OBJREF,
-    PRESERVE_BEGIN,
-    PRESERVE_END,
-    "julia.new_gc_frame",
-    "julia.push_gc_frame",
-    "julia.pop_gc_frame",
-    "julia.get_gc_frame_slot",
-    "locus_gc_get_pgcstack",
-];
 
 /// One model value: a tracked pointer inside a base SSA value.
 #[derive(Clone, Debug)]
@@ -113,19 +91,33 @@ pub struct Scan<'m> {
     pub leaves: Vec<Leaf<'m>>,
     /// Safepoint → its call.
     pub safepoints: Vec<Instruction<'m>>,
-    /// The `julia.get_pgcstack` call in the entry block.
-    pub pgcstack: Instruction<'m>,
+    /// The chain head: the `julia.get_pgcstack` call in the entry block, or the
+    /// `"gcstack"` parameter.
+    pub pgcstack: Value<'m>,
     /// Tracked pointers the function keeps in its own `alloca`s.
     pub memory: super::memory::FrameMemory<'m>,
 }
 
-/// True if `f` takes part in GC lowering: its entry block calls `julia.get_pgcstack`.
-pub fn pgcstack_call<'m>(f: Function<'m>) -> Option<Instruction<'m>> {
+/// Where `f` gets its thread's GC chain head, if it takes part in GC lowering: a parameter
+/// with the `"gcstack"` attribute (Julia passes it as `swiftself`), else a
+/// `julia.get_pgcstack()` (or `julia.get_pgcstack_or_new()`) call in the entry block.
+pub fn pgcstack<'m>(f: Function<'m>) -> Option<Value<'m>> {
+    let from_param = f.params().into_iter().enumerate().find(|&(i, _)| {
+        u32::try_from(i).is_ok_and(|i| f.has_attribute(AttributeIndex::Param(i), GCSTACK_ATTR))
+    });
+    if let Some((_, p)) = from_param {
+        return Some(p);
+    }
     let entry = f.entry_block()?;
     entry
         .instructions()
         .into_iter()
-        .find(|i| i.as_call().and_then(|c| c.callee_name()).as_deref() == Some(GET_PGCSTACK))
+        .find(|i| {
+            i.as_call()
+                .and_then(|c| c.callee_name())
+                .is_some_and(|n| n == GET_PGCSTACK || n == GET_PGCSTACK_OR_NEW)
+        })
+        .map(|i| i.as_value())
 }
 
 /// True if `call` may collect.
@@ -133,24 +125,32 @@ pub fn is_safepoint(call: Call<'_>) -> bool {
     match call.callee_name() {
         Some(name) => {
             if NOT_SAFEPOINTS.contains(&name.as_str())
+                || name.starts_with(FIELD_WRITE_BARRIER_PREFIX)
                 || call.is_intrinsic()
                 || name.starts_with("llvm.")
             {
                 return false;
             }
-            if name == JULIA_CALL {
+            if name == JULIA_CALL || name == JULIA_CALL2 {
                 return true;
             }
             if let Some(f) = call.called_function() {
-                if f.memory_effects().only_reads_memory() {
+                if cannot_collect(f.memory_effects()) {
                     return false;
                 }
             }
-            !call.memory_effects().only_reads_memory()
+            !cannot_collect(call.memory_effects())
         }
         // Indirect calls may go anywhere.
-        None => !call.memory_effects().only_reads_memory(),
+        None => !cannot_collect(call.memory_effects()),
     }
+}
+
+/// True for calls that cannot collect by their memory effects, as Julia decides: those
+/// that only read memory, and those that touch only what their arguments point to (a
+/// collection changes the collector's own, inaccessible, state).
+fn cannot_collect(effects: locus_llvm::ir::MemoryEffects) -> bool {
+    effects.only_reads_memory() || effects.only_accesses_argument_memory()
 }
 
 /// True if `call` is `returns_twice` (at the call site or on its callee).
@@ -186,6 +186,11 @@ fn is_base_def(inst: Instruction<'_>) -> bool {
     if tracked_leaves(inst.ty()).is_empty() {
         return false;
     }
+    // A lane taken at a variable index holds one of several objects: a value of its own,
+    // as Julia numbers it.
+    if inst.opcode() == Opcode::ExtractElement {
+        return inst.operand(1).is_some_and(|i| i.const_uint().is_none());
+    }
     matches!(
         inst.opcode(),
         Opcode::Call
@@ -200,6 +205,47 @@ fn is_base_def(inst: Instruction<'_>) -> bool {
             | Opcode::AtomicCmpXchg
             | Opcode::VAArg
     )
+}
+
+/// True if `inst` only derives a value from its operands, so that using it is using them:
+/// casts, GEPs, and picking or building lanes and fields.
+fn is_derivation(inst: Instruction<'_>) -> bool {
+    matches!(
+        inst.opcode(),
+        Opcode::GetElementPtr
+            | Opcode::BitCast
+            | Opcode::AddrSpaceCast
+            | Opcode::Freeze
+            | Opcode::ExtractElement
+            | Opcode::ExtractValue
+            | Opcode::InsertElement
+            | Opcode::InsertValue
+            | Opcode::ShuffleVector
+    )
+}
+
+/// The name of the phis and selects made over the bases of derived ones (Julia's).
+const LIFTED: &str = "gclift";
+
+/// True if `v` is a Tracked (10) value, through pointer casts.
+fn is_cast_of_tracked(v: Value<'_>) -> bool {
+    let mut v = v;
+    for _ in 0..64 {
+        let ty = v.ty();
+        if ty.is_pointer() && ty.address_space() == Some(TRACKED) {
+            return true;
+        }
+        match v.as_instruction() {
+            Some(i) if matches!(i.opcode(), Opcode::AddrSpaceCast | Opcode::BitCast) => {
+                match i.operand(0) {
+                    Some(src) => v = src,
+                    None => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// True for a pointer, or a vector of pointers, in address space 0.
@@ -320,6 +366,50 @@ impl<'s, 'm> Scanner<'s, 'm> {
         }
     }
 
+    /// `extractelement %v, %i` of a vector of derived pointers, at a variable index: the
+    /// same lane of the tracked vector they derive from, `%gclift = extractelement %base,
+    /// %i`, or, where the lanes have different bases, a vector of them built lane by lane.
+    fn lift_dynamic_lane(&mut self, inst: Instruction<'m>) -> Result<Value<'m>> {
+        let (Some(vector), Some(index)) = (inst.operand(0), inst.operand(1)) else {
+            return Err(self.unknown_base(inst));
+        };
+        self.builder.position_before(inst)?;
+        let mut base = vector;
+        for _ in 0..64 {
+            if base.ty().scalar().address_space() == Some(TRACKED) {
+                return Ok(self.builder.extract_element(base, index, LIFTED)?);
+            }
+            match base.as_instruction() {
+                Some(i)
+                    if matches!(
+                        i.opcode(),
+                        Opcode::AddrSpaceCast | Opcode::BitCast | Opcode::Freeze
+                    ) =>
+                {
+                    match i.operand(0) {
+                        Some(src) if src.ty().is_vector() => base = src,
+                        _ => break,
+                    }
+                }
+                _ => break,
+            }
+        }
+        let n = vector.ty().vector_len().unwrap_or(0);
+        let tracked = self.builder.ptr_type(TRACKED)?;
+        let mut lanes = self.builder.undef(self.builder.vector_type(tracked, n)?)?;
+        let i32t = self.builder.int_type(32)?;
+        for lane in 0..n {
+            let b = self.lane_base(vector, u64::from(lane), 0)?;
+            lanes = self.builder.insert_element(
+                lanes,
+                b,
+                self.builder.const_int(i32t, i64::from(lane))?,
+                "",
+            )?;
+        }
+        Ok(self.builder.extract_element(lanes, index, LIFTED)?)
+    }
+
     fn unknown_base(&self, inst: Instruction<'m>) -> Error {
         self.error(
             Some(inst),
@@ -409,7 +499,7 @@ impl<'s, 'm> Scanner<'s, 'm> {
                 } else {
                     c
                 };
-                Ok(self.builder.select(c, bt, bf, "gclift")?)
+                Ok(self.builder.select(c, bt, bf, LIFTED)?)
             }
             Opcode::Call => {
                 let call = inst.as_call();
@@ -438,9 +528,9 @@ impl<'s, 'm> Scanner<'s, 'm> {
 
     /// Makes the parallel base phis and selects for the phis and selects of derived
     /// pointers: the phis first and empty, so that loops can refer to them (one per lane
-    /// for a vector, as Julia's `gclift`s); then the selects (in reverse post-order, so a
-    /// select's operands have their bases already); then the phis' incoming bases, made
-    /// at the end of each incoming block.
+    /// for a vector, as Julia's `gclift`s); then the selects, one per lane for a vector (in
+    /// reverse post-order, so a select's operands have their bases already); then the
+    /// phis' incoming bases, made at the end of each incoming block.
     fn make_base_phis_and_selects(&mut self, cfg: &Cfg<'m>) -> Result<()> {
         let mut phis = Vec::new();
         let tracked = self.builder.ptr_type(TRACKED)?;
@@ -450,18 +540,15 @@ impl<'s, 'm> Scanner<'s, 'm> {
                 let v = phi.as_value();
                 if is_derived_pointer(v) {
                     self.builder.position_at_start(block)?;
-                    let base = self.builder.phi(tracked, &format!("{}.base", phi.name()))?;
+                    let base = self.builder.phi(tracked, LIFTED)?;
                     self.base_of_derived.insert(v, base.as_value());
                     phis.push((phi, vec![base]));
                 } else if is_derived_vector(v) {
                     let n = v.ty().vector_len().unwrap_or(0);
                     let mut lanes = Vec::with_capacity(n as usize);
                     self.builder.position_at_start(block)?;
-                    for i in 0..n {
-                        lanes.push(
-                            self.builder
-                                .phi(tracked, &format!("{}.base{i}", phi.name()))?,
-                        );
+                    for _ in 0..n {
+                        lanes.push(self.builder.phi(tracked, LIFTED)?);
                     }
                     self.lanes_of_derived
                         .insert(v, lanes.iter().map(|l| l.as_value()).collect());
@@ -472,6 +559,24 @@ impl<'s, 'm> Scanner<'s, 'm> {
         for &b in cfg.reverse_post_order() {
             let Some(block) = cfg.block(b) else { continue };
             for inst in block.instructions() {
+                if inst.opcode() == Opcode::ExtractElement
+                    && is_derived_pointer(inst.as_value())
+                    && inst.operand(1).is_some_and(|i| i.const_uint().is_none())
+                {
+                    let lifted = self.lift_dynamic_lane(inst)?;
+                    self.base_of_derived.insert(inst.as_value(), lifted);
+                    continue;
+                }
+                if inst.opcode() == Opcode::Select && is_derived_vector(inst.as_value()) {
+                    self.builder.position_before(inst)?;
+                    let n = inst.ty().vector_len().unwrap_or(0);
+                    let mut lanes = Vec::with_capacity(n as usize);
+                    for lane in 0..n {
+                        lanes.push(self.lane_base(inst.as_value(), u64::from(lane), 0)?);
+                    }
+                    self.lanes_of_derived.insert(inst.as_value(), lanes);
+                    continue;
+                }
                 if inst.opcode() == Opcode::Select && is_derived_pointer(inst.as_value()) {
                     let (Some(c), Some(t), Some(f)) =
                         (inst.operand(0), inst.operand(1), inst.operand(2))
@@ -483,8 +588,7 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     let base = if bt == bf {
                         bt
                     } else {
-                        self.builder
-                            .select(c, bt, bf, &format!("{}.base", inst.name()))?
+                        self.builder.select(c, bt, bf, LIFTED)?
                     };
                     self.base_of_derived.insert(inst.as_value(), base);
                 }
@@ -558,6 +662,13 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     let Some(vec) = inst.operand(0) else {
                         return Vec::new();
                     };
+                    let lane = inst
+                        .operand(1)
+                        .and_then(|i| i.const_uint())
+                        .and_then(|i| self.lanes_of_derived.get(&vec)?.get(i as usize).copied());
+                    if let Some(lane) = lane {
+                        return self.bases(lane, depth + 1);
+                    }
                     let all = self.bases(vec, depth + 1);
                     let index = inst.operand(1).and_then(|i| i.const_uint());
                     match (index, vec.as_instruction().is_some_and(is_base_def)) {
@@ -624,10 +735,13 @@ impl<'s, 'm> Scanner<'s, 'm> {
 /// Scans `f`, inserting the base phis and selects it needs. `None` if `f` does not take
 /// part (no `julia.get_pgcstack` call in its entry block).
 pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m>>> {
-    let Some(pgcstack) = pgcstack_call(f) else {
+    let Some(pgcstack) = pgcstack(f) else {
         return Ok(None);
     };
-    let pgcstack = hoist_pgcstack(builder, pgcstack)?;
+    let pgcstack = match pgcstack.as_instruction() {
+        Some(call) => hoist_pgcstack(builder, call)?.as_value(),
+        None => pgcstack,
+    };
     let cfg = Cfg::new(f);
     let mut s = Scanner {
         builder,
@@ -644,7 +758,8 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
     let mut blocks = Vec::with_capacity(cfg.len());
     let mut safepoints = Vec::new();
     let mut preserves: Vec<(Instruction<'m>, Vec<ValueId>)> = Vec::new();
-    let mut choices = Vec::new();
+    let mut refinements = Vec::new();
+    let mut phi_refinements = Vec::new();
     let dominators = Dominators::new(&cfg);
     for b in 0..cfg.len() {
         let Some(block) = cfg.block(b) else { continue };
@@ -661,30 +776,20 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                         .into_iter()
                         .filter_map(|(value, from)| Some((cfg.index_of(from)?, s.bases(value, 0))))
                         .collect();
-                    // A phi whose incoming values are all defined above it (not carried
-                    // around a loop) holds the same instance of one of them for as long as
-                    // it lives, so it can lean on their roots.
+                    // A phi holds one of its incoming values: refined to them, checked
+                    // against dominance once every refinement is known (`fix_phis`).
                     if defs.len() == 1 {
                         let chosen: Vec<ValueId> = incoming
                             .iter()
                             .flat_map(|(_, v)| v.iter().copied())
                             .collect();
-                        let above = chosen.iter().all(|&v| {
-                            s.leaves
-                                .get(v)
-                                .and_then(|l| l.value.as_instruction())
-                                .and_then(|i| i.block())
-                                .and_then(|bl| cfg.index_of(bl))
-                                .is_some_and(|d| dominators.strictly_dominates(d, b))
-                        });
-                        if above {
-                            choices.push((def, chosen));
-                        }
+                        phi_refinements.push((def, inst, chosen));
                     }
                     out.phis.push(Phi { def, incoming });
                 }
                 continue;
             }
+            null_undef_passthrough(builder, inst)?;
             if inst.opcode() == Opcode::Invoke {
                 return Err(s.error(
                     Some(inst),
@@ -693,7 +798,10 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
             }
             if let Some(call) = inst.as_call() {
                 let name = call.callee_name().unwrap_or_default();
-                if name == POINTER_FROM_OBJREF || name == GET_PGCSTACK {
+                if name == POINTER_FROM_OBJREF
+                    || name == GET_PGCSTACK
+                    || name == GET_PGCSTACK_OR_NEW
+                {
                     continue;
                 }
                 if name == PRESERVE_BEGIN {
@@ -714,7 +822,13 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                     }
                     for a in args {
                         let ty = a.ty();
-                        if ty.is_pointer() && ty.address_space() == Some(CALLEE_ROOTED) {
+                        // Rooted by the callee only when it is a tracked value, cast: a
+                        // select or phi of them is rooted here through its lifted base, as
+                        // Julia does.
+                        if ty.is_pointer()
+                            && ty.address_space() == Some(CALLEE_ROOTED)
+                            && is_cast_of_tracked(a)
+                        {
                             callee_rooted.push(a);
                         } else {
                             operands.push(a);
@@ -725,7 +839,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                     }
                     let callee_rooted = s.bases_of_all(&callee_rooted);
                     if !callee_rooted.is_empty() {
-                        out.steps.push(Step::Use(callee_rooted));
+                        out.steps.push(Step::Use(callee_rooted.clone()));
                     }
                     let operands = s.bases_of_all(&operands);
                     let defs = s.leaves_of_if_base(inst);
@@ -734,6 +848,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                         operands,
                         defs,
                         returns_twice: is_returns_twice(call),
+                        callee_rooted,
                     }));
                     safepoints.push(inst);
                     continue;
@@ -750,17 +865,22 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                 None => inst.operands(),
             };
             used.retain(|v| v.kind() != ValueKind::BasicBlock);
+            // An instruction that only derives a pointer (or picks a lane or field) uses
+            // nothing by itself: the uses of its result reach the bases, and only the lanes
+            // they need (Julia notes no uses there either). One that builds a tracked vector
+            // or aggregate (a value of its own) does use what it copies in.
+            if is_derivation(inst) && !is_base_def(inst) {
+                used.clear();
+            }
             let uses = s.bases_of_all(&used);
             if !uses.is_empty() {
                 out.steps.push(Step::Use(uses));
             }
             let defs = s.leaves_of_if_base(inst);
-            if let ([def], Opcode::Select) = (defs.as_slice(), inst.opcode()) {
-                let chosen: Vec<Value<'m>> = [inst.operand(1), inst.operand(2)]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                choices.push((*def, s.bases_of_all(&chosen)));
+            if let Some(to) = s.refined_to(inst) {
+                for &def in &defs {
+                    refinements.push((def, to.clone()));
+                }
             }
             for def in defs {
                 out.steps.push(Step::Def(def));
@@ -769,11 +889,12 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         blocks.push(out);
     }
     add_preserved(&mut blocks, &safepoints, &preserves, &dominators);
+    fix_phis(&mut refinements, phi_refinements, &s.leaves, &dominators);
     let model = FnModel {
         num_values: s.leaves.len(),
         num_safepoints: safepoints.len(),
         blocks,
-        choices,
+        refinements,
     };
     Ok(Some(Scan {
         model,
@@ -828,6 +949,27 @@ fn add_preserved<'m>(
     }
 }
 
+/// LLVM may give a masked load or gather of GC pointers an `undef` pass-through, so that
+/// masked-off lanes hold garbage a root could take: as Julia does, they become null.
+fn null_undef_passthrough<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    let Some(call) = inst.as_call() else {
+        return Ok(());
+    };
+    let name = call.callee_name().unwrap_or_default();
+    if !(name.starts_with("llvm.masked.load.") || name.starts_with("llvm.masked.gather.")) {
+        return Ok(());
+    }
+    let element = inst.ty().scalar();
+    let gc = element.is_pointer() && element.address_space().is_some_and(crate::addrspace::is_gc);
+    match call.arguments().get(3) {
+        Some(&pass) if gc && pass.is_undef() => {
+            b.set_operand(inst, 3, b.const_null(pass.ty())?)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Moves `julia.get_pgcstack` to the top of the entry block when a call that may collect
 /// comes before it, so the frame is linked before the first safepoint. (It has no operands,
 /// so it can go anywhere.) Returns the call now in use.
@@ -852,7 +994,85 @@ fn hoist_pgcstack<'m>(b: &Builder<'m>, pgcstack: Instruction<'m>) -> Result<Inst
     Ok(hoisted)
 }
 
+/// Julia's phi refinements made valid: an incoming value that does not dominate the phi
+/// (it comes round a loop, so it may be a newer instance than the one the phi holds) is
+/// replaced by what it is refined to, recursively; a phi with an incoming value that cannot
+/// be replaced so keeps its root. Incoming values rooted outside the frame drop out.
+fn fix_phis<'m>(
+    refinements: &mut Vec<(ValueId, Vec<ValueId>)>,
+    phis: Vec<(ValueId, Instruction<'m>, Vec<ValueId>)>,
+    leaves: &[Leaf<'m>],
+    dominators: &Dominators<'_, 'm>,
+) {
+    let known: HashMap<ValueId, Vec<ValueId>> = refinements.iter().cloned().collect();
+    for (def, phi, incoming) in phis {
+        let mut out = Vec::new();
+        let mut work = incoming;
+        let mut seen = vec![def];
+        let mut valid = true;
+        while let Some(v) = work.pop() {
+            if seen.contains(&v) {
+                continue;
+            }
+            seen.push(v);
+            let dominates = leaves
+                .get(v)
+                .is_some_and(|l| dominators.dominates_instruction(l.value, phi));
+            if dominates {
+                out.push(v);
+            } else if let Some(to) = known.get(&v) {
+                work.extend(to.iter().copied());
+            } else {
+                valid = false;
+                break;
+            }
+            if seen.len() > 256 {
+                valid = false;
+                break;
+            }
+        }
+        if valid {
+            refinements.push((def, out));
+        }
+    }
+}
+
 impl<'m> Scanner<'_, 'm> {
+    /// What a value defined by `inst` is refined to (see [`FnModel::refinements`]), if
+    /// anything: a select to its operands, an immutable load to the object it reads, a load
+    /// from a constant global or a type tag to nothing (rooted outside the frame).
+    fn refined_to(&mut self, inst: Instruction<'m>) -> Option<Vec<ValueId>> {
+        match inst.opcode() {
+            Opcode::Select if inst.ty().is_pointer() => {
+                let chosen: Vec<Value<'m>> = [inst.operand(1), inst.operand(2)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                Some(self.bases_of_all(&chosen))
+            }
+            Opcode::Load => {
+                let ptr = inst.operand(0)?;
+                let from_object = ptr.ty().is_pointer()
+                    && ptr
+                        .ty()
+                        .address_space()
+                        .is_some_and(crate::addrspace::is_gc);
+                if from_object && immutable::is_immutable_load(inst) {
+                    Some(self.bases(ptr, 0))
+                } else if immutable::is_load_from_constant(inst) {
+                    Some(Vec::new())
+                } else {
+                    None
+                }
+            }
+            Opcode::Call => {
+                let name = inst.as_call()?.callee_name()?;
+                (name == TYPEOF).then(Vec::new)
+            }
+            _ => None,
+        }
+    }
+
     fn leaves_of_if_base(&mut self, inst: Instruction<'m>) -> Vec<ValueId> {
         if is_base_def(inst) {
             self.leaves_of(inst.as_value())

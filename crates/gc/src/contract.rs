@@ -1,0 +1,125 @@
+//! The contract's names and numbers, written once: the address spaces, the `julia.*`
+//! intrinsics the frontend and the lowering speak, the frame layout, and the runtime's
+//! symbols. The verifier, the lowering and the runtime all take them from here; nothing here
+//! needs LLVM, so the runtime builds without it.
+
+// Address spaces (spec 003, "Представление").
+
+/// Untracked pointers.
+pub const UNTRACKED: u32 = 0;
+/// GC-tracked pointers (`jl_value_t*`): what frame slots hold.
+pub const TRACKED: u32 = 10;
+/// Pointers derived from a tracked pointer (interior pointers).
+pub const DERIVED: u32 = 11;
+/// Callee-rooted pointers: need no root when passed to a call.
+pub const CALLEE_ROOTED: u32 = 12;
+/// Pointers loaded from a tracked object, alive while it is.
+pub const LOADED: u32 = 13;
+
+// What the frontend writes.
+
+/// The call that gives a function its thread's GC chain head (and makes it take part).
+pub const GET_PGCSTACK: &str = "julia.get_pgcstack";
+/// The same for a thread Julia does not know yet.
+pub const GET_PGCSTACK_OR_NEW: &str = "julia.get_pgcstack_or_new";
+/// The parameter attribute that marks a function's chain-head parameter instead.
+pub const GCSTACK_ATTR: &str = "gcstack";
+/// Julia's raw-pointer escape hatch: Tracked in, untracked out.
+pub const POINTER_FROM_OBJREF: &str = "julia.pointer_from_objref";
+/// The jlcall convention's marker calls: `julia.call(fptr, F, args...)` and
+/// `julia.call2(fptr, F, X, args...)`.
+pub const JULIA_CALL: &str = "julia.call";
+/// See [`JULIA_CALL`].
+pub const JULIA_CALL2: &str = "julia.call2";
+/// Keeps its operands rooted at every safepoint it dominates and its end does not.
+pub const PRESERVE_BEGIN: &str = "llvm.julia.gc_preserve_begin";
+/// Ends a preserve region.
+pub const PRESERVE_END: &str = "llvm.julia.gc_preserve_end";
+/// `julia.gc_loaded(obj, ptr)`: `ptr`, loaded from `obj`, lives as long as `obj`.
+pub const GC_LOADED: &str = "julia.gc_loaded";
+/// The operand bundle that roots extra values during a call.
+pub const JL_ROOTS: &str = "jl_roots";
+/// The call-site parameter attribute of Julia's return-roots convention: the argument is
+/// a buffer of that many tracked pointers the callee fills.
+pub const RETURN_ROOTS: &str = "julia.return_roots";
+
+/// `julia.gc_alloc_obj(task, size, tag)`: a new object of `size` bytes with type tag `tag`.
+pub const GC_ALLOC_OBJ: &str = "julia.gc_alloc_obj";
+/// `julia.gc_alloc_bytes(ptls, size, tag)`: what [`GC_ALLOC_OBJ`] becomes; the tag word is
+/// then stored in the word before the object.
+pub const GC_ALLOC_BYTES: &str = "julia.gc_alloc_bytes";
+/// Bundle of a [`GC_ALLOC_OBJ`] call: byte offsets of pointer fields to null at once.
+pub const ALLOC_PTR_OFFSETS: &str = "julia.gc_alloc_ptr_offsets";
+/// Bundle of a [`GC_ALLOC_OBJ`] call: `(offset, size)` of bytes to zero at once.
+pub const ALLOC_ZEROINIT: &str = "julia.gc_alloc_zeroinit";
+/// Bundle of an allocating call: `(field offset, size)`: zero `size` bytes at the pointer
+/// stored at that offset of the new object.
+pub const ALLOC_ZEROINIT_INDIRECT: &str = "julia.gc_alloc_zeroinit_indirect";
+/// Julia's task object: the word index of its `ptls` field (`offsetof(jl_task_t, ptls) / 8`),
+/// which the expansion of [`GC_ALLOC_OBJ`] reads.
+pub const TASK_PTLS_WORD: i64 = 16;
+
+/// `julia.typeof(obj)`: the object's type tag, itself a permanently rooted object.
+pub const TYPEOF: &str = "julia.typeof";
+/// `julia.write_barrier(parent, children...)`: `parent` now refers to the children.
+pub const WRITE_BARRIER: &str = "julia.write_barrier";
+/// `julia.object_write_barrier(parent, ...)`: the same, for a whole object copied in.
+pub const OBJECT_WRITE_BARRIER: &str = "julia.object_write_barrier";
+/// `julia.field_write_barrier.<suffix>(parent, (slot, child)...)`: the same, per field.
+pub const FIELD_WRITE_BARRIER_PREFIX: &str = "julia.field_write_barrier.";
+
+/// Calls that never collect, by name, besides intrinsics and calls that only read memory:
+/// the helpers above, the frame intrinsics, and the runtime entry points Julia's own pass
+/// knows not to be safepoints.
+pub const NOT_SAFEPOINTS: &[&str] = &[
+    GET_PGCSTACK,
+    GET_PGCSTACK_OR_NEW,
+    POINTER_FROM_OBJREF,
+    PRESERVE_BEGIN,
+    PRESERVE_END,
+    GC_LOADED,
+    NEW_GC_FRAME,
+    PUSH_GC_FRAME,
+    POP_GC_FRAME,
+    GET_GC_FRAME_SLOT,
+    RUNTIME_GET_PGCSTACK,
+    TYPEOF,
+    WRITE_BARRIER,
+    OBJECT_WRITE_BARRIER,
+    "julia.pop_handler_noexcept",
+    "jl_egal__unboxed",
+    "jl_lock_value",
+    "jl_unlock_value",
+    "jl_lock_field",
+    "jl_unlock_field",
+    "memcmp",
+];
+
+// Julia's intermediate form (what LateLowerGCFrame writes and FinalLowerGC reads).
+
+/// `julia.new_gc_frame(i32 N)`: a frame of N roots.
+pub const NEW_GC_FRAME: &str = "julia.new_gc_frame";
+/// `julia.push_gc_frame(frame, i32 N)`: links a frame into the chain.
+pub const PUSH_GC_FRAME: &str = "julia.push_gc_frame";
+/// `julia.get_gc_frame_slot(frame, i32 k)`: the address of root k.
+pub const GET_GC_FRAME_SLOT: &str = "julia.get_gc_frame_slot";
+/// `julia.pop_gc_frame(frame)`: unlinks a frame.
+pub const POP_GC_FRAME: &str = "julia.pop_gc_frame";
+
+// The frame (Julia's `jl_gcframe_t`).
+
+/// Words before the roots: `nroots << 2`, then `prev`.
+pub const FRAME_HEADER_WORDS: usize = 2;
+/// The shift of the root count in the frame's first word (the low bits are flags).
+pub const NROOTS_SHIFT: u32 = 2;
+
+// The runtime's symbols, which lowered code calls.
+
+/// Returns the address of this thread's chain head; replaces `julia.get_pgcstack`.
+pub const RUNTIME_GET_PGCSTACK: &str = "locus_gc_get_pgcstack";
+/// `locus_gc_alloc(i64 nptrs, i64 nbytes)`: a new object; may collect first.
+pub const RUNTIME_ALLOC: &str = "locus_gc_alloc";
+/// `locus_gc_safepoint()`: may collect.
+pub const RUNTIME_SAFEPOINT: &str = "locus_gc_safepoint";
+/// `locus_gc_foreign_read(ptr, i64 offset)`: may collect, then reads a word of an object.
+pub const RUNTIME_FOREIGN_READ: &str = "locus_gc_foreign_read";

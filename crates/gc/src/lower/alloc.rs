@@ -1,0 +1,135 @@
+//! Julia's allocation intrinsics, expanded as Julia's LateLowerGCFrame does (issue 12,
+//! section 3): `julia.gc_alloc_obj(task, size, tag)` becomes
+//! `julia.gc_alloc_bytes(task->ptls, size, tag)` followed by the store of the type tag into
+//! the word before the object, and the pointer fields (`julia.gc_alloc_ptr_offsets`) or
+//! byte ranges (`julia.gc_alloc_zeroinit`) its bundles name are cleared at once, before
+//! anything can collect. A `julia.gc_alloc_zeroinit_indirect` bundle on any allocating call
+//! zeroes the buffer whose pointer the new object holds.
+
+use locus_llvm::builder::Builder;
+use locus_llvm::ir::{AttributeIndex, Instruction, Value};
+
+use crate::contract::{
+    ALLOC_PTR_OFFSETS, ALLOC_ZEROINIT, ALLOC_ZEROINIT_INDIRECT, DERIVED, GC_ALLOC_BYTES,
+    TASK_PTLS_WORD, TRACKED, UNTRACKED,
+};
+use crate::Result;
+
+/// Expands one `julia.gc_alloc_obj` call.
+pub fn expand_alloc_obj<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    let Some(call) = inst.as_call() else {
+        return Ok(());
+    };
+    let args = call.arguments();
+    let (Some(&task), Some(&size), Some(&tag)) = (args.first(), args.get(1), args.get(2)) else {
+        return Ok(());
+    };
+    let i64t = b.int_type(64)?;
+    let ptr = b.ptr_type(UNTRACKED)?;
+    let tracked = b.ptr_type(TRACKED)?;
+    b.position_before(inst)?;
+    let field = b.gep(
+        ptr,
+        task,
+        &[b.const_int(i64t, TASK_PTLS_WORD)?],
+        true,
+        "ptls_field",
+    )?;
+    let ptls = b.load(ptr, field, "ptls_load")?;
+    b.set_alignment(ptls, 8)?;
+    let ptls = ptls.as_value();
+    let tag_word = b.ptrtoint(tag, i64t, "")?;
+    let bytes_ty = b.function_type(tracked, &[ptr, i64t, i64t], false)?;
+    let bytes_fn = b.declare_function(GC_ALLOC_BYTES, bytes_ty)?;
+    let object = b.call(bytes_ty, bytes_fn, &[ptls, size, tag_word], &[], "")?;
+    b.add_call_attribute(object, AttributeIndex::Return, "noalias", 0)?;
+    b.add_call_attribute(object, AttributeIndex::Return, "nonnull", 0)?;
+    if let Some(n) = call.int_attribute(AttributeIndex::Return, "dereferenceable") {
+        b.add_call_attribute(object, AttributeIndex::Return, "dereferenceable", n)?;
+    }
+    let tag_slot = b.gep(tracked, object, &[b.const_int(i64t, -1)?], true, "")?;
+    let store = b.store(tag, tag_slot)?;
+    b.set_alignment(store, 8)?;
+    b.set_unordered_atomic(store)?;
+    for bundle in call.operand_bundles() {
+        if bundle.tag == ALLOC_PTR_OFFSETS {
+            let derived = b.addrspacecast(object, b.ptr_type(DERIVED)?, "")?;
+            for offset in bundle.args.iter().filter(|o| o.const_uint().is_some()) {
+                let field = byte_gep(b, derived, *offset)?;
+                let store = b.store(b.null_ptr(TRACKED)?, field)?;
+                b.set_alignment(store, 8)?;
+            }
+        } else if bundle.tag == ALLOC_ZEROINIT {
+            if let [offset, size] = bundle.args[..] {
+                if size.const_uint() != Some(0) {
+                    let derived = b.addrspacecast(object, b.ptr_type(DERIVED)?, "")?;
+                    memset(b, byte_gep(b, derived, offset)?, size)?;
+                }
+            }
+        }
+    }
+    let name = inst.name();
+    b.replace_all_uses_with(inst, object)?;
+    b.erase(inst)?;
+    b.set_name(object, &name)?;
+    Ok(())
+}
+
+/// Handles a `julia.gc_alloc_zeroinit_indirect` bundle on `inst`, if it has one, and drops
+/// the bundle.
+pub fn expand_zeroinit_indirect<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    let Some(bundle) = inst
+        .as_call()
+        .and_then(|c| c.operand_bundle(ALLOC_ZEROINIT_INDIRECT))
+    else {
+        return Ok(());
+    };
+    if let [offset, size] = bundle.args[..] {
+        if size.const_uint() != Some(0) {
+            b.position_after(inst)?;
+            let derived = b.addrspacecast(inst, b.ptr_type(DERIVED)?, "")?;
+            let field = byte_gep(b, derived, offset)?;
+            let ptr = b.ptr_type(UNTRACKED)?;
+            let data = b.load(ptr, field, "")?;
+            b.set_alignment(data, 8)?;
+            memset(b, data.as_value(), size)?;
+        }
+    }
+    b.recreate_call_without_bundle(inst, ALLOC_ZEROINIT_INDIRECT)?;
+    Ok(())
+}
+
+fn byte_gep<'m>(b: &Builder<'m>, base: Value<'m>, offset: Value<'m>) -> Result<Value<'m>> {
+    Ok(b.gep(b.int_type(8)?, base, &[offset], true, "")?)
+}
+
+/// `llvm.memset` of `size` zero bytes at `dest`, 8-byte aligned.
+fn memset<'m>(b: &Builder<'m>, dest: Value<'m>, size: Value<'m>) -> Result<()> {
+    let space = dest.ty().address_space().unwrap_or(UNTRACKED);
+    let i64t = b.int_type(64)?;
+    let size = if size.ty() == i64t {
+        size
+    } else {
+        b.const_int(i64t, size.const_int().unwrap_or(0))?
+    };
+    let ty = b.function_type(
+        b.void_type(),
+        &[dest.ty(), b.int_type(8)?, i64t, b.int_type(1)?],
+        false,
+    )?;
+    let f = b.declare_function(&format!("llvm.memset.p{space}.i64"), ty)?;
+    let call = b.call(
+        ty,
+        f,
+        &[
+            dest,
+            b.const_int(b.int_type(8)?, 0)?,
+            size,
+            b.const_int(b.int_type(1)?, 0)?,
+        ],
+        &[],
+        "",
+    )?;
+    b.add_call_attribute(call, AttributeIndex::Param(0), "align", 8)?;
+    Ok(())
+}
