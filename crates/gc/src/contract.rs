@@ -109,9 +109,9 @@ pub const POP_GC_FRAME: &str = "julia.pop_gc_frame";
 // The frame (Julia's `jl_gcframe_t`).
 
 /// Words before the roots: `nroots << 2`, then `prev`.
-pub const FRAME_HEADER_WORDS: usize = 2;
+pub const HEADER_WORDS: usize = 2;
 /// The shift of the root count in the frame's first word (the low bits are flags).
-pub const NROOTS_SHIFT: u32 = 2;
+pub const ROOT_COUNT_SHIFT: u32 = 2;
 
 // The runtime's symbols, which lowered code calls.
 
@@ -123,3 +123,7 @@ pub const RUNTIME_ALLOC: &str = "locus_gc_alloc";
 pub const RUNTIME_SAFEPOINT: &str = "locus_gc_safepoint";
 /// `locus_gc_foreign_read(ptr, i64 offset)`: may collect, then reads a word of an object.
 pub const RUNTIME_FOREIGN_READ: &str = "locus_gc_foreign_read";
+/// `locus_gc_callee_rooted_read(ptr, i64 offset)`: a callee that roots its argument itself.
+pub const RUNTIME_CALLEE_ROOTED_READ: &str = "locus_gc_callee_rooted_read";
+/// `locus_gc_write_barrier(ptr addrspace(10) parent)`: what Julia's write barriers become.
+pub const RUNTIME_WRITE_BARRIER: &str = "locus_gc_write_barrier";

@@ -156,3 +156,11 @@ attributes #0 = {{ returns_twice }}
         "with returns_twice %a keeps its own slot"
     );
 }
+
+/// Julia's write barriers reach the runtime, counted; one whose child is null is dropped.
+#[test]
+fn write_barriers_reach_the_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    let out = run_file(&dir.join("write_barrier.ll"), true);
+    assert_eq!(out.stats.write_barriers, 1, "{:?}", out.stats);
+}

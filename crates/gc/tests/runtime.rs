@@ -978,7 +978,8 @@ fn symbols_list_the_entry_points() {
             "locus_gc_alloc",
             "locus_gc_safepoint",
             "locus_gc_foreign_read",
-            "locus_gc_callee_rooted_read"
+            "locus_gc_callee_rooted_read",
+            "locus_gc_write_barrier"
         ]
     );
     assert_eq!(

@@ -142,10 +142,10 @@ fn delete_root_store(text: &str, value: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let mut slots = Vec::new();
     for line in &lines {
-        // `%3 = getelementptr inbounds ptr, ptr %gcframe1, i32 2`
+        // `%3 = getelementptr inbounds ptr addrspace(10), ptr %gcframe, i32 2`
         let Some((name, rest)) = line
             .trim()
-            .split_once(" = getelementptr inbounds ptr, ptr %gcframe")
+            .split_once(" = getelementptr inbounds ptr addrspace(10), ptr %gcframe")
         else {
             continue;
         };

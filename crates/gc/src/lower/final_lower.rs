@@ -8,7 +8,9 @@
 //! - `julia.get_gc_frame_slot(frame, k)` becomes the address of word `k + 2`;
 //! - `julia.pop_gc_frame(frame)` puts `prev` back as the head;
 //! - `julia.get_pgcstack()` becomes a call to the runtime's `locus_gc_get_pgcstack()`, which
-//!   returns the address of the current thread's chain head.
+//!   returns the address of the current thread's chain head (a `"gcstack"` parameter, if
+//!   the function has one, is the chain head instead);
+//! - Julia's write barriers left by the cleanup become `locus_gc_write_barrier(parent)`.
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Value};
@@ -16,8 +18,8 @@ use locus_llvm::ir::{Function, Instruction, Value};
 use super::scan::pgcstack;
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
-    FRAME_HEADER_WORDS, GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, NEW_GC_FRAME,
-    NROOTS_SHIFT, POP_GC_FRAME, PUSH_GC_FRAME, RUNTIME_GET_PGCSTACK,
+    GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, HEADER_WORDS, NEW_GC_FRAME, POP_GC_FRAME,
+    PUSH_GC_FRAME, ROOT_COUNT_SHIFT, RUNTIME_GET_PGCSTACK, RUNTIME_WRITE_BARRIER,
 };
 use crate::{Error, Result};
 
@@ -65,7 +67,7 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                     refuse(inst, "julia.new_gc_frame needs a constant root count")
                 })?;
                 b.position_after_allocas(f)?;
-                let ty = b.array_type(ptr, n + FRAME_HEADER_WORDS as u64)?;
+                let ty = b.array_type(ptr, n + HEADER_WORDS as u64)?;
                 let alloca = b.alloca(ty, None, "")?;
                 // Room for 16-byte aligned allocas moved into the frame.
                 b.set_alignment(alloca, 16)?;
@@ -91,12 +93,12 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                     )
                 })?;
                 b.position_before(inst)?;
-                b.store(b.const_int(i64t, (n << NROOTS_SHIFT) as i64)?, fr)?;
+                b.store(b.const_int(i64t, (n << ROOT_COUNT_SHIFT) as i64)?, fr)?;
                 for k in 0..n {
                     let slot = b.gep(
                         ptr,
                         fr,
-                        &[b.const_int(i32t, (k + FRAME_HEADER_WORDS as u64) as i64)?],
+                        &[b.const_int(i32t, (k + HEADER_WORDS as u64) as i64)?],
                         true,
                         "",
                     )?;
@@ -127,7 +129,7 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 let slot = b.gep(
                     b.ptr_type(TRACKED)?,
                     fr,
-                    &[b.const_int(i32t, (k + FRAME_HEADER_WORDS as u64) as i64)?],
+                    &[b.const_int(i32t, (k + HEADER_WORDS as u64) as i64)?],
                     true,
                     &name,
                 )?;
@@ -143,6 +145,14 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 let prev = b.load(ptr, prev_slot, "")?;
                 b.store(prev, head)?;
                 b.erase(inst)?;
+            }
+            _ if super::emit::is_write_barrier(&name) => {
+                // The runtime's barrier takes the parent; the children only mattered to a
+                // generational collector.
+                let Some(parent) = arg(0) else { continue };
+                let ty = b.function_type(b.void_type(), &[parent.ty()], false)?;
+                let barrier = b.declare_function(RUNTIME_WRITE_BARRIER, ty)?;
+                b.replace_callee(inst, ty, barrier, &[parent])?;
             }
             _ => {}
         }

@@ -30,10 +30,7 @@ use super::fault::{FrameProblem, GcFault};
 
 /// The size of a frame word, a root and a pointer field, in bytes.
 pub const WORD_BYTES: usize = 8;
-/// The number of header words before the roots (`nroots << 2`, `prev`).
-pub const HEADER_WORDS: usize = 2;
-/// How far the root count is shifted in the header word.
-pub const ROOT_COUNT_SHIFT: u32 = 2;
+pub use crate::contract::{HEADER_WORDS, ROOT_COUNT_SHIFT};
 /// The flag bits of the header word; this ABI requires them to be zero.
 pub const ROOT_FLAGS_MASK: usize = 0b11;
 /// The largest root count a frame may claim.

@@ -54,6 +54,7 @@
 //! | `locus_gc_alloc` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc(i64 %nptrs, i64 %nbytes)` | may collect *before* allocating, then returns a new object with `nptrs` null fields and `nbytes` zero bytes |
 //! | `locus_gc_safepoint` | `declare void @locus_gc_safepoint()` | may collect |
 //! | `locus_gc_foreign_read` | `declare i64 @locus_gc_foreign_read(ptr %raw, i64 %offset)` | may collect, then returns the (unaligned) `i64` at `raw + offset`, which must lie inside the body of a live object |
+//! | `locus_gc_write_barrier` | `declare void @locus_gc_write_barrier(ptr addrspace(10) %parent)` | what Julia's write barriers lower to: counts (`Stats::write_barriers`); never collects |
 //!
 //! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
 //! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
@@ -144,6 +145,10 @@ pub mod frames;
 pub mod heap;
 pub mod pages;
 
+use crate::contract::{
+    RUNTIME_ALLOC, RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK,
+    RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
+};
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io::Write;
@@ -252,6 +257,9 @@ pub struct Stats {
     pub bytes_live: u64,
     /// Faults reported by the `extern "C"` functions.
     pub faults: u64,
+    /// Write barriers run (`locus_gc_write_barrier`; a no-op for this non-moving,
+    /// non-generational collector, counted so a frontend's barriers can be seen).
+    pub write_barriers: u64,
 }
 
 impl fmt::Display for Stats {
@@ -272,7 +280,8 @@ impl fmt::Display for Stats {
         writeln!(f, "bytes allocated: {}", self.bytes_allocated)?;
         writeln!(f, "bytes freed: {}", self.bytes_freed)?;
         writeln!(f, "bytes live: {}", self.bytes_live)?;
-        writeln!(f, "faults: {}", self.faults)
+        writeln!(f, "faults: {}", self.faults)?;
+        writeln!(f, "write barriers: {}", self.write_barriers)
     }
 }
 
@@ -667,7 +676,7 @@ fn entry<R>(name: &'static str, body: impl FnOnce(&Runtime) -> R) -> R {
 /// Returns the address of the current thread's chain head slot. Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
-    entry("locus_gc_get_pgcstack", Runtime::pgcstack)
+    entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack)
 }
 
 /// May collect, then returns a new object with `nptrs` null pointer fields followed by
@@ -675,7 +684,7 @@ pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
 /// and then aborts.
 #[no_mangle]
 pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
-    entry("locus_gc_alloc", |rt| {
+    entry(RUNTIME_ALLOC, |rt| {
         if let Err(fault) = rt.safepoint() {
             rt.report(fault);
         }
@@ -700,7 +709,7 @@ pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
 /// May collect.
 #[no_mangle]
 pub extern "C" fn locus_gc_safepoint() {
-    entry("locus_gc_safepoint", |rt| {
+    entry(RUNTIME_SAFEPOINT, |rt| {
         if let Err(fault) = rt.safepoint() {
             rt.report(fault);
         }
@@ -713,7 +722,7 @@ pub extern "C" fn locus_gc_safepoint() {
 #[no_mangle]
 pub extern "C" fn locus_gc_foreign_read(raw: *const u8, offset: i64) -> i64 {
     let raw = raw as usize;
-    entry("locus_gc_foreign_read", |rt| {
+    entry(RUNTIME_FOREIGN_READ, |rt| {
         if let Err(fault) = rt.safepoint() {
             rt.report(fault);
         }
@@ -732,7 +741,7 @@ pub extern "C" fn locus_gc_foreign_read(raw: *const u8, offset: i64) -> i64 {
 #[no_mangle]
 pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i64 {
     let raw = obj as usize;
-    entry("locus_gc_callee_rooted_read", |rt| {
+    entry(RUNTIME_CALLEE_ROOTED_READ, |rt| {
         let head = rt.pgcstack();
         // The frame lives on this function's stack, like a compiled function's alloca:
         // [nroots << 2, prev, root].
@@ -754,28 +763,44 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
     })
 }
 
+/// A write barrier: `parent` now refers to objects it may not have referred to before
+/// (what Julia's `julia.write_barrier` and friends lower to). This collector neither moves
+/// objects nor collects by generation, so there is nothing to remember: it only counts
+/// ([`Stats::write_barriers`]). Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
+    let _ = parent;
+    entry(RUNTIME_WRITE_BARRIER, |rt| {
+        rt.state.borrow_mut().stats.write_barriers += 1;
+    })
+}
+
 /// The `extern "C"` functions by name and address, for a JIT to define as absolute symbols.
 pub fn symbols() -> Vec<(&'static str, usize)> {
     vec![
         (
-            "locus_gc_get_pgcstack",
+            RUNTIME_GET_PGCSTACK,
             locus_gc_get_pgcstack as extern "C" fn() -> *mut *mut GcFrame as usize,
         ),
         (
-            "locus_gc_alloc",
+            RUNTIME_ALLOC,
             locus_gc_alloc as extern "C" fn(i64, i64) -> *mut u8 as usize,
         ),
         (
-            "locus_gc_safepoint",
+            RUNTIME_SAFEPOINT,
             locus_gc_safepoint as extern "C" fn() as usize,
         ),
         (
-            "locus_gc_foreign_read",
+            RUNTIME_FOREIGN_READ,
             locus_gc_foreign_read as extern "C" fn(*const u8, i64) -> i64 as usize,
         ),
         (
-            "locus_gc_callee_rooted_read",
+            RUNTIME_CALLEE_ROOTED_READ,
             locus_gc_callee_rooted_read as extern "C" fn(*const u8, i64) -> i64 as usize,
+        ),
+        (
+            RUNTIME_WRITE_BARRIER,
+            locus_gc_write_barrier as extern "C" fn(*const u8) as usize,
         ),
     ]
 }
