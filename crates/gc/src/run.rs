@@ -87,6 +87,32 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
+/// Julia's intrinsics that lower to Julia's own runtime (its allocator, which stores a
+/// type tag before each object, and its object layouts) have no Locus counterpart: a call
+/// left to one after lowering is refused here, naming it, rather than left for the JIT to
+/// fail on an unknown symbol.
+fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
+    for f in module.function_list() {
+        for inst in f.instructions() {
+            let Some(name) = inst.as_call().and_then(|c| c.callee_name()) else {
+                continue;
+            };
+            if name.starts_with("julia.") {
+                return Err(Error::Lower {
+                    function: f.name(),
+                    instruction: Some(inst.print().trim().to_string()),
+                    message: format!(
+                        "@{name} needs Julia's own runtime (its allocator, type tags and \
+                         object layouts), which `run` does not provide; the Locus runtime \
+                         runs IR that allocates through @locus_gc_alloc"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
 /// with [`Error::Invariants`]; warnings do not stop it; functions already lowered, which
 /// call the runtime's `locus_gc_get_pgcstack`, are not checked), lowers it (functions that
@@ -124,6 +150,7 @@ pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared
         return Err(Error::Invariants(violations));
     }
     let reports = lower_module(&module, LowerOptions::default())?;
+    refuse_julia_runtime_calls(&module)?;
     let entry_ok = module.function(entry).is_some_and(|f| {
         let ty = f.function_type();
         ty.return_type().and_then(|r| r.int_width()) == Some(64)

@@ -164,3 +164,28 @@ fn write_barriers_reach_the_runtime() {
     let out = run_file(&dir.join("write_barrier.ll"), true);
     assert_eq!(out.stats.write_barriers, 1, "{:?}", out.stats);
 }
+
+/// IR that needs Julia's own runtime (its allocator stores a type tag before each object)
+/// is refused before it runs, naming the call, not left to fail in the JIT.
+#[test]
+fn julia_runtime_calls_are_refused_by_name() {
+    let ir = r#"
+declare ptr @julia.get_pgcstack()
+declare ptr addrspace(10) @julia.gc_alloc_obj(ptr, i64, ptr addrspace(10))
+define i64 @main() {
+  %p = call ptr @julia.get_pgcstack()
+  %v = call ptr addrspace(10) @julia.gc_alloc_obj(ptr %p, i64 8, ptr addrspace(10) null)
+  ret i64 0
+}
+"#;
+    match locus_gc::run::prepare("julia_alloc.ll", ir, "main") {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("@julia.gc_alloc_bytes needs Julia's own runtime"),
+                "{text}"
+            );
+        }
+        Ok(_) => panic!("a module calling Julia's allocator was prepared to run"),
+    }
+}
