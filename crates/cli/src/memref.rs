@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use locus_memref::npy::{Dtype, NpyArray};
 use locus_memref::signature::{Dim, Type};
 use locus_memref::{
-    compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Ownership, Scalar, Signature, Value,
+    compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Scalar, Signature, Value,
 };
 
 use crate::Failure;
@@ -52,7 +52,10 @@ pub enum Command {
         /// Write memref arguments back to their files after the call.
         #[arg(long)]
         inout: bool,
-        /// Do not free returned memrefs (for kernels returning globals or buffers they keep).
+        /// Free no returned buffer (for kernels returning buffers they keep). Without it,
+        /// results pointing into an argument or a global are never freed, and a fresh
+        /// allocation is freed once, after every result pointing into it is written;
+        /// unranked results' heap descriptors are always freed.
         #[arg(long)]
         borrow_results: bool,
     },
@@ -215,52 +218,34 @@ fn call(
     // SAFETY: as above.
     let function =
         unsafe { lib.function(name, signature.clone()) }.map_err(|e| fail(e.to_string()))?;
-    let ownership = if borrow_results {
-        Ownership::Borrowed
-    } else {
-        Ownership::Owned
-    };
-    // Where argument buffers are, to disown results aliasing them.
-    let mut spans = Vec::new();
-    let results = {
-        let mut call_args: Vec<Arg<'_>> = Vec::with_capacity(inputs.len());
-        for (i, input) in inputs.iter_mut().enumerate() {
-            match input {
-                Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
-                Input::Array { array, path } => {
-                    let elem = match &signature.inputs[i] {
-                        Type::MemRef(m) => m.elem,
-                        Type::Scalar(e) => *e,
-                    };
-                    let sizes = array.sizes();
-                    let bytes = array.bytes_mut();
-                    spans.push((bytes.as_ptr() as usize, bytes.len()));
-                    let m = MemRefArg::from_bytes(elem, bytes, &sizes)
-                        .map_err(|e| fail(format!("argument {i} ({}): {e}", path.display())))?;
-                    call_args.push(m.into());
-                }
+    // Results pointing into an argument's buffer borrow it (and are never
+    // freed); results sharing a fresh allocation share its guard, which frees
+    // it once the last of them is written and dropped.
+    let options = CallOptions::default().borrow_results(borrow_results);
+    let mut call_args: Vec<Arg<'_>> = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter_mut().enumerate() {
+        match input {
+            Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
+            Input::Array { array, path } => {
+                let elem = match &signature.inputs[i] {
+                    Type::MemRef(m) => m.elem,
+                    Type::Scalar(e) => *e,
+                };
+                let sizes = array.sizes();
+                let m = MemRefArg::from_bytes(elem, array.bytes_mut(), &sizes)
+                    .map_err(|e| fail(format!("argument {i} ({}): {e}", path.display())))?;
+                call_args.push(m.into());
             }
         }
-        let options = CallOptions {
-            ownership,
-            ..CallOptions::default()
-        };
-        function
-            .call(&mut call_args, options)
-            .map_err(|e| fail(e.to_string()))?
-    };
+    }
+    let results = function
+        .call(&mut call_args, options)
+        .map_err(|e| fail(e.to_string()))?;
     let mut outs = outs.iter();
     for (k, value) in results.into_iter().enumerate() {
         match value {
             Value::Scalar(s) => writeln!(out, "{s}").map_err(|e| fail(e.to_string()))?,
-            Value::MemRef(mut m) => {
-                if spans
-                    .iter()
-                    .any(|&(start, len)| m.points_into(start as *const u8, len))
-                {
-                    // The result aliases an argument buffer: ours, not the kernel's.
-                    m.disown();
-                }
+            Value::MemRef(m) => {
                 let Some(path) = outs.next() else {
                     return Err(fail(format!("result {k}: no --out for it")));
                 };
@@ -274,6 +259,7 @@ fn call(
             }
         }
     }
+    drop(call_args);
     if inout {
         for input in &inputs {
             if let Input::Array { path, array } = input {

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use libffi::middle::{Arg as FfiArg, Cif, CodePtr, Type as FfiType};
 
-use crate::owned::{libc_free, reachable, FreeFn, Ownership};
+use crate::owned::{freeable, libc_free, reachable, Allocation, FreeFn};
 use crate::signature::{ElemType, MemRefType, Mismatch, Signature, Type};
 use crate::{Element, MemRefError, MemRefView, MemRefViewMut};
 
@@ -123,6 +123,16 @@ impl Library {
     ///
     /// `signature` must be the function's real MLIR type (for example taken
     /// with [`Signature::from_mlir`] from the source the library was built from).
+    ///
+    /// And the function must return memrefs as MLIR's default lowering does,
+    /// since [`Function::call`] frees what it cannot tell from a buffer the
+    /// kernel keeps: every memref result is a global (`memref.get_global`),
+    /// points into an argument or into another result's allocation, or is a
+    /// fresh `malloc` allocation (`memref.alloc`) that the caller now owns;
+    /// an unranked result's descriptor is a fresh `malloc` copy (spec 002,
+    /// "Lifetime"). A kernel returning buffers it keeps is called with
+    /// [`CallOptions::borrow_results`]; one allocating with another allocator,
+    /// with [`CallOptions::free_with`].
     pub unsafe fn function(
         &self,
         name: &str,
@@ -239,6 +249,10 @@ impl std::fmt::Display for Scalar {
 }
 
 /// A memref argument for a dynamic call: a borrowed view, type-erased.
+///
+/// Results of the call may point into the argument (a kernel may return it,
+/// or a subview of it): they borrow it for the same lifetime `'a`, so the
+/// caller's buffer outlives them, and they never free it.
 #[derive(Debug)]
 pub struct MemRefArg<'a> {
     elem: ElemType,
@@ -246,28 +260,43 @@ pub struct MemRefArg<'a> {
     offset: i64,
     sizes: Vec<i64>,
     strides: Vec<i64>,
+    /// The whole buffer borrowed, as (start address, length in bytes): what
+    /// a result pointing into it aliases.
+    buffer: (usize, usize),
+    /// Whether the kernel may write through it; a shared view is copied for
+    /// each call instead.
     writable: bool,
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
 impl<'a> MemRefArg<'a> {
-    /// A read-only argument from a shared view. The callee must not write
-    /// through it (a kernel writing an input is a wrong signature for this view).
+    /// An argument from a shared view. A kernel may write through any memref
+    /// it receives, and a shared borrow must not be written, so each call
+    /// passes a **copy** of the elements the view reaches (with the view's
+    /// offset, sizes and strides): what the kernel writes there is dropped
+    /// with the copy, or kept alive by the results that point into it. Use
+    /// [`MemRefArg::from_view_mut`] to pass the buffer itself.
     pub fn from_view<T: Element, const N: usize>(view: &MemRefView<'a, T, N>) -> Self {
-        Self::from_descriptor(&view.to_descriptor(), false)
+        let data = view.as_slice();
+        Self::from_descriptor(&view.to_descriptor(), data.as_ptr(), data.len(), false)
     }
 
-    /// A writable argument from a mutable view (borrowed for the call).
+    /// A writable argument from a mutable view (borrowed for the call and
+    /// for as long as its results live): the kernel gets the buffer itself.
     pub fn from_view_mut<T: Element, const N: usize>(
         view: &'a mut MemRefViewMut<'_, T, N>,
     ) -> Self {
-        Self::from_descriptor(&view.to_descriptor(), true)
+        let d = view.to_descriptor();
+        let len = view.as_view().as_slice().len();
+        Self::from_descriptor(&d, d.aligned.cast_const(), len, true)
     }
 
-    /// The argument for a descriptor made from a checked view (the caller
-    /// holds the view's borrow for `'a`).
+    /// The argument for a descriptor made from a checked view over the `len`
+    /// elements at `start` (the caller holds the view's borrow for `'a`).
     fn from_descriptor<T: Element, const N: usize>(
         d: &crate::MemRefDescriptor<T, N>,
+        start: *const T,
+        len: usize,
         writable: bool,
     ) -> Self {
         MemRefArg {
@@ -276,6 +305,7 @@ impl<'a> MemRefArg<'a> {
             offset: d.offset,
             sizes: d.sizes.to_vec(),
             strides: d.strides.to_vec(),
+            buffer: (start as usize, len * std::mem::size_of::<T>()),
             writable,
             _borrow: PhantomData,
         }
@@ -313,6 +343,7 @@ impl<'a> MemRefArg<'a> {
             offset: 0,
             strides: crate::signature::row_major(sizes),
             sizes: sizes.to_vec(),
+            buffer: (bytes.as_ptr() as usize, bytes.len()),
             writable: true,
             _borrow: PhantomData,
         })
@@ -328,47 +359,76 @@ impl<'a> MemRefArg<'a> {
         &self.sizes
     }
 
-    /// The data pointer (`aligned`; also passed as `allocated`).
+    /// The data pointer of the borrowed buffer (`aligned`; also passed as
+    /// `allocated`). A shared view reaches the kernel as a copy instead.
     pub fn data_ptr(&self) -> *mut u8 {
         self.aligned
     }
 
-    /// Copies the elements in row-major order into a fresh 8-byte-aligned buffer.
-    fn gather(&self) -> Result<Vec<u64>, MemRefError> {
+    /// Whether the kernel gets the buffer itself (a mutable view or bytes)
+    /// rather than a copy (a shared view).
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// A copy of the elements the view reaches, laid out as they are (same
+    /// strides), and the offset of element `(0, .., 0)` in the copy.
+    fn copy_reachable(&self) -> Result<(Allocation, i64), MemRefError> {
+        let esz = self.elem.size() as i64;
+        match reachable(self.offset, &self.sizes, &self.strides)? {
+            // SAFETY: zero bytes are read.
+            None => Ok((unsafe { Allocation::copy_of(self.aligned, 0) }?, 0)),
+            Some((lo, hi)) => {
+                // Construction checked every reachable element is in the buffer,
+                // so these products fit.
+                let start = self.aligned.wrapping_offset((lo * esz) as isize);
+                let len = ((hi - lo + 1) * esz) as usize;
+                // SAFETY: `start..start + len` holds the reachable elements,
+                // inside the borrowed buffer.
+                let copy = unsafe { Allocation::copy_of(start, len) }?;
+                Ok((copy, self.offset - lo))
+            }
+        }
+    }
+
+    /// Copies the elements in row-major order into a fresh buffer.
+    fn gather(&self) -> Result<Allocation, MemRefError> {
         let esz = self.elem.size();
         // Construction checked the sizes against a buffer, so this fits.
         let nbytes = byte_len(self.elem, &self.sizes).ok_or(MemRefError::Overflow { dim: 0 })?;
-        let mut out = vec![0u64; nbytes.div_ceil(8)];
-        let dst = out.as_mut_ptr().cast::<u8>();
+        let out = Allocation::zeroed(nbytes)?;
+        let dst = out.ptr().cast::<u8>();
         let mut k = 0usize;
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
-            // SAFETY: construction checked every reachable element is in the view's buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.aligned.offset(lin as isize * esz as isize),
-                    dst.add(k * esz),
-                    esz,
-                )
-            };
+            // SAFETY: construction checked every reachable element is in the
+            // view's buffer.
+            let from = unsafe { self.aligned.offset(lin as isize * esz as isize) };
+            // SAFETY: the copy holds every element.
+            let to = unsafe { dst.add(k * esz) };
+            // SAFETY: both hold an element; the copy is a block of its own.
+            unsafe { std::ptr::copy_nonoverlapping(from, to, esz) };
             k += 1;
         });
         Ok(out)
     }
 
-    /// Writes row-major `data` back through the strides.
-    fn scatter(&self, data: &[u64]) {
+    /// Writes row-major data at `src` back through the strides.
+    ///
+    /// # Safety
+    ///
+    /// `src` holds the argument's elements in row-major order (what
+    /// [`MemRefArg::gather`] made), and the argument is writable.
+    unsafe fn scatter(&self, src: *const u8) {
         let esz = self.elem.size();
-        let src = data.as_ptr().cast::<u8>();
         let mut k = 0usize;
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
-            // SAFETY: as in `gather`; the argument is writable (checked by the caller).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    src.add(k * esz),
-                    self.aligned.offset(lin as isize * esz as isize),
-                    esz,
-                )
-            };
+            // SAFETY: `src` holds every element (the caller's contract).
+            let from = unsafe { src.add(k * esz) };
+            // SAFETY: as in `gather`.
+            let to = unsafe { self.aligned.offset(lin as isize * esz as isize) };
+            // SAFETY: both hold an element, the argument is writable (the
+            // caller's contract) and the copy is a block of its own.
+            unsafe { std::ptr::copy_nonoverlapping(from, to, esz) };
             k += 1;
         });
     }
@@ -431,31 +491,105 @@ impl<'a> From<MemRefArg<'a>> for Arg<'a> {
 }
 
 /// Options of a dynamic call.
+///
+/// ```
+/// use locus_memref::CallOptions;
+///
+/// let options = CallOptions::default().copy_strided(true).borrow_results(false);
+/// assert!(options.copies_strided() && !options.borrows_results());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct CallOptions {
-    /// Who frees returned memrefs.
-    pub ownership: Ownership,
-    /// Copy a strided view given to an identity-layout parameter into a
-    /// contiguous buffer (and back after the call, if writable) instead of
-    /// refusing it.
-    pub copy_strided: bool,
-    /// The deallocator for owned results.
-    pub free: FreeFn,
+    copy_strided: bool,
+    borrow_results: bool,
+    free: FreeFn,
 }
 
 impl Default for CallOptions {
+    /// Strided views given to identity-layout parameters are refused; fresh
+    /// results are freed with C's `free`.
     fn default() -> Self {
         CallOptions {
-            ownership: Ownership::Owned,
             copy_strided: false,
+            borrow_results: false,
             free: libc_free(),
         }
     }
 }
 
-/// A memref returned by a dynamic call, any rank, with its ownership.
+impl CallOptions {
+    /// Copy a strided view given to an identity-layout parameter into a
+    /// contiguous buffer (and back after the call, if writable) instead of
+    /// refusing it.
+    pub fn copy_strided(mut self, copy: bool) -> Self {
+        self.copy_strided = copy;
+        self
+    }
+
+    /// The kernel keeps the buffers it returns (a cache, a pool of its own):
+    /// no result is freed ([`Origin::Kept`]), except the heap copies of
+    /// unranked results' descriptors, which are always the caller's (spec
+    /// 002, "Lifetime"). At worst this leaks, so it needs no `unsafe`.
+    pub fn borrow_results(mut self, borrow: bool) -> Self {
+        self.borrow_results = borrow;
+        self
+    }
+
+    /// Frees fresh results, and the heap descriptors of unranked results,
+    /// with `free` instead of C's `free`.
+    ///
+    /// # Safety
+    ///
+    /// The kernel must allocate what it returns with the allocator `free`
+    /// belongs to (for example a kernel lowered with
+    /// `use-generic-functions`, whose `memref.alloc` calls
+    /// `_mlir_memref_to_llvm_alloc`).
+    pub unsafe fn free_with(mut self, free: FreeFn) -> Self {
+        self.free = free;
+        self
+    }
+
+    /// Whether strided views are copied for identity-layout parameters.
+    pub fn copies_strided(&self) -> bool {
+        self.copy_strided
+    }
+
+    /// Whether results are left to the kernel.
+    pub fn borrows_results(&self) -> bool {
+        self.borrow_results
+    }
+}
+
+/// Where a returned memref's data lives, as [`Function::call`] found out by
+/// comparing its allocated and aligned pointers and the addresses it reaches
+/// with every argument's buffer and every other result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A fresh allocation of the kernel's: [`ReturnedMemRef::owner`] is its
+    /// guard, shared by every result pointing into it, and it is freed (with
+    /// the call's deallocator) when the last of them is dropped. No guard
+    /// when the allocated pointer is null.
+    Fresh,
+    /// Points into the buffer of argument `i` (the caller's: never freed),
+    /// or into the copy made of it for the call (a shared view, or a strided
+    /// view copied for an identity-layout parameter), which the result's
+    /// [`ReturnedMemRef::owner`] then keeps alive.
+    Argument(usize),
+    /// A global (`memref.get_global`, allocated pointer `0xdeadbeef`): never
+    /// freed.
+    Global,
+    /// The call said the kernel keeps its results
+    /// ([`CallOptions::borrow_results`]): never freed.
+    Kept,
+}
+
+/// A memref returned by a dynamic call, any rank.
+///
+/// It borrows the call's arguments and library for `'a` (it may point into
+/// either), and holds a share of its allocation when it owns one (see
+/// [`Origin`]): reading it is always reading live memory.
 #[derive(Debug)]
-pub struct ReturnedMemRef {
+pub struct ReturnedMemRef<'a> {
     /// Position among the call's results, for errors.
     index: usize,
     elem: ElemType,
@@ -464,12 +598,13 @@ pub struct ReturnedMemRef {
     offset: i64,
     sizes: Vec<i64>,
     strides: Vec<i64>,
-    heap_descriptor: Option<*mut c_void>,
-    ownership: Ownership,
-    free: FreeFn,
+    unranked: bool,
+    origin: Origin,
+    owner: Option<Allocation>,
+    _borrow: PhantomData<&'a [u8]>,
 }
 
-impl ReturnedMemRef {
+impl ReturnedMemRef<'_> {
     /// Element type.
     pub fn elem(&self) -> ElemType {
         self.elem
@@ -490,7 +625,7 @@ impl ReturnedMemRef {
     pub fn offset(&self) -> i64 {
         self.offset
     }
-    /// The allocated pointer (what an owned result frees).
+    /// The allocated pointer (what an owned allocation frees).
     pub fn allocated(&self) -> *mut c_void {
         self.allocated
     }
@@ -498,25 +633,22 @@ impl ReturnedMemRef {
     pub fn aligned(&self) -> *mut c_void {
         self.aligned
     }
-    /// Whether it came back unranked (with a heap descriptor).
+    /// Whether it came back unranked (its heap descriptor was freed once read).
     pub fn was_unranked(&self) -> bool {
-        self.heap_descriptor.is_some()
+        self.unranked
     }
-    /// Its ownership.
-    pub fn ownership(&self) -> Ownership {
-        self.ownership
+    /// Where its data lives.
+    pub fn origin(&self) -> Origin {
+        self.origin
     }
-    /// Stops owning: nothing will be freed (for results found to alias an
-    /// argument or a global).
-    pub fn disown(&mut self) {
-        self.ownership = Ownership::Borrowed;
+    /// The guard of the allocation it points into, when the call's results
+    /// own it (shared with every other result pointing into it).
+    pub fn owner(&self) -> Option<&Allocation> {
+        self.owner.as_ref()
     }
-
-    /// Whether the data lies in `[start, start + len)` bytes, i.e. the result
-    /// aliases that buffer.
-    pub fn points_into(&self, start: *const u8, len: usize) -> bool {
-        let (a, start) = (self.aligned as usize, start as usize);
-        a >= start && a < start.saturating_add(len.max(1))
+    /// Whether both results hold the same allocation's guard.
+    pub fn shares_allocation_with(&self, other: &ReturnedMemRef<'_>) -> bool {
+        matches!((&self.owner, &other.owner), (Some(a), Some(b)) if a == b)
     }
 
     /// The elements in row-major order as native-endian bytes.
@@ -540,7 +672,8 @@ impl ReturnedMemRef {
         out.try_reserve_exact(nbytes).map_err(|_| too_large())?;
         let base = self.aligned.cast::<u8>();
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
-            // SAFETY: the callee's signature promises a valid memref of this type.
+            // SAFETY: the callee's signature promises a valid memref of this
+            // type, alive while `self` (its guard, its borrow) is.
             let p = unsafe { base.offset(lin as isize * esz as isize) };
             // SAFETY: as above.
             out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, esz) });
@@ -572,34 +705,20 @@ impl ReturnedMemRef {
             sizes,
             strides,
         );
-        // SAFETY: the memory is valid while `self` lives (it frees only on drop).
+        // SAFETY: the memory is valid while `self` lives (its guard keeps a
+        // fresh allocation, its borrow an argument's buffer); results give
+        // only shared access, so nothing writes it meanwhile.
         unsafe { crate::owned::view_from_descriptor(&d) }
-    }
-}
-
-impl Drop for ReturnedMemRef {
-    fn drop(&mut self) {
-        if self.ownership != Ownership::Owned {
-            return;
-        }
-        if crate::owned::freeable(self.allocated) {
-            // SAFETY: owned by the caller's statement at the call; `free` is its allocator.
-            unsafe { (self.free)(self.allocated) };
-        }
-        if let Some(h) = self.heap_descriptor {
-            // SAFETY: the unranked result's heap descriptor belongs to the caller.
-            unsafe { (self.free)(h) };
-        }
     }
 }
 
 /// A result of a dynamic call.
 #[derive(Debug)]
-pub enum Value {
+pub enum Value<'a> {
     /// A scalar.
     Scalar(Scalar),
     /// A memref.
-    MemRef(ReturnedMemRef),
+    MemRef(ReturnedMemRef<'a>),
 }
 
 /// A function of a [`Library`] with its run-time signature.
@@ -752,10 +871,160 @@ struct Prepared<'a> {
     offset: i64,
     sizes: &'a [i64],
     strides: std::borrow::Cow<'a, [i64]>,
-    copy: Option<Vec<u64>>,
+    /// The copy the kernel gets instead of the argument's buffer.
+    copy: Option<Allocation>,
+    /// Whether the copy is row-major (made for an identity-layout
+    /// parameter), to be written back to a writable argument.
+    gathered: bool,
+    /// Where the kernel's data is: (start address, length in bytes).
+    span: (usize, usize),
 }
 
-impl Function<'_> {
+/// A memref result as the wrapper wrote it (an unranked one's heap
+/// descriptor already read).
+struct RawResult {
+    index: usize,
+    elem: ElemType,
+    allocated: *mut c_void,
+    aligned: *mut c_void,
+    offset: i64,
+    sizes: Vec<i64>,
+    strides: Vec<i64>,
+    unranked: bool,
+}
+
+impl RawResult {
+    /// The bytes `[start, end)` its elements cover, or `None` (no element,
+    /// or sizes and strides that do not compute).
+    fn bytes(&self) -> Option<(i128, i128)> {
+        let (lo, hi) = reachable(self.offset, &self.sizes, &self.strides).ok()??;
+        let esz = self.elem.size() as i128;
+        let p = self.aligned as usize as i128;
+        Some((p + i128::from(lo) * esz, p + (i128::from(hi) + 1) * esz))
+    }
+}
+
+/// Whether address `p` lies in `[start, end)`.
+fn within(p: *mut c_void, (start, end): (i128, i128)) -> bool {
+    let p = p as usize as i128;
+    start <= p && p < end
+}
+
+/// Whether two byte ranges overlap.
+fn overlap(a: (i128, i128), b: (i128, i128)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// Finds where each memref result's data lives: in a global, in argument
+/// `i`'s buffer (given by `args` as the argument's position, the bytes the
+/// kernel got, and the copy made for the call if any), or in a fresh
+/// allocation, one guard per allocation shared by every result in it.
+/// Results are in one allocation when their allocated pointers are equal,
+/// their bytes overlap, or one's pointers lie in the other's bytes.
+fn resolve(
+    results: &[RawResult],
+    args: &[(usize, (i128, i128), Option<Allocation>)],
+    options: &CallOptions,
+) -> Result<Vec<(Origin, Option<Allocation>)>, MemRefError> {
+    let n = results.len();
+    let global: Vec<bool> = results
+        .iter()
+        .map(|r| r.allocated as usize == crate::owned::GLOBAL_ALLOCATED)
+        .collect();
+    let bytes: Vec<Option<(i128, i128)>> = results.iter().map(RawResult::bytes).collect();
+    let into = |k: usize, span: (i128, i128)| {
+        let r = &results[k];
+        within(r.allocated, span)
+            || within(r.aligned, span)
+            || bytes[k].is_some_and(|b| overlap(b, span))
+    };
+    // The first argument each result points into.
+    let arg_of: Vec<Option<usize>> = (0..n)
+        .map(|k| match global[k] {
+            true => None,
+            false => args.iter().position(|a| into(k, a.1)),
+        })
+        .collect();
+    // Results in one allocation: a union-find over the results.
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut k: usize) -> usize {
+        while parent[k] != k {
+            parent[k] = parent[parent[k]];
+            k = parent[k];
+        }
+        k
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            if global[i] || global[j] {
+                continue;
+            }
+            let (a, b) = (&results[i], &results[j]);
+            let same = (a.allocated == b.allocated && freeable(a.allocated))
+                || bytes[j].is_some_and(|bj| into(i, bj))
+                || bytes[i].is_some_and(|bi| into(j, bi));
+            if same {
+                let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
+                parent[ri.max(rj)] = ri.min(rj);
+            }
+        }
+    }
+    let roots: Vec<usize> = (0..n).map(|k| root(&mut parent, k)).collect();
+    // A group touching an argument is the argument's, whole.
+    let group_arg = |g: usize| (0..n).filter(|&k| roots[k] == g).find_map(|k| arg_of[k]);
+    // The allocated pointer each group of fresh results frees.
+    let mut freed: Vec<Option<usize>> = vec![None; n];
+    for k in 0..n {
+        let g = roots[k];
+        let a = results[k].allocated;
+        if global[k] || options.borrow_results || group_arg(g).is_some() || !freeable(a) {
+            continue;
+        }
+        match freed[g] {
+            None => freed[g] = Some(k),
+            Some(first) if results[first].allocated != a => {
+                return Err(MemRefError::Result {
+                    index: results[k].index,
+                    message: format!(
+                        "overlaps result {} but its allocated pointer is {a:?}, not {:?}: \
+                         which one to free is unknown",
+                        results[first].index, results[first].allocated
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    let mut guards: Vec<Option<Allocation>> = vec![None; n];
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let g = roots[k];
+        let arg = arg_of[k].or_else(|| group_arg(g));
+        out.push(if global[k] {
+            (Origin::Global, None)
+        } else if let Some(i) = arg {
+            let (position, _, copy) = &args[i];
+            (Origin::Argument(*position), copy.clone())
+        } else if options.borrow_results {
+            (Origin::Kept, None)
+        } else {
+            if guards[g].is_none() {
+                if let Some(first) = freed[g] {
+                    // SAFETY: `Library::function`'s contract (or
+                    // `CallOptions::free_with`'s): a result that is no global
+                    // and points into no argument is a fresh allocation of the
+                    // allocator `free` belongs to, now the caller's; the
+                    // results sharing it are grouped here, so one guard frees it.
+                    guards[g] = unsafe { Allocation::new(results[first].allocated, options.free) };
+                }
+            }
+            (Origin::Fresh, guards[g].clone())
+        });
+    }
+    Ok(out)
+}
+
+impl<'lib> Function<'lib> {
     /// The name.
     pub fn name(&self) -> &str {
         &self.name
@@ -819,11 +1088,59 @@ impl Function<'_> {
     }
 
     /// Calls `_mlir_ciface_NAME` with checked arguments; returns the results in order.
-    pub fn call(
+    ///
+    /// Memref results borrow the arguments (and the library) for `'a`: a
+    /// kernel may return an argument, a subview of one, or a global of the
+    /// library. Each result's [`Origin`] is found by comparing its pointers
+    /// and the bytes it reaches with every argument's buffer and every other
+    /// result: results pointing into an argument are never freed, results
+    /// pointing into one fresh allocation share one guard that frees it once,
+    /// when the last of them is dropped, and globals are never freed. The
+    /// heap descriptors of unranked results are freed as soon as they are
+    /// read. A fresh allocation is one the kernel made with `malloc` (or the
+    /// allocator of [`CallOptions::free_with`]), as [`Library::function`]'s
+    /// contract states; [`CallOptions::borrow_results`] frees none.
+    ///
+    /// The results cannot outlive what they may alias:
+    ///
+    /// ```compile_fail
+    /// # use locus_memref::{CallOptions, Function, MemRefArg, MemRefViewMut, Value};
+    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::MemRefError> {
+    /// let mut data = vec![1.0f32, 2.0];
+    /// let mut view = MemRefViewMut::contiguous(&mut data, [2])?;
+    /// // `same` returns its argument.
+    /// let results = same.call(&mut [MemRefArg::from_view_mut(&mut view).into()], CallOptions::default())?;
+    /// drop(data); // error: `data` is still borrowed by `results`
+    /// let [Value::MemRef(m)] = results.as_slice() else { return Ok(()) };
+    /// println!("{:?}", m.to_bytes());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Nor the library, whose globals they may point into:
+    ///
+    /// ```compile_fail
+    /// # use locus_memref::{CallOptions, Library, Signature, Value};
+    /// # fn f(lib: Library) -> Result<(), locus_memref::MemRefError> {
+    /// let results = {
+    ///     // SAFETY: `table` returns a global of the library (`memref.get_global`).
+    ///     let table = unsafe { lib.function("table", Signature::parse("() -> memref<4xf32>")?) }?;
+    ///     table.call(&mut [], CallOptions::default())?
+    /// };
+    /// drop(lib); // error: `lib` is still borrowed by `results`
+    /// let [Value::MemRef(m)] = results.as_slice() else { return Ok(()) };
+    /// println!("{:?}", m.to_bytes());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn call<'a>(
         &self,
-        args: &mut [Arg<'_>],
+        args: &mut [Arg<'a>],
         options: CallOptions,
-    ) -> Result<Vec<Value>, MemRefError> {
+    ) -> Result<Vec<Value<'a>>, MemRefError>
+    where
+        'lib: 'a,
+    {
         let Some(code) = self.ciface else {
             return Err(MemRefError::Library {
                 what: format!("_mlir_ciface_{}", self.name),
@@ -900,14 +1217,7 @@ impl Function<'_> {
         // every pointer passed points to storage alive until after the call.
         // libffi writes at most a full register (8 bytes) of return value.
         let ret: [u64; 2] = unsafe { cif.call(CodePtr(code), &ffi_args) };
-        // Copies made for identity-layout callees go back to writable views.
-        for (p, a) in prepared.iter().zip(args.iter()) {
-            if let (Some(Prepared { copy: Some(c), .. }), Arg::MemRef(m)) = (p, a) {
-                if m.writable {
-                    m.scatter(c);
-                }
-            }
-        }
+        write_back(&prepared, args);
         let mut values = Vec::with_capacity(results.len());
         if !struct_result {
             if let Some(Type::Scalar(e)) = results.first() {
@@ -925,6 +1235,12 @@ impl Function<'_> {
             // SAFETY: the buffer's own bytes.
             unsafe { std::slice::from_raw_parts(p, result_buf.len() * 8) }
         };
+        // Heap descriptors of unranked results: the caller's (spec 002,
+        // "Lifetime"), freed when this is dropped, once their words are copied.
+        let mut heaps: Vec<Allocation> = Vec::new();
+        let mut raws = Vec::new();
+        // Each result in order: a scalar, or `None` for the next memref.
+        let mut fields = Vec::with_capacity(results.len());
         for (index, (t, &off)) in results.iter().zip(&offsets).enumerate() {
             let field = &bytes[off..];
             let word = |k: usize| -> i64 {
@@ -938,14 +1254,22 @@ impl Function<'_> {
                         index,
                         message: format!("cannot read a {e}"),
                     })?;
-                    values.push(Value::Scalar(s));
+                    fields.push(Some(Value::Scalar(s)));
                 }
                 Type::MemRef(m) => {
-                    let (words, heap) = match m.rank() {
-                        Some(r) => ((0..3 + 2 * r).map(word).collect::<Vec<i64>>(), None),
+                    let words = match m.rank() {
+                        Some(r) => (0..3 + 2 * r).map(word).collect::<Vec<i64>>(),
                         None => {
                             let rank = word(0);
                             let heap = word(1) as *mut c_void;
+                            if !heap.is_null() && !heaps.iter().any(|h| h.ptr() == heap) {
+                                // SAFETY: an unranked result's descriptor is a
+                                // fresh heap copy the caller frees, from the
+                                // kernel's allocator (`Library::function`'s or
+                                // `CallOptions::free_with`'s contract); the
+                                // check above makes one guard per pointer.
+                                heaps.extend(unsafe { Allocation::new(heap, options.free) });
+                            }
                             if heap.is_null() || !(0..=64).contains(&rank) {
                                 return Err(MemRefError::Result {
                                     index,
@@ -955,14 +1279,13 @@ impl Function<'_> {
                                 });
                             }
                             let n = 3 + 2 * rank as usize;
-                            // SAFETY: an unranked result points to a heap ranked descriptor of `rank`.
-                            let w = unsafe { std::slice::from_raw_parts(heap.cast::<i64>(), n) }
-                                .to_vec();
-                            (w, Some(heap))
+                            // SAFETY: an unranked result points to a heap ranked
+                            // descriptor of `rank`, alive until `heaps` is dropped.
+                            unsafe { std::slice::from_raw_parts(heap.cast::<i64>(), n) }.to_vec()
                         }
                     };
                     let r = (words.len() - 3) / 2;
-                    values.push(Value::MemRef(ReturnedMemRef {
+                    raws.push(RawResult {
                         index,
                         elem: m.elem,
                         allocated: words[0] as *mut c_void,
@@ -970,14 +1293,46 @@ impl Function<'_> {
                         offset: words[2],
                         sizes: words[3..3 + r].to_vec(),
                         strides: words[3 + r..3 + 2 * r].to_vec(),
-                        heap_descriptor: heap,
-                        ownership: options.ownership,
-                        free: options.free,
-                    }));
+                        unranked: m.rank().is_none(),
+                    });
+                    fields.push(None);
                 }
             }
         }
-        Ok(values)
+        drop(heaps);
+        let spans: Vec<(usize, (i128, i128), Option<Allocation>)> = prepared
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let p = p.as_ref()?;
+                let start = p.span.0 as i128;
+                Some((i, (start, start + p.span.1.max(1) as i128), p.copy.clone()))
+            })
+            .collect();
+        let origins = resolve(&raws, &spans, &options)?;
+        let mut memrefs = raws.into_iter().zip(origins);
+        Ok(fields
+            .into_iter()
+            .filter_map(|v| match v {
+                Some(v) => Some(v),
+                None => {
+                    let (r, (origin, owner)) = memrefs.next()?;
+                    Some(Value::MemRef(ReturnedMemRef {
+                        index: r.index,
+                        elem: r.elem,
+                        allocated: r.allocated,
+                        aligned: r.aligned,
+                        offset: r.offset,
+                        sizes: r.sizes,
+                        strides: r.strides,
+                        unranked: r.unranked,
+                        origin,
+                        owner,
+                        _borrow: PhantomData,
+                    }))
+                }
+            })
+            .collect())
     }
 
     /// Calls the function itself in the expanded convention (each memref as
@@ -1041,14 +1396,22 @@ impl Function<'_> {
         // SAFETY: as in `call`; `ranked`'s inner buffers do not move (only
         // the outer Vec may grow, which moves the inner Vec headers, not their heap data).
         unsafe { cif.call::<()>(CodePtr(code), &ffi_args) };
-        for (p, a) in prepared.iter().zip(args.iter()) {
-            if let (Some(Prepared { copy: Some(c), .. }), Arg::MemRef(m)) = (p, a) {
-                if m.writable {
-                    m.scatter(c);
-                }
+        write_back(&prepared, args);
+        Ok(())
+    }
+}
+
+/// Writes the row-major copies made for identity-layout parameters back to
+/// their writable arguments.
+fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) {
+    for (p, a) in prepared.iter().zip(args) {
+        if let (Some(p), Arg::MemRef(m)) = (p, a) {
+            if let (true, true, Some(copy)) = (p.gathered, m.writable, &p.copy) {
+                // SAFETY: the copy holds the argument's elements row-major
+                // (`gather` made it), and the argument is writable.
+                unsafe { m.scatter(copy.ptr().cast::<u8>()) };
             }
         }
-        Ok(())
     }
 }
 
@@ -1059,21 +1422,41 @@ fn prepare_memref<'a>(
     copy_strided: bool,
 ) -> Result<Prepared<'a>, MemRefError> {
     match t.check(m.elem, m.offset, &m.sizes, &m.strides) {
-        Ok(()) => Ok(Prepared {
+        Ok(()) if m.writable => Ok(Prepared {
             aligned: m.aligned,
             offset: m.offset,
             sizes: &m.sizes,
             strides: std::borrow::Cow::Borrowed(&m.strides),
             copy: None,
+            gathered: false,
+            span: m.buffer,
         }),
-        Err(Mismatch::Layout(_)) if copy_strided && t.accepts_row_major(&m.sizes) => {
-            let mut copy = m.gather()?;
+        // A shared view: the kernel gets a copy of what it reaches, laid out alike.
+        Ok(()) => {
+            let (copy, offset) = m.copy_reachable()?;
+            let len = reachable(m.offset, &m.sizes, &m.strides)?
+                .map_or(0, |(lo, hi)| (hi - lo + 1) as usize * m.elem.size());
             Ok(Prepared {
-                aligned: copy.as_mut_ptr().cast(),
+                aligned: copy.ptr().cast(),
+                offset,
+                sizes: &m.sizes,
+                strides: std::borrow::Cow::Borrowed(&m.strides),
+                span: (copy.ptr() as usize, len),
+                copy: Some(copy),
+                gathered: false,
+            })
+        }
+        Err(Mismatch::Layout(_)) if copy_strided && t.accepts_row_major(&m.sizes) => {
+            let copy = m.gather()?;
+            let len = byte_len(m.elem, &m.sizes).unwrap_or(0);
+            Ok(Prepared {
+                aligned: copy.ptr().cast(),
                 offset: 0,
                 sizes: &m.sizes,
                 strides: std::borrow::Cow::Owned(crate::signature::row_major(&m.sizes)),
+                span: (copy.ptr() as usize, len),
                 copy: Some(copy),
+                gathered: true,
             })
         }
         Err(Mismatch::Layout(why)) => Err(MemRefError::Argument {
@@ -1085,4 +1468,176 @@ fn prepare_memref<'a>(
             message: format!("{e} ({t})"),
         }),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `resolve` on descriptors made up here: pointers are only compared,
+    //! and "freed" by a deallocator that records them.
+
+    use std::cell::RefCell;
+
+    use super::*;
+
+    thread_local! {
+        static FREED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Records the pointer instead of freeing it.
+    unsafe extern "C" fn record(p: *mut c_void) {
+        FREED.with(|f| f.borrow_mut().push(p as usize));
+    }
+
+    fn freed() -> Vec<usize> {
+        FREED.with(|f| std::mem::take(&mut *f.borrow_mut()))
+    }
+
+    fn options() -> CallOptions {
+        // SAFETY: `record` frees nothing.
+        unsafe { CallOptions::default().free_with(record) }
+    }
+
+    /// A rank-1 f32 result `{allocated, aligned, offset, [size], [1]}`.
+    fn result(index: usize, allocated: usize, aligned: usize, offset: i64, size: i64) -> RawResult {
+        RawResult {
+            index,
+            elem: ElemType::F32,
+            allocated: allocated as *mut c_void,
+            aligned: aligned as *mut c_void,
+            offset,
+            sizes: vec![size],
+            strides: vec![1],
+            unranked: false,
+        }
+    }
+
+    /// Argument 3, 64 bytes at 0x10000.
+    fn argument() -> Vec<(usize, (i128, i128), Option<Allocation>)> {
+        vec![(3, (0x10000, 0x10040), None)]
+    }
+
+    fn origins(found: &[(Origin, Option<Allocation>)]) -> Vec<Origin> {
+        found.iter().map(|(o, _)| *o).collect()
+    }
+
+    #[test]
+    fn one_allocation_returned_twice_is_freed_once() {
+        let rs = [
+            result(0, 0x1000, 0x1000, 0, 4),
+            result(1, 0x5000, 0x5000, 0, 4),
+            result(2, 0x1000, 0x1000, 1, 3),
+        ];
+        let found = resolve(&rs, &argument(), &options()).unwrap();
+        assert_eq!(origins(&found), [Origin::Fresh; 3]);
+        let guards: Vec<&Allocation> = found.iter().filter_map(|(_, g)| g.as_ref()).collect();
+        assert_eq!(guards.len(), 3);
+        assert!(guards[0] == guards[2] && guards[0] != guards[1]);
+        assert_eq!((guards[0].holders(), guards[1].holders()), (2, 1));
+        let mut found = found;
+        found.remove(0);
+        assert_eq!(freed(), [0usize; 0]);
+        found.remove(0);
+        assert_eq!(freed(), [0x5000]);
+        drop(found);
+        assert_eq!(freed(), [0x1000]);
+    }
+
+    #[test]
+    fn results_joined_by_bytes_or_pointers() {
+        // The second (null allocated pointer) has its aligned pointer in the
+        // first's bytes: one allocation, freed once.
+        let rs = [result(0, 0x1000, 0x1000, 0, 16), result(1, 0, 0x1020, 0, 8)];
+        let found = resolve(&rs, &argument(), &options()).unwrap();
+        assert!(found
+            .iter()
+            .all(|(_, g)| g.as_ref().map(Allocation::ptr) == Some(0x1000 as *mut c_void)));
+        drop(found);
+        assert_eq!(freed(), [0x1000]);
+        // Empty results are joined by their allocated pointers alone.
+        let rs = [
+            result(0, 0x2000, 0x2000, 0, 0),
+            result(1, 0x2000, 0x2000, 0, 0),
+        ];
+        drop(resolve(&rs, &argument(), &options()).unwrap());
+        assert_eq!(freed(), [0x2000]);
+    }
+
+    #[test]
+    fn results_in_an_argument_are_never_freed() {
+        let rs = [
+            // The argument itself, a subview (aligned inside), bytes reaching
+            // into it from below, and a result joined to the subview.
+            result(0, 0x10000, 0x10000, 0, 16),
+            result(1, 0x7000, 0x10000, 4, 4),
+            result(2, 0x7000, 0xfff0, 0, 8),
+            result(3, 0x20000, 0x20000, 0, 2),
+            result(4, 0x20000, 0x10020, 0, 1),
+            // A global, and a fresh buffer.
+            result(5, GLOBAL, 0x8000, 0, 4),
+            result(6, 0x30000, 0x30000, 0, 4),
+        ];
+        let found = resolve(&rs, &argument(), &options()).unwrap();
+        assert_eq!(
+            origins(&found),
+            [
+                Origin::Argument(3),
+                Origin::Argument(3),
+                Origin::Argument(3),
+                Origin::Argument(3),
+                Origin::Argument(3),
+                Origin::Global,
+                Origin::Fresh,
+            ]
+        );
+        assert!(found[..6].iter().all(|(_, g)| g.is_none()));
+        drop(found);
+        assert_eq!(freed(), [0x30000]);
+        // A copy made for the call is kept alive by the results in it.
+        let copy = Allocation::zeroed(64).unwrap();
+        let start = copy.ptr() as usize as i128;
+        let args = [(0, (start, start + 64), Some(copy.clone()))];
+        let a = copy.ptr() as usize;
+        let found = resolve(&[result(0, a, a, 2, 2)], &args, &options()).unwrap();
+        assert_eq!(found[0].0, Origin::Argument(0));
+        assert!(found[0].1.as_ref() == Some(&copy));
+        assert_eq!(copy.holders(), 3);
+    }
+
+    #[test]
+    fn borrowed_results_and_null_pointers_are_not_freed() {
+        let rs = [result(0, 0x1000, 0x1000, 0, 4), result(1, 0, 0, 0, 0)];
+        let found = resolve(&rs, &argument(), &options().borrow_results(true)).unwrap();
+        assert_eq!(origins(&found), [Origin::Kept, Origin::Kept]);
+        drop(found);
+        let found = resolve(&rs, &argument(), &options()).unwrap();
+        assert_eq!(origins(&found), [Origin::Fresh, Origin::Fresh]);
+        assert!(found[1].1.is_none());
+        drop(found);
+        assert_eq!(freed(), [0x1000]);
+    }
+
+    #[test]
+    fn overlapping_results_with_two_allocated_pointers_are_refused() {
+        // Bytes overlapping, or an allocated pointer in the other's bytes.
+        for second in [
+            result(1, 0x2000, 0x1010, 0, 8),
+            result(1, 0x1010, 0x2000, 0, 8),
+        ] {
+            let rs = [result(0, 0x1000, 0x1000, 0, 8), second];
+            let err = resolve(&rs, &argument(), &options()).unwrap_err();
+            assert!(
+                matches!(&err, MemRefError::Result { index: 1, message } if message.contains("which one to free")),
+                "{err}"
+            );
+        }
+        let rs = [
+            result(0, 0x1000, 0x1000, 0, 8),
+            result(1, 0x2000, 0x1010, 0, 8),
+        ];
+        assert_eq!(freed(), [0usize; 0]);
+        // Nothing is freed when borrowed, so nothing is ambiguous.
+        assert!(resolve(&rs, &argument(), &options().borrow_results(true)).is_ok());
+    }
+
+    const GLOBAL: usize = crate::owned::GLOBAL_ALLOCATED;
 }

@@ -52,8 +52,10 @@ unsafe fn read<T, const N: usize>(
 pub unsafe fn view<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
 ) -> Result<MemRefView<'a, T, N>, MemRefError> {
-    // SAFETY: forwarded: `read` needs a readable descriptor, the view valid memory.
-    unsafe { view_from_descriptor(&read(d)?) }
+    // SAFETY: forwarded: `read` needs a readable descriptor.
+    let d = unsafe { read(d) }?;
+    // SAFETY: forwarded: the view needs valid memory, unwritten during `'a`.
+    unsafe { view_from_descriptor(&d) }
 }
 
 /// A mutable view of the memref a callback received by pointer.
@@ -64,8 +66,10 @@ pub unsafe fn view<'a, T, const N: usize>(
 pub unsafe fn view_mut<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
 ) -> Result<MemRefViewMut<'a, T, N>, MemRefError> {
+    // SAFETY: as for `view`.
+    let d = unsafe { read(d) }?;
     // SAFETY: as for `view`, with exclusive access forwarded too.
-    unsafe { view_mut_from_descriptor(&read(d)?) }
+    unsafe { view_mut_from_descriptor(&d) }
 }
 
 /// Defines `#[no_mangle] extern "C" fn _mlir_ciface_NAME` receiving memref

@@ -150,6 +150,12 @@ pub enum MemRefError {
         /// What is wrong.
         message: String,
     },
+    /// A mutable view was asked of a memref whose allocation other results
+    /// also point into (it would alias their views).
+    SharedAllocation {
+        /// How many results (or other holders) share the allocation.
+        holders: usize,
+    },
 }
 
 impl fmt::Display for MemRefError {
@@ -221,6 +227,12 @@ impl fmt::Display for MemRefError {
             MemRefError::Library { what, message } => write!(f, "{what}: {message}"),
             MemRefError::Buffer { message } => write!(f, "buffer: {message}"),
             MemRefError::Npy { message } => write!(f, ".npy: {message}"),
+            MemRefError::SharedAllocation { holders } => write!(
+                f,
+                "the memref shares its allocation with {} other holder(s); a mutable view \
+                 would alias theirs",
+                holders.saturating_sub(1)
+            ),
         }
     }
 }

@@ -23,14 +23,38 @@
 //! ignores the descriptor's offset and strides; [`signature`] checks every
 //! argument against the callee's MLIR type (element type, rank, static sizes,
 //! layout) and refuses a strided view an identity-layout callee would
-//! misread, or copies it when asked ([`CallOptions::copy_strided`]). A
-//! returned memref is freed per call as the caller states ([`Ownership`]):
-//! owned results free the **allocated** pointer with the kernel's allocator
-//! (`malloc`'s `free`: `memref.alloc` lowers to `malloc`, also with an
-//! `alignment`), unranked results also free their heap descriptor
-//! ("Lifetime"); borrowed results free nothing (aliases of arguments, buffers
-//! the kernel keeps). Globals (`memref.get_global`) carry the dummy allocated
-//! pointer `0xdeadbeef` and are never freed.
+//! misread, or copies it when asked ([`CallOptions::copy_strided`]).
+//!
+//! # Who frees what
+//!
+//! A returned memref may be a fresh allocation, a global, or a view into an
+//! argument, and several results may point into one allocation (`return %m,
+//! %m`, a buffer and its subview). [`Function::call`] tells them apart by
+//! comparing each result's allocated and aligned pointers and the bytes it
+//! reaches with every argument's buffer and every other result
+//! ([`Origin`]):
+//!
+//! * a fresh allocation is freed exactly once, through its **allocated**
+//!   pointer, with the kernel's allocator (`malloc`'s `free`: `memref.alloc`
+//!   lowers to `malloc`, also with an `alignment`), when the last result
+//!   pointing into it is dropped: they share one guard ([`Allocation`]);
+//! * a result pointing into an argument is never freed, and borrows the
+//!   arguments, so it cannot outlive them (nor the library, whose globals it
+//!   may point to);
+//! * globals (`memref.get_global`, dummy allocated pointer `0xdeadbeef`) are
+//!   never freed;
+//! * the heap copy of an unranked result's descriptor is always freed
+//!   ("Lifetime").
+//!
+//! What no pointer comparison can tell, that a result aliasing nothing is
+//! the caller's to free with that allocator, is asserted in `unsafe` code:
+//! by [`Library::function`]'s contract (MLIR's default lowering), by
+//! [`CallOptions::free_with`] for another allocator, and by the typed path's
+//! [`OwnedMemRef::from_descriptor`] and [`OwnedUnranked::from_descriptor`].
+//! [`CallOptions::borrow_results`] (a kernel that keeps its buffers) frees
+//! nothing and needs no assertion. A shared view never reaches a kernel as a
+//! writable pointer: [`MemRefArg::from_view`] passes a copy of its elements,
+//! [`MemRefArg::from_view_mut`] the buffer itself.
 //!
 //! # Which kernels go through which convention
 //!
@@ -65,7 +89,8 @@
 //!   `mlir-translate-19`, `opt-19 -O2`, `llc-19`, `clang-19 -shared`.
 //! * [`call`]: libraries, typed `_mlir_ciface_` symbols, dynamic calls
 //!   through libffi in both conventions.
-//! * [`owned`]: ownership of returned memrefs, views of raw descriptors.
+//! * [`owned`]: the guard of returned allocations, typed results, views of
+//!   raw descriptors.
 //! * [`callback`]: compiled code calling back into Rust (`mlir_callback!`).
 //! * [`npy`]: `.npy` files for `locus memref call`.
 //!
@@ -98,7 +123,9 @@
 //! # Example: compile a kernel and call it
 //!
 //! ```
-//! use locus_memref::{compile, CallOptions, Library, MemRefArg, MemRefView, Scalar, Signature, Value};
+//! use locus_memref::{
+//!     compile, CallOptions, Library, MemRefArg, MemRefViewMut, Origin, Scalar, Signature, Value,
+//! };
 //!
 //! let kernel = r#"
 //! func.func @scaled_sum(%m: memref<?x?xf32, strided<[?, ?], offset: ?>>, %k: f32)
@@ -130,15 +157,74 @@
 //! // SAFETY: the signature comes from the library's own source.
 //! let f = unsafe { lib.function("scaled_sum", sig) }?;
 //!
-//! // A 2x3 matrix passed transposed (3x2): no copy, the strides travel along.
-//! let data = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
-//! let t = MemRefView::contiguous(&data, [2, 3])?.transpose(0, 1)?;
-//! let results = f.call(&mut [MemRefArg::from_view(&t).into(), Scalar::F32(2.0).into()], CallOptions::default())?;
+//! // A 2x3 matrix passed transposed (3x2): no copy, the strides travel along
+//! // (a mutable view: the kernel gets the buffer itself).
+//! let mut data = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+//! let mut t = MemRefViewMut::contiguous(&mut data, [2, 3])?.transpose(0, 1)?;
+//! let mut args = [MemRefArg::from_view_mut(&mut t).into(), Scalar::F32(2.0).into()];
+//! let results = f.call(&mut args, CallOptions::default())?;
 //! let [Value::MemRef(sums), Value::Scalar(Scalar::F32(total))] = results.as_slice() else { panic!() };
 //! assert_eq!(sums.view::<f32, 1>()?.iter().copied().collect::<Vec<_>>(), [10.0, 14.0, 18.0]);
 //! assert_eq!(*total, 42.0);
-//! // Dropping `results` frees the buffer's allocated pointer with free().
-//! # drop(results);
+//! // A fresh buffer of the kernel's, owned by the result alone.
+//! assert_eq!(sums.origin(), Origin::Fresh);
+//! assert_eq!(sums.owner().map(|a| a.holders()), Some(1));
+//! // Dropping `results` frees the buffer's allocated pointer with free(); the
+//! // results borrowed `data` until then.
+//! drop(results);
+//! data[0] = 0.0;
+//! # let _ = std::fs::remove_file(&so);
+//! # Ok::<(), locus_memref::MemRefError>(())
+//! ```
+//!
+//! # Example: results that alias
+//!
+//! ```
+//! use locus_memref::{compile, CallOptions, Library, MemRefArg, MemRefViewMut, Origin, Signature, Value};
+//!
+//! // A subview of the argument, and one fresh copy of it returned twice.
+//! let kernel = r#"
+//! func.func @views(%a: memref<?xf32>)
+//!     -> (memref<?xf32, strided<[1], offset: 1>>, memref<?xf32>, memref<?xf32>) {
+//!   %c0 = arith.constant 0 : index
+//!   %c1 = arith.constant 1 : index
+//!   %n = memref.dim %a, %c0 : memref<?xf32>
+//!   %k = arith.subi %n, %c1 : index
+//!   %tail = memref.subview %a[1] [%k] [1]
+//!       : memref<?xf32> to memref<?xf32, strided<[1], offset: 1>>
+//!   %m = memref.alloc(%n) : memref<?xf32>
+//!   scf.for %i = %c0 to %n step %c1 {
+//!     %x = memref.load %a[%i] : memref<?xf32>
+//!     memref.store %x, %m[%i] : memref<?xf32>
+//!   }
+//!   return %tail, %m, %m
+//!       : memref<?xf32, strided<[1], offset: 1>>, memref<?xf32>, memref<?xf32>
+//! }"#;
+//! let so = std::env::temp_dir().join(format!("locus-memref-doc-alias-{}.so", std::process::id()));
+//! compile::compile_str(kernel, &so)?;
+//! // SAFETY: a library built just now.
+//! let lib = unsafe { Library::open(&so) }?;
+//! // SAFETY: the signature comes from the library's own source, lowered by
+//! // MLIR's default pipeline (fresh results come from malloc).
+//! let f = unsafe { lib.function("views", Signature::from_mlir(kernel, "views")?) }?;
+//!
+//! let mut data = vec![1.0f32, 2.0, 3.0];
+//! let mut a = MemRefViewMut::contiguous(&mut data, [3])?;
+//! let results = f.call(&mut [MemRefArg::from_view_mut(&mut a).into()], CallOptions::default())?;
+//! let [Value::MemRef(tail), Value::MemRef(copy), Value::MemRef(again)] = results.as_slice() else {
+//!     panic!()
+//! };
+//! // The subview points into the argument: never freed, and `data` stays
+//! // borrowed while it lives.
+//! assert_eq!(tail.origin(), Origin::Argument(0));
+//! assert_eq!(tail.view::<f32, 1>()?.iter().copied().collect::<Vec<_>>(), [2.0, 3.0]);
+//! // The copy returned twice: one allocation, one guard held by both
+//! // results, freed once, when the last of them is dropped.
+//! assert_eq!((copy.origin(), again.origin()), (Origin::Fresh, Origin::Fresh));
+//! assert!(copy.shares_allocation_with(again));
+//! assert_eq!(copy.owner().map(|g| g.holders()), Some(2));
+//! drop(results);
+//! data.push(4.0); // the results' borrow of `data` ended with them
 //! # let _ = std::fs::remove_file(&so);
 //! # Ok::<(), locus_memref::MemRefError>(())
 //! ```
@@ -155,9 +241,11 @@ pub mod owned;
 pub mod signature;
 pub mod view;
 
-pub use call::{Arg, CallOptions, Function, Library, MemRefArg, ReturnedMemRef, Scalar, Value};
+pub use call::{
+    Arg, CallOptions, Function, Library, MemRefArg, Origin, ReturnedMemRef, Scalar, Value,
+};
 pub use descriptor::{expanded_len, ExpandedArg, MemRefDescriptor, UnrankedMemRefDescriptor};
 pub use error::MemRefError;
-pub use owned::{FreeFn, OwnedMemRef, OwnedUnranked, Ownership};
+pub use owned::{Allocation, FreeFn, OwnedMemRef, OwnedUnranked, Ownership};
 pub use signature::{ElemType, Element, Signature};
 pub use view::{Indices, Iter, MemRefView, MemRefViewMut};

@@ -2,24 +2,38 @@
 //!
 //! A returned descriptor may point to a fresh allocation (the caller must free
 //! it), to a global (whose `allocated` pointer is a dummy such as
-//! `0xdeadbeef`), or into an argument (a result may alias one). Nothing in the
-//! descriptor says which, so the caller states it per call with
-//! [`Ownership`]:
+//! `0xdeadbeef`), or into an argument; and several results may point into
+//! one allocation (`return %m, %m`, a buffer and a subview of it, a buffer
+//! returned ranked and unranked). [`Allocation`] is the one guard that frees:
+//! it owns one allocated pointer, every result pointing into the allocation
+//! holds a clone of it, and the pointer is freed exactly once, when the last
+//! holder is dropped, so no result is read after its memory is freed.
 //!
-//! * [`Ownership::Owned`]: dropping the result frees the **allocated**
-//!   pointer (never `aligned`, which `memref.alloc {alignment = N}` rounds up
-//!   from it) with the allocator the kernel used. MLIR's default lowering of
-//!   `memref.alloc` calls `malloc`, so the default deallocator is the C
-//!   library's `free` (the process has one C library; a kernel built by
-//!   [`crate::compile`] links against it). An unranked result additionally
-//!   owns the heap copy of its ranked descriptor (spec 002, "Lifetime"), which
-//!   is freed too.
-//! * [`Ownership::Borrowed`]: nothing is freed.
+//! Dynamic calls ([`crate::Function::call`]) find out themselves which
+//! results share an allocation and which point into an argument (see
+//! [`crate::Origin`]). A caller of a typed `_mlir_ciface_` symbol states it,
+//! in `unsafe` code, because nothing in a descriptor says where its memory
+//! came from:
+//!
+//! * [`OwnedMemRef::from_descriptor`] with [`Ownership::Owned`] makes a new
+//!   guard for the descriptor's **allocated** pointer (never `aligned`, which
+//!   `memref.alloc {alignment = N}` rounds up from it), freed with the
+//!   allocator the kernel used. MLIR's default lowering of `memref.alloc`
+//!   calls `malloc`, so the default deallocator is the C library's `free`
+//!   ([`libc_free`]; the process has one C library, and a kernel built by
+//!   [`crate::compile`] links against it). [`Ownership::Borrowed`] frees
+//!   nothing (a result aliasing an argument, a buffer the kernel keeps).
+//! * [`OwnedMemRef::with_owner`] gives a second result pointing into the same
+//!   allocation a clone of the first one's guard.
+//! * [`OwnedUnranked`] always frees the heap copy of its ranked descriptor
+//!   (spec 002, "Lifetime": it is the caller's, whoever owns the data).
 //!
 //! A memref from `memref.get_global` carries the dummy allocated pointer
-//! `0xdeadbeef` ([`GLOBAL_ALLOCATED`]); it is never freed, even when owned.
+//! `0xdeadbeef` ([`GLOBAL_ALLOCATED`]); no guard is ever made for it.
 
 use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::rc::Rc;
 
 use crate::{
     Element, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut, UnrankedMemRefDescriptor,
@@ -28,14 +42,13 @@ use crate::{
 /// A deallocation function with the signature of C's `free`.
 pub type FreeFn = unsafe extern "C" fn(*mut c_void);
 
-/// Who frees a returned memref.
+/// Who frees a memref returned through a typed symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ownership {
-    /// The caller frees the allocated pointer (and an unranked result's
-    /// heap descriptor) when the result is dropped.
+    /// The result holds an [`Allocation`] for its allocated pointer.
     Owned,
-    /// Nothing is freed: globals, results aliasing an argument, or buffers
-    /// the kernel keeps.
+    /// Nothing is freed: globals, results aliasing an argument, buffers the
+    /// kernel keeps.
     Borrowed,
 }
 
@@ -51,6 +64,116 @@ pub fn freeable(allocated: *const std::ffi::c_void) -> bool {
 /// C's `free`, the default deallocator (what `memref.alloc` pairs with).
 pub fn libc_free() -> FreeFn {
     libc::free
+}
+
+/// The one owner of an allocation: frees its pointer exactly once, when the
+/// last clone is dropped.
+///
+/// Every result pointing into an allocation holds a clone (an `Rc`), so
+/// results that alias one another keep the memory alive for each other: the
+/// same buffer returned twice, a buffer and its subview, a buffer and a copy
+/// made of an argument for the call. Two guards compare equal when they are
+/// clones of one another.
+#[derive(Clone)]
+pub struct Allocation(Rc<Block>);
+
+/// The pointer an [`Allocation`] frees, and how.
+struct Block {
+    ptr: NonNull<c_void>,
+    free: FreeFn,
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `Allocation::new`'s contract: the pointer came from the
+        // allocator of `free` and only this guard frees it; the `Rc` drops the
+        // block once, with its last clone.
+        unsafe { (self.free)(self.ptr.as_ptr()) };
+    }
+}
+
+impl Allocation {
+    /// Takes charge of freeing `ptr` with `free`; `None` (nothing to free)
+    /// for null and for the globals' dummy pointer ([`GLOBAL_ALLOCATED`]).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be null, the globals' dummy, or a live block from the
+    /// allocator `free` belongs to that nobody else frees: from now on the
+    /// guard and its clones free it, once. Memory read through pointers into
+    /// the block is valid only while some clone lives.
+    pub unsafe fn new(ptr: *mut c_void, free: FreeFn) -> Option<Allocation> {
+        if !freeable(ptr) {
+            return None;
+        }
+        let ptr = NonNull::new(ptr)?;
+        Some(Allocation(Rc::new(Block { ptr, free })))
+    }
+
+    /// A fresh zeroed block of `len` bytes from C's `calloc`, freed with
+    /// C's `free` (aligned for every element type, as `malloc` aligns for any
+    /// fundamental type): where Locus copies an argument for a call.
+    pub(crate) fn zeroed(len: usize) -> Result<Allocation, MemRefError> {
+        // SAFETY: plain allocation; at least one byte so the pointer is unique.
+        let p = unsafe { libc::calloc(len.max(1), 1) };
+        // SAFETY: null or a block of C's allocator, ours alone.
+        unsafe { Allocation::new(p, libc_free()) }.ok_or(MemRefError::Buffer {
+            message: format!("cannot allocate {len} bytes for a copy"),
+        })
+    }
+
+    /// A fresh block holding a copy of the `len` bytes at `src`.
+    ///
+    /// # Safety
+    ///
+    /// `src..src + len` must be readable.
+    pub(crate) unsafe fn copy_of(src: *const u8, len: usize) -> Result<Allocation, MemRefError> {
+        let a = Allocation::zeroed(len)?;
+        // SAFETY: the block holds `len` bytes and is fresh, so no overlap;
+        // `src` is readable by the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, a.ptr().cast::<u8>(), len) };
+        Ok(a)
+    }
+
+    /// The pointer freed when the last clone is dropped.
+    pub fn ptr(&self) -> *mut c_void {
+        self.0.ptr.as_ptr()
+    }
+
+    /// How many clones (results and other holders) share the allocation.
+    pub fn holders(&self) -> usize {
+        Rc::strong_count(&self.0)
+    }
+
+    /// Gives up the guard: the pointer, no longer freed by anyone here, when
+    /// this is the only holder; the guard back otherwise.
+    pub fn into_raw(self) -> Result<*mut c_void, Allocation> {
+        match Rc::try_unwrap(self.0) {
+            Ok(block) => {
+                let p = block.ptr.as_ptr();
+                std::mem::forget(block);
+                Ok(p)
+            }
+            Err(rc) => Err(Allocation(rc)),
+        }
+    }
+}
+
+impl PartialEq for Allocation {
+    fn eq(&self, other: &Allocation) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Allocation {}
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocation")
+            .field("ptr", &self.ptr())
+            .field("holders", &self.holders())
+            .finish()
+    }
 }
 
 /// Lowest and highest linear index reachable from `offset` with these sizes
@@ -141,32 +264,51 @@ pub unsafe fn view_mut_from_descriptor<'a, T, const N: usize>(
     MemRefViewMut::new(slice, offset, d.sizes, d.strides)
 }
 
-/// A ranked memref returned by compiled code, with its ownership.
+/// A ranked memref returned by compiled code: its descriptor, and the guard
+/// of the allocation it points into when the caller owns that.
 #[derive(Debug)]
 pub struct OwnedMemRef<T, const N: usize> {
     desc: MemRefDescriptor<T, N>,
-    ownership: Ownership,
-    free: FreeFn,
+    owner: Option<Allocation>,
 }
 
 impl<T: Element, const N: usize> OwnedMemRef<T, N> {
-    /// Takes a returned descriptor.
+    /// Takes a returned descriptor; [`Ownership::Owned`] makes a new
+    /// [`Allocation`] for its allocated pointer.
     ///
     /// # Safety
     ///
     /// The descriptor must describe valid memory of `T` for as long as the
-    /// result lives; with [`Ownership::Owned`], `allocated` must come from the
-    /// allocator `free` belongs to and nobody else may free it.
+    /// result lives, not written by anyone else meanwhile (and, for
+    /// [`OwnedMemRef::view_mut`], not read either). With
+    /// [`Ownership::Owned`], `allocated` must come from the allocator `free`
+    /// belongs to and nobody else may free it: in particular no other result
+    /// may own the same allocation (give it [`OwnedMemRef::with_owner`] and a
+    /// clone of this one's guard instead).
     pub unsafe fn from_descriptor(
         desc: MemRefDescriptor<T, N>,
         ownership: Ownership,
         free: FreeFn,
     ) -> Self {
-        OwnedMemRef {
-            desc,
-            ownership,
-            free,
-        }
+        let owner = match ownership {
+            // SAFETY: forwarded to the caller.
+            Ownership::Owned => unsafe { Allocation::new(desc.allocated.cast(), free) },
+            Ownership::Borrowed => None,
+        };
+        OwnedMemRef { desc, owner }
+    }
+
+    /// Takes a returned descriptor pointing into the allocation `owner`
+    /// guards (a clone of another result's guard, when both point into one
+    /// buffer), or into memory nobody here frees (`None`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`OwnedMemRef::from_descriptor`]: the memory the descriptor
+    /// describes must be valid while `owner` lives (with `None`: while the
+    /// result lives).
+    pub unsafe fn with_owner(desc: MemRefDescriptor<T, N>, owner: Option<Allocation>) -> Self {
+        OwnedMemRef { desc, owner }
     }
 
     /// The descriptor.
@@ -174,9 +316,17 @@ impl<T: Element, const N: usize> OwnedMemRef<T, N> {
         &self.desc
     }
 
-    /// The ownership given when the result was taken.
+    /// The guard of the allocation, when the result owns (a share of) it.
+    pub fn owner(&self) -> Option<&Allocation> {
+        self.owner.as_ref()
+    }
+
+    /// [`Ownership::Owned`] when the result holds a guard.
     pub fn ownership(&self) -> Ownership {
-        self.ownership
+        match self.owner {
+            Some(_) => Ownership::Owned,
+            None => Ownership::Borrowed,
+        }
     }
 
     /// A checked view of the elements.
@@ -185,9 +335,17 @@ impl<T: Element, const N: usize> OwnedMemRef<T, N> {
         unsafe { view_from_descriptor(&self.desc) }
     }
 
-    /// A checked mutable view of the elements.
+    /// A checked mutable view of the elements; refused while other holders
+    /// share the allocation (their views would alias this one).
     pub fn view_mut(&mut self) -> Result<MemRefViewMut<'_, T, N>, MemRefError> {
-        // SAFETY: as for `view`; `&mut self` makes the access exclusive.
+        if let Some(owner) = &self.owner {
+            if owner.holders() > 1 {
+                return Err(MemRefError::SharedAllocation {
+                    holders: owner.holders(),
+                });
+            }
+        }
+        // SAFETY: as for `view`; `&mut self` and the sole guard make the access exclusive.
         unsafe { view_mut_from_descriptor(&self.desc) }
     }
 
@@ -196,48 +354,58 @@ impl<T: Element, const N: usize> OwnedMemRef<T, N> {
         Ok(self.view()?.iter().copied().collect())
     }
 
-    /// Gives up ownership without freeing: the caller now frees `allocated`.
-    pub fn into_descriptor(self) -> MemRefDescriptor<T, N> {
-        let d = self.desc;
-        std::mem::forget(self);
-        d
-    }
-}
-
-impl<T, const N: usize> Drop for OwnedMemRef<T, N> {
-    fn drop(&mut self) {
-        if self.ownership == Ownership::Owned && freeable(self.desc.allocated.cast_const().cast()) {
-            // SAFETY: `from_descriptor`'s contract: we own `allocated`, from this allocator.
-            unsafe { (self.free)(self.desc.allocated.cast()) };
-        }
+    /// The descriptor and the guard, taken apart (nothing is freed: the
+    /// guard still frees when dropped; [`Allocation::into_raw`] gives it up).
+    pub fn into_parts(self) -> (MemRefDescriptor<T, N>, Option<Allocation>) {
+        (self.desc, self.owner)
     }
 }
 
 /// An unranked memref returned by compiled code: `{rank, heap descriptor}`.
+///
+/// The heap copy of the ranked descriptor is always the caller's (spec 002,
+/// "Lifetime") and is freed with the result; the data is freed only when
+/// owned.
 #[derive(Debug)]
 pub struct OwnedUnranked {
     desc: UnrankedMemRefDescriptor,
-    ownership: Ownership,
-    free: FreeFn,
+    /// The heap descriptor's guard.
+    heap: Option<Allocation>,
+    /// The data's guard.
+    owner: Option<Allocation>,
 }
 
 impl OwnedUnranked {
-    /// Takes a returned unranked descriptor.
+    /// Takes a returned unranked descriptor: the heap descriptor is freed
+    /// with `free` when the result is dropped (or converted), and so is the
+    /// data's allocated pointer with [`Ownership::Owned`].
     ///
     /// # Safety
     ///
-    /// `desc.descriptor` must point to a ranked descriptor of rank
-    /// `desc.rank`; with [`Ownership::Owned`] both it and its `allocated`
-    /// pointer come from the allocator of `free` and belong to the caller.
+    /// `desc.descriptor` must be null or the heap copy of a ranked
+    /// descriptor of rank `desc.rank` that an MLIR function returned (from
+    /// the allocator of `free`, and the caller's: nobody else frees it). With
+    /// [`Ownership::Owned`], its `allocated` pointer comes from that
+    /// allocator too and belongs to the caller (as in
+    /// [`OwnedMemRef::from_descriptor`]).
     pub unsafe fn from_descriptor(
         desc: UnrankedMemRefDescriptor,
         ownership: Ownership,
         free: FreeFn,
     ) -> Self {
+        let owner = if ownership == Ownership::Owned && !desc.descriptor.is_null() {
+            // SAFETY: the heap descriptor starts with `allocated`, whatever the rank.
+            let allocated = unsafe { desc.descriptor.cast::<*mut c_void>().read_unaligned() };
+            // SAFETY: owned, from this allocator (the caller's contract).
+            unsafe { Allocation::new(allocated, free) }
+        } else {
+            None
+        };
         OwnedUnranked {
             desc,
-            ownership,
-            free,
+            // SAFETY: the heap copy is the caller's (the caller's contract).
+            heap: unsafe { Allocation::new(desc.descriptor, free) },
+            owner,
         }
     }
 
@@ -251,9 +419,14 @@ impl OwnedUnranked {
         &self.desc
     }
 
+    /// The guard of the data's allocation, when owned.
+    pub fn owner(&self) -> Option<&Allocation> {
+        self.owner.as_ref()
+    }
+
     /// Converts to a ranked result of element type `T` and rank `N`,
-    /// checking the rank; the heap descriptor is freed now (if owned) and
-    /// the data's ownership moves to the ranked result.
+    /// checking the rank; the heap descriptor is freed now and the data's
+    /// guard moves to the ranked result. On an error both are freed.
     ///
     /// # Safety
     ///
@@ -263,29 +436,12 @@ impl OwnedUnranked {
     ) -> Result<OwnedMemRef<T, N>, MemRefError> {
         // SAFETY: `from_descriptor`'s contract; the rank is checked inside.
         let ranked = unsafe { self.desc.read_ranked::<T, N>()? };
-        let (ownership, free) = (self.ownership, self.free);
-        if ownership == Ownership::Owned {
-            // SAFETY: we own the heap descriptor; its contents were copied out.
-            unsafe { free(self.desc.descriptor) };
-        }
-        std::mem::forget(self);
-        // SAFETY: ownership of the data moves unchanged.
-        Ok(unsafe { OwnedMemRef::from_descriptor(ranked, ownership, free) })
-    }
-}
-
-impl Drop for OwnedUnranked {
-    fn drop(&mut self) {
-        if self.ownership != Ownership::Owned || self.desc.descriptor.is_null() {
-            return;
-        }
-        // SAFETY: the heap descriptor starts with `allocated`, whatever the rank.
-        let allocated = unsafe { self.desc.descriptor.cast::<*mut c_void>().read_unaligned() };
-        if freeable(allocated) {
-            // SAFETY: owned, from this allocator.
-            unsafe { (self.free)(allocated) };
-        }
-        // SAFETY: the heap descriptor is ours too (spec 002, "Lifetime").
-        unsafe { (self.free)(self.desc.descriptor) };
+        let OwnedUnranked { heap, owner, .. } = self;
+        // The contents were copied out: the heap descriptor can go.
+        drop(heap);
+        Ok(OwnedMemRef {
+            desc: ranked,
+            owner,
+        })
     }
 }

@@ -46,10 +46,7 @@ fn compiled_kernel_calls_back_into_rust() {
     let mut view = MemRefViewMut::new(&mut data, 9, [5], [-2]).unwrap();
     let mut args = [MemRefArg::from_view_mut(&mut view).into()];
     assert!(f.call(&mut args, CallOptions::default()).is_err());
-    let copy = CallOptions {
-        copy_strided: true,
-        ..CallOptions::default()
-    };
+    let copy = CallOptions::default().copy_strided(true);
     f.call(&mut args, copy).unwrap();
     drop(args);
     for (i, x) in data.iter().enumerate() {

@@ -13,7 +13,7 @@ use locus_memref::owned::libc_free;
 use locus_memref::signature::{ElemType, Type};
 use locus_memref::{
     Arg, CallOptions, Element, MemRefArg, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut,
-    OwnedMemRef, OwnedUnranked, Ownership, Scalar, UnrankedMemRefDescriptor, Value,
+    Origin, OwnedMemRef, OwnedUnranked, Ownership, Scalar, UnrankedMemRefDescriptor, Value,
 };
 
 type D<T, const N: usize> = MemRefDescriptor<T, N>;
@@ -346,10 +346,7 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
     let err = f.call(&mut args2, CallOptions::default()).unwrap_err();
     assert!(err.to_string().contains("offset 5"), "{err}");
     // Asked to copy: correct results through both conventions.
-    let copy = CallOptions {
-        copy_strided: true,
-        ..CallOptions::default()
-    };
+    let copy = CallOptions::default().copy_strided(true);
     f.call(&mut args, copy).unwrap();
     drop(args);
     assert_eq!(out, want);
@@ -506,12 +503,15 @@ fn rank0_arguments_and_result() {
     let res = f
         .call(&mut in_out(&vx, &mut vo), CallOptions::default())
         .unwrap();
-    assert_eq!(out[0], -3.0);
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
     };
     assert_eq!(m.rank(), 0);
+    assert_eq!(m.origin(), Origin::Fresh);
     assert_eq!(m.view::<f32, 0>().unwrap().get(&[]), Some(&0.0));
+    // The results borrow the arguments: `out` is read once they are gone.
+    drop(res);
+    assert_eq!(out[0], -3.0);
 }
 
 #[test]
@@ -647,26 +647,33 @@ fn several_results_memref_and_f32() {
     }
 }
 
+/// A result aliasing its argument is found to, and never freed: with the
+/// default options (which today free the caller's `Vec`) and when results
+/// are borrowed.
 #[test]
-fn borrowed_result_aliasing_an_argument_is_not_freed() {
+fn result_aliasing_an_argument_is_not_freed() {
     let f = function("results.mlir", "same");
     let mut data = vals(5, |i| i as f32);
-    let mut v = MemRefViewMut::contiguous(&mut data, [5]).unwrap();
-    let opts = CallOptions {
-        ownership: Ownership::Borrowed,
-        ..CallOptions::default()
-    };
-    let res = f
-        .call(&mut [MemRefArg::from_view_mut(&mut v).into()], opts)
-        .unwrap();
-    let Value::MemRef(m) = &res[0] else {
-        panic!("memref result")
-    };
-    assert_eq!(m.ownership(), Ownership::Borrowed);
-    assert!(m.points_into(data.as_ptr().cast(), data.len() * 4));
-    drop(res);
-    // Still ours and intact (an owned drop would have freed a Vec's buffer).
-    assert_eq!(data, vals(5, |i| i as f32));
+    let start = data.as_ptr() as usize;
+    for opts in [
+        CallOptions::default(),
+        CallOptions::default().borrow_results(true),
+    ] {
+        let mut v = MemRefViewMut::contiguous(&mut data, [5]).unwrap();
+        let res = f
+            .call(&mut [MemRefArg::from_view_mut(&mut v).into()], opts)
+            .unwrap();
+        let Value::MemRef(m) = &res[0] else {
+            panic!("memref result")
+        };
+        assert_eq!(m.origin(), Origin::Argument(0));
+        assert!(m.owner().is_none());
+        assert_eq!(m.aligned() as usize, start);
+        assert_eq!(m.view::<f32, 1>().unwrap().get(&[4]), Some(&4.0));
+        drop(res);
+        // Still ours and intact (an owned drop would have freed a Vec's buffer).
+        assert_eq!(data, vals(5, |i| i as f32));
+    }
 }
 
 #[test]
@@ -685,6 +692,8 @@ fn global_result_is_never_freed() {
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
     };
+    assert_eq!(m.origin(), Origin::Global);
+    assert!(m.owner().is_none());
     assert_eq!(
         m.view::<f32, 1>()
             .unwrap()
@@ -852,10 +861,7 @@ fn heap_count_child() {
     let mut kept = Vec::new();
     let before = malloc_in_use();
     for _ in 0..200 {
-        let opts = CallOptions {
-            ownership: Ownership::Borrowed,
-            ..CallOptions::default()
-        };
+        let opts = CallOptions::default().borrow_results(true);
         let res = f.call(&mut [Scalar::Index(1000).into()], opts).unwrap();
         let Value::MemRef(m) = &res[0] else {
             panic!("memref")
@@ -930,10 +936,7 @@ fn valgrind_child_owned() {
 #[ignore = "run under valgrind by no_leak_under_valgrind"]
 fn valgrind_child_borrowed() {
     let g = function("results.mlir", "grid_unranked");
-    let opts = CallOptions {
-        ownership: Ownership::Borrowed,
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().borrow_results(true);
     for _ in 0..5 {
         drop(g.call(&mut [Scalar::Index(4).into()], opts).unwrap());
     }

@@ -8,7 +8,8 @@
 //! identity-layout variant of the kernel refuses the same view.
 
 use locus_memref::{
-    compile, Arg, CallOptions, Library, MemRefArg, MemRefView, Scalar, Signature, Value,
+    compile, Arg, CallOptions, Library, MemRefArg, MemRefView, MemRefViewMut, Origin, Scalar,
+    Signature, Value,
 };
 
 use super::{tool, Tour};
@@ -99,18 +100,37 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     let f = unsafe { lib.function("scaled_row_sums", sig) }.map_err(fail)?;
 
     // A 3x4 row-major matrix m[i][j] = i + 10 j, passed as its 4x3 transpose.
-    let data: Vec<f32> = (0..12)
+    let mut data: Vec<f32> = (0..12)
         .map(|k| (k / 4) as f32 + 10.0 * (k % 4) as f32)
         .collect();
-    let m = MemRefView::contiguous(&data, [3, 4]).map_err(fail)?;
-    let t = m.transpose(0, 1).map_err(fail)?;
+    // Rust's own answer, from a shared view, before the kernel gets the buffer.
+    let t = MemRefView::contiguous(&data, [3, 4])
+        .and_then(|m| m.transpose(0, 1))
+        .map_err(fail)?;
+    let want: Vec<f32> = (0..4i64)
+        .map(|i| {
+            (0..3i64)
+                .map(|j| t.get(&[i, j]).copied().unwrap_or(f32::NAN))
+                .sum::<f32>()
+                * 0.5
+        })
+        .collect();
+    let want_total: f32 = want.iter().sum();
+    let mut t = MemRefViewMut::contiguous(&mut data, [3, 4])
+        .and_then(|m| m.transpose(0, 1))
+        .map_err(fail)?;
     tour.line("")?;
     tour.line(format!(
-        "Call on the transposed view: sizes {:?}, strides {:?} (no copy), k = 0.5",
+        "Call on the transposed view: sizes {:?}, strides {:?}, k = 0.5 (no copy: a mutable",
         t.sizes(),
         t.strides()
     ))?;
-    let mut args = [Arg::from(MemRefArg::from_view(&t)), Scalar::F32(0.5).into()];
+    tour.line("  view passes the buffer itself; a shared view would pass a copy, as a kernel may")?;
+    tour.line("  write through any memref it gets)")?;
+    let mut args = [
+        Arg::from(MemRefArg::from_view_mut(&mut t)),
+        Scalar::F32(0.5).into(),
+    ];
     let results = f.call(&mut args, CallOptions::default()).map_err(fail)?;
     let (out, total) = match results.as_slice() {
         [Value::MemRef(out), Value::Scalar(Scalar::F32(total))] => (out, *total),
@@ -120,23 +140,17 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     let got: Vec<f32> = view.iter().copied().collect();
     tour.line(format!("  returned memref: {got:?}, total {total}"))?;
     tour.line(format!(
-        "  allocated {:?}, aligned {:?} (64-byte aligned: {})",
+        "  allocated {:?}, aligned {:?} (64-byte aligned: {}), origin {:?}",
         out.allocated(),
         out.aligned(),
-        (out.aligned() as usize).is_multiple_of(64)
+        (out.aligned() as usize).is_multiple_of(64),
+        out.origin()
     ))?;
-    let mut want_total = 0f32;
-    for i in 0..4i64 {
-        let mut s = 0f32;
-        for j in 0..3i64 {
-            s += t.get(&[i, j]).copied().unwrap_or(f32::NAN);
-        }
-        let want = s * 0.5;
-        want_total += want;
-        if view.get(&[i]) != Some(&want) {
+    for (i, want) in want.iter().enumerate() {
+        if view.get(&[i as i64]) != Some(want) {
             return Err(fail(format!(
                 "element {i}: kernel gave {:?}, Rust computes {want}",
-                view.get(&[i])
+                view.get(&[i as i64])
             )));
         }
     }
@@ -150,19 +164,32 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     if !(out.aligned() as usize).is_multiple_of(64) {
         return Err(fail("the aligned pointer is not 64-byte aligned"));
     }
+    if out.origin() != Origin::Fresh {
+        return Err(fail(format!(
+            "the fresh buffer was taken for {:?}",
+            out.origin()
+        )));
+    }
+    tour.passed(
+        "the buffer is found to be the kernel's own: no argument or other result points into it",
+    )?;
     drop(results);
     tour.line(
-        "  dropped: the owned result freed its allocated pointer (not the aligned one) with free()",
+        "  dropped: the result freed its allocated pointer (not the aligned one) with free();",
     )?;
+    tour.line(
+        "  results pointing into an argument or a global would not have been freed, and results",
+    )?;
+    tour.line("  sharing one buffer free it once, with the last of them")?;
 
     // The identity-layout variant must refuse the transposed view.
     let dense_sig = Signature::from_mlir(KERNEL, "dense_row_sums").map_err(fail)?;
     // SAFETY: as above.
     let dense = unsafe { lib.function("dense_row_sums", dense_sig) }.map_err(fail)?;
     let mut sink = vec![0f32; 4];
-    let mut sink_view = locus_memref::MemRefViewMut::contiguous(&mut sink, [4]).map_err(fail)?;
+    let mut sink_view = MemRefViewMut::contiguous(&mut sink, [4]).map_err(fail)?;
     let mut args = [
-        Arg::from(MemRefArg::from_view(&t)),
+        Arg::from(MemRefArg::from_view_mut(&mut t)),
         MemRefArg::from_view_mut(&mut sink_view).into(),
     ];
     match dense.call(&mut args, CallOptions::default()) {
