@@ -372,12 +372,13 @@ impl<'a> MemRefArg<'a> {
     }
 
     /// A copy of the elements the view reaches, laid out as they are (same
-    /// strides), and the offset of element `(0, .., 0)` in the copy.
-    fn copy_reachable(&self) -> Result<(Allocation, i64), MemRefError> {
+    /// strides): the copy, the offset of element `(0, .., 0)` in it, and its
+    /// length in bytes.
+    fn copy_reachable(&self) -> Result<(Allocation, i64, usize), MemRefError> {
         let esz = self.elem.size() as i64;
         match reachable(self.offset, &self.sizes, &self.strides)? {
             // SAFETY: zero bytes are read.
-            None => Ok((unsafe { Allocation::copy_of(self.aligned, 0) }?, 0)),
+            None => Ok((unsafe { Allocation::copy_of(self.aligned, 0) }?, 0, 0)),
             Some((lo, hi)) => {
                 // Construction checked every reachable element is in the buffer,
                 // so these products fit.
@@ -386,7 +387,7 @@ impl<'a> MemRefArg<'a> {
                 // SAFETY: `start..start + len` holds the reachable elements,
                 // inside the borrowed buffer.
                 let copy = unsafe { Allocation::copy_of(start, len) }?;
-                Ok((copy, self.offset - lo))
+                Ok((copy, self.offset - lo, len))
             }
         }
     }
@@ -1433,9 +1434,7 @@ fn prepare_memref<'a>(
         }),
         // A shared view: the kernel gets a copy of what it reaches, laid out alike.
         Ok(()) => {
-            let (copy, offset) = m.copy_reachable()?;
-            let len = reachable(m.offset, &m.sizes, &m.strides)?
-                .map_or(0, |(lo, hi)| (hi - lo + 1) as usize * m.elem.size());
+            let (copy, offset, len) = m.copy_reachable()?;
             Ok(Prepared {
                 aligned: copy.ptr().cast(),
                 offset,
