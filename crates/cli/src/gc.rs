@@ -10,6 +10,7 @@ use locus_gc::runtime::OnFault;
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
 
+use crate::input::Input;
 use crate::Failure;
 
 /// The `gc` subcommands.
@@ -124,8 +125,8 @@ pub enum Command {
     },
 }
 
-fn read(file: &PathBuf) -> Result<Vec<u8>, Failure> {
-    std::fs::read(file).map_err(|e| Failure::Message(format!("{}: {e}", file.display())))
+fn read(input: &Input, file: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    input.read(file).map_err(Failure::Message)
 }
 
 fn io(e: std::io::Error) -> Failure {
@@ -183,7 +184,7 @@ fn check_invariants(
 }
 
 /// Runs a `gc` subcommand.
-pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Lower {
             file,
@@ -192,7 +193,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             report,
             strict,
         } => {
-            let bytes = read(file)?;
+            let bytes = read(input, file)?;
             let ctx = Context::new();
             let shown = file.display().to_string();
             let module = Module::parse_ir(&ctx, &shown, &bytes)
@@ -231,7 +232,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             Ok(())
         }
         Command::Verify { file, strict } => {
-            let bytes = read(file)?;
+            let bytes = read(input, file)?;
             let ctx = Context::new();
             let shown = file.display().to_string();
             let module = Module::parse_ir(&ctx, &shown, &bytes)
@@ -247,7 +248,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             stress,
             stats,
         } => {
-            let bytes = read(file)?;
+            let bytes = read(input, file)?;
             let shown = file.display().to_string();
             let prepared = prepare(&shown, &bytes, entry)
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;

@@ -5,6 +5,7 @@
 
 mod dwarf;
 mod gc;
+mod input;
 mod memref;
 mod readobj;
 mod sme;
@@ -22,6 +23,15 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Read at most this many bytes of any one input file (`-` is standard input); a
+    /// bigger or endless input is an error.
+    #[arg(
+        long,
+        global = true,
+        value_name = "BYTES",
+        default_value_t = input::DEFAULT_LIMIT
+    )]
+    max_input_bytes: u64,
 }
 
 #[derive(Subcommand)]
@@ -57,15 +67,30 @@ pub enum Failure {
     Reported,
 }
 
+/// A reader that stops early (`locus tour | head -1`) ends the process quietly, as it ends
+/// `cat`: by SIGPIPE's default action, not by a "Broken pipe" error or a panic (Rust
+/// ignores SIGPIPE unless told otherwise).
+fn die_quietly_on_closed_pipes() {
+    // SAFETY: restoring a signal's default disposition at the start of `main`, before any
+    // thread is started, races with nothing.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    die_quietly_on_closed_pipes();
     let cli = Cli::parse();
+    let input = input::Input {
+        limit: cli.max_input_bytes,
+    };
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
-        Command::Stackmap(args) => stackmap::run(&args, &mut out),
-        Command::Gc(command) => gc::run_command(&command, &mut out),
-        Command::Dwarf(command) => dwarf::run_command(&command, &mut out),
-        Command::Memref(command) => memref::run_command(&command, &mut out),
-        Command::Sme(command) => sme::run_command(&command, &mut out),
+        Command::Stackmap(args) => stackmap::run(&args, &input, &mut out),
+        Command::Gc(command) => gc::run_command(&command, &input, &mut out),
+        Command::Dwarf(command) => dwarf::run_command(&command, &input, &mut out),
+        Command::Memref(command) => memref::run_command(&command, &input, &mut out),
+        Command::Sme(command) => sme::run_command(&command, &input, &mut out),
         Command::Tour(args) => tour::run(&args, &mut out),
     };
     let _ = out.flush();

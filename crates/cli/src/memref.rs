@@ -84,7 +84,11 @@ fn source_error(path: &Path, src: &str, e: MemRefError) -> Failure {
 }
 
 /// Runs a `locus memref` subcommand.
-pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run_command(
+    command: &Command,
+    reader: &crate::input::Input,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
     match command {
         Command::Compile {
             kernel,
@@ -97,10 +101,18 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
                     .map_err(|e| fail(e.to_string()))?;
                 return Ok(());
             }
+            if kernel.as_path() == Path::new("-") && output.is_none() {
+                return Err(fail(
+                    "-o is needed when the kernel comes from standard input",
+                ));
+            }
             let output = output
                 .clone()
                 .unwrap_or_else(|| compile::default_output(kernel));
-            compile::compile_file(kernel, &output, !*no_opt)
+            let source = reader.read(kernel).map_err(fail)?;
+            let source = String::from_utf8(source)
+                .map_err(|e| fail(format!("{}: not UTF-8 text: {e}", kernel.display())))?;
+            compile::compile_str_with(&source, &output, !*no_opt)
                 .map_err(|e| fail(format!("{}: {e}", kernel.display())))?;
             writeln!(out, "{}", output.display()).map_err(|e| fail(e.to_string()))
         }
@@ -117,13 +129,15 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             let signature = match (sig, sig_from) {
                 (Some(s), _) => Signature::parse(s).map_err(|e| fail(format!("--sig: {e}")))?,
                 (None, Some(path)) => {
-                    let src = std::fs::read_to_string(path)
-                        .map_err(|e| fail(format!("--sig-from {}: {e}", path.display())))?;
+                    let src = reader
+                        .read_to_string(path)
+                        .map_err(|e| fail(format!("--sig-from {e}")))?;
                     Signature::from_mlir(&src, function).map_err(|e| source_error(path, &src, e))?
                 }
                 (None, None) => return Err(fail("--sig or --sig-from is required")),
             };
             call(
+                reader,
                 library,
                 function,
                 signature,
@@ -145,6 +159,7 @@ enum Input {
 
 #[allow(clippy::too_many_arguments)]
 fn call(
+    reader: &crate::input::Input,
     library: &Path,
     name: &str,
     signature: Signature,
@@ -183,7 +198,10 @@ fn call(
             }
             Type::MemRef(m) => {
                 let path = PathBuf::from(text);
-                let array = NpyArray::read(&path).map_err(|e| fail(format!("{what}: {e}")))?;
+                let bytes = reader
+                    .read(&path)
+                    .map_err(|e| fail(format!("{what}: {e}")))?;
+                let array = NpyArray::parse(&bytes).map_err(|e| fail(format!("{what}: {e}")))?;
                 if !array.dtype().fits(m.elem) {
                     return Err(fail(format!(
                         "{what}: dtype {} does not match the signature's {m}",

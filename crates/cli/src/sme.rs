@@ -7,6 +7,7 @@ use locus_sme::check::{check_ir, insns, CallReport, FunctionReport, Report};
 use locus_sme::rules::{Change, Severity};
 use serde_json::{json, Value};
 
+use crate::input::Input;
 use crate::Failure;
 
 /// The `locus sme` subcommands.
@@ -35,11 +36,10 @@ fn fail(e: impl std::fmt::Display) -> Failure {
 }
 
 /// Runs a `locus sme` subcommand.
-pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Check { file, json } => {
-            let bytes =
-                std::fs::read(file).map_err(|e| fail(format!("{}: {e}", file.display())))?;
+            let bytes = input.read(file).map_err(fail)?;
             let report = check_ir(&file.display().to_string(), bytes).map_err(fail)?;
             if *json {
                 let text = serde_json::to_string_pretty(&to_json(&report)).map_err(fail)?;

@@ -11,6 +11,7 @@ use locus_stackmap::{
 };
 use serde_json::{json, Value};
 
+use crate::input::Input;
 use crate::{readobj, Failure};
 
 /// Arguments of `locus stackmap`.
@@ -46,7 +47,7 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 }
 
 /// Runs the subcommand; each failing file gets one line on stderr.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run(args: &Args, input: &Input, out: &mut dyn Write) -> Result<(), Failure> {
     let options = ParseOptions {
         strictness: if args.lenient {
             Strictness::Lenient
@@ -58,7 +59,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
     let mut json_files = Vec::new();
     for path in &args.files {
         let shown = path.display().to_string();
-        if let Err(message) = one_file(args, options, path, &shown, out, &mut json_files) {
+        if let Err(message) = one_file(args, options, input, path, &shown, out, &mut json_files) {
             eprintln!("locus: {shown}: {message}");
             failed = true;
         }
@@ -81,12 +82,13 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
 fn one_file(
     args: &Args,
     options: ParseOptions,
-    path: &PathBuf,
+    input: &Input,
+    path: &std::path::Path,
     shown: &str,
     out: &mut dyn Write,
     json: &mut Vec<Value>,
 ) -> Result<(), String> {
-    let data = std::fs::read(path).map_err(|e| e.to_string())?;
+    let data = input.read_unnamed(path)?;
     let (info, section) = find_section(&data).map_err(|e| e.to_string())?;
     let section = section
         .ok_or("no stack map section (.llvm_stackmaps or __LLVM_STACKMAPS,__llvm_stackmaps)")?;

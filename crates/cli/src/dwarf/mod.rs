@@ -22,6 +22,7 @@ use serde_json::{json, Value as Json};
 
 pub use context::Context;
 
+use crate::input::Input;
 use crate::Failure;
 
 /// Which result kind the expression is evaluated for.
@@ -73,7 +74,7 @@ pub enum Command {
         #[arg(
             value_name = "EXPR",
             required_unless_present = "hex",
-            allow_hyphen_values = true
+            allow_negative_numbers = true
         )]
         expr: Vec<String>,
     },
@@ -122,7 +123,7 @@ fn write_out(out: &mut dyn Write, text: impl AsRef<str>) -> Result<(), Failure> 
 }
 
 /// Runs a `locus dwarf` subcommand.
-pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
         Command::Disasm {
             hex,
@@ -146,7 +147,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
         } => {
             let ctx = match context {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| io_fail(path, e))?;
+                    let text = input.read_to_string(path).map_err(fail)?;
                     Context::parse(&text).map_err(|e| io_fail(path, e))?
                 }
                 None => Context::default(),
@@ -166,7 +167,7 @@ pub fn run_command(command: &Command, out: &mut dyn Write) -> Result<(), Failure
             pc,
             load_bias,
             snapshot,
-        } => vars(binary, pc, *load_bias, snapshot.as_deref(), out),
+        } => vars(input, binary, pc, *load_bias, snapshot.as_deref(), out),
     }
 }
 
@@ -368,17 +369,18 @@ fn evaluation(expr: &Decoded, enc: Encoding) -> Evaluation<'_> {
 }
 
 fn vars(
+    input: &Input,
     path: &std::path::Path,
     pc: &str,
     load_bias: u64,
     snapshot: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let data = std::fs::read(path).map_err(|e| io_fail(path, e))?;
+    let data = input.read(path).map_err(fail)?;
     let pc = resolve_pc(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
     let snap = match snapshot {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| io_fail(p, e))?;
+            let text = input.read_to_string(p).map_err(fail)?;
             Some(Context::parse(&text).map_err(|e| io_fail(p, e))?.snapshot)
         }
         None => None,
