@@ -32,6 +32,11 @@ pub enum Command {
     /// Call FUNC of a library through `_mlir_ciface_FUNC`: memref arguments are .npy
     /// files, scalars are numbers; memref results go to the --out files in order,
     /// scalar results are printed one per line.
+    ///
+    /// Exit status: 0 when the kernel returned; 1 when it was not called (bad arguments,
+    /// library or signature); 3 when the kernel died of a signal (SIGSEGV, SIGBUS, SIGILL,
+    /// SIGFPE, SIGTRAP or a stack overflow), after one `locus: SIGNAL ...` line naming the
+    /// address and the function.
     Call {
         /// The shared library.
         library: PathBuf,
@@ -256,9 +261,14 @@ fn call(
             }
         }
     }
+    // A kernel that faults ends the process with one `locus:` line naming the signal, the
+    // address and the function, and exit status 3 (the same handler as `gc run`'s).
+    locus_gc::signals::install();
+    let scope = locus_gc::signals::fault_scope(false);
     let results = function
         .call(&mut call_args, options)
         .map_err(|e| fail(e.to_string()))?;
+    drop(scope);
     let mut outs = outs.iter();
     for (k, value) in results.into_iter().enumerate() {
         match value {

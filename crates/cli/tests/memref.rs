@@ -696,3 +696,39 @@ fn aliasing_results_under_valgrind() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A kernel that faults ends `locus memref call` with one `locus:` line naming the signal
+/// and the function, and exit status 3 (issue 13, section 4); it died silently before.
+#[test]
+fn a_faulting_kernel_is_reported() {
+    let t = TempDir::new("memref-fault");
+    let kernel = t.path("boom.mlir");
+    std::fs::write(
+        &kernel,
+        "func.func @boom(%m: memref<?xf32>) -> f32 {\n\
+         \x20 %far = arith.constant 1099511627776 : index\n\
+         \x20 %v = memref.load %m[%far] : memref<?xf32>\n\
+         \x20 return %v : f32\n\
+         }\n",
+    )
+    .unwrap();
+    let so = t.path("boom.so");
+    let out = locus(&["compile", path_str(&kernel), "-o", path_str(&so)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = write_f32(&t.0, "a.npy", &[4], &[1.0; 4], false);
+    let out = locus(&[
+        "call",
+        path_str(&so),
+        "boom",
+        "--sig-from",
+        path_str(&kernel),
+        "--arg",
+        &a,
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.starts_with("locus: SIGSEGV") && err.contains("boom") && err.lines().count() == 1,
+        "{err}"
+    );
+}
