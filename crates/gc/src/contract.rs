@@ -59,6 +59,12 @@ pub const ALLOC_ZEROINIT_INDIRECT: &str = "julia.gc_alloc_zeroinit_indirect";
 /// which the expansion of [`GC_ALLOC_OBJ`] reads.
 pub const TASK_PTLS_WORD: i64 = 16;
 
+/// A function attribute: calls to a function that has it are safepoints, whatever its
+/// memory effects say.
+pub const SAFEPOINT_ATTR: &str = "julia.safepoint";
+/// `julia.safepoint(ptr)`: Julia's safepoint poll, a call that may collect.
+pub const SAFEPOINT: &str = "julia.safepoint";
+
 /// `julia.typeof(obj)`: the object's type tag, itself a permanently rooted object.
 pub const TYPEOF: &str = "julia.typeof";
 /// `julia.write_barrier(parent, children...)`: `parent` now refers to the children.

@@ -19,7 +19,8 @@ use super::scan::pgcstack;
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
     GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, HEADER_WORDS, NEW_GC_FRAME, POP_GC_FRAME,
-    PUSH_GC_FRAME, ROOT_COUNT_SHIFT, RUNTIME_GET_PGCSTACK, RUNTIME_WRITE_BARRIER,
+    PUSH_GC_FRAME, ROOT_COUNT_SHIFT, RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT,
+    RUNTIME_WRITE_BARRIER, SAFEPOINT,
 };
 use crate::{Error, Result};
 
@@ -145,6 +146,12 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 let prev = b.load(ptr, prev_slot, "")?;
                 b.store(prev, head)?;
                 b.erase(inst)?;
+            }
+            // Julia's poll becomes the runtime's.
+            SAFEPOINT => {
+                let ty = b.function_type(b.void_type(), &[], false)?;
+                let poll = b.declare_function(RUNTIME_SAFEPOINT, ty)?;
+                b.replace_callee(inst, ty, poll, &[])?;
             }
             _ if super::emit::is_write_barrier(&name) => {
                 // The runtime's barrier takes the parent; the children only mattered to a

@@ -69,7 +69,7 @@ use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath};
 use crate::contract::{
     CALLEE_ROOTED, FIELD_WRITE_BARRIER_PREFIX, GCSTACK_ATTR, GC_LOADED, GET_PGCSTACK,
     GET_PGCSTACK_OR_NEW, JULIA_CALL, JULIA_CALL2, NOT_SAFEPOINTS, POINTER_FROM_OBJREF,
-    PRESERVE_BEGIN, PRESERVE_END, TRACKED, TYPEOF, UNTRACKED,
+    PRESERVE_BEGIN, PRESERVE_END, SAFEPOINT_ATTR, TRACKED, TYPEOF, UNTRACKED,
 };
 use crate::{Error, Result};
 
@@ -122,6 +122,9 @@ pub fn pgcstack<'m>(f: Function<'m>) -> Option<Value<'m>> {
 
 /// True if `call` may collect.
 pub fn is_safepoint(call: Call<'_>) -> bool {
+    if call.has_fn_attribute(SAFEPOINT_ATTR) {
+        return true;
+    }
     match call.callee_name() {
         Some(name) => {
             if NOT_SAFEPOINTS.contains(&name.as_str())
