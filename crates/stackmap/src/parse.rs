@@ -1520,3 +1520,296 @@ mod tests {
         assert!(parse_section(&s, LittleEndian, lenient()).is_ok());
     }
 }
+
+/// The two record validators, [`record_if_valid`] (the fast path: branch-free flags, one
+/// verdict) and [`check_record_slow`] (the exact path: field by field, naming the fault),
+/// must accept and reject the same bytes and agree on where an accepted record ends; and a
+/// table parsed through the fast path with its fallback must end, or fail with the same
+/// error, as one whose records all go through the exact path.
+#[cfg(all(test, feature = "std"))]
+mod validator_props {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::endian::{BigEndian, LittleEndian};
+
+    /// A record as LLVM writes it: `(kind, size, register, offset)` locations and
+    /// `(register, size)` live-outs, reserved fields zero, aligned as if it began 8-aligned.
+    fn record(
+        big: bool,
+        id: u64,
+        offset: u32,
+        locations: &[(u8, u16, u16, u32)],
+        live_outs: &[(u16, u8)],
+    ) -> Vec<u8> {
+        let mut s = Vec::new();
+        let put = |s: &mut Vec<u8>, le: &[u8]| {
+            if big {
+                s.extend(le.iter().rev());
+            } else {
+                s.extend(le);
+            }
+        };
+        put(&mut s, &id.to_le_bytes());
+        put(&mut s, &offset.to_le_bytes());
+        put(&mut s, &0u16.to_le_bytes());
+        put(&mut s, &(locations.len() as u16).to_le_bytes());
+        for &(kind, size, reg, off) in locations {
+            s.extend([kind, 0]);
+            put(&mut s, &size.to_le_bytes());
+            put(&mut s, &reg.to_le_bytes());
+            s.extend([0, 0]);
+            put(&mut s, &off.to_le_bytes());
+        }
+        s.resize(s.len().next_multiple_of(8), 0);
+        s.extend([0, 0]);
+        put(&mut s, &(live_outs.len() as u16).to_le_bytes());
+        for &(reg, size) in live_outs {
+            put(&mut s, &reg.to_le_bytes());
+            s.extend([0, size]);
+        }
+        s.resize(s.len().next_multiple_of(8), 0);
+        s
+    }
+
+    /// Kinds 1-5 mostly, now and then one that is not a kind; indices near the constants'
+    /// count.
+    fn location() -> impl Strategy<Value = (u8, u16, u16, u32)> {
+        (
+            prop_oneof![9 => 1u8..=5, 1 => any::<u8>()],
+            prop_oneof![Just(8u16), any::<u16>()],
+            0u16..40,
+            prop_oneof![0u32..6, any::<u32>()],
+        )
+    }
+
+    /// A few records, well-formed or nearly, back to back; then bytes overwritten or bits
+    /// flipped (anywhere, the counts and reserved fields included), the end cut off or junk
+    /// appended.
+    #[allow(clippy::type_complexity)]
+    fn records() -> impl Strategy<Value = (bool, Vec<u8>, usize)> {
+        let one = (
+            any::<u64>(),
+            any::<u32>(),
+            proptest::collection::vec(location(), 0..6),
+            proptest::collection::vec((0u16..40, prop_oneof![Just(8u8), any::<u8>()]), 0..5),
+        );
+        (
+            any::<bool>(),
+            proptest::collection::vec(one, 1..4),
+            proptest::collection::vec(
+                (any::<prop::sample::Index>(), any::<u8>(), any::<bool>()),
+                0..4,
+            ),
+            proptest::option::of(any::<prop::sample::Index>()),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        )
+            .prop_map(|(big, recs, damage, cut, junk)| {
+                let mut s = Vec::new();
+                for (id, offset, locations, live_outs) in &recs {
+                    s.extend(record(big, *id, *offset, locations, live_outs));
+                }
+                let n = recs.len();
+                // A byte overwritten, or one bit flipped (which reaches every reserved bit).
+                for (at, byte, flip) in damage {
+                    let i = at.index(s.len());
+                    s[i] = if flip { s[i] ^ (1 << (byte & 7)) } else { byte };
+                }
+                if let Some(cut) = cut {
+                    s.truncate(cut.index(s.len() + 1));
+                }
+                s.extend(junk);
+                (big, s, n)
+            })
+    }
+
+    /// Where the record at `at` ends by each validator (`None`: rejected).
+    fn both<E: Endian>(
+        section: &[u8],
+        at: usize,
+        table_start: usize,
+        num_constants: u32,
+        e: E,
+        strict: bool,
+    ) -> (Option<usize>, Option<usize>) {
+        let fast = record_if_valid(section.get(at..).unwrap_or(&[]), num_constants, e, strict)
+            .map(|rest| section.len() - rest.len());
+        let c = Checker {
+            section,
+            table: 0,
+            strict,
+        };
+        let exact = check_record_slow(&c, at, table_start, num_constants, e).ok();
+        (fast, exact)
+    }
+
+    /// Walks the records from `at` while both validators accept them, asserting that they
+    /// agree on each.
+    fn agree<E: Endian>(
+        section: &[u8],
+        mut at: usize,
+        table_start: usize,
+        num_constants: u32,
+        e: E,
+        strict: bool,
+    ) -> Result<(), TestCaseError> {
+        loop {
+            let (fast, exact) = both(section, at, table_start, num_constants, e, strict);
+            prop_assert_eq!(fast, exact, "record at {} (strict: {})", at, strict);
+            match fast {
+                Some(end) if end > at => at = end,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// One table at `start` whose records are `records` (NumRecords `n`): the header, then
+    /// `functions` function entries whose counts add up to `n` and `constants` constants.
+    fn table(big: bool, records: &[u8], n: u32, functions: u32, constants: u32) -> Vec<u8> {
+        let mut s = vec![3, 0, 0, 0];
+        let put = |s: &mut Vec<u8>, le: &[u8]| {
+            if big {
+                s.extend(le.iter().rev());
+            } else {
+                s.extend(le);
+            }
+        };
+        for v in [functions, constants, n] {
+            put(&mut s, &v.to_le_bytes());
+        }
+        for f in 0..functions {
+            put(&mut s, &0x1000u64.to_le_bytes());
+            put(&mut s, &16u64.to_le_bytes());
+            let count = if f == 0 { u64::from(n) } else { 0 };
+            put(&mut s, &count.to_le_bytes());
+        }
+        for c in 0..u64::from(constants) {
+            put(&mut s, &c.to_le_bytes());
+        }
+        s.extend(records);
+        s
+    }
+
+    /// [`Table::parse`] with every record checked by [`check_record_slow`] alone.
+    fn parse_exact<E: Endian>(
+        section: &[u8],
+        start: usize,
+        records_start: usize,
+        n: u32,
+        num_constants: u32,
+        e: E,
+        strict: bool,
+    ) -> Result<usize> {
+        let c = Checker {
+            section,
+            table: 0,
+            strict,
+        };
+        c.count(
+            start + 12,
+            records_start,
+            n,
+            MIN_RECORD_SIZE,
+            Field::NumRecords,
+        )?;
+        let mut at = records_start;
+        for _ in 0..n {
+            at = check_record_slow(&c, at, start, num_constants, e)?;
+        }
+        Ok(at)
+    }
+
+    fn tables_agree<E: Endian>(
+        e: E,
+        big: bool,
+        records: &[u8],
+        n: u32,
+        lead: usize,
+        constants: u32,
+        strict: bool,
+    ) -> Result<(), TestCaseError> {
+        // One function in a strict table (its count must add up), none in a lenient one.
+        let functions = u32::from(strict);
+        let mut section = vec![0; lead];
+        section.extend(table(big, records, n, functions, constants));
+        let records_start = lead + 16 + 24 * functions as usize + 8 * constants as usize;
+        let options = ParseOptions {
+            strictness: if strict {
+                Strictness::Strict
+            } else {
+                Strictness::Lenient
+            },
+        };
+        let parsed = Table::parse(&section, lead, 0, e, options).map(|t| t.end);
+        let exact = parse_exact(&section, lead, records_start, n, constants, e, strict);
+        prop_assert_eq!(parsed, exact);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(2048),
+            ..ProptestConfig::default()
+        })]
+
+        /// Record by record: near-valid records (and what follows them, walked on while
+        /// both accept), at any 8-aligned place after a table start anywhere, in both byte
+        /// orders, strict and lenient.
+        #[test]
+        fn fast_and_exact_validators_agree_on_records(
+            (big, bytes, _n) in records(),
+            table_start in 0usize..24,
+            slot in 0usize..4,
+            num_constants in prop_oneof![0u32..6, any::<u32>()],
+        ) {
+            let at = table_start + 16 + 8 * slot;
+            let mut section = vec![0xa5; at];
+            section.extend(&bytes);
+            for strict in [true, false] {
+                if big {
+                    agree(&section, at, table_start, num_constants, BigEndian, strict)?;
+                } else {
+                    agree(&section, at, table_start, num_constants, LittleEndian, strict)?;
+                }
+            }
+        }
+
+        /// Arbitrary bytes as a record.
+        #[test]
+        fn fast_and_exact_validators_agree_on_arbitrary_bytes(
+            bytes in proptest::collection::vec(any::<u8>(), 0..96),
+            num_constants in 0u32..4,
+        ) {
+            for strict in [true, false] {
+                agree(&bytes, 0, 0, num_constants, LittleEndian, strict)?;
+                agree(&bytes, 0, 0, num_constants, BigEndian, strict)?;
+            }
+        }
+
+        /// Whole tables: `Table::parse` (fast path, exact path only for a record the fast
+        /// one rejects) ends where, or fails as, checking every record exactly does.
+        #[test]
+        fn table_parse_matches_the_exact_path(
+            (big, bytes, n) in records(),
+            lead in 0usize..3,
+            constants in 0u32..4,
+            extra in 0u32..2,
+        ) {
+            let lead = lead * 8;
+            let n = n as u32 + extra;
+            for strict in [true, false] {
+                if big {
+                    tables_agree(BigEndian, big, &bytes, n, lead, constants, strict)?;
+                } else {
+                    tables_agree(LittleEndian, big, &bytes, n, lead, constants, strict)?;
+                }
+            }
+        }
+    }
+}
