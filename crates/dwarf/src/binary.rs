@@ -185,6 +185,43 @@ pub struct Frame<'f> {
 /// answering a request.
 const MAX_NESTING: u32 = 8;
 
+/// How many nested evaluations (frame bases, entry values) one [`run`] may
+/// start, at every depth together. Each has the evaluator's own step limit,
+/// so without a cap a loop around `DW_OP_entry_value` multiplies it (a
+/// 40-byte expression took 20 s), and nesting multiplies again.
+pub const MAX_NESTED_EVALUATIONS: u32 = 64;
+
+/// How deep a run is among the evaluations one [`run`] started, and how many
+/// nested ones it has started so far.
+#[derive(Default)]
+struct Nesting {
+    depth: u32,
+    started: u32,
+}
+
+impl Nesting {
+    /// Counts one more nested evaluation, one level deeper; refused past
+    /// [`MAX_NESTING`] or [`MAX_NESTED_EVALUATIONS`].
+    fn enter(&mut self, op: &'static str) -> Result<(), Error> {
+        let what = if self.depth >= MAX_NESTING {
+            "nested too deeply".to_owned()
+        } else if self.started >= MAX_NESTED_EVALUATIONS {
+            format!(
+                "more than {MAX_NESTED_EVALUATIONS} nested evaluations (frame bases and entry values)"
+            )
+        } else {
+            self.started += 1;
+            self.depth += 1;
+            return Ok(());
+        };
+        Err(Error::Unanswered { index: 0, op, what })
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+}
+
 /// Runs `eval` (over `ops`) to completion, answering its requests from
 /// `snapshot` and `frame`. A frame-base request is answered by
 /// `snapshot.frame_base`, else by evaluating `frame.frame_base`; an entry
@@ -195,7 +232,14 @@ pub fn run(
     snapshot: &Snapshot,
     frame: Frame<'_>,
 ) -> Result<(), Error> {
-    run_nested(eval, ops, snapshot, frame, 0, &mut |_| {})
+    run_nested(
+        eval,
+        ops,
+        snapshot,
+        frame,
+        &mut Nesting::default(),
+        &mut |_| {},
+    )
 }
 
 /// [`run`] for an evaluation with [`Evaluation::set_trace`] on: `on_step`
@@ -210,7 +254,7 @@ pub fn run_traced(
     frame: Frame<'_>,
     on_step: &mut dyn FnMut(&Evaluation<'_>),
 ) -> Result<(), Error> {
-    run_nested(eval, ops, snapshot, frame, 0, on_step)
+    run_nested(eval, ops, snapshot, frame, &mut Nesting::default(), on_step)
 }
 
 fn run_nested(
@@ -218,7 +262,7 @@ fn run_nested(
     ops: &[Op],
     snapshot: &Snapshot,
     frame: Frame<'_>,
-    depth: u32,
+    nesting: &mut Nesting,
     on_step: &mut dyn FnMut(&Evaluation<'_>),
 ) -> Result<(), Error> {
     let mut r = eval.evaluate()?;
@@ -264,8 +308,8 @@ fn run_nested(
             EvaluationResult::RequiresFrameBase => {
                 let fb = match (snapshot.frame_base, frame.frame_base) {
                     (Some(fb), _) => fb,
-                    (None, Some((fops, enc))) if depth < MAX_NESTING => {
-                        frame_base_address(fops, enc, snapshot, frame, depth + 1)
+                    (None, Some((fops, enc))) => {
+                        frame_base_address(fops, enc, snapshot, frame, nesting)
                             .map_err(|e| unanswered(eval, ops, format!("frame base: {e}")))?
                     }
                     _ => {
@@ -308,7 +352,7 @@ fn run_nested(
                 expression,
                 register,
             } => {
-                let entry = entry_value(&expression, register, eval, snapshot, frame, depth)
+                let entry = entry_value(&expression, register, eval, snapshot, frame, nesting)
                     .map_err(|e| unanswered(eval, ops, format!("entry value: {e}")))?;
                 eval.resume_with_entry_value(entry)?
             }
@@ -341,7 +385,7 @@ fn entry_value(
     eval: &Evaluation<'_>,
     snapshot: &Snapshot,
     frame: Frame<'_>,
-    depth: u32,
+    nesting: &mut Nesting,
 ) -> Result<Entry, Error> {
     let a = eval.encoding().address_size;
     if let Some(r) = register {
@@ -358,13 +402,6 @@ fn entry_value(
             }),
         };
     }
-    if depth >= MAX_NESTING {
-        return Err(Error::Unanswered {
-            index: 0,
-            op: "DW_OP_entry_value",
-            what: "nested too deeply".to_owned(),
-        });
-    }
     let enc = eval.encoding();
     let expr = Decoded::new(expression, enc)?;
     let at_entry = Snapshot {
@@ -372,14 +409,17 @@ fn entry_value(
         ..snapshot.clone()
     };
     let mut inner = expr.evaluation(enc);
-    run_nested(
+    nesting.enter("DW_OP_entry_value")?;
+    let done = run_nested(
         &mut inner,
         &expr.ops,
         &at_entry,
         frame,
-        depth + 1,
+        nesting,
         &mut |_| {},
-    )?;
+    );
+    nesting.leave();
+    done?;
     inner.into_result().ok_or_else(|| Error::Unanswered {
         index: 0,
         op: "DW_OP_entry_value",
@@ -394,14 +434,17 @@ fn frame_base_address(
     enc: Encoding,
     snapshot: &Snapshot,
     frame: Frame<'_>,
-    depth: u32,
+    nesting: &mut Nesting,
 ) -> Result<u64, Error> {
     let mut eval = expr.evaluation(enc);
     let inner = Frame {
         frame_base: None,
         ..frame
     };
-    run_nested(&mut eval, &expr.ops, snapshot, inner, depth, &mut |_| {})?;
+    nesting.enter("DW_AT_frame_base")?;
+    let done = run_nested(&mut eval, &expr.ops, snapshot, inner, nesting, &mut |_| {});
+    nesting.leave();
+    done?;
     let loc = eval.location_result();
     let bad = || Error::Unanswered {
         index: 0,
@@ -622,7 +665,7 @@ pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable
             out: &mut out,
             base_types,
         };
-        scan.children(root, None, "")?;
+        scan.children(root, None, "", 0)?;
     }
     Ok(out)
 }
@@ -664,28 +707,80 @@ fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, Error> {
     Ok(out)
 }
 
+/// How deep [`Scan::children`] follows nested scopes (subprograms, lexical
+/// blocks, inlined subroutines): real code nests a few dozen at most.
+const MAX_SCOPE_DEPTH: u32 = 256;
+
+/// How many `DW_AT_abstract_origin`/`DW_AT_specification` links an
+/// attribute is looked for through (real files chain two or three).
+const MAX_ORIGIN_LINKS: u32 = 8;
+
 type Node<'abbrev, 'unit, 'tree, 'a> = gimli::EntriesTreeNode<'abbrev, 'unit, 'tree, R<'a>>;
 type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, R<'a>>;
 
 impl<'a> Scan<'_, 'a> {
+    /// Whether the DIE's `DW_AT_ranges`, or `DW_AT_low_pc` to `DW_AT_high_pc`, hold the PC.
+    /// (Not gimli's `die_ranges`: it adds a `DW_AT_high_pc` size to `DW_AT_low_pc` without
+    /// checking, which panics in a debug build when a file makes it overflow. A range that
+    /// runs past the top of the address space ends there.)
     fn contains_pc(&self, entry: &Die<'_, '_, 'a>) -> Result<bool, Error> {
-        let mut ranges = self.dwarf.die_ranges(self.unit, entry)?;
-        while let Some(r) = ranges.next()? {
-            if r.begin <= self.pc && self.pc < r.end {
-                return Ok(true);
+        let (mut low, mut high, mut size) = (None, None, None);
+        let mut attrs = entry.attrs();
+        while let Some(attr) = attrs.next()? {
+            match attr.name() {
+                gimli::DW_AT_low_pc => {
+                    low = Some(
+                        self.dwarf
+                            .attr_address(self.unit, attr.value())?
+                            .ok_or(gimli::Error::UnsupportedAttributeForm)?,
+                    );
+                }
+                gimli::DW_AT_high_pc => match attr.value() {
+                    AttributeValue::Udata(n) => size = Some(n),
+                    v => {
+                        high = Some(
+                            self.dwarf
+                                .attr_address(self.unit, v)?
+                                .ok_or(gimli::Error::UnsupportedAttributeForm)?,
+                        );
+                    }
+                },
+                gimli::DW_AT_ranges => {
+                    if let Some(mut ranges) = self.dwarf.attr_ranges(self.unit, attr.value())? {
+                        while let Some(r) = ranges.next()? {
+                            if r.begin <= self.pc && self.pc < r.end {
+                                return Ok(true);
+                            }
+                        }
+                        return Ok(false);
+                    }
+                }
+                _ => {}
             }
         }
-        Ok(false)
+        let end = match (low, size) {
+            (Some(low), Some(size)) => Some(low.saturating_add(size)),
+            _ => high,
+        };
+        Ok(matches!((low, end), (Some(low), Some(end)) if low <= self.pc && self.pc < end))
     }
 
-    /// Walks the children of a scope; `frame_base` is the enclosing concrete
-    /// function's, `function` its (or the inlined subroutine's) name.
+    /// Walks the children of a scope `depth` scopes deep; `frame_base` is the
+    /// enclosing concrete function's, `function` its (or the inlined
+    /// subroutine's) name. Scopes nested deeper than [`MAX_SCOPE_DEPTH`] are
+    /// an error (each level is a stack frame here).
     fn children(
         &mut self,
         node: Node<'_, '_, '_, 'a>,
         frame_base: Option<&[u8]>,
         function: &str,
+        depth: u32,
     ) -> Result<(), Error> {
+        if depth > MAX_SCOPE_DEPTH {
+            return Err(Error::Dwarf {
+                what: format!("scopes nested more than {MAX_SCOPE_DEPTH} deep"),
+            });
+        }
         let mut children = node.children();
         while let Some(child) = children.next()? {
             let entry = child.entry();
@@ -705,7 +800,7 @@ impl<'a> Scan<'_, 'a> {
                         };
                         (fb, self.name(entry)?.unwrap_or_default())
                     };
-                    self.children(child, fb.as_deref(), &name)?;
+                    self.children(child, fb.as_deref(), &name, depth + 1)?;
                 }
                 // Only locals: the CU's globals are not "in scope at a PC" in
                 // the sense of a frame.
@@ -732,19 +827,33 @@ impl<'a> Scan<'_, 'a> {
         })
     }
 
-    /// An attribute of `entry` or, failing that, of its abstract origin.
+    /// An attribute of `entry` or, failing that, of its abstract origin or
+    /// specification (followed at most [`MAX_ORIGIN_LINKS`] deep: a file can
+    /// make them a cycle).
     fn attr_or_origin(
         &self,
         entry: &Die<'_, '_, 'a>,
         at: gimli::DwAt,
     ) -> Result<Option<AttributeValue<R<'a>>>, Error> {
+        self.attr_or_origin_within(entry, at, MAX_ORIGIN_LINKS)
+    }
+
+    fn attr_or_origin_within(
+        &self,
+        entry: &Die<'_, '_, 'a>,
+        at: gimli::DwAt,
+        links: u32,
+    ) -> Result<Option<AttributeValue<R<'a>>>, Error> {
         if let Some(v) = entry.attr_value(at)? {
             return Ok(Some(v));
+        }
+        if links == 0 {
+            return Ok(None);
         }
         for link in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
             if let Some(o) = self.referenced(entry, link)? {
                 let origin = self.unit.entry(o)?;
-                if let Some(v) = self.attr_or_origin(&origin, at)? {
+                if let Some(v) = self.attr_or_origin_within(&origin, at, links - 1)? {
                     return Ok(Some(v));
                 }
             }
