@@ -74,7 +74,7 @@ pub enum Command {
     ///   gc-preserve-end      llvm.julia.gc_preserve_end ends a gc_preserve_begin token
     ///
     ///   pgcstack-entry       (warning) julia.get_pgcstack is called in the entry block,
-    ///                        where the lowering looks for it
+    ///                        where Julia's pass looks for it (Locus moves it there)
     ///
     /// By default the check is as lenient as Julia's own verifier, and the lowering handles
     /// what it lets through: getelementptr on Tracked pointers, CalleeRooted values in phis,

@@ -56,8 +56,30 @@ fn expected_value(p: &Path) -> String {
 /// slots the program loads from: those are allocas of the program's own that became frame
 /// slots, whose stores carry its data (deleting one changes what the program computes).
 fn root_stores(lowered: &str) -> Vec<usize> {
+    let lines: Vec<&str> = lowered.lines().collect();
+    // Value names are per function: look at one function's lines at a time.
+    let mut out = Vec::new();
+    let mut start = 0;
+    while let Some(offset) = lines[start..].iter().position(|l| l.starts_with("define ")) {
+        let begin = start + offset;
+        let end = lines[begin..]
+            .iter()
+            .position(|l| *l == "}")
+            .map_or(lines.len(), |e| begin + e);
+        out.extend(root_stores_in(&lines, begin, end));
+        start = end.min(lines.len() - 1) + 1;
+        if start >= lines.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// [`root_stores`] within the function on lines `begin..end`.
+fn root_stores_in(lines: &[&str], begin: usize, end: usize) -> Vec<usize> {
+    let body = &lines[begin..end];
     let mut slots = Vec::new();
-    for line in lowered.lines() {
+    for line in body {
         let Some((name, rest)) = line
             .trim()
             .split_once(" = getelementptr inbounds ptr addrspace(10), ptr %gcframe")
@@ -70,7 +92,7 @@ fn root_stores(lowered: &str) -> Vec<usize> {
         }
     }
     let loaded = |slot: &str| {
-        lowered.lines().any(|l| {
+        body.iter().any(|l| {
             l.contains(" = load ") && l.contains(&format!(", ptr {slot},"))
                 || l.contains(&format!(
                     " = getelementptr inbounds ptr addrspace(10), ptr {slot},"
@@ -78,8 +100,7 @@ fn root_stores(lowered: &str) -> Vec<usize> {
         })
     };
     slots.retain(|s| !loaded(s));
-    lowered
-        .lines()
+    body.iter()
         .enumerate()
         .filter(|(_, line)| {
             let Some(rest) = line.trim().strip_prefix("store ptr addrspace(10) %") else {
@@ -89,7 +110,7 @@ fn root_stores(lowered: &str) -> Vec<usize> {
                 .and_then(|(_, slot)| slot.split(',').next())
                 .is_some_and(|slot| slots.iter().any(|s| s == slot))
         })
-        .map(|(i, _)| i)
+        .map(|(i, _)| begin + i)
         .collect()
 }
 

@@ -34,9 +34,9 @@
 //! - [`Rule::GcPreserveEnd`]: `llvm.julia.gc_preserve_end` takes the token of a
 //!   `llvm.julia.gc_preserve_begin` (its region is defined by that pairing).
 //! - [`Rule::PgcstackEntry`] (a warning): `julia.get_pgcstack` is called in the entry block.
-//!   The spec does not require this; Locus's contract (issue 3, section 1) does, since a
-//!   function takes part in lowering only when its entry block makes that call, so a
-//!   function making it elsewhere is silently left without roots.
+//!   The spec does not require this, and Locus's lowering moves a later call there; but
+//!   Julia's own pass finds the call only in the entry block, and leaves a function that
+//!   makes it elsewhere without roots.
 //!
 //! Julia's own verifier (`llvm-gc-invariant-verifier.cpp`) is laxer in places, where this
 //! one follows the spec's text: it accepts `0 -> 13` casts and casts from spaces other than
@@ -496,9 +496,9 @@ impl<'m> Checker<'m> {
             let in_entry = inst.block().is_some() && inst.block() == self.function.entry_block();
             if !in_entry {
                 let message = format!(
-                    "{GET_PGCSTACK} is called outside the entry block: a function takes part \
-                     in GC lowering only when its entry block makes that call, so this one \
-                     would get no GC frame (a Locus convention, not a rule of the spec)"
+                    "{GET_PGCSTACK} is called outside the entry block: Locus moves the call \
+                     into the entry block and gives the function a GC frame, but Julia's own \
+                     pass would leave this function without roots"
                 );
                 self.report(Rule::PgcstackEntry, inst, message);
             }

@@ -189,3 +189,37 @@ define i64 @main() {
         Ok(_) => panic!("a module calling Julia's allocator was prepared to run"),
     }
 }
+
+/// IR whose roots the lowering cannot keep is refused with an error naming the
+/// instruction, never lowered with an object left unrooted (each of these programs freed a
+/// live object under the stress collector before). A `; refused: TEXT` line says what the
+/// error must contain.
+#[test]
+fn what_cannot_be_rooted_is_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/refused");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for path in files {
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let want = text
+            .lines()
+            .find_map(|l| l.strip_prefix("; refused: "))
+            .unwrap_or_else(|| panic!("{}: no `; refused:` line", path.display()));
+        match locus_gc::run::prepare(&path.display().to_string(), &text, "main") {
+            Err(e) => {
+                let got = e.to_string();
+                assert!(
+                    got.contains(want) && got.contains("function @main, instruction `"),
+                    "{}: {got}",
+                    path.display()
+                );
+            }
+            Ok(_) => panic!("{}: lowered instead of refused", path.display()),
+        }
+    }
+}

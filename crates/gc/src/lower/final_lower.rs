@@ -2,9 +2,10 @@
 //!
 //! The frame is an entry-block array of pointer-sized words `[nroots << 2, prev, roots...]`,
 //! the layout of Julia's `jl_gcframe_t` that the runtime walks ([`crate::runtime`]):
-//! - `julia.new_gc_frame(N)` becomes the alloca;
-//! - `julia.push_gc_frame(frame, N)` stores `N << 2`, nulls the N roots, stores the
-//!   current chain head into `prev` and makes the frame the head;
+//! - `julia.new_gc_frame(N)` becomes the alloca, its N roots nulled at once (allocas moved
+//!   into the frame may be written before the frame is linked);
+//! - `julia.push_gc_frame(frame, N)` stores `N << 2`, stores the current chain head into
+//!   `prev` and makes the frame the head;
 //! - `julia.get_gc_frame_slot(frame, k)` becomes the address of word `k + 2`;
 //! - `julia.pop_gc_frame(frame)` puts `prev` back as the head;
 //! - `julia.get_pgcstack()` becomes a call to the runtime's `locus_gc_get_pgcstack()`, which
@@ -80,6 +81,18 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 } else {
                     b.addrspacecast(alloca, ptr, "")?
                 };
+                // The roots are nulled where the frame is made, before anything can store
+                // into them (allocas moved into the frame may be written before the push).
+                for k in 0..n {
+                    let slot = b.gep(
+                        b.ptr_type(TRACKED)?,
+                        address,
+                        &[b.const_int(i32t, (k + HEADER_WORDS as u64) as i64)?],
+                        true,
+                        "",
+                    )?;
+                    b.store(b.null_ptr(TRACKED)?, slot)?;
+                }
                 b.replace_all_uses_with(inst, address)?;
                 b.erase(inst)?;
                 b.set_name(address, "gcframe")?;
@@ -95,16 +108,6 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 })?;
                 b.position_before(inst)?;
                 b.store(b.const_int(i64t, (n << ROOT_COUNT_SHIFT) as i64)?, fr)?;
-                for k in 0..n {
-                    let slot = b.gep(
-                        ptr,
-                        fr,
-                        &[b.const_int(i32t, (k + HEADER_WORDS as u64) as i64)?],
-                        true,
-                        "",
-                    )?;
-                    b.store(b.null_ptr(TRACKED)?, slot)?;
-                }
                 let prev = b.load(ptr, head, "gcframe.prev")?;
                 let prev_slot = b.gep(ptr, fr, &[b.const_int(i32t, 1)?], true, "")?;
                 b.store(prev, prev_slot)?;

@@ -20,7 +20,7 @@ use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Value}
 
 use crate::addrspace::{tracked_leaves, LeafPath};
 use crate::contract::{RETURN_ROOTS, TRACKED, UNTRACKED};
-use crate::Result;
+use crate::{Error, Result};
 
 /// An `alloca` that becomes frame slots.
 #[derive(Clone, Debug)]
@@ -103,10 +103,16 @@ fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
 }
 
 /// Finds the `alloca`s and stores of `f` that need frame slots.
-pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
+///
+/// # Errors
+///
+/// [`Error::Lower`] for tracked pointers put into the function's memory in a way whose
+/// roots could not be kept: copied in bulk into an alloca that is not frame slots, or
+/// stored at a variable offset into one.
+pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
     let mut memory = FrameMemory::default();
     let Some(entry) = f.entry_block() else {
-        return memory;
+        return Ok(memory);
     };
     for inst in entry.instructions() {
         let (Some(count), Some(ty)) = (static_count(inst), inst.allocated_type()) else {
@@ -157,7 +163,30 @@ pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
             }
         }
     }
+    let refuse = |inst: Instruction<'m>, message: &str| Error::Lower {
+        function: f.name(),
+        instruction: Some(inst.print().trim().to_string()),
+        message: message.into(),
+    };
+    let in_frame = |memory: &FrameMemory<'m>, a: Instruction<'m>| {
+        memory.allocas.iter().any(|fa| fa.alloca == a)
+    };
     for inst in f.instructions() {
+        // Tracked pointers copied into the function's memory in bulk: kept only where the
+        // memory is frame slots.
+        if let Some(dest) = bulk_copy_destination(inst) {
+            let unrooted = alloca_bases(dest)
+                .into_iter()
+                .any(|a| holds_tracked(a) && !in_frame(&memory, a));
+            if unrooted {
+                return Err(refuse(
+                    inst,
+                    "a copy into an alloca that holds tracked pointers along with other data is \
+                     not supported: the pointers it copies could not be kept rooted",
+                ));
+            }
+            continue;
+        }
         if inst.opcode() != Opcode::Store {
             continue;
         }
@@ -168,17 +197,73 @@ pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
         if leaves.is_empty() {
             continue;
         }
-        let unshadowed = alloca_bases(ptr)
-            .into_iter()
-            .any(|a| static_count(a).is_some() && !memory.allocas.iter().any(|fa| fa.alloca == a));
-        if unshadowed {
-            memory.shadows.push(ShadowedStore {
-                store: inst,
-                leaves,
-            });
+        let bases = alloca_bases(ptr);
+        if bases.iter().all(|&a| in_frame(&memory, a)) {
+            continue;
+        }
+        // One shadow slot per store keeps the last value stored; a store that writes
+        // different places of the alloca each time it runs would need one per place.
+        if !constant_offset(ptr) {
+            return Err(refuse(
+                inst,
+                "a store of tracked pointers into an alloca at a variable offset is not \
+                 supported: each place it writes would need a root of its own",
+            ));
+        }
+        memory.shadows.push(ShadowedStore {
+            store: inst,
+            leaves,
+        });
+    }
+    Ok(memory)
+}
+
+/// The destination of an `llvm.memcpy`/`llvm.memmove`, if `inst` is one.
+fn bulk_copy_destination<'m>(inst: Instruction<'m>) -> Option<Value<'m>> {
+    let call = inst.as_call()?;
+    let name = call.callee_name()?;
+    if name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove") {
+        call.arguments().first().copied()
+    } else {
+        None
+    }
+}
+
+/// True if the `alloca`'s type holds tracked pointers.
+fn holds_tracked(alloca: Instruction<'_>) -> bool {
+    alloca
+        .allocated_type()
+        .is_some_and(|t| t.holds_pointer_in(|a| a == TRACKED))
+}
+
+/// True if `ptr` is at a fixed offset from the allocas it may point into: every
+/// getelementptr on the way has constant indices.
+fn constant_offset(ptr: Value<'_>) -> bool {
+    let mut seen = Vec::new();
+    let mut work = vec![ptr];
+    while let Some(v) = work.pop() {
+        if seen.contains(&v) {
+            continue;
+        }
+        seen.push(v);
+        let Some(inst) = v.as_instruction() else {
+            continue;
+        };
+        match inst.opcode() {
+            Opcode::GetElementPtr => {
+                let indices = inst.operands();
+                if indices.iter().skip(1).any(|i| i.const_int().is_none()) {
+                    return false;
+                }
+                work.extend(inst.operand(0));
+            }
+            Opcode::BitCast | Opcode::AddrSpaceCast => work.extend(inst.operand(0)),
+            Opcode::Phi => work.extend(inst.phi_incoming().into_iter().map(|(v, _)| v)),
+            Opcode::Select => work.extend([inst.operand(1), inst.operand(2)].into_iter().flatten()),
+            _ => {}
         }
     }
-    memory
+    true
 }
 
 impl<'m> FrameMemory<'m> {

@@ -67,7 +67,7 @@ use super::immutable;
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
 use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath};
 use crate::contract::{
-    CALLEE_ROOTED, FIELD_WRITE_BARRIER_PREFIX, GCSTACK_ATTR, GC_LOADED, GET_PGCSTACK,
+    CALLEE_ROOTED, DERIVED, FIELD_WRITE_BARRIER_PREFIX, GCSTACK_ATTR, GC_LOADED, GET_PGCSTACK,
     GET_PGCSTACK_OR_NEW, JULIA_CALL, JULIA_CALL2, NOT_SAFEPOINTS, POINTER_FROM_OBJREF,
     PRESERVE_BEGIN, PRESERVE_END, SAFEPOINT_ATTR, TRACKED, TYPEOF, UNTRACKED,
 };
@@ -108,15 +108,19 @@ pub fn pgcstack<'m>(f: Function<'m>) -> Option<Value<'m>> {
     if let Some((_, p)) = from_param {
         return Some(p);
     }
+    let is_pgcstack = |i: &Instruction<'m>| {
+        i.as_call()
+            .and_then(|c| c.callee_name())
+            .is_some_and(|n| n == GET_PGCSTACK || n == GET_PGCSTACK_OR_NEW)
+    };
     let entry = f.entry_block()?;
+    // A call outside the entry block (Julia's pass would not look there) still makes the
+    // function take part: [`scan`] moves it into the entry block.
     entry
         .instructions()
         .into_iter()
-        .find(|i| {
-            i.as_call()
-                .and_then(|c| c.callee_name())
-                .is_some_and(|n| n == GET_PGCSTACK || n == GET_PGCSTACK_OR_NEW)
-        })
+        .find(is_pgcstack)
+        .or_else(|| f.instructions().into_iter().find(is_pgcstack))
         .map(|i| i.as_value())
 }
 
@@ -208,6 +212,42 @@ fn is_base_def(inst: Instruction<'_>) -> bool {
             | Opcode::AtomicCmpXchg
             | Opcode::VAArg
     )
+}
+
+/// True if `inst`, whose value holds decayed pointers, is made in a way [`Scanner::bases`]
+/// can follow back to the objects they point into.
+fn derives_known_bases(inst: Instruction<'_>) -> bool {
+    match inst.opcode() {
+        Opcode::AddrSpaceCast
+        | Opcode::BitCast
+        | Opcode::Freeze
+        | Opcode::GetElementPtr
+        | Opcode::ExtractElement
+        | Opcode::ExtractValue
+        | Opcode::InsertElement
+        | Opcode::InsertValue
+        | Opcode::ShuffleVector
+        | Opcode::Select
+        | Opcode::Phi => true,
+        Opcode::Load => !inst
+            .ty()
+            .holds_pointer_in(|a| a == DERIVED || a == CALLEE_ROOTED),
+        Opcode::Call => inst.as_call().is_some_and(loads_through_first_argument),
+        _ => false,
+    }
+}
+
+/// True if a value of type `ty` holds a Derived, CalleeRooted or Loaded pointer.
+fn holds_decayed(ty: locus_llvm::ir::Type<'_>) -> bool {
+    ty.holds_pointer_in(|a| a != TRACKED && crate::addrspace::is_gc(a))
+}
+
+/// True if the tracked pointer at `leaf` lies under the `extractvalue` indices `path`.
+fn leaf_under(leaf: &LeafPath, path: &[u32]) -> bool {
+    match leaf {
+        LeafPath::Field(p) | LeafPath::FieldElement(p, _) => p.starts_with(path),
+        LeafPath::Whole | LeafPath::Element(_) => path.is_empty(),
+    }
 }
 
 /// True if `inst` only derives a value from its operands, so that using it is using them:
@@ -627,7 +667,21 @@ impl<'s, 'm> Scanner<'s, 'm> {
         }
         let result = match v.as_instruction() {
             None => Vec::new(),
-            Some(inst) if is_base_def(inst) => self.leaves_of(v),
+            Some(inst) if is_base_def(inst) => {
+                let mut out = self.leaves_of(v);
+                // A vector or aggregate that also holds Derived (or other decayed) pointers
+                // keeps their objects alive too: it was built from them.
+                if holds_decayed(v.ty()) {
+                    for op in inst.operands() {
+                        for b in self.bases(op, depth + 1) {
+                            if !out.contains(&b) {
+                                out.push(b);
+                            }
+                        }
+                    }
+                }
+                out
+            }
             Some(inst) => match inst.opcode() {
                 _ if self.lanes_of_derived.contains_key(&v) => {
                     let lanes = self.lanes_of_derived[&v].clone();
@@ -680,6 +734,27 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     }
                 }
                 Opcode::ExtractValue => match inst.operand(0) {
+                    // From an aggregate with leaves of its own: the leaves under the path
+                    // taken (as Julia numbers them), plus everything the aggregate keeps if
+                    // what is taken holds decayed pointers.
+                    Some(agg) if agg.as_instruction().is_some_and(is_base_def) => {
+                        let path = inst.aggregate_indices().unwrap_or_default();
+                        let all = self.leaves_of(agg);
+                        let mut out: Vec<ValueId> = tracked_leaves(agg.ty())
+                            .iter()
+                            .zip(&all)
+                            .filter(|(leaf, _)| leaf_under(leaf, &path))
+                            .map(|(_, &id)| id)
+                            .collect();
+                        if holds_decayed(v.ty()) {
+                            for b in self.bases(agg, depth + 1) {
+                                if !out.contains(&b) {
+                                    out.push(b);
+                                }
+                            }
+                        }
+                        out
+                    }
                     Some(agg) => self.bases(agg, depth + 1),
                     None => Vec::new(),
                 },
@@ -772,6 +847,15 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         };
         for inst in block.instructions() {
             if inst.opcode() == Opcode::Phi {
+                let v = inst.as_value();
+                if holds_decayed(inst.ty()) && !is_derived_pointer(v) && !is_derived_vector(v) {
+                    return Err(s.error(
+                        Some(inst),
+                        "a phi of structs or arrays holding decayed (Derived, CalleeRooted or \
+                         Loaded) pointers is not supported yet: its bases cannot be lifted"
+                            .into(),
+                    ));
+                }
                 let defs = s.leaves_of_if_base(inst);
                 for &def in &defs {
                     let incoming: Vec<(usize, Vec<ValueId>)> = inst
@@ -793,6 +877,15 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
                 continue;
             }
             null_undef_passthrough(builder, inst)?;
+            if holds_decayed(inst.ty()) && !derives_known_bases(inst) {
+                return Err(s.error(
+                    Some(inst),
+                    "cannot find the objects this value's decayed (Derived, CalleeRooted or \
+                     Loaded) pointers point into: it is not made by a cast, getelementptr, \
+                     load of Loaded pointers, phi, select, or vector or aggregate operation"
+                        .into(),
+                ));
+            }
             if inst.opcode() == Opcode::Invoke {
                 return Err(s.error(
                     Some(inst),
@@ -904,7 +997,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         leaves: s.leaves,
         safepoints,
         pgcstack,
-        memory: super::memory::find(f),
+        memory: super::memory::find(f)?,
     }))
 }
 
@@ -973,18 +1066,19 @@ fn null_undef_passthrough<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<
     Ok(())
 }
 
-/// Moves `julia.get_pgcstack` to the top of the entry block when a call that may collect
-/// comes before it, so the frame is linked before the first safepoint. (It has no operands,
-/// so it can go anywhere.) Returns the call now in use.
+/// Moves `julia.get_pgcstack` to the top of the entry block when it is in another block or
+/// a call that may collect comes before it, so the frame is linked before the first
+/// safepoint. (It has no operands, so it can go anywhere.) Returns the call now in use.
 fn hoist_pgcstack<'m>(b: &Builder<'m>, pgcstack: Instruction<'m>) -> Result<Instruction<'m>> {
-    let Some(entry) = pgcstack.block() else {
+    let Some(entry) = pgcstack.function().and_then(|f| f.entry_block()) else {
         return Ok(pgcstack);
     };
-    let late = entry
-        .instructions()
-        .into_iter()
-        .take_while(|&i| i != pgcstack)
-        .any(|i| i.as_call().is_some_and(is_safepoint));
+    let late = pgcstack.block() != Some(entry)
+        || entry
+            .instructions()
+            .into_iter()
+            .take_while(|&i| i != pgcstack)
+            .any(|i| i.as_call().is_some_and(is_safepoint));
     let Some(call) = pgcstack.as_call().filter(|_| late) else {
         return Ok(pgcstack);
     };
