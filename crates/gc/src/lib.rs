@@ -6,19 +6,27 @@
 //! in address space 10, pointers derived from them (interior pointers) in 11,
 //! callee-rooted pointers in 12 and pointers loaded from a tracked object in 13; only a few
 //! address-space casts are allowed, tracked pointers are never offset, never turned into
-//! integers, and only tracked pointers are returned. A function takes part when its entry
-//! block calls `julia.get_pgcstack()`. At every safepoint (a call that may collect), every
+//! integers, and only tracked pointers are returned. A function takes part when it calls
+//! `julia.get_pgcstack()` (or has a `"gcstack"` parameter). At every safepoint (a call that
+//! may collect), every
 //! tracked pointer that is still used afterwards must be in a slot of the function's GC
 //! frame ("Размещение корней сборки мусора"). `jl_roots` operand bundles ("Поддержка
 //! ccall"), `julia.pointer_from_objref`, `llvm.julia.gc_preserve_begin/end` and
 //! `julia.call` (the jlcall convention) keep their Julia meanings.
 //!
-//! This crate is the other end of that contract:
+//! This crate is the other end of that contract, written to match Julia's own
+//! LateLowerGCFrame on the IR Julia emits (how closely: `scripts/julia-gc-conformance`):
+//! - [`contract`] holds the contract's names and numbers, for everything below;
 //! - [`verify`] checks the invariants and names the rule, function and instruction broken;
-//! - [`lower`] places the roots: finds tracked values and the bases of derived ones,
-//!   computes liveness at each safepoint, colours frame slots, decides where stores and
-//!   nulls go, and writes Julia's intermediate form (`julia.new_gc_frame` and friends) and
-//!   then a real frame `[nroots << 2, prev, roots...]` linked into the thread's chain;
+//!   lenient by default as Julia's verifier is, strict on request;
+//! - [`lower`] places the roots: finds tracked values and the bases of derived ones
+//!   (vectors and aggregates too, lifting phis and selects lane by lane), computes liveness
+//!   at each safepoint, drops what is kept alive by something rooted (Julia's refinements),
+//!   colours frame slots, decides where stores and nulls go, and writes Julia's
+//!   intermediate form (`julia.new_gc_frame` and friends) and then a real frame
+//!   `[nroots << 2, prev, roots...]` linked into the thread's chain. IR whose roots it
+//!   cannot keep is refused with an error naming the instruction, never lowered with an
+//!   object unrooted;
 //! - [`runtime`] is what lowered code calls: the frame chain, an allocator, and a
 //!   mark-sweep collector that finds roots only by walking the frames, with a stress mode
 //!   that collects at every safepoint, makes what it frees inaccessible and reports
