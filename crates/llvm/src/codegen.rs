@@ -26,7 +26,8 @@ use llvm_sys::target_machine::{
 };
 
 use crate::error::{Error, Result};
-use crate::module::{Message, Module};
+use crate::ffi::Message;
+use crate::module::Module;
 
 /// Compiles `module` for `triple` into a relocatable object file (ELF on Linux triples).
 ///
@@ -91,20 +92,23 @@ pub fn emit_assembly(
 pub(crate) fn init_targets() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
-        // SAFETY: these registration functions have no preconditions; `Once` keeps them
-        // from racing each other.
-        unsafe {
-            LLVMInitializeX86TargetInfo();
-            LLVMInitializeX86Target();
-            LLVMInitializeX86TargetMC();
-            LLVMInitializeX86AsmPrinter();
+        let registrations: [unsafe extern "C" fn(); 10] = [
+            LLVMInitializeX86TargetInfo,
+            LLVMInitializeX86Target,
+            LLVMInitializeX86TargetMC,
+            LLVMInitializeX86AsmPrinter,
             // The asm parser is needed to emit objects from modules with inline assembly.
-            LLVMInitializeX86AsmParser();
-            LLVMInitializeAArch64TargetInfo();
-            LLVMInitializeAArch64Target();
-            LLVMInitializeAArch64TargetMC();
-            LLVMInitializeAArch64AsmPrinter();
-            LLVMInitializeAArch64AsmParser();
+            LLVMInitializeX86AsmParser,
+            LLVMInitializeAArch64TargetInfo,
+            LLVMInitializeAArch64Target,
+            LLVMInitializeAArch64TargetMC,
+            LLVMInitializeAArch64AsmPrinter,
+            LLVMInitializeAArch64AsmParser,
+        ];
+        for register in registrations {
+            // SAFETY: these registration functions have no preconditions; `Once` keeps
+            // them from racing each other.
+            unsafe { register() };
         }
     });
 }
@@ -140,8 +144,10 @@ impl TargetMachine {
         let c_cpu = c_string("CPU name", cpu)?;
         let c_features = c_string("feature string", features)?;
 
-        // SAFETY: `c_triple` is NUL-terminated; the result is ours to dispose.
-        let normalized = Message::from_raw(unsafe { LLVMNormalizeTargetTriple(c_triple.as_ptr()) })
+        // SAFETY: `c_triple` is NUL-terminated.
+        let normalized = unsafe { LLVMNormalizeTargetTriple(c_triple.as_ptr()) };
+        // SAFETY: the triple is ours, to be released with `LLVMDisposeMessage`.
+        let normalized = unsafe { Message::from_raw(normalized) }
             .text()
             .unwrap_or_default();
         let normalized = c_string("triple", &normalized)?;
@@ -151,7 +157,8 @@ impl TargetMachine {
         // SAFETY: `normalized` is NUL-terminated; both out-pointers are valid for writes.
         let failed =
             unsafe { LLVMGetTargetFromTriple(normalized.as_ptr(), &mut target, &mut message) };
-        let message = Message::from_raw(message);
+        // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
+        let message = unsafe { Message::from_raw(message) };
         if failed != 0 || target.is_null() {
             return Err(target_error(
                 message.text_or("no registered target for this triple"),
@@ -171,7 +178,8 @@ impl TargetMachine {
                 &mut message,
             )
         };
-        let message = Message::from_raw(message);
+        // SAFETY: null or a message to free with `LLVMDisposeMessage` (see the declaration).
+        let message = unsafe { Message::from_raw(message) };
         if bad != 0 {
             return Err(target_error(message.text_or("invalid CPU or features")));
         }
@@ -212,9 +220,20 @@ impl Drop for TargetMachine {
 struct MemoryBuffer(LLVMMemoryBufferRef);
 
 impl MemoryBuffer {
+    /// Takes ownership of `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live memory buffer that is ours to dispose, and disposed nowhere else.
+    unsafe fn from_raw(raw: LLVMMemoryBufferRef) -> Self {
+        MemoryBuffer(raw)
+    }
+
     fn to_vec(&self) -> Vec<u8> {
-        // SAFETY: the buffer is live; start and size describe its contents.
-        let (start, size) = unsafe { (LLVMGetBufferStart(self.0), LLVMGetBufferSize(self.0)) };
+        // SAFETY: the buffer is live.
+        let start = unsafe { LLVMGetBufferStart(self.0) };
+        // SAFETY: as above; start and size describe its contents.
+        let size = unsafe { LLVMGetBufferSize(self.0) };
         if start.is_null() || size == 0 {
             return Vec::new();
         }
@@ -243,8 +262,10 @@ fn emit(
     let triple = if triple.is_empty() {
         let own = module.target_triple();
         if own.is_empty() {
-            // SAFETY: no preconditions; the result is ours to dispose.
-            Message::from_raw(unsafe { LLVMGetDefaultTargetTriple() }).text_or("")
+            // SAFETY: no preconditions.
+            let host = unsafe { LLVMGetDefaultTargetTriple() };
+            // SAFETY: the triple is ours, to be released with `LLVMDisposeMessage`.
+            unsafe { Message::from_raw(host) }.text_or("")
         } else {
             own
         }
@@ -273,8 +294,10 @@ fn emit(
             &mut buffer,
         )
     };
-    let message = Message::from_raw(message);
-    let buffer = (!buffer.is_null()).then_some(MemoryBuffer(buffer));
+    // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
+    let message = unsafe { Message::from_raw(message) };
+    // SAFETY: the buffer LLVM filled, ours to dispose.
+    let buffer = (!buffer.is_null()).then(|| unsafe { MemoryBuffer::from_raw(buffer) });
     let mut errors = ctx.take_errors();
     if failed != 0 {
         errors.insert(0, message.text_or("LLVM could not emit the file"));

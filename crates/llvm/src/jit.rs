@@ -108,8 +108,8 @@ use llvm_sys::LLVMDiagnosticSeverity;
 
 use crate::codegen::init_targets;
 use crate::error::{Error, Result};
-use crate::ir::from_c_str;
-use crate::module::{Message, Module};
+use crate::ffi::{from_c_str, Message};
+use crate::module::Module;
 
 /// An ORC LLJIT for the host: compiles IR in this process and hands out the addresses of
 /// its symbols. Dropping it frees every module, all the code it compiled and its data.
@@ -145,7 +145,8 @@ impl Jit {
         // SAFETY: `builder` is fresh and handed over (even on failure); the out-pointer is
         // valid for writes.
         let error = unsafe { LLVMOrcCreateLLJIT(&mut raw, builder) };
-        if let Some(message) = take_error(error) {
+        // SAFETY: null or an error of that call, ours to consume.
+        if let Some(message) = unsafe { take_error(error) } {
             return Err(Error::Jit { message });
         }
         if raw.is_null() {
@@ -160,32 +161,34 @@ impl Jit {
             _not_send: PhantomData,
         };
         let reports: *const Reports = &*jit.reports;
-        // SAFETY: the JIT is live; the reporter's state outlives the session (it is freed
-        // after `LLVMOrcDisposeLLJIT`). Without this, ORC prints such errors to stderr.
+        // SAFETY: the JIT is live.
+        let session = unsafe { LLVMOrcLLJITGetExecutionSession(jit.raw) };
+        // SAFETY: the session is live; the reporter's state outlives it (it is freed after
+        // `LLVMOrcDisposeLLJIT`). Without this, ORC prints such errors to stderr.
         unsafe {
             LLVMOrcExecutionSessionSetErrorReporter(
-                LLVMOrcLLJITGetExecutionSession(jit.raw),
+                session,
                 on_session_error,
                 reports.cast_mut().cast(),
             );
         }
+        // SAFETY: `tsc` is live.
+        let ctx = unsafe { LLVMOrcThreadSafeContextGetContext(jit.tsc) };
         // SAFETY: the context belongs to `tsc`, which lives until after the JIT (and with
         // it every module in the context) is disposed; so does the handler's state. With
         // the handler, an error diagnostic during compilation is collected instead of
         // printed and followed by `exit(1)`.
         unsafe {
-            LLVMContextSetDiagnosticHandler(
-                LLVMOrcThreadSafeContextGetContext(jit.tsc),
-                Some(on_diagnostic),
-                reports.cast_mut().cast(),
-            );
+            LLVMContextSetDiagnosticHandler(ctx, Some(on_diagnostic), reports.cast_mut().cast());
         }
+        // SAFETY: the JIT is live.
+        let layer = unsafe { LLVMOrcLLJITGetObjTransformLayer(jit.raw) };
         // SAFETY: the layer belongs to the JIT; the transform's state outlives it. Every
         // object passes through here right after its module is compiled, on the same
         // thread, so the errors collected meanwhile are that module's.
         unsafe {
             LLVMOrcObjectTransformLayerSetTransform(
-                LLVMOrcLLJITGetObjTransformLayer(jit.raw),
+                layer,
                 check_compiled_object,
                 reports.cast_mut().cast(),
             );
@@ -197,8 +200,10 @@ impl Jit {
     /// The JIT's target triple, e.g. `x86_64-pc-linux-gnu`.
     #[must_use]
     pub fn triple(&self) -> String {
-        // SAFETY: the JIT is live; the string is owned by it and read at once.
-        from_c_str(unsafe { LLVMOrcLLJITGetTripleString(self.raw) }).unwrap_or_default()
+        // SAFETY: the JIT is live.
+        let triple = unsafe { LLVMOrcLLJITGetTripleString(self.raw) };
+        // SAFETY: a NUL-terminated string owned by the JIT, copied at once.
+        unsafe { from_c_str(triple) }.unwrap_or_default()
     }
 
     /// Defines `name` as the host address `address`, for the IR to call or read: typically
@@ -240,10 +245,13 @@ impl Jit {
         // SAFETY: one valid pair, whose name reference the unit takes over; the array
         // itself stays ours.
         let unit = unsafe { LLVMOrcAbsoluteSymbols(&mut pair, 1) };
+        // SAFETY: the JIT is live.
+        let dylib = unsafe { LLVMOrcLLJITGetMainJITDylib(self.raw) };
         // SAFETY: the JIT and its main JITDylib are live; on success the JITDylib owns the
         // unit.
-        let error = unsafe { LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(self.raw), unit) };
-        if let Some(message) = take_error(error) {
+        let error = unsafe { LLVMOrcJITDylibDefine(dylib, unit) };
+        // SAFETY: null or an error of that call, ours to consume.
+        if let Some(message) = unsafe { take_error(error) } {
             // SAFETY: on failure the unit is still ours, and disposed once.
             unsafe { LLVMOrcDisposeMaterializationUnit(unit) };
             return Err(Error::Jit { message });
@@ -269,7 +277,8 @@ impl Jit {
             return Err(jit_error("LLVM could not write the module as bitcode"));
         }
         let name = module.name();
-        let copy = self.parse(buffer, &name)?;
+        // SAFETY: a live buffer, ours to hand over.
+        let copy = unsafe { self.parse(buffer, &name) }?;
         // SAFETY: `copy` is live; LLVM copies the name.
         unsafe { LLVMSetModuleIdentifier(copy.0, name.as_ptr().cast(), name.len()) };
         self.add(copy)
@@ -296,7 +305,8 @@ impl Jit {
                 c_name.as_ptr(),
             )
         };
-        let module = self.parse(buffer, name)?;
+        // SAFETY: a live buffer, ours to hand over.
+        let module = unsafe { self.parse(buffer, name) }?;
         let mut message = ptr::null_mut();
         // SAFETY: the module is live; with `ReturnStatusAction` the verifier neither prints
         // nor aborts, and its message is disposed by `Message`.
@@ -307,7 +317,8 @@ impl Jit {
                 &mut message,
             )
         };
-        let message = Message::from_raw(message);
+        // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
+        let message = unsafe { Message::from_raw(message) };
         if broken != 0 {
             return Err(Error::Verify {
                 message: message.text_or("the module is invalid"),
@@ -336,7 +347,8 @@ impl Jit {
         // SAFETY: the JIT is live, the name NUL-terminated, the out-pointer valid for
         // writes. Compilation happens here, on this thread.
         let error = unsafe { LLVMOrcLLJITLookup(self.raw, &mut address, c_name.as_ptr()) };
-        let mut messages: Vec<String> = take_error(error).into_iter().collect();
+        // SAFETY: null or an error of that call, ours to consume.
+        let mut messages: Vec<String> = unsafe { take_error(error) }.into_iter().collect();
         messages.extend(self.reports.take());
         // Left over only if compilation failed before its object reached the transform.
         messages.extend(self.reports.take_compile_errors());
@@ -419,7 +431,11 @@ impl Jit {
     }
 
     /// Parses `buffer` (which this consumes) into the JIT's context.
-    fn parse(&self, buffer: LLVMMemoryBufferRef, name: &str) -> Result<RawModule> {
+    ///
+    /// # Safety
+    ///
+    /// `buffer` is a live memory buffer that is ours to hand over to LLVM.
+    unsafe fn parse(&self, buffer: LLVMMemoryBufferRef, name: &str) -> Result<RawModule> {
         // SAFETY: the context lives as long as `self.tsc`, and no compilation runs in it
         // now (compilation happens inside `lookup`, on this same thread).
         let ctx = unsafe { LLVMOrcThreadSafeContextGetContext(self.tsc) };
@@ -428,13 +444,15 @@ impl Jit {
         // SAFETY: `ctx` is live, `buffer` is handed over (freed inside, success or not),
         // and both out-pointers are valid for writes.
         let failed = unsafe { LLVMParseIRInContext(ctx, buffer, &mut raw, &mut message) };
-        let message = Message::from_raw(message);
+        // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
+        let message = unsafe { Message::from_raw(message) };
         if failed != 0 || raw.is_null() {
             return Err(Error::Parse {
                 message: message.text_or(&format!("{name}: cannot parse module")),
             });
         }
-        Ok(RawModule(raw))
+        // SAFETY: a module just parsed into the JIT's context, ours to dispose.
+        Ok(unsafe { RawModule::from_raw(raw) })
     }
 
     /// Hands `module` (in the JIT's context) to the JIT's main JITDylib.
@@ -442,11 +460,13 @@ impl Jit {
         // SAFETY: the module lives in `self.tsc`'s context; the thread-safe module takes
         // ownership of it (and a reference to the context).
         let tsm = unsafe { LLVMOrcCreateNewThreadSafeModule(module.into_raw(), self.tsc) };
-        // SAFETY: the JIT is live; it takes ownership of `tsm` whatever the outcome.
-        let error = unsafe {
-            LLVMOrcLLJITAddLLVMIRModule(self.raw, LLVMOrcLLJITGetMainJITDylib(self.raw), tsm)
-        };
-        match take_error(error) {
+        // SAFETY: the JIT is live.
+        let dylib = unsafe { LLVMOrcLLJITGetMainJITDylib(self.raw) };
+        // SAFETY: the JIT and its main JITDylib are live; it takes ownership of `tsm`
+        // whatever the outcome.
+        let error = unsafe { LLVMOrcLLJITAddLLVMIRModule(self.raw, dylib, tsm) };
+        // SAFETY: null or an error of that call, ours to consume.
+        match unsafe { take_error(error) } {
             Some(message) => Err(Error::Jit { message }),
             None => Ok(()),
         }
@@ -456,8 +476,10 @@ impl Jit {
 impl Drop for Jit {
     fn drop(&mut self) {
         // SAFETY: created by `LLVMOrcCreateLLJIT`, disposed once; this frees its modules
-        // and code. The error (if any) is consumed.
-        drop(take_error(unsafe { LLVMOrcDisposeLLJIT(self.raw) }));
+        // and code.
+        let error = unsafe { LLVMOrcDisposeLLJIT(self.raw) };
+        // SAFETY: null or an error of that call, ours to consume.
+        drop(unsafe { take_error(error) });
         // SAFETY: our reference, released once; the JIT's modules, which held the others,
         // are gone, so this frees the context. `self.reports` is freed after this.
         unsafe { LLVMOrcDisposeThreadSafeContext(self.tsc) };
@@ -476,6 +498,16 @@ impl fmt::Debug for Jit {
 struct RawModule(LLVMModuleRef);
 
 impl RawModule {
+    /// Takes ownership of `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live module that is ours to dispose, in a context that outlives the
+    /// `RawModule`.
+    unsafe fn from_raw(raw: LLVMModuleRef) -> Self {
+        RawModule(raw)
+    }
+
     fn into_raw(self) -> LLVMModuleRef {
         let raw = self.0;
         std::mem::forget(self);
@@ -534,7 +566,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// chiefly a symbol the JIT linker cannot resolve (the lookup that caused it only hears
 /// that materialization failed).
 extern "C" fn on_session_error(state: *mut c_void, error: LLVMErrorRef) {
-    let message = take_error(error).unwrap_or_default();
+    // SAFETY: ORC hands the reporter an error to consume.
+    let message = unsafe { take_error(error) }.unwrap_or_default();
     if state.is_null() || message.is_empty() {
         return;
     }
@@ -551,9 +584,10 @@ extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
     if !matches!(severity, LLVMDiagnosticSeverity::LLVMDSError) || state.is_null() {
         return;
     }
-    // SAFETY: as above; the description is ours to dispose, which `Message` does.
-    let text =
-        Message::from_raw(unsafe { LLVMGetDiagInfoDescription(info) }).text_or("unknown error");
+    // SAFETY: as above.
+    let text = unsafe { LLVMGetDiagInfoDescription(info) };
+    // SAFETY: the description is ours, to be released with `LLVMDisposeMessage`.
+    let text = unsafe { Message::from_raw(text) }.text_or("unknown error");
     // SAFETY: `state` is the `Reports` box of the `Jit` whose context this is, freed only
     // after the context.
     unsafe { &*state.cast::<Reports>() }.push_compile_error(text);
@@ -576,15 +610,17 @@ extern "C" fn check_compiled_object(
     let errors = reports.take_compile_errors();
     if errors.is_empty() {
         // SAFETY: ORC passes a valid pointer to the object buffer, live for this call.
-        record_symbol_sizes(reports, unsafe { *object });
+        let object = unsafe { *object };
+        // SAFETY: as above.
+        unsafe { record_symbol_sizes(reports, object) };
         return ptr::null_mut();
     }
-    // SAFETY: ORC passes a valid in-out pointer to an object buffer we now own; on error
-    // the buffer must be freed and the pointer reset to null.
-    unsafe {
-        LLVMDisposeMemoryBuffer(*object);
-        *object = ptr::null_mut();
-    }
+    // SAFETY: ORC passes a valid in-out pointer to an object buffer we now own.
+    let buffer = unsafe { *object };
+    // SAFETY: on error the buffer is ours to free ...
+    unsafe { LLVMDisposeMemoryBuffer(buffer) };
+    // SAFETY: ... and the (valid) pointer to it must be reset to null.
+    unsafe { *object = ptr::null_mut() };
     let message = CString::new(errors.join("\n").replace('\0', " ")).unwrap_or_default();
     // SAFETY: a NUL-terminated string, copied by LLVM; ORC consumes the error.
     unsafe { LLVMCreateStringError(message.as_ptr()) }
@@ -592,7 +628,11 @@ extern "C" fn check_compiled_object(
 
 /// Records the size of every sized symbol of a compiled object, for [`Jit::symbol_size`].
 /// An object LLVM cannot read as a binary is skipped (its symbols have no size then).
-fn record_symbol_sizes(reports: &Reports, object: LLVMMemoryBufferRef) {
+///
+/// # Safety
+///
+/// `object` is null or a live memory buffer, not consumed here.
+unsafe fn record_symbol_sizes(reports: &Reports, object: LLVMMemoryBufferRef) {
     if object.is_null() {
         return;
     }
@@ -601,7 +641,8 @@ fn record_symbol_sizes(reports: &Reports, object: LLVMMemoryBufferRef) {
     // is disposed below); the context is only needed for IR files; the message, if any,
     // is ours and disposed by `Message`.
     let binary = unsafe { LLVMCreateBinary(object, ptr::null_mut(), &mut message) };
-    drop(Message::from_raw(message));
+    // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
+    drop(unsafe { Message::from_raw(message) });
     if binary.is_null() {
         return;
     }
@@ -632,13 +673,18 @@ fn record_symbol_sizes(reports: &Reports, object: LLVMMemoryBufferRef) {
 }
 
 /// Consumes an LLVM error: `None` for success (null), else its message.
-fn take_error(error: LLVMErrorRef) -> Option<String> {
+///
+/// # Safety
+///
+/// `error` is null or a live error that is ours to consume, and consumed nowhere else.
+unsafe fn take_error(error: LLVMErrorRef) -> Option<String> {
     if error.is_null() {
         return None;
     }
     // SAFETY: a live error, consumed by this call; the message is ours to dispose.
     let raw = unsafe { LLVMGetErrorMessage(error) };
-    let Some(message) = from_c_str(raw) else {
+    // SAFETY: null or the NUL-terminated message, alive until disposed below.
+    let Some(message) = (unsafe { from_c_str(raw) }) else {
         return Some("unknown JIT error".to_owned());
     };
     // SAFETY: from `LLVMGetErrorMessage`, disposed once.

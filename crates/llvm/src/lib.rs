@@ -40,12 +40,11 @@
 //! # Ok::<(), locus_llvm::Error>(())
 //! ```
 
-#![warn(clippy::undocumented_unsafe_blocks)]
-
 pub mod builder;
 pub mod cfg;
 mod codegen;
 mod error;
+mod ffi;
 pub mod ir;
 pub mod jit;
 mod module;

@@ -1,7 +1,7 @@
 //! Contexts and modules: parse IR text or bitcode, verify, print, list functions.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr;
@@ -9,10 +9,9 @@ use std::ptr;
 use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use llvm_sys::core::{
     LLVMCloneModule, LLVMContextCreate, LLVMContextDispose, LLVMContextSetDiagnosticHandler,
-    LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeMessage, LLVMDisposeModule,
-    LLVMGetDiagInfoDescription, LLVMGetDiagInfoSeverity, LLVMGetFirstFunction,
-    LLVMGetModuleIdentifier, LLVMGetNextFunction, LLVMGetTarget, LLVMGetValueName2,
-    LLVMPrintModuleToString, LLVMSetTarget,
+    LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeModule, LLVMGetDiagInfoDescription,
+    LLVMGetDiagInfoSeverity, LLVMGetFirstFunction, LLVMGetModuleIdentifier, LLVMGetNextFunction,
+    LLVMGetTarget, LLVMGetValueName2, LLVMPrintModuleToString, LLVMSetTarget,
 };
 use llvm_sys::core::{
     LLVMDeleteInstruction, LLVMGetFirstUse, LLVMGetPoison, LLVMReplaceAllUsesWith, LLVMTypeOf,
@@ -22,42 +21,7 @@ use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef, LL
 use llvm_sys::LLVMDiagnosticSeverity;
 
 use crate::error::{Error, Result};
-use crate::ir::{from_c_str, lossy};
-
-/// A string LLVM allocated for us; freed with `LLVMDisposeMessage` on drop.
-pub(crate) struct Message(*mut c_char);
-
-impl Message {
-    /// Takes ownership of `raw`, which is null or a string from an LLVM C API call
-    /// documented to be released with `LLVMDisposeMessage`.
-    pub(crate) fn from_raw(raw: *mut c_char) -> Self {
-        Message(raw)
-    }
-
-    /// The text, or `None` for a null pointer. Invalid UTF-8 is replaced.
-    pub(crate) fn text(&self) -> Option<String> {
-        // Per `from_raw`'s contract, a NUL-terminated C string alive until `self` drops.
-        from_c_str(self.0)
-    }
-
-    /// The text, or `fallback` when LLVM gave none or an empty one.
-    pub(crate) fn text_or(&self, fallback: &str) -> String {
-        match self.text() {
-            Some(text) if !text.trim().is_empty() => text,
-            _ => fallback.to_owned(),
-        }
-    }
-}
-
-impl Drop for Message {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: the pointer came from LLVM with this deallocation contract and is
-            // released exactly once.
-            unsafe { LLVMDisposeMessage(self.0) };
-        }
-    }
-}
+use crate::ffi::{from_c_str, lossy, Message};
 
 /// Error diagnostics LLVM reports through the context while code is generated.
 #[derive(Default)]
@@ -74,9 +38,10 @@ extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
     if !matches!(severity, LLVMDiagnosticSeverity::LLVMDSError) {
         return;
     }
-    // SAFETY: as above; the description is ours to dispose, which `Message` does.
-    let text =
-        Message::from_raw(unsafe { LLVMGetDiagInfoDescription(info) }).text_or("unknown error");
+    // SAFETY: as above.
+    let text = unsafe { LLVMGetDiagInfoDescription(info) };
+    // SAFETY: the description is ours, to be released with `LLVMDisposeMessage`.
+    let text = unsafe { Message::from_raw(text) }.text_or("unknown error");
     if state.is_null() {
         return;
     }
@@ -207,7 +172,8 @@ impl<'ctx> Module<'ctx> {
         // LLVM (it is freed inside this call, success or not), and both out-pointers are
         // valid for writes.
         let failed = unsafe { LLVMParseIRInContext(ctx.raw, buffer, &mut raw, &mut message) };
-        let message = Message::from_raw(message);
+        // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
+        let message = unsafe { Message::from_raw(message) };
         if failed != 0 || raw.is_null() {
             return Err(Error::Parse {
                 message: message.text_or(&format!("{name}: cannot parse module")),
@@ -237,7 +203,8 @@ impl<'ctx> Module<'ctx> {
                 &mut message,
             )
         };
-        let message = Message::from_raw(message);
+        // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
+        let message = unsafe { Message::from_raw(message) };
         if broken != 0 {
             return Err(Error::Verify {
                 message: message.text_or("the module is invalid"),
@@ -249,8 +216,10 @@ impl<'ctx> Module<'ctx> {
     /// The module as LLVM IR text, as `llvm-dis` would print it.
     #[must_use]
     pub fn print(&self) -> String {
-        // SAFETY: `self.raw` is live; the string is disposed by `Message`.
-        let text = Message::from_raw(unsafe { LLVMPrintModuleToString(self.raw) });
+        // SAFETY: `self.raw` is live.
+        let text = unsafe { LLVMPrintModuleToString(self.raw) };
+        // SAFETY: the string is ours, to be released with `LLVMDisposeMessage`.
+        let text = unsafe { Message::from_raw(text) };
         text.text().unwrap_or_default()
     }
 
@@ -262,12 +231,12 @@ impl<'ctx> Module<'ctx> {
         if buffer.is_null() {
             return None;
         }
-        // SAFETY: `buffer` is live; its start and size describe bytes it owns, copied at once.
-        let bytes = unsafe {
-            let start = llvm_sys::core::LLVMGetBufferStart(buffer).cast::<u8>();
-            let size = llvm_sys::core::LLVMGetBufferSize(buffer);
-            std::slice::from_raw_parts(start, size).to_vec()
-        };
+        // SAFETY: `buffer` is live.
+        let start = unsafe { llvm_sys::core::LLVMGetBufferStart(buffer) }.cast::<u8>();
+        // SAFETY: as above.
+        let size = unsafe { llvm_sys::core::LLVMGetBufferSize(buffer) };
+        // SAFETY: `start` and `size` describe bytes the buffer owns, copied at once.
+        let bytes = unsafe { std::slice::from_raw_parts(start, size) }.to_vec();
         // SAFETY: `buffer` came from LLVM above and is disposed exactly once.
         unsafe { llvm_sys::core::LLVMDisposeMemoryBuffer(buffer) };
         Some(bytes)
@@ -282,10 +251,11 @@ impl<'ctx> Module<'ctx> {
         let mut function = unsafe { LLVMGetFirstFunction(self.raw) };
         while !function.is_null() {
             let mut len = 0;
-            // SAFETY: `function` is a live function of this module; the name pointer is
-            // valid for `len` bytes while the module is not changed.
+            // SAFETY: `function` is a live function of this module.
             let name = unsafe { LLVMGetValueName2(function, &mut len) };
-            names.push(lossy(name, len));
+            // SAFETY: the name is valid for `len` bytes while the module is not changed,
+            // and is copied at once.
+            names.push(unsafe { lossy(name, len) });
             // SAFETY: as above.
             function = unsafe { LLVMGetNextFunction(function) };
         }
@@ -296,17 +266,19 @@ impl<'ctx> Module<'ctx> {
     #[must_use]
     pub fn name(&self) -> String {
         let mut len = 0;
-        // SAFETY: `self.raw` is live; the pointer is valid for `len` bytes.
+        // SAFETY: `self.raw` is live.
         let name = unsafe { LLVMGetModuleIdentifier(self.raw, &mut len) };
-        lossy(name, len)
+        // SAFETY: the identifier is valid for `len` bytes, and is copied at once.
+        unsafe { lossy(name, len) }
     }
 
     /// The module's target triple (`target triple = "..."`), empty when it names none.
     #[must_use]
     pub fn target_triple(&self) -> String {
-        // SAFETY: `self.raw` is live; the result is a NUL-terminated string owned by the
-        // module (never null).
-        from_c_str(unsafe { LLVMGetTarget(self.raw) }).unwrap_or_default()
+        // SAFETY: `self.raw` is live.
+        let triple = unsafe { LLVMGetTarget(self.raw) };
+        // SAFETY: a NUL-terminated string owned by the module, copied at once.
+        unsafe { from_c_str(triple) }.unwrap_or_default()
     }
 
     /// The context this module lives in.
@@ -326,9 +298,13 @@ impl<'ctx> Module<'ctx> {
         self.raw
     }
 
-    /// Keeps `inst`, an instruction of this module already removed from its block (with
-    /// no uses left), alive until the module is dropped.
-    pub(crate) fn keep_erased(&self, inst: LLVMValueRef) {
+    /// Keeps `inst` alive until the module is dropped, and frees it then.
+    ///
+    /// # Safety
+    ///
+    /// `inst` is an instruction of this module, already removed from its block, with no
+    /// uses left, and handed over only once.
+    pub(crate) unsafe fn keep_erased(&self, inst: LLVMValueRef) {
         if let Ok(mut erased) = self.erased.try_borrow_mut() {
             erased.push(inst);
         }
@@ -353,15 +329,21 @@ impl Drop for Module<'_> {
         // Erased instructions first: they are no longer in any block, so disposing the
         // module would not free them, and they may still use its blocks or metadata.
         for inst in self.erased.get_mut().drain(..).rev() {
-            // SAFETY: each was a live instruction of this module, removed from its block
-            // and never freed; it is freed exactly once here. Any use of it left (there
-            // should be none) is first pointed at poison so that no user dangles.
-            unsafe {
-                if !LLVMGetFirstUse(inst).is_null() {
-                    LLVMReplaceAllUsesWith(inst, LLVMGetPoison(LLVMTypeOf(inst)));
-                }
-                LLVMDeleteInstruction(inst);
+            // Each was a live instruction of this module, removed from its block and never
+            // freed (`keep_erased`'s contract); it is freed exactly once here. Any use of it
+            // left (there should be none) is first pointed at poison so that no user
+            // dangles.
+            // SAFETY: `inst` is a live instruction.
+            if !unsafe { LLVMGetFirstUse(inst) }.is_null() {
+                // SAFETY: as above.
+                let ty = unsafe { LLVMTypeOf(inst) };
+                // SAFETY: `ty` is the instruction's first-class type, of a live context.
+                let poison = unsafe { LLVMGetPoison(ty) };
+                // SAFETY: `inst` is live and `poison` has its type.
+                unsafe { LLVMReplaceAllUsesWith(inst, poison) };
             }
+            // SAFETY: `inst` is live, detached, unused, and freed only here.
+            unsafe { LLVMDeleteInstruction(inst) };
         }
         // SAFETY: the module is owned by `self` and disposed once, before its context.
         unsafe { LLVMDisposeModule(self.raw) };
