@@ -516,13 +516,17 @@ impl fmt::Write for Line {
 }
 
 fn errno() -> c_int {
+    // SAFETY: no preconditions.
+    let location = unsafe { libc::__errno_location() };
     // SAFETY: the calling thread's errno location is always valid.
-    unsafe { *libc::__errno_location() }
+    unsafe { *location }
 }
 
 fn set_errno(value: c_int) {
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = value };
+    // SAFETY: no preconditions.
+    let location = unsafe { libc::__errno_location() };
+    // SAFETY: the calling thread's errno location is always valid.
+    unsafe { *location = value };
 }
 
 /// The handler of every signal in [`SIGNALS`].
@@ -609,9 +613,12 @@ fn chain(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     let Some(i) = SIGNALS.iter().position(|&s| s == sig) else {
         return;
     };
+    // SAFETY: `OLD.0.get()` is valid for reads; the index is bounds-checked and no reference
+    // to the whole table is made (another element may be being written).
+    let slot = unsafe { &raw const (*OLD.0.get())[i] };
     // SAFETY: the element was written before this handler was installed for `sig` (see
-    // `OldActions`), and is only read.
-    let old = unsafe { (*OLD.0.get())[i].assume_init_ref() };
+    // `OldActions`), and is only read; `MaybeUninit<T>` has the layout of `T`.
+    let old = unsafe { &*slot.cast::<libc::sigaction>() };
     let handler = old.sa_sigaction;
     if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
         // Back to the default action; returning runs the faulting instruction again, which

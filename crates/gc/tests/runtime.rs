@@ -28,16 +28,15 @@ impl<'a> Frame<'a> {
     /// Links a frame with `buf.len() - 2` roots.
     fn link(buf: &'a mut [usize]) -> Frame<'a> {
         let nroots = buf.len() - 2;
-        let words = buf.as_mut_ptr();
         let pgcstack = locus_gc_get_pgcstack();
-        unsafe {
-            words.write(GcFrame::header_word(nroots));
-            for slot in 0..nroots {
-                words.add(2 + slot).write(0);
-            }
-            words.add(1).write(*pgcstack as usize);
-            *pgcstack = words.cast();
-        }
+        // SAFETY: the calling thread's head slot, valid while the thread runs.
+        let prev = unsafe { *pgcstack };
+        buf[0] = GcFrame::header_word(nroots);
+        buf[1] = prev as usize;
+        buf[2..].fill(0);
+        let words = buf.as_mut_ptr();
+        // SAFETY: as above; the frame, borrowed for `'a`, stays linked until it is dropped.
+        unsafe { *pgcstack = words.cast() };
         Frame {
             words,
             nroots,
@@ -52,45 +51,71 @@ impl<'a> Frame<'a> {
 
     fn set(&self, slot: usize, obj: *mut u8) {
         assert!(slot < self.nroots);
-        unsafe { self.words.add(2 + slot).write(obj as usize) }
+        self.set_word(2 + slot, obj as usize);
     }
 
     fn get(&self, slot: usize) -> *mut u8 {
         assert!(slot < self.nroots);
-        unsafe { self.words.add(2 + slot).read() as *mut u8 }
+        self.word(2 + slot) as *mut u8
     }
 
     /// Reads and writes the raw words (0: header, 1: prev), to corrupt the frame.
     fn word(&self, i: usize) -> usize {
-        unsafe { self.words.add(i).read() }
+        // SAFETY: word `i` of the frame's buffer, borrowed for `'a`.
+        unsafe { self.word_ptr(i).read() }
     }
 
     fn set_word(&self, i: usize, value: usize) {
-        unsafe { self.words.add(i).write(value) }
+        // SAFETY: as in `word`.
+        unsafe { self.word_ptr(i).write(value) }
+    }
+
+    /// A pointer to word `i` (the header, the link, then the slots).
+    fn word_ptr(&self, i: usize) -> *mut usize {
+        assert!(i < 2 + self.nroots);
+        self.words.wrapping_add(i)
     }
 }
 
 impl Drop for Frame<'_> {
     fn drop(&mut self) {
-        unsafe { *self.pgcstack = self.words.add(1).read() as *mut GcFrame }
+        let prev = self.word(1) as *mut GcFrame;
+        // SAFETY: the calling thread's head slot, valid while the thread runs.
+        unsafe { *self.pgcstack = prev };
     }
 }
 
+// The helpers below read and write objects the tests got from `locus_gc_alloc` and keep
+// alive, at fields and offsets inside them.
+
 fn field(obj: *mut u8, i: usize) -> *mut u8 {
-    unsafe { obj.cast::<*mut u8>().add(i).read() }
+    // SAFETY: `obj` is a live object with more than `i` pointer fields (see above).
+    unsafe { obj.cast::<*mut u8>().wrapping_add(i).read() }
 }
 
 fn set_field(obj: *mut u8, i: usize, value: *mut u8) {
-    unsafe { obj.cast::<*mut u8>().add(i).write(value) }
+    // SAFETY: as in `field`.
+    unsafe { obj.cast::<*mut u8>().wrapping_add(i).write(value) }
 }
 
 /// The i64 at byte `at` of the raw bytes of an object with `nptrs` pointer fields.
 fn raw(obj: *mut u8, nptrs: usize, at: usize) -> i64 {
-    unsafe { obj.add(8 * nptrs + at).cast::<i64>().read_unaligned() }
+    // SAFETY: `obj` is a live object with `nptrs` pointer fields and at least `at + 8` raw
+    // bytes (see above).
+    unsafe {
+        obj.wrapping_add(8 * nptrs + at)
+            .cast::<i64>()
+            .read_unaligned()
+    }
 }
 
 fn set_raw(obj: *mut u8, nptrs: usize, at: usize, value: i64) {
-    unsafe { obj.add(8 * nptrs + at).cast::<i64>().write_unaligned(value) }
+    // SAFETY: as in `raw`.
+    unsafe {
+        obj.wrapping_add(8 * nptrs + at)
+            .cast::<i64>()
+            .write_unaligned(value)
+    }
 }
 
 fn stress() -> Guard {
@@ -328,6 +353,8 @@ fn a_dropped_root_gives_a_dangling_reference_fault_with_its_history() {
     // Its memory is inaccessible: the read faults, and the signal handler of a runtime that
     // lets the run go on records the access, makes the object readable again and lets the
     // read see the poison.
+    // SAFETY: the freed object's pages stay reserved; the runtime's handler makes the read
+    // succeed.
     let first = unsafe { obj.cast::<u64>().read_volatile() };
     assert_eq!(first, POISON_WORD);
     let faults = rt.take_faults();
@@ -340,6 +367,7 @@ fn a_dropped_root_gives_a_dangling_reference_fault_with_its_history() {
             obj as usize
         )
     );
+    // SAFETY: the object's 8 raw bytes, readable again after the fault above.
     let body = unsafe { std::slice::from_raw_parts(obj, 8) };
     assert!(
         body.iter().all(|&b| b == POISON_BYTE),
@@ -414,7 +442,7 @@ fn a_dangling_field_names_the_object_and_the_root_it_was_reached_from() {
         )
     );
     // A pointer into a freed object is dangling too.
-    set_field(holder, 1, unsafe { victim.add(8) });
+    set_field(holder, 1, victim.wrapping_add(8));
     locus_gc_safepoint();
     let faults = rt.take_faults();
     assert!(
@@ -433,9 +461,9 @@ fn interior_pointers_and_non_objects_in_roots_are_faults() {
     let mut buf = [0usize; 3];
     let frame = Frame::link(&mut buf);
     let obj = locus_gc_alloc(1, 8); // collection 1
-    frame.set(0, unsafe { obj.add(8) });
+    frame.set(0, obj.wrapping_add(8));
     locus_gc_safepoint(); // collection 2
-    frame.set(0, unsafe { obj.sub(8) });
+    frame.set(0, obj.wrapping_sub(8));
     locus_gc_safepoint(); // collection 3
     let local = 0u64;
     frame.set(0, &local as *const u64 as *mut u8);
@@ -499,11 +527,15 @@ fn an_overwritten_header_is_reported() {
     let frame = Frame::link(&mut buf);
     let obj = locus_gc_alloc(0, 8);
     frame.set(0, obj);
-    let header = unsafe { obj.sub(HEADER_BYTES) };
-    let saved = unsafe { header.cast::<u64>().add(2).read() };
-    unsafe { header.cast::<u64>().add(2).write(99) }; // nptrs
+    // Word 2 of the object's header: its number of pointer fields.
+    let nptrs = obj.wrapping_sub(HEADER_BYTES).cast::<u64>().wrapping_add(2);
+    // SAFETY: a live object's header, which the runtime keeps in front of it.
+    let saved = unsafe { nptrs.read() };
+    // SAFETY: as above.
+    unsafe { nptrs.write(99) };
     locus_gc_safepoint();
-    unsafe { header.cast::<u64>().add(2).write(saved) };
+    // SAFETY: as above.
+    unsafe { nptrs.write(saved) };
     let faults = rt.take_faults();
     assert_eq!(
         faults[0].to_string(),
@@ -654,6 +686,7 @@ fn leave_a_frame_linked(depth: usize) {
 #[test]
 fn a_frame_left_linked_by_a_returned_function_is_caught() {
     let rt = stress();
+    // SAFETY: the calling thread's head slot, valid while the thread runs.
     let head_before = unsafe { *locus_gc_get_pgcstack() };
     // The stale frame is 64 KiB down the stack, in memory no running function owns; the
     // collection runs far above it.
@@ -676,6 +709,7 @@ fn a_frame_left_linked_by_a_returned_function_is_caught() {
     assert!(faults[0].to_string().contains(
         "in no running function's stack frame (did a function return without unlinking it?)"
     ));
+    // SAFETY: as above.
     unsafe { *locus_gc_get_pgcstack() = head_before };
 }
 
@@ -690,7 +724,7 @@ fn foreign_read_reads_rooted_objects_and_reports_freed_ones() {
     frame.set(0, obj);
     assert_eq!(locus_gc_foreign_read(obj, 8), 0x1234); // collection 2
     assert_eq!(locus_gc_foreign_read(obj, 16), -77); // collection 3
-    assert_eq!(locus_gc_foreign_read(unsafe { obj.add(12) }, 4), -77); // collection 4
+    assert_eq!(locus_gc_foreign_read(obj.wrapping_add(12), 4), -77); // collection 4
     assert!(rt.faults().is_empty(), "{:?}", rt.faults());
 
     // Out of bounds, the header, the stack, null: faults, and 0.
@@ -756,7 +790,10 @@ fn foreign_read_reads_rooted_objects_and_reports_freed_ones() {
         )
     );
     // The read above did not touch the freed object; this one does, and faults.
+    // SAFETY: the freed object's pages stay reserved; the runtime's handler makes the read
+    // succeed.
     assert_eq!(unsafe { obj.cast::<u64>().read_volatile() }, POISON_WORD);
+    // SAFETY: the object's 24 bytes, readable again after the fault above.
     let body = unsafe { std::slice::from_raw_parts(obj, 24) };
     assert!(body.iter().all(|&b| b == POISON_BYTE));
     let faults = rt.take_faults();
@@ -870,6 +907,7 @@ fn objects_are_aligned_zeroed_and_classified() {
     let obj = locus_gc_alloc(3, 13);
     frame.set(0, obj);
     assert_eq!(obj as usize % 16, 0);
+    // SAFETY: a live object with 3 pointer fields and 13 raw bytes.
     let body = unsafe { std::slice::from_raw_parts(obj, 24 + 13) };
     assert!(body.iter().all(|&b| b == 0));
     let a = obj as usize;
@@ -1007,6 +1045,7 @@ fn callee_rooted_read_roots_its_argument() {
 /// end of its last page; normal mode packs objects from the global allocator.
 #[test]
 fn stress_objects_end_at_a_page_boundary() {
+    // SAFETY: no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
     let rt = stress();
     let mut buf = [0usize; 5];
@@ -1018,6 +1057,7 @@ fn stress_objects_end_at_a_page_boundary() {
         let end = obj as usize + size.div_ceil(16) * 16;
         assert_eq!(end % page, 0, "{nptrs} pointers, {nbytes} bytes at {obj:?}");
         // The whole body is writable.
+        // SAFETY: a live object of `size` bytes.
         unsafe { std::ptr::write_bytes(obj, 0, size) };
     }
     assert!(rt.faults().is_empty());
@@ -1035,7 +1075,10 @@ fn a_write_to_a_freed_object_reaches_the_handler_at_the_next_call() {
     );
     let obj = locus_gc_alloc(1, 16); // collection 1
     locus_gc_safepoint(); // collection 2 frees it
-    unsafe { obj.add(12).cast::<u32>().write_volatile(7) };
+
+    // SAFETY: the freed object's pages stay reserved; the runtime's handler lets the write
+    // through.
+    unsafe { obj.wrapping_add(12).cast::<u32>().write_volatile(7) };
     assert!(seen.borrow().is_empty(), "not before the next call");
     locus_gc_safepoint();
     let seen = seen.borrow();
@@ -1070,6 +1113,8 @@ fn an_access_to_a_freed_object_exits_with_status_2() {
         locus_gc_safepoint(); // collection 2 frees it
                               // A pointer kept where the collector cannot see it, read back.
         let hidden = std::hint::black_box(obj as usize) as *const u64;
+        // SAFETY: the freed object's pages stay reserved; the runtime's handler makes the
+        // read succeed.
         let v = unsafe { hidden.read_volatile() };
         println!("read {v:#x}");
         std::process::exit(0);

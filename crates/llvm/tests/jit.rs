@@ -71,19 +71,15 @@ define i64 @bump() {
 }
 "#,
     )?;
-    // SAFETY: `@counter` is an `i64` global and `@bump` is `i64 ()`; `jit` lives on.
-    let (counter, bump) = unsafe {
-        (
-            jit.lookup_fn::<*mut i64>("counter")?,
-            jit.lookup_fn::<extern "C" fn() -> i64>("bump")?,
-        )
-    };
+    // SAFETY: `@counter` is an `i64` global; `jit` lives on.
+    let counter = unsafe { jit.lookup_fn::<*mut i64>("counter")? };
+    // SAFETY: `@bump` is `i64 ()`; `jit` lives on.
+    let bump = unsafe { jit.lookup_fn::<extern "C" fn() -> i64>("bump")? };
     assert_eq!(bump(), 6);
     // SAFETY: the global lives as long as the JIT, and nothing else touches it now.
-    unsafe {
-        assert_eq!(*counter, 6);
-        *counter = 100;
-    }
+    assert_eq!(unsafe { *counter }, 6);
+    // SAFETY: as above.
+    unsafe { *counter = 100 };
     assert_eq!(bump(), 101);
     Ok(())
 }
@@ -283,9 +279,10 @@ fn two_jits_in_one_process() -> TestResult {
     let mut second = Jit::new()?;
     first.add_ir("one.ll", answer(1))?;
     second.add_ir("two.ll", answer(2))?;
-    // SAFETY: `@answer` is `i64 ()` in both; each JIT outlives its use.
-    let (one, two): (extern "C" fn() -> i64, extern "C" fn() -> i64) =
-        unsafe { (first.lookup_fn("answer")?, second.lookup_fn("answer")?) };
+    // SAFETY: `@answer` is `i64 ()`; `first` outlives its use.
+    let one: extern "C" fn() -> i64 = unsafe { first.lookup_fn("answer")? };
+    // SAFETY: as above, in `second`.
+    let two: extern "C" fn() -> i64 = unsafe { second.lookup_fn("answer")? };
     assert_eq!((one(), two()), (1, 2));
     drop(first);
     assert_eq!(two(), 2);
@@ -353,8 +350,11 @@ fn a_statepoint_module_compiles_and_runs() -> TestResult {
 }
 
 extern "C" fn locus_read10(p: *const i64) -> i64 {
-    // SAFETY: the IR passes on the pointer the test gave it, to a live `[i64; 2]`.
-    unsafe { *p.add(1) }
+    // SAFETY: the IR passes on the pointer the test gave it, to a live `[i64; 2]`, so the
+    // second element is in bounds.
+    let second = unsafe { p.add(1) };
+    // SAFETY: as above.
+    unsafe { *second }
 }
 
 /// `addrspace(10)` pointers (as in code before GC lowering) passed in, loaded through,
@@ -398,14 +398,15 @@ fn addrspace_10_pointers_pass_through() -> TestResult {
     jit.define_symbol("locus_read10", locus_read10 as *const () as usize)?;
     jit.define_symbol("locus_poll", locus_poll as *const () as usize)?;
     jit.add_ir("addrspace10.ll", ADDRSPACE10)?;
-    // SAFETY: the signatures match the IR (`ptr addrspace(10)` is a plain pointer in the
-    // C ABI); the pointers are valid for the calls.
-    let (pass10, identity10, safepoint10) = unsafe {
-        (
-            jit.lookup_fn::<extern "C" fn(*const i64) -> i64>("pass10")?,
-            jit.lookup_fn::<extern "C" fn(*const i64) -> *const i64>("identity10")?,
-            jit.lookup_fn::<extern "C" fn(*const i64, *const i64, *mut i64) -> i64>("safepoint10")?,
-        )
+    // SAFETY: the signatures below match the IR (`ptr addrspace(10)` is a plain pointer
+    // in the C ABI); the pointers are valid for the calls.
+    let pass10 = unsafe { jit.lookup_fn::<extern "C" fn(*const i64) -> i64>("pass10")? };
+    // SAFETY: as above.
+    let identity10 =
+        unsafe { jit.lookup_fn::<extern "C" fn(*const i64) -> *const i64>("identity10")? };
+    // SAFETY: as above.
+    let safepoint10 = unsafe {
+        jit.lookup_fn::<extern "C" fn(*const i64, *const i64, *mut i64) -> i64>("safepoint10")?
     };
     let object = [5_i64, 100];
     assert_eq!(pass10(object.as_ptr()), 5 + 100 + 100);

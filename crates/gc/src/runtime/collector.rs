@@ -93,8 +93,11 @@ fn mark(heap: &mut Heap, chain: &[FrameRef], done: &mut Collection) -> Result<()
     }
     while let Some(grey) = stack.pop() {
         for field in 0..grey.nptrs {
-            // SAFETY: `grey.addr` is a live object with `nptrs` 8-byte fields.
-            let target = unsafe { (grey.addr as *const usize).add(field).read() };
+            // SAFETY: `grey.addr` is a live object with `nptrs` 8-byte fields, so field
+            // `field` is inside it.
+            let slot = unsafe { (grey.addr as *const usize).add(field) };
+            // SAFETY: as above; fields are aligned words.
+            let target = unsafe { slot.read() };
             if target == 0 {
                 continue;
             }

@@ -172,7 +172,11 @@ pub(crate) fn walk(
         // SAFETY: `cur` is aligned, non-null, above the stack pointer and (where the
         // platform reports it) inside this thread's stack, so its two header words are
         // mapped stack memory owned by a function that is still running.
-        let (word, prev) = unsafe { (words.read_volatile(), words.add(1).read_volatile()) };
+        let word = unsafe { words.read_volatile() };
+        // SAFETY: as above; the second header word is in the same frame.
+        let prev_word = unsafe { words.add(1) };
+        // SAFETY: as above.
+        let prev = unsafe { prev_word.read_volatile() };
         if word & ROOT_FLAGS_MASK != 0 {
             return Err(fault(FrameProblem::Flags { word }));
         }
@@ -225,17 +229,18 @@ mod sys {
         let mut attr = Attr([0; 256]);
         let mut addr: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
+        // SAFETY: no preconditions.
+        let thread = unsafe { pthread_self() };
         // SAFETY: `pthread_t` is pointer-sized on these targets; `attr` is large enough and
-        // aligned for a `pthread_attr_t`, initialized by `pthread_getattr_np` before
-        // `pthread_attr_getstack` reads it and destroyed once.
-        let ok = unsafe {
-            if pthread_getattr_np(pthread_self(), &mut attr) != 0 {
-                return None;
-            }
-            let rc = pthread_attr_getstack(&attr, &mut addr, &mut size);
-            pthread_attr_destroy(&mut attr);
-            rc == 0
-        };
+        // aligned for a `pthread_attr_t`.
+        if unsafe { pthread_getattr_np(thread, &mut attr) } != 0 {
+            return None;
+        }
+        // SAFETY: `attr` was initialized by `pthread_getattr_np` just above.
+        let rc = unsafe { pthread_attr_getstack(&attr, &mut addr, &mut size) };
+        // SAFETY: `attr` is initialized, and destroyed once.
+        unsafe { pthread_attr_destroy(&mut attr) };
+        let ok = rc == 0;
         let low = addr as usize;
         if !ok || low == 0 || size == 0 {
             return None;
@@ -259,15 +264,12 @@ mod sys {
     }
 
     pub(super) fn current() -> Option<StackBounds> {
-        // SAFETY: `pthread_t` is a pointer; both functions only read the current thread's
-        // descriptor.
-        let (top, size) = unsafe {
-            let me = pthread_self();
-            (
-                pthread_get_stackaddr_np(me) as usize,
-                pthread_get_stacksize_np(me),
-            )
-        };
+        // SAFETY: no preconditions.
+        let me = unsafe { pthread_self() };
+        // SAFETY: `pthread_t` is a pointer; this only reads the current thread's descriptor.
+        let top = unsafe { pthread_get_stackaddr_np(me) } as usize;
+        // SAFETY: as above.
+        let size = unsafe { pthread_get_stacksize_np(me) };
         if top == 0 || size == 0 {
             return None;
         }

@@ -297,18 +297,19 @@ impl Pages {
         let index = chunk.shared.count.load(Ordering::Relaxed);
         let (serial, nptrs, nbytes) = shape;
         // SAFETY: `index < capacity` (checked by `fits` for the chunk in use, and 0 for a new
-        // one), the table's size; the slot is not yet published, so nothing else reads it.
-        unsafe {
-            chunk.shared.regions.add(index).write(Region {
-                start,
-                end,
-                addr,
-                serial,
-                nptrs,
-                nbytes,
-                freed_in: AtomicU64::new(0),
-            });
-        }
+        // one), the table's size.
+        let slot = unsafe { chunk.shared.regions.add(index) };
+        let region = Region {
+            start,
+            end,
+            addr,
+            serial,
+            nptrs,
+            nbytes,
+            freed_in: AtomicU64::new(0),
+        };
+        // SAFETY: a slot of the table, not yet published, so nothing else reads it.
+        unsafe { slot.write(region) };
         chunk.shared.count.store(index + 1, Ordering::Release);
         Some(addr - HEADER_BYTES)
     }
