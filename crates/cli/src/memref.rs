@@ -45,7 +45,8 @@ pub enum Command {
         /// The MLIR function type, e.g. "(memref<?xf32>, f32) -> (memref<?xf32>, f32)".
         #[arg(long, required_unless_present = "sig_from")]
         sig: Option<String>,
-        /// Take the signature from `func.func @FUNC` in this .mlir file instead.
+        /// Take the signature from `func.func @FUNC` in this .mlir file instead, as
+        /// mlir-opt-19 parses it (comments and strings are never read, aliases resolved).
         #[arg(long, conflicts_with = "sig")]
         sig_from: Option<PathBuf>,
         /// One per argument, in order: a .npy path for a memref, a number for a scalar.
@@ -84,6 +85,14 @@ fn source_error(path: &Path, src: &str, e: MemRefError) -> Failure {
                 path.display()
             ))
         }
+        // mlir-opt read the kernel from its standard input: name the user's file.
+        MemRefError::Tool { tool, stderr } => fail(format!(
+            "--sig-from {}: {tool} failed: {}",
+            path.display(),
+            stderr
+                .trim_end()
+                .replace("<stdin>:", &format!("{}:", path.display()))
+        )),
         other => fail(format!("--sig-from {}: {other}", path.display())),
     }
 }

@@ -471,7 +471,7 @@ fn bad_input_exits_1_naming_the_argument() {
                 &pa,
             ],
             format!(
-                "--sig-from {}:2:29: unsupported type `bf16`",
+                "--sig-from {}:2:1: `@add` has type `(memref<?xbf16>) -> ()`: unsupported type `bf16`",
                 path_str(&unsupported)
             ),
         ),
@@ -729,6 +729,62 @@ fn a_faulting_kernel_is_reported() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
         err.starts_with("locus: SIGSEGV") && err.contains("boom") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+/// `--sig-from` takes the type MLIR parses: a comment mentioning the function with
+/// `f32` and a type alias `!t = f64` used to make it pass 2.5 as an f32 to an f64
+/// kernel (a wrong result, exit 0). A kernel that does not parse is one `locus:` line
+/// naming the user's file and line (issue 14, section 4).
+#[test]
+fn sig_from_reads_the_parsed_kernel_not_comments() {
+    let t = TempDir::new("memref-sig-from");
+    let kernel = t.path("scale.mlir");
+    std::fs::write(
+        &kernel,
+        "!t = f64\n\
+         // func.func @scale(%x: f32) -> f32   (the old type, kept in a comment)\n\
+         func.func @scale(%x: !t) -> !t {\n\
+         \x20 %c = arith.constant 2.0 : !t\n\
+         \x20 %r = arith.mulf %x, %c : !t\n\
+         \x20 return %r : !t\n\
+         }\n",
+    )
+    .unwrap();
+    let so = t.path("scale.so");
+    let out = locus(&["compile", path_str(&kernel), "-o", path_str(&so)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = locus(&[
+        "call",
+        path_str(&so),
+        "scale",
+        "--sig-from",
+        path_str(&kernel),
+        "--arg",
+        "2.5",
+    ]);
+    assert_eq!(ok(&out).trim(), "5");
+
+    let bad = t.path("bad.mlir");
+    std::fs::write(
+        &bad,
+        "// line 1\nfunc.func @scale(%x: f64) -> f64 {\n  return %y : f64\n}\n",
+    )
+    .unwrap();
+    let out = locus(&[
+        "call",
+        path_str(&so),
+        "scale",
+        "--sig-from",
+        path_str(&bad),
+        "--arg",
+        "2.5",
+    ]);
+    fails_with(&out, &format!("--sig-from {}:3:10: ", path_str(&bad)));
+    let err = text(&out.stderr);
+    assert!(
+        err.lines().count() == 1 && err.starts_with("locus: ") && !err.contains("<stdin>"),
         "{err}"
     );
 }

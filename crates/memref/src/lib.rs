@@ -83,8 +83,9 @@
 //!   row-major iteration, transpose and subview. With the `ndarray` feature,
 //!   the `ndarray` module converts views from and to arrays.
 //! * [`descriptor`]: the `#[repr(C)]` descriptors and the expanded convention.
-//! * [`signature`]: MLIR function types, parsed from text or from a
-//!   `func.func` in a `.mlir` file, and the argument checks.
+//! * [`signature`]: MLIR function types, parsed from text or taken from a
+//!   `func.func` of a `.mlir` kernel as `mlir-opt-19` parses it, and the
+//!   argument checks.
 //! * [`compile`]: `mlir-opt-19` (with `--llvm-request-c-wrappers`),
 //!   `mlir-translate-19`, `opt-19 -O2`, `llc-19`, `clang-19 -shared`.
 //! * [`call`]: libraries, typed `_mlir_ciface_` symbols, dynamic calls

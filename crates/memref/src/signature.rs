@@ -2,7 +2,7 @@
 //!
 //! A [`Signature`] comes from a function type such as
 //! `(memref<?x4xf32, strided<[?, 1], offset: ?>>, f32, index) -> (memref<?xf32>, f32)`
-//! ([`Signature::parse`]) or from a `func.func` in a `.mlir` file
+//! ([`Signature::parse`]) or from a `func.func` in a `.mlir` file as MLIR parses it
 //! ([`Signature::from_mlir`]). Before a call each memref argument is checked
 //! against its type: element type, rank, static sizes, and layout. The layout
 //! check matters most: a callee whose type has the identity layout computes
@@ -404,9 +404,8 @@ impl<'a> Parser<'a> {
         }))
     }
 
-    /// `(T, ..)` or a single type; when `args` is set, entries may be
-    /// `%name: T {attrs}`.
-    fn type_list(&mut self, args: bool) -> Result<Vec<Type>, MemRefError> {
+    /// `(T, ..)` or a single type.
+    fn type_list(&mut self) -> Result<Vec<Type>, MemRefError> {
         let mut out = Vec::new();
         if !self.eat("(") {
             out.push(self.ty()?);
@@ -416,40 +415,12 @@ impl<'a> Parser<'a> {
             return Ok(out);
         }
         loop {
-            if args && self.eat("%") {
-                self.word();
-                self.expect(":")?;
-            }
             out.push(self.ty()?);
-            self.skip_attr_dict()?;
             if self.eat(")") {
                 return Ok(out);
             }
             self.expect(",")?;
         }
-    }
-
-    /// Skips `{...}` (argument or result attributes), with nesting.
-    fn skip_attr_dict(&mut self) -> Result<(), MemRefError> {
-        self.skip_ws();
-        if !self.rest().starts_with('{') {
-            return Ok(());
-        }
-        let mut depth = 0usize;
-        for (i, c) in self.rest().char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos += i + 1;
-                        return Ok(());
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.err("unterminated attribute dictionary")
     }
 }
 
@@ -488,9 +459,9 @@ impl Signature {
         if !p.rest().starts_with('(') {
             return p.err("a function type starts with `(`");
         }
-        let inputs = p.type_list(false)?;
+        let inputs = p.type_list()?;
         let results = if p.eat("->") {
-            p.type_list(false)?
+            p.type_list()?
         } else {
             Vec::new()
         };
@@ -501,40 +472,63 @@ impl Signature {
         Ok(Signature { inputs, results })
     }
 
-    /// The signature of `func.func @name` in MLIR source text.
+    /// The signature of `func.func @name` in the MLIR kernel `source`, as
+    /// MLIR parses it: `mlir-opt-19` prints the parsed module in generic form
+    /// (type and attribute aliases resolved, locations inline) and the
+    /// function's `function_type` is taken from that
+    /// ([`Signature::from_generic_mlir`]). Comments and strings that mention
+    /// the function are never read; a `func.func` in a nested module counts
+    /// only when the outermost level has none of that name.
+    ///
+    /// Errors are [`MemRefError::Parse`] with a byte offset in `source`:
+    /// where mlir-opt's first error is when the kernel does not parse or
+    /// verify, the function's position when its type is one Locus cannot
+    /// pass, the end of the source when there is no such function.
+    /// [`MemRefError::Tool`] when `mlir-opt-19` cannot run or fails without a
+    /// position.
     pub fn from_mlir(source: &str, name: &str) -> Result<Signature, MemRefError> {
-        let mut search = 0;
-        while let Some(i) = source[search..].find("func.func") {
-            let start = search + i + "func.func".len();
-            search = start;
-            let mut p = Parser {
-                text: source,
-                pos: start,
+        let printed =
+            match crate::compile::run("mlir-opt-19", PRINT_GENERIC, Some(source.as_bytes())) {
+                Ok(out) => String::from_utf8(out).map_err(|e| MemRefError::Tool {
+                    tool: "mlir-opt-19".into(),
+                    stderr: format!("output is not UTF-8: {e}"),
+                })?,
+                Err(MemRefError::Tool { tool, stderr }) => {
+                    return Err(match first_diagnostic(&stderr) {
+                        Some((line, col, message)) => MemRefError::Parse {
+                            at: offset_of(source, line, col),
+                            message: format!("{tool}: {message}"),
+                        },
+                        None => MemRefError::Tool { tool, stderr },
+                    })
+                }
+                Err(e) => return Err(e),
             };
-            // Optional visibility.
-            let save = p.pos;
-            let w = p.word();
-            if !matches!(w, "public" | "private" | "nested") {
-                p.pos = save;
-            }
-            if !p.eat("@") {
-                continue;
-            }
-            let found = p.word();
-            if found != name {
-                continue;
-            }
-            let inputs = p.type_list(true)?;
-            let results = if p.eat("->") {
-                p.type_list(false)?
-            } else {
-                Vec::new()
-            };
-            return Ok(Signature { inputs, results });
-        }
-        Err(MemRefError::Parse {
+        let found = find_generic(&printed, name).map_err(|message| MemRefError::Parse {
             at: source.len(),
-            message: format!("no `func.func @{name}` in the source"),
+            message,
+        })?;
+        let at = found
+            .loc
+            .map_or(source.len(), |(line, col)| offset_of(source, line, col));
+        found
+            .signature(name)
+            .map_err(|message| MemRefError::Parse { at, message })
+    }
+
+    /// The signature of `func.func @name` in a module as
+    /// `mlir-opt-19 --mlir-print-op-generic --mlir-print-local-scope` prints
+    /// it (what [`Signature::from_mlir`] runs): the `function_type` property of
+    /// the least nested `"func.func"` op whose `sym_name` is `name`. Errors
+    /// are [`MemRefError::Parse`] at the op's line in `printed` (or its end).
+    pub fn from_generic_mlir(printed: &str, name: &str) -> Result<Signature, MemRefError> {
+        let found = find_generic(printed, name).map_err(|message| MemRefError::Parse {
+            at: printed.len(),
+            message,
+        })?;
+        found.signature(name).map_err(|message| MemRefError::Parse {
+            at: found.at,
+            message,
         })
     }
 
@@ -730,4 +724,254 @@ pub fn is_row_major(sizes: &[i64], strides: &[i64]) -> bool {
         want = want.saturating_mul(size.max(1));
     }
     true
+}
+
+/// `mlir-opt-19` printing a kernel for [`Signature::from_mlir`]: no passes,
+/// generic form, no aliases, locations inline, large constants elided.
+const PRINT_GENERIC: &[&str] = &[
+    "--mlir-print-op-generic",
+    "--mlir-print-local-scope",
+    "--mlir-print-debuginfo",
+    "--mlir-elide-elementsattrs-if-larger=16",
+    "--mlir-elide-resource-strings-if-larger=64",
+    "-",
+];
+
+/// The first `<stdin>:LINE:COL: error: MESSAGE` line of mlir-opt's standard error.
+fn first_diagnostic(stderr: &str) -> Option<(usize, usize, String)> {
+    stderr.lines().find_map(|l| {
+        let rest = l.strip_prefix("<stdin>:")?;
+        let (line, rest) = rest.split_once(':')?;
+        let (col, rest) = rest.split_once(':')?;
+        let message = rest.trim_start().strip_prefix("error:")?.trim();
+        Some((line.parse().ok()?, col.parse().ok()?, message.to_string()))
+    })
+}
+
+/// The byte offset of 1-based `line` and byte column `col` in `source`, on a
+/// character boundary and at most its length.
+fn offset_of(source: &str, line: usize, col: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line.max(1) {
+        match source[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return source.len(),
+        }
+    }
+    let line_len = source[start..].find('\n').unwrap_or(source.len() - start);
+    let mut at = start + col.saturating_sub(1).min(line_len);
+    while !source.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// A `"func.func"` op found in generic output.
+struct Generic<'a> {
+    /// Its `function_type` property.
+    function_type: &'a str,
+    /// Byte offset of its line in the output.
+    at: usize,
+    /// `loc("<stdin>":LINE:COL)` of the op, when it has one.
+    loc: Option<(usize, usize)>,
+}
+
+impl Generic<'_> {
+    fn signature(&self, name: &str) -> Result<Signature, String> {
+        Signature::parse(self.function_type).map_err(|e| {
+            let message = match e {
+                MemRefError::Parse { message, .. } => message,
+                other => other.to_string(),
+            };
+            format!("`@{name}` has type `{}`: {message}", self.function_type)
+        })
+    }
+}
+
+/// Finds `name` among the `"func.func"` ops of generic output: the least
+/// indented one (the outermost module's); two at that level is an error.
+fn find_generic<'a>(printed: &'a str, name: &str) -> Result<Generic<'a>, String> {
+    const OP: &str = "\"func.func\"() <{";
+    let mut best: Option<(usize, Generic<'a>)> = None;
+    let mut ambiguous = false;
+    let mut at = 0;
+    let lines: Vec<&str> = printed.split('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let line_at = at;
+        at += line.len() + 1;
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        let Some(props) = body.strip_prefix(OP) else {
+            continue;
+        };
+        let Some(entries) = properties(props) else {
+            continue;
+        };
+        let value = |key: &str| entries.iter().find(|(k, _)| *k == key).map(|&(_, v)| v);
+        if value("sym_name").and_then(unquote).as_deref() != Some(name) {
+            continue;
+        }
+        let Some(function_type) = value("function_type") else {
+            continue;
+        };
+        match &best {
+            Some((d, _)) if *d < indent => continue,
+            Some((d, _)) if *d == indent => {
+                ambiguous = true;
+                continue;
+            }
+            _ => {}
+        }
+        ambiguous = false;
+        // The op's location ends the line that closes its region (the first
+        // line after it at the same indentation starting with `})`; block
+        // labels share the indentation), or its own line.
+        let closing = if body.ends_with("({") {
+            lines[i + 1..]
+                .iter()
+                .find(|l| {
+                    let b = l.trim_start();
+                    l.len() - b.len() == indent && b.starts_with("})")
+                })
+                .copied()
+        } else {
+            Some(*line)
+        };
+        let loc = closing.and_then(stdin_loc);
+        best = Some((
+            indent,
+            Generic {
+                function_type,
+                at: line_at,
+                loc,
+            },
+        ));
+    }
+    match best {
+        Some(_) if ambiguous => Err(format!(
+            "several `func.func @{name}` in modules at the same depth"
+        )),
+        Some((_, g)) => Ok(g),
+        None => Err(format!("no `func.func @{name}` in the kernel")),
+    }
+}
+
+/// `LINE:COL` of a line ending in `loc("<stdin>":LINE:COL)`.
+fn stdin_loc(line: &str) -> Option<(usize, usize)> {
+    let rest = line.trim_end().strip_suffix(')')?;
+    let i = rest.rfind("loc(\"<stdin>\":")?;
+    let (l, c) = rest[i + "loc(\"<stdin>\":".len()..].split_once(':')?;
+    Some((l.parse().ok()?, c.parse().ok()?))
+}
+
+/// The entries `key = value` of a property dictionary, from just after its
+/// `<{` to its `}>`; `None` when it does not scan. Strings are skipped with
+/// their escapes; `->`, `>=` and `<=` are not brackets.
+fn properties(text: &str) -> Option<Vec<(&str, &str)>> {
+    let b = text.as_bytes();
+    let mut entries = Vec::new();
+    let mut i = 0;
+    loop {
+        while b.get(i) == Some(&b' ') {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'}') {
+            return Some(entries);
+        }
+        let key_start = i;
+        if b.get(i) == Some(&b'"') {
+            i = skip_string(b, i)?;
+        } else {
+            while b.get(i).is_some_and(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'$' | b'-')
+            }) {
+                i += 1;
+            }
+        }
+        let key = &text[key_start..i];
+        if key.is_empty() {
+            return None;
+        }
+        let mut value = "";
+        if text[i..].starts_with(" = ") {
+            i += 3;
+            let value_start = i;
+            let mut depth = 0usize;
+            loop {
+                let c = *b.get(i)?;
+                match c {
+                    b'"' => {
+                        i = skip_string(b, i)?;
+                        continue;
+                    }
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b'<' if b.get(i + 1) != Some(&b'=') => depth += 1,
+                    b'>' if i > 0 && b[i - 1] == b'-' => {}
+                    b'>' if b.get(i + 1) == Some(&b'=') => {}
+                    b')' | b']' | b'>' => depth = depth.checked_sub(1)?,
+                    b'}' if depth == 0 => break,
+                    b'}' => depth -= 1,
+                    b',' if depth == 0 => break,
+                    _ => {}
+                }
+                i += 1;
+            }
+            value = text[value_start..i].trim_end();
+        }
+        entries.push((key, value));
+        match b.get(i)? {
+            b',' => i += 1,
+            b'}' => return Some(entries),
+            _ => return None,
+        }
+    }
+}
+
+/// The index just past the string literal starting at `b[i]` (a `"`).
+fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        match *b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The text of a string literal as MLIR prints it (`\\`, `\"`, `\n`, `\t`
+/// and two-digit hex escapes); `None` when it is not one.
+fn unquote(s: &str) -> Option<String> {
+    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
+    let b = inner.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let c = *b.get(i + 1)?;
+        match c {
+            b'\\' | b'"' => {
+                out.push(c);
+                i += 2;
+            }
+            b'n' => {
+                out.push(b'\n');
+                i += 2;
+            }
+            b't' => {
+                out.push(b'\t');
+                i += 2;
+            }
+            _ => {
+                let hex = inner.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use locus_memref::signature::{Dim, ElemType, Layout, MemRefType, Mismatch, Type};
-use locus_memref::Signature;
+use locus_memref::{MemRefError, Signature};
 
 fn memref(t: &Type) -> &MemRefType {
     match t {
@@ -105,7 +105,7 @@ fn signature_from_mlir_source() {
         "(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32>) -> ()"
     );
     let src = "func.func private @ext(memref<?xf32> {llvm.noalias}, f32) -> (i32 {a.b = 1})\n\
-               func.func public @pub(%a: memref<*xf32> {x = {y}}) attributes {llvm.emit_c_interface} {}";
+               func.func public @pub(%a: memref<*xf32> {x.y = {z}}) attributes {llvm.emit_c_interface} { return }";
     assert_eq!(
         Signature::from_mlir(src, "ext").unwrap().to_string(),
         "(memref<?xf32>, f32) -> (i32)"
@@ -195,6 +195,13 @@ fn printed_signatures_are_valid_mlir() {
     }
     let out = locus_memref::compile::mlir_to_llvm_ir(&src);
     assert!(out.is_ok(), "{src}\n{out:?}");
+    // And MLIR gives each back as it was printed.
+    for (k, text) in sigs.iter().enumerate() {
+        assert_eq!(
+            Signature::from_mlir(&src, &format!("f{k}")).unwrap(),
+            Signature::parse(text).unwrap()
+        );
+    }
 }
 
 proptest::proptest! {
@@ -202,7 +209,7 @@ proptest::proptest! {
     #[test]
     fn parsers_never_panic(text in "\\PC{0,60}", cut in 0usize..90, junk in "[()<>,?x*:\\[\\] a-z0-9%@{}-]{0,8}") {
         let _ = Signature::parse(&text);
-        let _ = Signature::from_mlir(&text, "f");
+        let _ = Signature::from_generic_mlir(&text, "f");
         let valid = "(memref<?x4xf32, strided<[?, 1], offset: ?>>, f32, index) -> (memref<?xf32>, f32)";
         let mut at = cut.min(valid.len());
         while !valid.is_char_boundary(at) {
@@ -211,7 +218,10 @@ proptest::proptest! {
         let mutated = format!("{}{}{}", &valid[..at], junk, &valid[at..]);
         let _ = Signature::parse(&mutated);
         let _ = Type::parse(&mutated);
-        let _ = Signature::from_mlir(&format!("func.func @f{mutated} {{}}"), "f");
+        let _ = Signature::from_generic_mlir(
+            &format!("  \"func.func\"() <{{function_type = {mutated}, sym_name = \"f\"}}> ({{\n  }}) : () -> ()"),
+            "f",
+        );
     }
 }
 
@@ -275,7 +285,81 @@ proptest::proptest! {
         for t in sig.inputs.iter().chain(&sig.results) {
             proptest::prop_assert_eq!(&Type::parse(&t.to_string()).unwrap(), t);
         }
-        let source = format!("func.func private @k{text}");
-        proptest::prop_assert_eq!(Signature::from_mlir(&source, "k").unwrap(), sig);
+        let printed = format!(
+            "\"builtin.module\"() ({{\n  \"func.func\"() <{{function_type = {text}, sym_name = \"k\", \
+             sym_visibility = \"private\"}}> ({{\n  }}) : () -> ()\n}}) : () -> ()\n"
+        );
+        proptest::prop_assert_eq!(Signature::from_generic_mlir(&printed, "k").unwrap(), sig);
+    }
+}
+
+/// A kernel whose text mentions `@scale` with a wrong type (a comment, a
+/// string attribute, a nested module) and spells its real type through
+/// aliases: the signature is the one MLIR parses (issue 14, section 4).
+/// Scraping the text took the comment's `(f32) -> f32`.
+#[test]
+fn signature_comes_from_the_parsed_kernel_not_its_text() {
+    let src = "!t = f64\n\
+               #l = strided<[?], offset: ?>\n\
+               // func.func @scale(%x: f32) -> f32   (an old type, in a comment)\n\
+               func.func private @other() attributes {note = \"func.func @scale(%x: i8)\"}\n\
+               func.func @scale(%x: !t {a.b = \"func.func @scale(i1) }\"}, %m: memref<?xf32, #l>) -> !t {\n\
+               \x20 %c = arith.constant 2.0 : !t\n\
+               \x20 %r = arith.mulf %x, %c : !t\n\
+               \x20 return %r : !t\n\
+               }\n\
+               module @inner {\n\
+               \x20 func.func @scale(%x: i8) { return }\n\
+               }\n";
+    assert_eq!(
+        Signature::from_mlir(src, "scale").unwrap().to_string(),
+        "(f64, memref<?xf32, strided<[?], offset: ?>>) -> (f64)"
+    );
+    assert_eq!(
+        Signature::from_mlir(src, "other").unwrap().to_string(),
+        "() -> ()"
+    );
+    // Only in a comment: not a function of the kernel.
+    let e = Signature::from_mlir("// func.func @f(f32)\n", "f").unwrap_err();
+    assert!(e.to_string().contains("@f"), "{e}");
+}
+
+/// A kernel MLIR cannot parse: the error carries the position of mlir-opt's
+/// diagnostic in the source given (line 3, column 12), not `<stdin>`.
+#[test]
+fn unparsable_kernel_error_points_into_the_source() {
+    let src = "// a comment\nfunc.func @f(%x: f32) -> f32 {\n  return %y\n}\n";
+    match Signature::from_mlir(src, "f").unwrap_err() {
+        MemRefError::Parse { at, message } => {
+            let line_start = src.match_indices('\n').nth(1).unwrap().0 + 1;
+            assert_eq!(at, line_start + 11, "{message}");
+            assert!(!message.contains("<stdin>"), "{message}");
+        }
+        e => panic!("{e:?}"),
+    }
+    // A type Locus cannot pass: the error names the function and the type,
+    // at the function's position.
+    let src = "\n\nfunc.func private @g(memref<?xbf16>)\n";
+    match Signature::from_mlir(src, "g").unwrap_err() {
+        MemRefError::Parse { at, message } => {
+            assert_eq!(at, 2, "{message}");
+            assert!(
+                message.contains("@g") && message.contains("bf16"),
+                "{message}"
+            );
+        }
+        e => panic!("{e:?}"),
+    }
+    // The same for a function with a body (its location follows the region).
+    let src = "\n\nfunc.func @h(%a: memref<?xbf16>) {\n  return\n}\n";
+    match Signature::from_mlir(src, "h").unwrap_err() {
+        MemRefError::Parse { at, message } => {
+            assert_eq!(at, 2, "{message}");
+            assert!(
+                message.contains("@h") && message.contains("bf16"),
+                "{message}"
+            );
+        }
+        e => panic!("{e:?}"),
     }
 }
