@@ -788,3 +788,39 @@ fn sig_from_reads_the_parsed_kernel_not_comments() {
         "{err}"
     );
 }
+
+/// A kernel calling a function no library defines: `locus memref call` fails with one
+/// `locus:` line naming the symbol, exit 1, before any call (issue 14, section 2); the
+/// dynamic loader used to end the process mid-call with exit 127.
+#[test]
+fn unresolved_symbol_is_one_line_naming_it() {
+    let t = TempDir::new("memref-unresolved");
+    let kernel = t.path("calls.mlir");
+    std::fs::write(
+        &kernel,
+        "func.func private @no_such_function(f32) -> f32\n\
+         func.func @calls(%x: f32) -> f32 {\n\
+         \x20 %r = func.call @no_such_function(%x) : (f32) -> f32\n\
+         \x20 return %r : f32\n\
+         }\n",
+    )
+    .unwrap();
+    let so = t.path("calls.so");
+    let out = locus(&["compile", path_str(&kernel), "-o", path_str(&so)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = locus(&[
+        "call",
+        path_str(&so),
+        "calls",
+        "--sig-from",
+        path_str(&kernel),
+        "--arg",
+        "1.5",
+    ]);
+    fails_with(&out, "no_such_function");
+    let err = text(&out.stderr);
+    assert!(
+        err.lines().count() == 1 && err.starts_with("locus: ") && err.contains("undefined symbol"),
+        "{err}"
+    );
+}

@@ -34,7 +34,9 @@ impl std::fmt::Debug for Library {
 }
 
 impl Library {
-    /// Opens a shared library.
+    /// Opens a shared library, binding every symbol it needs now: a symbol
+    /// that no loaded library defines is a [`MemRefError::Library`] error
+    /// naming it (the loader's message), not a crash at the first call.
     ///
     /// # Safety
     ///
@@ -48,10 +50,31 @@ impl Library {
         } else {
             path.to_path_buf()
         };
+        // RTLD_NOW: every symbol the library needs is bound now, so one that no
+        // loaded library defines is this error (dlerror names it) rather than
+        // the dynamic loader ending the process at the first call through it.
+        // RTLD_LOCAL: kernels' symbols do not leak into later libraries.
+        #[cfg(unix)]
+        let opened = {
+            use libloading::os::unix;
+            // SAFETY: the caller vouches for the library's initializers.
+            unsafe { unix::Library::open(Some(&full), unix::RTLD_NOW | unix::RTLD_LOCAL) }
+                .map(libloading::Library::from)
+        };
+        #[cfg(not(unix))]
         // SAFETY: the caller vouches for the library's initializers.
-        let lib = unsafe { libloading::Library::new(&full) }.map_err(|e| MemRefError::Library {
-            what: shown.clone(),
-            message: e.to_string(),
+        let opened = unsafe { libloading::Library::new(&full) };
+        let lib = opened.map_err(|e| {
+            // dlerror starts with the path, which `what` already gives.
+            let message = e.to_string();
+            let prefix = format!("{}: ", full.display());
+            MemRefError::Library {
+                what: shown.clone(),
+                message: message
+                    .strip_prefix(&prefix)
+                    .unwrap_or(&message)
+                    .to_string(),
+            }
         })?;
         Ok(Library { lib, path: shown })
     }

@@ -975,3 +975,32 @@ fn no_leak_under_valgrind() {
     );
     assert!(err.contains("definitely lost"), "{err}");
 }
+
+/// A kernel calling a function no library defines: opening it fails and the
+/// error names the symbol (issue 14, section 2). It used to open (lazy
+/// binding) and the dynamic loader ended the process at the first call.
+#[test]
+fn unresolved_symbol_is_an_error_at_open() {
+    let src = "func.func private @no_such_function(f32) -> f32\n\
+               func.func @calls(%x: f32) -> f32 {\n\
+               \x20 %r = func.call @no_such_function(%x) : (f32) -> f32\n\
+               \x20 return %r : f32\n\
+               }\n";
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("memref-{}-unresolved.so", std::process::id()));
+    locus_memref::compile::compile_str(src, &out).unwrap();
+    // SAFETY: a library just built from the kernel above (if it opened).
+    let opened = unsafe { locus_memref::Library::open(&out) };
+    let _ = std::fs::remove_file(&out);
+    match opened {
+        Err(MemRefError::Library { what, message }) => {
+            assert!(what.ends_with("unresolved.so"), "{what}");
+            assert!(
+                message.contains("undefined symbol") && message.contains("no_such_function"),
+                "{message}"
+            );
+        }
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("a library with an unresolved symbol opened"),
+    }
+}
