@@ -58,6 +58,10 @@ pub enum Command {
         /// Write memref arguments back to their files after the call.
         #[arg(long)]
         inout: bool,
+        /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's
+        /// -shared-libs): opened in order, with RTLD_GLOBAL, before the kernel's library.
+        #[arg(long = "shared-lib", value_name = "LIB")]
+        shared_libs: Vec<PathBuf>,
         /// Free no returned buffer (for kernels returning buffers they keep). Without it,
         /// results pointing into an argument or a global are never freed, and a fresh
         /// allocation is freed once, after every result pointing into it is written;
@@ -138,6 +142,7 @@ pub fn run_command(
             args,
             outs,
             inout,
+            shared_libs,
             borrow_results,
         } => {
             let signature = match (sig, sig_from) {
@@ -152,6 +157,7 @@ pub fn run_command(
             };
             call(
                 reader,
+                shared_libs,
                 library,
                 function,
                 signature,
@@ -174,6 +180,7 @@ enum Input {
 #[allow(clippy::too_many_arguments)]
 fn call(
     reader: &crate::input::Input,
+    shared_libs: &[PathBuf],
     library: &Path,
     name: &str,
     signature: Signature,
@@ -243,6 +250,15 @@ fn call(
                 inputs.push(Input::Array { path, array });
             }
         }
+    }
+    // Opened first and dropped last (locals drop in reverse order), so the
+    // kernel's library binds to their symbols and never outlives them.
+    let mut shared = Vec::with_capacity(shared_libs.len());
+    for path in shared_libs {
+        // SAFETY: the user names the library to load; this is the option's purpose.
+        let l =
+            unsafe { Library::open_global(path) }.map_err(|e| fail(format!("--shared-lib {e}")))?;
+        shared.push(l);
     }
     // SAFETY: the user names the library to load and vouches for its signature;
     // this is the command's purpose. Arguments are still checked against it.

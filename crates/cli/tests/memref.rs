@@ -824,3 +824,61 @@ fn unresolved_symbol_is_one_line_naming_it() {
         "{err}"
     );
 }
+
+/// `--shared-lib LIB` (repeatable) loads a library before the kernel's, so the kernel's
+/// external calls resolve to it, as mlir-cpu-runner's `-shared-libs` (issue 14, section
+/// 2). The kernel's declarations are still called through `_mlir_ciface_` names (the
+/// pipeline requests C wrappers for every function), so the C library defines those.
+#[test]
+fn shared_libs_resolve_the_kernels_external_calls() {
+    let t = TempDir::new("memref-shared-lib");
+    let c = t.path("ext.c");
+    std::fs::write(
+        &c,
+        "float _mlir_ciface_triple(float x) { return 3.0f * x; }\n",
+    )
+    .unwrap();
+    let c2 = t.path("ext2.c");
+    std::fs::write(
+        &c2,
+        "float _mlir_ciface_plus_one(float x) { return x + 1.0f; }\n",
+    )
+    .unwrap();
+    let (ext, ext2) = (t.path("libext.so"), t.path("libext2.so"));
+    for (src, so) in [(&c, &ext), (&c2, &ext2)] {
+        run_ok(
+            "clang-19",
+            &["-shared", "-fPIC", "-o", path_str(so), path_str(src)],
+        );
+    }
+    let kernel = t.path("k.mlir");
+    std::fs::write(
+        &kernel,
+        "func.func private @triple(f32) -> f32\n\
+         func.func private @plus_one(f32) -> f32\n\
+         func.func @k(%x: f32) -> f32 {\n\
+         \x20 %a = func.call @triple(%x) : (f32) -> f32\n\
+         \x20 %b = func.call @plus_one(%a) : (f32) -> f32\n\
+         \x20 return %b : f32\n\
+         }\n",
+    )
+    .unwrap();
+    let so = t.path("k.so");
+    let out = locus(&["compile", path_str(&kernel), "-o", path_str(&so)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let call = |libs: &[&Path]| {
+        let mut args = vec!["call", path_str(&so), "k", "--sig", "(f32) -> f32"];
+        for l in libs {
+            args.extend(["--shared-lib", path_str(l)]);
+        }
+        args.extend(["--arg", "2.5"]);
+        locus(&args)
+    };
+    assert_eq!(ok(&call(&[&ext, &ext2])).trim(), "8.5");
+    // One missing: an error naming the symbol, before any call.
+    fails_with(&call(&[&ext]), "undefined symbol: _mlir_ciface_plus_one");
+    fails_with(
+        &call(&[&ext, Path::new("/nonexistent/libx.so")]),
+        "--shared-lib /nonexistent/libx.so: ",
+    );
+}

@@ -43,6 +43,27 @@ impl Library {
     /// Opening a library runs its initializers: it must be one built to be
     /// loaded into this process (as [`crate::compile`] builds them).
     pub unsafe fn open(path: &Path) -> Result<Library, MemRefError> {
+        // SAFETY: forwarded.
+        unsafe { Library::open_with(path, false) }
+    }
+
+    /// Opens a library whose symbols kernels opened later may use (as
+    /// `mlir-cpu-runner -shared-libs` does): RTLD_GLOBAL, every symbol
+    /// bound now. Open it before the kernel's library and keep it while
+    /// the kernel's is open.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Library::open`]: opening it runs its initializers.
+    pub unsafe fn open_global(path: &Path) -> Result<Library, MemRefError> {
+        // SAFETY: forwarded.
+        unsafe { Library::open_with(path, true) }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Library::open`].
+    unsafe fn open_with(path: &Path, global: bool) -> Result<Library, MemRefError> {
         let shown = path.display().to_string();
         // A bare file name would be searched for in the system's paths.
         let full = if path.components().count() == 1 {
@@ -53,14 +74,21 @@ impl Library {
         // RTLD_NOW: every symbol the library needs is bound now, so one that no
         // loaded library defines is this error (dlerror names it) rather than
         // the dynamic loader ending the process at the first call through it.
-        // RTLD_LOCAL: kernels' symbols do not leak into later libraries.
+        // RTLD_LOCAL for kernels: their symbols do not leak into later libraries.
         #[cfg(unix)]
         let opened = {
             use libloading::os::unix;
+            let scope = if global {
+                unix::RTLD_GLOBAL
+            } else {
+                unix::RTLD_LOCAL
+            };
             // SAFETY: the caller vouches for the library's initializers.
-            unsafe { unix::Library::open(Some(&full), unix::RTLD_NOW | unix::RTLD_LOCAL) }
+            unsafe { unix::Library::open(Some(&full), unix::RTLD_NOW | scope) }
                 .map(libloading::Library::from)
         };
+        #[cfg(not(unix))]
+        let _ = global;
         #[cfg(not(unix))]
         // SAFETY: the caller vouches for the library's initializers.
         let opened = unsafe { libloading::Library::new(&full) };
