@@ -54,13 +54,20 @@ fn main() {
         .status()
         .expect("clang-19");
     assert!(status.success(), "clang-19 failed");
+    // SAFETY: libraries just built from benches/bump.mlir and benches/bump.c.
     let kernel = unsafe { Library::open(&kernel_so) }.unwrap();
+    // SAFETY: as above.
     let clib = unsafe { Library::open(&c_so) }.unwrap();
+    // SAFETY: as above.
     let noopt = unsafe { Library::open(&noopt_so) }.unwrap();
+    // SAFETY: `bump(memref<?xf32>)`'s C wrapper takes one rank-1 descriptor.
     let bump: unsafe extern "C" fn(*mut D1) = unsafe { kernel.ciface("bump") }.unwrap();
+    // SAFETY: as above.
     let bump_noopt: unsafe extern "C" fn(*mut D1) = unsafe { noopt.ciface("bump") }.unwrap();
+    // SAFETY: bump.c's bump_c takes the same descriptor.
     let bump_c: unsafe extern "C" fn(*mut D1) = unsafe { clib.typed("bump_c") }.unwrap();
     let sig = Signature::parse("(memref<?xf32>)").unwrap();
+    // SAFETY: the signature is bump's MLIR type.
     let dynamic = unsafe { kernel.function("bump", sig) }.unwrap();
 
     let mut data = vec![0f32; 16];
@@ -75,12 +82,16 @@ fn main() {
     for _ in 0..rounds {
         locus_ns = locus_ns.min(best_ns(1, iters, || {
             let mut d = view.to_descriptor();
+            // SAFETY: `d` describes `data`, alive for the call.
             unsafe { bump(black_box(&mut d)) };
         }));
+        // SAFETY: `d` describes `data`, alive for the call.
         pure_ns = pure_ns.min(best_ns(1, iters, || unsafe { bump(black_box(&mut d)) }));
+        // SAFETY: as above.
         noopt_ns = noopt_ns.min(best_ns(1, iters, || unsafe {
             bump_noopt(black_box(&mut d))
         }));
+        // SAFETY: as above.
         c_ns = c_ns.min(best_ns(1, iters, || unsafe { bump_c(black_box(&mut d)) }));
     }
     let ffi_ns = best_ns(3, 100_000, || {

@@ -26,12 +26,14 @@ locus_memref::mlir_callback! {
 #[test]
 fn compiled_kernel_calls_back_into_rust() {
     let lib = common::library("callback.mlir");
+    // SAFETY: `scale_then_inc(memref<?xf32>)`'s C wrapper takes one rank-1 descriptor.
     let run: unsafe extern "C" fn(*mut MemRefDescriptor<f32, 1>) =
         unsafe { lib.ciface("scale_then_inc") }.unwrap();
     let mut data: Vec<f32> = (0..9).map(|i| i as f32).collect();
     let mut view = MemRefViewMut::contiguous(&mut data, [9]).unwrap();
     let mut d = view.to_descriptor();
     let before = CALLS.load(Ordering::SeqCst);
+    // SAFETY: `d` describes `data`, alive for the call.
     unsafe { run(&mut d) };
     assert_eq!(CALLS.load(Ordering::SeqCst), before + 1);
     assert_eq!(SEEN_LEN.load(Ordering::SeqCst), 9);

@@ -188,15 +188,23 @@ fn rust_layout_equals_c_layout() {
     compare_rank!(&lib, 3);
     compare_rank!(&lib, 4);
     // SAFETY: signatures match tests/c/layout.c.
-    unsafe {
-        let s: SizeFn = lib.sym("locus_sizeof_unranked");
-        let a: SizeFn = lib.sym("locus_alignof_unranked");
-        let o: OffsetFn = lib.sym("locus_offsetof_unranked");
-        assert_eq!(s(), size_of::<UnrankedMemRefDescriptor>());
-        assert_eq!(a(), align_of::<UnrankedMemRefDescriptor>());
-        assert_eq!(o(0), offset_of!(UnrankedMemRefDescriptor, rank));
-        assert_eq!(o(1), offset_of!(UnrankedMemRefDescriptor, descriptor));
-    }
+    let s: SizeFn = unsafe { lib.sym("locus_sizeof_unranked") };
+    // SAFETY: as above.
+    let a: SizeFn = unsafe { lib.sym("locus_alignof_unranked") };
+    // SAFETY: as above.
+    let o: OffsetFn = unsafe { lib.sym("locus_offsetof_unranked") };
+    // SAFETY: the C functions take no pointers.
+    assert_eq!(unsafe { s() }, size_of::<UnrankedMemRefDescriptor>());
+    // SAFETY: as above.
+    assert_eq!(unsafe { a() }, align_of::<UnrankedMemRefDescriptor>());
+    // SAFETY: as above.
+    assert_eq!(unsafe { o(0) }, offset_of!(UnrankedMemRefDescriptor, rank));
+    // SAFETY: as above.
+    let descriptor_offset = unsafe { o(1) };
+    assert_eq!(
+        descriptor_offset,
+        offset_of!(UnrankedMemRefDescriptor, descriptor)
+    );
 }
 
 macro_rules! c_loads_match_view {
@@ -246,15 +254,16 @@ fn c_linearization_reads_the_view_elements() {
     // Unranked: C reads the rank and loads through the type-erased pointer.
     let mut d = t.to_descriptor();
     let u = d.as_unranked();
-    // SAFETY: signatures match; `u` points at `d`, alive for the calls.
-    unsafe {
-        let rank: unsafe extern "C" fn(*const UnrankedMemRefDescriptor) -> i64 =
-            lib.sym("locus_unranked_rank");
-        let load: unsafe extern "C" fn(*const UnrankedMemRefDescriptor, *const i64) -> f32 =
-            lib.sym("locus_unranked_load_2");
-        assert_eq!(rank(&u), 2);
-        for (ix, x) in t.indices().zip(t.iter()) {
-            assert_eq!(load(&u, ix.as_ptr()), *x);
-        }
+    // SAFETY: the signature matches tests/c/layout.c.
+    let rank: unsafe extern "C" fn(*const UnrankedMemRefDescriptor) -> i64 =
+        unsafe { lib.sym("locus_unranked_rank") };
+    // SAFETY: as above.
+    let load: unsafe extern "C" fn(*const UnrankedMemRefDescriptor, *const i64) -> f32 =
+        unsafe { lib.sym("locus_unranked_load_2") };
+    // SAFETY: `u` points at `d`, alive for the call.
+    assert_eq!(unsafe { rank(&u) }, 2);
+    for (ix, x) in t.indices().zip(t.iter()) {
+        // SAFETY: as above; `ix` holds the two indices the C function reads.
+        assert_eq!(unsafe { load(&u, ix.as_ptr()) }, *x);
     }
 }
