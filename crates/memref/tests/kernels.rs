@@ -47,6 +47,7 @@ fn assert_argument_error(err: &MemRefError, index: usize, text: &str) {
 #[test]
 fn add_through_typed_ciface() {
     let lib = library("elementwise.mlir");
+    // SAFETY: the type is `_mlir_ciface_add`'s, as MLIR lowers the kernel's signature.
     let add: unsafe extern "C" fn(*mut D<f32, 1>, *mut D<f32, 1>, *mut D<f32, 1>) =
         unsafe { lib.ciface("add") }.unwrap();
     let a = vals(100, |i| i as f32);
@@ -56,6 +57,8 @@ fn add_through_typed_ciface() {
     let vb = MemRefView::contiguous(&b, [100]).unwrap();
     let mut vc = MemRefViewMut::contiguous(&mut c, [100]).unwrap();
     let (mut da, mut db, mut dc) = (va.to_descriptor(), vb.to_descriptor(), vc.to_descriptor());
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { add(&mut da, &mut db, &mut dc) };
     for i in 0..100 {
         assert_eq!(c[i], a[i] + b[i], "element {i}");
@@ -95,6 +98,7 @@ fn add_through_dynamic_ciface_and_expanded() {
 fn add_through_typed_expanded_pointer() {
     let lib = library("elementwise.mlir");
     type P = *mut f32;
+    // SAFETY: the type is `add`'s in the expanded convention (three memrefs, five words each).
     #[allow(clippy::type_complexity)]
     let add: unsafe extern "C" fn(
         P,
@@ -118,6 +122,8 @@ fn add_through_typed_expanded_pointer() {
     let mut b = vals(8, |i| 10.0 * i as f32);
     let mut c = vec![0f32; 8];
     let (pa, pb, pc) = (a.as_mut_ptr(), b.as_mut_ptr(), c.as_mut_ptr());
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { add(pa, pa, 0, 8, 1, pb, pb, 0, 8, 1, pc, pc, 0, 8, 1) };
     for i in 0..8 {
         assert_eq!(c[i], a[i] + b[i]);
@@ -149,6 +155,7 @@ fn axpi_f64_in_place_both_conventions() {
 #[test]
 fn mul_i32_linalg_generic_typed() {
     let lib = library("elementwise.mlir");
+    // SAFETY: the type is `_mlir_ciface_mul_i32`'s, as MLIR lowers the kernel's signature.
     let mul: unsafe extern "C" fn(*mut D<i32, 1>, *mut D<i32, 1>, *mut D<i32, 1>) =
         unsafe { lib.ciface("mul_i32") }.unwrap();
     let a: Vec<i32> = (0..50).map(|i| i - 25).collect();
@@ -159,6 +166,8 @@ fn mul_i32_linalg_generic_typed() {
     let mut dc = MemRefViewMut::contiguous(&mut c, [50])
         .unwrap()
         .to_descriptor();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { mul(&mut da, &mut db, &mut dc) };
     for i in 0..50 {
         assert_eq!(c[i], a[i] * b[i]);
@@ -168,7 +177,10 @@ fn mul_i32_linalg_generic_typed() {
 #[test]
 fn scalar_result_typed_and_dynamic() {
     let lib = library("elementwise.mlir");
+    // SAFETY: the type is `_mlir_ciface_affine`'s, as MLIR lowers the kernel's signature.
     let affine: unsafe extern "C" fn(f32, i32) -> f32 = unsafe { lib.ciface("affine") }.unwrap();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     assert_eq!(unsafe { affine(1.25, -7) }, 1.25 * 2.0 - 7.0);
     let f = function("elementwise.mlir", "affine");
     let out = f
@@ -208,6 +220,7 @@ fn every_scalar_kind_dynamic_and_typed() {
         d: f64,
     }
     let lib = library("elementwise.mlir");
+    // SAFETY: the type is `_mlir_ciface_mix`'s, as MLIR lowers the kernel's signature.
     let mix: unsafe extern "C" fn(*mut Mix, bool, i8, i16, i64, i64, f64) =
         unsafe { lib.ciface("mix") }.unwrap();
     let mut m = Mix {
@@ -215,6 +228,8 @@ fn every_scalar_kind_dynamic_and_typed() {
         nb: true,
         d: 0.0,
     };
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { mix(&mut m, true, 1, 2, 3, 4, -0.5) };
     assert_eq!((m.r, m.nb, m.d), (10, false, -1.0));
     let g = function("elementwise.mlir", "neg16");
@@ -239,6 +254,7 @@ fn row_sums_of(v: &MemRefView<'_, f32, 2>) -> Vec<f32> {
 #[test]
 fn strided_kernel_with_transposed_subviewed_and_reversed_views() {
     let lib = library("strided.mlir");
+    // SAFETY: the type is `_mlir_ciface_row_sums`'s, as MLIR lowers the kernel's signature.
     let typed: unsafe extern "C" fn(*mut D<f32, 2>, *mut D<f32, 1>) =
         unsafe { lib.ciface("row_sums") }.unwrap();
     let f = function("strided.mlir", "row_sums");
@@ -279,6 +295,8 @@ fn strided_kernel_with_transposed_subviewed_and_reversed_views() {
         let mut dout = MemRefViewMut::contiguous(&mut out, [rows as i64])
             .unwrap()
             .to_descriptor();
+        // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+        // passed describes live memory of the shape the kernel expects.
         unsafe { typed(&mut dm, &mut dout) };
         assert_eq!(out, want, "{name} (typed ciface)");
         // Dynamic, both conventions.
@@ -364,6 +382,7 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
 #[test]
 fn kernel_with_its_own_subview() {
     let lib = library("strided.mlir");
+    // SAFETY: the type is `_mlir_ciface_center`'s, as MLIR lowers the kernel's signature.
     let center: unsafe extern "C" fn(*mut D<f32, 2>, *mut D<f32, 2>) -> f32 =
         unsafe { lib.ciface("center") }.unwrap();
     let m = vals(16, |i| (i * 3) as f32);
@@ -384,6 +403,8 @@ fn kernel_with_its_own_subview() {
     let mut dout = MemRefViewMut::contiguous(&mut out, [2, 2])
         .unwrap()
         .to_descriptor();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     let total = unsafe { center(&mut dm, &mut dout) };
     let block = [m[5], m[6], m[9], m[10]];
     assert_eq!(total, block.iter().sum::<f32>());
@@ -419,10 +440,15 @@ fn kernel_with_its_own_subview() {
 #[test]
 fn fresh_alloc_owned_result_typed() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_iota`'s, as MLIR lowers the kernel's signature.
     let iota: unsafe extern "C" fn(*mut D<f32, 1>, i64, f32) =
         unsafe { lib.ciface("iota") }.unwrap();
     let mut d = D::<f32, 1>::null();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { iota(&mut d, 9, 0.5) };
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let owned = unsafe { OwnedMemRef::from_descriptor(d, Ownership::Owned, libc_free()) };
     assert_eq!(owned.descriptor().sizes, [9]);
     assert_eq!(owned.to_vec().unwrap(), vals(9, |i| i as f32 * 0.5));
@@ -431,11 +457,14 @@ fn fresh_alloc_owned_result_typed() {
 #[test]
 fn aligned_alloc_frees_the_allocated_pointer() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_iota_aligned`'s, as MLIR lowers the kernel's signature.
     let iota: unsafe extern "C" fn(*mut D<f64, 1>, i64) =
         unsafe { lib.ciface("iota_aligned") }.unwrap();
     let mut seen_unequal = false;
     for n in [1, 7, 33, 100] {
         let mut d = D::<f64, 1>::new(std::ptr::null_mut(), std::ptr::null_mut(), 0, [0], [0]);
+        // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+        // passed describes live memory of the shape the kernel expects.
         unsafe { iota(&mut d, n) };
         assert_eq!(
             d.aligned as usize % 64,
@@ -447,6 +476,8 @@ fn aligned_alloc_frees_the_allocated_pointer() {
                 && (d.aligned as usize) < d.allocated as usize + 64
         );
         seen_unequal |= d.aligned != d.allocated;
+        // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+        // global), of this element type, that nobody else frees or writes.
         let owned = unsafe { OwnedMemRef::from_descriptor(d, Ownership::Owned, libc_free()) };
         let v = owned.view().unwrap();
         for i in 0..n {
@@ -481,6 +512,7 @@ fn aligned_alloc_frees_the_allocated_pointer() {
 #[test]
 fn rank0_arguments_and_result() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_rank0`'s, as MLIR lowers the kernel's signature.
     let rank0: unsafe extern "C" fn(*mut D<f32, 0>, *mut D<f32, 0>, *mut D<f32, 0>) =
         unsafe { lib.ciface("rank0") }.unwrap();
     let x = [4.5f32];
@@ -490,8 +522,12 @@ fn rank0_arguments_and_result() {
         .unwrap()
         .to_descriptor();
     let mut r = D::<f32, 0>::new(std::ptr::null_mut(), std::ptr::null_mut(), 0, [], []);
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { rank0(&mut r, &mut dx, &mut dout) };
     assert_eq!(out[0], 13.5);
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let owned = unsafe { OwnedMemRef::from_descriptor(r, Ownership::Owned, libc_free()) };
     assert_eq!(owned.view().unwrap().get(&[]), Some(&5.5));
     // Dynamic.
@@ -517,12 +553,15 @@ fn rank0_arguments_and_result() {
 #[test]
 fn unranked_argument_all_conventions() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_fill_unranked`'s, as MLIR lowers the kernel's signature.
     let fill: unsafe extern "C" fn(*mut UnrankedMemRefDescriptor, f32) =
         unsafe { lib.ciface("fill_unranked") }.unwrap();
     let mut data = vec![0f32; 10];
     let mut view = MemRefViewMut::contiguous(&mut data, [10]).unwrap();
     let mut d = view.to_descriptor();
     let mut u = d.as_unranked();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { fill(&mut u, 2.5) };
     assert!(data.iter().all(|&x| x == 2.5));
     let f = function("results.mlir", "fill_unranked");
@@ -545,12 +584,18 @@ fn unranked_argument_all_conventions() {
 #[test]
 fn unranked_result_typed_and_dynamic() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_grid_unranked`'s, as MLIR lowers the kernel's signature.
     let grid: unsafe extern "C" fn(*mut UnrankedMemRefDescriptor, i64) =
         unsafe { lib.ciface("grid_unranked") }.unwrap();
     let mut u = UnrankedMemRefDescriptor::null();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { grid(&mut u, 4) };
     assert_eq!(u.rank, 2);
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let owned = unsafe { OwnedUnranked::from_descriptor(u, Ownership::Owned, libc_free()) };
+    // SAFETY: the kernel fills an `i32` buffer.
     let ranked = unsafe { owned.into_ranked::<i32, 2>() }.unwrap();
     let v = ranked.view().unwrap();
     assert_eq!(v.sizes(), &[2, 4]);
@@ -564,9 +609,14 @@ fn unranked_result_typed_and_dynamic() {
         rank: -1,
         descriptor: std::ptr::null_mut(),
     };
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { grid(&mut u, 2) };
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let owned = unsafe { OwnedUnranked::from_descriptor(u, Ownership::Owned, libc_free()) };
     assert_eq!(owned.rank(), 2);
+    // SAFETY: the kernel fills an `i32` buffer.
     let err = unsafe { owned.into_ranked::<i32, 1>() }.unwrap_err();
     assert_eq!(
         err,
@@ -602,6 +652,7 @@ fn several_results_memref_and_f32() {
         total: f32,
     }
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_prefix`'s, as MLIR lowers the kernel's signature.
     let prefix: unsafe extern "C" fn(*mut PrefixResult, *mut D<f32, 1>) =
         unsafe { lib.ciface("prefix") }.unwrap();
     let a = vals(12, |i| i as f32 + 0.5);
@@ -610,7 +661,11 @@ fn several_results_memref_and_f32() {
         sums: D::new(std::ptr::null_mut(), std::ptr::null_mut(), 0, [0], [0]),
         total: f32::NAN,
     };
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { prefix(&mut r, &mut da) };
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let sums = unsafe { OwnedMemRef::from_descriptor(r.sums, Ownership::Owned, libc_free()) };
     let mut acc = 0f32;
     let want: Vec<f32> = a
@@ -679,11 +734,16 @@ fn result_aliasing_an_argument_is_not_freed() {
 #[test]
 fn global_result_is_never_freed() {
     let lib = library("results.mlir");
+    // SAFETY: the type is `_mlir_ciface_table`'s, as MLIR lowers the kernel's signature.
     let table: unsafe extern "C" fn(*mut D<f32, 1>) = unsafe { lib.ciface("table") }.unwrap();
     let mut d = D::<f32, 1>::null();
+    // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+    // passed describes live memory of the shape the kernel expects.
     unsafe { table(&mut d) };
     assert_eq!(d.allocated as usize, locus_memref::owned::GLOBAL_ALLOCATED);
     // Owned, yet dropping it must not free the dummy pointer (free would crash).
+    // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+    // global), of this element type, that nobody else frees or writes.
     let owned = unsafe { OwnedMemRef::from_descriptor(d, Ownership::Owned, libc_free()) };
     assert_eq!(owned.to_vec().unwrap(), [1.0, 2.0, 3.0, 4.5]);
     drop(owned);
@@ -785,8 +845,10 @@ fn wrong_arguments_are_refused_with_their_position() {
     // A missing symbol.
     let lib = library("elementwise.mlir");
     let sig = locus_memref::Signature::parse("()").unwrap();
+    // SAFETY: there is no `nope`: the lookup fails before any call.
     let err = unsafe { lib.function("nope", sig) }.unwrap_err();
     assert!(err.to_string().contains("_mlir_ciface_nope"), "{err}");
+    // SAFETY: there is no `_mlir_ciface_nope`: the lookup fails before any call.
     let err = unsafe { lib.ciface::<unsafe extern "C" fn()>("nope") }.unwrap_err();
     assert!(err.to_string().contains("_mlir_ciface_nope"), "{err}");
 }
@@ -818,6 +880,7 @@ fn byte_buffers_are_checked() {
 /// Bytes in use by the C allocator (glibc's `mallinfo2`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn malloc_in_use() -> usize {
+    // SAFETY: no preconditions.
     unsafe { libc::mallinfo2() }.uordblks
 }
 
@@ -830,6 +893,7 @@ fn heap_count_child() {
     let lib = library("results.mlir");
     let f = function("results.mlir", "iota_aligned");
     let g = function("results.mlir", "grid_unranked");
+    // SAFETY: the type is `_mlir_ciface_iota`'s, as MLIR lowers the kernel's signature.
     let iota: unsafe extern "C" fn(*mut D<f32, 1>, i64, f32) =
         unsafe { lib.ciface("iota") }.unwrap();
     let round = || {
@@ -843,7 +907,11 @@ fn heap_count_child() {
                 .unwrap();
             drop(res);
             let mut d = D::<f32, 1>::new(std::ptr::null_mut(), std::ptr::null_mut(), 0, [0], [0]);
+            // SAFETY: the function pointer has the kernel's type; every descriptor and pointer
+            // passed describes live memory of the shape the kernel expects.
             unsafe { iota(&mut d, 1000, 1.0) };
+            // SAFETY: the kernel returned this descriptor: memory it allocated with `malloc` (or a
+            // global), of this element type, that nobody else frees or writes.
             drop(unsafe { OwnedMemRef::from_descriptor(d, Ownership::Owned, libc_free()) });
         }
     };
@@ -875,6 +943,7 @@ fn heap_count_child() {
     );
     for p in kept {
         // Free by hand so the test itself does not leak.
+        // SAFETY: `p` came from `malloc` (the kernel's result) and is freed only here.
         unsafe { libc::free(p.cast::<c_void>()) };
     }
 }

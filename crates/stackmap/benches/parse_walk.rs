@@ -328,15 +328,16 @@ fn load_anchor() -> Result<Llvm, String> {
     let walk = symbol("llvm_stackmap_walk")?;
     let walk_timed = symbol("llvm_stackmap_walk_timed")?;
     let walk_split = symbol("llvm_stackmap_walk_split")?;
-    // SAFETY: the symbols are the extern "C" functions of llvm_walk.cpp with these
-    // signatures, and the library stays loaded for the life of the process.
-    unsafe {
-        Ok(Llvm {
-            walk: std::mem::transmute::<*mut c_void, WalkFn>(walk),
-            walk_timed: std::mem::transmute::<*mut c_void, WalkTimedFn>(walk_timed),
-            walk_split: std::mem::transmute::<*mut c_void, WalkSplitFn>(walk_split),
-        })
-    }
+    // The symbols are the extern "C" functions of llvm_walk.cpp with these signatures, and
+    // the library stays loaded for the life of the process.
+    Ok(Llvm {
+        // SAFETY: see above.
+        walk: unsafe { std::mem::transmute::<*mut c_void, WalkFn>(walk) },
+        // SAFETY: see above.
+        walk_timed: unsafe { std::mem::transmute::<*mut c_void, WalkTimedFn>(walk_timed) },
+        // SAFETY: see above.
+        walk_split: unsafe { std::mem::transmute::<*mut c_void, WalkSplitFn>(walk_split) },
+    })
 }
 
 /// Per-iteration times of the samples criterion took, in the order it took them. The

@@ -116,14 +116,18 @@ impl Bucket {
             };
             // One compare of all four keys: the fewer instructions wait for the bucket's
             // cache miss, the more lookups the processor keeps in flight.
+            // SAFETY: `[u32; 4]` and `__m128i` have the same size, and any bits are valid
+            // for both.
+            let keys = unsafe { core::mem::transmute::<[u32; BUCKET_SLOTS], __m128i>(self.key) };
             // SAFETY: the target has SSE2 (the `cfg` above: x86-64 targets without it, such
-            // as kernels', take the loop below); `[u32; 4]` and `__m128i` have the same size,
-            // and any bits are valid for both.
-            unsafe {
-                let keys = core::mem::transmute::<[u32; BUCKET_SLOTS], __m128i>(self.key);
-                let equal = _mm_cmpeq_epi32(keys, _mm_set1_epi32(key as i32));
-                _mm_movemask_ps(_mm_castsi128_ps(equal)) as u32
-            }
+            // as kernels', take the loop below).
+            let wanted = unsafe { _mm_set1_epi32(key as i32) };
+            // SAFETY: as above.
+            let equal = unsafe { _mm_cmpeq_epi32(keys, wanted) };
+            // SAFETY: as above.
+            let equal = unsafe { _mm_castsi128_ps(equal) };
+            // SAFETY: as above.
+            unsafe { _mm_movemask_ps(equal) as u32 }
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         {
@@ -308,20 +312,19 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         counts: u32,
     ) -> IndexedRecord<'a, E> {
         // SAFETY: `build_buckets` made sure that `function` is a position in
-        // `self.functions` and that `record(at, counts)` of its source is `Some`; the
-        // buckets are never changed after that.
-        unsafe {
-            let f = self.functions.get_unchecked(function as usize);
-            IndexedRecord {
-                address,
-                function: f.function,
-                table: f.table as usize,
-                record: f.source.record_unchecked(
-                    at as usize,
-                    counts as u16,
-                    (counts >> 16) as u16,
-                ),
-            }
+        // `self.functions`; the buckets are never changed after that.
+        let f = unsafe { self.functions.get_unchecked(function as usize) };
+        // SAFETY: `build_buckets` also made sure that `record(at, counts)` of its source is
+        // `Some`.
+        let record = unsafe {
+            f.source
+                .record_unchecked(at as usize, counts as u16, (counts >> 16) as u16)
+        };
+        IndexedRecord {
+            address,
+            function: f.function,
+            table: f.table as usize,
+            record,
         }
     }
 

@@ -597,25 +597,31 @@ impl<'a, E: Endian> RecordSource<'a, E> {
     pub(crate) unsafe fn record_unchecked(&self, at: usize, n: u16, m: u16) -> Record<'a, E> {
         let locations = usize::from(n) * LOCATION_SIZE;
         let live_outs = RECORD_HEADER_SIZE + locations + usize::from(n & 1) * 4 + 4;
-        // SAFETY: the caller guarantees that the header, the `n` locations and, after the
-        // padding and the NumLiveOuts word, the `m` live-outs are all inside `records`, as
-        // `Parts::with_counts` would have checked; the pointers come from that slice and
-        // keep its lifetime, and `[u8; N]` has alignment 1.
-        unsafe {
-            let base = self.records.as_ptr().add(at);
-            Record {
-                header: &*base.cast::<[u8; RECORD_HEADER_SIZE]>(),
-                locations: core::slice::from_raw_parts(base.add(RECORD_HEADER_SIZE), locations),
-                live_outs: core::slice::from_raw_parts(
-                    base.add(live_outs).cast::<[u8; LIVE_OUT_SIZE]>(),
-                    usize::from(m),
-                ),
-                constants: self.constants,
-                offset: self.records_start + at,
-                num_locations: n,
-                num_live_outs: m,
-                endian: self.endian,
-            }
+        // The caller guarantees that the header, the `n` locations and, after the padding and
+        // the NumLiveOuts word, the `m` live-outs are all inside `records`, as
+        // `Parts::with_counts` would have checked; the pointers below come from that slice
+        // and keep its lifetime, and `[u8; N]` has alignment 1.
+        // SAFETY: the record starts inside `records` (see above).
+        let base = unsafe { self.records.as_ptr().add(at) };
+        // SAFETY: its header is inside `records`.
+        let header = unsafe { &*base.cast::<[u8; RECORD_HEADER_SIZE]>() };
+        // SAFETY: its locations start inside `records`, after the header.
+        let locations_start = unsafe { base.add(RECORD_HEADER_SIZE) };
+        // SAFETY: and all `n` of them (`locations` bytes) are inside it.
+        let locations = unsafe { core::slice::from_raw_parts(locations_start, locations) };
+        // SAFETY: its live-outs start inside `records`.
+        let live_outs_start = unsafe { base.add(live_outs) }.cast::<[u8; LIVE_OUT_SIZE]>();
+        // SAFETY: and all `m` of them are inside it.
+        let live_outs = unsafe { core::slice::from_raw_parts(live_outs_start, usize::from(m)) };
+        Record {
+            header,
+            locations,
+            live_outs,
+            constants: self.constants,
+            offset: self.records_start + at,
+            num_locations: n,
+            num_live_outs: m,
+            endian: self.endian,
         }
     }
 }

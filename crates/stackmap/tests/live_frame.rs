@@ -113,9 +113,10 @@ impl Frame for LiveFrame<'_> {
             return false;
         }
         for (i, b) in buf.iter_mut().enumerate() {
+            let byte = (address as *const u8).wrapping_add(i);
             // SAFETY: the range lies in the caller's frame, which is live (we are running
             // inside its call) and which nothing writes while we read.
-            *b = unsafe { std::ptr::read_unaligned((address as *const u8).add(i)) };
+            *b = unsafe { byte.read_unaligned() };
         }
         true
     }
@@ -160,7 +161,9 @@ extern "C" fn on_stop(ctx: *mut c_void, regs: *const Snapshot) {
     // SAFETY: `ctx` is the `Ctx` the test passed to `@run`, which passed it on untouched
     // in rdi; the test does not touch it until `@run` returns. `regs` points at the
     // trampoline's snapshot, live for this call.
-    let (ctx, regs) = unsafe { (&mut *ctx.cast::<Ctx<'_>>(), &*regs) };
+    let ctx = unsafe { &mut *ctx.cast::<Ctx<'_>>() };
+    // SAFETY: as above.
+    let regs = unsafe { &*regs };
     let maps = ctx.maps;
     let stop = catch_unwind(AssertUnwindSafe(|| decode_stop(maps, regs)))
         .unwrap_or_else(|_| Err(String::from("decoding panicked")));

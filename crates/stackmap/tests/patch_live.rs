@@ -58,7 +58,9 @@ impl Mapping {
         );
         let ptr = ptr.cast::<u8>();
         // SAFETY: the mapping is `len` bytes, writable, and holds `offset + code.len()`.
-        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), ptr.add(offset), code.len()) };
+        let dest = unsafe { ptr.add(offset) };
+        // SAFETY: as above; the code is ours and does not overlap the new mapping.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), dest, code.len()) };
         // SAFETY: our own mapping.
         let rc = unsafe { libc::mprotect(ptr.cast(), len, libc::PROT_READ | libc::PROT_EXEC) };
         assert_eq!(rc, 0, "mprotect: {}", std::io::Error::last_os_error());

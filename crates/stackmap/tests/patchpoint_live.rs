@@ -146,8 +146,8 @@ fn patch_point_call_is_retargeted() -> TestResult {
     let (old_address, _) = function(&loaded, "old")?;
     let (dispatch_address, dispatch) = function(&loaded, "dispatch")?;
 
-    // SAFETY: `dispatch` is unpatched: it calls `old`.
     assert_eq!(
+        // SAFETY: `dispatch` is unpatched: it calls `old`.
         unsafe { dispatch(5) },
         1,
         "before patching, dispatch reaches old"
@@ -197,8 +197,8 @@ fn patch_point_call_is_retargeted() -> TestResult {
         return Err(bytes_err("the patched region", &patched, &want));
     }
 
-    // SAFETY: `dispatch` now calls `new_target`, an `i64 (i64)` function.
     assert_eq!(
+        // SAFETY: `dispatch` now calls `new_target`, an `i64 (i64)` function.
         unsafe { dispatch(41) },
         0x7e57_0000 + 41,
         "after patching, dispatch reaches new_target"
@@ -231,8 +231,8 @@ fn patch_point_call_is_retargeted() -> TestResult {
             &original,
         ));
     }
-    // SAFETY: `dispatch` calls `old` again.
     assert_eq!(
+        // SAFETY: `dispatch` calls `old` again.
         unsafe { dispatch(9) },
         1,
         "patched back, dispatch reaches old"
@@ -353,8 +353,8 @@ fn stack_map_shadow_is_patched() -> TestResult {
         .map_err(|e| format!("patching the shadow: {e}"))?;
     expect_read_execute(address, "after patching the shadow")?;
 
-    // SAFETY: the patched `shadowed` calls the hook and goes on as before.
     assert_eq!(
+        // SAFETY: the patched `shadowed` calls the hook and goes on as before.
         unsafe { shadowed(5) },
         6,
         "the code after the shadow still ran, with %rax and %rbx intact"

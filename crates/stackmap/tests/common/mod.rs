@@ -176,8 +176,10 @@ pub fn load_bias_of(address: u64) -> Option<u64> {
         _size: libc::size_t,
         data: *mut c_void,
     ) -> libc::c_int {
-        // SAFETY: dl_iterate_phdr passes a valid info, and `data` is our `Search`.
-        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        // SAFETY: dl_iterate_phdr passes a valid info.
+        let info = unsafe { &*info };
+        // SAFETY: `data` is our `Search`, which nothing else uses during the iteration.
+        let search = unsafe { &mut *data.cast::<Search>() };
         let phdrs: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
             &[]
         } else {
