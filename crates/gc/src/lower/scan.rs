@@ -297,6 +297,58 @@ fn is_untracked_pointer(ty: locus_llvm::ir::Type<'_>) -> bool {
     ty.is_pointer() && ty.address_space() == Some(UNTRACKED)
 }
 
+/// Collects the `extractvalue` paths of the decayed (non-Tracked GC) scalar pointers in a
+/// struct or array type; false if it holds decayed pointers inside vectors (those are not
+/// lifted field by field).
+fn decayed_field_paths(
+    ty: locus_llvm::ir::Type<'_>,
+    prefix: &mut Vec<u32>,
+    out: &mut Vec<Vec<u32>>,
+) -> bool {
+    if ty.is_pointer() {
+        let decayed = ty
+            .address_space()
+            .is_some_and(|a| a != TRACKED && crate::addrspace::is_gc(a));
+        if decayed {
+            out.push(prefix.clone());
+        }
+        return true;
+    }
+    if ty.is_vector() {
+        return !holds_decayed(ty);
+    }
+    let fields: Vec<locus_llvm::ir::Type<'_>> =
+        match (ty.struct_fields(), ty.element_type(), ty.array_len()) {
+            (Some(f), _, _) => f,
+            (None, Some(e), Some(n)) => (0..n.min(1 << 16)).map(|_| e).collect(),
+            _ => return true,
+        };
+    for (i, f) in fields.into_iter().enumerate() {
+        prefix.push(i as u32);
+        let ok = decayed_field_paths(f, prefix, out);
+        prefix.pop();
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// The paths of [`decayed_field_paths`], none where it gives up.
+fn decayed_fields(ty: locus_llvm::ir::Type<'_>) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    if decayed_field_paths(ty, &mut Vec::new(), &mut out) {
+        out
+    } else {
+        Vec::new()
+    }
+}
+
+/// True for a struct or array holding decayed scalar pointers (none inside vectors).
+fn is_derived_aggregate(v: Value<'_>) -> bool {
+    v.ty().is_aggregate() && !decayed_fields(v.ty()).is_empty()
+}
+
 /// True for a vector of pointers in a GC address space other than Tracked.
 fn is_derived_vector(v: Value<'_>) -> bool {
     let ty = v.ty();
@@ -326,6 +378,9 @@ struct Scanner<'s, 'm> {
     base_of_derived: HashMap<Value<'m>, Value<'m>>,
     /// Phi of a vector of derived pointers → the base phi made for each lane.
     lanes_of_derived: HashMap<Value<'m>, Vec<Value<'m>>>,
+    /// Phi of a struct or array holding decayed pointers → the base phi made for each such
+    /// pointer, by its `extractvalue` path.
+    fields_of_derived: HashMap<Value<'m>, Vec<(Vec<u32>, Value<'m>)>>,
 }
 
 impl<'s, 'm> Scanner<'s, 'm> {
@@ -381,6 +436,10 @@ impl<'s, 'm> Scanner<'s, 'm> {
             Opcode::Load if holds_loaded(ty) => match inst.operand(0) {
                 Some(p) => self.base_value(p, depth + 1),
                 None => null(),
+            },
+            Opcode::ExtractValue => match (inst.operand(0), inst.aggregate_indices()) {
+                (Some(agg), Some(path)) => self.field_base(agg, &path, depth + 1),
+                _ => null(),
             },
             Opcode::ExtractElement => {
                 let (Some(vector), Some(lane)) = (
@@ -451,6 +510,68 @@ impl<'s, 'm> Scanner<'s, 'm> {
             )?;
         }
         Ok(self.builder.extract_element(lanes, index, LIFTED)?)
+    }
+
+    /// The base IR value of the decayed pointer at `extractvalue` path `path` of an
+    /// aggregate `v`, as [`Scanner::base_value`] gives it for a scalar.
+    fn field_base(&mut self, v: Value<'m>, path: &[u32], depth: usize) -> Result<Value<'m>> {
+        let null = || self.builder.null_ptr(TRACKED).map_err(Error::from);
+        if depth > 10_000 {
+            return Err(self.error(v.as_instruction(), "derivation chain too deep".into()));
+        }
+        if path.is_empty() {
+            return self.base_value(v, depth + 1);
+        }
+        if let Some(fields) = self.fields_of_derived.get(&v) {
+            return match fields.iter().find(|(p, _)| p == path) {
+                Some(&(_, b)) => Ok(b),
+                None => null(),
+            };
+        }
+        let Some(inst) = v.as_instruction() else {
+            return null();
+        };
+        match inst.opcode() {
+            Opcode::InsertValue => {
+                let at = inst.aggregate_indices().unwrap_or_default();
+                let (Some(agg), Some(elem)) = (inst.operand(0), inst.operand(1)) else {
+                    return null();
+                };
+                if path.starts_with(&at) {
+                    self.field_base(elem, &path[at.len()..], depth + 1)
+                } else {
+                    self.field_base(agg, path, depth + 1)
+                }
+            }
+            Opcode::ExtractValue => {
+                let (Some(agg), Some(at)) = (inst.operand(0), inst.aggregate_indices()) else {
+                    return null();
+                };
+                let full: Vec<u32> = at.iter().chain(path).copied().collect();
+                self.field_base(agg, &full, depth + 1)
+            }
+            Opcode::Select => {
+                let (Some(c), Some(t), Some(f)) =
+                    (inst.operand(0), inst.operand(1), inst.operand(2))
+                else {
+                    return null();
+                };
+                let (bt, bf) = (
+                    self.field_base(t, path, depth + 1)?,
+                    self.field_base(f, path, depth + 1)?,
+                );
+                if bt == bf {
+                    Ok(bt)
+                } else {
+                    Ok(self.builder.select(c, bt, bf, LIFTED)?)
+                }
+            }
+            Opcode::Freeze => match inst.operand(0) {
+                Some(src) => self.field_base(src, path, depth + 1),
+                None => null(),
+            },
+            _ => Err(self.unknown_base(inst)),
+        }
     }
 
     fn unknown_base(&self, inst: Instruction<'m>) -> Error {
@@ -586,6 +707,18 @@ impl<'s, 'm> Scanner<'s, 'm> {
                     let base = self.builder.phi(tracked, LIFTED)?;
                     self.base_of_derived.insert(v, base.as_value());
                     phis.push((phi, vec![base]));
+                } else if is_derived_aggregate(v) {
+                    let paths = decayed_fields(v.ty());
+                    self.builder.position_at_start(block)?;
+                    let mut fields = Vec::with_capacity(paths.len());
+                    let mut lifted = Vec::with_capacity(paths.len());
+                    for path in paths {
+                        let base = self.builder.phi(tracked, LIFTED)?;
+                        lifted.push(base);
+                        fields.push((path, base.as_value()));
+                    }
+                    self.fields_of_derived.insert(v, fields);
+                    phis.push((phi, lifted));
                 } else if is_derived_vector(v) {
                     let n = v.ty().vector_len().unwrap_or(0);
                     let mut lanes = Vec::with_capacity(n as usize);
@@ -638,17 +771,21 @@ impl<'s, 'm> Scanner<'s, 'm> {
             }
         }
         for (phi, lanes) in phis {
-            let vector = lanes.len() > 1 || phi.ty().is_vector();
+            let vector = phi.ty().is_vector();
+            let fields: Option<Vec<Vec<u32>>> = self
+                .fields_of_derived
+                .get(&phi.as_value())
+                .map(|f| f.iter().map(|(path, _)| path.clone()).collect());
             for (value, from) in phi.phi_incoming() {
                 match from.terminator() {
                     Some(t) => self.builder.position_before(t)?,
                     None => self.builder.position_at_end(from)?,
                 }
                 for (i, &lane) in lanes.iter().enumerate() {
-                    let b = if vector {
-                        self.lane_base(value, i as u64, 0)?
-                    } else {
-                        self.base_value(value, 0)?
+                    let b = match &fields {
+                        Some(paths) => self.field_base(value, &paths[i], 0)?,
+                        None if vector => self.lane_base(value, i as u64, 0)?,
+                        None => self.base_value(value, 0)?,
                     };
                     self.builder.add_incoming(lane, b, from)?;
                 }
@@ -683,6 +820,19 @@ impl<'s, 'm> Scanner<'s, 'm> {
                 out
             }
             Some(inst) => match inst.opcode() {
+                _ if self.fields_of_derived.contains_key(&v) => {
+                    let fields: Vec<Value<'m>> =
+                        self.fields_of_derived[&v].iter().map(|(_, b)| *b).collect();
+                    let mut out = Vec::new();
+                    for field in fields {
+                        for b in self.bases(field, depth + 1) {
+                            if !out.contains(&b) {
+                                out.push(b);
+                            }
+                        }
+                    }
+                    out
+                }
                 _ if self.lanes_of_derived.contains_key(&v) => {
                     let lanes = self.lanes_of_derived[&v].clone();
                     let mut out = Vec::new();
@@ -829,6 +979,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         bases: HashMap::default(),
         base_of_derived: HashMap::default(),
         lanes_of_derived: HashMap::default(),
+        fields_of_derived: HashMap::default(),
     };
     s.make_base_phis_and_selects(&cfg)?;
     // The CFG of before: blocks and edges are unchanged, and instructions (the new phis
@@ -848,10 +999,14 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         for inst in block.instructions() {
             if inst.opcode() == Opcode::Phi {
                 let v = inst.as_value();
-                if holds_decayed(inst.ty()) && !is_derived_pointer(v) && !is_derived_vector(v) {
+                if holds_decayed(inst.ty())
+                    && !is_derived_pointer(v)
+                    && !is_derived_vector(v)
+                    && !is_derived_aggregate(v)
+                {
                     return Err(s.error(
                         Some(inst),
-                        "a phi of structs or arrays holding decayed (Derived, CalleeRooted or \
+                        "a phi of structs or arrays holding vectors of decayed (Derived, CalleeRooted or \
                          Loaded) pointers is not supported yet: its bases cannot be lifted"
                             .into(),
                     ));
