@@ -22,9 +22,17 @@ pub enum Command {
         /// The shared library to write (default: the kernel's name with .so).
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Print the mlir-opt-19 pipeline and stop.
+        /// Print the mlir-opt-19 command that lowers this kernel and stop.
         #[arg(long)]
         print_pipeline: bool,
+        /// Replace the pass pipeline: mlir-opt's textual syntax, comma-separated,
+        /// optionally inside builtin.module(...), e.g. "convert-scf-to-cf,convert-func-to-llvm".
+        #[arg(long, value_name = "PASSES")]
+        pipeline: Option<String>,
+        /// A pass to run before the pipeline (repeatable, in order), e.g. canonicalize or
+        /// "one-shot-bufferize{bufferize-function-boundaries}".
+        #[arg(long = "pass", value_name = "NAME")]
+        passes: Vec<String>,
         /// Skip the opt-19 -O2 step (keep the IR as mlir-translate-19 wrote it).
         #[arg(long)]
         no_opt: bool,
@@ -112,26 +120,43 @@ pub fn run_command(
             kernel,
             output,
             print_pipeline,
+            pipeline,
+            passes,
             no_opt,
         } => {
-            if *print_pipeline {
-                writeln!(out, "mlir-opt-19 {}", compile::PIPELINE.join(" "))
-                    .map_err(|e| fail(e.to_string()))?;
-                return Ok(());
-            }
-            if kernel.as_path() == Path::new("-") && output.is_none() {
+            let options = compile::Options {
+                pipeline: pipeline.clone(),
+                passes: passes.clone(),
+                optimize: !*no_opt,
+                source_name: Some(kernel.display().to_string()),
+            };
+            if !*print_pipeline && kernel.as_path() == Path::new("-") && output.is_none() {
                 return Err(fail(
                     "-o is needed when the kernel comes from standard input",
                 ));
             }
-            let output = output
-                .clone()
-                .unwrap_or_else(|| compile::default_output(kernel));
             let source = reader.read(kernel).map_err(fail)?;
             let source = String::from_utf8(source)
                 .map_err(|e| fail(format!("{}: not UTF-8 text: {e}", kernel.display())))?;
-            compile::compile_str_with(&source, &output, !*no_opt)
-                .map_err(|e| fail(format!("{}: {e}", kernel.display())))?;
+            if *print_pipeline {
+                // Shell-quoted as a user would type it.
+                let args: Vec<String> = options
+                    .mlir_opt_args(&source)
+                    .iter()
+                    .map(|a| match a.split_once('=') {
+                        Some((flag, value)) if value.contains([' ', '{', '(']) => {
+                            format!("{flag}='{value}'")
+                        }
+                        _ => a.clone(),
+                    })
+                    .collect();
+                writeln!(out, "mlir-opt-19 {}", args.join(" ")).map_err(|e| fail(e.to_string()))?;
+                return Ok(());
+            }
+            let output = output
+                .clone()
+                .unwrap_or_else(|| compile::default_output(kernel));
+            compile::compile_with(&source, &output, &options).map_err(|e| fail(e.to_string()))?;
             writeln!(out, "{}", output.display()).map_err(|e| fail(e.to_string()))
         }
         Command::Call {

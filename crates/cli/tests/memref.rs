@@ -882,3 +882,96 @@ fn shared_libs_resolve_the_kernels_external_calls() {
         "--shared-lib /nonexistent/libx.so: ",
     );
 }
+
+#[test]
+fn print_pipeline_pipeline_and_pass() {
+    let k = fixture("elementwise.mlir");
+    let o = locus(&["compile", path_str(&k), "--print-pipeline"]);
+    let p = ok(&o);
+    assert!(
+        p.starts_with("mlir-opt-19 --llvm-request-c-wrappers "),
+        "{p}"
+    );
+    assert!(
+        p.contains("--convert-math-to-llvm") && !p.contains("one-shot"),
+        "{p}"
+    );
+    let d = fixture("dialects.mlir");
+    let p = ok(&locus(&[
+        "compile",
+        path_str(&d),
+        "--print-pipeline",
+        "--pass",
+        "canonicalize",
+    ]));
+    assert!(
+        p.starts_with("mlir-opt-19 --canonicalize --llvm-request-c-wrappers --one-shot-bufferize="),
+        "{p}"
+    );
+    let p = ok(&locus(&[
+        "compile",
+        path_str(&k),
+        "--print-pipeline",
+        "--pipeline",
+        "builtin.module(func.func(llvm-request-c-wrappers),convert-scf-to-cf)",
+    ]));
+    assert_eq!(
+        p.trim(),
+        "mlir-opt-19 --pass-pipeline='builtin.module(func.func(llvm-request-c-wrappers),convert-scf-to-cf)'"
+    );
+    // A pipeline that leaves scf in place fails, naming the kernel, not <stdin>.
+    let t = TempDir::new("memref-pipeline");
+    let so = t.0.join("k.so");
+    let o = locus(&[
+        "compile",
+        path_str(&k),
+        "-o",
+        path_str(&so),
+        "--pipeline",
+        "convert-func-to-llvm",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(!err.contains("<stdin>"), "{err}");
+    assert!(err.contains(&format!("{}:", path_str(&k))), "{err}");
+}
+
+#[test]
+fn vector_print_matches_mlir_cpu_runner() {
+    let k = fixture("vector_print.mlir");
+    let t = TempDir::new("memref-vprint");
+    let so = t.0.join("vp.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let utils = "/usr/lib/llvm-19/lib/libmlir_c_runner_utils.so";
+    let got = ok(&locus(&[
+        "call",
+        path_str(&so),
+        "vector_print",
+        "--sig",
+        "() -> ()",
+        "--shared-lib",
+        utils,
+    ]));
+    assert_eq!(got, "( 1.5, 2, -3.25, 4 )\n42\n( ( 1, 2 ), ( 3, 4 ) )\n");
+    let lowered = Command::new("mlir-opt-19")
+        .args(locus_memref::compile::PIPELINE)
+        .arg(path_str(&k))
+        .output()
+        .unwrap();
+    let mut runner = Command::new("mlir-cpu-runner-19")
+        .args(["-e", "vector_print", "-entry-point-result=void"])
+        .arg(format!("-shared-libs={utils}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    runner
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&lowered.stdout)
+        .unwrap();
+    let want = runner.wait_with_output().unwrap();
+    assert_eq!(got, text(&want.stdout));
+}

@@ -1,6 +1,6 @@
 //! Lowering an MLIR kernel to a shared library with the LLVM 19 tools.
 //!
-//! `mlir-opt-19` runs [`PIPELINE`] (its first pass, `--llvm-request-c-wrappers`,
+//! `mlir-opt-19` runs [`PIPELINE`] ([`BUFFERIZE`] too for kernels with tensors; [`Options`] replaces or extends it) (its first pass, `--llvm-request-c-wrappers`,
 //! sets `llvm.emit_c_interface` on every function, so each gets a
 //! `_mlir_ciface_NAME` wrapper and each external declaration calls one),
 //! `mlir-translate-19 --mlir-to-llvmir` turns the LLVM dialect into IR,
@@ -17,18 +17,52 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::MemRefError;
 
-/// The `mlir-opt-19` passes, in order.
+/// The passes a kernel with tensors runs first, after
+/// `--llvm-request-c-wrappers` (see [`uses_tensors`]): one-shot
+/// bufferization, function boundaries included and with identity layouts
+/// there (a `tensor<?xf32>` argument is a `memref<?xf32>` one), then the
+/// deallocation of the temporaries, as MLIR's one-shot-bufferize CPU tests do.
+///
+/// Not run on memref-only kernels: the deallocation pipeline makes every
+/// public function own its results, so a memref result that is a view of an
+/// argument (or a global) would become a fresh copy.
+pub const BUFFERIZE: &[&str] = &[
+    "--one-shot-bufferize=bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map",
+    "--buffer-deallocation-pipeline",
+    "--convert-bufferization-to-memref",
+];
+
+/// The `mlir-opt-19` lowering passes, in order (as flags: `mlir-opt` nests
+/// the function passes itself); [`BUFFERIZE`] goes after the first for
+/// kernels with tensors.
+///
+/// The order follows MLIR's own CPU integration tests (`test-lower-to-llvm`
+/// and the one-shot-bufferize RUN lines): linalg, vector transfers and
+/// affine become loops, loops become branches, complex arithmetic becomes
+/// real arithmetic, and vector (`vector.print` calls the MLIR runner utils'
+/// `printF32`...), math (LLVM intrinsics where there is one, libm calls for
+/// the rest: the library links `-lm`), memref, complex, func, arith, index,
+/// cf and ub go to the LLVM dialect.
 pub const PIPELINE: &[&str] = &[
     "--llvm-request-c-wrappers",
     "--convert-linalg-to-loops",
-    "--expand-strided-metadata",
+    "--convert-vector-to-scf",
     "--lower-affine",
     "--convert-scf-to-cf",
+    "--convert-complex-to-standard",
+    "--convert-vector-to-llvm",
+    "--convert-math-to-llvm",
+    "--convert-math-to-libm",
+    "--expand-strided-metadata",
+    "--lower-affine",
     "--finalize-memref-to-llvm",
+    "--convert-complex-to-llvm",
     "--convert-func-to-llvm",
+    "--arith-expand",
     "--convert-arith-to-llvm",
     "--convert-index-to-llvm",
     "--convert-cf-to-llvm",
+    "--convert-ub-to-llvm",
     "--reconcile-unrealized-casts",
 ];
 
@@ -90,14 +124,149 @@ pub(crate) fn run(
     Ok(out.stdout)
 }
 
+/// Whether a kernel uses tensors (and so needs [`BUFFERIZE`]): a `tensor<`
+/// type or a `bufferization.` op outside `//` comments.
+pub fn uses_tensors(source: &str) -> bool {
+    source.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("");
+        code.contains("tensor<") || code.contains("bufferization.")
+    })
+}
+
+/// How to lower a kernel: the pass pipeline, extra passes, the `opt-19`
+/// step and the name diagnostics give the kernel.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Replaces the default pipeline (`--pipeline`): passes in `mlir-opt`'s
+    /// textual syntax, comma-separated, optionally inside `builtin.module(...)`.
+    pub pipeline: Option<String>,
+    /// Passes run before the pipeline, in order (`--pass`).
+    pub passes: Vec<String>,
+    /// Run `opt-19 -passes=default<O2>` on the IR.
+    pub optimize: bool,
+    /// What `<stdin>` in the tools' diagnostics becomes (the kernel's path).
+    pub source_name: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pipeline: None,
+            passes: Vec::new(),
+            optimize: true,
+            source_name: None,
+        }
+    }
+}
+
+/// `--name=opts` or `name{opts}` as the pipeline element `name{opts}`.
+fn element(pass: &str) -> String {
+    let p = pass.trim().trim_start_matches("--");
+    match p.split_once('=') {
+        Some((name, opts)) if !name.contains(['{', '(']) => format!("{name}{{{opts}}}"),
+        _ => p.to_string(),
+    }
+}
+
+/// Splits a textual pipeline at its top-level commas.
+fn split_pipeline(text: &str) -> Vec<String> {
+    let mut t = text.trim();
+    if let Some(inner) = t
+        .strip_prefix("builtin.module(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        t = inner;
+    }
+    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in t.char_indices() {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(t[start..i].to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(t[start..].to_string());
+    out.iter()
+        .map(|e| element(e))
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+impl Options {
+    /// The pipeline elements that run on `source`, in order.
+    pub fn passes_for(&self, source: &str) -> Vec<String> {
+        let mut out: Vec<String> = self.passes.iter().map(|p| element(p)).collect();
+        match &self.pipeline {
+            Some(text) => out.extend(split_pipeline(text)),
+            None => {
+                out.push(element(PIPELINE[0]));
+                if uses_tensors(source) {
+                    out.extend(BUFFERIZE.iter().map(|p| element(p)));
+                }
+                out.extend(PIPELINE[1..].iter().map(|p| element(p)));
+            }
+        }
+        out
+    }
+
+    /// The `mlir-opt-19` arguments that lower `source`: one flag per pass
+    /// (`mlir-opt` nests function passes itself), or `--pass-pipeline` when
+    /// an element is nested explicitly (`func.func(...)`).
+    pub fn mlir_opt_args(&self, source: &str) -> Vec<String> {
+        let passes = self.passes_for(source);
+        if passes.iter().any(|p| p.contains('(')) {
+            return vec![format!(
+                "--pass-pipeline=builtin.module({})",
+                passes.join(",")
+            )];
+        }
+        passes
+            .iter()
+            .map(|p| match p.split_once('{') {
+                Some((name, opts)) => {
+                    format!("--{name}={}", opts.strip_suffix('}').unwrap_or(opts))
+                }
+                None => format!("--{p}"),
+            })
+            .collect()
+    }
+
+    /// `error` with `<stdin>` replaced by [`Options::source_name`].
+    fn locate(&self, error: MemRefError) -> MemRefError {
+        match (error, &self.source_name) {
+            (MemRefError::Tool { tool, stderr }, Some(name)) => MemRefError::Tool {
+                tool,
+                stderr: stderr.replace("<stdin>", name),
+            },
+            (e, _) => e,
+        }
+    }
+}
+
 /// Lowers MLIR source text to LLVM IR text (the first two steps).
 pub fn mlir_to_llvm_ir(source: &str) -> Result<String, MemRefError> {
-    let lowered = run("mlir-opt-19", PIPELINE, Some(source.as_bytes()))?;
+    mlir_to_llvm_ir_with(source, &Options::default())
+}
+
+/// Lowers MLIR source text to LLVM IR text with `options`' pipeline.
+/// `mlir-opt-19` keeps the kernel's locations in its output, so errors of
+/// `mlir-translate-19` point at the kernel too.
+pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, MemRefError> {
+    let mut args = options.mlir_opt_args(source);
+    args.push("--mlir-print-debuginfo".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let lowered =
+        run("mlir-opt-19", &args, Some(source.as_bytes())).map_err(|e| options.locate(e))?;
     let ir = run(
         "mlir-translate-19",
         &["--mlir-to-llvmir", "-"],
         Some(&lowered),
-    )?;
+    )
+    .map_err(|e| options.locate(e))?;
     String::from_utf8(ir).map_err(|e| MemRefError::Tool {
         tool: "mlir-translate-19".into(),
         stderr: format!("output is not UTF-8: {e}"),
@@ -112,8 +281,17 @@ pub fn compile_str(source: &str, output: &Path) -> Result<(), MemRefError> {
 /// Compiles MLIR source text to the shared library `output`, running
 /// `opt-19 -passes=default<O2>` on the IR when `optimize` is set.
 pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(), MemRefError> {
-    let mut ir = mlir_to_llvm_ir(source)?;
-    if optimize {
+    let options = Options {
+        optimize,
+        ..Options::default()
+    };
+    compile_with(source, output, &options)
+}
+
+/// Compiles MLIR source text to the shared library `output` as `options` say.
+pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<(), MemRefError> {
+    let mut ir = mlir_to_llvm_ir_with(source, options)?;
+    if options.optimize {
         let out = run(
             "opt-19",
             &["-passes=default<O2>", "-S", "-"],
@@ -141,7 +319,11 @@ pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(
         Some(ir.as_bytes()),
     )?;
     let output_s = output.to_string_lossy().into_owned();
-    let linked = run("clang-19", &["-shared", "-o", &output_s, &object_s], None);
+    let linked = run(
+        "clang-19",
+        &["-shared", "-o", &output_s, &object_s, "-lm"],
+        None,
+    );
     // The object is only an intermediate.
     let _ = std::fs::remove_file(&object);
     linked.map(|_| ())
