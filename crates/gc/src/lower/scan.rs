@@ -100,7 +100,8 @@ pub struct Scan<'m> {
 
 /// Where `f` gets its thread's GC chain head, if it takes part in GC lowering: a parameter
 /// with the `"gcstack"` attribute (Julia passes it as `swiftself`), else a
-/// `julia.get_pgcstack()` (or `julia.get_pgcstack_or_new()`) call in the entry block.
+/// `julia.get_pgcstack()` (or `julia.get_pgcstack_or_new()`) call, in the entry block
+/// first, else anywhere in the function.
 pub fn pgcstack<'m>(f: Function<'m>) -> Option<Value<'m>> {
     let from_param = f.params().into_iter().enumerate().find(|&(i, _)| {
         u32::try_from(i).is_ok_and(|i| f.has_attribute(AttributeIndex::Param(i), GCSTACK_ATTR))
@@ -961,7 +962,7 @@ impl<'s, 'm> Scanner<'s, 'm> {
 }
 
 /// Scans `f`, inserting the base phis and selects it needs. `None` if `f` does not take
-/// part (no `julia.get_pgcstack` call in its entry block).
+/// part (no `julia.get_pgcstack` call and no `"gcstack"` parameter).
 pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m>>> {
     let Some(pgcstack) = pgcstack(f) else {
         return Ok(None);
