@@ -67,15 +67,52 @@ pub const ALL_NAMES: [&str; 17] = [
     ZT0_NAMES[4],
 ];
 
-/// The SME ABI support routines a compiler calls by name (AAPCS64 SME, "SME support
-/// routines"). All five are streaming-compatible and need no lazy save around them;
-/// `__arm_tpidr2_restore` and `__arm_za_disable` also work on ZA when it is live.
-pub const ABI_ROUTINES: [&str; 5] = [
+/// The functions LLVM 19 knows by name (`SMEAttrs(StringRef)`), whatever their declaration
+/// says: the SME ABI support routines it calls itself ([`ABI_ROUTINES`]) and the
+/// streaming-compatible `__arm_sc_*` string routines ([`SC_ROUTINES`]). Spec 004 names no
+/// function. Other names, `__arm_za_disable` and `__arm_get_current_vg` included, are
+/// ordinary functions to LLVM 19: they get only the attributes they are declared with.
+pub const KNOWN_BY_NAME: [&str; 7] = [
+    ABI_ROUTINES[0],
+    ABI_ROUTINES[1],
+    ABI_ROUTINES[2],
+    SC_ROUTINES[0],
+    SC_ROUTINES[1],
+    SC_ROUTINES[2],
+    SC_ROUTINES[3],
+];
+
+/// The SME ABI support routines LLVM 19 knows by name (AAPCS64 SME, "SME support
+/// routines"): streaming-compatible and with no lazy save around them;
+/// `__arm_tpidr2_restore` also has a ZA-in interface (it runs with ZA live).
+pub const ABI_ROUTINES: [&str; 3] = [
     "__arm_sme_state",
     "__arm_tpidr2_save",
     "__arm_tpidr2_restore",
-    "__arm_za_disable",
-    "__arm_get_current_vg",
+];
+
+/// The streaming-compatible string routines LLVM 19 knows by name: streaming-compatible
+/// only, so a caller with ZA still sets up a lazy save around them (private ZA).
+pub const SC_ROUTINES: [&str; 4] = [
+    "__arm_sc_memcpy",
+    "__arm_sc_memset",
+    "__arm_sc_memmove",
+    "__arm_sc_memchr",
+];
+
+/// The SME ABI support routines that must be declared with their ABI attributes
+/// (`aarch64_pstate_sm_compatible`) because LLVM 19 does not know them by name: without
+/// it they are normal functions, with PSTATE.SM changed and a lazy ZA save set up around
+/// every call.
+pub const ROUTINES_NEEDING_ATTRS: [&str; 2] = ["__arm_za_disable", "__arm_get_current_vg"];
+
+/// Every SME ABI routine this crate's [`crate::runtime`] implements.
+pub const RUNTIME_ROUTINES: [&str; 5] = [
+    ABI_ROUTINES[0],
+    ABI_ROUTINES[1],
+    ABI_ROUTINES[2],
+    ROUTINES_NEEDING_ATTRS[0],
+    ROUTINES_NEEDING_ATTRS[1],
 ];
 
 /// How a function expects PSTATE.SM at its entry and return (spec 004 §2, the table's
@@ -280,23 +317,42 @@ impl Attrs {
             .collect()
     }
 
-    /// What LLVM knows about an SME ABI support routine by its name: streaming-compatible,
-    /// no lazy save around it, and for `__arm_tpidr2_restore` and `__arm_za_disable` a
-    /// ZA-in interface (they run with ZA live). `None` for other names.
+    /// What LLVM 19 knows about a function by its name ([`KNOWN_BY_NAME`]): the ABI
+    /// routines are streaming-compatible with no lazy save around them, and
+    /// `__arm_tpidr2_restore` has a ZA-in interface; the `__arm_sc_*` routines are only
+    /// streaming-compatible. `None` for other names, `__arm_za_disable` and
+    /// `__arm_get_current_vg` included (see [`ROUTINES_NEEDING_ATTRS`]).
     #[must_use]
     pub fn known_routine(name: &str) -> Option<Attrs> {
-        if !ABI_ROUTINES.contains(&name) {
+        if !KNOWN_BY_NAME.contains(&name) {
             return None;
         }
         let mut a = Attrs {
             sm_compatible: true,
-            abi_routine: true,
+            abi_routine: ABI_ROUTINES.contains(&name),
             ..Attrs::default()
         };
-        if name == "__arm_tpidr2_restore" || name == "__arm_za_disable" {
+        if name == "__arm_tpidr2_restore" {
             a.za[1] = true;
         }
         Some(a)
+    }
+
+    /// The attributes LLVM 19 gives a call: those of the call site combined with those of
+    /// the callee (`self` with `other`) as `SMEAttrs` ORs their bit masks. A
+    /// streaming-compatible side wins over a streaming one (LLVM tests it first), and the
+    /// ZA and ZT0 states are OR-ed in LLVM's 3-bit encoding (in 1, out 2, inout 3,
+    /// preserves 4, new 5): `in` with `out` is `inout`, `in` with `preserves` is `new`, and
+    /// 6 or 7 is no state at all. The old ZA spellings, which LLVM 19 ignores, are united.
+    #[must_use]
+    pub fn combine_llvm19(&self, other: &Attrs) -> Attrs {
+        let mut c = self.union(other);
+        if c.sm_compatible && c.sm_enabled && !(self.sm_enabled && self.sm_compatible) {
+            c.sm_enabled = false;
+        }
+        c.za = combine_states(self.za, other.za);
+        c.zt0 = combine_states(self.zt0, other.zt0);
+        c
     }
 
     /// Every attribute present in either.
@@ -380,6 +436,19 @@ impl Attrs {
     }
 }
 
+/// LLVM 19's encoding of a state (`SMEAttrs::StateValue`), in [`State::ALL`] order.
+const LLVM19_ENCODING: [u8; 5] = [5, 1, 2, 3, 4];
+
+fn combine_states(a: [bool; 5], b: [bool; 5]) -> [bool; 5] {
+    let bits = a
+        .iter()
+        .chain(&b)
+        .zip(LLVM19_ENCODING.iter().chain(&LLVM19_ENCODING))
+        .filter(|(&set, _)| set)
+        .fold(0u8, |acc, (_, &e)| acc | e);
+    std::array::from_fn(|i| LLVM19_ENCODING[i] == bits)
+}
+
 fn first_state(flags: [bool; 5]) -> Option<State> {
     flags.iter().position(|&b| b).map(|i| State::ALL[i])
 }
@@ -439,10 +508,13 @@ mod tests {
 
     #[test]
     fn known_routines_and_union() {
-        for r in ABI_ROUTINES {
+        for r in KNOWN_BY_NAME {
             let a = Attrs::known_routine(r).unwrap();
             assert_eq!(a.interface(), Interface::StreamingCompatible);
-            assert!(a.abi_routine);
+            assert_eq!(a.abi_routine, ABI_ROUTINES.contains(&r));
+        }
+        for r in ROUTINES_NEEDING_ATTRS {
+            assert!(Attrs::known_routine(r).is_none());
         }
         assert_eq!(
             Attrs::known_routine("__arm_tpidr2_restore").unwrap().za(),
@@ -455,5 +527,28 @@ mod tests {
         assert_eq!(u.interface(), Interface::Streaming);
         assert_eq!(u.za(), State::Preserves);
         assert!(site.is_within(&u) && decl.is_within(&u) && !u.is_within(&site));
+    }
+
+    #[test]
+    fn combined_as_llvm19() {
+        let za = |n: &str| Attrs::from_names([n]);
+        let c = |a: &str, b: &str| za(a).combine_llvm19(&za(b));
+        assert_eq!(c("aarch64_in_za", "aarch64_out_za").za(), State::InOut);
+        assert_eq!(c("aarch64_in_za", "aarch64_preserves_za").za(), State::New);
+        assert_eq!(
+            c("aarch64_out_za", "aarch64_preserves_za").za(),
+            State::None
+        );
+        assert_eq!(c("aarch64_in_zt0", "aarch64_in_zt0").zt0(), State::In);
+        assert_eq!(
+            c(SM_ENABLED, SM_COMPATIBLE).interface(),
+            Interface::StreamingCompatible
+        );
+        let both = Attrs::from_names([SM_ENABLED, SM_COMPATIBLE]);
+        assert!(both.combine_llvm19(&Attrs::default()).sm_enabled);
+        assert_eq!(
+            Attrs::default().combine_llvm19(&za("aarch64_in_zt0")).zt0(),
+            State::In
+        );
     }
 }

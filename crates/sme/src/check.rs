@@ -41,7 +41,8 @@ pub struct CallReport {
     pub instruction: String,
     /// Whether it is an `invoke`.
     pub invoke: bool,
-    /// The callee's effective attributes: declaration, call site and ABI routine name.
+    /// The callee's effective attributes: call site, declaration and what LLVM 19 knows by
+    /// name, combined as LLVM 19 does ([`Attrs::combine_llvm19`]).
     pub callee_attrs: Attrs,
     /// What happens around it.
     pub model: rules::CallModel,
@@ -107,7 +108,7 @@ pub fn function_attrs(f: Function<'_>) -> Attrs {
             .copied()
             .filter(|n| f.has_attribute(AttributeIndex::Function, n)),
     );
-    a.abi_routine = Attrs::known_routine(&f.name()).is_some();
+    a.abi_routine = Attrs::known_routine(&f.name()).is_some_and(|k| k.abi_routine);
     a
 }
 
@@ -153,6 +154,9 @@ pub fn check_module(module: &Module<'_>) -> Report {
         if let Some(finding) = rules::sve_pcs_finding(&attrs, f.calling_convention()) {
             push(finding, None);
         }
+        if let Some(finding) = rules::routine_attrs_finding(&name, &attrs) {
+            push(finding, None);
+        }
         if declaration {
             continue;
         }
@@ -178,7 +182,7 @@ pub fn check_module(module: &Module<'_>) -> Report {
             };
             let decl = direct.map(function_attrs).unwrap_or_default();
             let known = Attrs::known_routine(&callee).unwrap_or_default();
-            let declared = decl.union(&known);
+            let declared = decl.combine_llvm19(&known);
             for finding in rules::attr_findings(&site, false, "the call site") {
                 push(finding, Some(printed.clone()));
             }
@@ -189,7 +193,7 @@ pub fn check_module(module: &Module<'_>) -> Report {
             }
             // The callee's `sm_body` is its own business, not part of what the caller sees
             // (except for inlining, which the model handles).
-            let effective = declared.union(&site);
+            let effective = site.combine_llvm19(&declared);
             let from = rules::body_mode(&attrs);
             if rules::may_differ_in_vl(from, effective.interface())
                 && passes_scalable(call.function_type())

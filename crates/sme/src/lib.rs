@@ -11,7 +11,10 @@
 //! getting a rule wrong corrupts data silently. This crate states the rules once:
 //! - [`attrs`] reads the attributes of functions and call sites in both spellings (spec
 //!   004 §1's `aarch64_pstate_*` and LLVM 18+'s `aarch64_{new,in,out,inout,preserves}_{za,zt0}`)
-//!   and knows the SME ABI support routines by name (`__arm_sme_state`, …);
+//!   and knows by name exactly the functions LLVM 19 knows (`__arm_sme_state`,
+//!   `__arm_tpidr2_save`, `__arm_tpidr2_restore`, `__arm_sc_mem{cpy,set,move,chr}`);
+//!   `__arm_za_disable` and `__arm_get_current_vg` are normal functions unless declared
+//!   `aarch64_pstate_sm_compatible` (a warning says so);
 //! - [`rules`] gives each function its interface, ZA/ZT0 state, entry and exit changes
 //!   and whether it may be vectorized, and each call the changes before, after and after
 //!   an exception (spec 004 §2's table), whether it needs a lazy ZA save, and whether it
@@ -73,8 +76,7 @@
 //!   `sm_compatible` and several ZA or ZT0 states, but compiles without a word: `sm_body`
 //!   on a declaration, scalable vectors across a possible vector-length change (one such
 //!   case, an `<vscale x 16 x i1>` from a streaming-compatible to a streaming function,
-//!   crashes instruction selection instead), call-site attributes missing from the
-//!   declaration, `za_new` with `za_shared` or `za_preserved` (ignored), a call from a
+//!   crashes instruction selection instead), `za_new` with `za_shared` or `za_preserved` (ignored), a call from a
 //!   function without ZA to one sharing ZA, a new-ZA SME ABI routine, and
 //!   `aarch64_sve_vector_pcs` with `sm_body` (it spills the SVE callee-saves with the
 //!   non-streaming vector length into slots sized with the streaming one).
@@ -82,6 +84,13 @@
 //!   its prologue (for unwind information); a streaming-compatible caller asks
 //!   `__arm_sme_state` for the mode; a new-ZT0 function spills and fills ZT0 around its
 //!   own `__arm_tpidr2_save` commit, though ZT0 is not live yet.
+//!
+//! - *Call-site attributes*: LLVM 19 combines a call site's SME attributes with its
+//!   callee's declaration by OR-ing their bit masks (`SMEAttrs(const CallBase &)`), so an
+//!   attribute written only at the call site takes effect. The model does the same
+//!   ([`attrs::Attrs::combine_llvm19`]) and warns only where the two disagree: a
+//!   streaming-compatible side wins over a streaming one, and ZA/ZT0 states combine in
+//!   LLVM's 3-bit encoding (`in` with `preserves` becomes `new`, a private interface).
 //!
 //! **What is left out.** Pointers to scalable vectors cannot be seen in opaque-pointer IR,
 //! so only scalable vectors passed by value are diagnosed. ZA on exception edges (the spec's

@@ -466,32 +466,70 @@ pub fn attr_findings(a: &Attrs, declaration: bool, what: &str) -> Vec<Finding> {
     out
 }
 
-/// Call-site attributes that the callee's declaration (with what is known of the ABI
-/// routine by name) does not have: LLVM 19 asserts that a direct call's attributes are a
-/// subset of its callee's.
+/// Where a direct call site and its callee's declaration (with what LLVM 19 knows of the
+/// callee by name) disagree: both give an interface, or a ZA or a ZT0 state, and they
+/// differ. LLVM 19 combines the two ([`Attrs::combine_llvm19`]) without a word, so this is a
+/// warning that says what the combination means. Attributes present only at the call site
+/// are combined silently, as LLVM does.
 #[must_use]
 pub fn call_site_findings(site: &Attrs, decl: &Attrs, callee: &str) -> Vec<Finding> {
-    let mut extra: Vec<&str> = Vec::new();
-    let decl_names = decl.names();
-    for n in site.names() {
-        if !decl_names.contains(&n) {
-            extra.push(n);
+    let interface = |a: &Attrs| (a.sm_enabled || a.sm_compatible).then(|| a.interface());
+    let combined = site.combine_llvm19(decl);
+    let mut out = Vec::new();
+    if let (Some(s), Some(d)) = (interface(site), interface(decl)) {
+        if s != d {
+            out.push(warning(format!(
+                "the call site says @{callee} has a {s} interface but its declaration says {d}; LLVM 19 combines them into {}",
+                combined.interface()
+            )));
         }
     }
-    if extra.is_empty() {
-        return Vec::new();
+    for (what, s, d, c) in [
+        (
+            "ZA",
+            site.za_states(),
+            decl.za_states(),
+            combined.za_llvm19(),
+        ),
+        ("ZT0", site.zt0_states(), decl.zt0_states(), combined.zt0()),
+    ] {
+        if !s.is_empty() && !d.is_empty() && s != d {
+            let list = |v: &[State]| {
+                v.iter()
+                    .map(|x| format!("`{x}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let meaning = if c == State::None {
+                "no state (a private interface)".to_string()
+            } else {
+                format!("`{c}`")
+            };
+            out.push(warning(format!(
+                "the call site says {what} {} but @{callee} is declared {what} {}; LLVM 19 combines \
+                 them (OR-ing its encodings) into {meaning}",
+                list(&s),
+                list(&d)
+            )));
+        }
     }
-    let list: Vec<String> = extra.iter().map(|n| format!("`{n}`")).collect();
-    let has: Vec<String> = decl_names.iter().map(|n| format!("`{n}`")).collect();
-    let has = if has.is_empty() {
-        "no SME attributes".to_string()
-    } else {
-        has.join(", ")
-    };
-    vec![error(format!(
-        "the call site has {} but @{callee} is declared with {has}",
-        list.join(", ")
-    ))]
+    out
+}
+
+/// An SME ABI routine that LLVM 19 does not know by name, declared without
+/// `aarch64_pstate_sm_compatible`: LLVM treats it as the normal function its declaration
+/// says it is, changing PSTATE.SM around calls from streaming bodies and setting up a lazy
+/// ZA save.
+#[must_use]
+pub fn routine_attrs_finding(name: &str, decl: &Attrs) -> Option<Finding> {
+    (attrs::ROUTINES_NEEDING_ATTRS.contains(&name) && !decl.sm_compatible).then(|| {
+        warning(format!(
+            "@{name} is an SME ABI routine (streaming-compatible) but is declared without `{}`; \
+             LLVM 19 does not know it by name and treats it as a normal function: a streaming \
+             caller leaves streaming mode around it and a caller with ZA sets up a lazy save",
+            attrs::SM_COMPATIBLE
+        ))
+    })
 }
 
 /// LLVM's number for the `aarch64_sve_vector_pcs` calling convention.

@@ -14,9 +14,19 @@ use std::process::{Command, Stdio};
 
 use locus_sme::attrs::{State, ABI_ROUTINES, SM_BODY, SM_COMPATIBLE, SM_ENABLED};
 use locus_sme::check::{check_ir, Report};
+use locus_sme::rules::Severity;
 use locus_sme::rules::{Change, Insn, When};
 
 const LLC: &str = "llc-19";
+
+/// The routines llc-19 calls itself (around mode changes, in prologues, for lazy saves);
+/// the asm side leaves them out.
+const LLC_OWN_CALLS: [&str; 4] = [
+    "__arm_sme_state",
+    "__arm_tpidr2_save",
+    "__arm_tpidr2_restore",
+    "__arm_get_current_vg",
+];
 
 /// One event in a function's code, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +117,7 @@ fn asm_events(asm: &str, name: &str) -> Vec<Event> {
             ("bl", Some("__arm_tpidr2_restore")) => events.push(Event::Restore),
             ("blr", _) => events.push(Event::Call("(indirect)".into())),
             ("bl", Some("__arm_tpidr2_save")) => events.push(Event::Commit),
-            ("bl", Some(f)) if !ABI_ROUTINES.contains(&f) => events.push(Event::Call(f.into())),
+            ("bl", Some(f)) if !LLC_OWN_CALLS.contains(&f) => events.push(Event::Call(f.into())),
             ("msr", Some("TPIDR2_EL0,")) if rest.get(1) != Some(&"xzr") => {
                 events.push(Event::LazySetup)
             }
@@ -160,7 +170,8 @@ fn model_events(report: &Report, name: &str) -> Vec<Event> {
         ev.push(Event::ZeroZt0);
     }
     for c in &f.calls {
-        // The runtime routines are called by llc itself too; the asm side skips them.
+        // The routines LLVM knows by name are called by llc itself too; the asm side skips
+        // them.
         if ABI_ROUTINES.contains(&c.callee.as_str()) {
             assert!(c.model.before.is_empty() && c.model.after.is_empty());
             continue;
@@ -750,7 +761,6 @@ fn what_llc19_does_with_the_models_errors() {
     let expected = [
         ("abi_routine_new_za", "accepts"),
         ("call_site_conflict", "verifier rejects"),
-        ("call_site_contradicts_declaration", "accepts"),
         ("old_and_new_za_disagree", "accepts"),
         ("scalable_across_modes", "accepts"),
         ("scalable_compatible_caller", "crashes"),
@@ -766,4 +776,122 @@ fn what_llc19_does_with_the_models_errors() {
     ];
     let seen_ref: Vec<(&str, &str)> = seen.iter().map(|(s, v)| (s.as_str(), *v)).collect();
     assert_eq!(seen_ref, expected);
+}
+
+/// Attributes written only at a call site are combined with the declaration's, as LLVM 19
+/// does (`SMEAttrs(const CallBase &)` ORs them): no error, and the model predicts what
+/// llc-19 emits. Where the two disagree the model warns and follows LLVM's combination.
+#[test]
+fn call_site_only_attributes_are_combined_as_llc19() {
+    let ir = "declare void @plain()\n\
+              declare void @sc() \"aarch64_pstate_sm_compatible\"\n\
+              declare void @pres() \"aarch64_preserves_za\"\n\
+              define void @site_sm() nounwind {\n  call void @plain() \"aarch64_pstate_sm_enabled\"\n  ret void\n}\n\
+              define void @site_zt0() nounwind \"aarch64_inout_zt0\" {\n  call void @plain() \"aarch64_in_zt0\"\n  ret void\n}\n\
+              define void @site_za() nounwind \"aarch64_inout_za\" {\n  call void @plain() \"aarch64_preserves_za\"\n  ret void\n}\n\
+              define void @site_s_decl_sc() nounwind {\n  call void @sc() \"aarch64_pstate_sm_enabled\"\n  ret void\n}\n\
+              define void @site_in_decl_pres() nounwind \"aarch64_inout_za\" {\n  call void @pres() \"aarch64_in_za\"\n  ret void\n}\n";
+    let names: Vec<String> = [
+        "site_sm",
+        "site_zt0",
+        "site_za",
+        "site_s_decl_sc",
+        "site_in_decl_pres",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(compare(ir, &names), 5);
+    let report = check_ir("site.ll", ir).unwrap();
+    // Call-site-only attributes take effect: streaming callee, shared ZT0, preserved ZA.
+    let call = |f: &str| report.function(f).unwrap().calls[0].model.clone();
+    assert_eq!(call("site_sm").before.len(), 1);
+    assert!(!call("site_zt0").preserve_zt0 && !call("site_zt0").disable_za);
+    assert!(!call("site_za").lazy_za_save);
+    // Disagreements: streaming-compatible wins; `in` OR `preserves` is LLVM's `new`.
+    assert!(call("site_s_decl_sc").before.is_empty());
+    assert!(call("site_in_decl_pres").lazy_za_save);
+    let warned: Vec<&str> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            assert_eq!(d.severity, Severity::Warning, "{d:?}");
+            d.function.as_str()
+        })
+        .collect();
+    assert_eq!(warned, ["site_s_decl_sc", "site_in_decl_pres"]);
+}
+
+/// LLVM 19 knows `__arm_sme_state`, `__arm_tpidr2_save`, `__arm_tpidr2_restore` and the
+/// `__arm_sc_*` routines by name, and nothing else: `__arm_za_disable` declared without
+/// its attributes is a normal function (smstop around it, lazy save), and the `__arm_sc_*`
+/// routines are streaming-compatible but private-ZA (lazy save, no mode change).
+#[test]
+fn routines_known_by_name_match_llc19() {
+    let ir = "declare void @__arm_za_disable()\n\
+              declare void @__arm_sc_memcpy(ptr, ptr, i64)\n\
+              declare i64 @__arm_get_current_vg()\n\
+              define void @s_za_disable() nounwind \"aarch64_pstate_sm_enabled\" \"aarch64_inout_za\" {\n  call void @__arm_za_disable()\n  ret void\n}\n\
+              define void @s_sc_memcpy(ptr %a, ptr %b) nounwind \"aarch64_pstate_sm_enabled\" \"aarch64_inout_za\" {\n  call void @__arm_sc_memcpy(ptr %a, ptr %b, i64 8)\n  ret void\n}\n\
+              define i64 @s_vg() nounwind \"aarch64_pstate_sm_enabled\" \"aarch64_inout_za\" {\n  %v = call i64 @__arm_get_current_vg()\n  ret i64 %v\n}\n";
+    let names = ["s_za_disable", "s_sc_memcpy"].map(String::from).to_vec();
+    assert_eq!(compare(ir, &names), 2);
+    let report = check_ir("routines.ll", ir).unwrap();
+    let call = |f: &str| report.function(f).unwrap().calls[0].model.clone();
+    let m = call("s_za_disable");
+    assert!(m.lazy_za_save);
+    assert_eq!(m.before.len(), 1);
+    let m = call("s_sc_memcpy");
+    assert!(m.lazy_za_save && m.before.is_empty());
+    // `__arm_get_current_vg` is also called by llc itself (in the prologue), so the
+    // generic comparison skips it: look at the order directly.
+    let m = call("s_vg");
+    assert!(m.lazy_za_save);
+    assert_eq!(m.before.len(), 1);
+    let asm = llc(ir);
+    let body: Vec<&str> = asm
+        .lines()
+        .skip_while(|l| !l.starts_with("s_vg:"))
+        .take_while(|l| !l.starts_with(".Lfunc_end"))
+        .filter_map(|l| {
+            let l = l.split("//").next().unwrap_or("").trim();
+            if l.ends_with("xzr") {
+                return None; // TPIDR2_EL0 reset after the restore
+            }
+            [
+                "msr\tTPIDR2_EL0, x",
+                "smstop\tsm",
+                "bl\t__arm_get_current_vg",
+                "smstart\tsm",
+                "smstart\tza",
+                "bl\t__arm_tpidr2_restore",
+            ]
+            .into_iter()
+            .find(|p| l.starts_with(p))
+        })
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "bl\t__arm_get_current_vg", // the prologue's own
+            "msr\tTPIDR2_EL0, x",
+            "smstop\tsm",
+            "bl\t__arm_get_current_vg",
+            "smstart\tsm",
+            "smstart\tza",
+            "bl\t__arm_tpidr2_restore",
+        ],
+        "{asm}"
+    );
+    let warned: Vec<(&str, Severity)> = report
+        .diagnostics
+        .iter()
+        .map(|d| (d.function.as_str(), d.severity))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            ("__arm_za_disable", Severity::Warning),
+            ("__arm_get_current_vg", Severity::Warning)
+        ]
+    );
 }

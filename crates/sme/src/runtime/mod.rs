@@ -1,7 +1,7 @@
 //! The SME ABI support routines (AAPCS64 SME, "SME support routines") that LLVM 19's code
 //! calls by name, as AArch64 assembly for the GNU assembler syntax clang accepts:
 //! `__arm_sme_state`, `__arm_tpidr2_save`, `__arm_tpidr2_restore`, `__arm_za_disable` and
-//! `__arm_get_current_vg` ([`crate::attrs::ABI_ROUTINES`]). Written from the ABI text for
+//! `__arm_get_current_vg` ([`crate::attrs::RUNTIME_ROUTINES`]). Written from the ABI text for
 //! systems without an aarch64 compiler-rt; `tests/qemu.rs` links them into freestanding
 //! programs and runs them under `qemu-aarch64-static -cpu max`, including lazy-save round
 //! trips that must bring ZA back intact.
