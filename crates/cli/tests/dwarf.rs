@@ -261,6 +261,45 @@ fn value_results() {
     );
 }
 
+/// The normative text's overlay: a register over bytes 1..3 of memory at 0x1010
+/// (11 22 33 44 00 00), read and written through; and `DW_OP_LLVM_nop`.
+#[test]
+fn overlay_and_llvm_nop() {
+    let r = eval(&[
+        "--read",
+        "6",
+        "DW_OP_addr 0x1010; DW_OP_regx SGPR3; DW_OP_lit1; DW_OP_lit2; DW_OP_LLVM_overlay",
+    ]);
+    assert_eq!(
+        r["location"],
+        composite(vec![
+            part(8, mem(0, 0x1010)),
+            part(16, reg(35, 0)),
+            part(u64::MAX - 24, mem(0, 0x1013)),
+        ])
+    );
+    assert_eq!(r["read"], "11efbe440000");
+    let r = eval(&[
+        "--read",
+        "2",
+        "DW_OP_implicit_value [aabb]; DW_OP_regx SGPR3; DW_OP_lit4; DW_OP_lit4; DW_OP_bit_overlay",
+    ]);
+    assert_eq!(r["read"], "fabb");
+    let e = eval_error(&[
+        "DW_OP_implicit_value [aabb]; DW_OP_regx SGPR3; DW_OP_lit1; DW_OP_lit2; DW_OP_overlay",
+    ]);
+    assert!(
+        e.starts_with("locus: dwarf: op #4 DW_OP_overlay: ill-formed overlay"),
+        "{e}"
+    );
+    let out = locus(&["dwarf", "disasm", "e90130e901"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "DW_OP_LLVM_nop\nDW_OP_lit0\nDW_OP_LLVM_nop\n"
+    );
+}
+
 #[test]
 fn errors_name_the_operation() {
     let e = eval_error(&["DW_OP_lit1 DW_OP_plus"]);

@@ -243,6 +243,9 @@ pub enum EvalError {
         /// DWARF register number.
         register: u16,
     },
+    /// `DW_OP_overlay`/`DW_OP_bit_overlay` with a negative size or offset,
+    /// or an overlay past the end of the base location's storage.
+    BadOverlay(&'static str),
     /// A write to storage that cannot be written (implicit, undefined).
     NotWritable(&'static str),
     /// A limit on the size of the stack, of a location description or of an
@@ -272,6 +275,7 @@ impl EvalError {
             EvalError::BadBranchTarget(_)
             | EvalError::BadRegister(_)
             | EvalError::BadSize(_)
+            | EvalError::BadOverlay(_)
             | EvalError::IllFormedCallee(_) => true,
             EvalError::InCall { error, .. } => error.is_ill_formed(),
             _ => false,
@@ -298,6 +302,7 @@ impl fmt::Display for EvalError {
             EvalError::UndefinedRead => write!(f, "read of an undefined location"),
             EvalError::ReadOutOfRange => write!(f, "read past the end of the storage"),
             EvalError::BadSize(n) => write!(f, "bad size {n}"),
+            EvalError::BadOverlay(what) => write!(f, "ill-formed overlay: {what}"),
             EvalError::BadResume(what) => write!(f, "bad resume: {what}"),
             EvalError::Unsupported(what) => write!(f, "unsupported: {what}"),
             EvalError::UnsupportedBaseType {
@@ -2184,6 +2189,77 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
+    /// `DW_OP_overlay` (`unit` 8) and `DW_OP_bit_overlay` (`unit` 1): the
+    /// base location BL with the overlay OL over `size` units from `offset`
+    /// units, as the composite the normative text's four steps build.
+    fn overlay(&mut self, unit: u64) -> Result<(), EvalError> {
+        self.need(4)?;
+        let size = self.pop_integral()?;
+        let offset = self.pop_integral()?;
+        let (size, offset) = (self.amount(size), self.amount(offset));
+        let overlay = self.pop_location()?;
+        let base = self.pop_location()?;
+        if size < 0 || offset < 0 {
+            return Err(EvalError::BadOverlay(
+                "the overlay's size or offset is negative",
+            ));
+        }
+        let too_large = EvalError::TooLarge("overlay larger than 2^64 bits");
+        let scale = |n: i128| u64::try_from(n).ok().and_then(|n| n.checked_mul(unit));
+        let (Some(bs), Some(bo)) = (scale(size), scale(offset)) else {
+            return Err(too_large);
+        };
+        let end = u128::from(bs) + u128::from(bo);
+        // rbss(BL); `None` when a place's storage size is not known here
+        // (registers, undefined storage): those are not checked.
+        let rbss = remaining_bits(&base, self.address_size);
+        if rbss.is_some_and(|r| r < end) {
+            return Err(EvalError::BadOverlay(
+                "the overlay extends past the end of the base location's storage",
+            ));
+        }
+        if bs == 0 {
+            self.push_loc(base);
+            return Ok(());
+        }
+        if bo == 0 && rbss == Some(end) {
+            self.push_loc(overlay);
+            return Ok(());
+        }
+        // Parts are at most 2^64 - 1 bits: the tail of a larger (memory) or
+        // unknown-size storage stops there.
+        let Ok(end) = u64::try_from(end) else {
+            return Err(too_large);
+        };
+        let tail = rbss.unwrap_or(u128::MAX).min(u128::from(u64::MAX)) as u64 - end;
+        let weight = 2 * base.weight() + overlay.weight() + 3;
+        if weight >= MAX_LOCATION_WEIGHT {
+            return Err(EvalError::TooLarge("DW_OP_overlay makes too many parts"));
+        }
+        let mut parts = Vec::with_capacity(3);
+        if bo != 0 {
+            parts.push(Part {
+                location: base.clone(),
+                bit_size: bo,
+            });
+        }
+        parts.push(Part {
+            location: overlay,
+            bit_size: bs,
+        });
+        if tail != 0 {
+            let mut rest = base;
+            rest.offset_bits(i128::from(end), self.address_size)
+                .map_err(|_| EvalError::OffsetOutOfRange)?;
+            parts.push(Part {
+                location: rest,
+                bit_size: tail,
+            });
+        }
+        self.push_loc(Location::composite(parts));
+        Ok(())
+    }
+
     fn step(&mut self, op: &Op) -> Step {
         let a = self.address_size;
         match op {
@@ -2455,7 +2531,9 @@ impl<'a> Evaluation<'a> {
             Op::Extend { bit_size, count } => self.extend(*bit_size, *count)?,
             Op::SelectBitPiece { bit_size, count } => self.select_bit_piece(*bit_size, *count)?,
             Op::Undefined => self.push_loc(Location::undefined()),
-            Op::Nop => {}
+            Op::Overlay => self.overlay(8)?,
+            Op::BitOverlay => self.overlay(1)?,
+            Op::Nop | Op::LlvmNop => {}
         }
         self.advance()
     }
@@ -2500,6 +2578,26 @@ fn short_leb_long(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)
 
 /// Whether dropping `e` frees anything (it is not a value or a single
 /// register, memory, undefined or short implicit place).
+/// rbss(L) of the normative text: the fewest bits left in the storage of any
+/// of `l`'s places after its offset (memory: the address space's size).
+/// `None` if some place's storage has no size known to the evaluator (a
+/// register, undefined storage).
+fn remaining_bits(l: &Location, address_size: u8) -> Option<u128> {
+    let mut min = None::<u128>;
+    for place in l.places.iter() {
+        let size = match &place.storage {
+            Storage::Memory { .. } => 1u128 << (8 * u32::from(address_size) + 3),
+            Storage::Implicit(b) => b.len() as u128 * 8,
+            Storage::ImplicitPointer { .. } => u128::from(address_size) * 8,
+            Storage::Composite(parts) => parts.iter().map(|p| u128::from(p.bit_size)).sum(),
+            Storage::Register(_) | Storage::Undefined => return None,
+        };
+        let left = size.saturating_sub(place.bit_offset);
+        min = Some(min.map_or(left, |m| m.min(left)));
+    }
+    min
+}
+
 fn owns_memory(e: &Entry) -> bool {
     match e {
         Entry::Value(_) => false,

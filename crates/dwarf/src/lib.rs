@@ -40,7 +40,7 @@
 //!   (`offset`, `offset_uconst`, `bit_offset`, `push_lane`,
 //!   `form_aspace_address`, `aspace_bregx`, `piece_end`, `undefined`,
 //!   `extend`, `select_bit_piece`, `call_frame_entry_reg`,
-//!   `aspace_implicit_pointer`), with implicit conversions between generic
+//!   `aspace_implicit_pointer`, `overlay`, `bit_overlay`, `LLVM_nop`), with implicit conversions between generic
 //!   values and default-address-space memory locations, `DW_OP_piece` over
 //!   any location kind, and `DW_OP_stack_value` no longer ending the
 //!   expression. Why pause-and-resume: see the module docs.

@@ -11,8 +11,9 @@ use crate::error::Error;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ExtensionEncoding {
     /// Current LLVM: `DW_OP_LLVM_user` (0xe9) followed by a ULEB128
-    /// sub-opcode (form_aspace_address 0x02 ... select_bit_piece 0x0c).
-    /// `DW_OP_aspace_implicit_pointer` has no sub-opcode here.
+    /// sub-opcode (LLVM 19's table: nop 0x01, form_aspace_address 0x02 ...
+    /// select_bit_piece 0x0c). `DW_OP_aspace_implicit_pointer`,
+    /// `DW_OP_overlay` and `DW_OP_bit_overlay` have no sub-opcode here.
     #[default]
     User,
     /// The older direct opcodes 0xe1 (form_aspace_address) ... 0xec
@@ -190,6 +191,17 @@ pub enum Op {
         bit_size: u64,
         count: u64,
     },
+    /// `DW_OP_LLVM_overlay`: pops a byte size, a byte offset, an overlay
+    /// location and a base location. Not encodable: LLVM 19's
+    /// `DW_OP_LLVM_user` table has no sub-opcode for it (the normative text
+    /// says "TBA"), nor is there a direct opcode; text and [`Op`] only.
+    Overlay,
+    /// `DW_OP_LLVM_bit_overlay`: as [`Op::Overlay`] with a bit size and bit
+    /// offset. Not encodable either.
+    BitOverlay,
+    /// `DW_OP_LLVM_nop` (`DW_OP_LLVM_user` sub-opcode 0x01): does nothing.
+    /// Encoded as `DW_OP_nop` (0x96) with [`ExtensionEncoding::Legacy`].
+    LlvmNop,
 }
 
 macro_rules! numbered {
@@ -246,6 +258,7 @@ fn numbered_name(
 /// Sub-opcodes of `DW_OP_LLVM_user` (0xe9), current LLVM `Dwarf.def`.
 mod user {
     pub const OPCODE: u8 = 0xe9;
+    pub const NOP: u64 = 0x01;
     pub const FORM_ASPACE_ADDRESS: u64 = 0x02;
     pub const PUSH_LANE: u64 = 0x03;
     pub const OFFSET: u64 = 0x04;
@@ -277,7 +290,8 @@ mod legacy {
 
 impl Op {
     /// The operation's name as the spec writes it (`DW_OP_lit5`,
-    /// `DW_OP_offset_uconst`; extension operations without `LLVM_`).
+    /// `DW_OP_offset_uconst`; extension operations without `LLVM_`, except
+    /// `DW_OP_LLVM_nop`, which differs from `DW_OP_nop` only in encoding).
     pub fn name(&self) -> &'static str {
         match self {
             Op::Addr(_) => "DW_OP_addr",
@@ -363,6 +377,9 @@ impl Op {
             Op::PieceEnd => "DW_OP_piece_end",
             Op::Extend { .. } => "DW_OP_extend",
             Op::SelectBitPiece { .. } => "DW_OP_select_bit_piece",
+            Op::Overlay => "DW_OP_overlay",
+            Op::BitOverlay => "DW_OP_bit_overlay",
+            Op::LlvmNop => "DW_OP_LLVM_nop",
         }
     }
 
@@ -382,6 +399,9 @@ impl Op {
                 | Op::PieceEnd
                 | Op::Extend { .. }
                 | Op::SelectBitPiece { .. }
+                | Op::Overlay
+                | Op::BitOverlay
+                | Op::LlvmNop
         )
     }
 }
@@ -439,6 +459,7 @@ fn opcode_name(code: u8, ext: ExtensionEncoding) -> &'static str {
 
 fn user_sub_name(sub: u64) -> &'static str {
     match sub {
+        user::NOP => "DW_OP_LLVM_nop",
         user::OFFSET_UCONST => "DW_OP_offset_uconst",
         user::CALL_FRAME_ENTRY_REG => "DW_OP_call_frame_entry_reg",
         user::ASPACE_BREGX => "DW_OP_aspace_bregx",
@@ -852,6 +873,7 @@ fn decode_one(r: &mut Reader<'_>, code: u8, enc: Encoding) -> Result<Op, Error> 
             let sub = r.uleb()?;
             r.op = user_sub_name(sub);
             match sub {
+                user::NOP => Op::LlvmNop,
                 user::FORM_ASPACE_ADDRESS => Op::FormAspaceAddress,
                 user::PUSH_LANE => Op::PushLane,
                 user::OFFSET => Op::Offset,
@@ -1264,6 +1286,11 @@ fn encode_one(out: &mut Vec<u8>, op: &Op, enc: Encoding) -> Result<(), &'static 
             put_uleb(out, *bit_size);
             put_uleb(out, *count);
         }
+        // No direct opcode for it: DW_OP_nop means the same.
+        Op::LlvmNop => ext(out, 0x96, user::NOP),
+        Op::Overlay | Op::BitOverlay => {
+            return Err("DW_OP_overlay and DW_OP_bit_overlay have no encoding (no sub-opcode in LLVM 19's DW_OP_LLVM_user table)");
+        }
         // Operand-less operations were handled above.
         _ => return Err("internal: operation without encoding"),
     }
@@ -1621,6 +1648,11 @@ pub fn parse_text(
                 bit_size: p.u(U64)?,
                 count: p.u(U64)?,
             }),
+            "overlay" => Some(Op::Overlay),
+            "bit_overlay" => Some(Op::BitOverlay),
+            // `DW_OP_nop` is the standard operation; only the `LLVM_` spelling
+            // is the DW_OP_LLVM_user one.
+            "nop" if ext_name.is_some() => Some(Op::LlvmNop),
             _ => None,
         };
         let op = match (op, ext_name) {
