@@ -206,7 +206,8 @@ pub fn check_module(module: &Module<'_>) -> Report {
             for finding in rules::shared_state_findings(&attrs, &effective, &callee) {
                 push(finding, Some(printed.clone()));
             }
-            let model = rules::call_model(&attrs, &effective, call.is_invoke());
+            let plain = direct.is_some_and(plain_body);
+            let model = rules::call_model_with_body(&attrs, &effective, call.is_invoke(), plain);
             calls.push(CallReport {
                 callee,
                 instruction: printed,
@@ -223,6 +224,26 @@ pub fn check_module(module: &Module<'_>) -> Report {
         });
     }
     report
+}
+
+/// Whether a function is defined with a body LLVM 19 trusts in any ZA context: no inline
+/// assembly, no intrinsic calls other than debug ones, no calls to the SME ABI routines it
+/// knows by name.
+fn plain_body(f: Function<'_>) -> bool {
+    !f.is_declaration()
+        && f.instructions().into_iter().all(|inst| {
+            let Some(call) = inst.as_call() else {
+                return true;
+            };
+            if call.called_value().kind() == ValueKind::InlineAsm {
+                return false;
+            }
+            let name = call.called_function().map(|g| g.name()).unwrap_or_default();
+            if call.is_intrinsic() {
+                return name.starts_with("llvm.dbg.");
+            }
+            !crate::attrs::ABI_ROUTINES.contains(&name.as_str())
+        })
 }
 
 /// Whether a function type passes or returns a scalable vector (also inside structs and

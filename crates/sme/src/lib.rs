@@ -43,7 +43,9 @@
 //! set-up (`msr TPIDR2_EL0`), `__arm_tpidr2_restore`, the new-ZA commit and zeroing and
 //! the ZT0 spills to be exactly the model's (54 functions), tail calls to be `b` exactly
 //! when the model allows them (25 cases), and `opt-19 -passes=inline` to inline exactly
-//! when the model allows it (22 of 25 mode cases, see below, and 15 of 15 ZA cases).
+//! when the model allows it (22 of 25 mode cases, see below; for ZA and ZT0, 15 of 15
+//! cases with inline-assembly bodies and 19 of 27 with plain bodies, the 8 others being
+//! the spec's mode rule and new-ZT0 bodies, below).
 //! `tests/qemu.rs` builds the matrix as C with `clang-19 -march=armv9-a+sme` (no libc),
 //! links it with this crate's own SME ABI routines ([`runtime`]), runs it under
 //! `qemu-aarch64-static -cpu max` and requires every PSTATE.SM read from SVCR (callee
@@ -71,13 +73,17 @@
 //!   callee's body has no inline assembly or intrinsic calls (13 of 25 cases with plain
 //!   bodies), and even with inline assembly it inlines a locally streaming callee into a
 //!   streaming body, judging the body rather than the interface (3 cases). The model
-//!   keeps the spec's rule.
+//!   keeps the spec's rule. Around ZA the spec has no rule, so the model follows LLVM 19:
+//!   a plain body (no inline assembly, intrinsic or SME ABI routine calls) that needs a
+//!   lazy ZA save or a ZT0 spill is inlined, a new-ZA body never. LLVM 19 also inlines a
+//!   new-ZT0 body (it checks only new ZA), dropping its ZA enable and ZT0 zeroing; the
+//!   model does not.
 //! - *Errors that go through*: LLVM 19's verifier rejects `sm_enabled` with
 //!   `sm_compatible` and several ZA or ZT0 states, but compiles without a word: `sm_body`
 //!   on a declaration, scalable vectors across a possible vector-length change (one such
 //!   case, an `<vscale x 16 x i1>` from a streaming-compatible to a streaming function,
-//!   crashes instruction selection instead), `za_new` with `za_shared` or `za_preserved` (ignored), a call from a
-//!   function without ZA to one sharing ZA, a new-ZA SME ABI routine, and
+//!   crashes instruction selection instead), `za_new` with `za_shared` or `za_preserved`
+//!   (ignored), a call from a function without ZA to one sharing ZA, a new-ZA SME ABI routine, and
 //!   `aarch64_sve_vector_pcs` with `sm_body` (it spills the SVE callee-saves with the
 //!   non-streaming vector length into slots sized with the streaming one).
 //! - *Extra work*: a function that may change PSTATE.SM calls `__arm_get_current_vg` in
@@ -95,7 +101,8 @@
 //! **What is left out.** Pointers to scalable vectors cannot be seen in opaque-pointer IR,
 //! so only scalable vectors passed by value are diagnosed. ZA on exception edges (the spec's
 //! "Exception handling and ZA" is empty) is not modelled. `inline` says whether the SME
-//! rules allow inlining, not whether the callee has a body. The after-exception column
+//! rules allow inlining (a callee without a body in the module counts as not plain), not
+//! whether the callee has a body. The after-exception column
 //! is reported for `invoke`s only (after a plain call an exception leaves the caller
 //! too). The runtime routines assume Linux-style EL0 access to the ID registers.
 //!

@@ -219,7 +219,10 @@ pub struct CallModel {
     /// The caller has ZT0 state but no ZA state and the callee a private ZA interface: ZA
     /// is disabled before the call and enabled after it (the ZT0 spill covers ZT0).
     pub disable_za: bool,
-    /// Whether the SME rules let the call be inlined.
+    /// Whether the SME rules let the call be inlined: never across a change of PSTATE.SM
+    /// or of body mode (spec 004 §2), never a new-ZA or new-ZT0 body; where the call needs
+    /// a lazy ZA save or a ZT0 spill (on which spec 004 is silent) only when the callee's
+    /// body is plain, as LLVM 19 does (see [`call_model_with_body`]).
     pub inline: bool,
     /// Whether the SME rules let the call be a tail call.
     pub tail_call: bool,
@@ -276,6 +279,20 @@ pub fn transitions(from: BodyMode, to: Interface) -> (Vec<Change>, Vec<Change>, 
 /// caller too.
 #[must_use]
 pub fn call_model(caller: &Attrs, callee: &Attrs, invoke: bool) -> CallModel {
+    call_model_with_body(caller, callee, invoke, false)
+}
+
+/// [`call_model`] knowing whether the callee's body is plain: defined, with no inline
+/// assembly, no intrinsic calls (debug intrinsics aside) and no calls to SME ABI routines,
+/// so that LLVM 19 trusts it to run with ZA saved lazily or ZT0 spilled around it
+/// (`hasPossibleIncompatibleOps`). Only the lazy-save and ZT0 cases depend on it.
+#[must_use]
+pub fn call_model_with_body(
+    caller: &Attrs,
+    callee: &Attrs,
+    invoke: bool,
+    plain_body: bool,
+) -> CallModel {
     let from = body_mode(caller);
     let (mut before, mut after, exc) = transitions(from, callee.interface());
     let after_exception = if invoke { exc } else { Vec::new() };
@@ -296,14 +313,17 @@ pub fn call_model(caller: &Attrs, callee: &Attrs, invoke: bool) -> CallModel {
         .any(|c| c.is_conditional());
     let changes_sm = before.iter().chain(&after).any(|c| c.insn.is_sm());
     // Inlining would run the callee's body in the caller's mode (spec 004 §2, "Other
-    // things to consider"); a new-ZA/ZT0 body or a save around the call has no place in
-    // the caller either.
+    // things to consider"); a new-ZA/ZT0 body has no place in the caller either. Spec 004
+    // says nothing about inlining and ZA: as in LLVM 19, a body that needs ZA saved
+    // lazily or ZT0 spilled around it is inlined when it is plain (it neither touches ZA
+    // nor ZT0, and its own calls get their own saves in the caller).
     let same_body = match (from, body_mode(callee)) {
         (_, BodyMode::AsCaller) => true,
         (f, c) => f == c,
     };
     let new_body = callee.za() == State::New || callee.zt0() == State::New;
-    let inline = !changes_sm && same_body && !new_body && !lazy_za_save && !preserve_zt0;
+    let inline =
+        !changes_sm && same_body && !new_body && (plain_body || !(lazy_za_save || preserve_zt0));
     // A tail call leaves nothing to run after it: no mode to restore, no ZA to re-enable,
     // no locally streaming or new-ZA exit.
     let caller_exit = caller.sm_body || caller.za() == State::New || caller.zt0() == State::New;
@@ -703,6 +723,11 @@ mod tests {
         assert_eq!(names(&m.after), ["smstart za"]);
         let m = call_model(&n, &n, false);
         assert!(m.inline && m.tail_call);
+        // A plain private-ZA body inlines into a ZA caller (LLVM 19); a new-ZA one never.
+        assert!(call_model_with_body(&za, &n, false, true).inline);
+        let new_za = Attrs::from_names(["aarch64_new_za"]);
+        assert!(!call_model_with_body(&za, &new_za, false, true).inline);
+        assert!(call_model_with_body(&zt0, &n, false, true).inline);
         // Inlining a locally streaming body into a normal caller would stream nothing.
         assert!(!call_model(&n, &Attrs::from_names([SM_BODY]), false).inline);
         assert!(!call_model(&Attrs::from_names([SM_BODY]), &n, false).tail_call);

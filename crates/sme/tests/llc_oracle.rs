@@ -689,6 +689,69 @@ fn za_inlining_matches_opt() {
     assert_eq!(cases.len(), 15);
 }
 
+/// Inlining and ZA with plain bodies: spec 004 has no rule, so the model follows LLVM 19,
+/// which inlines a private-ZA (or ZT0-spilling) callee into a caller with ZA or ZT0 state
+/// when the body is plain, but never a new-ZA body. The departures left are the spec's
+/// mode rule (a streaming-compatible caller, departure 3) and new-ZT0 bodies, which
+/// LLVM 19 inlines (it checks only new ZA) and the model does not: the inlined body would
+/// lose its ZA enable and ZT0 zeroing.
+#[test]
+fn za_inlining_of_plain_bodies_matches_opt() {
+    let callers: [(&str, &[&str]); 4] = [
+        ("inout", &["aarch64_inout_za"]),
+        ("new", &["aarch64_new_za"]),
+        ("sc_in", &[SM_COMPATIBLE, "aarch64_in_za"]),
+        ("za_zt0", &["aarch64_inout_za", "aarch64_inout_zt0"]),
+    ];
+    let bodies: [(&str, &[&str]); 6] = [
+        ("private", &[]),
+        ("new", &["aarch64_new_za"]),
+        ("inout", &["aarch64_inout_za"]),
+        ("preserves", &["aarch64_preserves_za"]),
+        ("sc_in", &[SM_COMPATIBLE, "aarch64_in_za"]),
+        ("new_zt0", &["aarch64_new_zt0"]),
+    ];
+    let mut cases = inline_cases_of("%r = fadd float %x, 1.0", &callers, &bodies);
+    // ZT0 without ZA: ZA is turned off around a private-ZA call, ZT0 spilled.
+    let zt0: [(&str, &[&str]); 1] = [("zt0", &["aarch64_inout_zt0"])];
+    let zt0_bodies: [(&str, &[&str]); 3] = [bodies[0], bodies[1], bodies[5]];
+    cases.extend(inline_cases_of(
+        "%r = fadd float %x, 1.0",
+        &zt0,
+        &zt0_bodies,
+    ));
+    for (caller, model, opt) in &cases {
+        assert_eq!(*opt, !caller.ends_with("_inlines_new"), "{caller}: opt-19");
+        if caller.ends_with("_inlines_private") && !caller.starts_with("sc_in") {
+            assert!(*model, "{caller}: a plain private-ZA body inlines");
+        }
+    }
+    let mismatches: Vec<&str> = cases
+        .iter()
+        .filter(|(_, m, o)| m != o)
+        .map(|(c, _, _)| c.as_str())
+        .collect();
+    assert_eq!(
+        mismatches,
+        [
+            "inout_inlines_new_zt0",
+            "new_inlines_new_zt0",
+            "sc_in_inlines_private",
+            "sc_in_inlines_inout",
+            "sc_in_inlines_preserves",
+            "sc_in_inlines_new_zt0",
+            "za_zt0_inlines_new_zt0",
+            "zt0_inlines_new_zt0",
+        ],
+        "(caller, model, opt): {cases:#?}"
+    );
+    eprintln!(
+        "ZA inlining, plain bodies: {}/{} cases match opt-19",
+        cases.len() - mismatches.len(),
+        cases.len()
+    );
+}
+
 /// Departure 3: spec 004 forbids inlining across a mode change; LLVM 19 inlines anyway
 /// when the callee's body holds only plain IR instructions (no inline assembly, no
 /// intrinsic calls), which it trusts to lower to instructions valid in either mode. The
