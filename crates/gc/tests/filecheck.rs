@@ -17,6 +17,8 @@
 //! the test fails and says to run `scripts/install-deps`.
 #![cfg(feature = "llvm")]
 
+mod common;
+
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,8 @@ use std::process::Command;
 
 use locus_gc::lower::{lower_module, LowerOptions};
 use locus_llvm::{Context, Module};
+
+use common::ll_files;
 
 /// Fixtures on which Locus's output is known to differ from Julia's, with the reason.
 /// The checks in these files are Julia's; remove an entry when the lowering is fixed.
@@ -57,18 +61,6 @@ fn filecheck() -> PathBuf {
         }
         Err(e) => panic!("cannot run FileCheck-19: {e}"),
     }
-}
-
-fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/filecheck");
-    let mut v: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no .ll files in {}", dir.display());
-    v
 }
 
 fn file_name(path: &Path) -> String {
@@ -123,7 +115,7 @@ fn check_fixture(path: &Path, filecheck: &Path, out_dir: &Path) -> Result<(), St
 #[test]
 fn gc_lowering_matches_julia_on_the_filecheck_fixtures() {
     let filecheck = filecheck();
-    let fixtures = fixtures();
+    let fixtures = ll_files("fixtures/filecheck");
     let names: Vec<String> = fixtures.iter().map(|p| file_name(p)).collect();
     for (known, _) in KNOWN_FAILURES {
         assert!(

@@ -5,22 +5,15 @@
 //! caught as a dangling reference, is tested through the CLI in crates/cli/tests/gc.rs,
 //! since a program whose root was dropped may crash its process.)
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use locus_gc::run::{run, RunOptions, RunOutcome};
 use locus_gc::runtime::OnFault;
 
-fn programs() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
-    let mut v: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
-        .collect();
-    v.sort();
-    v
-}
+use common::ll_files;
 
 fn expected(text: &str, path: &Path) -> i64 {
     text.lines()
@@ -45,7 +38,7 @@ fn run_file(path: &Path, stress: bool) -> RunOutcome {
 #[test]
 fn every_program_gives_its_result_under_stress() {
     let mut passed = Vec::new();
-    for path in programs() {
+    for path in ll_files("fixtures/programs") {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         let out = run_file(&path, true);
         assert!(
@@ -75,7 +68,7 @@ fn every_program_gives_its_result_under_stress() {
 
 #[test]
 fn slots_meet_the_live_together_lower_bound() {
-    for path in programs() {
+    for path in ll_files("fixtures/programs") {
         let out = run_file(&path, false);
         for f in &out.reports {
             assert_eq!(
@@ -196,14 +189,7 @@ define i64 @main() {
 /// error must contain.
 #[test]
 fn what_cannot_be_rooted_is_refused() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/refused");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty());
+    let files = ll_files("fixtures/refused");
     for path in files {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         let want = text

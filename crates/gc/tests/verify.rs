@@ -18,9 +18,11 @@
 //!   be reported.
 //! - Every rule has a fixture, and `run` refuses a module with violations.
 
+mod common;
+
 use std::fs;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use locus_gc::run::prepare;
@@ -28,17 +30,7 @@ use locus_gc::verify::{verify_module, Rule, Severity, VerifyOptions};
 use locus_gc::Error;
 use locus_llvm::{Context, Module};
 
-fn ll_files(dir: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let mut v: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
-        .collect();
-    v.sort();
-    assert!(!v.is_empty(), "no .ll files in {}", dir.display());
-    v
-}
+use common::ll_files;
 
 fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
