@@ -337,7 +337,15 @@ impl<'m> Type<'m> {
     /// address space for which `pred` is true.
     #[must_use]
     pub fn holds_pointer_in(self, pred: impl FnMut(u32) -> bool) -> bool {
-        self.pointer_address_spaces().into_iter().any(pred)
+        // Most values are scalars: answer those without walking (and allocating).
+        match self.kind() {
+            TypeKind::Pointer => self.address_space().is_some_and(pred),
+            TypeKind::Vector
+            | TypeKind::ScalableVector
+            | TypeKind::Array
+            | TypeKind::Struct => self.pointer_address_spaces().into_iter().any(pred),
+            _ => false,
+        }
     }
 
     /// The type as LLVM prints it (`ptr addrspace(10)`, `{ i64, ptr }`, `%T`).
