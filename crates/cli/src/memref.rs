@@ -316,7 +316,7 @@ fn call(
     locus_gc::signals::install();
     let scope = locus_gc::signals::fault_scope(false);
     let results = function
-        .call(&mut call_args, options)
+        .call(call_args, options)
         .map_err(|e| fail(e.to_string()))?;
     drop(scope);
     let mut outs = outs.iter();
@@ -337,7 +337,6 @@ fn call(
             }
         }
     }
-    drop(call_args);
     if inout {
         for input in &inputs {
             if let Input::Array { path, array } = input {

@@ -95,8 +95,8 @@ fn main() {
         c_ns = c_ns.min(best_ns(1, iters, || unsafe { bump_c(black_box(&mut d)) }));
     }
     let ffi_ns = best_ns(3, 100_000, || {
-        let mut args = [MemRefArg::from_view_mut(&mut view).into()];
-        dynamic.call(&mut args, CallOptions::default()).unwrap();
+        let args = [MemRefArg::from_view_mut(&mut view).into()];
+        dynamic.call(args, CallOptions::default()).unwrap();
     });
     println!("call: bump_c (clang-19 -O2) via fn pointer                 {c_ns:.2} ns/call");
     println!("call: _mlir_ciface_bump, Locus typed symbol, view -> descriptor each call {locus_ns:.2} ns/call");

@@ -1161,10 +1161,26 @@ impl<'lib> Function<'lib> {
     /// let mut data = vec![1.0f32, 2.0];
     /// let mut view = MemRefViewMut::contiguous(&mut data, [2])?;
     /// // `same` returns its argument.
-    /// let results = same.call(&mut [MemRefArg::from_view_mut(&mut view).into()], CallOptions::default())?;
+    /// let results = same.call([MemRefArg::from_view_mut(&mut view).into()], CallOptions::default())?;
     /// drop(data); // error: `data` is still borrowed by `results`
     /// let [Value::MemRef(m)] = results.as_slice() else { return Ok(()) };
     /// println!("{:?}", m.to_bytes());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// The arguments are taken, so one cannot be passed to another call (which may write
+    /// its buffer) while a result that may alias it lives:
+    ///
+    /// ```compile_fail
+    /// # use locus_memref::{CallOptions, Function, MemRefArg, MemRefViewMut, Value};
+    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::MemRefError> {
+    /// let mut data = vec![1.0f32, 2.0];
+    /// let mut view = MemRefViewMut::contiguous(&mut data, [2])?;
+    /// let args = [MemRefArg::from_view_mut(&mut view).into()];
+    /// let first = same.call(args, CallOptions::default())?;
+    /// let again = same.call(args, CallOptions::default())?; // error: `args` was moved
+    /// # drop((first, again));
     /// # Ok(())
     /// # }
     /// ```
@@ -1177,7 +1193,7 @@ impl<'lib> Function<'lib> {
     /// let results = {
     ///     // SAFETY: `table` returns a global of the library (`memref.get_global`).
     ///     let table = unsafe { lib.function("table", Signature::parse("() -> memref<4xf32>")?) }?;
-    ///     table.call(&mut [], CallOptions::default())?
+    ///     table.call([], CallOptions::default())?
     /// };
     /// drop(lib); // error: `lib` is still borrowed by `results`
     /// let [Value::MemRef(m)] = results.as_slice() else { return Ok(()) };
@@ -1187,12 +1203,17 @@ impl<'lib> Function<'lib> {
     /// ```
     pub fn call<'a>(
         &self,
-        args: &mut [Arg<'a>],
+        args: impl IntoIterator<Item = Arg<'a>>,
         options: CallOptions,
     ) -> Result<Vec<Value<'a>>, MemRefError>
     where
         'lib: 'a,
     {
+        // The arguments are taken, not borrowed: a result may alias an argument's buffer,
+        // and an argument passed again to another call (which may write its buffer) while
+        // that result lives would change memory behind the result's shared view.
+        let mut args: Vec<Arg<'a>> = args.into_iter().collect();
+        let args = args.as_mut_slice();
         let Some(code) = self.ciface else {
             return Err(MemRefError::Library {
                 what: format!("_mlir_ciface_{}", self.name),

@@ -163,7 +163,7 @@
 //! let mut data = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
 //! let mut t = MemRefViewMut::contiguous(&mut data, [2, 3])?.transpose(0, 1)?;
 //! let mut args = [MemRefArg::from_view_mut(&mut t).into(), Scalar::F32(2.0).into()];
-//! let results = f.call(&mut args, CallOptions::default())?;
+//! let results = f.call(args, CallOptions::default())?;
 //! let [Value::MemRef(sums), Value::Scalar(Scalar::F32(total))] = results.as_slice() else { panic!() };
 //! assert_eq!(sums.view::<f32, 1>()?.iter().copied().collect::<Vec<_>>(), [10.0, 14.0, 18.0]);
 //! assert_eq!(*total, 42.0);
@@ -211,7 +211,7 @@
 //!
 //! let mut data = vec![1.0f32, 2.0, 3.0];
 //! let mut a = MemRefViewMut::contiguous(&mut data, [3])?;
-//! let results = f.call(&mut [MemRefArg::from_view_mut(&mut a).into()], CallOptions::default())?;
+//! let results = f.call([MemRefArg::from_view_mut(&mut a).into()], CallOptions::default())?;
 //! let [Value::MemRef(tail), Value::MemRef(copy), Value::MemRef(again)] = results.as_slice() else {
 //!     panic!()
 //! };

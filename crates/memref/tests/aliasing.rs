@@ -46,7 +46,7 @@ fn same_buffer_returned_twice() {
     let f = function("aliasing.mlir", "twice");
     for n in [6, 1, 0] {
         let res = f
-            .call(&mut [Scalar::Index(n).into()], CallOptions::default())
+            .call([Scalar::Index(n).into()], CallOptions::default())
             .unwrap();
         let mut ms = memrefs(res).into_iter();
         let (first, second) = (ms.next().unwrap(), ms.next().unwrap());
@@ -72,7 +72,7 @@ fn same_buffer_returned_twice() {
 fn fresh_buffer_and_its_subview() {
     let f = function("aliasing.mlir", "with_tail");
     let res = f
-        .call(&mut [Scalar::Index(6).into()], CallOptions::default())
+        .call([Scalar::Index(6).into()], CallOptions::default())
         .unwrap();
     assert!(matches!(res[1], Value::Scalar(Scalar::I64(5))));
     let mut ms = memrefs(res).into_iter();
@@ -94,7 +94,7 @@ fn fresh_buffer_and_its_subview() {
 fn buffer_returned_ranked_and_unranked() {
     let f = function("aliasing.mlir", "grid_both");
     let res = f
-        .call(&mut [Scalar::Index(3).into()], CallOptions::default())
+        .call([Scalar::Index(3).into()], CallOptions::default())
         .unwrap();
     let mut ms = memrefs(res).into_iter();
     let (u, other, m) = (ms.next().unwrap(), ms.next().unwrap(), ms.next().unwrap());
@@ -132,7 +132,7 @@ fn buffer_returned_ranked_and_unranked() {
 fn unranked_buffer_returned_twice() {
     let f = function("aliasing.mlir", "unranked_twice");
     let res = f
-        .call(&mut [Scalar::Index(4).into()], CallOptions::default())
+        .call([Scalar::Index(4).into()], CallOptions::default())
         .unwrap();
     let mut ms = memrefs(res).into_iter();
     let (a, b) = (ms.next().unwrap(), ms.next().unwrap());
@@ -153,7 +153,7 @@ fn argument_returned_is_never_freed() {
     let mut v = MemRefViewMut::contiguous(&mut data, [4]).unwrap();
     let res = f
         .call(
-            &mut [MemRefArg::from_view_mut(&mut v).into()],
+            [MemRefArg::from_view_mut(&mut v).into()],
             CallOptions::default(),
         )
         .unwrap();
@@ -170,7 +170,7 @@ fn argument_returned_is_never_freed() {
     let mut v = MemRefViewMut::contiguous(&mut on_stack, [3]).unwrap();
     let res = f
         .call(
-            &mut [MemRefArg::from_view_mut(&mut v).into()],
+            [MemRefArg::from_view_mut(&mut v).into()],
             CallOptions::default(),
         )
         .unwrap();
@@ -193,7 +193,7 @@ fn argument_returned_unranked() {
         let mut data: Vec<f32> = (0..6).map(|i| i as f32).collect();
         let mut v = MemRefViewMut::contiguous(&mut data, [2, 3]).unwrap();
         let res = f
-            .call(&mut [MemRefArg::from_view_mut(&mut v).into()], options)
+            .call([MemRefArg::from_view_mut(&mut v).into()], options)
             .unwrap();
         let ms = memrefs(res);
         assert_eq!(ms[0].origin(), Origin::Argument(0));
@@ -222,7 +222,7 @@ fn shared_view_is_never_written() {
     let data = [1.0f32, 2.0, 3.0];
     let v = MemRefView::contiguous(&data, [3]).unwrap();
     f.call(
-        &mut [MemRefArg::from_view(&v).into(), Scalar::F32(9.0).into()],
+        [MemRefArg::from_view(&v).into(), Scalar::F32(9.0).into()],
         CallOptions::default(),
     )
     .unwrap();
@@ -234,7 +234,7 @@ fn shared_view_is_never_written() {
     let every_other = MemRefView::new(&data, 1, [4], [2]).unwrap();
     let res = g
         .call(
-            &mut [
+            [
                 MemRefArg::from_view(&every_other).into(),
                 Scalar::F32(-1.0).into(),
             ],
@@ -255,7 +255,7 @@ fn shared_view_is_never_written() {
     let reversed = MemRefView::new(&data, 7, [4], [-2]).unwrap();
     let res = g
         .call(
-            &mut [
+            [
                 MemRefArg::from_view(&reversed).into(),
                 Scalar::F32(5.0).into(),
             ],
@@ -271,7 +271,7 @@ fn shared_view_is_never_written() {
     let mut data = vec![0f32; 3];
     let mut v = MemRefViewMut::contiguous(&mut data, [3]).unwrap();
     f.call(
-        &mut [
+        [
             MemRefArg::from_view_mut(&mut v).into(),
             Scalar::F32(9.0).into(),
         ],
@@ -291,7 +291,7 @@ fn result_aliasing_a_copy_made_for_the_call() {
     let mut v = MemRefViewMut::new(&mut data, 1, [4], [2]).unwrap();
     let options = CallOptions::default().copy_strided(true);
     let res = f
-        .call(&mut [MemRefArg::from_view_mut(&mut v).into()], options)
+        .call([MemRefArg::from_view_mut(&mut v).into()], options)
         .unwrap();
     let ms = memrefs(res);
     // Both point into the row-major copy, which they keep alive together.

@@ -46,11 +46,11 @@ fn compiled_kernel_calls_back_into_rust() {
     let f = common::function("callback.mlir", "scale_then_inc");
     let mut data: Vec<f32> = (0..10).map(|i| i as f32).collect();
     let mut view = MemRefViewMut::new(&mut data, 9, [5], [-2]).unwrap();
-    let mut args = [MemRefArg::from_view_mut(&mut view).into()];
-    assert!(f.call(&mut args, CallOptions::default()).is_err());
+    let args = [MemRefArg::from_view_mut(&mut view).into()];
+    assert!(f.call(args, CallOptions::default()).is_err());
     let copy = CallOptions::default().copy_strided(true);
-    f.call(&mut args, copy).unwrap();
-    drop(args);
+    f.call([MemRefArg::from_view_mut(&mut view).into()], copy)
+        .unwrap();
     for (i, x) in data.iter().enumerate() {
         let touched = i % 2 == 1;
         let want = if touched {

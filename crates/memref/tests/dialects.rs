@@ -34,7 +34,7 @@ fn math_intrinsics_and_libm_calls() {
     let mut va = MemRefViewMut::contiguous(&mut a, [9]).unwrap();
     let mut vb = MemRefViewMut::contiguous(&mut b, [9]).unwrap();
     f.call(
-        &mut [
+        [
             MemRefArg::from_view_mut(&mut va).into(),
             MemRefArg::from_view_mut(&mut vb).into(),
         ],
@@ -58,7 +58,7 @@ fn vector_masked_transfers_stop_at_the_end() {
         let mut va = MemRefViewMut::contiguous(&mut a, [n as i64]).unwrap();
         let mut vb = MemRefViewMut::contiguous(&mut b[..n], [n as i64]).unwrap();
         f.call(
-            &mut [
+            [
                 MemRefArg::from_view_mut(&mut va).into(),
                 MemRefArg::from_view_mut(&mut vb).into(),
             ],
@@ -81,7 +81,7 @@ fn vector_masked_load_and_reduction() {
         let mut va = MemRefViewMut::contiguous(&mut a, [n as i64]).unwrap();
         let out = f
             .call(
-                &mut [MemRefArg::from_view_mut(&mut va).into()],
+                [MemRefArg::from_view_mut(&mut va).into()],
                 CallOptions::default(),
             )
             .unwrap();
@@ -103,7 +103,7 @@ fn complex_exp_mul_abs() {
     let mut vi = MemRefViewMut::contiguous(&mut im, [n as i64]).unwrap();
     let mut vo = MemRefViewMut::contiguous(&mut out, [n as i64]).unwrap();
     f.call(
-        &mut [
+        [
             MemRefArg::from_view_mut(&mut vr).into(),
             MemRefArg::from_view_mut(&mut vi).into(),
             MemRefArg::from_view_mut(&mut vo).into(),
@@ -133,7 +133,7 @@ fn tensor_kernel_is_bufferized_with_identity_layout_at_the_boundary() {
     let mut vb = MemRefViewMut::contiguous(&mut b, [n as i64]).unwrap();
     let out = f
         .call(
-            &mut [
+            [
                 MemRefArg::from_view_mut(&mut va).into(),
                 MemRefArg::from_view_mut(&mut vb).into(),
             ],

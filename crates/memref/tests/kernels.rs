@@ -83,10 +83,7 @@ fn add_through_dynamic_ciface_and_expanded() {
         if expanded {
             f.call_expanded(&mut args, false).unwrap();
         } else {
-            assert!(f
-                .call(&mut args, CallOptions::default())
-                .unwrap()
-                .is_empty());
+            assert!(f.call(args, CallOptions::default()).unwrap().is_empty());
         }
         for i in 0..37 {
             assert_eq!(c[i], a[i] + b[i], "element {i} (expanded: {expanded})");
@@ -144,7 +141,7 @@ fn axpi_f64_in_place_both_conventions() {
         if expanded {
             f.call_expanded(&mut args, false).unwrap();
         } else {
-            f.call(&mut args, CallOptions::default()).unwrap();
+            f.call(args, CallOptions::default()).unwrap();
         }
         for i in 0..20 {
             assert_eq!(a[i], orig[i] * -2.0 + i as f64, "element {i}");
@@ -185,7 +182,7 @@ fn scalar_result_typed_and_dynamic() {
     let f = function("elementwise.mlir", "affine");
     let out = f
         .call(
-            &mut [Scalar::F32(3.5).into(), Scalar::I32(4).into()],
+            [Scalar::F32(3.5).into(), Scalar::I32(4).into()],
             CallOptions::default(),
         )
         .unwrap();
@@ -196,7 +193,7 @@ fn scalar_result_typed_and_dynamic() {
 fn every_scalar_kind_dynamic_and_typed() {
     let f = function("elementwise.mlir", "mix");
     for (b, want_r) in [(true, -5 + 300 + 7_000_000_000 + 11), (false, -1)] {
-        let mut args = [
+        let args = [
             Scalar::I1(b).into(),
             Scalar::I8(-5).into(),
             Scalar::I16(300).into(),
@@ -204,7 +201,7 @@ fn every_scalar_kind_dynamic_and_typed() {
             Scalar::Index(11).into(),
             Scalar::F64(1.25).into(),
         ];
-        let res = f.call(&mut args, CallOptions::default()).unwrap();
+        let res = f.call(args, CallOptions::default()).unwrap();
         match res.as_slice() {
             [Value::Scalar(Scalar::I64(r)), Value::Scalar(Scalar::I1(nb)), Value::Scalar(Scalar::F64(d))] =>
             {
@@ -234,7 +231,7 @@ fn every_scalar_kind_dynamic_and_typed() {
     assert_eq!((m.r, m.nb, m.d), (10, false, -1.0));
     let g = function("elementwise.mlir", "neg16");
     let res = g
-        .call(&mut [Scalar::I16(1234).into()], CallOptions::default())
+        .call([Scalar::I16(1234).into()], CallOptions::default())
         .unwrap();
     assert!(
         matches!(res.as_slice(), [Value::Scalar(Scalar::I16(-1234))]),
@@ -307,7 +304,7 @@ fn strided_kernel_with_transposed_subviewed_and_reversed_views() {
             if expanded {
                 f.call_expanded(&mut args, false).unwrap();
             } else {
-                f.call(&mut args, CallOptions::default()).unwrap();
+                f.call(args, CallOptions::default()).unwrap();
             }
             assert_eq!(out, want, "{name} (expanded: {expanded})");
         }
@@ -325,7 +322,7 @@ fn strided_kernel_writes_through_transposed_mutable_view() {
         .transpose(0, 1)
         .unwrap();
     f.call(
-        &mut [MemRefArg::from_view_mut(&mut v).into()],
+        [MemRefArg::from_view_mut(&mut v).into()],
         CallOptions::default(),
     )
     .unwrap();
@@ -351,22 +348,25 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
     let want = row_sums_of(&t);
     let mut out = vec![0f32; 5];
     let mut vo = MemRefViewMut::contiguous(&mut out, [5]).unwrap();
-    let mut args = in_out(&t, &mut vo);
-    let err = f.call(&mut args, CallOptions::default()).unwrap_err();
+    let err = f
+        .call(in_out(&t, &mut vo), CallOptions::default())
+        .unwrap_err();
     assert_argument_error(&err, 0, "not row-major");
-    let err = f.call_expanded(&mut args, false).unwrap_err();
+    let err = f
+        .call_expanded(&mut in_out(&t, &mut vo), false)
+        .unwrap_err();
     assert_argument_error(&err, 0, "");
     // Offset alone is refused too: the callee assumes offset 0.
     let sub = base.subview([1, 0], [3, 5], [1, 1]).unwrap();
     let mut out2 = vec![0f32; 3];
     let mut vo2 = MemRefViewMut::contiguous(&mut out2, [3]).unwrap();
-    let mut args2 = in_out(&sub, &mut vo2);
-    let err = f.call(&mut args2, CallOptions::default()).unwrap_err();
+    let err = f
+        .call(in_out(&sub, &mut vo2), CallOptions::default())
+        .unwrap_err();
     assert!(err.to_string().contains("offset 5"), "{err}");
     // Asked to copy: correct results through both conventions.
     let copy = CallOptions::default().copy_strided(true);
-    f.call(&mut args, copy).unwrap();
-    drop(args);
+    f.call(in_out(&t, &mut vo), copy).unwrap();
     assert_eq!(out, want);
     let mut out = vec![0f32; 5];
     let mut vo = MemRefViewMut::contiguous(&mut out, [5]).unwrap();
@@ -374,8 +374,7 @@ fn identity_layout_callee_refuses_strided_views_or_copies_them() {
     f.call_expanded(&mut args, true).unwrap();
     drop(args);
     assert_eq!(out, want);
-    f.call(&mut args2, copy).unwrap();
-    drop(args2);
+    f.call(in_out(&sub, &mut vo2), copy).unwrap();
     assert_eq!(out2, row_sums_of(&sub));
 }
 
@@ -416,13 +415,14 @@ fn kernel_with_its_own_subview() {
     let mut out = [0f32; 4];
     let mut vo = MemRefViewMut::contiguous(&mut out, [2, 2]).unwrap();
     let wrong = MemRefView::contiguous(&m, [2, 8]).unwrap();
-    let mut args = in_out(&wrong, &mut vo);
-    let err = f.call(&mut args, CallOptions::default()).unwrap_err();
+    let err = f
+        .call(in_out(&wrong, &mut vo), CallOptions::default())
+        .unwrap_err();
     assert_argument_error(&err, 0, "size 2 in dimension 0, the signature wants 4");
     let good = MemRefView::contiguous(&m, [4, 4]).unwrap();
-    args[0] = MemRefArg::from_view(&good).into();
-    let res = f.call(&mut args, CallOptions::default()).unwrap();
-    drop(args);
+    let res = f
+        .call(in_out(&good, &mut vo), CallOptions::default())
+        .unwrap();
     assert!(matches!(res.as_slice(), [Value::Scalar(Scalar::F32(v))] if *v == total));
     assert_eq!(
         out,
@@ -493,7 +493,7 @@ fn aligned_alloc_frees_the_allocated_pointer() {
     // Dynamic call of the same, owned.
     let f = function("results.mlir", "iota_aligned");
     let res = f
-        .call(&mut [Scalar::Index(5).into()], CallOptions::default())
+        .call([Scalar::Index(5).into()], CallOptions::default())
         .unwrap();
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
@@ -537,7 +537,7 @@ fn rank0_arguments_and_result() {
     let vx = MemRefView::contiguous(&x, []).unwrap();
     let mut vo = MemRefViewMut::contiguous(&mut out, []).unwrap();
     let res = f
-        .call(&mut in_out(&vx, &mut vo), CallOptions::default())
+        .call(in_out(&vx, &mut vo), CallOptions::default())
         .unwrap();
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
@@ -575,7 +575,7 @@ fn unranked_argument_all_conventions() {
         if expanded {
             f.call_expanded(&mut args, false).unwrap();
         } else {
-            f.call(&mut args, CallOptions::default()).unwrap();
+            f.call(args, CallOptions::default()).unwrap();
         }
         assert_eq!(data, vec![value; 6], "expanded: {expanded}");
     }
@@ -627,7 +627,7 @@ fn unranked_result_typed_and_dynamic() {
     );
     let f = function("results.mlir", "grid_unranked");
     let res = f
-        .call(&mut [Scalar::Index(3).into()], CallOptions::default())
+        .call([Scalar::Index(3).into()], CallOptions::default())
         .unwrap();
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
@@ -681,10 +681,7 @@ fn several_results_memref_and_f32() {
     let f = function("results.mlir", "prefix");
     let va = MemRefView::contiguous(&a, [12]).unwrap();
     let res = f
-        .call(
-            &mut [MemRefArg::from_view(&va).into()],
-            CallOptions::default(),
-        )
+        .call([MemRefArg::from_view(&va).into()], CallOptions::default())
         .unwrap();
     match res.as_slice() {
         [Value::MemRef(m), Value::Scalar(Scalar::F32(t))] => {
@@ -716,7 +713,7 @@ fn result_aliasing_an_argument_is_not_freed() {
     ] {
         let mut v = MemRefViewMut::contiguous(&mut data, [5]).unwrap();
         let res = f
-            .call(&mut [MemRefArg::from_view_mut(&mut v).into()], opts)
+            .call([MemRefArg::from_view_mut(&mut v).into()], opts)
             .unwrap();
         let Value::MemRef(m) = &res[0] else {
             panic!("memref result")
@@ -748,7 +745,7 @@ fn global_result_is_never_freed() {
     assert_eq!(owned.to_vec().unwrap(), [1.0, 2.0, 3.0, 4.5]);
     drop(owned);
     let f = function("results.mlir", "table");
-    let res = f.call(&mut [], CallOptions::default()).unwrap();
+    let res = f.call([], CallOptions::default()).unwrap();
     let Value::MemRef(m) = &res[0] else {
         panic!("memref result")
     };
@@ -821,8 +818,8 @@ fn wrong_arguments_are_refused_with_their_position() {
             "scalar f32 given",
         ),
     ];
-    for (mut args, index, text) in cases {
-        match f.call(&mut args, CallOptions::default()) {
+    for (args, index, text) in cases {
+        match f.call(args, CallOptions::default()) {
             Err(MemRefError::Argument { index: i, message }) => {
                 assert_eq!(i, index, "{message}");
                 assert!(message.contains(text), "{message}");
@@ -833,7 +830,7 @@ fn wrong_arguments_are_refused_with_their_position() {
     let g = function("elementwise.mlir", "affine");
     let err = g
         .call(
-            &mut [Scalar::F64(1.0).into(), Scalar::I32(1).into()],
+            [Scalar::F64(1.0).into(), Scalar::I32(1).into()],
             CallOptions::default(),
         )
         .unwrap_err();
@@ -899,11 +896,11 @@ fn heap_count_child() {
     let round = || {
         for _ in 0..200 {
             let res = f
-                .call(&mut [Scalar::Index(1000).into()], CallOptions::default())
+                .call([Scalar::Index(1000).into()], CallOptions::default())
                 .unwrap();
             drop(res);
             let res = g
-                .call(&mut [Scalar::Index(500).into()], CallOptions::default())
+                .call([Scalar::Index(500).into()], CallOptions::default())
                 .unwrap();
             drop(res);
             let mut d = D::<f32, 1>::new(std::ptr::null_mut(), std::ptr::null_mut(), 0, [0], [0]);
@@ -930,7 +927,7 @@ fn heap_count_child() {
     let before = malloc_in_use();
     for _ in 0..200 {
         let opts = CallOptions::default().borrow_results(true);
-        let res = f.call(&mut [Scalar::Index(1000).into()], opts).unwrap();
+        let res = f.call([Scalar::Index(1000).into()], opts).unwrap();
         let Value::MemRef(m) = &res[0] else {
             panic!("memref")
         };
@@ -983,18 +980,15 @@ fn valgrind_child_owned() {
     let va = MemRefView::contiguous(&a, [10]).unwrap();
     for _ in 0..5 {
         drop(
-            f.call(
-                &mut [MemRefArg::from_view(&va).into()],
-                CallOptions::default(),
-            )
-            .unwrap(),
-        );
-        drop(
-            g.call(&mut [Scalar::Index(4).into()], CallOptions::default())
+            f.call([MemRefArg::from_view(&va).into()], CallOptions::default())
                 .unwrap(),
         );
         drop(
-            h.call(&mut [Scalar::Index(9).into()], CallOptions::default())
+            g.call([Scalar::Index(4).into()], CallOptions::default())
+                .unwrap(),
+        );
+        drop(
+            h.call([Scalar::Index(9).into()], CallOptions::default())
                 .unwrap(),
         );
     }
@@ -1007,7 +1001,7 @@ fn valgrind_child_borrowed() {
     let g = function("results.mlir", "grid_unranked");
     let opts = CallOptions::default().borrow_results(true);
     for _ in 0..5 {
-        drop(g.call(&mut [Scalar::Index(4).into()], opts).unwrap());
+        drop(g.call([Scalar::Index(4).into()], opts).unwrap());
     }
 }
 

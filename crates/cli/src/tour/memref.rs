@@ -127,11 +127,11 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     ))?;
     tour.line("  view passes the buffer itself; a shared view would pass a copy, as a kernel may")?;
     tour.line("  write through any memref it gets)")?;
-    let mut args = [
+    let args = [
         Arg::from(MemRefArg::from_view_mut(&mut t)),
         Scalar::F32(0.5).into(),
     ];
-    let results = f.call(&mut args, CallOptions::default()).map_err(fail)?;
+    let results = f.call(args, CallOptions::default()).map_err(fail)?;
     let (out, total) = match results.as_slice() {
         [Value::MemRef(out), Value::Scalar(Scalar::F32(total))] => (out, *total),
         _ => return Err(fail("unexpected results from scaled_row_sums")),
@@ -188,11 +188,11 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     let dense = unsafe { lib.function("dense_row_sums", dense_sig) }.map_err(fail)?;
     let mut sink = vec![0f32; 4];
     let mut sink_view = MemRefViewMut::contiguous(&mut sink, [4]).map_err(fail)?;
-    let mut args = [
+    let args = [
         Arg::from(MemRefArg::from_view_mut(&mut t)),
         MemRefArg::from_view_mut(&mut sink_view).into(),
     ];
-    match dense.call(&mut args, CallOptions::default()) {
+    match dense.call(args, CallOptions::default()) {
         Err(e) => {
             tour.line(format!(
                 "Same view to @dense_row_sums(memref<?x?xf32>, ..): {e}"
