@@ -349,7 +349,7 @@ fn typed_results_share_one_guard() {
 
 /// The typed path: the rank-2 argument returned unranked, taken as
 /// borrowed: the data is left alone, the 56-byte heap descriptor is freed
-/// (today nothing is, which valgrind reports in `aliasing_under_valgrind`).
+/// (valgrind checks it in `aliasing_under_valgrind`).
 #[test]
 fn typed_unranked_result_aliasing_an_argument() {
     let lib = library("aliasing.mlir");

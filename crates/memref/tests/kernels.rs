@@ -1026,11 +1026,17 @@ fn no_leak_under_valgrind() {
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
-    let (code, err) = run("valgrind_child_owned");
+    let (code, err, stdout) = run("valgrind_child_owned");
     assert_eq!(code, Some(0), "owned results leaked or misbehaved:\n{err}");
-    let (code, err) = run("valgrind_child_borrowed");
+    // A clean exit means nothing if the child did not run.
+    assert!(
+        stdout.contains("1 passed"),
+        "the child did not run:\n{stdout}"
+    );
+    let (code, err, _) = run("valgrind_child_borrowed");
     assert_eq!(
         code,
         Some(99),
