@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{
-    AttributeIndex, Function, Instruction, MemoryEffects, MemoryLocation, ModRef, Opcode,
+    AttributeIndex, Function, Instruction, MemoryEffects, MemoryLocation, Metadata, ModRef, Opcode,
     OperandBundle, TypeKind, ValueKind,
 };
 use locus_llvm::{Context, Error, Module};
@@ -867,4 +867,43 @@ fn debug_info_survives_changes() {
     let printed = f.print();
     assert!(!printed.contains("%d"), "{printed}");
     assert!(printed.contains("poison"), "{printed}");
+}
+
+/// Review findings, each once undefined behaviour or a runaway from safe code.
+#[test]
+fn safe_calls_stay_safe_on_odd_input() {
+    let ctx = Context::new();
+    let ir = r#"
+declare void @f()
+declare i32 @__gxx_personality_v0(...)
+define void @g(ptr %p) personality ptr @__gxx_personality_v0 {
+entry:
+  %x = load i64, ptr %p, !self !0
+  invoke void @f() to label %ok unwind label %bad
+ok:
+  ret void
+bad:
+  %lp = landingpad { ptr, i32 } cleanup
+  ret void
+}
+!0 = distinct !{!0, !0, !0, !0, !0}
+"#;
+    let module = Module::parse_ir(&ctx, "odd.ll", ir).unwrap_or_else(|e| panic!("{e}"));
+    let g = module.function("g").unwrap_or_else(|| panic!("no @g"));
+    let insts = g.instructions();
+    // A self-referencing node reads as a cycle, not 5^16 nodes.
+    let load = insts[0];
+    let md = load.metadata("self").unwrap_or_else(|| panic!("no !self"));
+    assert_eq!(md.operands().len(), 5);
+    assert!(md.operands().iter().all(|o| matches!(o, Metadata::Other)));
+    // An erased invoke has no destinations (they were poison; reading them as blocks
+    // crashed).
+    let invoke = insts[1];
+    let b = Builder::new(&module);
+    assert!(b
+        .add_call_attribute(invoke, AttributeIndex::Param(0), "byval", 0)
+        .is_err());
+    b.erase(invoke).unwrap_or_else(|e| panic!("{e}"));
+    let call = invoke.as_call().unwrap_or_else(|| panic!("not a call"));
+    assert!(call.normal_dest().is_none() && call.unwind_dest().is_none());
 }

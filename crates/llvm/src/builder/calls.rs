@@ -27,6 +27,21 @@ use crate::ir::{
     AttributeIndex, Call, Instruction, Opcode, OperandBundle, OwnedBundle, Type, Value,
 };
 
+/// The enum and integer attributes [`Builder::add_call_attribute`] adds.
+const ENUM_OR_INT_ATTRIBUTES: &[&str] = &[
+    "noalias",
+    "nonnull",
+    "noundef",
+    "nocapture",
+    "readonly",
+    "readnone",
+    "writeonly",
+    "returned",
+    "align",
+    "dereferenceable",
+    "dereferenceable_or_null",
+];
+
 impl<'m> Builder<'m> {
     /// Checks a call's callee and arguments against `fn_type`; returns them raw.
     fn call_operands(
@@ -271,6 +286,16 @@ impl<'m> Builder<'m> {
         value: u64,
     ) -> Result<()> {
         let raw = self.call_site(call)?;
+        // LLVMCreateEnumAttribute makes only enum and integer attributes: a type or
+        // constant-range kind (`byval`, `range`, ...) would be read later as what it is not.
+        if !ENUM_OR_INT_ATTRIBUTES.contains(&name) {
+            return refuse(format!(
+                "`{name}` is not an enum or integer attribute this builder adds"
+            ));
+        }
+        if name == "align" && !value.is_power_of_two() {
+            return refuse(format!("alignment {value} is not a power of two"));
+        }
         // SAFETY: the name is valid for its length.
         let kind = unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len()) };
         if kind == 0 {
@@ -279,7 +304,8 @@ impl<'m> Builder<'m> {
         let Some(idx) = index.raw() else {
             return refuse(format!("attribute index {index:?} is out of range"));
         };
-        // SAFETY: `self.ctx` is live and `kind` a known attribute kind.
+        // SAFETY: `self.ctx` is live and `kind` an enum or integer attribute kind (checked
+        // against the list above).
         let attr = unsafe { LLVMCreateEnumAttribute(self.ctx, kind, value) };
         // SAFETY: `raw` is a live call site of this module; the attribute belongs to its
         // context.

@@ -229,10 +229,11 @@ impl<'m> Call<'m> {
     /// The normal destination of an `invoke`.
     #[must_use]
     pub fn normal_dest(self) -> Option<BasicBlock<'m>> {
-        if !self.is_invoke() {
+        // An erased invoke's destinations are poison, not blocks.
+        if !self.is_invoke() || self.instruction().is_erased() {
             return None;
         }
-        // SAFETY: `self.raw()` is a live `invoke`.
+        // SAFETY: `self.raw()` is a live, not erased `invoke`: its destinations are blocks.
         let dest = unsafe { LLVMGetNormalDest(self.raw()) };
         // SAFETY: null or a live block of the same function.
         unsafe { BasicBlock::from_nullable(dest) }
@@ -241,10 +242,11 @@ impl<'m> Call<'m> {
     /// The unwind destination of an `invoke`.
     #[must_use]
     pub fn unwind_dest(self) -> Option<BasicBlock<'m>> {
-        if !self.is_invoke() {
+        // An erased invoke's destinations are poison, not blocks.
+        if !self.is_invoke() || self.instruction().is_erased() {
             return None;
         }
-        // SAFETY: `self.raw()` is a live `invoke`.
+        // SAFETY: `self.raw()` is a live, not erased `invoke`: its destinations are blocks.
         let dest = unsafe { LLVMGetUnwindDest(self.raw()) };
         // SAFETY: null or a live block of the same function.
         unsafe { BasicBlock::from_nullable(dest) }

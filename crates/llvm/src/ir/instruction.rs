@@ -294,8 +294,9 @@ impl<'m> Instruction<'m> {
     }
 
     /// The instruction's metadata of kind `kind` (`"tbaa"`, `"alias.scope"`,
-    /// `"invariant.load"`), read into a tree (nodes nested at most 16 deep; deeper ones, and
-    /// the cycles of self-referential nodes, read as [`Metadata::Other`]).
+    /// `"invariant.load"`), read into a tree (nodes nested at most 16 deep, at most 4096 in
+    /// all; deeper or further ones, and a node met again inside itself, read as
+    /// [`Metadata::Other`]). Asking registers `kind`'s name in the context.
     #[must_use]
     pub fn metadata(self, kind: &str) -> Option<Metadata<'m>> {
         let len = c_uint::try_from(kind.len()).ok()?;

@@ -25,6 +25,9 @@ pub enum Metadata<'m> {
     Other,
 }
 
+/// The most metadata nodes one [`Metadata::read`] reads.
+const MAX_NODES: usize = 4096;
+
 impl<'m> Metadata<'m> {
     /// Reads `raw` into a tree, at most `depth` levels deep.
     ///
@@ -33,9 +36,30 @@ impl<'m> Metadata<'m> {
     /// `raw` is null, or metadata (as a value) of the context of the module borrowed for
     /// `'m`: an instruction's attachment, or an operand of such metadata.
     pub(super) unsafe fn read(raw: LLVMValueRef, depth: u32) -> Metadata<'m> {
-        if raw.is_null() || depth == 0 {
+        let mut path = Vec::new();
+        let mut budget = MAX_NODES;
+        // SAFETY: the caller's contract.
+        unsafe { Self::read_on(raw, depth, &mut path, &mut budget) }
+    }
+
+    /// [`Metadata::read`], with the nodes being read above this one in `path`: a node met
+    /// again on its own path (a self-referencing node) reads as [`Metadata::Other`], so a
+    /// cycle is not unrolled to the depth limit; and at most `budget` nodes are read in all,
+    /// so nodes shared many times over cannot make the tree explode.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Metadata::read`].
+    unsafe fn read_on(
+        raw: LLVMValueRef,
+        depth: u32,
+        path: &mut Vec<LLVMValueRef>,
+        budget: &mut usize,
+    ) -> Metadata<'m> {
+        if raw.is_null() || depth == 0 || *budget == 0 || path.contains(&raw) {
             return Metadata::Other;
         }
+        *budget -= 1;
         // SAFETY: `raw` is a live value of the module's context (the contract).
         if !unsafe { LLVMIsAMDString(raw) }.is_null() {
             let mut len: c_uint = 0;
@@ -55,12 +79,15 @@ impl<'m> Metadata<'m> {
             let mut ops: Vec<LLVMValueRef> = vec![std::ptr::null_mut(); n];
             // SAFETY: `raw` is a live `MDNode`; `ops` has room for its `n` operands.
             unsafe { LLVMGetMDNodeOperands(raw, ops.as_mut_ptr()) };
-            return Metadata::Node(
+            path.push(raw);
+            let node = Metadata::Node(
                 ops.into_iter()
                     // SAFETY: each operand is null or metadata of the same context.
-                    .map(|o| unsafe { Metadata::read(o, depth - 1) })
+                    .map(|o| unsafe { Metadata::read_on(o, depth - 1, path, budget) })
                     .collect(),
             );
+            path.pop();
+            return node;
         }
         // SAFETY: as above.
         if unsafe { LLVMGetValueKind(raw) } == LLVMValueKind::LLVMMetadataAsValueValueKind {

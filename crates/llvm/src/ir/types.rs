@@ -340,10 +340,9 @@ impl<'m> Type<'m> {
         // Most values are scalars: answer those without walking (and allocating).
         match self.kind() {
             TypeKind::Pointer => self.address_space().is_some_and(pred),
-            TypeKind::Vector
-            | TypeKind::ScalableVector
-            | TypeKind::Array
-            | TypeKind::Struct => self.pointer_address_spaces().into_iter().any(pred),
+            TypeKind::Vector | TypeKind::ScalableVector | TypeKind::Array | TypeKind::Struct => {
+                self.pointer_address_spaces().into_iter().any(pred)
+            }
             _ => false,
         }
     }
