@@ -23,12 +23,10 @@
 use locus_llvm::jit::Jit;
 use locus_llvm::{Context, Module};
 
+use crate::contract::RUNTIME_GET_PGCSTACK;
 use crate::lower::{lower_module, FunctionReport, LowerOptions};
 use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Stats};
 use crate::signals::{self, CodeRange};
-
-/// The runtime's `get_pgcstack`, which only lowered code calls.
-const RUNTIME_GET_PGCSTACK: &str = "locus_gc_get_pgcstack";
 use crate::{Error, Result};
 
 /// How to run a module.

@@ -146,7 +146,16 @@ impl<T> HandlerTable<T> {
     }
 
     /// Publishes `entry`; `None` when the table is full.
-    pub(crate) fn insert(&self, entry: *const T) -> Option<usize> {
+    ///
+    /// # Safety
+    ///
+    /// `entry` points to a `T` that stays valid, and is not written, until
+    /// [`HandlerTable::remove`] of the slot returned has returned (handlers on any thread
+    /// read it until then, hence `T: Sync`).
+    pub(crate) unsafe fn insert(&self, entry: *const T) -> Option<usize>
+    where
+        T: Sync,
+    {
         self.slots.iter().position(|slot| {
             slot.compare_exchange(
                 ptr::null_mut(),
@@ -261,7 +270,9 @@ pub fn register_code(ranges: impl IntoIterator<Item = CodeRange>) -> CodeRegistr
         table: CodeTable { ranges },
         slot: None,
     });
-    owner.slot = CODE.insert(&owner.table);
+    // SAFETY: the table lives in the box, which `CodeRegistration` keeps (never writing
+    // the table) until its `Drop` removes the slot.
+    owner.slot = unsafe { CODE.insert(&owner.table) };
     CodeRegistration { table: Some(owner) }
 }
 
@@ -713,6 +724,9 @@ mod code {
     pub(super) const BUS_ADRERR: c_int = 2;
     pub(super) const FPE_INTDIV: c_int = 1;
     pub(super) const FPE_INTOVF: c_int = 2;
+    /// Sent by the kernel itself: on x86-64, a general protection fault (a non-canonical
+    /// address), whose `si_addr` is 0 whatever the address was.
+    pub(super) const SI_KERNEL: c_int = 0x80;
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -724,6 +738,7 @@ mod code {
     pub(super) const BUS_ADRERR: c_int = c_int::MIN;
     pub(super) const FPE_INTDIV: c_int = c_int::MIN;
     pub(super) const FPE_INTOVF: c_int = c_int::MIN;
+    pub(super) const SI_KERNEL: c_int = c_int::MIN;
 }
 
 fn cause(sig: c_int, si_code: c_int, addr: usize, overflow: bool) -> &'static str {
@@ -731,6 +746,10 @@ fn cause(sig: c_int, si_code: c_int, addr: usize, overflow: bool) -> &'static st
     let code = si_code;
     match sig {
         libc::SIGSEGV if overflow => "stack overflow",
+        libc::SIGSEGV if code == SI_KERNEL => {
+            "general protection fault: a non-canonical address (such as a poisoned pointer), \
+             which the kernel does not report"
+        }
         libc::SIGSEGV if addr < 4096 => "null pointer dereference",
         libc::SIGSEGV if code == SEGV_MAPERR => "address not mapped",
         libc::SIGSEGV if code == SEGV_ACCERR => "access not permitted",

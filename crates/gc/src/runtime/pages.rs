@@ -223,7 +223,9 @@ impl Chunk {
             pending: [const { AtomicUsize::new(0) }; PENDING],
             pending_count: AtomicUsize::new(0),
         });
-        let slot = CHUNKS.insert(&*shared);
+        // SAFETY: `shared` is boxed and kept by the chunk, whose `Drop` removes the slot
+        // before freeing it; what handlers read of it is atomics or fixed at creation.
+        let slot = unsafe { CHUNKS.insert(&*shared) };
         Some(Chunk {
             shared,
             used: 0,
