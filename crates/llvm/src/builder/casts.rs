@@ -82,15 +82,7 @@ impl<'m> Builder<'m> {
         dest_ty: Type<'m>,
         name: &str,
     ) -> Result<Value<'m>> {
-        let value = value.into();
-        let ok = value.ty().scalar().is_pointer()
-            && dest_ty.scalar().is_integer()
-            && shape(value.ty()) == shape(dest_ty);
-        if !ok {
-            return refuse(format!("cannot ptrtoint `{value}` to `{dest_ty}`"));
-        }
-        // SAFETY: a valid `ptrtoint` (checked just above), which this LLVM builder makes.
-        unsafe { self.cast(value, dest_ty, name, LLVMBuildPtrToInt) }
+        self.int_ptr_cast(value.into(), dest_ty, name, false)
     }
 
     /// `inttoptr value to dest_ty` (integer, or vector of integers, to pointers).
@@ -104,15 +96,36 @@ impl<'m> Builder<'m> {
         dest_ty: Type<'m>,
         name: &str,
     ) -> Result<Value<'m>> {
-        let value = value.into();
-        let ok = value.ty().scalar().is_integer()
-            && dest_ty.scalar().is_pointer()
+        self.int_ptr_cast(value.into(), dest_ty, name, true)
+    }
+
+    /// `ptrtoint`, or `inttoptr` when `to_ptr`: pointers on one side, integers on the
+    /// other, the same shape (scalar, or vectors of one length).
+    fn int_ptr_cast(
+        &self,
+        value: Value<'m>,
+        dest_ty: Type<'m>,
+        name: &str,
+        to_ptr: bool,
+    ) -> Result<Value<'m>> {
+        let (from, to) = (value.ty().scalar(), dest_ty.scalar());
+        let ok = from.is_pointer() != to_ptr
+            && from.is_integer() == to_ptr
+            && to.is_pointer() == to_ptr
+            && to.is_integer() != to_ptr
             && shape(value.ty()) == shape(dest_ty);
+        let op = if to_ptr { "inttoptr" } else { "ptrtoint" };
         if !ok {
-            return refuse(format!("cannot inttoptr `{value}` to `{dest_ty}`"));
+            return refuse(format!("cannot {op} `{value}` to `{dest_ty}`"));
         }
-        // SAFETY: a valid `inttoptr` (checked just above), which this LLVM builder makes.
-        unsafe { self.cast(value, dest_ty, name, LLVMBuildIntToPtr) }
+        let build = if to_ptr {
+            LLVMBuildIntToPtr
+        } else {
+            LLVMBuildPtrToInt
+        };
+        // SAFETY: a valid `ptrtoint` or `inttoptr` (checked just above), and the LLVM
+        // builder of that cast.
+        unsafe { self.cast(value, dest_ty, name, build) }
     }
 
     /// Builds the cast `build` makes of `value` to `dest_ty`, at the current position.

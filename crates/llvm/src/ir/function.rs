@@ -14,7 +14,7 @@ use llvm_sys::prelude::LLVMValueRef;
 
 use super::attributes::AttributeHolder;
 use super::{AttributeIndex, BasicBlock, Instruction, MemoryEffects, Type, Value};
-use crate::ffi::{flag, from_c_str, print_value, value_name};
+use crate::ffi::{flag, from_c_str, value_name};
 use crate::module::Module;
 
 impl<'ctx> Module<'ctx> {
@@ -228,8 +228,7 @@ impl<'m> Function<'m> {
     /// The whole function as LLVM prints it.
     #[must_use]
     pub fn print(self) -> String {
-        // SAFETY: `self.raw` is a live function.
-        unsafe { print_value(self.raw) }
+        self.as_value().print()
     }
 }
 

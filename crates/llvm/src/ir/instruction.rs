@@ -18,7 +18,7 @@ use llvm_sys::prelude::LLVMValueRef;
 
 use super::values::{is_attached, num_operands};
 use super::{BasicBlock, Call, Function, IntPredicate, Metadata, Opcode, Type, Use, Value};
-use crate::ffi::{flag, print_value, value_name};
+use crate::ffi::flag;
 
 /// An instruction. It stays a valid handle after it is erased (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,16 +78,14 @@ impl<'m> Instruction<'m> {
     /// The result's name without `%` (empty when unnamed).
     #[must_use]
     pub fn name(self) -> String {
-        // SAFETY: `self.raw` is a live instruction.
-        unsafe { value_name(self.raw) }
+        self.as_value().name()
     }
 
     /// The instruction as LLVM prints it (`%d = addrspacecast ptr addrspace(10) %o to
     /// ptr addrspace(11)`).
     #[must_use]
     pub fn print(self) -> String {
-        // SAFETY: `self.raw` is a live instruction.
-        unsafe { print_value(self.raw) }
+        self.as_value().print()
     }
 
     /// Whether the instruction was erased (is no longer in a block).
