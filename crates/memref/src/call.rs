@@ -642,15 +642,8 @@ pub enum Origin {
 /// [`Origin`]): reading it is always reading live memory.
 #[derive(Debug)]
 pub struct ReturnedMemRef<'a> {
-    /// Position among the call's results, for errors.
-    index: usize,
-    elem: ElemType,
-    allocated: *mut c_void,
-    aligned: *mut c_void,
-    offset: i64,
-    sizes: Vec<i64>,
-    strides: Vec<i64>,
-    unranked: bool,
+    /// The descriptor as the wrapper wrote it.
+    raw: RawResult,
     origin: Origin,
     owner: Option<Allocation>,
     _borrow: PhantomData<&'a [u8]>,
@@ -659,35 +652,35 @@ pub struct ReturnedMemRef<'a> {
 impl ReturnedMemRef<'_> {
     /// Element type.
     pub fn elem(&self) -> ElemType {
-        self.elem
+        self.raw.elem
     }
     /// Rank.
     pub fn rank(&self) -> usize {
-        self.sizes.len()
+        self.raw.sizes.len()
     }
     /// Sizes.
     pub fn sizes(&self) -> &[i64] {
-        &self.sizes
+        &self.raw.sizes
     }
     /// Strides.
     pub fn strides(&self) -> &[i64] {
-        &self.strides
+        &self.raw.strides
     }
     /// Offset.
     pub fn offset(&self) -> i64 {
-        self.offset
+        self.raw.offset
     }
     /// The allocated pointer (what an owned allocation frees).
     pub fn allocated(&self) -> *mut c_void {
-        self.allocated
+        self.raw.allocated
     }
     /// The aligned pointer (what accesses are based on).
     pub fn aligned(&self) -> *mut c_void {
-        self.aligned
+        self.raw.aligned
     }
     /// Whether it came back unranked (its heap descriptor was freed once read).
     pub fn was_unranked(&self) -> bool {
-        self.unranked
+        self.raw.unranked
     }
     /// Where its data lives.
     pub fn origin(&self) -> Origin {
@@ -705,25 +698,27 @@ impl ReturnedMemRef<'_> {
 
     /// The elements in row-major order as native-endian bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, MemRefError> {
-        let esz = self.elem.size();
+        let esz = self.raw.elem.size();
         // Also refuses negative sizes, before they are counted below.
-        if reachable(self.offset, &self.sizes, &self.strides)?.is_some() && self.aligned.is_null() {
+        if reachable(self.raw.offset, &self.raw.sizes, &self.raw.strides)?.is_some()
+            && self.raw.aligned.is_null()
+        {
             return Err(MemRefError::NullDescriptor);
         }
         // The sizes come from compiled code: a broadcast (stride 0) memref may
         // name more elements than memory holds, so count and reserve fallibly.
         let too_large = || MemRefError::Result {
-            index: self.index,
+            index: self.raw.index,
             message: format!(
                 "sizes {:?} of {} are too large to copy",
-                self.sizes, self.elem
+                self.raw.sizes, self.raw.elem
             ),
         };
-        let nbytes = byte_len(self.elem, &self.sizes).ok_or_else(too_large)?;
+        let nbytes = byte_len(self.raw.elem, &self.raw.sizes).ok_or_else(too_large)?;
         let mut out = Vec::new();
         out.try_reserve_exact(nbytes).map_err(|_| too_large())?;
-        let base = self.aligned.cast::<u8>();
-        for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
+        let base = self.raw.aligned.cast::<u8>();
+        for_each_linear(&self.raw.sizes, &self.raw.strides, self.raw.offset, |lin| {
             // SAFETY: the callee's signature promises a valid memref of this
             // type, alive while `self` (its guard, its borrow) is.
             let p = unsafe { base.offset(lin as isize * esz as isize) };
@@ -735,25 +730,25 @@ impl ReturnedMemRef<'_> {
 
     /// A checked typed view of the result.
     pub fn view<T: Element, const N: usize>(&self) -> Result<MemRefView<'_, T, N>, MemRefError> {
-        if T::TYPE != self.elem || N != self.sizes.len() {
+        if T::TYPE != self.raw.elem || N != self.raw.sizes.len() {
             return Err(MemRefError::Result {
-                index: self.index,
+                index: self.raw.index,
                 message: format!(
                     "is memref of rank {} of {}, asked for rank {N} of {}",
-                    self.sizes.len(),
-                    self.elem,
+                    self.raw.sizes.len(),
+                    self.raw.elem,
                     T::TYPE
                 ),
             });
         }
         let mut sizes = [0i64; N];
         let mut strides = [0i64; N];
-        sizes.copy_from_slice(&self.sizes);
-        strides.copy_from_slice(&self.strides);
+        sizes.copy_from_slice(&self.raw.sizes);
+        strides.copy_from_slice(&self.raw.strides);
         let d = crate::MemRefDescriptor::new(
-            self.allocated.cast::<T>(),
-            self.aligned.cast::<T>(),
-            self.offset,
+            self.raw.allocated.cast::<T>(),
+            self.raw.aligned.cast::<T>(),
+            self.raw.offset,
             sizes,
             strides,
         );
@@ -934,7 +929,9 @@ struct Prepared<'a> {
 
 /// A memref result as the wrapper wrote it (an unranked one's heap
 /// descriptor already read).
+#[derive(Debug)]
 struct RawResult {
+    /// Position among the call's results, for errors.
     index: usize,
     elem: ElemType,
     allocated: *mut c_void,
@@ -1391,14 +1388,7 @@ impl<'lib> Function<'lib> {
                 None => {
                     let (r, (origin, owner)) = memrefs.next()?;
                     Some(Value::MemRef(ReturnedMemRef {
-                        index: r.index,
-                        elem: r.elem,
-                        allocated: r.allocated,
-                        aligned: r.aligned,
-                        offset: r.offset,
-                        sizes: r.sizes,
-                        strides: r.strides,
-                        unranked: r.unranked,
+                        raw: r,
                         origin,
                         owner,
                         _borrow: PhantomData,
