@@ -78,7 +78,14 @@ fn static_count(inst: Instruction<'_>) -> Option<u64> {
 /// The `alloca`s a pointer may point into, through in-bounds offsets, casts, phis and
 /// selects; empty if it may point anywhere else.
 fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
+    walk_to_allocas(ptr).0
+}
+
+/// [`alloca_bases`] of `ptr`, and whether `ptr` is at a fixed offset from them (every
+/// getelementptr on the way has constant indices).
+fn walk_to_allocas(ptr: Value<'_>) -> (Vec<Instruction<'_>>, bool) {
     let mut found = Vec::new();
+    let mut constant_offset = true;
     let mut seen = Vec::new();
     let mut work = vec![ptr];
     while let Some(v) = work.pop() {
@@ -87,19 +94,22 @@ fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
         }
         seen.push(v);
         let Some(inst) = v.as_instruction() else {
-            return Vec::new();
+            return (Vec::new(), constant_offset);
         };
         match inst.opcode() {
             Opcode::Alloca => found.push(inst),
-            Opcode::GetElementPtr | Opcode::BitCast | Opcode::AddrSpaceCast => {
+            Opcode::GetElementPtr => {
+                let indices = inst.operands();
+                constant_offset &= indices.iter().skip(1).all(|i| i.const_int().is_some());
                 work.extend(inst.operand(0));
             }
+            Opcode::BitCast | Opcode::AddrSpaceCast => work.extend(inst.operand(0)),
             Opcode::Phi => work.extend(inst.phi_incoming().into_iter().map(|(v, _)| v)),
             Opcode::Select => work.extend([inst.operand(1), inst.operand(2)].into_iter().flatten()),
-            _ => return Vec::new(),
+            _ => return (Vec::new(), constant_offset),
         }
     }
-    found
+    (found, constant_offset)
 }
 
 /// Finds the `alloca`s and stores of `f` that need frame slots.
@@ -197,13 +207,13 @@ pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
         if leaves.is_empty() {
             continue;
         }
-        let bases = alloca_bases(ptr);
+        let (bases, constant_offset) = walk_to_allocas(ptr);
         if bases.iter().all(|&a| in_frame(&memory, a)) {
             continue;
         }
         // One shadow slot per store keeps the last value stored; a store that writes
         // different places of the alloca each time it runs would need one per place.
-        if !constant_offset(ptr) {
+        if !constant_offset {
             return Err(refuse(
                 inst,
                 "a store of tracked pointers into an alloca at a variable offset is not \
@@ -234,36 +244,6 @@ fn holds_tracked(alloca: Instruction<'_>) -> bool {
     alloca
         .allocated_type()
         .is_some_and(|t| t.holds_pointer_in(|a| a == TRACKED))
-}
-
-/// True if `ptr` is at a fixed offset from the allocas it may point into: every
-/// getelementptr on the way has constant indices.
-fn constant_offset(ptr: Value<'_>) -> bool {
-    let mut seen = Vec::new();
-    let mut work = vec![ptr];
-    while let Some(v) = work.pop() {
-        if seen.contains(&v) {
-            continue;
-        }
-        seen.push(v);
-        let Some(inst) = v.as_instruction() else {
-            continue;
-        };
-        match inst.opcode() {
-            Opcode::GetElementPtr => {
-                let indices = inst.operands();
-                if indices.iter().skip(1).any(|i| i.const_int().is_none()) {
-                    return false;
-                }
-                work.extend(inst.operand(0));
-            }
-            Opcode::BitCast | Opcode::AddrSpaceCast => work.extend(inst.operand(0)),
-            Opcode::Phi => work.extend(inst.phi_incoming().into_iter().map(|(v, _)| v)),
-            Opcode::Select => work.extend([inst.operand(1), inst.operand(2)].into_iter().flatten()),
-            _ => {}
-        }
-    }
-    true
 }
 
 impl<'m> FrameMemory<'m> {

@@ -67,16 +67,17 @@ impl OwnedBundle {
         if self.0.is_null() {
             return Vec::new();
         }
-        // SAFETY: `self.0` is a live bundle; indices are below the count.
+        // SAFETY: `self.0` is a live bundle.
         let n = unsafe { LLVMGetNumOperandBundleArgs(self.0) };
-        (0..n)
-            .filter_map(|i| {
-                // SAFETY: `self.0` is a live bundle with more than `i` values.
-                let arg = unsafe { LLVMGetOperandBundleArgAtIndex(self.0, i) };
-                // SAFETY: null or a value of a module borrowed for `'m` (the contract).
-                unsafe { Value::from_nullable(arg) }
-            })
-            .collect()
+        // SAFETY: `self.0` has `n` values, each of a module borrowed for `'m` (the contract).
+        unsafe {
+            super::read_indexed(
+                self.0,
+                n,
+                LLVMGetOperandBundleArgAtIndex,
+                Value::from_nullable,
+            )
+        }
     }
 }
 

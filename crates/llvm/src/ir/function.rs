@@ -127,16 +127,10 @@ impl<'m> Function<'m> {
     /// The parameters, in order.
     #[must_use]
     pub fn params(self) -> Vec<Value<'m>> {
-        // SAFETY: `self.raw` is a live function; indices are below the count.
+        // SAFETY: `self.raw` is a live function.
         let n = unsafe { LLVMCountParams(self.raw) };
-        (0..n)
-            .filter_map(|i| {
-                // SAFETY: `self.raw` is a live function with more than `i` parameters.
-                let param = unsafe { LLVMGetParam(self.raw, i) };
-                // SAFETY: null or an argument of this function.
-                unsafe { Value::from_nullable(param) }
-            })
-            .collect()
+        // SAFETY: `self.raw` has `n` parameters, each an argument of this function.
+        unsafe { super::read_indexed(self.raw, n, LLVMGetParam, Value::from_nullable) }
     }
 
     /// The calling convention (`ccc` is 0, `fastcc` 8, `coldcc` 9; see LLVM's

@@ -217,16 +217,10 @@ impl<'m> Instruction<'m> {
         if !self.is_terminator() || self.is_erased() {
             return Vec::new();
         }
-        // SAFETY: `self.raw` is a live terminator in a block; indices are below the count.
+        // SAFETY: `self.raw` is a live terminator in a block.
         let n = unsafe { LLVMGetNumSuccessors(self.raw) };
-        (0..n)
-            .filter_map(|i| {
-                // SAFETY: `self.raw` is a live terminator with more than `i` successors.
-                let successor = unsafe { LLVMGetSuccessor(self.raw, i) };
-                // SAFETY: null or a live block of the same function.
-                unsafe { BasicBlock::from_nullable(successor) }
-            })
-            .collect()
+        // SAFETY: `self.raw` has `n` successors, each a live block of the same function.
+        unsafe { super::read_indexed(self.raw, n, LLVMGetSuccessor, BasicBlock::from_nullable) }
     }
 
     /// The incoming `(value, block)` pairs of a `phi`, in order; empty for other

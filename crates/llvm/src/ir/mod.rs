@@ -80,3 +80,26 @@ pub use values::{Use, Value, ValueKind};
 
 pub(crate) use call::OwnedBundle;
 pub(crate) use values::num_operands;
+
+/// The handles `wrap(get(owner, i))` for `i` in `0..n`, in order, nulls skipped: how each
+/// list of an LLVM object (parameters, successors, fields, operands) is read.
+///
+/// # Safety
+///
+/// `owner` is a live LLVM object with at least `n` items that `get` reads, and what `get`
+/// returns is null or an object that `wrap`'s contract accepts.
+unsafe fn read_indexed<O: Copy, R, T>(
+    owner: O,
+    n: u32,
+    get: unsafe extern "C" fn(O, u32) -> R,
+    wrap: unsafe fn(R) -> Option<T>,
+) -> Vec<T> {
+    (0..n)
+        .filter_map(|i| {
+            // SAFETY: `owner` has more than `i` items (this function's contract).
+            let raw = unsafe { get(owner, i) };
+            // SAFETY: `wrap` accepts what `get` returns (this function's contract).
+            unsafe { wrap(raw) }
+        })
+        .collect()
+}

@@ -227,17 +227,12 @@ impl<'m> Type<'m> {
         if self.kind() != TypeKind::Struct {
             return None;
         }
-        // SAFETY: `self.raw` is a live struct type; indices are below the count.
+        // SAFETY: `self.raw` is a live struct type.
         let n = unsafe { LLVMCountStructElementTypes(self.raw) };
-        let fields = (0..n)
-            .filter_map(|i| {
-                // SAFETY: `self.raw` is a live struct type with more than `i` fields.
-                let field = unsafe { LLVMStructGetTypeAtIndex(self.raw, i) };
-                // SAFETY: null or a type of the same context.
-                unsafe { Type::from_nullable(field) }
-            })
-            .collect();
-        Some(fields)
+        // SAFETY: `self.raw` has `n` fields, each a type of the same context.
+        Some(unsafe {
+            super::read_indexed(self.raw, n, LLVMStructGetTypeAtIndex, Type::from_nullable)
+        })
     }
 
     /// The name of a named struct type (`%jl_value_t` → `jl_value_t`); `None` for literal

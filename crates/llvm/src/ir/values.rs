@@ -327,14 +327,8 @@ impl<'m> Value<'m> {
     pub fn operands(self) -> Vec<Value<'m>> {
         // SAFETY: `self.raw` is a live value.
         let n = unsafe { num_operands(self.raw) };
-        (0..n)
-            .filter_map(|i| {
-                // SAFETY: `self.raw` is a live user with `n` operands.
-                let operand = unsafe { LLVMGetOperand(self.raw, i) };
-                // SAFETY: null or an operand: a value of the module or its context.
-                unsafe { Value::from_nullable(operand) }
-            })
-            .collect()
+        // SAFETY: `self.raw` has `n` operands, each a value of the module or its context.
+        unsafe { super::read_indexed(self.raw, n, LLVMGetOperand, Value::from_nullable) }
     }
 
     /// Every use of the value, in LLVM's use-list order (most recent first), skipping
