@@ -55,9 +55,40 @@ pub const ALLOC_ZEROINIT: &str = "julia.gc_alloc_zeroinit";
 /// Bundle of an allocating call: `(field offset, size)`: zero `size` bytes at the pointer
 /// stored at that offset of the new object.
 pub const ALLOC_ZEROINIT_INDIRECT: &str = "julia.gc_alloc_zeroinit_indirect";
+/// `julia.gc_alloc_memory(task, nbytes, tag, length, zeroinit)`: a new `GenericMemory` (a
+/// `length` word, a data pointer, then the data when it is inline) of `nbytes` data bytes,
+/// zeroed when `zeroinit` is true.
+pub const GC_ALLOC_MEMORY: &str = "julia.gc_alloc_memory";
+/// `jl_alloc_genericmemory_unchecked(ptls, nbytes, tag)`: Julia's runtime call that
+/// [`GC_ALLOC_MEMORY`] becomes when its data does not fit a small object; it sets the data
+/// pointer, the caller the length.
+pub const ALLOC_GENERICMEMORY: &str = "jl_alloc_genericmemory_unchecked";
+/// A `GenericMemory`'s words: the length at byte 0, the data pointer at byte 8, inline data
+/// from byte 16 (`sizeof(jl_genericmemory_t)` rounded to 16).
+pub const MEMORY_LENGTH_OFFSET: i64 = 0;
+/// See [`MEMORY_LENGTH_OFFSET`].
+pub const MEMORY_PTR_OFFSET: i64 = 8;
+/// See [`MEMORY_LENGTH_OFFSET`].
+pub const MEMORY_INLINE_DATA_OFFSET: i64 = 16;
+/// The most data bytes a `GenericMemory` holds inline, in one small object: Julia's largest
+/// pool size class (`GC_MAX_SZCLASS`, 2032 - 8 on 64-bit targets) less the header.
+pub const MEMORY_INLINE_MAX_BYTES: u64 = 2024 - MEMORY_INLINE_DATA_OFFSET as u64;
 /// Julia's task object: the word index of its `ptls` field (`offsetof(jl_task_t, ptls) / 8`),
 /// which the expansion of [`GC_ALLOC_OBJ`] reads.
 pub const TASK_PTLS_WORD: i64 = 16;
+
+// Julia's TBAA type tree, whose tags the lowering puts on the memory accesses it adds, as
+// Julia's passes do: `!{!"jtbaa"}` is the root, `!{!"jtbaa", root, i64 0}` the scalar type
+// every other one descends from.
+
+/// The name of Julia's TBAA root and of the scalar type under it.
+pub const TBAA_ROOT: &str = "jtbaa";
+/// Accesses to GC frames and the task's fields: never aliased by the program's data.
+pub const TBAA_GCFRAME: &str = "jtbaa_gcframe";
+/// The program's mutable data.
+pub const TBAA_DATA: &str = "jtbaa_data";
+/// An object's type tag word (a child of [`TBAA_DATA`]).
+pub const TBAA_TAG: &str = "jtbaa_tag";
 
 /// A function attribute: calls to a function that has it are safepoints, whatever its
 /// memory effects say.

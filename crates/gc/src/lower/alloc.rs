@@ -4,14 +4,17 @@
 //! the word before the object, and the pointer fields (`julia.gc_alloc_ptr_offsets`) or
 //! byte ranges (`julia.gc_alloc_zeroinit`) its bundles name are cleared at once, before
 //! anything can collect. A `julia.gc_alloc_zeroinit_indirect` bundle on any allocating call
-//! zeroes the buffer whose pointer the new object holds.
+//! zeroes the buffer whose pointer the new object holds. `julia.gc_alloc_memory` becomes a
+//! `GenericMemory` with its data inline or from the runtime (see [`expand_alloc_memory`]).
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{AttributeIndex, Instruction, Value};
 
+use super::tbaa::{decorate, Tbaa};
 use crate::contract::{
-    ALLOC_PTR_OFFSETS, ALLOC_ZEROINIT, ALLOC_ZEROINIT_INDIRECT, DERIVED, GC_ALLOC_BYTES,
-    TASK_PTLS_WORD, TRACKED, UNTRACKED,
+    ALLOC_GENERICMEMORY, ALLOC_PTR_OFFSETS, ALLOC_ZEROINIT, ALLOC_ZEROINIT_INDIRECT, DERIVED,
+    GC_ALLOC_BYTES, MEMORY_INLINE_DATA_OFFSET, MEMORY_INLINE_MAX_BYTES, MEMORY_LENGTH_OFFSET,
+    MEMORY_PTR_OFFSET, TASK_PTLS_WORD, TRACKED, UNTRACKED,
 };
 use crate::Result;
 
@@ -24,33 +27,10 @@ pub fn expand_alloc_obj<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()
     let (Some(&task), Some(&size), Some(&tag)) = (args.first(), args.get(1), args.get(2)) else {
         return Ok(());
     };
-    let i64t = b.int_type(64)?;
-    let ptr = b.ptr_type(UNTRACKED)?;
-    let tracked = b.ptr_type(TRACKED)?;
     b.position_before(inst)?;
-    let field = b.gep(
-        ptr,
-        task,
-        &[b.const_int(i64t, TASK_PTLS_WORD)?],
-        true,
-        "ptls_field",
-    )?;
-    let ptls = b.load(ptr, field, "ptls_load")?;
-    b.set_alignment(ptls, 8)?;
-    let ptls = ptls.as_value();
-    let tag_word = b.ptrtoint(tag, i64t, "")?;
-    let bytes_ty = b.function_type(tracked, &[ptr, i64t, i64t], false)?;
-    let bytes_fn = b.declare_function(GC_ALLOC_BYTES, bytes_ty)?;
-    let object = b.call(bytes_ty, bytes_fn, &[ptls, size, tag_word], &[], "")?;
-    b.add_call_attribute(object, AttributeIndex::Return, "noalias", 0)?;
-    b.add_call_attribute(object, AttributeIndex::Return, "nonnull", 0)?;
-    if let Some(n) = call.int_attribute(AttributeIndex::Return, "dereferenceable") {
-        b.add_call_attribute(object, AttributeIndex::Return, "dereferenceable", n)?;
-    }
-    let tag_slot = b.gep(tracked, object, &[b.const_int(i64t, -1)?], true, "")?;
-    let store = b.store(tag, tag_slot)?;
-    b.set_alignment(store, 8)?;
-    b.set_unordered_atomic(store)?;
+    let ptls = ptls_load(b, task)?;
+    let dereferenceable = call.int_attribute(AttributeIndex::Return, "dereferenceable");
+    let object = alloc_bytes(b, ptls, size, tag, dereferenceable)?;
     for bundle in call.operand_bundles() {
         if bundle.tag == ALLOC_PTR_OFFSETS {
             let derived = b.addrspacecast(object, b.ptr_type(DERIVED)?, "")?;
@@ -97,6 +77,110 @@ pub fn expand_zeroinit_indirect<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> R
     }
     b.recreate_call_without_bundle(inst, ALLOC_ZEROINIT_INDIRECT)?;
     Ok(())
+}
+
+/// Expands one `julia.gc_alloc_memory(task, nbytes, tag, length, zeroinit)` call as Julia
+/// does: data that fits a small object is inline (one `julia.gc_alloc_bytes` of the header
+/// and the data, tagged here, its data pointer set to its own inline data), else the
+/// runtime's `jl_alloc_genericmemory_unchecked` makes the object and sets the pointer, which
+/// is read back. Then the data is zeroed if asked (and not empty), and the length stored,
+/// all before anything can collect.
+pub fn expand_alloc_memory<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    let Some(call) = inst.as_call() else {
+        return Ok(());
+    };
+    let [task, nbytes, tag, length, zeroinit] = call.arguments()[..] else {
+        return Ok(());
+    };
+    let i64t = b.int_type(64)?;
+    let ptr = b.ptr_type(UNTRACKED)?;
+    let derived_ty = b.ptr_type(DERIVED)?;
+    b.position_before(inst)?;
+    let ptls = ptls_load(b, task)?;
+    let constant = nbytes.const_uint();
+    let (object, derived, data) = match constant.filter(|&n| n <= MEMORY_INLINE_MAX_BYTES) {
+        Some(n) => {
+            let total = n + MEMORY_INLINE_DATA_OFFSET as u64;
+            let size = b.const_int(i64t, total as i64)?;
+            let object = alloc_bytes(b, ptls, size, tag, Some(total))?;
+            let derived = b.addrspacecast(object, derived_ty, "")?;
+            let raw = b.addrspacecast(derived, ptr, "")?;
+            let data = byte_gep(b, raw, b.const_int(i64t, MEMORY_INLINE_DATA_OFFSET)?)?;
+            let field = byte_gep(b, derived, b.const_int(i64t, MEMORY_PTR_OFFSET)?)?;
+            let store = b.store(data, field)?;
+            b.set_alignment(store, 8)?;
+            (object, derived, data)
+        }
+        None => {
+            let tracked = b.ptr_type(TRACKED)?;
+            let ty = b.function_type(tracked, &[ptr, i64t, ptr], false)?;
+            let f = b.declare_function(ALLOC_GENERICMEMORY, ty)?;
+            let raw_tag = b.addrspacecast(tag, ptr, "")?;
+            let object = b.call(ty, f, &[ptls, nbytes, raw_tag], &[], "")?;
+            for (attr, n) in [("noalias", 0), ("nonnull", 0), ("align", 16)] {
+                b.add_call_attribute(object, AttributeIndex::Return, attr, n)?;
+            }
+            let header = (MEMORY_INLINE_DATA_OFFSET) as u64;
+            b.add_call_attribute(object, AttributeIndex::Return, "dereferenceable", header)?;
+            let object = object.as_value();
+            let derived = b.addrspacecast(object, derived_ty, "")?;
+            let field = byte_gep(b, derived, b.const_int(i64t, MEMORY_PTR_OFFSET)?)?;
+            let data = b.load(ptr, field, "")?;
+            b.set_alignment(data, 8)?;
+            (object, derived, data.as_value())
+        }
+    };
+    if zeroinit.const_uint() == Some(1) && constant != Some(0) {
+        memset(b, data, nbytes)?;
+    }
+    let field = byte_gep(b, derived, b.const_int(i64t, MEMORY_LENGTH_OFFSET)?)?;
+    let store = b.store(length, field)?;
+    b.set_alignment(store, 8)?;
+    let name = inst.name();
+    b.replace_all_uses_with(inst, object)?;
+    b.erase(inst)?;
+    b.set_name(object, &name)?;
+    Ok(())
+}
+
+/// Loads the `ptls` field of `task`, as Julia's expansions do.
+fn ptls_load<'m>(b: &Builder<'m>, task: Value<'m>) -> Result<Value<'m>> {
+    let ptr = b.ptr_type(UNTRACKED)?;
+    let index = b.const_int(b.int_type(64)?, TASK_PTLS_WORD)?;
+    let field = b.gep(ptr, task, &[index], true, "ptls_field")?;
+    let ptls = b.load(ptr, field, "ptls_load")?;
+    b.set_alignment(ptls, 8)?;
+    decorate(b, ptls, Tbaa::GcFrame)?;
+    Ok(ptls.as_value())
+}
+
+/// `julia.gc_alloc_bytes(ptls, size, tag)`, then the tag stored in the word before the new
+/// object (atomically, for a concurrent collector's readers).
+fn alloc_bytes<'m>(
+    b: &Builder<'m>,
+    ptls: Value<'m>,
+    size: Value<'m>,
+    tag: Value<'m>,
+    dereferenceable: Option<u64>,
+) -> Result<Value<'m>> {
+    let i64t = b.int_type(64)?;
+    let ptr = b.ptr_type(UNTRACKED)?;
+    let tracked = b.ptr_type(TRACKED)?;
+    let tag_word = b.ptrtoint(tag, i64t, "")?;
+    let bytes_ty = b.function_type(tracked, &[ptr, i64t, i64t], false)?;
+    let bytes_fn = b.declare_function(GC_ALLOC_BYTES, bytes_ty)?;
+    let object = b.call(bytes_ty, bytes_fn, &[ptls, size, tag_word], &[], "")?;
+    b.add_call_attribute(object, AttributeIndex::Return, "noalias", 0)?;
+    b.add_call_attribute(object, AttributeIndex::Return, "nonnull", 0)?;
+    if let Some(n) = dereferenceable {
+        b.add_call_attribute(object, AttributeIndex::Return, "dereferenceable", n)?;
+    }
+    let tag_slot = b.gep(tracked, object, &[b.const_int(i64t, -1)?], true, "")?;
+    let store = b.store(tag, tag_slot)?;
+    b.set_alignment(store, 8)?;
+    b.set_unordered_atomic(store)?;
+    decorate(b, store, Tbaa::Tag)?;
+    Ok(object.as_value())
 }
 
 fn byte_gep<'m>(b: &Builder<'m>, base: Value<'m>, offset: Value<'m>) -> Result<Value<'m>> {

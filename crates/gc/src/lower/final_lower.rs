@@ -17,6 +17,7 @@ use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Value};
 
 use super::scan::pgcstack;
+use super::tbaa::{decorate, Tbaa};
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
     GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, HEADER_WORDS, NEW_GC_FRAME, POP_GC_FRAME,
@@ -91,7 +92,7 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                         true,
                         "",
                     )?;
-                    b.store(b.null_ptr(TRACKED)?, slot)?;
+                    frame_word(b, b.store(b.null_ptr(TRACKED)?, slot)?)?;
                 }
                 b.replace_all_uses_with(inst, address)?;
                 b.erase(inst)?;
@@ -107,11 +108,14 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                     )
                 })?;
                 b.position_before(inst)?;
-                b.store(b.const_int(i64t, (n << ROOT_COUNT_SHIFT) as i64)?, fr)?;
+                let count = b.const_int(i64t, (n << ROOT_COUNT_SHIFT) as i64)?;
+                frame_word(b, b.store(count, fr)?)?;
                 let prev = b.load(ptr, head, "gcframe.prev")?;
+                b.set_alignment(prev, 8)?;
                 let prev_slot = b.gep(ptr, fr, &[b.const_int(i32t, 1)?], true, "")?;
-                b.store(prev, prev_slot)?;
-                b.store(fr, head)?;
+                frame_word(b, b.store(prev, prev_slot)?)?;
+                let link = b.store(fr, head)?;
+                b.set_alignment(link, 8)?;
                 b.erase(inst)?;
             }
             GET_GC_FRAME_SLOT => {
@@ -147,7 +151,8 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 b.position_before(inst)?;
                 let prev_slot = b.gep(ptr, fr, &[b.const_int(i32t, 1)?], true, "")?;
                 let prev = b.load(ptr, prev_slot, "")?;
-                b.store(prev, head)?;
+                frame_word(b, prev)?;
+                frame_word(b, b.store(prev, head)?)?;
                 b.erase(inst)?;
             }
             // Julia's poll becomes the runtime's.
@@ -168,4 +173,11 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A load or store of a frame word or the chain head: 8-byte aligned and, as Julia tags
+/// them, `jtbaa_gcframe`.
+fn frame_word<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    b.set_alignment(inst, 8)?;
+    decorate(b, inst, Tbaa::GcFrame)
 }

@@ -28,6 +28,7 @@ pub mod memory;
 pub mod model;
 pub mod place;
 pub mod scan;
+mod tbaa;
 
 pub use bitset::BitSet;
 

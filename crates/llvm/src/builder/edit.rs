@@ -4,16 +4,17 @@ use std::ffi::c_uint;
 
 use llvm_sys::core::{
     LLVMConstNull, LLVMGetMDKindIDInContext, LLVMGetPoison, LLVMInstructionRemoveFromParent,
-    LLVMLabelTypeInContext, LLVMReplaceAllUsesWith, LLVMSetAlignment, LLVMSetMetadata,
-    LLVMSetOperand, LLVMSetOrdering, LLVMSetValueName2,
+    LLVMLabelTypeInContext, LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue,
+    LLVMReplaceAllUsesWith, LLVMSetAlignment, LLVMSetMetadata, LLVMSetOperand, LLVMSetOrdering,
+    LLVMSetValueName2, LLVMValueAsMetadata,
 };
-use llvm_sys::prelude::LLVMValueRef;
+use llvm_sys::prelude::{LLVMMetadataRef, LLVMValueRef};
 use llvm_sys::LLVMAtomicOrdering;
 
 use super::check::{is_value_type, refuse};
 use super::Builder;
 use crate::error::Result;
-use crate::ir::{Instruction, Opcode, TypeKind, Use, Value, ValueKind};
+use crate::ir::{Instruction, Metadata, Opcode, TypeKind, Use, Value, ValueKind};
 
 impl<'m> Builder<'m> {
     /// Sets the alignment of an `alloca`, `load` or `store` to `bytes`.
@@ -43,15 +44,77 @@ impl<'m> Builder<'m> {
     /// is too long.
     pub fn remove_metadata(&self, inst: Instruction<'m>, kind: &str) -> Result<()> {
         let raw = self.inst(inst)?;
-        let Ok(len) = c_uint::try_from(kind.len()) else {
-            return refuse(format!("metadata kind `{kind}` is too long"));
-        };
-        // SAFETY: `self.ctx` is live and the name valid for `len` bytes.
-        let id = unsafe { LLVMGetMDKindIDInContext(self.ctx, kind.as_ptr().cast(), len) };
+        let id = self.metadata_kind(kind)?;
         // SAFETY: `raw` is a live instruction of this module; a null node removes the
         // attachment.
         unsafe { LLVMSetMetadata(raw, id, std::ptr::null_mut()) };
         Ok(())
+    }
+
+    /// Attaches `node` to `inst` as its metadata of kind `kind` (`"tbaa"`, ...), replacing
+    /// what it had. The tree is built bottom up; equal nodes are the same node (LLVM uniques
+    /// them), so a node written the way another pass wrote it is that pass's node.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`](crate::Error::Edit) if `inst` is erased or belongs to another module,
+    /// `node` is not a [`Metadata::Node`] or holds a [`Metadata::Other`] or a value that is not
+    /// a constant of this module, or the kind's name is too long.
+    pub fn set_metadata(
+        &self,
+        inst: Instruction<'m>,
+        kind: &str,
+        node: &Metadata<'m>,
+    ) -> Result<()> {
+        let raw = self.inst(inst)?;
+        if !matches!(node, Metadata::Node(_)) {
+            return refuse(format!("`{kind}` metadata must be a node"));
+        }
+        let id = self.metadata_kind(kind)?;
+        let md = self.metadata(node)?;
+        // SAFETY: `md` was made in this context just now.
+        let as_value = unsafe { LLVMMetadataAsValue(self.ctx, md) };
+        // SAFETY: `raw` is a live instruction of this module, `as_value` a node of its
+        // context.
+        unsafe { LLVMSetMetadata(raw, id, as_value) };
+        Ok(())
+    }
+
+    fn metadata(&self, node: &Metadata<'m>) -> Result<LLVMMetadataRef> {
+        match node {
+            Metadata::String(text) => {
+                // SAFETY: `self.ctx` is live and the text valid for its length.
+                let md =
+                    unsafe { LLVMMDStringInContext2(self.ctx, text.as_ptr().cast(), text.len()) };
+                Ok(md)
+            }
+            Metadata::Node(ops) => {
+                let mut raw = ops
+                    .iter()
+                    .map(|op| self.metadata(op))
+                    .collect::<Result<Vec<_>>>()?;
+                // SAFETY: `raw` holds `raw.len()` metadata of this context.
+                Ok(unsafe { LLVMMDNodeInContext2(self.ctx, raw.as_mut_ptr(), raw.len()) })
+            }
+            Metadata::Value(value) => {
+                if !value.is_constant() {
+                    // An instruction's value in an attached node is not valid IR.
+                    return refuse(format!("`{value}` in attached metadata is not a constant"));
+                }
+                let v = self.val(*value)?;
+                // SAFETY: `v` is a live value of this module.
+                Ok(unsafe { LLVMValueAsMetadata(v) })
+            }
+            Metadata::Other => refuse("cannot attach metadata of an unknown kind"),
+        }
+    }
+
+    fn metadata_kind(&self, kind: &str) -> Result<c_uint> {
+        let Ok(len) = c_uint::try_from(kind.len()) else {
+            return refuse(format!("metadata kind `{kind}` is too long"));
+        };
+        // SAFETY: `self.ctx` is live and the name valid for `len` bytes.
+        Ok(unsafe { LLVMGetMDKindIDInContext(self.ctx, kind.as_ptr().cast(), len) })
     }
 
     /// Makes a `load` or `store` atomic with `unordered` ordering (what a GC's readers of an
