@@ -76,6 +76,11 @@ pub const MEMORY_INLINE_MAX_BYTES: u64 = 2024 - MEMORY_INLINE_DATA_OFFSET as u64
 /// Julia's task object: the word index of its `ptls` field (`offsetof(jl_task_t, ptls) / 8`),
 /// which the expansion of [`GC_ALLOC_OBJ`] reads.
 pub const TASK_PTLS_WORD: i64 = 16;
+/// Julia's task object: the word index of its `gcstack` field, the chain head. Julia's
+/// code finds the current task `TASK_GCSTACK_WORD` words before the chain head
+/// (`getelementptr ptr, ptr %pgcstack, i64 -12`), so the runtime keeps its chain head at
+/// this word of a task-shaped block.
+pub const TASK_GCSTACK_WORD: usize = 12;
 
 // Julia's TBAA type tree, whose tags the lowering puts on the memory accesses it adds, as
 // Julia's passes do: `!{!"jtbaa"}` is the root, `!{!"jtbaa", root, i64 0}` the scalar type
@@ -98,6 +103,8 @@ pub const SAFEPOINT: &str = "julia.safepoint";
 
 /// `julia.typeof(obj)`: the object's type tag, itself a permanently rooted object.
 pub const TYPEOF: &str = "julia.typeof";
+/// The low bits of a tag word that are the collector's (mark bits), not the type's.
+pub const TAG_FLAG_BITS: i64 = 15;
 /// `julia.write_barrier(parent, children...)`: `parent` now refers to the children.
 pub const WRITE_BARRIER: &str = "julia.write_barrier";
 /// `julia.object_write_barrier(parent, ...)`: the same, for a whole object copied in.
@@ -164,3 +171,10 @@ pub const RUNTIME_FOREIGN_READ: &str = "locus_gc_foreign_read";
 pub const RUNTIME_CALLEE_ROOTED_READ: &str = "locus_gc_callee_rooted_read";
 /// `locus_gc_write_barrier(ptr addrspace(10) parent)`: what Julia's write barriers become.
 pub const RUNTIME_WRITE_BARRIER: &str = "locus_gc_write_barrier";
+/// `locus_gc_alloc_bytes(ptr ptls, i64 size, i64 tag)`: a new tagged object; what
+/// [`GC_ALLOC_BYTES`] becomes; may collect first.
+pub const RUNTIME_ALLOC_BYTES: &str = "locus_gc_alloc_bytes";
+/// `locus_gc_alloc_genericmemory(ptr ptls, i64 nbytes, ptr tag)`: a new tagged
+/// `GenericMemory` with its data pointer set; what [`ALLOC_GENERICMEMORY`] becomes; may
+/// collect first.
+pub const RUNTIME_ALLOC_GENERICMEMORY: &str = "locus_gc_alloc_genericmemory";

@@ -27,7 +27,8 @@
 //!   `[nroots << 2, prev, roots...]` linked into the thread's chain. IR whose roots it
 //!   cannot keep is refused with an error naming the instruction, never lowered with an
 //!   object unrooted;
-//! - [`runtime`] is what lowered code calls: the frame chain, an allocator, and a
+//! - [`runtime`] is what lowered code calls: the frame chain, an allocator (for Julia's
+//!   tagged objects too: `julia.gc_alloc_obj`, `julia.gc_alloc_memory`), and a
 //!   mark-sweep collector that finds roots only by walking the frames, with a stress mode
 //!   that collects at every safepoint, makes what it frees inaccessible and reports
 //!   dangling references, including any later access to a freed object;

@@ -85,10 +85,9 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
-/// Julia's intrinsics that lower to Julia's own runtime (its allocator, which stores a
-/// type tag before each object, and its object layouts) have no Locus counterpart: a call
-/// left to one after lowering is refused here, naming it, rather than left for the JIT to
-/// fail on an unknown symbol.
+/// A `julia.*` call left after lowering is one neither the lowering nor the Locus runtime
+/// implements (an intrinsic of another Julia pass, such as `julia.ptls_states`): it is
+/// refused here, naming it, rather than left for the JIT to fail on an unknown symbol.
 fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
     for f in module.function_list() {
         for inst in f.instructions() {
@@ -100,9 +99,9 @@ fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
                     function: f.name(),
                     instruction: Some(inst.print().trim().to_string()),
                     message: format!(
-                        "@{name} needs Julia's own runtime (its allocator, type tags and \
-                         object layouts), which `run` does not provide; the Locus runtime \
-                         runs IR that allocates through @locus_gc_alloc"
+                        "@{name} is left after lowering: neither the lowering nor the Locus \
+                         runtime implements it (it belongs to another of Julia's passes or \
+                         to Julia's own runtime)"
                     ),
                 });
             }

@@ -158,29 +158,49 @@ fn write_barriers_reach_the_runtime() {
     assert_eq!(out.stats.write_barriers, 1, "{:?}", out.stats);
 }
 
-/// IR that needs Julia's own runtime (its allocator stores a type tag before each object)
-/// is refused before it runs, naming the call, not left to fail in the JIT.
+/// A Julia intrinsic that nothing here implements (LowerPTLS's `julia.ptls_states`) is
+/// refused before the module runs, naming the call, not left to fail in the JIT.
 #[test]
-fn julia_runtime_calls_are_refused_by_name() {
+fn unimplemented_julia_intrinsics_are_refused_by_name() {
     let ir = r#"
 declare ptr @julia.get_pgcstack()
-declare ptr addrspace(10) @julia.gc_alloc_obj(ptr, i64, ptr addrspace(10))
+declare ptr @julia.ptls_states()
 define i64 @main() {
   %p = call ptr @julia.get_pgcstack()
-  %v = call ptr addrspace(10) @julia.gc_alloc_obj(ptr %p, i64 8, ptr addrspace(10) null)
+  %t = call ptr @julia.ptls_states()
   ret i64 0
 }
 "#;
-    match locus_gc::run::prepare("julia_alloc.ll", ir, "main") {
+    match locus_gc::run::prepare("ptls_states.ll", ir, "main") {
         Err(e) => {
             let text = e.to_string();
             assert!(
-                text.contains("@julia.gc_alloc_bytes needs Julia's own runtime"),
+                text.contains("@julia.ptls_states is left after lowering"),
                 "{text}"
             );
         }
-        Ok(_) => panic!("a module calling Julia's allocator was prepared to run"),
+        Ok(_) => panic!("a module calling julia.ptls_states was prepared to run"),
     }
+}
+
+/// Julia's allocations run on the Locus runtime: the objects are tagged (`julia.typeof`
+/// reads the tag back) and scanned, and `julia.gc_alloc_memory` makes arrays both inline
+/// and through the runtime's `GenericMemory` call.
+#[test]
+fn julia_allocations_run_on_the_runtime() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    let list = run_file(&dir.join("julia_alloc.ll"), true);
+    assert_eq!(list.stats.objects_allocated, 300, "{:?}", list.stats);
+    assert_eq!(list.stats.write_barriers, 100, "{:?}", list.stats);
+    let memory = run_file(&dir.join("julia_memory.ll"), true);
+    // 304 boxes and 2 memories: 4 * 8 + 16 and 300 * 8 + 16 bytes.
+    assert_eq!(memory.stats.objects_allocated, 306, "{:?}", memory.stats);
+    assert_eq!(
+        memory.stats.bytes_allocated,
+        304 * 8 + 48 + 2416,
+        "{:?}",
+        memory.stats
+    );
 }
 
 /// IR whose roots the lowering cannot keep is refused with an error naming the

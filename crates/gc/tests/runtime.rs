@@ -11,8 +11,9 @@ use locus_gc::runtime::fault::{AllocProblem, FrameProblem, ReadProblem};
 use locus_gc::runtime::frames::MAX_FRAME_ROOTS;
 use locus_gc::runtime::heap::{HEADER_BYTES, POISON_BYTE, POISON_WORD};
 use locus_gc::runtime::{
-    self, is_installed, locus_gc_alloc, locus_gc_foreign_read, locus_gc_get_pgcstack,
-    locus_gc_safepoint, Config, GcFault, GcFrame, Guard, Lookup, OnFault, Referrer, Runtime,
+    self, is_installed, locus_gc_alloc, locus_gc_alloc_bytes, locus_gc_alloc_genericmemory,
+    locus_gc_foreign_read, locus_gc_get_pgcstack, locus_gc_safepoint, Config, GcFault, GcFrame,
+    Guard, Lookup, OnFault, Referrer, Runtime,
 };
 
 /// A GC frame in the Rust stack, linked on creation and unlinked on drop, the way a lowered
@@ -551,6 +552,99 @@ fn an_overwritten_header_is_reported() {
     assert!(rt.faults().is_empty());
 }
 
+/// Word `i` (negative: before the object) of a live object.
+fn word(obj: *mut u8, i: isize) -> usize {
+    let at = obj.cast::<usize>().wrapping_offset(i);
+    // SAFETY: the callers name words inside a live object or its header.
+    unsafe { at.read() }
+}
+
+fn set_word(obj: *mut u8, i: isize, value: usize) {
+    let at = obj.cast::<usize>().wrapping_offset(i);
+    // SAFETY: as in `word`.
+    unsafe { at.write(value) }
+}
+
+/// Julia's objects: a tagged object's words that are live objects' addresses keep them
+/// alive; its other words (integers, pointers into objects, itself) are data, never a
+/// fault; the program may rewrite the tag, not the rest of the header.
+#[test]
+fn tagged_objects_are_scanned_word_by_word() {
+    let rt = stress();
+    let mut buf = [0usize; 3];
+    let frame = Frame::link(&mut buf);
+    let tag = 0x1230usize;
+    let obj = locus_gc_alloc_bytes(std::ptr::null(), 40, tag as i64);
+    frame.set(0, obj);
+    assert_eq!(
+        word(obj, -1),
+        tag,
+        "the word before a tagged object is its tag"
+    );
+    let child = locus_gc_alloc(0, 8);
+    set_raw(child, 0, 0, 77);
+    set_word(obj, 0, 12345); // data
+    set_word(obj, 1, child as usize); // a reference
+    set_word(obj, 2, child as usize + 8); // a pointer into an object: data
+    set_word(obj, 3, obj as usize); // itself
+    set_word(obj, -1, tag | 3); // the program's tag, with mark bits
+    locus_gc_safepoint();
+    locus_gc_safepoint();
+    assert!(rt.faults().is_empty(), "{:?}", rt.faults());
+    assert_eq!(raw(child, 0, 0), 77);
+    assert_eq!(rt.stats().objects_live, 2);
+    let info = match rt.lookup(obj as usize) {
+        Lookup::Live(info) => info,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(info.to_string(), "object #1: 40 bytes, tagged");
+    // Dropping the reference frees the child at the next collection.
+    set_word(obj, 1, 0);
+    locus_gc_safepoint();
+    assert_eq!(rt.stats().objects_live, 1);
+    // The serial (header word 1, the object's word -3) is the runtime's: overwriting it is
+    // a corrupt header.
+    set_word(obj, -3, 99);
+    locus_gc_safepoint();
+    set_word(obj, -3, 1);
+    let faults = rt.take_faults();
+    assert!(
+        faults[0]
+            .to_string()
+            .contains("whose header was overwritten"),
+        "{faults:?}"
+    );
+}
+
+/// Julia's `GenericMemory` from the runtime: its data pointer is its own byte 16, its
+/// length is the caller's to store, and the data is scanned like any tagged object's.
+#[test]
+fn generic_memory_points_at_its_inline_data() {
+    let rt = stress();
+    let mut buf = [0usize; 3];
+    let frame = Frame::link(&mut buf);
+    let mem = locus_gc_alloc_genericmemory(std::ptr::null(), 24, 0x40 as *const u8);
+    frame.set(0, mem);
+    assert_eq!(word(mem, 0), 0);
+    assert_eq!(word(mem, 1), mem as usize + 16);
+    assert_eq!(word(mem, -1), 0x40);
+    let element = locus_gc_alloc(0, 8);
+    set_raw(element, 0, 0, 5);
+    set_word(mem, 4, element as usize); // element 2 of the inline data
+    locus_gc_safepoint();
+    assert!(rt.faults().is_empty(), "{:?}", rt.faults());
+    assert_eq!(raw(element, 0, 0), 5);
+}
+
+/// The chain head sits in a task-shaped block, so Julia's code can find its task 12 words
+/// before it and read the task's `ptls` word (16), which is null.
+#[test]
+fn the_chain_head_is_word_12_of_a_task() {
+    let _rt = stress();
+    let head = locus_gc_get_pgcstack().cast::<u8>();
+    assert_eq!(word(head, 16 - 12), 0);
+}
+
 #[test]
 fn corrupt_frames_give_faults_not_crashes() {
     let rt = stress();
@@ -1017,7 +1111,9 @@ fn symbols_list_the_entry_points() {
             "locus_gc_safepoint",
             "locus_gc_foreign_read",
             "locus_gc_callee_rooted_read",
-            "locus_gc_write_barrier"
+            "locus_gc_write_barrier",
+            "locus_gc_alloc_bytes",
+            "locus_gc_alloc_genericmemory"
         ]
     );
     assert_eq!(

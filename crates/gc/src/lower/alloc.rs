@@ -14,7 +14,7 @@ use super::tbaa::{decorate, Tbaa};
 use crate::contract::{
     ALLOC_GENERICMEMORY, ALLOC_PTR_OFFSETS, ALLOC_ZEROINIT, ALLOC_ZEROINIT_INDIRECT, DERIVED,
     GC_ALLOC_BYTES, MEMORY_INLINE_DATA_OFFSET, MEMORY_INLINE_MAX_BYTES, MEMORY_LENGTH_OFFSET,
-    MEMORY_PTR_OFFSET, TASK_PTLS_WORD, TRACKED, UNTRACKED,
+    MEMORY_PTR_OFFSET, TAG_FLAG_BITS, TASK_PTLS_WORD, TRACKED, UNTRACKED,
 };
 use crate::Result;
 
@@ -140,6 +140,30 @@ pub fn expand_alloc_memory<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result
     b.replace_all_uses_with(inst, object)?;
     b.erase(inst)?;
     b.set_name(object, &name)?;
+    Ok(())
+}
+
+/// Expands `julia.typeof(obj)` as Julia does: the tag word before the object (an atomic
+/// load, `jtbaa_tag`) without its low four bits, which are the collector's.
+pub fn expand_typeof<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result<()> {
+    let Some(obj) = inst.as_call().and_then(|c| c.arguments().first().copied()) else {
+        return Ok(());
+    };
+    let i64t = b.int_type(64)?;
+    b.position_before(inst)?;
+    let derived = b.addrspacecast(obj, b.ptr_type(DERIVED)?, "")?;
+    let slot = b.gep(i64t, derived, &[b.const_int(i64t, -1)?], true, "")?;
+    let word = b.load(i64t, slot, "")?;
+    b.set_alignment(word, 8)?;
+    b.set_unordered_atomic(word)?;
+    decorate(b, word, Tbaa::Tag)?;
+    let tag = b.and(word, b.const_int(i64t, !TAG_FLAG_BITS)?, "")?;
+    let raw = b.inttoptr(tag, b.ptr_type(UNTRACKED)?, "")?;
+    let name = inst.name();
+    let ty = b.addrspacecast(raw, inst.ty(), "")?;
+    b.replace_all_uses_with(inst, ty)?;
+    b.erase(inst)?;
+    b.set_name(ty, &name)?;
     Ok(())
 }
 

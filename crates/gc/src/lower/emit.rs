@@ -21,7 +21,8 @@ use crate::addrspace::{LeafPath, TRACKED, UNTRACKED};
 use crate::contract::{
     ALLOC_ZEROINIT_INDIRECT, FIELD_WRITE_BARRIER_PREFIX, GC_ALLOC_MEMORY, GC_ALLOC_OBJ, GC_LOADED,
     GET_GC_FRAME_SLOT, JL_ROOTS, JULIA_CALL, JULIA_CALL2, NEW_GC_FRAME, OBJECT_WRITE_BARRIER,
-    POINTER_FROM_OBJREF, POP_GC_FRAME, PRESERVE_BEGIN, PRESERVE_END, PUSH_GC_FRAME, WRITE_BARRIER,
+    POINTER_FROM_OBJREF, POP_GC_FRAME, PRESERVE_BEGIN, PRESERVE_END, PUSH_GC_FRAME, TYPEOF,
+    WRITE_BARRIER,
 };
 use crate::Result;
 
@@ -154,6 +155,7 @@ pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
             _ if is_write_barrier(&name) && stores_nothing_new(call) => b.erase(inst)?,
             GC_ALLOC_OBJ => alloc::expand_alloc_obj(b, inst)?,
             GC_ALLOC_MEMORY => alloc::expand_alloc_memory(b, inst)?,
+            TYPEOF => alloc::expand_typeof(b, inst)?,
             // julia.gc_loaded(obj, ptr) only told the analysis what `ptr` lives off.
             GC_LOADED => {
                 let Some(&ptr) = call.arguments().get(1) else {

@@ -11,7 +11,13 @@
 //! - `julia.get_pgcstack()` becomes a call to the runtime's `locus_gc_get_pgcstack()`, which
 //!   returns the address of the current thread's chain head (a `"gcstack"` parameter, if
 //!   the function has one, is the chain head instead);
-//! - Julia's write barriers left by the cleanup become `locus_gc_write_barrier(parent)`.
+//! - Julia's write barriers left by the cleanup become `locus_gc_write_barrier(parent)`;
+//! - Julia's allocations become the runtime's: `julia.gc_alloc_bytes(ptls, size[, tag])`
+//!   becomes `locus_gc_alloc_bytes(ptls, size, tag)` (tag 0 when absent), and
+//!   `jl_alloc_genericmemory_unchecked` becomes `locus_gc_alloc_genericmemory`, with the
+//!   same arguments.
+//!
+//! The frame's words are 8-byte aligned and tagged `jtbaa_gcframe`, as Julia tags them.
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Value};
@@ -20,9 +26,10 @@ use super::scan::pgcstack;
 use super::tbaa::{decorate, Tbaa};
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
-    GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, HEADER_WORDS, NEW_GC_FRAME, POP_GC_FRAME,
-    PUSH_GC_FRAME, ROOT_COUNT_SHIFT, RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT,
-    RUNTIME_WRITE_BARRIER, SAFEPOINT,
+    ALLOC_GENERICMEMORY, GC_ALLOC_BYTES, GET_GC_FRAME_SLOT, GET_PGCSTACK, GET_PGCSTACK_OR_NEW,
+    HEADER_WORDS, NEW_GC_FRAME, POP_GC_FRAME, PUSH_GC_FRAME, ROOT_COUNT_SHIFT, RUNTIME_ALLOC_BYTES,
+    RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
+    SAFEPOINT,
 };
 use crate::{Error, Result};
 
@@ -160,6 +167,29 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
                 let ty = b.function_type(b.void_type(), &[], false)?;
                 let poll = b.declare_function(RUNTIME_SAFEPOINT, ty)?;
                 b.replace_callee(inst, ty, poll, &[])?;
+            }
+            GC_ALLOC_BYTES => {
+                let (Some(ptls), Some(size)) = (arg(0), arg(1)) else {
+                    continue;
+                };
+                // Julia before 1.12 passed no tag: the program stores it afterwards.
+                let tag = match arg(2) {
+                    Some(tag) => tag,
+                    None => b.const_int(i64t, 0)?,
+                };
+                let tracked = b.ptr_type(TRACKED)?;
+                let ty = b.function_type(tracked, &[ptls.ty(), i64t, i64t], false)?;
+                let alloc = b.declare_function(RUNTIME_ALLOC_BYTES, ty)?;
+                b.replace_callee(inst, ty, alloc, &[ptls, size, tag])?;
+            }
+            ALLOC_GENERICMEMORY => {
+                let (Some(ptls), Some(nbytes), Some(tag)) = (arg(0), arg(1), arg(2)) else {
+                    continue;
+                };
+                let tracked = b.ptr_type(TRACKED)?;
+                let ty = b.function_type(tracked, &[ptls.ty(), i64t, tag.ty()], false)?;
+                let alloc = b.declare_function(RUNTIME_ALLOC_GENERICMEMORY, ty)?;
+                b.replace_callee(inst, ty, alloc, &[ptls, nbytes, tag])?;
             }
             _ if super::emit::is_write_barrier(&name) => {
                 // The runtime's barrier takes the parent; the children only mattered to a

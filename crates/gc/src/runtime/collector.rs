@@ -3,7 +3,13 @@
 //! The roots are exactly the non-null root slots of the frames linked into the chain when
 //! the collection starts; nothing else is scanned (no registers, no conservative stack
 //! scan). Marking follows the `nptrs` pointer fields of each object with an explicit mark
-//! stack, so the depth of a data structure never touches the machine stack.
+//! stack, so the depth of a data structure never touches the machine stack. A tagged object
+//! (Julia's allocation, whose layout only the program knows) is scanned word by word: a
+//! word that is a live object's address is followed like a field, any other word (data, a
+//! pointer into an object, a freed object's address) is data and left alone. That is
+//! conservative only inside tagged objects: it may keep an object alive that a precise
+//! scan would free, never the reverse; and a stale pointer kept there is still caught, in
+//! stress mode, when the program uses it (its object's pages are inaccessible).
 //!
 //! Every pointer traced, root or field, is looked up in the heap's registry before it is
 //! dereferenced: null is skipped, a live object's address is marked, and anything else is a
@@ -16,7 +22,7 @@
 
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, FrameRef, GcFrame, StackBounds};
-use super::heap::{Heap, Lookup, Trace};
+use super::heap::{Heap, Lookup, Scan, Trace};
 
 /// What one collection did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,11 +67,11 @@ pub(crate) fn collect(
     Ok(done)
 }
 
-/// An object on the mark stack: its address, its pointer field count, and the root it was
+/// An object on the mark stack: its address, what to scan in it, and the root it was
 /// reached from (frame number, slot).
 struct Grey {
     addr: usize,
-    nptrs: usize,
+    scan: Scan,
     root: (usize, usize),
 }
 
@@ -92,13 +98,17 @@ fn mark(heap: &mut Heap, chain: &[FrameRef], done: &mut Collection) -> Result<()
         }
     }
     while let Some(grey) = stack.pop() {
-        for field in 0..grey.nptrs {
-            // SAFETY: `grey.addr` is a live object with `nptrs` 8-byte fields, so field
-            // `field` is inside it.
+        let (words, precise) = match grey.scan {
+            Scan::Fields(n) => (n, true),
+            Scan::Words(n) => (n, false),
+        };
+        for field in 0..words {
+            // SAFETY: `grey.addr` is a live object whose body holds at least `words` 8-byte
+            // words, so word `field` is inside it.
             let slot = unsafe { (grey.addr as *const usize).add(field) };
-            // SAFETY: as above; fields are aligned words.
+            // SAFETY: as above; the body is 16-byte aligned, so its words are aligned.
             let target = unsafe { slot.read() };
-            if target == 0 {
+            if target == 0 || (!precise && !heap.is_live(target)) {
                 continue;
             }
             let from = |heap: &Heap| Referrer::Field {
@@ -125,12 +135,12 @@ fn trace(
 ) -> Result<(), GcFault> {
     let collection = done.number;
     match heap.trace(target) {
-        Trace::Marked(nptrs) => {
+        Trace::Marked(scan) => {
             done.marked += 1;
-            if nptrs > 0 {
+            if !matches!(scan, Scan::Fields(0) | Scan::Words(0)) {
                 stack.push(Grey {
                     addr: target,
-                    nptrs,
+                    scan,
                     root,
                 });
             }

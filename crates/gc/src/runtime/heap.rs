@@ -10,7 +10,20 @@
 //! ```
 //!
 //! The object's address, the tracked pointer compiled code holds, is `block + 32`: its first
-//! field. The registry (an ordered map from object address to a record, one for live objects
+//! field.
+//!
+//! A *tagged* object (Julia's allocation: `julia.gc_alloc_bytes(ptls, size, tag)`) is
+//! `size` bytes whose layout only the program knows, with a type tag in the word before it:
+//!
+//! ```text
+//! block + 0    magic, state, serial, TAGGED_NPTRS (24 bytes)
+//! block + 24   the type tag word (compiled code may store it; never checked or traced)
+//! block + 32   size bytes, zero at allocation, scanned word by word
+//! ```
+//!
+//! The collector finds its references by scanning every aligned word of its body and
+//! marking the words that are the address of a live object; other words are left alone, so
+//! a tagged object's data is never a fault (see [`super::collector`]). The registry (an ordered map from object address to a record, one for live objects
 //! and one for freed ones) is what the collector believes; the header is a copy that lets
 //! the collector notice when compiled code wrote over it.
 //!
@@ -50,6 +63,9 @@ pub const HEADER_MAGIC: u32 = u32::from_le_bytes(*b"LGC0");
 pub const STATE_LIVE: u32 = 1;
 /// [`ObjectHeader::state`] of a freed object (stress mode keeps them).
 pub const STATE_FREED: u32 = 2;
+/// [`ObjectHeader::nptrs`] of a tagged object, whose [`ObjectHeader::nbytes`] word is its
+/// type tag.
+pub const TAGGED_NPTRS: u64 = u64::MAX;
 
 /// The header before each object, at `object - 32`.
 #[repr(C)]
@@ -61,9 +77,9 @@ pub struct ObjectHeader {
     pub state: u32,
     /// The allocation number (1 for the runtime's first object).
     pub serial: u64,
-    /// The number of tracked pointer fields.
+    /// The number of tracked pointer fields ([`TAGGED_NPTRS`] for a tagged object).
     pub nptrs: u64,
-    /// The number of raw bytes after the pointer fields.
+    /// The number of raw bytes after the pointer fields; a tagged object's type tag.
     pub nbytes: u64,
 }
 
@@ -78,8 +94,10 @@ pub struct ObjectInfo {
     pub serial: u64,
     /// The number of tracked pointer fields.
     pub nptrs: usize,
-    /// The number of raw bytes after the pointer fields.
+    /// The number of raw bytes after the pointer fields (all of a tagged object's body).
     pub nbytes: usize,
+    /// A tagged object: its body is scanned word by word, its fields are the program's.
+    pub tagged: bool,
     /// The collection that freed it, if it is freed.
     pub freed_in: Option<u64>,
 }
@@ -93,6 +111,14 @@ impl ObjectInfo {
 
 impl fmt::Display for ObjectInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tagged {
+            let s = if self.nbytes == 1 { "" } else { "s" };
+            return write!(
+                f,
+                "object #{}: {} byte{s}, tagged",
+                self.serial, self.nbytes
+            );
+        }
         write!(
             f,
             "object #{}: {} pointer field{}, {} raw byte{}",
@@ -130,6 +156,7 @@ struct Record {
     serial: u64,
     nptrs: usize,
     nbytes: usize,
+    tagged: bool,
     freed_in: Option<u64>,
     marked: bool,
     /// In stress mode's pages rather than from the global allocator.
@@ -158,6 +185,7 @@ impl Record {
             serial: self.serial,
             nptrs: self.nptrs,
             nbytes: self.nbytes,
+            tagged: self.tagged,
             freed_in: self.freed_in,
         }
     }
@@ -171,10 +199,37 @@ impl Record {
                 STATE_LIVE
             },
             serial: self.serial,
-            nptrs: self.nptrs as u64,
+            nptrs: if self.tagged {
+                TAGGED_NPTRS
+            } else {
+                self.nptrs as u64
+            },
             nbytes: self.nbytes as u64,
         }
     }
+
+    /// Whether `header`, read from the block, is still the one the registry wrote: all of
+    /// it, but for a tagged object's type tag, which belongs to the program.
+    fn header_intact(&self, header: &ObjectHeader) -> bool {
+        let mine = self.header();
+        if self.tagged {
+            ObjectHeader {
+                nbytes: header.nbytes,
+                ..mine
+            } == *header
+        } else {
+            mine == *header
+        }
+    }
+}
+
+/// What the collector scans in a marked object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// The first `n` words, tracked pointer fields: each must be null or a live object.
+    Fields(usize),
+    /// The first `n` words of a tagged object: those that are a live object's address.
+    Words(usize),
 }
 
 fn span(body: usize) -> usize {
@@ -187,8 +242,8 @@ fn layout(body: usize) -> Option<Layout> {
 
 /// What tracing one pointer found.
 pub(crate) enum Trace {
-    /// A live object, marked now for the first time; it has this many pointer fields.
-    Marked(usize),
+    /// A live object, marked now for the first time, and what to scan in it.
+    Marked(Scan),
     /// A live object already marked in this collection.
     AlreadyMarked,
     /// A live object whose header no longer matches the registry.
@@ -231,6 +286,21 @@ impl Heap {
     /// Allocates an object with `nptrs` null pointer fields and `nbytes` zero bytes and
     /// returns its address.
     pub(crate) fn alloc(&mut self, nptrs: usize, nbytes: usize) -> Result<usize, AllocProblem> {
+        self.alloc_record(nptrs, nbytes, None)
+    }
+
+    /// Allocates a tagged object of `size` zero bytes with type tag `tag` and returns its
+    /// address.
+    pub(crate) fn alloc_tagged(&mut self, size: usize, tag: u64) -> Result<usize, AllocProblem> {
+        self.alloc_record(0, size, Some(tag))
+    }
+
+    fn alloc_record(
+        &mut self,
+        nptrs: usize,
+        nbytes: usize,
+        tag: Option<u64>,
+    ) -> Result<usize, AllocProblem> {
         let body = nptrs
             .checked_mul(8)
             .and_then(|p| p.checked_add(nbytes))
@@ -238,7 +308,7 @@ impl Heap {
             .ok_or(AllocProblem::TooLarge)?;
         let layout = layout(body).ok_or(AllocProblem::TooLarge)?;
         let serial = self.next_serial;
-        let shape = (serial, nptrs as u64, nbytes as u64);
+        let shape = (serial, nptrs as u64, nbytes as u64, tag.is_some());
         let paged = self
             .pages
             .as_mut()
@@ -255,13 +325,19 @@ impl Heap {
             serial,
             nptrs,
             nbytes,
+            tagged: tag.is_some(),
             freed_in: None,
             marked: false,
             paged: paged.is_some(),
         };
         self.next_serial += 1;
         // SAFETY: the block is at least 32 bytes, 16-byte aligned and ours.
-        unsafe { block.cast::<ObjectHeader>().write(record.header()) };
+        let header = ObjectHeader {
+            nbytes: tag.unwrap_or(nbytes as u64),
+            ..record.header()
+        };
+        // SAFETY: the block is at least 32 bytes, 16-byte aligned and ours.
+        unsafe { block.cast::<ObjectHeader>().write(header) };
         let addr = block as usize + HEADER_BYTES;
         self.live.insert(addr, record);
         self.objects_allocated += 1;
@@ -315,14 +391,21 @@ impl Heap {
                 rec.marked = true;
                 // SAFETY: `addr` is a live object, so its header is in our block.
                 let header = unsafe { ((addr - HEADER_BYTES) as *const ObjectHeader).read() };
-                if header == rec.header() {
-                    Trace::Marked(rec.nptrs)
-                } else {
+                if !rec.header_intact(&header) {
                     Trace::CorruptHeader(rec.info(addr))
+                } else if rec.tagged {
+                    Trace::Marked(Scan::Words(rec.nbytes / 8))
+                } else {
+                    Trace::Marked(Scan::Fields(rec.nptrs))
                 }
             }
             None => Trace::Bad(self.lookup(addr)),
         }
+    }
+
+    /// Whether `addr` is the address of a live object.
+    pub(crate) fn is_live(&self, addr: usize) -> bool {
+        self.live.contains_key(&addr)
     }
 
     /// The registry's view of the live object at `addr` (which must be live).

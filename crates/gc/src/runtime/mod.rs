@@ -23,6 +23,16 @@
 //! the middle of an object (a Derived pointer, address space 11) must never be stored in a
 //! field or a root. See [`heap`] for the block layout.
 //!
+//! Julia's allocations make *tagged* objects instead: `locus_gc_alloc_bytes(ptls, size,
+//! tag)` (what `julia.gc_alloc_bytes` becomes) returns `size` zero bytes laid out as the
+//! program likes, with the type tag `tag` in the word at `obj - 8`, which the program may
+//! rewrite (Julia's code stores the tag again) and `julia.typeof` reads. The collector scans
+//! every aligned word of a tagged object and follows those that are a live object's
+//! address (see [`collector`]). `locus_gc_alloc_genericmemory(ptls, nbytes, tag)` (what
+//! Julia's `jl_alloc_genericmemory_unchecked` becomes) is a tagged `GenericMemory`: length
+//! (word 0, the caller's to store), data pointer (word 1, set to `obj + 16`), then `nbytes`
+//! of inline data.
+//!
 //! # GC frames and the chain
 //!
 //! A function that takes part (its entry block calls `@julia.get_pgcstack()`, which the
@@ -44,6 +54,11 @@
 //! the innermost (`#0`, the one `*pgcstack` points to) outwards; see [`frames`] for the checks
 //! made on each frame.
 //!
+//! The chain head is word 12 of a task-shaped block of the runtime's, as `gcstack` is in
+//! Julia's task: Julia's code finds "the current task" 12 words before the chain head and
+//! reads its `ptls` field (word 16) for the allocation calls. Every word of that block but
+//! the chain head is 0.
+//!
 //! # Functions
 //!
 //! All are `extern "C"`, exported unmangled and listed by [`symbols`]:
@@ -55,6 +70,8 @@
 //! | `locus_gc_safepoint` | `declare void @locus_gc_safepoint()` | may collect |
 //! | `locus_gc_foreign_read` | `declare i64 @locus_gc_foreign_read(ptr %raw, i64 %offset)` | may collect, then returns the (unaligned) `i64` at `raw + offset`, which must lie inside the body of a live object |
 //! | `locus_gc_write_barrier` | `declare void @locus_gc_write_barrier(ptr addrspace(10) %parent)` | what Julia's write barriers lower to: counts (`Stats::write_barriers`); never collects |
+//! | `locus_gc_alloc_bytes` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_bytes(ptr %ptls, i64 %size, i64 %tag)` | may collect, then returns a new tagged object of `size` zero bytes; `ptls` is unused |
+//! | `locus_gc_alloc_genericmemory` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_genericmemory(ptr %ptls, i64 %nbytes, ptr %tag)` | may collect, then returns a new tagged `GenericMemory` with `nbytes` of inline data |
 //!
 //! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
 //! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
@@ -146,8 +163,10 @@ pub mod heap;
 pub mod pages;
 
 use crate::contract::{
-    RUNTIME_ALLOC, RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK,
-    RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
+    MEMORY_INLINE_DATA_OFFSET, MEMORY_PTR_OFFSET, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES,
+    RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ,
+    RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER, TASK_GCSTACK_WORD,
+    TASK_PTLS_WORD,
 };
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -305,10 +324,16 @@ struct State {
     live_after_gc: u64,
 }
 
+/// The words of a task-shaped block, enough for its `ptls` field.
+const TASK_WORDS: usize = TASK_PTLS_WORD as usize + 1;
+
 /// A garbage-collected heap, the chain head of the thread it is installed on, and the
 /// collector. Made and installed by [`Runtime::enter`].
 pub struct Runtime {
-    head: Cell<*mut GcFrame>,
+    /// Shaped like Julia's task, for code that finds its task from the chain head: the
+    /// chain head is word [`TASK_GCSTACK_WORD`], `ptls` (null: nothing here needs it) word
+    /// [`TASK_PTLS_WORD`], every other word 0.
+    task: [Cell<usize>; TASK_WORDS],
     prev: Cell<*const Runtime>,
     stress: bool,
     heap_threshold: usize,
@@ -350,7 +375,7 @@ impl Runtime {
             crate::signals::install();
         }
         let rt = Box::new(Runtime {
-            head: Cell::new(ptr::null_mut()),
+            task: Default::default(),
             prev: Cell::new(ptr::null()),
             stress: config.stress,
             heap_threshold: config.heap_threshold,
@@ -379,7 +404,12 @@ impl Runtime {
 
     /// The address of the chain head slot, what `locus_gc_get_pgcstack` returns.
     pub fn pgcstack(&self) -> *mut *mut GcFrame {
-        self.head.as_ptr()
+        self.task[TASK_GCSTACK_WORD].as_ptr().cast()
+    }
+
+    /// The frame the chain head points to.
+    fn head(&self) -> *mut GcFrame {
+        self.task[TASK_GCSTACK_WORD].get() as *mut GcFrame
     }
 
     /// Whether this runtime runs in stress mode.
@@ -403,7 +433,7 @@ impl Runtime {
         st.stats.collections += 1;
         let number = st.stats.collections;
         st.since_gc = 0;
-        let done = collector::collect(&mut st.heap, self.head.get(), self.stack, number)?;
+        let done = collector::collect(&mut st.heap, self.head(), self.stack, number)?;
         st.stats.frames_walked += done.frames as u64;
         st.stats.deepest_chain = st.stats.deepest_chain.max(done.frames);
         st.stats.max_roots_in_frame = st.stats.max_roots_in_frame.max(done.max_roots);
@@ -437,17 +467,37 @@ impl Runtime {
     /// [`GcFault::Allocation`] when the object is too large or memory runs out.
     pub fn alloc(&self, nptrs: usize, nbytes: usize) -> Result<NonNull<u8>, GcFault> {
         self.safepoint()?;
-        self.alloc_now(nptrs, nbytes)
+        self.alloc_in_heap(nptrs, nbytes, None)
     }
 
-    fn alloc_now(&self, nptrs: usize, nbytes: usize) -> Result<NonNull<u8>, GcFault> {
+    /// What `locus_gc_alloc_bytes` does: [`Runtime::safepoint`], then a new tagged object
+    /// of `size` zero bytes with `tag` in the word before it (see [`heap`]).
+    ///
+    /// # Errors
+    /// A fault found by the collection, or [`GcFault::Allocation`] (with `nptrs` 0) when the
+    /// object cannot be made.
+    pub fn alloc_tagged(&self, size: usize, tag: u64) -> Result<NonNull<u8>, GcFault> {
+        self.safepoint()?;
+        self.alloc_in_heap(0, size, Some(tag))
+    }
+
+    fn alloc_in_heap(
+        &self,
+        nptrs: usize,
+        nbytes: usize,
+        tag: Option<u64>,
+    ) -> Result<NonNull<u8>, GcFault> {
         let fault = |problem| GcFault::Allocation {
             nptrs: i64::try_from(nptrs).unwrap_or(i64::MAX),
             nbytes: i64::try_from(nbytes).unwrap_or(i64::MAX),
             problem,
         };
         let mut st = self.state.borrow_mut();
-        let addr = st.heap.alloc(nptrs, nbytes).map_err(fault)?;
+        let made = match tag {
+            Some(tag) => st.heap.alloc_tagged(nbytes, tag),
+            None => st.heap.alloc(nptrs, nbytes),
+        };
+        let addr = made.map_err(fault)?;
         st.since_gc += (nptrs * 8 + nbytes) as u64;
         // Never null: the address is 32 bytes into a block.
         NonNull::new(addr as *mut u8).ok_or(fault(AllocProblem::OutOfMemory))
@@ -515,7 +565,7 @@ impl Runtime {
     /// [`GcFault::CorruptFrame`] for the first frame that fails a check.
     pub fn frames(&self) -> Result<Vec<FrameInfo>, GcFault> {
         let sp = frames::approx_stack_pointer();
-        let chain = frames::walk(self.head.get(), sp, self.stack, 0)?;
+        let chain = frames::walk(self.head(), sp, self.stack, 0)?;
         Ok(chain
             .iter()
             .map(|f| FrameInfo {
@@ -684,26 +734,70 @@ pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
 /// and then aborts.
 #[no_mangle]
 pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
-    entry(RUNTIME_ALLOC, |rt| {
-        if let Err(fault) = rt.safepoint() {
-            rt.report(fault);
-        }
-        let made = match (usize::try_from(nptrs), usize::try_from(nbytes)) {
-            (Ok(p), Ok(b)) => rt.alloc_now(p, b),
-            _ => Err(GcFault::Allocation {
-                nptrs,
-                nbytes,
-                problem: AllocProblem::Negative,
-            }),
-        };
-        match made {
-            Ok(obj) => obj.as_ptr(),
-            Err(fault) => {
-                rt.report(fault);
-                fatal(format_args!("cannot continue after a failed allocation"))
-            }
-        }
+    entry(RUNTIME_ALLOC, |rt| allocate(rt, nptrs, nbytes, None))
+}
+
+/// What `julia.gc_alloc_bytes(ptls, size, tag)` becomes: may collect, then returns a new
+/// tagged object of `size` zero bytes with `tag` in the word before it. `ptls` is not used
+/// (the runtime is the thread's). Never returns null, as [`locus_gc_alloc`].
+#[no_mangle]
+pub extern "C" fn locus_gc_alloc_bytes(ptls: *const u8, size: i64, tag: i64) -> *mut u8 {
+    let _ = ptls;
+    entry(RUNTIME_ALLOC_BYTES, |rt| {
+        allocate(rt, 0, size, Some(tag as u64))
     })
+}
+
+/// What Julia's `jl_alloc_genericmemory_unchecked(ptls, nbytes, tag)` becomes: may collect,
+/// then returns a new tagged `GenericMemory` of `16 + nbytes` zero bytes, its data inline:
+/// the data pointer (word 1) is set to its byte 16, the length (word 0) is left for the
+/// caller. Never returns null, as [`locus_gc_alloc`].
+#[no_mangle]
+pub extern "C" fn locus_gc_alloc_genericmemory(
+    ptls: *const u8,
+    nbytes: i64,
+    tag: *const u8,
+) -> *mut u8 {
+    let _ = ptls;
+    entry(RUNTIME_ALLOC_GENERICMEMORY, |rt| {
+        let size = if nbytes < 0 {
+            nbytes
+        } else {
+            nbytes.saturating_add(MEMORY_INLINE_DATA_OFFSET)
+        };
+        let obj = allocate(rt, 0, size, Some(tag as u64));
+        let data = obj.wrapping_add(MEMORY_INLINE_DATA_OFFSET as usize);
+        let field = obj
+            .wrapping_add(MEMORY_PTR_OFFSET as usize)
+            .cast::<*mut u8>();
+        // SAFETY: `obj` is a new object of at least 16 bytes, 16-byte aligned: word 1 is in
+        // it and aligned.
+        unsafe { field.write(data) };
+        obj
+    })
+}
+
+/// An entry point's allocation: may collect (a fault found is reported), then allocates;
+/// an object that cannot be made is reported, then the process aborts.
+fn allocate(rt: &Runtime, nptrs: i64, nbytes: i64, tag: Option<u64>) -> *mut u8 {
+    if let Err(fault) = rt.safepoint() {
+        rt.report(fault);
+    }
+    let made = match (usize::try_from(nptrs), usize::try_from(nbytes)) {
+        (Ok(p), Ok(b)) => rt.alloc_in_heap(p, b, tag),
+        _ => Err(GcFault::Allocation {
+            nptrs,
+            nbytes,
+            problem: AllocProblem::Negative,
+        }),
+    };
+    match made {
+        Ok(obj) => obj.as_ptr(),
+        Err(fault) => {
+            rt.report(fault);
+            fatal(format_args!("cannot continue after a failed allocation"))
+        }
+    }
 }
 
 /// May collect.
@@ -801,6 +895,15 @@ pub fn symbols() -> Vec<(&'static str, usize)> {
         (
             RUNTIME_WRITE_BARRIER,
             locus_gc_write_barrier as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            RUNTIME_ALLOC_BYTES,
+            locus_gc_alloc_bytes as extern "C" fn(*const u8, i64, i64) -> *mut u8 as usize,
+        ),
+        (
+            RUNTIME_ALLOC_GENERICMEMORY,
+            locus_gc_alloc_genericmemory as extern "C" fn(*const u8, i64, *const u8) -> *mut u8
+                as usize,
         ),
     ]
 }

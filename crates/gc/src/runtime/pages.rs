@@ -95,6 +95,7 @@ struct Region {
     serial: u64,
     nptrs: u64,
     nbytes: u64,
+    tagged: bool,
     /// The collection that freed the object, 0 while it is live.
     freed_in: AtomicU64,
 }
@@ -174,6 +175,7 @@ pub(crate) fn find_freed<'r>(readers: &'r Readers, addr: usize) -> Option<Hit<'r
                 serial: region.serial,
                 nptrs: region.nptrs as usize,
                 nbytes: region.nbytes as usize,
+                tagged: region.tagged,
                 freed_in: Some(freed_in),
             },
             chunk,
@@ -277,7 +279,7 @@ impl Pages {
     /// included, with the object (`block + 32`) 16-byte aligned and ending at most 15 bytes
     /// before a page boundary. `None` when the kernel refuses the memory (the caller then
     /// uses the global allocator).
-    pub(crate) fn alloc(&mut self, span: usize, shape: (u64, u64, u64)) -> Option<usize> {
+    pub(crate) fn alloc(&mut self, span: usize, shape: (u64, u64, u64, bool)) -> Option<usize> {
         let page = page_size();
         let body = span.checked_next_multiple_of(OBJECT_ALIGN)?;
         let need = (HEADER_BYTES + body).checked_next_multiple_of(page)?;
@@ -297,7 +299,7 @@ impl Pages {
         let end = start + need;
         let addr = end - body;
         let index = chunk.shared.count.load(Ordering::Relaxed);
-        let (serial, nptrs, nbytes) = shape;
+        let (serial, nptrs, nbytes, tagged) = shape;
         // SAFETY: `index < capacity` (checked by `fits` for the chunk in use, and 0 for a new
         // one), the table's size.
         let slot = unsafe { chunk.shared.regions.add(index) };
@@ -308,6 +310,7 @@ impl Pages {
             serial,
             nptrs,
             nbytes,
+            tagged,
             freed_in: AtomicU64::new(0),
         };
         // SAFETY: a slot of the table, not yet published, so nothing else reads it.
