@@ -2,15 +2,17 @@
 //!
 //! The pipeline, per function that takes part (its entry block calls
 //! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): [`scan`] reduces it to a
-//! [`model::FnModel`] (finding tracked values, the bases of derived ones, lifting phis and
-//! selects of derived pointers to `%gclift`s over their bases, lane by lane for vectors,
-//! and the safepoints), with [`memory`] finding the `alloca`s that become frame slots and
+//! [`model::FnModel`] (finding tracked values, the bases of derived ones and the
+//! safepoints), with `lift` making `%gclift` phis and selects over the bases of phis and
+//! selects of derived pointers (lane by lane for vectors, field by field for aggregates),
+//! [`memory`] finding the `alloca`s that become frame slots and
 //! `immutable` the loads that need no root of their own; [`liveness`] finds the values to
 //! root at each safepoint and drops those refined to others rooted there; [`color`]
 //! assigns frame slots; [`place`] decides where stores and nulls go; [`emit`] writes them
 //! with Julia's `julia.*_gc_frame*` intrinsics and cleans up the helper constructs (the
-//! jlcall convention, `julia.gc_alloc_obj` expanded by `alloc`, write barriers that
-//! store nothing new); [`final_lower`] turns the intrinsics into a real frame linked into
+//! jlcall convention, `julia.gc_alloc_obj`, `julia.gc_alloc_memory` and `julia.typeof`
+//! expanded by `alloc`, Julia's TBAA tags from `tbaa`, write barriers that store nothing
+//! new); [`final_lower`] turns the intrinsics into a real frame linked into
 //! the thread's chain. A function already framed (by Julia's own pass, or an earlier run)
 //! gets no second frame: it is only finished.
 //!
@@ -23,6 +25,7 @@ pub mod color;
 pub mod emit;
 pub mod final_lower;
 mod immutable;
+mod lift;
 pub mod liveness;
 pub mod memory;
 pub mod model;
