@@ -13,6 +13,7 @@ use locus_gc::run::{run, RunOptions};
 use locus_gc::runtime::OnFault;
 use locus_llvm::{Context, Module};
 
+use super::root_stores::{root_stores, without_line};
 use super::{tool, Tour};
 use crate::Failure;
 
@@ -135,34 +136,14 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     tour.passed("the stress collector catches the missing root (exit status 2)")
 }
 
-/// The lowered module `text` without its first store of `value` into a GC frame slot (a
-/// `store ptr addrspace(10) VALUE, ptr %S` where `%S` is a `getelementptr` of root slot 2
-/// or above of a `%gcframe` alloca), or `None` if it has none.
+/// The lowered module `text` without its first store of `value` into a GC frame's root
+/// slot ([`root_stores`]), or `None` if it has none.
 fn delete_root_store(text: &str, value: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut slots = Vec::new();
-    for line in &lines {
-        // `%3 = getelementptr inbounds ptr addrspace(10), ptr %gcframe, i32 2`
-        let Some((name, rest)) = line
-            .trim()
-            .split_once(" = getelementptr inbounds ptr addrspace(10), ptr %gcframe")
-        else {
-            continue;
-        };
-        let index = rest.rsplit(' ').next().and_then(|i| i.parse::<u32>().ok());
-        if index.is_some_and(|i| i >= 2) {
-            slots.push(name.to_string());
-        }
-    }
-    let target = lines.iter().position(|line| {
-        line.trim()
-            .strip_prefix("store ptr addrspace(10) ")
-            .and_then(|rest| rest.strip_prefix(value))
-            .and_then(|rest| rest.strip_prefix(", ptr "))
-            .and_then(|rest| rest.split(',').next())
-            .is_some_and(|slot| slots.iter().any(|s| s == slot))
+    let store = format!("store ptr addrspace(10) {value}, ");
+    let line = root_stores(text).into_iter().find(|&i| {
+        text.lines()
+            .nth(i)
+            .is_some_and(|l| l.trim().starts_with(&store))
     })?;
-    let mut out: Vec<&str> = lines;
-    out.remove(target);
-    Some(out.join("\n") + "\n")
+    Some(without_line(text, line))
 }

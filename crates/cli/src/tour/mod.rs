@@ -6,6 +6,7 @@
 mod dwarf;
 mod gc;
 mod memref;
+mod root_stores;
 mod sme;
 mod stackmap;
 
