@@ -150,6 +150,12 @@ pub fn run_command(
                         _ => a.clone(),
                     })
                     .collect();
+                writeln!(
+                    out,
+                    "# mlir-opt-19 --mlir-print-debuginfo, then {} on each function the kernel defines",
+                    compile::EMIT_C_INTERFACE
+                )
+                .map_err(|e| fail(e.to_string()))?;
                 writeln!(out, "mlir-opt-19 {}", args.join(" ")).map_err(|e| fail(e.to_string()))?;
                 return Ok(());
             }

@@ -2,8 +2,8 @@
 //!
 //! Spec 002, "C-compatible wrapper emission", for *external* functions: a
 //! module that declares `func.func private @NAME(memref<?xf32>, ..)` with
-//! `llvm.emit_c_interface` (which [`crate::compile`] requests for every
-//! function) gets a body for `@NAME` that stores each descriptor on the
+//! `llvm.emit_c_interface` (the kernel marks its declarations itself;
+//! [`crate::compile`] marks only the functions it defines) gets a body for `@NAME` that stores each descriptor on the
 //! stack and calls `_mlir_ciface_NAME` with pointers to them. Exporting that
 //! symbol from Rust is enough to receive the call; the helpers here turn the
 //! descriptor pointers into checked views.

@@ -1,8 +1,11 @@
 //! Lowering an MLIR kernel to a shared library with the LLVM 19 tools.
 //!
-//! `mlir-opt-19` runs [`PIPELINE`] ([`BUFFERIZE`] too for kernels with tensors; [`Options`] replaces or extends it) (its first pass, `--llvm-request-c-wrappers`,
-//! sets `llvm.emit_c_interface` on every function, so each gets a
-//! `_mlir_ciface_NAME` wrapper and each external declaration calls one),
+//! `mlir-opt-19` parses the kernel and prints it back, and every function the kernel
+//! defines gets `llvm.emit_c_interface` ([`request_c_wrappers`]), so each gets a
+//! `_mlir_ciface_NAME` wrapper that `call` can use; a function it only declares
+//! (`func.func private @expf(f32) -> f32`) is called by its own name, the C symbol, unless
+//! the kernel marks it. Then `mlir-opt-19` runs [`PIPELINE`] ([`BUFFERIZE`] first for
+//! kernels with tensors; [`Options`] replaces or extends it),
 //! `mlir-translate-19 --mlir-to-llvmir` turns the LLVM dialect into IR,
 //! `opt-19 -passes=default<O2>` optimizes it (optional, on by default: without
 //! it each `_mlir_ciface_` wrapper reaches its function through a PLT call
@@ -17,8 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::MemRefError;
 
-/// The passes a kernel with tensors runs first, after
-/// `--llvm-request-c-wrappers` (see [`uses_tensors`]): one-shot
+/// The passes a kernel with tensors runs first (see [`uses_tensors`]): one-shot
 /// bufferization, function boundaries included and with identity layouts
 /// there (a `tensor<?xf32>` argument is a `memref<?xf32>` one), then the
 /// deallocation of the temporaries, as MLIR's one-shot-bufferize CPU tests do.
@@ -32,8 +34,8 @@ pub const BUFFERIZE: &[&str] = &[
 ];
 
 /// The `mlir-opt-19` lowering passes, in order (as flags: `mlir-opt` nests
-/// the function passes itself); [`BUFFERIZE`] goes after the first for
-/// kernels with tensors.
+/// the function passes itself); [`BUFFERIZE`] goes first for kernels with
+/// tensors.
 ///
 /// The order follows MLIR's own CPU integration tests (`test-lower-to-llvm`
 /// and the one-shot-bufferize RUN lines): linalg, vector transfers and
@@ -43,7 +45,6 @@ pub const BUFFERIZE: &[&str] = &[
 /// the rest: the library links `-lm`), memref, complex, func, arith, index,
 /// cf and ub go to the LLVM dialect.
 pub const PIPELINE: &[&str] = &[
-    "--llvm-request-c-wrappers",
     // After BUFFERIZE when it runs; on memref kernels it lowers the bufferization ops
     // they may use (`bufferization.clone`, ...) and nothing else.
     "--convert-bufferization-to-memref",
@@ -206,11 +207,10 @@ impl Options {
         match &self.pipeline {
             Some(text) => out.extend(split_pipeline(text)),
             None => {
-                out.push(element(PIPELINE[0]));
                 if uses_tensors(source) {
                     out.extend(BUFFERIZE.iter().map(|p| element(p)));
                 }
-                out.extend(PIPELINE[1..].iter().map(|p| element(p)));
+                out.extend(PIPELINE.iter().map(|p| element(p)));
             }
         }
         out
@@ -250,6 +250,64 @@ impl Options {
     }
 }
 
+/// The attribute that makes `mlir-opt` write a `_mlir_ciface_` wrapper for a function.
+pub const EMIT_C_INTERFACE: &str = "llvm.emit_c_interface";
+
+/// Parses the kernel with `mlir-opt-19` (which checks it and resolves aliases) and returns
+/// its printing, locations kept (`--mlir-print-debuginfo`, so later errors still point at
+/// the kernel), with [`EMIT_C_INTERFACE`] on every `func.func` that has a body. Functions
+/// the kernel only declares are left as they are: their calls go to the C symbol of their
+/// name, or to `_mlir_ciface_NAME` if the kernel marked them itself.
+pub fn request_c_wrappers(source: &str, options: &Options) -> Result<String, MemRefError> {
+    let printed = run(
+        "mlir-opt-19",
+        &["--mlir-print-debuginfo"],
+        Some(source.as_bytes()),
+    )
+    .map_err(|e| options.locate(e))?;
+    let printed = String::from_utf8(printed).map_err(|e| MemRefError::Tool {
+        tool: "mlir-opt-19".into(),
+        stderr: format!("output is not UTF-8: {e}"),
+    })?;
+    Ok(mark_definitions(&printed))
+}
+
+/// `printed` (mlir-opt's printing, one op header per line) with [`EMIT_C_INTERFACE`] added
+/// to each `func.func` header that opens a body: it ends in ` {`, where a declaration
+/// ends in its signature or its location.
+fn mark_definitions(printed: &str) -> String {
+    let mut out = String::with_capacity(printed.len() + 256);
+    for line in printed.split_inclusive('\n') {
+        let text = line.trim_end_matches('\n');
+        let is_definition = text.trim_start().starts_with("func.func ")
+            && text.ends_with(" {")
+            && !text.contains(EMIT_C_INTERFACE);
+        if !is_definition {
+            out.push_str(line);
+            continue;
+        }
+        let head = &text[..text.len() - 2];
+        match head.find(" attributes {") {
+            Some(at) => {
+                let split = at + " attributes {".len();
+                out.push_str(&head[..split]);
+                out.push_str(EMIT_C_INTERFACE);
+                out.push_str(", ");
+                out.push_str(&head[split..]);
+            }
+            None => {
+                out.push_str(head);
+                out.push_str(" attributes {");
+                out.push_str(EMIT_C_INTERFACE);
+                out.push('}');
+            }
+        }
+        out.push_str(" {");
+        out.push_str(&line[text.len()..]);
+    }
+    out
+}
+
 /// Lowers MLIR source text to LLVM IR text (the first two steps).
 pub fn mlir_to_llvm_ir(source: &str) -> Result<String, MemRefError> {
     mlir_to_llvm_ir_with(source, &Options::default())
@@ -259,11 +317,12 @@ pub fn mlir_to_llvm_ir(source: &str) -> Result<String, MemRefError> {
 /// `mlir-opt-19` keeps the kernel's locations in its output, so errors of
 /// `mlir-translate-19` point at the kernel too.
 pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, MemRefError> {
-    let mut args = options.mlir_opt_args(source);
+    let marked = request_c_wrappers(source, options)?;
+    let mut args = options.mlir_opt_args(&marked);
     args.push("--mlir-print-debuginfo".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let lowered =
-        run("mlir-opt-19", &args, Some(source.as_bytes())).map_err(|e| options.locate(e))?;
+        run("mlir-opt-19", &args, Some(marked.as_bytes())).map_err(|e| options.locate(e))?;
     let ir = run(
         "mlir-translate-19",
         &["--mlir-to-llvmir", "-"],
@@ -354,4 +413,25 @@ pub fn compile_file(kernel: &Path, output: &Path, optimize: bool) -> Result<(), 
 /// `kernel` with its extension replaced by the platform's shared-library one.
 pub fn default_output(kernel: &Path) -> PathBuf {
     kernel.with_extension(std::env::consts::DLL_EXTENSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mark_definitions;
+
+    #[test]
+    fn definitions_get_c_wrappers_and_declarations_do_not() {
+        let printed = "module {\n  func.func private @expf(f32) -> f32 loc(#loc1)\n  \
+func.func @k(%arg0: f32 loc(\"k.mlir\":3:13)) -> f32 {\n    return %arg0 : f32 loc(#loc2)\n  } loc(#loc3)\n  \
+func.func @a() attributes {foo = 1 : i32} {\n    return\n  }\n  \
+func.func @m() attributes {llvm.emit_c_interface} {\n    return\n  }\n  \
+func.func private @printMemrefF32(memref<*xf32>) attributes {llvm.emit_c_interface}\n}\n";
+        let marked = mark_definitions(printed);
+        let want = "module {\n  func.func private @expf(f32) -> f32 loc(#loc1)\n  \
+func.func @k(%arg0: f32 loc(\"k.mlir\":3:13)) -> f32 attributes {llvm.emit_c_interface} {\n    return %arg0 : f32 loc(#loc2)\n  } loc(#loc3)\n  \
+func.func @a() attributes {llvm.emit_c_interface, foo = 1 : i32} {\n    return\n  }\n  \
+func.func @m() attributes {llvm.emit_c_interface} {\n    return\n  }\n  \
+func.func private @printMemrefF32(memref<*xf32>) attributes {llvm.emit_c_interface}\n}\n";
+        assert_eq!(marked, want);
+    }
 }

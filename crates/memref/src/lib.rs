@@ -63,7 +63,9 @@
 //!   (ranked or unranked) and scalars, and any results: one scalar comes
 //!   back as the return value, memrefs and several results through the
 //!   struct pointer passed first. The library must have been compiled with
-//!   C wrappers, as [`compile`] does.
+//!   C wrappers, as [`compile`] does for every function the kernel defines
+//!   (a function it only declares is called by its C name, unless the kernel
+//!   marks it `llvm.emit_c_interface`).
 //! * [`Function::call_expanded`] calls the function itself, memrefs passed
 //!   as scalar lists, and accepts only kernels **without results** (their
 //!   outputs are written into argument buffers).
