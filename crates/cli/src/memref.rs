@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use locus_memref::npy::{Dtype, NpyArray};
+use locus_memref::run::{run_kernel, RunOptions};
 use locus_memref::signature::{Dim, Type};
 use locus_memref::{
     compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Scalar, Signature, Value,
@@ -15,7 +16,7 @@ use crate::Failure;
 #[derive(clap::Subcommand)]
 pub enum Command {
     /// Lower an MLIR kernel to a shared library (mlir-opt-19 with C wrappers requested
-    /// for every function, mlir-translate-19, llc-19, clang-19 -shared).
+    /// for every function the kernel defines, mlir-translate-19, llc-19, clang-19 -shared).
     Compile {
         /// The kernel (.mlir).
         kernel: PathBuf,
@@ -25,17 +26,28 @@ pub enum Command {
         /// Print the mlir-opt-19 command that lowers this kernel and stop.
         #[arg(long)]
         print_pipeline: bool,
-        /// Replace the pass pipeline: mlir-opt's textual syntax, comma-separated,
-        /// optionally inside builtin.module(...), e.g. "convert-scf-to-cf,convert-func-to-llvm".
-        #[arg(long, value_name = "PASSES")]
-        pipeline: Option<String>,
-        /// A pass to run before the pipeline (repeatable, in order), e.g. canonicalize or
-        /// "one-shot-bufferize{bufferize-function-boundaries}".
-        #[arg(long = "pass", value_name = "NAME")]
-        passes: Vec<String>,
-        /// Skip the opt-19 -O2 step (keep the IR as mlir-translate-19 wrote it).
-        #[arg(long)]
-        no_opt: bool,
+        #[command(flatten)]
+        lowering: Lowering,
+    },
+    /// Compile a kernel and run its entry function, as mlir-cpu-runner does: what it
+    /// prints (vector.print, printMemrefF32, printF32...) goes to standard output, then its
+    /// result, if it returns one (i32, i64; f32 and f64 as %e). The MLIR 19 runner utils are
+    /// loaded when the kernel needs them.
+    ///
+    /// Exit status: 0 when the entry returned; 1 when it was not called; 3 when the kernel
+    /// died of a signal, after one `locus: SIGNAL ...` line.
+    Run {
+        /// The kernel (.mlir).
+        kernel: PathBuf,
+        /// The function to call: no arguments; no result, or one i32, i64, f32 or f64.
+        #[arg(short, long, default_value = "main")]
+        entry: String,
+        /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's
+        /// -shared-libs): opened in order, with RTLD_GLOBAL, before the kernel's library.
+        #[arg(long = "shared-lib", value_name = "LIB")]
+        shared_libs: Vec<PathBuf>,
+        #[command(flatten)]
+        lowering: Lowering,
     },
     /// Call FUNC of a library through `_mlir_ciface_FUNC`: memref arguments are .npy
     /// files, scalars are numbers; memref results go to the --out files in order,
@@ -79,12 +91,69 @@ pub enum Command {
     },
 }
 
+/// How `compile` and `run` lower a kernel.
+#[derive(clap::Args)]
+pub struct Lowering {
+    /// Replace the pass pipeline: mlir-opt's textual syntax, comma-separated,
+    /// optionally inside builtin.module(...), e.g. "convert-scf-to-cf,convert-func-to-llvm".
+    #[arg(long, value_name = "PASSES")]
+    pipeline: Option<String>,
+    /// A pass to run before the pipeline (repeatable, in order), e.g. canonicalize or
+    /// "one-shot-bufferize{bufferize-function-boundaries}".
+    #[arg(long = "pass", value_name = "NAME")]
+    passes: Vec<String>,
+    /// Skip the opt-19 -O2 step (keep the IR as mlir-translate-19 wrote it).
+    #[arg(long)]
+    no_opt: bool,
+}
+
+impl Lowering {
+    fn options(&self, kernel: &Path) -> compile::Options {
+        compile::Options {
+            pipeline: self.pipeline.clone(),
+            passes: self.passes.clone(),
+            optimize: !self.no_opt,
+            source_name: Some(kernel.display().to_string()),
+        }
+    }
+}
+
+/// A result as mlir-cpu-runner prints it: integers in decimal, floats as C's `%e`.
+fn runner_format(value: Scalar) -> String {
+    let float = |x: f64| {
+        if x.is_nan() {
+            return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+        }
+        if x.is_infinite() {
+            return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+        }
+        // Rust writes `3.500000e0`; C writes `3.500000e+00`.
+        let text = format!("{x:.6e}");
+        match text.split_once('e') {
+            Some((mantissa, exp)) => {
+                let (sign, digits) = match exp.strip_prefix('-') {
+                    Some(d) => ('-', d),
+                    None => ('+', exp),
+                };
+                format!("{mantissa}e{sign}{digits:0>2}")
+            }
+            None => text,
+        }
+    };
+    match value {
+        Scalar::F32(x) => float(f64::from(x)),
+        Scalar::F64(x) => float(x),
+        other => other.to_string(),
+    }
+}
+
 fn fail(message: impl Into<String>) -> Failure {
     Failure::Message(message.into())
 }
 
-/// A `--sig-from` failure as `PATH:LINE:COLUMN: message` when it has a position.
-fn source_error(path: &Path, src: &str, e: MemRefError) -> Failure {
+/// A failure to read a signature from the kernel at `path` (given as `option`, e.g.
+/// `--sig-from `, or "") as `PATH:LINE:COLUMN: message` when it has a position.
+fn source_error(option: &str, path: &Path, src: &str, e: MemRefError) -> Failure {
     match e {
         MemRefError::Parse { at, message } => {
             // The parser reports positions on character boundaries (the end for
@@ -93,19 +162,19 @@ fn source_error(path: &Path, src: &str, e: MemRefError) -> Failure {
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             fail(format!(
-                "--sig-from {}:{line}:{column}: {message}",
+                "{option}{}:{line}:{column}: {message}",
                 path.display()
             ))
         }
         // mlir-opt read the kernel from its standard input: name the user's file.
         MemRefError::Tool { tool, stderr } => fail(format!(
-            "--sig-from {}: {tool} failed: {}",
+            "{option}{}: {tool} failed: {}",
             path.display(),
             stderr
                 .trim_end()
                 .replace("<stdin>:", &format!("{}:", path.display()))
         )),
-        other => fail(format!("--sig-from {}: {other}", path.display())),
+        other => fail(format!("{option}{}: {other}", path.display())),
     }
 }
 
@@ -120,16 +189,9 @@ pub fn run_command(
             kernel,
             output,
             print_pipeline,
-            pipeline,
-            passes,
-            no_opt,
+            lowering,
         } => {
-            let options = compile::Options {
-                pipeline: pipeline.clone(),
-                passes: passes.clone(),
-                optimize: !*no_opt,
-                source_name: Some(kernel.display().to_string()),
-            };
+            let options = lowering.options(kernel);
             if !*print_pipeline && kernel.as_path() == Path::new("-") && output.is_none() {
                 return Err(fail(
                     "-o is needed when the kernel comes from standard input",
@@ -165,6 +227,34 @@ pub fn run_command(
             compile::compile_with(&source, &output, &options).map_err(|e| fail(e.to_string()))?;
             writeln!(out, "{}", output.display()).map_err(|e| fail(e.to_string()))
         }
+        Command::Run {
+            kernel,
+            entry,
+            shared_libs,
+            lowering,
+        } => {
+            let source = reader.read_to_string(kernel).map_err(fail)?;
+            let options = RunOptions {
+                entry: entry.clone(),
+                shared_libs: shared_libs.clone(),
+                compile: lowering.options(kernel),
+            };
+            // A kernel that faults ends the process with one `locus:` line naming the
+            // signal, the address and the function, and exit status 3.
+            locus_gc::signals::install();
+            let scope = locus_gc::signals::fault_scope(false);
+            // SAFETY: the user runs the kernel they name; this is the command's purpose.
+            let result = unsafe { run_kernel(&source, &options) };
+            drop(scope);
+            let result = result.map_err(|e| match e {
+                MemRefError::Parse { .. } => source_error("", kernel, &source, e),
+                other => fail(other.to_string()),
+            })?;
+            if let Some(value) = result {
+                writeln!(out, "{}", runner_format(value)).map_err(|e| fail(e.to_string()))?;
+            }
+            Ok(())
+        }
         Command::Call {
             library,
             function,
@@ -182,7 +272,8 @@ pub fn run_command(
                     let src = reader
                         .read_to_string(path)
                         .map_err(|e| fail(format!("--sig-from {e}")))?;
-                    Signature::from_mlir(&src, function).map_err(|e| source_error(path, &src, e))?
+                    Signature::from_mlir(&src, function)
+                        .map_err(|e| source_error("--sig-from ", path, &src, e))?
                 }
                 (None, None) => return Err(fail("--sig or --sig-from is required")),
             };

@@ -1018,3 +1018,131 @@ fn vector_print_matches_mlir_cpu_runner() {
     let want = runner.wait_with_output().unwrap();
     assert_eq!(got, text(&want.stdout));
 }
+
+/// What mlir-cpu-runner-19 prints for `kernel`'s `entry`, lowered by mlir-opt-19 with
+/// Locus's pipeline, with the runner utils loaded.
+fn mlir_cpu_runner(kernel: &Path, entry: &str, result: &str) -> String {
+    let lowered = Command::new("mlir-opt-19")
+        .args(locus_memref::compile::PIPELINE)
+        .arg(path_str(kernel))
+        .output()
+        .unwrap();
+    assert!(lowered.status.success(), "{}", text(&lowered.stderr));
+    let Some(dir) = locus_memref::run::runner_utils_dir() else {
+        panic!("LLVM 19's runner utils are missing: run scripts/install-deps")
+    };
+    let libs: Vec<String> = locus_memref::run::RUNNER_UTILS
+        .iter()
+        .map(|l| dir.join(l).display().to_string())
+        .collect();
+    let mut runner = Command::new("mlir-cpu-runner-19")
+        .args(["-e", entry, &format!("-entry-point-result={result}")])
+        .arg(format!("-shared-libs={}", libs.join(",")))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    runner
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&lowered.stdout)
+        .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert!(out.status.success(), "mlir-cpu-runner-19: {:?}", out.status);
+    text(&out.stdout).to_string()
+}
+
+/// `printMemrefF32` prints the buffer's address, which differs from run to run.
+fn without_addresses(printed: &str) -> String {
+    printed
+        .lines()
+        .map(|l| match l.split_once("base@ = ") {
+            Some((head, rest)) => {
+                let tail = rest.split_once(' ').map_or("", |(_, t)| t);
+                format!("{head}base@ = ADDR {tail}")
+            }
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `locus memref run` prints what mlir-cpu-runner-19 prints for the same kernel: the runner
+/// utils' memref printing, vector.print, and a C function the kernel declares, with the
+/// runner utils found without being named (issue 14, section 2).
+#[test]
+fn run_prints_what_mlir_cpu_runner_prints() {
+    let k = fixture("run_print.mlir");
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert!(
+        got.contains("[[0,   1,   2], \n [0,   1,   4]]\n42( 0, 1, 4 )\n"),
+        "{got}"
+    );
+    let want = mlir_cpu_runner(&k, "main", "void");
+    assert_eq!(without_addresses(&got), without_addresses(&want));
+}
+
+/// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints
+/// it: integers in decimal, floats as C's `%e` (f64 too, which mlir-cpu-runner cannot
+/// return).
+#[test]
+fn run_prints_the_entry_result_as_mlir_cpu_runner() {
+    let t = TempDir::new("memref-run-result");
+    let k = t.path("results.mlir");
+    std::fs::write(
+        &k,
+        "func.func @i() -> i32 {\n  %c = arith.constant -7 : i32\n  return %c : i32\n}\n\
+         func.func @l() -> i64 {\n  %c = arith.constant 1234567890123 : i64\n  return %c : i64\n}\n\
+         func.func @f() -> f32 {\n  %c = arith.constant -0.000125 : f32\n  return %c : f32\n}\n\
+         func.func @d() -> f64 {\n  %c = arith.constant 6.02214076e23 : f64\n  return %c : f64\n}\n",
+    )
+    .unwrap();
+    for (entry, result) in [("i", "i32"), ("l", "i64"), ("f", "f32")] {
+        let got = ok(&locus(&["run", path_str(&k), "--entry", entry]));
+        assert_eq!(got, mlir_cpu_runner(&k, entry, result), "@{entry}");
+    }
+    assert_eq!(
+        ok(&locus(&["run", path_str(&k), "-e", "f"])),
+        "-1.250000e-04\n"
+    );
+    assert_eq!(
+        ok(&locus(&["run", path_str(&k), "-e", "d"])),
+        "6.022141e+23\n"
+    );
+}
+
+/// What `run` cannot call is one `locus:` line naming the kernel and the function, exit 1.
+#[test]
+fn run_refuses_what_it_cannot_call() {
+    let t = TempDir::new("memref-run-bad");
+    let k = t.path("bad.mlir");
+    std::fs::write(
+        &k,
+        "func.func @takes(%x: f32) -> f32 {\n  return %x : f32\n}\n\
+         func.func @gives() -> memref<2xf32> {\n  %m = memref.alloc() : memref<2xf32>\n  return %m : memref<2xf32>\n}\n",
+    )
+    .unwrap();
+    for (entry, want) in [
+        ("main", "no `func.func @main` in the kernel"),
+        (
+            "takes",
+            "@takes is (f32) -> (f32): an entry takes no arguments",
+        ),
+        ("gives", "@gives is () -> (memref<2xf32>)"),
+    ] {
+        let out = locus(&["run", path_str(&k), "--entry", entry]);
+        fails_with(&out, want);
+        let err = text(&out.stderr);
+        assert!(
+            err.lines().count() == 1 && err.starts_with(&format!("locus: {}:", path_str(&k))),
+            "{err}"
+        );
+    }
+    let err = text(&locus(&["run", path_str(&k), "--entry", "gives"]).stderr).to_string();
+    assert!(
+        err.starts_with(&format!("locus: {}:4:1: ", path_str(&k))),
+        "{err}"
+    );
+}

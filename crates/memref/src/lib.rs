@@ -88,8 +88,10 @@
 //! * [`signature`]: MLIR function types, parsed from text or taken from a
 //!   `func.func` of a `.mlir` kernel as `mlir-opt-19` parses it, and the
 //!   argument checks.
-//! * [`compile`]: `mlir-opt-19` (with `--llvm-request-c-wrappers`),
-//!   `mlir-translate-19`, `opt-19 -O2`, `llc-19`, `clang-19 -shared`.
+//! * [`compile`]: `mlir-opt-19` (C wrappers for the functions the kernel
+//!   defines), `mlir-translate-19`, `opt-19 -O2`, `llc-19`, `clang-19 -shared`.
+//! * [`run`]: a kernel's entry function run as `mlir-cpu-runner` runs it,
+//!   with the MLIR runner utils loaded when the kernel needs them.
 //! * [`call`]: libraries, typed `_mlir_ciface_` symbols, dynamic calls
 //!   through libffi in both conventions.
 //! * [`owned`]: the guard of returned allocations, typed results, views of
@@ -241,6 +243,7 @@ mod error;
 pub mod ndarray;
 pub mod npy;
 pub mod owned;
+pub mod run;
 pub mod signature;
 pub mod view;
 

@@ -1,0 +1,154 @@
+//! Running a kernel's entry function as `mlir-cpu-runner` does: compile the kernel, load the
+//! libraries it needs, call a function that takes no arguments, and hand back its scalar
+//! result, if it has one, for the caller to print.
+//!
+//! The MLIR 19 runner utils (`libmlir_c_runner_utils`, `libmlir_runner_utils`: `printF32`,
+//! `printMemrefF32`, `rtclock`, what `vector.print` calls...) are loaded when the kernel's
+//! library needs a symbol no other loaded library defines, so a kernel that prints runs
+//! without naming them; `--shared-lib` libraries are loaded first, as `-shared-libs` are.
+//!
+//! ```no_run
+//! use locus_memref::run::{run_kernel, RunOptions};
+//!
+//! let kernel = "func.func @main() -> i32 {\n  %c = arith.constant 42 : i32\n  return %c : i32\n}\n";
+//! // SAFETY: the kernel above touches no memory of ours.
+//! let result = unsafe { run_kernel(kernel, &RunOptions::default()) }.unwrap();
+//! assert_eq!(result.map(|s| s.to_string()), Some("42".to_string()));
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::call::{CallOptions, Library, Scalar, Value};
+use crate::compile::{self, Options};
+use crate::signature::{ElemType, Signature, Type};
+use crate::MemRefError;
+
+/// The MLIR runner utils, in the order they must be loaded (the second needs the first).
+pub const RUNNER_UTILS: &[&str] = &["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"];
+
+/// What to run and with what.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The function to call (`main` by default): no arguments; no result, or one `i32`,
+    /// `i64`, `f32` or `f64`.
+    pub entry: String,
+    /// Libraries to load first, with their symbols visible to the kernel's.
+    pub shared_libs: Vec<PathBuf>,
+    /// How to compile the kernel.
+    pub compile: Options,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            entry: "main".into(),
+            shared_libs: Vec::new(),
+            compile: Options::default(),
+        }
+    }
+}
+
+/// Compiles `source`, loads it and calls its entry function; returns the entry's result.
+/// What the kernel prints through C's `stdout` is flushed before this returns.
+///
+/// # Errors
+///
+/// [`MemRefError::Parse`] when the kernel has no such function or its signature is not
+/// one this can call, the compiler's errors, [`MemRefError::Library`] for a library that
+/// cannot be loaded or a symbol no library defines.
+///
+/// # Safety
+///
+/// The kernel's code runs in this process, with the libraries named: it must not touch
+/// memory it does not own, as any native code the caller chooses to run.
+pub unsafe fn run_kernel(
+    source: &str,
+    options: &RunOptions,
+) -> Result<Option<Scalar>, MemRefError> {
+    let entry = &options.entry;
+    let signature = Signature::from_mlir(source, entry)?;
+    let callable = signature.inputs.is_empty()
+        && match signature.results[..] {
+            [] => true,
+            [Type::Scalar(e)] => matches!(
+                e,
+                ElemType::I32 | ElemType::I64 | ElemType::F32 | ElemType::F64
+            ),
+            _ => false,
+        };
+    if !callable {
+        // Point at the function's name where the text has it (for the message only).
+        let at = source
+            .find(&format!("@{entry}("))
+            .and_then(|i| source[..i].rfind("func.func"))
+            .unwrap_or(source.len());
+        return Err(MemRefError::Parse {
+            at,
+            message: format!(
+                "@{entry} is {signature}: an entry takes no arguments and returns nothing or \
+                 one i32, i64, f32 or f64 (`locus memref call` calls any function)"
+            ),
+        });
+    }
+    let library = temporary_library();
+    compile::compile_with(source, &library, &options.compile)?;
+    // Opened first and dropped last (locals drop in reverse order), so the kernel's
+    // library binds to their symbols and never outlives them.
+    let mut loaded = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
+    for path in &options.shared_libs {
+        // SAFETY: the caller chose the libraries (this function's contract).
+        loaded.push(unsafe { Library::open_global(path) }?);
+    }
+    // SAFETY: built from the caller's kernel just now.
+    let mut opened = unsafe { Library::open(&library) };
+    if matches!(&opened, Err(MemRefError::Library { message, .. }) if message.contains("undefined symbol"))
+    {
+        if let Some(dir) = runner_utils_dir() {
+            for name in RUNNER_UTILS {
+                // SAFETY: LLVM 19's own runner libraries, built to be loaded so.
+                loaded.push(unsafe { Library::open_global(&dir.join(name)) }?);
+            }
+            // SAFETY: as above.
+            opened = unsafe { Library::open(&library) };
+        }
+    }
+    // Loaded (or not): the file itself is no longer needed.
+    let _ = std::fs::remove_file(&library);
+    let lib = opened?;
+    // SAFETY: the signature is the kernel's own, as mlir-opt-19 parsed it.
+    let function = unsafe { lib.function(entry, signature) }?;
+    let results = function.call(Vec::new(), CallOptions::default());
+    // The kernel printed through C's buffered stdout; the caller's output comes after.
+    // SAFETY: fflush(NULL) flushes every C output stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    match results?.into_iter().next() {
+        Some(Value::Scalar(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+/// LLVM 19's library directory, where the runner utils are: `llvm-config-19 --libdir`,
+/// else Debian's and Ubuntu's `/usr/lib/llvm-19/lib`.
+pub fn runner_utils_dir() -> Option<PathBuf> {
+    let from_tool = Command::new("llvm-config-19")
+        .arg("--libdir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| PathBuf::from(s.trim()));
+    [from_tool, Some(PathBuf::from("/usr/lib/llvm-19/lib"))]
+        .into_iter()
+        .flatten()
+        .find(|dir| RUNNER_UTILS.iter().all(|name| dir.join(name).is_file()))
+}
+
+/// A fresh path for the kernel's library: parallel runs (tests) need distinct names.
+fn temporary_library() -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = format!("locus-memref-run-{}-{n}", std::process::id());
+    std::env::temp_dir().join(Path::new(&name).with_extension(std::env::consts::DLL_EXTENSION))
+}
