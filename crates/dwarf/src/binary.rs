@@ -225,7 +225,10 @@ impl Nesting {
 /// Runs `eval` (over `ops`) to completion, answering its requests from
 /// `snapshot` and `frame`. A frame-base request is answered by
 /// `snapshot.frame_base`, else by evaluating `frame.frame_base`; an entry
-/// value by evaluating its expression against the registers at entry.
+/// value by evaluating its expression against the registers at entry. The
+/// snapshot's registers give their sizes
+/// ([`Evaluation::set_register_size`]), so offsets and parts past a
+/// register's end are errors of the operation that makes them.
 pub fn run(
     eval: &mut Evaluation<'_>,
     ops: &[Op],
@@ -265,6 +268,9 @@ fn run_nested(
     nesting: &mut Nesting,
     on_step: &mut dyn FnMut(&Evaluation<'_>),
 ) -> Result<(), Error> {
+    for (register, bytes) in &snapshot.registers {
+        eval.set_register_size(*register, bytes.len() as u64);
+    }
     let mut r = eval.evaluate()?;
     loop {
         r = match r {

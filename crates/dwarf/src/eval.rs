@@ -91,6 +91,9 @@ pub const MAX_LOCATION_WEIGHT: usize = 1024;
 /// Maximum nesting of `DW_OP_call2`/`call4`/`call_ref`.
 pub const MAX_CALL_DEPTH: usize = 64;
 
+const STACK_OP_ON_INCOMPLETE: &str =
+    "a stack operation accesses an incomplete composite location description";
+
 /// A stack entry: a value or a location description.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Entry {
@@ -246,6 +249,13 @@ pub enum EvalError {
     /// `DW_OP_overlay`/`DW_OP_bit_overlay` with a negative size or offset,
     /// or an overlay past the end of the base location's storage.
     BadOverlay(&'static str),
+    /// An expression the normative text calls ill-formed, in its words: a
+    /// part past the end of its storage, a composite larger than an address
+    /// space, `DW_OP_extend`/`DW_OP_select_bit_piece` with a zero size or
+    /// count, an incomplete composite where a stack operation, a value or a
+    /// location description is needed, a lane outside the lanes set with
+    /// [`Evaluation::set_lane_count`].
+    IllFormed(&'static str),
     /// A write to storage that cannot be written (implicit, undefined).
     NotWritable(&'static str),
     /// A limit on the size of the stack, of a location description or of an
@@ -276,6 +286,7 @@ impl EvalError {
             | EvalError::BadRegister(_)
             | EvalError::BadSize(_)
             | EvalError::BadOverlay(_)
+            | EvalError::IllFormed(_)
             | EvalError::IllFormedCallee(_) => true,
             EvalError::InCall { error, .. } => error.is_ill_formed(),
             _ => false,
@@ -303,6 +314,7 @@ impl fmt::Display for EvalError {
             EvalError::ReadOutOfRange => write!(f, "read past the end of the storage"),
             EvalError::BadSize(n) => write!(f, "bad size {n}"),
             EvalError::BadOverlay(what) => write!(f, "ill-formed overlay: {what}"),
+            EvalError::IllFormed(what) => write!(f, "ill-formed: {what}"),
             EvalError::BadResume(what) => write!(f, "bad resume: {what}"),
             EvalError::Unsupported(what) => write!(f, "unsupported: {what}"),
             EvalError::UnsupportedBaseType {
@@ -552,6 +564,11 @@ pub struct Evaluation<'a> {
     /// allocating one.
     parts: Vec<Part>,
     trace: bool,
+    /// Register sizes in bits the caller gave ([`Evaluation::set_register_size`]):
+    /// offsets and parts in these registers are checked against them.
+    register_sizes: Vec<(u16, u64)>,
+    /// `DW_AT_LLVM_lanes`, if the caller gave it ([`Evaluation::set_lane_count`]).
+    lanes: Option<u64>,
 }
 
 /// What one operation (or an answer) led to: `Ok` goes on, or stops with
@@ -585,6 +602,8 @@ impl<'a> Evaluation<'a> {
             base_types: Vec::new(),
             parts: Vec::new(),
             trace: false,
+            register_sizes: Vec::new(),
+            lanes: None,
         }
     }
 
@@ -608,18 +627,22 @@ impl<'a> Evaluation<'a> {
     /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
     /// reuses this one's buffers (stack, call returns, base types), so that
     /// a caller evaluating many expressions allocates them once. Keeps the
-    /// step limit and the trace setting; forgets the base types.
-    pub fn reuse<'b>(self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
-        let (max_steps, trace) = (self.max_steps, self.trace);
+    /// step limit, the trace setting, the register sizes and the lane count;
+    /// forgets the base types.
+    pub fn reuse<'b>(mut self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
+        let (max_steps, trace, lanes) = (self.max_steps, self.trace, self.lanes);
+        let register_sizes = core::mem::take(&mut self.register_sizes);
         let mut eval = Evaluation::from_bytes_in(bytes, encoding, self.into_buffers());
         eval.max_steps = max_steps;
         eval.trace = trace;
+        eval.register_sizes = register_sizes;
+        eval.lanes = lanes;
         eval
     }
 
     /// Starts over on `bytes` (as [`Evaluation::from_bytes`]) in place,
-    /// keeping this evaluation's buffers, step limit and trace setting and
-    /// forgetting its base types: the cheapest way to evaluate many
+    /// keeping this evaluation's buffers, step limit, trace setting, register
+    /// sizes and lane count, and forgetting its base types: the cheapest way to evaluate many
     /// expressions that live as long as the evaluation (e.g. all borrowed
     /// from one loaded binary).
     #[inline]
@@ -735,6 +758,8 @@ impl<'a> Evaluation<'a> {
             base_types,
             parts,
             trace: false,
+            register_sizes: Vec::new(),
+            lanes: None,
         }
     }
 
@@ -759,6 +784,31 @@ impl<'a> Evaluation<'a> {
             Some(slot) => slot.1 = ty,
             None => self.base_types.push((offset, ty)),
         }
+    }
+
+    /// Tells the evaluation that register `register` holds `bytes` bytes, so
+    /// that `DW_OP_offset` & co. past its end and parts larger than what
+    /// remains of it are errors when they are evaluated (the normative
+    /// text's rules), not when the location is later read. Registers whose
+    /// size is not given are not checked until read. Kept by
+    /// [`Evaluation::restart`] and [`Evaluation::reuse`]: sizes belong to the
+    /// target, not to one expression.
+    pub fn set_register_size(&mut self, register: u16, bytes: u64) {
+        let bits = bytes.saturating_mul(8);
+        match self.register_sizes.iter_mut().find(|(r, _)| *r == register) {
+            Some(slot) => slot.1 = bits,
+            None => self.register_sizes.push((register, bits)),
+        }
+    }
+
+    /// Tells the evaluation the value of `DW_AT_LLVM_lanes` (the number of
+    /// lanes of the current thread): a lane given to
+    /// [`Evaluation::resume_with_lane`] that is not below it makes the
+    /// expression ill-formed (the normative text's rule for
+    /// `DW_OP_LLVM_push_lane`). Unchecked unless given; kept as
+    /// [`Evaluation::set_register_size`]'s sizes are.
+    pub fn set_lane_count(&mut self, lanes: u64) {
+        self.lanes = Some(lanes);
     }
 
     /// Gives the byte offset of each operation in the original expression,
@@ -1025,6 +1075,9 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresLane`].
     pub fn resume_with_lane(&mut self, lane: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
+            Some(Pending::Lane) if self.lanes.is_some_and(|n| lane >= n) => {
+                Err(EvalError::IllFormed("the lane is not less than DW_AT_LLVM_lanes").into())
+            }
             Some(Pending::Lane) => {
                 self.push_value(Value::generic(lane, self.address_size));
                 self.advance()
@@ -1588,8 +1641,8 @@ impl<'a> Evaluation<'a> {
         let v = match self.pop_slot()? {
             Slot::Value(v) => v,
             Slot::Incomplete(..) => {
-                return Err(EvalError::TypeMismatch(
-                    "expected a location description, found an incomplete composite",
+                return Err(EvalError::IllFormed(
+                    "a location description is needed, found an incomplete composite",
                 ))
             }
             s => match s.into_entry() {
@@ -1611,7 +1664,82 @@ impl<'a> Evaluation<'a> {
         if depth >= len {
             return Err(EvalError::StackUnderflow);
         }
-        Ok(self.stack[len - 1 - depth].clone())
+        match &self.stack[len - 1 - depth] {
+            Slot::Incomplete(..) => Err(EvalError::IllFormed(STACK_OP_ON_INCOMPLETE)),
+            s => Ok(s.clone()),
+        }
+    }
+
+    /// The normative text's rule for the stack operations: none may touch
+    /// an incomplete composite (copies would share its storage).
+    fn need_complete(&self, n: usize) -> Result<(), EvalError> {
+        self.need(n)?;
+        let top = &self.stack[self.stack.len() - n..];
+        if top.iter().any(|s| matches!(s, Slot::Incomplete(..))) {
+            return Err(EvalError::IllFormed(STACK_OP_ON_INCOMPLETE));
+        }
+        Ok(())
+    }
+
+    fn register_bits(&self, register: u16) -> Option<u64> {
+        self.register_sizes
+            .iter()
+            .find(|(r, _)| *r == register)
+            .map(|(_, bits)| *bits)
+    }
+
+    /// The size in bits of `storage`, if known: [`Storage::bit_size`], or a
+    /// register's size from [`Evaluation::set_register_size`].
+    fn storage_bits(&self, storage: &Storage) -> Option<u128> {
+        match storage {
+            Storage::Register(r) => self.register_bits(*r).map(u128::from),
+            s => s.bit_size(self.address_size),
+        }
+    }
+
+    /// The offset rule for registers of known size; `offset_bits` checked
+    /// every other storage.
+    fn check_register_offsets(&self, l: &Location) -> Result<(), EvalError> {
+        if self.register_sizes.is_empty() {
+            return Ok(());
+        }
+        for p in l.places.iter() {
+            if let Storage::Register(r) = p.storage {
+                if self
+                    .register_bits(r)
+                    .is_some_and(|size| p.bit_offset >= u128::from(size))
+                {
+                    return Err(EvalError::OffsetOutOfRange);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A part of `bit_size` bits at `l`: its bits must be within the storage
+    /// of every place (storage of unknown size is not checked).
+    fn check_part(&self, l: &Location, bit_size: u64) -> Result<(), EvalError> {
+        for p in l.places.iter() {
+            if let Some(size) = self.storage_bits(&p.storage) {
+                if p.bit_offset.saturating_add(u128::from(bit_size)) > size {
+                    return Err(EvalError::IllFormed(
+                        "a part is larger than what remains of its location storage",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A composite of `bits` bits may be no larger than the memory of an
+    /// address space.
+    fn check_composite_bits(&self, bits: u128) -> Result<(), EvalError> {
+        if bits > address_space_bits(self.address_size) {
+            return Err(EvalError::IllFormed(
+                "the composite is larger than the largest address space",
+            ));
+        }
+        Ok(())
     }
 
     fn need(&self, n: usize) -> Result<(), EvalError> {
@@ -1733,6 +1861,7 @@ impl<'a> Evaluation<'a> {
         let mut l = self.pop_location()?;
         l.offset_bits(bits, self.address_size)
             .map_err(|_| EvalError::OffsetOutOfRange)?;
+        self.check_register_offsets(&l)?;
         self.push_loc(l);
         Ok(())
     }
@@ -1745,7 +1874,9 @@ impl<'a> Evaluation<'a> {
         if bit_offset != 0 {
             loc.offset_bits(i128::from(bit_offset), self.address_size)
                 .map_err(|_| EvalError::OffsetOutOfRange)?;
+            self.check_register_offsets(&loc)?;
         }
+        self.check_part(&loc, bit_size)?;
         let (mut parts, weight) = match self.stack.last() {
             Some(Slot::Incomplete(..)) => match self.stack.pop() {
                 Some(Slot::Incomplete(p, w)) => (p, w),
@@ -1762,6 +1893,11 @@ impl<'a> Evaluation<'a> {
             location: loc,
             bit_size,
         });
+        let bits = parts
+            .iter()
+            .map(|p| u128::from(p.bit_size))
+            .fold(0, u128::saturating_add);
+        self.check_composite_bits(bits)?;
         // At most MAX_LOCATION_WEIGHT, so it fits.
         self.stack.push(Slot::Incomplete(parts, weight as u32));
         Ok(())
@@ -1777,6 +1913,16 @@ impl<'a> Evaluation<'a> {
             return Err(
                 EvalError::Unsupported("dereferencing an implicit pointer location").into(),
             );
+        }
+        // Bits past the end of any place's storage are an evaluation error
+        // now, not undefined bits (registers of unknown size: when answered).
+        let len = u128::from(size) * 8;
+        for p in loc.places.iter() {
+            if let Some(bits) = self.storage_bits(&p.storage) {
+                if p.bit_offset.saturating_add(len) > bits {
+                    return Err(EvalError::ReadOutOfRange.into());
+                }
+            }
         }
         // Whole bytes of memory or of one register: ask directly.
         if place.bit_offset % 8 == 0 {
@@ -1888,6 +2034,9 @@ impl<'a> Evaluation<'a> {
     }
 
     fn read_memory(&mut self, address: u64, address_space: u64, size: u8, ty: ValueType) -> Step {
+        if u128::from(address) + u128::from(size) > address_space_bits(self.address_size) / 8 {
+            return Err(EvalError::ReadOutOfRange.into());
+        }
         self.pending = Some(Pending::ReadSimple {
             ty,
             size,
@@ -2138,7 +2287,14 @@ impl<'a> Evaluation<'a> {
     }
 
     fn extend(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+        if bit_size == 0 || count == 0 {
+            return Err(EvalError::IllFormed(
+                "the element bit size or count of DW_OP_LLVM_extend is 0",
+            ));
+        }
         let loc = self.pop_location()?;
+        self.check_part(&loc, bit_size)?;
+        self.check_composite_bits(u128::from(bit_size) * u128::from(count))?;
         let weight = (loc.weight() as u128 + 1).saturating_mul(u128::from(count));
         if weight >= MAX_LOCATION_WEIGHT as u128 {
             return Err(EvalError::TooLarge("DW_OP_extend makes too many parts"));
@@ -2154,6 +2310,11 @@ impl<'a> Evaluation<'a> {
     }
 
     fn select_bit_piece(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+        if bit_size == 0 || count == 0 {
+            return Err(EvalError::IllFormed(
+                "the element bit size or count of DW_OP_LLVM_select_bit_piece is 0",
+            ));
+        }
         self.need(3)?;
         let mask = self.pop_integral()?;
         let one = self.pop_location()?;
@@ -2162,6 +2323,7 @@ impl<'a> Evaluation<'a> {
         if count > u64::from(mask.ty.size(self.address_size)) * 8 {
             return Err(EvalError::BadSize(count));
         }
+        self.check_composite_bits(u128::from(bit_size) * u128::from(count))?;
         let weight =
             (one.weight().max(zero.weight()) as u128 + 1).saturating_mul(u128::from(count));
         if weight >= MAX_LOCATION_WEIGHT as u128 {
@@ -2180,6 +2342,8 @@ impl<'a> Evaluation<'a> {
             let mut l = if selected { one.clone() } else { zero.clone() };
             l.offset_bits(i128::from(i) * i128::from(bit_size), self.address_size)
                 .map_err(|_| EvalError::OffsetOutOfRange)?;
+            self.check_register_offsets(&l)?;
+            self.check_part(&l, bit_size)?;
             parts.push(Part {
                 location: l,
                 bit_size,
@@ -2187,6 +2351,22 @@ impl<'a> Evaluation<'a> {
         }
         self.push_loc(Location::composite(parts));
         Ok(())
+    }
+
+    /// rbss(L) of the normative text: the fewest bits left in the storage of
+    /// any of `l`'s places after its offset (memory: the address space's
+    /// size). `None` if some place's storage has no size known to the
+    /// evaluator (a register not given to
+    /// [`Evaluation::set_register_size`], undefined storage).
+    fn remaining_bits(&self, l: &Location) -> Option<u128> {
+        let mut min = None::<u128>;
+        for place in l.places.iter() {
+            let left = self
+                .storage_bits(&place.storage)?
+                .saturating_sub(place.bit_offset);
+            min = Some(min.map_or(left, |m| m.min(left)));
+        }
+        min
     }
 
     /// `DW_OP_overlay` (`unit` 8) and `DW_OP_bit_overlay` (`unit` 1): the
@@ -2212,7 +2392,7 @@ impl<'a> Evaluation<'a> {
         let end = u128::from(bs) + u128::from(bo);
         // rbss(BL); `None` when a place's storage size is not known here
         // (registers, undefined storage): those are not checked.
-        let rbss = remaining_bits(&base, self.address_size);
+        let rbss = self.remaining_bits(&base);
         if rbss.is_some_and(|r| r < end) {
             return Err(EvalError::BadOverlay(
                 "the overlay extends past the end of the base location's storage",
@@ -2300,6 +2480,7 @@ impl<'a> Evaluation<'a> {
                 self.stack.push(s);
             }
             Op::Drop => {
+                self.need_complete(1)?;
                 self.pop_slot()?;
             }
             Op::Over => {
@@ -2311,12 +2492,12 @@ impl<'a> Evaluation<'a> {
                 self.stack.push(s);
             }
             Op::Swap => {
-                self.need(2)?;
+                self.need_complete(2)?;
                 let len = self.stack.len();
                 self.stack.swap(len - 1, len - 2);
             }
             Op::Rot => {
-                self.need(3)?;
+                self.need_complete(3)?;
                 let len = self.stack.len();
                 // [.., a, b, c] -> [.., c, a, b]
                 self.stack[len - 3..].rotate_right(1);
@@ -2428,6 +2609,10 @@ impl<'a> Evaluation<'a> {
                 let Some(ty) = self.base_type(*type_offset) else {
                     return self.need_type(*type_offset);
                 };
+                // S must be the type's byte size (deref_size may be smaller).
+                if *size != ty.size(a) {
+                    return Err(EvalError::BadSize(u64::from(*size)).into());
+                }
                 return self.deref(*size, ty);
             }
             Op::Xderef => return self.xderef(a, ValueType::Generic),
@@ -2436,6 +2621,9 @@ impl<'a> Evaluation<'a> {
                 let Some(ty) = self.base_type(*type_offset) else {
                     return self.need_type(*type_offset);
                 };
+                if *size != ty.size(a) {
+                    return Err(EvalError::BadSize(u64::from(*size)).into());
+                }
                 return self.xderef(*size, ty);
             }
             Op::Convert(type_offset) | Op::Reinterpret(type_offset) => {
@@ -2491,15 +2679,15 @@ impl<'a> Evaluation<'a> {
             }
             Op::Piece(n) => self.piece_bytes(*n)?,
             Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
-            Op::PieceEnd => match self.pop_slot()? {
-                Slot::Incomplete(parts, _) => self.push_loc(Location::composite(parts)),
-                _ => {
-                    return Err(EvalError::TypeMismatch(
-                        "DW_OP_piece_end needs an incomplete composite on top of the stack",
+            Op::PieceEnd => {
+                match self.pop_slot()? {
+                    Slot::Incomplete(parts, _) => self.push_loc(Location::composite(parts)),
+                    _ => return Err(EvalError::IllFormed(
+                        "the top of the stack is not an incomplete composite location description",
                     )
-                    .into())
+                    .into()),
                 }
-            },
+            }
             Op::ImplicitValue(bytes) => {
                 let l = Location::single(Storage::Implicit(bytes.as_slice().into()), 0);
                 self.push_loc(l);
@@ -2576,28 +2764,14 @@ fn short_leb_long(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)
     None
 }
 
-/// Whether dropping `e` frees anything (it is not a value or a single
-/// register, memory, undefined or short implicit place).
-/// rbss(L) of the normative text: the fewest bits left in the storage of any
-/// of `l`'s places after its offset (memory: the address space's size).
-/// `None` if some place's storage has no size known to the evaluator (a
-/// register, undefined storage).
-fn remaining_bits(l: &Location, address_size: u8) -> Option<u128> {
-    let mut min = None::<u128>;
-    for place in l.places.iter() {
-        let size = match &place.storage {
-            Storage::Memory { .. } => 1u128 << (8 * u32::from(address_size) + 3),
-            Storage::Implicit(b) => b.len() as u128 * 8,
-            Storage::ImplicitPointer { .. } => u128::from(address_size) * 8,
-            Storage::Composite(parts) => parts.iter().map(|p| u128::from(p.bit_size)).sum(),
-            Storage::Register(_) | Storage::Undefined => return None,
-        };
-        let left = size.saturating_sub(place.bit_offset);
-        min = Some(min.map_or(left, |m| m.min(left)));
-    }
-    min
+/// The size in bits of an address space's memory with `address_size`-byte
+/// addresses.
+fn address_space_bits(address_size: u8) -> u128 {
+    1u128 << (8 * u32::from(address_size.min(8)) + 3)
 }
 
+/// Whether dropping `e` frees anything (it is not a value or a single
+/// register, memory, undefined or short implicit place).
 fn owns_memory(e: &Entry) -> bool {
     match e {
         Entry::Value(_) => false,

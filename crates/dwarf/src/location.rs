@@ -36,6 +36,29 @@ pub enum Storage {
     Composite(Vec<Part>),
 }
 
+impl Storage {
+    /// The storage's size in bits, when it is known without asking the
+    /// target: memory, the size of the address space (`address_size` bytes
+    /// of address); implicit storage, its bytes; an implicit pointer, an
+    /// address; a composite, the sum of its parts. `None` for a register
+    /// (its size is the target's) and for undefined storage (which has no
+    /// size).
+    pub fn bit_size(&self, address_size: u8) -> Option<u128> {
+        match self {
+            Storage::Memory { .. } => Some(1u128 << (u32::from(address_size).min(8) * 8 + 3)),
+            Storage::Implicit(b) => Some(b.len() as u128 * 8),
+            Storage::ImplicitPointer { .. } => Some(u128::from(address_size.min(8)) * 8),
+            Storage::Composite(parts) => Some(
+                parts
+                    .iter()
+                    .map(|p| u128::from(p.bit_size))
+                    .fold(0, u128::saturating_add),
+            ),
+            Storage::Register(_) | Storage::Undefined => None,
+        }
+    }
+}
+
 /// A short run of bytes: the bytes of implicit storage, and the nested
 /// expression of an entry-value request. A byte slice
 /// (`Deref<Target = [u8]>`) stored inline when short (every
@@ -315,18 +338,22 @@ impl SingleLocation {
     }
 
     /// Adds `bits` (may be negative) to the offset. The result must be
-    /// non-negative and, for memory, within the address space
-    /// (`address_size` bytes of address).
+    /// non-negative and less than the storage's [`Storage::bit_size`] when
+    /// that is known (memory: `address_size` bytes of address); registers
+    /// are not checked here (their size is the target's). Undefined storage
+    /// has no offset: it is left unchanged.
     pub fn offset_bits(&mut self, bits: i128, address_size: u8) -> Result<(), OffsetOutOfRange> {
+        if matches!(self.storage, Storage::Undefined) {
+            return Ok(());
+        }
         let new = (self.bit_offset as i128)
             .checked_add(bits)
             .ok_or(OffsetOutOfRange)?;
         if new < 0 {
             return Err(OffsetOutOfRange);
         }
-        if matches!(self.storage, Storage::Memory { .. }) {
-            let limit = 1i128 << (u32::from(address_size).min(8) * 8 + 3);
-            if new >= limit {
+        if let Some(size) = self.storage.bit_size(address_size) {
+            if new as u128 >= size {
                 return Err(OffsetOutOfRange);
             }
         }

@@ -488,8 +488,10 @@ fn stack_underflow_is_an_error() {
 
 #[test]
 fn piece_end_without_composite_and_type_mismatches() {
+    // Ill-formed, as the normative text says.
     let (_, _, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_piece_end");
-    assert!(matches!(error, EvalError::TypeMismatch(_)));
+    assert!(matches!(error, EvalError::IllFormed(_)), "{error:?}");
+    assert!(error.is_ill_formed());
     let (index, op, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_lit1 DW_OP_plus");
     assert_eq!((index, op), (2, "DW_OP_plus"));
     assert!(matches!(error, EvalError::TypeMismatch(_)));

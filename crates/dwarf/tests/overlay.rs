@@ -295,9 +295,10 @@ fn ill_formed_overlays() {
         eval_error("DW_OP_addr 0x10 DW_OP_reg1 DW_OP_lit0 DW_OP_reg2 DW_OP_overlay"),
         EvalError::TypeMismatch(_)
     ));
+    // (ill-formed by the normative text's composite rules)
     assert!(matches!(
         eval_error("DW_OP_reg0 DW_OP_piece 4 DW_OP_reg1 DW_OP_lit0 DW_OP_lit4 DW_OP_overlay"),
-        EvalError::TypeMismatch(_)
+        EvalError::IllFormed(_)
     ));
 }
 
