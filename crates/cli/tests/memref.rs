@@ -1146,3 +1146,126 @@ fn run_refuses_what_it_cannot_call() {
         "{err}"
     );
 }
+
+/// f16 and bf16 scalars in and out, an f8 scalar given as bits, in a multi-result struct
+/// beside an f16 (issue 14, section 3).
+#[test]
+fn narrow_float_scalars_pass_both_ways() {
+    let k = fixture("elements.mlir");
+    let t = TempDir::new("memref-elements-scalars");
+    let so = t.path("el.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let call = |f: &str, args: &[&str]| {
+        let mut a = vec!["call", path_str(&so), f, "--sig-from", path_str(&k)];
+        for x in args {
+            a.extend(["--arg", x]);
+        }
+        ok(&locus(&a))
+    };
+    assert_eq!(call("half", &["1.5", "0.25"]), "3.25\n");
+    // 65504 * 2 overflows f16: infinity.
+    assert_eq!(call("half", &["65504", "0"]), "inf\n");
+    assert_eq!(call("bhalf", &["2.5"]), "3.5\n");
+    // 0x3c is 1.5 in f8E4M3FN; 0.1 is rounded to f8E4M3FN's 0.1015625.
+    assert_eq!(call("f8_and_half", &["0x3c", "-3.5"]), "1.5\n-3.5\n");
+    assert_eq!(call("f8_and_half", &["0.1", "0"]), "0.1015625\n0\n");
+}
+
+/// Memrefs of bf16, f8E4M3FN and complex<f32> through .npy files with ml_dtypes' names and
+/// numpy's complex64, written back exactly; a big-endian input is read (issue 14,
+/// section 3).
+#[test]
+fn narrow_float_and_complex_memrefs_through_npy() {
+    let k = fixture("elements.mlir");
+    let t = TempDir::new("memref-elements-arrays");
+    let so = t.path("el.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let call = |f: &str, extra: &[&str]| {
+        let mut a = vec!["call", path_str(&so), f, "--sig-from", path_str(&k)];
+        a.extend(extra);
+        ok(&locus(&a))
+    };
+    // bf16 1.0, 2.5, -3.0, 0.1875 doubled in place.
+    let bf16 = |v: &[u16]| v.iter().flat_map(|b| b.to_le_bytes()).collect::<Vec<u8>>();
+    let input = t.path("b.npy");
+    NpyArray::from_bytes(
+        Dtype::BF16,
+        vec![4],
+        &bf16(&[0x3f80, 0x4020, 0xc040, 0x3e40]),
+    )
+    .unwrap()
+    .write(&input)
+    .unwrap();
+    call("scale_bf16", &["--arg", path_str(&input), "--inout"]);
+    let back = std::fs::read(&input).unwrap();
+    assert!(
+        text(&back).contains("'descr': 'bfloat16'"),
+        "{}",
+        text(&back)
+    );
+    let back = NpyArray::parse(&back).unwrap();
+    assert_eq!(back.dtype(), Dtype::BF16);
+    assert_eq!(back.bytes(), bf16(&[0x4000, 0x40a0, 0xc0c0, 0x3ec0]));
+    // f8E4M3FN bits reversed into a new array.
+    let input = t.path("f8.npy");
+    let out = t.path("f8r.npy");
+    NpyArray::from_bytes(Dtype::F8E4M3FN, vec![5], &[0x3c, 0x40, 0x01, 0xfe, 0x7f])
+        .unwrap()
+        .write(&input)
+        .unwrap();
+    call(
+        "reverse_f8",
+        &["--arg", path_str(&input), "--out", path_str(&out)],
+    );
+    let back = std::fs::read(&out).unwrap();
+    assert!(
+        text(&back).contains("'descr': 'float8_e4m3fn'"),
+        "{}",
+        text(&back)
+    );
+    assert_eq!(
+        NpyArray::parse(&back).unwrap().bytes(),
+        [0x7f, 0xfe, 0x01, 0x40, 0x3c]
+    );
+    // complex64, given big-endian: (1+2i, 3-4i) -> conj(z) * (1+i) = (3-i, -1+7i).
+    let mut big = Vec::new();
+    for x in [1.0f32, 2.0, 3.0, -4.0] {
+        big.extend(x.to_be_bytes());
+    }
+    let mut file = NpyArray::from_bytes(Dtype::C64, vec![2], &big)
+        .unwrap()
+        .to_npy();
+    let Some(at) = file.windows(5).position(|w| w == b"'<c8'") else {
+        panic!("no '<c8' in the header")
+    };
+    file[at + 1] = b'>';
+    let input = t.path("c.npy");
+    std::fs::write(&input, file).unwrap();
+    call("conj_rotate", &["--arg", path_str(&input), "--inout"]);
+    let back = NpyArray::parse(&std::fs::read(&input).unwrap()).unwrap();
+    assert_eq!(back.dtype(), Dtype::C64);
+    let got: Vec<f32> = back
+        .bytes()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [3.0, -1.0, -1.0, 7.0]);
+    // The wrong dtype for the element type is refused, naming the argument.
+    let wrong = t.path("w.npy");
+    NpyArray::from_bytes(Dtype::F16, vec![1], &[0, 0])
+        .unwrap()
+        .write(&wrong)
+        .unwrap();
+    fails_with(
+        &locus(&[
+            "call",
+            path_str(&so),
+            "scale_bf16",
+            "--sig-from",
+            path_str(&k),
+            "--arg",
+            path_str(&wrong),
+        ]),
+        "dtype <f2 does not match the signature's memref<?xbf16>",
+    );
+}

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use libffi::middle::{Arg as FfiArg, Cif, CodePtr, Type as FfiType};
 
+use crate::float::{Format, SmallFloat};
 use crate::owned::{freeable, libc_free, reachable, Allocation, FreeFn};
 use crate::signature::{ElemType, MemRefType, Mismatch, Signature, Type};
 use crate::{Element, MemRefError, MemRefView, MemRefViewMut};
@@ -230,12 +231,15 @@ pub enum Scalar {
     I64(i64),
     /// `index`.
     Index(i64),
+    /// `f16`, `bf16` or an `f8` type, as bits.
+    Small(SmallFloat),
 }
 
 impl Scalar {
     /// Its MLIR type.
     pub fn elem(&self) -> ElemType {
         match self {
+            Scalar::Small(v) => v.elem(),
             Scalar::F32(_) => ElemType::F32,
             Scalar::F64(_) => ElemType::F64,
             Scalar::I1(_) => ElemType::I1,
@@ -247,9 +251,22 @@ impl Scalar {
         }
     }
 
-    /// Parses `text` as a value of type `elem` (`true`/`false`/`0`/`1` for `i1`).
+    /// Parses `text` as a value of type `elem` (`true`/`false`/`0`/`1` for `i1`; for the
+    /// narrow floats a decimal, rounded to nearest even, or the bits as `0x` hex). Complex
+    /// scalars are not parsed.
     pub fn parse(elem: ElemType, text: &str) -> Option<Scalar> {
         let t = text.trim();
+        if Format::of(elem).is_some() {
+            let small = match t.strip_prefix("0x") {
+                Some(hex) => {
+                    let bits = u16::from_str_radix(hex, 16).ok()?;
+                    (u32::from(bits) < 1 << (8 * elem.size())).then_some(())?;
+                    SmallFloat::from_bits(elem, bits)?
+                }
+                None => SmallFloat::from_f64(elem, t.parse().ok()?)?,
+            };
+            return Some(Scalar::Small(small));
+        }
         Some(match elem {
             ElemType::F32 => Scalar::F32(t.parse().ok()?),
             ElemType::F64 => Scalar::F64(t.parse().ok()?),
@@ -263,13 +280,20 @@ impl Scalar {
             ElemType::I32 => Scalar::I32(t.parse().ok()?),
             ElemType::I64 => Scalar::I64(t.parse().ok()?),
             ElemType::Index => Scalar::Index(t.parse().ok()?),
-            ElemType::F16 => return None,
+            _ => return None,
         })
     }
 
     /// Reads a value of type `elem` from the start of `bytes` (native endianness).
     fn read(elem: ElemType, bytes: &[u8]) -> Option<Scalar> {
         let get = |n: usize| bytes.get(..n);
+        if Format::of(elem).is_some() {
+            let bits = match get(elem.size())? {
+                [b] => u16::from(*b),
+                two => u16::from_ne_bytes(two.try_into().ok()?),
+            };
+            return SmallFloat::from_bits(elem, bits).map(Scalar::Small);
+        }
         Some(match elem {
             ElemType::F32 => Scalar::F32(f32::from_ne_bytes(get(4)?.try_into().ok()?)),
             ElemType::F64 => Scalar::F64(f64::from_ne_bytes(get(8)?.try_into().ok()?)),
@@ -280,7 +304,7 @@ impl Scalar {
             ElemType::I32 => Scalar::I32(i32::from_ne_bytes(get(4)?.try_into().ok()?)),
             ElemType::I64 => Scalar::I64(i64::from_ne_bytes(get(8)?.try_into().ok()?)),
             ElemType::Index => Scalar::Index(i64::from_ne_bytes(get(8)?.try_into().ok()?)),
-            ElemType::F16 => return None,
+            _ => return None,
         })
     }
 }
@@ -295,6 +319,7 @@ impl std::fmt::Display for Scalar {
             Scalar::I16(v) => write!(f, "{v}"),
             Scalar::I32(v) => write!(f, "{v}"),
             Scalar::I64(v) | Scalar::Index(v) => write!(f, "{v}"),
+            Scalar::Small(v) => write!(f, "{v}"),
         }
     }
 }
@@ -797,7 +822,7 @@ fn struct_result(sig: &Signature) -> bool {
 }
 
 /// The libffi description of `_mlir_ciface_NAME` for `sig`, or `None` when
-/// it has an `f16` scalar (libffi has no half type).
+/// it has a complex scalar (see [`NO_COMPLEX_SCALARS`]).
 fn ciface_cif(sig: &Signature) -> Option<Cif> {
     let mut types = Vec::new();
     if struct_result(sig) {
@@ -874,6 +899,12 @@ impl Slot {
             Scalar::I16(v) => Slot::I16(v),
             Scalar::I32(v) => Slot::I32(v),
             Scalar::I64(v) | Scalar::Index(v) => Slot::I64(v),
+            // An `f16` or `bf16` travels in the low 16 bits of a floating-point register
+            // (x86-64 and AArch64 both): a float with those bits; an `f8` is an `i8`.
+            Scalar::Small(v) if v.elem().size() == 2 => {
+                Slot::F32(f32::from_bits(u32::from(v.bits())))
+            }
+            Scalar::Small(v) => Slot::U8(v.bits() as u8),
         }
     }
 }
@@ -886,14 +917,22 @@ fn scalar_ffi_type(e: ElemType) -> Option<FfiType> {
         ElemType::I16 => FfiType::i16(),
         ElemType::I32 => FfiType::i32(),
         ElemType::I64 | ElemType::Index => FfiType::i64(),
-        ElemType::F16 => return None,
+        // See `Slot::scalar`: the low 16 bits of a float register.
+        ElemType::F16 | ElemType::BF16 => FfiType::f32(),
+        ElemType::ComplexF32 | ElemType::ComplexF64 => return None,
+        _ => FfiType::u8(),
     })
 }
+
+/// Why a signature with a complex scalar cannot be called dynamically (libffi would need
+/// the target's rules for small structs; complex memrefs pass).
+const NO_COMPLEX_SCALARS: &str = "complex scalars cannot be passed in dynamic calls \
+     (a memref of complex elements can)";
 
 /// Size and alignment of a result field in the C wrapper's result struct.
 fn field_layout(t: &Type) -> (usize, usize) {
     match t {
-        Type::Scalar(e) => (e.size(), e.size()),
+        Type::Scalar(e) => (e.size(), e.align()),
         Type::MemRef(m) => match m.rank() {
             Some(r) => (24 + 16 * r, 8),
             None => (16, 8),
@@ -1105,10 +1144,10 @@ impl<'lib> Function<'lib> {
                             ),
                         });
                     }
-                    if *e == ElemType::F16 {
+                    if scalar_ffi_type(*e).is_none() {
                         return Err(MemRefError::Argument {
                             index,
-                            message: "f16 scalars cannot be passed in dynamic calls".into(),
+                            message: NO_COMPLEX_SCALARS.into(),
                         });
                     }
                     out.push(None);
@@ -1218,10 +1257,10 @@ impl<'lib> Function<'lib> {
             });
         };
         for (index, t) in self.signature.results.iter().enumerate() {
-            if let Type::Scalar(ElemType::F16) = t {
+            if matches!(t, Type::Scalar(e) if scalar_ffi_type(*e).is_none()) {
                 return Err(MemRefError::Result {
                     index,
-                    message: "f16 scalar results are not supported in dynamic calls".into(),
+                    message: NO_COMPLEX_SCALARS.into(),
                 });
             }
         }
@@ -1278,7 +1317,7 @@ impl<'lib> Function<'lib> {
         let Some(cif) = &self.ciface_cif else {
             return Err(MemRefError::Argument {
                 index: 0,
-                message: "f16 scalars cannot be passed in dynamic calls".into(),
+                message: NO_COMPLEX_SCALARS.into(),
             });
         };
         let ffi_args: Vec<FfiArg> = slots.iter().map(Slot::arg).collect();
@@ -1452,7 +1491,7 @@ impl<'lib> Function<'lib> {
         let Some(cif) = &self.expanded_cif else {
             return Err(MemRefError::Argument {
                 index: 0,
-                message: "f16 scalars cannot be passed in dynamic calls".into(),
+                message: NO_COMPLEX_SCALARS.into(),
             });
         };
         let ffi_args: Vec<FfiArg> = slots.iter().map(Slot::arg).collect();

@@ -10,7 +10,8 @@
 //! `opt-19 -passes=default<O2>` optimizes it (optional, on by default: without
 //! it each `_mlir_ciface_` wrapper reaches its function through a PLT call
 //! instead of inlining it), `llc-19 -relocation-model=pic -filetype=obj
-//! -mtriple=HOST` makes an object and `clang-19 -shared` links it. Memory is allocated by `malloc` (the
+//! -mtriple=HOST` makes an object and `clang-19 -shared` links it (with libm, and
+//! compiler-rt's builtins when installed, for the `bf16` conversions). Memory is allocated by `malloc` (the
 //! default lowering of `memref.alloc`, also with an `alignment`: the aligned
 //! pointer is then rounded up from the allocated one).
 
@@ -381,14 +382,30 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
         Some(ir.as_bytes()),
     )?;
     let output_s = output.to_string_lossy().into_owned();
-    let linked = run(
-        "clang-19",
-        &["-shared", "-o", &output_s, &object_s, "-lm"],
-        None,
-    );
+    let mut link = vec!["-shared", "-o", &output_s, &object_s, "-lm"];
+    let builtins = compiler_rt_builtins();
+    if let Some(archive) = &builtins {
+        link.push(archive);
+    }
+    let linked = run("clang-19", &link, None);
     // The object is only an intermediate.
     let _ = std::fs::remove_file(&object);
     linked.map(|_| ())
+}
+
+/// LLVM's compiler-rt builtins archive (`libclang-rt-19-dev`), linked into every kernel
+/// when it is installed: it has the conversions LLVM calls for `bf16`
+/// (`__truncsfbf2`...), which libgcc before GCC 13 lacks. Only what the kernel needs is
+/// taken from it.
+fn compiler_rt_builtins() -> Option<String> {
+    let out = run(
+        "clang-19",
+        &["-print-libgcc-file-name", "-rtlib=compiler-rt"],
+        None,
+    )
+    .ok()?;
+    let path = String::from_utf8(out).ok()?.trim().to_string();
+    Path::new(&path).is_file().then_some(path)
 }
 
 /// A fresh path for the intermediate object file. Not `output` with `.o`:

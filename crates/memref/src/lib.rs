@@ -72,8 +72,11 @@
 //! * [`Library::ciface`] and [`Library::typed`] give typed function pointers
 //!   for a signature known when the Rust code is compiled (the caller writes
 //!   the type; nothing is checked at run time).
-//! * The dynamic calls do not pass `f16` scalars (libffi has no half type);
-//!   `f16` memrefs pass.
+//! * Element types: `f16`, `bf16`, the `f8` types of MLIR 19 ([`float`]),
+//!   `f32`, `f64`, `complex<f32>`, `complex<f64>`, `i1` to `i64` and `index`,
+//!   each with its `.npy` dtype ([`npy`]). The dynamic calls pass every scalar
+//!   but complex ones (`f16` and `bf16` in the low half of a float register,
+//!   as x86-64 and AArch64 pass them); complex memrefs pass.
 //! * [`callback`]: compiled code calls a Rust function through the
 //!   `_mlir_ciface_` form of an external `func.func`.
 //!
@@ -98,6 +101,8 @@
 //!   raw descriptors.
 //! * [`callback`]: compiled code calling back into Rust (`mlir_callback!`).
 //! * [`npy`]: `.npy` files for `locus memref call`.
+//! * [`float`]: `f16`, `bf16` and the `f8` types as bits, rounded as
+//!   LLVM's `APFloat` rounds.
 //!
 //! # Example: views and descriptors
 //!
@@ -239,6 +244,7 @@ pub mod callback;
 pub mod compile;
 pub mod descriptor;
 mod error;
+pub mod float;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 pub mod npy;

@@ -1,9 +1,13 @@
 //! Reading and writing NumPy `.npy` files (format versions 1, 2 and 3).
 //!
-//! Supported dtypes: `f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1`, little-endian
-//! (or byte-order-less for one-byte types), C or Fortran order. Data is kept
-//! in an 8-byte-aligned buffer in **C order**: a Fortran-order file is
-//! reordered on reading, so it can be passed to an identity-layout kernel.
+//! Supported dtypes: `f2 f4 f8 c8 c16 i1 i2 i4 i8 u1 u2 u4 u8 b1`, little- or
+//! big-endian (big-endian files are swapped to native order on reading; files
+//! are written little-endian), and the narrow floats by the names numpy's
+//! `ml_dtypes` gives them: `bfloat16`, `float8_e5m2`, `float8_e4m3`,
+//! `float8_e4m3fn`, `float8_e5m2fnuz`, `float8_e4m3fnuz`, `float8_e4m3b11fnuz`.
+//! C or Fortran order. Data is kept in an 8-byte-aligned buffer in **C
+//! order**: a Fortran-order file is reordered on reading, so it can be passed
+//! to an identity-layout kernel.
 
 use crate::signature::ElemType;
 use crate::MemRefError;
@@ -37,7 +41,50 @@ pub enum Dtype {
     U64,
     /// `|b1`
     Bool,
+    /// `bfloat16` (`ml_dtypes`)
+    BF16,
+    /// `float8_e5m2` (`ml_dtypes`)
+    F8E5M2,
+    /// `float8_e4m3` (`ml_dtypes`)
+    F8E4M3,
+    /// `float8_e4m3fn` (`ml_dtypes`)
+    F8E4M3FN,
+    /// `float8_e5m2fnuz` (`ml_dtypes`)
+    F8E5M2FNUZ,
+    /// `float8_e4m3fnuz` (`ml_dtypes`)
+    F8E4M3FNUZ,
+    /// `float8_e4m3b11fnuz` (`ml_dtypes`)
+    F8E4M3B11FNUZ,
+    /// `<c8`: complex64
+    C64,
+    /// `<c16`: complex128
+    C128,
 }
+
+/// Every dtype, for looking one up by its descr.
+const ALL: [Dtype; 21] = [
+    Dtype::F16,
+    Dtype::F32,
+    Dtype::F64,
+    Dtype::I8,
+    Dtype::I16,
+    Dtype::I32,
+    Dtype::I64,
+    Dtype::U8,
+    Dtype::U16,
+    Dtype::U32,
+    Dtype::U64,
+    Dtype::Bool,
+    Dtype::BF16,
+    Dtype::F8E5M2,
+    Dtype::F8E4M3,
+    Dtype::F8E4M3FN,
+    Dtype::F8E5M2FNUZ,
+    Dtype::F8E4M3FNUZ,
+    Dtype::F8E4M3B11FNUZ,
+    Dtype::C64,
+    Dtype::C128,
+];
 
 impl Dtype {
     /// The descr string written to files.
@@ -55,6 +102,25 @@ impl Dtype {
             Dtype::U32 => "<u4",
             Dtype::U64 => "<u8",
             Dtype::Bool => "|b1",
+            Dtype::BF16 => "bfloat16",
+            Dtype::F8E5M2 => "float8_e5m2",
+            Dtype::F8E4M3 => "float8_e4m3",
+            Dtype::F8E4M3FN => "float8_e4m3fn",
+            Dtype::F8E5M2FNUZ => "float8_e5m2fnuz",
+            Dtype::F8E4M3FNUZ => "float8_e4m3fnuz",
+            Dtype::F8E4M3B11FNUZ => "float8_e4m3b11fnuz",
+            Dtype::C64 => "<c8",
+            Dtype::C128 => "<c16",
+        }
+    }
+
+    /// The bytes swapped to change the byte order: an element, or each part of a
+    /// complex number; 1 when there is nothing to swap.
+    fn swap_unit(self) -> usize {
+        match self {
+            Dtype::C64 => 4,
+            Dtype::C128 => 8,
+            other => other.size(),
         }
     }
 
@@ -63,33 +129,30 @@ impl Dtype {
         self.elem().size()
     }
 
-    fn from_descr(d: &str) -> Option<Dtype> {
-        // Every supported descr is ASCII; this also keeps `split_at` on a char boundary.
+    /// The dtype a descr names, and whether its data is big-endian.
+    fn from_descr(d: &str) -> Option<(Dtype, bool)> {
+        if let Some(named) = ALL
+            .iter()
+            .find(|t| !t.descr().starts_with(['<', '|']) && t.descr() == d)
+        {
+            return Some((*named, false));
+        }
+        // Every other supported descr is ASCII; this also keeps `split_at` on a char boundary.
         if !d.is_ascii() {
             return None;
         }
-        let (order, code) = d.split_at(d.len().checked_sub(2)?);
-        let one_byte = matches!(code, "i1" | "u1" | "b1");
-        let little = matches!(order, "<" | "") || (order == "|" && one_byte);
-        let native = order == "=" && cfg!(target_endian = "little");
-        if !(little || native) {
-            return None;
-        }
-        Some(match code {
-            "f2" => Dtype::F16,
-            "f4" => Dtype::F32,
-            "f8" => Dtype::F64,
-            "i1" => Dtype::I8,
-            "i2" => Dtype::I16,
-            "i4" => Dtype::I32,
-            "i8" => Dtype::I64,
-            "u1" => Dtype::U8,
-            "u2" => Dtype::U16,
-            "u4" => Dtype::U32,
-            "u8" => Dtype::U64,
-            "b1" => Dtype::Bool,
+        let (order, code) = d.split_at(d.find(|c: char| c.is_ascii_alphabetic())?);
+        let dtype = *ALL
+            .iter()
+            .find(|t| t.descr().starts_with(['<', '|']) && t.descr().get(1..) == Some(code))?;
+        let big = match order {
+            "<" | "" => false,
+            ">" => true,
+            "=" => cfg!(target_endian = "big"),
+            "|" if dtype.swap_unit() == 1 => false,
             _ => return None,
-        })
+        };
+        Some((dtype, big && dtype.swap_unit() > 1))
     }
 
     /// The MLIR element type with this size and kind (integers are signless).
@@ -103,6 +166,15 @@ impl Dtype {
             Dtype::I32 | Dtype::U32 => ElemType::I32,
             Dtype::I64 | Dtype::U64 => ElemType::I64,
             Dtype::Bool => ElemType::I1,
+            Dtype::BF16 => ElemType::BF16,
+            Dtype::F8E5M2 => ElemType::F8E5M2,
+            Dtype::F8E4M3 => ElemType::F8E4M3,
+            Dtype::F8E4M3FN => ElemType::F8E4M3FN,
+            Dtype::F8E5M2FNUZ => ElemType::F8E5M2FNUZ,
+            Dtype::F8E4M3FNUZ => ElemType::F8E4M3FNUZ,
+            Dtype::F8E4M3B11FNUZ => ElemType::F8E4M3B11FNUZ,
+            Dtype::C64 => ElemType::ComplexF32,
+            Dtype::C128 => ElemType::ComplexF64,
         }
     }
 
@@ -123,6 +195,15 @@ impl Dtype {
             ElemType::I16 => Dtype::I16,
             ElemType::I32 => Dtype::I32,
             ElemType::I64 | ElemType::Index => Dtype::I64,
+            ElemType::BF16 => Dtype::BF16,
+            ElemType::F8E5M2 => Dtype::F8E5M2,
+            ElemType::F8E4M3 => Dtype::F8E4M3,
+            ElemType::F8E4M3FN => Dtype::F8E4M3FN,
+            ElemType::F8E5M2FNUZ => Dtype::F8E5M2FNUZ,
+            ElemType::F8E4M3FNUZ => Dtype::F8E4M3FNUZ,
+            ElemType::F8E4M3B11FNUZ => Dtype::F8E4M3B11FNUZ,
+            ElemType::ComplexF32 => Dtype::C64,
+            ElemType::ComplexF64 => Dtype::C128,
         }
     }
 }
@@ -297,9 +378,10 @@ impl NpyArray {
         let descr = field("descr")?
             .trim()
             .trim_matches(|c| c == '\'' || c == '"');
-        let Some(dtype) = Dtype::from_descr(descr) else {
+        let Some((dtype, big_endian)) = Dtype::from_descr(descr) else {
             return err(format!(
-                "unsupported dtype '{descr}' (little-endian f2 f4 f8 i1-i8 u1-u8 b1 are)"
+                "unsupported dtype '{descr}' (f2 f4 f8 c8 c16 i1-i8 u1-u8 b1 of either byte \
+                 order, and bfloat16 and the float8 types of ml_dtypes are)"
             ));
         };
         let fortran_order = match field("fortran_order")?.trim() {
@@ -335,7 +417,12 @@ impl NpyArray {
                 data.len()
             ));
         }
-        let data = &data[..nbytes];
+        let swapped;
+        let mut data = &data[..nbytes];
+        if big_endian != cfg!(target_endian = "big") {
+            swapped = swap_bytes(data, dtype.swap_unit());
+            data = &swapped;
+        }
         let mut a = if fortran_order {
             NpyArray::from_bytes(
                 dtype,
@@ -411,6 +498,15 @@ impl NpyArray {
             message: e.to_string(),
         })
     }
+}
+
+/// `data` with the byte order of every `unit`-byte word reversed.
+fn swap_bytes(data: &[u8], unit: usize) -> Vec<u8> {
+    let mut out = data.to_vec();
+    for word in out.chunks_exact_mut(unit) {
+        word.reverse();
+    }
+    out
 }
 
 /// The raw text of `key`'s value in a Python dict literal (up to the next

@@ -18,8 +18,26 @@ use crate::MemRefError;
 /// A scalar or memref element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ElemType {
-    /// `f16` (stored as 2 bytes; not passable as a scalar in dynamic calls).
+    /// `f16`.
     F16,
+    /// `bf16`.
+    BF16,
+    /// `f8E5M2` (IEEE-like: infinities and NaNs).
+    F8E5M2,
+    /// `f8E4M3` (IEEE-like).
+    F8E4M3,
+    /// `f8E4M3FN` (finite: no infinities, one NaN per sign).
+    F8E4M3FN,
+    /// `f8E5M2FNUZ` (finite, unsigned zero, exponent bias 16).
+    F8E5M2FNUZ,
+    /// `f8E4M3FNUZ` (finite, unsigned zero, exponent bias 8).
+    F8E4M3FNUZ,
+    /// `f8E4M3B11FNUZ` (finite, unsigned zero, exponent bias 11).
+    F8E4M3B11FNUZ,
+    /// `complex<f32>`: real and imaginary `f32`s.
+    ComplexF32,
+    /// `complex<f64>`: real and imaginary `f64`s.
+    ComplexF64,
     /// `f32`.
     F32,
     /// `f64`.
@@ -42,10 +60,28 @@ impl ElemType {
     /// Size in bytes of one element in memory.
     pub const fn size(self) -> usize {
         match self {
-            ElemType::I1 | ElemType::I8 => 1,
-            ElemType::F16 | ElemType::I16 => 2,
+            ElemType::I1
+            | ElemType::I8
+            | ElemType::F8E5M2
+            | ElemType::F8E4M3
+            | ElemType::F8E4M3FN
+            | ElemType::F8E5M2FNUZ
+            | ElemType::F8E4M3FNUZ
+            | ElemType::F8E4M3B11FNUZ => 1,
+            ElemType::F16 | ElemType::BF16 | ElemType::I16 => 2,
             ElemType::F32 | ElemType::I32 => 4,
-            ElemType::F64 | ElemType::I64 | ElemType::Index => 8,
+            ElemType::F64 | ElemType::I64 | ElemType::Index | ElemType::ComplexF32 => 8,
+            ElemType::ComplexF64 => 16,
+        }
+    }
+
+    /// Alignment in bytes of one element in memory (a complex number is aligned as its
+    /// parts).
+    pub const fn align(self) -> usize {
+        match self {
+            ElemType::ComplexF32 => 4,
+            ElemType::ComplexF64 => 8,
+            other => other.size(),
         }
     }
 
@@ -53,6 +89,15 @@ impl ElemType {
     pub const fn name(self) -> &'static str {
         match self {
             ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::F8E5M2 => "f8E5M2",
+            ElemType::F8E4M3 => "f8E4M3",
+            ElemType::F8E4M3FN => "f8E4M3FN",
+            ElemType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            ElemType::F8E4M3FNUZ => "f8E4M3FNUZ",
+            ElemType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
+            ElemType::ComplexF32 => "complex<f32>",
+            ElemType::ComplexF64 => "complex<f64>",
             ElemType::F32 => "f32",
             ElemType::F64 => "f64",
             ElemType::I1 => "i1",
@@ -64,9 +109,19 @@ impl ElemType {
         }
     }
 
-    fn from_name(s: &str) -> Option<ElemType> {
+    /// The element type MLIR spells `s` (`complex<f32>` included).
+    pub fn from_name(s: &str) -> Option<ElemType> {
         Some(match s {
             "f16" => ElemType::F16,
+            "bf16" => ElemType::BF16,
+            "f8E5M2" => ElemType::F8E5M2,
+            "f8E4M3" => ElemType::F8E4M3,
+            "f8E4M3FN" => ElemType::F8E4M3FN,
+            "f8E5M2FNUZ" => ElemType::F8E5M2FNUZ,
+            "f8E4M3FNUZ" => ElemType::F8E4M3FNUZ,
+            "f8E4M3B11FNUZ" => ElemType::F8E4M3B11FNUZ,
+            "complex<f32>" => ElemType::ComplexF32,
+            "complex<f64>" => ElemType::ComplexF64,
             "f32" => ElemType::F32,
             "f64" => ElemType::F64,
             "i1" => ElemType::I1,
@@ -284,12 +339,22 @@ impl<'a> Parser<'a> {
     fn elem(&mut self) -> Result<ElemType, MemRefError> {
         let start = self.pos;
         let w = self.word();
-        match ElemType::from_name(w) {
+        let found = if w == "complex" && self.eat("<") {
+            let part = self.word();
+            self.eat(">")
+                .then(|| ElemType::from_name(&format!("complex<{part}>")))
+                .flatten()
+        } else {
+            ElemType::from_name(w)
+        };
+        match found {
             Some(e) => Ok(e),
             None => {
                 self.pos = start;
                 self.err(format!(
-                    "unsupported type `{w}` (f16 f32 f64 i1 i8 i16 i32 i64 index and memref are)"
+                    "unsupported type `{w}` (f16 bf16 f8E5M2 f8E4M3 f8E4M3FN f8E5M2FNUZ \
+                     f8E4M3FNUZ f8E4M3B11FNUZ f32 f64 complex<f32> complex<f64> i1 i8 i16 \
+                     i32 i64 index and memref are)"
                 ))
             }
         }

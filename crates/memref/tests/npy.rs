@@ -108,11 +108,19 @@ fn malformed_files_are_errors() {
     let mut cases: Vec<(Vec<u8>, &str)> = vec![
         (b"not numpy".to_vec(), "magic"),
         (
-            numpy_file(">f4", false, "(2,)", &[0u8; 8], 1),
+            numpy_file("<V2", false, "(2,)", &[0u8; 4], 1),
             "unsupported dtype",
         ),
         (
-            numpy_file("<c8", false, "(2,)", &[0u8; 16], 1),
+            numpy_file("<U4", false, "(2,)", &[0u8; 32], 1),
+            "unsupported dtype",
+        ),
+        (
+            numpy_file("<bfloat16", false, "(2,)", &[0u8; 4], 1),
+            "unsupported dtype",
+        ),
+        (
+            numpy_file("!f4", false, "(2,)", &[0u8; 8], 1),
             "unsupported dtype",
         ),
         (
@@ -139,7 +147,7 @@ proptest::proptest! {
     fn write_read_round_trip(
         shape in proptest::collection::vec(0usize..5, 0..4),
         fortran in proptest::bool::ANY,
-        dtype in proptest::sample::select(vec![Dtype::F32, Dtype::F64, Dtype::I8, Dtype::I16, Dtype::U8, Dtype::Bool, Dtype::I64]),
+        dtype in proptest::sample::select(vec![Dtype::F32, Dtype::F64, Dtype::I8, Dtype::I16, Dtype::U8, Dtype::Bool, Dtype::I64, Dtype::F16, Dtype::BF16, Dtype::F8E4M3FN, Dtype::F8E5M2FNUZ, Dtype::C64, Dtype::C128]),
     ) {
         let count: usize = shape.iter().product();
         let data: Vec<u8> = (0..count * dtype.size()).map(|i| (i * 7 % 251) as u8).collect();
@@ -162,6 +170,64 @@ proptest::proptest! {
                 proptest::prop_assert_eq!(&body[esz..2 * esz], &data[c_index * esz..(c_index + 1) * esz]);
             }
         }
+    }
+}
+
+/// Big-endian files (numpy's `>` descrs) are read into native order: each element
+/// swapped, each part of a complex number on its own; `=` is native order. Written back,
+/// they are little-endian.
+#[test]
+fn big_endian_files_are_read() {
+    let be: Vec<u8> = [1.0f32, -2.5]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
+    let a = NpyArray::parse(&numpy_file(">f4", false, "(2,)", &be, 1)).unwrap();
+    assert_eq!(a.dtype(), Dtype::F32);
+    assert_eq!(a.bytes(), f32_bytes(&[1.0, -2.5]));
+    assert!(String::from_utf8_lossy(&a.to_npy()).contains("'descr': '<f4'"));
+    let be: Vec<u8> = [1.5f64, -2.0]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
+    let a = NpyArray::parse(&numpy_file(">c16", false, "(1,)", &be, 1)).unwrap();
+    assert_eq!(a.dtype(), Dtype::C128);
+    let le: Vec<u8> = [1.5f64, -2.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert_eq!(a.bytes(), le);
+    let a = NpyArray::parse(&numpy_file(
+        ">i2",
+        false,
+        "(2,)",
+        &[0x01, 0x02, 0xff, 0xfe],
+        1,
+    ))
+    .unwrap();
+    assert_eq!(a.bytes(), [0x02, 0x01, 0xfe, 0xff]);
+    let a = NpyArray::parse(&numpy_file("=i2", false, "(1,)", &[0x01, 0x02], 1)).unwrap();
+    assert_eq!(a.bytes(), [0x01, 0x02]);
+}
+
+/// The narrow floats go by ml_dtypes' names, read and written as they are.
+#[test]
+fn ml_dtypes_names_are_read_and_written() {
+    for (descr, dtype) in [
+        ("bfloat16", Dtype::BF16),
+        ("float8_e5m2", Dtype::F8E5M2),
+        ("float8_e4m3", Dtype::F8E4M3),
+        ("float8_e4m3fn", Dtype::F8E4M3FN),
+        ("float8_e5m2fnuz", Dtype::F8E5M2FNUZ),
+        ("float8_e4m3fnuz", Dtype::F8E4M3FNUZ),
+        ("float8_e4m3b11fnuz", Dtype::F8E4M3B11FNUZ),
+    ] {
+        let data = vec![0x3c; 2 * dtype.size()];
+        let file = numpy_file(descr, false, "(2,)", &data, 1);
+        let a = NpyArray::parse(&file).unwrap();
+        assert_eq!(a.dtype(), dtype, "{descr}");
+        assert_eq!(a.bytes(), &data[..]);
+        assert_eq!(a.to_npy(), file, "{descr} written back byte for byte");
     }
 }
 

@@ -363,3 +363,17 @@ fn unparsable_kernel_error_points_into_the_source() {
         e => panic!("{e:?}"),
     }
 }
+
+/// The element types of issue 14, section 3 parse and print back as MLIR spells them.
+#[test]
+fn narrow_float_and_complex_types_parse() {
+    let text = "(memref<4xcomplex<f32>>, bf16, f8E4M3FN, memref<?x2xf8E5M2FNUZ>, f8E4M3B11FNUZ) -> (complex<f64>, f16)";
+    let Ok(sig) = Signature::parse(text) else {
+        panic!("{text} did not parse")
+    };
+    assert_eq!(sig.to_string(), text);
+    let Err(e) = Signature::parse("(complex<i32>) -> ()") else {
+        panic!("complex<i32> parsed")
+    };
+    assert!(e.to_string().contains("unsupported type `complex`"), "{e}");
+}
