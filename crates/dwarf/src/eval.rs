@@ -91,6 +91,13 @@ pub const MAX_LOCATION_WEIGHT: usize = 1024;
 /// Maximum nesting of `DW_OP_call2`/`call4`/`call_ref`.
 pub const MAX_CALL_DEPTH: usize = 64;
 
+/// log2 of [`MAX_LOCATION_WEIGHT`] (a power of two).
+const LARGE_PART_SHIFT: u32 = MAX_LOCATION_WEIGHT.trailing_zeros();
+const _: () = assert!(MAX_LOCATION_WEIGHT.is_power_of_two());
+
+// Slots are written in place in the hot loop: keep them 32 bytes.
+const _: () = assert!(core::mem::size_of::<Slot>() == 32);
+
 const STACK_OP_ON_INCOMPLETE: &str =
     "a stack operation accesses an incomplete composite location description";
 
@@ -375,7 +382,10 @@ enum Slot {
         bytes: u64,
     },
     Entry(Box<Entry>),
-    Incomplete(Vec<Part>, u32),
+    /// The parts, their weight and whether one is larger than
+    /// 1/[`MAX_LOCATION_WEIGHT`] of an address space (then the composite's
+    /// size is checked at each piece).
+    Incomplete(Vec<Part>, u32, bool),
 }
 
 impl Slot {
@@ -439,7 +449,7 @@ impl Slot {
                 0,
             )),
             Slot::Entry(e) => *e,
-            Slot::Incomplete(parts, _) => Entry::Location(Location::composite(parts)),
+            Slot::Incomplete(parts, ..) => Entry::Location(Location::composite(parts)),
         }
     }
 }
@@ -1877,13 +1887,13 @@ impl<'a> Evaluation<'a> {
             self.check_register_offsets(&loc)?;
         }
         self.check_part(&loc, bit_size)?;
-        let (mut parts, weight) = match self.stack.last() {
+        let (mut parts, weight, large) = match self.stack.last() {
             Some(Slot::Incomplete(..)) => match self.stack.pop() {
-                Some(Slot::Incomplete(p, w)) => (p, w),
-                _ => (Vec::new(), 0),
+                Some(Slot::Incomplete(p, w, l)) => (p, w, l),
+                _ => (Vec::new(), 0, false),
             },
             // A new composite: in the vector a previous one left (`restart`).
-            _ => (core::mem::take(&mut self.parts), 0),
+            _ => (core::mem::take(&mut self.parts), 0, false),
         };
         let weight = (weight as usize).saturating_add(1 + loc.weight());
         if weight > MAX_LOCATION_WEIGHT {
@@ -1893,13 +1903,21 @@ impl<'a> Evaluation<'a> {
             location: loc,
             bit_size,
         });
-        let bits = parts
-            .iter()
-            .map(|p| u128::from(p.bit_size))
-            .fold(0, u128::saturating_add);
-        self.check_composite_bits(bits)?;
+        // At most MAX_LOCATION_WEIGHT parts of at most 1/MAX_LOCATION_WEIGHT
+        // of an address space fit in one: the parts are summed only once a
+        // larger one is in.
+        let large = large
+            || u128::from(bit_size) > address_space_bits(self.address_size) >> LARGE_PART_SHIFT;
+        if large {
+            let bits = parts
+                .iter()
+                .map(|p| u128::from(p.bit_size))
+                .fold(0, u128::saturating_add);
+            self.check_composite_bits(bits)?;
+        }
         // At most MAX_LOCATION_WEIGHT, so it fits.
-        self.stack.push(Slot::Incomplete(parts, weight as u32));
+        self.stack
+            .push(Slot::Incomplete(parts, weight as u32, large));
         Ok(())
     }
 
@@ -2681,7 +2699,7 @@ impl<'a> Evaluation<'a> {
             Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
             Op::PieceEnd => {
                 match self.pop_slot()? {
-                    Slot::Incomplete(parts, _) => self.push_loc(Location::composite(parts)),
+                    Slot::Incomplete(parts, ..) => self.push_loc(Location::composite(parts)),
                     _ => return Err(EvalError::IllFormed(
                         "the top of the stack is not an incomplete composite location description",
                     )
