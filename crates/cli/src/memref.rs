@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use locus_memref::npy::{Dtype, NpyArray};
 use locus_memref::run::{run_kernel, RunOptions};
 use locus_memref::signature::{Dim, Type};
+use locus_memref::slice::{self, Slicing};
 use locus_memref::{
     compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Scalar, Signature, Value,
 };
@@ -69,7 +70,10 @@ pub enum Command {
         /// mlir-opt-19 parses it (comments and strings are never read, aliases resolved).
         #[arg(long, conflicts_with = "sig")]
         sig_from: Option<PathBuf>,
-        /// One per argument, in order: a .npy path for a memref, a number for a scalar.
+        /// One per argument, in order: a .npy path for a memref, a number for a scalar. A
+        /// memref may be a slice of the file, as numpy slices (`A.npy[::2, 1:]`, `A.npy[0]`,
+        /// `A.npy[::-1].T`): passed without a copy to a strided parameter, as a row-major
+        /// copy (written back with --inout) to an identity-layout one.
         #[arg(long = "arg", value_name = "VALUE", allow_hyphen_values = true)]
         args: Vec<String>,
         /// One per memref result, in order.
@@ -296,7 +300,11 @@ pub fn run_command(
 /// An argument as read from the command line.
 enum Input {
     Scalar(Scalar),
-    Array { path: PathBuf, array: NpyArray },
+    Array {
+        path: PathBuf,
+        array: NpyArray,
+        slicing: Option<Slicing>,
+    },
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -340,7 +348,21 @@ fn call(
                 inputs.push(Input::Scalar(s));
             }
             Type::MemRef(m) => {
-                let path = PathBuf::from(text);
+                // A file that exists is taken whole, whatever its name; else a slicing
+                // may follow the name (`A.npy[::2, 1:]`, `A.npy.T`).
+                let (path, slicing) = match slice::split_argument(text) {
+                    (name, Some(s)) if !Path::new(text).exists() => {
+                        let slicing = Slicing::parse(s).map_err(|e| match e {
+                            MemRefError::Parse { at, message } => fail(format!(
+                                "{what}: {message} (at `{}`)",
+                                s.get(at..).unwrap_or(s)
+                            )),
+                            other => fail(format!("{what}: {other}")),
+                        })?;
+                        (PathBuf::from(name), Some(slicing))
+                    }
+                    _ => (PathBuf::from(text), None),
+                };
                 let bytes = reader
                     .read(&path)
                     .map_err(|e| fail(format!("{what}: {e}")))?;
@@ -351,17 +373,26 @@ fn call(
                         array.dtype().descr()
                     )));
                 }
+                // The sizes the kernel sees: the file's, sliced.
+                let sizes = match &slicing {
+                    Some(sl) => {
+                        let strides = locus_memref::signature::row_major(&array.sizes());
+                        sl.apply(0, &array.sizes(), &strides)
+                            .map_err(|e| fail(format!("{what}: {e}")))?
+                            .1
+                    }
+                    None => array.sizes(),
+                };
                 if let Some(shape) = &m.shape {
-                    if shape.len() != array.shape().len() {
+                    if shape.len() != sizes.len() {
                         return Err(fail(format!(
-                            "{what}: rank {} (shape {:?}) does not match the signature's {m}",
-                            array.shape().len(),
-                            array.shape()
+                            "{what}: rank {} (shape {sizes:?}) does not match the signature's {m}",
+                            sizes.len(),
                         )));
                     }
-                    for (d, (want, &got)) in shape.iter().zip(array.shape()).enumerate() {
+                    for (d, (want, &got)) in shape.iter().zip(&sizes).enumerate() {
                         if let Dim::Static(w) = *want {
-                            if w != got as i64 {
+                            if w != got {
                                 return Err(fail(format!(
                                     "{what}: size {got} in dimension {d} does not match the signature's {m}"
                                 )));
@@ -369,7 +400,11 @@ fn call(
                         }
                     }
                 }
-                inputs.push(Input::Array { path, array });
+                inputs.push(Input::Array {
+                    path,
+                    array,
+                    slicing,
+                });
             }
         }
     }
@@ -391,19 +426,30 @@ fn call(
     // Results pointing into an argument's buffer borrow it (and are never
     // freed); results sharing a fresh allocation share its guard, which frees
     // it once the last of them is written and dropped.
-    let options = CallOptions::default().borrow_results(borrow_results);
+    // A slice given to an identity-layout parameter goes as a row-major copy (written
+    // back with --inout); a strided parameter gets the file's buffer itself.
+    let options = CallOptions::default()
+        .borrow_results(borrow_results)
+        .copy_strided(true);
     let mut call_args: Vec<Arg<'_>> = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter_mut().enumerate() {
         match input {
             Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
-            Input::Array { array, path } => {
+            Input::Array {
+                array,
+                path,
+                slicing,
+            } => {
                 let elem = match &signature.inputs[i] {
                     Type::MemRef(m) => m.elem,
                     Type::Scalar(e) => *e,
                 };
                 let sizes = array.sizes();
-                let m = MemRefArg::from_bytes(elem, array.bytes_mut(), &sizes)
-                    .map_err(|e| fail(format!("argument {i} ({}): {e}", path.display())))?;
+                let bad = |e: MemRefError| fail(format!("argument {i} ({}): {e}", path.display()));
+                let mut m = MemRefArg::from_bytes(elem, array.bytes_mut(), &sizes).map_err(bad)?;
+                if let Some(sl) = slicing {
+                    m = m.sliced(sl).map_err(bad)?;
+                }
                 call_args.push(m.into());
             }
         }
@@ -436,7 +482,7 @@ fn call(
     }
     if inout {
         for input in &inputs {
-            if let Input::Array { path, array } = input {
+            if let Input::Array { path, array, .. } = input {
                 array
                     .write(path)
                     .map_err(|e| fail(format!("--inout: {e}")))?;

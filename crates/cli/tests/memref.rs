@@ -353,10 +353,10 @@ fn bad_input_exits_1_naming_the_argument() {
     let p5 = write_f32(&t.0, "m5.npy", &[5, 4], &[0.0; 20], false);
     let junk = t.0.join("junk.npy");
     std::fs::write(&junk, b"hello").unwrap();
-    let unsupported = t.0.join("bf16.mlir");
+    let unsupported = t.0.join("tf32.mlir");
     std::fs::write(
         &unsupported,
-        "// A bf16 argument cannot be passed.\nfunc.func @add(%a: memref<?xbf16>) {\n  return\n}\n",
+        "// A tf32 argument cannot be passed.\nfunc.func @add(%a: memref<?xtf32>) {\n  return\n}\n",
     )
     .unwrap();
     let el = lib("elementwise");
@@ -471,7 +471,7 @@ fn bad_input_exits_1_naming_the_argument() {
                 &pa,
             ],
             format!(
-                "--sig-from {}:2:1: `@add` has type `(memref<?xbf16>) -> ()`: unsupported type `bf16`",
+                "--sig-from {}:2:1: `@add` has type `(memref<?xtf32>) -> ()`: unsupported type `tf32`",
                 path_str(&unsupported)
             ),
         ),
@@ -946,9 +946,9 @@ fn print_pipeline_pipeline_and_pass() {
         "canonicalize",
     ]));
     assert!(
-        p.lines()
-            .nth(1)
-            .is_some_and(|l| l.starts_with("mlir-opt-19 --canonicalize --one-shot-bufferize=")),
+        p.lines().nth(1).is_some_and(|l| l.starts_with(
+            "mlir-opt-19 --canonicalize --convert-elementwise-to-linalg --one-shot-bufferize="
+        )),
         "{p}"
     );
     let p = ok(&locus(&[
@@ -1081,6 +1081,38 @@ fn run_prints_what_mlir_cpu_runner_prints() {
         "{got}"
     );
     let want = mlir_cpu_runner(&k, "main", "void");
+    assert_eq!(without_addresses(&got), without_addresses(&want));
+}
+
+/// A kernel carrying a transform-dialect schedule has it applied, then removed, before the
+/// lowering (issue 14, section 1); math.ipowi is lowered through convert-math-to-funcs.
+/// Same output as mlir-cpu-runner-19 after the same passes.
+#[test]
+fn run_applies_transform_schedules() {
+    let k = fixture("transform_schedule.mlir");
+    let p = ok(&locus(&["compile", path_str(&k), "--print-pipeline"]));
+    assert!(
+        p.lines().nth(1).is_some_and(|l| l.starts_with(
+            "mlir-opt-19 --transform-interpreter --test-transform-dialect-erase-schedule "
+        )),
+        "{p}"
+    );
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert!(
+        got.contains("[[6,   6,   6,   6], \n") && got.ends_with("]]\n81\n"),
+        "{got}"
+    );
+    // mlir-cpu-runner-19 on the kernel lowered by the transform passes, then the pipeline.
+    let scheduled = Command::new("mlir-opt-19")
+        .args(locus_memref::compile::TRANSFORM)
+        .arg(path_str(&k))
+        .output()
+        .unwrap();
+    assert!(scheduled.status.success(), "{}", text(&scheduled.stderr));
+    let t = TempDir::new("memref-transform");
+    let plain = t.path("scheduled.mlir");
+    std::fs::write(&plain, &scheduled.stdout).unwrap();
+    let want = mlir_cpu_runner(&plain, "main", "void");
     assert_eq!(without_addresses(&got), without_addresses(&want));
 }
 
@@ -1268,4 +1300,101 @@ fn narrow_float_and_complex_memrefs_through_npy() {
         ]),
         "dtype <f2 does not match the signature's memref<?xbf16>",
     );
+}
+
+/// `--arg 'A.npy[::2, 1:]'`: numpy's basic slicing (steps, negative steps, indices, `.T`)
+/// passes a view of the file: without a copy to a strided parameter, as a row-major copy to
+/// an identity-layout one, written back into the sliced elements only with --inout (issue
+/// 14, section 6).
+#[test]
+fn sliced_arguments_from_the_shell() {
+    let t = TempDir::new("memref-slices");
+    // A = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    let a_values: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let a = write_f32(&t.0, "a.npy", &[4, 3], &a_values, false);
+    let sums = |func: &str, arg: &str, n: usize| {
+        let out = write_f32(&t.0, "out.npy", &[n], &vec![0.0; n], false);
+        ok(&locus(&[
+            "call",
+            &lib("strided"),
+            func,
+            "--sig-from",
+            path_str(&fixture("strided.mlir")),
+            "--arg",
+            arg,
+            "--arg",
+            &out,
+            "--inout",
+        ]));
+        read_f32(&out).1
+    };
+    for func in ["row_sums", "row_sums_dense"] {
+        assert_eq!(
+            sums(func, &format!("{a}[::2, 1:]"), 2),
+            [3.0, 15.0],
+            "{func}"
+        );
+        assert_eq!(
+            sums(func, &format!("{a}.T"), 3),
+            [18.0, 22.0, 26.0],
+            "{func}"
+        );
+        assert_eq!(
+            sums(func, &format!("{a}[::-1, ::-1]"), 4),
+            [30.0, 21.0, 12.0, 3.0],
+            "{func}"
+        );
+        assert_eq!(sums(func, &format!("{a}[-1:, :2]"), 1), [19.0], "{func}");
+    }
+    // The file itself is untouched by --inout (the kernels only read it).
+    assert_eq!(read_f32(&a).1, a_values);
+    // Written through a slice: only the sliced elements change (each becomes
+    // x * 3 + i, i its index in the slice).
+    let c64 = t.path("c64.npy");
+    let bytes: Vec<u8> = [1.0f64; 6].iter().flat_map(|x| x.to_ne_bytes()).collect();
+    NpyArray::from_bytes(Dtype::F64, vec![6], &bytes)
+        .unwrap()
+        .write(&c64)
+        .unwrap();
+    ok(&locus(&[
+        "call",
+        &lib("elementwise"),
+        "axpi",
+        "--sig",
+        "(memref<?xf64>, f64) -> ()",
+        "--arg",
+        &format!("{}[1::2]", path_str(&c64)),
+        "--arg",
+        "3",
+        "--inout",
+    ]));
+    let back = NpyArray::parse(&std::fs::read(&c64).unwrap()).unwrap();
+    let got: Vec<f64> = back
+        .bytes()
+        .chunks(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [1.0, 3.0, 1.0, 4.0, 1.0, 5.0]);
+    // Errors name the argument and what is wrong with the slicing.
+    let bad = |arg: String, want: &str| {
+        let out = locus(&[
+            "call",
+            &lib("strided"),
+            "row_sums",
+            "--sig-from",
+            path_str(&fixture("strided.mlir")),
+            "--arg",
+            &arg,
+            "--arg",
+            &a,
+        ]);
+        fails_with(&out, want);
+    };
+    bad(format!("{a}[::0]"), "a step of 0");
+    bad(format!("{a}[1, 2, 3]"), "3 slices for 2 dimensions");
+    bad(
+        format!("{a}[7]"),
+        "index 7 is out of range for size 4 in dimension 0",
+    );
+    bad(format!("{a}[0]"), "rank 1 (shape [3]) does not match");
 }

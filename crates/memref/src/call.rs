@@ -20,6 +20,7 @@ use libffi::middle::{Arg as FfiArg, Cif, CodePtr, Type as FfiType};
 use crate::float::{Format, SmallFloat};
 use crate::owned::{freeable, libc_free, reachable, Allocation, FreeFn};
 use crate::signature::{ElemType, MemRefType, Mismatch, Signature, Type};
+use crate::slice::Slicing;
 use crate::{Element, MemRefError, MemRefView, MemRefViewMut};
 
 /// A shared library holding compiled kernels.
@@ -408,7 +409,7 @@ impl<'a> MemRefArg<'a> {
                 ),
             });
         }
-        if !(bytes.as_ptr() as usize).is_multiple_of(elem.size()) {
+        if !(bytes.as_ptr() as usize).is_multiple_of(elem.align()) {
             return Err(MemRefError::Buffer {
                 message: format!("{:p} is not aligned for {elem}", bytes.as_ptr()),
             });
@@ -425,6 +426,24 @@ impl<'a> MemRefArg<'a> {
         })
     }
 
+    /// The same buffer seen through `slicing` (numpy's basic slicing and transpose): a
+    /// new offset, sizes and strides, no copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`Slicing::apply`]: more slices than dimensions, an index out of range.
+    pub fn sliced(self, slicing: &Slicing) -> Result<Self, MemRefError> {
+        let (offset, sizes, strides) = slicing.apply(self.offset, &self.sizes, &self.strides)?;
+        // Slicing only narrows: what the new descriptor reaches is inside what the old
+        // one did, which is inside the buffer.
+        Ok(MemRefArg {
+            offset,
+            sizes,
+            strides,
+            ..self
+        })
+    }
+
     /// Element type.
     pub fn elem(&self) -> ElemType {
         self.elem
@@ -433,6 +452,11 @@ impl<'a> MemRefArg<'a> {
     /// Sizes.
     pub fn sizes(&self) -> &[i64] {
         &self.sizes
+    }
+
+    /// Strides, in elements.
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
     }
 
     /// The data pointer of the borrowed buffer (`aligned`; also passed as

@@ -30,6 +30,8 @@ use crate::MemRefError;
 /// public function own its results, so a memref result that is a view of an
 /// argument (or a global) would become a fresh copy.
 pub const BUFFERIZE: &[&str] = &[
+    // Arithmetic on whole tensors becomes linalg, which bufferizes.
+    "--convert-elementwise-to-linalg",
     "--one-shot-bufferize=bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map",
     "--buffer-deallocation-pipeline",
 ];
@@ -52,6 +54,9 @@ pub const PIPELINE: &[&str] = &[
     "--convert-linalg-to-loops",
     "--convert-vector-to-scf",
     "--lower-affine",
+    // Math with no LLVM intrinsic or libm function (math.ipowi, math.fpowi) becomes
+    // functions of the kernel's own, before anything marks math ops illegal.
+    "--convert-math-to-funcs",
     "--convert-scf-to-cf",
     "--convert-complex-to-standard",
     "--convert-vector-to-llvm",
@@ -126,6 +131,22 @@ pub(crate) fn run(
         });
     }
     Ok(out.stdout)
+}
+
+/// The passes a kernel with a transform-dialect schedule runs first (see
+/// [`uses_transform`]): the schedule is applied, then removed, as MLIR's tests do.
+pub const TRANSFORM: &[&str] = &[
+    "--transform-interpreter",
+    "--test-transform-dialect-erase-schedule",
+];
+
+/// Whether a kernel carries a transform-dialect schedule: a `transform.named_sequence`
+/// (or an older `transform.sequence`) op outside `//` comments.
+pub fn uses_transform(source: &str) -> bool {
+    source.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("");
+        code.contains("transform.named_sequence") || code.contains("transform.sequence")
+    })
 }
 
 /// Whether a kernel uses tensors (and so needs [`BUFFERIZE`]): a `tensor<`
@@ -208,6 +229,9 @@ impl Options {
         match &self.pipeline {
             Some(text) => out.extend(split_pipeline(text)),
             None => {
+                if uses_transform(source) {
+                    out.extend(TRANSFORM.iter().map(|p| element(p)));
+                }
                 if uses_tensors(source) {
                     out.extend(BUFFERIZE.iter().map(|p| element(p)));
                 }

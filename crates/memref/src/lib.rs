@@ -251,6 +251,7 @@ pub mod npy;
 pub mod owned;
 pub mod run;
 pub mod signature;
+pub mod slice;
 pub mod view;
 
 pub use call::{
