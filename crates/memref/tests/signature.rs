@@ -81,7 +81,7 @@ fn malformed_signatures_are_errors_with_a_position() {
         "(memref<?x?xf32, strided<[1]>>)",
         "(memref<4x4xf32, affine_map<(d0, d1) -> (d1, d0)>>)",
         "(memref<4xf32, 1>)",
-        "(bf16)",
+        "(tf32)",
         "(f32) -> ",
         "(f32) junk",
     ] {
@@ -339,24 +339,24 @@ fn unparsable_kernel_error_points_into_the_source() {
     }
     // A type Locus cannot pass: the error names the function and the type,
     // at the function's position.
-    let src = "\n\nfunc.func private @g(memref<?xbf16>)\n";
+    let src = "\n\nfunc.func private @g(memref<?xtf32>)\n";
     match Signature::from_mlir(src, "g").unwrap_err() {
         MemRefError::Parse { at, message } => {
             assert_eq!(at, 2, "{message}");
             assert!(
-                message.contains("@g") && message.contains("bf16"),
+                message.contains("@g") && message.contains("tf32"),
                 "{message}"
             );
         }
         e => panic!("{e:?}"),
     }
     // The same for a function with a body (its location follows the region).
-    let src = "\n\nfunc.func @h(%a: memref<?xbf16>) {\n  return\n}\n";
+    let src = "\n\nfunc.func @h(%a: memref<?xtf32>) {\n  return\n}\n";
     match Signature::from_mlir(src, "h").unwrap_err() {
         MemRefError::Parse { at, message } => {
             assert_eq!(at, 2, "{message}");
             assert!(
-                message.contains("@h") && message.contains("bf16"),
+                message.contains("@h") && message.contains("tf32"),
                 "{message}"
             );
         }
