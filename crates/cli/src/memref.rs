@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use locus_memref::npy::{Dtype, NpyArray};
+use locus_memref::mapped::MappedNpy;
+use locus_memref::npy::{self, Dtype, NpyArray};
 use locus_memref::run::{run_kernel, RunOptions};
 use locus_memref::signature::{Dim, Type};
 use locus_memref::slice::{self, Slicing};
@@ -73,7 +74,10 @@ pub enum Command {
         /// One per argument, in order: a .npy path for a memref, a number for a scalar. A
         /// memref may be a slice of the file, as numpy slices (`A.npy[::2, 1:]`, `A.npy[0]`,
         /// `A.npy[::-1].T`): passed without a copy to a strided parameter, as a row-major
-        /// copy (written back with --inout) to an identity-layout one.
+        /// copy (written back with --inout) to an identity-layout one. A .npy file in C
+        /// order and native byte order is mapped, not read (so --max-input-bytes does not
+        /// apply to it): the kernel works on the file's pages, and with --inout writes the
+        /// file itself.
         #[arg(long = "arg", value_name = "VALUE", allow_hyphen_values = true)]
         args: Vec<String>,
         /// One per memref result, in order.
@@ -302,9 +306,39 @@ enum Input {
     Scalar(Scalar),
     Array {
         path: PathBuf,
-        array: NpyArray,
+        array: Storage,
         slicing: Option<Slicing>,
     },
+}
+
+/// Where an array argument's data is: the file's pages, or a buffer it was read into
+/// (standard input, Fortran order, the other byte order).
+enum Storage {
+    Mapped(MappedNpy),
+    Read(NpyArray),
+}
+
+impl Storage {
+    fn dtype(&self) -> Dtype {
+        match self {
+            Storage::Mapped(m) => m.header().dtype,
+            Storage::Read(a) => a.dtype(),
+        }
+    }
+
+    fn sizes(&self) -> Vec<i64> {
+        match self {
+            Storage::Mapped(m) => m.sizes(),
+            Storage::Read(a) => a.sizes(),
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Storage::Mapped(m) => m.data_mut(),
+            Storage::Read(a) => a.bytes_mut(),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -363,10 +397,27 @@ fn call(
                     }
                     _ => (PathBuf::from(text), None),
                 };
-                let bytes = reader
-                    .read(&path)
-                    .map_err(|e| fail(format!("{what}: {e}")))?;
-                let array = NpyArray::parse(&bytes).map_err(|e| fail(format!("{what}: {e}")))?;
+                // A regular file is mapped, not read (shared with --inout, so the kernel
+                // writes the file), unless its data needs reordering.
+                let mapped = if path == Path::new("-") {
+                    None
+                } else {
+                    // SAFETY: the user names the file for this call; nothing else is
+                    // expected to write it meanwhile.
+                    unsafe { MappedNpy::open(&path, inout) }
+                        .map_err(|e| fail(format!("{what}: {e}")))?
+                };
+                let array = match mapped {
+                    Some(m) => Storage::Mapped(m),
+                    None => {
+                        let bytes = reader
+                            .read(&path)
+                            .map_err(|e| fail(format!("{what}: {e}")))?;
+                        Storage::Read(
+                            NpyArray::parse(&bytes).map_err(|e| fail(format!("{what}: {e}")))?,
+                        )
+                    }
+                };
                 if !array.dtype().fits(m.elem) {
                     return Err(fail(format!(
                         "{what}: dtype {} does not match the signature's {m}",
@@ -470,19 +521,30 @@ fn call(
                 let Some(path) = outs.next() else {
                     return Err(fail(format!("result {k}: no --out for it")));
                 };
-                let bytes = m.to_bytes().map_err(|e| fail(format!("result {k}: {e}")))?;
+                let bad = |e: MemRefError| fail(format!("result {k}: {e}"));
                 let shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
-                let array = NpyArray::from_bytes(Dtype::for_elem(m.elem()), shape, &bytes)
-                    .map_err(|e| fail(format!("result {k}: {e}")))?;
-                array
-                    .write(path)
-                    .map_err(|e| fail(format!("result {k}: {e}")))?;
+                let dtype = Dtype::for_elem(m.elem());
+                // Written straight from the kernel's buffer when it is row-major; else
+                // gathered into a copy first.
+                match m.contiguous_bytes().map_err(bad)? {
+                    Some(bytes) => npy::write_npy(path, dtype, &shape, bytes).map_err(bad)?,
+                    None => {
+                        let bytes = m.to_bytes().map_err(bad)?;
+                        npy::write_npy(path, dtype, &shape, &bytes).map_err(bad)?;
+                    }
+                }
             }
         }
     }
     if inout {
         for input in &inputs {
-            if let Input::Array { path, array, .. } = input {
+            // A mapped file was written by the kernel itself.
+            if let Input::Array {
+                path,
+                array: Storage::Read(array),
+                ..
+            } = input
+            {
                 array
                     .write(path)
                     .map_err(|e| fail(format!("--inout: {e}")))?;

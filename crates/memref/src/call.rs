@@ -777,6 +777,39 @@ impl ReturnedMemRef<'_> {
         Ok(out)
     }
 
+    /// The result's elements in place, when they are contiguous in row-major order (its
+    /// strides are the row-major ones of its sizes, whatever the strides of dimensions of
+    /// size 1): what [`ReturnedMemRef::to_bytes`] would copy, without the copy.
+    pub fn contiguous_bytes(&self) -> Result<Option<&[u8]>, MemRefError> {
+        let Some((lo, hi)) = reachable(self.raw.offset, &self.raw.sizes, &self.raw.strides)? else {
+            return Ok(Some(&[]));
+        };
+        if self.raw.aligned.is_null() {
+            return Err(MemRefError::NullDescriptor);
+        }
+        let dense = crate::signature::row_major(&self.raw.sizes);
+        let row_major = self
+            .raw
+            .sizes
+            .iter()
+            .zip(self.raw.strides.iter().zip(&dense))
+            .all(|(&size, (&stride, &want))| size == 1 || stride == want);
+        if !row_major || lo != self.raw.offset {
+            return Ok(None);
+        }
+        let esz = self.raw.elem.size();
+        let len = (hi - lo + 1) as usize * esz;
+        let start = self
+            .raw
+            .aligned
+            .cast::<u8>()
+            .wrapping_add(lo as usize * esz);
+        // SAFETY: the callee's signature promises a valid memref of this type, alive
+        // while `self` (its guard, its borrow) is; row-major strides make its elements
+        // the `len` bytes from its first one.
+        Ok(Some(unsafe { std::slice::from_raw_parts(start, len) }))
+    }
+
     /// A checked typed view of the result.
     pub fn view<T: Element, const N: usize>(&self) -> Result<MemRefView<'_, T, N>, MemRefError> {
         if T::TYPE != self.raw.elem || N != self.raw.sizes.len() {

@@ -245,6 +245,7 @@ pub mod compile;
 pub mod descriptor;
 mod error;
 pub mod float;
+pub mod mapped;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 pub mod npy;

@@ -341,6 +341,93 @@ impl NpyArray {
     /// is wrong: the magic at 0, the version at 6, the header length at 8,
     /// the header from 10 (12 for versions 2 and 3), the data after it.
     pub fn parse(file: &[u8]) -> Result<NpyArray, MemRefError> {
+        let NpyHeader {
+            dtype,
+            shape,
+            fortran_order,
+            big_endian,
+            data_offset: data_start,
+        } = NpyHeader::parse(file)?;
+        let data = file.get(data_start..).unwrap_or_default();
+        let Some(nbytes) = element_count(&shape).and_then(|c| c.checked_mul(dtype.size())) else {
+            return err(format!("shape {shape:?} is too large"));
+        };
+        // Checked before anything is allocated: the file bounds the array.
+        if data.len() < nbytes {
+            return err(format!(
+                "data at byte {data_start} has {} bytes, shape {shape:?} needs {nbytes}",
+                data.len()
+            ));
+        }
+        let swapped;
+        let mut data = &data[..nbytes];
+        if big_endian != cfg!(target_endian = "big") {
+            swapped = swap_bytes(data, dtype.swap_unit());
+            data = &swapped;
+        }
+        let mut a = if fortran_order {
+            NpyArray::from_bytes(
+                dtype,
+                shape.clone(),
+                &reorder(data, &shape, dtype.size(), false),
+            )?
+        } else {
+            NpyArray::from_bytes(dtype, shape, data)?
+        };
+        a.fortran_order = fortran_order;
+        Ok(a)
+    }
+
+    /// Reads a `.npy` file.
+    pub fn read(path: &std::path::Path) -> Result<NpyArray, MemRefError> {
+        let file = std::fs::read(path).map_err(|e| MemRefError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        NpyArray::parse(&file)
+    }
+
+    /// Serializes (version 1.0, or 2.0 if the header needs it), in the array's
+    /// order (`fortran_order`).
+    pub fn to_npy(&self) -> Vec<u8> {
+        let mut out = NpyHeader::encode(self.dtype, &self.shape, self.fortran_order);
+        out.reserve(self.len);
+        if self.fortran_order {
+            out.extend_from_slice(&reorder(self.bytes(), &self.shape, self.dtype.size(), true));
+        } else {
+            out.extend_from_slice(self.bytes());
+        }
+        out
+    }
+
+    /// Writes a `.npy` file.
+    pub fn write(&self, path: &std::path::Path) -> Result<(), MemRefError> {
+        std::fs::write(path, self.to_npy()).map_err(|e| MemRefError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// A `.npy` file's header: what its data is and where it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// The element type.
+    pub dtype: Dtype,
+    /// The shape (empty for a 0-d array).
+    pub shape: Vec<usize>,
+    /// Whether the data is in Fortran (column-major) order.
+    pub fortran_order: bool,
+    /// Whether the data is big-endian.
+    pub big_endian: bool,
+    /// The byte offset of the data in the file.
+    pub data_offset: usize,
+}
+
+impl NpyHeader {
+    /// Parses the header at the start of `file` (only the header's bytes are needed).
+    /// Errors as [`NpyArray::parse`]'s.
+    pub fn parse(file: &[u8]) -> Result<NpyHeader, MemRefError> {
         if file.len() < 10 || &file[..6] != MAGIC {
             return err("not a .npy file (bad magic at byte 0)");
         }
@@ -405,65 +492,39 @@ impl NpyArray {
                 Err(_) => return err(format!("bad shape entry '{part}'")),
             }
         }
-        let data_start = start + header_len;
-        let data = &file[data_start..];
-        let Some(nbytes) = element_count(&shape).and_then(|c| c.checked_mul(dtype.size())) else {
-            return err(format!("shape {shape:?} is too large"));
-        };
-        // Checked before anything is allocated: the file bounds the array.
-        if data.len() < nbytes {
-            return err(format!(
-                "data at byte {data_start} has {} bytes, shape {shape:?} needs {nbytes}",
-                data.len()
-            ));
-        }
-        let swapped;
-        let mut data = &data[..nbytes];
-        if big_endian != cfg!(target_endian = "big") {
-            swapped = swap_bytes(data, dtype.swap_unit());
-            data = &swapped;
-        }
-        let mut a = if fortran_order {
-            NpyArray::from_bytes(
-                dtype,
-                shape.clone(),
-                &reorder(data, &shape, dtype.size(), false),
-            )?
-        } else {
-            NpyArray::from_bytes(dtype, shape, data)?
-        };
-        a.fortran_order = fortran_order;
-        Ok(a)
+        Ok(NpyHeader {
+            dtype,
+            shape,
+            fortran_order,
+            big_endian,
+            data_offset: start + header_len,
+        })
     }
 
-    /// Reads a `.npy` file.
-    pub fn read(path: &std::path::Path) -> Result<NpyArray, MemRefError> {
-        let file = std::fs::read(path).map_err(|e| MemRefError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        NpyArray::parse(&file)
+    /// The data's length in bytes, if it fits a `usize`.
+    pub fn data_len(&self) -> Option<usize> {
+        element_count(&self.shape).and_then(|c| c.checked_mul(self.dtype.size()))
     }
 
-    /// Serializes (version 1.0, or 2.0 if the header needs it), in the array's
-    /// order (`fortran_order`).
-    pub fn to_npy(&self) -> Vec<u8> {
-        let shape = match self.shape.len() {
+    /// The header of a little-endian file of `dtype` and `shape` (version 1.0, or 2.0 if
+    /// it needs it), padded so the data starts at a multiple of 64 as numpy pads it.
+    pub fn encode(dtype: Dtype, shape: &[usize], fortran_order: bool) -> Vec<u8> {
+        let shape = match shape.len() {
             0 => "()".to_string(),
-            1 => format!("({},)", self.shape[0]),
+            1 => format!("({},)", shape[0]),
             _ => format!(
                 "({})",
-                self.shape
+                shape
                     .iter()
                     .map(|s| s.to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         };
-        let order = if self.fortran_order { "True" } else { "False" };
+        let order = if fortran_order { "True" } else { "False" };
         let mut header = format!(
             "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape}, }}",
-            self.dtype.descr()
+            dtype.descr()
         );
         let v1 = header.len() + 11 < 65536;
         let prefix = if v1 { 10 } else { 12 };
@@ -473,7 +534,7 @@ impl NpyArray {
             header.push(' ');
         }
         header.push('\n');
-        let mut out = Vec::with_capacity(total + self.len);
+        let mut out = Vec::with_capacity(total);
         out.extend_from_slice(MAGIC);
         if v1 {
             out.extend_from_slice(&[1, 0]);
@@ -483,21 +544,41 @@ impl NpyArray {
             out.extend_from_slice(&(header.len() as u32).to_le_bytes());
         }
         out.extend_from_slice(header.as_bytes());
-        if self.fortran_order {
-            out.extend_from_slice(&reorder(self.bytes(), &self.shape, self.dtype.size(), true));
-        } else {
-            out.extend_from_slice(self.bytes());
-        }
         out
     }
+}
 
-    /// Writes a `.npy` file.
-    pub fn write(&self, path: &std::path::Path) -> Result<(), MemRefError> {
-        std::fs::write(path, self.to_npy()).map_err(|e| MemRefError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })
+/// Writes a C-order, little-endian `.npy` file of `dtype` and `shape` whose data is
+/// `data` (native order on a little-endian machine), straight from `data`: no copy.
+///
+/// # Errors
+///
+/// [`MemRefError::Npy`] if `data` is not the shape's size, [`MemRefError::Io`] if the file
+/// cannot be written.
+pub fn write_npy(
+    path: &std::path::Path,
+    dtype: Dtype,
+    shape: &[usize],
+    data: &[u8],
+) -> Result<(), MemRefError> {
+    use std::io::Write;
+    let want = element_count(shape).and_then(|c| c.checked_mul(dtype.size()));
+    if want != Some(data.len()) {
+        return err(format!(
+            "{} bytes do not make an array of shape {shape:?} of {}",
+            data.len(),
+            dtype.descr()
+        ));
     }
+    let io = |e: std::io::Error| MemRefError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    file.write_all(&NpyHeader::encode(dtype, shape, false))
+        .map_err(io)?;
+    file.write_all(data).map_err(io)?;
+    file.flush().map_err(io)
 }
 
 /// `data` with the byte order of every `unit`-byte word reversed.
