@@ -201,6 +201,14 @@ impl Library {
         }
         let ciface_cif = ciface.and_then(|_| ciface_cif(&signature));
         let expanded_cif = expanded.and_then(|_| expanded_cif(&signature));
+        let mut result_offsets = Vec::with_capacity(signature.results.len());
+        let mut result_size = 0usize;
+        for t in &signature.results {
+            let (size, align) = field_layout(t);
+            result_size = result_size.next_multiple_of(align);
+            result_offsets.push(result_size);
+            result_size += size;
+        }
         Ok(Function {
             name: name.to_string(),
             signature,
@@ -208,6 +216,8 @@ impl Library {
             expanded,
             ciface_cif,
             expanded_cif,
+            result_offsets,
+            result_size,
             _lib: PhantomData,
         })
     }
@@ -859,6 +869,9 @@ pub struct Function<'lib> {
     /// The libffi call descriptions, prepared once from the signature.
     ciface_cif: Option<Cif>,
     expanded_cif: Option<Cif>,
+    /// Where each result lies in the C wrapper's result struct, and the struct's size.
+    result_offsets: Vec<usize>,
+    result_size: usize,
     _lib: PhantomData<&'lib Library>,
 }
 
@@ -1246,6 +1259,15 @@ impl<'lib> Function<'lib> {
     /// allocator of [`CallOptions::free_with`]), as [`Library::function`]'s
     /// contract states; [`CallOptions::borrow_results`] frees none.
     ///
+    /// # Errors
+    ///
+    /// [`MemRefError::Argument`] (and the view errors) for arguments that do not fit the
+    /// signature, found before the kernel runs. After it ran, [`MemRefError::Result`] or
+    /// [`MemRefError::NullDescriptor`] for results that cannot be read (an unranked result
+    /// with a negative rank, a null descriptor): the buffers the kernel returned are then
+    /// **not freed**, since what a result aliases is not known until every result is read,
+    /// and freeing one that points into an argument or a global would be a bad free.
+    ///
     /// The results cannot outlive what they may alias:
     ///
     /// ```compile_fail
@@ -1338,15 +1360,8 @@ impl<'lib> Function<'lib> {
         // The result struct (a pointer first) when results are a struct.
         let results = &self.signature.results;
         let struct_result = struct_result(&self.signature);
-        let mut offsets = Vec::new();
-        let mut size = 0usize;
-        for t in results {
-            let (s, a) = field_layout(t);
-            size = size.next_multiple_of(a);
-            offsets.push(size);
-            size += s;
-        }
-        let mut result_buf = vec![0u64; size.div_ceil(8).max(1)];
+        let offsets = &self.result_offsets;
+        let mut result_buf = vec![0u64; self.result_size.div_ceil(8).max(1)];
         if struct_result {
             slots.push(Slot::Ptr(result_buf.as_mut_ptr().cast()));
         }
@@ -1407,7 +1422,7 @@ impl<'lib> Function<'lib> {
         let mut raws = Vec::new();
         // Each result in order: a scalar, or `None` for the next memref.
         let mut fields = Vec::with_capacity(results.len());
-        for (index, (t, &off)) in results.iter().zip(&offsets).enumerate() {
+        for (index, (t, &off)) in results.iter().zip(offsets).enumerate() {
             let field = &bytes[off..];
             let word = |k: usize| -> i64 {
                 let mut w = [0u8; 8];
