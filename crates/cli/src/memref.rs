@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use locus_memref::mapped::MappedNpy;
 use locus_memref::npy::{self, Dtype, NpyArray};
-use locus_memref::run::{run_kernel, RunOptions};
+use locus_memref::run::{open_with_runner_utils, run_kernel, RunOptions};
 use locus_memref::signature::{Dim, Type};
 use locus_memref::slice::{self, Slicing};
 use locus_memref::{
@@ -88,6 +88,7 @@ pub enum Command {
         inout: bool,
         /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's
         /// -shared-libs): opened in order, with RTLD_GLOBAL, before the kernel's library.
+        /// The MLIR 19 runner utils are loaded without it when the kernel needs them.
         #[arg(long = "shared-lib", value_name = "LIB")]
         shared_libs: Vec<PathBuf>,
         /// Free no returned buffer (for kernels returning buffers they keep). Without it,
@@ -470,7 +471,9 @@ fn call(
     }
     // SAFETY: the user names the library to load and vouches for its signature;
     // this is the command's purpose. Arguments are still checked against it.
-    let lib = unsafe { Library::open(library) }.map_err(|e| fail(e.to_string()))?;
+    // The MLIR runner utils are loaded too if the kernel needs them.
+    let lib =
+        unsafe { open_with_runner_utils(library, &mut shared) }.map_err(|e| fail(e.to_string()))?;
     // SAFETY: as above.
     let function =
         unsafe { lib.function(name, signature.clone()) }.map_err(|e| fail(e.to_string()))?;

@@ -996,6 +996,15 @@ fn vector_print_matches_mlir_cpu_runner() {
         utils,
     ]));
     assert_eq!(got, "( 1.5, 2, -3.25, 4 )\n42\n( ( 1, 2 ), ( 3, 4 ) )\n");
+    // Without --shared-lib the runner utils are found (the kernel needs printF32...).
+    let found = ok(&locus(&[
+        "call",
+        path_str(&so),
+        "vector_print",
+        "--sig",
+        "() -> ()",
+    ]));
+    assert_eq!(found, got);
     let lowered = Command::new("mlir-opt-19")
         .args(locus_memref::compile::PIPELINE)
         .arg(path_str(&k))

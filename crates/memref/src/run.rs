@@ -102,18 +102,7 @@ pub unsafe fn run_kernel(
         loaded.push(unsafe { Library::open_global(path) }?);
     }
     // SAFETY: built from the caller's kernel just now.
-    let mut opened = unsafe { Library::open(&library) };
-    if matches!(&opened, Err(MemRefError::Library { message, .. }) if message.contains("undefined symbol"))
-    {
-        if let Some(dir) = runner_utils_dir() {
-            for name in RUNNER_UTILS {
-                // SAFETY: LLVM 19's own runner libraries, built to be loaded so.
-                loaded.push(unsafe { Library::open_global(&dir.join(name)) }?);
-            }
-            // SAFETY: as above.
-            opened = unsafe { Library::open(&library) };
-        }
-    }
+    let opened = unsafe { open_with_runner_utils(&library, &mut loaded) };
     // Loaded (or not): the file itself is no longer needed.
     let _ = std::fs::remove_file(&library);
     let lib = opened?;
@@ -127,6 +116,31 @@ pub unsafe fn run_kernel(
         Some(Value::Scalar(s)) => Ok(Some(s)),
         _ => Ok(None),
     }
+}
+
+/// Opens a kernel's library; if it needs a symbol no loaded library defines, loads the
+/// MLIR 19 runner utils (with their symbols visible, pushed on `loaded`, which must outlive
+/// the kernel's library) and tries once more. The error, if any, names the symbol.
+///
+/// # Safety
+///
+/// As for [`Library::open`]: opening a library runs its initializers.
+pub unsafe fn open_with_runner_utils(
+    path: &Path,
+    loaded: &mut Vec<Library>,
+) -> Result<Library, MemRefError> {
+    // SAFETY: the caller's contract.
+    let opened = unsafe { Library::open(path) };
+    let undefined = matches!(&opened, Err(MemRefError::Library { message, .. }) if message.contains("undefined symbol"));
+    let Some(dir) = runner_utils_dir().filter(|_| undefined) else {
+        return opened;
+    };
+    for name in RUNNER_UTILS {
+        // SAFETY: LLVM 19's own runner libraries, built to be loaded so.
+        loaded.push(unsafe { Library::open_global(&dir.join(name)) }?);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { Library::open(path) }
 }
 
 /// LLVM 19's library directory, where the runner utils are: `llvm-config-19 --libdir`,
