@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use locus_memref::mapped::MappedNpy;
 use locus_memref::npy::{self, Dtype, NpyArray};
 use locus_memref::run::{open_with_runner_utils, run_kernel, RunOptions};
-use locus_memref::signature::{Dim, Type};
+use locus_memref::signature::{Dim, ElemType, Type};
 use locus_memref::slice::{self, Slicing};
 use locus_memref::{
     compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Scalar, Signature, Value,
@@ -153,6 +153,21 @@ fn runner_format(value: Scalar) -> String {
         Scalar::F32(x) => float(f64::from(x)),
         Scalar::F64(x) => float(x),
         other => other.to_string(),
+    }
+}
+
+/// The memref sizes of an array of `shape` for elements of `elem`: the shape itself, or
+/// for vector elements the shape without its last dimension, which must be the lanes.
+fn memref_sizes(shape: &[i64], elem: ElemType) -> Result<Vec<i64>, String> {
+    let (_, lanes) = elem.scalar_and_lanes();
+    if lanes == 1 {
+        return Ok(shape.to_vec());
+    }
+    match shape.split_last() {
+        Some((&last, rest)) if last == lanes as i64 => Ok(rest.to_vec()),
+        _ => Err(format!(
+            "shape {shape:?}: elements of {elem} need a last dimension of {lanes}"
+        )),
     }
 }
 
@@ -425,15 +440,18 @@ fn call(
                         array.dtype().descr()
                     )));
                 }
-                // The sizes the kernel sees: the file's, sliced.
+                // The sizes the kernel sees: the file's (without the lanes of vector
+                // elements), sliced.
+                let file_sizes = memref_sizes(&array.sizes(), m.elem)
+                    .map_err(|e| fail(format!("{what}: {e}")))?;
                 let sizes = match &slicing {
                     Some(sl) => {
-                        let strides = locus_memref::signature::row_major(&array.sizes());
-                        sl.apply(0, &array.sizes(), &strides)
+                        let strides = locus_memref::signature::row_major(&file_sizes);
+                        sl.apply(0, &file_sizes, &strides)
                             .map_err(|e| fail(format!("{what}: {e}")))?
                             .1
                     }
-                    None => array.sizes(),
+                    None => file_sizes,
                 };
                 if let Some(shape) = &m.shape {
                     if shape.len() != sizes.len() {
@@ -498,8 +516,9 @@ fn call(
                     Type::MemRef(m) => m.elem,
                     Type::Scalar(e) => *e,
                 };
-                let sizes = array.sizes();
                 let bad = |e: MemRefError| fail(format!("argument {i} ({}): {e}", path.display()));
+                let sizes = memref_sizes(&array.sizes(), elem)
+                    .map_err(|e| bad(MemRefError::Buffer { message: e }))?;
                 let mut m = MemRefArg::from_bytes(elem, array.bytes_mut(), &sizes).map_err(bad)?;
                 if let Some(sl) = slicing {
                     m = m.sliced(sl).map_err(bad)?;
@@ -525,7 +544,12 @@ fn call(
                     return Err(fail(format!("result {k}: no --out for it")));
                 };
                 let bad = |e: MemRefError| fail(format!("result {k}: {e}"));
-                let shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
+                let mut shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
+                // A vector element is one more dimension of the array.
+                let (_, lanes) = m.elem().scalar_and_lanes();
+                if lanes > 1 {
+                    shape.push(lanes);
+                }
                 let dtype = Dtype::for_elem(m.elem());
                 // Written straight from the kernel's buffer when it is row-major; else
                 // gathered into a copy first.

@@ -18,14 +18,19 @@ pub enum Command {
     /// For every defined function: its interface, whether its body streams, its ZA and ZT0
     /// state, the mode changes at entry and exit and whether it may be vectorized; for
     /// every call: the changes before it, after it and (for an invoke) after an exception,
-    /// whether they are conditional, whether a lazy ZA save is needed, and whether the call
-    /// may be inlined or tail-called. Then every broken rule, as `error:` or `warning:`
+    /// whether they are conditional, whether a lazy ZA save or a ZT0 spill and fill is
+    /// needed, and whether the call may be inlined or tail-called. The calls LLVM makes for
+    /// instructions that are not calls in the IR (memcpy/memset/memmove routines, libm and
+    /// compiler-rt routines for `frem`, fp128 arithmetic, `llvm.cos`, i128 division, ...)
+    /// are listed too, as `call SYMBOL (libcall for ...)` with the instruction that causes them. Then every broken rule, as `error:` or `warning:`
     /// with its function and instruction. The exit status is 1 when there is an error.
     Check {
         /// The module (.ll or .bc).
         file: PathBuf,
         /// Print one JSON object instead of text:
-        /// {"functions": [...], "diagnostics": [{"severity", "function", "message"}]}.
+        /// {"functions": [...], "diagnostics": [{"severity", "function", "message"}]}; a call
+        /// LLVM makes for a non-call instruction has "hidden": {"kind", "symbol",
+        /// "instruction"} (null for calls in the IR).
         #[arg(long)]
         json: bool,
     },
@@ -92,13 +97,24 @@ fn function_json(f: &FunctionReport) -> Value {
 
 fn call_json(c: &CallReport) -> Value {
     let m = &c.model;
+    let hidden = c.hidden.as_ref().map(|h| {
+        json!({
+            "kind": h.kind.as_str(),
+            "symbol": h.symbol,
+            "instruction": c.instruction,
+        })
+    });
     json!({
         "callee": c.callee,
+        "instruction": c.instruction,
+        "hidden": hidden,
         "before": insns(&m.before),
         "after": insns(&m.after),
         "after_exception": insns(&m.after_exception),
         "conditional": m.conditional,
         "lazy_za_save": m.lazy_za_save,
+        "zt0_spill_fill": m.preserve_zt0,
+        "za_off_around_call": m.disable_za,
         "inline": m.inline,
         "tail_call": m.tail_call,
     })
@@ -147,10 +163,10 @@ pub(crate) fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Resul
         }
         for c in &f.calls {
             let cm = &c.model;
-            let callee = if c.callee.starts_with('(') {
-                c.callee.clone()
-            } else {
-                format!("@{}", c.callee)
+            let callee = match &c.hidden {
+                Some(h) => format!("{} ({} for `{}`)", h.symbol, h.kind.as_str(), c.instruction),
+                None if c.callee.starts_with('(') => c.callee.clone(),
+                None => format!("@{}", c.callee),
             };
             let mut line = format!(
                 "  call {callee}: before {}; after {}",
@@ -166,6 +182,12 @@ pub(crate) fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Resul
                 yes(cm.inline),
                 yes(cm.tail_call)
             ));
+            if cm.preserve_zt0 {
+                line.push_str("; ZT0 spill/fill yes");
+            }
+            if cm.disable_za {
+                line.push_str("; ZA off around the call yes");
+            }
             writeln!(out, "{line}")?;
         }
     }

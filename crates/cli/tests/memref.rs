@@ -1291,6 +1291,34 @@ fn narrow_float_and_complex_memrefs_through_npy() {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(got, [3.0, -1.0, -1.0, 7.0]);
+    // vector<4xf32> elements: an (n, 4) f32 array, doubled in place, and a fresh
+    // (n, 4) result of 2x + 1.
+    let v: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let vin = write_f32(&t.0, "v.npy", &[3, 4], &v, false);
+    let vout = t.path("vr.npy");
+    call(
+        "vec_scale",
+        &["--arg", &vin, "--out", path_str(&vout), "--inout"],
+    );
+    let doubled: Vec<f32> = v.iter().map(|x| 2.0 * x).collect();
+    assert_eq!(read_f32(&vin), (vec![3, 4], doubled.clone()));
+    let plus_one: Vec<f32> = doubled.iter().map(|x| x + 1.0).collect();
+    assert_eq!(read_f32(path_str(&vout)), (vec![3, 4], plus_one));
+    let bad_lanes = write_f32(&t.0, "v3.npy", &[4, 3], &v, false);
+    fails_with(
+        &locus(&[
+            "call",
+            path_str(&so),
+            "vec_scale",
+            "--sig-from",
+            path_str(&k),
+            "--arg",
+            &bad_lanes,
+            "--out",
+            path_str(&vout),
+        ]),
+        "shape [4, 3]: elements of vector<4xf32> need a last dimension of 4",
+    );
     // The wrong dtype for the element type is refused, naming the argument.
     let wrong = t.path("w.npy");
     NpyArray::from_bytes(Dtype::F16, vec![1], &[0, 0])

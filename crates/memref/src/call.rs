@@ -989,15 +989,21 @@ fn scalar_ffi_type(e: ElemType) -> Option<FfiType> {
         ElemType::I64 | ElemType::Index => FfiType::i64(),
         // See `Slot::scalar`: the low 16 bits of a float register.
         ElemType::F16 | ElemType::BF16 => FfiType::f32(),
-        ElemType::ComplexF32 | ElemType::ComplexF64 => return None,
-        _ => FfiType::u8(),
+        ElemType::ComplexF32 | ElemType::ComplexF64 | ElemType::Vector { .. } => return None,
+        ElemType::F8E5M2
+        | ElemType::F8E4M3
+        | ElemType::F8E4M3FN
+        | ElemType::F8E5M2FNUZ
+        | ElemType::F8E4M3FNUZ
+        | ElemType::F8E4M3B11FNUZ => FfiType::u8(),
     })
 }
 
-/// Why a signature with a complex scalar cannot be called dynamically (libffi would need
-/// the target's rules for small structs; complex memrefs pass).
-const NO_COMPLEX_SCALARS: &str = "complex scalars cannot be passed in dynamic calls \
-     (a memref of complex elements can)";
+/// Why a signature with a complex or vector scalar cannot be called dynamically (libffi
+/// would need the target's rules for small structs and vector registers; memrefs of them
+/// pass).
+const NO_COMPLEX_SCALARS: &str = "complex and vector scalars cannot be passed in dynamic \
+     calls (a memref of them can)";
 
 /// Size and alignment of a result field in the C wrapper's result struct.
 fn field_layout(t: &Type) -> (usize, usize) {

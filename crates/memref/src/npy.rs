@@ -181,12 +181,14 @@ impl Dtype {
     /// Whether a memref of `elem` can be read from or written as this dtype
     /// (`index` is stored as 64-bit integers).
     pub fn fits(self, elem: ElemType) -> bool {
+        // A vector element is its lanes, one more dimension of the array.
+        let (elem, _) = elem.scalar_and_lanes();
         self.elem() == elem || (elem == ElemType::Index && matches!(self, Dtype::I64 | Dtype::U64))
     }
 
     /// The dtype used to write a memref of `elem`.
     pub fn for_elem(elem: ElemType) -> Dtype {
-        match elem {
+        match elem.scalar_and_lanes().0 {
             ElemType::F16 => Dtype::F16,
             ElemType::F32 => Dtype::F32,
             ElemType::F64 => Dtype::F64,
@@ -204,9 +206,20 @@ impl Dtype {
             ElemType::F8E4M3B11FNUZ => Dtype::F8E4M3B11FNUZ,
             ElemType::ComplexF32 => Dtype::C64,
             ElemType::ComplexF64 => Dtype::C128,
+            // `scalar_and_lanes` gave a scalar.
+            ElemType::Vector { .. } => Dtype::U8,
         }
     }
 }
+
+/// The bytes of an array's storage come in blocks of this many, aligned to it: enough for
+/// any element, a vector of 64 bytes included.
+const BLOCK: usize = 64;
+
+/// One block of an array's storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
+struct Block([u8; BLOCK]);
 
 /// An array read from or written to `.npy`, its data in C order.
 ///
@@ -218,7 +231,7 @@ pub struct NpyArray {
     shape: Vec<usize>,
     /// Whether the file was (or is to be written) in Fortran order.
     pub fortran_order: bool,
-    words: Vec<u64>,
+    words: Vec<Block>,
     len: usize,
 }
 
@@ -288,13 +301,14 @@ impl NpyArray {
                 dtype.descr()
             ));
         }
-        // Kept as words so the data is 8-byte aligned for any element type.
+        // Kept in 64-byte aligned blocks so the data is aligned for any element type,
+        // vectors included.
         let words = bytes
-            .chunks(8)
+            .chunks(BLOCK)
             .map(|c| {
-                let mut w = [0u8; 8];
-                w[..c.len()].copy_from_slice(c);
-                u64::from_ne_bytes(w)
+                let mut w = Block([0u8; BLOCK]);
+                w.0[..c.len()].copy_from_slice(c);
+                w
             })
             .collect();
         Ok(NpyArray {
@@ -318,11 +332,11 @@ impl NpyArray {
 
     /// The data bytes in C order.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `len <= 8 * words.len()`, initialized.
+        // SAFETY: `len <= BLOCK * words.len()`, initialized.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
     }
 
-    /// The data bytes in C order, mutable, 8-byte aligned.
+    /// The data bytes in C order, mutable, 64-byte aligned.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `bytes`.
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }

@@ -54,9 +54,46 @@ pub enum ElemType {
     I64,
     /// `index` (64-bit on the targets Locus supports).
     Index,
+    /// `vector<LANESxT>` as a memref element: one-dimensional, `T` one of the
+    /// [`VECTOR_LANE_TYPES`], and `LANES * size(T)` a power of two, so the vector has no
+    /// padding in memory (an `.npy` array gets one more dimension, of `lanes`).
+    Vector {
+        /// The number of lanes.
+        lanes: u16,
+        /// The lanes' type (one of [`VECTOR_LANE_TYPES`]).
+        of: &'static ElemType,
+    },
 }
 
+/// The lane types of [`ElemType::Vector`].
+pub static VECTOR_LANE_TYPES: [ElemType; 8] = [
+    ElemType::F16,
+    ElemType::BF16,
+    ElemType::F32,
+    ElemType::F64,
+    ElemType::I8,
+    ElemType::I16,
+    ElemType::I32,
+    ElemType::I64,
+];
+
 impl ElemType {
+    /// `vector<lanes x of>`, if it is one Locus passes (see [`ElemType::Vector`]).
+    pub fn vector(lanes: u16, of: ElemType) -> Option<ElemType> {
+        let of = VECTOR_LANE_TYPES.iter().find(|t| **t == of)?;
+        let bytes = usize::from(lanes) * of.size();
+        (lanes > 0 && bytes.is_power_of_two()).then_some(ElemType::Vector { lanes, of })
+    }
+
+    /// The scalar type of the element and how many of it make one element: the lanes of
+    /// a vector, else the type itself and 1.
+    pub fn scalar_and_lanes(self) -> (ElemType, usize) {
+        match self {
+            ElemType::Vector { lanes, of } => (*of, usize::from(lanes)),
+            other => (other, 1),
+        }
+    }
+
     /// Size in bytes of one element in memory.
     pub const fn size(self) -> usize {
         match self {
@@ -72,6 +109,7 @@ impl ElemType {
             ElemType::F32 | ElemType::I32 => 4,
             ElemType::F64 | ElemType::I64 | ElemType::Index | ElemType::ComplexF32 => 8,
             ElemType::ComplexF64 => 16,
+            ElemType::Vector { lanes, of } => lanes as usize * of.size(),
         }
     }
 
@@ -85,9 +123,11 @@ impl ElemType {
         }
     }
 
-    /// The MLIR spelling.
+    /// The MLIR spelling of a scalar type; `vector` for a vector (whose `Display` is its
+    /// whole spelling).
     pub const fn name(self) -> &'static str {
         match self {
+            ElemType::Vector { .. } => "vector",
             ElemType::F16 => "f16",
             ElemType::BF16 => "bf16",
             ElemType::F8E5M2 => "f8E5M2",
@@ -137,6 +177,9 @@ impl ElemType {
 
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ElemType::Vector { lanes, of } = self {
+            return write!(f, "vector<{lanes}x{of}>");
+        }
         f.write_str(self.name())
     }
 }
@@ -344,6 +387,23 @@ impl<'a> Parser<'a> {
             self.eat(">")
                 .then(|| ElemType::from_name(&format!("complex<{part}>")))
                 .flatten()
+        } else if w == "vector" && self.eat("<") {
+            // `vector<4xf32>`: the lane count and the lane type run together after `x`.
+            let spec = self.word();
+            let lanes_of = spec.split_once('x').and_then(|(n, t)| {
+                let of = ElemType::from_name(t)?;
+                ElemType::vector(n.parse().ok()?, of)
+            });
+            match (lanes_of, self.eat(">")) {
+                (Some(v), true) => Some(v),
+                _ => {
+                    self.pos = start;
+                    return self.err(format!(
+                        "unsupported vector `vector<{spec}>` (one dimension of f16, bf16, \
+                         f32, f64 or i8 to i64, whose size in bytes is a power of two)"
+                    ));
+                }
+            }
         } else {
             ElemType::from_name(w)
         };

@@ -376,4 +376,20 @@ fn narrow_float_and_complex_types_parse() {
         panic!("complex<i32> parsed")
     };
     assert!(e.to_string().contains("unsupported type `complex`"), "{e}");
+    // Vector elements: one dimension, no padding.
+    let text = "(memref<?xvector<4xf32>>, memref<2xvector<16xi8>>) -> (memref<?xvector<2xf64>>)";
+    let Ok(sig) = Signature::parse(text) else {
+        panic!("{text} did not parse")
+    };
+    assert_eq!(sig.to_string(), text);
+    for bad in [
+        "(memref<?xvector<3xf32>>)",
+        "(memref<?xvector<4xi1>>)",
+        "(memref<?xvector<2x2xf32>>)",
+    ] {
+        let Err(e) = Signature::parse(bad) else {
+            panic!("{bad} parsed")
+        };
+        assert!(e.to_string().contains("unsupported vector"), "{bad}: {e}");
+    }
 }
