@@ -41,7 +41,8 @@ pub enum Command {
     Run {
         /// The kernel (.mlir).
         kernel: PathBuf,
-        /// The function to call: no arguments; no result, or one i32, i64, f32 or f64.
+        /// The function to call (a func.func, or an llvm.func as mlir-cpu-runner calls
+        /// them): no arguments; no result, or one i32, i64, f32 or f64.
         #[arg(short, long, default_value = "main")]
         entry: String,
         /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's

@@ -1152,6 +1152,31 @@ fn run_prints_the_entry_result_as_mlir_cpu_runner() {
         ok(&locus(&["run", path_str(&k), "-e", "d"])),
         "6.022141e+23\n"
     );
+    // Entries written in the LLVM dialect run too, as mlir-cpu-runner runs them (here one
+    // calling libm's logbf: the exponent of -420).
+    let l = t.path("llvm.mlir");
+    std::fs::write(
+        &l,
+        "llvm.func @logbf(f32) -> f32\n\
+         llvm.func @main() -> f32 {\n\
+         \x20 %0 = llvm.mlir.constant(-4.200000e+02 : f32) : f32\n\
+         \x20 %1 = llvm.call @logbf(%0) : (f32) -> f32\n\
+         \x20 llvm.return %1 : f32\n\
+         }\n\
+         llvm.func @seven() -> i64 {\n\
+         \x20 %0 = llvm.mlir.constant(7 : i64) : i64\n\
+         \x20 llvm.return %0 : i64\n\
+         }\n",
+    )
+    .unwrap();
+    let got = ok(&locus(&["run", path_str(&l)]));
+    assert_eq!(got, "8.000000e+00\n");
+    let runner = Command::new("mlir-cpu-runner-19")
+        .args(["-e", "main", "-entry-point-result=f32", path_str(&l)])
+        .output()
+        .unwrap();
+    assert_eq!(got, text(&runner.stdout));
+    assert_eq!(ok(&locus(&["run", path_str(&l), "-e", "seven"])), "7\n");
 }
 
 /// What `run` cannot call is one `locus:` line naming the kernel and the function, exit 1.

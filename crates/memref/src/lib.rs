@@ -73,8 +73,9 @@
 //!   for a signature known when the Rust code is compiled (the caller writes
 //!   the type; nothing is checked at run time).
 //! * Element types: `f16`, `bf16`, the `f8` types of MLIR 19 ([`float`]),
-//!   `f32`, `f64`, `complex<f32>`, `complex<f64>`, `i1` to `i64` and `index`,
-//!   each with its `.npy` dtype ([`npy`]). The dynamic calls pass every scalar
+//!   `f32`, `f64`, `complex<f32>`, `complex<f64>`, `i1` to `i64`, `index`, and
+//!   one-dimensional vectors without padding (`vector<4xf32>`), each with its
+//!   `.npy` dtype ([`npy`]; a vector element is one more dimension). The dynamic calls pass every scalar
 //!   but complex ones (`f16` and `bf16` in the low half of a float register,
 //!   as x86-64 and AArch64 pass them); complex memrefs pass.
 //! * [`callback`]: compiled code calls a Rust function through the

@@ -68,7 +68,17 @@ pub unsafe fn run_kernel(
     options: &RunOptions,
 ) -> Result<Option<Scalar>, MemRefError> {
     let entry = &options.entry;
-    let signature = Signature::from_mlir(source, entry)?;
+    let signature = match Signature::from_mlir(source, entry) {
+        Ok(signature) => signature,
+        // An entry written in the LLVM dialect, as mlir-cpu-runner also runs them.
+        Err(e) => {
+            return match llvm_func_entry(source, entry) {
+                // SAFETY: forwarded (this function's contract).
+                Some(result) => unsafe { run_llvm_func(source, options, result) },
+                None => Err(e),
+            };
+        }
+    };
     let callable = signature.inputs.is_empty()
         && match signature.results[..] {
             [] => true,
@@ -116,6 +126,101 @@ pub unsafe fn run_kernel(
         Some(Value::Scalar(s)) => Ok(Some(s)),
         _ => Ok(None),
     }
+}
+
+/// The result of `llvm.func @name()` in the kernel, if it has one that takes no arguments
+/// and returns nothing (`Some(None)`) or an `i32`, `i64`, `f32` or `f64`, as `mlir-opt-19`
+/// prints its type.
+fn llvm_func_entry(source: &str, name: &str) -> Option<Option<ElemType>> {
+    let printed = compile::run(
+        "mlir-opt-19",
+        &["--mlir-print-op-generic", "-"],
+        Some(source.as_bytes()),
+    )
+    .ok()?;
+    let printed = String::from_utf8(printed).ok()?;
+    let symbol = format!("sym_name = \"{name}\"");
+    let line = printed
+        .lines()
+        .find(|l| l.trim_start().starts_with("\"llvm.func\"() <{") && l.contains(&symbol))?;
+    let ty = line.split("function_type = !llvm.func<").nth(1)?;
+    let (result, params) = ty.split_once(' ')?;
+    if !params.starts_with("()>") {
+        return None;
+    }
+    match result {
+        "void" => Some(None),
+        "i32" => Some(Some(ElemType::I32)),
+        "i64" => Some(Some(ElemType::I64)),
+        "f32" => Some(Some(ElemType::F32)),
+        "f64" => Some(Some(ElemType::F64)),
+        _ => None,
+    }
+}
+
+/// [`run_kernel`] for an entry written as an `llvm.func` returning `result`: called by its
+/// own name.
+///
+/// # Safety
+///
+/// As for [`run_kernel`].
+unsafe fn run_llvm_func(
+    source: &str,
+    options: &RunOptions,
+    result: Option<ElemType>,
+) -> Result<Option<Scalar>, MemRefError> {
+    let library = temporary_library();
+    compile::compile_with(source, &library, &options.compile)?;
+    let mut loaded = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
+    for path in &options.shared_libs {
+        // SAFETY: the caller chose the libraries (this function's contract).
+        loaded.push(unsafe { Library::open_global(path) }?);
+    }
+    // SAFETY: built from the caller's kernel just now.
+    let opened = unsafe { open_with_runner_utils(&library, &mut loaded) };
+    let _ = std::fs::remove_file(&library);
+    let lib = opened?;
+    let entry = options.entry.as_str();
+    // `llvm_func_entry` read the function's type from the kernel as mlir-opt-19 parsed it:
+    // no arguments, this result; each pointer below has that type.
+    let value = match result {
+        None => {
+            // SAFETY: see above.
+            let f = unsafe { lib.typed::<unsafe extern "C" fn()>(entry) }?;
+            // SAFETY: see above; the kernel's code is the caller's (the contract).
+            unsafe { f() };
+            None
+        }
+        Some(ElemType::I32) => {
+            // SAFETY: see above.
+            let f = unsafe { lib.typed::<unsafe extern "C" fn() -> i32>(entry) }?;
+            // SAFETY: as above.
+            Some(Scalar::I32(unsafe { f() }))
+        }
+        Some(ElemType::I64) => {
+            // SAFETY: see above.
+            let f = unsafe { lib.typed::<unsafe extern "C" fn() -> i64>(entry) }?;
+            // SAFETY: as above.
+            Some(Scalar::I64(unsafe { f() }))
+        }
+        Some(ElemType::F32) => {
+            // SAFETY: see above.
+            let f = unsafe { lib.typed::<unsafe extern "C" fn() -> f32>(entry) }?;
+            // SAFETY: as above.
+            Some(Scalar::F32(unsafe { f() }))
+        }
+        Some(_) => {
+            // SAFETY: see above (`llvm_func_entry` gives only these four and f64).
+            let f = unsafe { lib.typed::<unsafe extern "C" fn() -> f64>(entry) }?;
+            // SAFETY: as above.
+            Some(Scalar::F64(unsafe { f() }))
+        }
+    };
+    // SAFETY: fflush(NULL) flushes every C output stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    drop(lib);
+    drop(loaded);
+    Ok(value)
 }
 
 /// Opens a kernel's library; if it needs a symbol no loaded library defines, loads the
