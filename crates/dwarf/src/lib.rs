@@ -24,13 +24,17 @@
 //!   LLVM's `DW_OP_LLVM_user` 0xe9 + sub-opcode, the default, or as the older
 //!   direct opcodes 0xe1–0xec, see [`ExtensionEncoding`]) and a text syntax
 //!   with the spec's names. Bytes → ops → bytes (for minimal LEB128s and
-//!   standard opcodes) and text → ops → text round-trip. Callers that
+//!   standard opcodes) and text → ops → text round-trip; [`parse_text`]
+//!   also reads what llvm-dwarfdump and gdb print (`DW_OP_breg7 RSP+8,
+//!   DW_OP_entry_value(DW_OP_reg5 RDI)`, `2: DW_OP_breg7 8 [$rsp]`), with
+//!   their x86-64 and AArch64 register names ([`register_number`]). Callers that
 //!   evaluate many encoded expressions use [`Evaluation::from_bytes`] (no
 //!   decoding pass: each operation is decoded as it runs) with
 //!   [`Evaluation::restart`] to reuse the stack; [`decode_into`] and
 //!   [`Evaluation::with_offsets`] reuse buffers for decoded operations.
 //! * [`value`]: typed values (generic, signed, unsigned, float) and DWARF 5's
-//!   arithmetic, comparisons, `DW_OP_convert` and `DW_OP_reinterpret`.
+//!   arithmetic, comparisons, `DW_OP_convert` and `DW_OP_reinterpret`;
+//!   [`Value::number`] prints one as gdb prints a number of its type.
 //! * [`location`]: "Location Description" — storages, single locations,
 //!   multi-place descriptions, offsets applied to every place. One place
 //!   ([`Places`]) and short implicit bytes ([`Bytes`]) are stored inline.
@@ -118,12 +122,18 @@ pub mod binary;
 mod error;
 pub mod eval;
 pub mod location;
+mod number;
 mod op;
+mod regnames;
+mod text;
 pub mod value;
 
 pub use access::{Bits, Target};
 pub use error::Error;
 pub use eval::{Buffers, Entry, EvalError, Evaluation, EvaluationResult};
 pub use location::{Bytes, Location, Part, Places, SingleLocation, Storage};
-pub use op::{decode, decode_into, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
+pub use number::Number;
+pub use op::{decode, decode_into, encode, to_text, Encoding, ExtensionEncoding, Op};
+pub use regnames::register_number;
+pub use text::{parse_text, parse_text_with, Syntax};
 pub use value::{Value, ValueType};
