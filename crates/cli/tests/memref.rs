@@ -1005,27 +1005,7 @@ fn vector_print_matches_mlir_cpu_runner() {
         "() -> ()",
     ]));
     assert_eq!(found, got);
-    let lowered = Command::new("mlir-opt-19")
-        .args(locus_memref::compile::PIPELINE)
-        .arg(path_str(&k))
-        .output()
-        .unwrap();
-    let mut runner = Command::new("mlir-cpu-runner-19")
-        .args(["-e", "vector_print", "-entry-point-result=void"])
-        .arg(format!("-shared-libs={utils}"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    runner
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&lowered.stdout)
-        .unwrap();
-    let want = runner.wait_with_output().unwrap();
-    assert_eq!(got, text(&want.stdout));
+    assert_eq!(got, mlir_cpu_runner(&k, "vector_print", "void"));
 }
 
 /// What mlir-cpu-runner-19 prints for `kernel`'s `entry`, lowered by mlir-opt-19 with

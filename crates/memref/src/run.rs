@@ -102,22 +102,10 @@ pub unsafe fn run_kernel(
             ),
         });
     }
-    let library = temporary_library();
-    compile::compile_with(source, &library, &options.compile)?;
-    // Opened first and dropped last (locals drop in reverse order), so the kernel's
-    // library binds to their symbols and never outlives them.
-    let mut loaded = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
-    for path in &options.shared_libs {
-        // SAFETY: the caller chose the libraries (this function's contract).
-        loaded.push(unsafe { Library::open_global(path) }?);
-    }
-    // SAFETY: built from the caller's kernel just now.
-    let opened = unsafe { open_with_runner_utils(&library, &mut loaded) };
-    // Loaded (or not): the file itself is no longer needed.
-    let _ = std::fs::remove_file(&library);
-    let lib = opened?;
+    // SAFETY: forwarded (this function's contract).
+    let loaded = unsafe { compile_and_load(source, options) }?;
     // SAFETY: the signature is the kernel's own, as mlir-opt-19 parsed it.
-    let function = unsafe { lib.function(entry, signature) }?;
+    let function = unsafe { loaded.kernel.function(entry, signature) }?;
     let results = function.call(Vec::new(), CallOptions::default());
     // The kernel printed through C's buffered stdout; the caller's output comes after.
     // SAFETY: fflush(NULL) flushes every C output stream.
@@ -169,17 +157,9 @@ unsafe fn run_llvm_func(
     options: &RunOptions,
     result: Option<ElemType>,
 ) -> Result<Option<Scalar>, MemRefError> {
-    let library = temporary_library();
-    compile::compile_with(source, &library, &options.compile)?;
-    let mut loaded = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
-    for path in &options.shared_libs {
-        // SAFETY: the caller chose the libraries (this function's contract).
-        loaded.push(unsafe { Library::open_global(path) }?);
-    }
-    // SAFETY: built from the caller's kernel just now.
-    let opened = unsafe { open_with_runner_utils(&library, &mut loaded) };
-    let _ = std::fs::remove_file(&library);
-    let lib = opened?;
+    // SAFETY: forwarded (this function's contract).
+    let loaded = unsafe { compile_and_load(source, options) }?;
+    let lib = &loaded.kernel;
     let entry = options.entry.as_str();
     // `llvm_func_entry` read the function's type from the kernel as mlir-opt-19 parsed it:
     // no arguments, this result; each pointer below has that type.
@@ -218,9 +198,44 @@ unsafe fn run_llvm_func(
     };
     // SAFETY: fflush(NULL) flushes every C output stream.
     unsafe { libc::fflush(std::ptr::null_mut()) };
-    drop(lib);
-    drop(loaded);
     Ok(value)
+}
+
+/// A kernel's library and the libraries it binds to.
+struct Loaded {
+    /// Declared first, so dropped first: it never outlives what it binds to.
+    kernel: Library,
+    _deps: Vec<Library>,
+}
+
+/// Compiles `source` to a temporary library and loads it after `options.shared_libs`
+/// (and the runner utils, if it needs them); the file is removed once loaded.
+///
+/// # Safety
+///
+/// As for [`run_kernel`]: loading runs the libraries' initializers.
+unsafe fn compile_and_load(source: &str, options: &RunOptions) -> Result<Loaded, MemRefError> {
+    let library = temporary_library();
+    compile::compile_with(source, &library, &options.compile)?;
+    let mut deps = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
+    for path in &options.shared_libs {
+        // SAFETY: the caller chose the libraries (the contract).
+        match unsafe { Library::open_global(path) } {
+            Ok(l) => deps.push(l),
+            Err(e) => {
+                let _ = std::fs::remove_file(&library);
+                return Err(e);
+            }
+        }
+    }
+    // SAFETY: built from the caller's kernel just now.
+    let opened = unsafe { open_with_runner_utils(&library, &mut deps) };
+    // Loaded (or not): the file itself is no longer needed.
+    let _ = std::fs::remove_file(&library);
+    Ok(Loaded {
+        kernel: opened?,
+        _deps: deps,
+    })
 }
 
 /// Opens a kernel's library; if it needs a symbol no loaded library defines, loads the
