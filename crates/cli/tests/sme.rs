@@ -140,9 +140,13 @@ fn json_report_has_the_issue_shape() {
                     "before",
                     "callee",
                     "conditional",
+                    "hidden",
                     "inline",
+                    "instruction",
                     "lazy_za_save",
-                    "tail_call"
+                    "tail_call",
+                    "za_off_around_call",
+                    "zt0_spill_fill"
                 ]
             );
         }
@@ -205,4 +209,77 @@ fn text_report_and_errors() {
     let out = locus_sme(&["check", "/nonexistent/x.ll"]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("/nonexistent/x.ll"));
+}
+
+#[test]
+fn hidden_calls_are_listed() {
+    let file = fixtures("hidden").join("features.ll");
+    let (out, v) = check_json(&file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let function = |name: &str| {
+        v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let f = function("sc_za_mixed");
+    let calls = f["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(
+        calls[0]["hidden"],
+        serde_json::json!({
+            "kind": "libcall",
+            "symbol": "__multf3",
+            "instruction": "%r = fmul fp128 %x, %x"
+        })
+    );
+    assert_eq!(calls[0]["before"], serde_json::json!(["smstop sm"]));
+    assert_eq!(calls[0]["conditional"], true);
+    assert_eq!(calls[0]["lazy_za_save"], true);
+    assert_eq!(calls[1]["hidden"], Value::Null);
+    assert_eq!(calls[2]["callee"], "__fixtfdi");
+    let f = function("s_optsize_memcpy_65");
+    assert_eq!(f["calls"][0]["hidden"]["kind"], "mem_routine");
+    assert_eq!(f["calls"][0]["callee"], "__arm_sc_memcpy");
+    assert_eq!(f["calls"][0]["before"], serde_json::json!([]));
+    assert!(function("s_optsize_memcpy_64")["calls"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // The LLVM 19 departure on lazy saves is a warning.
+    let warned: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(warned, ["sc_za_mixed"]);
+
+    let out = locus_sme(&["check", path_str(&file)]);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("call __multf3 (libcall for `%r = fmul fp128 %x, %x`): before smstop sm if PSTATE.SM was 1"),
+        "{t}"
+    );
+}
+
+#[test]
+fn zt0_spill_is_in_the_json() {
+    let dir = TempDir::new("sme-zt0");
+    let file = dir.0.join("zt0.ll");
+    std::fs::write(
+        &file,
+        "declare void @n()\n\
+         define void @f() \"aarch64_inout_zt0\" {\n  call void @n()\n  ret void\n}\n",
+    )
+    .unwrap();
+    let (out, v) = check_json(&file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let call = &v["functions"][0]["calls"][0];
+    assert_eq!(call["zt0_spill_fill"], true);
+    assert_eq!(call["za_off_around_call"], true);
+    assert_eq!(call["before"], serde_json::json!(["smstop za"]));
 }

@@ -5,6 +5,7 @@ use locus_llvm::ir::{AttributeIndex, Call, Function, Type, TypeKind, ValueKind};
 use locus_llvm::{Context, Module};
 
 use crate::attrs::{Attrs, Interface};
+use crate::hidden::{self, HiddenCall};
 use crate::rules::{self, Change, Finding, Severity};
 use crate::Error;
 
@@ -32,13 +33,20 @@ impl Diagnostic {
     }
 }
 
-/// One call (or invoke) in a defined function.
+/// One call (or invoke) in a defined function, or a call LLVM makes for an instruction
+/// that is not a call in the IR ([`crate::hidden`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallReport {
-    /// The callee's name, or `(indirect %p)` for an indirect call.
+    /// The callee's name, or `(indirect %p)` for an indirect call; for a hidden call, the
+    /// routine LLVM calls.
     pub callee: String,
-    /// The call, printed.
+    /// The call, printed; for a hidden call, the instruction that causes it.
     pub instruction: String,
+    /// For a call LLVM makes that is not a call in the IR: why, and which routine. Its
+    /// model is that of a call to a callee with only the attributes LLVM 19 knows the
+    /// routine by (streaming-compatible `__arm_sc_*`, else a normal private-ZA function);
+    /// it is never inlined.
+    pub hidden: Option<HiddenCall>,
     /// Whether it is an `invoke`.
     pub invoke: bool,
     /// The callee's effective attributes: call site, declaration and what LLVM 19 knows by
@@ -57,7 +65,8 @@ pub struct FunctionReport {
     pub attrs: Attrs,
     /// Its model.
     pub model: rules::FunctionModel,
-    /// Its calls, in instruction order (intrinsics and inline assembly left out).
+    /// Its calls, in instruction order (inline assembly and intrinsics left out, except the
+    /// calls LLVM makes for intrinsics and other instructions, see [`CallReport::hidden`]).
     pub calls: Vec<CallReport>,
 }
 
@@ -99,6 +108,26 @@ pub fn check_ir(name: &str, ir: impl AsRef<[u8]>) -> Result<Report, Error> {
     Ok(check_module(&module))
 }
 
+/// The reports of the calls LLVM makes for `inst` that are not calls in the IR.
+fn hidden_reports(caller: &Attrs, inst: String, calls: Vec<HiddenCall>) -> Vec<CallReport> {
+    calls
+        .into_iter()
+        .map(|call| {
+            let callee_attrs = Attrs::known_routine(&call.symbol).unwrap_or_default();
+            let mut model = rules::call_model_with_body(caller, &callee_attrs, false, false);
+            model.inline = false;
+            CallReport {
+                callee: call.symbol.clone(),
+                instruction: inst.clone(),
+                hidden: Some(call),
+                invoke: false,
+                callee_attrs,
+                model,
+            }
+        })
+        .collect()
+}
+
 /// The SME attributes of a function.
 #[must_use]
 pub fn function_attrs(f: Function<'_>) -> Attrs {
@@ -127,6 +156,7 @@ pub fn call_site_attrs(c: Call<'_>) -> Attrs {
 #[must_use]
 pub fn check_module(module: &Module<'_>) -> Report {
     let mut report = Report::default();
+    let triple = module.target_triple();
     for f in module.function_list() {
         if f.is_intrinsic() {
             continue;
@@ -161,7 +191,19 @@ pub fn check_module(module: &Module<'_>) -> Report {
             continue;
         }
         let mut calls = Vec::new();
+        let may_stream = attrs.sm_enabled || attrs.sm_compatible || attrs.sm_body;
+        let lowering = hidden::lowering(f, may_stream, &triple);
+        let mut hidden_calls = hidden::function_hidden_calls(f, &lowering)
+            .into_iter()
+            .peekable();
         for inst in f.instructions() {
+            if let Some((_, made)) = hidden_calls.next_if(|(i, _)| *i == inst) {
+                calls.extend(hidden_reports(
+                    &attrs,
+                    inst.print().trim().to_string(),
+                    made,
+                ));
+            }
             let Some(call) = inst.as_call() else { continue };
             if call.is_intrinsic() || call.called_value().kind() == ValueKind::InlineAsm {
                 continue;
@@ -211,10 +253,23 @@ pub fn check_module(module: &Module<'_>) -> Report {
             calls.push(CallReport {
                 callee,
                 instruction: printed,
+                hidden: None,
                 invoke: call.is_invoke(),
                 callee_attrs: effective,
                 model,
             });
+        }
+        let unchained = calls
+            .iter()
+            .filter(|c| {
+                c.model.lazy_za_save
+                    && c.hidden
+                        .as_ref()
+                        .is_some_and(|h| h.kind == hidden::HiddenKind::Libcall)
+            })
+            .count();
+        if unchained > 1 {
+            push(rules::unchained_lazy_save_finding(unchained), None);
         }
         report.functions.push(FunctionReport {
             name: name.clone(),

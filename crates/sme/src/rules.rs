@@ -552,6 +552,21 @@ pub fn routine_attrs_finding(name: &str, decl: &Attrs) -> Option<Finding> {
     })
 }
 
+/// A function with ZA state in which LLVM makes `count` library calls for instructions
+/// ([`crate::hidden`]), each needing a lazy ZA save. LLVM 19 lowers them as unchained
+/// calls and sets the lazy save up for only some: in its output the first one runs with
+/// TPIDR2_EL0 set, later ones (until an ordinary call sets it up again) with ZA live and
+/// TPIDR2_EL0 reset, against the AAPCS64 (a private-ZA callee must not find ZA active
+/// without a lazy save). The model keeps the rule; this warns that llc-19 departs from it.
+#[must_use]
+pub fn unchained_lazy_save_finding(count: usize) -> Finding {
+    warning(format!(
+        "LLVM 19 makes {count} library calls for instructions of this function that each need a \
+         lazy ZA save, and sets the save up only for some of them: later ones may run with ZA \
+         live and TPIDR2_EL0 reset (move them to their own function, or save ZA around them)"
+    ))
+}
+
 /// LLVM's number for the `aarch64_sve_vector_pcs` calling convention.
 pub const SVE_VECTOR_PCS: u32 = 98;
 
