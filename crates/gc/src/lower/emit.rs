@@ -26,6 +26,12 @@ use crate::contract::{
 };
 use crate::Result;
 
+/// The name Julia's pass gives the address of root slot `k` where it stores or nulls a
+/// root (`gc_slot_addr_K`; LLVM makes repeats unique).
+fn slot_name(k: usize) -> String {
+    format!("gc_slot_addr_{k}")
+}
+
 pub(crate) fn leaf_value<'m>(b: &Builder<'m>, v: Value<'m>, path: &LeafPath) -> Result<Value<'m>> {
     Ok(match path {
         LeafPath::Whole => v,
@@ -106,13 +112,13 @@ pub fn emit_frame<'m>(
                 continue;
             };
             let k = b.const_int(i32t, (base + slot) as i64)?;
-            let address = b.call(slot_ty, slot_fn, &[frame, k], &[], "")?;
+            let address = b.call(slot_ty, slot_fn, &[frame, k], &[], &slot_name(base + slot))?;
             let value = leaf_value(b, leaf.value, &leaf.path)?;
             b.store(value, address)?;
         }
         for &slot in &plan.nulls {
             let k = b.const_int(i32t, (base + slot) as i64)?;
-            let address = b.call(slot_ty, slot_fn, &[frame, k], &[], "")?;
+            let address = b.call(slot_ty, slot_fn, &[frame, k], &[], &slot_name(base + slot))?;
             b.store(b.null_ptr(TRACKED)?, address)?;
         }
     }
