@@ -471,7 +471,8 @@ fn frame_base_address(
     }
 }
 
-/// The snapshot as a read-only [`Target`] for [`crate::access`].
+/// The snapshot as a [`Target`] for [`crate::access`]: reads, and writes
+/// (`locus dwarf eval --write`) into the registers and memory blocks it has.
 impl Target for Snapshot {
     fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
         match Snapshot::read_memory(self, address_space, address, buf.len()) {
@@ -496,6 +497,45 @@ impl Target for Snapshot {
         {
             Some(b) => {
                 buf.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes inside one memory block; bytes outside every block are
+    /// unwritable, as they are unreadable.
+    fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
+        let block = self.memory.iter_mut().find_map(|b| {
+            if b.space != address_space || address < b.address {
+                return None;
+            }
+            let start = usize::try_from(address - b.address).ok()?;
+            b.bytes.get_mut(start..start.checked_add(bytes.len())?)
+        });
+        match block {
+            Some(b) => {
+                b.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes inside a register the snapshot has, within its size.
+    fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
+        let Some(reg) = self.registers.get_mut(&register) else {
+            return false;
+        };
+        let Ok(start) = usize::try_from(byte_offset) else {
+            return false;
+        };
+        match start
+            .checked_add(bytes.len())
+            .and_then(|end| reg.get_mut(start..end))
+        {
+            Some(b) => {
+                b.copy_from_slice(bytes);
                 true
             }
             None => false,

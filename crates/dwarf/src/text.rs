@@ -11,7 +11,7 @@
 //!
 //! What llvm-dwarfdump prints of a location list entry (`[0x10, 0x37):
 //! DW_OP_reg5 RDI`) and an attribute's closing parenthesis are accepted as
-//! printed; so is its `<decoding error> a4 2a ...` (the bytes it could not
+//! printed; so are its `<empty>` and its `<decoding error> a4 2a ...` (the bytes it could not
 //! print are decoded), and its entry value without a closing parenthesis
 //! (llvm-dwarfdump 19 prints none after a nested expression of more than
 //! one operation: the nested expression then runs to the end). Register
@@ -723,6 +723,11 @@ impl<'t> Parser<'t, '_> {
                     // llvm-dwarfdump's `(DW_OP_reg5 RDI)` attribute value.
                     self.pos += 1;
                     ops.extend(self.sequence(Stop::Close, depth)?);
+                    continue;
+                }
+                Kind::Angle if tok.text == "<empty>" && depth == 0 => {
+                    // llvm-dwarfdump's empty expression.
+                    self.pos += 1;
                     continue;
                 }
                 Kind::Angle if tok.text == "<decoding error>" => {

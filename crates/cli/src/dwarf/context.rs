@@ -151,3 +151,46 @@ impl Context {
         Ok(c)
     }
 }
+
+fn registers_json(registers: &BTreeMap<u16, Vec<u8>>, names: &BTreeMap<String, u16>) -> Value {
+    let mut out = serde_json::Map::new();
+    for (n, bytes) in registers {
+        let name = names
+            .iter()
+            .find(|(_, &m)| m == *n)
+            .map_or_else(|| format!("r{n}"), |(name, _)| name.clone());
+        out.insert(name, serde_json::json!({"number": n, "value": hex(bytes)}));
+    }
+    Value::Object(out)
+}
+
+impl Context {
+    /// A snapshot in the CTX.json format [`Context::parse`] reads, registers under the
+    /// names in `names` (`rN` for the others): what `locus dwarf eval --write` prints.
+    pub fn to_json(snapshot: &Snapshot, names: &BTreeMap<String, u16>) -> Value {
+        let memory: Vec<Value> = snapshot
+            .memory
+            .iter()
+            .map(|b| serde_json::json!({"space": b.space, "address": b.address, "bytes": hex(&b.bytes)}))
+            .collect();
+        let mut doc = serde_json::json!({
+            "address_size": snapshot.address_size,
+            "registers": registers_json(&snapshot.registers, names),
+            "memory": memory,
+        });
+        if !snapshot.entry_registers.is_empty() {
+            doc["entry_registers"] = registers_json(&snapshot.entry_registers, names);
+        }
+        for (key, v) in [
+            ("lane", snapshot.lane),
+            ("cfa", snapshot.cfa),
+            ("frame_base", snapshot.frame_base),
+            ("object_address", snapshot.object_address),
+        ] {
+            if let Some(v) = v {
+                doc[key] = serde_json::json!(v);
+            }
+        }
+        doc
+    }
+}

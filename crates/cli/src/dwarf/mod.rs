@@ -15,8 +15,8 @@ use clap::ValueEnum;
 use locus_dwarf::binary::{self, Decoded, Frame, VariableKind, VariableLocation};
 use locus_dwarf::eval::EvalError;
 use locus_dwarf::{
-    decode, encode, parse_text, to_text, Encoding, Entry, Error, Evaluation, ExtensionEncoding,
-    Location, Op, Storage,
+    access, decode, encode, parse_text_with, to_text, Encoding, Entry, Error, Evaluation,
+    ExtensionEncoding, Location, Op, Storage, Syntax,
 };
 use serde_json::{json, Value as Json};
 
@@ -24,6 +24,21 @@ pub use context::Context;
 
 use crate::input::Input;
 use crate::Failure;
+
+/// How `locus dwarf eval` prints its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// One JSON object: `result`, `type`, `value` (target-order hex bytes) and
+    /// `number` (as gdb prints it) for a value; `location` (each place's
+    /// storage, `space`, `address`, `register`, `bit_offset`) for a location;
+    /// `read`, `wrote` and `context` when asked.
+    #[default]
+    Json,
+    /// Lines for a person: a value as gdb prints a number of its type, a
+    /// location as its places (memory as address and address space); bytes
+    /// only with `--read`.
+    Text,
+}
 
 /// Which result kind the expression is evaluated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -54,9 +69,19 @@ pub enum Command {
         /// Registers, memory and lane, as JSON (see the docs of `locus dwarf`).
         #[arg(long, value_name = "CTX.json")]
         context: Option<PathBuf>,
-        /// Also read N bytes through the resulting location (`??` for undefined bytes).
+        /// Also read N bytes through the resulting location (`??` for undefined bytes),
+        /// after `--write`.
         #[arg(long, value_name = "N")]
         read: Option<u64>,
+        /// Write these bytes (hex, target order) through the resulting location: to every
+        /// place of a multi-place description and every part of a composite. Implicit and
+        /// undefined storage is refused before anything is written. The context is
+        /// printed afterwards (`context`, in the CTX.json format).
+        #[arg(long, value_name = "HEX")]
+        write: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
         /// The result kind the expression is evaluated for (default: whatever is on top of
         /// the stack).
         #[arg(long, value_enum)]
@@ -70,7 +95,10 @@ pub enum Command {
         /// The expression's bytes in hex.
         #[arg(long, value_name = "HEX", conflicts_with = "expr")]
         hex: Option<String>,
-        /// The expression as text: operations separated by spaces, newlines or `;`.
+        /// The expression as text: operations separated by spaces, newlines, `,` or `;`.
+        /// llvm-dwarfdump's spelling (`DW_OP_breg7 RSP+8, DW_OP_entry_value(DW_OP_reg5
+        /// RDI)`) and gdb's listing (`0: DW_OP_breg7 8 [$rsp]`) are read too, with their
+        /// x86-64 and AArch64 register names.
         #[arg(
             value_name = "EXPR",
             required_unless_present = "hex",
@@ -139,6 +167,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
         Command::Eval {
             context,
             read,
+            write,
+            format,
             result,
             encoding,
             trace,
@@ -152,15 +182,23 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 }
                 None => Context::default(),
             };
+            let write = match write {
+                Some(h) => Some(context::parse_hex(h).map_err(|e| fail(format!("--write: {e}")))?),
+                None => None,
+            };
             let request = EvalRequest {
                 read: *read,
+                write,
                 result: *result,
                 encoding: *encoding,
                 trace: *trace,
             };
             let ops = parse_ops(&ctx, hex.as_deref(), expr, *encoding).map_err(fail)?;
             let doc = eval(&ctx, &ops, &request, out)?;
-            write_out(out, doc.to_string())
+            match format {
+                Format::Json => write_out(out, doc.to_string()),
+                Format::Text => write_out(out, render::result_text(&doc, &ctx.names)),
+            }
         }
         Command::Vars {
             binary,
@@ -186,6 +224,8 @@ fn encoding_of(e: EncodingArg, address_size: u8) -> Encoding {
 pub struct EvalRequest {
     /// Bytes to read through the result.
     pub read: Option<u64>,
+    /// Bytes to write through the result (before reading).
+    pub write: Option<Vec<u8>>,
     /// The result kind.
     pub result: Option<ResultKind>,
     /// The extension encoding (for branch offsets and `--hex`).
@@ -211,9 +251,14 @@ pub fn parse_ops(
             Decoded::new(&bytes, encoding_of(encoding, ctx.snapshot.address_size))
         }
         None => {
-            let ops = parse_text(&expr.join(" "), |name| ctx.names.get(name).copied())?;
             // Branch displacements of text are in bytes of the encoded form.
             let enc = encoding_of(encoding, ctx.snapshot.address_size);
+            let syntax = Syntax {
+                encoding: enc,
+                unit_offset: 0,
+                registers: &|name| ctx.names.get(name).copied(),
+            };
+            let ops = parse_text_with(&expr.join(" "), &syntax)?;
             match encode(&ops, enc) {
                 Ok(bytes) => Decoded::new(&bytes, enc),
                 Err(_) => Ok(Decoded {
@@ -247,7 +292,12 @@ pub fn eval(
     let top = ev.result();
     let want_location = request.result == Some(ResultKind::Location)
         || (request.result.is_none()
-            && (request.read.is_some() || matches!(top, Some(Entry::Location(_)) | None)));
+            && (request.read.is_some()
+                || request.write.is_some()
+                || matches!(top, Some(Entry::Location(_)) | None)));
+    if request.write.is_some() && request.result == Some(ResultKind::Value) {
+        return Err(fail("--write needs a location result, not --result value"));
+    }
     if !want_location {
         let v = match top {
             Some(Entry::Value(v)) => v,
@@ -266,6 +316,7 @@ pub fn eval(
             "result": "value",
             "type": render::type_name(v.ty),
             "value": render::value_hex(&v, a),
+            "number": v.number(a).to_string(),
         }));
     }
     let loc: Location = match ev.location_result() {
@@ -284,8 +335,16 @@ pub fn eval(
         },
     };
     let mut doc = json!({"result": "location", "location": render::location_json(&loc)});
+    let mut target = ctx.snapshot.clone();
+    if let Some(bytes) = &request.write {
+        let bits = (bytes.len() as u64).saturating_mul(8);
+        access::write(&loc, bytes, bits, &mut target)
+            .map_err(|e| end_error(ops, &format!("--write: {e}")))?;
+        doc["wrote"] = json!(context::hex(bytes));
+        doc["context"] = Context::to_json(&target, &ctx.names);
+    }
     if let Some(n) = request.read {
-        let bits = binary::read(&loc, n.saturating_mul(8), &ctx.snapshot).map_err(fail)?;
+        let bits = access::read(&loc, n.saturating_mul(8), &mut target).map_err(fail)?;
         doc["read"] = json!(bits.to_hex());
     }
     Ok(doc)

@@ -1,5 +1,7 @@
-//! How locations and values look: the JSON shapes of `locus dwarf eval` and
-//! the trace's drawings of stack entries.
+//! How locations and values look: the JSON shapes of `locus dwarf eval`, its
+//! text for a person (`--format text`), and the trace's drawings of stack entries.
+
+use std::collections::BTreeMap;
 
 use locus_dwarf::{Entry, Location, SingleLocation, Storage, Value, ValueType};
 use serde_json::{json, Value as Json};
@@ -27,7 +29,8 @@ pub fn type_name(ty: ValueType) -> String {
 pub fn single_json(p: &SingleLocation) -> Json {
     match &p.storage {
         Storage::Memory { address_space } => json!({
-            "storage": "memory", "space": address_space, "bit_offset": big(p.bit_offset)
+            "storage": "memory", "space": address_space, "bit_offset": big(p.bit_offset),
+            "address": format!("{:#x}", p.bit_offset / 8)
         }),
         Storage::Register(r) => json!({
             "storage": "register", "register": r, "bit_offset": big(p.bit_offset)
@@ -152,4 +155,121 @@ pub fn ops_text(ops: &[locus_dwarf::Op], encoding: locus_dwarf::Encoding) -> Str
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A number of the JSON: a u64, or a bigger one as a decimal string.
+fn json_u128(v: &Json) -> u128 {
+    match v {
+        Json::String(s) => s.parse().unwrap_or(0),
+        other => other.as_u64().map_or(0, u128::from),
+    }
+}
+
+/// ` at byte N` / ` at bit N` (nothing at 0).
+fn at_offset(bit_offset: u128) -> String {
+    match bit_offset {
+        0 => String::new(),
+        b if b.is_multiple_of(8) => format!(" at byte {}", b / 8),
+        b => format!(" at bit {b}"),
+    }
+}
+
+/// One place of the JSON location, for a person; composites on the lines after.
+fn place_text(p: &Json, names: &BTreeMap<String, u16>, indent: usize, lines: &mut Vec<String>) {
+    let pad = " ".repeat(indent);
+    let bit_offset = json_u128(&p["bit_offset"]);
+    let line = match p["storage"].as_str().unwrap_or_default() {
+        "memory" => {
+            let bits = if bit_offset.is_multiple_of(8) {
+                String::new()
+            } else {
+                format!(" + {} bits", bit_offset % 8)
+            };
+            format!(
+                "memory {:#x}{bits}, address space {}",
+                bit_offset / 8,
+                p["space"]
+            )
+        }
+        "register" => {
+            let n = p["register"].as_u64().unwrap_or_default();
+            let name = names
+                .iter()
+                .find(|(_, &m)| u64::from(m) == n)
+                .map_or_else(|| n.to_string(), |(name, _)| format!("{name} ({n})"));
+            format!("register {name}{}", at_offset(bit_offset))
+        }
+        "implicit" => {
+            let len = p["bytes"].as_str().map_or(0, |b| b.len() / 2);
+            format!("implicit storage of {len} bytes{}", at_offset(bit_offset))
+        }
+        "implicit_pointer" => format!(
+            "implicit pointer to DIE {:#x} + {}",
+            p["die"].as_u64().unwrap_or_default(),
+            p["byte_offset"]
+        ),
+        "composite" => {
+            lines.push(format!("{pad}composite{}:", at_offset(bit_offset)));
+            let mut start = 0u128;
+            for part in p["parts"].as_array().map_or(&[][..], Vec::as_slice) {
+                let size = json_u128(&part["bit_size"]);
+                let places = part["location"].as_array().map_or(&[][..], Vec::as_slice);
+                lines.push(format!(
+                    "{pad}  bits {start}..{}:",
+                    start.saturating_add(size)
+                ));
+                for place in places {
+                    place_text(place, names, indent + 4, lines);
+                }
+                start = start.saturating_add(size);
+            }
+            return;
+        }
+        other => other.to_string(),
+    };
+    lines.push(format!("{pad}{line}"));
+}
+
+/// `locus dwarf eval --format text`: the result for a person, from its JSON. A value
+/// as gdb prints a number of its type, a location as its places (each holds the
+/// object), then what was written, read (only with `--read`) and the context after a
+/// write.
+pub fn result_text(doc: &Json, names: &BTreeMap<String, u16>) -> String {
+    let mut lines = Vec::new();
+    if doc["result"] == "value" {
+        lines.push(format!(
+            "{} ({})",
+            doc["number"].as_str().unwrap_or_default(),
+            doc["type"].as_str().unwrap_or_default()
+        ));
+    } else {
+        let places = doc["location"].as_array().map_or(&[][..], Vec::as_slice);
+        match places {
+            [] => lines.push("no places".to_string()),
+            [one] => place_text(one, names, 0, &mut lines),
+            many => {
+                lines.push(format!("{} places, each holding the object:", many.len()));
+                for p in many {
+                    place_text(p, names, 2, &mut lines);
+                }
+            }
+        }
+    }
+    if let Some(w) = doc["wrote"].as_str() {
+        lines.push(format!("wrote {} bytes", w.len() / 2));
+    }
+    if let Some(r) = doc["read"].as_str() {
+        let bytes: Vec<&str> = (0..r.len())
+            .step_by(2)
+            .filter_map(|i| r.get(i..i + 2))
+            .collect();
+        lines.push(format!("bytes: {}", bytes.join(" ")));
+    }
+    if let Some(c) = doc.get("context") {
+        lines.push(format!(
+            "context: {}",
+            serde_json::to_string_pretty(c).unwrap_or_default()
+        ));
+    }
+    lines.join("\n")
 }
