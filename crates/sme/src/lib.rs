@@ -182,10 +182,13 @@
 //! # Ok::<(), locus_sme::Error>(())
 //! ```
 
+pub mod a64;
 pub mod attrs;
+pub mod audit;
 pub mod check;
 pub mod hidden;
 pub mod libcalls;
+pub mod objfile;
 pub mod rules;
 pub mod runtime;
 
@@ -202,12 +205,28 @@ pub enum Error {
         /// LLVM's diagnostic, naming line and column.
         source: locus_llvm::Error,
     },
+    /// The object file could not be read as an AArch64 ELF object.
+    Object {
+        /// The file given.
+        file: String,
+        /// What is wrong, and where.
+        message: String,
+    },
+    /// An `--attrs NAME=ATTR,...` argument could not be read.
+    Attrs {
+        /// The argument.
+        spec: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Llvm { file, source } => write!(f, "{file}: {source}"),
+            Error::Object { file, message } => write!(f, "{file}: {message}"),
+            Error::Attrs { spec, message } => write!(f, "--attrs {spec}: {message}"),
         }
     }
 }
@@ -216,6 +235,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Llvm { source, .. } => Some(source),
+            Error::Object { .. } | Error::Attrs { .. } => None,
         }
     }
 }

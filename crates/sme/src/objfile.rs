@@ -1,0 +1,301 @@
+//! Reads an AArch64 ELF object (relocatable or linked) into its functions: each function
+//! symbol's instructions decoded ([`crate::a64`]), the symbol each `bl`/`b` reaches (from
+//! its `R_AARCH64_CALL26`/`JUMP26` relocation, else from the branch target), and the
+//! exception call-site table of the function (`.gcc_except_table`, found through the
+//! relocations of `.eh_frame`), which says where each call's landing pad is.
+
+use std::collections::HashMap;
+
+use object::{
+    Architecture, Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionIndex, SymbolKind,
+};
+
+use crate::a64::{self, Op};
+use crate::Error;
+
+/// One decoded instruction of a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    /// Byte offset from the function's start.
+    pub offset: u64,
+    /// The instruction word.
+    pub word: u32,
+    /// What it is.
+    pub op: Op,
+    /// For `bl`/`b`: the symbol it reaches outside the function (`None` for a branch inside
+    /// the function).
+    pub target: Option<String>,
+}
+
+/// One entry of a function's exception call-site table that has a landing pad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LandingPad {
+    /// Start of the call-site range, from the function's start.
+    pub start: u64,
+    /// End of the range (exclusive).
+    pub end: u64,
+    /// The landing pad, from the function's start.
+    pub pad: u64,
+}
+
+/// One function of the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFunction {
+    /// Its symbol's name.
+    pub name: String,
+    /// Its symbol's address (the offset in its section for a relocatable object).
+    pub address: u64,
+    /// Its instructions, in address order.
+    pub instructions: Vec<Instruction>,
+    /// Its call sites with a landing pad.
+    pub landing_pads: Vec<LandingPad>,
+}
+
+fn err(file: &str, message: impl Into<String>) -> Error {
+    Error::Object {
+        file: file.to_string(),
+        message: message.into(),
+    }
+}
+
+/// A function symbol: name, section, offset in the section, size.
+struct Sym {
+    name: String,
+    section: SectionIndex,
+    offset: u64,
+    size: u64,
+}
+
+/// Reads the functions of an AArch64 ELF object, in address order.
+///
+/// # Errors
+/// [`Error::Object`] when the file is not an AArch64 object or a section cannot be read.
+pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Error> {
+    let obj = object::File::parse(data).map_err(|e| err(file, e.to_string()))?;
+    if obj.architecture() != Architecture::Aarch64 {
+        return Err(err(
+            file,
+            format!("not an AArch64 object ({:?})", obj.architecture()),
+        ));
+    }
+    let mut syms = Vec::new();
+    for s in obj.symbols() {
+        if s.kind() != SymbolKind::Text || !s.is_definition() {
+            continue;
+        }
+        let (Some(section), Ok(name)) = (s.section_index(), s.name()) else {
+            continue;
+        };
+        let sec = obj
+            .section_by_index(section)
+            .map_err(|e| err(file, format!("symbol {name}: {e}")))?;
+        syms.push(Sym {
+            name: name.to_string(),
+            section,
+            offset: s.address() - sec.address(),
+            size: s.size(),
+        });
+    }
+    syms.sort_by_key(|s| (s.section.0, s.offset));
+    let name_at = |section: SectionIndex, offset: u64| {
+        syms.iter()
+            .find(|s| {
+                s.section == section && s.offset <= offset && offset < s.offset + s.size.max(1)
+            })
+            .map(|s| s.name.clone())
+    };
+    // Call targets named by relocations: (section, offset) -> symbol.
+    let mut targets: HashMap<(usize, u64), String> = HashMap::new();
+    let mut sections: Vec<SectionIndex> = syms.iter().map(|s| s.section).collect();
+    sections.dedup();
+    for &index in &sections {
+        let sec = obj
+            .section_by_index(index)
+            .map_err(|e| err(file, e.to_string()))?;
+        for (offset, reloc) in sec.relocations() {
+            let RelocationTarget::Symbol(si) = reloc.target() else {
+                continue;
+            };
+            let Ok(sym) = obj.symbol_by_index(si) else {
+                continue;
+            };
+            let name = if sym.kind() == SymbolKind::Section {
+                sym.section_index()
+                    .and_then(|s| name_at(s, u64::try_from(reloc.addend()).unwrap_or(u64::MAX)))
+            } else {
+                sym.name().ok().map(str::to_string)
+            };
+            if let Some(name) = name {
+                targets.insert((index.0, offset), name);
+            }
+        }
+    }
+    let pads = landing_pads(file, &obj)?;
+    let mut out = Vec::new();
+    for s in &syms {
+        let sec = obj
+            .section_by_index(s.section)
+            .map_err(|e| err(file, e.to_string()))?;
+        let data = sec
+            .data()
+            .map_err(|e| err(file, format!("section of {}: {e}", s.name)))?;
+        let start = usize::try_from(s.offset).map_err(|e| err(file, e.to_string()))?;
+        let end = usize::try_from(s.offset + s.size).map_err(|e| err(file, e.to_string()))?;
+        let bytes = data.get(start..end).ok_or_else(|| {
+            err(
+                file,
+                format!("{}: bytes {start:#x}..{end:#x} outside its section", s.name),
+            )
+        })?;
+        let mut instructions = Vec::new();
+        for (i, chunk) in bytes.chunks_exact(4).enumerate() {
+            let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            let offset = 4 * i as u64;
+            let op = a64::decode(word);
+            let target = match op {
+                Op::Bl(rel) | Op::B(rel) => targets
+                    .get(&(s.section.0, s.offset + offset))
+                    .cloned()
+                    .or_else(|| {
+                        let to = (s.offset + offset).checked_add_signed(rel)?;
+                        let inside = to >= s.offset && to < s.offset + s.size;
+                        if inside {
+                            None
+                        } else {
+                            name_at(s.section, to)
+                        }
+                    }),
+                _ => None,
+            };
+            instructions.push(Instruction {
+                offset,
+                word,
+                op,
+                target,
+            });
+        }
+        out.push(CodeFunction {
+            name: s.name.clone(),
+            address: s.offset,
+            instructions,
+            landing_pads: pads
+                .get(&(s.section.0, s.offset))
+                .cloned()
+                .unwrap_or_default(),
+        });
+    }
+    Ok(out)
+}
+
+/// The call-site tables of the object's functions, by (text section, function offset):
+/// `.eh_frame`'s relocations give each FDE's function (`pc_begin`) and then its LSDA in
+/// `.gcc_except_table`.
+fn landing_pads(
+    file: &str,
+    obj: &object::File<'_>,
+) -> Result<HashMap<(usize, u64), Vec<LandingPad>>, Error> {
+    let mut out = HashMap::new();
+    let (Some(eh), Some(lsda)) = (
+        obj.section_by_name(".eh_frame"),
+        obj.section_by_name(".gcc_except_table"),
+    ) else {
+        return Ok(out);
+    };
+    let table = lsda
+        .data()
+        .map_err(|e| err(file, format!(".gcc_except_table: {e}")))?;
+    let mut relocs: Vec<_> = eh.relocations().collect();
+    relocs.sort_by_key(|(o, _)| *o);
+    let mut function: Option<(usize, u64)> = None;
+    for (_, reloc) in relocs {
+        let RelocationTarget::Symbol(si) = reloc.target() else {
+            continue;
+        };
+        let Ok(sym) = obj.symbol_by_index(si) else {
+            continue;
+        };
+        let Some(section) = sym.section_index() else {
+            continue;
+        };
+        let at = sym.address().wrapping_add_signed(reloc.addend());
+        if section == lsda.index() {
+            if let Some(key) = function.take() {
+                let offset =
+                    usize::try_from(at - lsda.address()).map_err(|e| err(file, e.to_string()))?;
+                let pads = parse_lsda(table, offset).ok_or_else(|| {
+                    err(
+                        file,
+                        format!(".gcc_except_table: unreadable call-site table at {offset:#x}"),
+                    )
+                })?;
+                out.insert(key, pads);
+            }
+        } else if let Ok(sec) = obj.section_by_index(section) {
+            function = Some((section.0, at - sec.address()));
+        }
+    }
+    Ok(out)
+}
+
+fn uleb(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = *data.get(*pos)?;
+        *pos += 1;
+        if shift < 64 {
+            value |= u64::from(byte & 0x7f) << shift;
+        }
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+}
+
+/// A value of the call-site encoding (DW_EH_PE_uleb128, udata4 or sdata4, as LLVM emits).
+fn encoded(data: &[u8], pos: &mut usize, encoding: u8) -> Option<u64> {
+    match encoding & 0x0f {
+        0x01 => uleb(data, pos),
+        0x03 | 0x0b => {
+            let b = data.get(*pos..*pos + 4)?;
+            *pos += 4;
+            Some(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        _ => None,
+    }
+}
+
+/// The call sites with a landing pad of the LSDA at `pos` (landing-pad base: the
+/// function's start, the only one LLVM uses).
+fn parse_lsda(data: &[u8], mut pos: usize) -> Option<Vec<LandingPad>> {
+    let lp_start = *data.get(pos)?;
+    pos += 1;
+    if lp_start != 0xff {
+        return None;
+    }
+    let ttype = *data.get(pos)?;
+    pos += 1;
+    if ttype != 0xff {
+        uleb(data, &mut pos)?;
+    }
+    let cs = *data.get(pos)?;
+    pos += 1;
+    let len = usize::try_from(uleb(data, &mut pos)?).ok()?;
+    let end = pos + len;
+    let mut out = Vec::new();
+    while pos < end {
+        let start = encoded(data, &mut pos, cs)?;
+        let length = encoded(data, &mut pos, cs)?;
+        let pad = encoded(data, &mut pos, cs)?;
+        uleb(data, &mut pos)?;
+        if pad != 0 {
+            out.push(LandingPad {
+                start,
+                end: start + length,
+                pad,
+            });
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,657 @@
+//! `locus sme audit` proven on llc-19's objects: the whole caller x callee matrix (mode,
+//! ZA, ZT0, new ZA, tail calls, invokes, the routines LLVM knows by name, the calls LLVM
+//! makes for instructions) compiled with `llc-19 -filetype=obj` is audited with its IR and
+//! with `--attrs` only, and nothing is reported but LLVM 19's documented departure (no
+//! `smstart` at the landing pads of streaming callers). Then hand-broken objects: one
+//! instruction of an llc-19 object rewritten (an `smstart` made a NOP, the TPIDR2_EL0 set-up
+//! dropped, a ZT0 fill removed, an `smstop` put around a streaming-compatible callee, ...),
+//! and each departure must be reported with its function and offset.
+
+// Helpers outside #[test] functions unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use locus_sme::a64::{decode, Op, Svcr, SysReg};
+use locus_sme::attrs::{Attrs, SM_BODY, SM_COMPATIBLE, SM_ENABLED};
+use locus_sme::audit::{audit, parse_attrs_arg, AuditReport, Kind};
+use locus_sme::objfile::read_functions;
+
+/// Runs a tool with `input` on its standard input and returns its standard output.
+fn pipe(tool: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {tool} ({e}); scripts/install-deps installs llvm-19")
+        });
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn llc_obj(ir: &str) -> Vec<u8> {
+    pipe(
+        "llc-19",
+        &[
+            "-mtriple=aarch64-linux-gnu",
+            "-mattr=+sme,+sme2",
+            "-filetype=obj",
+            "-o",
+            "-",
+        ],
+        ir.as_bytes(),
+    )
+}
+
+const CALLERS: [(&str, &[&str]); 5] = [
+    ("n", &[]),
+    ("s", &[SM_ENABLED]),
+    ("sc", &[SM_COMPATIBLE]),
+    ("ls", &[SM_BODY]),
+    ("lsc", &[SM_BODY, SM_COMPATIBLE]),
+];
+const CALLEES: [(&str, &[&str]); 3] = [("n", &[]), ("s", &[SM_ENABLED]), ("sc", &[SM_COMPATIBLE])];
+const ZA: [&str; 5] = [
+    "aarch64_new_za",
+    "aarch64_in_za",
+    "aarch64_out_za",
+    "aarch64_inout_za",
+    "aarch64_preserves_za",
+];
+
+fn attrs(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A caller passing and returning floats through a call (as in tests/llc_oracle.rs).
+fn case(caller: &str, ca: &[&str], callee: &str, ta: &[&str]) -> String {
+    let t = attrs(ta);
+    format!(
+        "declare float @{callee}(float, float) {t}\n\
+         define float @{caller}(float %x) {} {{\n  \
+           %a = fadd float %x, 1.0\n  \
+           %r = call float @{callee}(float %a, float %x) {t}\n  \
+           %b = fadd float %r, %x\n  \
+           ret float %b\n}}\n",
+        attrs(ca)
+    )
+}
+
+fn tail_case(caller: &str, ca: &[&str], callee: &str, ta: &[&str]) -> String {
+    let t = attrs(ta);
+    format!(
+        "declare float @{callee}(float) {t}\n\
+         define float @{caller}(float %x) {} {{\n  \
+           %r = tail call float @{callee}(float %x) {t}\n  ret float %r\n}}\n",
+        attrs(ca)
+    )
+}
+
+/// An invoke; `lp_asm` is inline assembly run first at the landing pad.
+fn invoke_case(caller: &str, ca: &[&str], callee: &str, ta: &[&str], lp_asm: &str) -> String {
+    let t = attrs(ta);
+    let asm = if lp_asm.is_empty() {
+        String::new()
+    } else {
+        format!("  call void asm sideeffect \"{lp_asm}\", \"\"()\n")
+    };
+    format!(
+        "declare float @{callee}(float) {t}\n\
+         define float @{caller}(float %x) {} personality ptr @__gxx_personality_v0 {{\n  \
+           %r = invoke float @{callee}(float %x) {t} to label %ok unwind label %lp\n\
+         ok:\n  ret float %r\n\
+         lp:\n  %l = landingpad {{ ptr, i32 }} cleanup\n{asm}  ret float 0.0\n}}\n",
+        attrs(ca)
+    )
+}
+
+/// The matrix: every caller kind x callee kind, ZA and ZT0 callers, new-ZA functions,
+/// tail calls, routines known by name, hidden calls, indirect calls.
+fn matrix() -> (String, HashMap<String, Vec<&'static str>>) {
+    let mut ir = String::from("declare i32 @__gxx_personality_v0(...)\n");
+    let mut attrs_of: HashMap<String, Vec<&'static str>> = HashMap::new();
+    let mut add = |ir: &mut String, text: String, fns: &[(String, &[&'static str])]| {
+        ir.push_str(&text);
+        for (n, a) in fns {
+            attrs_of.insert(n.clone(), a.to_vec());
+        }
+    };
+    for (cn, ca) in CALLERS {
+        for (tn, ta) in CALLEES {
+            for (kind, text) in [
+                ("calls", case as fn(&str, &[&str], &str, &[&str]) -> String),
+                ("tail", tail_case),
+            ] {
+                let caller = format!("{cn}_{kind}_{tn}");
+                let callee = format!("{tn}_{kind}ee_of_{cn}");
+                add(
+                    &mut ir,
+                    text(&caller, ca, &callee, ta),
+                    &[(caller, ca), (callee, ta)],
+                );
+            }
+            let caller = format!("{cn}_invokes_{tn}");
+            let callee = format!("{tn}_invoked_by_{cn}");
+            add(
+                &mut ir,
+                invoke_case(&caller, ca, &callee, ta, ""),
+                &[(caller, ca), (callee, ta)],
+            );
+        }
+    }
+    let za_callees: [(&str, &'static [&'static str]); 4] = [
+        ("private", &[]),
+        ("inout", &["aarch64_inout_za"]),
+        ("preserves", &["aarch64_preserves_za"]),
+        ("private_sc", &[SM_COMPATIBLE]),
+    ];
+    for (i, za) in ZA.iter().enumerate() {
+        for (tn, ta) in za_callees {
+            let caller = format!("za{i}_calls_{tn}");
+            let callee = format!("{tn}_callee_of_za{i}");
+            let ca: &'static [&'static str] = std::slice::from_ref(za);
+            add(
+                &mut ir,
+                case(&caller, ca, &callee, ta),
+                &[(caller, ca), (callee, ta)],
+            );
+        }
+    }
+    for (i, zt0) in ["aarch64_inout_zt0", "aarch64_in_zt0", "aarch64_new_zt0"]
+        .iter()
+        .enumerate()
+    {
+        let zt: &'static [&'static str] = std::slice::from_ref(zt0);
+        let caller = format!("zt{i}_calls_private");
+        let callee = format!("private_callee_of_zt{i}");
+        add(
+            &mut ir,
+            case(&caller, zt, &callee, &[]),
+            &[(caller, zt), (callee, &[])],
+        );
+        let caller = format!("zt{i}_calls_shares_zt0");
+        let callee = format!("shares_zt0_callee_of_zt{i}");
+        add(
+            &mut ir,
+            case(&caller, zt, &callee, &["aarch64_inout_zt0"]),
+            &[(caller, zt), (callee, &["aarch64_inout_zt0"])],
+        );
+    }
+    let mixed: [(&str, &'static [&'static str], &'static [&'static str]); 5] = [
+        ("sc_za_calls_n", &[SM_COMPATIBLE, "aarch64_inout_za"], &[]),
+        ("s_za_calls_n", &[SM_ENABLED, "aarch64_inout_za"], &[]),
+        ("ls_new_za_calls_n", &[SM_BODY, "aarch64_new_za"], &[]),
+        (
+            "lsc_new_za_calls_s",
+            &[SM_BODY, SM_COMPATIBLE, "aarch64_new_za"],
+            &[SM_ENABLED],
+        ),
+        (
+            "sc_za_zt0_calls_n",
+            &[SM_COMPATIBLE, "aarch64_inout_za", "aarch64_inout_zt0"],
+            &[],
+        ),
+    ];
+    for (caller, ca, ta) in mixed {
+        let callee = format!("callee_of_{caller}");
+        add(
+            &mut ir,
+            case(caller, ca, &callee, ta),
+            &[(caller.to_string(), ca), (callee, ta)],
+        );
+    }
+    add(
+        &mut ir,
+        "define void @new_za_leaf() \"aarch64_new_za\" {\n  ret void\n}\n\
+         define void @new_zt0_leaf() \"aarch64_new_zt0\" {\n  ret void\n}\n"
+            .to_string(),
+        &[
+            ("new_za_leaf".into(), &["aarch64_new_za"]),
+            ("new_zt0_leaf".into(), &["aarch64_new_zt0"]),
+        ],
+    );
+    // Two calls in a row, routines known by name, hidden calls, an indirect call.
+    add(
+        &mut ir,
+        "declare void @twice_n()\n\
+         define void @s_za_twice() \"aarch64_pstate_sm_enabled\" \"aarch64_inout_za\" {\n  \
+           call void @twice_n()\n  call void @twice_n()\n  ret void\n}\n\
+         declare i64 @__arm_sme_state()\n\
+         declare void @__arm_sc_memcpy(ptr, ptr, i64)\n\
+         define i64 @za_calls_routines(ptr %a, ptr %b) \"aarch64_pstate_sm_compatible\" \"aarch64_inout_za\" {\n  \
+           call void @__arm_sc_memcpy(ptr %a, ptr %b, i64 64)\n  \
+           %r = call i64 @__arm_sme_state()\n  ret i64 %r\n}\n\
+         define double @s_frem(double %x, double %y) \"aarch64_pstate_sm_enabled\" {\n  \
+           %r = frem double %x, %y\n  ret double %r\n}\n\
+         define void @s_memcpy(ptr %a, ptr %b, i64 %n) \"aarch64_pstate_sm_enabled\" {\n  \
+           call void @llvm.memcpy.p0.p0.i64(ptr %a, ptr %b, i64 %n, i1 false)\n  ret void\n}\n\
+         define void @n_memcpy(ptr %a, ptr %b, i64 %n) \"aarch64_inout_za\" {\n  \
+           call void @llvm.memcpy.p0.p0.i64(ptr %a, ptr %b, i64 %n, i1 false)\n  ret void\n}\n\
+         declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\
+         define float @n_calls_indirect_s(ptr %p, float %x) {\n  \
+           %r = call float %p(float %x) \"aarch64_pstate_sm_enabled\"\n  ret float %r\n}\n"
+            .to_string(),
+        &[
+            ("twice_n".into(), &[]),
+            ("s_za_twice".into(), &[SM_ENABLED, "aarch64_inout_za"]),
+            (
+                "za_calls_routines".into(),
+                &[SM_COMPATIBLE, "aarch64_inout_za"],
+            ),
+            ("s_frem".into(), &[SM_ENABLED]),
+            ("s_memcpy".into(), &[SM_ENABLED]),
+            ("n_memcpy".into(), &["aarch64_inout_za"]),
+        ],
+    );
+    (ir, attrs_of)
+}
+
+fn audit_ir(ir: &str, obj: &[u8]) -> AuditReport {
+    audit(
+        "matrix.o",
+        obj,
+        Some(("matrix.ll", ir.as_bytes())),
+        &HashMap::new(),
+    )
+    .unwrap()
+}
+
+/// The departures, as (function, kind) pairs.
+fn found(report: &AuditReport) -> Vec<(String, Kind)> {
+    report
+        .departures
+        .iter()
+        .map(|d| (d.function.clone(), d.kind))
+        .collect()
+}
+
+/// LLVM 19's documented departure: no `smstart` at the landing pad of an invoke from a
+/// streaming body (and from a streaming-compatible one that was streaming).
+fn landing_pad_departure(function: &str) -> bool {
+    function.contains("_invokes_") && !function.starts_with("n_")
+}
+
+#[test]
+fn llc19_matrix_audits_clean() {
+    let (ir, attrs_of) = matrix();
+    let obj = llc_obj(&ir);
+    let report = audit_ir(&ir, &obj);
+    let (lp, other): (Vec<_>, Vec<_>) = report
+        .departures
+        .iter()
+        .partition(|d| d.kind == Kind::LandingPad && landing_pad_departure(&d.function));
+    assert!(other.is_empty(), "{other:#?}");
+    assert_eq!(lp.len(), 12, "{lp:#?}");
+    let calls: usize = report.functions.iter().map(|f| f.calls).sum();
+    let pads: usize = report.functions.iter().map(|f| f.landing_pads).sum();
+    // The same from `--attrs` alone (the hidden calls' lazy saves aside, all is known).
+    let given: HashMap<String, Attrs> = attrs_of
+        .iter()
+        .map(|(n, a)| (n.clone(), Attrs::from_names(a.iter().copied())))
+        .collect();
+    let by_attrs = audit("matrix.o", &obj, None, &given).unwrap();
+    let other: Vec<_> = by_attrs
+        .departures
+        .iter()
+        .filter(|d| {
+            !(d.kind == Kind::LandingPad && landing_pad_departure(&d.function))
+                && d.function != "n_calls_indirect_s"
+        })
+        .collect();
+    assert!(other.is_empty(), "{other:#?}");
+    eprintln!(
+        "audit: {} functions, {calls} call sites, {pads} landing pads of llc-19's matrix \
+         object: no false report; {} landing pads without the spec's smstart (LLVM 19)",
+        report.functions.len(),
+        lp.len()
+    );
+}
+
+/// Rewrites the instruction at `offset` of function `name` in `obj` to `word`.
+fn patch(obj: &[u8], name: &str, offset: u64, word: u32) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let f = read_functions("x.o", obj)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap();
+    let file = object::File::parse(obj).unwrap();
+    let (text, _) = file.section_by_name(".text").unwrap().file_range().unwrap();
+    let p = usize::try_from(text + f.address + offset).unwrap();
+    let mut out = obj.to_vec();
+    out[p..p + 4].copy_from_slice(&word.to_le_bytes());
+    out
+}
+
+const NOP: u32 = 0xd503_201f;
+
+/// The offset of the `n`th instruction of `name` matching `pred`.
+fn find(obj: &[u8], name: &str, n: usize, pred: impl Fn(Op) -> bool) -> u64 {
+    let f = read_functions("x.o", obj)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap();
+    f.instructions
+        .iter()
+        .filter(|i| pred(i.op))
+        .nth(n)
+        .unwrap_or_else(|| panic!("{name}: no such instruction"))
+        .offset
+}
+
+/// The offset of the first call of `name` to `target`.
+fn find_call(obj: &[u8], name: &str, target: &str) -> u64 {
+    let f = read_functions("x.o", obj)
+        .unwrap()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap();
+    f.instructions
+        .iter()
+        .find(|i| i.target.as_deref() == Some(target))
+        .unwrap_or_else(|| panic!("{name}: no call to {target}"))
+        .offset
+}
+
+#[test]
+fn hand_broken_objects_are_caught() {
+    let (ir, _) = matrix();
+    let obj = llc_obj(&ir);
+    let baseline = found(&audit_ir(&ir, &obj));
+    let smstart_sm = |op| op == Op::Smstart(Svcr::Sm);
+    let smstop_sm = |op| op == Op::Smstop(Svcr::Sm);
+    let tpidr_set = |op| matches!(op, Op::Msr(SysReg::Tpidr2, r) if r != 31);
+    let mut cases: Vec<(&str, u64, u32, Kind)> = vec![
+        // N -> S: the smstart before the call, the smstop after.
+        (
+            "n_calls_s",
+            find(&obj, "n_calls_s", 0, smstart_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        (
+            "n_calls_s",
+            find(&obj, "n_calls_s", 0, smstop_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        // S -> N, and the conditional ones of SC -> N.
+        (
+            "s_calls_n",
+            find(&obj, "s_calls_n", 0, smstart_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        (
+            "sc_calls_n",
+            find(&obj, "sc_calls_n", 0, smstop_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        // Locally streaming entry and exit.
+        (
+            "ls_calls_sc",
+            find(&obj, "ls_calls_sc", 0, smstart_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        (
+            "ls_calls_sc",
+            find(&obj, "ls_calls_sc", 0, smstop_sm),
+            NOP,
+            Kind::MissingChange,
+        ),
+        // The conditional test dropped: the change runs always.
+        (
+            "sc_calls_s",
+            find(&obj, "sc_calls_s", 0, |op| matches!(op, Op::Tb { .. })),
+            NOP,
+            Kind::UnexpectedChange,
+        ),
+        // A lazy save missing, not restored; not committed by a new-ZA function.
+        (
+            "za3_calls_private",
+            find(&obj, "za3_calls_private", 0, tpidr_set),
+            NOP,
+            Kind::LazySaveMissing,
+        ),
+        (
+            "s_za_twice",
+            find(&obj, "s_za_twice", 1, tpidr_set),
+            NOP,
+            Kind::LazySaveMissing,
+        ),
+        (
+            "za0_calls_private",
+            find(&obj, "za0_calls_private", 0, tpidr_set),
+            NOP,
+            Kind::LazySaveMissing,
+        ),
+        (
+            "new_za_leaf",
+            find_call(&obj, "new_za_leaf", "__arm_tpidr2_save"),
+            NOP,
+            Kind::LazySaveNotCommitted,
+        ),
+        (
+            "new_za_leaf",
+            find(&obj, "new_za_leaf", 0, |op| op == Op::ZeroZa),
+            NOP,
+            Kind::NotZeroed,
+        ),
+        (
+            "new_zt0_leaf",
+            find(&obj, "new_zt0_leaf", 0, |op| op == Op::ZeroZt0),
+            NOP,
+            Kind::NotZeroed,
+        ),
+        // ZT0 not preserved: the spill, the fill.
+        (
+            "zt0_calls_private",
+            find(&obj, "zt0_calls_private", 0, |op| {
+                matches!(op, Op::StrZt0(_))
+            }),
+            NOP,
+            Kind::Zt0NotPreserved,
+        ),
+        (
+            "zt0_calls_private",
+            find(&obj, "zt0_calls_private", 0, |op| {
+                matches!(op, Op::LdrZt0(_))
+            }),
+            NOP,
+            Kind::Zt0NotPreserved,
+        ),
+        (
+            "sc_za_zt0_calls_n",
+            find(&obj, "sc_za_zt0_calls_n", 1, |op| {
+                matches!(op, Op::LdrZt0(_))
+            }),
+            NOP,
+            Kind::Zt0NotPreserved,
+        ),
+        // A mode change around a streaming-compatible callee (the fadd before the call
+        // rewritten).
+        (
+            "s_calls_sc",
+            find(&obj, "s_calls_sc", 0, |op| matches!(op, Op::Bl(_))) - 4,
+            0xd503_427f,
+            Kind::UnexpectedChange,
+        ),
+        (
+            "n_calls_sc",
+            find(&obj, "n_calls_sc", 0, |op| matches!(op, Op::Bl(_))) - 4,
+            0xd503_437f,
+            Kind::UnexpectedChange,
+        ),
+        // The smstart at a landing pad (written as inline asm) removed.
+        ("s_invokes_lp_ok", 0, 0, Kind::LandingPad),
+        // A call where a tail call was forbidden made one.
+        ("s_calls_n", 0, 0, Kind::TailCall),
+    ];
+    // The last two need objects of their own.
+    let lp_ir = format!(
+        "declare i32 @__gxx_personality_v0(...)\n{}",
+        invoke_case("s_invokes_lp_ok", &[SM_ENABLED], "n_f", &[], "smstart sm")
+    );
+    let lp_obj = llc_obj(&lp_ir);
+    assert!(found(&audit_ir(&lp_ir, &lp_obj)).is_empty());
+    let mut caught = 0;
+    let mut missed = Vec::new();
+    for (name, offset, word, kind) in cases.drain(..) {
+        let (ir, obj, offset, word) = match kind {
+            Kind::LandingPad => {
+                let f = read_functions("x.o", &lp_obj).unwrap();
+                let f = f.iter().find(|f| f.name == name).unwrap();
+                let pad = f.landing_pads[0].pad;
+                let at = f
+                    .instructions
+                    .iter()
+                    .find(|i| i.offset >= pad && smstart_sm(i.op))
+                    .unwrap()
+                    .offset;
+                (lp_ir.clone(), lp_obj.clone(), at, NOP)
+            }
+            Kind::TailCall => {
+                // `bl n` followed by its smstart: make the call a `b` to itself.
+                let bl = find_call(&obj, name, "n_callsee_of_s");
+                (ir.clone(), obj.clone(), bl, 0x1400_0000)
+            }
+            _ => (ir.clone(), obj.clone(), offset, word),
+        };
+        let broken = patch(&obj, name, offset, word);
+        let report = audit_ir(&ir, &broken);
+        let base = if kind == Kind::LandingPad {
+            Vec::new()
+        } else {
+            baseline.clone()
+        };
+        let new: Vec<_> = report
+            .departures
+            .iter()
+            .filter(|d| !base.contains(&(d.function.clone(), d.kind)) || d.function == name)
+            .filter(|d| {
+                !(d.kind == Kind::LandingPad
+                    && landing_pad_departure(&d.function)
+                    && kind != Kind::LandingPad)
+            })
+            .collect();
+        let hit = new.iter().any(|d| d.function == name && d.kind == kind);
+        let elsewhere = new.iter().any(|d| d.function != name);
+        if hit && !elsewhere {
+            caught += 1;
+        } else {
+            missed.push(format!("{name}+{offset:#x} {kind:?}: {new:#?}"));
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
+    eprintln!("audit: {caught} hand-broken objects, each departure caught");
+    assert_eq!(caught, 20);
+}
+
+/// Every encoding the decoder knows, checked against llvm-mc-19's.
+#[test]
+fn decoder_agrees_with_llvm_mc() {
+    let cases: [(&str, Op); 16] = [
+        ("smstart", Op::Smstart(Svcr::Both)),
+        ("smstart sm", Op::Smstart(Svcr::Sm)),
+        ("smstart za", Op::Smstart(Svcr::Za)),
+        ("smstop", Op::Smstop(Svcr::Both)),
+        ("smstop sm", Op::Smstop(Svcr::Sm)),
+        ("smstop za", Op::Smstop(Svcr::Za)),
+        ("msr TPIDR2_EL0, x9", Op::Msr(SysReg::Tpidr2, 9)),
+        ("msr TPIDR2_EL0, xzr", Op::Msr(SysReg::Tpidr2, 31)),
+        ("mrs x8, TPIDR2_EL0", Op::Mrs(8, SysReg::Tpidr2)),
+        ("mrs x3, SVCR", Op::Mrs(3, SysReg::Svcr)),
+        ("msr SVCR, x4", Op::Msr(SysReg::Svcr, 4)),
+        ("zero {za}", Op::ZeroZa),
+        ("zero {zt0}", Op::ZeroZt0),
+        ("ldr zt0, [x19]", Op::LdrZt0(19)),
+        ("str zt0, [sp]", Op::StrZt0(31)),
+        ("blr x8", Op::Blr(8)),
+    ];
+    let more: [(&str, Op); 8] = [
+        ("br x16", Op::Br(16)),
+        ("ret", Op::Ret(30)),
+        ("bl #-8", Op::Bl(-8)),
+        ("b #0x40", Op::B(0x40)),
+        (
+            "tbz w19, #0, #8",
+            Op::Tb {
+                nonzero: false,
+                reg: 19,
+                bit: 0,
+                offset: 8,
+            },
+        ),
+        (
+            "tbnz x8, #33, #-4",
+            Op::Tb {
+                nonzero: true,
+                reg: 8,
+                bit: 33,
+                offset: -4,
+            },
+        ),
+        (
+            "cbnz x8, #12",
+            Op::Cb {
+                nonzero: true,
+                reg: 8,
+                offset: 12,
+            },
+        ),
+        ("b.ne #-16", Op::BCond(1, -16)),
+    ];
+    let all: Vec<(&str, Op)> = cases.into_iter().chain(more).collect();
+    let src: String = all.iter().map(|(a, _)| format!("{a}\n")).collect();
+    let out = pipe(
+        "llvm-mc-19",
+        &["-triple=aarch64", "-mattr=+sme2", "--show-encoding"],
+        src.as_bytes(),
+    );
+    let text = String::from_utf8(out).unwrap();
+    let words: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.split("encoding: [").nth(1))
+        .map(|e| {
+            let b: Vec<u8> = e
+                .trim_end_matches(']')
+                .split(',')
+                .map(|x| u8::from_str_radix(x.trim().trim_start_matches("0x"), 16).unwrap())
+                .collect();
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        })
+        .collect();
+    assert_eq!(words.len(), all.len(), "{text}");
+    for ((asm, op), word) in all.iter().zip(words) {
+        assert_eq!(decode(word), *op, "{asm} = {word:#010x}");
+    }
+    eprintln!("decoder: {} encodings agree with llvm-mc-19", all.len());
+}
+
+#[test]
+fn attrs_argument() {
+    let (name, a) = parse_attrs_arg("f=streaming,inout_za,aarch64_in_zt0").unwrap();
+    assert_eq!(name, "f");
+    assert!(a.sm_enabled && a.za().is_shared() && a.zt0().is_shared());
+    let e = parse_attrs_arg("f=fast").unwrap_err().to_string();
+    assert!(e.contains("`fast`"), "{e}");
+    assert!(parse_attrs_arg("f").is_err());
+}
