@@ -5,9 +5,10 @@
 
 use std::fmt::Write;
 
+use locus_stackmap::names;
 use locus_stackmap::object::ObjectInfo;
-use locus_stackmap::{Endian, Location, RunTimeEndian, Table};
-use object::{Architecture, BinaryFormat};
+use locus_stackmap::{Endian, Location, Table};
+use object::BinaryFormat;
 
 /// The preamble llvm-readobj prints before any dump of `path`.
 pub fn preamble(path: &str, info: &ObjectInfo) -> String {
@@ -15,8 +16,8 @@ pub fn preamble(path: &str, info: &ObjectInfo) -> String {
     let _ = write!(
         s,
         "\nFile: {path}\nFormat: {}\nArch: {}\nAddressSize: {}bit\n",
-        format_name(info),
-        arch_name(info),
+        names::format_name(info),
+        names::arch_name(info),
         if info.is_64 { 64 } else { 32 }
     );
     if info.format == BinaryFormat::Elf {
@@ -27,51 +28,6 @@ pub fn preamble(path: &str, info: &ObjectInfo) -> String {
         );
     }
     s
-}
-
-fn format_name(info: &ObjectInfo) -> String {
-    let big = info.endian == RunTimeEndian::Big;
-    match info.format {
-        BinaryFormat::Elf => {
-            let bits = if info.is_64 { 64 } else { 32 };
-            let arch = match info.architecture {
-                Architecture::X86_64 => "x86-64",
-                Architecture::Aarch64 if big => "bigaarch64",
-                Architecture::Aarch64 => "littleaarch64",
-                Architecture::I386 => "i386",
-                Architecture::PowerPc64 if big => "powerpc64",
-                Architecture::PowerPc64 => "powerpcle",
-                Architecture::S390x => "s390",
-                _ => "unknown",
-            };
-            format!("elf{bits}-{arch}")
-        }
-        // LLVM names arm64 Mach-O files without the word size.
-        BinaryFormat::MachO => match info.architecture {
-            Architecture::X86_64 => "Mach-O 64-bit x86-64".into(),
-            Architecture::Aarch64 => "Mach-O arm64".into(),
-            _ => format!("Mach-O {}-bit unknown", if info.is_64 { 64 } else { 32 }),
-        },
-        BinaryFormat::Coff => match info.architecture {
-            Architecture::X86_64 => "COFF-x86-64".into(),
-            Architecture::Aarch64 => "COFF-ARM64".into(),
-            _ => "COFF-<unknown arch>".into(),
-        },
-        other => format!("{other:?}"),
-    }
-}
-
-fn arch_name(info: &ObjectInfo) -> &'static str {
-    match info.architecture {
-        Architecture::X86_64 => "x86_64",
-        Architecture::Aarch64 if info.endian == RunTimeEndian::Big => "aarch64_be",
-        Architecture::Aarch64 => "aarch64",
-        Architecture::I386 => "i386",
-        Architecture::PowerPc64 if info.endian == RunTimeEndian::Big => "powerpc64",
-        Architecture::PowerPc64 => "powerpc64le",
-        Architecture::S390x => "s390x",
-        _ => "unknown",
-    }
 }
 
 /// One table as LLVM's stack map printer writes it.

@@ -265,7 +265,7 @@ fn lookup_in_a_relocatable_object() {
 }
 
 #[test]
-fn several_files_one_bad() {
+fn several_files_one_missing() {
     let tmp = TempDir::new("several");
     let good = tmp.path("good.o");
     compile(&fixture("registers.ll"), "x86_64-linux-gnu", &good);
@@ -282,23 +282,179 @@ fn several_files_one_bad() {
         path_str(&missing),
     ]);
     assert_eq!(out.status.code(), Some(1));
-    // The good file is printed in full, exactly as llvm-readobj prints it.
-    assert_eq!(text(&out.stdout), text(&readobj(&good)));
+    // A file without a stack map section gets llvm-readobj's preamble alone (no error); the
+    // good file is printed in full; both exactly as llvm-readobj prints them.
+    let expected = text(&readobj(&no_section)) + &text(&readobj(&good));
+    assert_eq!(text(&out.stdout), expected);
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with(&format!("locus: {}: ", missing.display())),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"));
+
+    // A lookup needs records: there, a file without a section is an error.
+    let out = locus_with(&["stackmap", "--lookup", "0x10", path_str(&no_section)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no stack map section"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `--lookup` over a process: the same executable loaded twice at different biases, plus a
+/// second one. Each address is answered by the module whose code holds it; a miss names the
+/// nearest record below it.
+#[test]
+fn lookup_over_modules_of_a_process() {
+    let tmp = TempDir::new("process");
+    let exe = linked(&tmp);
+    let copy = tmp.path("linked-copy");
+    std::fs::copy(&exe, &copy).unwrap_or_else(|e| panic!("{e}"));
+    let bytes = std::fs::read(&exe).unwrap_or_else(|e| panic!("{e}"));
+    let (alpha, beta) = (elf_symbol(&bytes, "alpha"), elf_symbol(&bytes, "beta"));
+    let theirs = records_from_readobj(&text(&readobj(&exe)));
+    let (first_bias, second_bias) = (0x10_0000_0000u64, 0x20_0000_0000u64);
+    let modules = [
+        format!("{}@{first_bias:#x}", exe.display()),
+        format!("{}@{second_bias:#x}", copy.display()),
+    ];
+    let module_args = |lookups: &str, json: bool| {
+        let mut a = vec!["stackmap".to_string()];
+        if json {
+            a.push("--json".into());
+        }
+        for m in &modules {
+            a.extend(["--module".to_string(), m.clone()]);
+        }
+        a.extend(["--lookup".to_string(), lookups.to_string()]);
+        a
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        locus_with(&refs)
+    };
+
+    // beta's record in the second module, alpha's second record in the first.
+    let in_second = second_bias + beta + theirs[2].offset;
+    let in_first = first_bias + alpha + theirs[1].offset;
+    let out = run(module_args(&format!("{in_second:#x},{in_first:#x}"), false));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let headers: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("record(s) at"))
+        .collect();
+    assert_eq!(headers.len(), 2, "{shown}");
+    assert!(
+        headers[0].starts_with(&format!(
+            "{} (load bias {second_bias:#x}): 1 record(s) at {in_second:#x}",
+            copy.display()
+        )),
+        "{shown}"
+    );
+    assert!(
+        headers[1].starts_with(&format!(
+            "{} (load bias {first_bias:#x}): 1 record(s) at {in_first:#x}",
+            exe.display()
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "function {:#x}, Record ID: {}",
+            second_bias + beta,
+            theirs[2].id
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "function {:#x}, Record ID: {}",
+            first_bias + alpha,
+            theirs[1].id
+        )),
+        "{shown}"
+    );
+
+    // The same in JSON: which module answered.
+    let out = run(module_args(&format!("{in_second:#x},{in_first:#x}"), true));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let lookups = &doc["lookups"];
+    assert_eq!(
+        lookups[0]["module"].as_str(),
+        Some(path_str(&copy)),
+        "{doc}"
+    );
+    assert_eq!(
+        lookups[0]["records"][0]["record"]["id"].as_u64(),
+        Some(theirs[2].id)
+    );
+    assert_eq!(lookups[1]["module"].as_str(), Some(path_str(&exe)), "{doc}");
+    assert_eq!(lookups[1]["load_bias"].as_u64(), Some(first_bias));
+
+    // A miss inside the first module's code, just after alpha's second record: the line
+    // names that record (module, function, offset); one outside every module names the
+    // nearest record below it in any module.
+    let miss = in_first + 1;
+    let out = run(module_args(&format!("{miss:#x},{:#x}", u64::MAX), false));
+    assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
     assert!(
-        lines[0].starts_with(&format!(
-            "locus: {}: no stack map section",
-            no_section.display()
+        lines[0].contains(&format!(
+            "no stack map record at {miss:#x} (in {})",
+            exe.display()
+        )) && lines[0].contains(&format!(
+            "{} function {:#x} + {}, Record ID: {}",
+            exe.display(),
+            first_bias + alpha,
+            theirs[1].offset,
+            theirs[1].id
         )),
         "{err}"
     );
     assert!(
-        lines[1].starts_with(&format!("locus: {}: ", missing.display())),
+        lines[1].contains("(in no module's code)")
+            && lines[1].contains(&format!(
+                "{} function {:#x} + {}, Record ID: {}",
+                copy.display(),
+                second_bias + beta,
+                theirs[2].offset,
+                theirs[2].id
+            )),
         "{err}"
     );
-    assert!(!err.contains("panicked"));
+    let out = run(module_args(&format!("{miss:#x}"), true));
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let near = &doc["lookups"][0]["nearest_before"];
+    assert_eq!(near["module"].as_str(), Some(path_str(&exe)), "{doc}");
+    assert_eq!(near["id"].as_u64(), Some(theirs[1].id), "{doc}");
+    assert_eq!(near["function_address"].as_u64(), Some(first_bias + alpha));
+
+    // Below every record: the miss says so.
+    let out = run(module_args("0x1", false));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no record before it"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // --module needs --lookup, and a malformed one is a usage error.
+    for bad in [
+        vec!["stackmap", "--module", modules[0].as_str()],
+        vec!["stackmap", "--module", "nobias", "--lookup", "1"],
+    ] {
+        let out = locus_with(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out.stderr));
+    }
 }
 
 #[test]
@@ -316,6 +472,7 @@ fn help_names_the_subcommands_and_options() {
         "--lookup",
         "--load-bias",
         "--lenient",
+        "--module",
         "llvm-readobj",
     ] {
         assert!(help.contains(word), "{help}");

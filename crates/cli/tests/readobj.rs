@@ -5,7 +5,9 @@
 //! in [`TRIPLES`] (plus Mach-O and COFF objects of one fixture, and a shared object with a
 //! `DT_SONAME`), and both tools are run on the same path. A linked executable whose section holds two tables back to back checks that locus
 //! prints the first table as llvm-readobj does and the second one after it. Damaged copies of
-//! real objects check that bad input gives one clear error line, never a panic.
+//! real objects check that bad input gives one clear error line, never a panic. Every machine
+//! llc-19 makes stack maps for, objects without a stack map section (on every machine llc-19
+//! writes objects for) and a static archive are compared too.
 //!
 //! The LLVM 19 tools are required: when one is missing the tests fail and say so.
 //! The exact text format is described in `tests/fixtures/stackmap/FORMAT.md`.
@@ -392,4 +394,185 @@ fn bad_constant_index_out_of_range() {
             &[loc, loc + 8],
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every machine: `Format:` and `Arch:` as llvm-readobj names them.
+// ---------------------------------------------------------------------------------------------
+
+/// LLVM 19's archiver.
+const AR: &str = "llvm-ar-19";
+
+/// A stack map with one 32-bit live value, which llc-19 compiles for 32-bit targets too.
+const SMALL_STACKMAP: &str = r#"
+declare void @llvm.experimental.stackmap(i64, i32, ...)
+define void @f(i32 %a) {
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 1, i32 0, i32 %a)
+  ret void
+}
+"#;
+
+/// A function and no stack map.
+const NO_STACKMAP: &str = "define i32 @f(i32 %a) { ret i32 %a }\n";
+
+/// Every target llc-19 writes a stack map section for (ELF of both classes and byte orders,
+/// Mach-O, COFF). The others crash or refuse the intrinsic in LLVM 19.
+const STACKMAP_MACHINES: &[&str] = &[
+    "x86_64-linux-gnu",
+    "x86_64-linux-gnux32",
+    "aarch64-linux-gnu",
+    "aarch64_be-linux-gnu",
+    "powerpc64-linux-gnu",
+    "powerpc64le-linux-gnu",
+    "powerpc-linux-gnu",
+    "powerpcle-linux-gnu",
+    "riscv64-linux-gnu",
+    "s390x-linux-gnu",
+    "i686-apple-macosx",
+    "x86_64-apple-macosx",
+    "arm64-apple-macosx",
+    "arm64_32-apple-watchos",
+    "x86_64-pc-windows-msvc",
+    "aarch64-pc-windows-msvc",
+    "arm64ec-pc-windows-msvc",
+];
+
+/// Targets llc-19 writes objects for but no stack maps: their objects without a stack map
+/// section still get llvm-readobj's preamble, so their names are checked too. (triple, extra
+/// llc arguments)
+const PREAMBLE_MACHINES: &[(&str, &[&str])] = &[
+    ("i386-linux-gnu", &[]),
+    ("i486-elfiamcu", &[]),
+    ("arm-linux-gnueabi", &[]),
+    ("armeb-linux-gnueabi", &[]),
+    ("mips-linux-gnu", &[]),
+    ("mipsel-linux-gnu", &[]),
+    ("mips64-linux-gnuabi64", &[]),
+    ("mips64el-linux-gnuabi64", &[]),
+    ("sparc-linux-gnu", &[]),
+    ("sparcel-linux-gnu", &[]),
+    ("sparcv9-linux-gnu", &[]),
+    ("loongarch32-linux-gnu", &[]),
+    ("loongarch64-linux-gnu", &[]),
+    ("hexagon-linux", &[]),
+    ("bpfel", &[]),
+    ("bpfeb", &[]),
+    ("avr", &[]),
+    ("lanai", &[]),
+    ("m68k-linux", &[]),
+    ("msp430", &[]),
+    ("xtensa", &[]),
+    ("ve-linux", &[]),
+    ("riscv32-linux-gnu", &[]),
+    ("aarch64-linux-gnu_ilp32", &[]),
+    ("amdgcn-amd-amdhsa", &[]),
+    ("amdgcn-amd-amdhsa", &["-mcpu=gfx942"]),
+    ("r600", &["-mcpu=cypress"]),
+    ("i686-pc-windows-msvc", &[]),
+    ("thumbv7-pc-windows-msvc", &[]),
+    ("armv7-apple-ios", &[]),
+];
+
+/// Writes `source` to `NAME.ll` in `tmp` and compiles it with llc-19 for `triple`.
+fn compile_text(tmp: &TempDir, name: &str, source: &str, triple: &str, extra: &[&str]) -> PathBuf {
+    let src = tmp.path(&format!("{name}.ll"));
+    fs::write(&src, source).unwrap_or_else(|e| panic!("cannot write {}: {e}", src.display()));
+    let obj = tmp.path(&format!("{name}.{triple}{}.o", extra.join("")));
+    let mtriple = format!("-mtriple={triple}");
+    let mut args = vec![mtriple.as_str(), "-filetype=obj"];
+    args.extend_from_slice(extra);
+    args.extend([path_str(&src), "-o", path_str(&obj)]);
+    run_ok(LLC, &args);
+    obj
+}
+
+#[test]
+fn every_machine_llc_makes_stack_maps_for() {
+    let tmp = TempDir::new("machines");
+    let mut failures = Vec::new();
+    for &triple in STACKMAP_MACHINES {
+        let obj = compile_text(&tmp, "small", SMALL_STACKMAP, triple, &[]);
+        let expected = readobj(&obj);
+        assert!(
+            text(&expected).contains("\nLLVM StackMap Version: 3\n"),
+            "{triple}: llvm-readobj-19 printed no stack map:\n{}",
+            text(&expected)
+        );
+        if let Err(msg) = check_identical(triple, &obj, &expected, &locus(&obj)) {
+            failures.push(msg);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!(
+        "readobj oracle: {} machines with stack maps matched",
+        STACKMAP_MACHINES.len()
+    );
+}
+
+/// An object without a stack map section: llvm-readobj prints the preamble alone and exits
+/// 0; so does locus, on every machine llc-19 writes objects for.
+#[test]
+fn no_stack_map_section_prints_the_preamble() {
+    let tmp = TempDir::new("nosection");
+    let mut failures = Vec::new();
+    let all = STACKMAP_MACHINES
+        .iter()
+        .map(|&t| (t, &[][..]))
+        .chain(PREAMBLE_MACHINES.iter().copied());
+    let mut compared = 0;
+    for (triple, extra) in all {
+        let obj = compile_text(&tmp, "plain", NO_STACKMAP, triple, extra);
+        let expected = readobj(&obj);
+        assert!(
+            text(&expected).starts_with("\nFile: ") && !text(&expected).contains("StackMap"),
+            "{triple}: unexpected llvm-readobj-19 output:\n{}",
+            text(&expected)
+        );
+        let label = format!("{triple} {}", extra.join(" "));
+        if let Err(msg) = check_identical(&label, &obj, &expected, &locus(&obj)) {
+            failures.push(msg);
+        }
+        compared += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("readobj oracle: {compared} objects without stack maps matched");
+}
+
+/// A static archive: llvm-readobj prints every object member as `ARCHIVE(MEMBER)`, with or
+/// without a stack map, of any machine, and skips members that are not objects.
+#[test]
+fn static_archive_prints_every_member() {
+    let tmp = TempDir::new("archive");
+    let x86 = tmp.path("registers.o");
+    compile(&fixture("registers.ll"), "x86_64-linux-gnu", &x86);
+    let rv = compile_text(&tmp, "small", SMALL_STACKMAP, "riscv64-linux-gnu", &[]);
+    let plain = compile_text(&tmp, "plain", NO_STACKMAP, "x86_64-linux-gnu", &[]);
+    let macho = compile_text(&tmp, "small", SMALL_STACKMAP, "arm64-apple-macosx", &[]);
+    let note = write(&tmp, "notes.txt", b"not an object\n");
+    let lib = tmp.path("libmixed.a");
+    let members = [&x86, &rv, &plain, &note, &macho];
+    let mut args = vec!["rc", path_str(&lib)];
+    args.extend(members.iter().map(|p| path_str(p)));
+    run_ok(AR, &args);
+
+    let expected = readobj(&lib);
+    let shown = text(&expected);
+    assert_eq!(
+        shown.matches("\nFile: ").count(),
+        4,
+        "llvm-readobj-19 should print the four objects:\n{shown}"
+    );
+    if let Err(msg) = check_identical("archive", &lib, &expected, &locus(&lib)) {
+        panic!("{msg}");
+    }
+
+    // No members at all: nothing printed, success.
+    let empty = write(&tmp, "empty.a", b"!<arch>\n");
+    if let Err(msg) = check_identical("empty archive", &empty, &readobj(&empty), &locus(&empty)) {
+        panic!("{msg}");
+    }
+    println!(
+        "readobj oracle: archive of {} members matched",
+        members.len()
+    );
 }

@@ -472,6 +472,15 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             .filter_map(move |&(_, i)| self.get(i as usize))
     }
 
+    /// The record at the highest indexed address below `address` (the first of them, in
+    /// section order, when several share it): what a code address without a record of its
+    /// own follows. `None` when no record lies below `address`.
+    pub fn nearest_before(&self, address: u64) -> Option<IndexedRecord<'a, E>> {
+        let below = self.addresses.partition_point(|&a| a < address);
+        let at = *self.addresses.get(below.checked_sub(1)?)?;
+        self.get(self.addresses.partition_point(|&a| a < at))
+    }
+
     /// Every record in address order.
     pub fn iter(&self) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
         (0..self.entries.len()).filter_map(move |i| self.get(i))
@@ -700,6 +709,24 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn nearest_before_is_the_last_record_below() {
+        let section = table(&[(0x1000, vec![0x10, 0x10, 0x40]), (0x2000, vec![0x8])]);
+        let index = index_of(&section, 0x100);
+        let near = |a: u64| index.nearest_before(a).map(|r| (r.address, r.record.id()));
+        assert_eq!(near(0x1110), None);
+        assert_eq!(near(0x1111), Some((0x1110, 0)));
+        assert_eq!(near(0x1140), Some((0x1110, 0)));
+        assert_eq!(near(0x1141), Some((0x1140, 2)));
+        assert_eq!(near(u64::MAX), Some((0x2108, 3)));
+        assert_eq!(
+            index_of(&table(&[]), 0)
+                .nearest_before(u64::MAX)
+                .map(|r| r.address),
+            None
+        );
     }
 
     /// The index of every table of a valid little-endian `section`.

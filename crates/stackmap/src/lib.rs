@@ -97,6 +97,8 @@ pub mod error;
 pub mod frame;
 pub mod index;
 #[cfg(feature = "object")]
+pub mod names;
+#[cfg(feature = "object")]
 pub mod object;
 pub mod parse;
 pub mod patch;

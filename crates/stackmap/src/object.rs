@@ -154,6 +154,52 @@ pub struct ObjectInfo {
     pub kind: object::ObjectKind,
     /// An ELF shared object's `DT_SONAME`.
     pub load_name: Option<String>,
+    /// The machine as the header gives it: ELF `e_machine`, Mach-O `cputype`, COFF
+    /// `Machine`; 0 for other containers. [`crate::names`] names it as LLVM does.
+    pub machine: u32,
+    /// ELF `e_flags` (some machines' architecture depends on them); 0 for other containers.
+    pub machine_flags: u32,
+    /// The address ranges of the file's executable sections, in its own address space (a
+    /// loaded module's code is these plus its load bias). Empty ranges are left out.
+    pub code: Vec<core::ops::Range<u64>>,
+}
+
+/// The header's machine and, for ELF, its flags (see [`ObjectInfo::machine`]).
+fn header_machine(file: &object::File<'_>) -> (u32, u32) {
+    use object::read::elf::FileHeader as _;
+    use object::read::macho::MachHeader as _;
+    use object::File;
+    match file {
+        File::Elf32(f) => {
+            let (h, e) = (f.elf_header(), f.endian());
+            (h.e_machine(e).into(), h.e_flags(e))
+        }
+        File::Elf64(f) => {
+            let (h, e) = (f.elf_header(), f.endian());
+            (h.e_machine(e).into(), h.e_flags(e))
+        }
+        File::MachO32(f) => (f.macho_header().cputype(f.endian()), 0),
+        File::MachO64(f) => (f.macho_header().cputype(f.endian()), 0),
+        File::Coff(f) => (f.coff_header().machine.get(object::LittleEndian).into(), 0),
+        File::CoffBig(f) => (f.coff_header().machine.get(object::LittleEndian).into(), 0),
+        File::Pe32(f) => (
+            f.nt_headers()
+                .file_header
+                .machine
+                .get(object::LittleEndian)
+                .into(),
+            0,
+        ),
+        File::Pe64(f) => (
+            f.nt_headers()
+                .file_header
+                .machine
+                .get(object::LittleEndian)
+                .into(),
+            0,
+        ),
+        _ => (0, 0),
+    }
 }
 
 /// `DT_SONAME` of an ELF file, if it has a dynamic section that names one.
@@ -198,6 +244,12 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
     // COFF objects carry no pointer width of their own; it follows from the machine.
     let is_64 =
         file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
+    let (machine, machine_flags) = header_machine(&file);
+    let code = file
+        .sections()
+        .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+        .map(|s| s.address()..s.address().saturating_add(s.size()))
+        .collect();
     let info = ObjectInfo {
         format: file.format(),
         architecture: file.architecture(),
@@ -205,6 +257,9 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
         endian,
         kind: file.kind(),
         load_name,
+        machine,
+        machine_flags,
+        code,
     };
     let arch = match file.architecture() {
         object::Architecture::X86_64 => Some(Arch::X86_64),
@@ -235,4 +290,60 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
         ));
     }
     Ok((info, None))
+}
+
+/// One object file inside a static archive.
+#[derive(Clone, Debug)]
+pub struct ArchiveMember<'a> {
+    /// The member's name as the archive gives it (`llvm-readobj` prints `ARCHIVE(NAME)`).
+    pub name: String,
+    /// The member's bytes.
+    pub data: &'a [u8],
+}
+
+/// The object files in `data` when it is a static archive (`!<arch>`), in archive order;
+/// `None` when it is not an archive. Members that are not object files (text, the symbol
+/// table, COFF short imports) are left out, as `llvm-readobj` leaves them out. A thin
+/// archive's members live in other files: they are an error.
+pub fn archive_members(data: &[u8]) -> Result<Option<Vec<ArchiveMember<'_>>>> {
+    // By the magic alone: an archive without members is shorter than `FileKind` reads.
+    if !data.starts_with(&object::archive::MAGIC) && !data.starts_with(&object::archive::THIN_MAGIC)
+    {
+        return Ok(None);
+    }
+    let archive = object::read::archive::ArchiveFile::parse(data).map_err(|e| Error::Object {
+        message: String::from("cannot read the archive: ") + &e.to_string(),
+    })?;
+    if archive.is_thin() {
+        return Err(Error::Object {
+            message: String::from(
+                "a thin archive: its members are other files; give those files instead",
+            ),
+        });
+    }
+    let mut members = Vec::new();
+    for member in archive.members() {
+        let member = member.map_err(|e| Error::Object {
+            message: String::from("cannot read an archive member header: ") + &e.to_string(),
+        })?;
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        let bytes = member.data(data).map_err(|e| Error::Object {
+            message: alloc::format!("archive member {name}: {e}"),
+        })?;
+        let is_object = matches!(
+            object::FileKind::parse(bytes),
+            Ok(object::FileKind::Elf32
+                | object::FileKind::Elf64
+                | object::FileKind::MachO32
+                | object::FileKind::MachO64
+                | object::FileKind::Coff
+                | object::FileKind::CoffBig
+                | object::FileKind::Pe32
+                | object::FileKind::Pe64)
+        );
+        if is_object {
+            members.push(ArchiveMember { name, data: bytes });
+        }
+    }
+    Ok(Some(members))
 }
