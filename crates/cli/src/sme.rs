@@ -1,8 +1,10 @@
 //! `locus sme`: check LLVM IR against the AArch64 SME streaming-mode and ZA rules.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+use locus_sme::audit::{audit, parse_attrs_arg, AuditReport};
 use locus_sme::check::{check_ir, insns, CallReport, FunctionReport, Report};
 use locus_sme::rules::{Change, Severity};
 use serde_json::{json, Value};
@@ -34,6 +36,36 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Audit compiled AArch64 code against the rules.
+    ///
+    /// Disassembles each function of an ELF object (smstart/smstop, msr/mrs of SVCR and
+    /// TPIDR2_EL0, bl/b/blr, zero {za}, ZT0 ldr/str, the tbz/tbnz mode tests) and compares
+    /// each call site, function entry and exit and exception landing pad with what the
+    /// rules require for the caller's and callee's attributes: from the IR given with
+    /// --ir, else from --attrs, else what LLVM 19 knows by name (an object records no SME
+    /// attributes; other functions count as normal, private ZA). Reports each departure
+    /// (a missing or unexpected mode change, a missing smstart at a landing pad, a lazy ZA
+    /// save missing, not restored or not committed, ZT0 not preserved, a forbidden tail
+    /// call) with function, offset and instruction. The exit status is 1 when there is a
+    /// departure.
+    Audit {
+        /// The object (.o, or a linked ELF file).
+        object: PathBuf,
+        /// The module the object was compiled from (.ll or .bc), for the attributes of
+        /// functions and call sites.
+        #[arg(long)]
+        ir: Option<PathBuf>,
+        /// A function's attributes, NAME=ATTR,ATTR,... (ATTR: streaming,
+        /// streaming-compatible, locally-streaming, new_za, inout_za, in_zt0, ... or a full
+        /// aarch64_* name); repeatable; wins over --ir.
+        #[arg(long = "attrs", value_name = "NAME=ATTRS")]
+        attrs: Vec<String>,
+        /// Print one JSON object instead of text: {"functions": [{"name", "source",
+        /// "attributes", "calls", "landing_pads"}], "departures": [{"kind", "function",
+        /// "offset", "instruction", "message"}]}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn fail(e: impl std::fmt::Display) -> Failure {
@@ -58,7 +90,106 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 Ok(())
             }
         }
+        Command::Audit {
+            object,
+            ir,
+            attrs,
+            json,
+        } => {
+            let data = input.read(object).map_err(fail)?;
+            let ir_bytes = match ir {
+                Some(p) => Some((p.display().to_string(), input.read(p).map_err(fail)?)),
+                None => None,
+            };
+            let mut given = HashMap::new();
+            for spec in attrs {
+                let (name, a) = parse_attrs_arg(spec).map_err(fail)?;
+                given.insert(name, a);
+            }
+            let report = audit(
+                &object.display().to_string(),
+                &data,
+                ir_bytes.as_ref().map(|(n, b)| (n.as_str(), b.as_slice())),
+                &given,
+            )
+            .map_err(fail)?;
+            if *json {
+                let text = serde_json::to_string_pretty(&audit_json(&report)).map_err(fail)?;
+                writeln!(out, "{text}").map_err(fail)?;
+            } else {
+                write_audit_text(&report, out).map_err(fail)?;
+            }
+            if report.departures.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::Reported)
+            }
+        }
     }
+}
+
+/// The audit as the JSON object of `locus sme audit --json`.
+#[must_use]
+pub fn audit_json(report: &AuditReport) -> Value {
+    let functions: Vec<Value> = report
+        .functions
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "source": f.source.as_str(),
+                "attributes": f.attrs.names(),
+                "calls": f.calls,
+                "landing_pads": f.landing_pads,
+            })
+        })
+        .collect();
+    let departures: Vec<Value> = report
+        .departures
+        .iter()
+        .map(|d| {
+            json!({
+                "kind": d.kind.as_str(),
+                "function": d.function,
+                "offset": d.offset,
+                "instruction": d.instruction,
+                "message": d.message,
+            })
+        })
+        .collect();
+    json!({"functions": functions, "departures": departures})
+}
+
+fn write_audit_text(report: &AuditReport, out: &mut dyn Write) -> std::io::Result<()> {
+    for f in &report.functions {
+        let names = f.attrs.names();
+        writeln!(
+            out,
+            "@{}: {} ({}); {} call(s), {} landing pad(s)",
+            f.name,
+            if names.is_empty() {
+                "no SME attributes".to_string()
+            } else {
+                names.join(" ")
+            },
+            f.source.as_str(),
+            f.calls,
+            f.landing_pads
+        )?;
+    }
+    for d in &report.departures {
+        writeln!(
+            out,
+            "departure: @{}+{:#x} `{}`: {}",
+            d.function, d.offset, d.instruction, d.message
+        )?;
+    }
+    writeln!(
+        out,
+        "{} function(s), {} departure(s)",
+        report.functions.len(),
+        report.departures.len()
+    )
 }
 
 /// The report as the JSON object of `locus sme check --json`.

@@ -283,3 +283,54 @@ fn zt0_spill_is_in_the_json() {
     assert_eq!(call["za_off_around_call"], true);
     assert_eq!(call["before"], serde_json::json!(["smstop za"]));
 }
+
+/// `locus sme audit`: llc-19's object of a normal function calling a streaming one is
+/// clean with its IR or with `--attrs`; without them the callee counts as normal, the
+/// `smstart`/`smstop` around the call are departures, and the exit status is 1.
+#[test]
+fn audit_reads_attributes_from_ir_or_command_line() {
+    let dir = TempDir::new("sme-audit");
+    let ll = dir.0.join("f.ll");
+    let obj = dir.0.join("f.o");
+    std::fs::write(
+        &ll,
+        "declare void @s() \"aarch64_pstate_sm_enabled\"\n\
+         define void @f() nounwind {\n  call void @s()\n  ret void\n}\n",
+    )
+    .unwrap();
+    let llc = Command::new("llc-19")
+        .args([
+            "-mtriple=aarch64-linux-gnu",
+            "-mattr=+sme",
+            "-filetype=obj",
+            "-o",
+        ])
+        .args([path_str(&obj), path_str(&ll)])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run llc-19: {e}"));
+    assert!(llc.status.success(), "{}", text(&llc.stderr));
+    let out = locus_sme(&["audit", "--json", path_str(&obj), "--ir", path_str(&ll)]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["departures"], serde_json::json!([]));
+    assert_eq!(v["functions"][0]["name"], "f");
+    assert_eq!(v["functions"][0]["source"], "ir");
+    assert_eq!(v["functions"][0]["calls"], 1);
+    let out = locus_sme(&["audit", path_str(&obj), "--attrs", "s=streaming"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let out = locus_sme(&["audit", path_str(&obj)]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    assert!(t.contains("departure: @f+0x"), "{t}");
+    assert!(
+        t.contains("`smstart sm` where the rules require no such change"),
+        "{t}"
+    );
+    let out = locus_sme(&["audit", path_str(&obj), "--attrs", "s=fast"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("`fast`"),
+        "{}",
+        text(&out.stderr)
+    );
+}
