@@ -47,6 +47,7 @@ mod error;
 mod ffi;
 pub mod ir;
 pub mod jit;
+pub mod jit_stackmaps;
 mod module;
 
 pub use codegen::{emit_assembly, emit_object};
