@@ -1050,3 +1050,358 @@ fn disasm_and_vars_read_back() {
     }
     assert!(checked >= 8, "{checked}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Real targets (issue 15 §1): core files, live processes, snapshots, refusals.
+// ---------------------------------------------------------------------------------------------
+
+/// A clang-19 -O2 program whose `inner` (called from `middle`, called from `main`) computes
+/// a few values, then aborts (a core) or, with SPIN set, spins until killed (a process).
+const TARGET_C: &str = r#"
+#include <stdlib.h>
+volatile long sink_v;
+volatile int stop;
+__attribute__((noinline)) void sink(long x) { sink_v += x; }
+__attribute__((noinline)) int inner(int n, long k, double d) {
+  int a = n * 3 + 1;
+  long b = k ^ a;
+  double e = d * a;
+  sink(a); sink(b); sink((long)e);
+  if (getenv("SPIN")) { while (!stop) ; } else abort();
+  sink(a); sink(b); sink((long)e); sink(n); sink(k);
+  return a + (int)b + (int)e;
+}
+__attribute__((noinline)) int middle(int m) {
+  int q = m * 7;
+  long r = (long)q << 20;
+  int s = inner(m + 1, r, q * 0.25);
+  sink(q); sink(r);
+  return s + q;
+}
+int main(int argc, char **argv) {
+  int t = argc + 2;
+  int u = middle(t);
+  sink(u); sink(t);
+  return 0;
+}
+"#;
+
+/// Compiles `source` with clang-19 and `flags` into `dir/name`.
+fn clang(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.path(&format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let out_path = dir.path(name);
+    let out = std::process::Command::new("clang-19")
+        .args(flags)
+        .arg("-o")
+        .arg(&out_path)
+        .arg(&src)
+        .current_dir(&dir.0)
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out_path
+}
+
+/// A core of `exe` aborting: the kernel's (`ulimit -c unlimited`, written where
+/// /proc/sys/kernel/core_pattern says when that is a plain name), else gdb's
+/// `generate-core-file` at the abort.
+fn core_of(dir: &TempDir, exe: &Path) -> PathBuf {
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -c unlimited; exec {}", exe.display()))
+        .current_dir(&dir.0)
+        .status()
+        .unwrap();
+    let found = std::fs::read_dir(&dir.0).unwrap().find_map(|e| {
+        let p = e.ok()?.path();
+        p.file_name()?.to_str()?.starts_with("core").then_some(p)
+    });
+    if let Some(core) = found {
+        return core;
+    }
+    let core = dir.path("gdb.core");
+    let gen = format!("generate-core-file {}", core.display());
+    run_gdb(exe, &["run", &gen]);
+    assert!(core.exists(), "neither the kernel nor gdb wrote a core");
+    core
+}
+
+/// `locus ARGS`, which must succeed, as JSON.
+fn locus_json(args: &[&str]) -> Value {
+    let out = locus(args);
+    assert!(
+        out.status.success(),
+        "locus {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A variable's value as a number of its type (little-endian bytes, signed for `int` and
+/// `long`), when every byte is defined and it is an integer of at most 8 bytes.
+fn our_number(v: &Value) -> Option<i64> {
+    let hex = v["value"].as_str()?;
+    if hex.contains('?') || hex.len() > 16 || !matches!(v["type"].as_str()?, "int" | "long") {
+        return None;
+    }
+    let u = le_hex(hex);
+    let bits = hex.len() as u32 * 4;
+    Some(if bits == 64 {
+        u as i64
+    } else {
+        ((u << (64 - bits)) as i64) >> (64 - bits)
+    })
+}
+
+/// gdb's `frame apply all -s -- info locals` / `info args` output as (function, name,
+/// value if an integer): each `#N ... in FUNC (` or `#N  FUNC (` header names the frame's
+/// function for the `name = value` lines after it.
+fn gdb_values(text: &str) -> Vec<(String, String, Option<i64>)> {
+    let mut function = String::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            let head = line.split(" (").next().unwrap_or_default();
+            function = head.rsplit(' ').next().unwrap_or_default().to_string();
+            continue;
+        }
+        if let Some((name, value)) = line.split_once(" = ") {
+            if !name.contains(' ') {
+                out.push((
+                    function.clone(),
+                    name.to_string(),
+                    value.trim().parse().ok(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Compares the variables `locus` found in each frame of thread 1 with gdb's `info locals`
+/// and `info args` in the frame of the same function; returns (compared, matched), where
+/// compared counts the variables both print a number for.
+fn compare_with_gdb(gdb_args: &[&str], exe: &Path, frames: &[(usize, Value)]) -> (usize, usize) {
+    let commands = [
+        "frame apply all -s -- info locals",
+        "frame apply all -s -- info args",
+    ];
+    let mut args: Vec<&str> = vec!["-batch", "-nx"];
+    args.extend_from_slice(gdb_args);
+    for c in &commands {
+        args.extend(["-ex", c]);
+    }
+    let out = std::process::Command::new("gdb")
+        .args(&args)
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
+    let gdb = String::from_utf8_lossy(&out.stdout);
+    let (mut compared, mut matched) = (0, 0);
+    for (frame, doc) in frames {
+        let t = &doc["threads"][0];
+        let function = t["function"].as_str().unwrap();
+        let ours = t["variables"].as_array().unwrap();
+        let in_frame = gdb_values(&gdb)
+            .into_iter()
+            .filter(|(f, _, _)| f == function);
+        for (_, name, theirs) in in_frame {
+            let Some(theirs) = theirs else { continue };
+            let Some(v) = ours.iter().find(|v| v["name"] == name.as_str()) else {
+                continue;
+            };
+            let Some(mine) = our_number(v) else {
+                eprintln!("frame {frame} {function} {name}: gdb {theirs}, locus {v}");
+                continue;
+            };
+            compared += 1;
+            if mine == theirs {
+                matched += 1;
+            } else {
+                eprintln!("frame {frame} {function} {name}: gdb {theirs}, locus {mine}");
+            }
+        }
+    }
+    (compared, matched)
+}
+
+/// The frame numbers (locus's, without gdb's inlined frames) of `inner`, `middle` and
+/// `main` in thread 1's backtrace: its first three in the program (`_start` follows).
+fn program_frames(doc: &Value) -> Vec<usize> {
+    let exe = doc["binary"].as_str().unwrap();
+    doc["threads"][0]["backtrace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["module"] == exe)
+        .map(|f| f["frame"].as_u64().unwrap() as usize)
+        .take(3)
+        .collect()
+}
+
+/// `vars --core`: the thread that aborted, its innermost frame (in libc: a note, no
+/// variables), then the three frames of the program unwound through libc's CFI, each
+/// compared with gdb on the same core. A snapshot of one frame gives the same values.
+#[test]
+fn vars_on_a_core_file_match_gdb() {
+    let dir = TempDir::new("dwarf-core");
+    let exe = clang(&dir, "target", TARGET_C, &["-g", "-O2"]);
+    let core = core_of(&dir, &exe);
+    let (exe_s, core_s) = (exe.to_str().unwrap(), core.to_str().unwrap());
+    let top = locus_json(&["dwarf", "vars", exe_s, "--core", core_s]);
+    assert_eq!(top["threads"].as_array().unwrap().len(), 1, "{top}");
+    let t = &top["threads"][0];
+    assert_eq!(t["signal"], 6, "{top}");
+    assert_eq!(t["frame"], 0);
+    let frames = program_frames(&top);
+    assert_eq!(frames.len(), 3, "inner, middle, main: {top}");
+    let mut docs = Vec::new();
+    for &f in &frames {
+        let n = f.to_string();
+        let doc = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", &n]);
+        docs.push((f, doc));
+    }
+    let functions: Vec<&str> = docs
+        .iter()
+        .map(|(_, d)| d["threads"][0]["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(functions, ["inner", "middle", "main"]);
+    let (compared, matched) = compare_with_gdb(&["-c", core_s], &exe, &docs);
+    eprintln!("core: {matched} of {compared} variables match gdb");
+    assert!(compared >= 4, "too few compared: {compared}");
+    assert_eq!(compared, matched);
+
+    // The snapshot of `inner`'s frame, read back by `vars --snapshot`: the same values.
+    let inner = frames[0].to_string();
+    let snap = locus_json(&[
+        "dwarf", "snapshot", exe_s, "--core", core_s, "--frame", &inner,
+    ]);
+    assert_eq!(snap["thread"], 1);
+    assert!(
+        snap["registers"]["rsp"]["number"] == 7,
+        "{}",
+        snap["registers"]
+    );
+    let snap_path = dir.path("snap.json");
+    std::fs::write(&snap_path, snap.to_string()).unwrap();
+    let again = locus_json(&[
+        "dwarf",
+        "vars",
+        exe_s,
+        "--snapshot",
+        snap_path.to_str().unwrap(),
+    ]);
+    let values = |vars: &Value| -> Vec<(Value, Value)> {
+        vars.as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["name"].clone(), v["value"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        values(&again["variables"]),
+        values(&docs[0].1["threads"][0]["variables"])
+    );
+    // A thread that is not there, and a frame past the outermost: errors, not empty lists.
+    let out = locus(&["dwarf", "vars", exe_s, "--core", core_s, "--thread", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no thread 2"));
+}
+
+/// `vars --pid`: a spinning process is stopped, read and let go (still running, not
+/// traced), frame 0 is `inner` itself; its frames compared with gdb attaching afterwards.
+#[test]
+fn vars_on_a_live_process_match_gdb() {
+    let dir = TempDir::new("dwarf-pid");
+    let exe = clang(&dir, "target", TARGET_C, &["-g", "-O2"]);
+    let mut child = std::process::Command::new(&exe)
+        .env("SPIN", "1")
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let exe_s = exe.to_str().unwrap();
+    // Until it spins in `inner`.
+    let mut docs = Vec::new();
+    for _ in 0..50 {
+        let doc = locus_json(&["dwarf", "vars", exe_s, "--pid", &pid]);
+        if doc["threads"][0]["function"] == "inner" {
+            docs.push((0, doc));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(docs.len(), 1, "the process never reached inner");
+    for f in [1usize, 2] {
+        let n = f.to_string();
+        docs.push((
+            f,
+            locus_json(&["dwarf", "vars", exe_s, "--pid", &pid, "--frame", &n]),
+        ));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(k))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(field("State:").contains('R'), "{status}");
+    assert!(field("TracerPid:").ends_with("\t0"), "{status}");
+    let (compared, matched) = compare_with_gdb(&["-p", &pid], &exe, &docs);
+    let _ = child.kill();
+    let _ = child.wait();
+    eprintln!("process: {matched} of {compared} variables match gdb");
+    assert!(compared >= 4, "too few compared: {compared}");
+    assert_eq!(compared, matched);
+}
+
+/// What `vars` cannot read is refused in one line with exit status 1, never an empty list:
+/// a stripped binary, one built without -g, split DWARF, -gz sections, a big-endian object.
+#[test]
+fn unreadable_binaries_are_refused() {
+    let dir = TempDir::new("dwarf-refuse");
+    let small = "int f(int x) { return x * 3; }\nint main(void) { return f(2); }\n";
+    let plain = clang(&dir, "plain", small, &["-g", "-O2"]);
+    let stripped = dir.path("stripped");
+    std::fs::copy(&plain, &stripped).unwrap();
+    assert!(std::process::Command::new("strip")
+        .arg(&stripped)
+        .status()
+        .unwrap()
+        .success());
+    let cases = [
+        (stripped, "no .debug_info"),
+        (clang(&dir, "nodebug", small, &["-O2"]), "no .debug_info"),
+        (
+            clang(&dir, "split", small, &["-g", "-O2", "-gsplit-dwarf"]),
+            "split DWARF",
+        ),
+        (
+            clang(&dir, "gz", small, &["-g", "-O2", "-gz"]),
+            "compressed",
+        ),
+        (
+            clang(
+                &dir,
+                "be.o",
+                small,
+                &["-g", "-O2", "-c", "--target=powerpc64-linux-gnu"],
+            ),
+            "big-endian",
+        ),
+    ];
+    for (file, why) in &cases {
+        let out = locus(&["dwarf", "vars", file.to_str().unwrap(), "--pc", "0x1000"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {err}", file.display());
+        assert!(out.stdout.is_empty(), "{}", file.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(why), "{}: {err}", file.display());
+    }
+}

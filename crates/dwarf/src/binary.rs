@@ -614,17 +614,96 @@ fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, Error> {
     })?;
     if !file.is_little_endian() {
         return Err(Error::Object {
-            what: "only little-endian targets are supported".to_owned(),
+            what: format!(
+                "a big-endian object ({:?}): only little-endian targets are supported",
+                file.architecture()
+            ),
         });
     }
+    check_debug_info(&file)?;
     let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
-        let bytes = file
-            .section_by_name(id.name())
-            .and_then(|s| s.data().ok())
-            .unwrap_or(&[]);
+        let bytes = match file.section_by_name(id.name()) {
+            Some(s) => section_bytes(&s)?,
+            None => &[],
+        };
         Ok(EndianSlice::new(bytes, LittleEndian))
     })?;
     Ok(dwarf)
+}
+
+/// Refuses a file without DWARF to read: no `.debug_info` (stripped, or
+/// built without `-g`; `.zdebug_info` is the old compressed spelling).
+fn check_debug_info(file: &object::File<'_>) -> Result<(), Error> {
+    if file.section_by_name(".zdebug_info").is_some() {
+        return Err(Error::Object {
+            what: "the debug sections are compressed the old way (.zdebug_*): not supported; \
+                   `objcopy --decompress-debug-sections` makes them readable"
+                .to_owned(),
+        });
+    }
+    let size = file.section_by_name(".debug_info").map_or(0, |s| s.size());
+    if size > 0 {
+        return Ok(());
+    }
+    let why = if file.section_by_name(".gnu_debuglink").is_some() {
+        "stripped (its DWARF is in a separate file named by .gnu_debuglink)"
+    } else if file.symbols().next().is_none() {
+        "stripped"
+    } else {
+        "built without -g, or its debug sections were stripped"
+    };
+    Err(Error::Object {
+        what: format!("no DWARF: the file has no .debug_info section ({why})"),
+    })
+}
+
+/// A section's bytes; compressed sections (`SHF_COMPRESSED`, `-gz`) are
+/// refused, naming the section and its file offset.
+fn section_bytes<'d>(section: &object::Section<'d, '_>) -> Result<&'d [u8], Error> {
+    let range = section.compressed_file_range().map_err(|e| Error::Object {
+        what: format!("{}: {e}", section.name().unwrap_or("?")),
+    })?;
+    if range.format != object::CompressionFormat::None {
+        return Err(Error::Object {
+            what: format!(
+                "section {} (file offset {:#x}) is compressed ({:?}, -gz): not supported; \
+                 `objcopy --decompress-debug-sections` makes it readable",
+                section.name().unwrap_or("?"),
+                range.offset,
+                range.format
+            ),
+        });
+    }
+    section.data().map_err(|e| Error::Object {
+        what: format!("{}: {e}", section.name().unwrap_or("?")),
+    })
+}
+
+/// Refuses a split-DWARF skeleton unit (`-gsplit-dwarf`): its variables are
+/// in a `.dwo`/`.dwp` file this crate does not read.
+fn check_not_skeleton(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<(), Error> {
+    if unit.dwo_id.is_none() {
+        return Ok(());
+    }
+    let mut entries = unit.entries();
+    let mut dwo = String::from("?");
+    if let Some((_, root)) = entries.next_dfs()? {
+        for at in [gimli::DW_AT_dwo_name, gimli::DW_AT_GNU_dwo_name] {
+            if let Some(v) = root.attr_value(at)? {
+                dwo = dwarf.attr_string(unit, v)?.to_string_lossy().into_owned();
+            }
+        }
+    }
+    Err(Error::Object {
+        what: format!(
+            "split DWARF (-gsplit-dwarf): the unit at .debug_info offset {:#x} is a skeleton; \
+             its variables are in {dwo} (.dwo/.dwp files are not read)",
+            unit.header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0)
+        ),
+    })
 }
 
 fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
@@ -656,6 +735,7 @@ pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Erro
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
+        check_not_skeleton(&dwarf, &unit)?;
         let encoding = encoding_of(&unit);
         let mut entries = unit.entries();
         while let Some((_, entry)) = entries.next_dfs()? {
@@ -700,6 +780,7 @@ pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
+        check_not_skeleton(&dwarf, &unit)?;
         let mut tree = unit.entries_tree(None)?;
         let root = tree.root()?;
         let base_types = base_types(&unit)?;

@@ -119,13 +119,19 @@ extern crate alloc;
 pub mod access;
 #[cfg(feature = "binary")]
 pub mod binary;
+#[cfg(feature = "binary")]
+pub mod corefile;
 mod error;
 pub mod eval;
 pub mod location;
 mod number;
 mod op;
 mod regnames;
+#[cfg(feature = "binary")]
+pub mod stopped;
 mod text;
+#[cfg(feature = "binary")]
+pub mod unwind;
 pub mod value;
 
 pub use access::{Bits, Target};

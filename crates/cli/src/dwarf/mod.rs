@@ -6,7 +6,9 @@
 //! from the context file by `locus_dwarf::binary::run`.
 
 mod context;
+mod ptrace;
 pub(crate) mod render;
+mod target;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -118,23 +120,74 @@ pub enum Command {
         address_size: u8,
     },
     /// List the variables and parameters in scope at a PC of a binary, with their location
-    /// expressions and, given a snapshot, their values.
+    /// expressions and, given a snapshot, a core file or a process, their values.
+    ///
+    /// With `--core CORE` or `--pid PID`, the registers of each thread (or of `--thread N`)
+    /// come from the core's NT_PRSTATUS/NT_PRFPREG notes or from ptrace, memory from the
+    /// core's PT_LOAD segments (what the core left out of the binary's own segments is read
+    /// from BINARY) or from /proc/PID/mem, and the load bias of BINARY from the mapped files
+    /// (NT_FILE, /proc/PID/maps). The innermost frame by default; `--frame N` unwinds with
+    /// the call-frame information of each mapped file (callers know sp, pc and the
+    /// callee-saved registers). A process is stopped with PTRACE_SEIZE/PTRACE_INTERRUPT and
+    /// detached afterwards, no signal sent.
     Vars {
-        /// An ELF file with DWARF.
+        /// An ELF file with DWARF (the executable or a shared library of the target).
         binary: PathBuf,
         /// The PC in the running program: decimal, 0x hex, or a symbol with an optional
-        /// offset (`split+4`, moved by the load bias).
-        #[arg(long, value_name = "ADDR")]
-        pc: String,
+        /// offset (`split+4`, moved by the load bias). Taken from the target with `--core`
+        /// and `--pid`, and from the snapshot's "pc" when it has one.
+        #[arg(long, value_name = "ADDR", conflicts_with_all = ["core", "pid"])]
+        pc: Option<String>,
         /// How far the file was moved when loaded: 0 for a position-dependent executable,
         /// the load base of a PIE or shared library (gdb runs PIEs at 0x555555554000).
-        /// Applied to the PC and to every DW_OP_addr.
-        #[arg(long, value_name = "BIAS", default_value = "0", value_parser = parse_bias)]
-        load_bias: u64,
-        /// Registers, memory, CFA and registers at function entry, as JSON (the context
-        /// format plus "cfa" and "entry_registers").
-        #[arg(long, value_name = "SNAP.json")]
+        /// Applied to the PC and to every DW_OP_addr. Default: the snapshot's "load_bias",
+        /// else 0.
+        #[arg(long, value_name = "BIAS", value_parser = parse_bias, conflicts_with_all = ["core", "pid"])]
+        load_bias: Option<u64>,
+        /// Registers, memory, CFA and registers at function entry, as JSON: the CTX.json
+        /// format of `eval --context` plus "cfa", "frame_base", "entry_registers" and,
+        /// as `locus dwarf snapshot` writes them, "pc" and "load_bias".
+        #[arg(long, value_name = "SNAP.json", conflicts_with_all = ["core", "pid"])]
         snapshot: Option<PathBuf>,
+        /// A core file of the program (ELF ET_CORE, x86-64 or AArch64).
+        #[arg(long, value_name = "CORE", conflicts_with = "pid")]
+        core: Option<PathBuf>,
+        /// A running process: attached, read, and detached.
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+        /// Only thread N (numbered from 1 in the core's order; the main thread first for a
+        /// process). Default: every thread.
+        #[arg(long, value_name = "N")]
+        thread: Option<usize>,
+        /// Frame N of each thread (0: the innermost, as gdb numbers them).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        frame: usize,
+    },
+    /// Write the snapshot (SNAP.json) of one frame of a core file or a process, which
+    /// `vars --snapshot` and `eval --context` read: {"address_size", "registers": {NAME:
+    /// {"number": DWARF number, "value": little-endian hex}}, "memory": [{"space",
+    /// "address", "bytes": hex}], "cfa", "pc", "load_bias", "thread", "tid", "frame",
+    /// "module"}. Numbers may be JSON numbers or "0x" strings.
+    Snapshot {
+        /// The executable or shared library whose load bias is recorded.
+        binary: PathBuf,
+        /// A core file.
+        #[arg(
+            long,
+            value_name = "CORE",
+            conflicts_with = "pid",
+            required_unless_present = "pid"
+        )]
+        core: Option<PathBuf>,
+        /// A running process: attached, read, and detached.
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+        /// Thread N, numbered from 1.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        thread: usize,
+        /// Frame N (0: the innermost).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        frame: usize,
     },
 }
 
@@ -205,7 +258,48 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             pc,
             load_bias,
             snapshot,
-        } => vars(input, binary, pc, *load_bias, snapshot.as_deref(), out),
+            core,
+            pid,
+            thread,
+            frame,
+        } => {
+            if let Some(source) = source(core.as_deref(), *pid) {
+                let doc = target::vars(input, binary, &source, *thread, *frame)?;
+                let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
+                return write_out(out, text);
+            }
+            if thread.is_some() || *frame != 0 {
+                return Err(fail("--thread and --frame need --core or --pid"));
+            }
+            vars(
+                input,
+                binary,
+                pc.as_deref(),
+                *load_bias,
+                snapshot.as_deref(),
+                out,
+            )
+        }
+        Command::Snapshot {
+            binary,
+            core,
+            pid,
+            thread,
+            frame,
+        } => {
+            let source = source(core.as_deref(), *pid)
+                .ok_or_else(|| fail("snapshot needs --core CORE or --pid PID"))?;
+            let doc = target::snapshot(input, binary, &source, *thread, *frame)?;
+            write_out(out, doc.to_string())
+        }
+    }
+}
+
+fn source(core: Option<&std::path::Path>, pid: Option<u32>) -> Option<target::Source<'_>> {
+    match (core, pid) {
+        (Some(c), _) => Some(target::Source::Core(c)),
+        (None, Some(p)) => Some(target::Source::Pid(p)),
+        (None, None) => None,
     }
 }
 
@@ -430,23 +524,43 @@ fn evaluation(expr: &Decoded, enc: Encoding) -> Evaluation<'_> {
 fn vars(
     input: &Input,
     path: &std::path::Path,
-    pc: &str,
-    load_bias: u64,
+    pc: Option<&str>,
+    load_bias: Option<u64>,
     snapshot: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let data = input.read(path).map_err(fail)?;
-    let pc = resolve_pc(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
-    let snap = match snapshot {
+    let (snap, snap_pc, snap_bias) = match snapshot {
         Some(p) => {
             let text = input.read_to_string(p).map_err(fail)?;
-            Some(Context::parse(&text).map_err(|e| io_fail(p, e))?.snapshot)
+            let (pc, bias) = target::snapshot_pc(&text);
+            let snap = Context::parse(&text).map_err(|e| io_fail(p, e))?.snapshot;
+            (Some(snap), pc, bias)
         }
-        None => None,
+        None => (None, None, None),
+    };
+    let load_bias = load_bias.or(snap_bias).unwrap_or(0);
+    let pc = match (pc, snap_pc) {
+        (Some(pc), _) => resolve_pc(&data, pc, load_bias).map_err(|e| io_fail(path, e))?,
+        (None, Some(pc)) => pc,
+        (None, None) => {
+            return Err(fail(
+                "vars needs --pc ADDR (or a snapshot with \"pc\", --core or --pid)",
+            ))
+        }
     };
     let vars = binary::variables_at(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
+    let list = variables_json(&vars, snap.as_ref());
+    let doc = json!({"pc": format!("{pc:#x}"), "variables": list});
+    let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
+    write_out(out, text)
+}
+
+/// Each variable as JSON: name, kind, function, type, byte_size, die, its expression (or
+/// const_value) and, given a snapshot, its location and value (or the error).
+fn variables_json(vars: &[binary::Variable], snap: Option<&binary::Snapshot>) -> Vec<Json> {
     let mut list = Vec::new();
-    for v in &vars {
+    for v in vars {
         let mut item = json!({
             "name": v.name,
             "kind": match v.kind { VariableKind::Parameter => "parameter", VariableKind::Variable => "variable" },
@@ -470,7 +584,7 @@ fn vars(
             }
             VariableLocation::None => item["expression"] = Json::Null,
         }
-        if let Some(snap) = &snap {
+        if let Some(snap) = snap {
             match binary::evaluate_variable(v, snap) {
                 Ok(r) => {
                     if let Some(l) = &r.location {
@@ -483,9 +597,7 @@ fn vars(
         }
         list.push(item);
     }
-    let doc = json!({"pc": format!("{pc:#x}"), "variables": list});
-    let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
-    write_out(out, text)
+    list
 }
 
 /// `--load-bias`: decimal or 0x hex.

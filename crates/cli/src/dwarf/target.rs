@@ -1,0 +1,214 @@
+//! `locus dwarf vars --core CORE` / `--pid PID` and `locus dwarf snapshot`: a stopped
+//! target (a core file read by `locus_dwarf::corefile`, a process read through ptrace)
+//! placed against the binary, one frame of each thread (or of `--thread N`) unwound by
+//! `locus_dwarf::unwind`, and the variables in scope there evaluated against it.
+
+use std::path::Path;
+
+use locus_dwarf::binary::{self, Snapshot};
+use locus_dwarf::stopped::{Placed, Stopped, Thread};
+use locus_dwarf::unwind::{self, Frame};
+use serde_json::{json, Value as Json};
+
+use super::{context, fail, io_fail, ptrace, variables_json, Context};
+use crate::input::Input;
+use crate::Failure;
+
+/// Where the target comes from.
+pub enum Source<'a> {
+    /// A core file.
+    Core(&'a Path),
+    /// A live process.
+    Pid(u32),
+}
+
+impl Source<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Source::Core(p) => format!("core {}", p.display()),
+            Source::Pid(pid) => format!("pid {pid}"),
+        }
+    }
+}
+
+/// The stopped target, with the binary placed in it and the bytes the core left out
+/// filled from the binary.
+pub struct Loaded {
+    stopped: Stopped,
+    placed: Placed,
+    data: Vec<u8>,
+}
+
+/// Reads the target and places `binary` in it.
+pub fn load(input: &Input, binary: &Path, source: &Source<'_>) -> Result<Loaded, Failure> {
+    let data = input.read(binary).map_err(|e| io_fail(binary, e))?;
+    let mut stopped = match source {
+        Source::Core(path) => {
+            let core = input.read(path).map_err(|e| io_fail(path, e))?;
+            locus_dwarf::corefile::parse(&core, &path.display().to_string()).map_err(fail)?
+        }
+        Source::Pid(pid) => ptrace::capture(*pid).map_err(|e| fail(format!("pid {pid}: {e}")))?,
+    };
+    let placed = stopped
+        .place(&data, &binary.display().to_string())
+        .map_err(|e| io_fail(binary, format!("{e} ({})", source.describe())))?;
+    stopped.fill_from_file(&placed, &data);
+    Ok(Loaded {
+        stopped,
+        placed,
+        data,
+    })
+}
+
+impl Loaded {
+    /// The frames of `thread` up to `frame` (all of them, at most `max`), and why the walk
+    /// stopped early.
+    fn frames(&self, thread: &Thread, max: usize) -> (Vec<Frame>, Option<String>) {
+        let (placed, data) = (&self.placed, &self.data);
+        unwind::frames(&self.stopped, thread, max, &mut |path| {
+            if path == placed.path {
+                Some(data.clone())
+            } else {
+                std::fs::read(path).ok()
+            }
+        })
+    }
+
+    /// Frame `n` of `thread`, or why it cannot be had.
+    fn frame(&self, thread: &Thread, n: usize) -> Result<(Frame, Vec<Frame>), String> {
+        let (frames, why) = self.frames(thread, unwind::MAX_FRAMES);
+        match frames.get(n) {
+            Some(f) => Ok((f.clone(), frames)),
+            None => Err(format!(
+                "no frame {n}: {} frame(s) unwound{}",
+                frames.len(),
+                why.map_or(String::new(), |w| format!(" ({w})"))
+            )),
+        }
+    }
+
+    fn snapshot(&self, frame: &Frame) -> Snapshot {
+        self.stopped.snapshot(frame.registers.clone(), frame.cfa)
+    }
+}
+
+fn hex(n: u64) -> String {
+    format!("{n:#x}")
+}
+
+/// The frames as `{"frame", "pc", "module"}`, for choosing `--frame`.
+fn backtrace(frames: &[Frame]) -> Json {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| json!({"frame": i, "pc": hex(f.pc), "module": f.module}))
+        .collect()
+}
+
+/// `locus dwarf vars BINARY --core CORE | --pid PID [--thread N] [--frame N]`.
+pub fn vars(
+    input: &Input,
+    binary: &Path,
+    source: &Source<'_>,
+    thread: Option<usize>,
+    frame: usize,
+) -> Result<Json, Failure> {
+    let loaded = load(input, binary, source)?;
+    let numbers: Vec<usize> = match thread {
+        Some(n) => {
+            loaded.stopped.thread(n).map_err(fail)?;
+            vec![n]
+        }
+        None => (1..=loaded.stopped.threads.len()).collect(),
+    };
+    let mut threads = Vec::new();
+    for n in numbers {
+        let t = loaded.stopped.thread(n).map_err(fail)?;
+        let mut item = json!({"thread": n, "tid": t.tid, "signal": t.signal, "frame": frame});
+        match loaded.frame(t, frame) {
+            Err(e) => item["error"] = json!(e),
+            Ok((f, frames)) => {
+                item["pc"] = json!(hex(f.pc));
+                item["module"] = json!(f.module);
+                if let Some(cfa) = f.cfa {
+                    item["cfa"] = json!(hex(cfa));
+                }
+                item["backtrace"] = backtrace(&frames);
+                if f.module.as_deref() == Some(loaded.placed.path.as_str()) {
+                    let at = f.lookup_pc(frame);
+                    let vars = binary::variables_at(&loaded.data, at, loaded.placed.load_bias)
+                        .map_err(|e| io_fail(binary, e))?;
+                    if let Some(name) = vars.last().map(|v| v.function.clone()) {
+                        item["function"] = json!(name);
+                    }
+                    item["variables"] = json!(variables_json(&vars, Some(&loaded.snapshot(&f))));
+                } else {
+                    item["variables"] = json!([]);
+                    item["note"] = json!(format!(
+                        "frame {frame} is not in {} (pc {} in {}); pick another with --frame (see backtrace)",
+                        binary.display(),
+                        hex(f.pc),
+                        f.module.as_deref().unwrap_or("no mapped file")
+                    ));
+                }
+            }
+        }
+        threads.push(item);
+    }
+    let mut doc = json!({
+        "target": source.describe(),
+        "binary": loaded.placed.path,
+        "load_bias": hex(loaded.placed.load_bias),
+        "threads": threads,
+    });
+    if frame > 0 {
+        doc["unwinding"] = json!(
+            "caller frames: sp, pc and the callee-saved registers from the CFI; other registers are unknown there"
+        );
+    }
+    Ok(doc)
+}
+
+/// `locus dwarf snapshot BINARY --core CORE | --pid PID [--thread N] [--frame N]`: the
+/// SNAP.json `vars --snapshot` reads, with `pc`, `load_bias`, `thread`, `tid`, `frame`.
+pub fn snapshot(
+    input: &Input,
+    binary: &Path,
+    source: &Source<'_>,
+    thread: usize,
+    frame: usize,
+) -> Result<Json, Failure> {
+    let loaded = load(input, binary, source)?;
+    let t = loaded.stopped.thread(thread).map_err(fail)?;
+    let (f, _) = loaded
+        .frame(t, frame)
+        .map_err(|e| fail(format!("thread {thread}: {e}")))?;
+    let snap = loaded.snapshot(&f);
+    let arch = loaded.stopped.arch;
+    let names = snap
+        .registers
+        .keys()
+        .map(|&r| (arch.register_name(r), r))
+        .collect();
+    let mut doc = Context::to_json(&snap, &names);
+    doc["pc"] = json!(hex(f.lookup_pc(frame)));
+    doc["load_bias"] = json!(hex(loaded.placed.load_bias));
+    doc["thread"] = json!(thread);
+    doc["tid"] = json!(t.tid);
+    doc["frame"] = json!(frame);
+    doc["module"] = json!(f.module);
+    Ok(doc)
+}
+
+/// `pc` and `load_bias` of a SNAP.json written by `locus dwarf snapshot`, if present.
+pub fn snapshot_pc(text: &str) -> (Option<u64>, Option<u64>) {
+    let Ok(doc) = serde_json::from_str::<Json>(text) else {
+        return (None, None);
+    };
+    let get = |key: &str| match doc.get(key)? {
+        Json::String(s) => context::parse_number(s),
+        Json::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    (get("pc"), get("load_bias"))
+}

@@ -1,0 +1,312 @@
+//! ELF core files (feature `binary`): a [`Stopped`] target from the notes
+//! and segments of a Linux core dump.
+//!
+//! - `NT_PRSTATUS` (one per thread): the thread id, the signal and the
+//!   general registers (`pr_reg` at byte 112 of `elf_prstatus`: x86-64's
+//!   `user_regs_struct`, AArch64's `user_pt_regs`), by DWARF number.
+//! - `NT_PRFPREG` (after its thread's `NT_PRSTATUS`): xmm0-15 (x86-64
+//!   `user_fpregs_struct`) or v0-v31 (AArch64 `user_fpsimd_state`).
+//! - `NT_FILE`: the mapped files (start, end, file offset, path), which give
+//!   the load bias of the executable and of each shared library.
+//! - `NT_AUXV`: `AT_ENTRY`, the executable's entry point.
+//! - `PT_LOAD`: the memory. A segment whose bytes the kernel left out
+//!   (`p_filesz < p_memsz`: file-backed text and read-only data) is listed in
+//!   [`Stopped::missing`] until [`Stopped::fill_from_file`] reads it from the
+//!   mapped file.
+
+use alloc::borrow::ToOwned;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::Endianness;
+
+use crate::binary::MemoryBlock;
+use crate::stopped::{Arch, Mapping, Stopped, Thread};
+use crate::Error;
+
+/// `NT_FILE` ("FILE" in the note type).
+const NT_FILE: u32 = 0x4649_4c45;
+/// `AT_ENTRY` in the auxiliary vector.
+const AT_ENTRY: u64 = 9;
+/// Where `pr_reg` starts in a 64-bit `elf_prstatus`.
+const PR_REG: usize = 112;
+
+/// x86-64 `user_regs_struct` slots (8 bytes each) and the DWARF register
+/// each holds.
+const X86_64_REGS: [(usize, u16); 26] = [
+    (10, 0),  // rax
+    (12, 1),  // rdx
+    (11, 2),  // rcx
+    (5, 3),   // rbx
+    (13, 4),  // rsi
+    (14, 5),  // rdi
+    (4, 6),   // rbp
+    (19, 7),  // rsp
+    (9, 8),   // r8
+    (8, 9),   // r9
+    (7, 10),  // r10
+    (6, 11),  // r11
+    (3, 12),  // r12
+    (2, 13),  // r13
+    (1, 14),  // r14
+    (0, 15),  // r15
+    (16, 16), // rip
+    (18, 49), // eflags
+    (24, 50), // es
+    (17, 51), // cs
+    (20, 52), // ss
+    (23, 53), // ds
+    (25, 54), // fs
+    (26, 55), // gs
+    (21, 58), // fs_base
+    (22, 59), // gs_base
+];
+
+fn bad(path: &str, what: String) -> Error {
+    Error::Object {
+        what: format!("core file {path}: {what}"),
+    }
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let b = bytes.get(at..at.checked_add(8)?)?;
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(b);
+    Some(u64::from_le_bytes(buf))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    let mut buf = [0u8; 4];
+    buf.copy_from_slice(b);
+    Some(u32::from_le_bytes(buf))
+}
+
+/// The general registers of an `NT_PRSTATUS` descriptor, by DWARF number,
+/// and the PC.
+pub fn prstatus_registers(arch: Arch, desc: &[u8]) -> Option<(BTreeMap<u16, Vec<u8>>, u64)> {
+    let mut regs = BTreeMap::new();
+    let slot = |i: usize| desc.get(PR_REG + 8 * i..PR_REG + 8 * i + 8);
+    match arch {
+        Arch::X86_64 => {
+            for (i, r) in X86_64_REGS {
+                regs.insert(r, slot(i)?.to_vec());
+            }
+            let pc = u64_at(desc, PR_REG + 8 * 16)?;
+            Some((regs, pc))
+        }
+        Arch::Aarch64 => {
+            for r in 0..=31u16 {
+                regs.insert(r, slot(usize::from(r))?.to_vec());
+            }
+            let pc = u64_at(desc, PR_REG + 8 * 32)?;
+            Some((regs, pc))
+        }
+    }
+}
+
+/// The vector registers of an `NT_PRFPREG` descriptor, by DWARF number.
+pub fn fpreg_registers(arch: Arch, desc: &[u8]) -> BTreeMap<u16, Vec<u8>> {
+    let (first_dwarf, count, at) = match arch {
+        // user_fpregs_struct: 32 bytes of control words, st0-7 (128), xmm0-15.
+        Arch::X86_64 => (17u16, 16u16, 160usize),
+        // user_fpsimd_state: v0-v31 first.
+        Arch::Aarch64 => (64, 32, 0),
+    };
+    let mut regs = BTreeMap::new();
+    for i in 0..count {
+        let from = at + 16 * usize::from(i);
+        if let Some(b) = desc.get(from..from + 16) {
+            regs.insert(first_dwarf + i, b.to_vec());
+        }
+    }
+    regs
+}
+
+/// The mappings of an `NT_FILE` descriptor.
+fn file_note(desc: &[u8]) -> Option<Vec<Mapping>> {
+    let count = usize::try_from(u64_at(desc, 0)?).ok()?;
+    let page = u64_at(desc, 8)?;
+    let mut names = desc.get(16usize.checked_add(count.checked_mul(24)?)?..)?;
+    let mut out = Vec::with_capacity(count.min(4096));
+    for i in 0..count {
+        let at = 16 + 24 * i;
+        let start = u64_at(desc, at)?;
+        let end = u64_at(desc, at + 8)?;
+        let offset = u64_at(desc, at + 16)?.checked_mul(page)?;
+        let nul = names.iter().position(|&b| b == 0)?;
+        let path = String::from_utf8_lossy(names.get(..nul)?).into_owned();
+        names = names.get(nul + 1..)?;
+        out.push(Mapping {
+            start,
+            end,
+            file_offset: offset,
+            path,
+        });
+    }
+    Some(out)
+}
+
+/// `AT_ENTRY` of an `NT_AUXV` descriptor.
+fn auxv_entry(desc: &[u8]) -> Option<u64> {
+    (0..desc.len() / 16)
+        .find_map(|i| (u64_at(desc, 16 * i)? == AT_ENTRY).then(|| u64_at(desc, 16 * i + 8))?)
+}
+
+/// Reads a core file: `data` is its bytes, `path` its name for messages.
+/// Refused: anything but a 64-bit little-endian ELF `ET_CORE` for x86-64 or
+/// AArch64, and a core without any `NT_PRSTATUS`.
+pub fn parse(data: &[u8], path: &str) -> Result<Stopped, Error> {
+    let header = elf::FileHeader64::<Endianness>::parse(data)
+        .map_err(|e| bad(path, format!("not a 64-bit ELF file: {e}")))?;
+    let endian = header
+        .endian()
+        .map_err(|e| bad(path, format!("ELF header: {e}")))?;
+    if endian != Endianness::Little {
+        return Err(bad(path, "big-endian cores are not supported".to_owned()));
+    }
+    if header.e_type(endian) != elf::ET_CORE {
+        return Err(bad(
+            path,
+            format!(
+                "not a core file (ELF type {}, core files are {})",
+                header.e_type(endian),
+                elf::ET_CORE
+            ),
+        ));
+    }
+    let arch = match header.e_machine(endian) {
+        elf::EM_X86_64 => Arch::X86_64,
+        elf::EM_AARCH64 => Arch::Aarch64,
+        m => {
+            return Err(bad(
+                path,
+                format!("machine {m} is not supported (x86-64 and AArch64 are)"),
+            ))
+        }
+    };
+    let segments = header
+        .program_headers(endian, data)
+        .map_err(|e| bad(path, format!("program headers: {e}")))?;
+    let mut stopped = Stopped {
+        arch,
+        threads: Vec::new(),
+        mappings: Vec::new(),
+        memory: Vec::new(),
+        missing: Vec::new(),
+        entry: None,
+    };
+    for segment in segments {
+        match segment.p_type(endian) {
+            elf::PT_NOTE => read_notes(&mut stopped, segment, endian, data, path)?,
+            elf::PT_LOAD => {
+                let address = segment.p_vaddr(endian);
+                let memsz = segment.p_memsz(endian);
+                let filesz = segment.p_filesz(endian).min(memsz);
+                let offset = segment.p_offset(endian);
+                let bytes = segment.data(endian, data).map_err(|_| {
+                    bad(
+                        path,
+                        format!(
+                            "segment at {address:#x}: its {filesz} bytes at file offset {offset:#x} \
+                             run past the end of the file (truncated core?)"
+                        ),
+                    )
+                })?;
+                let keep = usize::try_from(filesz)
+                    .unwrap_or(bytes.len())
+                    .min(bytes.len());
+                if keep > 0 {
+                    stopped.memory.push(MemoryBlock {
+                        space: 0,
+                        address,
+                        bytes: bytes.get(..keep).unwrap_or_default().to_vec(),
+                    });
+                }
+                if filesz < memsz {
+                    stopped.missing.push((
+                        address + filesz,
+                        address + memsz,
+                        "not dumped in the core (file-backed)".to_owned(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if stopped.threads.is_empty() {
+        return Err(bad(
+            path,
+            "no NT_PRSTATUS note: no thread registers".to_owned(),
+        ));
+    }
+    Ok(stopped)
+}
+
+fn read_notes(
+    stopped: &mut Stopped,
+    segment: &elf::ProgramHeader64<Endianness>,
+    endian: Endianness,
+    data: &[u8],
+    path: &str,
+) -> Result<(), Error> {
+    let at = segment.p_offset(endian);
+    let notes = segment
+        .notes(endian, data)
+        .map_err(|e| bad(path, format!("note segment at file offset {at:#x}: {e}")))?;
+    let Some(mut notes) = notes else {
+        return Ok(());
+    };
+    while let Some(note) = notes
+        .next()
+        .map_err(|e| bad(path, format!("note segment at file offset {at:#x}: {e}")))?
+    {
+        let desc = note.desc();
+        let kind = note.n_type(endian);
+        if note.name() != b"CORE" {
+            continue;
+        }
+        match kind {
+            elf::NT_PRSTATUS => {
+                let (registers, pc) = prstatus_registers(stopped.arch, desc).ok_or_else(|| {
+                    bad(
+                        path,
+                        format!(
+                            "NT_PRSTATUS in the note segment at file offset {at:#x}: {} bytes, \
+                             too short for the registers",
+                            desc.len()
+                        ),
+                    )
+                })?;
+                stopped.threads.push(Thread {
+                    tid: u32_at(desc, 32).unwrap_or(0),
+                    signal: desc
+                        .get(12..14)
+                        .map_or(0, |b| u32::from(u16::from_le_bytes([b[0], b[1]]))),
+                    pc,
+                    registers,
+                });
+            }
+            elf::NT_PRFPREG => {
+                if let Some(t) = stopped.threads.last_mut() {
+                    t.registers.extend(fpreg_registers(stopped.arch, desc));
+                }
+            }
+            NT_FILE => {
+                stopped.mappings = file_note(desc).ok_or_else(|| {
+                    bad(
+                        path,
+                        format!("NT_FILE in the note segment at file offset {at:#x} is malformed"),
+                    )
+                })?;
+            }
+            elf::NT_AUXV => stopped.entry = auxv_entry(desc),
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! A stopped target (feature `binary`): the threads' registers, the mapped
+//! files and the readable memory of a core file ([`crate::corefile`]) or of a
+//! process a debugger attached to, and what `locus dwarf vars` derives from
+//! them: the load bias of a file, and a [`Snapshot`] per thread and frame
+//! (frames beyond the innermost through [`crate::unwind`]).
+
+extern crate std;
+
+use alloc::borrow::ToOwned;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use object::{Object as _, ObjectSegment as _};
+
+use crate::binary::{MemoryBlock, Snapshot};
+use crate::Error;
+
+/// The instruction sets whose register notes and unwinding rules are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// x86-64 (`EM_X86_64`): DWARF registers 0-16 (rip is 16), xmm0-15 17-32.
+    X86_64,
+    /// AArch64 (`EM_AARCH64`): x0-x30 0-30, sp 31, v0-v31 64-95; the PC has no
+    /// DWARF number.
+    Aarch64,
+}
+
+impl Arch {
+    /// The DWARF number of the stack pointer.
+    pub fn sp(self) -> u16 {
+        match self {
+            Arch::X86_64 => 7,
+            Arch::Aarch64 => 31,
+        }
+    }
+
+    /// The DWARF number of the return-address column of the CFI.
+    pub fn return_address(self) -> u16 {
+        match self {
+            Arch::X86_64 => 16,
+            Arch::Aarch64 => 30,
+        }
+    }
+
+    /// Whether a callee preserves DWARF register `r` (the psABI's
+    /// callee-saved registers; the vector registers' callee-saved halves on
+    /// AArch64 are left out).
+    pub fn callee_saved(self, r: u16) -> bool {
+        match self {
+            Arch::X86_64 => matches!(r, 3 | 6 | 7 | 12..=15),
+            Arch::Aarch64 => matches!(r, 19..=29 | 31),
+        }
+    }
+
+    /// Register names (gdb's spelling, lowercase) by DWARF number: the names a
+    /// snapshot file gives its registers.
+    pub fn register_name(self, r: u16) -> String {
+        const X86: [&str; 17] = [
+            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+            "r12", "r13", "r14", "r15", "rip",
+        ];
+        match (self, r) {
+            (Arch::X86_64, 0..=16) => X86[usize::from(r)].to_owned(),
+            (Arch::X86_64, 17..=32) => format!("xmm{}", r - 17),
+            (Arch::X86_64, 49) => "eflags".to_owned(),
+            (Arch::X86_64, 58) => "fs_base".to_owned(),
+            (Arch::X86_64, 59) => "gs_base".to_owned(),
+            (Arch::Aarch64, 0..=30) => format!("x{r}"),
+            (Arch::Aarch64, 31) => "sp".to_owned(),
+            (Arch::Aarch64, 64..=95) => format!("v{}", r - 64),
+            _ => format!("r{r}"),
+        }
+    }
+}
+
+/// One thread of a stopped target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thread {
+    /// Its kernel thread id (`pr_pid` of its `NT_PRSTATUS`).
+    pub tid: u32,
+    /// The signal that stopped it (`pr_cursig`), 0 if none.
+    pub signal: u32,
+    /// Its program counter.
+    pub pc: u64,
+    /// Its registers by DWARF number, little-endian.
+    pub registers: BTreeMap<u16, Vec<u8>>,
+}
+
+/// A file mapped into the target's memory (`NT_FILE`, `/proc/PID/maps`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Offset in the file of the byte at `start`.
+    pub file_offset: u64,
+    /// The file's path as the target saw it.
+    pub path: String,
+}
+
+/// Everything known about a stopped target: threads, mapped files, memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    /// The instruction set.
+    pub arch: Arch,
+    /// The threads, in the order the core (or `/proc/PID/task`) lists them.
+    pub threads: Vec<Thread>,
+    /// The mapped files.
+    pub mappings: Vec<Mapping>,
+    /// The readable memory.
+    pub memory: Vec<MemoryBlock>,
+    /// Ranges the target has but whose bytes are not here (file-backed
+    /// segments a core left out), as `(start, end, why)`.
+    pub missing: Vec<(u64, u64, String)>,
+    /// The entry point of the executable (`AT_ENTRY` of the auxiliary vector).
+    pub entry: Option<u64>,
+}
+
+/// Where a file was loaded in a stopped target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// The path the target mapped it from.
+    pub path: String,
+    /// How far it was moved: the address of its first byte minus the
+    /// virtual address its first `PT_LOAD` asks for.
+    pub load_bias: u64,
+}
+
+fn object_error(what: String) -> Error {
+    Error::Object { what }
+}
+
+/// The lowest `PT_LOAD` virtual address of an ELF file, page-aligned down.
+fn first_load_address(data: &[u8]) -> Result<u64, Error> {
+    let file = object::File::parse(data).map_err(|e| object_error(e.to_string()))?;
+    file.segments()
+        .map(|s| s.address() & !0xfff)
+        .min()
+        .ok_or_else(|| object_error("the file has no loadable segment".to_owned()))
+}
+
+/// The file name of a path (after the last `/`).
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl Stopped {
+    /// Where `data` (the file at `path` on this machine) was loaded: the
+    /// mapping of the same path (or, failing that, the same file name) at
+    /// file offset 0; for an executable not found that way, its entry point
+    /// against `AT_ENTRY`.
+    pub fn place(&self, data: &[u8], path: &str) -> Result<Placed, Error> {
+        let first = first_load_address(data)?;
+        let canonical = std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned));
+        let at_zero = |m: &&Mapping| m.file_offset == 0;
+        let found = self
+            .mappings
+            .iter()
+            .filter(at_zero)
+            .find(|m| Some(m.path.as_str()) == canonical.as_deref() || m.path == path)
+            .or_else(|| {
+                self.mappings
+                    .iter()
+                    .filter(at_zero)
+                    .find(|m| file_name(&m.path) == file_name(path))
+            });
+        if let Some(m) = found {
+            return Ok(Placed {
+                path: m.path.clone(),
+                load_bias: m.start.wrapping_sub(first),
+            });
+        }
+        let file = object::File::parse(data).map_err(|e| object_error(e.to_string()))?;
+        match self.entry {
+            Some(entry) if file.entry() != 0 => Ok(Placed {
+                path: path.to_owned(),
+                load_bias: entry.wrapping_sub(file.entry()),
+            }),
+            _ => Err(object_error(format!(
+                "{path} is not among the target's mapped files and no entry point places it"
+            ))),
+        }
+    }
+
+    /// The mapped file holding `address`, and that file's load bias (from
+    /// its mapping at file offset 0 and the file on this machine).
+    pub fn module_at(&self, address: u64) -> Option<&Mapping> {
+        self.mappings
+            .iter()
+            .find(|m| m.start <= address && address < m.end)
+    }
+
+    /// The thread with 1-based number `n` (gdb's numbering for a core: the
+    /// order of the notes).
+    pub fn thread(&self, n: usize) -> Result<&Thread, Error> {
+        n.checked_sub(1)
+            .and_then(|i| self.threads.get(i))
+            .ok_or_else(|| {
+                object_error(format!(
+                    "no thread {n}: the target has {} (numbered from 1)",
+                    self.threads.len()
+                ))
+            })
+    }
+
+    /// A snapshot of a frame: its registers (the thread's for frame 0, the
+    /// unwound ones otherwise), its CFA if known, and all the memory.
+    pub fn snapshot(&self, registers: BTreeMap<u16, Vec<u8>>, cfa: Option<u64>) -> Snapshot {
+        Snapshot {
+            registers,
+            memory: self.memory.clone(),
+            cfa,
+            ..Snapshot::default()
+        }
+    }
+
+    /// `size` bytes at `address`, if one block holds them.
+    pub fn read(&self, address: u64, size: usize) -> Option<&[u8]> {
+        self.memory.iter().find_map(|b| {
+            let start = usize::try_from(address.checked_sub(b.address)?).ok()?;
+            b.bytes.get(start..start.checked_add(size)?)
+        })
+    }
+
+    /// Fills the memory the target had from a file but the core left out
+    /// (text and read-only data are not dumped by default) from `data`, the
+    /// file at `path` as [`Stopped::place`] found it; the rest stays in
+    /// [`Stopped::missing`].
+    pub fn fill_from_file(&mut self, placed: &Placed, data: &[u8]) {
+        let mut still = Vec::new();
+        for (start, end, why) in core::mem::take(&mut self.missing) {
+            let m = self
+                .mappings
+                .iter()
+                .find(|m| m.path == placed.path && m.start <= start && end <= m.end);
+            let bytes = m.and_then(|m| {
+                let from = usize::try_from(m.file_offset + (start - m.start)).ok()?;
+                let len = usize::try_from(end - start).ok()?;
+                let mut out = data
+                    .get(from..)?
+                    .get(..len.min(data.len() - from))?
+                    .to_vec();
+                out.resize(len, 0);
+                Some(out)
+            });
+            match bytes {
+                Some(bytes) => self.memory.push(MemoryBlock {
+                    space: 0,
+                    address: start,
+                    bytes,
+                }),
+                None => still.push((start, end, why)),
+            }
+        }
+        self.missing = still;
+    }
+}
+
+/// Reads register `r` of `registers` as a little-endian number.
+pub fn register_u64(registers: &BTreeMap<u16, Vec<u8>>, r: u16) -> Option<u64> {
+    let bytes = registers.get(&r)?;
+    let mut buf = [0u8; 8];
+    let n = bytes.len().min(8);
+    buf.get_mut(..n)?.copy_from_slice(bytes.get(..n)?);
+    Some(u64::from_le_bytes(buf))
+}

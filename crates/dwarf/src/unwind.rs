@@ -1,0 +1,291 @@
+//! Frames beyond the innermost (feature `binary`): call-frame information
+//! (`.eh_frame`, else `.debug_frame`, read with gimli's unwinder) of the
+//! file mapped at each PC gives the caller's registers and each frame's CFA.
+//!
+//! The caller gets the stack pointer (the CFA), the PC (the return address)
+//! and the callee-saved registers (saved where the CFI says, else unchanged);
+//! the other registers are not known in a caller's frame and are left out, so
+//! a variable held in one there is reported as unreadable rather than guessed.
+//! CFA and register rules written as DWARF expressions (signal trampolines,
+//! PLT entries) stop the walk, with the reason.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use gimli::{CfaRule, EndianSlice, LittleEndian, RegisterRule, UnwindSection as _};
+use object::{Object as _, ObjectSection as _};
+
+use crate::stopped::{register_u64, Stopped, Thread};
+use crate::Error;
+
+/// The most frames [`frames`] walks.
+pub const MAX_FRAMES: usize = 256;
+
+/// One frame of a thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its PC: where it runs (frame 0) or returns to (callers).
+    pub pc: u64,
+    /// The registers known in it, by DWARF number.
+    pub registers: BTreeMap<u16, Vec<u8>>,
+    /// Its canonical frame address, when its CFI was found.
+    pub cfa: Option<u64>,
+    /// The file mapped at its PC.
+    pub module: Option<String>,
+}
+
+impl Frame {
+    /// The PC to look its scopes and location lists up at: the PC itself in
+    /// the innermost frame, one byte back in a caller (inside the call, not
+    /// at the instruction after it).
+    pub fn lookup_pc(&self, index: usize) -> u64 {
+        if index == 0 {
+            self.pc
+        } else {
+            self.pc.wrapping_sub(1)
+        }
+    }
+}
+
+/// The frames of `thread`, innermost first, at most `max`; and, when the
+/// walk ended before reaching the outermost frame, why. `file` gives a
+/// mapped file's bytes by the path the target mapped it from (the caller
+/// decides: the binary it was given, or the file on this machine).
+pub fn frames(
+    stopped: &Stopped,
+    thread: &Thread,
+    max: usize,
+    file: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+) -> (Vec<Frame>, Option<String>) {
+    let mut files: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut frame = Frame {
+        pc: thread.pc,
+        registers: thread.registers.clone(),
+        cfa: None,
+        module: stopped.module_at(thread.pc).map(|m| m.path.clone()),
+    };
+    let max = max.min(MAX_FRAMES);
+    loop {
+        let index = out.len();
+        let step = match frame.module.clone() {
+            None => Err(format!("no mapped file holds pc {:#x}", frame.pc)),
+            Some(path) => {
+                let data = files.entry(path.clone()).or_insert_with(|| file(&path));
+                match data {
+                    None => Err(format!("cannot read {path} for its call-frame information")),
+                    Some(data) => caller(stopped, &frame, index, &path, data),
+                }
+            }
+        };
+        match step {
+            Ok((cfa, next)) => {
+                frame.cfa = Some(cfa);
+                let done = next.is_none();
+                out.push(frame);
+                if done {
+                    return (out, None);
+                }
+                if out.len() >= max {
+                    return (out, Some(format!("stopped after {max} frames")));
+                }
+                let Some(next) = next else {
+                    return (out, None);
+                };
+                if next.pc == 0 {
+                    return (out, None);
+                }
+                let sp = |f: &Frame| register_u64(&f.registers, stopped.arch.sp());
+                if let (Some(old), Some(new)) = (sp(out.last().unwrap_or(&next)), sp(&next)) {
+                    if new <= old {
+                        return (
+                            out,
+                            Some(format!(
+                                "the stack pointer did not grow past {old:#x} (a corrupt stack?)"
+                            )),
+                        );
+                    }
+                }
+                frame = next;
+            }
+            Err(why) => {
+                out.push(frame);
+                return (out, Some(why));
+            }
+        }
+    }
+}
+
+/// The frame's CFA and its caller (none when the return address is
+/// undefined: the outermost frame).
+fn caller(
+    stopped: &Stopped,
+    frame: &Frame,
+    index: usize,
+    path: &str,
+    data: &[u8],
+) -> Result<(u64, Option<Frame>), String> {
+    let arch = stopped.arch;
+    let placed = stopped
+        .place(data, path)
+        .map_err(|e| format!("{path}: {e}"))?;
+    let file = object::File::parse(data).map_err(|e| format!("{path}: {e}"))?;
+    let at = frame.lookup_pc(index).wrapping_sub(placed.load_bias);
+    let rules = Rules::find(&file, at).map_err(|e| format!("{path}: {e}"))?;
+    let Some(rules) = rules else {
+        return Err(format!(
+            "no call-frame information for pc {:#x} in {path}",
+            frame.pc
+        ));
+    };
+    let value = |r: u16| register_u64(&frame.registers, r);
+    let cfa = match rules.cfa {
+        CfaRule::RegisterAndOffset { register, offset } => value(register.0)
+            .ok_or_else(|| format!("the CFA needs register {}, not known here", register.0))?
+            .wrapping_add_signed(offset),
+        CfaRule::Expression(_) => {
+            return Err(format!(
+                "the CFA at pc {:#x} is a DWARF expression (not followed)",
+                frame.pc
+            ))
+        }
+    };
+    let read = |address: u64| -> Result<Vec<u8>, String> {
+        stopped
+            .read(address, 8)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| format!("the saved register at {address:#x} is not in memory"))
+    };
+    let rule = |r: u16| {
+        rules
+            .registers
+            .iter()
+            .find(|(n, _)| *n == r)
+            .map(|(_, rule)| rule.clone())
+    };
+    let mut registers = BTreeMap::new();
+    let ra = arch.return_address();
+    let mut wanted: Vec<u16> = frame
+        .registers
+        .keys()
+        .copied()
+        .filter(|&r| arch.callee_saved(r))
+        .collect();
+    if !wanted.contains(&ra) {
+        wanted.push(ra);
+    }
+    let mut return_address = None;
+    for r in wanted {
+        let bytes = match rule(r) {
+            None if r == arch.sp() => Some(cfa.to_le_bytes().to_vec()),
+            // gimli keeps no entry for an undefined rule: no return address, the outermost
+            // frame (`_start`'s CFI says so).
+            None if r == ra => None,
+            None | Some(RegisterRule::SameValue) => frame.registers.get(&r).cloned(),
+            Some(RegisterRule::Undefined) => None,
+            Some(RegisterRule::Offset(o)) => Some(read(cfa.wrapping_add_signed(o))?),
+            Some(RegisterRule::ValOffset(o)) => {
+                Some(cfa.wrapping_add_signed(o).to_le_bytes().to_vec())
+            }
+            Some(RegisterRule::Register(from)) => frame.registers.get(&from.0).cloned(),
+            Some(other) => {
+                return Err(format!(
+                    "register {r} at pc {:#x} has a rule not followed ({other:?})",
+                    frame.pc
+                ))
+            }
+        };
+        if r == ra {
+            return_address = bytes.as_deref().map(|b| {
+                let mut buf = [0u8; 8];
+                let n = b.len().min(8);
+                buf[..n].copy_from_slice(&b[..n]);
+                u64::from_le_bytes(buf)
+            });
+            if !arch.callee_saved(r) {
+                continue;
+            }
+        }
+        if let Some(bytes) = bytes {
+            registers.insert(r, bytes);
+        }
+    }
+    if rule(arch.sp()).is_none() {
+        registers.insert(arch.sp(), cfa.to_le_bytes().to_vec());
+    }
+    let Some(pc) = return_address else {
+        return Ok((cfa, None));
+    };
+    if arch == crate::stopped::Arch::X86_64 {
+        registers.insert(16, pc.to_le_bytes().to_vec());
+    }
+    Ok((
+        cfa,
+        Some(Frame {
+            pc,
+            registers,
+            cfa: None,
+            module: stopped.module_at(pc).map(|m| m.path.clone()),
+        }),
+    ))
+}
+
+type Slice<'a> = EndianSlice<'a, LittleEndian>;
+
+/// The CFI row of one PC: its CFA rule and register rules.
+struct Rules {
+    cfa: CfaRule<usize>,
+    registers: Vec<(u16, RegisterRule<usize>)>,
+}
+
+impl Rules {
+    /// The row for file address `at`, from `.eh_frame` or `.debug_frame`.
+    fn find(file: &object::File<'_>, at: u64) -> Result<Option<Rules>, Error> {
+        let text = file.section_by_name(".text").map_or(0, |s| s.address());
+        let mut ctx = gimli::UnwindContext::new();
+        if let Some(section) = file.section_by_name(".eh_frame") {
+            let data = section.data().map_err(|e| Error::Object {
+                what: format!(".eh_frame: {e}"),
+            })?;
+            let eh = gimli::EhFrame::new(data, LittleEndian);
+            let bases = gimli::BaseAddresses::default()
+                .set_eh_frame(section.address())
+                .set_text(text);
+            if let Ok(row) =
+                eh.unwind_info_for_address(&bases, &mut ctx, at, gimli::EhFrame::cie_from_offset)
+            {
+                return Ok(Some(Rules::of(row)));
+            }
+        }
+        if let Some(section) = file.section_by_name(".debug_frame") {
+            let data = section.data().map_err(|e| Error::Object {
+                what: format!(".debug_frame: {e}"),
+            })?;
+            let mut debug: gimli::DebugFrame<Slice<'_>> =
+                gimli::DebugFrame::new(data, LittleEndian);
+            debug.set_address_size(8);
+            let bases = gimli::BaseAddresses::default();
+            if let Ok(row) = debug.unwind_info_for_address(
+                &bases,
+                &mut ctx,
+                at,
+                gimli::DebugFrame::cie_from_offset,
+            ) {
+                return Ok(Some(Rules::of(row)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn of(row: &gimli::UnwindTableRow<usize>) -> Rules {
+        Rules {
+            cfa: row.cfa().clone(),
+            registers: row
+                .registers()
+                .map(|(r, rule)| (r.0, rule.clone()))
+                .collect(),
+        }
+    }
+}
