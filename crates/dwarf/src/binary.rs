@@ -606,9 +606,9 @@ pub struct LocationExpression {
     pub encoding: Encoding,
 }
 
-type R<'a> = EndianSlice<'a, LittleEndian>;
+pub(crate) type R<'a> = EndianSlice<'a, LittleEndian>;
 
-fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, Error> {
+pub(crate) fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, Error> {
     let file = object::File::parse(data).map_err(|e| Error::Object {
         what: e.to_string(),
     })?;
@@ -706,7 +706,7 @@ fn check_not_skeleton(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) ->
     })
 }
 
-fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
+pub(crate) fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
     let e = unit.encoding();
     Encoding {
         address_size: e.address_size,

@@ -120,6 +120,8 @@ pub mod access;
 #[cfg(feature = "binary")]
 pub mod binary;
 #[cfg(feature = "binary")]
+pub mod callsite;
+#[cfg(feature = "binary")]
 pub mod corefile;
 mod error;
 pub mod eval;

@@ -87,8 +87,28 @@ impl Loaded {
         }
     }
 
-    fn snapshot(&self, frame: &Frame) -> Snapshot {
-        self.stopped.snapshot(frame.registers.clone(), frame.cfa)
+    /// The snapshot of frame `index` of `frames`: its registers and CFA, the memory, and
+    /// the registers at its function's entry that its caller's call-site parameters give
+    /// (when the caller is in the binary too).
+    fn snapshot(&self, frames: &[Frame], index: usize) -> Snapshot {
+        let Some(frame) = frames.get(index) else {
+            return self.stopped.snapshot(Default::default(), None);
+        };
+        let mut snap = self.stopped.snapshot(frame.registers.clone(), frame.cfa);
+        if let Some(caller) = frames.get(index + 1) {
+            if caller.module.as_deref() == Some(self.placed.path.as_str()) {
+                let at_caller = self.stopped.snapshot(caller.registers.clone(), caller.cfa);
+                if let Ok(entry) = locus_dwarf::callsite::entry_registers(
+                    &self.data,
+                    caller.pc,
+                    self.placed.load_bias,
+                    &at_caller,
+                ) {
+                    snap.entry_registers = entry;
+                }
+            }
+        }
+        snap
     }
 }
 
@@ -141,7 +161,10 @@ pub fn vars(
                     if let Some(name) = vars.last().map(|v| v.function.clone()) {
                         item["function"] = json!(name);
                     }
-                    item["variables"] = json!(variables_json(&vars, Some(&loaded.snapshot(&f))));
+                    item["variables"] = json!(variables_json(
+                        &vars,
+                        Some(&loaded.snapshot(&frames, frame))
+                    ));
                 } else {
                     item["variables"] = json!([]);
                     item["note"] = json!(format!(
@@ -180,10 +203,10 @@ pub fn snapshot(
 ) -> Result<Json, Failure> {
     let loaded = load(input, binary, source)?;
     let t = loaded.stopped.thread(thread).map_err(fail)?;
-    let (f, _) = loaded
+    let (f, frames) = loaded
         .frame(t, frame)
         .map_err(|e| fail(format!("thread {thread}: {e}")))?;
-    let snap = loaded.snapshot(&f);
+    let snap = loaded.snapshot(&frames, frame);
     let arch = loaded.stopped.arch;
     let names = snap
         .registers
