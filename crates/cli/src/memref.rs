@@ -157,6 +157,13 @@ fn runner_format(value: Scalar) -> String {
     }
 }
 
+/// The file a path names (device and inode), if it exists: the same file under two names
+/// is one file.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// The memref sizes of an array of `shape` for elements of `elem`: the shape itself, or
 /// for vector elements the shape without its last dimension, which must be the lanes.
 fn memref_sizes(shape: &[i64], elem: ElemType) -> Result<Vec<i64>, String> {
@@ -415,13 +422,22 @@ fn call(
                     _ => (PathBuf::from(text), None),
                 };
                 // A regular file is mapped, not read (shared with --inout, so the kernel
-                // writes the file), unless its data needs reordering.
-                let mapped = if path == Path::new("-") {
+                // writes the file), unless its data needs reordering or realigning, or the
+                // same file is given twice (each gets a buffer of its own, as before).
+                let id = file_id(&path);
+                let repeated = id.is_some()
+                    && args
+                        .iter()
+                        .filter(|a| file_id(Path::new(slice::split_argument(a).0)) == id)
+                        .count()
+                        > 1;
+                let mapped = if path == Path::new("-") || repeated {
                     None
                 } else {
                     // SAFETY: the user names the file for this call; nothing else is
-                    // expected to write it meanwhile.
-                    unsafe { MappedNpy::open(&path, inout) }
+                    // expected to write it meanwhile (results are written to new files,
+                    // renamed over the old ones).
+                    unsafe { MappedNpy::open(&path, inout, m.elem.align()) }
                         .map_err(|e| fail(format!("{what}: {e}")))?
                 };
                 let array = match mapped {

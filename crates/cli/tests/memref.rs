@@ -1440,3 +1440,81 @@ fn sliced_arguments_from_the_shell() {
     );
     bad(format!("{a}[0]"), "rank 1 (shape [3]) does not match");
 }
+
+/// Mapped inputs are never truncated under the kernel: an --out naming the input itself
+/// (a result that is the argument) is written to a new file renamed over the old one; the
+/// same file given twice gets two buffers, as before mapping; a file whose data is not
+/// aligned for its elements is read instead of mapped.
+#[test]
+fn mapped_inputs_survive_outputs_naming_them() {
+    let t = TempDir::new("memref-mapped");
+    let a = write_f32(&t.0, "a.npy", &[4], &[1.0, 2.0, 3.0, 4.0], false);
+    let tail = t.path("tail.npy");
+    ok(&locus(&[
+        "call",
+        &lib("aliasing"),
+        "arg_and_tail",
+        "--sig-from",
+        path_str(&fixture("aliasing.mlir")),
+        "--arg",
+        &a,
+        "--out",
+        &a,
+        "--out",
+        path_str(&tail),
+    ]));
+    assert_eq!(read_f32(&a), (vec![4], vec![1.0, 2.0, 3.0, 4.0]));
+    assert_eq!(read_f32(path_str(&tail)).1, [2.0, 3.0, 4.0]);
+    // The same file twice, through two spellings of its path: read into two buffers (not
+    // two shared mappings of one file), and the call works.
+    let other_name = format!("{}/./a.npy", path_str(&t.0));
+    let out = write_f32(&t.0, "c.npy", &[4], &[0.0; 4], false);
+    ok(&locus(&[
+        "call",
+        &lib("elementwise"),
+        "add",
+        "--sig",
+        "(memref<?xf32>, memref<?xf32>, memref<?xf32>) -> ()",
+        "--arg",
+        &a,
+        "--arg",
+        &other_name,
+        "--arg",
+        &out,
+        "--inout",
+    ]));
+    assert_eq!(read_f32(&out).1, [2.0, 4.0, 6.0, 8.0]);
+    // Data at byte 68 (a valid header, unaligned for f64): read, not refused.
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    let mut dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }".to_string();
+    while 10 + dict.len() + 1 < 68 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    header.extend((dict.len() as u16).to_le_bytes());
+    header.extend(dict.as_bytes());
+    for x in [1.5f64, -2.0] {
+        header.extend(x.to_le_bytes());
+    }
+    let odd = t.path("odd.npy");
+    std::fs::write(&odd, &header).unwrap();
+    ok(&locus(&[
+        "call",
+        &lib("elementwise"),
+        "axpi",
+        "--sig",
+        "(memref<?xf64>, f64) -> ()",
+        "--arg",
+        path_str(&odd),
+        "--arg",
+        "2",
+        "--inout",
+    ]));
+    let back = NpyArray::parse(&std::fs::read(&odd).unwrap()).unwrap();
+    let got: Vec<f64> = back
+        .bytes()
+        .chunks(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [3.0, -3.0]);
+}

@@ -268,12 +268,13 @@ impl Scalar {
     pub fn parse(elem: ElemType, text: &str) -> Option<Scalar> {
         let t = text.trim();
         if Format::of(elem).is_some() {
-            let small = match t.strip_prefix("0x") {
-                Some(hex) => {
+            let small = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                Some(hex) if !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) => {
                     let bits = u16::from_str_radix(hex, 16).ok()?;
                     (u32::from(bits) < 1 << (8 * elem.size())).then_some(())?;
                     SmallFloat::from_bits(elem, bits)?
                 }
+                Some(_) => return None,
                 None => SmallFloat::from_f64(elem, t.parse().ok()?)?,
             };
             return Some(Scalar::Small(small));

@@ -129,7 +129,12 @@ impl Format {
     /// `x` rounded to the nearest value of the format (ties to even).
     pub fn encode(self, x: f64) -> u16 {
         if x.is_nan() {
-            return self.nan();
+            // The sign is kept where the format has a signed NaN.
+            return match self.specials {
+                Specials::FiniteUnsignedZero => self.nan(),
+                _ if x.is_sign_negative() => self.sign_bit() | self.nan(),
+                _ => self.nan(),
+            };
         }
         let sign = if x.is_sign_negative() {
             self.sign_bit()

@@ -23,7 +23,7 @@ pub struct MappedNpy {
 impl MappedNpy {
     /// Maps the `.npy` file at `path`, writable back to the file if `shared`. `Ok(None)`
     /// when the file cannot be used in place (Fortran order, the other byte order, not a
-    /// regular file, empty): read it instead.
+    /// regular file, empty, data not aligned to `align` bytes): read it instead.
     ///
     /// # Errors
     ///
@@ -34,7 +34,11 @@ impl MappedNpy {
     ///
     /// While the mapping lives, nothing else may truncate or write the file: the data is
     /// handed out as a Rust slice.
-    pub unsafe fn open(path: &Path, shared: bool) -> Result<Option<MappedNpy>, MemRefError> {
+    pub unsafe fn open(
+        path: &Path,
+        shared: bool,
+        align: usize,
+    ) -> Result<Option<MappedNpy>, MemRefError> {
         let io = |e: std::io::Error| MemRefError::Io {
             path: path.display().to_string(),
             message: e.to_string(),
@@ -86,7 +90,8 @@ impl MappedNpy {
         // SAFETY: the mapping's `len` bytes, alive while `mapped` is (dropped on error).
         let bytes = unsafe { std::slice::from_raw_parts(mapped.base, len) };
         let header = NpyHeader::parse(bytes)?;
-        if header.fortran_order || header.big_endian != cfg!(target_endian = "big") {
+        let misaligned = !(mapped.base as usize + header.data_offset).is_multiple_of(align.max(1));
+        if header.fortran_order || header.big_endian != cfg!(target_endian = "big") || misaligned {
             return Ok(None);
         }
         let Some(need) = header.data_len() else {

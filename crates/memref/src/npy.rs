@@ -5,9 +5,11 @@
 //! are written little-endian), and the narrow floats by the names numpy's
 //! `ml_dtypes` gives them: `bfloat16`, `float8_e5m2`, `float8_e4m3`,
 //! `float8_e4m3fn`, `float8_e5m2fnuz`, `float8_e4m3fnuz`, `float8_e4m3b11fnuz`.
-//! C or Fortran order. Data is kept in an 8-byte-aligned buffer in **C
+//! C or Fortran order. Data is kept in a 64-byte-aligned buffer in **C
 //! order**: a Fortran-order file is reordered on reading, so it can be passed
 //! to an identity-layout kernel.
+
+use std::io::Write;
 
 use crate::signature::ElemType;
 use crate::MemRefError;
@@ -416,10 +418,8 @@ impl NpyArray {
 
     /// Writes a `.npy` file.
     pub fn write(&self, path: &std::path::Path) -> Result<(), MemRefError> {
-        std::fs::write(path, self.to_npy()).map_err(|e| MemRefError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })
+        let bytes = self.to_npy();
+        replace_file(path, |w| w.write_all(&bytes))
     }
 }
 
@@ -575,7 +575,6 @@ pub fn write_npy(
     shape: &[usize],
     data: &[u8],
 ) -> Result<(), MemRefError> {
-    use std::io::Write;
     let want = element_count(shape).and_then(|c| c.checked_mul(dtype.size()));
     if want != Some(data.len()) {
         return err(format!(
@@ -584,15 +583,42 @@ pub fn write_npy(
             dtype.descr()
         ));
     }
+    replace_file(path, |w| {
+        w.write_all(&NpyHeader::encode(dtype, shape, false))?;
+        w.write_all(data)
+    })
+}
+
+/// Writes a file through `write`, replacing `path` only once it is complete: the bytes go
+/// to a new file beside it, renamed over it at the end. The old file (which may be mapped
+/// as an argument, or be the very data being written) is never truncated under its
+/// readers, and a failed write leaves it as it was.
+fn replace_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), MemRefError> {
     let io = |e: std::io::Error| MemRefError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     };
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    file.write_all(&NpyHeader::encode(dtype, shape, false))
-        .map_err(io)?;
-    file.write_all(data).map_err(io)?;
-    file.flush().map_err(io)
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(
+        ".{}.locus-{}.tmp",
+        name.unwrap_or_default(),
+        std::process::id()
+    ));
+    let written = std::fs::File::create(&temp).and_then(|f| {
+        let mut w = std::io::BufWriter::new(f);
+        write(&mut w)?;
+        w.flush()
+    });
+    match written.and_then(|()| std::fs::rename(&temp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(io(e))
+        }
+    }
 }
 
 /// `data` with the byte order of every `unit`-byte word reversed.

@@ -55,8 +55,9 @@ pub enum ElemType {
     /// `index` (64-bit on the targets Locus supports).
     Index,
     /// `vector<LANESxT>` as a memref element: one-dimensional, `T` one of the
-    /// [`VECTOR_LANE_TYPES`], and `LANES * size(T)` a power of two, so the vector has no
-    /// padding in memory (an `.npy` array gets one more dimension, of `lanes`).
+    /// [`VECTOR_LANE_TYPES`], and `LANES * size(T)` a power of two up to
+    /// [`MAX_VECTOR_BYTES`], so the vector has no padding in memory (an `.npy` array gets
+    /// one more dimension, of `lanes`).
     Vector {
         /// The number of lanes.
         lanes: u16,
@@ -64,6 +65,9 @@ pub enum ElemType {
         of: &'static ElemType,
     },
 }
+
+/// The largest vector element, in bytes (see [`ElemType::vector`]).
+pub const MAX_VECTOR_BYTES: usize = 64;
 
 /// The lane types of [`ElemType::Vector`].
 pub static VECTOR_LANE_TYPES: [ElemType; 8] = [
@@ -82,7 +86,10 @@ impl ElemType {
     pub fn vector(lanes: u16, of: ElemType) -> Option<ElemType> {
         let of = VECTOR_LANE_TYPES.iter().find(|t| **t == of)?;
         let bytes = usize::from(lanes) * of.size();
-        (lanes > 0 && bytes.is_power_of_two()).then_some(ElemType::Vector { lanes, of })
+        // At most 64 bytes: the alignment Locus's buffers guarantee (a larger vector is
+        // aligned to its size).
+        (lanes > 0 && bytes.is_power_of_two() && bytes <= MAX_VECTOR_BYTES)
+            .then_some(ElemType::Vector { lanes, of })
     }
 
     /// The scalar type of the element and how many of it make one element: the lanes of
@@ -400,7 +407,8 @@ impl<'a> Parser<'a> {
                     self.pos = start;
                     return self.err(format!(
                         "unsupported vector `vector<{spec}>` (one dimension of f16, bf16, \
-                         f32, f64 or i8 to i64, whose size in bytes is a power of two)"
+                         f32, f64 or i8 to i64, whose size in bytes is a power of two up \
+                         to 64)"
                     ));
                 }
             }

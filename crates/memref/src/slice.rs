@@ -180,7 +180,14 @@ impl Slicing {
                 .and_then(|d| offset.checked_add(d))
                 .ok_or(overflow(dim))?;
             new_sizes.push(len);
-            new_strides.push(stride.checked_mul(step).ok_or(overflow(dim))?);
+            // A dimension of one element (or none) is never stepped through: its stride
+            // does not matter, and a huge step must not overflow it.
+            let new_stride = if len <= 1 {
+                stride
+            } else {
+                stride.checked_mul(step).ok_or(overflow(dim))?
+            };
+            new_strides.push(new_stride);
         }
         if self.transpose {
             new_sizes.reverse();
@@ -201,17 +208,19 @@ fn range(start: Option<i64>, stop: Option<i64>, step: i64, size: i64) -> (i64, i
     };
     let first = start.map_or(if step > 0 { 0 } else { size - 1 }, clamp);
     let end = stop.map_or(if step > 0 { size } else { -1 }, clamp);
-    let len = if step > 0 {
-        if end > first {
-            (end - first - 1) / step + 1
-        } else {
-            0
-        }
-    } else if first > end {
-        (first - end - 1) / (-step) + 1
+    // In i128: the distance and the step's magnitude fit (|step| may be 2^63).
+    let (distance, stride) = if step > 0 {
+        (i128::from(end) - i128::from(first), i128::from(step))
+    } else {
+        (i128::from(first) - i128::from(end), -i128::from(step))
+    };
+    let len = if distance > 0 {
+        (distance - 1) / stride + 1
     } else {
         0
     };
+    // At most `size` elements, which is an i64.
+    let len = i64::try_from(len).unwrap_or(size);
     (if len == 0 { 0 } else { first }, len)
 }
 
@@ -241,6 +250,12 @@ mod tests {
             (0..10).rev().collect::<Vec<_>>()
         );
         assert_eq!(taken(None, None, 1, 0), Vec::<i64>::new());
+        // Steps of any size, i64::MIN included (numpy: one element, the first).
+        assert_eq!(taken(None, None, i64::MIN, 10), [9]);
+        assert_eq!(taken(None, None, i64::MAX, 10), [0]);
+        let one = Slicing::parse(&format!("[::{}]", i64::MIN)).ok();
+        let applied = one.and_then(|s| s.apply(0, &[10], &[1]).ok());
+        assert_eq!(applied, Some((9, vec![1], vec![1])));
     }
 
     #[test]

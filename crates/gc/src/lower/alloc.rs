@@ -130,7 +130,16 @@ pub fn expand_alloc_memory<'m>(b: &Builder<'m>, inst: Instruction<'m>) -> Result
             (object, derived, data.as_value())
         }
     };
-    if zeroinit.const_uint() == Some(1) && constant != Some(0) {
+    let Some(zero) = zeroinit.const_uint() else {
+        return Err(crate::Error::Lower {
+            function: inst.function().map(|f| f.name()).unwrap_or_default(),
+            instruction: Some(inst.print().trim().to_string()),
+            message: "julia.gc_alloc_memory needs a constant zeroinit flag (Julia's pass \
+                      requires one too)"
+                .into(),
+        });
+    };
+    if zero == 1 && constant != Some(0) {
         memset(b, data, nbytes)?;
     }
     let field = byte_gep(b, derived, b.const_int(i64t, MEMORY_LENGTH_OFFSET)?)?;

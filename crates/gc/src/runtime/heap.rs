@@ -331,7 +331,7 @@ impl Heap {
             paged: paged.is_some(),
         };
         self.next_serial += 1;
-        // SAFETY: the block is at least 32 bytes, 16-byte aligned and ours.
+        // A tagged object's last header word is its type tag.
         let header = ObjectHeader {
             nbytes: tag.unwrap_or(nbytes as u64),
             ..record.header()

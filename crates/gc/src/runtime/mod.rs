@@ -404,7 +404,13 @@ impl Runtime {
 
     /// The address of the chain head slot, what `locus_gc_get_pgcstack` returns.
     pub fn pgcstack(&self) -> *mut *mut GcFrame {
-        self.task[TASK_GCSTACK_WORD].as_ptr().cast()
+        // Derived from the whole block, so code that finds the task (and its other words)
+        // from the chain head reads memory this pointer may reach.
+        self.task
+            .as_ptr()
+            .wrapping_add(TASK_GCSTACK_WORD)
+            .cast::<*mut GcFrame>()
+            .cast_mut()
     }
 
     /// The frame the chain head points to.
