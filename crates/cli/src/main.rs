@@ -6,6 +6,7 @@
 mod dwarf;
 mod gc;
 mod input;
+mod jit;
 mod memref;
 mod readobj;
 mod sme;
@@ -55,6 +56,9 @@ enum Command {
     /// AArch64 SME: where calls switch streaming mode or save ZA, and what breaks the rules.
     #[command(subcommand)]
     Sme(sme::Command),
+    /// JIT: compile LLVM IR in process, keeping its stack maps, and run it.
+    #[command(subcommand)]
+    Jit(jit::Command),
     /// A walk through every contract Locus implements, on embedded samples.
     Tour(tour::Args),
 }
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
         Command::Dwarf(command) => dwarf::run_command(&command, &input, &mut out),
         Command::Memref(command) => memref::run_command(&command, &input, &mut out),
         Command::Sme(command) => sme::run_command(&command, &input, &mut out),
+        Command::Jit(command) => jit::run_command(&command, &input, &mut out),
         Command::Tour(args) => tour::run(&args, &mut out),
     };
     let _ = out.flush();
