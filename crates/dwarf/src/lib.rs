@@ -52,6 +52,43 @@
 //!   writing an object through any location description at bit granularity,
 //!   with undefined bits reported, through a caller-supplied [`Target`].
 //!
+//! # Real targets (feature `binary`)
+//!
+//! * `binary`: the variables in scope at a PC of an ELF file's DWARF (gimli
+//!   reads it), evaluated against a `binary::Snapshot` of registers and memory.
+//!   Files it cannot read are refused with one message, never an empty list:
+//!   no `.debug_info` (stripped, or built without `-g`), split-DWARF skeletons
+//!   (`-gsplit-dwarf`: the `.dwo` is named, not read), compressed debug
+//!   sections (`-gz`: `objcopy --decompress-debug-sections` first), big-endian
+//!   objects.
+//! * `stopped`: a stopped target (threads' registers by DWARF number, mapped
+//!   files, memory) and where a file was loaded in it (its load bias);
+//!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,
+//!   `NT_FILE`, `NT_AUXV`, `PT_LOAD`; x86-64 and AArch64), the CLI's
+//!   `--pid` from a process through ptrace.
+//! * `unwind`: frames beyond the innermost from each mapped file's
+//!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
+//!   registers); `callsite`: registers at function entry from the caller's
+//!   `DW_TAG_call_site_parameter`s, for `DW_OP_entry_value`.
+//!
+//! A snapshot as JSON (what `locus dwarf snapshot` writes and
+//! `locus dwarf vars --snapshot` / `eval --context` read): numbers are JSON
+//! numbers or `"0x…"` strings, bytes are hex in target (little-endian) order.
+//!
+//! ```json
+//! {"address_size": 8,
+//!  "registers": {"rsp": {"number": 7, "value": "f0d1ffffff7f0000"}},
+//!  "memory": [{"space": 0, "address": "0x7fffffffd1f0", "bytes": "2a000000"}],
+//!  "cfa": "0x7fffffffd200", "frame_base": N, "lane": N, "object_address": N,
+//!  "entry_registers": {"rdi": {"number": 5, "value": "0300000000000000"}},
+//!  "pc": "0x55555555520f", "load_bias": "0x555555554000",
+//!  "thread": 1, "tid": 4242, "frame": 3, "module": "/path/to/binary"}
+//! ```
+//!
+//! Only `registers` and `memory` are needed; `pc` and `load_bias` stand in
+//! for `vars --pc`/`--load-bias`; `thread`, `tid`, `frame` and `module` say
+//! where the snapshot was taken.
+//!
 //! # Example
 //!
 //! The spec's "Source Language Variable Spread Across Multiple Kinds of

@@ -9,7 +9,9 @@
 //!  "entry_registers": {"NAME": {"number": N, "value": "HEX"}}}
 //! ```
 //! Numbers may also be strings, decimal or `0x` hex. Bytes are in target
-//! (little-endian) order.
+//! (little-endian) order. `locus dwarf snapshot` adds "pc", "load_bias" (which
+//! `vars --snapshot` uses when `--pc`/`--load-bias` are not given), "thread",
+//! "tid", "frame" and "module"; other keys are ignored.
 
 use std::collections::BTreeMap;
 
