@@ -1383,7 +1383,8 @@ fn vars_on_a_live_process_match_gdb() {
 }
 
 /// What `vars` cannot read is refused in one line with exit status 1, never an empty list:
-/// a stripped binary, one built without -g, split DWARF, -gz sections, a big-endian object.
+/// a stripped binary, one built without -g, split DWARF whose .dwo is gone, -gz sections, a
+/// big-endian object. Split DWARF with its .dwo is read.
 #[test]
 fn unreadable_binaries_are_refused() {
     let dir = TempDir::new("dwarf-refuse");
@@ -1396,13 +1397,26 @@ fn unreadable_binaries_are_refused() {
         .status()
         .unwrap()
         .success());
+    // Split DWARF is read from the .dwo the skeleton names: the same variables and
+    // expressions as without -gsplit-dwarf. Without its .dwo it is refused, naming it.
+    let split = clang(&dir, "split", small, &["-g", "-O2", "-gsplit-dwarf"]);
+    let listed = |exe: &Path| -> Vec<Value> {
+        let doc = locus_json(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", "f+1"]);
+        doc["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| json!([v["name"], v["kind"], v["expression"]]))
+            .collect()
+    };
+    let in_plain = listed(&plain);
+    assert!(!in_plain.is_empty());
+    assert_eq!(listed(&split), in_plain);
+    std::fs::remove_file(dir.path("split-split.dwo")).unwrap();
     let cases = [
         (stripped, "no .debug_info"),
         (clang(&dir, "nodebug", small, &["-O2"]), "no .debug_info"),
-        (
-            clang(&dir, "split", small, &["-g", "-O2", "-gsplit-dwarf"]),
-            "split DWARF",
-        ),
+        (split, "split-split.dwo"),
         (
             clang(&dir, "gz", small, &["-g", "-O2", "-gz"]),
             "compressed",

@@ -679,8 +679,8 @@ fn section_bytes<'d>(section: &object::Section<'d, '_>) -> Result<&'d [u8], Erro
     })
 }
 
-/// Refuses a split-DWARF skeleton unit (`-gsplit-dwarf`): its variables are
-/// in a `.dwo`/`.dwp` file this crate does not read.
+/// Refuses a split-DWARF skeleton unit (`-gsplit-dwarf`) where its `.dwo` is
+/// not followed ([`location_expressions`]).
 fn check_not_skeleton(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<(), Error> {
     if unit.dwo_id.is_none() {
         return Ok(());
@@ -780,21 +780,104 @@ pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
         let unit = dwarf.unit(header)?;
-        check_not_skeleton(&dwarf, &unit)?;
-        let mut tree = unit.entries_tree(None)?;
-        let root = tree.root()?;
-        let base_types = base_types(&unit)?;
-        let mut scan = Scan {
-            dwarf: &dwarf,
-            unit: &unit,
-            pc,
-            load_bias,
-            out: &mut out,
-            base_types,
-        };
-        scan.children(root, None, "", 0)?;
+        if unit.dwo_id.is_some() {
+            scan_dwo(&dwarf, &unit, pc, load_bias, &mut out)?;
+            continue;
+        }
+        scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
     }
     Ok(out)
+}
+
+/// Adds the variables in scope at `pc` (file address) of one unit to `out`.
+fn scan_unit(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    pc: u64,
+    load_bias: u64,
+    out: &mut Vec<Variable>,
+) -> Result<(), Error> {
+    let mut tree = unit.entries_tree(None)?;
+    let root = tree.root()?;
+    let base_types = base_types(unit)?;
+    let mut scan = Scan {
+        dwarf,
+        unit,
+        pc,
+        load_bias,
+        out,
+        base_types,
+    };
+    scan.children(root, None, "", 0)
+}
+
+/// A split-DWARF skeleton unit (`-gsplit-dwarf`): the unit of the same DWO id in the
+/// `.dwo` file its `DW_AT_dwo_name` names (relative to `DW_AT_comp_dir`), read with the
+/// skeleton's `.debug_addr` and bases. A `.dwo` that cannot be read is an error naming it
+/// (`.dwp` packages are not looked for).
+fn scan_dwo(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    skeleton: &gimli::Unit<R<'_>>,
+    pc: u64,
+    load_bias: u64,
+    out: &mut Vec<Variable>,
+) -> Result<(), Error> {
+    let path = dwo_path(dwarf, skeleton)?;
+    let fail = |what: String| Error::Object {
+        what: format!(
+            "split DWARF (-gsplit-dwarf): the unit at .debug_info offset {:#x} is a skeleton \
+             whose variables are in {path}: {what} (.dwp packages are not read)",
+            skeleton
+                .header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0)
+        ),
+    };
+    let data = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
+    let file = object::File::parse(&*data).map_err(|e| fail(e.to_string()))?;
+    let mut dwo = gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
+        let bytes = match id.dwo_name().and_then(|n| file.section_by_name(n)) {
+            Some(s) => section_bytes(&s)?,
+            None => &[],
+        };
+        Ok(EndianSlice::new(bytes, LittleEndian))
+    })?;
+    dwo.make_dwo(dwarf);
+    let mut units = dwo.units();
+    while let Some(header) = units.next()? {
+        let mut unit = dwo.unit(header)?;
+        if unit.dwo_id != skeleton.dwo_id {
+            continue;
+        }
+        unit.copy_relocated_attributes(skeleton);
+        return scan_unit(&dwo, &unit, pc, load_bias, out);
+    }
+    Err(fail("no unit with the skeleton's DWO id".to_owned()))
+}
+
+/// Where a skeleton unit's `.dwo` is: `DW_AT_dwo_name` (`DW_AT_GNU_dwo_name`), under
+/// `DW_AT_comp_dir` when relative.
+fn dwo_path(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<String, Error> {
+    let mut entries = unit.entries();
+    let mut name = None;
+    if let Some((_, root)) = entries.next_dfs()? {
+        for at in [gimli::DW_AT_dwo_name, gimli::DW_AT_GNU_dwo_name] {
+            if let Some(v) = root.attr_value(at)? {
+                name = Some(dwarf.attr_string(unit, v)?.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let name = name.ok_or_else(|| Error::Object {
+        what: "split DWARF: a skeleton unit without DW_AT_dwo_name".to_owned(),
+    })?;
+    if name.starts_with('/') {
+        return Ok(name);
+    }
+    Ok(match &unit.comp_dir {
+        Some(dir) => format!("{}/{name}", dir.to_string_lossy()),
+        None => name,
+    })
 }
 
 struct Scan<'s, 'a> {

@@ -166,8 +166,8 @@ pub enum Command {
     /// Write the snapshot (SNAP.json) of one frame of a core file or a process, which
     /// `vars --snapshot` and `eval --context` read: {"address_size", "registers": {NAME:
     /// {"number": DWARF number, "value": little-endian hex}}, "memory": [{"space",
-    /// "address", "bytes": hex}], "cfa", "pc", "load_bias", "thread", "tid", "frame",
-    /// "module"}. Numbers may be JSON numbers or "0x" strings.
+    /// "address", "bytes": hex}], "cfa", "entry_registers" (as "registers", from the
+    /// caller's call sites), "pc", "load_bias", "thread", "tid", "frame", "module"}. Numbers may be JSON numbers or "0x" strings.
     Snapshot {
         /// The executable or shared library whose load bias is recorded.
         binary: PathBuf,
