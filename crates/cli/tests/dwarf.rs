@@ -1383,8 +1383,8 @@ fn vars_on_a_live_process_match_gdb() {
 }
 
 /// What `vars` cannot read is refused in one line with exit status 1, never an empty list:
-/// a stripped binary, one built without -g, split DWARF whose .dwo is gone, -gz sections, a
-/// big-endian object. Split DWARF with its .dwo is read.
+/// a stripped binary, one built without -g, split DWARF whose .dwo is gone, a big-endian
+/// object. Split DWARF with its .dwo and compressed sections (zlib, zstd, .zdebug) are read.
 #[test]
 fn unreadable_binaries_are_refused() {
     let dir = TempDir::new("dwarf-refuse");
@@ -1412,15 +1412,27 @@ fn unreadable_binaries_are_refused() {
     let in_plain = listed(&plain);
     assert!(!in_plain.is_empty());
     assert_eq!(listed(&split), in_plain);
+    // Compressed debug sections (-gz: zlib; -gz=zstd) are decompressed.
+    for gz in ["-gz", "-gz=zstd"] {
+        let name = format!("gz{}", gz.len());
+        let exe = clang(&dir, &name, small, &["-g", "-O2", gz]);
+        assert_eq!(listed(&exe), in_plain, "{gz}");
+    }
+    // GNU's older .zdebug_* sections too.
+    let zgnu = dir.path("zgnu");
+    let objcopy = std::process::Command::new("objcopy")
+        .arg("--compress-debug-sections=zlib-gnu")
+        .arg(&plain)
+        .arg(&zgnu)
+        .status()
+        .unwrap();
+    assert!(objcopy.success());
+    assert_eq!(listed(&zgnu), in_plain, "zlib-gnu");
     std::fs::remove_file(dir.path("split-split.dwo")).unwrap();
     let cases = [
         (stripped, "no .debug_info"),
         (clang(&dir, "nodebug", small, &["-O2"]), "no .debug_info"),
         (split, "split-split.dwo"),
-        (
-            clang(&dir, "gz", small, &["-g", "-O2", "-gz"]),
-            "compressed",
-        ),
         (
             clang(
                 &dir,

@@ -608,40 +608,77 @@ pub struct LocationExpression {
 
 pub(crate) type R<'a> = EndianSlice<'a, LittleEndian>;
 
-pub(crate) fn load(data: &[u8]) -> Result<gimli::Dwarf<R<'_>>, Error> {
-    let file = object::File::parse(data).map_err(|e| Error::Object {
-        what: e.to_string(),
-    })?;
-    if !file.is_little_endian() {
-        return Err(Error::Object {
-            what: format!(
-                "a big-endian object ({:?}): only little-endian targets are supported",
-                file.architecture()
-            ),
-        });
+/// The DWARF sections of an object, decompressed (`SHF_COMPRESSED`: zlib or
+/// zstd, as `-gz` writes them) where they are compressed, by name; the
+/// [`gimli::Dwarf`] of [`Sections::dwarf`] borrows from them.
+pub(crate) struct Sections<'d> {
+    by_name: BTreeMap<String, alloc::borrow::Cow<'d, [u8]>>,
+}
+
+impl<'d> Sections<'d> {
+    /// Reads the `.debug_*` sections of `data`. Refused: big-endian objects,
+    /// objects without `.debug_info` (unless `split`: a `.dwo`, whose
+    /// sections end in `.dwo`).
+    pub(crate) fn read(data: &'d [u8], split: bool) -> Result<Sections<'d>, Error> {
+        let file = object::File::parse(data).map_err(|e| Error::Object {
+            what: e.to_string(),
+        })?;
+        if !file.is_little_endian() {
+            return Err(Error::Object {
+                what: format!(
+                    "a big-endian object ({:?}): only little-endian targets are supported",
+                    file.architecture()
+                ),
+            });
+        }
+        if !split {
+            check_debug_info(&file)?;
+        }
+        let mut by_name = BTreeMap::new();
+        for section in file.sections() {
+            let Ok(name) = section.name() else { continue };
+            // `.zdebug_*`: GNU's older compressed sections, decompressed alike.
+            let name = match name.strip_prefix(".zdebug_") {
+                Some(rest) => format!(".debug_{rest}"),
+                None if name.starts_with(".debug_") => name.to_owned(),
+                None => continue,
+            };
+            let bytes = section.uncompressed_data().map_err(|e| Error::Object {
+                what: format!(
+                    "section {name} (file offset {:#x}): cannot decompress: {e}",
+                    section.file_range().map_or(0, |r| r.0)
+                ),
+            })?;
+            by_name.insert(name, bytes);
+        }
+        Ok(Sections { by_name })
     }
-    check_debug_info(&file)?;
-    let dwarf = gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
-        let bytes = match file.section_by_name(id.name()) {
-            Some(s) => section_bytes(&s)?,
-            None => &[],
-        };
-        Ok(EndianSlice::new(bytes, LittleEndian))
-    })?;
-    Ok(dwarf)
+
+    /// The DWARF over these sections (`.dwo` names when `split`).
+    pub(crate) fn dwarf(&self, split: bool) -> Result<gimli::Dwarf<R<'_>>, Error> {
+        gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
+            let name = if split {
+                id.dwo_name()
+            } else {
+                Some(id.name())
+            };
+            let bytes = name
+                .and_then(|n| self.by_name.get(n))
+                .map_or(&[][..], |b| &b[..]);
+            Ok(EndianSlice::new(bytes, LittleEndian))
+        })
+    }
 }
 
 /// Refuses a file without DWARF to read: no `.debug_info` (stripped, or
 /// built without `-g`; `.zdebug_info` is the old compressed spelling).
 fn check_debug_info(file: &object::File<'_>) -> Result<(), Error> {
-    if file.section_by_name(".zdebug_info").is_some() {
-        return Err(Error::Object {
-            what: "the debug sections are compressed the old way (.zdebug_*): not supported; \
-                   `objcopy --decompress-debug-sections` makes them readable"
-                .to_owned(),
-        });
-    }
-    let size = file.section_by_name(".debug_info").map_or(0, |s| s.size());
+    let size = [".debug_info", ".zdebug_info"]
+        .iter()
+        .filter_map(|n| file.section_by_name(n))
+        .map(|s| s.size())
+        .max()
+        .unwrap_or(0);
     if size > 0 {
         return Ok(());
     }
@@ -654,28 +691,6 @@ fn check_debug_info(file: &object::File<'_>) -> Result<(), Error> {
     };
     Err(Error::Object {
         what: format!("no DWARF: the file has no .debug_info section ({why})"),
-    })
-}
-
-/// A section's bytes; compressed sections (`SHF_COMPRESSED`, `-gz`) are
-/// refused, naming the section and its file offset.
-fn section_bytes<'d>(section: &object::Section<'d, '_>) -> Result<&'d [u8], Error> {
-    let range = section.compressed_file_range().map_err(|e| Error::Object {
-        what: format!("{}: {e}", section.name().unwrap_or("?")),
-    })?;
-    if range.format != object::CompressionFormat::None {
-        return Err(Error::Object {
-            what: format!(
-                "section {} (file offset {:#x}) is compressed ({:?}, -gz): not supported; \
-                 `objcopy --decompress-debug-sections` makes it readable",
-                section.name().unwrap_or("?"),
-                range.offset,
-                range.format
-            ),
-        });
-    }
-    section.data().map_err(|e| Error::Object {
-        what: format!("{}: {e}", section.name().unwrap_or("?")),
     })
 }
 
@@ -730,7 +745,8 @@ pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, Error> {
 /// Every location expression in the binary: each `DW_AT_location` and
 /// `DW_AT_frame_base` expression and every entry of every location list.
 pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Error> {
-    let dwarf = load(data)?;
+    let sections = Sections::read(data, false)?;
+    let dwarf = sections.dwarf(false)?;
     let mut out = Vec::new();
     let mut units = dwarf.units();
     while let Some(header) = units.next()? {
@@ -774,7 +790,8 @@ pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Erro
 /// the expressions handed out is moved by `load_bias`, so that they name
 /// the running program's memory.
 pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable>, Error> {
-    let dwarf = load(data)?;
+    let sections = Sections::read(data, false)?;
+    let dwarf = sections.dwarf(false)?;
     let pc = pc.wrapping_sub(load_bias);
     let mut out = Vec::new();
     let mut units = dwarf.units();
@@ -835,14 +852,8 @@ fn scan_dwo(
         ),
     };
     let data = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
-    let file = object::File::parse(&*data).map_err(|e| fail(e.to_string()))?;
-    let mut dwo = gimli::Dwarf::load(|id| -> Result<R<'_>, Error> {
-        let bytes = match id.dwo_name().and_then(|n| file.section_by_name(n)) {
-            Some(s) => section_bytes(&s)?,
-            None => &[],
-        };
-        Ok(EndianSlice::new(bytes, LittleEndian))
-    })?;
+    let sections = Sections::read(&data, true).map_err(|e| fail(e.to_string()))?;
+    let mut dwo = sections.dwarf(true)?;
     dwo.make_dwo(dwarf);
     let mut units = dwo.units();
     while let Some(header) = units.next()? {

@@ -38,7 +38,8 @@ pub fn entry_registers(
     load_bias: u64,
     caller: &Snapshot,
 ) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
-    let dwarf = binary::load(data)?;
+    let sections = binary::Sections::read(data, false)?;
+    let dwarf = sections.dwarf(false)?;
     let at = return_pc.wrapping_sub(load_bias);
     let mut out = BTreeMap::new();
     for p in parameters(&dwarf, at)? {

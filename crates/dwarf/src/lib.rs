@@ -57,10 +57,10 @@
 //! * `binary`: the variables in scope at a PC of an ELF file's DWARF (gimli
 //!   reads it), evaluated against a `binary::Snapshot` of registers and memory.
 //!   Split DWARF (`-gsplit-dwarf`) is read from the `.dwo` each skeleton unit
-//!   names. Files it cannot read are refused with one message, never an empty
-//!   list: no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`
-//!   (`.dwp` packages are not looked for), compressed debug sections (`-gz`:
-//!   `objcopy --decompress-debug-sections` first), big-endian objects.
+//!   names, compressed debug sections (`-gz`, zlib or zstd) are decompressed.
+//!   Files it cannot read are refused with one message, never an empty list:
+//!   no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`
+//!   (`.dwp` packages are not looked for), big-endian objects.
 //! * `stopped`: a stopped target (threads' registers by DWARF number, mapped
 //!   files, memory) and where a file was loaded in it (its load bias);
 //!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,
