@@ -1055,6 +1055,61 @@ fn disasm_and_vars_read_back() {
 // Real targets (issue 15 §1): core files, live processes, snapshots, refusals.
 // ---------------------------------------------------------------------------------------------
 
+/// Two threads: `worker` computes a few values and spins; then the main thread aborts.
+const THREADS_C: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+volatile long sink_v;
+volatile int started, stop;
+__attribute__((noinline)) void sink(long x) { sink_v += x; }
+__attribute__((noinline)) void *worker(void *arg) {
+  long id = (long)arg;
+  long sq = id * id + 5;
+  int half = (int)(sq / 2);
+  sink(sq); sink(half);
+  started = 1;
+  while (!stop) ;
+  sink(sq); sink(half); sink(id);
+  return 0;
+}
+int main(void) {
+  pthread_t t;
+  pthread_create(&t, 0, worker, (void *)41);
+  while (!started) ;
+  abort();
+}
+"#;
+
+/// `vars --core` on a core of two threads: every thread's innermost frame by default (the
+/// aborting main thread first, in libc; the worker spinning in `worker`), `--thread 2`
+/// alone; the worker's variables compared with gdb's `thread 2`.
+#[test]
+fn vars_on_every_thread_of_a_core() {
+    let dir = TempDir::new("dwarf-threads");
+    let exe = clang(&dir, "threads", THREADS_C, &["-g", "-O2", "-pthread"]);
+    let core = core_of(&dir, &exe);
+    let (exe_s, core_s) = (exe.to_str().unwrap(), core.to_str().unwrap());
+    let all = locus_json(&["dwarf", "vars", exe_s, "--core", core_s]);
+    let threads = all["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2, "{all}");
+    assert_eq!(threads[0]["signal"], 6);
+    assert!(
+        threads[0]["note"].as_str().unwrap().contains("libc"),
+        "{all}"
+    );
+    assert_eq!(threads[1]["function"], "worker", "{all}");
+    assert_ne!(threads[0]["tid"], threads[1]["tid"]);
+    let one = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--thread", "2"]);
+    assert_eq!(one["threads"].as_array().unwrap().len(), 1);
+    assert_eq!(one["threads"][0], threads[1]);
+    let commands = ["thread 2", "info locals", "info args"];
+    let (compared, matched) =
+        compare_threads_with_gdb(&["-c", core_s], &commands, &exe, &[(0, &threads[1])]);
+    eprintln!("threads: {matched} of {compared} variables match gdb");
+    assert!(compared >= 3, "too few compared: {compared}");
+    assert_eq!(compared, matched);
+}
+
 /// A clang-19 -O2 program whose `inner` (called from `middle`, called from `main`) computes
 /// a few values, then aborts (a core) or, with SPIN set, spins until killed (a process).
 const TARGET_C: &str = r#"
@@ -1194,13 +1249,26 @@ fn gdb_values(text: &str) -> Vec<(String, String, String)> {
 /// value either). Variables gdb reads through a register the caller frame does not know
 /// (gdb assumes it unchanged; locus refuses) are printed, not counted.
 fn compare_with_gdb(gdb_args: &[&str], exe: &Path, frames: &[(usize, Value)]) -> (usize, usize) {
+    let threads: Vec<(usize, &Value)> =
+        frames.iter().map(|(f, d)| (*f, &d["threads"][0])).collect();
     let commands = [
         "frame apply all -s -- info locals",
         "frame apply all -s -- info args",
     ];
+    compare_threads_with_gdb(gdb_args, &commands, exe, &threads)
+}
+
+/// [`compare_with_gdb`] for `threads` items of `locus dwarf vars` (frame number, thread),
+/// against gdb's output for `commands`.
+fn compare_threads_with_gdb(
+    gdb_args: &[&str],
+    commands: &[&str],
+    exe: &Path,
+    threads: &[(usize, &Value)],
+) -> (usize, usize) {
     let mut args: Vec<&str> = vec!["-batch", "-nx"];
     args.extend_from_slice(gdb_args);
-    for c in &commands {
+    for c in commands {
         args.extend(["-ex", c]);
     }
     let out = std::process::Command::new("gdb")
@@ -1210,8 +1278,7 @@ fn compare_with_gdb(gdb_args: &[&str], exe: &Path, frames: &[(usize, Value)]) ->
         .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
     let gdb = String::from_utf8_lossy(&out.stdout);
     let (mut compared, mut matched) = (0, 0);
-    for (frame, doc) in frames {
-        let t = &doc["threads"][0];
+    for &(frame, t) in threads {
         let function = t["function"].as_str().unwrap();
         let ours = t["variables"].as_array().unwrap();
         let in_frame = gdb_values(&gdb)
