@@ -1519,3 +1519,87 @@ fn unreadable_binaries_are_refused() {
         assert!(err.contains(why), "{}: {err}", file.display());
     }
 }
+
+/// A freestanding AArch64 program (raw system calls): `inner(4, 0x150000)` computes
+/// `a = 13`, `b = 0x15000d`, then sends itself SIGABRT.
+const AARCH64_C: &str = r#"
+static long sys(long n, long a, long b) {
+  register long x8 __asm__("x8") = n; register long x0 __asm__("x0") = a; register long x1 __asm__("x1") = b;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+  return x0;
+}
+volatile long sink_v;
+__attribute__((noinline)) void sink(long x) { sink_v += x; }
+__attribute__((noinline)) int inner(int n, long k) {
+  int a = n * 3 + 1;
+  long b = k ^ a;
+  sink(a); sink(b);
+  sys(129, sys(172, 0, 0), 6);  /* kill(getpid(), SIGABRT) */
+  sink(a); sink(b); sink(n);
+  return a + (int)b;
+}
+void _start(void) {
+  int r = inner(4, 0x150000);
+  sink(r);
+  sys(93, 0, 0);
+}
+"#;
+
+/// `vars --core` on an AArch64 core that qemu-aarch64 writes (no NT_FILE: the binary is
+/// placed by its entry point): x0-x30/sp from NT_PRSTATUS, the innermost frame `inner`
+/// with the values the program computes (k through its entry value, from `_start`'s call
+/// site), and `_start` unwound from the CFI. gdb here reads no AArch64 core, so the
+/// program's own arithmetic is the oracle.
+#[test]
+fn vars_on_an_aarch64_core() {
+    let dir = TempDir::new("dwarf-aarch64");
+    let exe = clang(
+        &dir,
+        "a64",
+        AARCH64_C,
+        &[
+            "--target=aarch64-linux-gnu",
+            "-g",
+            "-O2",
+            "-nostdlib",
+            "-static",
+            "-fuse-ld=lld",
+        ],
+    );
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -c unlimited; exec qemu-aarch64-static {}",
+            exe.display()
+        ))
+        .current_dir(&dir.0)
+        .output()
+        .expect("qemu-aarch64-static is needed (scripts/install-deps)");
+    let core = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .find_map(|e| {
+            let p = e.ok()?.path();
+            p.to_str()?.ends_with(".core").then_some(p)
+        })
+        .expect("qemu wrote no core");
+    let (exe_s, core_s) = (exe.to_str().unwrap(), core.to_str().unwrap());
+    let doc = locus_json(&["dwarf", "vars", exe_s, "--core", core_s]);
+    let t = &doc["threads"][0];
+    assert_eq!(t["signal"], 6, "{doc}");
+    assert_eq!(t["function"], "inner", "{doc}");
+    let value = |name: &str| {
+        let v = t["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {doc}"));
+        our_number(v).unwrap_or_else(|| panic!("{name}: {v}"))
+    };
+    assert_eq!(
+        [value("n"), value("k"), value("a"), value("b")],
+        [4, 0x150000, 13, 0x15000d]
+    );
+    let caller = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", "1"]);
+    assert_eq!(caller["threads"][0]["function"], "_start", "{caller}");
+}

@@ -231,7 +231,25 @@ impl Stopped {
     /// (text and read-only data are not dumped by default) from `data`, the
     /// file at `path` as [`Stopped::place`] found it; the rest stays in
     /// [`Stopped::missing`].
+    ///
+    /// A target that lists no mapping of the file (a core without `NT_FILE`,
+    /// as qemu-user writes them; the file placed by its entry point) gets
+    /// one per `PT_LOAD` segment of `data` first.
     pub fn fill_from_file(&mut self, placed: &Placed, data: &[u8]) {
+        if !self.mappings.iter().any(|m| m.path == placed.path) {
+            if let Ok(file) = object::File::parse(data) {
+                for segment in file.segments() {
+                    let (offset, size) = segment.file_range();
+                    let start = segment.address().wrapping_add(placed.load_bias);
+                    self.mappings.push(Mapping {
+                        start,
+                        end: start.saturating_add(segment.size().max(size)),
+                        file_offset: offset,
+                        path: placed.path.clone(),
+                    });
+                }
+            }
+        }
         let mut still = Vec::new();
         for (start, end, why) in core::mem::take(&mut self.missing) {
             let m = self
