@@ -310,3 +310,59 @@ fn read_notes(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// `pr_reg` slots land on their DWARF numbers; the PC is rip (x86-64) or `pc`
+    /// (AArch64, slot 32, no DWARF number); a short descriptor is refused.
+    #[test]
+    fn prstatus_registers_by_dwarf_number() {
+        let mut desc = alloc::vec![0u8; PR_REG];
+        desc.extend(words(&(0..34).map(|i| 0x100 + i).collect::<Vec<u64>>()));
+        let (regs, pc) = prstatus_registers(Arch::X86_64, &desc).unwrap_or_default();
+        assert_eq!(regs.get(&0), Some(&0x10au64.to_le_bytes().to_vec())); // rax: slot 10
+        assert_eq!(regs.get(&7), Some(&0x113u64.to_le_bytes().to_vec())); // rsp: slot 19
+        assert_eq!(regs.get(&15), Some(&0x100u64.to_le_bytes().to_vec())); // r15: slot 0
+        assert_eq!(pc, 0x110);
+        let (regs, pc) = prstatus_registers(Arch::Aarch64, &desc).unwrap_or_default();
+        assert_eq!(regs.get(&31), Some(&0x11fu64.to_le_bytes().to_vec())); // sp
+        assert_eq!(pc, 0x120);
+        assert!(prstatus_registers(Arch::X86_64, &desc[..PR_REG + 8]).is_none());
+    }
+
+    /// NT_FILE: count, page size, (start, end, page offset) triples, then the paths.
+    #[test]
+    fn file_note_mappings() {
+        let mut desc = words(&[2, 0x1000, 0x1000, 0x2000, 0, 0x5000, 0x6000, 3]);
+        desc.extend(b"/bin/a\0/lib/b.so\0");
+        let m = file_note(&desc).unwrap_or_default();
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[1].start, m[1].file_offset), (0x5000, 0x3000));
+        assert_eq!(m[1].path, "/lib/b.so");
+        // A path list cut short, and a count past the descriptor: malformed.
+        assert!(file_note(&desc[..desc.len() - 3]).is_none());
+        assert!(file_note(&words(&[u64::MAX, 0x1000])).is_none());
+    }
+
+    #[test]
+    fn auxv_entry_point() {
+        assert_eq!(
+            auxv_entry(&words(&[6, 0x1000, 9, 0x401000, 0, 0])),
+            Some(0x401000)
+        );
+        assert_eq!(auxv_entry(&words(&[6, 0x1000])), None);
+    }
+
+    /// Not an ELF core: refused, naming the file.
+    #[test]
+    fn not_a_core() {
+        let e = parse(b"\x7fELF but not really", "x.core").err();
+        assert!(e.is_some_and(|e| alloc::format!("{e}").contains("core file x.core")));
+    }
+}
