@@ -47,6 +47,8 @@ mod error;
 mod ffi;
 pub mod ir;
 pub mod jit;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub mod jit_runtime;
 pub mod jit_stackmaps;
 mod module;
 

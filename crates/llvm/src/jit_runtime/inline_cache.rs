@@ -1,0 +1,305 @@
+//! Objects with shapes, and the inline caches on the patch points that read them.
+//!
+//! An object is a block of 64-bit words: its shape's ID, then one slot per property, in the
+//! order the shape lists the properties. A property name is a 64-bit number.
+//!
+//! On a miss at a site, the handler adds (shape, slot) to the cases the site has seen and
+//! patches the site to call a stub for exactly those cases: a `switch` on the object's
+//! shape whose arms load the slot (and count a hit), and whose default jumps to the miss
+//! handler with the site's return address intact (`musttail`). Stubs are compiled with
+//! LLVM on demand and shared by every site with the same cases. Each (site, shape) pair
+//! thus misses once until its shape changes.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use locus_stackmap::patch::{patch_call, x86_64::CALL_LEN, Arch};
+
+use crate::error::Result;
+use crate::jit_stackmaps::StackMapJit;
+
+use super::sites::SiteKind;
+use super::{jit_error, Runtime, Stats};
+
+/// A shape: which property is in which slot of its objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShapeId(pub u64);
+
+/// The runtime's mutable state.
+#[derive(Default)]
+pub(super) struct State {
+    /// Each shape's property names, in slot order; index = shape ID.
+    shapes: Vec<Vec<u64>>,
+    /// Every object made, with the shape it was made with (boxed: the words stay put).
+    objects: Vec<Box<[u64]>>,
+    /// The (shape, slot) cases each patched site answers, by site address.
+    cases: HashMap<u64, Vec<(u64, usize)>>,
+    /// A stub's address for each set of cases.
+    stubs: HashMap<Vec<(u64, usize)>, u64>,
+    /// The stubs' code, kept until the runtime goes (a stub may be on a stack).
+    stub_jits: Vec<StackMapJit>,
+    pub(super) stats: Stats,
+    /// The first failure during the current call.
+    pub(super) error: Option<String>,
+    /// The original bytes of each patched shadow, by address.
+    pub(super) shadows: HashMap<u64, Vec<u8>>,
+    /// Invalidate this function at that poll.
+    pub(super) poll_plan: Option<(String, u64)>,
+    /// Polls since the plan was made.
+    pub(super) polls: u64,
+    /// The location kinds (as numbered in the section) deoptimizations have read.
+    pub(super) location_kinds: std::collections::BTreeSet<u8>,
+}
+
+impl Runtime {
+    /// Adds a shape whose objects hold `properties` in this order.
+    pub fn add_shape(&self, properties: &[u64]) -> ShapeId {
+        let mut state = self.state.borrow_mut();
+        state.shapes.push(properties.to_vec());
+        ShapeId(state.shapes.len() as u64 - 1)
+    }
+
+    /// Makes an object of `shape` with `values` for the shape's properties (in the shape's
+    /// order); it lives as long as the runtime. Returns its address, to pass to the program.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] for an unknown shape or the wrong number of values.
+    pub fn new_object(&self, shape: ShapeId, values: &[i64]) -> Result<u64> {
+        let mut state = self.state.borrow_mut();
+        let properties = state
+            .shapes
+            .get(shape.0 as usize)
+            .ok_or_else(|| jit_error(&format!("no shape {}", shape.0)))?;
+        if properties.len() != values.len() {
+            return Err(jit_error(&format!(
+                "shape {} has {} properties, not {}",
+                shape.0,
+                properties.len(),
+                values.len()
+            )));
+        }
+        let mut words = vec![shape.0];
+        words.extend(values.iter().map(|v| *v as u64));
+        let object = words.into_boxed_slice();
+        let address = object.as_ptr() as u64;
+        state.objects.push(object);
+        Ok(address)
+    }
+
+    /// The value of property `name` of the object at `object` (made by
+    /// [`Runtime::new_object`]), found through its shape as the miss handler finds it.
+    #[must_use]
+    pub fn property(&self, object: u64, name: u64) -> Option<i64> {
+        let state = self.state.borrow();
+        let words = state.objects.iter().find(|o| o.as_ptr() as u64 == object)?;
+        let shape = state.shapes.get(*words.first()? as usize)?;
+        let slot = shape.iter().position(|p| *p == name)?;
+        words.get(slot + 1).map(|v| *v as i64)
+    }
+
+    /// Changes `shape` to hold `properties` in this order: the objects of the shape are
+    /// rearranged to match, and every site specialized on the shape is patched back to the
+    /// miss handler (its cases forgotten). Returns how many sites were patched back.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] for an unknown shape, properties that are not a rearrangement
+    /// of the shape's, or a failed patch.
+    pub fn change_shape(&self, shape: ShapeId, properties: &[u64]) -> Result<usize> {
+        let sites = {
+            let mut state = self.state.borrow_mut();
+            let old = state
+                .shapes
+                .get(shape.0 as usize)
+                .cloned()
+                .ok_or_else(|| jit_error(&format!("no shape {}", shape.0)))?;
+            let mut sorted_old = old.clone();
+            let mut sorted_new = properties.to_vec();
+            sorted_old.sort_unstable();
+            sorted_new.sort_unstable();
+            if sorted_old != sorted_new {
+                return Err(jit_error(&format!(
+                    "shape {}: {properties:?} is not a rearrangement of {old:?}",
+                    shape.0
+                )));
+            }
+            for object in &mut state.objects {
+                if object.first() != Some(&shape.0) {
+                    continue;
+                }
+                let values: HashMap<u64, u64> = old
+                    .iter()
+                    .zip(object.iter().skip(1))
+                    .map(|(p, v)| (*p, *v))
+                    .collect();
+                for (slot, name) in properties.iter().enumerate() {
+                    if let (Some(word), Some(v)) = (object.get_mut(slot + 1), values.get(name)) {
+                        *word = *v;
+                    }
+                }
+            }
+            if let Some(s) = state.shapes.get_mut(shape.0 as usize) {
+                *s = properties.to_vec();
+            }
+            state
+                .stubs
+                .retain(|cases, _| cases.iter().all(|(s, _)| *s != shape.0));
+            let sites: Vec<u64> = state
+                .cases
+                .iter()
+                .filter(|(_, cases)| cases.iter().any(|(s, _)| *s == shape.0))
+                .map(|(site, _)| *site)
+                .collect();
+            for site in &sites {
+                state.cases.remove(site);
+            }
+            sites
+        };
+        let miss = Runtime::miss_handler_address();
+        for site in &sites {
+            self.patch_site(*site, miss)?;
+        }
+        Ok(sites.len())
+    }
+
+    /// The miss handler's work: answers the read, and unless caching is off patches the
+    /// site to a stub that also answers this shape.
+    pub(super) fn ic_miss(&self, object: *const u64, name: u64, return_address: u64) -> i64 {
+        self.state.borrow_mut().stats.misses += 1;
+        match self.miss(object, name, return_address) {
+            Ok(value) => value,
+            Err(message) => {
+                self.fail(message);
+                0
+            }
+        }
+    }
+
+    fn miss(
+        &self,
+        object: *const u64,
+        name: u64,
+        return_address: u64,
+    ) -> std::result::Result<i64, String> {
+        let (shape, slot, value) = {
+            let state = self.state.borrow();
+            let words = state
+                .objects
+                .iter()
+                .find(|o| o.as_ptr() == object)
+                .ok_or_else(|| format!("{object:p} is not an object of this runtime"))?;
+            let shape = *words.first().ok_or("an empty object")?;
+            let properties = state
+                .shapes
+                .get(shape as usize)
+                .ok_or_else(|| format!("no shape {shape}"))?;
+            let slot = properties
+                .iter()
+                .position(|p| *p == name)
+                .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
+            let value = *words.get(slot + 1).ok_or("a short object")? as i64;
+            (shape, slot, value)
+        };
+        if !self.caching {
+            return Ok(value);
+        }
+        // The patch point's record is at the start of its reserved bytes, which begin with
+        // a 13-byte call (LLVM's, or the runtime's).
+        let site = return_address.wrapping_sub(CALL_LEN as u64);
+        let known = self.jit.stack_maps().lookup(site).any(|r| {
+            self.sites
+                .get(&r.record.id())
+                .is_some_and(|s| s.kind == SiteKind::PatchPoint)
+        });
+        if !known {
+            return Err(format!("no patch point record at {site:#x}"));
+        }
+        let cases = {
+            let mut state = self.state.borrow_mut();
+            let cases = state.cases.entry(site).or_default();
+            if !cases.contains(&(shape, slot)) {
+                cases.push((shape, slot));
+                cases.sort_unstable();
+            }
+            cases.clone()
+        };
+        let stub = self.stub(&cases).map_err(|e| e.to_string())?;
+        self.patch_site(site, stub).map_err(|e| e.to_string())?;
+        Ok(value)
+    }
+
+    /// The stub for `cases`, compiled if there is none yet.
+    fn stub(&self, cases: &[(u64, usize)]) -> Result<u64> {
+        if let Some(address) = self.state.borrow().stubs.get(cases) {
+            return Ok(*address);
+        }
+        let ir = stub_ir(cases, self.hits.as_ptr() as u64);
+        let symbols = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
+        let jit = StackMapJit::new("locus.ic.stub", ir, &symbols)?;
+        let address = jit
+            .function_address("stub")
+            .ok_or_else(|| jit_error("the stub was not compiled"))?;
+        let mut state = self.state.borrow_mut();
+        state.stub_jits.push(jit);
+        state.stubs.insert(cases.to_vec(), address);
+        state.stats.stubs += 1;
+        Ok(address)
+    }
+
+    /// Rewrites the patch point at `site` (all its reserved bytes) to call `target`.
+    fn patch_site(&self, site: u64, target: u64) -> Result<()> {
+        let reserved = self
+            .jit
+            .stack_maps()
+            .lookup(site)
+            .find_map(|r| self.sites.get(&r.record.id()))
+            .filter(|s| s.kind == SiteKind::PatchPoint)
+            .map(|s| s.reserved)
+            .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
+        if self.code_bytes(site, reserved).is_none() {
+            return Err(jit_error(&format!(
+                "{site:#x} is not in the program's code"
+            )));
+        }
+        // SAFETY: the region is a whole patch point of this runtime's program (its record
+        // and reserved size checked, inside the program's code); compiled code runs only on
+        // this thread, which is in the runtime now, so nothing executes those pages
+        // meanwhile (a caller at this site returns to the end of the call, which stays at
+        // offset 13 in the new sequence); the target takes the patch point's arguments.
+        unsafe { patch_call(Arch::X86_64, site as *mut u8, reserved, target) }
+            .map_err(|e| jit_error(&e.to_string()))?;
+        self.state.borrow_mut().stats.patches += 1;
+        Ok(())
+    }
+}
+
+/// The IR of a stub answering `cases`, counting hits at `hits`.
+fn stub_ir(cases: &[(u64, usize)], hits: u64) -> String {
+    let mut ir = String::from(
+        "declare i64 @locus_ic_miss(ptr, i64)\n\n\
+         define i64 @stub(ptr %obj, i64 %name) {\n\
+         entry:\n  %shape = load i64, ptr %obj, align 8\n  switch i64 %shape, label %miss [",
+    );
+    for (i, (shape, _)) in cases.iter().enumerate() {
+        let _ = write!(ir, "\n    i64 {shape}, label %case{i}");
+    }
+    ir.push_str("\n  ]\n");
+    for (i, (_, slot)) in cases.iter().enumerate() {
+        let _ = write!(
+            ir,
+            "case{i}:\n  \
+             %h{i} = load atomic i64, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
+             %n{i} = add i64 %h{i}, 1\n  \
+             store atomic i64 %n{i}, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
+             %p{i} = getelementptr i64, ptr %obj, i64 {word}\n  \
+             %v{i} = load i64, ptr %p{i}, align 8\n  \
+             ret i64 %v{i}\n",
+            word = slot + 1
+        );
+    }
+    ir.push_str(
+        "miss:\n  %r = musttail call i64 @locus_ic_miss(ptr %obj, i64 %name)\n  ret i64 %r\n}\n",
+    );
+    ir
+}

@@ -1,0 +1,231 @@
+//! The runtime side of patch points and stack maps, running for real on x86-64 Linux:
+//! inline caches on `llvm.experimental.patchpoint` sites, and deoptimization through the
+//! shadow of an `llvm.experimental.stackmap` (spec 000, Motivation: "inline caches" and
+//! "deoptimization").
+//!
+//! A [`Runtime`] compiles one program with [`StackMapJit`] and links it against its own
+//! entry points, which the IR declares:
+//!
+//! - `declare i64 @locus_ic_miss(ptr, i64)`: the miss handler of an inline cache. A
+//!   property read `get(obj, name)` is a patch point that first targets it:
+//!   `call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 ID, i32 16,
+//!   ptr @locus_ic_miss, i32 2, ptr %obj, i64 NAME)`. On a miss the handler finds the site
+//!   from its return address (the patch point's record is at the start of the reserved
+//!   bytes, which LLVM filled with a 13-byte call), looks the property up in the object's
+//!   shape, and patches the site to call a stub built for the shapes seen there; later reads
+//!   of those shapes do not enter the runtime. See [`Runtime::change_shape`] for how sites
+//!   are patched back.
+//! - `declare i64 @locus_poll(i64)`: a runtime call that returns its argument. The
+//!   runtime may invalidate compiled code during it ([`Runtime::invalidate_at_poll`]).
+//!   A stack map after it, `call void (i64, i32, ...) @llvm.experimental.stackmap(i64 ID,
+//!   i32 8, live values...)`, is a deoptimization point: invalidating the function
+//!   ([`Runtime::invalidate`]) overwrites the shadow of each of its stack maps with a call
+//!   to the deopt entry, which saves every register and hands Rust the register file and
+//!   the frame; Rust reads the record's live values and finishes the function in an
+//!   interpreter of the IR after the stack map ([`deopt`]), and the result is returned from
+//!   the compiled function's caller, [`Runtime::call`], as if the code had returned it.
+//!
+//! The shadow must be at least 5 bytes: the patch is a `call rel32` to a stub the runtime
+//! adds to the program (`@locus.deopt.stub`, which jumps on through a literal), so it
+//! clobbers no register the record may name. Every patch rewrites all reserved bytes,
+//! padded with nops, through `locus_stackmap::patch::write_code` (W^X).
+//!
+//! What each site reserves is read from the IR (the stack map section does not record it).
+//!
+//! # Threads and state
+//!
+//! Compiled code runs only through [`Runtime::call`], on the runtime's thread. The one
+//! piece of per-thread state is the stack of runtimes whose code is running (the entry
+//! points find their runtime there). No panic crosses into compiled code: every entry point
+//! catches it and reports it as an error of the call.
+
+mod deopt;
+mod inline_cache;
+mod sites;
+mod x86_64;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+use crate::jit_stackmaps::StackMapJit;
+
+pub use deopt::Continuation;
+pub use inline_cache::ShapeId;
+pub use sites::{Site, SiteKind};
+
+/// What the runtime did since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Sites and shadows rewritten (each patch rewrites all of a site's reserved bytes).
+    pub patches: u64,
+    /// Calls of the inline-cache miss handler.
+    pub misses: u64,
+    /// Property reads answered by a patched-in stub without entering the runtime.
+    pub hits: u64,
+    /// Deoptimizations: compiled frames finished by the interpreter.
+    pub deopts: u64,
+    /// Stubs compiled for inline caches.
+    pub stubs: u64,
+}
+
+/// A program compiled with its inline caches and deoptimization points.
+///
+/// See the [module documentation](self).
+pub struct Runtime {
+    jit: StackMapJit,
+    /// Patch points and stack maps of the program, by ID.
+    sites: HashMap<u64, Site>,
+    /// How to finish each function after each of its stack maps, by stack map ID.
+    continuations: HashMap<u64, std::result::Result<Continuation, String>>,
+    /// The address of `@locus.deopt.stub`.
+    deopt_stub: u64,
+    caching: bool,
+    /// Incremented by the stubs' fast paths; boxed so its address stays put.
+    hits: Box<AtomicU64>,
+    state: RefCell<inline_cache::State>,
+}
+
+/// The IR the runtime adds to every program: the stub a patched shadow calls. It jumps to
+/// the deopt entry through a literal, so no register is changed on the way.
+fn deopt_stub_ir(entry: u64) -> String {
+    format!(
+        "\ndefine void @locus.deopt.stub() naked noinline nounwind {{\n  \
+         call void asm sideeffect \"jmpq *0(%rip)\\0A.quad {entry:#x}\", \"\"()\n  \
+         unreachable\n}}\n"
+    )
+}
+
+impl Runtime {
+    /// Compiles `ir` (LLVM IR text) with the runtime's entry points and the deopt stub.
+    /// With `caching` false the miss handler answers every read without patching (the
+    /// program then runs entirely through the runtime).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`StackMapJit::new`]; [`Error::Jit`] when one ID names sites of different
+    /// sizes or a patch point reserves fewer than 13 bytes.
+    pub fn new(name: &str, ir: &str, caching: bool) -> Result<Self> {
+        let (sites, continuations) = sites::scan(name, ir)?;
+        let mut text = ir.to_owned();
+        text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
+        let symbols = [
+            ("locus_ic_miss", x86_64::ic_miss_address()),
+            ("locus_poll", x86_64::poll_address()),
+        ];
+        let jit = StackMapJit::new(name, text, &symbols)?;
+        let deopt_stub = jit
+            .function_address("locus.deopt.stub")
+            .ok_or_else(|| jit_error("the deopt stub was not compiled"))?;
+        Ok(Runtime {
+            jit,
+            sites,
+            continuations,
+            deopt_stub,
+            caching,
+            hits: Box::new(AtomicU64::new(0)),
+            state: RefCell::new(inline_cache::State::default()),
+        })
+    }
+
+    /// The compiled program.
+    #[must_use]
+    pub fn jit(&self) -> &StackMapJit {
+        &self.jit
+    }
+
+    /// The program's patch points and stack maps, by ID, with what each reserves.
+    #[must_use]
+    pub fn sites(&self) -> &HashMap<u64, Site> {
+        &self.sites
+    }
+
+    /// What the runtime did so far.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.state.borrow().stats;
+        stats.hits = self.hits.load(Ordering::Relaxed);
+        stats
+    }
+
+    /// Calls `function`, an `i64` function of up to six `i64` or pointer arguments with the
+    /// C calling convention, through the runtime's entry (which is where a deoptimized frame
+    /// returns to).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Jit`] if the program defines no `function`, more than six arguments are
+    /// given, or the runtime failed during the call (a property missing from an object's
+    /// shape, a deoptimization it could not finish); the message says what failed.
+    ///
+    /// # Safety
+    ///
+    /// `function` takes `args.len()` arguments of 64 bits or fewer (pointers among them point
+    /// where the program expects, such as objects from [`Runtime::new_object`]) and calling
+    /// it is sound.
+    pub unsafe fn call(&self, function: &str, args: &[u64]) -> Result<i64> {
+        let address = self
+            .jit
+            .function_address(function)
+            .ok_or_else(|| jit_error(&format!("the program defines no function `{function}`")))?;
+        let mut frame = x86_64::EnterFrame::new(address, args)
+            .ok_or_else(|| jit_error(&format!("`{function}`: more than six arguments")))?;
+        // SAFETY: the caller's contract on `function` and `args`; `self` outlives the call
+        // and is the active runtime for it.
+        let result = unsafe { x86_64::enter(self, &mut frame) };
+        match self.state.borrow_mut().error.take() {
+            Some(message) => Err(jit_error(&format!("`{function}`: {message}"))),
+            None => Ok(result),
+        }
+    }
+
+    /// The `len` bytes of code at `address`, which must lie in a code section of the
+    /// program or of a stub; `None` otherwise.
+    #[must_use]
+    pub fn code_bytes(&self, address: u64, len: usize) -> Option<Vec<u8>> {
+        let end = address.checked_add(len as u64)?;
+        let in_program = self.jit.sections().iter().any(|s| {
+            s.kind == crate::jit_stackmaps::SectionKind::Code
+                && s.contains(address)
+                && end <= s.address + s.size
+        });
+        if !in_program {
+            return None;
+        }
+        // SAFETY: the range lies in a code section of the live JIT: mapped and readable
+        // (read-execute, or read-write for the moment of a patch, which is not now).
+        let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
+        Some(bytes.to_vec())
+    }
+
+    /// The absolute address of the record of site `id` in the program (the first, if the
+    /// ID is used more than once).
+    #[must_use]
+    pub fn site_address(&self, id: u64) -> Option<u64> {
+        self.jit.stack_maps().by_id(id).next().map(|r| r.address)
+    }
+
+    /// The address of the inline-cache miss handler the program's patch points call first.
+    #[must_use]
+    pub fn miss_handler_address() -> u64 {
+        x86_64::ic_miss_address() as u64
+    }
+
+    /// The kinds of location (1 Register, 2 Direct, 3 Indirect, 4 Constant, 5
+    /// ConstantIndex) that deoptimizations have read live values from.
+    #[must_use]
+    pub fn deopt_location_kinds(&self) -> Vec<u8> {
+        self.state.borrow().location_kinds.iter().copied().collect()
+    }
+
+    fn fail(&self, message: String) {
+        self.state.borrow_mut().error.get_or_insert(message);
+    }
+}
+
+pub(crate) fn jit_error(message: &str) -> Error {
+    Error::Jit {
+        message: message.to_owned(),
+    }
+}

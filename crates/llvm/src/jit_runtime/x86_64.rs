@@ -1,0 +1,242 @@
+//! The runtime's entry points on x86-64 (System V): assembly trampolines and the Rust
+//! functions they call, none of which lets a panic unwind into compiled code.
+//!
+//! - `locus_rt_enter(frame)`: saves the callee-saved registers, records its stack pointer
+//!   in the frame (where a deoptimized call resumes), and calls the compiled function
+//!   with the frame's six arguments.
+//! - `locus_rt_ic_miss(obj, name)`: the inline-cache miss handler; passes its return
+//!   address (which locates the patch point) to [`ic_miss`] as a third argument, by a tail
+//!   jump, so the handler returns straight to the site.
+//! - `locus_rt_deopt_entry`: what a patched shadow calls (through `@locus.deopt.stub`). It
+//!   saves all sixteen general registers in DWARF order, the stack pointer as it was before
+//!   the call (DWARF 7) and the return address, and hands them to [`deopt`]; that returns
+//!   the resume stack pointer of the innermost `locus_rt_enter` and the result, and the
+//!   trampoline returns the result from there, dropping the compiled frames.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::Runtime;
+
+/// The call `locus_rt_enter` makes, and where a deoptimized call resumes. The assembly
+/// reads and writes it at fixed offsets: function 0, arguments 8..56, resume 56.
+#[repr(C)]
+pub(super) struct EnterFrame {
+    function: u64,
+    args: [u64; 6],
+    /// The stack pointer `locus_rt_enter` had at its call, written by it.
+    resume_sp: u64,
+}
+
+impl EnterFrame {
+    /// A call of `function` with `args` (at most six).
+    pub(super) fn new(function: u64, args: &[u64]) -> Option<Self> {
+        let mut frame = EnterFrame {
+            function,
+            args: [0; 6],
+            resume_sp: 0,
+        };
+        frame.args.get_mut(..args.len())?.copy_from_slice(args);
+        Some(frame)
+    }
+}
+
+/// The registers the deopt entry saved: DWARF registers 0 to 16 (16 is the return address;
+/// 7, the stack pointer, as it was before the patched call).
+#[repr(C)]
+pub(super) struct SavedRegisters(pub(super) [u64; 17]);
+
+/// What [`deopt`] returns to the deopt entry, in `rax:rdx`.
+#[repr(C)]
+pub(super) struct DeoptExit {
+    resume_sp: u64,
+    result: i64,
+}
+
+std::arch::global_asm!(
+    ".pushsection .text",
+    ".globl locus_rt_enter",
+    ".type locus_rt_enter, @function",
+    "locus_rt_enter:",
+    "push rbp",
+    "push rbx",
+    "push r12",
+    "push r13",
+    "push r14",
+    "push r15",
+    "sub rsp, 8",
+    "mov [rdi + 56], rsp",
+    "mov r11, rdi",
+    "mov rax, [r11]",
+    "mov rsi, [r11 + 16]",
+    "mov rdx, [r11 + 24]",
+    "mov rcx, [r11 + 32]",
+    "mov r8, [r11 + 40]",
+    "mov r9, [r11 + 48]",
+    "mov rdi, [r11 + 8]",
+    "call rax",
+    "locus_rt_resume:",
+    "add rsp, 8",
+    "pop r15",
+    "pop r14",
+    "pop r13",
+    "pop r12",
+    "pop rbx",
+    "pop rbp",
+    "ret",
+    ".size locus_rt_enter, . - locus_rt_enter",
+    "",
+    ".globl locus_rt_ic_miss",
+    ".type locus_rt_ic_miss, @function",
+    "locus_rt_ic_miss:",
+    "mov rdx, [rsp]",
+    "jmp {ic_miss}",
+    ".size locus_rt_ic_miss, . - locus_rt_ic_miss",
+    "",
+    ".globl locus_rt_deopt_entry",
+    ".type locus_rt_deopt_entry, @function",
+    "locus_rt_deopt_entry:",
+    "sub rsp, 136",
+    "mov [rsp + 0], rax",
+    "mov [rsp + 8], rdx",
+    "mov [rsp + 16], rcx",
+    "mov [rsp + 24], rbx",
+    "mov [rsp + 32], rsi",
+    "mov [rsp + 40], rdi",
+    "mov [rsp + 48], rbp",
+    "lea rax, [rsp + 144]",
+    "mov [rsp + 56], rax",
+    "mov [rsp + 64], r8",
+    "mov [rsp + 72], r9",
+    "mov [rsp + 80], r10",
+    "mov [rsp + 88], r11",
+    "mov [rsp + 96], r12",
+    "mov [rsp + 104], r13",
+    "mov [rsp + 112], r14",
+    "mov [rsp + 120], r15",
+    "mov rax, [rsp + 136]",
+    "mov [rsp + 128], rax",
+    "mov rdi, rsp",
+    "and rsp, -16",
+    "call {deopt}",
+    "mov rsp, rax",
+    "mov rax, rdx",
+    "jmp locus_rt_resume",
+    ".size locus_rt_deopt_entry, . - locus_rt_deopt_entry",
+    ".popsection",
+    ic_miss = sym ic_miss,
+    deopt = sym deopt,
+);
+
+extern "C" {
+    fn locus_rt_enter(frame: *mut EnterFrame) -> i64;
+    fn locus_rt_ic_miss();
+    fn locus_rt_deopt_entry();
+}
+
+/// The address the program's `@locus_ic_miss` resolves to.
+pub(super) fn ic_miss_address() -> usize {
+    locus_rt_ic_miss as *const () as usize
+}
+
+/// The address `@locus.deopt.stub` jumps to.
+pub(super) fn deopt_entry_address() -> u64 {
+    locus_rt_deopt_entry as *const () as u64
+}
+
+/// The address the program's `@locus_poll` resolves to.
+pub(super) fn poll_address() -> usize {
+    poll as *const () as usize
+}
+
+/// One call into compiled code in progress on this thread.
+struct Active {
+    runtime: *const Runtime,
+    frame: *const EnterFrame,
+}
+
+thread_local! {
+    /// The calls into compiled code in progress on this thread, innermost last.
+    static ACTIVE: RefCell<Vec<Active>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls the function of `frame` through `locus_rt_enter`, with `runtime` active.
+///
+/// # Safety
+///
+/// The frame's function takes the frame's arguments with the C calling convention, calling
+/// it is sound, and it is code of `runtime`'s program.
+pub(super) unsafe fn enter(runtime: &Runtime, frame: &mut EnterFrame) -> i64 {
+    let frame_ptr: *mut EnterFrame = frame;
+    ACTIVE.with(|a| {
+        a.borrow_mut().push(Active {
+            runtime,
+            frame: frame_ptr,
+        })
+    });
+    // SAFETY: the caller's contract; the trampoline keeps the System V conventions, and
+    // every entry point the code may reach catches panics.
+    let result = unsafe { locus_rt_enter(frame_ptr) };
+    ACTIVE.with(|a| a.borrow_mut().pop());
+    result
+}
+
+/// Runs `f` on the innermost active runtime and its frame; `None` if there is none.
+fn with_active<T>(f: impl FnOnce(&Runtime, &EnterFrame) -> T) -> Option<T> {
+    let (runtime, frame) = ACTIVE.with(|a| a.borrow().last().map(|a| (a.runtime, a.frame)))?;
+    // SAFETY: `enter` pushed these while the runtime and frame it borrows are live, and pops
+    // them before they go away; we are inside that call.
+    let runtime = unsafe { &*runtime };
+    // SAFETY: as above.
+    let frame = unsafe { &*frame };
+    Some(f(runtime, frame))
+}
+
+/// Compiled code reached the runtime with no runtime active: nothing can be answered.
+fn no_runtime(entry: &str) -> ! {
+    eprintln!("locus: {entry} called outside Runtime::call; aborting");
+    std::process::abort()
+}
+
+/// The Rust half of `locus_rt_ic_miss`.
+extern "C" fn ic_miss(object: *const u64, name: u64, return_address: u64) -> i64 {
+    let answer = with_active(|runtime, _| {
+        catch_unwind(AssertUnwindSafe(|| {
+            runtime.ic_miss(object, name, return_address)
+        }))
+        .unwrap_or_else(|_| {
+            runtime.fail("the inline-cache miss handler panicked".to_owned());
+            0
+        })
+    });
+    answer.unwrap_or_else(|| no_runtime("locus_ic_miss"))
+}
+
+/// `@locus_poll`: returns its argument; the runtime may invalidate code meanwhile.
+extern "C" fn poll(value: i64) -> i64 {
+    let answer = with_active(|runtime, _| {
+        catch_unwind(AssertUnwindSafe(|| runtime.poll())).unwrap_or_else(|_| {
+            runtime.fail("locus_poll panicked".to_owned());
+        });
+        value
+    });
+    answer.unwrap_or_else(|| no_runtime("locus_poll"))
+}
+
+/// The Rust half of `locus_rt_deopt_entry`.
+extern "C" fn deopt(saved: *const SavedRegisters) -> DeoptExit {
+    let exit = with_active(|runtime, frame| {
+        // SAFETY: the trampoline passes its save area, live for this call.
+        let saved = unsafe { &*saved };
+        let result =
+            catch_unwind(AssertUnwindSafe(|| runtime.deoptimize(saved))).unwrap_or_else(|_| {
+                runtime.fail("deoptimization panicked".to_owned());
+                0
+            });
+        DeoptExit {
+            resume_sp: frame.resume_sp,
+            result,
+        }
+    });
+    exit.unwrap_or_else(|| no_runtime("the deopt entry"))
+}

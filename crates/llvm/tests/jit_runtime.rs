@@ -1,0 +1,453 @@
+//! The runtime that uses the JIT's stack maps, running for real: inline caches on patch
+//! points (same answers with caching on and off, misses as a model of the caches predicts,
+//! hits that never enter the runtime, sites patched twice and back), and deoptimization
+//! through stack map shadows at several points (the interpreter's result equals the
+//! compiled code's, from live values of every location kind).
+
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+use std::collections::{HashMap, HashSet};
+use std::error::Error as StdError;
+
+use locus_llvm::jit_runtime::{Runtime, ShapeId, SiteKind};
+use locus_stackmap::patch::{encode_call, Arch};
+
+type TestResult = Result<(), Box<dyn StdError>>;
+
+const X: u64 = 10;
+const Y: u64 = 20;
+const Z: u64 = 30;
+
+/// Three functions reading properties through six patch points (IDs 1 to 6), one of them
+/// reserving 24 bytes.
+const IC_PROGRAM: &str = r#"
+declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
+declare i64 @locus_ic_miss(ptr, i64)
+
+define i64 @sum(ptr %o) {
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  %y = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  %s = add i64 %x, %y
+  ret i64 %s
+}
+
+define i64 @weigh(ptr %o) section ".text.hot" {
+  %z = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 3, i32 24, ptr @locus_ic_miss, i32 2, ptr %o, i64 30)
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 4, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  %t = mul i64 %z, 3
+  %r = sub i64 %t, %x
+  ret i64 %r
+}
+
+define i64 @cross(ptr %a, ptr %b) {
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 5, i32 16, ptr @locus_ic_miss, i32 2, ptr %a, i64 10)
+  %y = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 6, i32 16, ptr @locus_ic_miss, i32 2, ptr %b, i64 20)
+  %p = mul i64 %x, %y
+  ret i64 %p
+}
+"#;
+
+/// The reads each function makes: (site ID, which argument, property).
+fn reads(function: &str) -> &'static [(u64, usize, u64)] {
+    match function {
+        "sum" => &[(1, 0, X), (2, 0, Y)],
+        "weigh" => &[(3, 0, Z), (4, 0, X)],
+        _ => &[(5, 0, X), (6, 1, Y)],
+    }
+}
+
+/// What each function computes from the properties of its arguments.
+fn expected(function: &str, values: &[HashMap<u64, i64>]) -> i64 {
+    let v = |i: usize, name: u64| values[i][&name];
+    match function {
+        "sum" => v(0, X) + v(0, Y),
+        "weigh" => 3 * v(0, Z) - v(0, X),
+        _ => v(0, X) * v(1, Y),
+    }
+}
+
+/// One step of the script: a call (function, object indices), or a shape change.
+enum Step {
+    Call(&'static str, &'static [usize]),
+    Change(usize, [u64; 3]),
+}
+
+const ROUND: [Step; 9] = [
+    Step::Call("sum", &[0]),
+    Step::Call("sum", &[1]),
+    Step::Call("weigh", &[0]),
+    Step::Call("sum", &[2]),
+    Step::Call("weigh", &[3]),
+    Step::Call("cross", &[0, 2]),
+    Step::Call("cross", &[2, 3]),
+    Step::Call("sum", &[0]),
+    Step::Call("sum", &[3]),
+];
+
+/// What a run of the script gave.
+#[derive(Debug, PartialEq)]
+struct Run {
+    answers: Vec<i64>,
+    misses: u64,
+    hits: u64,
+    reads: u64,
+    /// Misses a model of per-site caches predicts: a (site, shape) pair misses unless the
+    /// site saw the shape since the site was last patched back.
+    model_misses: u64,
+}
+
+/// The shapes: three orders of x, y, z.
+const SHAPES: [[u64; 3]; 3] = [[X, Y, Z], [Z, X, Y], [Y, Z, X]];
+
+/// Objects: (shape index, values of x, y, z).
+const OBJECTS: [(usize, [i64; 3]); 4] = [
+    (0, [1, 2, 3]),
+    (0, [-7, 11, 5]),
+    (1, [100, 40, 9]),
+    (2, [6, -3, 1000]),
+];
+
+fn run_script(caching: bool) -> Result<Run, Box<dyn StdError>> {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, caching)?;
+    let shapes: Vec<ShapeId> = SHAPES.iter().map(|s| rt.add_shape(s)).collect();
+    let mut addresses = Vec::new();
+    let mut values = Vec::new();
+    let mut shape_of = Vec::new();
+    for (shape, [x, y, z]) in OBJECTS {
+        let by_name = HashMap::from([(X, x), (Y, y), (Z, z)]);
+        let slots: Vec<i64> = SHAPES[shape].iter().map(|n| by_name[n]).collect();
+        addresses.push(rt.new_object(shapes[shape], &slots)?);
+        values.push(by_name);
+        shape_of.push(shape);
+    }
+    let mut model: HashMap<u64, HashSet<usize>> = HashMap::new();
+    let mut model_misses = 0;
+    let mut reads_made = 0;
+    let mut answers = Vec::new();
+    let script = [
+        Step::Change(1, [Y, X, Z]),
+        Step::Change(0, [Z, Y, X]),
+        Step::Change(2, [X, Y, Z]),
+    ];
+    for change in std::iter::once(None).chain(script.iter().map(Some)) {
+        if let Some(Step::Change(shape, order)) = change {
+            let patched_back = rt.change_shape(shapes[*shape], order)?;
+            let sites_with_shape = model.values().filter(|s| s.contains(shape)).count();
+            if caching {
+                assert_eq!(patched_back, sites_with_shape);
+            }
+            model.retain(|_, seen| !seen.contains(shape));
+        }
+        for _ in 0..3 {
+            for step in &ROUND {
+                let Step::Call(function, objects) = step else {
+                    continue;
+                };
+                let args: Vec<u64> = objects.iter().map(|i| addresses[*i]).collect();
+                // SAFETY: the program's functions take one or two object pointers made by
+                // this runtime.
+                let answer = unsafe { rt.call(function, &args)? };
+                let of: Vec<HashMap<u64, i64>> =
+                    objects.iter().map(|i| values[*i].clone()).collect();
+                assert_eq!(answer, expected(function, &of), "{function}{objects:?}");
+                answers.push(answer);
+                for (site, argument, _) in reads(function) {
+                    reads_made += 1;
+                    let shape = shape_of[objects[*argument]];
+                    if model.entry(*site).or_default().insert(shape) {
+                        model_misses += 1;
+                    }
+                }
+            }
+        }
+    }
+    let stats = rt.stats();
+    Ok(Run {
+        answers,
+        misses: stats.misses,
+        hits: stats.hits,
+        reads: reads_made,
+        model_misses,
+    })
+}
+
+#[test]
+fn the_inline_cache_program_gives_the_same_answers_with_caching_on_and_off() -> TestResult {
+    let on = run_script(true)?;
+    let off = run_script(false)?;
+    assert_eq!(on.answers, off.answers);
+    // Without caching every read enters the runtime.
+    assert_eq!(off.misses, off.reads);
+    assert_eq!(off.hits, 0);
+    // With caching: one miss per distinct (site, shape) pair, plus re-misses after a
+    // shape change patched sites back; every other read is a hit in a stub.
+    assert_eq!(on.misses, on.model_misses);
+    assert!(on.misses < on.reads / 3, "{on:?}");
+    assert_eq!(on.hits + on.misses, on.reads);
+    eprintln!(
+        "reads {}, misses {} (model {}), hits {}",
+        on.reads, on.misses, on.model_misses, on.hits
+    );
+    Ok(())
+}
+
+#[test]
+fn later_calls_do_not_enter_the_runtime() -> TestResult {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    let a = rt.add_shape(&[X, Y, Z]);
+    let b = rt.add_shape(&[Y, X, Z]);
+    let oa = rt.new_object(a, &[4, 5, 6])?;
+    let ob = rt.new_object(b, &[50, 40, 60])?;
+    // SAFETY: `@sum` takes an object of this runtime.
+    let call = |o: u64| unsafe { rt.call("sum", &[o]) };
+    assert_eq!(call(oa)?, 9);
+    assert_eq!(call(ob)?, 90);
+    let before = rt.stats();
+    assert_eq!(before.misses, 4);
+    for _ in 0..1000 {
+        assert_eq!(call(oa)?, 9);
+        assert_eq!(call(ob)?, 90);
+    }
+    let after = rt.stats();
+    assert_eq!(after.misses, before.misses);
+    assert_eq!(after.patches, before.patches);
+    assert_eq!(after.hits - before.hits, 4000);
+    // A stub per set of (shape, slot) cases: x and y are in different slots, so the two
+    // sites share none (one for shape a alone, one for a and b, at each site).
+    assert_eq!(after.stubs, 4);
+    Ok(())
+}
+
+fn target_of(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[2..10]);
+    u64::from_le_bytes(word)
+}
+
+#[test]
+fn a_site_is_patched_twice_and_back() -> TestResult {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    let a = rt.add_shape(&[X, Y, Z]);
+    let b = rt.add_shape(&[Z, Y, X]);
+    let oa = rt.new_object(a, &[1, 2, 3])?;
+    let ob = rt.new_object(b, &[30, 20, 10])?;
+    let miss = Runtime::miss_handler_address();
+    for (id, reserved, function) in [(1u64, 16usize, "sum"), (3, 24, "weigh")] {
+        let site = rt.site_address(id).ok_or("no site")?;
+        assert_eq!(rt.sites()[&id].reserved, reserved);
+        let original = rt.code_bytes(site, reserved).ok_or("no code")?;
+        // LLVM's own patch point call to the miss handler, nop-padded.
+        assert_eq!(original, encode_call(Arch::X86_64, miss, reserved)?);
+        // SAFETY: the functions take an object of this runtime.
+        let first = unsafe { rt.call(function, &[oa])? };
+        let once = rt.code_bytes(site, reserved).ok_or("no code")?;
+        let stub_a = target_of(&once);
+        assert_ne!(stub_a, miss);
+        assert_eq!(once, encode_call(Arch::X86_64, stub_a, reserved)?);
+        // SAFETY: as above.
+        let second = unsafe { rt.call(function, &[ob])? };
+        let twice = rt.code_bytes(site, reserved).ok_or("no code")?;
+        let stub_ab = target_of(&twice);
+        assert!(stub_ab != stub_a && stub_ab != miss);
+        assert_eq!(twice, encode_call(Arch::X86_64, stub_ab, reserved)?);
+        assert_eq!((first, second), if id == 1 { (3, 30) } else { (8, 80) });
+    }
+    let patches = rt.stats().patches;
+    // Changing shape b patches both sites (and site 2 and 4) back to the miss handler.
+    assert_eq!(rt.change_shape(b, &[Y, Z, X])?, 4);
+    assert_eq!(rt.stats().patches, patches + 4);
+    for (id, reserved) in [(1u64, 16usize), (3, 24)] {
+        let site = rt.site_address(id).ok_or("no site")?;
+        let back = rt.code_bytes(site, reserved).ok_or("no code")?;
+        assert_eq!(back, encode_call(Arch::X86_64, miss, reserved)?);
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.call("sum", &[ob])? }, 30);
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.call("weigh", &[ob])? }, 80);
+    Ok(())
+}
+
+#[test]
+fn records_are_found_for_every_function_compiled() -> TestResult {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    assert_eq!(rt.sites().len(), 6);
+    for site in rt.sites().values() {
+        assert_eq!(site.kind, SiteKind::PatchPoint);
+        let record = rt
+            .jit()
+            .stack_maps()
+            .by_id(site.id)
+            .next()
+            .ok_or_else(|| format!("no record {}", site.id))?;
+        let function = rt
+            .jit()
+            .function_address(&site.function)
+            .ok_or("no function")?;
+        assert_eq!(record.function.address, function);
+    }
+    let rt = Runtime::new("deopt.ll", DEOPT_PROGRAM, true)?;
+    for site in rt.sites().values() {
+        let function = rt
+            .jit()
+            .function_address(&site.function)
+            .ok_or("no function")?;
+        assert!(rt
+            .jit()
+            .stack_maps()
+            .by_id(site.id)
+            .any(|r| r.function.address == function));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_missing_property_is_an_error_of_the_call() -> TestResult {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    let a = rt.add_shape(&[X, Z]);
+    let o = rt.new_object(a, &[1, 3])?;
+    // SAFETY: `@sum` takes an object of this runtime.
+    let err = unsafe { rt.call("sum", &[o]) }
+        .err()
+        .ok_or("expected an error")?;
+    assert!(err.to_string().contains("no property 20"), "{err}");
+    Ok(())
+}
+
+/// `@compute` with three deoptimization points, stack maps after `@locus_poll` with 8-byte
+/// shadows; twelve values live across the calls force spills (Indirect), the alloca is
+/// Direct, 17 is a Constant and 2^40 a ConstantIndex.
+const DEOPT_PROGRAM: &str = r#"
+declare void @llvm.experimental.stackmap(i64, i32, ...)
+declare i64 @locus_poll(i64)
+
+define i64 @compute(i64 %a, i64 %b) {
+entry:
+  %slot = alloca i64, align 8
+  store i64 %b, ptr %slot
+  %v0 = mul i64 %a, 3
+  %v1 = add i64 %a, 11
+  %v2 = xor i64 %a, 85
+  %v3 = mul i64 %a, %a
+  %v4 = sub i64 %b, %a
+  %v5 = shl i64 %a, 3
+  %v6 = add i64 %v0, %b
+  %v7 = mul i64 %v1, 5
+  %v8 = or i64 %b, 256
+  %v9 = lshr i64 %b, 2
+  %v10 = add i64 %v3, 7
+  %v11 = mul i64 %v4, 13
+  %p1 = call i64 @locus_poll(i64 %v0)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 100, i32 8, ptr %slot, i64 %p1, i64 %v0, i64 %v1, i64 %v2, i64 %v3, i64 %v4, i64 %v5, i64 %v6, i64 %v7, i64 %v8, i64 %v9, i64 %v10, i64 %v11, i64 17, i64 1099511627776)
+  %y = add i64 %p1, %v2
+  %c = icmp sgt i64 %y, 50
+  br i1 %c, label %big, label %small
+big:
+  %l = load i64, ptr %slot
+  %y2 = mul i64 %y, %l
+  br label %join
+small:
+  %y3 = sub i64 %y, 1000
+  store i64 %y3, ptr %slot
+  br label %join
+join:
+  %z = phi i64 [ %y2, %big ], [ %y3, %small ]
+  %p2 = call i64 @locus_poll(i64 %z)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 101, i32 8, ptr %slot, i64 %p2, i64 %v1, i64 %v3, i64 %v4, i64 %v5, i64 %v6, i64 %v7, i64 %v8, i64 %v9, i64 %v10, i64 %v11)
+  %s1 = add i64 %p2, %v1
+  %s2 = xor i64 %s1, %v3
+  %s3 = add i64 %s2, %v4
+  %s4 = sub i64 %s3, %v5
+  %p3 = call i64 @locus_poll(i64 %s4)
+  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 102, i32 16, ptr %slot, i64 %p3, i64 %v6, i64 %v7, i64 %v8, i64 %v9, i64 %v10, i64 %v11)
+  %t1 = add i64 %p3, %v6
+  %t2 = mul i64 %t1, %v7
+  %t3 = add i64 %t2, %v8
+  %t4 = sub i64 %t3, %v9
+  %t5 = xor i64 %t4, %v10
+  %t6 = add i64 %t5, %v11
+  %m = load i64, ptr %slot
+  %t7 = add i64 %t6, %m
+  %small.r = icmp slt i64 %t7, 0
+  %r = select i1 %small.r, i64 %t7, i64 %t6
+  ret i64 %r
+}
+"#;
+
+const INPUTS: [(u64, u64); 4] = [(5, 9), (1, 2), (1 << 33, 77), (0, u64::MAX - 3)];
+
+#[test]
+fn deoptimization_at_several_points_gives_the_compiled_result() -> TestResult {
+    let rt = Runtime::new("deopt.ll", DEOPT_PROGRAM, true)?;
+    let mut deopts = 0;
+    let mut checked = 0;
+    for (a, b) in INPUTS {
+        // SAFETY: `@compute` is `i64 (i64, i64)`.
+        let compiled = unsafe { rt.call("compute", &[a, b])? };
+        assert_eq!(rt.stats().deopts, deopts);
+        for point in 1..=3 {
+            rt.invalidate_at_poll("compute", point);
+            // SAFETY: as above.
+            let result = unsafe { rt.call("compute", &[a, b])? };
+            deopts += 1;
+            assert_eq!(result, compiled, "a = {a}, b = {b}, deopt at poll {point}");
+            assert_eq!(rt.stats().deopts, deopts);
+            assert_eq!(rt.revalidate("compute")?, 3);
+            checked += 1;
+        }
+        // Invalidated before the call: deoptimizes at the first stack map.
+        assert_eq!(rt.invalidate("compute")?, 3);
+        // SAFETY: as above.
+        assert_eq!(unsafe { rt.call("compute", &[a, b])? }, compiled);
+        deopts += 1;
+        assert_eq!(rt.revalidate("compute")?, 3);
+        // SAFETY: as above.
+        assert_eq!(unsafe { rt.call("compute", &[a, b])? }, compiled);
+        assert_eq!(rt.stats().deopts, deopts);
+    }
+    eprintln!(
+        "deopt points checked: {checked} (+{} before the call)",
+        INPUTS.len()
+    );
+    // Register, Direct, Indirect, Constant, ConstantIndex.
+    assert_eq!(rt.deopt_location_kinds(), [1, 2, 3, 4, 5]);
+    Ok(())
+}
+
+#[test]
+fn a_shadow_is_patched_and_put_back() -> TestResult {
+    let rt = Runtime::new("deopt.ll", DEOPT_PROGRAM, true)?;
+    let mut originals = Vec::new();
+    for id in [100u64, 101, 102] {
+        let site = rt.site_address(id).ok_or("no site")?;
+        let reserved = rt.sites()[&id].reserved;
+        originals.push((
+            site,
+            reserved,
+            rt.code_bytes(site, reserved).ok_or("no code")?,
+        ));
+    }
+    assert_eq!(rt.invalidate("compute")?, 3);
+    assert_eq!(rt.invalidate("compute")?, 0);
+    for (site, reserved, original) in &originals {
+        let patched = rt.code_bytes(*site, *reserved).ok_or("no code")?;
+        assert_ne!(&patched, original);
+        assert_eq!(patched[0], 0xe8);
+        let rel = i32::from_le_bytes([patched[1], patched[2], patched[3], patched[4]]);
+        let stub = rt
+            .jit()
+            .function_address("locus.deopt.stub")
+            .ok_or("no stub")?;
+        assert_eq!(site.wrapping_add(5).wrapping_add(rel as i64 as u64), stub);
+        assert_eq!(
+            patched[5..],
+            locus_stackmap::patch::encode_nops(Arch::X86_64, reserved - 5)?
+        );
+    }
+    assert_eq!(rt.revalidate("compute")?, 3);
+    for (site, reserved, original) in &originals {
+        assert_eq!(&rt.code_bytes(*site, *reserved).ok_or("no code")?, original);
+    }
+    assert_eq!(rt.stats().patches, 6);
+    Ok(())
+}
