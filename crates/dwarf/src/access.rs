@@ -6,7 +6,7 @@
 //! object's bits (to print a variable) or to change them (to set one). A read
 //! may touch many storages (a composite spread over registers, memory in
 //! several address spaces, implicit bytes), so this layer takes a
-//! caller-supplied [`Target`] with four small methods instead of a
+//! caller-supplied [`Target`] (its four access methods) instead of a
 //! pause-and-resume protocol: the order of the accesses does not matter, the
 //! caller has the registers and memory at hand anyway, and a trait keeps the
 //! common case (print a variable) one call. The evaluator itself stays free
@@ -73,33 +73,7 @@ pub const MAX_ACCESS_BITS: u64 = 1 << 30;
 /// Deepest composite nesting [`read`] and [`write()`] follow.
 pub const MAX_NESTING: usize = 1024;
 
-/// Registers and memory of the program being inspected.
-///
-/// Each method returns `false` if the access is impossible (unknown register,
-/// offset past its end, unmapped memory, read-only target); this layer then
-/// fails with an error naming the register or address.
-pub trait Target {
-    /// Fills `buf` from `address` in `address_space` (0: global memory).
-    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool;
-
-    /// Fills `buf` from register `register` starting at byte `byte_offset`
-    /// (little-endian register contents).
-    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool;
-
-    /// Writes `bytes` at `address` in `address_space`. By default memory is
-    /// read-only.
-    fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
-        let _ = (address_space, address, bytes);
-        false
-    }
-
-    /// Writes `bytes` into register `register` at byte `byte_offset`. By
-    /// default registers are read-only.
-    fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
-        let _ = (register, byte_offset, bytes);
-        false
-    }
-}
+pub use crate::target::Target;
 
 /// Bits read through a location, with a per-bit mask of which are defined.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -4,23 +4,28 @@
 //! Locus against a [`Snapshot`] of the target (registers, memory, entry
 //! values, CFA).
 //!
-//! The evaluator core stays pure; this module is the caller that answers its
-//! requests from a snapshot ([`run`]: registers, memory, lane, frame base
-//! through the function's `DW_AT_frame_base`, CFA, base types, entry values
-//! from the registers at function entry), and reads the object's bits
-//! through the resulting location description ([`read`], with
-//! [`crate::access`]). `DW_OP_addrx`/`DW_OP_constx` are resolved against
-//! `.debug_addr` when the variable is found, and addresses are moved by the
-//! load bias of a position-independent file. Location-list entries with an
-//! empty range (gcc's location views) never match a PC.
+//! The evaluator core stays pure and answers its requests through the
+//! [`Target`] trait ([`Evaluation::evaluate_with`]); this module supplies the
+//! targets: [`Snapshot`] (owned, writable), [`State`] (borrowed: one frame of
+//! a snapshot, a core file or a process, with entry values evaluated against
+//! the registers at function entry) and [`WithFrame`] (adds the function's
+//! `DW_AT_frame_base` and its unit's base types to any target), and reads the
+//! object's bits through the resulting location description
+//! ([`evaluate_variable_with`], [`read`], with [`crate::access`]).
+//! [`Binary::parse`] reads an object's DWARF once for any number of PCs.
+//! `DW_OP_addrx`/`DW_OP_constx` are resolved against `.debug_addr` when the
+//! variable is found, and addresses are moved by the load bias of a
+//! position-independent file. Location-list entries with an empty range
+//! (gcc's location views) never match a PC.
 //!
 //! ```no_run
-//! use locus_dwarf::binary::{evaluate_variable, variables_at, Snapshot};
+//! use locus_dwarf::binary::{evaluate_variable, Binary, Snapshot};
 //!
 //! let data = std::fs::read("a.out")?;
+//! let binary = Binary::parse(&data)?;
 //! let mut snapshot = Snapshot::default();
 //! snapshot.registers.insert(7, 0x7fff_ffff_e000u64.to_le_bytes().to_vec()); // rsp
-//! for v in variables_at(&data, 0x401130, 0)? {
+//! for v in binary.variables_at(0x401130)? {
 //!     let value = evaluate_variable(&v, &snapshot)?;
 //!     println!("{} = {}", v.name, value.bits.to_hex());
 //! }
@@ -40,8 +45,7 @@ use object::{Object as _, ObjectSection as _};
 
 use crate::access::{self, Bits, Target};
 use crate::{
-    decode, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location, Op, Storage,
-    Value, ValueType,
+    decode, Encoding, Entry, Error, EvalError, Evaluation, Location, Op, Storage, Value, ValueType,
 };
 
 impl From<gimli::Error> for Error {
@@ -105,22 +109,24 @@ impl Default for Snapshot {
 impl Snapshot {
     /// `size` bytes at `address` of `space`, if one block holds them all.
     pub fn read_memory(&self, space: u64, address: u64, size: usize) -> Option<&[u8]> {
-        self.memory.iter().find_map(|b| {
-            if b.space != space || address < b.address {
-                return None;
-            }
-            let start = usize::try_from(address - b.address).ok()?;
-            b.bytes.get(start..start.checked_add(size)?)
-        })
+        read_blocks(&self.memory, space, address, size)
     }
-}
 
-fn unanswered(eval: &Evaluation<'_>, ops: &[Op], what: String) -> Error {
-    let index = eval.pc();
-    Error::Unanswered {
-        index,
-        op: ops.get(index).map_or("end of expression", Op::name),
-        what,
+    /// The snapshot as a borrowed [`State`] (the [`Target`] [`run`] and
+    /// [`evaluate_variable`] evaluate against).
+    pub fn state(&self) -> State<'_> {
+        State {
+            address_size: self.address_size,
+            registers: &self.registers,
+            memory: &self.memory,
+            lane: self.lane,
+            frame_base: self.frame_base,
+            cfa: self.cfa,
+            object_address: self.object_address,
+            entry_registers: &self.entry_registers,
+            base_types: &[],
+            nesting: Nesting::default(),
+        }
     }
 }
 
@@ -191,288 +197,417 @@ const MAX_NESTING: u32 = 8;
 /// 40-byte expression took 20 s), and nesting multiplies again.
 pub const MAX_NESTED_EVALUATIONS: u32 = 64;
 
-/// How deep a run is among the evaluations one [`run`] started, and how many
+/// How deep a target is among the evaluations one run started, and how many
 /// nested ones it has started so far.
-#[derive(Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Nesting {
     depth: u32,
     started: u32,
 }
 
 impl Nesting {
-    /// Counts one more nested evaluation, one level deeper; refused past
+    /// One more nested evaluation, one level deeper; refused past
     /// [`MAX_NESTING`] or [`MAX_NESTED_EVALUATIONS`].
-    fn enter(&mut self, op: &'static str) -> Result<(), Error> {
-        let what = if self.depth >= MAX_NESTING {
-            "nested too deeply".to_owned()
-        } else if self.started >= MAX_NESTED_EVALUATIONS {
-            format!(
+    fn enter(&mut self) -> Result<Nesting, String> {
+        if self.depth >= MAX_NESTING {
+            return Err("nested too deeply".to_owned());
+        }
+        if self.started >= MAX_NESTED_EVALUATIONS {
+            return Err(format!(
                 "more than {MAX_NESTED_EVALUATIONS} nested evaluations (frame bases and entry values)"
-            )
-        } else {
-            self.started += 1;
-            self.depth += 1;
-            return Ok(());
-        };
-        Err(Error::Unanswered { index: 0, op, what })
+            ));
+        }
+        self.started += 1;
+        Ok(Nesting {
+            depth: self.depth + 1,
+            started: self.started,
+        })
     }
 
-    fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+    /// Takes back the count of a nested evaluation's own nested ones.
+    fn leave(&mut self, inner: Nesting) {
+        self.started = self.started.max(inner.started);
     }
 }
 
-/// Runs `eval` (over `ops`) to completion, answering its requests from
-/// `snapshot` and `frame`. A frame-base request is answered by
-/// `snapshot.frame_base`, else by evaluating `frame.frame_base`; an entry
-/// value by evaluating its expression against the registers at entry. The
-/// snapshot's registers give their sizes
-/// ([`Evaluation::set_register_size`]), so offsets and parts past a
-/// register's end are errors of the operation that makes them.
+/// One frame of a stopped thread, borrowed: registers and memory, and what
+/// else a [`Snapshot`] knows. A [`Target`] (it answers registers, memory, the
+/// lane, the frame base when known, the CFA, the object address, entry values
+/// and entry registers); read-only. [`Snapshot::state`] and
+/// [`crate::stopped::Stopped::state`] make one without copying memory.
+///
+/// `DW_OP_entry_value` of `DW_OP_regN` is answered from `entry_registers`;
+/// any other entry-value expression is evaluated against this state with the
+/// registers at entry (at most [`MAX_NESTED_EVALUATIONS`] of them per state,
+/// nested at most 8 deep; its typed operations use `base_types`, a frame base
+/// inside it is unanswered unless `frame_base` is set).
+#[derive(Clone, Debug)]
+pub struct State<'s> {
+    /// Address size in bytes (4 or 8).
+    pub address_size: u8,
+    /// Register contents by DWARF register number, little-endian.
+    pub registers: &'s BTreeMap<u16, Vec<u8>>,
+    /// Readable memory.
+    pub memory: &'s [MemoryBlock],
+    /// The current lane (`DW_OP_push_lane`).
+    pub lane: Option<u64>,
+    /// The frame base, if known directly.
+    pub frame_base: Option<u64>,
+    /// The canonical frame address (`DW_OP_call_frame_cfa`).
+    pub cfa: Option<u64>,
+    /// The object address (`DW_OP_push_object_address`).
+    pub object_address: Option<u64>,
+    /// Registers at the function's entry, by DWARF number.
+    pub entry_registers: &'s BTreeMap<u16, Vec<u8>>,
+    /// The unit's base types (typed operations, also inside entry values).
+    pub base_types: &'s [BaseType],
+    nesting: Nesting,
+}
+
+impl<'s> State<'s> {
+    /// A state of `registers` and `memory` (address size 8, nothing else
+    /// known; set the public fields for more).
+    pub fn new(registers: &'s BTreeMap<u16, Vec<u8>>, memory: &'s [MemoryBlock]) -> State<'s> {
+        State {
+            address_size: 8,
+            registers,
+            memory,
+            lane: None,
+            frame_base: None,
+            cfa: None,
+            object_address: None,
+            entry_registers: registers_none(),
+            base_types: &[],
+            nesting: Nesting::default(),
+        }
+    }
+
+    /// This state with the base types of a unit (a [`Variable`]'s).
+    pub fn with_base_types(self, base_types: &'s [BaseType]) -> State<'s> {
+        State { base_types, ..self }
+    }
+
+    /// `size` bytes at `address` of `space`, if one block holds them all.
+    pub fn read(&self, space: u64, address: u64, size: usize) -> Option<&'s [u8]> {
+        read_blocks(self.memory, space, address, size)
+    }
+
+    /// The value of `expression` (not a lone register) on entry: evaluated
+    /// against this state with the registers at entry.
+    fn entry_expression(&mut self, expression: &[u8], encoding: Encoding) -> Result<Entry, String> {
+        let mut inner = State {
+            registers: self.entry_registers,
+            nesting: self.nesting.enter()?,
+            ..self.clone()
+        };
+        let mut eval = Evaluation::from_bytes(expression, encoding);
+        let done = eval.evaluate_with(&mut inner);
+        self.nesting.leave(inner.nesting);
+        done.map_err(|e| format!("entry value: {e}"))?;
+        eval.into_result()
+            .ok_or_else(|| "entry value: the entry-value expression left an empty stack".to_owned())
+    }
+}
+
+/// An empty register map that lives forever.
+fn registers_none() -> &'static BTreeMap<u16, Vec<u8>> {
+    static NONE: BTreeMap<u16, Vec<u8>> = BTreeMap::new();
+    &NONE
+}
+
+fn read_blocks(memory: &[MemoryBlock], space: u64, address: u64, size: usize) -> Option<&[u8]> {
+    memory.iter().find_map(|b| {
+        if b.space != space || address < b.address {
+            return None;
+        }
+        let start = usize::try_from(address - b.address).ok()?;
+        b.bytes.get(start..start.checked_add(size)?)
+    })
+}
+
+fn read_register_bytes(
+    registers: &BTreeMap<u16, Vec<u8>>,
+    register: u16,
+    byte_offset: u64,
+    buf: &mut [u8],
+) -> bool {
+    let Some(reg) = registers.get(&register) else {
+        return false;
+    };
+    let Ok(start) = usize::try_from(byte_offset) else {
+        return false;
+    };
+    match start
+        .checked_add(buf.len())
+        .and_then(|end| reg.get(start..end))
+    {
+        Some(b) => {
+            buf.copy_from_slice(b);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The value of register `r` at entry, as a generic value.
+fn entry_register_value(
+    entry_registers: &BTreeMap<u16, Vec<u8>>,
+    r: u16,
+    address_size: u8,
+) -> Result<Entry, String> {
+    match entry_registers.get(&r) {
+        Some(bytes) => Ok(Entry::Value(Value::from_bytes(
+            ValueType::Generic,
+            bytes,
+            address_size,
+        ))),
+        None => Err(format!(
+            "entry value: register {r} at function entry is not in the snapshot"
+        )),
+    }
+}
+
+/// The location holding register `r`'s value at entry: the snapshot has the
+/// value, not where it was saved, so an implicit location holding it
+/// (undefined if unknown).
+fn entry_register_location(entry_registers: &BTreeMap<u16, Vec<u8>>, r: u16) -> Location {
+    match entry_registers.get(&r) {
+        Some(bytes) => Location::single(Storage::Implicit(bytes.as_slice().into()), 0),
+        None => Location::undefined(),
+    }
+}
+
+impl Target for State<'_> {
+    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
+        match self.read(address_space, address, buf.len()) {
+            Some(b) => {
+                buf.copy_from_slice(b);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
+        read_register_bytes(self.registers, register, byte_offset, buf)
+    }
+
+    fn register_size(&mut self, register: u16) -> Option<u64> {
+        self.registers.get(&register).map(|b| b.len() as u64)
+    }
+
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        for (r, bytes) in self.registers {
+            each(*r, bytes.len() as u64);
+        }
+    }
+
+    fn lane(&mut self) -> Result<u64, String> {
+        self.lane.ok_or_else(|| "no lane in the context".to_owned())
+    }
+
+    fn frame_base(&mut self) -> Result<u64, String> {
+        self.frame_base
+            .ok_or_else(|| "no frame base in the context".to_owned())
+    }
+
+    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+        self.cfa.ok_or_else(|| "no CFA in the context".to_owned())
+    }
+
+    fn object_address(&mut self) -> Result<u64, String> {
+        self.object_address
+            .ok_or_else(|| "no object address in the context".to_owned())
+    }
+
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+        match self.base_types.iter().find(|b| b.offset == offset) {
+            Some(b) => Ok((b.encoding, b.byte_size)),
+            None => Err(format!("no base type DIE at unit offset {offset:#x}")),
+        }
+    }
+
+    fn entry_value(
+        &mut self,
+        expression: &[u8],
+        register: Option<u16>,
+        encoding: Encoding,
+    ) -> Result<Entry, String> {
+        match register {
+            Some(r) => entry_register_value(self.entry_registers, r, encoding.address_size),
+            None => self.entry_expression(expression, encoding),
+        }
+    }
+
+    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+        Ok(entry_register_location(self.entry_registers, register))
+    }
+}
+
+/// A target with what the function being inspected adds: its
+/// `DW_AT_frame_base` (evaluated against the target when the target has no
+/// frame base of its own) and its unit's base types. Nested frame-base
+/// evaluations are bounded as entry values are ([`MAX_NESTED_EVALUATIONS`]).
+#[derive(Debug)]
+pub struct WithFrame<'f, T> {
+    /// The target.
+    pub target: T,
+    /// The function's frame base and base types.
+    pub frame: Frame<'f>,
+    nesting: Nesting,
+}
+
+impl<'f, T: Target> WithFrame<'f, T> {
+    /// `target` in the function of `frame`.
+    pub fn new(target: T, frame: Frame<'f>) -> WithFrame<'f, T> {
+        WithFrame {
+            target,
+            frame,
+            nesting: Nesting::default(),
+        }
+    }
+
+    /// Evaluates the `DW_AT_frame_base` expression to an address: a register
+    /// location gives the register's value, a memory location its address.
+    fn frame_base_address(&mut self, expr: &Decoded, enc: Encoding) -> Result<u64, String> {
+        // `dyn`: one instantiation however deep frame bases would nest.
+        let target: &mut dyn Target = &mut self.target;
+        let mut inner = WithFrame {
+            target,
+            frame: Frame {
+                frame_base: None,
+                ..self.frame
+            },
+            nesting: self.nesting.enter()?,
+        };
+        let mut eval = expr.evaluation(enc);
+        let done = eval.evaluate_with(&mut inner);
+        self.nesting.leave(inner.nesting);
+        done.map_err(|e| format!("frame base: {e}"))?;
+        let bad = || "frame base: the frame base is not an address or a register".to_owned();
+        let loc = eval.location_result();
+        let place = loc
+            .as_ref()
+            .and_then(|l| l.places.first())
+            .ok_or_else(bad)?;
+        match &place.storage {
+            Storage::Memory { .. } => Ok((place.bit_offset / 8) as u64),
+            Storage::Register(r) => {
+                let size = self.target.register_size(*r).ok_or_else(bad)?;
+                let mut buf = [0u8; 8];
+                let n = usize::try_from(size).map_or(8, |s| s.min(8));
+                if !self.target.read_register(*r, 0, &mut buf[..n]) {
+                    return Err(bad());
+                }
+                Ok(Value::from_bytes(ValueType::Generic, &buf[..n], enc.address_size).to_u64())
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl<T: Target> Target for WithFrame<'_, T> {
+    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
+        self.target.read_memory(address_space, address, buf)
+    }
+    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
+        self.target.read_register(register, byte_offset, buf)
+    }
+    fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
+        self.target.write_memory(address_space, address, bytes)
+    }
+    fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
+        self.target.write_register(register, byte_offset, bytes)
+    }
+    fn register_size(&mut self, register: u16) -> Option<u64> {
+        self.target.register_size(register)
+    }
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        self.target.register_sizes(each)
+    }
+    fn lane(&mut self) -> Result<u64, String> {
+        self.target.lane()
+    }
+    fn frame_base(&mut self) -> Result<u64, String> {
+        match (self.target.frame_base(), self.frame.frame_base) {
+            (Ok(fb), _) => Ok(fb),
+            (Err(_), Some((expr, enc))) => self.frame_base_address(expr, enc),
+            (Err(e), None) => Err(e),
+        }
+    }
+    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+        self.target.call_frame_cfa()
+    }
+    fn object_address(&mut self) -> Result<u64, String> {
+        self.target.object_address()
+    }
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+        match self.frame.base_types.iter().find(|b| b.offset == offset) {
+            Some(b) => Ok((b.encoding, b.byte_size)),
+            None => self.target.base_type(offset),
+        }
+    }
+    fn entry_value(
+        &mut self,
+        expression: &[u8],
+        register: Option<u16>,
+        encoding: Encoding,
+    ) -> Result<Entry, String> {
+        self.target.entry_value(expression, register, encoding)
+    }
+    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+        self.target.entry_register(register)
+    }
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
+        self.target.callee(offset, unit_relative)
+    }
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
+        self.target.indexed_address(index, is_address)
+    }
+    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
+        self.target.tls_address(offset)
+    }
+}
+
+/// Runs `eval` to completion, answering its requests from `snapshot` and
+/// `frame` (`eval.evaluate_with(&mut WithFrame::new(snapshot.state(), frame))`).
+/// A frame-base request is answered by `snapshot.frame_base`, else by
+/// evaluating `frame.frame_base`; an entry value by evaluating its expression
+/// against the registers at entry. The snapshot's registers give their sizes
+/// ([`Evaluation::set_register_size`]), so offsets and parts past a register's
+/// end are errors of the operation that makes them. `ops` is no longer used
+/// (the evaluation names its operations itself).
 pub fn run(
     eval: &mut Evaluation<'_>,
     ops: &[Op],
     snapshot: &Snapshot,
     frame: Frame<'_>,
 ) -> Result<(), Error> {
-    run_nested(
-        eval,
-        ops,
-        snapshot,
-        frame,
-        &mut Nesting::default(),
-        &mut |_| {},
-    )
+    let _ = ops;
+    eval.evaluate_with(&mut WithFrame::new(snapshot.state(), frame))
 }
 
 /// [`run`] for an evaluation with [`Evaluation::set_trace`] on: `on_step`
 /// sees the evaluation after every executed operation
-/// ([`EvaluationResult::Stepped`]: [`Evaluation::stack`] shows its effect,
+/// ([`crate::EvaluationResult::Stepped`]: [`Evaluation::stack`] shows its effect,
 /// [`Evaluation::pc`] the next operation); nested evaluations (frame base,
 /// entry values) are not traced.
-pub fn run_traced(
-    eval: &mut Evaluation<'_>,
+pub fn run_traced<'a>(
+    eval: &mut Evaluation<'a>,
     ops: &[Op],
     snapshot: &Snapshot,
     frame: Frame<'_>,
-    on_step: &mut dyn FnMut(&Evaluation<'_>),
+    on_step: &mut dyn FnMut(&Evaluation<'a>),
 ) -> Result<(), Error> {
-    run_nested(eval, ops, snapshot, frame, &mut Nesting::default(), on_step)
+    let _ = ops;
+    eval.evaluate_traced_with(&mut WithFrame::new(snapshot.state(), frame), on_step)
 }
 
-fn run_nested(
-    eval: &mut Evaluation<'_>,
-    ops: &[Op],
-    snapshot: &Snapshot,
-    frame: Frame<'_>,
-    nesting: &mut Nesting,
-    on_step: &mut dyn FnMut(&Evaluation<'_>),
-) -> Result<(), Error> {
-    for (register, bytes) in &snapshot.registers {
-        eval.set_register_size(*register, bytes.len() as u64);
-    }
-    let mut r = eval.evaluate()?;
-    loop {
-        r = match r {
-            EvaluationResult::Complete => return Ok(()),
-            EvaluationResult::Stepped => {
-                on_step(eval);
-                eval.evaluate()?
-            }
-            EvaluationResult::RequiresRegister { register } => {
-                match snapshot.registers.get(&register) {
-                    Some(bytes) => eval.resume_with_register(bytes)?,
-                    None => {
-                        return Err(unanswered(
-                            eval,
-                            ops,
-                            format!("register {register} is not in the context"),
-                        ))
-                    }
-                }
-            }
-            EvaluationResult::RequiresMemory {
-                address,
-                size,
-                address_space,
-            } => match snapshot.read_memory(address_space, address, usize::from(size)) {
-                Some(bytes) => eval.resume_with_memory(bytes)?,
-                None => {
-                    return Err(unanswered(
-                        eval,
-                        ops,
-                        format!(
-                        "memory {address:#x} (space {address_space}, {size} bytes) is not readable"
-                    ),
-                    ))
-                }
-            },
-            EvaluationResult::RequiresLane => match snapshot.lane {
-                Some(lane) => eval.resume_with_lane(lane)?,
-                None => return Err(unanswered(eval, ops, "no lane in the context".to_owned())),
-            },
-            EvaluationResult::RequiresFrameBase => {
-                let fb = match (snapshot.frame_base, frame.frame_base) {
-                    (Some(fb), _) => fb,
-                    (None, Some((fops, enc))) => {
-                        frame_base_address(fops, enc, snapshot, frame, nesting)
-                            .map_err(|e| unanswered(eval, ops, format!("frame base: {e}")))?
-                    }
-                    _ => {
-                        return Err(unanswered(
-                            eval,
-                            ops,
-                            "no frame base in the context".to_owned(),
-                        ))
-                    }
-                };
-                eval.resume_with_frame_base(fb)?
-            }
-            EvaluationResult::RequiresCallFrameCfa => match snapshot.cfa {
-                Some(cfa) => eval.resume_with_call_frame_cfa(cfa)?,
-                None => return Err(unanswered(eval, ops, "no CFA in the context".to_owned())),
-            },
-            EvaluationResult::RequiresObjectAddress => match snapshot.object_address {
-                Some(a) => eval.resume_with_object_address(a)?,
-                None => {
-                    return Err(unanswered(
-                        eval,
-                        ops,
-                        "no object address in the context".to_owned(),
-                    ))
-                }
-            },
-            EvaluationResult::RequiresBaseType { offset } => {
-                match frame.base_types.iter().find(|b| b.offset == offset) {
-                    Some(b) => eval.resume_with_base_type(b.encoding, b.byte_size)?,
-                    None => {
-                        return Err(unanswered(
-                            eval,
-                            ops,
-                            format!("no base type DIE at unit offset {offset:#x}"),
-                        ))
-                    }
-                }
-            }
-            EvaluationResult::RequiresEntryValue {
-                expression,
-                register,
-            } => {
-                let entry = entry_value(&expression, register, eval, snapshot, frame, nesting)
-                    .map_err(|e| unanswered(eval, ops, format!("entry value: {e}")))?;
-                eval.resume_with_entry_value(entry)?
-            }
-            EvaluationResult::RequiresEntryRegister { register } => {
-                // The snapshot has the value, not where it was saved: an
-                // implicit location holding it.
-                let loc = match snapshot.entry_registers.get(&register) {
-                    Some(bytes) => Location::single(Storage::Implicit(bytes.as_slice().into()), 0),
-                    None => Location::undefined(),
-                };
-                eval.resume_with_entry_register(loc)?
-            }
-            other => {
-                return Err(unanswered(
-                    eval,
-                    ops,
-                    format!("the context cannot answer {other:?}"),
-                ))
-            }
-        }
-    }
-}
-
-/// The value `expression` had on entry to the function: a register's from
-/// `snapshot.entry_registers`, anything else by evaluating it against a
-/// snapshot whose registers are the entry registers.
-fn entry_value(
-    expression: &[u8],
-    register: Option<u16>,
-    eval: &Evaluation<'_>,
-    snapshot: &Snapshot,
-    frame: Frame<'_>,
-    nesting: &mut Nesting,
-) -> Result<Entry, Error> {
-    let a = eval.encoding().address_size;
-    if let Some(r) = register {
-        return match snapshot.entry_registers.get(&r) {
-            Some(bytes) => Ok(Entry::Value(Value::from_bytes(
-                ValueType::Generic,
-                bytes,
-                a,
-            ))),
-            None => Err(Error::Unanswered {
-                index: 0,
-                op: "DW_OP_entry_value",
-                what: format!("register {r} at function entry is not in the snapshot"),
-            }),
-        };
-    }
-    let enc = eval.encoding();
-    let expr = Decoded::new(expression, enc)?;
-    let at_entry = Snapshot {
-        registers: snapshot.entry_registers.clone(),
-        ..snapshot.clone()
-    };
-    let mut inner = expr.evaluation(enc);
-    nesting.enter("DW_OP_entry_value")?;
-    let done = run_nested(
-        &mut inner,
-        &expr.ops,
-        &at_entry,
-        frame,
-        nesting,
-        &mut |_| {},
-    );
-    nesting.leave();
-    done?;
-    inner.into_result().ok_or_else(|| Error::Unanswered {
-        index: 0,
-        op: "DW_OP_entry_value",
-        what: "the entry-value expression left an empty stack".to_owned(),
-    })
-}
-
-/// Evaluates a `DW_AT_frame_base` expression to an address: a register
-/// location gives the register's value, a memory location its address.
-fn frame_base_address(
-    expr: &Decoded,
-    enc: Encoding,
-    snapshot: &Snapshot,
-    frame: Frame<'_>,
-    nesting: &mut Nesting,
-) -> Result<u64, Error> {
-    let mut eval = expr.evaluation(enc);
-    let inner = Frame {
-        frame_base: None,
-        ..frame
-    };
-    nesting.enter("DW_AT_frame_base")?;
-    let done = run_nested(&mut eval, &expr.ops, snapshot, inner, nesting, &mut |_| {});
-    nesting.leave();
-    done?;
-    let loc = eval.location_result();
-    let bad = || Error::Unanswered {
-        index: 0,
-        op: "DW_AT_frame_base",
-        what: "the frame base is not an address or a register".to_owned(),
-    };
-    let place = loc
-        .as_ref()
-        .and_then(|l| l.places.first())
-        .ok_or_else(bad)?;
-    match &place.storage {
-        Storage::Memory { .. } => Ok((place.bit_offset / 8) as u64),
-        Storage::Register(r) => {
-            let bytes = snapshot.registers.get(r).ok_or_else(bad)?;
-            Ok(Value::from_bytes(ValueType::Generic, bytes, enc.address_size).to_u64())
-        }
-        _ => Err(bad()),
-    }
-}
-
-/// The snapshot as a [`Target`] for [`crate::access`]: reads, and writes
-/// (`locus dwarf eval --write`) into the registers and memory blocks it has.
+/// The snapshot as a [`Target`]: reads, writes (`locus dwarf eval --write`)
+/// into the registers and memory blocks it has, and the requests its fields
+/// answer. Entry values of other expressions than a lone register need the
+/// nesting bounds of a [`State`]: evaluate with [`Snapshot::state`] (as
+/// [`run`] does) for them.
 impl Target for Snapshot {
     fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
         match Snapshot::read_memory(self, address_space, address, buf.len()) {
@@ -485,22 +620,7 @@ impl Target for Snapshot {
     }
 
     fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
-        let Some(reg) = self.registers.get(&register) else {
-            return false;
-        };
-        let Ok(start) = usize::try_from(byte_offset) else {
-            return false;
-        };
-        match start
-            .checked_add(buf.len())
-            .and_then(|end| reg.get(start..end))
-        {
-            Some(b) => {
-                buf.copy_from_slice(b);
-                true
-            }
-            None => false,
-        }
+        read_register_bytes(&self.registers, register, byte_offset, buf)
     }
 
     /// Writes inside one memory block; bytes outside every block are
@@ -541,14 +661,56 @@ impl Target for Snapshot {
             None => false,
         }
     }
+
+    fn register_size(&mut self, register: u16) -> Option<u64> {
+        self.state().register_size(register)
+    }
+
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        self.state().register_sizes(each)
+    }
+
+    fn lane(&mut self) -> Result<u64, String> {
+        self.state().lane()
+    }
+
+    fn frame_base(&mut self) -> Result<u64, String> {
+        self.state().frame_base()
+    }
+
+    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+        self.state().call_frame_cfa()
+    }
+
+    fn object_address(&mut self) -> Result<u64, String> {
+        self.state().object_address()
+    }
+
+    fn entry_value(
+        &mut self,
+        _expression: &[u8],
+        register: Option<u16>,
+        encoding: Encoding,
+    ) -> Result<Entry, String> {
+        match register {
+            Some(r) => entry_register_value(&self.entry_registers, r, encoding.address_size),
+            None => Err(
+                "entry value: only a lone register's is answered by a Snapshot itself (evaluate with Snapshot::state())"
+                    .to_owned(),
+            ),
+        }
+    }
+
+    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+        Ok(entry_register_location(&self.entry_registers, register))
+    }
 }
 
 /// Reads `bit_len` bits through `location` from the snapshot
 /// ([`crate::access::read`]: undefined bits stay undefined, unreadable
 /// registers or memory are an error).
 pub fn read(location: &Location, bit_len: u64, snapshot: &Snapshot) -> Result<Bits, Error> {
-    let mut target = snapshot.clone();
-    access::read(location, bit_len, &mut target)
+    access::read(location, bit_len, &mut snapshot.state())
 }
 
 /// Whether a variable is a formal parameter or a local.
@@ -730,6 +892,129 @@ pub(crate) fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
     }
 }
 
+/// An object file's DWARF, read once: the object parsed, its `.debug_*`
+/// sections found and decompressed by [`Binary::parse`]; then
+/// [`Binary::variables_at`] as many PCs as needed (each frame of each thread
+/// of a core file) without reading the file again.
+///
+/// ```no_run
+/// use locus_dwarf::binary::{evaluate_variable, Binary, Snapshot};
+///
+/// let data = std::fs::read("a.out")?;
+/// let binary = Binary::parse(&data)?.with_load_bias(0x5555_5555_4000);
+/// let snapshot = Snapshot::default();
+/// for pc in [0x5555_5555_5130, 0x5555_5555_5190] {
+///     for v in binary.variables_at(pc)? {
+///         println!("{} = {:?}", v.name, evaluate_variable(&v, &snapshot).map(|e| e.bits.to_hex()));
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Binary<'d> {
+    data: &'d [u8],
+    sections: Sections<'d>,
+    load_bias: u64,
+}
+
+impl<'d> Binary<'d> {
+    /// Reads the object's DWARF sections (refused: not an object file,
+    /// big-endian, no `.debug_info`).
+    pub fn parse(data: &'d [u8]) -> Result<Binary<'d>, Error> {
+        Ok(Binary {
+            data,
+            sections: Sections::read(data, false)?,
+            load_bias: 0,
+        })
+    }
+
+    /// Sets how far the file was moved when loaded (see [`variables_at`]).
+    pub fn with_load_bias(mut self, load_bias: u64) -> Binary<'d> {
+        self.load_bias = load_bias;
+        self
+    }
+
+    /// The load bias.
+    pub fn load_bias(&self) -> u64 {
+        self.load_bias
+    }
+
+    /// The object's bytes.
+    pub fn data(&self) -> &'d [u8] {
+        self.data
+    }
+
+    /// The variables and formal parameters in scope at `pc` (an address in
+    /// the running program), as [`variables_at`] finds them.
+    pub fn variables_at(&self, pc: u64) -> Result<Vec<Variable>, Error> {
+        let dwarf = self.sections.dwarf(false)?;
+        let load_bias = self.load_bias;
+        let pc = pc.wrapping_sub(load_bias);
+        let mut out = Vec::new();
+        let mut units = dwarf.units();
+        while let Some(header) = units.next()? {
+            let unit = dwarf.unit(header)?;
+            if unit.dwo_id.is_some() {
+                scan_dwo(&dwarf, &unit, pc, load_bias, &mut out)?;
+                continue;
+            }
+            scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Every location expression in the binary, as [`location_expressions`].
+    pub fn location_expressions(&self) -> Result<Vec<LocationExpression>, Error> {
+        let dwarf = self.sections.dwarf(false)?;
+        let mut out = Vec::new();
+        let mut units = dwarf.units();
+        while let Some(header) = units.next()? {
+            let unit = dwarf.unit(header)?;
+            check_not_skeleton(&dwarf, &unit)?;
+            let encoding = encoding_of(&unit);
+            let mut entries = unit.entries();
+            while let Some((_, entry)) = entries.next_dfs()? {
+                for at in [gimli::DW_AT_location, gimli::DW_AT_frame_base] {
+                    let Some(value) = entry.attr_value(at)? else {
+                        continue;
+                    };
+                    if let AttributeValue::Exprloc(e) = value {
+                        out.push(LocationExpression {
+                            bytes: e.0.slice().to_vec(),
+                            encoding,
+                        });
+                    } else if let Some(mut list) = dwarf.attr_locations(&unit, value)? {
+                        while let Some(le) = list.next()? {
+                            out.push(LocationExpression {
+                                bytes: le.data.0.slice().to_vec(),
+                                encoding,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The registers at entry of the function called from the call that
+    /// returns to `return_pc` (an address in the running program), from the
+    /// call site's parameters evaluated against `caller`
+    /// ([`crate::callsite::entry_registers`]).
+    pub fn entry_registers<T: Target + ?Sized>(
+        &self,
+        return_pc: u64,
+        caller: &mut T,
+    ) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
+        let dwarf = self.sections.dwarf(false)?;
+        crate::callsite::entry_registers_in(&dwarf, return_pc, self.load_bias, caller)
+    }
+
+    /// The address of symbol `name` in the object's symbol table, if present.
+    pub fn symbol_address(&self, name: &str) -> Result<Option<u64>, Error> {
+        symbol_address(self.data, name)
+    }
+}
+
 /// The address of symbol `name` in the object's symbol table, if present.
 pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, Error> {
     use object::ObjectSymbol as _;
@@ -745,42 +1030,13 @@ pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, Error> {
 /// Every location expression in the binary: each `DW_AT_location` and
 /// `DW_AT_frame_base` expression and every entry of every location list.
 pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Error> {
-    let sections = Sections::read(data, false)?;
-    let dwarf = sections.dwarf(false)?;
-    let mut out = Vec::new();
-    let mut units = dwarf.units();
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        check_not_skeleton(&dwarf, &unit)?;
-        let encoding = encoding_of(&unit);
-        let mut entries = unit.entries();
-        while let Some((_, entry)) = entries.next_dfs()? {
-            for at in [gimli::DW_AT_location, gimli::DW_AT_frame_base] {
-                let Some(value) = entry.attr_value(at)? else {
-                    continue;
-                };
-                if let AttributeValue::Exprloc(e) = value {
-                    out.push(LocationExpression {
-                        bytes: e.0.slice().to_vec(),
-                        encoding,
-                    });
-                } else if let Some(mut list) = dwarf.attr_locations(&unit, value)? {
-                    while let Some(le) = list.next()? {
-                        out.push(LocationExpression {
-                            bytes: le.data.0.slice().to_vec(),
-                            encoding,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
+    Binary::parse(data)?.location_expressions()
 }
 
 /// The variables and formal parameters in scope at `pc`: those of every
 /// subprogram, lexical block and inlined subroutine whose ranges contain
-/// `pc`, innermost scope last.
+/// `pc`, innermost scope last. Reads the file each time: for several PCs of
+/// one file, [`Binary::parse`] it once.
 ///
 /// `pc` is an address in the running program, and `load_bias` how far the
 /// file was moved when loaded: 0 for a position-dependent executable, the
@@ -790,20 +1046,9 @@ pub fn location_expressions(data: &[u8]) -> Result<Vec<LocationExpression>, Erro
 /// the expressions handed out is moved by `load_bias`, so that they name
 /// the running program's memory.
 pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable>, Error> {
-    let sections = Sections::read(data, false)?;
-    let dwarf = sections.dwarf(false)?;
-    let pc = pc.wrapping_sub(load_bias);
-    let mut out = Vec::new();
-    let mut units = dwarf.units();
-    while let Some(header) = units.next()? {
-        let unit = dwarf.unit(header)?;
-        if unit.dwo_id.is_some() {
-            scan_dwo(&dwarf, &unit, pc, load_bias, &mut out)?;
-            continue;
-        }
-        scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
-    }
-    Ok(out)
+    Binary::parse(data)?
+        .with_load_bias(load_bias)
+        .variables_at(pc)
 }
 
 /// Adds the variables in scope at `pc` (file address) of one unit to `out`.
@@ -1303,8 +1548,23 @@ pub struct Evaluated {
     pub bits: Bits,
 }
 
-/// Evaluates `variable`'s location at the snapshot and reads its bytes.
+/// Evaluates `variable`'s location at the snapshot and reads its bytes
+/// ([`evaluate_variable_with`] the snapshot's [`State`] with the variable's
+/// base types).
 pub fn evaluate_variable(variable: &Variable, snapshot: &Snapshot) -> Result<Evaluated, Error> {
+    let mut state = snapshot.state().with_base_types(&variable.base_types);
+    evaluate_variable_with(variable, &mut state)
+}
+
+/// Evaluates `variable`'s location against `target` (with the variable's
+/// frame base and base types, [`WithFrame`]; entry-value expressions see the
+/// base types only if the target has them, as a [`State::with_base_types`]
+/// does) and reads its bytes through the result ([`Entry::into_location`]: a value result is an address if generic,
+/// the object's bits otherwise).
+pub fn evaluate_variable_with<T: Target + ?Sized>(
+    variable: &Variable,
+    target: &mut T,
+) -> Result<Evaluated, Error> {
     let size = variable.byte_size.unwrap_or(0);
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
@@ -1333,19 +1593,14 @@ pub fn evaluate_variable(variable: &Variable, snapshot: &Snapshot) -> Result<Eva
         base_types: &variable.base_types,
     };
     let mut eval = expr.evaluation(enc);
-    run(&mut eval, &expr.ops, snapshot, frame)?;
+    let mut with_frame = WithFrame::new(&mut *target, frame);
+    eval.evaluate_with(&mut with_frame)?;
     // The result is moved out, not cloned.
     let location = match eval.into_result() {
-        // A value result in a location context: a generic value is an
-        // address (DWARF 5); a typed one is the object's bits.
-        Some(Entry::Value(v)) if v.ty == ValueType::Generic => Location::memory(0, v.bits),
-        Some(Entry::Value(v)) => {
-            Location::single(Storage::Implicit(v.to_bytes(enc.address_size).into()), 0)
-        }
-        Some(Entry::Location(l)) => l,
+        Some(e) => e.into_location(enc.address_size),
         None => Location::undefined(),
     };
-    let bits = read(&location, bit_len, snapshot)?;
+    let bits = access::read(&location, bit_len, target)?;
     Ok(Evaluated {
         bits,
         location: Some(location),

@@ -9,8 +9,8 @@ use alloc::vec::Vec;
 
 use gimli::AttributeValue;
 
-use crate::binary::{self, encoding_of, Decoded, Frame, Snapshot, R};
-use crate::{Encoding, Entry, Error};
+use crate::binary::{self, encoding_of, Decoded, R};
+use crate::{Encoding, Entry, Error, Target};
 
 /// `DW_TAG_GNU_call_site`.
 const GNU_CALL_SITE: gimli::DwTag = gimli::DwTag(0x4109);
@@ -29,25 +29,35 @@ struct Parameter {
 
 /// The registers at entry of the function called from the call that returns to
 /// `return_pc` (an address in the running program; `load_bias` as for
-/// [`binary::variables_at`]), each evaluated against `caller`, the caller frame's
-/// snapshot. Parameters whose value cannot be computed there (a register the caller frame
+/// [`binary::variables_at`]), each evaluated against `caller`, the caller frame (a
+/// [`binary::State`] or any [`Target`]). Parameters whose value cannot be computed there (a register the caller frame
 /// does not know) are left out, so their entry values stay unanswered.
-pub fn entry_registers(
+pub fn entry_registers<T: Target + ?Sized>(
     data: &[u8],
     return_pc: u64,
     load_bias: u64,
-    caller: &Snapshot,
+    caller: &mut T,
 ) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
     let sections = binary::Sections::read(data, false)?;
     let dwarf = sections.dwarf(false)?;
+    entry_registers_in(&dwarf, return_pc, load_bias, caller)
+}
+
+/// [`entry_registers`] in DWARF already read.
+pub(crate) fn entry_registers_in<T: Target + ?Sized>(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    return_pc: u64,
+    load_bias: u64,
+    caller: &mut T,
+) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
     let at = return_pc.wrapping_sub(load_bias);
     let mut out = BTreeMap::new();
-    for p in parameters(&dwarf, at)? {
+    for p in parameters(dwarf, at)? {
         let Ok(expr) = Decoded::new(&p.value, p.encoding) else {
             continue;
         };
         let mut eval = expr.evaluation(p.encoding);
-        if binary::run(&mut eval, &expr.ops, caller, Frame::default()).is_err() {
+        if eval.evaluate_with(&mut *caller).is_err() {
             continue;
         }
         if let Some(Entry::Value(v)) = eval.into_result() {

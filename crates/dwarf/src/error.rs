@@ -99,7 +99,8 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
-    /// (`binary`) The snapshot cannot answer the evaluator's request.
+    /// The target cannot answer the evaluator's request
+    /// ([`Evaluation::evaluate_with`](crate::Evaluation::evaluate_with)).
     Unanswered {
         /// Index of the operation that asked.
         index: usize,

@@ -110,6 +110,34 @@ pub enum Entry {
     Location(Location),
 }
 
+impl Entry {
+    /// The entry where a value is needed: a value as it is, a memory
+    /// location in address space 0 as its address (a generic value, DWARF
+    /// 5's implicit conversion); `None` for any other location.
+    pub fn to_value(&self, address_size: u8) -> Option<Value> {
+        match self {
+            Entry::Value(v) => Some(*v),
+            Entry::Location(l) => l
+                .as_default_address()
+                .map(|a| Value::generic(a, address_size)),
+        }
+    }
+
+    /// The entry where a location is needed (a variable's `DW_AT_location`,
+    /// bytes to read or write): a location as it is, a generic value as a
+    /// memory location in address space 0 (DWARF 5), a typed value as
+    /// implicit storage holding its bytes (the object's bits).
+    pub fn into_location(self, address_size: u8) -> Location {
+        match self {
+            Entry::Location(l) => l,
+            Entry::Value(v) if v.ty == ValueType::Generic => Location::memory(0, v.bits),
+            Entry::Value(v) => {
+                Location::single(Storage::Implicit(v.to_bytes(address_size).into()), 0)
+            }
+        }
+    }
+}
+
 /// What [`Evaluation::evaluate`] (or a `resume_with_*`) stopped for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum EvaluationResult {
@@ -1291,7 +1319,7 @@ impl<'a> Evaluation<'a> {
 
     /// Name of root operation `index` (from bytes: the one at `byte_pc`,
     /// which is `index` whenever an error is reported).
-    fn root_name(&self, index: usize) -> &'static str {
+    pub(crate) fn root_name(&self, index: usize) -> &'static str {
         match self.bytes {
             Some(bytes) => decode_at(bytes, &mut self.byte_pc.clone(), self.encoding)
                 .map_or("end of expression", |op| op.name()),

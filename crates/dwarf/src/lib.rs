@@ -51,6 +51,11 @@
 //! * [`access`]: "Bit Offsets", "Objects In Multiple Places" — reading and
 //!   writing an object through any location description at bit granularity,
 //!   with undefined bits reported, through a caller-supplied [`Target`].
+//! * [`target`]: the [`Target`] trait (registers, memory and every other
+//!   request: lane, frame base, CFA, base types, entry values, TLS, ...) and
+//!   [`Evaluation::evaluate_with`], the loop that answers an evaluation's
+//!   requests from one, so that no caller writes it again; the
+//!   pause-and-resume API stays for callers that answer otherwise.
 //!
 //! # Real targets (feature `binary`)
 //!
@@ -126,6 +131,8 @@
 //!             _ => false,
 //!         }
 //!     }
+//!     // The current lane, for `Evaluation::evaluate_with`.
+//!     fn lane(&mut self) -> Result<u64, String> { Ok(3) }
 //! }
 //! let mut target = Snapshot {
 //!     vgpr0: (0..64u32).flat_map(|i| (i * 0x100).to_le_bytes()).collect(),
@@ -142,6 +149,11 @@
 //!     };
 //! }
 //! let location = eval.location_result().expect("a location");
+//!
+//! // The same loop, written once in the crate: the target answers.
+//! let mut again = Evaluation::new(&ops, Encoding::default());
+//! again.evaluate_with(&mut target)?;
+//! assert_eq!(again.location_result().as_ref(), Some(&location));
 //!
 //! // Read 9 bytes through it: lane 3 of VGPR0, memory, the implicit 0xf00d,
 //! // then one byte past the composite's end, which is undefined.
@@ -168,17 +180,19 @@ mod op;
 mod regnames;
 #[cfg(feature = "binary")]
 pub mod stopped;
+pub mod target;
 mod text;
 #[cfg(feature = "binary")]
 pub mod unwind;
 pub mod value;
 
-pub use access::{Bits, Target};
+pub use access::Bits;
 pub use error::Error;
 pub use eval::{Buffers, Entry, EvalError, Evaluation, EvaluationResult};
 pub use location::{Bytes, Location, Part, Places, SingleLocation, Storage};
 pub use number::Number;
 pub use op::{decode, decode_into, encode, to_text, Encoding, ExtensionEncoding, Op};
 pub use regnames::register_number;
+pub use target::Target;
 pub use text::{parse_text, parse_text_with, Syntax};
 pub use value::{Value, ValueType};

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use object::{Object as _, ObjectSegment as _};
 
-use crate::binary::{MemoryBlock, Snapshot};
+use crate::binary::{MemoryBlock, Snapshot, State};
 use crate::Error;
 
 /// The instruction sets whose register notes and unwinding rules are known.
@@ -217,6 +217,22 @@ impl Stopped {
             cfa,
             ..Snapshot::default()
         }
+    }
+
+    /// A frame of this target as a [`Target`](crate::Target), borrowing the
+    /// memory (nothing is copied): `registers` (the thread's for frame 0, the
+    /// unwound ones otherwise), its CFA if known, and the registers at its
+    /// function's entry ([`crate::callsite::entry_registers`]).
+    pub fn state<'s>(
+        &'s self,
+        registers: &'s BTreeMap<u16, Vec<u8>>,
+        cfa: Option<u64>,
+        entry_registers: &'s BTreeMap<u16, Vec<u8>>,
+    ) -> State<'s> {
+        let mut state = State::new(registers, &self.memory);
+        state.cfa = cfa;
+        state.entry_registers = entry_registers;
+        state
     }
 
     /// `size` bytes at `address`, if one block holds them.

@@ -3,7 +3,7 @@
 //!
 //! This module only parses arguments, reads files and formats output: the evaluation is
 //! `locus_dwarf`'s, and its requests (registers, memory, lane, frame base) are answered
-//! from the context file by `locus_dwarf::binary::run`.
+//! from the context file by `Evaluation::evaluate_with` on the snapshot's `State`.
 
 mod context;
 mod ptrace;
@@ -14,11 +14,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use locus_dwarf::binary::{self, Decoded, Frame, VariableKind, VariableLocation};
+use locus_dwarf::binary::{self, Decoded, VariableKind, VariableLocation};
 use locus_dwarf::eval::EvalError;
 use locus_dwarf::{
     access, decode, encode, parse_text_with, to_text, Encoding, Entry, Error, Evaluation,
-    ExtensionEncoding, Location, Op, Storage, Syntax,
+    ExtensionEncoding, Location, Op, Syntax,
 };
 use serde_json::{json, Value as Json};
 
@@ -382,8 +382,8 @@ pub fn eval(
         trace(ctx, expr, enc, out)?;
     }
     let mut ev = evaluation(expr, enc);
-    binary::run(&mut ev, ops, &ctx.snapshot, Frame::default()).map_err(fail)?;
-    let top = ev.result();
+    ev.evaluate_with(&mut ctx.snapshot.state()).map_err(fail)?;
+    let top = ev.into_result();
     let want_location = request.result == Some(ResultKind::Location)
         || (request.result.is_none()
             && (request.read.is_some()
@@ -393,17 +393,13 @@ pub fn eval(
         return Err(fail("--write needs a location result, not --result value"));
     }
     if !want_location {
-        let v = match top {
-            Some(Entry::Value(v)) => v,
-            Some(Entry::Location(l)) => match l.as_default_address() {
-                Some(addr) => locus_dwarf::Value::generic(addr, a),
-                None => {
-                    return Err(end_error(
-                        ops,
-                        "the result is a location description that is not a memory address, not a value",
-                    ))
-                }
-            },
+        let v = match &top {
+            Some(e) => e.to_value(a).ok_or_else(|| {
+                end_error(
+                    ops,
+                    "the result is a location description that is not a memory address, not a value",
+                )
+            })?,
             None => return Err(end_error(ops, "the stack is empty: no value")),
         };
         return Ok(json!({
@@ -413,20 +409,18 @@ pub fn eval(
             "number": v.number(a).to_string(),
         }));
     }
-    let loc: Location = match ev.location_result() {
-        Some(l) => l,
-        None => match top {
-            // Only in the default mode: `--read` on a typed value reads its bytes.
-            Some(Entry::Value(v)) if request.result.is_none() => {
-                Location::single(Storage::Implicit(v.to_bytes(a).into()), 0)
-            }
-            _ => {
-                return Err(end_error(
-                    ops,
-                    "the result is a value of a non-generic type, not a location",
-                ))
-            }
-        },
+    let loc: Location = match top {
+        None => Location::undefined(),
+        // `--result location` takes no typed value; the default mode reads its bytes.
+        Some(Entry::Value(v))
+            if v.ty != locus_dwarf::ValueType::Generic && request.result.is_some() =>
+        {
+            return Err(end_error(
+                ops,
+                "the result is a value of a non-generic type, not a location",
+            ))
+        }
+        Some(e) => e.into_location(a),
     };
     let mut doc = json!({"result": "location", "location": render::location_json(&loc)});
     let mut target = ctx.snapshot.clone();
@@ -456,19 +450,13 @@ fn trace(ctx: &Context, expr: &Decoded, enc: Encoding, out: &mut dyn Write) -> R
     ev.set_max_steps(TRACE_LIMIT);
     let mut executed = 0usize;
     let mut written: Result<(), Failure> = Ok(());
-    let r = binary::run_traced(
-        &mut ev,
-        ops,
-        &ctx.snapshot,
-        Frame::default(),
-        &mut |ev: &Evaluation<'_>| {
-            if written.is_err() {
-                return;
-            }
-            written = draw_step(ctx, ops, executed, &ev.stack(), out);
-            executed = ev.pc();
-        },
-    );
+    let r = ev.evaluate_traced_with(&mut ctx.snapshot.state(), &mut |ev: &Evaluation<'_>| {
+        if written.is_err() {
+            return;
+        }
+        written = draw_step(ctx, ops, executed, &ev.stack(), out);
+        executed = ev.pc();
+    });
     written?;
     match r {
         Err(e)
@@ -550,7 +538,8 @@ fn vars(
         }
     };
     let vars = binary::variables_at(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
-    let list = variables_json(&vars, snap.as_ref());
+    let state = snap.as_ref().map(binary::Snapshot::state);
+    let list = variables_json(&vars, state.as_ref());
     let doc = json!({"pc": format!("{pc:#x}"), "variables": list});
     let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
     write_out(out, text)
@@ -558,7 +547,7 @@ fn vars(
 
 /// Each variable as JSON: name, kind, function, type, byte_size, die, its expression (or
 /// const_value) and, given a snapshot, its location and value (or the error).
-fn variables_json(vars: &[binary::Variable], snap: Option<&binary::Snapshot>) -> Vec<Json> {
+fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) -> Vec<Json> {
     let mut list = Vec::new();
     for v in vars {
         let mut item = json!({
@@ -584,8 +573,9 @@ fn variables_json(vars: &[binary::Variable], snap: Option<&binary::Snapshot>) ->
             }
             VariableLocation::None => item["expression"] = Json::Null,
         }
-        if let Some(snap) = snap {
-            match binary::evaluate_variable(v, snap) {
+        if let Some(state) = state {
+            let mut state = state.clone().with_base_types(&v.base_types);
+            match binary::evaluate_variable_with(v, &mut state) {
                 Ok(r) => {
                     if let Some(l) = &r.location {
                         item["location"] = render::location_json(l);

@@ -3,9 +3,10 @@
 //! placed against the binary, one frame of each thread (or of `--thread N`) unwound by
 //! `locus_dwarf::unwind`, and the variables in scope there evaluated against it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use locus_dwarf::binary::{self, Snapshot};
+use locus_dwarf::binary::{Binary, Snapshot};
 use locus_dwarf::stopped::{Placed, Stopped, Thread};
 use locus_dwarf::unwind::{self, Frame};
 use serde_json::{json, Value as Json};
@@ -87,30 +88,43 @@ impl Loaded {
         }
     }
 
+    /// The registers at the entry of frame `index`'s function that its caller's call-site
+    /// parameters give (when the caller is in the binary too), evaluated in the caller's
+    /// frame.
+    fn entry_registers(&self, bin: &Binary<'_>, frames: &[Frame], index: usize) -> Registers {
+        let Some(caller) = frames.get(index + 1) else {
+            return Registers::new();
+        };
+        if caller.module.as_deref() != Some(self.placed.path.as_str()) {
+            return Registers::new();
+        }
+        let none = Registers::new();
+        let mut at_caller = self.stopped.state(&caller.registers, caller.cfa, &none);
+        bin.entry_registers(caller.pc, &mut at_caller)
+            .unwrap_or_default()
+    }
+
     /// The snapshot of frame `index` of `frames`: its registers and CFA, the memory, and
-    /// the registers at its function's entry that its caller's call-site parameters give
-    /// (when the caller is in the binary too).
-    fn snapshot(&self, frames: &[Frame], index: usize) -> Snapshot {
+    /// the registers at its function's entry ([`Loaded::entry_registers`]).
+    fn snapshot(&self, bin: &Binary<'_>, frames: &[Frame], index: usize) -> Snapshot {
         let Some(frame) = frames.get(index) else {
             return self.stopped.snapshot(Default::default(), None);
         };
         let mut snap = self.stopped.snapshot(frame.registers.clone(), frame.cfa);
-        if let Some(caller) = frames.get(index + 1) {
-            if caller.module.as_deref() == Some(self.placed.path.as_str()) {
-                let at_caller = self.stopped.snapshot(caller.registers.clone(), caller.cfa);
-                if let Ok(entry) = locus_dwarf::callsite::entry_registers(
-                    &self.data,
-                    caller.pc,
-                    self.placed.load_bias,
-                    &at_caller,
-                ) {
-                    snap.entry_registers = entry;
-                }
-            }
-        }
+        snap.entry_registers = self.entry_registers(bin, frames, index);
         snap
     }
+
+    /// The binary's DWARF, read once for every thread and frame.
+    fn binary(&self, path: &Path) -> Result<Binary<'_>, Failure> {
+        Ok(Binary::parse(&self.data)
+            .map_err(|e| io_fail(path, e))?
+            .with_load_bias(self.placed.load_bias))
+    }
 }
+
+/// Registers by DWARF number.
+type Registers = BTreeMap<u16, Vec<u8>>;
 
 fn hex(n: u64) -> String {
     format!("{n:#x}")
@@ -134,6 +148,7 @@ pub fn vars(
     frame: usize,
 ) -> Result<Json, Failure> {
     let loaded = load(input, binary, source)?;
+    let bin = loaded.binary(binary)?;
     let numbers: Vec<usize> = match thread {
         Some(n) => {
             loaded.stopped.thread(n).map_err(fail)?;
@@ -156,15 +171,13 @@ pub fn vars(
                 item["backtrace"] = backtrace(&frames);
                 if f.module.as_deref() == Some(loaded.placed.path.as_str()) {
                     let at = f.lookup_pc(frame);
-                    let vars = binary::variables_at(&loaded.data, at, loaded.placed.load_bias)
-                        .map_err(|e| io_fail(binary, e))?;
+                    let vars = bin.variables_at(at).map_err(|e| io_fail(binary, e))?;
                     if let Some(name) = vars.last().map(|v| v.function.clone()) {
                         item["function"] = json!(name);
                     }
-                    item["variables"] = json!(variables_json(
-                        &vars,
-                        Some(&loaded.snapshot(&frames, frame))
-                    ));
+                    let entry = loaded.entry_registers(&bin, &frames, frame);
+                    let state = loaded.stopped.state(&f.registers, f.cfa, &entry);
+                    item["variables"] = json!(variables_json(&vars, Some(&state)));
                 } else {
                     item["variables"] = json!([]);
                     item["note"] = json!(format!(
@@ -206,7 +219,8 @@ pub fn snapshot(
     let (f, frames) = loaded
         .frame(t, frame)
         .map_err(|e| fail(format!("thread {thread}: {e}")))?;
-    let snap = loaded.snapshot(&frames, frame);
+    let bin = loaded.binary(binary)?;
+    let snap = loaded.snapshot(&bin, &frames, frame);
     let arch = loaded.stopped.arch;
     let names = snap
         .registers

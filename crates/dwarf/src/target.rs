@@ -1,0 +1,390 @@
+//! The program being inspected, as one trait: what [`crate::access`] reads
+//! and writes through a location description, and what
+//! [`Evaluation::evaluate_with`] answers an evaluation's requests from.
+//!
+//! Design: the evaluator itself stays pause-and-resume ([`Evaluation::evaluate`]
+//! returns a request, a `resume_with_*` method answers it: see [`crate::eval`]),
+//! so a caller that answers asynchronously or from several places keeps full
+//! control. Most callers answer every request the same way, though: from the
+//! registers and memory of a stopped thread. [`Evaluation::evaluate_with`] is that
+//! loop, written once, over a [`Target`]: registers and memory are the only
+//! required methods; every other request (lane, frame base, CFA, object
+//! address, base types, entry values, the location of a register at entry,
+//! called expressions, `.debug_addr`, TLS) has a default that cannot answer, so
+//! a target implements what it knows. An unanswered request ends the evaluation
+//! with [`Error::Unanswered`] naming the operation that asked and the target's
+//! reason.
+//!
+//! Implementations in this crate (feature `binary`): `binary::Snapshot` (a JSON
+//! snapshot's registers and memory), `binary::State` (the same, borrowed: one
+//! frame of a core file or a process, `stopped::Stopped::state`) and
+//! `binary::WithFrame` (adds a function's `DW_AT_frame_base` and its unit's base
+//! types to any target).
+//!
+//! ```
+//! use locus_dwarf::{parse_text, Encoding, Entry, Evaluation, Target, Value};
+//!
+//! /// rsp (DWARF 7) is 0x1000; memory holds 0x2a at 0x1008; the lane is 3.
+//! struct Thread;
+//! impl Target for Thread {
+//!     fn read_memory(&mut self, space: u64, address: u64, buf: &mut [u8]) -> bool {
+//!         if space != 0 || address != 0x1008 || buf.len() > 8 { return false; }
+//!         buf.copy_from_slice(&0x2au64.to_le_bytes()[..buf.len()]);
+//!         true
+//!     }
+//!     fn read_register(&mut self, register: u16, at: u64, buf: &mut [u8]) -> bool {
+//!         let bytes = 0x1000u64.to_le_bytes();
+//!         match bytes.get(at as usize..at as usize + buf.len()) {
+//!             Some(b) if register == 7 => { buf.copy_from_slice(b); true }
+//!             _ => false,
+//!         }
+//!     }
+//!     fn register_size(&mut self, register: u16) -> Option<u64> {
+//!         (register == 7).then_some(8)
+//!     }
+//!     fn lane(&mut self) -> Result<u64, String> {
+//!         Ok(3)
+//!     }
+//! }
+//!
+//! let ops = parse_text("DW_OP_breg7 8; DW_OP_deref; DW_OP_push_lane; DW_OP_plus", |_| None)?;
+//! let mut eval = Evaluation::new(&ops, Encoding::default());
+//! eval.evaluate_with(&mut Thread)?;
+//! assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x2d, 8))));
+//!
+//! // A request the target cannot answer names the operation that asked.
+//! let ops = parse_text("DW_OP_call_frame_cfa", |_| None)?;
+//! let mut eval = Evaluation::new(&ops, Encoding::default());
+//! let e = eval.evaluate_with(&mut Thread).unwrap_err();
+//! assert_eq!(e.to_string(), "op #0 DW_OP_call_frame_cfa: the target has no CFA");
+//! # Ok::<(), locus_dwarf::Error>(())
+//! ```
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::error::Error;
+use crate::eval::{Entry, Evaluation, EvaluationResult};
+use crate::location::Location;
+use crate::op::Encoding;
+
+/// Registers, memory and what else an evaluation may ask of the program
+/// being inspected.
+///
+/// The access methods return `false` if the access is impossible (unknown
+/// register, offset past its end, unmapped memory, read-only target); the
+/// request methods return `Err` with the reason they cannot answer (by
+/// default: the target does not know). [`crate::access`] uses the four access
+/// methods; [`Evaluation::evaluate_with`] all of them.
+pub trait Target {
+    /// Fills `buf` from `address` in `address_space` (0: global memory).
+    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool;
+
+    /// Fills `buf` from register `register` starting at byte `byte_offset`
+    /// (little-endian register contents).
+    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool;
+
+    /// Writes `bytes` at `address` in `address_space`. By default memory is
+    /// read-only.
+    fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
+        let _ = (address_space, address, bytes);
+        false
+    }
+
+    /// Writes `bytes` into register `register` at byte `byte_offset`. By
+    /// default registers are read-only.
+    fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
+        let _ = (register, byte_offset, bytes);
+        false
+    }
+
+    /// The size in bytes of register `register`, if the target has it: a
+    /// [`RequiresRegister`](EvaluationResult::RequiresRegister) is answered
+    /// with that many bytes from [`Target::read_register`]. By default no
+    /// register can be read whole (reads through locations still work).
+    fn register_size(&mut self, register: u16) -> Option<u64> {
+        let _ = register;
+        None
+    }
+
+    /// Calls `each` with every register the target has and its size in
+    /// bytes, so that [`Evaluation::evaluate_with`] can tell the evaluation
+    /// ([`Evaluation::set_register_size`]): offsets and parts past a
+    /// register's end are then errors of the operation that makes them. By
+    /// default none.
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        let _ = each;
+    }
+
+    /// The current lane (`DW_OP_LLVM_push_lane`).
+    fn lane(&mut self) -> Result<u64, String> {
+        Err("the target has no lane".to_string())
+    }
+
+    /// The frame base address (`DW_OP_fbreg`).
+    fn frame_base(&mut self) -> Result<u64, String> {
+        Err("the target has no frame base".to_string())
+    }
+
+    /// The canonical frame address (`DW_OP_call_frame_cfa`).
+    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+        Err("the target has no CFA".to_string())
+    }
+
+    /// The object's address in global memory (`DW_OP_push_object_address`).
+    fn object_address(&mut self) -> Result<u64, String> {
+        Err("the target has no object address".to_string())
+    }
+
+    /// The `DW_AT_encoding` and `DW_AT_byte_size` of the base type DIE at
+    /// unit offset `offset` (typed operations).
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+        Err(format!("no base type DIE at unit offset {offset:#x}"))
+    }
+
+    /// What `expression` (encoded in `encoding`) had on entry to the current
+    /// function (`DW_OP_entry_value`); `register` is set when the expression
+    /// is only `DW_OP_regN`/`DW_OP_regx N`.
+    fn entry_value(
+        &mut self,
+        expression: &[u8],
+        register: Option<u16>,
+        encoding: Encoding,
+    ) -> Result<Entry, String> {
+        let _ = (expression, register, encoding);
+        Err("the target has no entry values".to_string())
+    }
+
+    /// Where register `register`'s value on entry to the current function is
+    /// (`DW_OP_LLVM_call_frame_entry_reg`): [`Location::undefined`] if
+    /// unknown, [`Location::register`] if it was not saved.
+    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+        Err(format!("the target has no CFI for register {register}"))
+    }
+
+    /// The encoded `DW_AT_location` of the DIE at `offset` (`DW_OP_call*`;
+    /// unit-relative unless `call_ref`); empty if it has none.
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
+        let _ = unit_relative;
+        Err(format!("the target has no DIE at {offset:#x} to call"))
+    }
+
+    /// Entry `index` of the unit's `.debug_addr` (`DW_OP_addrx`, or
+    /// `DW_OP_constx` when `!is_address`).
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
+        let _ = is_address;
+        Err(format!("the target has no .debug_addr entry {index}"))
+    }
+
+    /// The address of the thread-local storage at `offset` for the current
+    /// thread (`DW_OP_form_tls_address`).
+    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
+        Err(format!(
+            "the target has no thread-local storage (offset {offset:#x})"
+        ))
+    }
+}
+
+impl<T: Target + ?Sized> Target for &mut T {
+    fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
+        (**self).read_memory(address_space, address, buf)
+    }
+    fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
+        (**self).read_register(register, byte_offset, buf)
+    }
+    fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
+        (**self).write_memory(address_space, address, bytes)
+    }
+    fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
+        (**self).write_register(register, byte_offset, bytes)
+    }
+    fn register_size(&mut self, register: u16) -> Option<u64> {
+        (**self).register_size(register)
+    }
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        (**self).register_sizes(each)
+    }
+    fn lane(&mut self) -> Result<u64, String> {
+        (**self).lane()
+    }
+    fn frame_base(&mut self) -> Result<u64, String> {
+        (**self).frame_base()
+    }
+    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+        (**self).call_frame_cfa()
+    }
+    fn object_address(&mut self) -> Result<u64, String> {
+        (**self).object_address()
+    }
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+        (**self).base_type(offset)
+    }
+    fn entry_value(
+        &mut self,
+        expression: &[u8],
+        register: Option<u16>,
+        encoding: Encoding,
+    ) -> Result<Entry, String> {
+        (**self).entry_value(expression, register, encoding)
+    }
+    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+        (**self).entry_register(register)
+    }
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
+        (**self).callee(offset, unit_relative)
+    }
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
+        (**self).indexed_address(index, is_address)
+    }
+    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
+        (**self).tls_address(offset)
+    }
+}
+
+/// Registers up to this size are read into a buffer on the machine stack.
+const REGISTER_BUFFER: usize = 256;
+
+impl<'a> Evaluation<'a> {
+    /// Runs the evaluation to completion, answering every request from
+    /// `target` (see [`crate::target`]): the loop a caller of
+    /// [`Evaluation::evaluate`] would otherwise write. First tells the
+    /// evaluation the target's register sizes
+    /// ([`Target::register_sizes`]). On success the result is in
+    /// [`Evaluation::result`]; a request the target cannot answer is
+    /// [`Error::Unanswered`].
+    pub fn evaluate_with<T: Target + ?Sized>(&mut self, target: &mut T) -> Result<(), Error> {
+        self.evaluate_traced_with(target, &mut |_| {})
+    }
+
+    /// [`Evaluation::evaluate_with`] for an evaluation with
+    /// [`Evaluation::set_trace`] on: `on_step` sees the evaluation after
+    /// every executed operation ([`Evaluation::stack`] shows its effect,
+    /// [`Evaluation::pc`] the next operation).
+    pub fn evaluate_traced_with<T: Target + ?Sized>(
+        &mut self,
+        target: &mut T,
+        on_step: &mut dyn FnMut(&Evaluation<'a>),
+    ) -> Result<(), Error> {
+        target.register_sizes(&mut |register, bytes| self.set_register_size(register, bytes));
+        let mut r = self.evaluate()?;
+        loop {
+            r = match r {
+                EvaluationResult::Complete => return Ok(()),
+                EvaluationResult::Stepped => {
+                    on_step(self);
+                    self.evaluate()?
+                }
+                EvaluationResult::RequiresRegister { register } => {
+                    self.answer_register(register, target)?
+                }
+                EvaluationResult::RequiresMemory {
+                    address,
+                    size,
+                    address_space,
+                } => {
+                    let mut buf = [0u8; 255];
+                    let buf = &mut buf[..usize::from(size)];
+                    if !target.read_memory(address_space, address, buf) {
+                        return Err(self.unanswered(format!(
+                            "memory {address:#x} (space {address_space}, {size} bytes) is not readable"
+                        )));
+                    }
+                    self.resume_with_memory(buf)?
+                }
+                EvaluationResult::RequiresLane => {
+                    let lane = target.lane().map_err(|w| self.unanswered(w))?;
+                    self.resume_with_lane(lane)?
+                }
+                EvaluationResult::RequiresFrameBase => {
+                    let fb = target.frame_base().map_err(|w| self.unanswered(w))?;
+                    self.resume_with_frame_base(fb)?
+                }
+                EvaluationResult::RequiresCallFrameCfa => {
+                    let cfa = target.call_frame_cfa().map_err(|w| self.unanswered(w))?;
+                    self.resume_with_call_frame_cfa(cfa)?
+                }
+                EvaluationResult::RequiresObjectAddress => {
+                    let a = target.object_address().map_err(|w| self.unanswered(w))?;
+                    self.resume_with_object_address(a)?
+                }
+                EvaluationResult::RequiresBaseType { offset } => {
+                    let (encoding, size) =
+                        target.base_type(offset).map_err(|w| self.unanswered(w))?;
+                    self.resume_with_base_type(encoding, size)?
+                }
+                EvaluationResult::RequiresEntryValue {
+                    expression,
+                    register,
+                } => {
+                    let entry = target
+                        .entry_value(&expression, register, self.encoding())
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_entry_value(entry)?
+                }
+                EvaluationResult::RequiresEntryRegister { register } => {
+                    let l = target
+                        .entry_register(register)
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_entry_register(l)?
+                }
+                EvaluationResult::RequiresCallee {
+                    offset,
+                    unit_relative,
+                } => {
+                    let bytes = target
+                        .callee(offset, unit_relative)
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_callee(&bytes)?
+                }
+                EvaluationResult::RequiresIndexedAddress { index, is_address } => {
+                    let a = target
+                        .indexed_address(index, is_address)
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_indexed_address(a)?
+                }
+                EvaluationResult::RequiresTlsAddress { offset } => {
+                    let a = target.tls_address(offset).map_err(|w| self.unanswered(w))?;
+                    self.resume_with_tls_address(a)?
+                }
+            };
+        }
+    }
+
+    /// Answers a register request with the register's whole contents.
+    fn answer_register<T: Target + ?Sized>(
+        &mut self,
+        register: u16,
+        target: &mut T,
+    ) -> Result<EvaluationResult, Error> {
+        let missing = |e: &Self| e.unanswered(format!("register {register} is not in the target"));
+        let size = target
+            .register_size(register)
+            .ok_or_else(|| missing(self))?;
+        let size = usize::try_from(size).map_err(|_| missing(self))?;
+        let mut small = [0u8; REGISTER_BUFFER];
+        let mut large;
+        let buf = match small.get_mut(..size) {
+            Some(b) => b,
+            None => {
+                large = vec![0u8; size];
+                &mut large[..]
+            }
+        };
+        if !target.read_register(register, 0, buf) {
+            return Err(missing(self));
+        }
+        self.resume_with_register(buf)
+    }
+
+    /// [`Error::Unanswered`] for the request the evaluation is waiting on.
+    pub(crate) fn unanswered(&self, what: String) -> Error {
+        let index = self.pc();
+        Error::Unanswered {
+            index,
+            op: self.root_name(index),
+            what,
+        }
+    }
+}
