@@ -20,6 +20,7 @@ fn the_tour_passes_every_cross_check() {
         "DWARF location descriptions on the stack",
         "MLIR memrefs from Rust",
         "AArch64 SME streaming mode and ZA",
+        "A JIT that keeps its stack maps",
     ] {
         assert!(stdout.contains(title), "{stdout}");
     }

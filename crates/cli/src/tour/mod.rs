@@ -5,6 +5,7 @@
 
 mod dwarf;
 mod gc;
+mod jit;
 mod memref;
 mod root_stores;
 mod sme;
@@ -19,7 +20,7 @@ use crate::Failure;
 /// Arguments of `locus tour`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run only the chapter with this name (stackmap, gc, dwarf, memref, sme).
+    /// Run only the chapter with this name (stackmap, gc, dwarf, memref, sme, jit).
     #[arg(long, value_name = "NAME")]
     chapter: Option<String>,
 }
@@ -56,6 +57,12 @@ const CHAPTERS: &[Chapter] = &[
         name: "sme",
         title: "AArch64 SME streaming mode and ZA (spec 004, crate locus-sme)",
         run: sme::run_chapter,
+    },
+    Chapter {
+        name: "jit",
+        title:
+            "A JIT that keeps its stack maps: inline caches and deopt (spec 000, crate locus-llvm)",
+        run: jit::run_chapter,
     },
 ];
 
