@@ -2,7 +2,7 @@
 //! (spec 001, "Location Description": every location is an offset into a
 //! storage; composites concatenate the bits of their parts).
 //!
-//! Design: after an evaluation, the caller holds a [`Location`] and wants the
+//! Design: after an evaluation, the caller holds a [`LocationDescription`] and wants the
 //! object's bits (to print a variable) or to change them (to set one). A read
 //! may touch many storages (a composite spread over registers, memory in
 //! several address spaces, implicit bytes), so this layer takes a
@@ -64,7 +64,7 @@ use alloc::vec::Vec;
 
 use crate::error::Error;
 use crate::eval::EvalError;
-use crate::location::{Location, Part, Storage};
+use crate::location::{LocationDescription, Part, Storage};
 
 /// The most bits one read or write may cover (128 MiB), so that no request
 /// can make this layer allocate without bound.
@@ -429,7 +429,7 @@ fn access_error(error: EvalError) -> Error {
 /// result's mask, not as an error; an unreadable register or memory range is
 /// an [`Error::Access`].
 pub fn read(
-    location: &Location,
+    location: &LocationDescription,
     bit_len: u64,
     target: &mut (impl Target + ?Sized),
 ) -> Result<Bits, Error> {
@@ -476,7 +476,7 @@ fn read_place(
 /// `data` is shorter than `bit_len` bits. A target refusing a store is an
 /// error too, but stores before it have been done.
 pub fn write(
-    location: &Location,
+    location: &LocationDescription,
     data: &[u8],
     bit_len: u64,
     target: &mut (impl Target + ?Sized),

@@ -45,7 +45,8 @@ use object::{Object as _, ObjectSection as _};
 
 use crate::access::{self, Bits, Target};
 use crate::{
-    decode, Encoding, Entry, Error, EvalError, Evaluation, Location, Op, Storage, Value, ValueType,
+    decode, Encoding, Entry, Error, EvalError, Evaluation, LocationDescription, Op, Storage, Value,
+    ValueType,
 };
 
 impl From<gimli::Error> for Error {
@@ -370,10 +371,13 @@ fn entry_register_value(
 /// The location holding register `r`'s value at entry: the snapshot has the
 /// value, not where it was saved, so an implicit location holding it
 /// (undefined if unknown).
-fn entry_register_location(entry_registers: &BTreeMap<u16, Vec<u8>>, r: u16) -> Location {
+fn entry_register_location(
+    entry_registers: &BTreeMap<u16, Vec<u8>>,
+    r: u16,
+) -> LocationDescription {
     match entry_registers.get(&r) {
-        Some(bytes) => Location::single(Storage::Implicit(bytes.as_slice().into()), 0),
-        None => Location::undefined(),
+        Some(bytes) => LocationDescription::single(Storage::Implicit(bytes.as_slice().into()), 0),
+        None => LocationDescription::undefined(),
     }
 }
 
@@ -439,7 +443,7 @@ impl Target for State<'_> {
         }
     }
 
-    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         Ok(entry_register_location(self.entry_registers, register))
     }
 }
@@ -555,7 +559,7 @@ impl<T: Target> Target for WithFrame<'_, T> {
     ) -> Result<Entry, String> {
         self.target.entry_value(expression, register, encoding)
     }
-    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         self.target.entry_register(register)
     }
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
@@ -701,7 +705,7 @@ impl Target for Snapshot {
         }
     }
 
-    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         Ok(entry_register_location(&self.entry_registers, register))
     }
 }
@@ -709,7 +713,11 @@ impl Target for Snapshot {
 /// Reads `bit_len` bits through `location` from the snapshot
 /// ([`crate::access::read`]: undefined bits stay undefined, unreadable
 /// registers or memory are an error).
-pub fn read(location: &Location, bit_len: u64, snapshot: &Snapshot) -> Result<Bits, Error> {
+pub fn read(
+    location: &LocationDescription,
+    bit_len: u64,
+    snapshot: &Snapshot,
+) -> Result<Bits, Error> {
     access::read(location, bit_len, &mut snapshot.state())
 }
 
@@ -1543,7 +1551,7 @@ fn const_bytes(v: AttributeValue<R<'_>>, size: Option<u64>) -> Vec<u8> {
 pub struct Evaluated {
     /// The location description (none for constants and optimized-out
     /// variables).
-    pub location: Option<Location>,
+    pub location: Option<LocationDescription>,
     /// The object's bits, `byte_size` bytes of them, with what is undefined.
     pub bits: Bits,
 }
@@ -1598,7 +1606,7 @@ pub fn evaluate_variable_with<T: Target + ?Sized>(
     // The result is moved out, not cloned.
     let location = match eval.into_result() {
         Some(e) => e.into_location(enc.address_size),
-        None => Location::undefined(),
+        None => LocationDescription::undefined(),
     };
     let bits = access::read(&location, bit_len, target)?;
     Ok(Evaluated {

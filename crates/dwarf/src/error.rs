@@ -204,4 +204,12 @@ impl fmt::Display for Error {
     }
 }
 
-impl core::error::Error for Error {}
+impl core::error::Error for Error {
+    /// The evaluator's [`EvalError`](crate::EvalError) of an evaluation or access error.
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Eval { error, .. } | Error::Access { error } => Some(error),
+            _ => None,
+        }
+    }
+}

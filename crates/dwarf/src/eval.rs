@@ -27,7 +27,7 @@
 //! stack's allocation from one to the next, and [`Evaluation::result_ref`]
 //! borrows the result instead of cloning it.
 //!
-//! Each stack entry is an [`Entry`]: a typed [`Value`] or a [`Location`]
+//! Each stack entry is an [`Entry`]: a typed [`Value`] or a [`LocationDescription`]
 //! description. Generic values convert implicitly to memory locations in
 //! address space 0 where a location is needed, and such locations convert
 //! back to generic values (their address) where a value is needed.
@@ -74,7 +74,7 @@ use core::fmt;
 
 use crate::access::{plan_read, Bits, Fetch, Place};
 use crate::error::Error;
-use crate::location::{Bytes, Location, Part, Storage};
+use crate::location::{Bytes, LocationDescription, Part, Storage};
 use crate::op::{byte_offsets, decode, decode_at, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
 
@@ -107,7 +107,7 @@ pub enum Entry {
     /// A typed value.
     Value(Value),
     /// A location description.
-    Location(Location),
+    Location(LocationDescription),
 }
 
 impl Entry {
@@ -127,12 +127,12 @@ impl Entry {
     /// bytes to read or write): a location as it is, a generic value as a
     /// memory location in address space 0 (DWARF 5), a typed value as
     /// implicit storage holding its bytes (the object's bits).
-    pub fn into_location(self, address_size: u8) -> Location {
+    pub fn into_location(self, address_size: u8) -> LocationDescription {
         match self {
             Entry::Location(l) => l,
-            Entry::Value(v) if v.ty == ValueType::Generic => Location::memory(0, v.bits),
+            Entry::Value(v) if v.ty == ValueType::Generic => LocationDescription::memory(0, v.bits),
             Entry::Value(v) => {
-                Location::single(Storage::Implicit(v.to_bytes(address_size).into()), 0)
+                LocationDescription::single(Storage::Implicit(v.to_bytes(address_size).into()), 0)
             }
         }
     }
@@ -312,6 +312,15 @@ pub enum EvalError {
     },
 }
 
+impl core::error::Error for EvalError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            EvalError::InCall { error, .. } => Some(&**error),
+            _ => None,
+        }
+    }
+}
+
 impl EvalError {
     /// Whether the error shows the expression is ill-formed (an operand no
     /// evaluation could accept) rather than a failure of this evaluation.
@@ -417,7 +426,7 @@ enum Slot {
 }
 
 impl Slot {
-    fn location(l: Location) -> Slot {
+    fn location(l: LocationDescription) -> Slot {
         if let [p] = l.places.as_slice() {
             match &p.storage {
                 Storage::Register(register) => {
@@ -464,20 +473,20 @@ impl Slot {
             Slot::Register {
                 register,
                 bit_offset,
-            } => Entry::Location(Location::single(
+            } => Entry::Location(LocationDescription::single(
                 Storage::Register(register),
                 u128::from(bit_offset),
             )),
             Slot::Memory {
                 address_space,
                 address,
-            } => Entry::Location(Location::memory(address_space, address)),
-            Slot::Implicit { len, bytes } => Entry::Location(Location::single(
+            } => Entry::Location(LocationDescription::memory(address_space, address)),
+            Slot::Implicit { len, bytes } => Entry::Location(LocationDescription::single(
                 Storage::Implicit(Bytes::from_le(bytes, len)),
                 0,
             )),
             Slot::Entry(e) => *e,
-            Slot::Incomplete(parts, ..) => Entry::Location(Location::composite(parts)),
+            Slot::Incomplete(parts, ..) => Entry::Location(LocationDescription::composite(parts)),
         }
     }
 }
@@ -950,15 +959,15 @@ impl<'a> Evaluation<'a> {
 
     /// The result in a location context: a generic value becomes a memory
     /// location in address space 0; an empty stack is undefined.
-    pub fn location_result(&self) -> Option<Location> {
+    pub fn location_result(&self) -> Option<LocationDescription> {
         if !self.complete {
             return None;
         }
         match self.result() {
-            None => Some(Location::undefined()),
+            None => Some(LocationDescription::undefined()),
             Some(Entry::Location(l)) => Some(l),
             Some(Entry::Value(v)) if v.ty == ValueType::Generic => {
-                Some(Location::memory(0, v.bits))
+                Some(LocationDescription::memory(0, v.bits))
             }
             Some(Entry::Value(_)) => None,
         }
@@ -994,7 +1003,7 @@ impl<'a> Evaluation<'a> {
                 let addr = Value::generic(v.bits.wrapping_add(offset as u64), a);
                 match address_space {
                     None => self.push_value(addr),
-                    Some(s) => self.push_loc(Location::memory(s, addr.bits)),
+                    Some(s) => self.push_loc(LocationDescription::memory(s, addr.bits)),
                 }
                 self.advance()
             }
@@ -1130,7 +1139,7 @@ impl<'a> Evaluation<'a> {
     /// addresses answer their requests.
     fn push_global_address(&mut self, address: u64) -> Step {
         let a = Value::generic(address, self.address_size).bits;
-        self.push_loc(Location::memory(0, a));
+        self.push_loc(LocationDescription::memory(0, a));
         self.advance()
     }
 
@@ -1161,7 +1170,7 @@ impl<'a> Evaluation<'a> {
     /// in global memory.
     pub fn resume_with_object_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
         let a = Value::generic(address, self.address_size).bits;
-        self.resume_with_object_location(Location::memory(0, a))
+        self.resume_with_object_location(LocationDescription::memory(0, a))
     }
 
     /// Answers [`EvaluationResult::RequiresObjectAddress`] with any location
@@ -1169,7 +1178,7 @@ impl<'a> Evaluation<'a> {
     /// space, a composite, ...).
     pub fn resume_with_object_location(
         &mut self,
-        location: Location,
+        location: LocationDescription,
     ) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::ObjectAddress) => {
@@ -1265,7 +1274,7 @@ impl<'a> Evaluation<'a> {
     /// of the register's value on entry to the current function.
     pub fn resume_with_entry_register(
         &mut self,
-        location: Location,
+        location: LocationDescription,
     ) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::EntryRegister) => {
@@ -1517,14 +1526,14 @@ impl<'a> Evaluation<'a> {
                 bit_offset,
             }) => {
                 core::mem::forget(self.stack.pop());
-                self.top = Some(Entry::Location(Location::single(
+                self.top = Some(Entry::Location(LocationDescription::single(
                     Storage::Register(register),
                     u128::from(bit_offset),
                 )));
             }
             Some(&Slot::Implicit { len, bytes }) => {
                 core::mem::forget(self.stack.pop());
-                self.top = Some(Entry::Location(Location::single(
+                self.top = Some(Entry::Location(LocationDescription::single(
                     Storage::Implicit(Bytes::from_le(bytes, len)),
                     0,
                 )));
@@ -1608,7 +1617,7 @@ impl<'a> Evaluation<'a> {
         });
     }
 
-    fn push_loc(&mut self, l: Location) {
+    fn push_loc(&mut self, l: LocationDescription) {
         self.stack.push(Slot::location(l));
     }
 
@@ -1675,7 +1684,7 @@ impl<'a> Evaluation<'a> {
         }
     }
 
-    fn pop_location(&mut self) -> Result<Location, EvalError> {
+    fn pop_location(&mut self) -> Result<LocationDescription, EvalError> {
         let v = match self.pop_slot()? {
             Slot::Value(v) => v,
             Slot::Incomplete(..) => {
@@ -1689,7 +1698,7 @@ impl<'a> Evaluation<'a> {
             },
         };
         if v.ty == ValueType::Generic {
-            Ok(Location::memory(0, v.bits))
+            Ok(LocationDescription::memory(0, v.bits))
         } else {
             Err(EvalError::TypeMismatch(
                 "expected a location description, found a non-generic value",
@@ -1737,7 +1746,7 @@ impl<'a> Evaluation<'a> {
 
     /// The offset rule for registers of known size; `offset_bits` checked
     /// every other storage.
-    fn check_register_offsets(&self, l: &Location) -> Result<(), EvalError> {
+    fn check_register_offsets(&self, l: &LocationDescription) -> Result<(), EvalError> {
         if self.register_sizes.is_empty() {
             return Ok(());
         }
@@ -1756,7 +1765,7 @@ impl<'a> Evaluation<'a> {
 
     /// A part of `bit_size` bits at `l`: its bits must be within the storage
     /// of every place (storage of unknown size is not checked).
-    fn check_part(&self, l: &Location, bit_size: u64) -> Result<(), EvalError> {
+    fn check_part(&self, l: &LocationDescription, bit_size: u64) -> Result<(), EvalError> {
         for p in l.places.iter() {
             if let Some(size) = self.storage_bits(&p.storage) {
                 if p.bit_offset.saturating_add(u128::from(bit_size)) > size {
@@ -1906,7 +1915,7 @@ impl<'a> Evaluation<'a> {
 
     fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
         let mut loc = match self.stack.last() {
-            None | Some(Slot::Incomplete(..)) => Location::undefined(),
+            None | Some(Slot::Incomplete(..)) => LocationDescription::undefined(),
             Some(_) => self.pop_location()?,
         };
         if bit_offset != 0 {
@@ -1951,7 +1960,7 @@ impl<'a> Evaluation<'a> {
 
     /// Starts a read of `size` bytes of type `ty` through `loc` (its first
     /// place: all places hold the same bits).
-    fn start_read(&mut self, loc: &Location, size: u8, ty: ValueType) -> Step {
+    fn start_read(&mut self, loc: &LocationDescription, size: u8, ty: ValueType) -> Step {
         let Some(place) = loc.places.first() else {
             return Err(EvalError::UndefinedRead.into());
         };
@@ -2103,7 +2112,7 @@ impl<'a> Evaluation<'a> {
         // DWARF 5 §2.5.1.3: the address is on top, the address space below.
         let addr = self.pop_integral()?;
         let space = self.pop_integral()?;
-        let loc = Location::memory(space.bits, addr.bits);
+        let loc = LocationDescription::memory(space.bits, addr.bits);
         self.start_read(&loc, size, ty)
     }
 
@@ -2279,7 +2288,10 @@ impl<'a> Evaluation<'a> {
                 let end = start.checked_add(usize::try_from(len).ok()?)?;
                 let block = bytes.get(start..end)?;
                 self.next_byte = end;
-                self.push_loc(Location::single(Storage::Implicit(Bytes::from(block)), 0));
+                self.push_loc(LocationDescription::single(
+                    Storage::Implicit(Bytes::from(block)),
+                    0,
+                ));
                 self.advance_root()
             }
             0xa3 => {
@@ -2351,7 +2363,7 @@ impl<'a> Evaluation<'a> {
                 bit_size,
             })
             .collect();
-        self.push_loc(Location::composite(parts));
+        self.push_loc(LocationDescription::composite(parts));
         Ok(())
     }
 
@@ -2395,7 +2407,7 @@ impl<'a> Evaluation<'a> {
                 bit_size,
             });
         }
-        self.push_loc(Location::composite(parts));
+        self.push_loc(LocationDescription::composite(parts));
         Ok(())
     }
 
@@ -2404,7 +2416,7 @@ impl<'a> Evaluation<'a> {
     /// size). `None` if some place's storage has no size known to the
     /// evaluator (a register not given to
     /// [`Evaluation::set_register_size`], undefined storage).
-    fn remaining_bits(&self, l: &Location) -> Option<u128> {
+    fn remaining_bits(&self, l: &LocationDescription) -> Option<u128> {
         let mut min = None::<u128>;
         for place in l.places.iter() {
             let left = self
@@ -2482,7 +2494,7 @@ impl<'a> Evaluation<'a> {
                 bit_size: tail,
             });
         }
-        self.push_loc(Location::composite(parts));
+        self.push_loc(LocationDescription::composite(parts));
         Ok(())
     }
 
@@ -2500,7 +2512,7 @@ impl<'a> Evaluation<'a> {
             Op::Const8s(v) | Op::Consts(v) => self.push_value(Value::generic(*v as u64, a)),
             Op::Addr(addr) => {
                 let addr = Value::generic(*addr, a).bits;
-                self.push_loc(Location::memory(0, addr));
+                self.push_loc(LocationDescription::memory(0, addr));
             }
             Op::Addrx(index) | Op::Constx(index) => {
                 let is_address = matches!(op, Op::Addrx(_));
@@ -2580,10 +2592,10 @@ impl<'a> Evaluation<'a> {
                     return Ok(());
                 }
             }
-            Op::Reg(r) => self.push_loc(Location::register(u16::from(*r))),
+            Op::Reg(r) => self.push_loc(LocationDescription::register(u16::from(*r))),
             Op::Regx(r) => {
                 let r = Self::reg(*r)?;
-                self.push_loc(Location::register(r));
+                self.push_loc(LocationDescription::register(r));
             }
             Op::Breg(r, offset) => {
                 return self.request(
@@ -2708,7 +2720,7 @@ impl<'a> Evaluation<'a> {
                 self.need(2)?;
                 let space = self.pop_integral()?;
                 let addr = self.pop_integral()?;
-                self.push_loc(Location::memory(space.bits, addr.bits));
+                self.push_loc(LocationDescription::memory(space.bits, addr.bits));
             }
             Op::Offset => {
                 self.need(2)?;
@@ -2725,22 +2737,22 @@ impl<'a> Evaluation<'a> {
             }
             Op::Piece(n) => self.piece_bytes(*n)?,
             Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
-            Op::PieceEnd => {
-                match self.pop_slot()? {
-                    Slot::Incomplete(parts, ..) => self.push_loc(Location::composite(parts)),
-                    _ => return Err(EvalError::IllFormed(
+            Op::PieceEnd => match self.pop_slot()? {
+                Slot::Incomplete(parts, ..) => self.push_loc(LocationDescription::composite(parts)),
+                _ => {
+                    return Err(EvalError::IllFormed(
                         "the top of the stack is not an incomplete composite location description",
                     )
-                    .into()),
+                    .into())
                 }
-            }
+            },
             Op::ImplicitValue(bytes) => {
-                let l = Location::single(Storage::Implicit(bytes.as_slice().into()), 0);
+                let l = LocationDescription::single(Storage::Implicit(bytes.as_slice().into()), 0);
                 self.push_loc(l);
             }
             Op::StackValue => self.stack_value()?,
             Op::ImplicitPointer { die, offset } => {
-                let l = Location::single(
+                let l = LocationDescription::single(
                     Storage::ImplicitPointer {
                         die: *die,
                         byte_offset: *offset,
@@ -2752,7 +2764,7 @@ impl<'a> Evaluation<'a> {
             }
             Op::AspaceImplicitPointer { die, offset } => {
                 let space = self.pop_integral()?;
-                let l = Location::single(
+                let l = LocationDescription::single(
                     Storage::ImplicitPointer {
                         die: *die,
                         byte_offset: *offset,
@@ -2764,7 +2776,7 @@ impl<'a> Evaluation<'a> {
             }
             Op::Extend { bit_size, count } => self.extend(*bit_size, *count)?,
             Op::SelectBitPiece { bit_size, count } => self.select_bit_piece(*bit_size, *count)?,
-            Op::Undefined => self.push_loc(Location::undefined()),
+            Op::Undefined => self.push_loc(LocationDescription::undefined()),
             Op::Overlay => self.overlay(8)?,
             Op::BitOverlay => self.overlay(1)?,
             Op::Nop | Op::LlvmNop => {}

@@ -189,7 +189,7 @@ pub mod value;
 pub use access::Bits;
 pub use error::Error;
 pub use eval::{Buffers, Entry, EvalError, Evaluation, EvaluationResult};
-pub use location::{Bytes, Location, Part, Places, SingleLocation, Storage};
+pub use location::{Bytes, Location, LocationDescription, Part, Places, SingleLocation, Storage};
 pub use number::Number;
 pub use op::{decode, decode_into, encode, to_text, Encoding, ExtensionEncoding, Op};
 pub use regnames::register_number;

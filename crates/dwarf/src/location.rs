@@ -171,7 +171,7 @@ impl Hash for Bytes {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Part {
     /// Where the part's bits are.
-    pub location: Location,
+    pub location: LocationDescription,
     /// The part's size in bits.
     pub bit_size: u64,
 }
@@ -188,13 +188,19 @@ pub struct SingleLocation {
 
 /// A location description: one or more single locations (an object may live
 /// in several places at once; reads may use any, writes must update all).
+/// The DWARF contract's name, distinct from the stack-map contract's
+/// `locus_stackmap::Location` (where a live value is at a safepoint).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Location {
+pub struct LocationDescription {
     /// The places; never empty when built by the evaluator.
     pub places: Places,
 }
 
-/// The places of a [`Location`]: a slice of single locations
+/// The former name of [`LocationDescription`], kept for one release so that
+/// existing code builds; new code names the contract.
+pub type Location = LocationDescription;
+
+/// The places of a [`LocationDescription`]: a slice of single locations
 /// (`Deref<Target = [SingleLocation]>`), with the usual single place stored
 /// inline so that most locations the evaluator builds allocate nothing.
 /// Build one with [`Places::one`] or from a `Vec` (`vec![..].into()`).
@@ -362,7 +368,7 @@ impl SingleLocation {
     }
 }
 
-impl Location {
+impl LocationDescription {
     /// A size measure: the number of single locations and composite parts,
     /// counted through nested composites. The evaluator bounds it so that no
     /// expression can build an unbounded location.
@@ -388,8 +394,8 @@ impl Location {
     }
 
     /// A location with one place.
-    pub fn single(storage: Storage, bit_offset: u128) -> Location {
-        Location {
+    pub fn single(storage: Storage, bit_offset: u128) -> LocationDescription {
+        LocationDescription {
             places: Places::one(SingleLocation {
                 storage,
                 bit_offset,
@@ -398,25 +404,25 @@ impl Location {
     }
 
     /// Memory at byte `address` of `address_space`.
-    pub fn memory(address_space: u64, address: u64) -> Location {
-        Location {
+    pub fn memory(address_space: u64, address: u64) -> LocationDescription {
+        LocationDescription {
             places: Places::one(SingleLocation::memory(address_space, address)),
         }
     }
 
     /// Register `register` at offset 0.
-    pub fn register(register: u16) -> Location {
-        Location::single(Storage::Register(register), 0)
+    pub fn register(register: u16) -> LocationDescription {
+        LocationDescription::single(Storage::Register(register), 0)
     }
 
     /// The undefined location.
-    pub fn undefined() -> Location {
-        Location::single(Storage::Undefined, 0)
+    pub fn undefined() -> LocationDescription {
+        LocationDescription::single(Storage::Undefined, 0)
     }
 
     /// A complete composite of `parts` at offset 0.
-    pub fn composite(parts: Vec<Part>) -> Location {
-        Location::single(Storage::Composite(parts), 0)
+    pub fn composite(parts: Vec<Part>) -> LocationDescription {
+        LocationDescription::single(Storage::Composite(parts), 0)
     }
 
     /// Adds `bits` to the offset of every place (the spec's rule for

@@ -67,7 +67,7 @@ use alloc::vec::Vec;
 
 use crate::error::Error;
 use crate::eval::{Entry, Evaluation, EvaluationResult};
-use crate::location::Location;
+use crate::location::LocationDescription;
 use crate::op::Encoding;
 
 /// Registers, memory and what else an evaluation may ask of the program
@@ -160,7 +160,7 @@ pub trait Target {
     /// Where register `register`'s value on entry to the current function is
     /// (`DW_OP_LLVM_call_frame_entry_reg`): [`Location::undefined`] if
     /// unknown, [`Location::register`] if it was not saved.
-    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         Err(format!("the target has no CFI for register {register}"))
     }
 
@@ -229,7 +229,7 @@ impl<T: Target + ?Sized> Target for &mut T {
     ) -> Result<Entry, String> {
         (**self).entry_value(expression, register, encoding)
     }
-    fn entry_register(&mut self, register: u16) -> Result<Location, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         (**self).entry_register(register)
     }
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {

@@ -651,3 +651,22 @@ fn from_bytes_reports_ill_formed_bytes_like_decode() {
     assert_eq!(e.offset(), Some(1));
     assert!(e.is_ill_formed());
 }
+
+/// `EvalError` is a `std::error::Error`, and the crate's `Error` names it as its source;
+/// `Location` is the former name of `LocationDescription`.
+#[test]
+fn eval_errors_are_std_errors() {
+    use std::error::Error as _;
+    let ops = parse_text("DW_OP_plus", |_| None).unwrap();
+    let mut eval = Evaluation::new(&ops, Encoding::default());
+    let e = eval.evaluate().unwrap_err();
+    let source = e.source().expect("an evaluation error has a source");
+    assert_eq!(
+        source.downcast_ref::<locus_dwarf::EvalError>(),
+        Some(&locus_dwarf::EvalError::StackUnderflow)
+    );
+    let boxed: Box<dyn std::error::Error> = Box::new(locus_dwarf::EvalError::StackUnderflow);
+    assert!(!boxed.to_string().is_empty());
+    let l: locus_dwarf::Location = locus_dwarf::LocationDescription::register(3);
+    assert_eq!(l, locus_dwarf::Location::register(3));
+}
