@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use locus_llvm::jit_stackmaps::StackMapJit;
+use locus_llvm::jit_runtime::Runtime;
 use locus_llvm::{Context, Module};
 
 use crate::input::Input;
@@ -17,16 +17,25 @@ pub enum Command {
     /// The entry must be defined as `i64 NAME()` with the C calling convention; its result
     /// is printed on its own line. External functions resolve to this process's symbols
     /// (libc). The module's stack maps (llvm.experimental.stackmap, patchpoint and
-    /// statepoint records) are captured with the code and indexed by address.
+    /// statepoint records) are captured with the code and indexed by address. The module
+    /// runs with the runtime linked in: `@locus_ic_miss` (the inline caches' miss handler)
+    /// and `@locus_poll`, and its stack maps' shadows can be patched to deoptimize
+    /// (--invalidate).
     Run {
         /// The module (.ll or .bc).
         file: PathBuf,
         /// The function to call.
         #[arg(long, value_name = "NAME", default_value = "main")]
         entry: String,
-        /// After the result, print `records: N`: the stack map records captured.
+        /// After the result, print `records: N` (the stack map records captured) and the
+        /// runtime's counts: patches, misses, hits, deopts.
         #[arg(long)]
         stats: bool,
+        /// Invalidate this function before the call (repeatable): its stack maps'
+        /// shadows call the deopt entry, and a call that reaches one is finished by
+        /// Locus's interpreter from the record's live values.
+        #[arg(long, value_name = "FUNCTION")]
+        invalidate: Vec<String>,
     },
 }
 
@@ -37,27 +46,40 @@ fn fail(e: impl std::fmt::Display) -> Failure {
 /// Runs a `locus jit` subcommand.
 pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
-        Command::Run { file, entry, stats } => {
+        Command::Run {
+            file,
+            entry,
+            stats,
+            invalidate,
+        } => {
             let name = file.display().to_string();
             let ir = input.read(file).map_err(fail)?;
-            check_entry(&name, &ir, entry)?;
-            let jit = StackMapJit::new(&name, &ir, &[]).map_err(fail)?;
+            let text = check_entry(&name, &ir, entry)?;
+            let rt = Runtime::new(&name, &text, true).map_err(fail)?;
+            for function in invalidate {
+                rt.invalidate(function).map_err(fail)?;
+            }
             // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
-            // convention; `jit` outlives the call. What the code does is the module's
-            // business, as with any program run.
-            let run: extern "C" fn() -> i64 = unsafe { jit.lookup_fn(entry) }.map_err(fail)?;
-            let result = run();
+            // convention. What the code does is the module's business, as with any
+            // program run.
+            let result = unsafe { rt.call(entry, &[]) }.map_err(fail)?;
             writeln!(out, "{result}").map_err(fail)?;
             if *stats {
-                writeln!(out, "records: {}", jit.stack_maps().len()).map_err(fail)?;
+                let s = rt.stats();
+                writeln!(out, "records: {}", rt.jit().stack_maps().len()).map_err(fail)?;
+                writeln!(out, "patches: {}", s.patches).map_err(fail)?;
+                writeln!(out, "misses: {}", s.misses).map_err(fail)?;
+                writeln!(out, "hits: {}", s.hits).map_err(fail)?;
+                writeln!(out, "deopts: {}", s.deopts).map_err(fail)?;
             }
             Ok(())
         }
     }
 }
 
-/// Fails unless the module defines `entry` as `i64 ()` with the C calling convention.
-fn check_entry(name: &str, ir: &[u8], entry: &str) -> Result<(), Failure> {
+/// Fails unless the module (IR text or bitcode) defines `entry` as `i64 ()` with the C
+/// calling convention; returns the module as IR text, which the runtime reads.
+fn check_entry(name: &str, ir: &[u8], entry: &str) -> Result<String, Failure> {
     let context = Context::new();
     let module = Module::parse_ir(&context, name, ir).map_err(fail)?;
     let Some(function) = module.function(entry).filter(|f| !f.is_declaration()) else {
@@ -76,5 +98,5 @@ fn check_entry(name: &str, ir: &[u8], entry: &str) -> Result<(), Failure> {
                 .trim_end_matches(" {")
         )));
     }
-    Ok(())
+    Ok(module.print())
 }

@@ -72,12 +72,12 @@ fn stats_count_the_stack_map_records() {
     let file = write_module(&dir, "six_times_seven.ll", MODULE);
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats"])),
-        "42\nrecords: 3\n"
+        "42\nrecords: 3\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
     );
     let plain = write_module(&dir, "plain.ll", "define i64 @main() {\n  ret i64 7\n}\n");
     assert_eq!(
         stdout_ok(&locus_jit(&["--stats", &plain])),
-        "7\nrecords: 0\n"
+        "7\nrecords: 0\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
     );
 }
 
@@ -147,5 +147,49 @@ fn bad_entries_and_symbols_are_errors() {
         text(&out.stderr).contains("broken.ll"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// `--invalidate FUNCTION` patches the function's stack map shadows to call the deopt entry
+/// before the run: the call is finished by Locus's interpreter from the record's live
+/// values, with the compiled code's result; `--stats` counts the patch and the deopt.
+#[test]
+fn invalidated_functions_deoptimize_to_the_same_result() {
+    let t = TempDir::new("jit-deopt");
+    let ll = t.path("deopt.ll");
+    std::fs::write(
+        &ll,
+        "declare void @llvm.experimental.stackmap(i64, i32, ...)\n\
+         declare i64 @locus_poll(i64)\n\
+         define i64 @compute(i64 %a, i64 %b) {\n\
+         \x20 %t = mul i64 %a, 3\n\
+         \x20 %u = add i64 %a, 11\n\
+         \x20 %p = call i64 @locus_poll(i64 %t)\n\
+         \x20 call void (i64, i32, ...) @llvm.experimental.stackmap(i64 100, i32 8, i64 %p, i64 %u, i64 %b)\n\
+         \x20 %v = add i64 %p, %b\n\
+         \x20 %r = mul i64 %v, %u\n\
+         \x20 ret i64 %r\n\
+         }\n\
+         define i64 @main() {\n\
+         \x20 %r = call i64 @compute(i64 5, i64 9)\n\
+         \x20 ret i64 %r\n\
+         }\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["jit", "run", path_str(&ll), "--stats"];
+        args.extend(extra);
+        let out = Command::new(LOCUS).args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).to_string()
+    };
+    // (5 * 3 + 9) * (5 + 11)
+    assert_eq!(
+        run(&[]),
+        "384\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+    );
+    assert_eq!(
+        run(&["--invalidate", "compute"]),
+        "384\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\n"
     );
 }
