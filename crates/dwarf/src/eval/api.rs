@@ -1,0 +1,748 @@
+//! The public API of an [`Evaluation`]: construction and reuse, settings,
+//! results, and the `resume_with_*` answers to its requests.
+
+use super::*;
+
+impl<'a> Evaluation<'a> {
+    /// A new evaluation of `ops` (branch displacements are in bytes of
+    /// `encoding`), with an empty initial stack.
+    pub fn new(ops: &'a [Op], encoding: Encoding) -> Evaluation<'a> {
+        Evaluation {
+            ops,
+            bytes: None,
+            byte_pc: 0,
+            next_byte: 0,
+            encoding,
+            address_size: encoding.address_size.clamp(1, 8),
+            root_offsets: RootOffsets::Unknown,
+            callee: None,
+            returns: Vec::new(),
+            pc: 0,
+            stack: Vec::new(),
+            steps: 0,
+            max_steps: DEFAULT_MAX_STEPS,
+            pending: None,
+            asked: None,
+            complete: false,
+            top: None,
+            base_types: Vec::new(),
+            parts: Vec::new(),
+            trace: false,
+            register_sizes: Vec::new(),
+            lanes: None,
+        }
+    }
+
+    /// A new evaluation of the encoded expression `bytes`, decoding each
+    /// operation as it is executed (as gimli does): nothing is materialised
+    /// and, with [`Evaluation::restart`], nothing is allocated for
+    /// expressions whose stack entries are values, single places and short
+    /// implicit bytes. An invalid [`Encoding`] is reported by the first
+    /// [`Evaluation::evaluate`]. Operation indices
+    /// ([`Evaluation::pc`], errors) count operations from the start, as for
+    /// [`Evaluation::new`] on the decoded operations. Unlike [`decode`],
+    /// bytes are only checked as they are reached: an ill-formed operation
+    /// (or branch target) is reported when executed, as the decoding
+    /// [`Error`] naming its byte offset.
+    pub fn from_bytes(bytes: &'a [u8], encoding: Encoding) -> Evaluation<'a> {
+        let mut eval = Evaluation::new(&[], encoding);
+        eval.bytes = Some(bytes);
+        eval
+    }
+
+    /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
+    /// reuses this one's buffers (stack, call returns, base types), so that
+    /// a caller evaluating many expressions allocates them once. Keeps the
+    /// step limit, the trace setting, the register sizes and the lane count;
+    /// forgets the base types.
+    pub fn reuse<'b>(mut self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
+        let (max_steps, trace, lanes) = (self.max_steps, self.trace, self.lanes);
+        let register_sizes = core::mem::take(&mut self.register_sizes);
+        let mut eval = Evaluation::from_bytes_in(bytes, encoding, self.into_buffers());
+        eval.max_steps = max_steps;
+        eval.trace = trace;
+        eval.register_sizes = register_sizes;
+        eval.lanes = lanes;
+        eval
+    }
+
+    /// Starts over on `bytes` (as [`Evaluation::from_bytes`]) in place,
+    /// keeping this evaluation's buffers, step limit, trace setting, register
+    /// sizes and lane count, and forgetting its base types: the cheapest way to evaluate many
+    /// expressions that live as long as the evaluation (e.g. all borrowed
+    /// from one loaded binary).
+    #[inline]
+    pub fn restart(&mut self, bytes: &'a [u8], encoding: Encoding) {
+        // After an evaluation almost everything is already empty: one test
+        // of it all, and the clearing out of line, keep this small enough to
+        // inline into the caller's loop.
+        if self.needs_clearing() {
+            self.clear_state();
+        }
+        // Nothing to free (`needs_clearing`): skip the drop code.
+        core::mem::forget(self.top.take());
+        self.ops = &[];
+        self.bytes = Some(bytes);
+        self.byte_pc = 0;
+        self.next_byte = 0;
+        self.encoding = encoding;
+        self.address_size = encoding.address_size.clamp(1, 8);
+        self.pc = 0;
+        self.steps = 0;
+        self.complete = false;
+    }
+
+    /// Whether `restart` has anything to free or empty besides plain fields.
+    #[inline(always)]
+    pub(super) fn needs_clearing(&self) -> bool {
+        !matches!(self.root_offsets, RootOffsets::Unknown)
+            | self.callee.is_some()
+            | !self.returns.is_empty()
+            | !self.stack.is_empty()
+            | self.pending.is_some()
+            | self.asked.is_some()
+            | !self.base_types.is_empty()
+            | self.top.as_ref().is_some_and(owns_memory)
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn clear_state(&mut self) {
+        self.root_offsets = RootOffsets::Unknown;
+        self.callee = None;
+        self.returns.clear();
+        self.stack.clear();
+        self.pending = None;
+        self.asked = None;
+        self.base_types.clear();
+        // A composite result's vector of parts is kept for the next one.
+        if let Some(Entry::Location(mut l)) = self.top.take() {
+            if let [p] = l.places.as_mut_slice() {
+                if let Storage::Composite(parts) = &mut p.storage {
+                    if parts.capacity() > self.parts.capacity() {
+                        parts.clear();
+                        core::mem::swap(parts, &mut self.parts);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The evaluation's buffers, emptied, for
+    /// [`Evaluation::from_bytes_in`]: keep them between expressions so
+    /// that evaluating many allocates the stack once.
+    pub fn into_buffers(self) -> Buffers {
+        let Evaluation {
+            mut returns,
+            mut stack,
+            mut base_types,
+            parts,
+            ..
+        } = self;
+        returns.clear();
+        stack.clear();
+        base_types.clear();
+        Buffers {
+            stack,
+            returns,
+            base_types,
+            parts,
+        }
+    }
+
+    /// [`Evaluation::from_bytes`] using `buffers` (from
+    /// [`Evaluation::into_buffers`], or [`Buffers::default`]).
+    pub fn from_bytes_in(bytes: &'a [u8], encoding: Encoding, buffers: Buffers) -> Evaluation<'a> {
+        let Buffers {
+            mut stack,
+            mut returns,
+            mut base_types,
+            mut parts,
+        } = buffers;
+        stack.clear();
+        returns.clear();
+        base_types.clear();
+        parts.clear();
+        Evaluation {
+            ops: &[],
+            bytes: Some(bytes),
+            byte_pc: 0,
+            next_byte: 0,
+            encoding,
+            address_size: encoding.address_size.clamp(1, 8),
+            root_offsets: RootOffsets::Unknown,
+            callee: None,
+            returns,
+            pc: 0,
+            stack,
+            steps: 0,
+            max_steps: DEFAULT_MAX_STEPS,
+            pending: None,
+            asked: None,
+            complete: false,
+            top: None,
+            base_types,
+            parts,
+            trace: false,
+            register_sizes: Vec::new(),
+            lanes: None,
+        }
+    }
+
+    /// Sets the maximum number of operations to execute (default
+    /// [`DEFAULT_MAX_STEPS`]).
+    pub fn set_max_steps(&mut self, max_steps: u64) {
+        self.max_steps = max_steps;
+    }
+
+    /// Stops after every executed operation with
+    /// [`EvaluationResult::Stepped`], so a debugger can show the stack step
+    /// by step (`locus dwarf eval --trace`).
+    pub fn set_trace(&mut self, trace: bool) {
+        self.trace = trace;
+    }
+
+    /// Tells the evaluation the type of the base type DIE at unit offset
+    /// `offset`, so that it does not ask with
+    /// [`EvaluationResult::RequiresBaseType`].
+    pub fn set_base_type(&mut self, offset: u64, ty: ValueType) {
+        match self.base_types.iter_mut().find(|(o, _)| *o == offset) {
+            Some(slot) => slot.1 = ty,
+            None => self.base_types.push((offset, ty)),
+        }
+    }
+
+    /// Tells the evaluation that register `register` holds `bytes` bytes, so
+    /// that `DW_OP_offset` & co. past its end and parts larger than what
+    /// remains of it are errors when they are evaluated (the normative
+    /// text's rules), not when the location is later read. Registers whose
+    /// size is not given are not checked until read. Kept by
+    /// [`Evaluation::restart`] and [`Evaluation::reuse`]: sizes belong to the
+    /// target, not to one expression.
+    pub fn set_register_size(&mut self, register: u16, bytes: u64) {
+        let bits = bytes.saturating_mul(8);
+        match self.register_sizes.iter_mut().find(|(r, _)| *r == register) {
+            Some(slot) => slot.1 = bits,
+            None => self.register_sizes.push((register, bits)),
+        }
+    }
+
+    /// Tells the evaluation the value of `DW_AT_LLVM_lanes` (the number of
+    /// lanes of the current thread): a lane given to
+    /// [`Evaluation::resume_with_lane`] that is not below it makes the
+    /// expression ill-formed (the normative text's rule for
+    /// `DW_OP_LLVM_push_lane`). Unchecked unless given; kept as
+    /// [`Evaluation::set_register_size`]'s sizes are.
+    pub fn set_lane_count(&mut self, lanes: u64) {
+        self.lanes = Some(lanes);
+    }
+
+    /// Gives the byte offset of each operation in the original expression,
+    /// then its total length, as [`decode`] returns them:
+    /// branch targets are then found in these offsets instead of by
+    /// re-encoding the operations (which differ from the original when it
+    /// used non-minimal LEB128 operands). Also saves the re-encoding. Fails
+    /// unless there is one offset per operation plus the length, strictly
+    /// increasing.
+    pub fn set_byte_offsets(&mut self, offsets: Vec<usize>) -> Result<(), Error> {
+        check_offsets(self.ops, &offsets)?;
+        self.root_offsets = RootOffsets::Computed(Some(offsets));
+        Ok(())
+    }
+
+    /// [`Evaluation::new`] with the operations' byte offsets borrowed (see
+    /// [`Evaluation::set_byte_offsets`]), as [`decode_into`](crate::decode_into)
+    /// gives them: with reused buffers, nothing is allocated before the
+    /// first push.
+    pub fn with_offsets(
+        ops: &'a [Op],
+        offsets: &'a [usize],
+        encoding: Encoding,
+    ) -> Result<Evaluation<'a>, Error> {
+        check_offsets(ops, offsets)?;
+        let mut eval = Evaluation::new(ops, encoding);
+        eval.root_offsets = RootOffsets::Borrowed(offsets);
+        Ok(eval)
+    }
+
+    /// The result, as [`Evaluation::result`], moved out instead of cloned.
+    pub fn into_result(self) -> Option<Entry> {
+        if !self.complete {
+            return None;
+        }
+        self.top
+    }
+
+    /// The encoding the evaluation was created with.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Pushes an initial entry (e.g. an object address) before evaluating.
+    pub fn push(&mut self, entry: Entry) {
+        self.restore_top();
+        self.stack.push(Slot::entry(entry));
+    }
+
+    /// Puts a completed evaluation's result back on the stack (before
+    /// pushing or running again).
+    pub(super) fn restore_top(&mut self) {
+        if let Some(e) = self.top.take() {
+            self.stack.push(Slot::entry(e));
+        }
+    }
+
+    /// Index of the next operation to execute (or of the one waiting for a
+    /// request's answer); inside a called expression, the index of the
+    /// outermost `DW_OP_call*`.
+    pub fn pc(&self) -> usize {
+        self.returns.first().map_or(self.pc, |r| r.1)
+    }
+
+    /// The current stack, bottom first; incomplete composites are shown as
+    /// composites.
+    pub fn stack(&self) -> Vec<Entry> {
+        let mut v: Vec<Entry> = self.stack.iter().map(|s| s.clone().into_entry()).collect();
+        v.extend(self.top.iter().cloned());
+        v
+    }
+
+    /// Runs until the end of the expression or a request.
+    #[inline]
+    pub fn evaluate(&mut self) -> Result<EvaluationResult, Error> {
+        if self.pending.is_some() {
+            return Err(self.error(EvalError::BadResume(
+                "evaluate() called while a request is outstanding",
+            )));
+        }
+        self.run()
+    }
+
+    /// The result once [`EvaluationResult::Complete`]: the top stack entry
+    /// (an incomplete composite is completed). `None` before completion or if
+    /// the stack is empty.
+    pub fn result(&self) -> Option<Entry> {
+        if !self.complete {
+            return None;
+        }
+        self.top.clone()
+    }
+
+    /// The result, as [`Evaluation::result`], borrowed instead of cloned.
+    pub fn result_ref(&self) -> Option<&Entry> {
+        if !self.complete {
+            return None;
+        }
+        self.top.as_ref()
+    }
+
+    /// The result in a location context: a generic value becomes a memory
+    /// location in address space 0; an empty stack is undefined.
+    pub fn location_result(&self) -> Option<LocationDescription> {
+        if !self.complete {
+            return None;
+        }
+        match self.result() {
+            None => Some(LocationDescription::undefined()),
+            Some(Entry::Location(l)) => Some(l),
+            Some(Entry::Value(v)) if v.ty == ValueType::Generic => {
+                Some(LocationDescription::memory(0, v.bits))
+            }
+            Some(Entry::Value(_)) => None,
+        }
+    }
+
+    /// Answers [`EvaluationResult::RequiresRegister`] with the register's
+    /// contents (little-endian, the register's full size).
+    pub fn resume_with_register(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        if self.reading_from(|p| matches!(p, Place::Memory(_))) {
+            return Err(self.error(EvalError::BadResume("no register was requested")));
+        }
+        let a = self.address_size;
+        let r = match self.pending.take() {
+            Some(Pending::ReadSimple {
+                ty,
+                size,
+                register_offset: Some(start),
+            }) => match start
+                .checked_add(usize::from(size))
+                .and_then(|end| bytes.get(start..end))
+            {
+                Some(b) => {
+                    self.push_value(Value::from_bytes(ty, b, a));
+                    self.advance()
+                }
+                None => Err(EvalError::ReadOutOfRange.into()),
+            },
+            Some(Pending::Breg {
+                offset,
+                address_space,
+            }) => {
+                let v = Value::from_bytes(ValueType::Generic, bytes, a);
+                let addr = Value::generic(v.bits.wrapping_add(offset as u64), a);
+                match address_space {
+                    None => self.push_value(addr),
+                    Some(s) => self.push_loc(LocationDescription::memory(s, addr.bits)),
+                }
+                self.advance()
+            }
+            Some(Pending::Regval { ty }) => {
+                if bytes.len() < usize::from(ty.size(a)) {
+                    Err(EvalError::ReadOutOfRange.into())
+                } else {
+                    self.push_value(Value::from_bytes(ty, bytes, a));
+                    self.advance()
+                }
+            }
+            Some(Pending::Read {
+                ty,
+                mut bits,
+                fetches,
+                next,
+            }) => match fetches.get(next) {
+                Some(
+                    f @ Fetch {
+                        place: Place::Register(_),
+                        ..
+                    },
+                ) => {
+                    let got = f.span().and_then(|(first, n)| {
+                        let first =
+                            usize::try_from(first).map_err(|_| EvalError::ReadOutOfRange)?;
+                        first
+                            .checked_add(n as usize)
+                            .and_then(|end| bytes.get(first..end))
+                            .ok_or(EvalError::ReadOutOfRange)
+                    });
+                    match got {
+                        Ok(span) => {
+                            bits.fill(span, f.shift(), f.dst_bit, f.len);
+                            self.continue_read(ty, bits, fetches, next + 1)
+                        }
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                _ => Err(EvalError::BadResume("no register was requested").into()),
+            },
+            other => {
+                self.pending = other;
+                Err(EvalError::BadResume("no register was requested").into())
+            }
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresMemory`] with at least the
+    /// requested number of bytes.
+    pub fn resume_with_memory(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        if self.reading_from(|p| matches!(p, Place::Register(_))) {
+            return Err(self.error(EvalError::BadResume("no memory was requested")));
+        }
+        if let Some(Pending::Read { fetches, next, .. }) = &self.pending {
+            let short = fetches
+                .get(*next)
+                .and_then(|f| f.span().ok())
+                .is_some_and(|(_, n)| (bytes.len() as u64) < n);
+            if short {
+                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+            }
+        }
+        if let Some(Pending::ReadSimple {
+            size,
+            register_offset: None,
+            ..
+        }) = &self.pending
+        {
+            if bytes.len() < usize::from(*size) {
+                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+            }
+        }
+        let r = match self.pending.take() {
+            Some(Pending::ReadSimple {
+                ty,
+                size,
+                register_offset: None,
+            }) => {
+                let b = bytes.get(..usize::from(size)).unwrap_or(bytes);
+                self.push_value(Value::from_bytes(ty, b, self.address_size));
+                self.advance()
+            }
+            Some(Pending::Read {
+                ty,
+                mut bits,
+                fetches,
+                next,
+            }) => match fetches.get(next) {
+                Some(
+                    f @ Fetch {
+                        place: Place::Memory(_),
+                        ..
+                    },
+                ) => match f.span() {
+                    Ok((_, n)) => match bytes.get(..n as usize) {
+                        Some(span) => {
+                            bits.fill(span, f.shift(), f.dst_bit, f.len);
+                            self.continue_read(ty, bits, fetches, next + 1)
+                        }
+                        None => Err(EvalError::BadResume("fewer bytes than requested").into()),
+                    },
+                    Err(e) => Err(e.into()),
+                },
+                _ => Err(EvalError::BadResume("no memory was requested").into()),
+            },
+            other => {
+                self.pending = other;
+                Err(EvalError::BadResume("no memory was requested").into())
+            }
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresLane`].
+    pub fn resume_with_lane(&mut self, lane: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Lane) if self.lanes.is_some_and(|n| lane >= n) => {
+                Err(EvalError::IllFormed("the lane is not less than DW_AT_LLVM_lanes").into())
+            }
+            Some(Pending::Lane) => {
+                self.push_value(Value::generic(lane, self.address_size));
+                self.advance()
+            }
+            other => self.wrong(other, "no lane was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Pushes a memory location in the default address space at `address`
+    /// (cut to the address size), and goes on: how the CFA, TLS and indexed
+    /// addresses answer their requests.
+    pub(super) fn push_global_address(&mut self, address: u64) -> Step {
+        let a = Value::generic(address, self.address_size).bits;
+        self.push_loc(LocationDescription::memory(0, a));
+        self.advance()
+    }
+
+    /// Answers [`EvaluationResult::RequiresFrameBase`] with the frame base
+    /// address.
+    pub fn resume_with_frame_base(&mut self, frame_base: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::FrameBase { offset }) => {
+                let v = frame_base.wrapping_add(offset as u64);
+                self.push_value(Value::generic(v, self.address_size));
+                self.advance()
+            }
+            other => self.wrong(other, "no frame base was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresCallFrameCfa`].
+    pub fn resume_with_call_frame_cfa(&mut self, cfa: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::CallFrameCfa) => self.push_global_address(cfa),
+            other => self.wrong(other, "no CFA was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresObjectAddress`] with an address
+    /// in global memory.
+    pub fn resume_with_object_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
+        let a = Value::generic(address, self.address_size).bits;
+        self.resume_with_object_location(LocationDescription::memory(0, a))
+    }
+
+    /// Answers [`EvaluationResult::RequiresObjectAddress`] with any location
+    /// (the extension lets the object live in a register, another address
+    /// space, a composite, ...).
+    pub fn resume_with_object_location(
+        &mut self,
+        location: LocationDescription,
+    ) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::ObjectAddress) => {
+                self.push_loc(location);
+                self.advance()
+            }
+            other => self.wrong(other, "no object address was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresBaseType`] with the DIE's
+    /// `DW_AT_encoding` (`DW_ATE_*`) and `DW_AT_byte_size`. The operation
+    /// that asked is then run again.
+    pub fn resume_with_base_type(
+        &mut self,
+        encoding: u8,
+        byte_size: u64,
+    ) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::BaseType { offset }) => {
+                match ValueType::from_encoding(encoding, byte_size) {
+                    Some(ty) => {
+                        self.set_base_type(offset, ty);
+                        // The operation runs again; do not count it twice.
+                        self.steps = self.steps.saturating_sub(1);
+                        return self.run();
+                    }
+                    None => Err(EvalError::UnsupportedBaseType {
+                        offset,
+                        encoding,
+                        byte_size,
+                    }
+                    .into()),
+                }
+            }
+            other => self.wrong(other, "no base type was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresEntryValue`] with the entry value
+    /// (usually [`Entry::Value`] with a generic value).
+    pub fn resume_with_entry_value(&mut self, entry: Entry) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::EntryValue) => {
+                self.stack.push(Slot::entry(entry));
+                self.advance()
+            }
+            other => self.wrong(other, "no entry value was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresCallee`] with the encoded
+    /// expression of the callee's `DW_AT_location` (same [`Encoding`]); it
+    /// runs on the same stack, then the caller continues. Empty bytes (no
+    /// location attribute) make the call a no-op.
+    pub fn resume_with_callee(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Callee) => self.enter_call(bytes),
+            other => self.wrong(other, "no callee was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresIndexedAddress`] with the
+    /// `.debug_addr` entry.
+    pub fn resume_with_indexed_address(&mut self, value: u64) -> Result<EvaluationResult, Error> {
+        let a = self.address_size;
+        let r = match self.pending.take() {
+            Some(Pending::IndexedAddress { is_address: true }) => self.push_global_address(value),
+            Some(Pending::IndexedAddress { is_address: false }) => {
+                self.push_value(Value::generic(value, a));
+                self.advance()
+            }
+            other => self.wrong(other, "no indexed address was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresTlsAddress`] with the address
+    /// (in global memory) of the thread-local storage.
+    pub fn resume_with_tls_address(&mut self, address: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Tls) => self.push_global_address(address),
+            other => self.wrong(other, "no TLS address was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresEntryRegister`] with the location
+    /// of the register's value on entry to the current function.
+    pub fn resume_with_entry_register(
+        &mut self,
+        location: LocationDescription,
+    ) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::EntryRegister) => {
+                self.push_loc(location);
+                self.advance()
+            }
+            other => self.wrong(other, "no entry register was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Whether a read is waiting for an access to a place matching `kind`.
+    pub(super) fn reading_from(&self, kind: impl Fn(Place) -> bool) -> bool {
+        match &self.pending {
+            Some(Pending::Read { fetches, next, .. }) => {
+                fetches.get(*next).is_some_and(|f| kind(f.place))
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn wrong(&mut self, other: Option<Pending>, what: &'static str) -> Step {
+        self.pending = other;
+        Err(EvalError::BadResume(what).into())
+    }
+
+    pub(super) fn advance(&mut self) -> Step {
+        self.pc += 1;
+        if self.callee.is_none() {
+            self.byte_pc = self.next_byte;
+        }
+        Ok(())
+    }
+
+    /// `advance` in the root expression (`fast_step` runs only there).
+    #[inline(always)]
+    pub(super) fn advance_root(&mut self) -> Step {
+        self.pc += 1;
+        self.byte_pc = self.next_byte;
+        Ok(())
+    }
+
+    pub(super) fn after_resume(&mut self, r: Step) -> Result<EvaluationResult, Error> {
+        match r {
+            Err(e) => Err(self.error(*e)),
+            Ok(()) if self.asked.is_some() => self.take_asked(),
+            Ok(()) if self.trace => Ok(EvaluationResult::Stepped),
+            Ok(()) => self.run(),
+        }
+    }
+
+    /// Name of root operation `index` (from bytes: the one at `byte_pc`,
+    /// which is `index` whenever an error is reported).
+    pub(crate) fn root_name(&self, index: usize) -> &'static str {
+        match self.bytes {
+            Some(bytes) => decode_at(bytes, &mut self.byte_pc.clone(), self.encoding)
+                .map_or("end of expression", |op| op.name()),
+            None => self.ops.get(index).map_or("end of expression", Op::name),
+        }
+    }
+
+    pub(super) fn at_end(&self) -> bool {
+        match (&self.callee, self.bytes) {
+            (Some(code), _) => self.pc >= code.ops.len(),
+            (None, Some(bytes)) => self.byte_pc >= bytes.len(),
+            (None, None) => self.pc >= self.ops.len(),
+        }
+    }
+
+    pub(super) fn error(&self, error: EvalError) -> Error {
+        let here = match &self.callee {
+            Some(code) => code.ops.get(self.pc).map_or("end of expression", Op::name),
+            None => self.root_name(self.pc),
+        };
+        match self.returns.first() {
+            None => Error::Eval {
+                index: self.pc,
+                op: here,
+                error,
+            },
+            Some(&(_, site)) => Error::Eval {
+                index: site,
+                op: self.root_name(site),
+                error: EvalError::InCall {
+                    index: self.pc,
+                    op: here,
+                    error: Box::new(error),
+                },
+            },
+        }
+    }
+}

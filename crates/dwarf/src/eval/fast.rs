@@ -1,0 +1,159 @@
+//! The fast path: the common operations run straight from their bytes,
+//! without building an [`Op`] (`fast_step`).
+
+use super::*;
+
+impl<'a> Evaluation<'a> {
+    /// The most common operations of compiled code, executed straight from
+    /// the bytes without building an [`Op`]: `DW_OP_lit*`, `DW_OP_reg*`,
+    /// `DW_OP_breg*`, `DW_OP_fbreg`, `DW_OP_stack_value`, `DW_OP_constu`,
+    /// `DW_OP_consts`, `DW_OP_plus_uconst`, `DW_OP_piece`, `DW_OP_deref`,
+    /// `DW_OP_implicit_value`, `DW_OP_entry_value` and the binary arithmetic
+    /// operations. Exactly what [`Evaluation::step`] does for them; `None`
+    /// for anything else (or an operand this shortcut does not read), which
+    /// then takes the general path. Only for the root expression (not in a
+    /// callee).
+    #[inline(always)]
+    pub(super) fn fast_step(&mut self, bytes: &[u8], code: u8) -> Option<Step> {
+        let pos = self.byte_pc;
+        let a = self.address_size;
+        Some(match code {
+            0x30..=0x4f => {
+                self.next_byte = pos + 1;
+                self.push_value(Value::generic(u64::from(code - 0x30), a));
+                self.advance_root()
+            }
+            0x50..=0x6f => {
+                self.next_byte = pos + 1;
+                self.push_register(u16::from(code - 0x50));
+                self.advance_root()
+            }
+            0x9f => {
+                self.next_byte = pos + 1;
+                match self.stack_value() {
+                    Ok(()) => self.advance_root(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x06 => {
+                self.next_byte = pos + 1;
+                self.deref(a, ValueType::Generic)
+            }
+            0x10 | 0x11 | 0x23 | 0x93 => {
+                let (n, next) = short_leb(bytes, pos + 1, code == 0x11)?;
+                self.next_byte = next;
+                let r = match code {
+                    0x10 | 0x11 => {
+                        self.push_value(Value::generic(n as u64, a));
+                        Ok(())
+                    }
+                    0x23 => self.plus_uconst(n as u64),
+                    _ => self.piece_bytes(n as u64),
+                };
+                match r {
+                    Ok(()) => self.advance_root(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x1a..=0x1e | 0x21 | 0x22 | 0x24..=0x27 => {
+                self.next_byte = pos + 1;
+                let op = match code {
+                    0x1a => BinaryOp::And,
+                    0x1b => BinaryOp::Div,
+                    0x1c => BinaryOp::Minus,
+                    0x1d => BinaryOp::Mod,
+                    0x1e => BinaryOp::Mul,
+                    0x21 => BinaryOp::Or,
+                    0x22 => BinaryOp::Plus,
+                    0x24 => BinaryOp::Shl,
+                    0x25 => BinaryOp::Shr,
+                    0x26 => BinaryOp::Shra,
+                    _ => BinaryOp::Xor,
+                };
+                match self.binary(op) {
+                    Ok(()) => self.advance_root(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            0x70..=0x8f | 0x91 => {
+                let (offset, next) = short_leb(bytes, pos + 1, true)?;
+                self.next_byte = next;
+                if code == 0x91 {
+                    self.request(
+                        Pending::FrameBase { offset },
+                        EvaluationResult::RequiresFrameBase,
+                    )
+                } else {
+                    self.request(
+                        Pending::Breg {
+                            offset,
+                            address_space: None,
+                        },
+                        EvaluationResult::RequiresRegister {
+                            register: u16::from(code - 0x70),
+                        },
+                    )
+                }
+            }
+            0x9e => {
+                // DW_OP_implicit_value: short blocks are stored inline.
+                let (len, start) = short_leb(bytes, pos + 1, false)?;
+                let end = start.checked_add(usize::try_from(len).ok()?)?;
+                let block = bytes.get(start..end)?;
+                self.next_byte = end;
+                self.push_loc(LocationDescription::single(
+                    Storage::Implicit(Bytes::from(block)),
+                    0,
+                ));
+                self.advance_root()
+            }
+            0xa3 => {
+                // DW_OP_entry_value: the block is copied into the request
+                // (inline if short).
+                let (len, start) = short_leb(bytes, pos + 1, false)?;
+                let end = start.checked_add(usize::try_from(len).ok()?)?;
+                let block = bytes.get(start..end)?;
+                self.next_byte = end;
+                self.entry_value(Bytes::from(block))
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A LEB128 (signed or not) of at most 9 bytes (63 bits: it cannot
+/// overflow) at `pos`, and the offset after it; `None` if longer or truncated
+/// (the general decoder then reports or handles it). Unsigned values are
+/// below 2^63, so they fit the `i64`.
+#[inline(always)]
+pub(super) fn short_leb(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
+    // One byte, the usual case.
+    let b = *bytes.get(pos)?;
+    if b & 0x80 == 0 {
+        let value = if signed && b & 0x40 != 0 {
+            i64::from(b) - 0x80
+        } else {
+            i64::from(b)
+        };
+        return Some((value, pos + 1));
+    }
+    short_leb_long(bytes, pos, signed)
+}
+
+/// `short_leb` of two bytes or more.
+#[inline(never)]
+pub(super) fn short_leb_long(bytes: &[u8], pos: usize, signed: bool) -> Option<(i64, usize)> {
+    let mut value = 0i64;
+    for i in 0..9 {
+        let b = *bytes.get(pos + i)?;
+        value |= i64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            let shift = 7 * (i + 1);
+            if signed && shift < 64 && b & 0x40 != 0 {
+                value |= -1i64 << shift;
+            }
+            return Some((value, pos + i + 1));
+        }
+    }
+    None
+}
