@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use locus_llvm::jit_runtime::Runtime;
 use locus_llvm::{Context, Module};
 
@@ -55,26 +56,54 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             let name = file.display().to_string();
             let ir = input.read(file).map_err(fail)?;
             let text = check_entry(&name, &ir, entry)?;
-            let rt = Runtime::new(&name, &text, true).map_err(fail)?;
-            for function in invalidate {
-                rt.invalidate(function).map_err(fail)?;
-            }
-            // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
-            // convention. What the code does is the module's business, as with any
-            // program run.
-            let result = unsafe { rt.call(entry, &[]) }.map_err(fail)?;
-            writeln!(out, "{result}").map_err(fail)?;
-            if *stats {
-                let s = rt.stats();
-                writeln!(out, "records: {}", rt.jit().stack_maps().len()).map_err(fail)?;
-                writeln!(out, "patches: {}", s.patches).map_err(fail)?;
-                writeln!(out, "misses: {}", s.misses).map_err(fail)?;
-                writeln!(out, "hits: {}", s.hits).map_err(fail)?;
-                writeln!(out, "deopts: {}", s.deopts).map_err(fail)?;
-            }
-            Ok(())
+            run_with_runtime(&name, &text, entry, *stats, invalidate, out)
         }
     }
+}
+
+/// Compiles `text` with the JIT runtime linked in, invalidates `invalidate`, calls `entry`
+/// and prints its result (and the runtime's counts with `stats`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn run_with_runtime(
+    name: &str,
+    text: &str,
+    entry: &str,
+    stats: bool,
+    invalidate: &[String],
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let rt = Runtime::new(name, text, true).map_err(fail)?;
+    for function in invalidate {
+        rt.invalidate(function).map_err(fail)?;
+    }
+    // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
+    // convention. What the code does is the module's business, as with any program run.
+    let result = unsafe { rt.call(entry, &[]) }.map_err(fail)?;
+    writeln!(out, "{result}").map_err(fail)?;
+    if stats {
+        let s = rt.stats();
+        writeln!(out, "records: {}", rt.jit().stack_maps().len()).map_err(fail)?;
+        writeln!(out, "patches: {}", s.patches).map_err(fail)?;
+        writeln!(out, "misses: {}", s.misses).map_err(fail)?;
+        writeln!(out, "hits: {}", s.hits).map_err(fail)?;
+        writeln!(out, "deopts: {}", s.deopts).map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// The runtime's trampolines are x86-64 assembly: elsewhere `jit run` refuses.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn run_with_runtime(
+    _name: &str,
+    _text: &str,
+    _entry: &str,
+    _stats: bool,
+    _invalidate: &[String],
+    _out: &mut dyn Write,
+) -> Result<(), Failure> {
+    Err(fail(
+        "locus jit run needs x86-64 Linux (the runtime's trampolines)",
+    ))
 }
 
 /// Fails unless the module (IR text or bitcode) defines `entry` as `i64 ()` with the C
