@@ -670,3 +670,39 @@ fn eval_errors_are_std_errors() {
     let l: locus_dwarf::Location = locus_dwarf::LocationDescription::register(3);
     assert_eq!(l, locus_dwarf::Location::register(3));
 }
+
+/// A lone `DW_OP_regN` (the shortcut past the loop) ends as the loop would: the
+/// register location, one step counted (a step limit of 0 refuses it), an initial entry
+/// kept below it, a bad encoding reported, and the same under `set_trace`.
+#[test]
+fn lone_register_is_the_loop_result() {
+    let reg5 = Entry::Location(locus_dwarf::Location::register(5));
+    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
+    assert_eq!(eval.result(), Some(reg5.clone()));
+    assert_eq!(eval.pc(), 1);
+    // Evaluating again after completion changes nothing.
+    assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
+    assert_eq!(eval.result(), Some(reg5.clone()));
+
+    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    eval.set_max_steps(0);
+    assert!(eval.evaluate().is_err());
+
+    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    eval.push(Entry::Value(Value::generic(7, 8)));
+    assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
+    assert_eq!(eval.stack(), vec![Entry::Value(Value::generic(7, 8)), reg5.clone()]);
+
+    let bad = Encoding {
+        address_size: 3,
+        ..Encoding::default()
+    };
+    assert!(Evaluation::from_bytes(&[0x55], bad).evaluate().is_err());
+
+    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    eval.set_trace(true);
+    assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Stepped);
+    assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
+    assert_eq!(eval.result(), Some(reg5));
+}

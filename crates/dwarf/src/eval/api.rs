@@ -315,6 +315,9 @@ impl<'a> Evaluation<'a> {
                 "evaluate() called while a request is outstanding",
             )));
         }
+        if self.lone_register() {
+            return Ok(EvaluationResult::Complete);
+        }
         self.run()
     }
 

@@ -4,6 +4,45 @@
 use super::*;
 
 impl<'a> Evaluation<'a> {
+    /// The most common location expression of optimized code, a lone
+    /// `DW_OP_regN` (most entries of a location list), evaluated without
+    /// entering the loop: exactly the state `run_bytes` leaves after it
+    /// (one step counted, the register location as the result), for an
+    /// evaluation that has not started, with an empty stack, no trace and a
+    /// valid encoding; `false` (nothing done) otherwise.
+    #[inline(always)]
+    pub(super) fn lone_register(&mut self) -> bool {
+        let Some(&[code @ 0x50..=0x6f]) = self.bytes else {
+            return false;
+        };
+        if (self.byte_pc != 0)
+            | self.complete
+            | self.trace
+            | self.callee.is_some()
+            | !self.stack.is_empty()
+            | self.top.is_some()
+            | (self.steps >= self.max_steps)
+            | !matches!(self.encoding.address_size, 4 | 8)
+            | !matches!(self.encoding.offset_size, 4 | 8)
+        {
+            return false;
+        }
+        self.steps += 1;
+        self.pc = 1;
+        self.byte_pc = 1;
+        self.next_byte = 1;
+        // `top` is empty (checked): nothing to drop.
+        core::mem::forget(
+            self.top
+                .replace(Entry::Location(LocationDescription::single(
+                    Storage::Register(u16::from(code - 0x50)),
+                    0,
+                ))),
+        );
+        self.complete = true;
+        true
+    }
+
     /// The most common operations of compiled code, executed straight from
     /// the bytes without building an [`Op`]: `DW_OP_lit*`, `DW_OP_reg*`,
     /// `DW_OP_breg*`, `DW_OP_fbreg`, `DW_OP_stack_value`, `DW_OP_constu`,
