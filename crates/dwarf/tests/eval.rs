@@ -692,7 +692,10 @@ fn lone_register_is_the_loop_result() {
     let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
     eval.push(Entry::Value(Value::generic(7, 8)));
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
-    assert_eq!(eval.stack(), vec![Entry::Value(Value::generic(7, 8)), reg5.clone()]);
+    assert_eq!(
+        eval.stack(),
+        vec![Entry::Value(Value::generic(7, 8)), reg5.clone()]
+    );
 
     let bad = Encoding {
         address_size: 3,
@@ -705,4 +708,53 @@ fn lone_register_is_the_loop_result() {
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Stepped);
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
     assert_eq!(eval.result(), Some(reg5));
+}
+
+/// A constant then `DW_OP_stack_value` (the other shortcut past the loop) ends as the
+/// loop would: implicit bytes of the value at the address size, two steps counted (a
+/// limit of 1 refuses it at the second operation), negative and multi-byte LEB128s,
+/// 4-byte addresses; a longer expression takes the loop.
+#[test]
+fn constant_stack_value_is_the_loop_result() {
+    let cases: [(&[u8], Encoding); 6] = [
+        (&[0x35, 0x9f], Encoding::default()),
+        (&[0x11, 0x7f, 0x9f], Encoding::default()),
+        (&[0x10, 0xe5, 0x8e, 0x26, 0x9f], Encoding::default()),
+        (
+            &[0x11, 0x7f, 0x9f],
+            Encoding {
+                address_size: 4,
+                ..Encoding::default()
+            },
+        ),
+        (&[0x10, 0x05, 0x9f, 0x93, 0x04], Encoding::default()),
+        (&[0x30, 0x31, 0x9f], Encoding::default()),
+    ];
+    for (bytes, enc) in cases {
+        let ops: Vec<_> = locus_dwarf::decode(bytes, enc)
+            .unwrap()
+            .into_iter()
+            .map(|(_, op)| op)
+            .collect();
+        let mut general = Evaluation::new(&ops, enc);
+        general.evaluate().unwrap();
+        let mut fast = Evaluation::from_bytes(bytes, enc);
+        assert_eq!(fast.evaluate().unwrap(), EvaluationResult::Complete);
+        assert_eq!(fast.result(), general.result(), "{bytes:02x?}");
+        assert_eq!(fast.pc(), ops.len());
+        let mut limited = Evaluation::from_bytes(bytes, enc);
+        limited.set_max_steps(1);
+        let e = limited.evaluate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Eval {
+                    index: 1,
+                    error: EvalError::StepLimitExceeded(1),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 }

@@ -4,6 +4,62 @@
 use super::*;
 
 impl<'a> Evaluation<'a> {
+    /// The two most common location expressions of optimized code (most
+    /// entries of a location list), evaluated without entering the loop: a
+    /// lone `DW_OP_regN`, and a constant (`DW_OP_litN`, `DW_OP_constu`,
+    /// `DW_OP_consts`) then `DW_OP_stack_value`. Exactly the state
+    /// `run_bytes` leaves after them (each operation counted against the step
+    /// limit, the result in `top`), for an evaluation that has not started,
+    /// with an empty stack, no trace and a valid encoding; `false` (nothing
+    /// done) otherwise.
+    #[inline(always)]
+    pub(super) fn constant_shortcut(&mut self) -> bool {
+        let Some(bytes) = self.bytes else {
+            return false;
+        };
+        let top = match *bytes {
+            [code @ 0x50..=0x6f] => {
+                LocationDescription::single(Storage::Register(u16::from(code - 0x50)), 0)
+            }
+            [code @ (0x30..=0x4f | 0x10 | 0x11), .., 0x9f] => {
+                let n = match code {
+                    0x30..=0x4f if bytes.len() == 2 => u64::from(code - 0x30),
+                    0x10 | 0x11 => match short_leb(bytes, 1, code == 0x11) {
+                        Some((n, end)) if end + 1 == bytes.len() => n as u64,
+                        _ => return false,
+                    },
+                    _ => return false,
+                };
+                let a = self.address_size;
+                let len = ValueType::Generic.size(a).min(8);
+                let bits = Value::generic(n, a).bits;
+                LocationDescription::single(Storage::Implicit(Bytes::from_le(bits, len)), 0)
+            }
+            _ => return false,
+        };
+        let steps = if bytes.len() == 1 { 1 } else { 2 };
+        if (self.byte_pc != 0)
+            | self.complete
+            | self.trace
+            | self.callee.is_some()
+            | !self.stack.is_empty()
+            | self.top.is_some()
+            | (self.max_steps.saturating_sub(self.steps) < steps)
+            | !matches!(self.encoding.address_size, 4 | 8)
+            | !matches!(self.encoding.offset_size, 4 | 8)
+        {
+            return false;
+        }
+        self.steps += steps;
+        self.pc = steps as usize;
+        self.byte_pc = bytes.len();
+        self.next_byte = bytes.len();
+        // `top` is empty (checked): nothing to drop.
+        core::mem::forget(self.top.replace(Entry::Location(top)));
+        self.complete = true;
+        true
+    }
+
     /// The most common location expression of optimized code, a lone
     /// `DW_OP_regN` (most entries of a location list), evaluated without
     /// entering the loop: exactly the state `run_bytes` leaves after it

@@ -17,6 +17,9 @@ impl<'a> Evaluation<'a> {
     /// operation).
     pub(super) fn run_bytes(&mut self, bytes: &'a [u8]) -> Result<EvaluationResult, Error> {
         // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
+        if self.constant_shortcut() {
+            return Ok(EvaluationResult::Complete);
+        }
         self.encoding.check()?;
         self.restore_top();
         while let Some(&code) = bytes.get(self.byte_pc) {
