@@ -54,6 +54,12 @@ pub struct Syntax<'r> {
 ///   llvm-dwarfdump prints it. `DW_OP_uconst` (used in the spec's examples)
 ///   is accepted for `DW_OP_constu`, and the GNU names of operations DWARF 5
 ///   standardized (`DW_OP_GNU_entry_value`, ...) for the DWARF 5 operation.
+///   The DWARF 6 draft's names are read where they name the same operation:
+///   the extension's names without `LLVM_` (the draft's `DW_OP_undefined`,
+///   `DW_OP_offset`, `DW_OP_overlay`, ...), `DW_OP_push_object_location`
+///   and `DW_OP_form_tls_location`; printing keeps LLVM 19's names. The
+///   draft's `DW_OP_composite` is refused: it begins a composite, where
+///   LLVM's `DW_OP_LLVM_piece_end` ends one.
 /// * Numbers: decimal or `0x` hex; signed operands may be negative (`-8`,
 ///   `-0x10`) or carry a `+`. Branch operands are the DWARF byte
 ///   displacement, except in gdb's listing (operations after byte offsets)
@@ -92,6 +98,20 @@ pub fn parse_text_with(text: &str, syntax: &Syntax<'_>) -> Result<Vec<Op>, Error
     };
     let ops = p.sequence(Stop::End, 0)?;
     Ok(ops)
+}
+
+/// The DWARF 6 draft's names for operations this crate has under another
+/// name (Issue 230524.1, "Locations on the stack", renames the two context
+/// operations that now push locations); the DWARF 5 name they replace.
+/// The draft's names of the extension operations (`DW_OP_undefined`,
+/// `DW_OP_offset`, `DW_OP_bit_offset`, `DW_OP_push_lane`, `DW_OP_overlay`,
+/// ...) are the spec's names without `LLVM_`, read as they are.
+fn dwarf6_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "push_object_location" => "push_object_address",
+        "form_tls_location" => "form_tls_address",
+        _ => return None,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -775,7 +795,14 @@ impl<'t> Parser<'t, '_> {
         if name == "LLVM_user" {
             return Ok(None);
         }
-        let name = gnu_name(name).unwrap_or(name);
+        if name == "composite" {
+            return Err(syntax_error(
+                offset,
+                t,
+                "DW_OP_composite (the DWARF 6 draft's) pushes an empty composite that later pieces extend, which no LLVM 19 operation does; end the composite before with DW_OP_LLVM_piece_end instead",
+            ));
+        }
+        let name = gnu_name(name).or_else(|| dwarf6_name(name)).unwrap_or(name);
         let ext_name = name.strip_prefix("LLVM_");
         let base = ext_name.unwrap_or(name);
         use Width::*;

@@ -377,3 +377,102 @@ fn llvm_nop_decodes() {
         )
     );
 }
+
+/// A target with one 8-byte register (R3) that tells its size.
+struct SizedRegister;
+
+impl locus_dwarf::Target for SizedRegister {
+    fn read_memory(&mut self, _: u64, _: u64, _: &mut [u8]) -> bool {
+        false
+    }
+    fn read_register(&mut self, _: u16, _: u64, _: &mut [u8]) -> bool {
+        false
+    }
+    fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
+        each(3, 8);
+    }
+}
+
+#[test]
+fn overlay_on_a_register_base_uses_its_size() {
+    // Memory over bytes 2..6 of R3 (8 bytes): R3's first 2 bytes, the
+    // memory, R3's last 2 bytes.
+    let text = "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_lit2 DW_OP_lit4 DW_OP_overlay";
+    let expected = Location::composite(vec![
+        part(reg(3, 0), 16),
+        part(mem(0x100), 32),
+        part(reg(3, 48), 16),
+    ]);
+    // The size from the target ...
+    let ops = parse_text(text, |_| None).unwrap();
+    let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
+    eval.evaluate_with(&mut SizedRegister).unwrap();
+    assert_eq!(eval.location_result().unwrap(), expected);
+    // ... or from the caller.
+    let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
+    eval.set_register_size(3, 8);
+    eval.evaluate().unwrap();
+    assert_eq!(eval.location_result().unwrap(), expected);
+    // Exactly to the register's end: no tail; the whole register: the overlay.
+    let ops = parse_text(
+        "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_lit4 DW_OP_lit4 DW_OP_overlay",
+        |_| None,
+    )
+    .unwrap();
+    let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
+    eval.evaluate_with(&mut SizedRegister).unwrap();
+    assert_eq!(
+        eval.location_result().unwrap(),
+        Location::composite(vec![part(reg(3, 0), 32), part(mem(0x100), 32)])
+    );
+    let ops = parse_text(
+        "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_lit0 DW_OP_lit8 DW_OP_overlay",
+        |_| None,
+    )
+    .unwrap();
+    let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
+    eval.evaluate_with(&mut SizedRegister).unwrap();
+    assert_eq!(eval.location_result().unwrap(), mem(0x100));
+    // Past its end (bit 61 + 4 bits > 64): ill-formed.
+    let ops = parse_text(
+        "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_constu 61 DW_OP_lit4 DW_OP_bit_overlay",
+        |_| None,
+    )
+    .unwrap();
+    let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
+    match eval.evaluate_with(&mut SizedRegister) {
+        Err(Error::Eval {
+            index: 4,
+            error: EvalError::BadOverlay(what),
+            ..
+        }) => assert!(what.contains("past the end"), "{what}"),
+        other => panic!("expected an ill-formed overlay, got {other:?}"),
+    }
+}
+
+#[test]
+fn overlay_on_a_register_base_of_unknown_size_is_refused() {
+    // Ctx tells no register sizes: the overlay's end cannot be checked nor
+    // the tail sized, whether the register is the base or a place of it.
+    for text in [
+        "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_lit2 DW_OP_lit4 DW_OP_overlay",
+        "DW_OP_reg3 DW_OP_addr 0x100 DW_OP_lit0 DW_OP_lit0 DW_OP_overlay",
+        "DW_OP_regx 70 DW_OP_lit1 DW_OP_offset DW_OP_addr 0x100 DW_OP_lit2 DW_OP_lit4 DW_OP_bit_overlay",
+    ] {
+        match eval_error(text) {
+            EvalError::BadOverlay(what) => {
+                assert!(what.contains("register whose size is not known"), "{text}: {what}")
+            }
+            other => panic!("{text}: expected an ill-formed overlay, got {other:?}"),
+        }
+    }
+    // A register as the overlay (not the base) needs no size.
+    let l = location(
+        "DW_OP_addr 0x100 DW_OP_reg3 DW_OP_lit0 DW_OP_lit4 DW_OP_overlay",
+        &mut Ctx::default(),
+    );
+    assert_eq!(
+        l,
+        Location::composite(vec![part(reg(3, 0), 32), part(mem(0x104), memory_tail(32))])
+    );
+}

@@ -387,3 +387,107 @@ fn entry_value_block_with_its_operations() {
         Err(Error::Syntax { offset: 23, .. })
     ));
 }
+
+/// The DWARF 6 draft's spelling of each operation it shares with LLVM 19
+/// (Issue 230524.1 "Locations on the stack" and the proposals after it):
+/// each reads as the operation LLVM's spelling names, and prints with the
+/// name this crate prints.
+const DWARF6: &[(&str, &str, &str)] = &[
+    ("DW_OP_undefined", "DW_OP_LLVM_undefined", "DW_OP_undefined"),
+    ("DW_OP_offset", "DW_OP_LLVM_offset", "DW_OP_offset"),
+    (
+        "DW_OP_offset_uconst 4",
+        "DW_OP_LLVM_offset_uconst 4",
+        "DW_OP_offset_uconst 4",
+    ),
+    (
+        "DW_OP_bit_offset",
+        "DW_OP_LLVM_bit_offset",
+        "DW_OP_bit_offset",
+    ),
+    ("DW_OP_push_lane", "DW_OP_LLVM_push_lane", "DW_OP_push_lane"),
+    (
+        "DW_OP_form_aspace_address",
+        "DW_OP_LLVM_form_aspace_address",
+        "DW_OP_form_aspace_address",
+    ),
+    (
+        "DW_OP_aspace_bregx 7 -8",
+        "DW_OP_LLVM_aspace_bregx 7 -8",
+        "DW_OP_aspace_bregx 7 -8",
+    ),
+    (
+        "DW_OP_aspace_implicit_pointer 0x2a 4",
+        "DW_OP_LLVM_aspace_implicit_pointer 0x2a 4",
+        "DW_OP_aspace_implicit_pointer 0x2a 4",
+    ),
+    (
+        "DW_OP_call_frame_entry_reg 6",
+        "DW_OP_LLVM_call_frame_entry_reg 6",
+        "DW_OP_call_frame_entry_reg 6",
+    ),
+    ("DW_OP_piece_end", "DW_OP_LLVM_piece_end", "DW_OP_piece_end"),
+    (
+        "DW_OP_extend 32 4",
+        "DW_OP_LLVM_extend 32 4",
+        "DW_OP_extend 32 4",
+    ),
+    (
+        "DW_OP_select_bit_piece 32 4",
+        "DW_OP_LLVM_select_bit_piece 32 4",
+        "DW_OP_select_bit_piece 32 4",
+    ),
+    ("DW_OP_overlay", "DW_OP_LLVM_overlay", "DW_OP_overlay"),
+    (
+        "DW_OP_bit_overlay",
+        "DW_OP_LLVM_bit_overlay",
+        "DW_OP_bit_overlay",
+    ),
+    (
+        "DW_OP_push_object_location",
+        "DW_OP_push_object_address",
+        "DW_OP_push_object_address",
+    ),
+    (
+        "DW_OP_form_tls_location",
+        "DW_OP_form_tls_address",
+        "DW_OP_form_tls_address",
+    ),
+];
+
+#[test]
+fn dwarf6_spellings_name_the_same_operations() {
+    for &(dwarf6, other, printed) in DWARF6 {
+        let ops = parse_text(dwarf6, |_| None).unwrap();
+        assert_eq!(ops, parse_text(other, |_| None).unwrap(), "{dwarf6}");
+        assert_eq!(locus_dwarf::to_text(&ops), printed, "{dwarf6}");
+    }
+    // In a sequence, between other operations, with llvm-dwarfdump's commas.
+    assert_eq!(
+        parse_text(
+            "DW_OP_push_object_location, DW_OP_lit8, DW_OP_offset, DW_OP_deref",
+            |_| None
+        )
+        .unwrap(),
+        [Op::PushObjectAddress, Op::Lit(8), Op::Offset, Op::Deref]
+    );
+}
+
+/// The draft's `DW_OP_composite` begins a composite that later pieces
+/// extend; LLVM's `DW_OP_LLVM_piece_end` ends one. It is not read as
+/// either, and the message says what to write.
+#[test]
+fn dwarf6_composite_is_refused_with_the_llvm_equivalent() {
+    match parse_text(
+        "DW_OP_reg0 DW_OP_composite DW_OP_reg3 DW_OP_piece 4",
+        |_| None,
+    ) {
+        Err(Error::Syntax {
+            offset, message, ..
+        }) => {
+            assert_eq!(offset, 11);
+            assert!(message.contains("DW_OP_LLVM_piece_end"), "{message}");
+        }
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+}

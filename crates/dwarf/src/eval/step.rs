@@ -515,8 +515,20 @@ impl<'a> Evaluation<'a> {
             return Err(too_large);
         };
         let end = u128::from(bs) + u128::from(bo);
+        // rbss(BL) needs the size of a register base: the target's
+        // (`Target::register_sizes`) or the caller's
+        // (`Evaluation::set_register_size`); without it the overlay's end
+        // and the base's tail cannot be known.
+        if base.places.iter().any(|p| match p.storage {
+            Storage::Register(r) => self.register_bits(r).is_none(),
+            _ => false,
+        }) {
+            return Err(EvalError::BadOverlay(
+                "the base location is a register whose size is not known (give it with Target::register_sizes or Evaluation::set_register_size)",
+            ));
+        }
         // rbss(BL); `None` when a place's storage size is not known here
-        // (registers, undefined storage): those are not checked.
+        // (undefined storage): that is not checked.
         let rbss = self.remaining_bits(&base);
         if rbss.is_some_and(|r| r < end) {
             return Err(EvalError::BadOverlay(
