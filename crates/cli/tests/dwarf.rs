@@ -1103,10 +1103,11 @@ fn vars_on_every_thread_of_a_core() {
     assert_eq!(one["threads"].as_array().unwrap().len(), 1);
     assert_eq!(one["threads"][0], threads[1]);
     let commands = ["thread 2", "info locals", "info args"];
-    let (compared, matched) =
+    let (compared, matched, numbers) =
         compare_threads_with_gdb(&["-c", core_s], &commands, &exe, &[(0, &threads[1])]);
-    eprintln!("threads: {matched} of {compared} variables match gdb");
+    eprintln!("threads: {matched} of {compared} variables match gdb ({numbers} as numbers)");
     assert!(compared >= 3, "too few compared: {compared}");
+    assert!(numbers >= 3, "too few printed as numbers: {numbers}");
     assert_eq!(compared, matched);
 }
 
@@ -1243,12 +1244,18 @@ fn gdb_values(text: &str) -> Vec<(String, String, String)> {
 }
 
 /// Compares the variables `locus` found in each frame of thread 1 with gdb's `info locals`
-/// and `info args` in the frame of the same function; returns (compared, matched). Compared:
-/// every integer gdb prints a number for (matched when locus reads the same number) and
-/// every variable gdb says is `<optimized out>` (matched when locus has no fully defined
-/// value either). Variables gdb reads through a register the caller frame does not know
+/// and `info args` in the frame of the same function; returns (compared, matched, numbers).
+/// Compared: every variable locus prints a `number` for (matched when it is gdb's text
+/// exactly: integers, floats, booleans, characters; counted in `numbers`), every other
+/// integer gdb prints a number for (matched when locus reads the same number from the
+/// bytes) and every variable gdb says is `<optimized out>` (matched when locus has no fully
+/// defined value either). Variables gdb reads through a register the caller frame does not know
 /// (gdb assumes it unchanged; locus refuses) are printed, not counted.
-fn compare_with_gdb(gdb_args: &[&str], exe: &Path, frames: &[(usize, Value)]) -> (usize, usize) {
+fn compare_with_gdb(
+    gdb_args: &[&str],
+    exe: &Path,
+    frames: &[(usize, Value)],
+) -> (usize, usize, usize) {
     let threads: Vec<(usize, &Value)> =
         frames.iter().map(|(f, d)| (*f, &d["threads"][0])).collect();
     let commands = [
@@ -1265,7 +1272,7 @@ fn compare_threads_with_gdb(
     commands: &[&str],
     exe: &Path,
     threads: &[(usize, &Value)],
-) -> (usize, usize) {
+) -> (usize, usize, usize) {
     let mut args: Vec<&str> = vec!["-batch", "-nx"];
     args.extend_from_slice(gdb_args);
     for c in commands {
@@ -1277,7 +1284,7 @@ fn compare_threads_with_gdb(
         .output()
         .unwrap_or_else(|e| panic!("gdb is needed (scripts/install-deps): {e}"));
     let gdb = String::from_utf8_lossy(&out.stdout);
-    let (mut compared, mut matched) = (0, 0);
+    let (mut compared, mut matched, mut numbers) = (0, 0, 0);
     for &(frame, t) in threads {
         let function = t["function"].as_str().unwrap();
         let ours = t["variables"].as_array().unwrap();
@@ -1292,6 +1299,11 @@ fn compare_threads_with_gdb(
             let defined = v["value"].as_str().is_some_and(|h| !h.contains('?'));
             let agree = if theirs == "<optimized out>" {
                 !defined
+            } else if let Some(number) = v["number"].as_str() {
+                // Printed as a number of its base type: exactly gdb's text
+                // (integers, floats, booleans, characters).
+                numbers += 1;
+                number == theirs
             } else if let Ok(n) = theirs.parse::<i64>() {
                 if v["error"]
                     .as_str()
@@ -1315,7 +1327,7 @@ fn compare_threads_with_gdb(
             }
         }
     }
-    (compared, matched)
+    (compared, matched, numbers)
 }
 
 /// The frame numbers (locus's, without gdb's inlined frames) of `inner`, `middle` and
@@ -1359,9 +1371,10 @@ fn vars_on_a_core_file_match_gdb() {
         .map(|(_, d)| d["threads"][0]["function"].as_str().unwrap())
         .collect();
     assert_eq!(functions, ["inner", "middle", "main"]);
-    let (compared, matched) = compare_with_gdb(&["-c", core_s], &exe, &docs);
-    eprintln!("core: {matched} of {compared} variables match gdb");
+    let (compared, matched, numbers) = compare_with_gdb(&["-c", core_s], &exe, &docs);
+    eprintln!("core: {matched} of {compared} variables match gdb ({numbers} as numbers)");
     assert!(compared >= 12, "too few compared: {compared}");
+    assert!(numbers >= 8, "too few printed as numbers: {numbers}");
     assert_eq!(compared, matched);
 
     // The snapshot of `inner`'s frame, read back by `vars --snapshot`: the same values.
@@ -1441,10 +1454,11 @@ fn vars_on_a_live_process_match_gdb() {
     };
     assert!(field("State:").contains('R'), "{status}");
     assert!(field("TracerPid:").ends_with("\t0"), "{status}");
-    let (compared, matched) = compare_with_gdb(&["-p", &pid], &exe, &docs);
+    let (compared, matched, numbers) = compare_with_gdb(&["-p", &pid], &exe, &docs);
     let _ = child.kill();
     let _ = child.wait();
-    eprintln!("process: {matched} of {compared} variables match gdb");
+    eprintln!("process: {matched} of {compared} variables match gdb ({numbers} as numbers)");
+    assert!(numbers >= 8, "too few printed as numbers: {numbers}");
     assert!(compared >= 12, "too few compared: {compared}");
     assert_eq!(compared, matched);
 }

@@ -757,6 +757,11 @@ pub struct Variable {
     pub type_name: String,
     /// The type's size in bytes, if known.
     pub byte_size: Option<u64>,
+    /// The base type the variable's type is, through typedefs and
+    /// qualifiers (its offset in the unit, `DW_ATE_*` encoding and size);
+    /// `None` for pointers, enumerations, aggregates and unknown types.
+    /// [`Variable::number`] prints a value of it.
+    pub base_type: Option<BaseType>,
     /// Where it is.
     pub location: VariableLocation,
     /// The encoding of the expression bytes (address and offset size).
@@ -1360,6 +1365,45 @@ impl<'a> Scan<'_, 'a> {
         Ok((name, self.type_size(offset, 0)?))
     }
 
+    /// The base type `entry`'s `DW_AT_type` is, through typedefs and
+    /// qualifiers (`const`, `volatile`, `restrict`, `_Atomic`); `None` for
+    /// any other type (pointers, enumerations, aggregates) or none.
+    fn base_type_of(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<BaseType>, Error> {
+        let mut offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
+            Some(AttributeValue::UnitRef(o)) => o,
+            _ => return Ok(None),
+        };
+        for _ in 0..32 {
+            let t = self.unit.entry(offset)?;
+            match t.tag() {
+                gimli::DW_TAG_base_type => {
+                    let encoding = t.attr_value(gimli::DW_AT_encoding)?;
+                    let size = t
+                        .attr_value(gimli::DW_AT_byte_size)?
+                        .and_then(|v| v.udata_value());
+                    return Ok(match (encoding, size) {
+                        (Some(AttributeValue::Encoding(e)), Some(byte_size)) => Some(BaseType {
+                            offset: offset.0 as u64,
+                            encoding: e.0,
+                            byte_size,
+                        }),
+                        _ => None,
+                    });
+                }
+                gimli::DW_TAG_typedef
+                | gimli::DW_TAG_const_type
+                | gimli::DW_TAG_volatile_type
+                | gimli::DW_TAG_restrict_type
+                | gimli::DW_TAG_atomic_type => match t.attr_value(gimli::DW_AT_type)? {
+                    Some(AttributeValue::UnitRef(o)) => offset = o,
+                    _ => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
     /// A type's size in bytes, through typedefs and qualifiers; arrays are
     /// their element size times their subranges' counts.
     fn type_size(&self, offset: gimli::UnitOffset, depth: u32) -> Result<Option<u64>, Error> {
@@ -1431,6 +1475,7 @@ impl<'a> Scan<'_, 'a> {
         let encoding = encoding_of(self.unit);
         let name = self.name(entry)?.unwrap_or_default();
         let (type_name, byte_size) = self.type_info(entry)?;
+        let base_type = self.base_type_of(entry)?;
         let location = match entry.attr_value(gimli::DW_AT_location)? {
             Some(AttributeValue::Exprloc(e)) => {
                 VariableLocation::Expression(self.resolve(e.0.slice(), encoding)?)
@@ -1472,6 +1517,7 @@ impl<'a> Scan<'_, 'a> {
                 .map_or(0, |o| o.0 as u64),
             type_name,
             byte_size,
+            base_type,
             location,
             encoding,
             frame_base,
@@ -1613,6 +1659,69 @@ pub fn evaluate_variable_with<T: Target + ?Sized>(
         bits,
         location: Some(location),
     })
+}
+
+impl Variable {
+    /// The variable's bits as gdb prints a value of its base type
+    /// ([`Variable::base_type`], [`crate::Value::number`]): signed and
+    /// unsigned integers in decimal, floats of 4 and 8 bytes as C's `%g` with
+    /// enough digits to read back, `true`/`false` for a boolean 0 or 1, and
+    /// characters as their number and the character (`65 'A'`, `10 '\n'`,
+    /// `-1 '\377'`). `None` if some bit is undefined, the type is no base
+    /// type, or its size or encoding is one of the others (`long double`,
+    /// 128-bit integers, UTF characters, complex, decimal floats).
+    pub fn number(&self, bits: &Bits) -> Option<String> {
+        let base = self.base_type?;
+        let size = u8::try_from(base.byte_size).ok()?;
+        if !matches!(size, 1 | 2 | 4 | 8)
+            || !bits.is_fully_defined()
+            || bits.bit_len() != u64::from(size) * 8
+        {
+            return None;
+        }
+        let mut raw = [0u8; 8];
+        raw.get_mut(..usize::from(size))?
+            .copy_from_slice(bits.bytes().get(..usize::from(size))?);
+        let raw = u64::from_le_bytes(raw);
+        let address_size = self.encoding.address_size;
+        let number = |ty| Value::new(ty, raw, address_size).number(address_size);
+        Some(match gimli::DwAte(base.encoding) {
+            gimli::DW_ATE_boolean if raw <= 1 => String::from(["false", "true"][raw as usize]),
+            gimli::DW_ATE_boolean | gimli::DW_ATE_unsigned => {
+                number(ValueType::Unsigned(size)).to_string()
+            }
+            gimli::DW_ATE_signed => number(ValueType::Signed(size)).to_string(),
+            gimli::DW_ATE_float if size >= 4 => number(ValueType::Float(size)).to_string(),
+            gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char if size == 1 => {
+                let ty = if base.encoding == gimli::DW_ATE_signed_char.0 {
+                    ValueType::Signed(1)
+                } else {
+                    ValueType::Unsigned(1)
+                };
+                format!("{} {}", number(ty), gdb_char(raw as u8))
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A byte as gdb prints a C character: `'A'`, its escapes (`'\n'`,
+/// `'\''`), and octal for the rest (`'\377'`).
+fn gdb_char(b: u8) -> String {
+    let escaped = match b {
+        7 => "\\a",
+        8 => "\\b",
+        9 => "\\t",
+        10 => "\\n",
+        11 => "\\v",
+        12 => "\\f",
+        13 => "\\r",
+        b'\'' => "\\'",
+        b'\\' => "\\\\",
+        0x20..=0x7e => return format!("'{}'", char::from(b)),
+        _ => return format!("'\\{b:03o}'"),
+    };
+    format!("'{escaped}'")
 }
 
 /// The evaluator's error inside an [`Error`], if that is what it is.

@@ -338,6 +338,7 @@ fn long_variable(location: Vec<u8>, frame_base: Option<Vec<u8>>) -> Variable {
         die: 0,
         type_name: "long".into(),
         byte_size: Some(8),
+        base_type: None,
         location: VariableLocation::Expression(location),
         encoding: Encoding::default(),
         frame_base,
@@ -404,4 +405,60 @@ fn nested_evaluations_in_a_loop_are_bounded() {
         r.expect("evaluates"),
         u64::from(MAX_NESTED_EVALUATIONS).to_le_bytes()
     );
+}
+
+/// `Variable::number`: a value of each base type encoding as gdb 13 prints it
+/// (`print`/`info locals` on C variables of those types).
+#[test]
+fn variable_numbers_as_gdb_prints_them() {
+    use locus_dwarf::access::Bits;
+    use locus_dwarf::binary::BaseType;
+    let of = |encoding: u8, bytes: &[u8]| {
+        let mut v = long_variable(Vec::new(), None);
+        v.byte_size = Some(bytes.len() as u64);
+        v.base_type = Some(BaseType {
+            offset: 0x2a,
+            encoding,
+            byte_size: bytes.len() as u64,
+        });
+        v.number(&Bits::from_bytes(bytes))
+    };
+    let cases: &[(u8, &[u8], &str)] = &[
+        (0x05, &(-5i32).to_le_bytes(), "-5"),
+        (0x05, &i64::MIN.to_le_bytes(), "-9223372036854775808"),
+        (0x07, &u64::MAX.to_le_bytes(), "18446744073709551615"),
+        (0x07, &7007u16.to_le_bytes(), "7007"),
+        (0x04, &18.75f64.to_le_bytes(), "18.75"),
+        (0x04, &0.1f32.to_le_bytes(), "0.100000001"),
+        (0x02, &[1], "true"),
+        (0x02, &[0], "false"),
+        (0x02, &[2], "2"),
+        (0x06, b"A", "65 'A'"),
+        (0x06, &[0xff], "-1 '\\377'"),
+        (0x08, &[0xff], "255 '\\377'"),
+        (0x06, b"\n", "10 '\\n'"),
+        (0x06, &[0], "0 '\\000'"),
+        (0x06, b"'", "39 '\\''"),
+    ];
+    for &(encoding, bytes, printed) in cases {
+        assert_eq!(of(encoding, bytes).as_deref(), Some(printed), "{bytes:?}");
+    }
+    // Not printed as a number: 16-byte long double, UTF characters, a size
+    // that differs from the bits read, undefined bits, no base type.
+    assert_eq!(of(0x04, &[0; 16]), None);
+    assert_eq!(of(0x10, &[0x41, 0]), None);
+    let mut v = long_variable(Vec::new(), None);
+    v.base_type = Some(BaseType {
+        offset: 0x2a,
+        encoding: 0x05,
+        byte_size: 8,
+    });
+    assert_eq!(v.number(&Bits::from_bytes(&[1, 0, 0, 0])), None);
+    assert_eq!(v.number(&Bits::undefined(64).unwrap()), None);
+    assert_eq!(
+        v.number(&Bits::from_bytes(&5i64.to_le_bytes())).as_deref(),
+        Some("5")
+    );
+    v.base_type = None;
+    assert_eq!(v.number(&Bits::from_bytes(&5i64.to_le_bytes())), None);
 }

@@ -130,6 +130,10 @@ pub enum Command {
     /// the call-frame information of each mapped file (callers know sp, pc and the
     /// callee-saved registers). A process is stopped with PTRACE_SEIZE/PTRACE_INTERRUPT and
     /// detached afterwards, no signal sent.
+    ///
+    /// Each variable with a value has `value` (its bytes in hex, `??` where undefined) and,
+    /// when its type is a base type (through typedefs and qualifiers) and every bit is
+    /// defined, `number`: the value as gdb prints it (`-5`, `18.75`, `true`, `65 'A'`).
     Vars {
         /// An ELF file with DWARF (the executable or a shared library of the target).
         binary: PathBuf,
@@ -546,7 +550,9 @@ fn vars(
 }
 
 /// Each variable as JSON: name, kind, function, type, byte_size, die, its expression (or
-/// const_value) and, given a snapshot, its location and value (or the error).
+/// const_value) and, given a snapshot, its location and value (or the error): `value` its
+/// bytes in hex (`??` where undefined), `number` as gdb prints a value of its base type
+/// (absent for other types and when some bit is undefined).
 fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) -> Vec<Json> {
     let mut list = Vec::new();
     for v in vars {
@@ -581,6 +587,9 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
                         item["location"] = render::location_json(l);
                     }
                     item["value"] = json!(r.bits.to_hex());
+                    if let Some(n) = v.number(&r.bits) {
+                        item["number"] = json!(n);
+                    }
                 }
                 Err(e) => item["error"] = json!(describe(&e)),
             }
