@@ -17,8 +17,9 @@
 //! 4. times each side in its two parts, ten runs each outside criterion: Locus's parse
 //!    (validation) then its walk, LLVM's header check and `StackMapParser` construction then
 //!    its walk;
-//! 5. prints a summary that names the input and the clock: the medians, the locus/llvm ratio,
-//!    the two-part split and the per-lookup medians of both ways, against the goals. The split also gives
+//! 5. prints a summary that names the input and the clock: the medians, the locus/llvm ratio
+//!    (reported only: its goal is retired, see `index_lookup` for the goals that replace it),
+//!    the two-part split and the per-lookup medians of both ways, against the lookup goal. The split also gives
 //!    the floor the walk sets: both walks run the same user code (a `match` on each
 //!    location's kind, which the processor mostly mispredicts on this random mix of kinds),
 //!    so Locus's walk time over LLVM's parse+walk time bounds the ratio from below whatever
@@ -54,7 +55,6 @@ const RECORDS: usize = 1_000_000;
 const CONSTANTS: usize = 300;
 const SEED: u64 = 0x5EED_57AC_4A90;
 
-const PARSE_GOAL: f64 = 0.67;
 const LOOKUP_GOAL_NS: f64 = 50.0;
 
 // The checksum multipliers; the same as in llvm_walk.cpp (its header describes the fold).
@@ -595,10 +595,11 @@ fn main() {
         (Some(l), Some(v)) => {
             let ratio = l / v;
             println!(
-                "parse+walk 1M records: locus {:.2} ms, llvm {:.2} ms, ratio {ratio:.2}x (goal <= {PARSE_GOAL}x){}",
+                "parse+walk 1M records: locus {:.2} ms, llvm {:.2} ms, ratio {ratio:.2}x (no goal: \
+                 the old goal compared the same walk on both sides and is retired; issue 17 \
+                 section 6 sets time to a usable index instead, see the index_lookup bench)",
                 l * 1e3,
                 v * 1e3,
-                if ratio <= PARSE_GOAL { "" } else { " MISSED" }
             );
         }
         (Some(l), None) => println!(

@@ -278,6 +278,20 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         self.entries.is_empty()
     }
 
+    /// Bytes the index holds on the heap (its arrays' capacities; the section's bytes,
+    /// which it borrows, are not counted).
+    pub fn heap_bytes(&self) -> usize {
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * core::mem::size_of::<T>()
+        }
+        bytes(&self.tables)
+            + bytes(&self.functions)
+            + bytes(&self.addresses)
+            + bytes(&self.entries)
+            + bytes(&self.ids)
+            + bytes(&self.buckets)
+    }
+
     #[inline(always)]
     fn materialize(
         &self,
@@ -856,6 +870,32 @@ mod tests {
         let index = index_of(&section, 0);
         assert!(!index.compact, "binary search expected");
         check(&index, &expected(&[&functions]));
+    }
+
+    #[test]
+    fn heap_bytes_counts_every_array() {
+        let empty = table(&[]);
+        let index = index_of(&empty, 0);
+        // Two vacant buckets and nothing else.
+        assert_eq!(
+            index.heap_bytes(),
+            2 * 64 + index.tables.capacity() * core::mem::size_of::<Table<'_, LittleEndian>>()
+        );
+        let offsets: Vec<u32> = (0..100).map(|i| i * 4).collect();
+        let section = table(&[(0x1000, offsets)]);
+        let index = index_of(&section, 0);
+        // 100 records: 200 slots, 50 buckets rounded up to 64; 8 + 16 + 16 bytes of sorted
+        // address, entry and (ID, position) per record.
+        assert!(
+            index.heap_bytes() >= 64 * 64 + 100 * (8 + 16 + 16),
+            "{}",
+            index.heap_bytes()
+        );
+        assert!(
+            index.heap_bytes() < 64 * 64 + 100 * 64 + 1024,
+            "{}",
+            index.heap_bytes()
+        );
     }
 
     #[test]
