@@ -87,6 +87,11 @@ pub struct Snapshot {
     pub cfa: Option<u64>,
     /// The object address (`DW_OP_push_object_address`).
     pub object_address: Option<u64>,
+    /// The object's location description, when it is more than an address
+    /// in global memory (`DW_OP_push_object_address`; takes precedence over
+    /// `object_address`): registers, other address spaces, implicit or
+    /// composite storage, or several places at once.
+    pub object_location: Option<LocationDescription>,
     /// Registers at the function's entry, by DWARF number
     /// (`DW_OP_entry_value(DW_OP_regN)`).
     pub entry_registers: BTreeMap<u16, Vec<u8>>,
@@ -102,6 +107,7 @@ impl Default for Snapshot {
             frame_base: None,
             cfa: None,
             object_address: None,
+            object_location: None,
             entry_registers: BTreeMap::new(),
         }
     }
@@ -124,6 +130,7 @@ impl Snapshot {
             frame_base: self.frame_base,
             cfa: self.cfa,
             object_address: self.object_address,
+            object_location: self.object_location.as_ref(),
             entry_registers: &self.entry_registers,
             base_types: &[],
             nesting: Nesting::default(),
@@ -258,6 +265,9 @@ pub struct State<'s> {
     pub cfa: Option<u64>,
     /// The object address (`DW_OP_push_object_address`).
     pub object_address: Option<u64>,
+    /// The object's location description (`DW_OP_push_object_address`;
+    /// takes precedence over `object_address`).
+    pub object_location: Option<&'s LocationDescription>,
     /// Registers at the function's entry, by DWARF number.
     pub entry_registers: &'s BTreeMap<u16, Vec<u8>>,
     /// The unit's base types (typed operations, also inside entry values).
@@ -277,6 +287,7 @@ impl<'s> State<'s> {
             frame_base: None,
             cfa: None,
             object_address: None,
+            object_location: None,
             entry_registers: registers_none(),
             base_types: &[],
             nesting: Nesting::default(),
@@ -424,6 +435,10 @@ impl Target for State<'_> {
             .ok_or_else(|| "no object address in the context".to_owned())
     }
 
+    fn object_location(&mut self) -> Option<LocationDescription> {
+        self.object_location.cloned()
+    }
+
     fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
         match self.base_types.iter().find(|b| b.offset == offset) {
             Some(b) => Ok((b.encoding, b.byte_size)),
@@ -544,6 +559,9 @@ impl<T: Target> Target for WithFrame<'_, T> {
     }
     fn object_address(&mut self) -> Result<u64, String> {
         self.target.object_address()
+    }
+    fn object_location(&mut self) -> Option<LocationDescription> {
+        self.target.object_location()
     }
     fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
         match self.frame.base_types.iter().find(|b| b.offset == offset) {
@@ -688,6 +706,10 @@ impl Target for Snapshot {
 
     fn object_address(&mut self) -> Result<u64, String> {
         self.state().object_address()
+    }
+
+    fn object_location(&mut self) -> Option<LocationDescription> {
+        self.object_location.clone()
     }
 
     fn entry_value(

@@ -85,10 +85,22 @@
 //!  "registers": {"rsp": {"number": 7, "value": "f0d1ffffff7f0000"}},
 //!  "memory": [{"space": 0, "address": "0x7fffffffd1f0", "bytes": "2a000000"}],
 //!  "cfa": "0x7fffffffd200", "frame_base": N, "lane": N, "object_address": N,
+//!  "object_location": [{"storage": "register", "register": 0},
+//!                      {"storage": "memory", "space": 0, "address": "0x1000"}],
 //!  "entry_registers": {"rdi": {"number": 5, "value": "0300000000000000"}},
 //!  "pc": "0x55555555520f", "load_bias": "0x555555554000",
 //!  "thread": 1, "tid": 4242, "frame": 3, "module": "/path/to/binary"}
 //! ```
+//!
+//! `object_location` (`binary::Snapshot::object_location`) is what
+//! `DW_OP_push_object_address` pushes when the object is more than an
+//! address in global memory ([`Target::object_location`]): its places in the
+//! shape `locus dwarf eval` prints a location's (storage `memory` with
+//! `space` and `address`, `register` with a number or a name of
+//! `registers`, `implicit` with `bytes`, `undefined`, `implicit_pointer`,
+//! `composite` with `parts` of `bit_size` and `location`; each with an
+//! optional `bit_offset`). Several places are one object in several places
+//! at once: writes through it update every one.
 //!
 //! Only `registers` and `memory` are needed; `pc` and `load_bias` stand in
 //! for `vars --pc`/`--load-bias`; `thread`, `tid`, `frame` and `module` say

@@ -9,7 +9,7 @@
 //! registers and memory of a stopped thread. [`Evaluation::evaluate_with`] is that
 //! loop, written once, over a [`Target`]: registers and memory are the only
 //! required methods; every other request (lane, frame base, CFA, object
-//! address, base types, entry values, the location of a register at entry,
+//! address or location, base types, entry values, the location of a register at entry,
 //! called expressions, `.debug_addr`, TLS) has a default that cannot answer, so
 //! a target implements what it knows. An unanswered request ends the evaluation
 //! with [`Error::Unanswered`] naming the operation that asked and the target's
@@ -133,9 +133,21 @@ pub trait Target {
         Err("the target has no CFA".to_string())
     }
 
-    /// The object's address in global memory (`DW_OP_push_object_address`).
+    /// The object's address in global memory (`DW_OP_push_object_address`),
+    /// asked when [`Target::object_location`] has none.
     fn object_address(&mut self) -> Result<u64, String> {
         Err("the target has no object address".to_string())
+    }
+
+    /// The object's location description (`DW_OP_push_object_address`) when
+    /// it is more than an address in global memory: the extension lets the
+    /// current object be in registers, another address space, composite or
+    /// implicit storage, or in several places at once (a
+    /// [`LocationDescription`] of several places: reads may use any, writes
+    /// through it must update all). `Some` is pushed as it is; `None` (the
+    /// default) leaves the answer to [`Target::object_address`].
+    fn object_location(&mut self) -> Option<LocationDescription> {
+        None
     }
 
     /// The `DW_AT_encoding` and `DW_AT_byte_size` of the base type DIE at
@@ -158,8 +170,8 @@ pub trait Target {
     }
 
     /// Where register `register`'s value on entry to the current function is
-    /// (`DW_OP_LLVM_call_frame_entry_reg`): [`Location::undefined`] if
-    /// unknown, [`Location::register`] if it was not saved.
+    /// (`DW_OP_LLVM_call_frame_entry_reg`): [`LocationDescription::undefined`] if
+    /// unknown, [`LocationDescription::register`] if it was not saved.
     fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         Err(format!("the target has no CFI for register {register}"))
     }
@@ -217,6 +229,9 @@ impl<T: Target + ?Sized> Target for &mut T {
     }
     fn object_address(&mut self) -> Result<u64, String> {
         (**self).object_address()
+    }
+    fn object_location(&mut self) -> Option<LocationDescription> {
+        (**self).object_location()
     }
     fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
         (**self).base_type(offset)
@@ -305,10 +320,13 @@ impl<'a> Evaluation<'a> {
                     let cfa = target.call_frame_cfa().map_err(|w| self.unanswered(w))?;
                     self.resume_with_call_frame_cfa(cfa)?
                 }
-                EvaluationResult::RequiresObjectAddress => {
-                    let a = target.object_address().map_err(|w| self.unanswered(w))?;
-                    self.resume_with_object_address(a)?
-                }
+                EvaluationResult::RequiresObjectAddress => match target.object_location() {
+                    Some(l) => self.resume_with_object_location(l)?,
+                    None => {
+                        let a = target.object_address().map_err(|w| self.unanswered(w))?;
+                        self.resume_with_object_address(a)?
+                    }
+                },
                 EvaluationResult::RequiresBaseType { offset } => {
                     let (encoding, size) =
                         target.base_type(offset).map_err(|w| self.unanswered(w))?;

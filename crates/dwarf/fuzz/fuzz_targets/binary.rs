@@ -133,6 +133,7 @@ fn snapshot(data: &[u8], bias: u64) -> Snapshot {
         frame_base: None,
         cfa: Some(STACK + 0x1000),
         object_address: Some(STACK + 0x100),
+        object_location: None,
         entry_registers,
     }
 }
