@@ -6,16 +6,28 @@
 //!  "registers": {"NAME": {"number": N, "value": "HEX"}},
 //!  "memory": [{"space": 0, "address": N, "bytes": "HEX"}],
 //!  "lane": N, "cfa": N, "frame_base": N, "object_address": N,
+//!  "object_location": [PLACE, ...],
 //!  "entry_registers": {"NAME": {"number": N, "value": "HEX"}}}
 //! ```
 //! Numbers may also be strings, decimal or `0x` hex. Bytes are in target
-//! (little-endian) order. `locus dwarf snapshot` adds "pc", "load_bias" (which
+//! (little-endian) order. "object_location" is what `DW_OP_push_object_address`
+//! pushes when the object is more than an address in global memory (it takes
+//! precedence over "object_address"): a location description of one or more
+//! places, each in the shape `locus dwarf eval` prints a location's places
+//! (`{"storage": "memory", "space": S, "address": A}`, `{"storage": "register",
+//! "register": N or NAME}`, `{"storage": "implicit", "bytes": "HEX"}`,
+//! `{"storage": "undefined"}`, `{"storage": "implicit_pointer", "die": D,
+//! "byte_offset": O}`, `{"storage": "composite", "parts": [{"bit_size": B,
+//! "location": [PLACE, ...]}]}`, each with an optional "bit_offset"; for
+//! memory it is the whole offset, the address times 8). Writes through it
+//! (`eval --write`) go to every place. `locus dwarf snapshot` adds "pc", "load_bias" (which
 //! `vars --snapshot` uses when `--pc`/`--load-bias` are not given), "thread",
 //! "tid", "frame" and "module"; other keys are ignored.
 
 use std::collections::BTreeMap;
 
 use locus_dwarf::binary::{MemoryBlock, Snapshot};
+use locus_dwarf::{LocationDescription, Part, Places, SingleLocation, Storage};
 use serde_json::Value;
 
 /// A parsed context: the snapshot plus the register names it defines.
@@ -95,6 +107,164 @@ fn registers(
     Ok(out)
 }
 
+/// A bit offset: a number, or a bigger one as a decimal string (as
+/// `eval` prints them).
+fn bit_offset(v: &Value, what: &str) -> Result<u128, String> {
+    match v {
+        Value::String(s) if !s.trim().starts_with("0x") && !s.trim().starts_with("0X") => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{what}: `{s}` is not a number")),
+        other => number(other, what).map(u128::from),
+    }
+}
+
+/// One place of a location description in the JSON shape `eval` prints
+/// (`render::single_json`); register names are those of `names`.
+fn place(v: &Value, what: &str, names: &BTreeMap<String, u16>) -> Result<SingleLocation, String> {
+    let storage = v
+        .get("storage")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{what}: no \"storage\" string"))?;
+    let offset = match v.get("bit_offset") {
+        Some(b) => Some(bit_offset(b, &format!("{what}.bit_offset"))?),
+        None => None,
+    };
+    let (storage, bit_offset) = match storage {
+        "memory" => {
+            let space = match v.get("space") {
+                Some(s) => number(s, &format!("{what}.space"))?,
+                None => 0,
+            };
+            let address = match v.get("address") {
+                Some(a) => Some(number(a, &format!("{what}.address"))?),
+                None => None,
+            };
+            let bits = match (address, offset) {
+                (Some(a), Some(b)) if u128::from(a) != b / 8 => {
+                    return Err(format!(
+                        "{what}: \"address\" {a:#x} and \"bit_offset\" {b} disagree (bit_offset is the address times 8)"
+                    ))
+                }
+                (_, Some(b)) => b,
+                (Some(a), None) => u128::from(a) * 8,
+                (None, None) => return Err(format!("{what}: no \"address\"")),
+            };
+            (Storage::Memory { address_space: space }, bits)
+        }
+        "register" => {
+            let r = v
+                .get("register")
+                .ok_or_else(|| format!("{what}: no \"register\""))?;
+            let n = match r.as_str().and_then(|name| names.get(name)) {
+                Some(&n) => n,
+                None => {
+                    let n = number(r, &format!("{what}.register"))?;
+                    u16::try_from(n).map_err(|_| format!("{what}: register number too large"))?
+                }
+            };
+            (Storage::Register(n), offset.unwrap_or(0))
+        }
+        "implicit" => {
+            let bytes = v
+                .get("bytes")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{what}: no \"bytes\" hex string"))?;
+            (
+                Storage::Implicit(parse_hex(bytes)?.into()),
+                offset.unwrap_or(0),
+            )
+        }
+        "implicit_pointer" => {
+            let die = number(
+                v.get("die").ok_or_else(|| format!("{what}: no \"die\""))?,
+                &format!("{what}.die"),
+            )?;
+            let byte_offset = match v.get("byte_offset") {
+                None => 0,
+                Some(Value::Number(n)) => n
+                    .as_i64()
+                    .ok_or_else(|| format!("{what}.byte_offset: not an i64"))?,
+                Some(o) => number(o, &format!("{what}.byte_offset"))? as i64,
+            };
+            let address_space = match v.get("space") {
+                Some(s) => Some(number(s, &format!("{what}.space"))?),
+                None => None,
+            };
+            (
+                Storage::ImplicitPointer {
+                    die,
+                    byte_offset,
+                    address_space,
+                },
+                offset.unwrap_or(0),
+            )
+        }
+        "undefined" => (Storage::Undefined, offset.unwrap_or(0)),
+        "composite" => {
+            let parts = v
+                .get("parts")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("{what}: no \"parts\" array"))?;
+            let parts = parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let at = format!("{what}.parts[{i}]");
+                    let bit_size = number(
+                        p.get("bit_size")
+                            .ok_or_else(|| format!("{at}: no \"bit_size\""))?,
+                        &format!("{at}.bit_size"),
+                    )?;
+                    let location = location(
+                        p.get("location")
+                            .ok_or_else(|| format!("{at}: no \"location\""))?,
+                        &format!("{at}.location"),
+                        names,
+                    )?;
+                    Ok(Part { location, bit_size })
+                })
+                .collect::<Result<Vec<Part>, String>>()?;
+            (Storage::Composite(parts), offset.unwrap_or(0))
+        }
+        other => {
+            return Err(format!(
+                "{what}: unknown storage `{other}` (memory, register, implicit, implicit_pointer, undefined, composite)"
+            ))
+        }
+    };
+    Ok(SingleLocation {
+        storage,
+        bit_offset,
+    })
+}
+
+/// A location description: a list of places (or one place), as `eval`
+/// prints a location.
+pub fn location(
+    v: &Value,
+    what: &str,
+    names: &BTreeMap<String, u16>,
+) -> Result<LocationDescription, String> {
+    let places: Vec<SingleLocation> = match v {
+        Value::Array(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| place(p, &format!("{what}[{i}]"), names))
+            .collect::<Result<_, _>>()?,
+        Value::Object(_) => vec![place(v, what, names)?],
+        _ => return Err(format!("{what}: expected a list of places")),
+    };
+    if places.is_empty() {
+        return Err(format!(
+            "{what}: a location description has at least one place"
+        ));
+    }
+    Ok(LocationDescription {
+        places: Places::from(places),
+    })
+}
+
 impl Context {
     /// Parses the JSON text of a context file.
     pub fn parse(text: &str) -> Result<Context, String> {
@@ -150,6 +320,9 @@ impl Context {
                 *slot = Some(number(v, key)?);
             }
         }
+        if let Some(l) = doc.get("object_location") {
+            c.snapshot.object_location = Some(location(l, "object_location", &c.names)?);
+        }
         Ok(c)
     }
 }
@@ -192,6 +365,9 @@ impl Context {
             if let Some(v) = v {
                 doc[key] = serde_json::json!(v);
             }
+        }
+        if let Some(l) = &snapshot.object_location {
+            doc["object_location"] = super::render::location_json(l);
         }
         doc
     }

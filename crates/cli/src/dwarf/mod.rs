@@ -68,7 +68,19 @@ pub enum Command {
     /// Evaluate an expression against a context of registers and memory; print the result
     /// as JSON.
     Eval {
-        /// Registers, memory and lane, as JSON (see the docs of `locus dwarf`).
+        /// Registers, memory, lane and the current object, as JSON.
+        ///
+        /// {"address_size", "registers": {NAME:
+        /// {"number": DWARF number, "value": little-endian hex}}, "memory": [{"space",
+        /// "address", "bytes": hex}], "lane", "cfa", "frame_base", "object_address",
+        /// "object_location"}. "object_location" is what DW_OP_push_object_address
+        /// pushes when the object is more than an address in global memory: a list of
+        /// places in the shape of a location result ({"storage": "memory", "space",
+        /// "address"}, {"storage": "register", "register": number or NAME}, {"storage":
+        /// "implicit", "bytes"}, {"storage": "undefined"}, {"storage": "composite",
+        /// "parts": [{"bit_size", "location": [...]}]}, each with an optional
+        /// "bit_offset"); several places are one object in several places at once, and
+        /// `--write` writes to all of them.
         #[arg(long, value_name = "CTX.json")]
         context: Option<PathBuf>,
         /// Also read N bytes through the resulting location (`??` for undefined bytes),
@@ -76,9 +88,10 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         read: Option<u64>,
         /// Write these bytes (hex, target order) through the resulting location: to every
-        /// place of a multi-place description and every part of a composite. Implicit and
-        /// undefined storage is refused before anything is written. The context is
-        /// printed afterwards (`context`, in the CTX.json format).
+        /// place of a multi-place description (DW_OP_push_object_address of a context whose
+        /// "object_location" has several places, for one) and every part of a composite.
+        /// Implicit and undefined storage is refused before anything is written. The
+        /// context is printed afterwards (`context`, in the CTX.json format).
         #[arg(long, value_name = "HEX")]
         write: Option<String>,
         /// Output format.
