@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 
-use locus_llvm::jit_runtime::{Runtime, ShapeId, SiteKind};
+use locus_llvm::jit_runtime::{encode_fast_path, Options, Runtime, ShapeId, SiteKind};
 use locus_stackmap::patch::{encode_call, Arch};
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -108,7 +108,18 @@ const OBJECTS: [(usize, [i64; 3]); 4] = [
 ];
 
 fn run_script(caching: bool) -> Result<Run, Box<dyn StdError>> {
-    let rt = Runtime::new("ic.ll", IC_PROGRAM, caching)?;
+    run_script_with(
+        IC_PROGRAM,
+        Options {
+            caching,
+            ..Options::default()
+        },
+    )
+}
+
+fn run_script_with(program: &str, options: Options) -> Result<Run, Box<dyn StdError>> {
+    let caching = options.caching;
+    let rt = Runtime::with_options("ic.ll", program, options)?;
     let shapes: Vec<ShapeId> = SHAPES.iter().map(|s| rt.add_shape(s)).collect();
     let mut addresses = Vec::new();
     let mut values = Vec::new();
@@ -449,5 +460,281 @@ fn a_shadow_is_patched_and_put_back() -> TestResult {
         assert_eq!(&rt.code_bytes(*site, *reserved).ok_or("no code")?, original);
     }
     assert_eq!(rt.stats().patches, 6);
+    Ok(())
+}
+
+/// [`IC_PROGRAM`] with sites wide enough for inline fast paths: 48 bytes (one case
+/// counting hits, three without) and 40 for site 3 (one case counting, two without).
+fn wide_program() -> String {
+    IC_PROGRAM
+        .replace("i32 16, ptr", "i32 48, ptr")
+        .replace("i32 24, ptr", "i32 40, ptr")
+}
+
+#[test]
+fn inline_fast_paths_give_the_same_answers_and_counts_as_stubs() -> TestResult {
+    let wide = wide_program();
+    let reference = run_script(false)?;
+    for program in [IC_PROGRAM, wide.as_str()] {
+        for count_hits in [true, false] {
+            for inline_fast_path in [true, false] {
+                let options = Options {
+                    caching: true,
+                    count_hits,
+                    inline_fast_path,
+                };
+                let run = run_script_with(program, options)?;
+                assert_eq!(run.answers, reference.answers, "{options:?}");
+                assert_eq!(run.misses, run.model_misses, "{options:?}");
+                if count_hits {
+                    assert_eq!(run.hits + run.misses, run.reads, "{options:?}");
+                } else {
+                    assert_eq!(run.hits, 0, "{options:?}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult {
+    let wide = wide_program();
+    let miss = Runtime::miss_handler_address();
+    for count_hits in [true, false] {
+        let options = Options {
+            caching: true,
+            count_hits,
+            inline_fast_path: true,
+        };
+        let rt = Runtime::with_options("wide.ll", &wide, options)?;
+        let shapes: Vec<ShapeId> = [[X, Y, Z], [Y, X, Z], [Z, Y, X], [Y, Z, X]]
+            .iter()
+            .map(|s| rt.add_shape(s))
+            .collect();
+        // x is in slot 0, 1, 2, 2.
+        let slots = [0usize, 1, 2, 2];
+        let objects: Vec<u64> = [[1, 2, 3], [20, 10, 30], [300, 200, 100], [2000, 3000, 1000]]
+            .iter()
+            .zip(&shapes)
+            .map(|(values, shape)| rt.new_object(*shape, values))
+            .collect::<Result<_, _>>()?;
+        let x_of = [1i64, 10, 100, 1000];
+        let y_of = [2i64, 20, 200, 2000];
+        let site = rt.site_address(1).ok_or("no site")?;
+        assert_eq!(
+            rt.code_bytes(site, 48),
+            Some(encode_call(Arch::X86_64, miss, 48)?)
+        );
+        let mut cases: Vec<(u64, usize)> = Vec::new();
+        for (i, object) in objects.iter().enumerate() {
+            let before = rt.stats();
+            // SAFETY: `@sum` takes an object of this runtime.
+            assert_eq!(unsafe { rt.call("sum", &[*object])? }, x_of[i] + y_of[i]);
+            let after = rt.stats();
+            assert_eq!(
+                after.misses - before.misses,
+                2,
+                "count_hits {count_hits}, {i}"
+            );
+            cases.push((shapes[i].0, slots[i]));
+            cases.sort_unstable();
+            let bytes = rt.code_bytes(site, 48).ok_or("no code")?;
+            // Counting, one case fits 48 bytes; not counting, three.
+            let fits = cases.len() <= if count_hits { 1 } else { 3 };
+            if fits {
+                assert_eq!(after.stubs, before.stubs, "count_hits {count_hits}, {i}");
+                let hits = None;
+                if !count_hits {
+                    let path = encode_fast_path(&cases, hits, miss, 48).ok_or("no fast path")?;
+                    assert_eq!(bytes, path.bytes);
+                } else {
+                    // The counter's address is the runtime's: compare around it.
+                    let path = encode_fast_path(&cases, Some(0), miss, 48).ok_or("no path")?;
+                    assert_eq!(bytes.len(), path.bytes.len());
+                    let counter = 48 - 4 - 13 + 2;
+                    assert_eq!(bytes[..counter], path.bytes[..counter]);
+                    assert_eq!(bytes[counter + 8..], path.bytes[counter + 8..]);
+                }
+            } else {
+                assert_eq!(bytes, encode_call(Arch::X86_64, target_of(&bytes), 48)?);
+                assert_ne!(target_of(&bytes), miss);
+            }
+            // Every object seen so far hits now, without entering the runtime.
+            let before = rt.stats();
+            for (j, object) in objects.iter().enumerate().take(i + 1) {
+                // SAFETY: as above.
+                assert_eq!(unsafe { rt.call("sum", &[*object])? }, x_of[j] + y_of[j]);
+            }
+            let after = rt.stats();
+            assert_eq!(after.misses, before.misses);
+            assert_eq!(after.patches, before.patches);
+            let expected_hits = if count_hits { 2 * (i as u64 + 1) } else { 0 };
+            assert_eq!(after.hits - before.hits, expected_hits);
+        }
+        // A shape change patches the site back to the miss handler.
+        assert_eq!(rt.change_shape(shapes[0], &[X, Z, Y])?, 2);
+        assert_eq!(
+            rt.code_bytes(site, 48),
+            Some(encode_call(Arch::X86_64, miss, 48)?)
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { rt.call("sum", &[objects[0]])? }, 3);
+    }
+    Ok(())
+}
+
+/// The bytes `llvm-mc-19` assembles `text` (AT&T syntax) to.
+fn assemble(text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir();
+    let stem = format!(
+        "locus-fast-path-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let object = dir.join(format!("{stem}.o"));
+    let binary = dir.join(format!("{stem}.bin"));
+    let mut mc = Command::new("llvm-mc-19")
+        .args(["-triple=x86_64", "-filetype=obj", "-o"])
+        .arg(&object)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    mc.stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(text.as_bytes())?;
+    assert!(mc.wait()?.success(), "llvm-mc-19 failed on:\n{text}");
+    let status = Command::new("llvm-objcopy-19")
+        .args(["-O", "binary", "--only-section=.text"])
+        .arg(&object)
+        .arg(&binary)
+        .status()?;
+    assert!(status.success());
+    let bytes = std::fs::read(&binary)?;
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_file(&binary);
+    Ok(bytes)
+}
+
+/// The fast path as assembly text, with `pad` bytes of nops after the miss call; the
+/// branches to labels, for the assembler to encode.
+fn fast_path_text(cases: &[(u64, usize)], hits: Option<u64>, miss: u64, pad: usize) -> String {
+    let mut text = String::new();
+    for (i, (shape, _)) in cases.iter().enumerate() {
+        text += &format!("cmpq ${}, (%rdi)\nje .Lcase{i}\n", *shape as i64);
+    }
+    text += &format!("movabsq ${miss:#x}, %r11\ncallq *%r11\n");
+    // The padding is never run: nops as the patch writer encodes them (the codegen's
+    // `NOOPL` displacements, not `.nops`'s zeros), written as bytes.
+    let nops = locus_stackmap::patch::encode_nops(Arch::X86_64, pad).unwrap_or_default();
+    for byte in nops {
+        text += &format!(".byte {byte:#x}\n");
+    }
+    for (i, (_, slot)) in cases.iter().enumerate() {
+        text += &format!(".Lcase{i}:\n");
+        if let Some(counter) = hits {
+            text += &format!("movabsq ${counter:#x}, %r11\nincq (%r11)\n");
+        }
+        text += &format!("movq {}(%rdi), %rax\n", 8 * (slot + 1));
+        if i + 1 < cases.len() {
+            text += "jmp .Lend\n";
+        }
+    }
+    text += ".Lend:\n";
+    text
+}
+
+#[test]
+fn fast_path_encodings_match_llvm_mc() -> TestResult {
+    let miss = 0x7f12_3456_789a_u64;
+    let counter = 0x5555_0000_1238_u64;
+    let case_sets: [&[(u64, usize)]; 6] = [
+        &[(0, 0)],
+        &[(3, 2), (127, 14)],
+        &[(128, 15)],
+        &[(70_000, 300), (0x7fff_ffff, 1)],
+        &[(1, 0), (2, 1), (5, 2)],
+        &[(u64::MAX, 0)],
+    ];
+    let mut checked = 0;
+    for cases in case_sets {
+        for hits in [None, Some(counter)] {
+            let bare = assemble(&fast_path_text(cases, hits, miss, 0))?;
+            for extra in [0usize, 1, 7, 16] {
+                let reserved = bare.len() + extra;
+                let path = encode_fast_path(cases, hits, miss, reserved)
+                    .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
+                let expected = assemble(&fast_path_text(cases, hits, miss, extra))?;
+                assert_eq!(path.bytes, expected, "{cases:?}, {hits:?}, {reserved}");
+                // The miss call returns to the end of the dispatch and the call.
+                let dispatch = expected.len() - extra;
+                assert!(path.miss_return < dispatch);
+                assert_eq!(
+                    path.bytes[path.miss_return - 3..path.miss_return],
+                    [0x41, 0xff, 0xd3]
+                );
+                checked += 1;
+            }
+            // One byte too few: no fast path.
+            assert!(encode_fast_path(cases, hits, miss, bare.len() - 1).is_none());
+        }
+    }
+    assert_eq!(checked, 48);
+    // Shapes beyond a sign-extended 32-bit immediate and no cases: none.
+    assert!(encode_fast_path(&[(1 << 31, 0)], None, miss, 200).is_none());
+    assert!(encode_fast_path(&[], None, miss, 200).is_none());
+    // The documented sizes (shapes -128..=127, slots below 15).
+    let size = |n: usize, hits: Option<u64>| {
+        let cases: Vec<(u64, usize)> = (0..n as u64).map(|s| (s, 1)).collect();
+        (13..200).find(|r| encode_fast_path(&cases, hits, miss, *r).is_some())
+    };
+    assert_eq!(size(1, None), Some(23));
+    assert_eq!(size(1, Some(counter)), Some(36));
+    assert_eq!(size(2, None), Some(35));
+    assert_eq!(size(2, Some(counter)), Some(61));
+    assert_eq!(size(3, None), Some(47));
+    Ok(())
+}
+
+#[test]
+fn a_big_site_runs_its_fast_path_with_the_padding_split() -> TestResult {
+    let miss = 0x7f12_3456_789a_u64;
+    let path = encode_fast_path(&[(1, 0), (2, 1)], None, miss, 300).ok_or("no fast path")?;
+    assert_eq!(path.bytes.len(), 300);
+    let program = IC_PROGRAM.replace("i32 16, ptr", "i32 200, ptr");
+    let rt = Runtime::with_options(
+        "big.ll",
+        &program,
+        Options {
+            count_hits: false,
+            ..Options::default()
+        },
+    )?;
+    let a = rt.add_shape(&[X, Y, Z]);
+    let b = rt.add_shape(&[Y, X, Z]);
+    let oa = rt.new_object(a, &[4, 5, 6])?;
+    let ob = rt.new_object(b, &[50, 40, 60])?;
+    for _ in 0..3 {
+        // SAFETY: `@sum` takes an object of this runtime.
+        assert_eq!(unsafe { rt.call("sum", &[oa])? }, 9);
+        // SAFETY: as above.
+        assert_eq!(unsafe { rt.call("sum", &[ob])? }, 90);
+    }
+    assert_eq!(rt.stats().misses, 4);
+    assert_eq!(rt.stats().stubs, 0);
+    // A failed miss from an inline fast path returns past the site, not into a case.
+    let c = rt.add_shape(&[X, Z]);
+    let oc = rt.new_object(c, &[1, 3])?;
+    // SAFETY: as above.
+    let err = unsafe { rt.call("sum", &[oc]) }
+        .err()
+        .ok_or("expected an error")?;
+    assert!(err.to_string().contains("no property 20"), "{err}");
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.call("sum", &[oa])? }, 9);
     Ok(())
 }

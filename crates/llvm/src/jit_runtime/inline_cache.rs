@@ -8,16 +8,18 @@
 //! shape whose arms load the slot (and count a hit), and whose default jumps to the miss
 //! handler with the site's return address intact (`musttail`). Stubs are compiled with
 //! LLVM on demand and shared by every site with the same cases. Each (site, shape) pair
-//! thus misses once until its shape changes.
+//! thus misses once until its shape changes. A site with room for it gets the stub's fast
+//! path written into its own bytes instead ([`super::fast_path`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use locus_stackmap::patch::{patch_call, x86_64::CALL_LEN, Arch};
+use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 
 use crate::error::Result;
 use crate::jit_stackmaps::StackMapJit;
 
+use super::fast_path::encode_fast_path;
 use super::sites::SiteKind;
 use super::{jit_error, Runtime, Stats};
 
@@ -36,6 +38,8 @@ pub(super) struct State {
     cases: HashMap<u64, Vec<(u64, usize)>>,
     /// A stub's address for each set of cases.
     stubs: HashMap<Vec<(u64, usize)>, u64>,
+    /// The site of each inline fast path, by the return address of its miss call.
+    inline_misses: HashMap<u64, u64>,
     /// The stubs' code, kept until the runtime goes (a stub may be on a stack).
     stub_jits: Vec<StackMapJit>,
     pub(super) stats: Stats,
@@ -164,16 +168,46 @@ impl Runtime {
     }
 
     /// The miss handler's work: answers the read, and unless caching is off patches the
-    /// site to a stub that also answers this shape.
-    pub(super) fn ic_miss(&self, object: *const u64, name: u64, return_address: u64) -> i64 {
+    /// site to a stub (or an inline fast path) that also answers this shape. Returns the
+    /// value and the address to return to: the end of the site when it is known (a miss
+    /// from an inline fast path does not return to the end, and the site may change form
+    /// meanwhile), else `return_address`.
+    pub(super) fn ic_miss(&self, object: *const u64, name: u64, return_address: u64) -> (i64, u64) {
         self.state.borrow_mut().stats.misses += 1;
-        match self.miss(object, name, return_address) {
-            Ok(value) => value,
+        let site = self.site_of_miss(return_address);
+        let resume = site.map_or(return_address, |(site, reserved)| site + reserved as u64);
+        match self.miss(object, name, return_address, site) {
+            Ok(value) => (value, resume),
             Err(message) => {
                 self.fail(message);
-                0
+                (0, resume)
             }
         }
+    }
+
+    /// The patch point (address, reserved bytes) whose miss call returns to
+    /// `return_address`: an inline fast path's, or a site whose first 13 bytes are a call
+    /// (LLVM's, or the runtime's to a stub, whose miss tail-calls the handler).
+    fn site_of_miss(&self, return_address: u64) -> Option<(u64, usize)> {
+        let inline = self
+            .state
+            .borrow()
+            .inline_misses
+            .get(&return_address)
+            .copied();
+        let site = inline.unwrap_or(return_address.wrapping_sub(CALL_LEN as u64));
+        self.patch_point_reserved(site)
+            .map(|reserved| (site, reserved))
+    }
+
+    /// The bytes the patch point at `site` reserves; `None` if no patch point is there.
+    fn patch_point_reserved(&self, site: u64) -> Option<usize> {
+        self.jit
+            .stack_maps()
+            .lookup(site)
+            .find_map(|r| self.sites.get(&r.record.id()))
+            .filter(|s| s.kind == SiteKind::PatchPoint)
+            .map(|s| s.reserved)
     }
 
     fn miss(
@@ -181,6 +215,7 @@ impl Runtime {
         object: *const u64,
         name: u64,
         return_address: u64,
+        site: Option<(u64, usize)>,
     ) -> std::result::Result<i64, String> {
         let (shape, slot, value) = {
             let state = self.state.borrow();
@@ -201,20 +236,15 @@ impl Runtime {
             let value = *words.get(slot + 1).ok_or("a short object")? as i64;
             (shape, slot, value)
         };
-        if !self.caching {
+        if !self.options.caching {
             return Ok(value);
         }
-        // The patch point's record is at the start of its reserved bytes, which begin with
-        // a 13-byte call (LLVM's, or the runtime's).
-        let site = return_address.wrapping_sub(CALL_LEN as u64);
-        let known = self.jit.stack_maps().lookup(site).any(|r| {
-            self.sites
-                .get(&r.record.id())
-                .is_some_and(|s| s.kind == SiteKind::PatchPoint)
-        });
-        if !known {
-            return Err(format!("no patch point record at {site:#x}"));
-        }
+        let Some((site, reserved)) = site else {
+            return Err(format!(
+                "no patch point record at {:#x}",
+                return_address.wrapping_sub(CALL_LEN as u64)
+            ));
+        };
         let cases = {
             let mut state = self.state.borrow_mut();
             let cases = state.cases.entry(site).or_default();
@@ -224,6 +254,15 @@ impl Runtime {
             }
             cases.clone()
         };
+        if self.options.inline_fast_path {
+            let hits = self.options.count_hits.then_some(self.hits.as_ptr() as u64);
+            let miss = Runtime::miss_handler_address();
+            if let Some(path) = encode_fast_path(&cases, hits, miss, reserved) {
+                self.write_site(site, &path.bytes, Some(path.miss_return))
+                    .map_err(|e| e.to_string())?;
+                return Ok(value);
+            }
+        }
         let stub = self.stub(&cases).map_err(|e| e.to_string())?;
         self.patch_site(site, stub).map_err(|e| e.to_string())?;
         Ok(value)
@@ -234,7 +273,8 @@ impl Runtime {
         if let Some(address) = self.state.borrow().stubs.get(cases) {
             return Ok(*address);
         }
-        let ir = stub_ir(cases, self.hits.as_ptr() as u64);
+        let hits = self.options.count_hits.then_some(self.hits.as_ptr() as u64);
+        let ir = stub_ir(cases, hits);
         let symbols = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
         let jit = StackMapJit::new("locus.ic.stub", ir, &symbols)?;
         let address = jit
@@ -250,32 +290,44 @@ impl Runtime {
     /// Rewrites the patch point at `site` (all its reserved bytes) to call `target`.
     fn patch_site(&self, site: u64, target: u64) -> Result<()> {
         let reserved = self
-            .jit
-            .stack_maps()
-            .lookup(site)
-            .find_map(|r| self.sites.get(&r.record.id()))
-            .filter(|s| s.kind == SiteKind::PatchPoint)
-            .map(|s| s.reserved)
+            .patch_point_reserved(site)
             .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
-        if self.code_bytes(site, reserved).is_none() {
+        let bytes =
+            encode_call(Arch::X86_64, target, reserved).map_err(|e| jit_error(&e.to_string()))?;
+        self.write_site(site, &bytes, None)
+    }
+
+    /// Writes `bytes`, all the reserved bytes of the patch point at `site`; `miss_return`
+    /// is the offset of the return address of an inline fast path's miss call.
+    fn write_site(&self, site: u64, bytes: &[u8], miss_return: Option<usize>) -> Result<()> {
+        let reserved = self
+            .patch_point_reserved(site)
+            .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
+        if bytes.len() != reserved || self.code_bytes(site, reserved).is_none() {
             return Err(jit_error(&format!(
-                "{site:#x} is not in the program's code"
+                "{site:#x} is not in the program's code, or {} bytes are not its {reserved}",
+                bytes.len()
             )));
         }
         // SAFETY: the region is a whole patch point of this runtime's program (its record
         // and reserved size checked, inside the program's code); compiled code runs only on
         // this thread, which is in the runtime now, so nothing executes those pages
-        // meanwhile (a caller at this site returns to the end of the call, which stays at
-        // offset 13 in the new sequence); the target takes the patch point's arguments.
-        unsafe { patch_call(Arch::X86_64, site as *mut u8, reserved, target) }
-            .map_err(|e| jit_error(&e.to_string()))?;
-        self.state.borrow_mut().stats.patches += 1;
+        // meanwhile (a pending miss at this site returns to the end of the site, where the
+        // miss handler moves its return address); `bytes` are a complete sequence for the
+        // region (a call of a target taking the patch point's arguments, or a fast path).
+        unsafe { write_code(site as *mut u8, bytes) }.map_err(|e| jit_error(&e.to_string()))?;
+        let mut state = self.state.borrow_mut();
+        state.inline_misses.retain(|_, s| *s != site);
+        if let Some(offset) = miss_return {
+            state.inline_misses.insert(site + offset as u64, site);
+        }
+        state.stats.patches += 1;
         Ok(())
     }
 }
 
-/// The IR of a stub answering `cases`, counting hits at `hits`.
-fn stub_ir(cases: &[(u64, usize)], hits: u64) -> String {
+/// The IR of a stub answering `cases`, counting hits at `hits` if given.
+fn stub_ir(cases: &[(u64, usize)], hits: Option<u64>) -> String {
     let mut ir = String::from(
         "declare i64 @locus_ic_miss(ptr, i64)\n\n\
          define i64 @stub(ptr %obj, i64 %name) {\n\
@@ -286,13 +338,18 @@ fn stub_ir(cases: &[(u64, usize)], hits: u64) -> String {
     }
     ir.push_str("\n  ]\n");
     for (i, (_, slot)) in cases.iter().enumerate() {
+        let _ = write!(ir, "case{i}:\n  ");
+        if let Some(hits) = hits {
+            let _ = write!(
+                ir,
+                "%h{i} = load atomic i64, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
+                 %n{i} = add i64 %h{i}, 1\n  \
+                 store atomic i64 %n{i}, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  "
+            );
+        }
         let _ = write!(
             ir,
-            "case{i}:\n  \
-             %h{i} = load atomic i64, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
-             %n{i} = add i64 %h{i}, 1\n  \
-             store atomic i64 %n{i}, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
-             %p{i} = getelementptr i64, ptr %obj, i64 {word}\n  \
+            "%p{i} = getelementptr i64, ptr %obj, i64 {word}\n  \
              %v{i} = load i64, ptr %p{i}, align 8\n  \
              ret i64 %v{i}\n",
             word = slot + 1

@@ -13,7 +13,14 @@
 //!   from its return address (the patch point's record is at the start of the reserved
 //!   bytes, which LLVM filled with a 13-byte call), looks the property up in the object's
 //!   shape, and patches the site to call a stub built for the shapes seen there; later reads
-//!   of those shapes do not enter the runtime. See [`Runtime::change_shape`] for how sites
+//!   of those shapes do not enter the runtime. When the site reserves enough bytes (23 for
+//!   one shape without hit counting, 36 with it; [`fast_path`] gives the encoding and the
+//!   sizes) the handler writes the stub's fast path into the site itself instead: compare
+//!   the shape, load the slot, and call the miss handler for other shapes
+//!   ([`Options::inline_fast_path`]). The miss handler finds a site from its return
+//!   address (`return address - 13` for a call, a table for an inline fast path) and
+//!   rewrites that return address to the end of the site, so a site can change form while
+//!   a miss in it is pending. See [`Runtime::change_shape`] for how sites
 //!   are patched back.
 //! - `declare i64 @locus_poll(i64)`: a runtime call that returns its argument. The
 //!   runtime may invalidate compiled code during it ([`Runtime::invalidate_at_poll`]).
@@ -40,6 +47,7 @@
 //! catches it and reports it as an error of the call.
 
 mod deopt;
+pub mod fast_path;
 mod inline_cache;
 mod sites;
 mod x86_64;
@@ -52,6 +60,7 @@ use crate::error::{Error, Result};
 use crate::jit_stackmaps::StackMapJit;
 
 pub use deopt::Continuation;
+pub use fast_path::{encode_fast_path, FastPath};
 pub use inline_cache::ShapeId;
 pub use sites::{Site, SiteKind};
 
@@ -62,12 +71,37 @@ pub struct Stats {
     pub patches: u64,
     /// Calls of the inline-cache miss handler.
     pub misses: u64,
-    /// Property reads answered by a patched-in stub without entering the runtime.
+    /// Property reads answered by a patched-in stub or inline fast path without entering
+    /// the runtime (0 unless [`Options::count_hits`]).
     pub hits: u64,
     /// Deoptimizations: compiled frames finished by the interpreter.
     pub deopts: u64,
     /// Stubs compiled for inline caches.
     pub stubs: u64,
+}
+
+/// How a [`Runtime`] runs its inline caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Patch sites on a miss. Off, the miss handler answers every read without patching
+    /// (the program then runs entirely through the runtime).
+    pub caching: bool,
+    /// Count hits in [`Stats::hits`] (one memory increment per hit). Off, `hits` stays 0.
+    pub count_hits: bool,
+    /// Write the fast path into a site that has room for it instead of a call to a stub
+    /// (see [`fast_path`](self::fast_path)); sites too small for it call a stub either way.
+    pub inline_fast_path: bool,
+}
+
+impl Default for Options {
+    /// Caching on, hits counted, fast paths inline where they fit.
+    fn default() -> Self {
+        Options {
+            caching: true,
+            count_hits: true,
+            inline_fast_path: true,
+        }
+    }
 }
 
 /// A program compiled with its inline caches and deoptimization points.
@@ -81,8 +115,9 @@ pub struct Runtime {
     continuations: HashMap<u64, std::result::Result<Continuation, String>>,
     /// The address of `@locus.deopt.stub`.
     deopt_stub: u64,
-    caching: bool,
-    /// Incremented by the stubs' fast paths; boxed so its address stays put.
+    options: Options,
+    /// Incremented by the stubs and inline fast paths when counting hits; boxed so its
+    /// address stays put.
     hits: Box<AtomicU64>,
     state: RefCell<inline_cache::State>,
 }
@@ -100,13 +135,30 @@ fn deopt_stub_ir(entry: u64) -> String {
 impl Runtime {
     /// Compiles `ir` (LLVM IR text) with the runtime's entry points and the deopt stub.
     /// With `caching` false the miss handler answers every read without patching (the
-    /// program then runs entirely through the runtime).
+    /// program then runs entirely through the runtime). Hits are counted and fast paths
+    /// written inline where they fit ([`Options::default`] but for `caching`).
     ///
     /// # Errors
     ///
     /// Those of [`StackMapJit::new`]; [`Error::Jit`] when one ID names sites of different
     /// sizes or a patch point reserves fewer than 13 bytes.
     pub fn new(name: &str, ir: &str, caching: bool) -> Result<Self> {
+        Runtime::with_options(
+            name,
+            ir,
+            Options {
+                caching,
+                ..Options::default()
+            },
+        )
+    }
+
+    /// [`Runtime::new`] with all the [`Options`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`Runtime::new`].
+    pub fn with_options(name: &str, ir: &str, options: Options) -> Result<Self> {
         let (sites, continuations) = sites::scan(name, ir)?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
@@ -123,7 +175,7 @@ impl Runtime {
             sites,
             continuations,
             deopt_stub,
-            caching,
+            options,
             hits: Box::new(AtomicU64::new(0)),
             state: RefCell::new(inline_cache::State::default()),
         })
@@ -139,6 +191,12 @@ impl Runtime {
     #[must_use]
     pub fn sites(&self) -> &HashMap<u64, Site> {
         &self.sites
+    }
+
+    /// The options the runtime was made with.
+    #[must_use]
+    pub fn options(&self) -> Options {
+        self.options
     }
 
     /// What the runtime did so far.

@@ -4,9 +4,10 @@
 //! - `locus_rt_enter(frame)`: saves the callee-saved registers, records its stack pointer
 //!   in the frame (where a deoptimized call resumes), and calls the compiled function
 //!   with the frame's six arguments.
-//! - `locus_rt_ic_miss(obj, name)`: the inline-cache miss handler; passes its return
-//!   address (which locates the patch point) to [`ic_miss`] as a third argument, by a tail
-//!   jump, so the handler returns straight to the site.
+//! - `locus_rt_ic_miss(obj, name)`: the inline-cache miss handler; passes the address of
+//!   its return address (which locates the patch point) to [`ic_miss`] as a third
+//!   argument, by a tail jump, so the handler returns straight to the site; [`ic_miss`]
+//!   may rewrite the return address to the end of the site.
 //! - `locus_rt_deopt_entry`: what a patched shadow calls (through `@locus.deopt.stub`). It
 //!   saves all sixteen general registers in DWARF order, the stack pointer as it was before
 //!   the call (DWARF 7) and the return address, and hands them to [`deopt`]; that returns
@@ -89,7 +90,7 @@ std::arch::global_asm!(
     ".globl locus_rt_ic_miss",
     ".type locus_rt_ic_miss, @function",
     "locus_rt_ic_miss:",
-    "mov rdx, [rsp]",
+    "mov rdx, rsp",
     "jmp {ic_miss}",
     ".size locus_rt_ic_miss, . - locus_rt_ic_miss",
     "",
@@ -198,18 +199,26 @@ fn no_runtime(entry: &str) -> ! {
     std::process::abort()
 }
 
-/// The Rust half of `locus_rt_ic_miss`.
-extern "C" fn ic_miss(object: *const u64, name: u64, return_address: u64) -> i64 {
+/// The Rust half of `locus_rt_ic_miss`; `return_slot` holds its return address (into the
+/// patch point that missed), which the runtime may move to the end of the site.
+extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> i64 {
+    // SAFETY: the trampoline passes its stack pointer, which points at its return address.
+    let return_address = unsafe { return_slot.read() };
     let answer = with_active(|runtime, _| {
         catch_unwind(AssertUnwindSafe(|| {
             runtime.ic_miss(object, name, return_address)
         }))
         .unwrap_or_else(|_| {
             runtime.fail("the inline-cache miss handler panicked".to_owned());
-            0
+            (0, return_address)
         })
     });
-    answer.unwrap_or_else(|| no_runtime("locus_ic_miss"))
+    let (value, resume) = answer.unwrap_or_else(|| no_runtime("locus_ic_miss"));
+    // SAFETY: as above; the slot is the compiled caller's, live until the trampoline's
+    // `ret` (this function's), and `resume` is an instruction boundary of the caller: the
+    // end of the patch point, which every form of the site reaches with its result in rax.
+    unsafe { return_slot.write(resume) };
+    value
 }
 
 /// `@locus_poll`: returns its argument; the runtime may invalidate code meanwhile.
