@@ -3,7 +3,10 @@
 //! Run with `cargo bench -p locus-llvm --bench jit_ic` (x86-64 Linux, where the runtime
 //! runs). One program, compiled by [`Runtime`]:
 //!
-//! - `@read(o)`: one patch point, `get(o, 10)`, first calling the miss handler;
+//! - `@read(o)`: one patch point, `get(o, 10)`, reserving 16 bytes, first calling the miss
+//!   handler; patched to call a stub (too small for a fast path inline);
+//! - `@read_wide(o)`: the same read through a patch point reserving 48 bytes, which gets
+//!   the fast path written inline (`Options::inline_fast_path`: 23 bytes, 36 counting hits);
 //! - `@read_direct(o)`: the anchor, the same read without a patch point: it loads the
 //!   property's slot (word 1 of an object of the bench's shape) directly;
 //! - `@read_via_call(o)`: a direct call of a `noinline` function that loads the slot, i.e.
@@ -15,7 +18,9 @@
 //!
 //! 1. from a Rust loop, through the function's address: `@read` once its site is patched
 //!    (a **hit**: the site calls the stub, which checks the shape, counts the hit and loads
-//!    the slot), `@read_direct` and `@read_via_call`. Only a hit can be called this way: a
+//!    the slot), `@read_wide` (a hit in the inline fast path), `@read_direct` and
+//!    `@read_via_call`; each hit with hits counted (`Stats::hits`) and with counting off
+//!    (`Options::count_hits`), two runtimes. Only a hit can be called this way: a
 //!    miss needs the runtime that `Runtime::call` makes active;
 //! 2. through `Runtime::call` (the runtime's entry, which every call of compiled code takes):
 //!    the same three, and `@read` of a runtime built with caching off (a **miss**: every
@@ -43,7 +48,7 @@ fn main() {
 mod bench {
     use std::hint::black_box;
 
-    use locus_llvm::jit_runtime::Runtime;
+    use locus_llvm::jit_runtime::{Options, Runtime};
     use locus_stackmap::patch::{encode_call, patch_call, Arch};
 
     const PROGRAM: &str = r#"
@@ -52,6 +57,11 @@ declare i64 @locus_ic_miss(ptr, i64)
 
 define i64 @read(ptr %o) {
   %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  ret i64 %x
+}
+
+define i64 @read_wide(ptr %o) {
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 48, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
   ret i64 %x
 }
 
@@ -79,6 +89,9 @@ define i64 @read_via_call(ptr %o) {
     /// The patch point's ID and reserved bytes.
     const SITE: u64 = 1;
     const RESERVED: usize = 16;
+    /// `@read_wide`'s patch point.
+    const WIDE_SITE: u64 = 2;
+    const WIDE_RESERVED: usize = 48;
 
     const CALLS: u64 = 2_000_000;
     const RUNTIME_CALLS: u64 = 200_000;
@@ -216,21 +229,63 @@ define i64 @read_via_call(ptr %o) {
             Some(patched.clone()),
             "the site is not a call of its stub"
         );
+
+        // The same program with hits not counted; both get `@read_wide`'s fast path inline.
+        let uncounted = Runtime::with_options(
+            "jit_ic.ll",
+            PROGRAM,
+            Options {
+                count_hits: false,
+                ..Options::default()
+            },
+        )?;
+        let u_shape = uncounted.add_shape(&[NAME, 20]);
+        let u_object = uncounted.new_object(u_shape, &[VALUE, 7])?;
+        for (r, o) in [(&rt, object), (&uncounted, u_object)] {
+            for f in ["read", "read_wide"] {
+                // SAFETY: both functions take one object pointer of this runtime.
+                assert_eq!(unsafe { r.call(f, &[o]) }.ok(), Some(VALUE));
+            }
+            let wide = r
+                .site_address(WIDE_SITE)
+                .and_then(|a| r.code_bytes(a, WIDE_RESERVED))
+                .ok_or("no wide site")?;
+            assert_eq!(wide[..4], [0x48, 0x83, 0x3f, 0x00], "no inline fast path");
+        }
+        assert_eq!(uncounted.stats().stubs, 1);
+        // The runtime whose `@read` is patched back and re-missed (its `@read_wide` never
+        // runs, so a shape change patches back one site).
+        let cycle_rt = Runtime::new("jit_ic.ll", PROGRAM, true)?;
+        let cycle_shape = cycle_rt.add_shape(&[NAME, 20]);
+        let cycle_object = cycle_rt.new_object(cycle_shape, &[VALUE, 7])?;
+        // SAFETY: `@read` takes one object pointer of this runtime.
+        let first = unsafe { cycle_rt.call("read", &[cycle_object]) };
+        assert_eq!(first.ok(), Some(VALUE));
         let before = rt.stats();
 
         let read = function(&rt, "read");
+        let read_wide = function(&rt, "read_wide");
+        let u_read = function(&uncounted, "read");
+        let u_read_wide = function(&uncounted, "read_wide");
         let direct = function(&rt, "read_direct");
         let via_call = function(&rt, "read_via_call");
         // Warm up.
         loop_calls(clock, read, object, CALLS / 10);
+        loop_calls(clock, read_wide, object, CALLS / 10);
+        loop_calls(clock, u_read, u_object, CALLS / 10);
+        loop_calls(clock, u_read_wide, u_object, CALLS / 10);
         loop_calls(clock, direct, object, CALLS / 10);
 
         let (mut hit, mut dir, mut via) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut hit_inline, mut u_hit, mut u_hit_inline) = (Vec::new(), Vec::new(), Vec::new());
         let (mut rt_hit, mut rt_dir, mut rt_via, mut rt_miss) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut patch_ns, mut cycle_us) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             hit.push(loop_calls(clock, read, object, CALLS));
+            hit_inline.push(loop_calls(clock, read_wide, object, CALLS));
+            u_hit.push(loop_calls(clock, u_read, u_object, CALLS));
+            u_hit_inline.push(loop_calls(clock, u_read_wide, u_object, CALLS));
             dir.push(loop_calls(clock, direct, object, CALLS));
             via.push(loop_calls(clock, via_call, object, CALLS));
 
@@ -252,38 +307,88 @@ define i64 @read_via_call(ptr %o) {
             // The runtime's cycle: patched back by a shape change, re-missed, re-patched.
             cycle_us.push(
                 clock.per(CYCLES, || {
-                    assert_eq!(rt.change_shape(shape, &[NAME, 20]).ok(), Some(1));
+                    assert_eq!(
+                        cycle_rt.change_shape(cycle_shape, &[NAME, 20]).ok(),
+                        Some(1)
+                    );
                     // SAFETY: as above.
-                    assert_eq!(unsafe { rt.call("read", &[object]) }.ok(), Some(VALUE));
+                    let v = unsafe { cycle_rt.call("read", &[cycle_object]) };
+                    assert_eq!(v.ok(), Some(VALUE));
                 }) / 1e3,
             );
         }
         // The runtime's stubs counted every hit, and nothing missed but the re-misses.
         let after = rt.stats();
+        assert_eq!(after.misses, before.misses);
         let cycles = CYCLES * runs as u64;
-        assert_eq!(after.misses - before.misses, cycles);
+        assert_eq!(cycle_rt.stats().misses, 1 + cycles);
         let hits = after.hits - before.hits;
-        assert_eq!(hits, CALLS / 10 + (CALLS + RUNTIME_CALLS) * runs as u64);
+        assert_eq!(
+            hits,
+            2 * (CALLS / 10) + (2 * CALLS + RUNTIME_CALLS) * runs as u64
+        );
+        // Not counted: no hits, and nothing missed but the first reads.
+        assert_eq!(uncounted.stats().hits, 0);
+        assert_eq!(uncounted.stats().misses, 2);
 
         println!(
-            "summary: jit_ic, one patch point get(o, 10) in @read; {runs} rounds, median \
-             [min, max]; clock: {}; the stubs count hits (Stats::hits)",
+            "summary: jit_ic, get(o, 10) through a 16-byte patch point in @read (stub) and a \
+             48-byte one in @read_wide (fast path inline); {runs} rounds, median \
+             [min, max]; clock: {}",
             match clock {
                 Clock::ThreadCpu => "thread CPU time (CLOCK_THREAD_CPUTIME_ID)",
                 Clock::Wall => "wall time (CLOCK_MONOTONIC)",
             }
         );
         println!("called from a Rust loop through the function's address ({CALLS} calls a round):");
-        println!("  hit (patched site -> stub):         {}", show(&hit, "ns"));
+        println!("  hits counted (Stats::hits):");
+        println!("  hit, stub (16-byte site -> stub):   {}", show(&hit, "ns"));
+        println!(
+            "  hit, inline (48-byte site):         {}",
+            show(&hit_inline, "ns")
+        );
+        println!("  hits not counted (Options::count_hits false):");
+        println!(
+            "  hit, stub:                          {}",
+            show(&u_hit, "ns")
+        );
+        println!(
+            "  hit, inline:                        {}",
+            show(&u_hit_inline, "ns")
+        );
         println!("  direct (@read_direct, the anchor):  {}", show(&dir, "ns"));
         println!("  direct call of a noinline getter:   {}", show(&via, "ns"));
-        ratio("hit / direct", &hit, &dir, Some(1.1));
-        ratio("hit / direct call of a getter", &hit, &via, None);
+        ratio("hit / direct, stub, counted", &hit, &dir, Some(1.1));
+        ratio(
+            "hit / direct, inline, counted",
+            &hit_inline,
+            &dir,
+            Some(1.1),
+        );
+        ratio("hit / direct, stub, not counted", &u_hit, &dir, Some(1.1));
+        ratio(
+            "hit / direct, inline, not counted",
+            &u_hit_inline,
+            &dir,
+            Some(1.1),
+        );
+        ratio(
+            "hit / direct call of a getter, stub, counted",
+            &hit,
+            &via,
+            None,
+        );
+        ratio(
+            "hit / direct call of a getter, inline, not counted",
+            &u_hit_inline,
+            &via,
+            None,
+        );
         println!(
             "called through Runtime::call ({RUNTIME_CALLS} calls a round, {MISS_CALLS} for the miss):"
         );
         println!(
-            "  hit:                                {}",
+            "  hit (stub, counted):                {}",
             show(&rt_hit, "ns")
         );
         println!(
