@@ -5,10 +5,11 @@ declare void @llvm.experimental.stackmap(i64, i32, ...)
 declare i64 @locus_ic_miss(ptr, i64)
 declare i64 @locus_poll(i64)
 
-; get(o, 10) + get(o, 20), each read a patch point of 16 bytes aimed at the miss handler.
+; get(o, 10) + get(o, 20), each read a patch point of 48 bytes aimed at the miss handler
+; (room for the inline fast path the runtime writes into the site).
 define i64 @sum(ptr %o) {
-  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
-  %y = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 48, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  %y = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 48, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
   %s = add i64 %x, %y
   ret i64 %s
 }
