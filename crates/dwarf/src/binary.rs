@@ -343,22 +343,23 @@ fn read_register_bytes(
     byte_offset: u64,
     buf: &mut [u8],
 ) -> bool {
-    let Some(reg) = registers.get(&register) else {
-        return false;
-    };
-    let Ok(start) = usize::try_from(byte_offset) else {
-        return false;
-    };
-    match start
-        .checked_add(buf.len())
-        .and_then(|end| reg.get(start..end))
-    {
+    let bytes = registers
+        .get(&register)
+        .zip(byte_range(byte_offset, buf.len()))
+        .and_then(|(reg, range)| reg.get(range));
+    match bytes {
         Some(b) => {
             buf.copy_from_slice(b);
             true
         }
         None => false,
     }
+}
+
+/// The bytes `byte_offset .. byte_offset + len` of a register, if they are addressable.
+fn byte_range(byte_offset: u64, len: usize) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(byte_offset).ok()?;
+    Some(start..start.checked_add(len)?)
 }
 
 /// The value of register `r` at entry, as a generic value.
@@ -666,16 +667,12 @@ impl Target for Snapshot {
 
     /// Writes inside a register the snapshot has, within its size.
     fn write_register(&mut self, register: u16, byte_offset: u64, bytes: &[u8]) -> bool {
-        let Some(reg) = self.registers.get_mut(&register) else {
-            return false;
-        };
-        let Ok(start) = usize::try_from(byte_offset) else {
-            return false;
-        };
-        match start
-            .checked_add(bytes.len())
-            .and_then(|end| reg.get_mut(start..end))
-        {
+        let place = self
+            .registers
+            .get_mut(&register)
+            .zip(byte_range(byte_offset, bytes.len()))
+            .and_then(|(reg, range)| reg.get_mut(range));
+        match place {
             Some(b) => {
                 b.copy_from_slice(bytes);
                 true

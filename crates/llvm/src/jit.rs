@@ -73,7 +73,6 @@ use std::marker::PhantomData;
 use std::ptr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use llvm_sys::bit_writer::LLVMWriteBitcodeToMemoryBuffer;
 use llvm_sys::core::{
     LLVMContextSetDiagnosticHandler, LLVMCreateMemoryBufferWithMemoryRangeCopy,
@@ -109,7 +108,7 @@ use llvm_sys::LLVMDiagnosticSeverity;
 use crate::codegen::init_targets;
 use crate::error::{Error, Result};
 use crate::ffi::{from_c_str, Message};
-use crate::module::Module;
+use crate::module::{verify_raw, Module};
 
 /// An ORC LLJIT for the host: compiles IR in this process and hands out the addresses of
 /// its symbols. Dropping it frees every module, all the code it compiled and its data.
@@ -307,23 +306,8 @@ impl Jit {
         };
         // SAFETY: a live buffer, ours to hand over.
         let module = unsafe { self.parse(buffer, name) }?;
-        let mut message = ptr::null_mut();
-        // SAFETY: the module is live; with `ReturnStatusAction` the verifier neither prints
-        // nor aborts, and its message is disposed by `Message`.
-        let broken = unsafe {
-            LLVMVerifyModule(
-                module.0,
-                LLVMVerifierFailureAction::LLVMReturnStatusAction,
-                &mut message,
-            )
-        };
-        // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
-        let message = unsafe { Message::from_raw(message) };
-        if broken != 0 {
-            return Err(Error::Verify {
-                message: message.text_or("the module is invalid"),
-            });
-        }
+        // SAFETY: the module is live while `module` is.
+        unsafe { verify_raw(module.0, "the module is invalid") }?;
         self.add(module)
     }
 

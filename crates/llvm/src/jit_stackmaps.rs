@@ -77,7 +77,6 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 
-use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use llvm_sys::core::{
     LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMGetFirstFunction, LLVMGetFirstGlobal,
     LLVMGetFirstUse, LLVMGetNamedFunction, LLVMGetNamedGlobal, LLVMGetNextFunction,
@@ -95,7 +94,7 @@ use locus_stackmap::{ParseOptions, StackMapIndex, Tables};
 use crate::codegen::init_targets;
 use crate::error::{Error, Result};
 use crate::ffi::{value_name, Message};
-use crate::module::{Context, Module};
+use crate::module::{verify_raw, Context, Module};
 
 /// The byte order of the host, in which the JIT's stack maps are written.
 #[cfg(target_endian = "little")]
@@ -753,23 +752,8 @@ fn parse(context: &Context, name: &str, ir: &[u8]) -> Result<OwnedModule> {
         });
     }
     let module = OwnedModule(raw);
-    let mut message = ptr::null_mut();
-    // SAFETY: the module is live; with `ReturnStatusAction` the verifier neither prints nor
-    // aborts, and its message is disposed by `Message`.
-    let broken = unsafe {
-        LLVMVerifyModule(
-            module.0,
-            LLVMVerifierFailureAction::LLVMReturnStatusAction,
-            &mut message,
-        )
-    };
-    // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
-    let message = unsafe { Message::from_raw(message) };
-    if broken != 0 {
-        return Err(Error::Verify {
-            message: message.text_or(&format!("{name}: the module is invalid")),
-        });
-    }
+    // SAFETY: the module is live while `module` is.
+    unsafe { verify_raw(module.0, &format!("{name}: the module is invalid")) }?;
     Ok(module)
 }
 

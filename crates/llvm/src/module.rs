@@ -193,24 +193,8 @@ impl<'ctx> Module<'ctx> {
     /// [`Error::Verify`] with every complaint of the verifier (each names the broken rule
     /// and prints the instruction at fault).
     pub fn verify(&self) -> Result<()> {
-        let mut message = ptr::null_mut();
-        // SAFETY: `self.raw` is live; with `ReturnStatusAction` the verifier neither
-        // prints nor aborts, and the message it always allocates is disposed by `Message`.
-        let broken = unsafe {
-            LLVMVerifyModule(
-                self.raw,
-                LLVMVerifierFailureAction::LLVMReturnStatusAction,
-                &mut message,
-            )
-        };
-        // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
-        let message = unsafe { Message::from_raw(message) };
-        if broken != 0 {
-            return Err(Error::Verify {
-                message: message.text_or("the module is invalid"),
-            });
-        }
-        Ok(())
+        // SAFETY: `self.raw` is live while `self` is.
+        unsafe { verify_raw(self.raw, "the module is invalid") }
     }
 
     /// The module as LLVM IR text, as `llvm-dis` would print it.
@@ -357,4 +341,31 @@ impl fmt::Debug for Module<'_> {
             .field("functions", &self.functions())
             .finish()
     }
+}
+
+/// Runs LLVM's verifier on `raw`; `fallback` is the error's message when LLVM gives none.
+///
+/// # Safety
+///
+/// `raw` is a live module.
+pub(crate) unsafe fn verify_raw(raw: LLVMModuleRef, fallback: &str) -> Result<()> {
+    let mut message = ptr::null_mut();
+    // SAFETY: `raw` is live (the caller's contract); with `ReturnStatusAction` the verifier
+    // neither prints nor aborts, and the message it always allocates is disposed by
+    // `Message`.
+    let broken = unsafe {
+        LLVMVerifyModule(
+            raw,
+            LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            &mut message,
+        )
+    };
+    // SAFETY: the verifier's message, ours to release with `LLVMDisposeMessage`.
+    let message = unsafe { Message::from_raw(message) };
+    if broken != 0 {
+        return Err(Error::Verify {
+            message: message.text_or(fallback),
+        });
+    }
+    Ok(())
 }

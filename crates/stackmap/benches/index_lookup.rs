@@ -29,15 +29,16 @@
 //! `LOCUS_BENCH_LLVM_CONFIG` (default `llvm-config-19`) pick the tools.
 
 use std::collections::HashMap;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use locus_stackmap::{LittleEndian, ParseOptions, Record, StackMapIndex, Table, Tables};
 
+mod anchor;
 mod synth;
+
+use anchor::Anchor;
 
 const FUNCTIONS: usize = 1_000;
 const RECORDS: usize = 1_000_000;
@@ -161,72 +162,9 @@ impl Drop for LlvmIndex<'_> {
     }
 }
 
-fn run(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed ({}):\n{}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Compiles `benches/llvm_index.cpp` into the target directory (again only when the
-/// source is newer than the library) and returns the library's path.
-fn build_anchor() -> Result<PathBuf, String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llvm_index.cpp");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("locus-stackmap-bench");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let lib = dir.join("libllvm_index.so");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(built), Some(src)) = (modified(&lib), modified(&source)) {
-        if built >= src {
-            return Ok(lib);
-        }
-    }
-    let cxx = std::env::var("LOCUS_BENCH_CXX").unwrap_or_else(|_| "clang++-19".into());
-    let config =
-        std::env::var("LOCUS_BENCH_LLVM_CONFIG").unwrap_or_else(|_| "llvm-config-19".into());
-    let cxxflags = run(Command::new(&config).arg("--cxxflags"))?;
-    let libdir = run(Command::new(&config).arg("--libdir"))?;
-    let libdir = libdir.trim();
-    let libs = run(Command::new(&config).arg("--libs"))?;
-    let mut cmd = Command::new(&cxx);
-    cmd.args(cxxflags.split_whitespace())
-        .args(["-O2", "-DNDEBUG", "-fPIC", "-shared", "-o"])
-        .arg(&lib)
-        .arg(&source)
-        .arg(format!("-L{libdir}"))
-        .args(libs.split_whitespace())
-        .arg(format!("-Wl,-rpath,{libdir}"));
-    eprintln!("building the LLVM anchor: {cmd:?}");
-    run(&mut cmd)?;
-    Ok(lib)
-}
-
 fn load_anchor() -> Result<Llvm, String> {
-    let lib = build_anchor()?;
-    let path = CString::new(lib.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-    // SAFETY: `path` is a NUL-terminated string; the library's initialisers are LLVM's.
-    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        return Err(format!("dlopen {} failed", lib.display()));
-    }
-    let symbol = |name: &str| -> Result<*mut c_void, String> {
-        let c = CString::new(name).map_err(|e| e.to_string())?;
-        // SAFETY: `handle` is a live handle (never closed) and `c` is NUL-terminated.
-        let p = unsafe { libc::dlsym(handle, c.as_ptr()) };
-        if p.is_null() {
-            Err(format!("{name} not found in {}", lib.display()))
-        } else {
-            Ok(p)
-        }
-    };
+    let anchor = Anchor::load("llvm_index")?;
+    let symbol = |name: &str| anchor.symbol(name);
     let build = symbol("llvm_index_build")?;
     let free = symbol("llvm_index_free")?;
     let memory = symbol("llvm_index_memory")?;
