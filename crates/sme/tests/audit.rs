@@ -10,6 +10,9 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{attrs, case};
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -69,28 +72,6 @@ const ZA: [&str; 5] = [
     "aarch64_inout_za",
     "aarch64_preserves_za",
 ];
-
-fn attrs(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A caller passing and returning floats through a call (as in tests/llc_oracle.rs).
-fn case(caller: &str, ca: &[&str], callee: &str, ta: &[&str]) -> String {
-    let t = attrs(ta);
-    format!(
-        "declare float @{callee}(float, float) {t}\n\
-         define float @{caller}(float %x) {} {{\n  \
-           %a = fadd float %x, 1.0\n  \
-           %r = call float @{callee}(float %a, float %x) {t}\n  \
-           %b = fadd float %r, %x\n  \
-           ret float %b\n}}\n",
-        attrs(ca)
-    )
-}
 
 fn tail_case(caller: &str, ca: &[&str], callee: &str, ta: &[&str]) -> String {
     let t = attrs(ta);

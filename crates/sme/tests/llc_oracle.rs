@@ -9,6 +9,9 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{attrs, case};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -226,29 +229,6 @@ const CALLERS: [(&str, &[&str]); 5] = [
     ("lsc", &[SM_BODY, SM_COMPATIBLE]),
 ];
 const CALLEES: [(&str, &[&str]); 3] = [("n", &[]), ("s", &[SM_ENABLED]), ("sc", &[SM_COMPATIBLE])];
-
-fn attrs(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A caller passing and returning floats through a call to `callee`; the callee is
-/// declared with `callee_attrs`, which the call site repeats (as Clang does).
-fn case(caller: &str, caller_attrs: &[&str], callee: &str, callee_attrs: &[&str]) -> String {
-    let ca = attrs(callee_attrs);
-    format!(
-        "declare float @{callee}(float, float) {ca}\n\
-         define float @{caller}(float %x) {} {{\n  \
-           %a = fadd float %x, 1.0\n  \
-           %r = call float @{callee}(float %a, float %x) {ca}\n  \
-           %b = fadd float %r, %x\n  \
-           ret float %b\n}}\n",
-        attrs(caller_attrs)
-    )
-}
 
 /// Compiles `ir`, checks it with the model, and compares every named function; returns
 /// how many matched.

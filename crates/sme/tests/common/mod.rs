@@ -1,0 +1,25 @@
+//! What the SME tests share: the IR of one caller/callee case of the matrix.
+
+/// The attributes `names`, quoted and space-separated, as IR writes them.
+pub fn attrs(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A caller passing and returning floats through a call to `callee`; the callee is
+/// declared with `callee_attrs`, which the call site repeats (as Clang does).
+pub fn case(caller: &str, caller_attrs: &[&str], callee: &str, callee_attrs: &[&str]) -> String {
+    let ca = attrs(callee_attrs);
+    format!(
+        "declare float @{callee}(float, float) {ca}\n\
+         define float @{caller}(float %x) {} {{\n  \
+           %a = fadd float %x, 1.0\n  \
+           %r = call float @{callee}(float %a, float %x) {ca}\n  \
+           %b = fadd float %r, %x\n  \
+           ret float %b\n}}\n",
+        attrs(caller_attrs)
+    )
+}
