@@ -55,7 +55,13 @@ fn locus(args: &[&str]) -> Output {
 fn eval(args: &[&str]) -> Value {
     let dir = TempDir::new("dwarf-eval");
     let ctx = context(&dir);
-    let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
+    let mut all = vec![
+        "dwarf",
+        "eval",
+        "--json",
+        "--context",
+        ctx.to_str().unwrap(),
+    ];
     all.extend_from_slice(args);
     let out = locus(&all);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -342,6 +348,7 @@ fn trace_draws_each_step() {
         "--context",
         ctx.to_str().unwrap(),
         "--trace",
+        "--json",
         MULTI_LANE,
     ]);
     assert!(out.status.success());
@@ -398,7 +405,14 @@ fn vars_lists_the_variables_in_scope() {
         .expect("no symbol split");
     // One byte past the entry: the parameters' first location-list entries.
     let pc = format!("{:#x}", split + 1);
-    let out = locus(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc]);
+    let out = locus(&[
+        "dwarf",
+        "vars",
+        "--json",
+        exe.to_str().unwrap(),
+        "--pc",
+        &pc,
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -406,7 +420,14 @@ fn vars_lists_the_variables_in_scope() {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     // The same PC named by symbol (nm is the independent reader of the symbol table).
-    let by_symbol = locus(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", "split+1"]);
+    let by_symbol = locus(&[
+        "dwarf",
+        "vars",
+        "--json",
+        exe.to_str().unwrap(),
+        "--pc",
+        "split+1",
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&by_symbol.stdout),
         String::from_utf8_lossy(&out.stdout)
@@ -482,7 +503,14 @@ fn vars_with_snapshot(dir: &TempDir, exe: &Path, pc: u64, extra: &[&str], snap: 
     let snap_path = dir.path("snap.json");
     std::fs::write(&snap_path, snap.to_string()).unwrap();
     let pc = format!("{pc:#x}");
-    let mut args = vec!["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc];
+    let mut args = vec![
+        "dwarf",
+        "vars",
+        "--json",
+        exe.to_str().unwrap(),
+        "--pc",
+        &pc,
+    ];
     args.extend(extra);
     args.extend(["--snapshot", snap_path.to_str().unwrap()]);
     let out = locus(&args);
@@ -690,14 +718,7 @@ fn results_for_a_person() {
     let text = |args: &[&str]| -> String {
         let dir = TempDir::new("dwarf-text");
         let ctx = context(&dir);
-        let mut all = vec![
-            "dwarf",
-            "eval",
-            "--format",
-            "text",
-            "--context",
-            ctx.to_str().unwrap(),
-        ];
+        let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
         all.extend_from_slice(args);
         let out = locus(&all);
         assert!(
@@ -777,6 +798,7 @@ fn writes_through_the_result() {
     let out = locus(&[
         "dwarf",
         "eval",
+        "--json",
         "--context",
         path.to_str().unwrap(),
         "--read",
@@ -836,7 +858,13 @@ fn writes_through_an_object_in_several_places() {
     ]);
     let ctx = context_with_object(&dir, places);
     let run = |args: &[&str]| -> Value {
-        let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
+        let mut all = vec![
+            "dwarf",
+            "eval",
+            "--json",
+            "--context",
+            ctx.to_str().unwrap(),
+        ];
         all.extend_from_slice(args);
         let out = locus(&all);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -895,6 +923,7 @@ fn writes_through_an_object_in_several_places() {
     let out = locus(&[
         "dwarf",
         "eval",
+        "--json",
         "--context",
         again.to_str().unwrap(),
         "--read",
@@ -923,7 +952,7 @@ fn a_write_to_an_object_with_an_implicit_place_is_refused() {
         ]),
     );
     let args = |extra: &[&'static str]| -> Vec<String> {
-        let mut all: Vec<String> = ["dwarf", "eval", "--context"]
+        let mut all: Vec<String> = ["dwarf", "eval", "--json", "--context"]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -1077,7 +1106,13 @@ fn in_sections(data: &[u8], bytes: &[u8]) -> bool {
 
 /// `locus dwarf eval --context CTX ARGS`: (success, stdout, stderr).
 fn eval_in(ctx: &Path, args: &[&str]) -> (bool, String, String) {
-    let mut all = vec!["dwarf", "eval", "--context", ctx.to_str().unwrap()];
+    let mut all = vec![
+        "dwarf",
+        "eval",
+        "--json",
+        "--context",
+        ctx.to_str().unwrap(),
+    ];
     all.extend_from_slice(args);
     let out = locus(&all);
     (
@@ -1193,7 +1228,14 @@ fn disasm_and_vars_read_back() {
     for f in ["split", "pack"] {
         for offset in [1, 8, 20, 40] {
             let pc = format!("{f}+{offset}");
-            let out = locus(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc]);
+            let out = locus(&[
+                "dwarf",
+                "vars",
+                "--json",
+                exe.to_str().unwrap(),
+                "--pc",
+                &pc,
+            ]);
             assert!(
                 out.status.success(),
                 "{}",
@@ -1362,7 +1404,13 @@ fn core_of(dir: &TempDir, exe: &Path) -> PathBuf {
 }
 
 /// `locus ARGS`, which must succeed, as JSON.
+/// Runs `locus ARGS...` (with `--json` for `vars`) and parses its output.
 fn locus_json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    if args.get(1) == Some(&"vars") {
+        args.push("--json");
+    }
+    let args = &args[..];
     let out = locus(args);
     assert!(
         out.status.success(),
@@ -1636,7 +1684,8 @@ fn vars_on_a_live_process_match_gdb() {
 
 /// What `vars` cannot read is refused in one line with exit status 1, never an empty list:
 /// a stripped binary, one built without -g, split DWARF whose .dwo is gone, a big-endian
-/// object. Split DWARF with its .dwo and compressed sections (zlib, zstd, .zdebug) are read.
+/// object. Split DWARF with its .dwo or a .dwp package, and compressed sections (zlib, zstd,
+/// .zdebug) are read.
 #[test]
 fn unreadable_binaries_are_refused() {
     let dir = TempDir::new("dwarf-refuse");
@@ -1680,7 +1729,21 @@ fn unreadable_binaries_are_refused() {
         .unwrap();
     assert!(objcopy.success());
     assert_eq!(listed(&zgnu), in_plain, "zlib-gnu");
+    // A DWARF package beside the binary (BINARY.dwp, where gdb looks) is read instead of
+    // the .dwo files, which may then be gone.
+    let packaged = dir.path("packaged");
+    std::fs::copy(&split, &packaged).unwrap();
+    let dwp = std::process::Command::new("llvm-dwp-19")
+        .arg("-e")
+        .arg(&packaged)
+        .arg("-o")
+        .arg(dir.path("packaged.dwp"))
+        .current_dir(dir.path(""))
+        .status()
+        .unwrap();
+    assert!(dwp.success());
     std::fs::remove_file(dir.path("split-split.dwo")).unwrap();
+    assert_eq!(listed(&packaged), in_plain, ".dwp");
     let cases = [
         (stripped, "no .debug_info"),
         (clang(&dir, "nodebug", small, &["-O2"]), "no .debug_info"),

@@ -153,6 +153,7 @@ fn options_may_follow_positional_arguments() {
         "DW_OP_lit8 DW_OP_stack_value",
         "--read",
         "8",
+        "--json",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
@@ -161,7 +162,14 @@ fn options_may_follow_positional_arguments() {
         text(&out.stdout)
     );
     // Negative numbers in the expression are still operands.
-    let out = locus(&["dwarf", "eval", "DW_OP_consts", "-5", "DW_OP_stack_value"]);
+    let out = locus(&[
+        "dwarf",
+        "eval",
+        "DW_OP_consts",
+        "-5",
+        "DW_OP_stack_value",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("fbffffffffffffff"),

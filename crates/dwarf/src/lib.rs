@@ -47,7 +47,13 @@
 //!   `aspace_implicit_pointer`, `overlay`, `bit_overlay`, `LLVM_nop`), with implicit conversions between generic
 //!   values and default-address-space memory locations, `DW_OP_piece` over
 //!   any location kind, and `DW_OP_stack_value` no longer ending the
-//!   expression. Why pause-and-resume: see the module docs.
+//!   expression. Why pause-and-resume: see the module docs. The DWARF 6
+//!   draft's names for the same operations are read too; its
+//!   `DW_OP_composite` ([`Op::Composite`]) is an operation of its own with
+//!   the draft's meaning (an empty composite that the pieces after it
+//!   extend, a location at every step), not an alias of LLVM's
+//!   `DW_OP_LLVM_piece_end` (which closes an incomplete composite after its
+//!   pieces); text only, as the draft has no opcode for it yet.
 //! * [`access`]: "Bit Offsets", "Objects In Multiple Places" — reading and
 //!   writing an object through any location description at bit granularity,
 //!   with undefined bits reported, through a caller-supplied [`Target`].
@@ -61,11 +67,12 @@
 //!
 //! * `binary`: the variables in scope at a PC of an ELF file's DWARF (gimli
 //!   reads it), evaluated against a `binary::Snapshot` of registers and memory.
-//!   Split DWARF (`-gsplit-dwarf`) is read from the `.dwo` each skeleton unit
-//!   names, compressed debug sections (`-gz`, zlib or zstd) are decompressed.
+//!   Split DWARF (`-gsplit-dwarf`) is read from a DWARF package (`.dwp`,
+//!   `binary::Binary::with_package`) or the `.dwo` each skeleton unit names,
+//!   compressed debug sections (`-gz`, zlib or zstd) are decompressed.
 //!   Files it cannot read are refused with one message, never an empty list:
-//!   no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`
-//!   (`.dwp` packages are not looked for), big-endian objects.
+//!   no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`,
+//!   big-endian objects.
 //! * `stopped`: a stopped target (threads' registers by DWARF number, mapped
 //!   files, memory) and where a file was loaded in it (its load bias);
 //!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,

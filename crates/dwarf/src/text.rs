@@ -58,8 +58,8 @@ pub struct Syntax<'r> {
 ///   the extension's names without `LLVM_` (the draft's `DW_OP_undefined`,
 ///   `DW_OP_offset`, `DW_OP_overlay`, ...), `DW_OP_push_object_location`
 ///   and `DW_OP_form_tls_location`; printing keeps LLVM 19's names. The
-///   draft's `DW_OP_composite` is refused: it begins a composite, where
-///   LLVM's `DW_OP_LLVM_piece_end` ends one.
+///   draft's `DW_OP_composite` is its own operation ([`Op::Composite`]): it
+///   begins a composite, where LLVM's `DW_OP_LLVM_piece_end` ends one.
 /// * Numbers: decimal or `0x` hex; signed operands may be negative (`-8`,
 ///   `-0x10`) or carry a `+`. Branch operands are the DWARF byte
 ///   displacement, except in gdb's listing (operations after byte offsets)
@@ -796,11 +796,7 @@ impl<'t> Parser<'t, '_> {
             return Ok(None);
         }
         if name == "composite" {
-            return Err(syntax_error(
-                offset,
-                t,
-                "DW_OP_composite (the DWARF 6 draft's) pushes an empty composite that later pieces extend, which no LLVM 19 operation does; end the composite before with DW_OP_LLVM_piece_end instead",
-            ));
+            return Ok(Some(Op::Composite));
         }
         let name = gnu_name(name).or_else(|| dwarf6_name(name)).unwrap_or(name);
         let ext_name = name.strip_prefix("LLVM_");

@@ -472,22 +472,3 @@ fn dwarf6_spellings_name_the_same_operations() {
         [Op::PushObjectAddress, Op::Lit(8), Op::Offset, Op::Deref]
     );
 }
-
-/// The draft's `DW_OP_composite` begins a composite that later pieces
-/// extend; LLVM's `DW_OP_LLVM_piece_end` ends one. It is not read as
-/// either, and the message says what to write.
-#[test]
-fn dwarf6_composite_is_refused_with_the_llvm_equivalent() {
-    match parse_text(
-        "DW_OP_reg0 DW_OP_composite DW_OP_reg3 DW_OP_piece 4",
-        |_| None,
-    ) {
-        Err(Error::Syntax {
-            offset, message, ..
-        }) => {
-            assert_eq!(offset, 11);
-            assert!(message.contains("DW_OP_LLVM_piece_end"), "{message}");
-        }
-        other => panic!("expected a syntax error, got {other:?}"),
-    }
-}

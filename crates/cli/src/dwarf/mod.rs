@@ -27,21 +27,6 @@ pub use context::Context;
 use crate::input::Input;
 use crate::Failure;
 
-/// How `locus dwarf eval` prints its result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
-pub enum Format {
-    /// One JSON object: `result`, `type`, `value` (target-order hex bytes) and
-    /// `number` (as gdb prints it) for a value; `location` (each place's
-    /// storage, `space`, `address`, `register`, `bit_offset`) for a location;
-    /// `read`, `wrote` and `context` when asked.
-    #[default]
-    Json,
-    /// Lines for a person: a value as gdb prints a number of its type, a
-    /// location as its places (memory as address and address space); bytes
-    /// only with `--read`.
-    Text,
-}
-
 /// Which result kind the expression is evaluated for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ResultKind {
@@ -65,8 +50,8 @@ pub enum EncodingArg {
 /// The `locus dwarf` subcommands.
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Evaluate an expression against a context of registers and memory; print the result
-    /// as JSON.
+    /// Evaluate an expression against a context of registers and memory and print the
+    /// result (`--json` for JSON).
     Eval {
         /// Registers, memory, lane and the current object, as JSON.
         ///
@@ -94,9 +79,14 @@ pub enum Command {
         /// context is printed afterwards (`context`, in the CTX.json format).
         #[arg(long, value_name = "HEX")]
         write: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Json)]
-        format: Format,
+        /// Print one JSON object instead of text: `result`, `type`, `value` (target-order
+        /// hex bytes) and `number` (as gdb prints it) for a value; `location` (each place's
+        /// `storage`, `space`, `address`, `register`, `bit_offset`) for a location; `read`,
+        /// `wrote` and `context` when asked. The text (the default) prints a value as gdb
+        /// prints a number of its type, a location as its places (memory as an address and
+        /// address space), bytes only with `--read`.
+        #[arg(long)]
+        json: bool,
         /// The result kind the expression is evaluated for (default: whatever is on top of
         /// the stack).
         #[arg(long, value_enum)]
@@ -179,6 +169,13 @@ pub enum Command {
         /// Frame N of each thread (0: the innermost, as gdb numbers them).
         #[arg(long, value_name = "N", default_value_t = 0)]
         frame: usize,
+        /// Print JSON instead of text: {"pc", "variables": [...]}, or with --core/--pid
+        /// {"target", "binary", "load_bias", "threads": [{"thread", "tid", "signal",
+        /// "frame", "pc", "module", "cfa", "function", "backtrace", "variables"}]}; each
+        /// variable {"name", "kind", "function", "type", "byte_size", "die", "expression"
+        /// or "const_value", and with a target "location", "value", "number" or "error"}.
+        #[arg(long)]
+        json: bool,
     },
     /// Write the snapshot (SNAP.json) of one frame of a core file or a process, which
     /// `vars --snapshot` and `eval --context` read: {"address_size", "registers": {NAME:
@@ -212,6 +209,33 @@ fn fail(e: impl std::fmt::Display) -> Failure {
     Failure::Message(format!("dwarf: {e}"))
 }
 
+/// The DWARF package of `binary` where gdb looks for it: `BINARY.dwp` beside it, if there
+/// is one.
+fn read_package(input: &Input, binary: &std::path::Path) -> Result<Option<Vec<u8>>, Failure> {
+    let mut name = binary.as_os_str().to_owned();
+    name.push(".dwp");
+    let dwp = PathBuf::from(name);
+    if binary == std::path::Path::new("-") || !dwp.is_file() {
+        return Ok(None);
+    }
+    input.read(&dwp).map(Some).map_err(fail)
+}
+
+/// `data`'s DWARF, with its package's when it has one.
+fn open_binary<'d>(
+    data: &'d [u8],
+    package: Option<&'d [u8]>,
+    path: &std::path::Path,
+) -> Result<binary::Binary<'d>, Failure> {
+    let bin = binary::Binary::parse(data).map_err(|e| io_fail(path, e))?;
+    match package {
+        Some(dwp) => bin
+            .with_package(dwp)
+            .map_err(|e| fail(format!("{}.dwp: {e}", path.display()))),
+        None => Ok(bin),
+    }
+}
+
 fn io_fail(path: &std::path::Path, e: impl std::fmt::Display) -> Failure {
     Failure::Message(format!("dwarf: {}: {e}", path.display()))
 }
@@ -238,7 +262,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             context,
             read,
             write,
-            format,
+            json,
             result,
             encoding,
             trace,
@@ -265,9 +289,10 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             };
             let ops = parse_ops(&ctx, hex.as_deref(), expr, *encoding).map_err(fail)?;
             let doc = eval(&ctx, &ops, &request, out)?;
-            match format {
-                Format::Json => write_out(out, doc.to_string()),
-                Format::Text => write_out(out, render::result_text(&doc, &ctx.names)),
+            if *json {
+                write_out(out, doc.to_string())
+            } else {
+                write_out(out, render::result_text(&doc, &ctx.names))
             }
         }
         Command::Vars {
@@ -279,23 +304,26 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             pid,
             thread,
             frame,
+            json,
         } => {
-            if let Some(source) = source(core.as_deref(), *pid) {
-                let doc = target::vars(input, binary, &source, *thread, *frame)?;
-                let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
-                return write_out(out, text);
-            }
-            if thread.is_some() || *frame != 0 {
+            let doc = if let Some(source) = source(core.as_deref(), *pid) {
+                target::vars(input, binary, &source, *thread, *frame)?
+            } else if thread.is_some() || *frame != 0 {
                 return Err(fail("--thread and --frame need --core or --pid"));
+            } else {
+                vars(
+                    input,
+                    binary,
+                    pc.as_deref(),
+                    *load_bias,
+                    snapshot.as_deref(),
+                )?
+            };
+            if *json {
+                write_out(out, serde_json::to_string_pretty(&doc).map_err(fail)?)
+            } else {
+                write_out(out, render::vars_text(&doc))
             }
-            vars(
-                input,
-                binary,
-                pc.as_deref(),
-                *load_bias,
-                snapshot.as_deref(),
-                out,
-            )
         }
         Command::Snapshot {
             binary,
@@ -532,8 +560,7 @@ fn vars(
     pc: Option<&str>,
     load_bias: Option<u64>,
     snapshot: Option<&std::path::Path>,
-    out: &mut dyn Write,
-) -> Result<(), Failure> {
+) -> Result<Json, Failure> {
     let data = input.read(path).map_err(fail)?;
     let (snap, snap_pc, snap_bias) = match snapshot {
         Some(p) => {
@@ -554,12 +581,14 @@ fn vars(
             ))
         }
     };
-    let vars = binary::variables_at(&data, pc, load_bias).map_err(|e| io_fail(path, e))?;
+    let package = read_package(input, path)?;
+    let vars = open_binary(&data, package.as_deref(), path)?
+        .with_load_bias(load_bias)
+        .variables_at(pc)
+        .map_err(|e| io_fail(path, e))?;
     let state = snap.as_ref().map(binary::Snapshot::state);
     let list = variables_json(&vars, state.as_ref());
-    let doc = json!({"pc": format!("{pc:#x}"), "variables": list});
-    let text = serde_json::to_string_pretty(&doc).map_err(fail)?;
-    write_out(out, text)
+    Ok(json!({"pc": format!("{pc:#x}"), "variables": list}))
 }
 
 /// Each variable as JSON: name, kind, function, type, byte_size, die, its expression (or

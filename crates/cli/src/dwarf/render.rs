@@ -1,5 +1,5 @@
 //! How locations and values look: the JSON shapes of `locus dwarf eval`, its
-//! text for a person (`--format text`), and the trace's drawings of stack entries.
+//! text for a person (the default), and the trace's drawings of stack entries.
 
 use std::collections::BTreeMap;
 
@@ -230,7 +230,7 @@ fn place_text(p: &Json, names: &BTreeMap<String, u16>, indent: usize, lines: &mu
     lines.push(format!("{pad}{line}"));
 }
 
-/// `locus dwarf eval --format text`: the result for a person, from its JSON. A value
+/// `locus dwarf eval`: the result for a person, from its JSON. A value
 /// as gdb prints a number of its type, a location as its places (each holds the
 /// object), then what was written, read (only with `--read`) and the context after a
 /// write.
@@ -272,4 +272,86 @@ pub fn result_text(doc: &Json, names: &BTreeMap<String, u16>) -> String {
         ));
     }
     lines.join("\n")
+}
+
+/// `locus dwarf vars` for a person, from its JSON: as gdb's `info args` and `info locals`
+/// print them (`n = 4`), each with its kind, type and location expression; a thread's
+/// frame first when the target is a core file or a process.
+pub fn vars_text(doc: &Json) -> String {
+    let mut lines = Vec::new();
+    let text = |v: &Json| v.as_str().unwrap_or_default().to_string();
+    if let Some(threads) = doc["threads"].as_array() {
+        lines.push(format!(
+            "{}, {} loaded at {}",
+            text(&doc["target"]),
+            text(&doc["binary"]),
+            text(&doc["load_bias"])
+        ));
+        if let Some(u) = doc["unwinding"].as_str() {
+            lines.push(format!("note: {u}"));
+        }
+        for t in threads {
+            let mut head = format!("thread {} (tid {}", t["thread"], t["tid"]);
+            if t["signal"].as_i64().is_some_and(|s| s != 0) {
+                head.push_str(&format!(", signal {}", t["signal"]));
+            }
+            head.push_str(&format!(") frame {}", t["frame"]));
+            if let Some(pc) = t["pc"].as_str() {
+                head.push_str(&format!(" pc {pc}"));
+            }
+            if let Some(f) = t["function"].as_str() {
+                head.push_str(&format!(" in {f}"));
+            }
+            if let Some(m) = t["module"].as_str() {
+                head.push_str(&format!(" ({m})"));
+            }
+            lines.push(head);
+            for key in ["error", "note"] {
+                if let Some(e) = t[key].as_str() {
+                    lines.push(format!("  {key}: {e}"));
+                }
+            }
+            variable_lines(&t["variables"], &mut lines);
+        }
+    } else {
+        lines.push(format!("pc {}", text(&doc["pc"])));
+        variable_lines(&doc["variables"], &mut lines);
+    }
+    lines.join("\n")
+}
+
+/// One line a variable: `name = value  (kind type: expression)`; without a value (no
+/// target), `name  (kind type: expression)`.
+fn variable_lines(vars: &Json, lines: &mut Vec<String>) {
+    let Some(vars) = vars.as_array() else { return };
+    if vars.is_empty() {
+        lines.push("  no variables in scope".to_string());
+    }
+    for v in vars {
+        let name = v["name"].as_str().unwrap_or("?");
+        let value = if let Some(n) = v["number"].as_str() {
+            Some(n.to_string())
+        } else if let Some(e) = v["error"].as_str() {
+            Some(format!("<error: {e}>"))
+        } else if let Some(h) = v["value"].as_str() {
+            Some(if !h.is_empty() && h.chars().all(|c| c == '?') {
+                "<optimized out>".to_string()
+            } else {
+                format!("[{h}]")
+            })
+        } else {
+            v["const_value"].as_str().map(|c| format!("[{c}]"))
+        };
+        let how = match (v["expression"].as_str(), v["const_value"].as_str()) {
+            (Some(e), _) => e.replace('\n', ", "),
+            (None, Some(_)) => "DW_AT_const_value".to_string(),
+            (None, None) => "no location".to_string(),
+        };
+        let ty = v["type"].as_str().unwrap_or("?");
+        let kind = v["kind"].as_str().unwrap_or("variable");
+        match value {
+            Some(value) => lines.push(format!("  {name} = {value}  ({kind} {ty}: {how})")),
+            None => lines.push(format!("  {name}  ({kind} {ty}: {how})")),
+        }
+    }
 }

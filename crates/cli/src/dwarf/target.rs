@@ -11,7 +11,7 @@ use locus_dwarf::stopped::{Placed, Stopped, Thread};
 use locus_dwarf::unwind::{self, Frame};
 use serde_json::{json, Value as Json};
 
-use super::{context, fail, io_fail, ptrace, variables_json, Context};
+use super::{context, fail, io_fail, open_binary, ptrace, read_package, variables_json, Context};
 use crate::input::Input;
 use crate::Failure;
 
@@ -38,6 +38,8 @@ pub struct Loaded {
     stopped: Stopped,
     placed: Placed,
     data: Vec<u8>,
+    /// `BINARY.dwp`, when there is one.
+    package: Option<Vec<u8>>,
 }
 
 /// Reads the target and places `binary` in it.
@@ -58,6 +60,7 @@ pub fn load(input: &Input, binary: &Path, source: &Source<'_>) -> Result<Loaded,
         stopped,
         placed,
         data,
+        package: read_package(input, binary)?,
     })
 }
 
@@ -117,8 +120,7 @@ impl Loaded {
 
     /// The binary's DWARF, read once for every thread and frame.
     fn binary(&self, path: &Path) -> Result<Binary<'_>, Failure> {
-        Ok(Binary::parse(&self.data)
-            .map_err(|e| io_fail(path, e))?
+        Ok(open_binary(&self.data, self.package.as_deref(), path)?
             .with_load_bias(self.placed.load_bias))
     }
 }

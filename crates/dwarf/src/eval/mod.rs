@@ -267,6 +267,10 @@ enum Slot {
     /// 1/[`MAX_LOCATION_WEIGHT`] of an address space (then the composite's
     /// size is checked at each piece).
     Incomplete(Vec<Part>, u32, bool),
+    /// A composite that the DWARF 6 draft's `DW_OP_composite` began: a
+    /// location like any other, which a piece operation right above it
+    /// extends (fields as for `Incomplete`).
+    Open(Vec<Part>, u32, bool),
 }
 
 impl Slot {
@@ -330,7 +334,9 @@ impl Slot {
                 0,
             )),
             Slot::Entry(e) => *e,
-            Slot::Incomplete(parts, ..) => Entry::Location(LocationDescription::composite(parts)),
+            Slot::Incomplete(parts, ..) | Slot::Open(parts, ..) => {
+                Entry::Location(LocationDescription::composite(parts))
+            }
         }
     }
 }

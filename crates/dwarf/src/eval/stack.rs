@@ -111,9 +111,10 @@ impl<'a> Evaluation<'a> {
                 address_space: 0,
                 address,
             } => Ok(Value::generic(address, self.address_size)),
-            Slot::Memory { .. } | Slot::Register { .. } | Slot::Implicit { .. } => {
-                Err(NOT_AN_ADDRESS)
-            }
+            Slot::Memory { .. }
+            | Slot::Register { .. }
+            | Slot::Implicit { .. }
+            | Slot::Open(..) => Err(NOT_AN_ADDRESS),
             Slot::Entry(e) => match *e {
                 Entry::Value(v) => Ok(v),
                 Entry::Location(l) => match l.as_default_address() {

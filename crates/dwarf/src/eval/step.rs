@@ -86,9 +86,11 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(super) fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
-        let mut loc = match self.stack.last() {
-            None | Some(Slot::Incomplete(..)) => LocationDescription::undefined(),
-            Some(_) => self.pop_location()?,
+        let mut loc = match self.stack.as_slice() {
+            // DWARF 5's empty piece: undefined (LLVM's rule; the draft's for
+            // a lone composite DW_OP_composite began).
+            [] | [.., Slot::Incomplete(..)] | [Slot::Open(..)] => LocationDescription::undefined(),
+            _ => self.pop_location()?,
         };
         if bit_offset != 0 {
             loc.offset_bits(i128::from(bit_offset), self.address_size)
@@ -96,13 +98,14 @@ impl<'a> Evaluation<'a> {
             self.check_register_offsets(&loc)?;
         }
         self.check_part(&loc, bit_size)?;
-        let (mut parts, weight, large) = match self.stack.last() {
-            Some(Slot::Incomplete(..)) => match self.stack.pop() {
-                Some(Slot::Incomplete(p, w, l)) => (p, w, l),
-                _ => (Vec::new(), 0, false),
+        let (mut parts, weight, large, open) = match self.stack.last() {
+            Some(Slot::Incomplete(..) | Slot::Open(..)) => match self.stack.pop() {
+                Some(Slot::Incomplete(p, w, l)) => (p, w, l, false),
+                Some(Slot::Open(p, w, l)) => (p, w, l, true),
+                _ => (Vec::new(), 0, false, false),
             },
             // A new composite: in the vector a previous one left (`restart`).
-            _ => (core::mem::take(&mut self.parts), 0, false),
+            _ => (core::mem::take(&mut self.parts), 0, false, false),
         };
         let weight = (weight as usize).saturating_add(1 + loc.weight());
         if weight > MAX_LOCATION_WEIGHT {
@@ -125,8 +128,12 @@ impl<'a> Evaluation<'a> {
             self.check_composite_bits(bits)?;
         }
         // At most MAX_LOCATION_WEIGHT, so it fits.
-        self.stack
-            .push(Slot::Incomplete(parts, weight as u32, large));
+        let weight = weight as u32;
+        self.stack.push(if open {
+            Slot::Open(parts, weight, large)
+        } else {
+            Slot::Incomplete(parts, weight, large)
+        });
         Ok(())
     }
 
@@ -816,15 +823,17 @@ impl<'a> Evaluation<'a> {
             }
             Op::Piece(n) => self.piece_bytes(*n)?,
             Op::BitPiece { size, offset } => self.piece(*size, *offset)?,
-            Op::PieceEnd => match self.pop_slot()? {
-                Slot::Incomplete(parts, ..) => self.push_loc(LocationDescription::composite(parts)),
-                _ => {
-                    return Err(EvalError::IllFormed(
+            Op::PieceEnd => {
+                match self.pop_slot()? {
+                    Slot::Incomplete(parts, ..) | Slot::Open(parts, ..) => {
+                        self.push_loc(LocationDescription::composite(parts))
+                    }
+                    _ => return Err(EvalError::IllFormed(
                         "the top of the stack is not an incomplete composite location description",
                     )
-                    .into())
+                    .into()),
                 }
-            },
+            }
             Op::ImplicitValue(bytes) => {
                 let l = LocationDescription::single(Storage::Implicit(bytes.as_slice().into()), 0);
                 self.push_loc(l);
@@ -859,6 +868,7 @@ impl<'a> Evaluation<'a> {
             Op::Overlay => self.overlay(8)?,
             Op::BitOverlay => self.overlay(1)?,
             Op::Nop | Op::LlvmNop => {}
+            Op::Composite => self.stack.push(Slot::Open(Vec::new(), 0, false)),
         }
         self.advance()
     }

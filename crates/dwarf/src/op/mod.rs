@@ -212,6 +212,14 @@ pub enum Op {
     /// `DW_OP_LLVM_nop` (`DW_OP_LLVM_user` sub-opcode 0x01): does nothing.
     /// Encoded as `DW_OP_nop` (0x96) with [`ExtensionEncoding::Legacy`].
     LlvmNop,
+    /// The DWARF 6 draft's `DW_OP_composite` ("Locations on the Stack",
+    /// section 3.12): pushes a new, empty composite location that the piece
+    /// operations after it extend in storage order, and that is a location
+    /// at every step (no `DW_OP_LLVM_piece_end` closes it). Not LLVM's
+    /// `DW_OP_LLVM_piece_end`, which closes an incomplete composite after its
+    /// pieces. Not encodable: the draft's opcode table says "TBA" and LLVM 19
+    /// has none; text and [`Op`] only.
+    Composite,
 }
 
 macro_rules! numbered {
@@ -390,6 +398,7 @@ impl Op {
             Op::Overlay => "DW_OP_overlay",
             Op::BitOverlay => "DW_OP_bit_overlay",
             Op::LlvmNop => "DW_OP_LLVM_nop",
+            Op::Composite => "DW_OP_composite",
         }
     }
 
