@@ -1,4 +1,8 @@
-//! What the SME tests share: the IR of one caller/callee case of the matrix.
+//! What the SME tests share: the IR of one caller/callee case of the matrix, the event
+//! sequences the llc oracle compares ([`oracle`]) and LLVM's own test files ([`llvm`]).
+
+// Each test crate uses its own part of this module.
+#![allow(dead_code)]
 
 /// The attributes `names`, quoted and space-separated, as IR writes them.
 pub fn attrs(names: &[&str]) -> String {
@@ -23,3 +27,6 @@ pub fn case(caller: &str, caller_attrs: &[&str], callee: &str, callee_attrs: &[&
         attrs(caller_attrs)
     )
 }
+
+pub mod llvm;
+pub mod oracle;
