@@ -80,6 +80,8 @@ pub struct Snapshot {
     pub memory: Vec<MemoryBlock>,
     /// The current lane (`DW_OP_push_lane`).
     pub lane: Option<u64>,
+    /// The current concurrent loop iteration (`DW_OP_push_iteration`).
+    pub iteration: Option<u64>,
     /// The frame base, if known directly (otherwise computed from the
     /// function's `DW_AT_frame_base`).
     pub frame_base: Option<u64>,
@@ -104,6 +106,7 @@ impl Default for Snapshot {
             registers: BTreeMap::new(),
             memory: Vec::new(),
             lane: None,
+            iteration: None,
             frame_base: None,
             cfa: None,
             object_address: None,
@@ -127,6 +130,7 @@ impl Snapshot {
             registers: &self.registers,
             memory: &self.memory,
             lane: self.lane,
+            iteration: self.iteration,
             frame_base: self.frame_base,
             cfa: self.cfa,
             object_address: self.object_address,
@@ -259,6 +263,8 @@ pub struct State<'s> {
     pub memory: &'s [MemoryBlock],
     /// The current lane (`DW_OP_push_lane`).
     pub lane: Option<u64>,
+    /// The current concurrent loop iteration (`DW_OP_push_iteration`).
+    pub iteration: Option<u64>,
     /// The frame base, if known directly.
     pub frame_base: Option<u64>,
     /// The canonical frame address (`DW_OP_call_frame_cfa`).
@@ -284,6 +290,7 @@ impl<'s> State<'s> {
             registers,
             memory,
             lane: None,
+            iteration: None,
             frame_base: None,
             cfa: None,
             object_address: None,
@@ -422,6 +429,11 @@ impl Target for State<'_> {
         self.lane.ok_or_else(|| "no lane in the context".to_owned())
     }
 
+    fn iteration(&mut self) -> Result<u64, String> {
+        self.iteration
+            .ok_or_else(|| "no iteration in the context".to_owned())
+    }
+
     fn frame_base(&mut self) -> Result<u64, String> {
         self.frame_base
             .ok_or_else(|| "no frame base in the context".to_owned())
@@ -547,6 +559,9 @@ impl<T: Target> Target for WithFrame<'_, T> {
     }
     fn lane(&mut self) -> Result<u64, String> {
         self.target.lane()
+    }
+    fn iteration(&mut self) -> Result<u64, String> {
+        self.target.iteration()
     }
     fn frame_base(&mut self) -> Result<u64, String> {
         match (self.target.frame_base(), self.frame.frame_base) {

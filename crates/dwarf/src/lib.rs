@@ -44,7 +44,8 @@
 //!   (`offset`, `offset_uconst`, `bit_offset`, `push_lane`,
 //!   `form_aspace_address`, `aspace_bregx`, `piece_end`, `undefined`,
 //!   `extend`, `select_bit_piece`, `call_frame_entry_reg`,
-//!   `aspace_implicit_pointer`, `overlay`, `bit_overlay`, `LLVM_nop`), with implicit conversions between generic
+//!   `aspace_implicit_pointer`, `overlay`, `bit_overlay`, `push_iteration`,
+//!   `LLVM_nop`), with implicit conversions between generic
 //!   values and default-address-space memory locations, `DW_OP_piece` over
 //!   any location kind, and `DW_OP_stack_value` no longer ending the
 //!   expression. Why pause-and-resume: see the module docs. The DWARF 6
@@ -91,7 +92,7 @@
 //! {"address_size": 8,
 //!  "registers": {"rsp": {"number": 7, "value": "f0d1ffffff7f0000"}},
 //!  "memory": [{"space": 0, "address": "0x7fffffffd1f0", "bytes": "2a000000"}],
-//!  "cfa": "0x7fffffffd200", "frame_base": N, "lane": N, "object_address": N,
+//!  "cfa": "0x7fffffffd200", "frame_base": N, "lane": N, "iteration": N, "object_address": N,
 //!  "object_location": [{"storage": "register", "register": 0},
 //!                      {"storage": "memory", "space": 0, "address": "0x1000"}],
 //!  "entry_registers": {"rdi": {"number": 5, "value": "0300000000000000"}},

@@ -123,6 +123,11 @@ pub trait Target {
         Err("the target has no lane".to_string())
     }
 
+    /// The current concurrent loop iteration (`DW_OP_LLVM_push_iteration`).
+    fn iteration(&mut self) -> Result<u64, String> {
+        Err("the target has no iteration".to_string())
+    }
+
     /// The frame base address (`DW_OP_fbreg`).
     fn frame_base(&mut self) -> Result<u64, String> {
         Err("the target has no frame base".to_string())
@@ -221,6 +226,9 @@ impl<T: Target + ?Sized> Target for &mut T {
     fn lane(&mut self) -> Result<u64, String> {
         (**self).lane()
     }
+    fn iteration(&mut self) -> Result<u64, String> {
+        (**self).iteration()
+    }
     fn frame_base(&mut self) -> Result<u64, String> {
         (**self).frame_base()
     }
@@ -311,6 +319,10 @@ impl<'a> Evaluation<'a> {
                 EvaluationResult::RequiresLane => {
                     let lane = target.lane().map_err(|w| self.unanswered(w))?;
                     self.resume_with_lane(lane)?
+                }
+                EvaluationResult::RequiresIteration => {
+                    let it = target.iteration().map_err(|w| self.unanswered(w))?;
+                    self.resume_with_iteration(it)?
                 }
                 EvaluationResult::RequiresFrameBase => {
                     let fb = target.frame_base().map_err(|w| self.unanswered(w))?;

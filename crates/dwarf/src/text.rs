@@ -805,6 +805,7 @@ impl<'t> Parser<'t, '_> {
         let op = match base {
             "form_aspace_address" => Some(Op::FormAspaceAddress),
             "push_lane" => Some(Op::PushLane),
+            "push_iteration" => Some(Op::PushIteration),
             "offset" => Some(Op::Offset),
             "offset_uconst" => Some(Op::OffsetUconst(self.unsigned(U64)?)),
             "bit_offset" => Some(Op::BitOffset),

@@ -560,6 +560,7 @@ fn evaluate_anything(ops: &[locus_dwarf::Op]) {
                 eval.resume_with_memory(&vec![3; usize::from(size)])
             }
             Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(2),
+            Ok(EvaluationResult::RequiresIteration) => eval.resume_with_iteration(1),
             Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
             Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
             Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),

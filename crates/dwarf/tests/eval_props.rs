@@ -171,6 +171,7 @@ fn answer(eval: &mut Evaluation<'_>, request: EvaluationResult) -> Result<Evalua
             eval.resume_with_memory(&vec![7; usize::from(size)])
         }
         EvaluationResult::RequiresLane => eval.resume_with_lane(3),
+        EvaluationResult::RequiresIteration => eval.resume_with_iteration(1),
         EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(0x100),
         EvaluationResult::RequiresCallFrameCfa => eval.resume_with_call_frame_cfa(0x200),
         EvaluationResult::RequiresObjectAddress => eval.resume_with_object_address(0x300),

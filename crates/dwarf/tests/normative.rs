@@ -37,6 +37,7 @@ fn answer(eval: &mut Evaluation<'_>, r: EvaluationResult) -> Result<EvaluationRe
             eval.resume_with_memory(&bytes[start..start + usize::from(size)])
         }
         EvaluationResult::RequiresLane => eval.resume_with_lane(5),
+        EvaluationResult::RequiresIteration => eval.resume_with_iteration(2),
         EvaluationResult::RequiresBaseType { offset: 0x30 } => eval.resume_with_base_type(0x05, 4),
         EvaluationResult::RequiresBaseType { offset: 0x44 } => eval.resume_with_base_type(0x08, 4),
         other => panic!("unexpected request {other:?}"),
@@ -304,6 +305,29 @@ fn values() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(lanes(6), Ok(Entry::Value(v)) if v.bits == 5));
+    // DW_OP_LLVM_push_iteration: the same rule against DW_AT_LLVM_iterations
+    // (the iteration answered is 2). Both spellings; no encoding (its
+    // sub-opcode is TBA).
+    for text in ["DW_OP_LLVM_push_iteration", "DW_OP_push_iteration"] {
+        let iterations = |n| run_with(text, move |e| e.set_iteration_count(n));
+        match iterations(2) {
+            Err(
+                e @ Error::Eval {
+                    index: 0,
+                    op: "DW_OP_push_iteration",
+                    error: EvalError::IllFormed(_),
+                },
+            ) => assert!(e.is_ill_formed()),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(iterations(3), Ok(Entry::Value(v)) if v.bits == 2));
+        assert!(matches!(run_with(text, |_| {}), Ok(Entry::Value(v)) if v.bits == 2));
+    }
+    let ops = parse_text("DW_OP_LLVM_push_iteration", |_| None).unwrap();
+    assert!(matches!(
+        locus_dwarf::encode(&ops, Encoding::default()),
+        Err(Error::Unencodable { index: 0, .. })
+    ));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! {"address_size": 8,
 //!  "registers": {"NAME": {"number": N, "value": "HEX"}},
 //!  "memory": [{"space": 0, "address": N, "bytes": "HEX"}],
-//!  "lane": N, "cfa": N, "frame_base": N, "object_address": N,
+//!  "lane": N, "iteration": N, "cfa": N, "frame_base": N, "object_address": N,
 //!  "object_location": [PLACE, ...],
 //!  "entry_registers": {"NAME": {"number": N, "value": "HEX"}}}
 //! ```
@@ -312,6 +312,7 @@ impl Context {
         }
         for (key, slot) in [
             ("lane", &mut c.snapshot.lane),
+            ("iteration", &mut c.snapshot.iteration),
             ("cfa", &mut c.snapshot.cfa),
             ("frame_base", &mut c.snapshot.frame_base),
             ("object_address", &mut c.snapshot.object_address),
@@ -358,6 +359,7 @@ impl Context {
         }
         for (key, v) in [
             ("lane", snapshot.lane),
+            ("iteration", snapshot.iteration),
             ("cfa", snapshot.cfa),
             ("frame_base", snapshot.frame_base),
             ("object_address", snapshot.object_address),

@@ -57,7 +57,7 @@ pub enum Command {
         ///
         /// {"address_size", "registers": {NAME:
         /// {"number": DWARF number, "value": little-endian hex}}, "memory": [{"space",
-        /// "address", "bytes": hex}], "lane", "cfa", "frame_base", "object_address",
+        /// "address", "bytes": hex}], "lane", "iteration", "cfa", "frame_base", "object_address",
         /// "object_location"}. "object_location" is what DW_OP_push_object_address
         /// pushes when the object is more than an address in global memory: a list of
         /// places in the shape of a location result ({"storage": "memory", "space",

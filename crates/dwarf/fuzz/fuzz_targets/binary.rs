@@ -130,6 +130,7 @@ fn snapshot(data: &[u8], bias: u64) -> Snapshot {
         registers,
         memory,
         lane: Some(1),
+        iteration: Some(0),
         frame_base: None,
         cfa: Some(STACK + 0x1000),
         object_address: Some(STACK + 0x100),

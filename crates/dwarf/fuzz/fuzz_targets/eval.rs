@@ -106,6 +106,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             Ok(EvaluationResult::RequiresLane) => eval.resume_with_lane(3),
+            Ok(EvaluationResult::RequiresIteration) => eval.resume_with_iteration(1),
             Ok(EvaluationResult::RequiresFrameBase) => eval.resume_with_frame_base(0x100),
             Ok(EvaluationResult::RequiresCallFrameCfa) => eval.resume_with_call_frame_cfa(0x200),
             Ok(EvaluationResult::RequiresObjectAddress) => eval.resume_with_object_address(0x300),

@@ -30,6 +30,7 @@ impl<'a> Evaluation<'a> {
             trace: false,
             register_sizes: Vec::new(),
             lanes: None,
+            iterations: None,
         }
     }
 
@@ -53,16 +54,18 @@ impl<'a> Evaluation<'a> {
     /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
     /// reuses this one's buffers (stack, call returns, base types), so that
     /// a caller evaluating many expressions allocates them once. Keeps the
-    /// step limit, the trace setting, the register sizes and the lane count;
-    /// forgets the base types.
+    /// step limit, the trace setting, the register sizes and the lane and
+    /// iteration counts; forgets the base types.
     pub fn reuse<'b>(mut self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
-        let (max_steps, trace, lanes) = (self.max_steps, self.trace, self.lanes);
+        let (max_steps, trace) = (self.max_steps, self.trace);
+        let (lanes, iterations) = (self.lanes, self.iterations);
         let register_sizes = core::mem::take(&mut self.register_sizes);
         let mut eval = Evaluation::from_bytes_in(bytes, encoding, self.into_buffers());
         eval.max_steps = max_steps;
         eval.trace = trace;
         eval.register_sizes = register_sizes;
         eval.lanes = lanes;
+        eval.iterations = iterations;
         eval
     }
 
@@ -186,6 +189,7 @@ impl<'a> Evaluation<'a> {
             trace: false,
             register_sizes: Vec::new(),
             lanes: None,
+            iterations: None,
         }
     }
 
@@ -235,6 +239,15 @@ impl<'a> Evaluation<'a> {
     /// [`Evaluation::set_register_size`]'s sizes are.
     pub fn set_lane_count(&mut self, lanes: u64) {
         self.lanes = Some(lanes);
+    }
+
+    /// Tells the evaluation the value of `DW_AT_LLVM_iterations` (how many
+    /// source loop iterations run concurrently): an iteration given to
+    /// [`Evaluation::resume_with_iteration`] that is not below it makes the
+    /// expression ill-formed (the rule for `DW_OP_LLVM_push_iteration`).
+    /// Unchecked unless given; kept as the lane count is.
+    pub fn set_iteration_count(&mut self, iterations: u64) {
+        self.iterations = Some(iterations);
     }
 
     /// Gives the byte offset of each operation in the original expression,
@@ -512,6 +525,21 @@ impl<'a> Evaluation<'a> {
                 self.advance()
             }
             other => self.wrong(other, "no lane was requested"),
+        };
+        self.after_resume(r)
+    }
+
+    /// Answers [`EvaluationResult::RequiresIteration`].
+    pub fn resume_with_iteration(&mut self, iteration: u64) -> Result<EvaluationResult, Error> {
+        let r = match self.pending.take() {
+            Some(Pending::Iteration) if self.iterations.is_some_and(|n| iteration >= n) => Err(
+                EvalError::IllFormed("the iteration is not less than DW_AT_LLVM_iterations").into(),
+            ),
+            Some(Pending::Iteration) => {
+                self.push_value(Value::generic(iteration, self.address_size));
+                self.advance()
+            }
+            other => self.wrong(other, "no iteration was requested"),
         };
         self.after_resume(r)
     }

@@ -37,6 +37,7 @@
 //! | [`RequiresRegister`](EvaluationResult::RequiresRegister) | [`resume_with_register`](Evaluation::resume_with_register) |
 //! | [`RequiresMemory`](EvaluationResult::RequiresMemory) | [`resume_with_memory`](Evaluation::resume_with_memory) |
 //! | [`RequiresLane`](EvaluationResult::RequiresLane) | [`resume_with_lane`](Evaluation::resume_with_lane) |
+//! | [`RequiresIteration`](EvaluationResult::RequiresIteration) | [`resume_with_iteration`](Evaluation::resume_with_iteration) |
 //! | [`RequiresFrameBase`](EvaluationResult::RequiresFrameBase) | [`resume_with_frame_base`](Evaluation::resume_with_frame_base) |
 //! | [`RequiresCallFrameCfa`](EvaluationResult::RequiresCallFrameCfa) | [`resume_with_call_frame_cfa`](Evaluation::resume_with_call_frame_cfa) |
 //! | [`RequiresObjectAddress`](EvaluationResult::RequiresObjectAddress) | [`resume_with_object_address`](Evaluation::resume_with_object_address) or [`resume_with_object_location`](Evaluation::resume_with_object_location) |
@@ -169,6 +170,10 @@ pub enum EvaluationResult {
     },
     /// Answer with [`Evaluation::resume_with_lane`].
     RequiresLane,
+    /// Answer with [`Evaluation::resume_with_iteration`]
+    /// (`DW_OP_LLVM_push_iteration`: the concurrent loop iteration the user
+    /// is focused on).
+    RequiresIteration,
     /// Answer with [`Evaluation::resume_with_frame_base`] (the frame base
     /// as an address).
     RequiresFrameBase,
@@ -367,6 +372,7 @@ enum Pending {
         next: usize,
     },
     Lane,
+    Iteration,
     FrameBase {
         offset: i64,
     },
@@ -466,6 +472,9 @@ pub struct Evaluation<'a> {
     register_sizes: Vec<(u16, u64)>,
     /// `DW_AT_LLVM_lanes`, if the caller gave it ([`Evaluation::set_lane_count`]).
     lanes: Option<u64>,
+    /// `DW_AT_LLVM_iterations`, if the caller gave it
+    /// ([`Evaluation::set_iteration_count`]).
+    iterations: Option<u64>,
 }
 
 /// What one operation (or an answer) led to: `Ok` goes on, or stops with

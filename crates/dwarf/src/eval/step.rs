@@ -747,6 +747,9 @@ impl<'a> Evaluation<'a> {
                 )
             }
             Op::PushLane => return self.request(Pending::Lane, EvaluationResult::RequiresLane),
+            Op::PushIteration => {
+                return self.request(Pending::Iteration, EvaluationResult::RequiresIteration)
+            }
             Op::Deref => return self.deref(a, ValueType::Generic),
             Op::DerefSize(n) => return self.deref(*n, ValueType::Generic),
             Op::DerefType { size, type_offset } => {

@@ -327,6 +327,9 @@ pub(super) fn encode_one(out: &mut Vec<u8>, op: &Op, enc: Encoding) -> Result<()
         Op::Overlay | Op::BitOverlay => {
             return Err("DW_OP_overlay and DW_OP_bit_overlay have no encoding (no sub-opcode in LLVM 19's DW_OP_LLVM_user table)");
         }
+        Op::PushIteration => {
+            return Err("DW_OP_LLVM_push_iteration has no encoding (its sub-opcode is TBA; LLVM 19 has none)");
+        }
         Op::Composite => {
             return Err("DW_OP_composite has no encoding (the DWARF 6 draft's opcode is TBA; LLVM 19 has none)");
         }

@@ -178,6 +178,10 @@ pub enum Op {
     // The heterogeneous-debugging extension.
     FormAspaceAddress,
     PushLane,
+    /// `DW_OP_LLVM_push_iteration`: pushes the current concurrent loop
+    /// iteration. Not encodable: the normative text's sub-opcode is "TBA"
+    /// and LLVM 19 has none; text and [`Op`] only.
+    PushIteration,
     Offset,
     OffsetUconst(u64),
     BitOffset,
@@ -385,6 +389,7 @@ impl Op {
             Op::Reinterpret(_) => "DW_OP_reinterpret",
             Op::FormAspaceAddress => "DW_OP_form_aspace_address",
             Op::PushLane => "DW_OP_push_lane",
+            Op::PushIteration => "DW_OP_push_iteration",
             Op::Offset => "DW_OP_offset",
             Op::OffsetUconst(_) => "DW_OP_offset_uconst",
             Op::BitOffset => "DW_OP_bit_offset",
@@ -408,6 +413,7 @@ impl Op {
             self,
             Op::FormAspaceAddress
                 | Op::PushLane
+                | Op::PushIteration
                 | Op::Offset
                 | Op::OffsetUconst(_)
                 | Op::BitOffset

@@ -16,6 +16,7 @@ pub struct Ctx {
     /// (address space, start address, bytes).
     pub memory: Vec<(u64, u64, Vec<u8>)>,
     pub lane: u64,
+    pub iteration: u64,
     pub frame_base: u64,
     pub cfa: u64,
     pub object: Option<Location>,
@@ -131,6 +132,7 @@ pub fn evaluate<'a>(
                 eval.resume_with_memory(&bytes)?
             }
             EvaluationResult::RequiresLane => eval.resume_with_lane(ctx.lane)?,
+            EvaluationResult::RequiresIteration => eval.resume_with_iteration(ctx.iteration)?,
             EvaluationResult::RequiresFrameBase => eval.resume_with_frame_base(ctx.frame_base)?,
             EvaluationResult::RequiresCallFrameCfa => eval.resume_with_call_frame_cfa(ctx.cfa)?,
             EvaluationResult::RequiresObjectAddress => {
