@@ -18,10 +18,37 @@ pub enum Command {
     /// The entry must be defined as `i64 NAME()` with the C calling convention; its result
     /// is printed on its own line. External functions resolve to this process's symbols
     /// (libc). The module's stack maps (llvm.experimental.stackmap, patchpoint and
-    /// statepoint records) are captured with the code and indexed by address. The module
-    /// runs with the runtime linked in: `@locus_ic_miss` (the inline caches' miss handler)
-    /// and `@locus_poll`, and its stack maps' shadows can be patched to deoptimize
-    /// (--invalidate).
+    /// statepoint records) are captured with the code and indexed by address, and its stack
+    /// maps' shadows can be patched to deoptimize (--invalidate).
+    ///
+    /// The module runs with Locus's runtime linked in; it declares what it uses of it (C
+    /// calling convention, i64 and ptr are 64 bits):
+    ///
+    ///   i64  @locus_shape_new(ptr %names, i64 %count)     a shape: `count` distinct
+    ///        property names (the i64s at `names`, a global or on the stack); its ID
+    ///   i64  @locus_shape_change(i64 %shape, ptr %names, i64 %count)   the same names in
+    ///        a new order: objects rearranged, sites specialized on the shape patched
+    ///        back; returns how many
+    ///   ptr  @locus_object_new(i64 %shape)                an object, every property 0
+    ///   void @locus_object_set(ptr %object, i64 %name, i64 %value)
+    ///   i64  @locus_object_get(ptr %object, i64 %name)    a read without a cache
+    ///   i64  @locus_ic_miss(ptr %object, i64 %name)       the miss handler: the target of
+    ///        a property read `call i64 (...) @llvm.experimental.patchpoint.i64(i64 ID, i32
+    ///        BYTES, ptr @locus_ic_miss, i32 2, ptr %object, i64 %name)`, BYTES >= 13 (a
+    ///        site of 23 or more gets the fast path written into it); the first read of
+    ///        each shape at a site misses, then the site is patched to answer it
+    ///   i64  @locus_poll(i64 %value)                      returns `value`
+    ///   i64  @locus_invalidate(ptr %function)             deoptimize a function of the
+    ///        module: its stack maps' shadows (>= 5 bytes) are patched; returns how many
+    ///        (as --invalidate: only the entry's own frame deoptimizes)
+    ///
+    /// A property name is any 64-bit number; an object is an address the runtime handed
+    /// out (its words: the shape's ID, then one per property in the shape's order). A bad
+    /// argument (a null or unknown object, an unknown shape, a property its shape lacks)
+    /// ends the run with a `locus:` line naming the entry point and its caller: exit
+    /// status 1. A fault in the compiled code (a patched read of a bad object) ends it
+    /// with a `locus:` line naming the signal and the function: exit status 3.
+    #[command(verbatim_doc_comment)]
     Run {
         /// The module (.ll or .bc).
         file: PathBuf,
@@ -34,9 +61,15 @@ pub enum Command {
         stats: bool,
         /// Invalidate this function before the call (repeatable): its stack maps'
         /// shadows call the deopt entry, and a call that reaches one is finished by
-        /// Locus's interpreter from the record's live values.
+        /// Locus's interpreter from the record's live values. Only the entry's own frame
+        /// deoptimizes; reaching a patched shadow in a function called by compiled code
+        /// is an error.
         #[arg(long, value_name = "FUNCTION")]
         invalidate: Vec<String>,
+        /// Never patch a property read: every read goes through the miss handler (the
+        /// answers are the same; misses count every read, hits stay 0).
+        #[arg(long)]
+        no_cache: bool,
     },
 }
 
@@ -52,13 +85,27 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             entry,
             stats,
             invalidate,
+            no_cache,
         } => {
             let name = file.display().to_string();
             let ir = input.read(file).map_err(fail)?;
             let text = check_entry(&name, &ir, entry)?;
-            run_with_runtime(&name, &text, entry, *stats, invalidate, out)
+            let options = RunOptions {
+                stats: *stats,
+                caching: !*no_cache,
+            };
+            run_with_runtime(&name, &text, entry, options, invalidate, out)
         }
     }
+}
+
+/// How `jit run` runs the module.
+#[derive(Clone, Copy)]
+struct RunOptions {
+    /// Print the counts after the result.
+    stats: bool,
+    /// Patch property reads (off: `--no-cache`).
+    caching: bool,
 }
 
 /// Compiles `text` with the JIT runtime linked in, invalidates `invalidate`, calls `entry`
@@ -68,19 +115,33 @@ fn run_with_runtime(
     name: &str,
     text: &str,
     entry: &str,
-    stats: bool,
+    options: RunOptions,
     invalidate: &[String],
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let rt = Runtime::new(name, text, true).map_err(fail)?;
+    use locus_gc::signals::{fault_scope, install, register_code, CodeRange};
+
+    // A fault in the compiled code (or in LLVM compiling it) ends the process with one
+    // `locus:` line naming the signal, the address and the function, and exit status 3.
+    install();
+    let scope = fault_scope(false);
+    let rt = Runtime::new(name, text, options.caching).map_err(fail)?;
     for function in invalidate {
         rt.invalidate(function).map_err(fail)?;
     }
+    let code = register_code(rt.jit().functions().iter().map(|f| CodeRange {
+        start: f.address as usize,
+        len: f.end.saturating_sub(f.address) as usize,
+        name: f.name.clone(),
+    }));
     // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
     // convention. What the code does is the module's business, as with any program run.
-    let result = unsafe { rt.call(entry, &[]) }.map_err(fail)?;
+    let result = unsafe { rt.call(entry, &[]) };
+    drop(code);
+    drop(scope);
+    let result = result.map_err(fail)?;
     writeln!(out, "{result}").map_err(fail)?;
-    if stats {
+    if options.stats {
         let s = rt.stats();
         writeln!(out, "records: {}", rt.jit().stack_maps().len()).map_err(fail)?;
         writeln!(out, "patches: {}", s.patches).map_err(fail)?;
@@ -97,7 +158,7 @@ fn run_with_runtime(
     _name: &str,
     _text: &str,
     _entry: &str,
-    _stats: bool,
+    _options: RunOptions,
     _invalidate: &[String],
     _out: &mut dyn Write,
 ) -> Result<(), Failure> {

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -150,7 +151,9 @@ fn bad_entries_and_symbols_are_errors() {
 
 /// `--invalidate FUNCTION` patches the function's stack map shadows to call the deopt entry
 /// before the run: the call is finished by Locus's interpreter from the record's live
-/// values, with the compiled code's result; `--stats` counts the patch and the deopt.
+/// values, with the compiled code's result; `--stats` counts the patch and the deopt. Only
+/// the entry's own frame deoptimizes: a call of the invalidated function from compiled
+/// code ends the run with an error.
 #[test]
 fn invalidated_functions_deoptimize_to_the_same_result() {
     let t = TempDir::new("jit-deopt");
@@ -159,7 +162,11 @@ fn invalidated_functions_deoptimize_to_the_same_result() {
         &ll,
         "declare void @llvm.experimental.stackmap(i64, i32, ...)\n\
          declare i64 @locus_poll(i64)\n\
-         define i64 @compute(i64 %a, i64 %b) {\n\
+         @a = global i64 5\n\
+         @b = global i64 9\n\
+         define i64 @main() {\n\
+         \x20 %a = load i64, ptr @a\n\
+         \x20 %b = load i64, ptr @b\n\
          \x20 %t = mul i64 %a, 3\n\
          \x20 %u = add i64 %a, 11\n\
          \x20 %p = call i64 @locus_poll(i64 %t)\n\
@@ -168,26 +175,317 @@ fn invalidated_functions_deoptimize_to_the_same_result() {
          \x20 %r = mul i64 %v, %u\n\
          \x20 ret i64 %r\n\
          }\n\
-         define i64 @main() {\n\
-         \x20 %r = call i64 @compute(i64 5, i64 9)\n\
-         \x20 ret i64 %r\n\
+         define i64 @outer() {\n\
+         \x20 %r = call i64 @main()\n\
+         \x20 %s = add i64 %r, 1\n\
+         \x20 ret i64 %s\n\
          }\n",
     )
     .unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec!["jit", "run", path_str(&ll), "--stats"];
         args.extend(extra);
-        let out = Command::new(LOCUS).args(&args).output().unwrap();
+        Command::new(LOCUS).args(&args).output().unwrap()
+    };
+    let ok = |out: Output| {
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout).to_string()
     };
     // (5 * 3 + 9) * (5 + 11)
     assert_eq!(
-        run(&[]),
+        ok(run(&[])),
         "384\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
     );
     assert_eq!(
-        run(&["--invalidate", "compute"]),
+        ok(run(&["--invalidate", "main"])),
         "384\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\n"
+    );
+    assert_eq!(
+        ok(run(&["--entry", "outer"])),
+        "385\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+    );
+    let out = run(&["--entry", "outer", "--invalidate", "main"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("@main (stack map 100) was not called by Runtime::call"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `tests/fixtures/jit/shapes.ll`: the program makes its own shapes and objects through
+/// the runtime's surface and reads them at four patch points in a loop, changing a shape
+/// midway (its comments give the counts).
+fn shapes_fixture() -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jit/shapes.ll");
+    path_str(&path).to_owned()
+}
+
+/// What `@main` of `shapes.ll` computes, from the values it gives its objects.
+fn shapes_checksum() -> i64 {
+    let (x, y, z) = (120, 121, 122);
+    let object = |vals: [(u64, i64); 4]| -> HashMap<u64, i64> { vals.into_iter().collect() };
+    let mut a1 = object([(x, 3), (y, 4), (z, 5), (0, 0)]);
+    let a2 = object([(x, -2), (y, 7), (z, 11), (0, 0)]);
+    let b = object([(x, 10), (y, 20), (z, 30), (0, 0)]);
+    let c = object([(x, 6), (y, 8), (z, 9), (119, 1000)]);
+    let step = |o: &HashMap<u64, i64>, h: i64| -> i64 {
+        let norm = o[&x]
+            .wrapping_mul(o[&x])
+            .wrapping_add(o[&y].wrapping_mul(o[&y]));
+        h.wrapping_mul(31).wrapping_add(norm) ^ o[&z].wrapping_mul(3)
+    };
+    let mut h: i64 = 17;
+    for i in 0..10 {
+        a1.insert(x, i);
+        h = step(&a1, h);
+        h = step(&b, h);
+        h = step(&a2, h);
+        h = step(&c, h);
+        h = h.wrapping_add(c[&119]).wrapping_add(i);
+    }
+    h
+}
+
+/// The same checksum with caching on and off (`--no-cache`), equal to what the program
+/// computes; with caching, misses are the 10 distinct (site, shape) pairs plus the 9
+/// re-misses at the 3 sites the shape change patched back, every other read (130 in all)
+/// a hit; without, every read misses and nothing is patched.
+#[test]
+fn a_program_s_own_objects_are_read_through_inline_caches() {
+    let file = shapes_fixture();
+    let expected = shapes_checksum();
+    assert_eq!(
+        stdout_ok(&locus_jit(&[&file, "--stats"])),
+        format!("{expected}\nrecords: 4\npatches: 22\nmisses: 19\nhits: 111\ndeopts: 0\n")
+    );
+    assert_eq!(
+        stdout_ok(&locus_jit(&[&file, "--stats", "--no-cache"])),
+        format!("{expected}\nrecords: 4\npatches: 0\nmisses: 130\nhits: 0\ndeopts: 0\n")
+    );
+    assert_eq!(stdout_ok(&locus_jit(&[&file])), format!("{expected}\n"));
+}
+
+/// The declarations of the runtime's surface, for the programs below.
+const SURFACE: &str = "declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)\n\
+    declare void @llvm.experimental.stackmap(i64, i32, ...)\n\
+    declare i64 @locus_ic_miss(ptr, i64)\n\
+    declare i64 @locus_shape_new(ptr, i64)\n\
+    declare i64 @locus_shape_change(i64, ptr, i64)\n\
+    declare ptr @locus_object_new(i64)\n\
+    declare void @locus_object_set(ptr, i64, i64)\n\
+    declare i64 @locus_object_get(ptr, i64)\n\
+    declare i64 @locus_invalidate(ptr)\n\
+    declare void @abort()\n\
+    @xy = private constant [2 x i64] [i64 120, i64 121]\n\
+    @data = private global [4 x i64] zeroinitializer\n";
+
+/// A property read of `%o` at patch point `id`, of 32 bytes (a stub's call when hits are
+/// counted).
+fn get(result: &str, id: u32, object: &str, name: u64) -> String {
+    get_sized(result, id, 32, object, name)
+}
+
+/// A property read of `%o` at patch point `id` reserving `bytes`.
+fn get_sized(result: &str, id: u32, bytes: u32, object: &str, name: u64) -> String {
+    format!(
+        "  {result} = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 {id}, i32 {bytes}, ptr @locus_ic_miss, i32 2, ptr {object}, i64 {name})\n"
+    )
+}
+
+/// A program whose `@main` runs `body` after making `%o`, an object of shape [x, y], then
+/// calls `abort` (which a call ended by the runtime never reaches).
+fn surface_program(body: &str) -> String {
+    format!(
+        "{SURFACE}define i64 @main() {{\n  \
+         %s = call i64 @locus_shape_new(ptr @xy, i64 2)\n  \
+         %o = call ptr @locus_object_new(i64 %s)\n\
+         {body}  call void @abort()\n  ret i64 0\n}}\n"
+    )
+}
+
+/// Bad arguments to the surface end the run with one `locus:` line naming the entry point,
+/// its caller and the fault, exit status 1, before the program goes on (it would abort).
+#[test]
+fn bad_calls_of_the_runtime_s_surface_end_the_run() {
+    let dir = TempDir::new("jit-surface-errors");
+    let cases: [(&str, &str, String); 10] = [
+        (
+            "null_object",
+            "locus_object_set (called from @main): 0x0 is not an object of this runtime",
+            "  call void @locus_object_set(ptr null, i64 120, i64 1)\n".into(),
+        ),
+        (
+            "unknown_object",
+            "is not an object of this runtime",
+            "  %p = getelementptr i64, ptr %o, i64 1\n  %v = call i64 @locus_object_get(ptr %p, i64 120)\n".into(),
+        ),
+        (
+            "missing_property",
+            "locus_object_set (called from @main): shape 0 has no property 122",
+            "  call void @locus_object_set(ptr %o, i64 122, i64 1)\n".into(),
+        ),
+        (
+            "unknown_shape",
+            "locus_object_new (called from @main): no shape 7",
+            "  %q = call ptr @locus_object_new(i64 7)\n".into(),
+        ),
+        (
+            "names_out_of_bounds",
+            "locus_shape_new (called from @main): 3 names at 0x0 are neither in the program's sections nor on its stack",
+            "  %t = call i64 @locus_shape_new(ptr null, i64 3)\n".into(),
+        ),
+        (
+            "names_past_a_global",
+            "neither in the program's sections nor on its stack",
+            "  %t = call i64 @locus_shape_new(ptr @xy, i64 1000)\n".into(),
+        ),
+        (
+            "a_name_twice",
+            "locus_shape_new (called from @main): property 0 is named twice",
+            "  %t = call i64 @locus_shape_new(ptr @data, i64 4)\n".into(),
+        ),
+        (
+            "not_a_rearrangement",
+            "locus_shape_change (called from @main): ",
+            "  %t = call i64 @locus_shape_change(i64 %s, ptr @data, i64 2)\n".into(),
+        ),
+        (
+            "read_of_a_missing_property",
+            "shape 0 has no property 119",
+            get("%w", 1, "%o", 119),
+        ),
+        (
+            "read_of_an_unknown_object",
+            "is not an object of this runtime",
+            get("%w", 1, "@data", 120),
+        ),
+    ];
+    for (name, message, body) in cases {
+        let file = write_module(&dir, &format!("{name}.ll"), &surface_program(&body));
+        let out = locus_jit(&[&file, "--stats"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}");
+        assert!(
+            stderr.starts_with("locus: ")
+                && stderr.contains("`main`: ")
+                && stderr.contains(message),
+            "{name}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+    }
+    let invalid = write_module(
+        &dir,
+        "invalidate_data.ll",
+        &surface_program("  %n = call i64 @locus_invalidate(ptr @data)\n"),
+    );
+    let out = locus_jit(&[&invalid]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a function of the program"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A read at a patched site takes no runtime call, so a bad object there is the compiled
+/// code's fault: one `locus:` line naming the signal (and the function, when the fast
+/// path is in the site itself rather than in a stub), exit status 3.
+#[test]
+fn a_patched_read_of_a_null_object_is_a_reported_fault() {
+    let dir = TempDir::new("jit-surface-fault");
+    for (bytes, place) in [(48, "in function `read`"), (16, "")] {
+        let program = format!(
+            "{SURFACE}define i64 @read(ptr %o) {{\n{}  ret i64 %v\n}}\n\
+             define i64 @main() {{\n  \
+             %s = call i64 @locus_shape_new(ptr @xy, i64 2)\n  \
+             %o = call ptr @locus_object_new(i64 %s)\n  \
+             %a = call i64 @read(ptr %o)\n  \
+             %b = call i64 @read(ptr null)\n  ret i64 %b\n}}\n",
+            get_sized("%v", 1, bytes, "%o", 121)
+        );
+        let file = write_module(&dir, &format!("fault{bytes}.ll"), &program);
+        let out = locus_jit(&[&file]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{bytes}: {stderr}");
+        assert!(
+            stderr.starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0")
+                && stderr.contains(place),
+            "{bytes}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// Property names may be on the program's stack; objects are zero until set; a shape
+/// change from the program reports the sites it patched back.
+#[test]
+fn names_on_the_stack_and_a_shape_change_from_the_program() {
+    let dir = TempDir::new("jit-surface-stack");
+    let program = format!(
+        "{SURFACE}define i64 @main() {{\n  \
+         %names = alloca [3 x i64], align 8\n  \
+         store i64 7, ptr %names\n  \
+         %n1 = getelementptr i64, ptr %names, i64 1\n  store i64 8, ptr %n1\n  \
+         %n2 = getelementptr i64, ptr %names, i64 2\n  store i64 9, ptr %n2\n  \
+         %s = call i64 @locus_shape_new(ptr %names, i64 3)\n  \
+         %o = call ptr @locus_object_new(i64 %s)\n  \
+         call void @locus_object_set(ptr %o, i64 9, i64 40)\n\
+         {}{}  \
+         store i64 9, ptr %names\n  store i64 7, ptr %n2\n  \
+         %back = call i64 @locus_shape_change(i64 %s, ptr %names, i64 3)\n\
+         {}  %g = call i64 @locus_object_get(ptr %o, i64 9)\n  \
+         %r1 = add i64 %nine, %seven\n  %r2 = add i64 %r1, %nine2\n  \
+         %r3 = mul i64 %back, 1000\n  %r4 = add i64 %r2, %r3\n  %r = add i64 %r4, %g\n  \
+         ret i64 %r\n}}\n",
+        get("%nine", 1, "%o", 9),
+        get("%seven", 2, "%o", 7),
+        get("%nine2", 1, "%o", 9),
+    );
+    let file = write_module(&dir, "stack.ll", &program);
+    // 40 + 0 + 40 + 2 sites patched back * 1000 + 40; misses: sites 1, 2, then site 1
+    // again; patches: one per miss, two back.
+    assert_eq!(
+        stdout_ok(&locus_jit(&[&file, "--stats"])),
+        "2120\nrecords: 3\npatches: 5\nmisses: 3\nhits: 0\ndeopts: 0\n"
+    );
+}
+
+/// `@locus_invalidate` from the program: the entry invalidates itself and deoptimizes at
+/// the stack map right after the call, and the interpreter finishes it with the compiled
+/// result. A function called by compiled code is not deoptimized: its compiled caller's
+/// registers cannot be put back without its unwind tables, so the run ends with an error.
+#[test]
+fn a_program_invalidates_its_own_code() {
+    let dir = TempDir::new("jit-surface-invalidate");
+    let program = format!(
+        "{SURFACE}@seven = global i64 7\n\
+         define i64 @main() {{\n  \
+         %a = load i64, ptr @seven\n  \
+         %t = mul i64 %a, 5\n  \
+         %n = call i64 @locus_invalidate(ptr @main)\n  \
+         call void (i64, i32, ...) @llvm.experimental.stackmap(i64 10, i32 8, i64 %n, i64 %t, i64 %a)\n  \
+         %u = add i64 %t, %n\n  %r = mul i64 %u, %a\n  ret i64 %r\n}}\n\
+         define i64 @nested() {{\n  \
+         %r = call i64 @main()\n  ret i64 %r\n}}\n"
+    );
+    let file = write_module(&dir, "invalidate.ll", &program);
+    // (7 * 5 + 1 shadow patched) * 7 = 252, by the interpreter.
+    assert_eq!(
+        stdout_ok(&locus_jit(&[&file, "--stats"])),
+        "252\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\n"
+    );
+    let out = locus_jit(&[&file, "--entry", "nested"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("locus: ")
+            && stderr.contains(
+                "deoptimization failed: @main (stack map 10) was not called by Runtime::call"
+            ),
+        "{stderr}"
     );
 }

@@ -726,7 +726,8 @@ fn a_big_site_runs_its_fast_path_with_the_padding_split() -> TestResult {
     }
     assert_eq!(rt.stats().misses, 4);
     assert_eq!(rt.stats().stubs, 0);
-    // A failed miss from an inline fast path returns past the site, not into a case.
+    // A failed miss from an inline fast path ends the call (the compiled frames are
+    // dropped); the site answers the next call as before.
     let c = rt.add_shape(&[X, Z]);
     let oc = rt.new_object(c, &[1, 3])?;
     // SAFETY: as above.

@@ -615,8 +615,8 @@ impl Runtime {
         state.polls = 0;
     }
 
-    /// `@locus_poll`, from compiled code.
-    pub(super) fn poll(&self) {
+    /// `@locus_poll`, from compiled code; an error ends the call of the program.
+    pub(super) fn poll(&self) -> Result<(), String> {
         let due = {
             let mut state = self.state.borrow_mut();
             state.polls += 1;
@@ -627,16 +627,20 @@ impl Runtime {
         };
         if let Some(function) = due {
             self.state.borrow_mut().poll_plan = None;
-            if let Err(e) = self.invalidate(&function) {
-                self.fail(e.to_string());
-            }
+            self.invalidate(&function).map_err(|e| e.to_string())?;
         }
+        Ok(())
     }
 
     /// The deopt entry's work: find the record the patched call came from, read its live
     /// values from the saved registers and the frame, and finish the function.
-    pub(super) fn deoptimize(&self, saved: &SavedRegisters) -> i64 {
-        match self.finish(saved) {
+    /// `resume_sp` is the stack pointer [`Runtime::call`]'s entry had at its call: only a
+    /// frame that entry called is finished (the interpreter's result is returned from
+    /// there). A frame of a function called by compiled code is refused: returning into
+    /// its compiled caller would need the caller's callee-saved registers, which the
+    /// deoptimized function saved where only its unwind tables say.
+    pub(super) fn deoptimize(&self, saved: &SavedRegisters, resume_sp: u64) -> i64 {
+        match self.finish(saved, resume_sp) {
             Ok(result) => {
                 self.state.borrow_mut().stats.deopts += 1;
                 result
@@ -648,7 +652,7 @@ impl Runtime {
         }
     }
 
-    fn finish(&self, saved: &SavedRegisters) -> Result<i64, String> {
+    fn finish(&self, saved: &SavedRegisters, resume_sp: u64) -> Result<i64, String> {
         let return_address = saved.0[16];
         let address = return_address.wrapping_sub(CALL_REL32_LEN as u64);
         let record = self
@@ -657,6 +661,23 @@ impl Runtime {
             .lookup(address)
             .find(|r| self.continuations.contains_key(&r.record.id()))
             .ok_or_else(|| format!("no stack map record at {address:#x}"))?;
+        // The caller's stack pointer is the one at the record plus the fixed frame and
+        // the return address (stack map section, function records).
+        let stack_size = record.function.stack_size;
+        let caller_sp =
+            (stack_size != u64::MAX).then(|| saved.0[7].wrapping_add(stack_size).wrapping_add(8));
+        if caller_sp != Some(resume_sp) {
+            let function = self
+                .jit
+                .function_at(address)
+                .map_or_else(|| format!("{address:#x}"), |f| format!("@{}", f.name));
+            return Err(format!(
+                "{function} (stack map {}) was not called by Runtime::call but by compiled \
+                 code (or has a frame of dynamic size); only the entry's own frame is \
+                 deoptimized",
+                record.record.id()
+            ));
+        }
         let continuation = match self.continuations.get(&record.record.id()) {
             Some(Ok(c)) => c,
             Some(Err(e)) => return Err(e.clone()),

@@ -34,6 +34,9 @@ pub(super) struct State {
     shapes: Vec<Vec<u64>>,
     /// Every object made, with the shape it was made with (boxed: the words stay put).
     objects: Vec<Box<[u64]>>,
+    /// The index in `objects` of each object, by the address handed out for it: the one
+    /// way an address from outside becomes an object.
+    by_address: HashMap<u64, usize>,
     /// The (shape, slot) cases each patched site answers, by site address.
     cases: HashMap<u64, Vec<(u64, usize)>>,
     /// A stub's address for each set of cases.
@@ -53,6 +56,73 @@ pub(super) struct State {
     pub(super) polls: u64,
     /// The location kinds (as numbered in the section) deoptimizations have read.
     pub(super) location_kinds: std::collections::BTreeSet<u8>,
+}
+
+impl State {
+    /// Keeps `words` (shape ID, then the slots) as an object; returns its address.
+    pub(super) fn push_object(&mut self, words: Vec<u64>) -> u64 {
+        let object = words.into_boxed_slice();
+        let address = object.as_ptr() as u64;
+        self.by_address.insert(address, self.objects.len());
+        self.objects.push(object);
+        address
+    }
+
+    /// The words of the object at `object`, if it is one of this runtime's.
+    pub(super) fn object(&self, object: u64) -> Option<&[u64]> {
+        let index = *self.by_address.get(&object)?;
+        self.objects.get(index).map(|o| &o[..])
+    }
+
+    /// Word `index` of the object at `object` (0 is its shape).
+    fn word(&self, object: u64, index: usize) -> Option<u64> {
+        self.object(object)?.get(index).copied()
+    }
+
+    /// The shape of the object at `object` and the slot of its property `name`; the
+    /// message says which of the two is not there.
+    pub(super) fn slot_of(
+        &self,
+        object: u64,
+        name: u64,
+    ) -> std::result::Result<(u64, usize), String> {
+        let words = self
+            .object(object)
+            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
+        let shape = *words.first().ok_or("an empty object")?;
+        let properties = self.properties(shape)?;
+        let slot = properties
+            .iter()
+            .position(|p| *p == name)
+            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
+        Ok((shape, slot))
+    }
+
+    /// Sets property `name` of the object at `object`.
+    pub(super) fn set(
+        &mut self,
+        object: u64,
+        name: u64,
+        value: u64,
+    ) -> std::result::Result<(), String> {
+        let (_, slot) = self.slot_of(object, name)?;
+        let index = self.by_address.get(&object).copied();
+        let word = index
+            .and_then(|i| self.objects.get_mut(i))
+            .and_then(|words| words.get_mut(slot + 1))
+            .ok_or_else(|| format!("{object:#x}: a short object"))?;
+        *word = value;
+        Ok(())
+    }
+
+    /// The property names of `shape`, in slot order.
+    pub(super) fn properties(&self, shape: u64) -> std::result::Result<&[u64], String> {
+        usize::try_from(shape)
+            .ok()
+            .and_then(|s| self.shapes.get(s))
+            .map(|p| &p[..])
+            .ok_or_else(|| format!("no shape {shape}"))
+    }
 }
 
 impl Runtime {
@@ -85,10 +155,7 @@ impl Runtime {
         }
         let mut words = vec![shape.0];
         words.extend(values.iter().map(|v| *v as u64));
-        let object = words.into_boxed_slice();
-        let address = object.as_ptr() as u64;
-        state.objects.push(object);
-        Ok(address)
+        Ok(state.push_object(words))
     }
 
     /// The value of property `name` of the object at `object` (made by
@@ -96,10 +163,22 @@ impl Runtime {
     #[must_use]
     pub fn property(&self, object: u64, name: u64) -> Option<i64> {
         let state = self.state.borrow();
-        let words = state.objects.iter().find(|o| o.as_ptr() as u64 == object)?;
-        let shape = state.shapes.get(*words.first()? as usize)?;
-        let slot = shape.iter().position(|p| *p == name)?;
-        words.get(slot + 1).map(|v| *v as i64)
+        let (_, slot) = state.slot_of(object, name).ok()?;
+        state.word(object, slot + 1).map(|v| v as i64)
+    }
+
+    /// Sets property `name` of the object at `object` (made by [`Runtime::new_object`] or
+    /// by the program) to `value`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] if `object` is not an object of this runtime or its shape has
+    /// no property `name`.
+    pub fn set_property(&self, object: u64, name: u64, value: i64) -> Result<()> {
+        self.state
+            .borrow_mut()
+            .set(object, name, value as u64)
+            .map_err(|e| jit_error(&e))
     }
 
     /// Changes `shape` to hold `properties` in this order: the objects of the shape are
@@ -171,18 +250,19 @@ impl Runtime {
     /// site to a stub (or an inline fast path) that also answers this shape. Returns the
     /// value and the address to return to: the end of the site when it is known (a miss
     /// from an inline fast path does not return to the end, and the site may change form
-    /// meanwhile), else `return_address`.
-    pub(super) fn ic_miss(&self, object: *const u64, name: u64, return_address: u64) -> (i64, u64) {
+    /// meanwhile), else `return_address`. On an error (not an object of this runtime, a
+    /// property its shape lacks, a failed patch) the call of the program ends.
+    pub(super) fn ic_miss(
+        &self,
+        object: *const u64,
+        name: u64,
+        return_address: u64,
+    ) -> std::result::Result<(i64, u64), String> {
         self.state.borrow_mut().stats.misses += 1;
         let site = self.site_of_miss(return_address);
         let resume = site.map_or(return_address, |(site, reserved)| site + reserved as u64);
-        match self.miss(object, name, return_address, site) {
-            Ok(value) => (value, resume),
-            Err(message) => {
-                self.fail(message);
-                (0, resume)
-            }
-        }
+        let value = self.miss(object, name, return_address, site)?;
+        Ok((value, resume))
     }
 
     /// The patch point (address, reserved bytes) whose miss call returns to
@@ -219,21 +299,10 @@ impl Runtime {
     ) -> std::result::Result<i64, String> {
         let (shape, slot, value) = {
             let state = self.state.borrow();
-            let words = state
-                .objects
-                .iter()
-                .find(|o| o.as_ptr() == object)
-                .ok_or_else(|| format!("{object:p} is not an object of this runtime"))?;
-            let shape = *words.first().ok_or("an empty object")?;
-            let properties = state
-                .shapes
-                .get(shape as usize)
-                .ok_or_else(|| format!("no shape {shape}"))?;
-            let slot = properties
-                .iter()
-                .position(|p| *p == name)
-                .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
-            let value = *words.get(slot + 1).ok_or("a short object")? as i64;
+            let (shape, slot) = state.slot_of(object as u64, name)?;
+            let value = state
+                .word(object as u64, slot + 1)
+                .ok_or("a short object")? as i64;
             (shape, slot, value)
         };
         if !self.options.caching {

@@ -31,6 +31,70 @@
 //!   the frame; Rust reads the record's live values and finishes the function in an
 //!   interpreter of the IR after the stack map ([`deopt`]), and the result is returned from
 //!   the compiled function's caller, [`Runtime::call`], as if the code had returned it.
+//!   Only a frame [`Runtime::call`] called directly is deoptimized (the function record's
+//!   stack size tells): returning into a compiled caller would need the caller's
+//!   callee-saved registers, which the deoptimized function saved where only its unwind
+//!   tables say, so reaching an invalidated shadow in a deeper frame is an error of the
+//!   call.
+//!
+//! # The program's surface
+//!
+//! A program makes its own shapes and objects, changes shapes and invalidates code through
+//! these functions, which it declares and the JIT resolves to the runtime (every one with
+//! the C calling convention; `i64` and `ptr` are 64 bits):
+//!
+//! | declaration | what it does |
+//! |---|---|
+//! | `i64 @locus_shape_new(ptr %names, i64 %count)` | a new shape with `count` distinct property names, the `i64`s at `names`; returns its ID |
+//! | `i64 @locus_shape_change(i64 %shape, ptr %names, i64 %count)` | [`Runtime::change_shape`]: the shape's properties in a new order (the same names), its objects rearranged, every site specialized on it patched back; returns how many sites were |
+//! | `ptr @locus_object_new(i64 %shape)` | a new object of the shape, every property 0; it lives as long as the runtime |
+//! | `void @locus_object_set(ptr %object, i64 %name, i64 %value)` | sets a property |
+//! | `i64 @locus_object_get(ptr %object, i64 %name)` | reads a property without a cache |
+//! | `i64 @locus_ic_miss(ptr %object, i64 %name)` | the miss handler: only as the target of a patch point (above) |
+//! | `i64 @locus_poll(i64 %value)` | returns `value`; the runtime may invalidate code meanwhile (above) |
+//! | `i64 @locus_invalidate(ptr %function)` | [`Runtime::invalidate`] of a function of the program; returns the shadows patched. A stack map right after the call deoptimizes the caller at once if it invalidated itself |
+//!
+//! A *shape* is a list of property names; a *property name* is any 64-bit number (an
+//! interned string's ID in a real language; `120` for `x` in the examples); shape IDs are
+//! handed out from 0. An *object* is the address of a block of 64-bit words the runtime
+//! owns: the shape's ID, then one word per property in the shape's order, which is what
+//! the fast paths read. Nothing the program passes is trusted: an object must be an address
+//! the runtime handed out, a shape an ID it handed out, the names an array lying in a
+//! section of the program (a global) or on the program's stack, and a function a function
+//! of the program. A bad argument (null or unknown object, unknown shape, a property the
+//! object's shape lacks, a name given twice, names out of bounds), or any other failure of
+//! the runtime during a call, ends the call at once: the compiled frames are dropped, as a
+//! deoptimization drops them, and [`Runtime::call`] returns the error, which names the entry
+//! point and the function that called it. Compiled code that reads a bad object at a
+//! patched site reads it without the runtime (the fast path loads its shape word): such a
+//! fault is the program's, as any other.
+//!
+//! ```
+//! use locus_llvm::jit_runtime::Runtime;
+//!
+//! let ir = r#"
+//! declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
+//! declare i64 @locus_ic_miss(ptr, i64)
+//! declare i64 @locus_shape_new(ptr, i64)
+//! declare ptr @locus_object_new(i64)
+//! declare void @locus_object_set(ptr, i64, i64)
+//!
+//! @point = private constant [2 x i64] [i64 120, i64 121]
+//!
+//! define i64 @main() {
+//!   %shape = call i64 @locus_shape_new(ptr @point, i64 2)
+//!   %o = call ptr @locus_object_new(i64 %shape)
+//!   call void @locus_object_set(ptr %o, i64 121, i64 42)
+//!   %y = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 48, ptr @locus_ic_miss, i32 2, ptr %o, i64 121)
+//!   ret i64 %y
+//! }
+//! "#;
+//! let rt = Runtime::new("point.ll", ir, true)?;
+//! // SAFETY: `@main` takes no arguments.
+//! assert_eq!(unsafe { rt.call("main", &[])? }, 42);
+//! assert_eq!(rt.stats().misses, 1);
+//! # Ok::<(), locus_llvm::Error>(())
+//! ```
 //!
 //! The shadow must be at least 5 bytes: the patch is a `call rel32` to a stub the runtime
 //! adds to the program (`@locus.deopt.stub`, which jumps on through a literal), so it
@@ -39,6 +103,16 @@
 //!
 //! What each site reserves is read from the IR (the stack map section does not record it).
 //!
+//! # Live-out registers
+//!
+//! Programs are compiled without patch point live-outs (LLVM's
+//! `-enable-patchpoint-liveness=false`, set once for the process when the first
+//! [`Runtime`] is made): LLVM 19 crashes computing them on x86-64 for any patch point
+//! followed by a call in the same function (the shadow stack pointer is live there;
+//! llvm-project issue 53828), and the runtime's patch points use the C calling
+//! convention, whose call clobbers what a live-out list would spare. Patch point records
+//! of every module compiled in the process afterwards have empty live-out lists.
+//!
 //! # Threads and state
 //!
 //! Compiled code runs only through [`Runtime::call`], on the runtime's thread. The one
@@ -46,6 +120,7 @@
 //! points find their runtime there). No panic crosses into compiled code: every entry point
 //! catches it and reports it as an error of the call.
 
+mod abi;
 mod deopt;
 pub mod fast_path;
 mod inline_cache;
@@ -159,14 +234,11 @@ impl Runtime {
     ///
     /// As for [`Runtime::new`].
     pub fn with_options(name: &str, ir: &str, options: Options) -> Result<Self> {
+        without_patchpoint_liveness();
         let (sites, continuations) = sites::scan(name, ir)?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
-        let symbols = [
-            ("locus_ic_miss", x86_64::ic_miss_address()),
-            ("locus_poll", x86_64::poll_address()),
-        ];
-        let jit = StackMapJit::new(name, text, &symbols)?;
+        let jit = StackMapJit::new(name, text, &x86_64::surface_symbols())?;
         let deopt_stub = jit
             .function_address("locus.deopt.stub")
             .ok_or_else(|| jit_error("the deopt stub was not compiled"))?;
@@ -215,7 +287,9 @@ impl Runtime {
     ///
     /// [`Error::Jit`] if the program defines no `function`, more than six arguments are
     /// given, or the runtime failed during the call (a property missing from an object's
-    /// shape, a deoptimization it could not finish); the message says what failed.
+    /// shape, a bad argument to the program's surface, a deoptimization it could not
+    /// finish); the message says what failed. The call ends at the first failure: the
+    /// compiled frames are dropped (see [the surface](self#the-programs-surface)).
     ///
     /// # Safety
     ///
@@ -280,6 +354,25 @@ impl Runtime {
     fn fail(&self, message: String) {
         self.state.borrow_mut().error.get_or_insert(message);
     }
+}
+
+/// Turns off LLVM's patch point live-out analysis for the process, once (see the module
+/// documentation, "Live-out registers").
+fn without_patchpoint_liveness() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let args = [
+            c"locus".as_ptr(),
+            c"-enable-patchpoint-liveness=false".as_ptr(),
+        ];
+        // SAFETY: two NUL-terminated arguments that live across the call, and an empty
+        // overview; LLVM's options are registered by libLLVM's static constructors. The
+        // option exists in LLVM 19 (StackMapLivenessAnalysis); an error would only be
+        // printed.
+        unsafe {
+            llvm_sys::support::LLVMParseCommandLineOptions(2, args.as_ptr(), c"".as_ptr());
+        }
+    });
 }
 
 pub(crate) fn jit_error(message: &str) -> Error {

@@ -2,12 +2,22 @@
 //! functions they call, none of which lets a panic unwind into compiled code.
 //!
 //! - `locus_rt_enter(frame)`: saves the callee-saved registers, records its stack pointer
-//!   in the frame (where a deoptimized call resumes), and calls the compiled function
-//!   with the frame's six arguments.
+//!   in the frame (where a deoptimized or failed call resumes), and calls the compiled
+//!   function with the frame's six arguments.
 //! - `locus_rt_ic_miss(obj, name)`: the inline-cache miss handler; passes the address of
 //!   its return address (which locates the patch point) to [`ic_miss`] as a third
-//!   argument, by a tail jump, so the handler returns straight to the site; [`ic_miss`]
-//!   may rewrite the return address to the end of the site.
+//!   argument; [`ic_miss`] may rewrite the return address to the end of the site.
+//! - `locus_rt_poll(value)` and the program's surface (`locus_rt_shape_new`,
+//!   `locus_rt_shape_change`, `locus_rt_object_new`, `locus_rt_object_set`,
+//!   `locus_rt_object_get`, `locus_rt_invalidate`; see [`super::abi`]): each calls its Rust
+//!   half with its stack pointer at entry as a fourth argument (it points at the return
+//!   address into the program; the program's frames lie above it).
+//!
+//! Every one of those Rust halves returns an [`Exit`] in `rax:rdx`: the value, and 0, or
+//! the resume stack pointer of the innermost `locus_rt_enter` when the call failed. Then
+//! the trampoline does not return into the program: it drops the compiled frames and
+//! returns 0 from `locus_rt_enter` (`locus_rt_abort`), and [`Runtime::call`] reports the
+//! failure. The frames dropped are compiled code's and the trampoline's, never Rust's.
 //! - `locus_rt_deopt_entry`: what a patched shadow calls (through `@locus.deopt.stub`). It
 //!   saves all sixteen general registers in DWARF order, the stack pointer as it was before
 //!   the call (DWARF 7) and the return address, and hands them to [`deopt`]; that returns
@@ -46,6 +56,45 @@ impl EnterFrame {
 /// 7, the stack pointer, as it was before the patched call).
 #[repr(C)]
 pub(super) struct SavedRegisters(pub(super) [u64; 17]);
+
+/// What an entry point's Rust half returns to its trampoline, in `rax:rdx`: the value for
+/// the program, or with `abort_sp` not 0 the stack pointer to end the call at.
+#[repr(C)]
+pub(super) struct Exit {
+    value: u64,
+    abort_sp: u64,
+}
+
+/// A trampoline that calls its Rust half with its entry stack pointer in `rcx` and returns
+/// its value, or ends the call of the program if the Rust half says so.
+macro_rules! checked_entry {
+    ($name:literal, $rust:literal) => {
+        concat!(
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ", @function\n",
+            $name,
+            ":\n",
+            "mov rcx, rsp\n",
+            "sub rsp, 8\n",
+            "call {",
+            $rust,
+            "}\n",
+            "add rsp, 8\n",
+            "test rdx, rdx\n",
+            "jnz locus_rt_abort\n",
+            "ret\n",
+            ".size ",
+            $name,
+            ", . - ",
+            $name,
+            "\n",
+        )
+    };
+}
 
 /// What [`deopt`] returns to the deopt entry, in `rax:rdx`.
 #[repr(C)]
@@ -91,8 +140,26 @@ std::arch::global_asm!(
     ".type locus_rt_ic_miss, @function",
     "locus_rt_ic_miss:",
     "mov rdx, rsp",
-    "jmp {ic_miss}",
+    "sub rsp, 8",
+    "call {ic_miss}",
+    "add rsp, 8",
+    "test rdx, rdx",
+    "jnz locus_rt_abort",
+    "ret",
     ".size locus_rt_ic_miss, . - locus_rt_ic_miss",
+    "",
+    // rdx: the resume stack pointer of the innermost `locus_rt_enter`; rax: 0.
+    "locus_rt_abort:",
+    "mov rsp, rdx",
+    "jmp locus_rt_resume",
+    "",
+    checked_entry!("locus_rt_poll", "poll"),
+    checked_entry!("locus_rt_shape_new", "shape_new"),
+    checked_entry!("locus_rt_shape_change", "shape_change"),
+    checked_entry!("locus_rt_object_new", "object_new"),
+    checked_entry!("locus_rt_object_set", "object_set"),
+    checked_entry!("locus_rt_object_get", "object_get"),
+    checked_entry!("locus_rt_invalidate", "invalidate"),
     "",
     ".globl locus_rt_deopt_entry",
     ".type locus_rt_deopt_entry, @function",
@@ -127,12 +194,26 @@ std::arch::global_asm!(
     ".popsection",
     ic_miss = sym ic_miss,
     deopt = sym deopt,
+    poll = sym poll,
+    shape_new = sym shape_new,
+    shape_change = sym shape_change,
+    object_new = sym object_new,
+    object_set = sym object_set,
+    object_get = sym object_get,
+    invalidate = sym invalidate,
 );
 
 extern "C" {
     fn locus_rt_enter(frame: *mut EnterFrame) -> i64;
     fn locus_rt_ic_miss();
     fn locus_rt_deopt_entry();
+    fn locus_rt_poll();
+    fn locus_rt_shape_new();
+    fn locus_rt_shape_change();
+    fn locus_rt_object_new();
+    fn locus_rt_object_set();
+    fn locus_rt_object_get();
+    fn locus_rt_invalidate();
 }
 
 /// The address the program's `@locus_ic_miss` resolves to.
@@ -140,14 +221,38 @@ pub(super) fn ic_miss_address() -> usize {
     locus_rt_ic_miss as *const () as usize
 }
 
+/// The program's surface: each name the IR declares, and the trampoline it resolves to.
+pub(super) fn surface_symbols() -> [(&'static str, usize); 8] {
+    [
+        ("locus_ic_miss", ic_miss_address()),
+        ("locus_poll", locus_rt_poll as *const () as usize),
+        ("locus_shape_new", locus_rt_shape_new as *const () as usize),
+        (
+            "locus_shape_change",
+            locus_rt_shape_change as *const () as usize,
+        ),
+        (
+            "locus_object_new",
+            locus_rt_object_new as *const () as usize,
+        ),
+        (
+            "locus_object_set",
+            locus_rt_object_set as *const () as usize,
+        ),
+        (
+            "locus_object_get",
+            locus_rt_object_get as *const () as usize,
+        ),
+        (
+            "locus_invalidate",
+            locus_rt_invalidate as *const () as usize,
+        ),
+    ]
+}
+
 /// The address `@locus.deopt.stub` jumps to.
 pub(super) fn deopt_entry_address() -> u64 {
     locus_rt_deopt_entry as *const () as u64
-}
-
-/// The address the program's `@locus_poll` resolves to.
-pub(super) fn poll_address() -> usize {
-    poll as *const () as usize
 }
 
 /// One call into compiled code in progress on this thread.
@@ -201,35 +306,133 @@ fn no_runtime(entry: &str) -> ! {
 
 /// The Rust half of `locus_rt_ic_miss`; `return_slot` holds its return address (into the
 /// patch point that missed), which the runtime may move to the end of the site.
-extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> i64 {
+extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> Exit {
     // SAFETY: the trampoline passes its stack pointer, which points at its return address.
     let return_address = unsafe { return_slot.read() };
-    let answer = with_active(|runtime, _| {
-        catch_unwind(AssertUnwindSafe(|| {
+    let answer = with_active(|runtime, frame| {
+        let answer = catch_unwind(AssertUnwindSafe(|| {
             runtime.ic_miss(object, name, return_address)
         }))
-        .unwrap_or_else(|_| {
-            runtime.fail("the inline-cache miss handler panicked".to_owned());
-            (0, return_address)
-        })
+        .unwrap_or_else(|_| Err("the inline-cache miss handler panicked".to_owned()));
+        match answer {
+            Ok(answer) => Ok(answer),
+            Err(message) => {
+                runtime.fail(message);
+                Err(frame.resume_sp)
+            }
+        }
     });
-    let (value, resume) = answer.unwrap_or_else(|| no_runtime("locus_ic_miss"));
-    // SAFETY: as above; the slot is the compiled caller's, live until the trampoline's
-    // `ret` (this function's), and `resume` is an instruction boundary of the caller: the
-    // end of the patch point, which every form of the site reaches with its result in rax.
-    unsafe { return_slot.write(resume) };
-    value
+    match answer.unwrap_or_else(|| no_runtime("locus_ic_miss")) {
+        Ok((value, resume)) => {
+            // SAFETY: as above; the slot is the compiled caller's, live until the
+            // trampoline's `ret`, and `resume` is an instruction boundary of the caller:
+            // the end of the patch point, which every form of the site reaches with its
+            // result in rax.
+            unsafe { return_slot.write(resume) };
+            Exit {
+                value: value as u64,
+                abort_sp: 0,
+            }
+        }
+        Err(resume_sp) => Exit {
+            value: 0,
+            abort_sp: resume_sp,
+        },
+    }
+}
+
+/// Where a call of the program's surface came from.
+#[derive(Clone, Copy)]
+pub(super) struct Caller {
+    /// The program's stack: from just above the return address to the stack pointer of the
+    /// innermost `locus_rt_enter`.
+    pub(super) stack: (u64, u64),
+}
+
+/// Runs the Rust half of surface entry `entry` on the active runtime; `entry_sp` is the
+/// trampoline's stack pointer at entry. A failure (or panic) is recorded as the error of
+/// the call, which ends (see the module documentation).
+fn surface(
+    entry: &str,
+    entry_sp: u64,
+    f: impl FnOnce(&Runtime, Caller) -> Result<u64, String>,
+) -> Exit {
+    let exit = with_active(|runtime, frame| {
+        // SAFETY: the trampoline passes its stack pointer at entry, which points at its
+        // return address into the program.
+        let return_address = unsafe { (entry_sp as *const u64).read() };
+        let caller = Caller {
+            stack: (entry_sp.saturating_add(8), frame.resume_sp),
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| f(runtime, caller)))
+            .unwrap_or_else(|_| Err("panicked".to_owned()));
+        match result {
+            Ok(value) => Exit { value, abort_sp: 0 },
+            Err(message) => {
+                let from = runtime
+                    .jit()
+                    .function_at(return_address)
+                    .map(|f| format!(" (called from @{})", f.name))
+                    .unwrap_or_default();
+                runtime.fail(format!("{entry}{from}: {message}"));
+                Exit {
+                    value: 0,
+                    abort_sp: frame.resume_sp,
+                }
+            }
+        }
+    });
+    exit.unwrap_or_else(|| no_runtime(entry))
 }
 
 /// `@locus_poll`: returns its argument; the runtime may invalidate code meanwhile.
-extern "C" fn poll(value: i64) -> i64 {
-    let answer = with_active(|runtime, _| {
-        catch_unwind(AssertUnwindSafe(|| runtime.poll())).unwrap_or_else(|_| {
-            runtime.fail("locus_poll panicked".to_owned());
-        });
-        value
-    });
-    answer.unwrap_or_else(|| no_runtime("locus_poll"))
+extern "C" fn poll(value: u64, _: u64, _: u64, entry_sp: u64) -> Exit {
+    surface("locus_poll", entry_sp, |runtime, _| {
+        runtime.poll()?;
+        Ok(value)
+    })
+}
+
+/// `@locus_shape_new(ptr names, i64 count)`.
+extern "C" fn shape_new(names: u64, count: u64, _: u64, entry_sp: u64) -> Exit {
+    surface("locus_shape_new", entry_sp, |runtime, caller| {
+        runtime.abi_shape_new(names, count, caller)
+    })
+}
+
+/// `@locus_shape_change(i64 shape, ptr names, i64 count)`.
+extern "C" fn shape_change(shape: u64, names: u64, count: u64, entry_sp: u64) -> Exit {
+    surface("locus_shape_change", entry_sp, |runtime, caller| {
+        runtime.abi_shape_change(shape, names, count, caller)
+    })
+}
+
+/// `@locus_object_new(i64 shape)`.
+extern "C" fn object_new(shape: u64, _: u64, _: u64, entry_sp: u64) -> Exit {
+    surface("locus_object_new", entry_sp, |runtime, _| {
+        runtime.abi_object_new(shape)
+    })
+}
+
+/// `@locus_object_set(ptr object, i64 name, i64 value)`.
+extern "C" fn object_set(object: u64, name: u64, value: u64, entry_sp: u64) -> Exit {
+    surface("locus_object_set", entry_sp, |runtime, _| {
+        runtime.abi_object_set(object, name, value)
+    })
+}
+
+/// `@locus_object_get(ptr object, i64 name)`.
+extern "C" fn object_get(object: u64, name: u64, _: u64, entry_sp: u64) -> Exit {
+    surface("locus_object_get", entry_sp, |runtime, _| {
+        runtime.abi_object_get(object, name)
+    })
+}
+
+/// `@locus_invalidate(ptr function)`.
+extern "C" fn invalidate(function: u64, _: u64, _: u64, entry_sp: u64) -> Exit {
+    surface("locus_invalidate", entry_sp, |runtime, _| {
+        runtime.abi_invalidate(function)
+    })
 }
 
 /// The Rust half of `locus_rt_deopt_entry`.
@@ -237,11 +440,13 @@ extern "C" fn deopt(saved: *const SavedRegisters) -> DeoptExit {
     let exit = with_active(|runtime, frame| {
         // SAFETY: the trampoline passes its save area, live for this call.
         let saved = unsafe { &*saved };
-        let result =
-            catch_unwind(AssertUnwindSafe(|| runtime.deoptimize(saved))).unwrap_or_else(|_| {
-                runtime.fail("deoptimization panicked".to_owned());
-                0
-            });
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            runtime.deoptimize(saved, frame.resume_sp)
+        }))
+        .unwrap_or_else(|_| {
+            runtime.fail("deoptimization panicked".to_owned());
+            0
+        });
         DeoptExit {
             resume_sp: frame.resume_sp,
             result,
