@@ -3,7 +3,8 @@
 //! `smstart`/`smstop` forms (MSR immediate to SVCRSM, SVCRZA, SVCRSMZA), `msr`/`mrs` of
 //! SVCR (S3_3_C4_C2_2) and TPIDR2_EL0 (S3_3_C13_C0_5), `bl`/`b`/`blr`/`br`/`ret`,
 //! `zero {za}`, `zero {zt0}`, `ldr`/`str zt0`, and the branches that test a mode
-//! (`cbz`/`cbnz`/`tbz`/`tbnz`, `b.cond`). Every other word is [`Op::Other`].
+//! (`cbz`/`cbnz`/`tbz`/`tbnz`, `b.cond`), and the register copies that carry a mode
+//! bit to such a test (`mov`, `and #1`). Every other word is [`Op::Other`].
 
 use std::fmt;
 
@@ -78,6 +79,11 @@ pub enum Op {
     },
     /// `b.cond`, with the condition number and byte offset.
     BCond(u8, i64),
+    /// `mov xD, xS` or `mov wD, wS` (`orr` with the zero register): dst, src.
+    Mov(u8, u8),
+    /// `and xD, xS, #1` or `and wD, wS, #1`: dst, src (bit 0 kept, as LLVM keeps
+    /// PSTATE.SM from `__arm_sme_state`).
+    And1(u8, u8),
     /// Anything else.
     Other(u32),
 }
@@ -176,6 +182,14 @@ pub fn decode(word: u32) -> Op {
             offset: sign_extend((word >> 5) & 0x3fff, 14) * 4,
         };
     }
+    // MOV (register): sf 0101010 000 Rm 000000 11111 Rd.
+    if word & 0x7fe0_ffe0 == 0x2a00_03e0 {
+        return Op::Mov(rt, ((word >> 16) & 0x1f) as u8);
+    }
+    // AND (immediate) with the bit mask 1: sf 00 100100 N=sf immr=0 imms=0 Rn Rd.
+    if word & 0xffff_fc00 == 0x9240_0000 || word & 0xffff_fc00 == 0x1200_0000 {
+        return Op::And1(rt, rn);
+    }
     // B.cond: 0101 0100 imm19 0 cond.
     if word & 0xff00_0010 == 0x5400_0000 {
         return Op::BCond((word & 0xf) as u8, imm19);
@@ -270,6 +284,8 @@ impl fmt::Display for Op {
                 rel(offset)
             ),
             Op::BCond(c, o) => write!(f, "b.cond{c} {}", rel(o)),
+            Op::Mov(d, s) => write!(f, "mov {}, {}", xreg(d), xreg(s)),
+            Op::And1(d, s) => write!(f, "and {}, {}, #0x1", xreg(d), xreg(s)),
             Op::Other(w) => write!(f, ".inst {w:#010x}"),
         }
     }

@@ -5,19 +5,39 @@
 //! name (an ELF object records no SME attributes; everything else is a normal function
 //! with private ZA).
 //!
-//! The code is read in address order and cut at each call to a function that is not an
-//! SME ABI routine LLVM calls itself ([`LLVM_OWN_CALLS`]). Between two such calls the
-//! mode changes must contain, in order, those after the first and before the second (the
-//! entry changes before the first call, the exit changes before each `ret`), and no
-//! other change; a change right after `tbz`/`tbnz` on bit 0 is conditional on PSTATE.SM as
-//! LLVM expands it. A landing pad (from the exception call-site table) must make the
-//! "after exception" changes of its call. A call needing a lazy ZA save must find
-//! TPIDR2_EL0 pointing at a block (`msr TPIDR2_EL0, xN`, N not `xzr`) and be followed by
-//! `__arm_tpidr2_restore`; a new-ZA body must commit a pending save (`__arm_tpidr2_save`)
-//! before `smstart za` and zero ZA; ZT0 must be stored before and loaded after a call
-//! that does not share it. Code reached only by branches is read where it is laid out,
-//! so the audit is exact for the straight-line call sequences LLVM emits and approximate
-//! across control flow.
+//! Each function's code is followed along its branches (`b`, `b.cond`, `cbz`/`cbnz`,
+//! `tbz`/`tbnz`; `ret`, a tail call and `br` end a path; landing pads, from the exception
+//! call-site table, start paths of their own) by a forward dataflow whose value at each
+//! instruction is the set of states the paths reaching it bring: PSTATE.SM, the mode
+//! changes run since the path's last call site (or the entry, or the landing pad),
+//! whether TPIDR2_EL0 points at a lazy-save block, whether ZT0 is stored, which lazy save
+//! or ZT0 fill is still owed, and the new-ZA entry's commit and zeroing. Calls to the SME
+//! ABI routines LLVM calls itself ([`LLVM_OWN_CALLS`]) are not call sites. A
+//! streaming-compatible function is followed once per entry mode.
+//!
+//! What each path must do: from its start to the next call site, the changes after that
+//! start (the entry's, the previous call's, or the "after exception" ones at a landing
+//! pad) then those before the call, in order, and no other change of PSTATE.SM; to a
+//! `ret`, those of the start then the exit's. A call needing a lazy ZA save must find
+//! TPIDR2_EL0 set up (`msr TPIDR2_EL0, xN`, N not `xzr`) and each path after it must reach
+//! `__arm_tpidr2_restore` (or learn from `mrs xN, TPIDR2_EL0; cbnz xN` that the callee left
+//! the save uncommitted); a new-ZA body must commit a pending save (`__arm_tpidr2_save`, or
+//! learn from `cbz` on TPIDR2_EL0 that none is pending) before `smstart za` and zero ZA;
+//! ZT0 must be stored before and loaded after a call that does not share it.
+//!
+//! **Branches and soundness.** A branch on PSTATE.SM is decided: `tbz`/`tbnz` on bit 0 of
+//! a register holding the mode (`__arm_sme_state`'s x0, `mrs xN, SVCR`, copied by `mov` or
+//! `and #1`, kept across calls in x19-x28 and at landing pads), or a test right before an
+//! `smstart`/`smstop sm` as LLVM expands a conditional change (it tests the entry mode).
+//! Every other branch is taken both ways, and a departure on any path is reported: a
+//! compiled function must keep the rules on every path it can take, and the only
+//! correlated branches in LLVM's SME code are the mode tests, which are decided. (Code
+//! that keeps the rules only because two data branches always go the same way would be
+//! reported.) A departure found under one entry mode of a streaming-compatible function
+//! says which. Code no branch reaches (the targets of a jump table, behind a `br`) is
+//! followed from an unknown state: its call sites' own requirements are checked, what
+//! came before them is not. A function with more than 200 000 states is reported as
+//! [`Kind::TooComplex`].
 
 use std::collections::HashMap;
 
@@ -66,6 +86,8 @@ pub enum Kind {
     NotZeroed,
     /// A tail call where the rules need code after the call.
     TailCall,
+    /// The function has too many paths for the audit: it is incomplete.
+    TooComplex,
 }
 
 impl Kind {
@@ -82,6 +104,7 @@ impl Kind {
             Kind::Zt0NotPreserved => "zt0-not-preserved",
             Kind::NotZeroed => "not-zeroed",
             Kind::TailCall => "tail-call",
+            Kind::TooComplex => "too-complex",
         }
     }
 }
@@ -245,7 +268,7 @@ pub fn audit(
             calls: audit.calls.len(),
             landing_pads: f.landing_pads.len(),
         });
-        report.departures.extend(audit.departures);
+        report.departures.extend(audit.departures());
     }
     Ok(report)
 }
@@ -262,32 +285,26 @@ struct Site {
     hidden: bool,
 }
 
-/// One event of the code that the rules speak about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Event {
-    Change(Change),
-    TpidrSet,
-    TpidrReset,
-    Restore,
-    Commit,
-    ZeroZa,
-    ZeroZt0,
-    SpillZt0,
-    FillZt0,
-    Ret,
-}
-
 struct FunctionAuditor<'a> {
     f: &'a CodeFunction,
     caller: Attrs,
-    /// (instruction index, event), in address order.
-    events: Vec<(usize, Event)>,
     calls: Vec<Site>,
-    departures: Vec<Departure>,
+    /// Instruction index -> call site.
+    site_at: HashMap<usize, usize>,
+    /// Departures found, by (kind, instruction, message), with the entry modes (PSTATE.SM
+    /// 0, 1) they were found under.
+    found: Vec<((Kind, usize, String), [bool; 2])>,
+    /// The dataflow gave up (too many states).
+    too_complex: bool,
 }
 
+/// The most states the dataflow of one function may visit before it gives up.
+const MAX_STATES: usize = 200_000;
+/// The most mode changes one path segment records (a loop of changes without a call).
+const MAX_SEEN: usize = 16;
+
 /// The mode changes of an `smstart`/`smstop` (both for the operand-less forms).
-fn changes_of(op: Op, when: When) -> Vec<Change> {
+fn changes_of(op: Op) -> Vec<Insn> {
     let (field, sm, za) = match op {
         Op::Smstart(s) => (s, Insn::SmstartSm, Insn::SmstartZa),
         Op::Smstop(s) => (s, Insn::SmstopSm, Insn::SmstopZa),
@@ -295,12 +312,105 @@ fn changes_of(op: Op, when: When) -> Vec<Change> {
     };
     let mut out = Vec::new();
     if field != Svcr::Za {
-        out.push(Change { insn: sm, when });
+        out.push(sm);
     }
     if field != Svcr::Sm {
-        out.push(Change { insn: za, when });
+        out.push(za);
     }
     out
+}
+
+/// Where the path segment a state is on began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Anchor {
+    /// The function's entry.
+    Entry,
+    /// The return from call site k.
+    Call(usize),
+    /// The landing pad of call site k.
+    Pad(usize),
+    /// Code no path from the entry or a landing pad reaches (the targets of a jump
+    /// table): what happened before is not known, and is not judged.
+    Unknown,
+}
+
+/// What a register is known to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Fact {
+    /// Bit 0 is PSTATE.SM as it was when read (`__arm_sme_state`, `mrs SVCR`).
+    Sm(bool),
+    /// TPIDR2_EL0 as it was when read.
+    Tpidr2,
+}
+
+/// The state at one point of one path: the dataflow's value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct State {
+    anchor: Anchor,
+    /// The mode changes run since the anchor, with their instruction.
+    seen: Vec<(usize, Insn)>,
+    /// PSTATE.SM, when known.
+    sm: Option<bool>,
+    /// Registers known to hold a mode or TPIDR2_EL0, sorted.
+    regs: Vec<(u8, Fact)>,
+    /// TPIDR2_EL0 points at a lazy-save block (`None`: not known).
+    tpidr2_set: Option<bool>,
+    /// ZT0 stored since the anchor.
+    zt0_spilled: bool,
+    /// A call whose lazy save is not restored yet.
+    pending_restore: Option<usize>,
+    /// A call whose ZT0 is not loaded back yet.
+    pending_fill: Option<usize>,
+    /// Entry segment only: a pending lazy save is committed (or there was none).
+    committed: bool,
+    /// Entry segment only: the first `smstart za`.
+    za_on: Option<usize>,
+    zeroed_za: bool,
+    zeroed_zt0: bool,
+}
+
+impl State {
+    fn fact(&self, r: u8) -> Option<Fact> {
+        self.regs.iter().find(|(x, _)| *x == r).map(|&(_, f)| f)
+    }
+
+    fn set(&mut self, r: u8, fact: Option<Fact>) {
+        self.regs.retain(|(x, _)| *x != r);
+        if let Some(f) = fact {
+            self.regs.push((r, f));
+            self.regs.sort_unstable_by_key(|(x, _)| *x);
+        }
+    }
+
+    /// A call clobbers x0-x18 and x30.
+    fn clobber_call(&mut self) {
+        self.regs.retain(|(x, _)| (19..=29).contains(x));
+    }
+
+    /// A new segment begins at `anchor`.
+    fn anchored(&self, anchor: Anchor) -> State {
+        State {
+            anchor,
+            seen: Vec::new(),
+            zt0_spilled: false,
+            committed: true,
+            za_on: None,
+            zeroed_za: true,
+            zeroed_zt0: true,
+            ..self.clone()
+        }
+    }
+}
+
+/// `want` as it applies when PSTATE.SM was `sm` (before the call, or at the entry).
+fn concrete(want: &[Change], sm: bool) -> Vec<Change> {
+    want.iter()
+        .filter(|c| match c.when {
+            When::Always => true,
+            When::IfSmWas(x) => x == sm,
+        })
+        .copied()
+        .collect()
 }
 
 impl<'a> FunctionAuditor<'a> {
@@ -311,33 +421,8 @@ impl<'a> FunctionAuditor<'a> {
         lookup: &dyn Fn(&str) -> (Attrs, Source),
     ) -> FunctionAuditor<'a> {
         let mut used = vec![false; ir_calls.len()];
-        let mut events = Vec::new();
         let mut calls = Vec::new();
-        let mut prev = Op::Other(0);
         for (index, inst) in f.instructions.iter().enumerate() {
-            let guard = match prev {
-                Op::Tb {
-                    nonzero, bit: 0, ..
-                } => When::IfSmWas(!nonzero),
-                _ => When::Always,
-            };
-            prev = inst.op;
-            for c in changes_of(inst.op, guard) {
-                events.push((index, Event::Change(c)));
-            }
-            let event = match inst.op {
-                Op::Msr(SysReg::Tpidr2, 31) => Some(Event::TpidrReset),
-                Op::Msr(SysReg::Tpidr2, _) => Some(Event::TpidrSet),
-                Op::ZeroZa => Some(Event::ZeroZa),
-                Op::ZeroZt0 => Some(Event::ZeroZt0),
-                Op::StrZt0(_) => Some(Event::SpillZt0),
-                Op::LdrZt0(_) => Some(Event::FillZt0),
-                Op::Ret(_) => Some(Event::Ret),
-                _ => None,
-            };
-            if let Some(e) = event {
-                events.push((index, e));
-            }
             // `br` is also a jump-table branch: it counts as an indirect tail call only
             // when the IR has an indirect call not yet matched.
             let unmatched_indirect = || {
@@ -353,11 +438,6 @@ impl<'a> FunctionAuditor<'a> {
                 (Op::Br(_), _) if unmatched_indirect() => ("(indirect)".to_string(), true),
                 _ => continue,
             };
-            match callee.as_str() {
-                "__arm_tpidr2_restore" => events.push((index, Event::Restore)),
-                "__arm_tpidr2_save" => events.push((index, Event::Commit)),
-                _ => {}
-            }
             if LLVM_OWN_CALLS.contains(&callee.as_str()) {
                 continue;
             }
@@ -391,12 +471,18 @@ impl<'a> FunctionAuditor<'a> {
                 hidden,
             });
         }
+        let site_at = calls
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.index, k))
+            .collect();
         FunctionAuditor {
             f,
             caller,
-            events,
             calls,
-            departures: Vec::new(),
+            site_at,
+            found: Vec::new(),
+            too_complex: false,
         }
     }
 
@@ -404,23 +490,50 @@ impl<'a> FunctionAuditor<'a> {
         &self.f.instructions[index]
     }
 
-    fn report(&mut self, kind: Kind, index: usize, mut message: String) {
-        if self.caller.old_za.any() && kind != Kind::UnexpectedChange {
-            message.push_str(OLD_SPELLING_NOTE);
+    /// Records a departure found when the function was entered with PSTATE.SM = `case`.
+    fn report(&mut self, case: bool, kind: Kind, index: usize, message: String) {
+        let key = (kind, index, message);
+        match self.found.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, cases)) => cases[usize::from(case)] = true,
+            None => {
+                let mut cases = [false; 2];
+                cases[usize::from(case)] = true;
+                self.found.push((key, cases));
+            }
         }
-        let inst = &self.f.instructions[index];
-        let instruction = match (&inst.op, &inst.target) {
-            (Op::Bl(_), Some(t)) => format!("bl {t}"),
-            (Op::B(_), Some(t)) => format!("b {t}"),
-            (op, _) => op.to_string(),
-        };
-        self.departures.push(Departure {
-            kind,
-            function: self.f.name.clone(),
-            offset: inst.offset,
-            instruction,
-            message,
-        });
+    }
+
+    /// The departures, in the order of the code; for a streaming-compatible function, one
+    /// found under one entry mode only says which.
+    fn departures(&self) -> Vec<Departure> {
+        let compatible = self.caller.interface() == Interface::StreamingCompatible;
+        let mut found = self.found.clone();
+        found.sort_by_key(|((_, index, _), _)| *index);
+        found
+            .into_iter()
+            .map(|((kind, index, mut message), cases)| {
+                if compatible && cases != [true, true] {
+                    let sm = u8::from(cases[1]);
+                    message.push_str(&format!(" (when entered with PSTATE.SM = {sm})"));
+                }
+                if self.caller.old_za.any() && kind != Kind::UnexpectedChange {
+                    message.push_str(OLD_SPELLING_NOTE);
+                }
+                let inst = &self.f.instructions[index];
+                let instruction = match (&inst.op, &inst.target) {
+                    (Op::Bl(_), Some(t)) => format!("bl {t}"),
+                    (Op::B(_), Some(t)) => format!("b {t}"),
+                    (op, _) => op.to_string(),
+                };
+                Departure {
+                    kind,
+                    function: self.f.name.clone(),
+                    offset: inst.offset,
+                    instruction,
+                    message,
+                }
+            })
+            .collect()
     }
 
     fn call_name(site: &Site) -> String {
@@ -431,164 +544,552 @@ impl<'a> FunctionAuditor<'a> {
         }
     }
 
+    /// The instruction index at `offset` bytes from instruction `index`, inside the
+    /// function.
+    fn index_at(&self, index: usize, offset: i64) -> Option<usize> {
+        let to = self.inst(index).offset.checked_add_signed(offset)?;
+        (to % 4 == 0)
+            .then(|| usize::try_from(to / 4).ok())
+            .flatten()
+            .filter(|&i| i < self.f.instructions.len() && self.inst(i).offset == to)
+    }
+
+    /// Runs the dataflow for both entry modes of a streaming-compatible function, else for
+    /// the entry mode of its interface.
     fn run(&mut self) {
-        let last = self.f.instructions.len();
-        if last == 0 {
+        if self.f.instructions.is_empty() {
             return;
         }
-        let model = rules::function_model(&self.caller);
-        let lp_regions = self.landing_pad_regions();
-        let in_lp = |i: usize| lp_regions.iter().any(|&(_, s, e)| (s..e).contains(&i));
-        // Gaps between call sites.
-        let bounds: Vec<usize> = self.calls.iter().map(|c| c.index).collect();
-        for k in 0..=bounds.len() {
-            let start = if k == 0 { 0 } else { bounds[k - 1] + 1 };
-            let end = bounds.get(k).copied().unwrap_or(last);
-            let prev = k.checked_sub(1).map(|i| &self.calls[i]);
-            let next = self.calls.get(k);
-            let head: Vec<Change> = match prev {
-                None => model.entry.clone(),
-                Some(p) if p.tail => Vec::new(),
-                Some(p) => p.model.after.clone(),
-            };
-            let tail: Vec<Change> = next.map(|n| n.model.before.clone()).unwrap_or_default();
-            let observed: Vec<(usize, Change)> = self
-                .events
-                .iter()
-                .filter(|(i, _)| (start..end).contains(i) && !in_lp(*i))
-                .filter_map(|&(i, e)| match e {
-                    Event::Change(c) => Some((i, c)),
-                    _ => None,
-                })
-                .collect();
-            let rets: Vec<usize> = self
-                .events
-                .iter()
-                .filter(|(i, e)| (start..end).contains(i) && *e == Event::Ret)
-                .map(|&(i, _)| i)
-                .collect();
-            self.check_gap(&head, &tail, &observed, start, end, k, &rets, &model.exit);
+        let cases: &[bool] = match self.caller.interface() {
+            Interface::StreamingCompatible => &[false, true],
+            Interface::Streaming => &[true],
+            Interface::Normal => &[false],
+        };
+        for &case in cases {
+            self.run_case(case);
         }
-        self.check_calls();
-        self.check_entry(&model);
-        for (call, start, end) in lp_regions {
-            let want = self.calls[call].model.after_exception.clone();
-            let got: Vec<Change> = self
-                .events
-                .iter()
-                .filter(|(i, _)| (start..end).contains(i))
-                .filter_map(|&(_, e)| match e {
-                    Event::Change(c) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            for c in missing(&want, &got) {
-                let name = Self::call_name(&self.calls[call]);
-                let offset = self.inst(self.calls[call].index).offset;
-                self.report(
-                    Kind::LandingPad,
-                    start,
-                    format!(
-                        "missing `{c}` at the exception landing pad of the call to {name} at \
-                         +{offset:#x} (spec 004 §2, \"After exception\")"
-                    ),
-                );
-            }
-        }
-    }
-
-    /// Landing pads: (call site index, first instruction, end) where the region ends at
-    /// the first call site, `ret` or unconditional branch.
-    fn landing_pad_regions(&self) -> Vec<(usize, usize, usize)> {
-        let mut out = Vec::new();
-        for pad in &self.f.landing_pads {
-            let Some(call) = self
-                .calls
-                .iter()
-                .position(|c| (pad.start..pad.end).contains(&self.inst(c.index).offset))
-            else {
-                continue;
-            };
-            let Some(start) = self.f.instructions.iter().position(|i| i.offset == pad.pad) else {
-                continue;
-            };
-            let end = (start..self.f.instructions.len())
-                .find(|&i| {
-                    matches!(self.inst(i).op, Op::Ret(_) | Op::B(_) | Op::Br(_))
-                        || self.calls.iter().any(|c| c.index == i)
-                })
-                .unwrap_or(self.f.instructions.len());
-            out.push((call, start, end));
-        }
-        out
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn check_gap(
-        &mut self,
-        head: &[Change],
-        tail: &[Change],
-        observed: &[(usize, Change)],
-        start: usize,
-        end: usize,
-        k: usize,
-        rets: &[usize],
-        exit: &[Change],
-    ) {
-        let got: Vec<Change> = observed.iter().map(|&(_, c)| c).collect();
-        let want: Vec<Change> = head.iter().chain(tail).copied().collect();
-        let at = end.min(self.f.instructions.len() - 1);
-        let prev = k.checked_sub(1).map(|i| Self::call_name(&self.calls[i]));
-        let next = self.calls.get(k).map(Self::call_name);
-        let missing_idx = missing_indices(&want, &got);
-        for i in missing_idx {
-            let c = want[i];
-            let place = if i < head.len() {
-                match &prev {
-                    Some(p) => format!("after the call to {p}"),
-                    None => "at the function's entry".to_string(),
-                }
-            } else {
-                format!(
-                    "before the call to {}",
-                    next.clone().unwrap_or_else(|| "?".into())
-                )
-            };
-            let index = if i < head.len() { start.min(at) } else { at };
+        if self.too_complex {
             self.report(
-                Kind::MissingChange,
-                index,
-                format!("missing `{c}` {place} (spec 004 §2)"),
+                false,
+                Kind::TooComplex,
+                0,
+                format!(
+                    "more than {MAX_STATES} states of the code's paths: the audit of this \
+                     function is incomplete"
+                ),
             );
         }
-        for &r in rets {
-            let before: Vec<Change> = observed
+    }
+
+    /// The forward dataflow for one entry mode: the set of states at each instruction,
+    /// each state one class of paths (sets are joined by union, so a state never loses
+    /// what one path knows). Mode tests (`tbz`/`tbnz` on bit 0 of a register holding
+    /// PSTATE.SM) follow only the edge the mode takes; other branches follow both.
+    fn run_case(&mut self, case: bool) {
+        let model = rules::function_model(&self.caller);
+        let n = self.f.instructions.len();
+        let entry = State {
+            anchor: Anchor::Entry,
+            seen: Vec::new(),
+            sm: Some(case),
+            regs: Vec::new(),
+            tpidr2_set: Some(false),
+            zt0_spilled: false,
+            pending_restore: None,
+            pending_fill: None,
+            committed: !model.commit_lazy_save,
+            za_on: None,
+            zeroed_za: !model.zero_za,
+            zeroed_zt0: !model.zero_zt0,
+        };
+        let mut visited: std::collections::HashSet<(usize, State)> = Default::default();
+        let reached = self.reachable();
+        let mut seeded = reached.clone();
+        let mut work = vec![(0, entry)];
+        loop {
+            while let Some((i, s)) = work.pop() {
+                if visited.len() >= MAX_STATES {
+                    self.too_complex = true;
+                    return;
+                }
+                if !visited.insert((i, s.clone())) {
+                    continue;
+                }
+                seeded[i] = true;
+                work.extend(self.step(case, &model, i, s));
+            }
+            // Code no branch reaches (the targets of a jump table): from an unknown
+            // state. (Code only a mode test that goes the other way reaches is not
+            // run in this entry mode.)
+            let Some(i) = (0..n).find(|&i| !seeded[i]) else {
+                break;
+            };
+            seeded[i] = true;
+            work.push((
+                i,
+                State {
+                    anchor: Anchor::Unknown,
+                    seen: Vec::new(),
+                    sm: None,
+                    regs: Vec::new(),
+                    tpidr2_set: None,
+                    zt0_spilled: true,
+                    pending_restore: None,
+                    pending_fill: None,
+                    committed: true,
+                    za_on: None,
+                    zeroed_za: true,
+                    zeroed_zt0: true,
+                },
+            ));
+        }
+    }
+
+    /// Which instructions some branch reaches from the entry or a landing pad, every
+    /// conditional branch taken both ways (a `br` that is not a call goes nowhere known).
+    fn reachable(&self) -> Vec<bool> {
+        let n = self.f.instructions.len();
+        let mut seen = vec![false; n];
+        let mut work = vec![0];
+        work.extend(
+            self.f
+                .landing_pads
                 .iter()
-                .filter(|(i, _)| *i < r)
-                .map(|&(_, c)| c)
-                .collect();
-            for c in missing(exit, &before) {
+                .filter_map(|p| self.f.instructions.iter().position(|x| x.offset == p.pad)),
+        );
+        while let Some(i) = work.pop() {
+            if i >= n || std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            let tail = self.site_at.get(&i).is_some_and(|&k| self.calls[k].tail);
+            match self.inst(i).op {
+                _ if tail => {}
+                _ if self.site_at.contains_key(&i) => work.push(i + 1),
+                Op::Ret(_) | Op::Br(_) => {}
+                Op::B(off) => work.extend(self.index_at(i, off)),
+                Op::BCond(_, offset) | Op::Cb { offset, .. } | Op::Tb { offset, .. } => {
+                    work.push(i + 1);
+                    work.extend(self.index_at(i, offset));
+                }
+                _ => work.push(i + 1),
+            }
+        }
+        seen
+    }
+
+    /// One instruction on the paths of state `s`: the states after it, with where they go.
+    fn step(
+        &mut self,
+        case: bool,
+        model: &rules::FunctionModel,
+        i: usize,
+        mut s: State,
+    ) -> Vec<(usize, State)> {
+        let n = self.f.instructions.len();
+        let next = |s: State| {
+            if i + 1 < n {
+                vec![(i + 1, s)]
+            } else {
+                Vec::new()
+            }
+        };
+        if let Some(&k) = self.site_at.get(&i) {
+            self.arrive(case, model, i, &s, Some(k));
+            let site = &self.calls[k];
+            let mut out = Vec::new();
+            let pad = self
+                .f
+                .landing_pads
+                .iter()
+                .find(|p| (p.start..p.end).contains(&self.inst(i).offset))
+                .and_then(|p| self.f.instructions.iter().position(|x| x.offset == p.pad));
+            if let Some(pad) = pad {
+                let mut at_pad = s.anchored(Anchor::Pad(k));
+                // The unwinder restores the callee-saved registers; the mode is what it
+                // leaves.
+                at_pad.sm = None;
+                at_pad.clobber_call();
+                at_pad.pending_restore = None;
+                at_pad.pending_fill = None;
+                out.push((pad, at_pad));
+            }
+            if site.tail {
+                return out;
+            }
+            let mut after = s.anchored(Anchor::Call(k));
+            after.clobber_call();
+            after.pending_restore = site.model.lazy_za_save.then_some(k);
+            after.pending_fill = site.model.preserve_zt0.then_some(k);
+            out.extend(next(after));
+            return out;
+        }
+        let inst = self.inst(i).clone();
+        match inst.op {
+            Op::Ret(_) => {
+                self.arrive(case, model, i, &s, None);
+                return Vec::new();
+            }
+            Op::Smstart(_) | Op::Smstop(_) => {
+                for insn in changes_of(inst.op) {
+                    if s.seen.len() < MAX_SEEN {
+                        s.seen.push((i, insn));
+                    }
+                    match insn {
+                        Insn::SmstartSm => s.sm = Some(true),
+                        Insn::SmstopSm => s.sm = Some(false),
+                        Insn::SmstartZa if s.anchor == Anchor::Entry && s.za_on.is_none() => {
+                            s.za_on = Some(i);
+                            if !s.committed {
+                                self.report(
+                                    case,
+                                    Kind::LazySaveNotCommitted,
+                                    i,
+                                    "lazy save not committed: a new-ZA function must call \
+                                     `__arm_tpidr2_save` when TPIDR2_EL0 is set, before it \
+                                     turns ZA on"
+                                        .to_string(),
+                                );
+                                s.committed = true;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Op::Msr(SysReg::Tpidr2, r) => s.tpidr2_set = Some(r != 31),
+            Op::Mrs(r, SysReg::Svcr) => s.set(r, s.sm.map(Fact::Sm)),
+            Op::Mrs(r, SysReg::Tpidr2) => s.set(r, Some(Fact::Tpidr2)),
+            Op::Mov(d, r) | Op::And1(d, r) => s.set(d, s.fact(r)),
+            Op::ZeroZa => s.zeroed_za = true,
+            Op::ZeroZt0 => s.zeroed_zt0 = true,
+            Op::StrZt0(_) => s.zt0_spilled = true,
+            Op::LdrZt0(_) => s.pending_fill = None,
+            Op::Bl(_) | Op::Blr(_) => {
+                match inst.target.as_deref() {
+                    Some("__arm_tpidr2_restore") => s.pending_restore = None,
+                    Some("__arm_tpidr2_save") => s.committed = true,
+                    _ => {}
+                }
+                let sme_state = inst.target.as_deref() == Some("__arm_sme_state");
+                s.clobber_call();
+                if sme_state {
+                    s.set(0, s.sm.map(Fact::Sm));
+                }
+            }
+            Op::B(off) => {
+                return self.index_at(i, off).map(|t| (t, s)).into_iter().collect();
+            }
+            Op::Br(_) => return Vec::new(),
+            Op::BCond(_, off) => {
+                let mut out = next(s.clone());
+                out.extend(self.index_at(i, off).map(|t| (t, s)));
+                return out;
+            }
+            Op::Cb {
+                nonzero,
+                reg,
+                offset,
+            } => {
+                // A test of TPIDR2_EL0: zero means no lazy save is pending (nothing to
+                // commit); non-zero after a call means the callee did not commit the
+                // save, so ZA is intact and needs no restore.
+                let tpidr2 = s.fact(reg) == Some(Fact::Tpidr2);
+                let edge = |mut s: State, zero: bool| {
+                    if tpidr2 && zero {
+                        s.committed = true;
+                    } else if tpidr2 {
+                        s.pending_restore = None;
+                    }
+                    s
+                };
+                let mut out = next(edge(s.clone(), nonzero));
+                out.extend(self.index_at(i, offset).map(|t| (t, edge(s, !nonzero))));
+                return out;
+            }
+            Op::Tb {
+                nonzero,
+                reg,
+                bit,
+                offset,
+            } => {
+                // The mode the register holds: known from its source, else, for a test
+                // that guards a PSTATE.SM change as LLVM expands one, the mode the
+                // conditional changes speak of (the entry's).
+                let guards = self
+                    .f
+                    .instructions
+                    .get(i + 1)
+                    .is_some_and(|x| changes_of(x.op).contains(&Insn::SmstartSm))
+                    || self
+                        .f
+                        .instructions
+                        .get(i + 1)
+                        .is_some_and(|x| changes_of(x.op).contains(&Insn::SmstopSm));
+                let value = match s.fact(reg) {
+                    Some(Fact::Sm(v)) if bit == 0 => Some(v),
+                    _ if bit == 0 && guards => Some(case),
+                    _ => None,
+                };
+                let target = self.index_at(i, offset);
+                return match value {
+                    Some(v) if v == nonzero => target.map(|t| (t, s)).into_iter().collect(),
+                    Some(_) => next(s),
+                    None => {
+                        let mut out = next(s.clone());
+                        out.extend(target.map(|t| (t, s)));
+                        out
+                    }
+                };
+            }
+            Op::Other(word) => {
+                if !s.regs.is_empty() {
+                    s.set((word & 0x1f) as u8, None);
+                }
+            }
+            Op::Msr(..) => {}
+        }
+        next(s)
+    }
+
+    /// The checks where a path segment ends: at call site `k` (`None`: a return).
+    fn arrive(
+        &mut self,
+        case: bool,
+        model: &rules::FunctionModel,
+        i: usize,
+        s: &State,
+        k: Option<usize>,
+    ) {
+        let caller_sm = case;
+        // What must have happened since the anchor: its changes, then the call's (or the
+        // exit's).
+        let (head, from) = match s.anchor {
+            Anchor::Entry => (Some(model.entry.clone()), 0),
+            Anchor::Call(j) if self.calls[j].tail => (Some(Vec::new()), i),
+            Anchor::Call(j) => (
+                Some(self.calls[j].model.after.clone()),
+                self.calls[j].index + 1,
+            ),
+            Anchor::Pad(j) => {
+                let pad =
+                    self.f.landing_pads.iter().find(|p| {
+                        (p.start..p.end).contains(&self.inst(self.calls[j].index).offset)
+                    });
+                let at = pad
+                    .and_then(|p| self.f.instructions.iter().position(|x| x.offset == p.pad))
+                    .unwrap_or(i);
+                (Some(self.calls[j].model.after_exception.clone()), at)
+            }
+            Anchor::Unknown => (None, i),
+        };
+        let tail = match k {
+            Some(k) => self.calls[k].model.before.clone(),
+            None => model.exit.clone(),
+        };
+        if let Some(head) = head {
+            self.compare(
+                case,
+                s,
+                &concrete(&head, caller_sm),
+                &concrete(&tail, caller_sm),
+                from,
+                i,
+                k,
+            );
+        }
+        for (pending, kind, what) in [
+            (
+                s.pending_restore,
+                Kind::LazySaveNotRestored,
+                "lazy ZA save not restored: no `__arm_tpidr2_restore` after the call to",
+            ),
+            (
+                s.pending_fill,
+                Kind::Zt0NotPreserved,
+                "ZT0 not preserved: no `ldr zt0` after the call to",
+            ),
+        ] {
+            if let Some(j) = pending {
+                let name = Self::call_name(&self.calls[j]);
+                let suffix = if kind == Kind::Zt0NotPreserved {
+                    ", which does not share ZT0"
+                } else {
+                    ""
+                };
                 self.report(
-                    Kind::MissingChange,
-                    r,
-                    format!("missing `{c}` before the function returns (spec 004 §2)"),
+                    case,
+                    kind,
+                    self.calls[j].index,
+                    format!("{what} {name}{suffix}"),
                 );
             }
         }
-        let allowed = |c: &Change| want.contains(c) || (!rets.is_empty() && exit.contains(c));
+        if s.anchor == Anchor::Entry {
+            let at = s.za_on.unwrap_or(0);
+            if !s.committed {
+                self.report(
+                    case,
+                    Kind::LazySaveNotCommitted,
+                    at,
+                    "lazy save not committed: a new-ZA function must call `__arm_tpidr2_save` \
+                     when TPIDR2_EL0 is set, before it turns ZA on"
+                        .to_string(),
+                );
+            }
+            for (done, what) in [
+                (s.zeroed_za, "ZA (`zero {za}`)"),
+                (s.zeroed_zt0, "ZT0 (`zero { zt0 }`)"),
+            ] {
+                if !done {
+                    self.report(
+                        case,
+                        Kind::NotZeroed,
+                        at,
+                        format!("a new-state function must zero {what} after enabling ZA"),
+                    );
+                }
+            }
+        }
+        let Some(k) = k else {
+            return;
+        };
+        let site = &self.calls[k];
+        let name = Self::call_name(site);
+        let mut found = Vec::new();
+        if site.model.lazy_za_save && s.tpidr2_set == Some(false) {
+            let note = if site.hidden {
+                " (a library call LLVM makes for an instruction: LLVM 19 sets the lazy \
+                 save up for only some of these, see `locus sme check`)"
+            } else {
+                ""
+            };
+            found.push((
+                Kind::LazySaveMissing,
+                format!(
+                    "lazy ZA save missing: {name} has a private ZA interface but \
+                     TPIDR2_EL0 does not point at a TPIDR2 block at the call{note}"
+                ),
+            ));
+        }
+        if site.model.preserve_zt0 && !s.zt0_spilled {
+            found.push((
+                Kind::Zt0NotPreserved,
+                format!("ZT0 not preserved: no `str zt0` before the call to {name}, which does not share ZT0"),
+            ));
+        }
+        if site.tail && !site.model.tail_call {
+            found.push((
+                Kind::TailCall,
+                format!(
+                    "tail call to {name}, but the rules need code after it (mode \
+                     change, lazy save restore, ZT0 fill or exit; spec 004 §2)"
+                ),
+            ));
+        }
+        for (kind, message) in found {
+            self.report(case, kind, i, message);
+        }
+    }
+
+    /// The mode changes of one path segment (from the anchor at instruction `from` to
+    /// instruction `to`: call site `k`, or a return) against `head` then `tail`.
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &mut self,
+        case: bool,
+        s: &State,
+        head: &[Change],
+        tail: &[Change],
+        from: usize,
+        to: usize,
+        k: Option<usize>,
+    ) {
+        let got: Vec<Change> = s
+            .seen
+            .iter()
+            .map(|&(_, insn)| Change {
+                insn,
+                when: When::Always,
+            })
+            .collect();
+        let want: Vec<Change> = head
+            .iter()
+            .chain(tail)
+            .map(|c| Change {
+                insn: c.insn,
+                when: When::Always,
+            })
+            .collect();
+        let prev = match s.anchor {
+            Anchor::Call(j) => Some(Self::call_name(&self.calls[j])),
+            _ => None,
+        };
+        let next = k.map(|k| Self::call_name(&self.calls[k]));
+        let originals: Vec<Change> = head.iter().chain(tail).copied().collect();
+        for idx in missing_indices(&want, &got) {
+            let c = originals[idx];
+            let in_head = idx < head.len();
+            let (kind, place, at) = if in_head {
+                match (s.anchor, &prev) {
+                    (Anchor::Pad(j), _) => {
+                        let name = Self::call_name(&self.calls[j]);
+                        let offset = self.inst(self.calls[j].index).offset;
+                        (
+                            Kind::LandingPad,
+                            format!(
+                                "at the exception landing pad of the call to {name} at \
+                                 +{offset:#x} (spec 004 §2, \"After exception\")"
+                            ),
+                            from,
+                        )
+                    }
+                    (_, Some(p)) => (
+                        Kind::MissingChange,
+                        format!("after the call to {p} (spec 004 §2)"),
+                        from.min(to),
+                    ),
+                    (_, None) => (
+                        Kind::MissingChange,
+                        "at the function's entry (spec 004 §2)".to_string(),
+                        from.min(to),
+                    ),
+                }
+            } else {
+                match &next {
+                    Some(nm) => (
+                        Kind::MissingChange,
+                        format!("before the call to {nm} (spec 004 §2)"),
+                        to,
+                    ),
+                    None => (
+                        Kind::MissingChange,
+                        "before the function returns (spec 004 §2)".to_string(),
+                        to,
+                    ),
+                }
+            };
+            self.report(case, kind, at, format!("missing `{c}` {place}"));
+        }
         // Only PSTATE.SM changes are judged unexpected: ZA is also turned on and off by
         // the body itself (`llvm.aarch64.sme.za.enable`/`disable`).
-        for &(i, c) in observed {
-            if allowed(&c) || !c.insn.is_sm() {
+        let compatible = |site: Option<&Site>| {
+            site.is_some_and(|s| s.callee_attrs.interface() == Interface::StreamingCompatible)
+        };
+        let prev_compatible = match s.anchor {
+            Anchor::Call(j) => compatible(self.calls.get(j)),
+            _ => false,
+        };
+        let next_compatible = compatible(k.and_then(|k| self.calls.get(k)));
+        for &(i, insn) in &s.seen {
+            if !insn.is_sm() || want.iter().any(|w| w.insn == insn) {
                 continue;
             }
-            let compatible = |site: Option<&Site>| {
-                site.is_some_and(|s| s.callee_attrs.interface() == Interface::StreamingCompatible)
+            let c = Change {
+                insn,
+                when: When::Always,
             };
-            let prev_site = k.checked_sub(1).map(|j| &self.calls[j]);
-            let next_site = self.calls.get(k);
-            let message = if c.insn.is_sm() && (compatible(prev_site) || compatible(next_site)) {
-                let name = if compatible(next_site) {
+            let message = if prev_compatible || next_compatible {
+                let name = if next_compatible {
                     next.clone()
                 } else {
                     prev.clone()
@@ -601,125 +1102,7 @@ impl<'a> FunctionAuditor<'a> {
             } else {
                 format!("`{c}` where the rules require no such change (spec 004 §2)")
             };
-            self.report(Kind::UnexpectedChange, i, message);
-        }
-    }
-
-    fn check_calls(&mut self) {
-        let mut tpidr_set = false;
-        let mut e = 0;
-        for k in 0..self.calls.len() {
-            let index = self.calls[k].index;
-            let prev_end = k.checked_sub(1).map_or(0, |j| self.calls[j].index + 1);
-            let next_start = self
-                .calls
-                .get(k + 1)
-                .map_or(self.f.instructions.len(), |c| c.index);
-            let mut spilled = false;
-            while e < self.events.len() && self.events[e].0 < index {
-                match self.events[e].1 {
-                    Event::TpidrSet => tpidr_set = true,
-                    Event::TpidrReset => tpidr_set = false,
-                    Event::SpillZt0 if self.events[e].0 >= prev_end => spilled = true,
-                    _ => {}
-                }
-                e += 1;
-            }
-            let site = &self.calls[k];
-            let name = Self::call_name(site);
-            let after = |ev: Event| {
-                self.events
-                    .iter()
-                    .any(|&(i, x)| i > index && i < next_start && x == ev)
-            };
-            let mut found = Vec::new();
-            if site.model.lazy_za_save && !tpidr_set {
-                let note = if site.hidden {
-                    " (a library call LLVM makes for an instruction: LLVM 19 sets the lazy \
-                     save up for only some of these, see `locus sme check`)"
-                } else {
-                    ""
-                };
-                found.push((
-                    Kind::LazySaveMissing,
-                    format!(
-                        "lazy ZA save missing: {name} has a private ZA interface but \
-                         TPIDR2_EL0 does not point at a TPIDR2 block at the call{note}"
-                    ),
-                ));
-            }
-            if site.model.lazy_za_save && !site.tail && !after(Event::Restore) {
-                found.push((
-                    Kind::LazySaveNotRestored,
-                    format!("lazy ZA save not restored: no `__arm_tpidr2_restore` after the call to {name}"),
-                ));
-            }
-            if site.model.preserve_zt0 && !spilled {
-                found.push((
-                    Kind::Zt0NotPreserved,
-                    format!("ZT0 not preserved: no `str zt0` before the call to {name}, which does not share ZT0"),
-                ));
-            }
-            if site.model.preserve_zt0 && !site.tail && !after(Event::FillZt0) {
-                found.push((
-                    Kind::Zt0NotPreserved,
-                    format!("ZT0 not preserved: no `ldr zt0` after the call to {name}, which does not share ZT0"),
-                ));
-            }
-            if site.tail && !site.model.tail_call {
-                found.push((
-                    Kind::TailCall,
-                    format!(
-                        "tail call to {name}, but the rules need code after it (mode \
-                         change, lazy save restore, ZT0 fill or exit; spec 004 §2)"
-                    ),
-                ));
-            }
-            for (kind, message) in found {
-                self.report(kind, index, message);
-            }
-        }
-    }
-
-    fn check_entry(&mut self, model: &rules::FunctionModel) {
-        let first_call = self
-            .calls
-            .first()
-            .map_or(self.f.instructions.len(), |c| c.index);
-        let gap: Vec<(usize, Event)> = self
-            .events
-            .iter()
-            .filter(|(i, _)| *i < first_call)
-            .copied()
-            .collect();
-        let za_on = gap
-            .iter()
-            .find(|(_, e)| matches!(e, Event::Change(c) if c.insn == Insn::SmstartZa));
-        let at = za_on.map_or(0, |&(i, _)| i);
-        if model.commit_lazy_save
-            && !gap
-                .iter()
-                .any(|&(i, e)| e == Event::Commit && (za_on.is_none() || i < at))
-        {
-            self.report(
-                Kind::LazySaveNotCommitted,
-                at,
-                "lazy save not committed: a new-ZA function must call `__arm_tpidr2_save` \
-                 when TPIDR2_EL0 is set, before it turns ZA on"
-                    .to_string(),
-            );
-        }
-        for (needed, event, what) in [
-            (model.zero_za, Event::ZeroZa, "ZA (`zero {za}`)"),
-            (model.zero_zt0, Event::ZeroZt0, "ZT0 (`zero { zt0 }`)"),
-        ] {
-            if needed && !gap.iter().any(|&(_, e)| e == event) {
-                self.report(
-                    Kind::NotZeroed,
-                    at,
-                    format!("a new-state function must zero {what} after enabling ZA"),
-                );
-            }
+            self.report(case, Kind::UnexpectedChange, i, message);
         }
     }
 }
@@ -735,11 +1118,4 @@ fn missing_indices(want: &[Change], got: &[Change]) -> Vec<usize> {
         }
     }
     out
-}
-
-fn missing(want: &[Change], got: &[Change]) -> Vec<Change> {
-    missing_indices(want, got)
-        .into_iter()
-        .map(|i| want[i])
-        .collect()
 }

@@ -33,9 +33,13 @@
 //!   (functions, call targets from relocations, landing pads from `.gcc_except_table`),
 //!   [`a64`] decodes the instructions that matter, and each call site, entry, exit and
 //!   landing pad is compared with the rules for the attributes from the IR, `--attrs` or
-//!   what LLVM knows by name: `locus sme audit`. `tests/audit.rs`: llc-19's object of the
-//!   matrix (84 functions, 83 call sites) has no departure but LLVM 19's missing landing-pad
-//!   `smstart` (12), and 20 hand-broken objects are each caught at their function.
+//!   what LLVM knows by name, following the code's branches (a dataflow over each
+//!   function's control flow, mode tests decided): `locus sme audit`. `tests/audit.rs`:
+//!   llc-19's object of the matrix (84 functions, 83 call sites) has no departure but LLVM
+//!   19's missing landing-pad `smstart` (12), 20 hand-broken objects are each caught at
+//!   their function, and in `fixtures/cfg/branches.s` (code laid out after a return, a
+//!   change on one branch only, `__arm_sme_state` paths, two exits) exactly the 4
+//!   departures of the paths that depart are found.
 //!
 //! **Spec sections.** Attributes and their meaning: §1. Restrictions on attributes (the
 //! diagnostics on `sm_enabled`+`sm_compatible`, `za_new`+`za_preserved`, `za_new`+`za_shared`,

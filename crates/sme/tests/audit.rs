@@ -567,7 +567,11 @@ fn decoder_agrees_with_llvm_mc() {
         ("str zt0, [sp]", Op::StrZt0(31)),
         ("blr x8", Op::Blr(8)),
     ];
-    let more: [(&str, Op); 8] = [
+    let more: [(&str, Op); 12] = [
+        ("mov x19, x0", Op::Mov(19, 0)),
+        ("mov w8, w0", Op::Mov(8, 0)),
+        ("and x19, x0, #0x1", Op::And1(19, 0)),
+        ("and w19, w0, #0x1", Op::And1(19, 0)),
         ("br x16", Op::Br(16)),
         ("ret", Op::Ret(30)),
         ("bl #-8", Op::Bl(-8)),
@@ -693,5 +697,65 @@ fn llvm_sme_tests_audit_clean() {
     eprintln!(
         "LLVM SME tests: {audited} objects, {functions} functions, {calls} call sites audited, \
          no false report ({documented} documented LLVM 19 departures); found: {found_bugs:#?}"
+    );
+}
+
+/// Hand-written code whose layout misleads (`fixtures/cfg/branches.s`, assembled with
+/// llvm-mc-19): the audit follows the branches, so a change laid out after a return and
+/// reached by a branch counts, a change on one branch only is missing on the other, a
+/// `__arm_sme_state` test sends each entry mode down its own path, and each return is
+/// judged by the path to it. Exactly the departures the file's comments name are found.
+#[test]
+fn audit_follows_branches() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cfg");
+    let src = std::fs::read(dir.join("branches.s")).unwrap();
+    let obj = pipe(
+        "llvm-mc-19",
+        &[
+            "-triple=aarch64-linux-gnu",
+            "-mattr=+sme2",
+            "-filetype=obj",
+            "-o",
+            "-",
+        ],
+        &src,
+    );
+    let given: HashMap<String, Attrs> = [
+        "s_calls_n_out_of_line=streaming",
+        "n_calls_s_one_branch=",
+        "sc_calls_n_two_paths=streaming-compatible",
+        "sc_calls_n_forgets_smstart=streaming-compatible",
+        "ls_two_exits=locally-streaming",
+        "za_lazy_save_one_branch=inout_za",
+        "s_callee=streaming",
+    ]
+    .iter()
+    .map(|a| parse_attrs_arg(a).unwrap())
+    .collect();
+    let report = audit("branches.o", &obj, None, &given).unwrap();
+    let got: Vec<(&str, Kind, u64)> = report
+        .departures
+        .iter()
+        .map(|d| (d.function.as_str(), d.kind, d.offset))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("n_calls_s_one_branch", Kind::MissingChange, 0xc),
+            ("sc_calls_n_forgets_smstart", Kind::MissingChange, 0x1c),
+            ("ls_two_exits", Kind::MissingChange, 0x10),
+            ("za_lazy_save_one_branch", Kind::LazySaveMissing, 0xc),
+        ],
+        "{:#?}",
+        report.departures
+    );
+    // The departure of the path that streamed says so.
+    let sc = &report.departures[1];
+    assert!(sc.message.contains("PSTATE.SM = 1"), "{}", sc.message);
+    let calls: usize = report.functions.iter().map(|f| f.calls).sum();
+    eprintln!(
+        "audit by path: {} functions, {calls} call sites of hand-written branches; the 4 \
+         departures found, nothing else",
+        report.functions.len()
     );
 }
