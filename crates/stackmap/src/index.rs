@@ -6,38 +6,55 @@
 //! directly to the stack map record without checking uniqueness"; several records can share
 //! an offset), so both lookups return every match, in section order.
 //!
-//! Address lookup is the hot path (one per frame in a stack walk), so it goes through a hash
-//! table of 64-byte buckets, each one cache line of four 16-byte slots, a power of two of
-//! them with at least two slots per record, so that a probe seldom leaves its first bucket.
-//! A slot holds the address (as its 32-bit distance from the lowest indexed address, plus
-//! one: 0 marks an empty slot), the
-//! record's place in its table, its counts and the position of its function in a small side
-//! array; the records of one address fill consecutive slots of one bucket. A lookup reads
-//! one bucket, compares its four keys at once, and then touches only the side array, which
-//! stays in cache: it never reads the record's bytes.
+//! **What it holds.** The index borrows the section: it keeps no copy of a record, only
+//! where each one is. Its records are laid out in address order in *blocks* of one 64-byte
+//! cache line, four 16-byte slots each: the address (as its 32-bit distance from the lowest
+//! indexed address, plus one: 0 marks an empty slot), the record's place in its table, its
+//! counts and the position of its function in a small side array. A *cell directory* cuts
+//! the indexed address range into cells of `2^shift` bytes (about one cell per record) and
+//! gives, for each, the slot where its records begin. Blocks are filled in address order,
+//! and a cell of at most four records is never split between two blocks (when one would
+//! be, it moves whole to the next block), so a lookup reads the cell's two directory words
+//! (a small array that mostly stays in cache), then one block, compares its four keys at
+//! once, and hands out the records it matched from the slots alone, without reading the
+//! records' bytes. A cell with more records (a dense stretch of code, or more than four
+//! records at one address) spans blocks and is searched out of line.
 //!
-//! What limits lookups is how many of them the processor keeps in flight while each waits
-//! for its bucket's cache miss, and that depends on how many instructions each one puts in
-//! flight. So the common case is kept short: the key and the bucket are computed without
-//! branches, the four keys are compared with one SIMD compare, the rarer cases (a full home
-//! bucket, an index without compact slots) are out of line, and a slot's record is made
-//! without bounds checks: [`build_buckets`] checks every record it puts in a slot (once,
-//! against its table, which was validated when parsed), so the lookup need not. On huge
-//! tables the buckets are advised onto 2 MiB pages (Linux), since each lookup would
-//! otherwise also miss the TLB.
+//! **What it costs to build.** Validated tables list their records function by function,
+//! and in the usual case (LLVM emits each function's records in code order, and functions
+//! in address order) that is address order already: the index then reads each record's
+//! header once, in section order, and writes the blocks and the directory front to back:
+//! no sort, no hashing, no random writes. It checks the order as it goes; records out of
+//! order are sorted (stably: records at one address stay in section order) and laid out
+//! from the sorted list. Lookup by ID needs the records sorted by ID, which costs a sort
+//! of every record: that table is built on the first [`StackMapIndex::by_id`] call (once;
+//! the index stays `Sync`), so that a runtime that only looks addresses up never pays for
+//! it.
 //!
-//! A lookup still waits for its bucket with its instructions in flight, and the processor's
+//! **Lookups.** What limits lookups is how many of them the processor keeps in flight while
+//! each waits for its block's cache miss, and that depends on how many instructions each
+//! one puts in flight. So the common case is kept short: the cell and the block are
+//! computed without branches on the address, the four keys are compared with one SIMD
+//! compare, the rarer cases (a cell that spans blocks, an index without compact slots) are
+//! out of line, and a slot's record is made without bounds checks: the builder checks
+//! every record it puts in a slot (once, against its table, which was validated when
+//! parsed), so the lookup need not. On huge tables the blocks are advised onto 2 MiB pages
+//! (Linux), since each lookup would otherwise also miss the TLB.
+//!
+//! A lookup still waits for its block with its instructions in flight, and the processor's
 //! window holds only so many of them. [`StackMapIndex::lookup_all`] answers many addresses at
-//! once (a stack walk's return addresses, say): it prefetches each address's bucket some
-//! lookups before it answers it, so the misses overlap without filling the window; on the
-//! benchmark's index that halves the time per lookup.
+//! once (a stack walk's return addresses, say): it prefetches each address's directory
+//! words and then its block some lookups before it answers it, so the misses overlap
+//! without filling the window.
 //!
-//! The sorted arrays behind the buckets serve address-order iteration, addresses with more
-//! records than a bucket holds, lookup by ID, and indexes whose addresses span 4 GiB or more
-//! (which the compact slots cannot hold: those look addresses up by binary search).
+//! Indexes whose addresses span 4 GiB or more (which the 32-bit keys cannot hold) keep their
+//! records in one sorted array instead and look addresses up by binary search.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
+
+use once_cell::race::OnceBox;
 
 use crate::endian::Endian;
 use crate::parse::{Function, Record, RecordSource, Table};
@@ -75,35 +92,31 @@ struct FunctionRef<'a, E: Endian> {
     source: RecordSource<'a, E>,
 }
 
-/// Slots per bucket: one 64-byte cache line of 16-byte slots.
-const BUCKET_SLOTS: usize = 4;
+/// Slots per block: one 64-byte cache line of 16-byte slots.
+const BLOCK_SLOTS: usize = 4;
 
-/// [`Bucket::key`] of a slot that holds nothing.
+/// [`Block::key`] of a slot that holds nothing.
 const EMPTY: u32 = 0;
 /// The key of an address too far from [`StackMapIndex::base`] to be indexed: no slot
 /// holds it (the compact slots take only addresses whose key is below it).
 const NO_KEY: u32 = u32::MAX;
-/// [`Bucket::function`] of a slot whose address has several records; its
-/// [`Bucket::at`] is then the position of the first in the sorted arrays.
-const SEVERAL: u32 = u32::MAX;
 
 /// Four slots, stored field by field so that the four keys are compared at once. Slots fill
-/// from the first, so a bucket whose last slot is empty ends every probe sequence through it.
+/// from the first; only the last slots of a block can be empty.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-struct Bucket {
+struct Block {
     /// Address minus [`StackMapIndex::base`], plus 1; [`EMPTY`] in an empty slot.
-    key: [u32; BUCKET_SLOTS],
-    /// Where the record is in its table's records region (or, for [`SEVERAL`], a position
-    /// in the sorted arrays).
-    at: [u32; BUCKET_SLOTS],
-    /// Position in [`StackMapIndex::functions`], or [`SEVERAL`].
-    function: [u32; BUCKET_SLOTS],
+    key: [u32; BLOCK_SLOTS],
+    /// Where the record is in its table's records region.
+    at: [u32; BLOCK_SLOTS],
+    /// Position in [`StackMapIndex::functions`].
+    function: [u32; BLOCK_SLOTS],
     /// NumLocations | NumLiveOuts << 16.
-    counts: [u32; BUCKET_SLOTS],
+    counts: [u32; BLOCK_SLOTS],
 }
 
-impl Bucket {
+impl Block {
     /// The slots that hold `key` (never [`EMPTY`]), one bit each, found without branches:
     /// which slot it is varies from lookup to lookup, and a branch on it would hold up the
     /// next lookup until this one's cache miss is served.
@@ -114,11 +127,11 @@ impl Bucket {
             use core::arch::x86_64::{
                 __m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_movemask_ps, _mm_set1_epi32,
             };
-            // One compare of all four keys: the fewer instructions wait for the bucket's
+            // One compare of all four keys: the fewer instructions wait for the block's
             // cache miss, the more lookups the processor keeps in flight.
             // SAFETY: `[u32; 4]` and `__m128i` have the same size, and any bits are valid
             // for both.
-            let keys = unsafe { core::mem::transmute::<[u32; BUCKET_SLOTS], __m128i>(self.key) };
+            let keys = unsafe { core::mem::transmute::<[u32; BLOCK_SLOTS], __m128i>(self.key) };
             // SAFETY: the target has SSE2 (the `cfg` above: x86-64 targets without it, such
             // as kernels', take the loop below).
             let wanted = unsafe { _mm_set1_epi32(key as i32) };
@@ -132,57 +145,307 @@ impl Bucket {
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         {
             let mut hits = 0u32;
-            for i in 0..BUCKET_SLOTS {
+            for i in 0..BLOCK_SLOTS {
                 hits |= u32::from(self.key[i] == key) << i;
             }
             hits
         }
     }
 
-    const VACANT: Bucket = Bucket {
-        key: [EMPTY; BUCKET_SLOTS],
-        at: [0; BUCKET_SLOTS],
-        function: [0; BUCKET_SLOTS],
-        counts: [0; BUCKET_SLOTS],
+    const VACANT: Block = Block {
+        key: [EMPTY; BLOCK_SLOTS],
+        at: [0; BLOCK_SLOTS],
+        function: [0; BLOCK_SLOTS],
+        counts: [0; BLOCK_SLOTS],
     };
 }
 
 /// A multimap from code address and from record ID to records.
+///
+/// It borrows the section its tables were parsed from (`'a`) and holds about 20-30 bytes
+/// per record (see [`StackMapIndex::heap_bytes`]).
 #[derive(Clone, Debug)]
 pub struct StackMapIndex<'a, E: Endian> {
     tables: Vec<Table<'a, E>>,
     load_bias: u64,
     /// The functions of all tables, table after table.
     functions: Vec<FunctionRef<'a, E>>,
-    /// Sorted; parallel to `entries`. Kept apart so binary searches touch only keys.
-    addresses: Vec<u64>,
-    entries: Vec<Entry>,
-    /// (ID, position in `entries`), sorted.
-    ids: Vec<(u64, u32)>,
+    /// Number of indexed records.
+    len: usize,
     /// The lowest indexed address: slot keys are relative to it.
     base: u64,
-    /// Open addressing with linear probing from bucket to bucket, a power of two of them;
-    /// two vacant buckets when the index is empty or does not fit the compact slots
-    /// (`compact` is then false).
-    buckets: Vec<Bucket>,
-    /// [`home`]'s shift for `buckets.len()` (a power of two).
+    /// The records in address order (records at one address in section order), four slots
+    /// a block, then one vacant block. Only the vacant block when `compact` is false.
+    blocks: Vec<Block>,
+    /// `cells[c]`: the slot where the records of cell `c` (keys - 1 in
+    /// `c << shift .. (c + 1) << shift`) begin; they end where the next cell's begin. The
+    /// last two entries are both the slot after the last record, so that the last cell is
+    /// empty: addresses past the indexed ones are clamped to it. When `compact` is false,
+    /// `[0, 5]`: one cell that spans more than a block, so that every lookup leaves the
+    /// common path.
+    cells: Vec<u32>,
+    /// log2 of the bytes of code a cell covers.
     shift: u32,
-    /// Whether `buckets` holds every address; if not, lookups search `addresses`.
+    /// Whether the records are in `blocks`; if not, they are in `sorted`.
     compact: bool,
+    /// The records in address order, with their addresses, when they do not fit the compact
+    /// slots (addresses spanning 4 GiB or more); empty otherwise.
+    sorted: Vec<(u64, Entry)>,
+    /// (ID, position of the record in address order), sorted; built by the first
+    /// [`StackMapIndex::by_id`].
+    ids: OnceBox<Vec<(u64, usize)>>,
 }
 
-/// The bucket a key starts probing at, in a table of `2^(64 - shift)` buckets.
-#[inline(always)]
-fn home(key: u32, shift: u32) -> usize {
-    // Code addresses differ mostly in their low bits: the multiply mixes them into the high
-    // bits, which pick the bucket (Fibonacci hashing: one multiply and one shift).
-    (u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+/// Why laying records out in blocks stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// A record's address is below the one before it: they need sorting first.
+    Unsorted,
+    /// A record does not fit the compact slots (too far from the base, too far into its
+    /// table, too many records or functions).
+    Wide,
 }
 
-/// The shift that makes [`home`] pick one of `n` buckets (`n` a power of two, at least 2).
-fn shift_for(n: usize) -> u32 {
-    debug_assert!(n >= 2 && n.is_power_of_two());
-    64 - n.trailing_zeros()
+/// Lays records out in blocks and the cell directory, fed in address order.
+struct Layout<'f, 'a, E: Endian> {
+    functions: &'f [FunctionRef<'a, E>],
+    blocks: Vec<Block>,
+    cells: Vec<u32>,
+    shift: u32,
+    /// The directory grows no longer than this: beyond it, cells are merged pairwise.
+    max_cells: usize,
+    base: u64,
+    last: u64,
+    /// The slot the next record goes to.
+    next: usize,
+}
+
+/// The smallest shift that cuts `span` bytes into at most `cells` cells.
+fn shift_for(span: u64, cells: usize) -> u32 {
+    let cells = cells.max(1) as u64;
+    let mut shift = 0;
+    while shift < 32 && (span >> shift) >= cells {
+        shift += 1;
+    }
+    shift
+}
+
+impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
+    /// A layout for about `records` records over about `span` bytes of code.
+    fn new(functions: &'f [FunctionRef<'a, E>], records: usize, span: u64) -> Self {
+        // Blocks hold four records each, less the slots left empty where a cell would
+        // otherwise straddle two blocks.
+        let mut blocks = Vec::with_capacity(records / BLOCK_SLOTS + records / 16 + 2);
+        advise_huge_pages(&mut blocks);
+        Layout {
+            functions,
+            blocks,
+            cells: Vec::with_capacity(records + 2),
+            shift: shift_for(span, records),
+            max_cells: 2 * records + 64,
+            base: 0,
+            last: 0,
+            next: 0,
+        }
+    }
+
+    /// Adds the record at `address` (not below any added before).
+    #[inline(always)]
+    fn push(&mut self, address: u64, e: Entry) -> Result<(), Stop> {
+        if self.next == 0 {
+            self.base = address;
+            self.last = address;
+        }
+        if address < self.last {
+            return Err(Stop::Unsorted);
+        }
+        self.last = address;
+        let distance = address - self.base;
+        // The lookup hands out a slot's record without bounds checks
+        // (`StackMapIndex::slot_record`), so each is checked here; the records of a
+        // validated table always pass.
+        let fits = distance < u64::from(NO_KEY - 1)
+            && u32::try_from(e.at).is_ok()
+            && self.next < (u32::MAX as usize) - 2 * BLOCK_SLOTS
+            && self.functions.get(e.function as usize).is_some_and(|f| {
+                f.source
+                    .record(e.at, e.num_locations, e.num_live_outs)
+                    .is_some()
+            });
+        if !fits {
+            return Err(Stop::Wide);
+        }
+        let mut cell = (distance >> self.shift) as usize;
+        while cell >= self.max_cells {
+            self.coarsen();
+            cell = (distance >> self.shift) as usize;
+        }
+        let slot = self.next % BLOCK_SLOTS;
+        if cell >= self.cells.len() {
+            // The first record of its cell: this cell and the empty ones before it begin
+            // here.
+            self.cells.resize(cell + 1, self.next as u32);
+        } else if slot == 0 {
+            // The block is full and this record's cell is in it: if the cell began in it
+            // after its first slot, the cell moves whole to a fresh block, so that it stays
+            // in one block.
+            let from = self.cells.get(cell).map_or(0, |&c| c as usize);
+            let moved = self.next - from;
+            if !from.is_multiple_of(BLOCK_SLOTS) && moved < BLOCK_SLOTS {
+                self.move_to_fresh_block(from, moved);
+            }
+        }
+        if self.next.is_multiple_of(BLOCK_SLOTS) {
+            self.blocks.push(Block::VACANT);
+        }
+        let (b, s) = (self.next / BLOCK_SLOTS, self.next % BLOCK_SLOTS);
+        if let Some(block) = self.blocks.get_mut(b) {
+            block.key[s] = distance as u32 + 1;
+            block.at[s] = e.at as u32;
+            block.function[s] = e.function;
+            block.counts[s] = u32::from(e.num_locations) | u32::from(e.num_live_outs) << 16;
+        }
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Moves the `moved` records of the last cell, which begin at slot `from` of the last
+    /// (full) block, to the first slots of a new block.
+    #[cold]
+    fn move_to_fresh_block(&mut self, from: usize, moved: usize) {
+        let to = self.blocks.len() * BLOCK_SLOTS;
+        let (Some(&old), true) = (self.blocks.last(), moved > 0) else {
+            return;
+        };
+        let mut fresh = Block::VACANT;
+        let mut emptied = old;
+        for i in 0..moved {
+            let s = (from + i) % BLOCK_SLOTS;
+            fresh.key[i] = old.key[s];
+            fresh.at[i] = old.at[s];
+            fresh.function[i] = old.function[s];
+            fresh.counts[i] = old.counts[s];
+            emptied.key[s] = EMPTY;
+            emptied.at[s] = 0;
+            emptied.function[s] = 0;
+            emptied.counts[s] = 0;
+        }
+        if let Some(last) = self.blocks.last_mut() {
+            *last = emptied;
+        }
+        self.blocks.push(fresh);
+        // The cell, and the empty cells just before it, now begin in the new block.
+        for c in self.cells.iter_mut().rev() {
+            if *c as usize != from {
+                break;
+            }
+            *c = to as u32;
+        }
+        self.next = to + moved;
+    }
+
+    /// Doubles the bytes each cell covers, merging cells pairwise.
+    #[cold]
+    fn coarsen(&mut self) {
+        let merged = self.cells.len().div_ceil(2);
+        for i in 0..merged {
+            let start = self.cells.get(2 * i).copied().unwrap_or(0);
+            if let Some(c) = self.cells.get_mut(i) {
+                *c = start;
+            }
+        }
+        self.cells.truncate(merged);
+        self.shift += 1;
+    }
+
+    /// The blocks (a vacant one after the records) and the directory (the end of the last
+    /// cell, then an empty cell).
+    fn finish(mut self) -> (Vec<Block>, Vec<u32>, u32, u64) {
+        self.blocks.push(Block::VACANT);
+        let end = self.next as u32;
+        self.cells.extend([end, end]);
+        (self.blocks, self.cells, self.shift, self.base)
+    }
+}
+
+/// Calls `emit` with the address and entry of each record of `tables`, in section order,
+/// until it returns an error. Records follow the function order and each function owns
+/// `record_count` of them; records past the sum of the counts, which only a lenient parse
+/// admits, are left out.
+fn each_record<E: Endian>(
+    tables: &[Table<'_, E>],
+    functions: &[FunctionRef<'_, E>],
+    load_bias: u64,
+    mut emit: impl FnMut(u64, Entry) -> Result<(), Stop>,
+) -> Result<(), Stop> {
+    let mut first = 0usize;
+    for t in tables {
+        let count = t.num_functions() as usize;
+        let own = functions.get(first..first + count).unwrap_or(&[]);
+        let mut fs = own.iter().enumerate();
+        let mut left_in_table = t.num_records();
+        let mut at = 0usize;
+        'functions: while left_in_table > 0 {
+            let Some((i, f)) = fs.next() else {
+                break;
+            };
+            let address = f.function.address.wrapping_add(load_bias);
+            let function = (first + i) as u32;
+            let mut left = f.function.record_count;
+            while left > 0 {
+                if left_in_table == 0 {
+                    break 'functions;
+                }
+                // Every record of a validated table is in its records region.
+                let Some(h) = f.source.head(at) else {
+                    break 'functions;
+                };
+                let entry = Entry {
+                    at,
+                    function,
+                    num_locations: h.num_locations,
+                    num_live_outs: h.num_live_outs,
+                };
+                emit(address.wrapping_add(u64::from(h.instruction_offset)), entry)?;
+                at = h.next;
+                left -= 1;
+                left_in_table -= 1;
+            }
+        }
+        first += count;
+    }
+    Ok(())
+}
+
+/// About how many bytes of code the records of `functions` cover, from the functions'
+/// addresses alone (the records' own offsets are read only while laying them out): the
+/// span of the function addresses, scaled up for the records of the last function.
+fn estimate_span<E: Endian>(
+    functions: &[FunctionRef<'_, E>],
+    load_bias: u64,
+    records: usize,
+) -> u64 {
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    let mut at_hi = 0u64;
+    for f in functions.iter().filter(|f| f.function.record_count > 0) {
+        let a = f.function.address.wrapping_add(load_bias);
+        lo = lo.min(a);
+        if a > hi {
+            (hi, at_hi) = (a, 0);
+        }
+        if a == hi {
+            at_hi = at_hi.saturating_add(f.function.record_count);
+        }
+    }
+    let records = records as u64;
+    if hi > lo && records > at_hi {
+        let scaled = u128::from(hi - lo) * u128::from(records) / u128::from(records - at_hi);
+        u64::try_from(scaled).unwrap_or(u64::MAX)
+    } else {
+        // One function: call sites some 16 bytes apart.
+        records.saturating_mul(16)
+    }
 }
 
 impl<'a, E: Endian> StackMapIndex<'a, E> {
@@ -194,68 +457,80 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// A relocatable object's section holds 0 for every function address until its
     /// relocations are applied; read it through
     /// [`StackMapSection::resolved`](crate::object::StackMapSection::resolved).
+    ///
+    /// This reads each record's header once and, when the records are in address order
+    /// (the usual case), writes the index front to back; the table for
+    /// [`StackMapIndex::by_id`] is built when first needed.
     pub fn new(tables: Vec<Table<'a, E>>, load_bias: u64) -> Self {
         let total: usize = tables.iter().map(|t| t.num_records() as usize).sum();
-        let sources: Vec<RecordSource<'a, E>> = tables.iter().map(Table::record_source).collect();
         let mut functions = Vec::new();
-        let mut keyed: Vec<(u64, Entry)> = Vec::with_capacity(total);
-        for ((ti, t), source) in tables.iter().enumerate().zip(&sources) {
-            let first = functions.len();
+        for (ti, t) in tables.iter().enumerate() {
+            let source = t.record_source();
             functions.extend(t.functions().map(|function| FunctionRef {
                 function,
                 table: ti as u32,
-                source: *source,
+                source,
             }));
-            for (fi, f, r) in t.records_with_function_indices() {
-                // Every record of the table is in its records region.
-                let Some(at) = source.position(r.offset()) else {
-                    continue;
-                };
-                let address = f
-                    .address
-                    .wrapping_add(load_bias)
-                    .wrapping_add(u64::from(r.instruction_offset()));
-                let entry = Entry {
-                    at,
-                    function: (first + fi) as u32,
-                    num_locations: r.num_locations(),
-                    num_live_outs: r.num_live_outs(),
-                };
-                keyed.push((address, entry));
+        }
+        let mut index = StackMapIndex {
+            tables: Vec::new(),
+            load_bias,
+            functions: Vec::new(),
+            len: 0,
+            base: 0,
+            blocks: vec![Block::VACANT],
+            cells: vec![0, 0],
+            shift: 0,
+            compact: true,
+            sorted: Vec::new(),
+            ids: OnceBox::new(),
+        };
+        // The usual case: records already in address order, laid out as they are read.
+        let mut len = 0usize;
+        let mut layout = Layout::new(
+            &functions,
+            total,
+            estimate_span(&functions, load_bias, total),
+        );
+        let streamed = each_record(&tables, &functions, load_bias, |address, e| {
+            len += 1;
+            layout.push(address, e)
+        });
+        if streamed.is_ok() {
+            (index.blocks, index.cells, index.shift, index.base) = layout.finish();
+            index.len = len;
+        } else {
+            drop(layout);
+            let mut sorted: Vec<(u64, Entry)> = Vec::with_capacity(total);
+            let _ = each_record(&tables, &functions, load_bias, |address, e| {
+                sorted.push((address, e));
+                Ok(())
+            });
+            // Stable: records at one address stay in section order.
+            sorted.sort_by_key(|(a, _)| *a);
+            index.len = sorted.len();
+            let span = match (sorted.first(), sorted.last()) {
+                (Some(&(first, _)), Some(&(last, _))) => last - first,
+                _ => 0,
+            };
+            let mut layout = Layout::new(&functions, sorted.len(), span);
+            if sorted
+                .iter()
+                .try_for_each(|&(a, e)| layout.push(a, e))
+                .is_ok()
+            {
+                (index.blocks, index.cells, index.shift, index.base) = layout.finish();
+            } else {
+                drop(layout);
+                index.compact = false;
+                index.cells = vec![0, 1 + BLOCK_SLOTS as u32];
+                sorted.shrink_to_fit();
+                index.sorted = sorted;
             }
         }
-        // Stable: records at one address stay in section order.
-        keyed.sort_by_key(|(a, _)| *a);
-        let (addresses, entries): (Vec<u64>, Vec<Entry>) = keyed.into_iter().unzip();
-        let mut ids: Vec<(u64, u32)> = entries
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| {
-                let f = functions.get(e.function as usize)?;
-                let r = f.source.record(e.at, e.num_locations, e.num_live_outs)?;
-                Some((r.id(), i as u32))
-            })
-            .collect();
-        ids.sort_unstable();
-        let base = addresses.first().copied().unwrap_or(0);
-        let mut buckets = build_buckets(&addresses, &entries, base, &functions);
-        let compact = !buckets.is_empty();
-        if !compact {
-            buckets = vec![Bucket::VACANT; 2];
-        }
-        let shift = shift_for(buckets.len());
-        StackMapIndex {
-            tables,
-            load_bias,
-            functions,
-            addresses,
-            entries,
-            ids,
-            base,
-            buckets,
-            shift,
-            compact,
-        }
+        index.tables = tables;
+        index.functions = functions;
+        index
     }
 
     /// The indexed tables.
@@ -270,53 +545,40 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
 
     /// Number of indexed records.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// True if no record was indexed.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
-    /// Bytes the index holds on the heap (its arrays' capacities; the section's bytes,
-    /// which it borrows, are not counted).
+    /// Bytes the index holds on the heap (its arrays' capacities, the table for
+    /// [`StackMapIndex::by_id`] once built; the section's bytes, which it borrows, are not
+    /// counted).
     pub fn heap_bytes(&self) -> usize {
         fn bytes<T>(v: &Vec<T>) -> usize {
             v.capacity() * core::mem::size_of::<T>()
         }
+        let ids = self
+            .ids
+            .get()
+            .map_or(0, |v| bytes(v) + core::mem::size_of::<Vec<(u64, usize)>>());
         bytes(&self.tables)
             + bytes(&self.functions)
-            + bytes(&self.addresses)
-            + bytes(&self.entries)
-            + bytes(&self.ids)
-            + bytes(&self.buckets)
+            + bytes(&self.blocks)
+            + bytes(&self.cells)
+            + bytes(&self.sorted)
+            + ids
     }
 
-    #[inline(always)]
-    fn materialize(
-        &self,
-        address: u64,
-        at: usize,
-        function: u32,
-        num_locations: u16,
-        num_live_outs: u16,
-    ) -> Option<IndexedRecord<'a, E>> {
-        let f = self.functions.get(function as usize)?;
-        Some(IndexedRecord {
-            address,
-            function: f.function,
-            table: f.table as usize,
-            record: f.source.record(at, num_locations, num_live_outs)?,
-        })
-    }
-
-    /// The record of a bucket slot that is not [`SEVERAL`], without bounds checks.
+    /// The record of a slot, without bounds checks.
     ///
     /// # Safety
     ///
-    /// `(at, function, counts)` must be the fields of one slot of `self.buckets` that is not
-    /// [`SEVERAL`]: [`build_buckets`] only fills such a slot with a function position and a
-    /// record that it has checked.
+    /// `(at, function, counts)` must be the fields of a filled slot of `self.blocks`:
+    /// [`Layout::push`] only fills a slot with a function position and a record that it has
+    /// checked.
     #[inline(always)]
     unsafe fn slot_record(
         &self,
@@ -325,10 +587,10 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         function: u32,
         counts: u32,
     ) -> IndexedRecord<'a, E> {
-        // SAFETY: `build_buckets` made sure that `function` is a position in
-        // `self.functions`; the buckets are never changed after that.
+        // SAFETY: `Layout::push` made sure that `function` is a position in
+        // `self.functions`; the blocks are never changed after that.
         let f = unsafe { self.functions.get_unchecked(function as usize) };
-        // SAFETY: `build_buckets` also made sure that `record(at, counts)` of its source is
+        // SAFETY: `Layout::push` also made sure that `record(at, counts)` of its source is
         // `Some`.
         let record = unsafe {
             f.source
@@ -342,16 +604,48 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         }
     }
 
+    /// The record at position `p` in address order (a slot of the blocks, or a place in
+    /// `sorted`), if one is there.
     #[inline]
-    fn get(&self, i: usize) -> Option<IndexedRecord<'a, E>> {
-        let e = self.entries.get(i)?;
-        self.materialize(
-            *self.addresses.get(i)?,
-            e.at,
-            e.function,
-            e.num_locations,
-            e.num_live_outs,
-        )
+    fn get(&self, p: usize) -> Option<IndexedRecord<'a, E>> {
+        if self.compact {
+            let b = self.blocks.get(p / BLOCK_SLOTS)?;
+            let s = p % BLOCK_SLOTS;
+            let key = b.key[s];
+            if key == EMPTY || p >= self.end() {
+                return None;
+            }
+            let address = self.base.wrapping_add(u64::from(key - 1));
+            // SAFETY: a filled slot of `self.blocks` (the vacant block after the records is
+            // past `end`).
+            Some(unsafe { self.slot_record(address, b.at[s], b.function[s], b.counts[s]) })
+        } else {
+            let &(address, e) = self.sorted.get(p)?;
+            let f = self.functions.get(e.function as usize)?;
+            Some(IndexedRecord {
+                address,
+                function: f.function,
+                table: f.table as usize,
+                record: f.source.record(e.at, e.num_locations, e.num_live_outs)?,
+            })
+        }
+    }
+
+    /// The position after the last record.
+    fn end(&self) -> usize {
+        if self.compact {
+            self.cells.last().map_or(0, |&e| e as usize)
+        } else {
+            self.sorted.len()
+        }
+    }
+
+    /// The key of position `p` ([`EMPTY`] for an empty slot), compact indexes only.
+    #[inline]
+    fn key_at(&self, p: usize) -> u32 {
+        self.blocks
+            .get(p / BLOCK_SLOTS)
+            .map_or(EMPTY, |b| b.key[p % BLOCK_SLOTS])
     }
 
     /// The slot key of `address`: its distance from the base plus one, or [`NO_KEY`].
@@ -365,19 +659,37 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         }
     }
 
-    /// Starts bringing the home bucket of `address` into the cache.
+    /// The directory position of the cell of `key`: addresses past the indexed ones land on
+    /// the last cell, which is empty.
     #[inline(always)]
-    fn prefetch(&self, address: u64) {
-        let b = home(self.key(address), self.shift);
-        prefetch(self.buckets.as_ptr().wrapping_add(b));
+    fn cell(&self, key: u32) -> usize {
+        let c = (u64::from(key) - 1) >> self.shift;
+        // `cells` holds at least two entries.
+        (c as usize).min(self.cells.len() - 2)
+    }
+
+    /// Starts bringing the directory words of `address` into the cache.
+    #[inline(always)]
+    fn prefetch_cell(&self, address: u64) {
+        let c = self.cell(self.key(address));
+        prefetch(self.cells.as_ptr().wrapping_add(c));
+    }
+
+    /// Starts bringing the block of `address` into the cache (reading its directory word).
+    #[inline(always)]
+    fn prefetch_block(&self, address: u64) {
+        let c = self.cell(self.key(address));
+        // SAFETY: `cell` answers a position below `cells.len() - 1`.
+        let p = unsafe { *self.cells.get_unchecked(c) } as usize;
+        prefetch(self.blocks.as_ptr().wrapping_add(p / BLOCK_SLOTS));
     }
 
     /// The records at each of `addresses`, in order: what [`StackMapIndex::lookup`] gives for
     /// each, but faster when there are several. While it answers one address it has the
-    /// bucket of an address [`LOOKAHEAD`] places further on brought into the cache (on
-    /// x86-64), so the lookups' cache misses overlap instead of each one holding up the
-    /// processor. A stack walk can collect its frames' return addresses first (by frame
-    /// pointer, say) and look them all up this way.
+    /// block of an address [`LOOKAHEAD`] places further on brought into the cache (and the
+    /// directory words of one twice as far), on x86-64, so the lookups' cache misses overlap
+    /// instead of each one holding up the processor. A stack walk can collect its frames'
+    /// return addresses first (by frame pointer, say) and look them all up this way.
     ///
     /// ```
     /// # use locus_stackmap::{LittleEndian, ParseOptions, StackMapIndex, Tables};
@@ -400,195 +712,181 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// # Ok::<(), locus_stackmap::Error>(())
     /// ```
     pub fn lookup_all<'i>(&'i self, addresses: &'i [u64]) -> LookupAll<'i, 'a, E> {
-        let (first, ahead) = addresses.split_at(addresses.len().min(LOOKAHEAD));
-        for &a in first {
-            self.prefetch(a);
+        let far = addresses
+            .get(..addresses.len().min(2 * LOOKAHEAD))
+            .unwrap_or(&[]);
+        for &a in far {
+            self.prefetch_cell(a);
+        }
+        let near = addresses
+            .get(..addresses.len().min(LOOKAHEAD))
+            .unwrap_or(&[]);
+        for &a in near {
+            self.prefetch_block(a);
         }
         LookupAll {
             index: self,
             addresses: addresses.iter(),
-            ahead: ahead.iter(),
+            ahead: addresses.get(near.len()..).unwrap_or(&[]).iter(),
+            far_ahead: addresses.get(far.len()..).unwrap_or(&[]).iter(),
         }
     }
 
     /// Every record at absolute code address `address`, in section order.
     #[inline]
     pub fn lookup(&self, address: u64) -> Lookup<'_, 'a, E> {
-        let mut l = Lookup {
-            index: self,
-            bucket: &Bucket::VACANT,
-            hits: 0,
-            next: usize::MAX,
-            address,
-        };
-        // Everything up to the bucket's cache miss is computed without branches on the
-        // address, and the common case (the address is in its home bucket) takes no other
-        // path: the fewer instructions a lookup puts in flight, the more lookups the
+        // Everything up to the block's cache miss is computed without branches on the
+        // address, and the common case (the address's cell lies in one block) takes no
+        // other path: the fewer instructions a lookup puts in flight, the more lookups the
         // processor overlaps.
         let key = self.key(address);
-        let b = home(key, self.shift);
-        debug_assert!(b < self.buckets.len());
-        // SAFETY: `home` answers below 2^(64 - shift), and `new` made `buckets` exactly that
-        // long (a power of two, with `shift_for`); neither changes after that.
-        let bucket = unsafe { self.buckets.get_unchecked(b) };
-        let hits = bucket.hits(key);
-        if hits != 0 {
-            l.bucket = bucket;
-            l.hits = hits;
-        } else if self.compact {
-            if let Some((bucket, hits)) = self.probe_on(key, b) {
-                l.bucket = bucket;
-                l.hits = hits;
-            }
+        let c = self.cell(key);
+        // SAFETY: `cell` answers a position below `cells.len() - 1`; neither changes after
+        // `new`.
+        let p = unsafe { *self.cells.get_unchecked(c) } as usize;
+        // SAFETY: as above, for the next position.
+        let q = unsafe { *self.cells.get_unchecked(c + 1) } as usize;
+        let b = p / BLOCK_SLOTS;
+        debug_assert!(b < self.blocks.len());
+        // SAFETY: every directory entry is at most the slot after the last record, and the
+        // blocks go on for a vacant one after that (`Layout::finish`); when `compact` is
+        // false there is one block and the directory is `[0, 5]`.
+        let block = unsafe { self.blocks.get_unchecked(b) };
+        let mut l = Lookup {
+            index: self,
+            block,
+            hits: 0,
+            next: 0,
+            end: 0,
+            key,
+            address,
+        };
+        if q <= (b + 1) * BLOCK_SLOTS {
+            // The cell's records (none, or all of them) are in this block, and no other
+            // cell's record has this key.
+            l.hits = block.hits(key);
         } else {
-            l.next = self.search_sorted(address);
+            (l.next, l.end) = self.search(address, key, p, q);
         }
         l
     }
 
-    /// The rest of [`StackMapIndex::lookup`] when home bucket `b` does not hold `key`:
-    /// probing goes on while the buckets are full. Out of line, and it answers in registers,
-    /// so that the common case stays short.
+    /// The rest of [`StackMapIndex::lookup`] when the cell of `key` spans blocks (positions
+    /// `p..q`) or the index is not compact: where its records begin and where to stop
+    /// looking. Out of line, and it answers in registers, so that the common case stays
+    /// short.
     #[cold]
     #[inline(never)]
-    fn probe_on(&self, key: u32, mut b: usize) -> Option<(&Bucket, u32)> {
-        let n = self.buckets.len();
-        for _ in 0..n {
-            if self.buckets.get(b)?.key[BUCKET_SLOTS - 1] == EMPTY {
-                return None;
-            }
-            b = if b + 1 == n { 0 } else { b + 1 };
-            let next = self.buckets.get(b)?;
-            let hits = next.hits(key);
-            if hits != 0 {
-                return Some((next, hits));
-            }
+    fn search(&self, address: u64, key: u32, p: usize, q: usize) -> (usize, usize) {
+        if !self.compact {
+            let i = self.sorted.partition_point(|&(a, _)| a < address);
+            return (i, self.sorted.len());
         }
-        None
-    }
-
-    /// Where the records at `address` start in the sorted arrays, for an index without
-    /// compact slots.
-    #[cold]
-    #[inline(never)]
-    fn search_sorted(&self, address: u64) -> usize {
-        self.addresses.partition_point(|&a| a < address)
+        // The blocks of the cell, whose first slots are never empty (only a block's last
+        // slots are): the first record with the key is in the last block whose first key
+        // is below it, or first in the next one.
+        let (first, last) = (p / BLOCK_SLOTS, (q - 1) / BLOCK_SLOTS);
+        let blocks = self.blocks.get(first..=last).unwrap_or(&[]);
+        let j = blocks.partition_point(|b| b.key[0] < key);
+        let mut i = if j == 0 {
+            p
+        } else {
+            ((first + j - 1) * BLOCK_SLOTS).max(p)
+        };
+        while i < q {
+            let k = self.key_at(i);
+            if k == key {
+                return (i, q);
+            }
+            if k > key {
+                break;
+            }
+            i += 1;
+        }
+        (0, 0)
     }
 
     /// Every record with ID `id`, in address order.
+    ///
+    /// The first call sorts every record's ID (the index reads each record's ID from the
+    /// section then) and keeps the table for later calls: 16 bytes per record, counted by
+    /// [`StackMapIndex::heap_bytes`] from then on.
     pub fn by_id(&self, id: u64) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
-        let first = self.ids.partition_point(|&(k, _)| k < id);
-        self.ids
-            .get(first..)
+        let ids = self.ids.get_or_init(|| {
+            let mut ids: Vec<(u64, usize)> = (0..self.end())
+                .filter_map(|p| Some((self.get(p)?.record.id(), p)))
+                .collect();
+            ids.sort_unstable();
+            Box::new(ids)
+        });
+        let first = ids.partition_point(|&(k, _)| k < id);
+        ids.get(first..)
             .unwrap_or(&[])
             .iter()
             .take_while(move |&&(k, _)| k == id)
-            .filter_map(move |&(_, i)| self.get(i as usize))
+            .filter_map(move |&(_, p)| self.get(p))
     }
 
     /// The record at the highest indexed address below `address` (the first of them, in
     /// section order, when several share it): what a code address without a record of its
     /// own follows. `None` when no record lies below `address`.
     pub fn nearest_before(&self, address: u64) -> Option<IndexedRecord<'a, E>> {
-        let below = self.addresses.partition_point(|&a| a < address);
-        let at = *self.addresses.get(below.checked_sub(1)?)?;
-        self.get(self.addresses.partition_point(|&a| a < at))
+        if !self.compact {
+            let below = self.sorted.partition_point(|&(a, _)| a < address);
+            let at = self.sorted.get(below.checked_sub(1)?)?.0;
+            return self.get(self.sorted.partition_point(|&(a, _)| a < at));
+        }
+        if address <= self.base || self.len == 0 {
+            return None;
+        }
+        // Keys of addresses up to and past the last indexed one, clamped: every indexed key
+        // is below NO_KEY.
+        let key = self.key(address);
+        let end = self.end();
+        // The last position whose key is below `key`: in the last block whose first key is
+        // below it (first slots are never empty).
+        let real = self.blocks.get(..end.div_ceil(BLOCK_SLOTS)).unwrap_or(&[]);
+        let b = real.partition_point(|b| b.key[0] < key).checked_sub(1)?;
+        let mut p = ((b + 1) * BLOCK_SLOTS).min(end);
+        let below = loop {
+            p = p.checked_sub(1)?;
+            let k = self.key_at(p);
+            if k != EMPTY && k < key {
+                break k;
+            }
+        };
+        // The first record at that address.
+        let mut first = p;
+        let mut i = p;
+        while let Some(prev) = i.checked_sub(1) {
+            let k = self.key_at(prev);
+            if k == below {
+                first = prev;
+            } else if k != EMPTY {
+                break;
+            }
+            i = prev;
+        }
+        self.get(first)
     }
 
     /// Every record in address order.
     pub fn iter(&self) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
-        (0..self.entries.len()).filter_map(move |i| self.get(i))
+        (0..self.end()).filter_map(move |p| self.get(p))
     }
 }
 
-/// Fills the hash table, at most half full: the records of an address go to consecutive slots
-/// of the first bucket on its probe sequence that has a free slot, in section order, or, when
-/// they do not all fit there, one [`SEVERAL`] slot does. Returns no buckets when there is
-/// nothing to index or when the compact slots cannot hold the index (addresses spanning 4 GiB
-/// or more, a record past 4 GiB into its table, too many functions).
-fn build_buckets<E: Endian>(
-    addresses: &[u64],
-    entries: &[Entry],
-    base: u64,
-    functions: &[FunctionRef<'_, E>],
-) -> Vec<Bucket> {
-    let (Some(&last), Some(_)) = (addresses.last(), entries.last()) else {
-        return Vec::new();
-    };
-    let fits = last - base < u64::from(NO_KEY - 1)
-        && functions.len() < SEVERAL as usize
-        && entries.len() <= u32::MAX as usize
-        && entries.iter().all(|e| u32::try_from(e.at).is_ok());
-    if !fits {
-        return Vec::new();
-    }
-    // At least two slots per record (a probe rarely has to leave its first bucket), rounded
-    // up to a power of two buckets.
-    let n = (2 * entries.len())
-        .div_ceil(BUCKET_SLOTS)
-        .next_power_of_two()
-        .max(2);
-    let shift = shift_for(n);
-    let mut buckets: Vec<Bucket> = Vec::with_capacity(n);
-    advise_huge_pages(&mut buckets);
-    buckets.resize(n, Bucket::VACANT);
-    let mut i = 0;
-    while let Some(&address) = addresses.get(i) {
-        let count = addresses[i..].iter().take_while(|&&a| a == address).count();
-        let key = (address - base + 1) as u32;
-        let mut b = home(key, shift);
-        // There are more slots than records, so a free one exists.
-        for _ in 0..n {
-            let Some(bucket) = buckets.get_mut(b) else {
-                break;
-            };
-            let used = bucket.key.iter().take_while(|&&k| k != EMPTY).count();
-            if used < BUCKET_SLOTS {
-                let group = entries.get(i..i + count).unwrap_or(&[]);
-                // The lookup hands out a slot's record without bounds checks
-                // (`StackMapIndex::slot_record`), so each is checked here; the records of a
-                // validated table always pass.
-                let checked = group.len() == count
-                    && group.iter().all(|e| {
-                        functions.get(e.function as usize).is_some_and(|f| {
-                            f.source
-                                .record(e.at, e.num_locations, e.num_live_outs)
-                                .is_some()
-                        })
-                    });
-                if checked && used + count <= BUCKET_SLOTS {
-                    for (s, e) in (used..).zip(group) {
-                        bucket.key[s] = key;
-                        bucket.at[s] = e.at as u32;
-                        bucket.function[s] = e.function;
-                        bucket.counts[s] =
-                            u32::from(e.num_locations) | u32::from(e.num_live_outs) << 16;
-                    }
-                } else {
-                    bucket.key[used] = key;
-                    bucket.at[used] = i as u32;
-                    bucket.function[used] = SEVERAL;
-                }
-                break;
-            }
-            b = if b + 1 == n { 0 } else { b + 1 };
-        }
-        i += count;
-    }
-    buckets
-}
-
-/// Asks Linux to back the (not yet touched) capacity of `buckets` with 2 MiB pages where it
-/// can. Each lookup lands on a random bucket, so with 4 KiB pages nearly every lookup in a
+/// Asks Linux to back the (not yet touched) capacity of `blocks` with 2 MiB pages where it
+/// can. Each lookup lands on a random block, so with 4 KiB pages nearly every lookup in a
 /// large index also misses the TLB; on the benchmark's 1M-record index the hint took
 /// roughly 5-15% off the lookup time (a noisy shared machine). It is only a hint: memory
 /// and results are the same without it.
-fn advise_huge_pages(buckets: &mut Vec<Bucket>) {
+fn advise_huge_pages(blocks: &mut Vec<Block>) {
     #[cfg(all(feature = "std", target_os = "linux"))]
     {
         const HUGE: usize = 2 << 20;
-        let start = buckets.as_mut_ptr() as usize;
-        let end = start + buckets.capacity() * core::mem::size_of::<Bucket>();
+        let start = blocks.as_mut_ptr() as usize;
+        let end = start + blocks.capacity() * core::mem::size_of::<Block>();
         // Only whole huge pages inside the allocation.
         let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
         if first < last {
@@ -605,12 +903,12 @@ fn advise_huge_pages(buckets: &mut Vec<Bucket>) {
         }
     }
     #[cfg(not(all(feature = "std", target_os = "linux")))]
-    let _ = buckets;
+    let _ = blocks;
 }
 
-/// How many addresses ahead [`StackMapIndex::lookup_all`] fetches buckets: enough lookups
-/// to cover a cache miss (about 200 ns on the benchmark's machine, at 20-30 ns a lookup).
-/// Of 4, 8, 16 and 32 on the benchmark's 1M-record index, 16 and 32 were best.
+/// How many addresses ahead [`StackMapIndex::lookup_all`] fetches blocks (and twice as many
+/// ahead, directory words): enough lookups to cover a cache miss (about 200 ns on the
+/// benchmark's machine, at 10-30 ns a lookup).
 pub const LOOKAHEAD: usize = 16;
 
 /// The records at each of several addresses; see [`StackMapIndex::lookup_all`].
@@ -619,8 +917,10 @@ pub struct LookupAll<'i, 'a, E: Endian> {
     index: &'i StackMapIndex<'a, E>,
     /// The addresses not yet looked up.
     addresses: core::slice::Iter<'i, u64>,
-    /// The addresses whose buckets are not yet fetched: [`LOOKAHEAD`] behind `addresses`.
+    /// The addresses whose blocks are not yet fetched: [`LOOKAHEAD`] behind `addresses`.
     ahead: core::slice::Iter<'i, u64>,
+    /// The addresses whose directory words are not yet fetched: 2 [`LOOKAHEAD`] behind.
+    far_ahead: core::slice::Iter<'i, u64>,
 }
 
 impl<'i, 'a, E: Endian> Iterator for LookupAll<'i, 'a, E> {
@@ -628,8 +928,11 @@ impl<'i, 'a, E: Endian> Iterator for LookupAll<'i, 'a, E> {
     #[inline]
     fn next(&mut self) -> Option<Lookup<'i, 'a, E>> {
         let &address = self.addresses.next()?;
+        if let Some(&a) = self.far_ahead.next() {
+            self.index.prefetch_cell(a);
+        }
         if let Some(&a) = self.ahead.next() {
-            self.index.prefetch(a);
+            self.index.prefetch_block(a);
         }
         Some(self.index.lookup(address))
     }
@@ -645,12 +948,15 @@ impl<E: Endian> ExactSizeIterator for LookupAll<'_, '_, E> {}
 #[derive(Clone, Debug)]
 pub struct Lookup<'i, 'a, E: Endian> {
     index: &'i StackMapIndex<'a, E>,
-    /// The bucket that holds the address ([`Bucket::VACANT`] if none does).
-    bucket: &'i Bucket,
-    /// The slots of `bucket` not yet visited that hold the address, one bit each.
+    /// The block that holds the address's cell (if it lies in one block).
+    block: &'i Block,
+    /// The slots of `block` not yet visited that hold the address, one bit each.
     hits: u32,
-    /// Position in the sorted arrays of the next of several records, or `usize::MAX`.
+    /// When the cell spans blocks (or the index is not compact): the position of the next
+    /// record to look at, and where to stop; `next == end` otherwise.
     next: usize,
+    end: usize,
+    key: u32,
     address: u64,
 }
 
@@ -668,25 +974,44 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
         if self.hits != 0 {
             // `hits` has one bit per slot, so the mask changes nothing but lets the compiler
             // drop the bounds checks.
-            let i = self.hits.trailing_zeros() as usize & (BUCKET_SLOTS - 1);
+            let i = self.hits.trailing_zeros() as usize & (BLOCK_SLOTS - 1);
             self.hits &= self.hits - 1;
-            let b = self.bucket;
+            let b = self.block;
             let (at, function, counts) = (b.at[i], b.function[i], b.counts[i]);
-            if function != SEVERAL {
-                // SAFETY: `self.bucket` is one of the index's buckets (VACANT has no hits).
-                return Some(unsafe { self.index.slot_record(self.address, at, function, counts) });
+            // SAFETY: `self.block` is one of the index's blocks and slot `i` holds the key
+            // looked up, so it is filled.
+            return Some(unsafe { self.index.slot_record(self.address, at, function, counts) });
+        }
+        if self.next < self.end {
+            return self.step();
+        }
+        None
+    }
+}
+
+impl<'a, E: Endian> Lookup<'_, 'a, E> {
+    /// The next record at the address from the positions `next..end`.
+    #[cold]
+    fn step(&mut self) -> Option<IndexedRecord<'a, E>> {
+        let index = self.index;
+        while self.next < self.end {
+            let p = self.next;
+            self.next += 1;
+            if index.compact {
+                match index.key_at(p) {
+                    EMPTY => continue,
+                    k if k == self.key => return index.get(p),
+                    _ => break,
+                }
+            } else {
+                match index.sorted.get(p) {
+                    Some(&(a, _)) if a == self.address => return index.get(p),
+                    _ => break,
+                }
             }
-            // Too many records for the bucket: they are in the sorted arrays from `at`.
-            self.hits = 0;
-            self.next = at as usize;
         }
-        let i = self.next;
-        if self.index.addresses.get(i) != Some(&self.address) {
-            self.next = usize::MAX;
-            return None;
-        }
-        self.next = i + 1;
-        self.index.get(i)
+        self.next = self.end;
+        None
     }
 }
 
@@ -817,6 +1142,91 @@ mod tests {
         assert_eq!(n, batch.len());
     }
 
+    /// The record at the highest address below `address` (the first of them in section
+    /// order), by brute force.
+    fn nearest_model(all: &[(u64, usize, u64)], address: u64) -> Option<(u64, usize, u64)> {
+        let below = all.iter().filter(|x| x.0 < address).map(|x| x.0).max()?;
+        all.iter().find(|x| x.0 == below).copied()
+    }
+
+    #[test]
+    fn layouts_of_many_shapes() {
+        // Functions in address order or not, records dense (cells that span blocks, cells
+        // moved whole to the next block), sparse (a directory coarsened while it is
+        // written), sharing addresses (more than a block holds), and now and then a
+        // function 4 GiB away; each index checked against the records it was built from.
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut next = move |n: u64| {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % n.max(1)
+        };
+        let (mut compact, mut wide) = (0, 0);
+        for case in 0..400 {
+            let n_functions = 1 + next(6) as usize;
+            let gap = [1u64, 4, 40, 1000][next(4) as usize];
+            let mut address = 0x40_0000 + next(0x1000) * 16;
+            let mut functions = Vec::new();
+            for _ in 0..n_functions {
+                let mut offsets = Vec::new();
+                let mut offset = next(64) as u32;
+                for _ in 0..next(80) {
+                    match next(10) {
+                        0..=1 => {}
+                        2 => offset += next(4096) as u32,
+                        _ => offset += 1 + next(gap) as u32,
+                    }
+                    offsets.push(offset);
+                }
+                functions.push((address, offsets));
+                address += u64::from(offset) + next(256);
+                if next(40) == 0 {
+                    address += 1 << 32;
+                }
+            }
+            if case % 3 == 0 {
+                functions.reverse();
+            }
+            let section = table(&functions);
+            let bias = [0, 0x1000, u64::MAX - 0x10_0000][next(3) as usize];
+            let index = index_of(&section, bias);
+            if index.compact {
+                compact += 1;
+            } else {
+                wide += 1;
+            }
+            let all: Vec<_> = expected(&[&functions])
+                .into_iter()
+                .map(|(a, t, id)| (a.wrapping_add(bias), t, id))
+                .collect();
+            check(&index, &all);
+            let mut sorted = all.clone();
+            sorted.sort_by_key(|x| x.0);
+            let order: Vec<_> = index
+                .iter()
+                .map(|r| (r.address, r.table, r.record.id()))
+                .collect();
+            assert_eq!(order, sorted, "case {case}");
+            for &(a, _, id) in &all {
+                for probe in [a, a.wrapping_add(1), a.wrapping_add(100)] {
+                    let got = index
+                        .nearest_before(probe)
+                        .map(|r| (r.address, r.table, r.record.id()));
+                    assert_eq!(got, nearest_model(&all, probe), "case {case} {probe:#x}");
+                }
+                assert!(index.by_id(id).any(|r| r.address == a));
+            }
+            assert!(index.nearest_before(0).is_none());
+            assert_eq!(
+                index.nearest_before(u64::MAX).map(|r| r.address),
+                nearest_model(&all, u64::MAX).map(|x| x.0)
+            );
+        }
+        assert!(compact > 200 && wide > 10, "{compact} compact, {wide} wide");
+    }
+
     #[test]
     fn compact_slots_with_shared_addresses() {
         // Groups of 1 to 6 records per address: up to 4 share a bucket, more take the
@@ -874,25 +1284,42 @@ mod tests {
 
     #[test]
     fn heap_bytes_counts_every_array() {
+        fn arrays(index: &StackMapIndex<'_, LittleEndian>) -> usize {
+            index.tables.capacity() * core::mem::size_of::<Table<'_, LittleEndian>>()
+                + index.functions.capacity() * core::mem::size_of::<FunctionRef<'_, LittleEndian>>()
+                + index.blocks.capacity() * 64
+                + index.cells.capacity() * 4
+                + index.sorted.capacity() * core::mem::size_of::<(u64, Entry)>()
+        }
         let empty = table(&[]);
         let index = index_of(&empty, 0);
-        // Two vacant buckets and nothing else.
+        // One vacant block, the directory's two words, and nothing else.
+        assert_eq!(index.heap_bytes(), arrays(&index));
         assert_eq!(
-            index.heap_bytes(),
-            2 * 64 + index.tables.capacity() * core::mem::size_of::<Table<'_, LittleEndian>>()
+            (index.blocks.len(), index.cells.as_slice()),
+            (1, &[0, 0][..])
         );
+
         let offsets: Vec<u32> = (0..100).map(|i| i * 4).collect();
         let section = table(&[(0x1000, offsets)]);
         let index = index_of(&section, 0);
-        // 100 records: 200 slots, 50 buckets rounded up to 64; 8 + 16 + 16 bytes of sorted
-        // address, entry and (ID, position) per record.
+        assert!(index.compact);
+        assert_eq!(index.heap_bytes(), arrays(&index));
+        // 100 records: at least 25 full blocks and the vacant one, and a directory word
+        // per cell; at most 2 blocks of every 5 records' slots (growth) and 2 words per
+        // record.
+        let bytes = index.heap_bytes() - arrays(&index) + index.blocks.capacity() * 64;
+        assert!(bytes >= 26 * 64, "{bytes}");
         assert!(
-            index.heap_bytes() >= 64 * 64 + 100 * (8 + 16 + 16),
+            index.heap_bytes() < 100 * 40 + 1024,
             "{}",
             index.heap_bytes()
         );
+        // The ID table, once built, is counted too: 16 bytes per record.
+        let before = index.heap_bytes();
+        assert_eq!(index.by_id(3).count(), 1);
         assert!(
-            index.heap_bytes() < 64 * 64 + 100 * 64 + 1024,
+            index.heap_bytes() >= before + 100 * 16,
             "{}",
             index.heap_bytes()
         );

@@ -558,6 +558,16 @@ impl<'a, E: Endian> Table<'a, E> {
     }
 }
 
+/// A record's header fields and counts, as [`RecordSource::head`] reads them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordHead {
+    pub(crate) instruction_offset: u32,
+    pub(crate) num_locations: u16,
+    pub(crate) num_live_outs: u16,
+    /// Where the next record starts in the records region.
+    pub(crate) next: usize,
+}
+
 /// A table's records region, from which [`RecordSource::record`] makes a record whose
 /// place and counts are known (an index keeps them) without reading its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -569,9 +579,19 @@ pub(crate) struct RecordSource<'a, E: Endian> {
 }
 
 impl<'a, E: Endian> RecordSource<'a, E> {
-    /// Where a record at section offset `offset` is in the records region.
-    pub(crate) fn position(&self, offset: usize) -> Option<usize> {
-        offset.checked_sub(self.records_start)
+    /// What an index needs of the record `at` bytes into the records region, read from its
+    /// header and counts alone (its locations and live-outs are not read), with where the
+    /// next record starts.
+    #[inline(always)]
+    pub(crate) fn head(&self, at: usize) -> Option<RecordHead> {
+        let parts = Parts::split(self.records.get(at..)?, self.endian)?;
+        let h = parts.header;
+        Some(RecordHead {
+            instruction_offset: self.endian.u32([h[8], h[9], h[10], h[11]]),
+            num_locations: parts.num_locations,
+            num_live_outs: parts.num_live_outs,
+            next: self.records.len() - parts.rest.len(),
+        })
     }
 
     /// The record `at` bytes into the records region, with these counts.
