@@ -113,6 +113,17 @@
 //! convention, whose call clobbers what a live-out list would spare. Patch point records
 //! of every module compiled in the process afterwards have empty live-out lists.
 //!
+//! # AArch64
+//!
+//! The runtime is x86-64 only: its trampolines, deopt entry and inline fast paths are
+//! x86-64 code, and no AArch64 Rust target is installed where it is built. What carries
+//! over is tested under `qemu-aarch64-static` (`tests/jit_aarch64.rs`): stack maps of
+//! AArch64 code compiled in process, patch point sites found from a miss's return address
+//! (`- 16`), Locus's AArch64 call sequences (LLVM's own bytes, `llvm-mc-19`'s encodings)
+//! written over the sites and run, with the same answers and the misses a per-site cache
+//! predicts. LLVM 19 emits a symbolic patch point target on AArch64 as the address of its
+//! own in-memory symbol object, so AArch64 programs must give the target as an integer.
+//!
 //! # Threads and state
 //!
 //! Compiled code runs only through [`Runtime::call`], on the runtime's thread. The one
