@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use locus_stackmap::names;
-use locus_stackmap::object::{archive_members, find_section, ObjectInfo, StackMapSection};
+use locus_stackmap::object::{
+    archive_members, find_section, object_info, ObjectInfo, StackMapSection,
+};
 use locus_stackmap::regs::register_name;
 use locus_stackmap::{
     Arch, IndexedRecord, Location, ParseOptions, RunTimeEndian, StackMapIndex, Strictness, Table,
@@ -149,24 +151,33 @@ fn one_file(
     Ok(())
 }
 
-/// Reads the tables of `section`, from its relocated bytes when `resolved`; an error names
-/// its file offset.
-fn read_tables<'a>(
+/// The tables of `section`, from its relocated bytes when `resolved`; an error names its file
+/// offset.
+fn tables<'a>(
     section: &'a StackMapSection<'_>,
     resolved: bool,
     options: ParseOptions,
-) -> Result<Vec<Table<'a, RunTimeEndian>>, String> {
+) -> impl Iterator<Item = Result<Table<'a, RunTimeEndian>, String>> + 'a {
     let bytes = if resolved {
         section.resolved()
     } else {
         section.data
     };
-    Tables::new(bytes, section.endian, options)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| match e.offset() {
+    Tables::new(bytes, section.endian, options).map(|t| {
+        t.map_err(|e| match e.offset() {
             Some(o) => format!("{e} (file offset {:#x})", section.file_offset + o as u64),
             None => e.to_string(),
         })
+    })
+}
+
+/// Every table of `section` (see [`tables`]), or the first error.
+fn read_tables<'a>(
+    section: &'a StackMapSection<'_>,
+    resolved: bool,
+    options: ParseOptions,
+) -> Result<Vec<Table<'a, RunTimeEndian>>, String> {
+    tables(section, resolved, options).collect()
 }
 
 /// Handles one object file: text goes to `out` as it is made; JSON goes to `json` (one
@@ -180,8 +191,19 @@ fn one_object(
     out: &mut dyn Write,
     json: &mut Vec<Value>,
 ) -> Result<(), String> {
-    let (info, section) = find_section(data).map_err(|e| e.to_string())?;
     let io = |e: std::io::Error| e.to_string();
+    let text = args.lookup.is_empty() && !args.json;
+    let (info, section) = match find_section(data) {
+        Ok(found) => found,
+        Err(e) => {
+            // An object whose stack map section lies outside the file: llvm-readobj has
+            // printed the preamble by then.
+            if let (true, Ok(info)) = (text, object_info(data)) {
+                write!(out, "{}", readobj::preamble(shown, &info)).map_err(io)?;
+            }
+            return Err(e.to_string());
+        }
+    };
     let Some(section) = section else {
         // llvm-readobj prints the preamble alone and succeeds; a lookup has nothing to find.
         if !args.lookup.is_empty() {
@@ -194,9 +216,20 @@ fn one_object(
         }
         return Ok(());
     };
-    // llvm-readobj prints the bytes as stored; lookups and JSON want real addresses, so they
-    // read the section with the file's relocations applied.
-    let tables = read_tables(&section, !args.lookup.is_empty() || args.json, options)?;
+    if text {
+        // llvm-readobj prints the bytes as stored. It prints the preamble before it reads the
+        // section, and a table before it reads the next (it reads only the first): so does
+        // locus, and a section it cannot read leaves the same text on stdout, its error
+        // following on stderr.
+        write!(out, "{}", readobj::preamble(shown, &info)).map_err(io)?;
+        for t in tables(&section, false, options) {
+            write!(out, "{}", readobj::table(&t?)).map_err(io)?;
+        }
+        return Ok(());
+    }
+    // Lookups and JSON want real addresses: they read the section with the file's
+    // relocations applied.
+    let tables = read_tables(&section, true, options)?;
 
     if !args.lookup.is_empty() {
         let index = StackMapIndex::new(tables, args.load_bias);
@@ -225,20 +258,13 @@ fn one_object(
         return Ok(());
     }
 
-    if args.json {
-        json.push(file_json(
-            shown,
-            &info,
-            Some(&section),
-            &tables,
-            args.load_bias,
-        ));
-        return Ok(());
-    }
-    write!(out, "{}", readobj::preamble(shown, &info)).map_err(io)?;
-    for t in &tables {
-        write!(out, "{}", readobj::table(t)).map_err(io)?;
-    }
+    json.push(file_json(
+        shown,
+        &info,
+        Some(&section),
+        &tables,
+        args.load_bias,
+    ));
     Ok(())
 }
 

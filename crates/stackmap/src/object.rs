@@ -228,39 +228,9 @@ fn is_stackmap_section(name: &str, segment: Option<&str>, format: object::Binary
 
 /// Reads `data` as an object file and returns its facts and its stack map section, if any.
 pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'_>>)> {
-    let file = object::File::parse(data).map_err(|e| Error::Object {
-        message: e.to_string(),
-    })?;
-    let endian = if file.is_little_endian() {
-        RunTimeEndian::Little
-    } else {
-        RunTimeEndian::Big
-    };
-    let load_name = match &file {
-        object::File::Elf64(_) => elf_soname::<object::elf::FileHeader64<object::Endianness>>(data),
-        object::File::Elf32(_) => elf_soname::<object::elf::FileHeader32<object::Endianness>>(data),
-        _ => None,
-    };
-    // COFF objects carry no pointer width of their own; it follows from the machine.
-    let is_64 =
-        file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
-    let (machine, machine_flags) = header_machine(&file);
-    let code = file
-        .sections()
-        .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
-        .map(|s| s.address()..s.address().saturating_add(s.size()))
-        .collect();
-    let info = ObjectInfo {
-        format: file.format(),
-        architecture: file.architecture(),
-        is_64,
-        endian,
-        kind: file.kind(),
-        load_name,
-        machine,
-        machine_flags,
-        code,
-    };
+    let file = parse_file(data)?;
+    let info = info_of(&file, data);
+    let endian = info.endian;
     let arch = match file.architecture() {
         object::Architecture::X86_64 => Some(Arch::X86_64),
         object::Architecture::Aarch64 => Some(Arch::AArch64),
@@ -290,6 +260,52 @@ pub fn find_section(data: &[u8]) -> Result<(ObjectInfo, Option<StackMapSection<'
         ));
     }
     Ok((info, None))
+}
+
+/// The facts of the object file `data` alone: what [`find_section`] returns beside the
+/// section, also when the section cannot be read (a tool printing a header before the
+/// section, as llvm-readobj does, needs them then too).
+pub fn object_info(data: &[u8]) -> Result<ObjectInfo> {
+    Ok(info_of(&parse_file(data)?, data))
+}
+
+fn parse_file(data: &[u8]) -> Result<object::File<'_>> {
+    object::File::parse(data).map_err(|e| Error::Object {
+        message: e.to_string(),
+    })
+}
+
+fn info_of(file: &object::File<'_>, data: &[u8]) -> ObjectInfo {
+    let endian = if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let load_name = match file {
+        object::File::Elf64(_) => elf_soname::<object::elf::FileHeader64<object::Endianness>>(data),
+        object::File::Elf32(_) => elf_soname::<object::elf::FileHeader32<object::Endianness>>(data),
+        _ => None,
+    };
+    // COFF objects carry no pointer width of their own; it follows from the machine.
+    let is_64 =
+        file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
+    let (machine, machine_flags) = header_machine(file);
+    let code = file
+        .sections()
+        .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+        .map(|s| s.address()..s.address().saturating_add(s.size()))
+        .collect();
+    ObjectInfo {
+        format: file.format(),
+        architecture: file.architecture(),
+        is_64,
+        endian,
+        kind: file.kind(),
+        load_name,
+        machine,
+        machine_flags,
+        code,
+    }
 }
 
 /// One object file inside a static archive.
