@@ -1,6 +1,6 @@
 //! Fuzzes `StackMapIndex` on well-formed sections: the input drives a generator of tables
 //! (functions whose addresses cluster, repeat, straddle the 4 GiB span the compact slots
-//! hold or wrap with the load bias; records that share addresses, more of them than a bucket
+//! hold or wrap with the load bias; records that share addresses, more of them than a block
 //! holds; every location kind, live-outs; lenient tables whose function counts do not add
 //! up), which are encoded little- or big-endian and parsed. The index built from them is
 //! checked against the generator's model, not the parser: every record is found by its

@@ -21,7 +21,10 @@
 //!    DenseMap's `getMemorySize()` (plus, shown apart, the buffers of addresses with several
 //!    records and the parser's own record offsets), and the HashMap's from its capacity
 //!    (buckets of key and `Vec` plus one control byte each, and each `Vec`'s buffer);
-//! 6. prints the medians and ranges and the ratios against the goals.
+//! 6. times the first `StackMapIndex::by_id` call, which builds the index's by-ID table (not
+//!    part of the time to a usable address index, nor of its memory above; neither anchor
+//!    has one), and the index's heap bytes after it;
+//! 7. prints the medians and ranges and the ratios against the goals.
 //!
 //! Times are the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) on both sides;
 //! `LOCUS_BENCH_CLOCK=wall` switches both to `CLOCK_MONOTONIC`. `LOCUS_BENCH_RUNS` sets the
@@ -454,6 +457,20 @@ fn main() {
          Vec's first buffer holds 4)",
         per_record(hash_bytes as u64),
         std::mem::size_of::<Record<'_, LittleEndian>>()
+    );
+    // The by-ID table, built by the first by_id call: its time (one round, thread CPU
+    // time) and what it adds to the index's memory.
+    let start = clock.now();
+    let found = index.by_id(section.ids[0]).count();
+    let by_id_time = clock.since(start);
+    assert!(found > 0, "by_id misses ID {:#x}", section.ids[0]);
+    let with_ids = index.heap_bytes();
+    println!(
+        "  (locus by-ID table, built by the first by_id call: {:.2} ms, +{:.1} B per record; \
+         the index is then {:.1} B per record)",
+        by_id_time.as_secs_f64() * 1e3,
+        per_record((with_ids - locus_bytes) as u64),
+        per_record(with_ids as u64)
     );
     let m = locus_bytes as f64 / dense_bytes as f64;
     println!(

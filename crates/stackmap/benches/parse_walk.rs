@@ -13,7 +13,7 @@
 //!    `llvm`: `StackMapParser` construction then the same walk) and `lookup_1M` (`locus`:
 //!    one `StackMapIndex::lookup` of an existing address, in shuffled order;
 //!    `locus_lookup_all`: the same addresses through `StackMapIndex::lookup_all`, which
-//!    fetches the buckets of the addresses ahead);
+//!    fetches the blocks of the addresses ahead);
 //! 4. times each side in its two parts, ten runs each outside criterion: Locus's parse
 //!    (validation) then its walk, LLVM's header check and `StackMapParser` construction then
 //!    its walk;

@@ -12,13 +12,16 @@
 //! indexed address, plus one: 0 marks an empty slot), the record's place in its table, its
 //! counts and the position of its function in a small side array. A *cell directory* cuts
 //! the indexed address range into cells of `2^shift` bytes (about one cell per record) and
-//! gives, for each, the slot where its records begin. Blocks are filled in address order,
-//! and a cell of at most four records is never split between two blocks (when one would
-//! be, it moves whole to the next block), so a lookup reads the cell's two directory words
-//! (a small array that mostly stays in cache), then one block, compares its four keys at
+//! names the block each cell's records begin in: a byte per cell, relative to a base per 64
+//! cells, so that a million-record index's directory (some 0.6 MiB) mostly stays in cache.
+//! Blocks are filled in address order, and a cell of at most four records is never split
+//! between two blocks (when one would be, it moves whole to the next block), so a lookup
+//! reads the cell's directory byte and base, then one block, compares its four keys at
 //! once, and hands out the records it matched from the slots alone, without reading the
 //! records' bytes. A cell with more records (a dense stretch of code, or more than four
-//! records at one address) spans blocks and is searched out of line.
+//! records at one address) runs into the next block and is searched out of line. (With a
+//! 4-byte directory entry per cell, the directory fell out of cache and lookups took 20%
+//! longer on the benchmark.)
 //!
 //! **What it costs to build.** Validated tables list their records function by function,
 //! and in the usual case (LLVM emits each function's records in code order, and functions
@@ -44,7 +47,7 @@
 //! A lookup still waits for its block with its instructions in flight, and the processor's
 //! window holds only so many of them. [`StackMapIndex::lookup_all`] answers many addresses at
 //! once (a stack walk's return addresses, say): it prefetches each address's directory
-//! words and then its block some lookups before it answers it, so the misses overlap
+//! byte and then its block some lookups before it answers it, so the misses overlap
 //! without filling the window.
 //!
 //! Indexes whose addresses span 4 GiB or more (which the 32-bit keys cannot hold) keep their
@@ -160,6 +163,79 @@ impl Block {
     };
 }
 
+/// [`Directory::offsets`] of a cell whose records may not all be in the block it names:
+/// they run into the next block(s), or the block is too far from the base to be named.
+const LEAVES: u8 = 0x80;
+/// [`Directory::offsets`] of a cell whose block could not be named (too far from its
+/// word's base): it is found by binary search.
+const UNNAMED: u8 = 0x7f;
+
+/// Which block each cell's records begin in. Cells are laid out in address order, so that
+/// the blocks of 64 consecutive cells are close together: a base per 64 cells and a byte
+/// per cell name them. The bytes of a million-record index take some 0.6 MiB and mostly stay
+/// in cache, where a word per cell would not.
+#[derive(Clone, Debug)]
+struct Directory {
+    /// Per 64 cells, the block the first of them begins in.
+    bases: Vec<u32>,
+    /// Per cell, the block it begins in minus its word's base, below [`UNNAMED`] (or
+    /// `UNNAMED`), with [`LEAVES`] set if the cell's records do not all lie in that block.
+    /// An empty cell names the block the records before it end in (no slot there holds
+    /// its keys).
+    offsets: Vec<u8>,
+}
+
+impl Directory {
+    /// The directory of an index with no compact slots: one cell that leaves the common
+    /// path.
+    fn unnamed() -> Self {
+        Directory {
+            bases: vec![0],
+            offsets: vec![LEAVES | UNNAMED],
+        }
+    }
+
+    /// The directory of the cells whose records begin at slot `cells[c]` and end before
+    /// `cells[c + 1]` (in order), with at least one cell.
+    fn new(cells: &[u32]) -> Self {
+        let n = cells.len().saturating_sub(1);
+        let mut d = Directory {
+            bases: Vec::with_capacity(n.div_ceil(64).max(1)),
+            offsets: Vec::with_capacity(n.max(1)),
+        };
+        // The last block holding a record so far.
+        let mut last = 0u32;
+        let mut base = 0u32;
+        for (c, pair) in cells.windows(2).enumerate() {
+            let (p, q) = (pair[0], pair[1]);
+            let (first, leaves) = if q > p {
+                let (first, end) = (p / BLOCK_SLOTS as u32, (q - 1) / BLOCK_SLOTS as u32);
+                last = end;
+                (first, end != first)
+            } else {
+                (last, false)
+            };
+            if c % 64 == 0 {
+                base = first;
+                d.bases.push(base);
+            }
+            d.offsets.push(match first.wrapping_sub(base) {
+                o if o < u32::from(UNNAMED) => o as u8 | if leaves { LEAVES } else { 0 },
+                _ => LEAVES | UNNAMED,
+            });
+        }
+        if n == 0 {
+            d.bases.push(0);
+            d.offsets.push(0);
+        }
+        d
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bases.capacity() * 4 + self.offsets.capacity()
+    }
+}
+
 /// A multimap from code address and from record ID to records.
 ///
 /// It borrows the section its tables were parsed from (`'a`) and holds about 20-30 bytes
@@ -177,15 +253,16 @@ pub struct StackMapIndex<'a, E: Endian> {
     /// The records in address order (records at one address in section order), four slots
     /// a block, then one vacant block. Only the vacant block when `compact` is false.
     blocks: Vec<Block>,
-    /// `cells[c]`: the slot where the records of cell `c` (keys - 1 in
-    /// `c << shift .. (c + 1) << shift`) begin; they end where the next cell's begin. The
-    /// last two entries are both the slot after the last record, so that the last cell is
-    /// empty: addresses past the indexed ones are clamped to it. When `compact` is false,
-    /// `[0, 5]`: one cell that spans more than a block, so that every lookup leaves the
-    /// common path.
-    cells: Vec<u32>,
+    /// Which block the records of each cell begin in (cell `c` holds the keys - 1 in
+    /// `c << shift .. (c + 1) << shift`), and whether they end in it. When `compact` is
+    /// false, one cell that leaves the common path.
+    directory: Directory,
+    /// The last cell: addresses past the indexed ones are clamped to it.
+    last_cell: usize,
     /// log2 of the bytes of code a cell covers.
     shift: u32,
+    /// The position after the last record (in `blocks`' slots, or in `sorted`).
+    end: usize,
     /// Whether the records are in `blocks`; if not, they are in `sorted`.
     compact: bool,
     /// The records in address order, with their addresses, when they do not fit the compact
@@ -358,13 +435,17 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
         self.shift += 1;
     }
 
-    /// The blocks (a vacant one after the records) and the directory (the end of the last
-    /// cell, then an empty cell).
-    fn finish(mut self) -> (Vec<Block>, Vec<u32>, u32, u64) {
+    /// Lays the index out: the blocks (a vacant one after the records) and the directory.
+    fn finish(mut self, index: &mut StackMapIndex<'a, E>) {
         self.blocks.push(Block::VACANT);
-        let end = self.next as u32;
-        self.cells.extend([end, end]);
-        (self.blocks, self.cells, self.shift, self.base)
+        let end = self.next;
+        self.cells.push(end as u32);
+        index.directory = Directory::new(&self.cells);
+        index.last_cell = self.cells.len().saturating_sub(2);
+        index.blocks = self.blocks;
+        index.shift = self.shift;
+        index.base = self.base;
+        index.end = end;
     }
 }
 
@@ -479,8 +560,10 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             len: 0,
             base: 0,
             blocks: vec![Block::VACANT],
-            cells: vec![0, 0],
+            directory: Directory::new(&[0]),
+            last_cell: 0,
             shift: 0,
+            end: 0,
             compact: true,
             sorted: Vec::new(),
             ids: OnceBox::new(),
@@ -497,7 +580,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             layout.push(address, e)
         });
         if streamed.is_ok() {
-            (index.blocks, index.cells, index.shift, index.base) = layout.finish();
+            layout.finish(&mut index);
             index.len = len;
         } else {
             drop(layout);
@@ -519,11 +602,12 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
                 .try_for_each(|&(a, e)| layout.push(a, e))
                 .is_ok()
             {
-                (index.blocks, index.cells, index.shift, index.base) = layout.finish();
+                layout.finish(&mut index);
             } else {
                 drop(layout);
                 index.compact = false;
-                index.cells = vec![0, 1 + BLOCK_SLOTS as u32];
+                index.directory = Directory::unnamed();
+                index.end = sorted.len();
                 sorted.shrink_to_fit();
                 index.sorted = sorted;
             }
@@ -567,7 +651,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         bytes(&self.tables)
             + bytes(&self.functions)
             + bytes(&self.blocks)
-            + bytes(&self.cells)
+            + self.directory.heap_bytes()
             + bytes(&self.sorted)
             + ids
     }
@@ -633,11 +717,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
 
     /// The position after the last record.
     fn end(&self) -> usize {
-        if self.compact {
-            self.cells.last().map_or(0, |&e| e as usize)
-        } else {
-            self.sorted.len()
-        }
+        self.end
     }
 
     /// The key of position `p` ([`EMPTY`] for an empty slot), compact indexes only.
@@ -659,35 +739,46 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         }
     }
 
-    /// The directory position of the cell of `key`: addresses past the indexed ones land on
-    /// the last cell, which is empty.
+    /// The cell of `key`: addresses past the indexed ones land on the last cell (where no
+    /// slot holds their key).
     #[inline(always)]
     fn cell(&self, key: u32) -> usize {
         let c = (u64::from(key) - 1) >> self.shift;
-        // `cells` holds at least two entries.
-        (c as usize).min(self.cells.len() - 2)
+        (c as usize).min(self.last_cell)
     }
 
-    /// Starts bringing the directory words of `address` into the cache.
+    /// The block cell `c` (from [`StackMapIndex::cell`]) begins in and its directory byte.
+    #[inline(always)]
+    fn block_of(&self, c: usize) -> (usize, u8) {
+        let d = &self.directory;
+        debug_assert!(c < d.offsets.len() && c / 64 < d.bases.len());
+        // SAFETY: `c` is at most `last_cell`, and the directory has a byte for every cell up
+        // to it and a base for every 64 (`Directory::new`; one cell when `compact` is
+        // false, where `last_cell` is 0); none of them changes after `new`.
+        let base = unsafe { *d.bases.get_unchecked(c / 64) };
+        // SAFETY: as above.
+        let offset = unsafe { *d.offsets.get_unchecked(c) };
+        (base as usize + usize::from(offset & !LEAVES), offset)
+    }
+
+    /// Starts bringing the directory entries of `address` into the cache.
     #[inline(always)]
     fn prefetch_cell(&self, address: u64) {
         let c = self.cell(self.key(address));
-        prefetch(self.cells.as_ptr().wrapping_add(c));
+        prefetch(self.directory.offsets.as_ptr().wrapping_add(c));
     }
 
-    /// Starts bringing the block of `address` into the cache (reading its directory word).
+    /// Starts bringing the block of `address` into the cache (reading its directory entry).
     #[inline(always)]
     fn prefetch_block(&self, address: u64) {
-        let c = self.cell(self.key(address));
-        // SAFETY: `cell` answers a position below `cells.len() - 1`.
-        let p = unsafe { *self.cells.get_unchecked(c) } as usize;
-        prefetch(self.blocks.as_ptr().wrapping_add(p / BLOCK_SLOTS));
+        let (b, _) = self.block_of(self.cell(self.key(address)));
+        prefetch(self.blocks.as_ptr().wrapping_add(b));
     }
 
     /// The records at each of `addresses`, in order: what [`StackMapIndex::lookup`] gives for
     /// each, but faster when there are several. While it answers one address it has the
     /// block of an address [`LOOKAHEAD`] places further on brought into the cache (and the
-    /// directory words of one twice as far), on x86-64, so the lookups' cache misses overlap
+    /// directory entries of one twice as far), on x86-64, so the lookups' cache misses overlap
     /// instead of each one holding up the processor. A stack walk can collect its frames'
     /// return addresses first (by frame pointer, say) and look them all up this way.
     ///
@@ -741,17 +832,10 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         // processor overlaps.
         let key = self.key(address);
         let c = self.cell(key);
-        // SAFETY: `cell` answers a position below `cells.len() - 1`; neither changes after
-        // `new`.
-        let p = unsafe { *self.cells.get_unchecked(c) } as usize;
-        // SAFETY: as above, for the next position.
-        let q = unsafe { *self.cells.get_unchecked(c + 1) } as usize;
-        let b = p / BLOCK_SLOTS;
-        debug_assert!(b < self.blocks.len());
-        // SAFETY: every directory entry is at most the slot after the last record, and the
-        // blocks go on for a vacant one after that (`Layout::finish`); when `compact` is
-        // false there is one block and the directory is `[0, 5]`.
-        let block = unsafe { self.blocks.get_unchecked(b) };
+        let (b, offset) = self.block_of(c);
+        // The directory's words only ever name blocks of the index; the vacant block's
+        // empty slots answer if one did not.
+        let block = self.blocks.get(b).unwrap_or(&Block::VACANT);
         let mut l = Lookup {
             index: self,
             block,
@@ -761,42 +845,44 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             key,
             address,
         };
-        if q <= (b + 1) * BLOCK_SLOTS {
+        if offset & LEAVES == 0 {
             // The cell's records (none, or all of them) are in this block, and no other
             // cell's record has this key.
             l.hits = block.hits(key);
         } else {
-            (l.next, l.end) = self.search(address, key, p, q);
+            (l.next, l.end) = self.search(address, key, b, offset & UNNAMED == UNNAMED);
         }
         l
     }
 
-    /// The rest of [`StackMapIndex::lookup`] when the cell of `key` spans blocks (positions
-    /// `p..q`) or the index is not compact: where its records begin and where to stop
-    /// looking. Out of line, and it answers in registers, so that the common case stays
-    /// short.
+    /// The rest of [`StackMapIndex::lookup`] when the cell of `key` runs on past block `b`,
+    /// the one it begins in (or its block is `unnamed`), or when the index is not compact:
+    /// where its records begin and where to stop looking. Out of line, and it answers in
+    /// registers, so that the common case stays short.
     #[cold]
     #[inline(never)]
-    fn search(&self, address: u64, key: u32, p: usize, q: usize) -> (usize, usize) {
+    fn search(&self, address: u64, key: u32, b: usize, unnamed: bool) -> (usize, usize) {
         if !self.compact {
             let i = self.sorted.partition_point(|&(a, _)| a < address);
             return (i, self.sorted.len());
         }
-        // The blocks of the cell, whose first slots are never empty (only a block's last
-        // slots are): the first record with the key is in the last block whose first key
-        // is below it, or first in the next one.
-        let (first, last) = (p / BLOCK_SLOTS, (q - 1) / BLOCK_SLOTS);
-        let blocks = self.blocks.get(first..=last).unwrap_or(&[]);
-        let j = blocks.partition_point(|b| b.key[0] < key);
-        let mut i = if j == 0 {
-            p
+        let first = if unnamed {
+            // The first record with the key is in the last block whose first key is below
+            // it, or first in the next one (first slots are never empty).
+            let real = self
+                .blocks
+                .get(..self.end.div_ceil(BLOCK_SLOTS))
+                .unwrap_or(&[]);
+            real.partition_point(|block| block.key[0] < key)
+                .saturating_sub(1)
         } else {
-            ((first + j - 1) * BLOCK_SLOTS).max(p)
+            b
         };
-        while i < q {
+        let mut i = first * BLOCK_SLOTS;
+        while i < self.end {
             let k = self.key_at(i);
             if k == key {
-                return (i, q);
+                return (i, self.end);
             }
             if k > key {
                 break;
@@ -907,7 +993,7 @@ fn advise_huge_pages(blocks: &mut Vec<Block>) {
 }
 
 /// How many addresses ahead [`StackMapIndex::lookup_all`] fetches blocks (and twice as many
-/// ahead, directory words): enough lookups to cover a cache miss (about 200 ns on the
+/// ahead, directory entries): enough lookups to cover a cache miss (about 200 ns on the
 /// benchmark's machine, at 10-30 ns a lookup).
 pub const LOOKAHEAD: usize = 16;
 
@@ -919,7 +1005,7 @@ pub struct LookupAll<'i, 'a, E: Endian> {
     addresses: core::slice::Iter<'i, u64>,
     /// The addresses whose blocks are not yet fetched: [`LOOKAHEAD`] behind `addresses`.
     ahead: core::slice::Iter<'i, u64>,
-    /// The addresses whose directory words are not yet fetched: 2 [`LOOKAHEAD`] behind.
+    /// The addresses whose directory entries are not yet fetched: 2 [`LOOKAHEAD`] behind.
     far_ahead: core::slice::Iter<'i, u64>,
 }
 
@@ -1288,7 +1374,7 @@ mod tests {
             index.tables.capacity() * core::mem::size_of::<Table<'_, LittleEndian>>()
                 + index.functions.capacity() * core::mem::size_of::<FunctionRef<'_, LittleEndian>>()
                 + index.blocks.capacity() * 64
-                + index.cells.capacity() * 4
+                + index.directory.heap_bytes()
                 + index.sorted.capacity() * core::mem::size_of::<(u64, Entry)>()
         }
         let empty = table(&[]);
@@ -1296,8 +1382,8 @@ mod tests {
         // One vacant block, the directory's two words, and nothing else.
         assert_eq!(index.heap_bytes(), arrays(&index));
         assert_eq!(
-            (index.blocks.len(), index.cells.as_slice()),
-            (1, &[0, 0][..])
+            (index.blocks.len(), index.directory.offsets.as_slice()),
+            (1, &[0][..])
         );
 
         let offsets: Vec<u32> = (0..100).map(|i| i * 4).collect();

@@ -33,6 +33,12 @@
 //! checking that the section can hold it. Every failure is an [`Error`] that names the
 //! table, the byte offset and the field.
 //!
+//! A [`StackMapIndex`] borrows the section its tables were parsed from and copies no record:
+//! it keeps, in address order, where each record is (about 24 bytes per record), reads each
+//! record's header once to build that (no sort when the records are in address order, as
+//! LLVM writes them), and hands out the validated records themselves. Its by-ID table is
+//! built on the first [`StackMapIndex::by_id`] call.
+//!
 //! # Example
 //!
 //! A section with one function at 0x1000 and one record 0x10 bytes in, whose two locations
