@@ -405,33 +405,10 @@ fn vars_lists_the_variables_in_scope() {
         .expect("no symbol split");
     // One byte past the entry: the parameters' first location-list entries.
     let pc = format!("{:#x}", split + 1);
-    let out = locus(&[
-        "dwarf",
-        "vars",
-        "--json",
-        exe.to_str().unwrap(),
-        "--pc",
-        &pc,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = locus_json(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc]);
     // The same PC named by symbol (nm is the independent reader of the symbol table).
-    let by_symbol = locus(&[
-        "dwarf",
-        "vars",
-        "--json",
-        exe.to_str().unwrap(),
-        "--pc",
-        "split+1",
-    ]);
-    assert_eq!(
-        String::from_utf8_lossy(&by_symbol.stdout),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let by_symbol = locus_json(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", "split+1"]);
+    assert_eq!(by_symbol, doc);
     let vars = doc["variables"].as_array().unwrap();
     let names: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
     assert!(names.contains(&"a") && names.contains(&"b"), "{doc}");
@@ -1228,20 +1205,7 @@ fn disasm_and_vars_read_back() {
     for f in ["split", "pack"] {
         for offset in [1, 8, 20, 40] {
             let pc = format!("{f}+{offset}");
-            let out = locus(&[
-                "dwarf",
-                "vars",
-                "--json",
-                exe.to_str().unwrap(),
-                "--pc",
-                &pc,
-            ]);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let doc = locus_json(&["dwarf", "vars", exe.to_str().unwrap(), "--pc", &pc]);
             for v in doc["variables"].as_array().unwrap() {
                 let Some(text) = v["expression"].as_str() else {
                     continue;
