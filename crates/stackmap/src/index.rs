@@ -196,8 +196,9 @@ impl Directory {
     }
 
     /// The directory of the cells whose records begin at slot `cells[c]` and end before
-    /// `cells[c + 1]` (in order), with at least one cell.
-    fn new(cells: &[u32]) -> Self {
+    /// `cells[c + 1]` (in order), with at least one cell, in an index of `blocks` blocks:
+    /// every entry without [`LEAVES`] names one of them.
+    fn new(cells: &[u32], blocks: usize) -> Self {
         let n = cells.len().saturating_sub(1);
         let mut d = Directory {
             bases: Vec::with_capacity(n.div_ceil(64).max(1)),
@@ -219,14 +220,16 @@ impl Directory {
                 base = first;
                 d.bases.push(base);
             }
+            let named = (first as usize) < blocks;
             d.offsets.push(match first.wrapping_sub(base) {
-                o if o < u32::from(UNNAMED) => o as u8 | if leaves { LEAVES } else { 0 },
+                o if o < u32::from(UNNAMED) && named => o as u8 | if leaves { LEAVES } else { 0 },
                 _ => LEAVES | UNNAMED,
             });
         }
         if n == 0 {
             d.bases.push(0);
-            d.offsets.push(0);
+            d.offsets
+                .push(if blocks > 0 { 0 } else { LEAVES | UNNAMED });
         }
         d
     }
@@ -440,7 +443,7 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
         self.blocks.push(Block::VACANT);
         let end = self.next;
         self.cells.push(end as u32);
-        index.directory = Directory::new(&self.cells);
+        index.directory = Directory::new(&self.cells, self.blocks.len());
         index.last_cell = self.cells.len().saturating_sub(2);
         index.blocks = self.blocks;
         index.shift = self.shift;
@@ -477,7 +480,10 @@ fn each_record<E: Endian>(
                 if left_in_table == 0 {
                     break 'functions;
                 }
-                // Every record of a validated table is in its records region.
+                // Every record of a validated table is in its records region. That `head`
+                // answers is what lets `Layout::push` put the entry in a slot: the whole
+                // record, with the counts it read, is in `f.source`.
+                f.source.prefetch_ahead(at);
                 let Some(h) = f.source.head(at) else {
                     break 'functions;
                 };
@@ -560,7 +566,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             len: 0,
             base: 0,
             blocks: vec![Block::VACANT],
-            directory: Directory::new(&[0]),
+            directory: Directory::new(&[0], 1),
             last_cell: 0,
             shift: 0,
             end: 0,
@@ -833,38 +839,37 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         let key = self.key(address);
         let c = self.cell(key);
         let (b, offset) = self.block_of(c);
-        // The directory's words only ever name blocks of the index; the vacant block's
-        // empty slots answer if one did not.
-        let block = self.blocks.get(b).unwrap_or(&Block::VACANT);
         let mut l = Lookup {
             index: self,
-            block,
+            block: &Block::VACANT,
             hits: 0,
-            next: 0,
-            end: 0,
+            next: usize::MAX,
             key,
             address,
         };
         if offset & LEAVES == 0 {
+            // A directory entry without LEAVES names one of the blocks (`Directory::new`);
+            // the vacant block's empty slots would answer if it did not.
+            let block = self.blocks.get(b).unwrap_or(&Block::VACANT);
             // The cell's records (none, or all of them) are in this block, and no other
             // cell's record has this key.
+            l.block = block;
             l.hits = block.hits(key);
         } else {
-            (l.next, l.end) = self.search(address, key, b, offset & UNNAMED == UNNAMED);
+            l.next = self.search(address, key, b, offset & UNNAMED == UNNAMED);
         }
         l
     }
 
     /// The rest of [`StackMapIndex::lookup`] when the cell of `key` runs on past block `b`,
     /// the one it begins in (or its block is `unnamed`), or when the index is not compact:
-    /// where its records begin and where to stop looking. Out of line, and it answers in
-    /// registers, so that the common case stays short.
+    /// the position where its records begin (`usize::MAX` if there are none). Out of line,
+    /// and it answers in a register, so that the common case stays short.
     #[cold]
     #[inline(never)]
-    fn search(&self, address: u64, key: u32, b: usize, unnamed: bool) -> (usize, usize) {
+    fn search(&self, address: u64, key: u32, b: usize, unnamed: bool) -> usize {
         if !self.compact {
-            let i = self.sorted.partition_point(|&(a, _)| a < address);
-            return (i, self.sorted.len());
+            return self.sorted.partition_point(|&(a, _)| a < address);
         }
         let first = if unnamed {
             // The first record with the key is in the last block whose first key is below
@@ -882,14 +887,14 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         while i < self.end {
             let k = self.key_at(i);
             if k == key {
-                return (i, self.end);
+                return i;
             }
             if k > key {
                 break;
             }
             i += 1;
         }
-        (0, 0)
+        usize::MAX
     }
 
     /// Every record with ID `id`, in address order.
@@ -1038,10 +1043,9 @@ pub struct Lookup<'i, 'a, E: Endian> {
     block: &'i Block,
     /// The slots of `block` not yet visited that hold the address, one bit each.
     hits: u32,
-    /// When the cell spans blocks (or the index is not compact): the position of the next
-    /// record to look at, and where to stop; `next == end` otherwise.
+    /// When the cell runs past its block (or the index is not compact): the position of the
+    /// next record to look at; `usize::MAX` otherwise, or when there are no more.
     next: usize,
-    end: usize,
     key: u32,
     address: u64,
 }
@@ -1068,7 +1072,7 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
             // looked up, so it is filled.
             return Some(unsafe { self.index.slot_record(self.address, at, function, counts) });
         }
-        if self.next < self.end {
+        if self.next != usize::MAX {
             return self.step();
         }
         None
@@ -1076,11 +1080,11 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
 }
 
 impl<'a, E: Endian> Lookup<'_, 'a, E> {
-    /// The next record at the address from the positions `next..end`.
+    /// The next record at the address from position `next` on.
     #[cold]
     fn step(&mut self) -> Option<IndexedRecord<'a, E>> {
         let index = self.index;
-        while self.next < self.end {
+        while self.next < index.end {
             let p = self.next;
             self.next += 1;
             if index.compact {
@@ -1096,7 +1100,7 @@ impl<'a, E: Endian> Lookup<'_, 'a, E> {
                 }
             }
         }
-        self.next = self.end;
+        self.next = usize::MAX;
         None
     }
 }

@@ -579,6 +579,13 @@ pub(crate) struct RecordSource<'a, E: Endian> {
 }
 
 impl<'a, E: Endian> RecordSource<'a, E> {
+    /// Asks for the records region's bytes a little past `at` to be brought into the cache
+    /// (see [`prefetch_ahead`]).
+    #[inline(always)]
+    pub(crate) fn prefetch_ahead(&self, at: usize) {
+        prefetch_ahead(self.records.get(at..).unwrap_or(&[]));
+    }
+
     /// What an index needs of the record `at` bytes into the records region, read from its
     /// header and counts alone (its locations and live-outs are not read), with where the
     /// next record starts.
