@@ -606,6 +606,9 @@ impl<'a> FunctionAuditor<'a> {
         let reached = self.reachable();
         let mut seeded = reached.clone();
         let mut work = vec![(0, entry)];
+        // Every instruction before it is seeded (seeding only ever sets), so the search for
+        // the next unseeded one resumes here: linear in the function, not quadratic.
+        let mut unseeded = 0;
         loop {
             while let Some((i, s)) = work.pop() {
                 if visited.len() >= MAX_STATES {
@@ -621,9 +624,10 @@ impl<'a> FunctionAuditor<'a> {
             // Code no branch reaches (the targets of a jump table): from an unknown
             // state. (Code only a mode test that goes the other way reaches is not
             // run in this entry mode.)
-            let Some(i) = (0..n).find(|&i| !seeded[i]) else {
+            let Some(i) = (unseeded..n).find(|&i| !seeded[i]) else {
                 break;
             };
+            unseeded = i + 1;
             seeded[i] = true;
             work.push((
                 i,
