@@ -739,3 +739,61 @@ fn a_big_site_runs_its_fast_path_with_the_padding_split() -> TestResult {
     assert_eq!(unsafe { rt.call("sum", &[oa])? }, 9);
     Ok(())
 }
+
+/// A program that moved its stack pointer off the thread's stack (here into memory the test
+/// maps, with an inaccessible page above it) and passes names between that stack pointer
+/// and `Runtime::call`'s frame: they are not on its stack, and the call ends with an error
+/// naming the entry point. The runtime used to take everything between the two for the
+/// program's stack and read the names there (a SIGSEGV in Rust on the inaccessible page).
+#[test]
+fn names_off_the_threads_stack_are_refused() -> TestResult {
+    const PROGRAM: &str = r#"
+declare i64 @locus_shape_new(ptr, i64)
+declare ptr @llvm.stacksave.p0()
+declare void @llvm.stackrestore.p0(ptr)
+
+define i64 @main(ptr %top) {
+  %old = call ptr @llvm.stacksave.p0()
+  call void @llvm.stackrestore.p0(ptr %top)
+  %names = getelementptr i8, ptr %top, i64 8
+  %s = call i64 @locus_shape_new(ptr %names, i64 2)
+  call void @llvm.stackrestore.p0(ptr %old)
+  ret i64 %s
+}
+"#;
+    const STACK: usize = 1 << 20;
+    const GUARD: usize = 1 << 16;
+    // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+    let region = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK + GUARD,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(region, libc::MAP_FAILED);
+    let top = region as u64 + STACK as u64;
+    // SAFETY: the last GUARD bytes of the mapping made above.
+    let protected = unsafe { libc::mprotect(top as *mut libc::c_void, GUARD, libc::PROT_NONE) };
+    assert_eq!(protected, 0);
+    let rt = Runtime::new("stack.ll", PROGRAM, true)?;
+    // SAFETY: `@main` takes a pointer; the stack it moves to is STACK bytes of the mapping,
+    // and it moves back before returning (or the runtime drops its frames).
+    let result = unsafe { rt.call("main", &[top]) };
+    // SAFETY: the mapping made above; nothing uses it after the call.
+    unsafe { libc::munmap(region, STACK + GUARD) };
+    let err = result.err().ok_or("expected an error")?;
+    assert!(
+        err.to_string().contains(
+            "locus_shape_new (called from @main): 2 names at \
+             0x"
+        ) && err
+            .to_string()
+            .contains("are neither in the program's sections nor on its stack"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -7,7 +7,8 @@
 //! a shape an ID the runtime handed out, a function the address of a function of the
 //! program, and an array of property names must lie wholly in a section of the program
 //! (a global) or in the program's own stack (between the call and [`Runtime::call`]'s
-//! frame). Anything else is an error that ends the call.
+//! frame, both on the thread's stack: a program that moved its stack pointer elsewhere
+//! passes names in a global). Anything else is an error that ends the call.
 
 use std::collections::HashSet;
 
@@ -119,9 +120,7 @@ impl Runtime {
             .sections()
             .iter()
             .any(|s| s.contains(names) && end <= s.address + s.size);
-        let (low, high) = caller.stack;
-        let on_stack = names >= low && end <= high;
-        if !in_section && !on_stack {
+        if !in_section && !caller.on_stack(names, end) {
             return Err(format!(
                 "{count} names at {names:#x} are neither in the program's sections nor on \
                  its stack"
@@ -131,8 +130,9 @@ impl Runtime {
             .map(|i| {
                 let at = (names + i * 8) as *const u64;
                 // SAFETY: the range lies in a section of the live JIT (mapped and readable
-                // while it lives) or between the caller's frame and `Runtime::call`'s on
-                // this thread's stack, which is mapped; no Rust reference points there.
+                // while it lives) or between the caller's frame and `Runtime::call`'s, both
+                // on this thread's stack (`Caller::on_stack`), which is mapped between
+                // them; no Rust reference points there.
                 unsafe { at.read_unaligned() }
             })
             .collect();

@@ -345,8 +345,46 @@ extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> E
 #[derive(Clone, Copy)]
 pub(super) struct Caller {
     /// The program's stack: from just above the return address to the stack pointer of the
-    /// innermost `locus_rt_enter`.
+    /// innermost `locus_rt_enter`. It is mapped only if the program called from this
+    /// thread's stack (see [`Caller::on_stack`]).
     pub(super) stack: (u64, u64),
+}
+
+impl Caller {
+    /// Whether `start..end` lies in the program's stack: between the return address and
+    /// the innermost `locus_rt_enter`, and on this thread's stack. A program that moved its
+    /// stack pointer elsewhere (`llvm.stackrestore` of a global, a huge `alloca`) has no
+    /// stack here: what lies between its stack pointer and the thread's stack need not be
+    /// mapped.
+    pub(super) fn on_stack(&self, start: u64, end: u64) -> bool {
+        let (low, high) = self.stack;
+        start >= low
+            && end <= high
+            && thread_stack().is_some_and(|(bottom, top)| bottom <= low && high <= top)
+    }
+}
+
+/// This thread's stack (lowest address, end), as the C library knows it; `None` if it
+/// cannot say.
+fn thread_stack() -> Option<(u64, u64)> {
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: no precondition; the calling thread's handle.
+    let thread = unsafe { libc::pthread_self() };
+    // SAFETY: `attr` is written by a successful call, and destroyed below.
+    if unsafe { libc::pthread_getattr_np(thread, attr.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    let mut address = std::ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: `attr` was initialized above; the out-pointers are live locals.
+    let got = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut address, &mut size) };
+    // SAFETY: initialized above, not used after.
+    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+    if got != 0 {
+        return None;
+    }
+    let bottom = address as u64;
+    Some((bottom, bottom.checked_add(size as u64)?))
 }
 
 /// Runs the Rust half of surface entry `entry` on the active runtime; `entry_sp` is the
