@@ -8,7 +8,7 @@
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
-use std::sync::Once;
+use std::sync::{Once, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use llvm_sys::core::{LLVMDisposeMemoryBuffer, LLVMGetBufferSize, LLVMGetBufferStart};
 use llvm_sys::prelude::LLVMMemoryBufferRef;
@@ -113,7 +113,50 @@ pub(crate) fn init_targets() {
     });
 }
 
+/// LLVM's command-line options are process globals that every compilation reads. This
+/// crate's compilations (object emission, the ORC JIT's lookups, [`crate::StackMapJit`])
+/// hold this lock shared; changing an option holds it exclusively, so that no compilation
+/// reads an option while it changes.
+static LLVM_OPTIONS: RwLock<()> = RwLock::new(());
+
+/// Held while this crate compiles (see [`LLVM_OPTIONS`]).
+pub(crate) fn compiling() -> RwLockReadGuard<'static, ()> {
+    // The lock guards no data: a panic while it was held left nothing half-done.
+    LLVM_OPTIONS.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// LLVM's patch point live-out analysis (`-enable-patchpoint-liveness`) turned off while
+/// this lives, with no other compilation of this crate running; back on when dropped.
+pub(crate) struct PatchpointLivenessOff {
+    _only: RwLockWriteGuard<'static, ()>,
+}
+
+impl PatchpointLivenessOff {
+    pub(crate) fn new() -> Result<PatchpointLivenessOff> {
+        let only = LLVM_OPTIONS.write().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: no compilation of this crate runs while the write lock is held.
+        if unsafe { locus_llvm_set_patchpoint_liveness(0) } != 0 {
+            return Err(Error::Jit {
+                message: "LLVM has no boolean option -enable-patchpoint-liveness".to_owned(),
+            });
+        }
+        Ok(PatchpointLivenessOff { _only: only })
+    }
+}
+
+impl Drop for PatchpointLivenessOff {
+    fn drop(&mut self) {
+        // SAFETY: the write lock is still held (fields drop after this). The option was
+        // found when it was turned off.
+        unsafe { locus_llvm_set_patchpoint_liveness(1) };
+    }
+}
+
 extern "C" {
+    /// In `src/subtarget.cpp`: sets LLVM's `-enable-patchpoint-liveness`; 0 if done, 1 if
+    /// LLVM has no such option. Only with [`LLVM_OPTIONS`] held exclusively.
+    fn locus_llvm_set_patchpoint_liveness(on: c_int) -> c_int;
+
     /// In `src/subtarget.cpp`: 0 if `cpu` and `features` suit the target of `triple`,
     /// else 1 with a message to free with `LLVMDisposeMessage`.
     fn locus_llvm_check_subtarget(
@@ -283,6 +326,7 @@ fn emit(
     ctx.clear_errors();
     let mut message = ptr::null_mut();
     let mut buffer = ptr::null_mut();
+    let compiling = compiling();
     // SAFETY: the machine and the module are live; both out-pointers are valid for writes.
     // Error diagnostics go to the context's handler instead of ending the process.
     let failed = unsafe {
@@ -294,6 +338,7 @@ fn emit(
             &mut buffer,
         )
     };
+    drop(compiling);
     // SAFETY: null or an error message, ours to release with `LLVMDisposeMessage`.
     let message = unsafe { Message::from_raw(message) };
     // SAFETY: the buffer LLVM filled, ours to dispose.

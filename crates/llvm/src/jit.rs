@@ -328,9 +328,11 @@ impl Jit {
         // Anything reported before belongs to an earlier call.
         self.reports.clear();
         let mut address = 0;
+        let compiling = crate::codegen::compiling();
         // SAFETY: the JIT is live, the name NUL-terminated, the out-pointer valid for
         // writes. Compilation happens here, on this thread.
         let error = unsafe { LLVMOrcLLJITLookup(self.raw, &mut address, c_name.as_ptr()) };
+        drop(compiling);
         // SAFETY: null or an error of that call, ours to consume.
         let mut messages: Vec<String> = unsafe { take_error(error) }.into_iter().collect();
         messages.extend(self.reports.take());

@@ -91,7 +91,7 @@ use llvm_sys::ir_reader::LLVMParseIRInContext;
 use llvm_sys::prelude::{LLVMBool, LLVMModuleRef, LLVMValueRef};
 use locus_stackmap::{ParseOptions, StackMapIndex, Tables};
 
-use crate::codegen::init_targets;
+use crate::codegen::{compiling, init_targets, PatchpointLivenessOff};
 use crate::error::{Error, Result};
 use crate::ffi::{value_name, Message};
 use crate::module::{verify_raw, Context, Module};
@@ -199,10 +199,29 @@ impl StackMapJit {
     /// be mapped or protected, or a stack map section does not parse (the message names
     /// the section and its address).
     pub fn new(name: &str, ir: impl AsRef<[u8]>, symbols: &[(&str, usize)]) -> Result<Self> {
+        StackMapJit::build(name, ir.as_ref(), symbols, true)
+    }
+
+    /// [`StackMapJit::new`] with LLVM's patch point live-out analysis off (empty live-out
+    /// lists), for [`crate::jit_runtime`]: see its "Live-out registers".
+    pub(crate) fn without_patchpoint_liveness(
+        name: &str,
+        ir: impl AsRef<[u8]>,
+        symbols: &[(&str, usize)],
+    ) -> Result<Self> {
+        StackMapJit::build(name, ir.as_ref(), symbols, false)
+    }
+
+    fn build(
+        name: &str,
+        ir: &[u8],
+        symbols: &[(&str, usize)],
+        patchpoint_liveness: bool,
+    ) -> Result<Self> {
         init_targets();
         link_in_mcjit();
         let context = Context::new();
-        let module = parse(&context, name, ir.as_ref())?;
+        let module = parse(&context, name, ir)?;
         let defined = defined_functions(module.0);
         let state = Box::new(State {
             arena: RefCell::new(Arena::reserve(RESERVED_BYTES)?),
@@ -218,7 +237,7 @@ impl StackMapJit {
             context,
             _not_send: PhantomData,
         };
-        jit.compile(name, &defined, symbols)?;
+        jit.compile(name, &defined, symbols, patchpoint_liveness)?;
         Ok(jit)
     }
 
@@ -315,7 +334,13 @@ impl StackMapJit {
 
     /// Maps `symbols`, checks that every used declaration resolves, compiles and finalizes
     /// the module, and indexes its stack maps.
-    fn compile(&mut self, name: &str, defined: &[String], symbols: &[(&str, usize)]) -> Result<()> {
+    fn compile(
+        &mut self,
+        name: &str,
+        defined: &[String],
+        symbols: &[(&str, usize)],
+        patchpoint_liveness: bool,
+    ) -> Result<()> {
         let module = self.module()?;
         let mut mapped = Vec::new();
         for &(symbol, address) in symbols {
@@ -326,6 +351,12 @@ impl StackMapJit {
         check_resolvable(module, &mapped)?;
         self.context.clear_errors();
         let mut functions = Vec::new();
+        // The first address compiles the module: with LLVM's options held still.
+        let (_shared, _exclusive) = if patchpoint_liveness {
+            (Some(compiling()), None)
+        } else {
+            (None, Some(PatchpointLivenessOff::new()?))
+        };
         for function in defined {
             let c_name = c_name(function)?;
             // SAFETY: the engine is live and the name NUL-terminated. The first call

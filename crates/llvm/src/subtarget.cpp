@@ -1,13 +1,18 @@
-// Checks a CPU name and a feature string against one target's subtarget tables, which the
-// LLVM C API does not expose. Without this check an unknown CPU is only a warning on
-// stderr, and for x86-64 it is then a fatal error ("64-bit code requested on a subtarget
-// that doesn't support it!") that aborts the process. Called from src/codegen.rs; this is
-// the crate's only C++ and touches nothing but read-only target tables.
+// What the LLVM C API does not expose, called from src/codegen.rs; the crate's only C++.
+//
+// Checks a CPU name and a feature string against one target's subtarget tables. Without
+// this check an unknown CPU is only a warning on stderr, and for x86-64 it is then a fatal
+// error ("64-bit code requested on a subtarget that doesn't support it!") that aborts the
+// process. Touches nothing but read-only target tables.
+//
+// Sets one boolean option, -enable-patchpoint-liveness, directly: LLVMParseCommandLineOptions
+// could set it only once per process (a second occurrence is an error that exits).
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -65,5 +70,18 @@ extern "C" int locus_llvm_check_subtarget(const char *triple, const char *cpu,
       return 1;
     }
   }
+  return 0;
+}
+
+// Sets LLVM's -enable-patchpoint-liveness (a cl::opt<bool> of StackMapLivenessAnalysis.cpp
+// in LLVM 19) to `on`. Returns 0, or 1 when no option has that name. The caller keeps every
+// compilation from running meanwhile: options are globals that code generation reads.
+extern "C" int locus_llvm_set_patchpoint_liveness(int on) {
+  llvm::StringMap<llvm::cl::Option *> &options = llvm::cl::getRegisteredOptions();
+  auto found = options.find("enable-patchpoint-liveness");
+  if (found == options.end()) {
+    return 1;
+  }
+  static_cast<llvm::cl::opt<bool> *>(found->second)->setValue(on != 0);
   return 0;
 }

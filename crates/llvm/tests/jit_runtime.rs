@@ -797,3 +797,46 @@ define i64 @main(ptr %top) {
     );
     Ok(())
 }
+
+/// A value live in rbx across a patch point: LLVM's live-out analysis lists rbx (DWARF 3)
+/// in the record, unless the analysis is off.
+const LIVE_ACROSS: &str = r#"
+declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
+
+define i64 @f() {
+  %a = call i64 asm sideeffect "", "={rbx}"()
+  %r = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 7, i32 16, ptr null, i32 0)
+  call void asm sideeffect "", "{rbx}"(i64 %a)
+  %s = add i64 %r, %a
+  ret i64 %s
+}
+"#;
+
+fn live_out_registers(ir: &str) -> Result<Vec<u16>, Box<dyn StdError>> {
+    let jit = locus_llvm::jit_stackmaps::StackMapJit::new("live.ll", ir, &[])?;
+    let record = jit
+        .stack_maps()
+        .iter()
+        .find(|r| r.record.id() == 7)
+        .ok_or("no record 7")?;
+    Ok(record.record.live_outs().map(|l| l.dwarf_reg).collect())
+}
+
+/// The runtime compiles its programs without patch point live-outs (LLVM 19 crashes
+/// computing them there); modules compiled afterwards keep theirs: the option LLVM reads
+/// is turned off for the runtime's own compilation only.
+#[test]
+fn patchpoint_live_outs_are_off_only_for_the_runtimes_programs() -> TestResult {
+    let before = live_out_registers(LIVE_ACROSS)?;
+    assert!(before.contains(&3), "rbx is live across: {before:?}");
+    let runtime = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    let record = runtime
+        .jit()
+        .stack_maps()
+        .iter()
+        .next()
+        .ok_or("the runtime's program has no record")?;
+    assert_eq!(record.record.live_outs().len(), 0);
+    assert_eq!(live_out_registers(LIVE_ACROSS)?, before);
+    Ok(())
+}

@@ -106,12 +106,12 @@
 //! # Live-out registers
 //!
 //! Programs are compiled without patch point live-outs (LLVM's
-//! `-enable-patchpoint-liveness=false`, set once for the process when the first
-//! [`Runtime`] is made): LLVM 19 crashes computing them on x86-64 for any patch point
-//! followed by a call in the same function (the shadow stack pointer is live there;
-//! llvm-project issue 53828), and the runtime's patch points use the C calling
-//! convention, whose call clobbers what a live-out list would spare. Patch point records
-//! of every module compiled in the process afterwards have empty live-out lists.
+//! `-enable-patchpoint-liveness=false` while the runtime's program compiles, and back on
+//! afterwards): LLVM 19 crashes computing them on x86-64 for any patch point followed by a
+//! call in the same function (the shadow stack pointer is live there; llvm-project issue
+//! 53828), and the runtime's patch points use the C calling convention, whose call
+//! clobbers what a live-out list would spare. LLVM's options are process globals, so no
+//! other compilation of this crate runs meanwhile; other modules keep their live-outs.
 //!
 //! # AArch64
 //!
@@ -245,11 +245,10 @@ impl Runtime {
     ///
     /// As for [`Runtime::new`].
     pub fn with_options(name: &str, ir: &str, options: Options) -> Result<Self> {
-        without_patchpoint_liveness();
         let (sites, continuations) = sites::scan(name, ir)?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
-        let jit = StackMapJit::new(name, text, &x86_64::surface_symbols())?;
+        let jit = StackMapJit::without_patchpoint_liveness(name, text, &x86_64::surface_symbols())?;
         let deopt_stub = jit
             .function_address("locus.deopt.stub")
             .ok_or_else(|| jit_error("the deopt stub was not compiled"))?;
@@ -365,25 +364,6 @@ impl Runtime {
     fn fail(&self, message: String) {
         self.state.borrow_mut().error.get_or_insert(message);
     }
-}
-
-/// Turns off LLVM's patch point live-out analysis for the process, once (see the module
-/// documentation, "Live-out registers").
-fn without_patchpoint_liveness() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let args = [
-            c"locus".as_ptr(),
-            c"-enable-patchpoint-liveness=false".as_ptr(),
-        ];
-        // SAFETY: two NUL-terminated arguments that live across the call, and an empty
-        // overview; LLVM's options are registered by libLLVM's static constructors. The
-        // option exists in LLVM 19 (StackMapLivenessAnalysis); an error would only be
-        // printed.
-        unsafe {
-            llvm_sys::support::LLVMParseCommandLineOptions(2, args.as_ptr(), c"".as_ptr());
-        }
-    });
 }
 
 pub(crate) fn jit_error(message: &str) -> Error {
