@@ -1708,6 +1708,19 @@ fn unreadable_binaries_are_refused() {
     assert!(dwp.success());
     std::fs::remove_file(dir.path("split-split.dwo")).unwrap();
     assert_eq!(listed(&packaged), in_plain, ".dwp");
+    // A package whose unit cannot be read is refused, naming the package.
+    std::fs::write(dir.path("garbage"), [0xffu8; 8]).unwrap();
+    let objcopy = std::process::Command::new("objcopy")
+        .arg("--update-section")
+        .arg(format!(".debug_info.dwo={}", dir.path("garbage").display()))
+        .arg(dir.path("packaged.dwp"))
+        .status()
+        .unwrap();
+    assert!(objcopy.success());
+    let out = locus(&["dwarf", "vars", packaged.to_str().unwrap(), "--pc", "f+1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(".dwp") && err.lines().count() == 1, "{err}");
     let cases = [
         (stripped, "no .debug_info"),
         (clang(&dir, "nodebug", small, &["-O2"]), "no .debug_info"),

@@ -1166,10 +1166,13 @@ fn scan_dwo(
     out: &mut Vec<Variable>,
 ) -> Result<(), Error> {
     if let (Some(package), Some(id)) = (package, skeleton.dwo_id) {
-        if let Some(dwo) = package.find_cu(id, dwarf)? {
+        let in_package = |e: gimli::Error| Error::Object {
+            what: format!("the DWARF package (.dwp), unit of DWO id {:#x}: {e}", id.0),
+        };
+        if let Some(dwo) = package.find_cu(id, dwarf).map_err(in_package)? {
             let mut units = dwo.units();
-            if let Some(header) = units.next()? {
-                let mut unit = dwo.unit(header)?;
+            if let Some(header) = units.next().map_err(in_package)? {
+                let mut unit = dwo.unit(header).map_err(in_package)?;
                 unit.copy_relocated_attributes(skeleton);
                 return scan_unit(&dwo, &unit, pc, load_bias, out);
             }
