@@ -94,7 +94,7 @@
 //! ```text
 //! LOCUS_SME_LLVM_TESTS=/tmp/llvm-19.1.7/src/llvm/test/CodeGen/AArch64 \
 //! LOCUS_SME_LLVM_VERIFIER=/tmp/llvm-19.1.7/src/llvm/test/Verifier \
-//!   cargo test -p locus-sme --test llvm_tests --test audit
+//!   cargo test -p locus-sme --test llvm_tests --test audit -- --ignored
 //! ```
 //! compiles each file with the options of its first RUN line that runs llc on the file as
 //! it is (93 of 98 files; the others stop after instruction selection, run `opt`, or

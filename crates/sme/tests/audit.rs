@@ -647,13 +647,11 @@ fn attrs_argument() {
 /// llc-19 compiles with the options of its first runnable RUN line is audited with its IR;
 /// nothing may be reported but LLVM 19's documented departures (no `smstart` at landing
 /// pads; unchained library calls without a lazy save; spec 004's old ZA spellings).
-/// Skipped when the variable is not set.
+/// Ignored unless asked for (`--ignored`), with the variable set.
 #[test]
+#[ignore = "needs LLVM 19.1.7's tests in $LOCUS_SME_LLVM_TESTS (scripts/llvm-19-tests)"]
 fn llvm_sme_tests_audit_clean() {
-    let Some(files) = common::llvm::files("LOCUS_SME_LLVM_TESTS") else {
-        eprintln!("LOCUS_SME_LLVM_TESTS not set: LLVM's SME tests not audited");
-        return;
-    };
+    let files = common::llvm::files("LOCUS_SME_LLVM_TESTS");
     let (mut audited, mut functions, mut calls, mut documented) = (0, 0, 0, 0);
     let mut false_reports = Vec::new();
     let mut found_bugs = Vec::new();

@@ -5,16 +5,26 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The `.ll` files of the directory in `$var`, sorted; `None` when the variable is unset.
-pub fn files(var: &str) -> Option<Vec<PathBuf>> {
-    let dir = std::env::var(var).ok()?;
+/// The SME tests of the directory in `$var` (`sme-*.ll`, `sve-streaming-mode-*.ll`: the
+/// directory may hold other tests `scripts/llvm-19-tests` extracted), sorted. Panics when
+/// the variable is unset.
+pub fn files(var: &str) -> Vec<PathBuf> {
+    let dir = std::env::var(var).unwrap_or_else(|_| {
+        panic!("set {var} to the directory scripts/llvm-19-tests extracted (see src/lib.rs)")
+    });
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("${var}={dir}: {e}"))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "ll"))
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with("sme-") || n.starts_with("sve-streaming-mode-")
+            })
+        })
         .collect();
     files.sort();
-    Some(files)
+    files
 }
 
 /// llc options after which llc does not print assembly for the whole module, or for a
