@@ -21,7 +21,11 @@
 //! records' bytes. A cell with more records (a dense stretch of code, or more than four
 //! records at one address) runs into the next block and is searched out of line. (With a
 //! 4-byte directory entry per cell, the directory fell out of cache and lookups took 20%
-//! longer on the benchmark.)
+//! longer on the benchmark.) That directory read is the price of building the index front
+//! to back: the hash table this layout replaced found a record's slot from its address
+//! alone, and its single lookups were some 5-15% faster on the benchmark's machine, but
+//! filling it took random writes all over it and a sort, and its time to a usable index
+//! was more than four times this one's.
 //!
 //! **What it costs to build.** Validated tables list their records function by function,
 //! and in the usual case (LLVM emits each function's records in code order, and functions
@@ -480,9 +484,7 @@ fn each_record<E: Endian>(
                 if left_in_table == 0 {
                     break 'functions;
                 }
-                // Every record of a validated table is in its records region. That `head`
-                // answers is what lets `Layout::push` put the entry in a slot: the whole
-                // record, with the counts it read, is in `f.source`.
+                // Every record of a validated table is in its records region.
                 f.source.prefetch_ahead(at);
                 let Some(h) = f.source.head(at) else {
                     break 'functions;
