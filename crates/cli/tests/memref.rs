@@ -1011,8 +1011,13 @@ fn vector_print_matches_mlir_cpu_runner() {
 /// What mlir-cpu-runner-19 prints for `kernel`'s `entry`, lowered by mlir-opt-19 with
 /// Locus's pipeline, with the runner utils loaded.
 fn mlir_cpu_runner(kernel: &Path, entry: &str, result: &str) -> String {
+    mlir_cpu_runner_after(locus_memref::compile::PIPELINE, kernel, entry, result)
+}
+
+/// [`mlir_cpu_runner`] with the kernel lowered by mlir-opt-19 `passes`.
+fn mlir_cpu_runner_after(passes: &[&str], kernel: &Path, entry: &str, result: &str) -> String {
     let lowered = Command::new("mlir-opt-19")
-        .args(locus_memref::compile::PIPELINE)
+        .args(passes)
         .arg(path_str(kernel))
         .output()
         .unwrap();
@@ -1103,6 +1108,55 @@ fn run_applies_transform_schedules() {
     std::fs::write(&plain, &scheduled.stdout).unwrap();
     let want = mlir_cpu_runner(&plain, "main", "void");
     assert_eq!(without_addresses(&got), without_addresses(&want));
+}
+
+/// Kernels of the shapes of MLIR 19.1.7's CPU tests that the default pipeline once could
+/// not lower or run: math with no LLVM intrinsic on a vector argument (convert-math-to-libm's
+/// vector.extract/insert were left for mlir-translate-19 to refuse), memref.realloc (was
+/// left unlowered), LLVM's matrix intrinsics (llc-19 cannot select them: the optimizer
+/// lowers them, or the lowering alone with --no-opt) and an entry named like libc's
+/// `realloc` (its C wrapper called glibc's realloc instead of the kernel's: abort).
+#[test]
+fn run_lowers_vector_libm_realloc_and_matrix_intrinsics() {
+    let k = fixture("run_lowering.mlir");
+    for (entry, want) in [
+        ("vector_libm", "( 0, 0.462117, -0.761594, 0.964028 )\n"),
+        ("realloc", "( 1.5, 1.5, 4, 4, 4, 4 )\n"),
+    ] {
+        let got = ok(&locus(&["run", path_str(&k), "-e", entry]));
+        assert_eq!(got, want, "@{entry}");
+        assert_eq!(got, mlir_cpu_runner(&k, entry, "void"), "@{entry}");
+    }
+    // Column-major, as LLVM's matrix intrinsics are by default.
+    let m = fixture("matrix.mlir");
+    let matrix = "( 1, 3, 5, 2, 4, 6 )\n( 1, 2, 9, 12 )\n";
+    assert_eq!(ok(&locus(&["run", path_str(&m), "-e", "matrix"])), matrix);
+    assert_eq!(
+        ok(&locus(&["run", path_str(&m), "-e", "matrix", "--no-opt"])),
+        matrix
+    );
+}
+
+/// A kernel with sparse tensors is lowered by MLIR's sparsifier pipeline (it was refused:
+/// the default pipeline cannot lower sparse_tensor ops) and calls the sparse runtime of the
+/// runner utils, loaded without being named; same output as mlir-cpu-runner-19 after
+/// `mlir-opt-19 --sparsifier`.
+#[test]
+fn run_sparsifies_sparse_tensor_kernels() {
+    let k = fixture("sparse.mlir");
+    let p = ok(&locus(&["compile", path_str(&k), "--print-pipeline"]));
+    assert_eq!(p.lines().nth(1), Some("mlir-opt-19 --sparsifier"), "{p}");
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert!(
+        got.starts_with("3\n---- Sparse Tensor ----\nnse = 3\n")
+            && got.contains("pos[1] : ( 0, 2, 3 )\ncrd[1] : ( 0, 2, 2 )\nvalues : ( 1, 2, 3.5 )\n")
+            && got.ends_with("----\n( 3, 3.5 )\n"),
+        "{got}"
+    );
+    assert_eq!(
+        got,
+        mlir_cpu_runner_after(locus_memref::compile::SPARSIFY, &k, "main", "void")
+    );
 }
 
 /// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints

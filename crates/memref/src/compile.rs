@@ -10,8 +10,12 @@
 //! `opt-19 -passes=default<O2>` optimizes it (optional, on by default: without
 //! it each `_mlir_ciface_` wrapper reaches its function through a PLT call
 //! instead of inlining it), `llc-19 -relocation-model=pic -filetype=obj
-//! -mtriple=HOST` makes an object and `clang-19 -shared` links it (with libm, and
-//! compiler-rt's builtins when installed, for the `bf16` conversions). Memory is allocated by `malloc` (the
+//! -mtriple=HOST` makes an object and `clang-19 -shared -Wl,-Bsymbolic` links it (with
+//! libm, and compiler-rt's builtins when installed, for the `bf16` conversions;
+//! `-Bsymbolic` so that a kernel's calls to its own functions stay in the kernel even when
+//! one is named like a function the process already has, such as libc's `realloc` or
+//! libm's `tanh`, as they do in `mlir-cpu-runner`'s JIT). A kernel with sparse tensors
+//! runs MLIR's `sparsifier` pipeline ([`SPARSIFY`]) instead of [`PIPELINE`]. Memory is allocated by `malloc` (the
 //! default lowering of `memref.alloc`, also with an `alignment`: the aligned
 //! pointer is then rounded up from the allocated one).
 
@@ -51,6 +55,9 @@ pub const PIPELINE: &[&str] = &[
     // After BUFFERIZE when it runs; on memref kernels it lowers the bufferization ops
     // they may use (`bufferization.clone`, ...) and nothing else.
     "--convert-bufferization-to-memref",
+    // memref.realloc (finalize-memref-to-llvm does not lower it) becomes scf.if, alloc
+    // and copy.
+    "--expand-realloc",
     "--convert-linalg-to-loops",
     "--convert-vector-to-scf",
     "--lower-affine",
@@ -62,6 +69,9 @@ pub const PIPELINE: &[&str] = &[
     "--convert-vector-to-llvm",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
+    // convert-math-to-libm unrolls math on vectors into vector.extract/insert around
+    // scalar calls: those become LLVM too.
+    "--convert-vector-to-llvm",
     "--expand-strided-metadata",
     "--lower-affine",
     "--finalize-memref-to-llvm",
@@ -149,6 +159,22 @@ pub fn uses_transform(source: &str) -> bool {
     })
 }
 
+/// The pipeline of a kernel with sparse tensors (see [`uses_sparse`]), instead of
+/// [`BUFFERIZE`] and [`PIPELINE`]: MLIR's own `sparsifier`, which sparsifies, bufferizes
+/// and lowers everything to the LLVM dialect, as MLIR's sparse CPU tests run it. Its code
+/// calls the sparse tensor runtime of the MLIR 19 runner utils (`_mlir_ciface_newSparseTensor`,
+/// ...), which [`crate::run`] and `locus memref call` load when a kernel needs them.
+pub const SPARSIFY: &[&str] = &["--sparsifier"];
+
+/// Whether a kernel uses the sparse tensor dialect (an encoding or an op) outside `//`
+/// comments: [`PIPELINE`] cannot lower it, [`SPARSIFY`] does.
+pub fn uses_sparse(source: &str) -> bool {
+    source.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("");
+        code.contains("sparse_tensor.")
+    })
+}
+
 /// Whether a kernel uses tensors (and so needs [`BUFFERIZE`]): a `tensor<`
 /// type outside `//` comments. (Bufferization ops on memrefs do not count: the
 /// deallocation pipeline would turn a result aliasing an argument into a copy.)
@@ -231,6 +257,10 @@ impl Options {
             None => {
                 if uses_transform(source) {
                     out.extend(TRANSFORM.iter().map(|p| element(p)));
+                }
+                if uses_sparse(source) {
+                    out.extend(SPARSIFY.iter().map(|p| element(p)));
+                    return out;
                 }
                 if uses_tensors(source) {
                     out.extend(BUFFERIZE.iter().map(|p| element(p)));
@@ -378,12 +408,19 @@ pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(
 /// Compiles MLIR source text to the shared library `output` as `options` say.
 pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<(), MemRefError> {
     let mut ir = mlir_to_llvm_ir_with(source, options)?;
-    if options.optimize {
-        let out = run(
-            "opt-19",
-            &["-passes=default<O2>", "-S", "-"],
-            Some(ir.as_bytes()),
-        )?;
+    // The matrix intrinsics that vector.matrix_multiply and vector.flat_transpose become
+    // have no code generation of their own: LLVM's optimizer lowers them when asked to
+    // (`-enable-matrix`, as MLIR's tests ask mlir-cpu-runner), or that pass alone.
+    let matrix = ir.contains("@llvm.matrix.");
+    let passes: Option<&[&str]> = if options.optimize {
+        Some(&["-enable-matrix", "-passes=default<O2>", "-S", "-"])
+    } else if matrix {
+        Some(&["-passes=lower-matrix-intrinsics", "-S", "-"])
+    } else {
+        None
+    };
+    if let Some(passes) = passes {
+        let out = run("opt-19", passes, Some(ir.as_bytes()))?;
         ir = String::from_utf8(out).map_err(|e| MemRefError::Tool {
             tool: "opt-19".into(),
             stderr: format!("output is not UTF-8: {e}"),
@@ -406,7 +443,14 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
         Some(ir.as_bytes()),
     )?;
     let output_s = output.to_string_lossy().into_owned();
-    let mut link = vec!["-shared", "-o", &output_s, &object_s, "-lm"];
+    let mut link = vec![
+        "-shared",
+        "-Wl,-Bsymbolic",
+        "-o",
+        &output_s,
+        &object_s,
+        "-lm",
+    ];
     let builtins = compiler_rt_builtins();
     if let Some(archive) = &builtins {
         link.push(archive);
