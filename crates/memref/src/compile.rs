@@ -161,10 +161,12 @@ pub fn uses_transform(source: &str) -> bool {
 
 /// The pipeline of a kernel with sparse tensors (see [`uses_sparse`]), instead of
 /// [`BUFFERIZE`] and [`PIPELINE`]: MLIR's own `sparsifier`, which sparsifies, bufferizes
-/// and lowers everything to the LLVM dialect, as MLIR's sparse CPU tests run it. Its code
-/// calls the sparse tensor runtime of the MLIR 19 runner utils (`_mlir_ciface_newSparseTensor`,
-/// ...), which [`crate::run`] and `locus memref call` load when a kernel needs them.
-pub const SPARSIFY: &[&str] = &["--sparsifier"];
+/// and lowers everything to the LLVM dialect, generating the sparse storage code itself
+/// (`enable-runtime-library=false`: every one of MLIR 19's sparse CPU tests runs so, and
+/// slices, `sparse_tensor.sort` and `push_back` work only so). Reading a tensor from a
+/// file still calls the sparse runtime of the MLIR 19 runner utils, which [`crate::run`]
+/// and `locus memref call` load when a kernel needs them.
+pub const SPARSIFY: &[&str] = &["--sparsifier=enable-runtime-library=false"];
 
 /// Whether a kernel uses the sparse tensor dialect (an encoding or an op) outside `//`
 /// comments: [`PIPELINE`] cannot lower it, [`SPARSIFY`] does.
