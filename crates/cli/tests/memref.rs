@@ -1163,6 +1163,26 @@ fn run_sparsifies_sparse_tensor_kernels() {
     );
 }
 
+/// TOSA operations are lowered to linalg before bufferization (were left for one-shot
+/// bufferization to refuse: "op was not bufferized"), as MLIR's TOSA CPU tests do.
+#[test]
+fn run_lowers_tosa() {
+    let k = fixture("tosa.mlir");
+    let p = ok(&locus(&["compile", path_str(&k), "--print-pipeline"]));
+    assert!(
+        p.lines().nth(1).is_some_and(|l| l.starts_with(
+            "mlir-opt-19 --pass-pipeline='builtin.module(func.func(tosa-to-linalg-named,\
+             tosa-to-linalg,tosa-to-arith,tosa-to-tensor),"
+        )),
+        "{p}"
+    );
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert!(
+        got.ends_with("sizes = [2, 2] strides = [2, 1] data = \n[[1.5,   2.5], \n [3.5,   4]]\n"),
+        "{got}"
+    );
+}
+
 /// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints
 /// it: integers in decimal, floats as C's `%e` (f64 too, which mlir-cpu-runner cannot
 /// return).

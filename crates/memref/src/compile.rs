@@ -15,7 +15,8 @@
 //! `-Bsymbolic` so that a kernel's calls to its own functions stay in the kernel even when
 //! one is named like a function the process already has, such as libc's `realloc` or
 //! libm's `tanh`, as they do in `mlir-cpu-runner`'s JIT). A kernel with sparse tensors
-//! runs MLIR's `sparsifier` pipeline ([`SPARSIFY`]) instead of [`PIPELINE`]. Memory is allocated by `malloc` (the
+//! runs MLIR's `sparsifier` pipeline ([`SPARSIFY`]) instead of [`PIPELINE`]; TOSA
+//! operations become linalg first ([`TOSA`]). Memory is allocated by `malloc` (the
 //! default lowering of `memref.alloc`, also with an `alignment`: the aligned
 //! pointer is then rounded up from the allocated one).
 
@@ -159,6 +160,19 @@ pub fn uses_transform(source: &str) -> bool {
     })
 }
 
+/// The passes a kernel with TOSA operations runs first (see [`uses_tosa`]): TOSA becomes
+/// linalg, arith and tensor operations, as MLIR's TOSA CPU tests lower it.
+pub const TOSA: &[&str] =
+    &["func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,tosa-to-tensor)"];
+
+/// Whether a kernel uses the TOSA dialect (a `tosa.` operation outside `//` comments).
+pub fn uses_tosa(source: &str) -> bool {
+    source.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("");
+        code.contains("tosa.")
+    })
+}
+
 /// The pipeline of a kernel with sparse tensors (see [`uses_sparse`]), instead of
 /// [`BUFFERIZE`] and [`PIPELINE`]: MLIR's own `sparsifier`, which sparsifies, bufferizes
 /// and lowers everything to the LLVM dialect, generating the sparse storage code itself
@@ -259,6 +273,9 @@ impl Options {
             None => {
                 if uses_transform(source) {
                     out.extend(TRANSFORM.iter().map(|p| element(p)));
+                }
+                if uses_tosa(source) {
+                    out.extend(TOSA.iter().map(|p| element(p)));
                 }
                 if uses_sparse(source) {
                     out.extend(SPARSIFY.iter().map(|p| element(p)));
