@@ -51,7 +51,7 @@ fn locus(args: &[&str]) -> Output {
         .expect("cannot run locus")
 }
 
-/// Runs `locus dwarf eval --context CTX ARGS...`; returns the JSON on stdout's last line.
+/// Runs `locus dwarf eval --json --context CTX ARGS...`; returns the JSON on stdout's last line.
 fn eval(args: &[&str]) -> Value {
     let dir = TempDir::new("dwarf-eval");
     let ctx = context(&dir);
