@@ -1183,6 +1183,43 @@ fn run_lowers_tosa() {
     );
 }
 
+/// Kernels of the shapes of MLIR 19.1.7's `test-conv-*-call` and `verify-memref` CPU tests,
+/// once refused by bufferization: a convolution of memrefs with `tensor<...>`-typed
+/// attributes is not bufferized (the deallocation pipeline refused its memref.dealloc),
+/// and calls on tensors to a function the kernel only declares get `--func-bufferize`
+/// first (one-shot bufferization refused the constant's cast: "cannot avoid RaW
+/// conflict"). Same output as mlir-cpu-runner-19.
+#[test]
+fn run_bufferizes_only_tensor_values_and_declared_tensor_calls() {
+    let k = fixture("conv_attributes.mlir");
+    let p = ok(&locus(&["compile", path_str(&k), "--print-pipeline"]));
+    assert!(!p.contains("bufferize"), "{p}");
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert!(
+        got.ends_with("sizes = [1, 3, 1] strides = [3, 1, 1] data = \n[[[3], \n  [4], \n  [4]]]\n"),
+        "{got}"
+    );
+    assert_eq!(
+        without_addresses(&got),
+        without_addresses(&mlir_cpu_runner(&k, "main", "void"))
+    );
+
+    let k = fixture("tensor_declarations.mlir");
+    let p = ok(&locus(&["compile", path_str(&k), "--print-pipeline"]));
+    assert!(
+        p.lines().nth(1).is_some_and(|l| l.starts_with(
+            "mlir-opt-19 --func-bufferize --convert-elementwise-to-linalg --one-shot-bufferize="
+        )),
+        "{p}"
+    );
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert_eq!(got, "0\n1\n");
+    let mut passes = vec!["--func-bufferize"];
+    passes.extend(locus_memref::compile::BUFFERIZE);
+    passes.extend(locus_memref::compile::PIPELINE);
+    assert_eq!(got, mlir_cpu_runner_after(&passes, &k, "main", "void"));
+}
+
 /// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints
 /// it: integers in decimal, floats as C's `%e` (f64 too, which mlir-cpu-runner cannot
 /// return).

@@ -192,12 +192,71 @@ pub fn uses_sparse(source: &str) -> bool {
 }
 
 /// Whether a kernel uses tensors (and so needs [`BUFFERIZE`]): a `tensor<`
-/// type outside `//` comments. (Bufferization ops on memrefs do not count: the
+/// type outside `//` comments that is not only the type of an attribute's value
+/// (`strides = dense<1> : tensor<2xi64>` on a linalg convolution of memrefs: no value of
+/// the kernel is a tensor, and the deallocation pipeline refuses the kernel's own
+/// `memref.dealloc`s). (Bufferization ops on memrefs do not count either: the
 /// deallocation pipeline would turn a result aliasing an argument into a copy.)
 pub fn uses_tensors(source: &str) -> bool {
     source.lines().any(|l| {
         let code = l.split("//").next().unwrap_or("");
-        code.contains("tensor<")
+        code.match_indices("tensor<")
+            .any(|(at, _)| !types_attribute_value(&code[..at]))
+    })
+}
+
+/// Whether the `tensor<` that follows `before` is the type of an attribute's value:
+/// `before` ends in `NAME = dense<...> :` (or `dense_resource<...>`, `sparse<...>`),
+/// an attribute of an op's dictionary. `arith.constant dense<...> : tensor<...>` is a
+/// tensor value (no `=` before its literal).
+fn types_attribute_value(before: &str) -> bool {
+    let Some(rest) = before.trim_end().strip_suffix(':') else {
+        return false;
+    };
+    let rest = rest.trim_end();
+    if !rest.ends_with('>') {
+        return false;
+    }
+    // The `<` that opens the literal.
+    let mut depth = 0i32;
+    let mut open = None;
+    for (i, c) in rest.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth -= 1;
+                if depth == 0 {
+                    open = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(open) = open else {
+        return false;
+    };
+    let head = &rest[..open];
+    let Some(head) = ["dense_resource", "dense", "sparse"]
+        .iter()
+        .find_map(|k| head.strip_suffix(k))
+    else {
+        return false;
+    };
+    head.trim_end().ends_with('=')
+}
+
+/// Whether a kernel with tensors declares a function with tensor arguments or results
+/// that it does not define (`func.func private @verifyMemRefI8(tensor<*xi8>, ...)`,
+/// implemented by the runner utils): one-shot bufferization must assume such a call
+/// writes its operands, and a constant cast to an unranked tensor cannot be copied for
+/// it ("cannot avoid RaW conflict"). `--func-bufferize` first makes the function
+/// boundaries and calls memrefs, as MLIR's tests of those functions do.
+pub fn declares_tensor_functions(source: &str) -> bool {
+    source.lines().any(|l| {
+        let code = l.split("//").next().unwrap_or("").trim();
+        // A declaration is private (MLIR's verifier requires it) and has no body.
+        code.starts_with("func.func private ") && !code.ends_with('{') && code.contains("tensor<")
     })
 }
 
@@ -282,6 +341,9 @@ impl Options {
                     return out;
                 }
                 if uses_tensors(source) {
+                    if declares_tensor_functions(source) {
+                        out.push(element("--func-bufferize"));
+                    }
                     out.extend(BUFFERIZE.iter().map(|p| element(p)));
                 }
                 out.extend(PIPELINE.iter().map(|p| element(p)));
@@ -521,7 +583,43 @@ pub fn default_output(kernel: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::mark_definitions;
+    use super::{declares_tensor_functions, mark_definitions, uses_tensors};
+
+    #[test]
+    fn tensor_typed_attributes_are_not_tensor_values() {
+        let conv = "linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, \
+strides = dense<[1]> : tensor<1xi64>} ins(%a, %b : memref<1x5x1xf32>, memref<3x1x1xf32>)";
+        assert!(!uses_tensors(conv));
+        assert!(!uses_tensors(
+            "%r = \"x.op\"() {v = dense_resource<blob> : tensor<2xf32>} : () -> ()"
+        ));
+        assert!(uses_tensors(
+            "%c = arith.constant dense<1.0> : tensor<4xf32>"
+        ));
+        assert!(uses_tensors(
+            "%c = arith.constant {a = 1} dense<(1.0, 2.0)> : tensor<4xcomplex<f32>>"
+        ));
+        assert!(uses_tensors(&format!(
+            "{conv} // x\n%t = tensor.empty() : tensor<2xf32>"
+        )));
+        assert!(uses_tensors("func.func @f(%a: tensor<?xf32>) {"));
+        assert!(!uses_tensors(
+            "// %c = arith.constant dense<1.0> : tensor<4xf32>"
+        ));
+    }
+
+    #[test]
+    fn declared_functions_on_tensors() {
+        assert!(declares_tensor_functions(
+            "  func.func private @verifyMemRefI8(tensor<*xi8>, tensor<*xi8>) -> i64 attributes {llvm.emit_c_interface} loc(#loc1)"
+        ));
+        assert!(!declares_tensor_functions(
+            "  func.func private @helper(%a: tensor<2xf32>) -> tensor<2xf32> {"
+        ));
+        assert!(!declares_tensor_functions(
+            "func.func private @printMemrefF32(memref<*xf32>)"
+        ));
+    }
 
     #[test]
     fn definitions_get_c_wrappers_and_declarations_do_not() {
