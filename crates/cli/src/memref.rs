@@ -115,6 +115,10 @@ pub struct Lowering {
     /// Skip the opt-19 -O2 step (keep the IR as mlir-translate-19 wrote it).
     #[arg(long)]
     no_opt: bool,
+    /// An LLVM command-line option for opt-19 and llc-19 (repeatable), as
+    /// mlir-cpu-runner takes them, e.g. --llvm-option=-matrix-default-layout=row-major.
+    #[arg(long = "llvm-option", value_name = "OPT", allow_hyphen_values = true)]
+    llvm_options: Vec<String>,
 }
 
 impl Lowering {
@@ -124,6 +128,7 @@ impl Lowering {
             passes: self.passes.clone(),
             optimize: !self.no_opt,
             source_name: Some(kernel.display().to_string()),
+            llvm_options: self.llvm_options.clone(),
         }
     }
 }

@@ -1220,6 +1220,42 @@ fn run_bufferizes_only_tensor_values_and_declared_tensor_calls() {
     assert_eq!(got, mlir_cpu_runner_after(&passes, &k, "main", "void"));
 }
 
+/// `--llvm-option` reaches opt-19 and llc-19 as mlir-cpu-runner's LLVM options do: LLVM's
+/// matrix intrinsics in row-major layout (MLIR 19.1.7's `*-row.mlir` Vector CPU tests).
+#[test]
+fn run_passes_llvm_options() {
+    let m = fixture("matrix.mlir");
+    // Row-major: A is 2x3 with rows (1,2,3) (4,5,6), B is 3x2 with rows (1,0) (0,1) (1,1).
+    let row_major = "( 1, 4, 2, 5, 3, 6 )\n( 4, 5, 10, 11 )\n";
+    let layout = "--llvm-option=-matrix-default-layout=row-major";
+    assert_eq!(
+        ok(&locus(&["run", path_str(&m), "-e", "matrix", layout])),
+        row_major
+    );
+    assert_eq!(
+        ok(&locus(&[
+            "run",
+            path_str(&m),
+            "-e",
+            "matrix",
+            "--no-opt",
+            "--llvm-option",
+            "-matrix-default-layout=row-major"
+        ])),
+        row_major
+    );
+    fails_with(
+        &locus(&[
+            "run",
+            path_str(&m),
+            "-e",
+            "matrix",
+            "--llvm-option=-no-such-llvm-option",
+        ]),
+        "no-such-llvm-option",
+    );
+}
+
 /// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints
 /// it: integers in decimal, floats as C's `%e` (f64 too, which mlir-cpu-runner cannot
 /// return).

@@ -273,6 +273,10 @@ pub struct Options {
     pub optimize: bool,
     /// What `<stdin>` in the tools' diagnostics becomes (the kernel's path).
     pub source_name: Option<String>,
+    /// LLVM command-line options given to `opt-19` and `llc-19` (`--llvm-option`), as
+    /// `mlir-cpu-runner` takes them: `-matrix-default-layout=row-major`,
+    /// `-mattr=+avx2`...
+    pub llvm_options: Vec<String>,
 }
 
 impl Default for Options {
@@ -282,6 +286,7 @@ impl Default for Options {
             passes: Vec::new(),
             optimize: true,
             source_name: None,
+            llvm_options: Vec::new(),
         }
     }
 }
@@ -500,8 +505,11 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
     } else {
         None
     };
+    // The LLVM options go first, as each tool's own flags.
+    let llvm_options: Vec<&str> = options.llvm_options.iter().map(String::as_str).collect();
     if let Some(passes) = passes {
-        let out = run("opt-19", passes, Some(ir.as_bytes()))?;
+        let args: Vec<&str> = llvm_options.iter().chain(passes).copied().collect();
+        let out = run("opt-19", &args, Some(ir.as_bytes()))?;
         ir = String::from_utf8(out).map_err(|e| MemRefError::Tool {
             tool: "opt-19".into(),
             stderr: format!("output is not UTF-8: {e}"),
@@ -510,19 +518,17 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
     let object = object_path();
     let object_s = object.to_string_lossy().into_owned();
     let triple = format!("-mtriple={}", host_triple());
-    run(
-        "llc-19",
-        &[
-            "-O2",
-            "-relocation-model=pic",
-            "-filetype=obj",
-            &triple,
-            "-o",
-            &object_s,
-            "-",
-        ],
-        Some(ir.as_bytes()),
-    )?;
+    let mut llc = llvm_options.clone();
+    llc.extend([
+        "-O2",
+        "-relocation-model=pic",
+        "-filetype=obj",
+        &triple,
+        "-o",
+        &object_s,
+        "-",
+    ]);
+    run("llc-19", &llc, Some(ir.as_bytes()))?;
     let output_s = output.to_string_lossy().into_owned();
     let mut link = vec![
         "-shared",
