@@ -248,16 +248,27 @@ fn types_attribute_value(before: &str) -> bool {
 
 /// Whether a kernel with tensors declares a function with tensor arguments or results
 /// that it does not define (`func.func private @verifyMemRefI8(tensor<*xi8>, ...)`,
-/// implemented by the runner utils): one-shot bufferization must assume such a call
-/// writes its operands, and a constant cast to an unranked tensor cannot be copied for
-/// it ("cannot avoid RaW conflict"). `--func-bufferize` first makes the function
-/// boundaries and calls memrefs, as MLIR's tests of those functions do.
-pub fn declares_tensor_functions(source: &str) -> bool {
-    source.lines().any(|l| {
+/// implemented by the runner utils) while none of the functions it defines has tensors
+/// in its signature: one-shot bufferization must assume such a call writes its operands,
+/// and a constant cast to an unranked tensor cannot be copied for it ("cannot avoid RaW
+/// conflict"). `--func-bufferize` first makes the calls take memrefs, as MLIR's test of
+/// those functions does. (Not when a defined function has tensors at its boundary:
+/// one-shot bufferization then refuses the `to_tensor`s func-bufferize leaves in it.)
+pub fn only_declarations_take_tensors(source: &str) -> bool {
+    let mut declared = false;
+    for l in source.lines() {
         let code = l.split("//").next().unwrap_or("").trim();
-        // A declaration is private (MLIR's verifier requires it) and has no body.
-        code.starts_with("func.func private ") && !code.ends_with('{') && code.contains("tensor<")
-    })
+        if !code.starts_with("func.func") || !code.contains("tensor<") {
+            continue;
+        }
+        // A definition's header opens its body; a declaration is private (MLIR's
+        // verifier requires it) and has none.
+        if code.ends_with('{') {
+            return false;
+        }
+        declared |= code.starts_with("func.func private ");
+    }
+    declared
 }
 
 /// How to lower a kernel: the pass pipeline, extra passes, the `opt-19`
@@ -346,7 +357,7 @@ impl Options {
                     return out;
                 }
                 if uses_tensors(source) {
-                    if declares_tensor_functions(source) {
+                    if only_declarations_take_tensors(source) {
                         out.push(element("--func-bufferize"));
                     }
                     out.extend(BUFFERIZE.iter().map(|p| element(p)));
@@ -589,7 +600,7 @@ pub fn default_output(kernel: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::{declares_tensor_functions, mark_definitions, uses_tensors};
+    use super::{mark_definitions, only_declarations_take_tensors, uses_tensors};
 
     #[test]
     fn tensor_typed_attributes_are_not_tensor_values() {
@@ -616,13 +627,15 @@ strides = dense<[1]> : tensor<1xi64>} ins(%a, %b : memref<1x5x1xf32>, memref<3x1
 
     #[test]
     fn declared_functions_on_tensors() {
-        assert!(declares_tensor_functions(
+        assert!(only_declarations_take_tensors(
             "  func.func private @verifyMemRefI8(tensor<*xi8>, tensor<*xi8>) -> i64 attributes {llvm.emit_c_interface} loc(#loc1)"
         ));
-        assert!(!declares_tensor_functions(
-            "  func.func private @helper(%a: tensor<2xf32>) -> tensor<2xf32> {"
-        ));
-        assert!(!declares_tensor_functions(
+        let helper = "  func.func private @helper(%a: tensor<2xf32>) -> tensor<2xf32> {";
+        assert!(!only_declarations_take_tensors(helper));
+        assert!(!only_declarations_take_tensors(&format!(
+            "func.func private @printMemrefF32(tensor<*xf32>)\n{helper}\n"
+        )));
+        assert!(!only_declarations_take_tensors(
             "func.func private @printMemrefF32(memref<*xf32>)"
         ));
     }
