@@ -706,6 +706,16 @@ fn results_for_a_person() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert_eq!(text(&["DW_OP_consts -5"]), "-5 (generic)\n");
+    // A DW_OP_stack_value's implicit storage shows the number it holds (its type is not
+    // kept: signed and unsigned when they differ).
+    assert_eq!(
+        text(&["DW_OP_consts -5 DW_OP_stack_value"]),
+        "implicit value fb ff ff ff ff ff ff ff = -5 (signed) or 18446744073709551611 (unsigned)\n"
+    );
+    assert_eq!(
+        text(&["DW_OP_lit8 DW_OP_stack_value"]),
+        "implicit value 08 00 00 00 00 00 00 00 = 8\n"
+    );
     // DW_OP_convert to a base type needs the binary's DIEs; typed values come from the
     // evaluator here through regval_type of the generic type.
     assert_eq!(

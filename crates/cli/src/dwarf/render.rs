@@ -174,6 +174,43 @@ fn at_offset(bit_offset: u128) -> String {
     }
 }
 
+/// Hex bytes with a space between bytes.
+fn spaced(hex: &str) -> String {
+    let bytes: Vec<&str> = (0..hex.len())
+        .step_by(2)
+        .filter_map(|i| hex.get(i..i + 2))
+        .collect();
+    bytes.join(" ")
+}
+
+/// ` = N` for implicit bytes (a `DW_OP_stack_value`'s, target order: little-endian) of at
+/// most 8: the number they hold, signed and unsigned when those differ (the value's type is
+/// not kept in the location).
+fn implicit_number(hex: &str) -> String {
+    let len = hex.len() / 2;
+    if len == 0 || len > 8 || !hex.len().is_multiple_of(2) {
+        return String::new();
+    }
+    let mut bytes = [0u8; 8];
+    for (i, b) in bytes.iter_mut().enumerate().take(len) {
+        match hex
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            Some(v) => *b = v,
+            None => return String::new(),
+        }
+    }
+    let unsigned = u64::from_le_bytes(bytes);
+    let shift = 64 - 8 * len as u32;
+    let signed = ((unsigned << shift) as i64) >> shift;
+    if signed < 0 {
+        format!(" = {signed} (signed) or {unsigned} (unsigned)")
+    } else {
+        format!(" = {unsigned}")
+    }
+}
+
 /// One place of the JSON location, for a person; composites on the lines after.
 fn place_text(p: &Json, names: &BTreeMap<String, u16>, indent: usize, lines: &mut Vec<String>) {
     let pad = " ".repeat(indent);
@@ -200,8 +237,13 @@ fn place_text(p: &Json, names: &BTreeMap<String, u16>, indent: usize, lines: &mu
             format!("register {name}{}", at_offset(bit_offset))
         }
         "implicit" => {
-            let len = p["bytes"].as_str().map_or(0, |b| b.len() / 2);
-            format!("implicit storage of {len} bytes{}", at_offset(bit_offset))
+            let hex = p["bytes"].as_str().unwrap_or_default();
+            format!(
+                "implicit value {}{}{}",
+                spaced(hex),
+                implicit_number(hex),
+                at_offset(bit_offset)
+            )
         }
         "implicit_pointer" => format!(
             "implicit pointer to DIE {:#x} + {}",
