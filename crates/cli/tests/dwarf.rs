@@ -51,24 +51,21 @@ fn locus(args: &[&str]) -> Output {
         .expect("cannot run locus")
 }
 
-/// Runs `locus dwarf eval --json --context CTX ARGS...`; returns the JSON on stdout's last line.
+/// Runs `locus dwarf eval --json --context CTX ARGS...` on the test context; returns the
+/// JSON on stdout's last line.
 fn eval(args: &[&str]) -> Value {
     let dir = TempDir::new("dwarf-eval");
-    let ctx = context(&dir);
-    let mut all = vec![
-        "dwarf",
-        "eval",
-        "--json",
-        "--context",
-        ctx.to_str().unwrap(),
-    ];
-    all.extend_from_slice(args);
-    let out = locus(&all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "locus {all:?} failed: {}{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    eval_json_in(&context(&dir), args)
+}
+
+/// `locus dwarf eval --json --context CTX ARGS...`, which must succeed: the JSON on
+/// stdout's last line.
+fn eval_json_in(ctx: &Path, args: &[&str]) -> Value {
+    let (code, stdout, stderr) = eval_in(ctx, args);
+    assert_eq!(
+        code,
+        Some(0),
+        "locus dwarf eval {args:?} failed: {stderr}{stdout}"
     );
     let last = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(last).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
@@ -782,18 +779,8 @@ fn writes_through_the_result() {
     let dir = TempDir::new("dwarf-write");
     let path = dir.path("after.json");
     std::fs::write(&path, ctx.to_string()).unwrap();
-    let out = locus(&[
-        "dwarf",
-        "eval",
-        "--json",
-        "--context",
-        path.to_str().unwrap(),
-        "--read",
-        "2",
-        "DW_OP_addr 0x1010",
-    ]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("\"read\":\"ccdd\""));
+    let r = eval_json_in(&path, &["--read", "2", "DW_OP_addr 0x1010"]);
+    assert_eq!(r["read"], "ccdd");
     // Implicit storage in the last part: refused, nothing printed (the register part
     // was not written either: the whole write is planned first).
     let e = eval_error(&[
@@ -844,24 +831,7 @@ fn writes_through_an_object_in_several_places() {
         {"storage": "memory", "space": 1, "address": 0x1010},
     ]);
     let ctx = context_with_object(&dir, places);
-    let run = |args: &[&str]| -> Value {
-        let mut all = vec![
-            "dwarf",
-            "eval",
-            "--json",
-            "--context",
-            ctx.to_str().unwrap(),
-        ];
-        all.extend_from_slice(args);
-        let out = locus(&all);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "locus {all:?} failed: {}{stdout}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
-    };
+    let run = |args: &[&str]| eval_json_in(&ctx, args);
     // Without --write: the three places, as eval prints a location.
     let r = run(&["DW_OP_push_object_address"]);
     assert_eq!(
@@ -907,18 +877,7 @@ fn writes_through_an_object_in_several_places() {
     // The printed context reads back: the written bytes are there, through the object.
     let again = dir.path("after.json");
     std::fs::write(&again, after.to_string()).unwrap();
-    let out = locus(&[
-        "dwarf",
-        "eval",
-        "--json",
-        "--context",
-        again.to_str().unwrap(),
-        "--read",
-        "4",
-        "DW_OP_push_object_address",
-    ]);
-    assert!(out.status.success());
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = eval_json_in(&again, &["--read", "4", "DW_OP_push_object_address"]);
     assert_eq!(r["read"], "efbe0102");
     assert_eq!(r["location"].as_array().unwrap().len(), 3);
 }
@@ -938,22 +897,10 @@ fn a_write_to_an_object_with_an_implicit_place_is_refused() {
             {"storage": "implicit", "bytes": "efbeadde"},
         ]),
     );
-    let args = |extra: &[&'static str]| -> Vec<String> {
-        let mut all: Vec<String> = ["dwarf", "eval", "--json", "--context"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        all.push(ctx.to_str().unwrap().to_string());
-        all.extend(extra.iter().map(|s| s.to_string()));
-        all
-    };
     let before = std::fs::read_to_string(&ctx).unwrap();
-    let all = args(&["--write", "aabbccdd", "DW_OP_push_object_address"]);
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let out = locus(&all);
-    assert_eq!(out.status.code(), Some(1), "{all:?} should fail");
-    assert!(out.stdout.is_empty(), "no context printed on refusal");
-    let e = String::from_utf8_lossy(&out.stderr);
+    let (code, stdout, e) = eval_in(&ctx, &["--write", "aabbccdd", "DW_OP_push_object_address"]);
+    assert_eq!(code, Some(1), "the write should fail");
+    assert!(stdout.is_empty(), "no context printed on refusal");
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
         e.starts_with("locus: dwarf: ") && e.contains("--write") && e.contains("implicit"),
@@ -961,24 +908,13 @@ fn a_write_to_an_object_with_an_implicit_place_is_refused() {
     );
     assert_eq!(std::fs::read_to_string(&ctx).unwrap(), before);
     // Reading is fine.
-    let all = args(&["--read", "4", "DW_OP_push_object_address"]);
-    let all: Vec<&str> = all.iter().map(String::as_str).collect();
-    let out = locus(&all);
-    assert!(out.status.success());
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = eval_json_in(&ctx, &["--read", "4", "DW_OP_push_object_address"]);
     assert_eq!(r["read"], "efbeadde");
     assert_eq!(r["location"][2]["storage"], "implicit");
     // A malformed object location names the field.
     let bad = context_with_object(&dir, json!([{"storage": "tape"}]));
-    let out = locus(&[
-        "dwarf",
-        "eval",
-        "--context",
-        bad.to_str().unwrap(),
-        "DW_OP_push_object_address",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let e = String::from_utf8_lossy(&out.stderr);
+    let (code, _, e) = eval_in(&bad, &["DW_OP_push_object_address"]);
+    assert_eq!(code, Some(1));
     assert!(
         e.contains("object_location[0]") && e.contains("tape"),
         "{e}"
@@ -1091,8 +1027,8 @@ fn in_sections(data: &[u8], bytes: &[u8]) -> bool {
         })
 }
 
-/// `locus dwarf eval --context CTX ARGS`: (success, stdout, stderr).
-fn eval_in(ctx: &Path, args: &[&str]) -> (bool, String, String) {
+/// `locus dwarf eval --json --context CTX ARGS`: (exit status, stdout, stderr).
+fn eval_in(ctx: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let mut all = vec![
         "dwarf",
         "eval",
@@ -1103,7 +1039,7 @@ fn eval_in(ctx: &Path, args: &[&str]) -> (bool, String, String) {
     all.extend_from_slice(args);
     let out = locus(&all);
     (
-        out.status.success(),
+        out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
