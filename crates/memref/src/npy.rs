@@ -188,28 +188,16 @@ impl Dtype {
         self.elem() == elem || (elem == ElemType::Index && matches!(self, Dtype::I64 | Dtype::U64))
     }
 
-    /// The dtype used to write a memref of `elem`.
+    /// The dtype used to write a memref of `elem`: the first of `ALL` that holds it
+    /// (signed integers before unsigned), `index` as 64-bit integers.
     pub fn for_elem(elem: ElemType) -> Dtype {
         match elem.scalar_and_lanes().0 {
-            ElemType::F16 => Dtype::F16,
-            ElemType::F32 => Dtype::F32,
-            ElemType::F64 => Dtype::F64,
-            ElemType::I1 => Dtype::Bool,
-            ElemType::I8 => Dtype::I8,
-            ElemType::I16 => Dtype::I16,
-            ElemType::I32 => Dtype::I32,
-            ElemType::I64 | ElemType::Index => Dtype::I64,
-            ElemType::BF16 => Dtype::BF16,
-            ElemType::F8E5M2 => Dtype::F8E5M2,
-            ElemType::F8E4M3 => Dtype::F8E4M3,
-            ElemType::F8E4M3FN => Dtype::F8E4M3FN,
-            ElemType::F8E5M2FNUZ => Dtype::F8E5M2FNUZ,
-            ElemType::F8E4M3FNUZ => Dtype::F8E4M3FNUZ,
-            ElemType::F8E4M3B11FNUZ => Dtype::F8E4M3B11FNUZ,
-            ElemType::ComplexF32 => Dtype::C64,
-            ElemType::ComplexF64 => Dtype::C128,
-            // `scalar_and_lanes` gave a scalar.
-            ElemType::Vector { .. } => Dtype::U8,
+            ElemType::Index => Dtype::I64,
+            scalar => ALL
+                .into_iter()
+                .find(|d| d.elem() == scalar)
+                // `scalar_and_lanes` gave a scalar.
+                .unwrap_or(Dtype::U8),
         }
     }
 }

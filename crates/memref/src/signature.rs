@@ -101,6 +101,28 @@ impl ElemType {
         }
     }
 
+    /// Every scalar element type, in the order a list of them is shown.
+    pub const SCALARS: [ElemType; 18] = [
+        ElemType::F16,
+        ElemType::BF16,
+        ElemType::F8E5M2,
+        ElemType::F8E4M3,
+        ElemType::F8E4M3FN,
+        ElemType::F8E5M2FNUZ,
+        ElemType::F8E4M3FNUZ,
+        ElemType::F8E4M3B11FNUZ,
+        ElemType::F32,
+        ElemType::F64,
+        ElemType::ComplexF32,
+        ElemType::ComplexF64,
+        ElemType::I1,
+        ElemType::I8,
+        ElemType::I16,
+        ElemType::I32,
+        ElemType::I64,
+        ElemType::Index,
+    ];
+
     /// Size in bytes of one element in memory.
     pub const fn size(self) -> usize {
         match self {
@@ -158,27 +180,7 @@ impl ElemType {
 
     /// The element type MLIR spells `s` (`complex<f32>` included).
     pub fn from_name(s: &str) -> Option<ElemType> {
-        Some(match s {
-            "f16" => ElemType::F16,
-            "bf16" => ElemType::BF16,
-            "f8E5M2" => ElemType::F8E5M2,
-            "f8E4M3" => ElemType::F8E4M3,
-            "f8E4M3FN" => ElemType::F8E4M3FN,
-            "f8E5M2FNUZ" => ElemType::F8E5M2FNUZ,
-            "f8E4M3FNUZ" => ElemType::F8E4M3FNUZ,
-            "f8E4M3B11FNUZ" => ElemType::F8E4M3B11FNUZ,
-            "complex<f32>" => ElemType::ComplexF32,
-            "complex<f64>" => ElemType::ComplexF64,
-            "f32" => ElemType::F32,
-            "f64" => ElemType::F64,
-            "i1" => ElemType::I1,
-            "i8" => ElemType::I8,
-            "i16" => ElemType::I16,
-            "i32" => ElemType::I32,
-            "i64" => ElemType::I64,
-            "index" => ElemType::Index,
-            _ => return None,
-        })
+        ElemType::SCALARS.into_iter().find(|e| e.name() == s)
     }
 }
 
@@ -419,10 +421,10 @@ impl<'a> Parser<'a> {
             Some(e) => Ok(e),
             None => {
                 self.pos = start;
+                let names: Vec<&str> = ElemType::SCALARS.iter().map(|e| e.name()).collect();
                 self.err(format!(
-                    "unsupported type `{w}` (f16 bf16 f8E5M2 f8E4M3 f8E4M3FN f8E5M2FNUZ \
-                     f8E4M3FNUZ f8E4M3B11FNUZ f32 f64 complex<f32> complex<f64> i1 i8 i16 \
-                     i32 i64 index and memref are)"
+                    "unsupported type `{w}` ({} and memref are)",
+                    names.join(" ")
                 ))
             }
         }
