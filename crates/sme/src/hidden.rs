@@ -139,6 +139,21 @@ fn operand_type(inst: Instruction<'_>, index: u32) -> Option<Type<'_>> {
     inst.operand(index).map(Value::ty)
 }
 
+/// The calls for a conversion: `routine` of the operand's element type (read by `from`)
+/// and the result's (read by `to`), once per lane of the operand.
+fn conversion<A, B>(
+    inst: Instruction<'_>,
+    from: impl Fn(Type<'_>) -> Option<(A, u32)>,
+    to: impl Fn(Type<'_>) -> Option<(B, u32)>,
+    routine: impl FnOnce(A, B) -> Option<String>,
+) -> Vec<HiddenCall> {
+    let (Some((a, lanes)), Some((b, _))) = (operand_type(inst, 0).and_then(from), to(inst.ty()))
+    else {
+        return Vec::new();
+    };
+    per_lane(routine(a, b).into_iter().collect(), lanes)
+}
+
 /// The calls LLVM 19 makes for one instruction (the `sin`/`cos` pairing aside, see
 /// [`function_hidden_calls`]).
 #[must_use]
@@ -185,45 +200,14 @@ pub fn hidden_calls(inst: Instruction<'_>, lowering: &Lowering) -> Vec<HiddenCal
                 lanes,
             )
         }
-        Opcode::FPToSI | Opcode::FPToUI => {
-            let (Some((fp, lanes)), Some((width, _))) = (
-                operand_type(inst, 0).and_then(fp_lanes),
-                int_lanes(inst.ty()),
-            ) else {
-                return none();
-            };
-            per_lane(
-                libcalls::fp_to_int(op == Opcode::FPToSI, fp, width)
-                    .into_iter()
-                    .collect(),
-                lanes,
-            )
-        }
-        Opcode::SIToFP | Opcode::UIToFP => {
-            let (Some((width, lanes)), Some((fp, _))) = (
-                operand_type(inst, 0).and_then(int_lanes),
-                fp_lanes(inst.ty()),
-            ) else {
-                return none();
-            };
-            per_lane(
-                libcalls::int_to_fp(op == Opcode::SIToFP, width, fp, lowering.fullfp16)
-                    .into_iter()
-                    .collect(),
-                lanes,
-            )
-        }
+        Opcode::FPToSI | Opcode::FPToUI => conversion(inst, fp_lanes, int_lanes, |fp, width| {
+            libcalls::fp_to_int(op == Opcode::FPToSI, fp, width)
+        }),
+        Opcode::SIToFP | Opcode::UIToFP => conversion(inst, int_lanes, fp_lanes, |width, fp| {
+            libcalls::int_to_fp(op == Opcode::SIToFP, width, fp, lowering.fullfp16)
+        }),
         Opcode::FPExt | Opcode::FPTrunc => {
-            let (Some((from, lanes)), Some((to, _))) = (
-                operand_type(inst, 0).and_then(fp_lanes),
-                fp_lanes(inst.ty()),
-            ) else {
-                return none();
-            };
-            per_lane(
-                libcalls::extend_or_truncate(from, to).into_iter().collect(),
-                lanes,
-            )
+            conversion(inst, fp_lanes, fp_lanes, libcalls::extend_or_truncate)
         }
         Opcode::SDiv | Opcode::UDiv | Opcode::SRem | Opcode::URem => {
             let name = match op {

@@ -14,33 +14,15 @@ mod common;
 
 use common::{attrs, case};
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 use locus_sme::a64::{decode, Op, Svcr, SysReg};
 use locus_sme::attrs::{Attrs, SM_BODY, SM_COMPATIBLE, SM_ENABLED};
 use locus_sme::audit::{audit, parse_attrs_arg, AuditReport, Kind, OLD_SPELLING_NOTE};
-use locus_sme::objfile::read_functions;
+use locus_sme::objfile::{read_functions, CodeFunction};
 
 /// Runs a tool with `input` on its standard input and returns its standard output.
 fn pipe(tool: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new(tool)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {tool} ({e}); scripts/install-deps installs llvm-19")
-        });
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{tool} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    common::pipe(tool, args, input, "")
 }
 
 fn llc_obj(ir: &str) -> Vec<u8> {
@@ -303,14 +285,19 @@ fn llc19_matrix_audits_clean() {
     );
 }
 
-/// Rewrites the instruction at `offset` of function `name` in `obj` to `word`.
-fn patch(obj: &[u8], name: &str, offset: u64, word: u32) -> Vec<u8> {
-    use object::{Object, ObjectSection};
-    let f = read_functions("x.o", obj)
+/// Function `name` of `obj`.
+fn function(obj: &[u8], name: &str) -> CodeFunction {
+    read_functions("x.o", obj)
         .unwrap()
         .into_iter()
         .find(|f| f.name == name)
-        .unwrap();
+        .unwrap()
+}
+
+/// Rewrites the instruction at `offset` of function `name` in `obj` to `word`.
+fn patch(obj: &[u8], name: &str, offset: u64, word: u32) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let f = function(obj, name);
     let file = object::File::parse(obj).unwrap();
     let (text, _) = file.section_by_name(".text").unwrap().file_range().unwrap();
     let p = usize::try_from(text + f.address + offset).unwrap();
@@ -323,11 +310,7 @@ const NOP: u32 = 0xd503_201f;
 
 /// The offset of the `n`th instruction of `name` matching `pred`.
 fn find(obj: &[u8], name: &str, n: usize, pred: impl Fn(Op) -> bool) -> u64 {
-    let f = read_functions("x.o", obj)
-        .unwrap()
-        .into_iter()
-        .find(|f| f.name == name)
-        .unwrap();
+    let f = function(obj, name);
     f.instructions
         .iter()
         .filter(|i| pred(i.op))
@@ -336,13 +319,21 @@ fn find(obj: &[u8], name: &str, n: usize, pred: impl Fn(Op) -> bool) -> u64 {
         .offset
 }
 
+/// A hand-broken case: the `n`th instruction of `name` matching `pred` made a NOP, which
+/// must be reported as `kind`.
+fn nop(
+    obj: &[u8],
+    name: &'static str,
+    n: usize,
+    pred: impl Fn(Op) -> bool,
+    kind: Kind,
+) -> (&'static str, u64, u32, Kind) {
+    (name, find(obj, name, n, pred), NOP, kind)
+}
+
 /// The offset of the first call of `name` to `target`.
 fn find_call(obj: &[u8], name: &str, target: &str) -> u64 {
-    let f = read_functions("x.o", obj)
-        .unwrap()
-        .into_iter()
-        .find(|f| f.name == name)
-        .unwrap();
+    let f = function(obj, name);
     f.instructions
         .iter()
         .find(|i| i.target.as_deref() == Some(target))
@@ -360,68 +351,36 @@ fn hand_broken_objects_are_caught() {
     let tpidr_set = |op| matches!(op, Op::Msr(SysReg::Tpidr2, r) if r != 31);
     let mut cases: Vec<(&str, u64, u32, Kind)> = vec![
         // N -> S: the smstart before the call, the smstop after.
-        (
-            "n_calls_s",
-            find(&obj, "n_calls_s", 0, smstart_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
-        (
-            "n_calls_s",
-            find(&obj, "n_calls_s", 0, smstop_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
+        nop(&obj, "n_calls_s", 0, smstart_sm, Kind::MissingChange),
+        nop(&obj, "n_calls_s", 0, smstop_sm, Kind::MissingChange),
         // S -> N, and the conditional ones of SC -> N.
-        (
-            "s_calls_n",
-            find(&obj, "s_calls_n", 0, smstart_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
-        (
-            "sc_calls_n",
-            find(&obj, "sc_calls_n", 0, smstop_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
+        nop(&obj, "s_calls_n", 0, smstart_sm, Kind::MissingChange),
+        nop(&obj, "sc_calls_n", 0, smstop_sm, Kind::MissingChange),
         // Locally streaming entry and exit.
-        (
-            "ls_calls_sc",
-            find(&obj, "ls_calls_sc", 0, smstart_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
-        (
-            "ls_calls_sc",
-            find(&obj, "ls_calls_sc", 0, smstop_sm),
-            NOP,
-            Kind::MissingChange,
-        ),
+        nop(&obj, "ls_calls_sc", 0, smstart_sm, Kind::MissingChange),
+        nop(&obj, "ls_calls_sc", 0, smstop_sm, Kind::MissingChange),
         // The conditional test dropped: the change runs always.
-        (
+        nop(
+            &obj,
             "sc_calls_s",
-            find(&obj, "sc_calls_s", 0, |op| matches!(op, Op::Tb { .. })),
-            NOP,
+            0,
+            |op| matches!(op, Op::Tb { .. }),
             Kind::UnexpectedChange,
         ),
         // A lazy save missing, not restored; not committed by a new-ZA function.
-        (
+        nop(
+            &obj,
             "za3_calls_private",
-            find(&obj, "za3_calls_private", 0, tpidr_set),
-            NOP,
+            0,
+            tpidr_set,
             Kind::LazySaveMissing,
         ),
-        (
-            "s_za_twice",
-            find(&obj, "s_za_twice", 1, tpidr_set),
-            NOP,
-            Kind::LazySaveMissing,
-        ),
-        (
+        nop(&obj, "s_za_twice", 1, tpidr_set, Kind::LazySaveMissing),
+        nop(
+            &obj,
             "za0_calls_private",
-            find(&obj, "za0_calls_private", 0, tpidr_set),
-            NOP,
+            0,
+            tpidr_set,
             Kind::LazySaveMissing,
         ),
         (
@@ -430,41 +389,40 @@ fn hand_broken_objects_are_caught() {
             NOP,
             Kind::LazySaveNotCommitted,
         ),
-        (
+        nop(
+            &obj,
             "new_za_leaf",
-            find(&obj, "new_za_leaf", 0, |op| op == Op::ZeroZa),
-            NOP,
+            0,
+            |op| op == Op::ZeroZa,
             Kind::NotZeroed,
         ),
-        (
+        nop(
+            &obj,
             "new_zt0_leaf",
-            find(&obj, "new_zt0_leaf", 0, |op| op == Op::ZeroZt0),
-            NOP,
+            0,
+            |op| op == Op::ZeroZt0,
             Kind::NotZeroed,
         ),
         // ZT0 not preserved: the spill, the fill.
-        (
+        nop(
+            &obj,
             "zt0_calls_private",
-            find(&obj, "zt0_calls_private", 0, |op| {
-                matches!(op, Op::StrZt0(_))
-            }),
-            NOP,
+            0,
+            |op| matches!(op, Op::StrZt0(_)),
             Kind::Zt0NotPreserved,
         ),
-        (
+        nop(
+            &obj,
             "zt0_calls_private",
-            find(&obj, "zt0_calls_private", 0, |op| {
-                matches!(op, Op::LdrZt0(_))
-            }),
-            NOP,
+            0,
+            |op| matches!(op, Op::LdrZt0(_)),
             Kind::Zt0NotPreserved,
         ),
-        (
+        nop(
+            &obj,
             "sc_za_zt0_calls_n",
-            find(&obj, "sc_za_zt0_calls_n", 1, |op| {
-                matches!(op, Op::LdrZt0(_))
-            }),
-            NOP,
+            1,
+            |op| matches!(op, Op::LdrZt0(_)),
             Kind::Zt0NotPreserved,
         ),
         // A mode change around a streaming-compatible callee (the fadd before the call
@@ -498,8 +456,7 @@ fn hand_broken_objects_are_caught() {
     for (name, offset, word, kind) in cases.drain(..) {
         let (ir, obj, offset, word) = match kind {
             Kind::LandingPad => {
-                let f = read_functions("x.o", &lp_obj).unwrap();
-                let f = f.iter().find(|f| f.name == name).unwrap();
+                let f = function(&lp_obj, name);
                 let pad = f.landing_pads[0].pad;
                 let at = f
                     .instructions

@@ -15,8 +15,7 @@ use common::oracle::{
     as_meant, asm_events, asm_events_with_resets, calls_sorted, model_events, Event,
 };
 use common::{attrs, case};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use locus_sme::attrs::{SM_BODY, SM_COMPATIBLE, SM_ENABLED};
 use locus_sme::check::check_ir;
@@ -26,28 +25,7 @@ const LLC: &str = "llc-19";
 
 /// Runs an LLVM tool with `ir` on its standard input and returns its standard output.
 fn pipe(tool: &str, args: &[&str], ir: &str) -> String {
-    let mut child = Command::new(tool)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {tool} ({e}); scripts/install-deps installs llvm-19")
-        });
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(ir.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{tool} failed: {}\n{ir}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(common::pipe(tool, args, ir.as_bytes(), &format!("\n{ir}"))).unwrap()
 }
 
 fn llc(ir: &str) -> String {

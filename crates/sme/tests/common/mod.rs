@@ -4,6 +4,31 @@
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Runs a tool with `input` on its standard input and returns its standard output; a
+/// failure panics with the tool's standard error followed by `note`.
+pub fn pipe(tool: &str, args: &[&str], input: &[u8], note: &str) -> Vec<u8> {
+    let mut child = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {tool} ({e}); scripts/install-deps installs llvm-19")
+        });
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} failed: {}{note}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// The attributes `names`, quoted and space-separated, as IR writes them.
 pub fn attrs(names: &[&str]) -> String {
     names
