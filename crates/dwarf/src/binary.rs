@@ -335,13 +335,33 @@ fn registers_none() -> &'static BTreeMap<u16, Vec<u8>> {
 }
 
 fn read_blocks(memory: &[MemoryBlock], space: u64, address: u64, size: usize) -> Option<&[u8]> {
-    memory.iter().find_map(|b| {
-        if b.space != space || address < b.address {
-            return None;
-        }
-        let start = usize::try_from(address - b.address).ok()?;
-        b.bytes.get(start..start.checked_add(size)?)
-    })
+    memory
+        .iter()
+        .find_map(|b| b.bytes.get(block_range(b, space, address, size)?))
+}
+
+/// Where `address .. address + size` of space `space` lies in block `b`'s
+/// bytes, if it starts there (the end is checked by the caller's `get`).
+fn block_range(
+    b: &MemoryBlock,
+    space: u64,
+    address: u64,
+    size: usize,
+) -> Option<std::ops::Range<usize>> {
+    if b.space != space || address < b.address {
+        return None;
+    }
+    byte_range(address - b.address, size)
+}
+
+/// Copies `found` into `buf`: whether there was anything to copy.
+fn fill(buf: &mut [u8], found: Option<&[u8]>) -> bool {
+    found.map(|b| buf.copy_from_slice(b)).is_some()
+}
+
+/// Copies `bytes` into `place`: whether there was a place to write.
+fn store(place: Option<&mut [u8]>, bytes: &[u8]) -> bool {
+    place.map(|b| b.copy_from_slice(bytes)).is_some()
 }
 
 fn read_register_bytes(
@@ -354,13 +374,7 @@ fn read_register_bytes(
         .get(&register)
         .zip(byte_range(byte_offset, buf.len()))
         .and_then(|(reg, range)| reg.get(range));
-    match bytes {
-        Some(b) => {
-            buf.copy_from_slice(b);
-            true
-        }
-        None => false,
-    }
+    fill(buf, bytes)
 }
 
 /// The bytes `byte_offset .. byte_offset + len` of a register, if they are addressable.
@@ -402,13 +416,7 @@ fn entry_register_location(
 
 impl Target for State<'_> {
     fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
-        match self.read(address_space, address, buf.len()) {
-            Some(b) => {
-                buf.copy_from_slice(b);
-                true
-            }
-            None => false,
-        }
+        fill(buf, self.read(address_space, address, buf.len()))
     }
 
     fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
@@ -455,7 +463,7 @@ impl Target for State<'_> {
     fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
         match self.base_types.iter().find(|b| b.offset == offset) {
             Some(b) => Ok((b.encoding, b.byte_size)),
-            None => Err(format!("no base type DIE at unit offset {offset:#x}")),
+            None => Err(crate::target::no_base_type(offset)),
         }
     }
 
@@ -648,13 +656,10 @@ pub fn run_traced<'a>(
 /// [`run`] does) for them.
 impl Target for Snapshot {
     fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool {
-        match Snapshot::read_memory(self, address_space, address, buf.len()) {
-            Some(b) => {
-                buf.copy_from_slice(b);
-                true
-            }
-            None => false,
-        }
+        fill(
+            buf,
+            Snapshot::read_memory(self, address_space, address, buf.len()),
+        )
     }
 
     fn read_register(&mut self, register: u16, byte_offset: u64, buf: &mut [u8]) -> bool {
@@ -665,19 +670,10 @@ impl Target for Snapshot {
     /// unwritable, as they are unreadable.
     fn write_memory(&mut self, address_space: u64, address: u64, bytes: &[u8]) -> bool {
         let block = self.memory.iter_mut().find_map(|b| {
-            if b.space != address_space || address < b.address {
-                return None;
-            }
-            let start = usize::try_from(address - b.address).ok()?;
-            b.bytes.get_mut(start..start.checked_add(bytes.len())?)
+            let range = block_range(b, address_space, address, bytes.len())?;
+            b.bytes.get_mut(range)
         });
-        match block {
-            Some(b) => {
-                b.copy_from_slice(bytes);
-                true
-            }
-            None => false,
-        }
+        store(block, bytes)
     }
 
     /// Writes inside a register the snapshot has, within its size.
@@ -687,13 +683,7 @@ impl Target for Snapshot {
             .get_mut(&register)
             .zip(byte_range(byte_offset, bytes.len()))
             .and_then(|(reg, range)| reg.get_mut(range));
-        match place {
-            Some(b) => {
-                b.copy_from_slice(bytes);
-                true
-            }
-            None => false,
-        }
+        store(place, bytes)
     }
 
     fn register_size(&mut self, register: u16) -> Option<u64> {

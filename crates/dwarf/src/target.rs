@@ -158,7 +158,7 @@ pub trait Target {
     /// The `DW_AT_encoding` and `DW_AT_byte_size` of the base type DIE at
     /// unit offset `offset` (typed operations).
     fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
-        Err(format!("no base type DIE at unit offset {offset:#x}"))
+        Err(no_base_type(offset))
     }
 
     /// What `expression` (encoded in `encoding`) had on entry to the current
@@ -417,4 +417,10 @@ impl<'a> Evaluation<'a> {
             what,
         }
     }
+}
+
+/// Why [`Target::base_type`] has no answer for the DIE at unit offset
+/// `offset` (the default's message, and the snapshot's for an unlisted one).
+pub(crate) fn no_base_type(offset: u64) -> String {
+    format!("no base type DIE at unit offset {offset:#x}")
 }

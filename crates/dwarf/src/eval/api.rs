@@ -440,10 +440,7 @@ impl<'a> Evaluation<'a> {
                 }
                 _ => Err(EvalError::BadResume("no register was requested").into()),
             },
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no register was requested").into())
-            }
+            other => self.wrong(other, "no register was requested"),
         };
         self.after_resume(r)
     }
@@ -506,10 +503,7 @@ impl<'a> Evaluation<'a> {
                 },
                 _ => Err(EvalError::BadResume("no memory was requested").into()),
             },
-            other => {
-                self.pending = other;
-                Err(EvalError::BadResume("no memory was requested").into())
-            }
+            other => self.wrong(other, "no memory was requested"),
         };
         self.after_resume(r)
     }
@@ -517,13 +511,11 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresLane`].
     pub fn resume_with_lane(&mut self, lane: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::Lane) if self.lanes.is_some_and(|n| lane >= n) => {
-                Err(EvalError::IllFormed("the lane is not less than DW_AT_LLVM_lanes").into())
-            }
-            Some(Pending::Lane) => {
-                self.push_value(Value::generic(lane, self.address_size));
-                self.advance()
-            }
+            Some(Pending::Lane) => self.push_counter(
+                lane,
+                self.lanes,
+                "the lane is not less than DW_AT_LLVM_lanes",
+            ),
             other => self.wrong(other, "no lane was requested"),
         };
         self.after_resume(r)
@@ -532,13 +524,11 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresIteration`].
     pub fn resume_with_iteration(&mut self, iteration: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::Iteration) if self.iterations.is_some_and(|n| iteration >= n) => Err(
-                EvalError::IllFormed("the iteration is not less than DW_AT_LLVM_iterations").into(),
+            Some(Pending::Iteration) => self.push_counter(
+                iteration,
+                self.iterations,
+                "the iteration is not less than DW_AT_LLVM_iterations",
             ),
-            Some(Pending::Iteration) => {
-                self.push_value(Value::generic(iteration, self.address_size));
-                self.advance()
-            }
             other => self.wrong(other, "no iteration was requested"),
         };
         self.after_resume(r)
@@ -549,8 +539,30 @@ impl<'a> Evaluation<'a> {
     /// addresses answer their requests.
     pub(super) fn push_global_address(&mut self, address: u64) -> Step {
         let a = Value::generic(address, self.address_size).bits;
-        self.push_loc(LocationDescription::memory(0, a));
+        self.push_loc_and_advance(LocationDescription::memory(0, a))
+    }
+
+    /// Pushes `location` and goes on: how a location answers a request.
+    fn push_loc_and_advance(&mut self, location: LocationDescription) -> Step {
+        self.push_loc(location);
         self.advance()
+    }
+
+    /// Pushes `value` as a generic value (cut to the address size) and goes
+    /// on: how a number answers a request.
+    fn push_generic(&mut self, value: u64) -> Step {
+        self.push_value(Value::generic(value, self.address_size));
+        self.advance()
+    }
+
+    /// [`push_generic`](Self::push_generic) of lane or iteration `n`,
+    /// unless it is not less than `bound` (`DW_AT_LLVM_lanes`,
+    /// `DW_AT_LLVM_iterations`): then `too_large`.
+    fn push_counter(&mut self, n: u64, bound: Option<u64>, too_large: &'static str) -> Step {
+        if bound.is_some_and(|b| n >= b) {
+            return Err(EvalError::IllFormed(too_large).into());
+        }
+        self.push_generic(n)
     }
 
     /// Answers [`EvaluationResult::RequiresFrameBase`] with the frame base
@@ -558,9 +570,7 @@ impl<'a> Evaluation<'a> {
     pub fn resume_with_frame_base(&mut self, frame_base: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::FrameBase { offset }) => {
-                let v = frame_base.wrapping_add(offset as u64);
-                self.push_value(Value::generic(v, self.address_size));
-                self.advance()
+                self.push_generic(frame_base.wrapping_add(offset as u64))
             }
             other => self.wrong(other, "no frame base was requested"),
         };
@@ -591,10 +601,7 @@ impl<'a> Evaluation<'a> {
         location: LocationDescription,
     ) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::ObjectAddress) => {
-                self.push_loc(location);
-                self.advance()
-            }
+            Some(Pending::ObjectAddress) => self.push_loc_and_advance(location),
             other => self.wrong(other, "no object address was requested"),
         };
         self.after_resume(r)
@@ -658,13 +665,9 @@ impl<'a> Evaluation<'a> {
     /// Answers [`EvaluationResult::RequiresIndexedAddress`] with the
     /// `.debug_addr` entry.
     pub fn resume_with_indexed_address(&mut self, value: u64) -> Result<EvaluationResult, Error> {
-        let a = self.address_size;
         let r = match self.pending.take() {
             Some(Pending::IndexedAddress { is_address: true }) => self.push_global_address(value),
-            Some(Pending::IndexedAddress { is_address: false }) => {
-                self.push_value(Value::generic(value, a));
-                self.advance()
-            }
+            Some(Pending::IndexedAddress { is_address: false }) => self.push_generic(value),
             other => self.wrong(other, "no indexed address was requested"),
         };
         self.after_resume(r)
@@ -687,10 +690,7 @@ impl<'a> Evaluation<'a> {
         location: LocationDescription,
     ) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
-            Some(Pending::EntryRegister) => {
-                self.push_loc(location);
-                self.advance()
-            }
+            Some(Pending::EntryRegister) => self.push_loc_and_advance(location),
             other => self.wrong(other, "no entry register was requested"),
         };
         self.after_resume(r)
