@@ -41,7 +41,7 @@ use locus_stackmap::{LittleEndian, ParseOptions, Record, StackMapIndex, Table, T
 mod anchor;
 mod synth;
 
-use anchor::Anchor;
+use anchor::{Anchor, Clock};
 
 const FUNCTIONS: usize = 1_000;
 const RECORDS: usize = 1_000_000;
@@ -53,52 +53,6 @@ const BUILD_GOAL: f64 = 0.5;
 const LOOKUP_GOAL: f64 = 1.0;
 const LOOKUP_ALL_GOAL: f64 = 0.5;
 const MEMORY_GOAL: f64 = 0.75;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Clock {
-    ThreadCpu,
-    Wall,
-}
-
-impl Clock {
-    fn from_env() -> Self {
-        match std::env::var("LOCUS_BENCH_CLOCK").as_deref() {
-            Ok("wall") => Clock::Wall,
-            _ => Clock::ThreadCpu,
-        }
-    }
-
-    fn id(self) -> libc::clockid_t {
-        match self {
-            Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
-            Clock::Wall => libc::CLOCK_MONOTONIC,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Clock::ThreadCpu => "thread CPU time (CLOCK_THREAD_CPUTIME_ID)",
-            Clock::Wall => "wall time (CLOCK_MONOTONIC)",
-        }
-    }
-
-    fn now(self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid timespec to write to.
-        let rc = unsafe { libc::clock_gettime(self.id(), &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime({self:?}) failed");
-        (ts.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(ts.tv_nsec as u64)
-    }
-
-    fn since(self, start: u64) -> Duration {
-        Duration::from_nanos(self.now().wrapping_sub(start))
-    }
-}
 
 type BuildFn = unsafe extern "C" fn(*const u8, usize, libc::clockid_t, *mut u64) -> *mut c_void;
 type FreeFn = unsafe extern "C" fn(*mut c_void);
@@ -167,22 +121,17 @@ impl Drop for LlvmIndex<'_> {
 
 fn load_anchor() -> Result<Llvm, String> {
     let anchor = Anchor::load("llvm_index")?;
-    let symbol = |name: &str| anchor.symbol(name);
-    let build = symbol("llvm_index_build")?;
-    let free = symbol("llvm_index_free")?;
-    let memory = symbol("llvm_index_memory")?;
-    let lookups = symbol("llvm_index_lookups")?;
     // The symbols are the extern "C" functions of llvm_index.cpp with these signatures, and
     // the library stays loaded for the life of the process.
     Ok(Llvm {
         // SAFETY: see above.
-        build: unsafe { std::mem::transmute::<*mut c_void, BuildFn>(build) },
+        build: unsafe { anchor.function("llvm_index_build")? },
         // SAFETY: see above.
-        free: unsafe { std::mem::transmute::<*mut c_void, FreeFn>(free) },
+        free: unsafe { anchor.function("llvm_index_free")? },
         // SAFETY: see above.
-        memory: unsafe { std::mem::transmute::<*mut c_void, MemoryFn>(memory) },
+        memory: unsafe { anchor.function("llvm_index_memory")? },
         // SAFETY: see above.
-        lookups: unsafe { std::mem::transmute::<*mut c_void, LookupsFn>(lookups) },
+        lookups: unsafe { anchor.function("llvm_index_lookups")? },
     })
 }
 
@@ -400,11 +349,12 @@ fn main() {
 
     println!(
         "summary: index_lookup over one little-endian v3 table of {} bytes ({} functions, \
-         {RECORDS} records at {distinct} distinct addresses; seed {SEED:#x}); clock: {}; \
+         {RECORDS} records at {distinct} distinct addresses; seed {SEED:#x}); clock: {} ({}); \
          {runs} rounds, median [min, max]",
         bytes.len(),
         section.num_functions,
-        clock.name()
+        clock.name(),
+        clock.id_name()
     );
     println!("time to a usable index (ms):");
     println!(

@@ -38,7 +38,6 @@
 //! benchmark and the ratio are skipped with a message, and the rest still runs.
 
 use std::cell::RefCell;
-use std::ffi::c_void;
 use std::hint::black_box;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -49,7 +48,7 @@ use locus_stackmap::{Error, LittleEndian, Location, ParseOptions, StackMapIndex,
 mod anchor;
 mod synth;
 
-use anchor::Anchor;
+use anchor::{Anchor, Clock};
 
 const FUNCTIONS: usize = 1_000;
 const RECORDS: usize = 1_000_000;
@@ -202,79 +201,17 @@ impl Llvm {
     }
 }
 
-/// The clock both sides are timed with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Clock {
-    /// `CLOCK_THREAD_CPUTIME_ID`: the calling thread's CPU time.
-    ThreadCpu,
-    /// `CLOCK_MONOTONIC`: wall time.
-    Wall,
-}
-
-impl Clock {
-    fn from_env() -> Self {
-        match std::env::var("LOCUS_BENCH_CLOCK").as_deref() {
-            Ok("wall") => Clock::Wall,
-            _ => Clock::ThreadCpu,
-        }
-    }
-
-    fn id(self) -> libc::clockid_t {
-        match self {
-            Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
-            Clock::Wall => libc::CLOCK_MONOTONIC,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Clock::ThreadCpu => "thread CPU time",
-            Clock::Wall => "wall time",
-        }
-    }
-
-    fn id_name(self) -> &'static str {
-        match self {
-            Clock::ThreadCpu => "CLOCK_THREAD_CPUTIME_ID",
-            Clock::Wall => "CLOCK_MONOTONIC",
-        }
-    }
-
-    /// Nanoseconds on this clock from an arbitrary origin.
-    fn now(self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid timespec to write to.
-        let rc = unsafe { libc::clock_gettime(self.id(), &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime({self:?}) failed");
-        (ts.tv_sec as u64)
-            .wrapping_mul(1_000_000_000)
-            .wrapping_add(ts.tv_nsec as u64)
-    }
-
-    /// Time since `start` (a value of [`Clock::now`]).
-    fn since(self, start: u64) -> Duration {
-        Duration::from_nanos(self.now().wrapping_sub(start))
-    }
-}
-
 fn load_anchor() -> Result<Llvm, String> {
     let anchor = Anchor::load("llvm_walk")?;
-    let symbol = |name: &str| anchor.symbol(name);
-    let walk = symbol("llvm_stackmap_walk")?;
-    let walk_timed = symbol("llvm_stackmap_walk_timed")?;
-    let walk_split = symbol("llvm_stackmap_walk_split")?;
     // The symbols are the extern "C" functions of llvm_walk.cpp with these signatures, and
     // the library stays loaded for the life of the process.
     Ok(Llvm {
         // SAFETY: see above.
-        walk: unsafe { std::mem::transmute::<*mut c_void, WalkFn>(walk) },
+        walk: unsafe { anchor.function("llvm_stackmap_walk")? },
         // SAFETY: see above.
-        walk_timed: unsafe { std::mem::transmute::<*mut c_void, WalkTimedFn>(walk_timed) },
+        walk_timed: unsafe { anchor.function("llvm_stackmap_walk_timed")? },
         // SAFETY: see above.
-        walk_split: unsafe { std::mem::transmute::<*mut c_void, WalkSplitFn>(walk_split) },
+        walk_split: unsafe { anchor.function("llvm_stackmap_walk_split")? },
     })
 }
 

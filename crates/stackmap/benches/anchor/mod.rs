@@ -6,6 +6,7 @@
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn run(cmd: &mut Command) -> Result<String, String> {
     let out = cmd
@@ -84,5 +85,75 @@ impl Anchor {
         } else {
             Ok(p)
         }
+    }
+
+    /// The library's function `name` as the function pointer type `F`.
+    ///
+    /// # Safety
+    /// `F` must be the function's signature (an `unsafe extern "C" fn`); the library stays
+    /// loaded for the life of the process.
+    pub unsafe fn function<F: Copy>(&self, name: &str) -> Result<F, String> {
+        assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        let p = self.symbol(name)?;
+        // SAFETY: the caller's contract; `F` is pointer-sized.
+        Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+    }
+}
+
+/// The clock both sides are timed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// `CLOCK_THREAD_CPUTIME_ID`: the calling thread's CPU time.
+    ThreadCpu,
+    /// `CLOCK_MONOTONIC`: wall time.
+    Wall,
+}
+
+impl Clock {
+    pub fn from_env() -> Self {
+        match std::env::var("LOCUS_BENCH_CLOCK").as_deref() {
+            Ok("wall") => Clock::Wall,
+            _ => Clock::ThreadCpu,
+        }
+    }
+
+    pub fn id(self) -> libc::clockid_t {
+        match self {
+            Clock::ThreadCpu => libc::CLOCK_THREAD_CPUTIME_ID,
+            Clock::Wall => libc::CLOCK_MONOTONIC,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::ThreadCpu => "thread CPU time",
+            Clock::Wall => "wall time",
+        }
+    }
+
+    pub fn id_name(self) -> &'static str {
+        match self {
+            Clock::ThreadCpu => "CLOCK_THREAD_CPUTIME_ID",
+            Clock::Wall => "CLOCK_MONOTONIC",
+        }
+    }
+
+    /// Nanoseconds on this clock from an arbitrary origin.
+    pub fn now(self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write to.
+        let rc = unsafe { libc::clock_gettime(self.id(), &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime({self:?}) failed");
+        (ts.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(ts.tv_nsec as u64)
+    }
+
+    /// Time since `start` (a value of [`Clock::now`]).
+    pub fn since(self, start: u64) -> Duration {
+        Duration::from_nanos(self.now().wrapping_sub(start))
     }
 }
