@@ -65,41 +65,6 @@ pub(super) struct Exit {
     abort_sp: u64,
 }
 
-/// Assembly that saves, at the entry of a trampoline reached by a call, the sixteen general
-/// registers in DWARF order, the stack pointer as it was before the call (DWARF 7) and the
-/// return address (DWARF 16) into 136 bytes it reserves on the stack (a [`SavedRegisters`]),
-/// and points `rdi` at them. `rax` is overwritten. Shared with the stack map tests'
-/// capture trampoline.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! x86_64_save_dwarf_registers {
-    () => {
-        concat!(
-            "sub rsp, 136\n",
-            "mov [rsp + 0], rax\n",
-            "mov [rsp + 8], rdx\n",
-            "mov [rsp + 16], rcx\n",
-            "mov [rsp + 24], rbx\n",
-            "mov [rsp + 32], rsi\n",
-            "mov [rsp + 40], rdi\n",
-            "mov [rsp + 48], rbp\n",
-            "lea rax, [rsp + 144]\n",
-            "mov [rsp + 56], rax\n",
-            "mov [rsp + 64], r8\n",
-            "mov [rsp + 72], r9\n",
-            "mov [rsp + 80], r10\n",
-            "mov [rsp + 88], r11\n",
-            "mov [rsp + 96], r12\n",
-            "mov [rsp + 104], r13\n",
-            "mov [rsp + 112], r14\n",
-            "mov [rsp + 120], r15\n",
-            "mov rax, [rsp + 136]\n",
-            "mov [rsp + 128], rax\n",
-            "mov rdi, rsp\n",
-        )
-    };
-}
-
 /// A trampoline that calls its Rust half with its entry stack pointer in `rcx` and returns
 /// its value, or ends the call of the program if the Rust half says so.
 macro_rules! checked_entry {
@@ -199,7 +164,27 @@ std::arch::global_asm!(
     ".globl locus_rt_deopt_entry",
     ".type locus_rt_deopt_entry, @function",
     "locus_rt_deopt_entry:",
-    crate::x86_64_save_dwarf_registers!(),
+    "sub rsp, 136",
+    "mov [rsp + 0], rax",
+    "mov [rsp + 8], rdx",
+    "mov [rsp + 16], rcx",
+    "mov [rsp + 24], rbx",
+    "mov [rsp + 32], rsi",
+    "mov [rsp + 40], rdi",
+    "mov [rsp + 48], rbp",
+    "lea rax, [rsp + 144]",
+    "mov [rsp + 56], rax",
+    "mov [rsp + 64], r8",
+    "mov [rsp + 72], r9",
+    "mov [rsp + 80], r10",
+    "mov [rsp + 88], r11",
+    "mov [rsp + 96], r12",
+    "mov [rsp + 104], r13",
+    "mov [rsp + 112], r14",
+    "mov [rsp + 120], r15",
+    "mov rax, [rsp + 136]",
+    "mov [rsp + 128], rax",
+    "mov rdi, rsp",
     "and rsp, -16",
     "call {deopt}",
     "mov rsp, rax",
