@@ -38,16 +38,7 @@ impl<'a> Evaluation<'a> {
             _ => return false,
         };
         let steps = if bytes.len() == 1 { 1 } else { 2 };
-        if (self.byte_pc != 0)
-            | self.complete
-            | self.trace
-            | self.callee.is_some()
-            | !self.stack.is_empty()
-            | self.top.is_some()
-            | (self.max_steps.saturating_sub(self.steps) < steps)
-            | !matches!(self.encoding.address_size, 4 | 8)
-            | !matches!(self.encoding.offset_size, 4 | 8)
-        {
+        if !self.may_shortcut(steps) {
             return false;
         }
         self.steps += steps;
@@ -58,6 +49,22 @@ impl<'a> Evaluation<'a> {
         core::mem::forget(self.top.replace(Entry::Location(top)));
         self.complete = true;
         true
+    }
+
+    /// Whether a shortcut of `steps` operations may stand for the loop: the
+    /// evaluation has not started, its stack is empty, it is not traced, the
+    /// step limit leaves room for `steps` and the encoding is valid.
+    #[inline(always)]
+    fn may_shortcut(&self, steps: u64) -> bool {
+        !((self.byte_pc != 0)
+            | self.complete
+            | self.trace
+            | self.callee.is_some()
+            | !self.stack.is_empty()
+            | self.top.is_some()
+            | (self.max_steps.saturating_sub(self.steps) < steps)
+            | !matches!(self.encoding.address_size, 4 | 8)
+            | !matches!(self.encoding.offset_size, 4 | 8))
     }
 
     /// The most common location expression of optimized code, a lone
@@ -71,16 +78,7 @@ impl<'a> Evaluation<'a> {
         let Some(&[code @ 0x50..=0x6f]) = self.bytes else {
             return false;
         };
-        if (self.byte_pc != 0)
-            | self.complete
-            | self.trace
-            | self.callee.is_some()
-            | !self.stack.is_empty()
-            | self.top.is_some()
-            | (self.steps >= self.max_steps)
-            | !matches!(self.encoding.address_size, 4 | 8)
-            | !matches!(self.encoding.offset_size, 4 | 8)
-        {
+        if !self.may_shortcut(1) {
             return false;
         }
         self.steps += 1;
