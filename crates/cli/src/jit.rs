@@ -2,13 +2,14 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use locus_llvm::jit_runtime::Runtime;
 use locus_llvm::{Context, Module};
 
 use crate::input::Input;
-use crate::Failure;
+use crate::{watchdog, Failure};
 
 /// The `locus jit` subcommands.
 #[derive(clap::Subcommand)]
@@ -47,7 +48,10 @@ pub enum Command {
     /// argument (a null or unknown object, an unknown shape, a property its shape lacks)
     /// ends the run with a `locus:` line naming the entry point and its caller: exit
     /// status 1. A fault in the compiled code (a patched read of a bad object) ends it
-    /// with a `locus:` line naming the signal and the function: exit status 3.
+    /// with a `locus:` line naming the signal and the function: exit status 3; so do
+    /// abort(), a signal the program sends itself (raise), and a stack overflow in any
+    /// thread it creates with pthread_create. --timeout ends a run that takes too long:
+    /// exit status 124.
     #[command(verbatim_doc_comment)]
     Run {
         /// The module (.ll or .bc).
@@ -70,6 +74,8 @@ pub enum Command {
         /// answers are the same; misses count every read, hits stay 0).
         #[arg(long)]
         no_cache: bool,
+        #[arg(long, value_name = "SECONDS", value_parser = watchdog::parse_seconds, help = watchdog::HELP)]
+        timeout: Option<Duration>,
     },
 }
 
@@ -86,8 +92,10 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             stats,
             invalidate,
             no_cache,
+            timeout,
         } => {
             let name = file.display().to_string();
+            let _watchdog = watchdog::start(*timeout, &name);
             let ir = input.read(file).map_err(fail)?;
             let text = check_entry(&name, &ir, entry)?;
             let options = RunOptions {
@@ -119,13 +127,21 @@ fn run_with_runtime(
     invalidate: &[String],
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    use locus_gc::signals::{fault_scope, install, register_code, CodeRange};
+    use locus_gc::signals::{fault_scope, install, register_code, thread_symbols, CodeRange};
+    use locus_llvm::jit_runtime::Options;
 
     // A fault in the compiled code (or in LLVM compiling it) ends the process with one
     // `locus:` line naming the signal, the address and the function, and exit status 3.
     install();
     let scope = fault_scope(false);
-    let rt = Runtime::new(name, text, options.caching).map_err(fail)?;
+    let runtime_options = Options {
+        caching: options.caching,
+        ..Options::default()
+    };
+    // The program's threads get an alternate signal stack, so their overflows are
+    // reported too.
+    let rt =
+        Runtime::with_host_symbols(name, text, runtime_options, &thread_symbols()).map_err(fail)?;
     for function in invalidate {
         rt.invalidate(function).map_err(fail)?;
     }

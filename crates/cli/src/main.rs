@@ -12,6 +12,7 @@ mod readobj;
 mod sme;
 mod stackmap;
 mod tour;
+mod watchdog;
 
 use std::io::Write;
 use std::process::ExitCode;

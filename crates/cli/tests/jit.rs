@@ -489,3 +489,80 @@ fn a_program_invalidates_its_own_code() {
         "{stderr}"
     );
 }
+
+/// Programs that end themselves or never end: `abort()`, `raise()` and a stack overflow in
+/// a thread the program made each end with one `locus:` line and exit status 3 (they died
+/// silently by the signal before); `--timeout` ends an endless loop with status 124.
+#[test]
+fn silent_deaths_and_hangs_of_the_program_are_reported() {
+    let dir = TempDir::new("jit-deaths");
+    let cases = [
+        (
+            "abort.ll",
+            "declare void @abort()\ndefine i64 @main() {\n  call void @abort()\n  ret i64 0\n}\n",
+            "locus: SIGABRT (abort: the program aborted itself)",
+        ),
+        (
+            "raise.ll",
+            "declare i32 @raise(i32)\ndefine i64 @main() {\n  %r = call i32 @raise(i32 15)\n  ret i64 0\n}\n",
+            "locus: SIGTERM (the program sent it to itself: raise or kill)",
+        ),
+        (
+            "thread.ll",
+            r#"declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_join(i64, ptr)
+define i64 @rec(i64 %n) {
+  %a = alloca [64 x i64]
+  store volatile i64 %n, ptr %a
+  %m = add i64 %n, 1
+  %r = call i64 @rec(i64 %m)
+  %s = add i64 %r, 1
+  ret i64 %s
+}
+define ptr @body(ptr %x) {
+  %r = call i64 @rec(i64 0)
+  ret ptr null
+}
+define i64 @main() {
+  %t = alloca i64
+  %c = call i32 @pthread_create(ptr %t, ptr null, ptr @body, ptr null)
+  %tid = load i64, ptr %t
+  %j = call i32 @pthread_join(i64 %tid, ptr null)
+  ret i64 0
+}
+"#,
+            "locus: SIGSEGV (stack overflow) at address 0x",
+        ),
+    ];
+    for (name, ir, line) in cases {
+        let path = write_module(&dir, name, ir);
+        let out = locus_jit(&[&path]);
+        assert_eq!(out.status.code(), Some(3), "{name}: {out:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with(line), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+    }
+    let endless = write_module(
+        &dir,
+        "loop.ll",
+        "define i64 @main() {\nentry:\n  br label %l\nl:\n  br label %l\n}\n",
+    );
+    let started = std::time::Instant::now();
+    let out = locus_jit(&[&endless, "--timeout", "0.5"]);
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "locus: {endless}: not finished after 0.5 seconds (--timeout): ended, exit status 124\n"
+        )
+    );
+    // A run that finishes in time is not affected.
+    let quick = write_module(&dir, "quick.ll", "define i64 @main() {\n  ret i64 7\n}\n");
+    assert_eq!(stdout_ok(&locus_jit(&[&quick, "--timeout", "30"])), "7\n");
+    let help = run(LOCUS, &["jit", "run", "--help"]);
+    assert!(
+        text(&help.stdout).contains("--timeout <SECONDS>"),
+        "{help:?}"
+    );
+}

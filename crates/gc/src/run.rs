@@ -161,7 +161,7 @@ pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared
         });
     }
     let mut jit = Jit::new()?;
-    for (symbol, address) in runtime::symbols() {
+    for (symbol, address) in runtime::symbols().into_iter().chain(signals::thread_symbols()) {
         jit.define_symbol(symbol, address)?;
     }
     jit.add_module(&module)?;

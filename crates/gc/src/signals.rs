@@ -32,7 +32,22 @@
 //!    the access as a [`GcFault::FreedAccess`](crate::runtime::GcFault::FreedAccess) for the
 //!    runtime to report at its next call, and let the access proceed; it reads poison);
 //! 2. the faulting thread is inside a [`fault_scope`] (as [`crate::run`] is while its entry
-//!    runs), or the faulting instruction is in code registered with [`register_code`].
+//!    runs), or the faulting instruction is in code registered with [`register_code`], or
+//!    a scope is live on any thread of the process (a program is running: the fault is in
+//!    a thread it created).
+//!
+//! While a scope is live, the signals that end a process by default and that the program
+//! sends itself (`abort`'s SIGABRT, `raise`, `kill` of its own process ID) or that the
+//! kernel sends for what it did (`alarm`'s SIGALRM, SIGXCPU and SIGXFSZ of a resource
+//! limit) are reported the same way, `locus: SIGABRT (abort: the program aborted itself)`,
+//! exit status 3. Those sent by other processes (`kill` from a shell, `timeout(1)`) keep
+//! their default action, and a signal the process ignores (`nohup`'s SIGHUP) stays
+//! ignored. SIGPIPE is not handled: a reader that stops early ends Locus quietly.
+//!
+//! A thread the program creates needs an alternate signal stack of its own for its stack
+//! overflow to be reported (without one the kernel cannot deliver the fault and kills the
+//! process with no word). A JIT running a program resolves the program's `pthread_create`
+//! to [`program_pthread_create`] ([`thread_symbols`]), which gives each new thread one.
 //!
 //! Any other fault is passed on to the handler that was installed before (Rust's own stack
 //! overflow handler, or a host's), called directly with the same arguments; if there was
@@ -51,10 +66,14 @@
 //! (a global count of handlers running, checked with sequentially consistent atomics). The
 //! per-thread state it reads (the thread's stack bounds and fault scope) is in
 //! `const`-initialised thread-locals without destructors, which are plain TLS loads.
-//! Two look-ups are not async-signal-safe, and are made only once the process is known to
-//! be ending: the function name of a faulting instruction outside registered code comes
-//! from `dladdr`, which takes the dynamic loader's lock (a fault inside the loader itself
-//! would hang there instead of being reported), and `abort` for [`OnFault::Abort`](crate::runtime::OnFault::Abort).
+//! One look-up is not async-signal-safe, and is made only once the process is known to be
+//! ending: the function name of a faulting instruction outside registered code comes from
+//! `dladdr`, which takes the dynamic loader's (recursive) lock: a fault while another
+//! thread holds it waits for that thread. The handlers are installed with `SA_NODEFER`,
+//! so a fault inside the handler itself (or inside a handler it chains to) reaches it
+//! again instead of a blocked signal, which the kernel answers by killing the process
+//! silently: the second fault is reported in one fixed line, `locus: SIGSEGV inside the
+//! fault handler (a second fault while reporting one)`, exit status 3.
 //!
 //! # Limits
 //!
@@ -63,8 +82,9 @@
 //! handler's signal mask and stack. Stack overflow is recognised by the fault address lying
 //! near the bottom of the faulting thread's stack (bounds taken when [`install`] ran on
 //! that thread) or, on a thread where it never ran, near the stack pointer; a thread that
-//! never called [`install`] has no alternate stack of ours, so its overflow may not be
-//! reportable.
+//! neither called [`install`] nor was made by [`program_pthread_create`] has no alternate
+//! stack of ours, so its overflow may not be reportable: threads a shared library makes
+//! itself (a kernel's runtime thread pool, say) are such threads.
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_int, c_void, CStr};
@@ -87,14 +107,33 @@ pub const FAULT_EXIT_STATUS: i32 = 3;
 /// stress collector's page protection.
 pub const DANGLING_EXIT_STATUS: i32 = 2;
 
-/// The signals handled.
-const SIGNALS: [c_int; 5] = [
+/// The signals handled: the faults first ([`FAULTS`] of them), then the signals whose
+/// default action ends the process that a program sends itself (`abort`, `raise`, `kill`
+/// of its own process) or gets from the kernel for what it did (`alarm`, a resource limit).
+/// SIGPIPE is not among them: a reader that stops early ends Locus quietly, by design.
+const SIGNALS: [c_int; 18] = [
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGILL,
     libc::SIGFPE,
     libc::SIGTRAP,
+    libc::SIGABRT,
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGSYS,
 ];
+
+/// How many of [`SIGNALS`] are faults (the rest end the process when sent).
+const FAULTS: usize = 5;
 
 /// The smallest alternate signal stack this module accepts on a thread.
 const ALT_STACK_BYTES: usize = 64 << 10;
@@ -299,8 +338,15 @@ thread_local! {
 #[derive(Debug)]
 pub struct FaultScope {
     prev: u8,
+    abort: bool,
     _not_send: PhantomData<*const ()>,
 }
+
+/// Live [`FaultScope`]s in the process, and how many of them ask for `abort`: while one
+/// lives a program is running, and a fault on a thread outside any scope (a thread the
+/// program created) or a terminating signal the program sent itself is reported too.
+static LIVE_SCOPES: AtomicUsize = AtomicUsize::new(0);
+static ABORT_SCOPES: AtomicUsize = AtomicUsize::new(0);
 
 /// Enters a [`FaultScope`] on this thread. Call [`install`] first.
 pub fn fault_scope(abort: bool) -> FaultScope {
@@ -309,9 +355,14 @@ pub fn fault_scope(abort: bool) -> FaultScope {
     } else {
         ScopeMode::Exit
     };
+    LIVE_SCOPES.fetch_add(1, Ordering::SeqCst);
+    if abort {
+        ABORT_SCOPES.fetch_add(1, Ordering::SeqCst);
+    }
     let prev = SCOPE.with(|s| s.replace(mode as u8));
     FaultScope {
         prev,
+        abort,
         _not_send: PhantomData,
     }
 }
@@ -320,6 +371,23 @@ impl Drop for FaultScope {
     fn drop(&mut self) {
         let prev = self.prev;
         let _ = SCOPE.try_with(|s| s.set(prev));
+        if self.abort {
+            ABORT_SCOPES.fetch_sub(1, Ordering::SeqCst);
+        }
+        LIVE_SCOPES.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The scope that claims a signal on this thread: its own, else the process's while a
+/// program runs (abort if any live scope asks for it).
+fn current_scope() -> u8 {
+    let own = SCOPE.try_with(Cell::get).unwrap_or(ScopeMode::None as u8);
+    if own != ScopeMode::None as u8 || LIVE_SCOPES.load(Ordering::SeqCst) == 0 {
+        own
+    } else if ABORT_SCOPES.load(Ordering::SeqCst) != 0 {
+        ScopeMode::Abort as u8
+    } else {
+        ScopeMode::Exit as u8
     }
 }
 
@@ -360,11 +428,17 @@ fn install_handlers() -> bool {
         // SAFETY: runs once (under the OnceLock), before our handler for `sig` exists, so
         // nothing reads this element yet.
         unsafe { (*OLD.0.get())[i].write(old) };
+        if i >= FAULTS && old.sa_sigaction != libc::SIG_DFL {
+            continue; // ignored (nohup) or the host's: left as it is
+        }
         // SAFETY: as above, a valid value to fill in.
         let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
         action.sa_sigaction = on_signal as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void)
             as libc::sighandler_t;
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SA_NODEFER: a fault inside the handler is delivered to it again (and reported as
+        // such) instead of meeting a blocked signal, which the kernel answers by killing
+        // the process silently.
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
         // SAFETY: a valid signal set to initialise.
         unsafe { libc::sigemptyset(&mut action.sa_mask) };
         // SAFETY: installs a valid action; the handler is async-signal-safe (module docs).
@@ -373,6 +447,66 @@ fn install_handlers() -> bool {
         }
     }
     all
+}
+
+/// What [`program_pthread_create`] hands the new thread.
+struct ThreadStart {
+    start: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+}
+
+/// The first function of a thread a program created: prepares the thread as [`install`]
+/// does, then runs the program's start routine.
+extern "C" fn program_thread_start(start: *mut c_void) -> *mut c_void {
+    // SAFETY: `program_pthread_create` passed a leaked `Box<ThreadStart>`, to this thread
+    // only.
+    let start = unsafe { Box::from_raw(start.cast::<ThreadStart>()) };
+    prepare_thread();
+    (start.start)(start.arg)
+}
+
+/// `pthread_create` for the programs Locus runs, which a JIT should resolve their
+/// `pthread_create` to ([`thread_symbols`]): the thread gets an alternate signal stack and
+/// its stack bounds before the start routine runs, so that its stack overflow is reported
+/// like the main thread's (without one, the kernel cannot deliver the fault and kills the
+/// process silently). Otherwise it is `pthread_create`: same arguments, same result.
+///
+/// # Safety
+///
+/// As for `pthread_create(3)`: `thread` is valid for a write, `attr` is null or an
+/// initialised attribute object, and `start(arg)` is sound to run on a new thread.
+pub unsafe extern "C" fn program_pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: Option<extern "C" fn(*mut c_void) -> *mut c_void>,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(start) = start else {
+        return libc::EINVAL;
+    };
+    let boxed = Box::into_raw(Box::new(ThreadStart { start, arg }));
+    // SAFETY: the caller's promise; the trampoline takes the box back.
+    let status = unsafe { libc::pthread_create(thread, attr, program_thread_start, boxed.cast()) };
+    if status != 0 {
+        // SAFETY: no thread was made, so the box is still ours.
+        drop(unsafe { Box::from_raw(boxed) });
+    }
+    status
+}
+
+/// The symbols a JIT running a program should resolve to Locus's own (name as the IR
+/// spells it, address): `pthread_create` ([`program_pthread_create`]).
+pub fn thread_symbols() -> [(&'static str, usize); 1] {
+    [(
+        "pthread_create",
+        program_pthread_create
+            as unsafe extern "C" fn(
+                *mut libc::pthread_t,
+                *const libc::pthread_attr_t,
+                Option<extern "C" fn(*mut c_void) -> *mut c_void>,
+                *mut c_void,
+            ) -> c_int as usize,
+    )]
 }
 
 /// Records this thread's stack bounds and gives it an alternate signal stack if it lacks
@@ -540,13 +674,70 @@ fn set_errno(value: c_int) {
     unsafe { *location = value };
 }
 
+thread_local! {
+    /// How many of this module's handlers are running on this thread (more than one: a
+    /// fault inside the handler, or inside a handler it chained to).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
 /// The handler of every signal in [`SIGNALS`].
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     let saved = errno();
+    let depth = DEPTH.try_with(|d| d.replace(d.get() + 1)).unwrap_or(0);
+    if depth > 0 && is_fault(sig, info) {
+        second_fault(sig);
+    }
     if !handle(sig, info, context) {
         chain(sig, info, context);
     }
+    let _ = DEPTH.try_with(|d| d.set(depth));
     set_errno(saved);
+}
+
+/// Whether the kernel raised `sig` for an instruction (not a signal sent by a process).
+fn is_fault(sig: c_int, info: *const libc::siginfo_t) -> bool {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler (null checked).
+    SIGNALS[..FAULTS].contains(&sig) && !info.is_null() && unsafe { (*info).si_code } > 0
+}
+
+/// A fault while this thread was already handling one: nothing the first handler was
+/// doing can be trusted, so one fixed line and the fault exit status.
+fn second_fault(sig: c_int) -> ! {
+    let mut line = Line::new();
+    line.push_bytes(b"locus: ");
+    line.push_bytes(signal_name(sig).as_bytes());
+    line.push_bytes(b" inside the fault handler (a second fault while reporting one)");
+    line.print();
+    exit(FAULT_EXIT_STATUS)
+}
+
+/// Reports a terminating signal the program sent itself (`abort`, `raise`, `kill` of its
+/// own process) or that the kernel sent for what it did (`alarm`, a resource limit) while
+/// a program runs; false if it is not ours (no program runs, or another process sent it).
+fn handle_sent(sig: c_int, info: &libc::siginfo_t) -> bool {
+    let scope = current_scope();
+    if scope == ScopeMode::None as u8 {
+        return false;
+    }
+    // SAFETY: `si_pid` is the field the kernel fills for a signal a process sent.
+    let from_self = info.si_code <= 0 && unsafe { info.si_pid() } == unsafe { libc::getpid() };
+    if !(from_self || info.si_code > 0) {
+        return false;
+    }
+    let mut line = Line::new();
+    let _ = write!(line, "locus: {} ", signal_name(sig));
+    line.push_bytes(if sig == libc::SIGABRT {
+        b"(abort: the program aborted itself)"
+    } else if from_self {
+        b"(the program sent it to itself: raise or kill)"
+    } else {
+        b"(sent by the kernel for the program: a timer or a resource limit)"
+    });
+    line.print();
+    if scope == ScopeMode::Abort as u8 {
+        abort();
+    }
+    exit(FAULT_EXIT_STATUS)
 }
 
 /// Handles a fault this module claims, which ends the process unless it returns true (the
@@ -557,6 +748,9 @@ fn handle(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool 
     }
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let info = unsafe { &*info };
+    if !SIGNALS[..FAULTS].contains(&sig) {
+        return handle_sent(sig, info);
+    }
     if info.si_code <= 0 {
         return false; // sent by a process (kill, raise, sigqueue), not a fault
     }
@@ -586,7 +780,7 @@ fn handle(sig: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool 
             exit(DANGLING_EXIT_STATUS);
         }
     }
-    let scope = SCOPE.try_with(Cell::get).unwrap_or(ScopeMode::None as u8);
+    let scope = current_scope();
     let in_code = CODE.find(&readers, |t| t.find(pc)).is_some();
     if scope == ScopeMode::None as u8 && !in_code {
         return false;
@@ -710,6 +904,19 @@ fn signal_name(sig: c_int) -> &'static str {
         libc::SIGILL => "SIGILL",
         libc::SIGFPE => "SIGFPE",
         libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
         _ => "signal",
     }
 }

@@ -186,3 +186,125 @@ fn a_dropped_scope_claims_nothing() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{out:?}");
 }
+
+/// A handler that faults itself, installed before ours: ours chains to it.
+extern "C" fn faulting_handler(
+    _: std::ffi::c_int,
+    _: *mut libc::siginfo_t,
+    _: *mut std::ffi::c_void,
+) {
+    read_through(std::hint::black_box(std::ptr::null()));
+}
+
+/// A fault inside the handler (here: inside the handler it chains to) is one line and
+/// the fault exit status, not a silent death by a blocked SIGSEGV.
+#[test]
+fn a_second_fault_in_the_handler_is_reported() {
+    if in_child() {
+        // SAFETY: a zeroed sigaction is a valid value to fill in.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = faulting_handler
+            as extern "C" fn(std::ffi::c_int, *mut libc::siginfo_t, *mut std::ffi::c_void)
+            as libc::sighandler_t;
+        action.sa_flags = libc::SA_SIGINFO;
+        // SAFETY: installs a valid action.
+        unsafe { libc::sigaction(libc::SIGSEGV, &action, std::ptr::null_mut()) };
+        assert!(signals::install());
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("a_second_fault_in_the_handler_is_reported");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    assert_eq!(
+        locus_lines(&out),
+        ["locus: SIGSEGV inside the fault handler (a second fault while reporting one)"],
+        "{out:?}"
+    );
+}
+
+/// Raises `sig` inside a fault scope.
+fn raise_in_a_scope(sig: std::ffi::c_int) {
+    assert!(signals::install());
+    let _scope = signals::fault_scope(false);
+    // SAFETY: raising a signal; its handler ends the process.
+    unsafe { libc::raise(sig) };
+    std::process::exit(0);
+}
+
+/// `abort()` while a program runs: one line, the fault status (was: a silent SIGABRT).
+#[test]
+fn abort_in_a_scope_is_reported() {
+    if in_child() {
+        raise_in_a_scope(libc::SIGABRT);
+    }
+    let out = child("abort_in_a_scope_is_reported");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let expected = "locus: SIGABRT (abort: the program aborted itself)";
+    assert_eq!(locus_lines(&out), [expected], "{out:?}");
+}
+
+/// `raise()` of a signal that ends the process, while a program runs: the same.
+#[test]
+fn raise_in_a_scope_is_reported() {
+    if in_child() {
+        raise_in_a_scope(libc::SIGUSR1);
+    }
+    let out = child("raise_in_a_scope_is_reported");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let expected = "locus: SIGUSR1 (the program sent it to itself: raise or kill)";
+    assert_eq!(locus_lines(&out), [expected], "{out:?}");
+}
+
+/// Outside any scope a raised signal keeps its default action, with no line.
+#[test]
+fn raise_outside_a_scope_is_passed_on() {
+    if in_child() {
+        assert!(signals::install());
+        // SAFETY: raising a signal whose default action ends the process.
+        unsafe { libc::raise(libc::SIGUSR1) };
+        std::process::exit(0);
+    }
+    let out = child("raise_outside_a_scope_is_passed_on");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGUSR1), "{out:?}");
+    assert!(locus_lines(&out).is_empty(), "{out:?}");
+}
+
+extern "C" fn overflow(_: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    recurse(0) as *mut std::ffi::c_void
+}
+
+/// A thread made through `program_pthread_create` that overflows its stack, while a
+/// program runs on another thread: reported as a stack overflow (a plain
+/// `pthread_create` thread has no alternate stack, and the kernel kills the process).
+#[test]
+fn a_program_thread_overflow_is_reported() {
+    if in_child() {
+        assert!(signals::install());
+        let _scope = signals::fault_scope(false);
+        let mut thread: libc::pthread_t = 0;
+        // SAFETY: valid out-pointer, default attributes, a start routine that only
+        // recurses.
+        let made = unsafe {
+            signals::program_pthread_create(
+                &mut thread,
+                std::ptr::null(),
+                Some(overflow),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(made, 0);
+        // SAFETY: a thread made above, joined once.
+        unsafe { libc::pthread_join(thread, std::ptr::null_mut()) };
+        std::process::exit(0);
+    }
+    let out = child("a_program_thread_overflow_is_reported");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
+        "{}",
+        lines[0]
+    );
+}

@@ -245,10 +245,37 @@ impl Runtime {
     ///
     /// As for [`Runtime::new`].
     pub fn with_options(name: &str, ir: &str, options: Options) -> Result<Self> {
+        Runtime::with_host_symbols(name, ir, options, &[])
+    }
+
+    /// [`Runtime::with_options`], with more host symbols the program's declarations
+    /// resolve to (name as the IR spells it, address), before the process's: a host's own
+    /// `pthread_create`, say.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Runtime::new`]; [`Error::Jit`] if one names a function the runtime
+    /// provides or the program defines.
+    pub fn with_host_symbols(
+        name: &str,
+        ir: &str,
+        options: Options,
+        host: &[(&str, usize)],
+    ) -> Result<Self> {
         let (sites, continuations) = sites::scan(name, ir)?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
-        let jit = StackMapJit::without_patchpoint_liveness(name, text, &x86_64::surface_symbols())?;
+        let surface = x86_64::surface_symbols();
+        if let Some((clash, _)) = host
+            .iter()
+            .find(|(h, _)| surface.iter().any(|(s, _)| s == h))
+        {
+            return Err(jit_error(&format!(
+                "host symbol `{clash}` is one of the runtime's entry points"
+            )));
+        }
+        let symbols: Vec<(&str, usize)> = surface.iter().chain(host).copied().collect();
+        let jit = StackMapJit::without_patchpoint_liveness(name, text, &symbols)?;
         let deopt_stub = jit
             .function_address("locus.deopt.stub")
             .ok_or_else(|| jit_error("the deopt stub was not compiled"))?;
