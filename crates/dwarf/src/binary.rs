@@ -44,6 +44,7 @@ use gimli::{AttributeValue, EndianSlice, LittleEndian};
 use object::{Object as _, ObjectSection as _};
 
 use crate::access::{self, Bits, Target};
+use crate::callsite::{CallSites, EntryValues};
 use crate::{
     decode, Encoding, Entry, Error, EvalError, Evaluation, LocationDescription, Op, Storage, Value,
     ValueType,
@@ -136,6 +137,8 @@ impl Snapshot {
             object_address: self.object_address,
             object_location: self.object_location.as_ref(),
             entry_registers: &self.entry_registers,
+            entry: None,
+            unit_offset: 0,
             base_types: &[],
             nesting: Nesting::default(),
         }
@@ -276,6 +279,17 @@ pub struct State<'s> {
     pub object_location: Option<&'s LocationDescription>,
     /// Registers at the function's entry, by DWARF number.
     pub entry_registers: &'s BTreeMap<u16, Vec<u8>>,
+    /// What the caller's call site says of the function's entry, when the
+    /// frame is one of a stopped target: entry values are then answered as gdb
+    /// answers them, from these only (`entry_registers` is not used): a lone
+    /// register's value, a register's pointee (`DW_OP_bregN 0;
+    /// DW_OP_deref_size S`: the call site's `DW_AT_call_data_value`) and a
+    /// formal parameter's (`DW_OP_GNU_parameter_ref`); any other entry-value
+    /// expression is refused.
+    pub entry: Option<&'s EntryValues>,
+    /// The `.debug_info` offset of the unit of the expression evaluated
+    /// (`DW_OP_GNU_parameter_ref` names a DIE of its unit).
+    pub unit_offset: u64,
     /// The unit's base types (typed operations, also inside entry values).
     pub base_types: &'s [BaseType],
     nesting: Nesting,
@@ -296,8 +310,19 @@ impl<'s> State<'s> {
             object_address: None,
             object_location: None,
             entry_registers: registers_none(),
+            entry: None,
+            unit_offset: 0,
             base_types: &[],
             nesting: Nesting::default(),
+        }
+    }
+
+    /// This state for a variable's expressions: its unit's base types and offset.
+    pub fn with_variable(self, variable: &'s Variable) -> State<'s> {
+        State {
+            base_types: &variable.base_types,
+            unit_offset: variable.unit_offset,
+            ..self
         }
     }
 
@@ -473,15 +498,55 @@ impl Target for State<'_> {
         register: Option<u16>,
         encoding: Encoding,
     ) -> Result<Entry, String> {
-        match register {
-            Some(r) => entry_register_value(self.entry_registers, r, encoding.address_size),
-            None => self.entry_expression(expression, encoding),
+        let size = encoding.address_size;
+        match (self.entry, register) {
+            (Some(entry), Some(r)) => entry.register(r).map(|b| generic(b, size)),
+            (Some(entry), None) => match pointee_register(expression, encoding) {
+                Some((r, n)) => entry.pointee(r).map(|b| generic(b.get(..n).unwrap_or(b), size)),
+                None => Err(format!(
+                    "DW_OP_entry_value of {}: gdb takes only a register's value or its pointee's on entry",
+                    crate::decode(expression, encoding)
+                        .map(|ops| crate::to_text(&ops.into_iter().map(|(_, op)| op).collect::<Vec<_>>()))
+                        .unwrap_or_else(|e| e.to_string())
+                )),
+            },
+            (None, Some(r)) => entry_register_value(self.entry_registers, r, size),
+            (None, None) => self.entry_expression(expression, encoding),
         }
+    }
+
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+        let Some(entry) = self.entry else {
+            return Err(format!(
+                "no call site is known for the entry value of the parameter at unit offset {offset:#x}"
+            ));
+        };
+        let die = self.unit_offset.wrapping_add(offset);
+        entry.parameter(die).map(|b| generic(b, self.address_size))
     }
 
     fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         Ok(entry_register_location(self.entry_registers, register))
     }
+}
+
+/// Bytes as a generic value.
+fn generic(bytes: &[u8], address_size: u8) -> Entry {
+    Entry::Value(Value::from_bytes(ValueType::Generic, bytes, address_size))
+}
+
+/// `DW_OP_bregN 0; DW_OP_deref_size S` (or `DW_OP_deref`): register N and S,
+/// the entry-value expression of what a register pointed to on entry.
+fn pointee_register(expression: &[u8], encoding: Encoding) -> Option<(u16, usize)> {
+    let ops = crate::decode(expression, encoding).ok()?;
+    let (register, size) = match ops.as_slice() {
+        [(_, Op::Breg(r, 0)), (_, Op::Deref)] => (u64::from(*r), encoding.address_size),
+        [(_, Op::Breg(r, 0)), (_, Op::DerefSize(n))] => (u64::from(*r), *n),
+        [(_, Op::Bregx(r, 0)), (_, Op::Deref)] => (*r, encoding.address_size),
+        [(_, Op::Bregx(r, 0)), (_, Op::DerefSize(n))] => (*r, *n),
+        _ => return None,
+    };
+    Some((u16::try_from(register).ok()?, usize::from(size)))
 }
 
 /// A target with what the function being inspected adds: its
@@ -603,6 +668,12 @@ impl<T: Target> Target for WithFrame<'_, T> {
     }
     fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         self.target.entry_register(register)
+    }
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+        self.target.parameter_ref(offset)
+    }
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
+        self.target.variable_value(offset)
     }
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
         self.target.callee(offset, unit_relative)
@@ -794,6 +865,9 @@ pub struct Variable {
     pub frame_base: Option<Vec<u8>>,
     /// The unit's base types (for typed operations such as `DW_OP_convert`).
     pub base_types: Vec<BaseType>,
+    /// The `.debug_info` offset of its unit (`DW_OP_GNU_parameter_ref` names
+    /// a DIE of the unit).
+    pub unit_offset: u64,
 }
 
 /// A location expression with the encoding it was written in.
@@ -1066,17 +1140,11 @@ impl<'d> Binary<'d> {
         Ok(out)
     }
 
-    /// The registers at entry of the function called from the call that
-    /// returns to `return_pc` (an address in the running program), from the
-    /// call site's parameters evaluated against `caller`
-    /// ([`crate::callsite::entry_registers`]).
-    pub fn entry_registers<T: Target + ?Sized>(
-        &self,
-        return_pc: u64,
-        caller: &mut T,
-    ) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
+    /// The call sites and functions of the binary, for the entry values of
+    /// frames ([`CallSites::entry_values`]), with this binary's load bias.
+    pub fn call_sites(&self) -> Result<CallSites, Error> {
         let dwarf = self.sections.dwarf(false)?;
-        crate::callsite::entry_registers_in(&dwarf, return_pc, self.load_bias, caller)
+        CallSites::read(&dwarf, self.load_bias)
     }
 
     /// The address of symbol `name` in the object's symbol table, if present.
@@ -1236,7 +1304,7 @@ struct Scan<'s, 'a> {
 }
 
 /// Every `DW_TAG_base_type` of a unit.
-fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, Error> {
+pub(crate) fn base_types(unit: &gimli::Unit<R<'_>>) -> Result<Vec<BaseType>, Error> {
     let mut out = Vec::new();
     let mut entries = unit.entries();
     while let Some((_, entry)) = entries.next_dfs()? {
@@ -1598,6 +1666,12 @@ impl<'a> Scan<'_, 'a> {
             encoding,
             frame_base,
             base_types: self.base_types.clone(),
+            unit_offset: self
+                .unit
+                .header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0 as u64),
         })
     }
 
@@ -1631,20 +1705,7 @@ impl<'a> Scan<'_, 'a> {
             return crate::encode(&out, encoding);
         }
         let mut out = bytes.to_vec();
-        if bias != 0 {
-            let size = usize::from(encoding.address_size);
-            for (at, op) in &ops {
-                if let Op::Addr(a) = op {
-                    let moved = a.wrapping_add(bias).to_le_bytes();
-                    // The operand follows the opcode byte; `decode` read it there.
-                    if let (Some(dst), Some(src)) =
-                        (out.get_mut(at + 1..at + 1 + size), moved.get(..size))
-                    {
-                        dst.copy_from_slice(src);
-                    }
-                }
-            }
-        }
+        move_decoded_addresses(&mut out, &ops, encoding, bias);
         Ok(out)
     }
 
@@ -1653,6 +1714,33 @@ impl<'a> Scan<'_, 'a> {
             what: "address index".into(),
         })?;
         Ok(self.dwarf.address(self.unit, gimli::DebugAddrIndex(i))?)
+    }
+}
+
+/// Moves every `DW_OP_addr` operand of the expression `bytes` by `bias`, in
+/// place (an expression that does not decode is left as it is).
+pub(crate) fn move_addresses(bytes: &mut [u8], encoding: Encoding, bias: u64) {
+    if let Ok(ops) = decode(bytes, encoding) {
+        move_decoded_addresses(bytes, &ops, encoding, bias);
+    }
+}
+
+/// [`move_addresses`] with the expression already decoded (`ops`).
+fn move_decoded_addresses(bytes: &mut [u8], ops: &[(usize, Op)], encoding: Encoding, bias: u64) {
+    if bias == 0 {
+        return;
+    }
+    let size = usize::from(encoding.address_size);
+    for (at, op) in ops {
+        if let Op::Addr(a) = op {
+            let moved = a.wrapping_add(bias).to_le_bytes();
+            // The operand follows the opcode byte; `decode` read it there.
+            if let (Some(dst), Some(src)) =
+                (bytes.get_mut(at + 1..at + 1 + size), moved.get(..size))
+            {
+                dst.copy_from_slice(src);
+            }
+        }
     }
 }
 
@@ -1682,7 +1770,7 @@ pub struct Evaluated {
 /// ([`evaluate_variable_with`] the snapshot's [`State`] with the variable's
 /// base types).
 pub fn evaluate_variable(variable: &Variable, snapshot: &Snapshot) -> Result<Evaluated, Error> {
-    let mut state = snapshot.state().with_base_types(&variable.base_types);
+    let mut state = snapshot.state().with_variable(variable);
     evaluate_variable_with(variable, &mut state)
 }
 

@@ -181,6 +181,22 @@ pub trait Target {
         Err(format!("the target has no CFI for register {register}"))
     }
 
+    /// The value on entry of the formal parameter at unit offset `offset`
+    /// (`DW_OP_GNU_parameter_ref`), from the caller's call site.
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+        Err(format!(
+            "the target has no entry value of the parameter at unit offset {offset:#x}"
+        ))
+    }
+
+    /// The value of the variable at `.debug_info` offset `offset` in the
+    /// current frame (`DW_OP_GNU_variable_value`).
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
+        Err(format!(
+            "the target has no value of the variable DIE at {offset:#x}"
+        ))
+    }
+
     /// The encoded `DW_AT_location` of the DIE at `offset` (`DW_OP_call*`;
     /// unit-relative unless `call_ref`); empty if it has none.
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
@@ -254,6 +270,12 @@ impl<T: Target + ?Sized> Target for &mut T {
     }
     fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
         (**self).entry_register(register)
+    }
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+        (**self).parameter_ref(offset)
+    }
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
+        (**self).variable_value(offset)
     }
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
         (**self).callee(offset, unit_relative)
@@ -350,6 +372,18 @@ impl<'a> Evaluation<'a> {
                 } => {
                     let entry = target
                         .entry_value(&expression, register, self.encoding())
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_entry_value(entry)?
+                }
+                EvaluationResult::RequiresParameterRef { offset } => {
+                    let entry = target
+                        .parameter_ref(offset)
+                        .map_err(|w| self.unanswered(w))?;
+                    self.resume_with_entry_value(entry)?
+                }
+                EvaluationResult::RequiresVariableValue { offset } => {
+                    let entry = target
+                        .variable_value(offset)
                         .map_err(|w| self.unanswered(w))?;
                     self.resume_with_entry_value(entry)?
                 }

@@ -898,6 +898,8 @@ impl<'t> Parser<'t, '_> {
                 "call2" => Op::Call2(self.gdb_hex("offset", U16)? as u16),
                 "call4" => Op::Call4(self.gdb_hex("offset", U32)? as u32),
                 "call_ref" => Op::CallRef(self.gdb_hex("offset", U64)?),
+                "GNU_parameter_ref" => Op::GnuParameterRef(self.gdb_hex("offset", U32)? as u32),
+                "GNU_variable_value" => Op::GnuVariableValue(self.gdb_hex("offset", U64)?),
                 "form_tls_address" => Op::FormTlsAddress,
                 "call_frame_cfa" => Op::CallFrameCfa,
                 "bit_piece" => {

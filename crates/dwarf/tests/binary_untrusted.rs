@@ -343,6 +343,7 @@ fn long_variable(location: Vec<u8>, frame_base: Option<Vec<u8>>) -> Variable {
         encoding: Encoding::default(),
         frame_base,
         base_types: Vec::new(),
+        unit_offset: 0,
     }
 }
 

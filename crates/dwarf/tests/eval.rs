@@ -568,9 +568,11 @@ fn evaluate_anything(ops: &[locus_dwarf::Op]) {
                 // Cycle through the encodings, some unsupported.
                 eval.resume_with_base_type((offset % 8) as u8, offset % 10)
             }
-            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
-                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
-            }
+            Ok(
+                EvaluationResult::RequiresEntryValue { .. }
+                | EvaluationResult::RequiresParameterRef { .. }
+                | EvaluationResult::RequiresVariableValue { .. },
+            ) => eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8))),
             Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
                 // A callee that calls itself again (recursion) or adds.
                 if offset % 2 == 0 {

@@ -8,8 +8,8 @@ mod eval_support;
 use eval_support::{evaluate, run_text, Ctx};
 use locus_dwarf::value::encoding as ate;
 use locus_dwarf::{
-    encode, parse_text, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location,
-    Op, Part, SingleLocation, Storage, Value, ValueType,
+    decode, encode, parse_text, to_text, Encoding, Entry, Error, EvalError, Evaluation,
+    EvaluationResult, Location, Op, Part, SingleLocation, Storage, Value, ValueType,
 };
 
 const INT: u64 = 0x30; // int, 4 bytes
@@ -322,6 +322,63 @@ fn entry_value_asks_the_caller() {
             expression: [0x75, 0x08][..].into(),
             register: None
         }
+    );
+}
+
+/// gcc's `DW_OP_GNU_parameter_ref` (0xfa, a 4-byte unit offset) and
+/// `DW_OP_GNU_variable_value` (0xfd, an offset_size `.debug_info` offset):
+/// decoded, printed, encoded back, and evaluated by asking for the DIE's value.
+#[test]
+fn gnu_parameter_ref_and_variable_value() {
+    let bytes = [0xfa, 0xf6, 0x02, 0, 0, 0x9f, 0xfd, 0x10, 0x20, 0, 0];
+    let ops: Vec<Op> = decode(&bytes, Encoding::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, op)| op)
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            Op::GnuParameterRef(0x2f6),
+            Op::StackValue,
+            Op::GnuVariableValue(0x2010)
+        ]
+    );
+    assert_eq!(encode(&ops, Encoding::default()).unwrap(), bytes);
+    let text = to_text(&ops);
+    assert_eq!(
+        text,
+        "DW_OP_GNU_parameter_ref 0x2f6\nDW_OP_stack_value\nDW_OP_GNU_variable_value 0x2010"
+    );
+    assert_eq!(parse_text(&text, |_| None).unwrap(), ops);
+    // Truncated operands are refused, naming the operation.
+    let e = decode(&[0xfa, 1, 2], Encoding::default()).unwrap_err();
+    assert!(e.to_string().contains("DW_OP_GNU_parameter_ref"), "{e}");
+
+    let mut c = ctx();
+    c.by_die.insert(0x2f6, Entry::Value(Value::generic(7, 8)));
+    c.by_die.insert(0x2010, Entry::Value(Value::generic(5, 8)));
+    let ops = [
+        Op::GnuParameterRef(0x2f6),
+        Op::GnuVariableValue(0x2010),
+        Op::Plus,
+        Op::StackValue,
+    ];
+    let eval = evaluate(&ops, &mut c, Encoding::default()).unwrap();
+    assert_eq!(
+        c.log[0],
+        EvaluationResult::RequiresParameterRef { offset: 0x2f6 }
+    );
+    assert_eq!(
+        c.log[1],
+        EvaluationResult::RequiresVariableValue { offset: 0x2010 }
+    );
+    assert_eq!(
+        eval.result(),
+        Some(Entry::Location(Location::single(
+            Storage::Implicit(12u64.to_le_bytes().to_vec().into()),
+            0
+        )))
     );
 }
 

@@ -179,7 +179,9 @@ fn answer(eval: &mut Evaluation<'_>, request: EvaluationResult) -> Result<Evalua
             let (enc, size) = [(5, 4), (4, 8), (8, 1), (4, 3)][offset as usize % 4];
             eval.resume_with_base_type(enc, size)
         }
-        EvaluationResult::RequiresEntryValue { .. } => {
+        EvaluationResult::RequiresEntryValue { .. }
+        | EvaluationResult::RequiresParameterRef { .. }
+        | EvaluationResult::RequiresVariableValue { .. } => {
             eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
         }
         EvaluationResult::RequiresCallee { offset, .. } => {

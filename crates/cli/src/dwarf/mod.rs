@@ -622,7 +622,7 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
             VariableLocation::None => item["expression"] = Json::Null,
         }
         if let Some(state) = state {
-            let mut state = state.clone().with_base_types(&v.base_types);
+            let mut state = state.clone().with_variable(v);
             match binary::evaluate_variable_with(v, &mut state) {
                 Ok(r) => {
                     if let Some(l) = &r.location {
@@ -631,9 +631,21 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
                     item["value"] = json!(r.bits.to_hex());
                     if let Some(n) = v.number(&r.bits) {
                         item["number"] = json!(n);
+                    } else if v.location == VariableLocation::None {
+                        item["optimized_out"] = json!("no location at this pc");
+                    } else if r.bits.bit_len() > 0 && r.bits.defined_mask().iter().all(|&m| m == 0)
+                    {
+                        item["optimized_out"] = json!("the location is undefined here");
                     }
                 }
-                Err(e) => item["error"] = json!(describe(&e)),
+                Err(e) => match optimized_out(&e) {
+                    Some(why) => {
+                        let size = v.byte_size.unwrap_or(0).min(4096) as usize;
+                        item["value"] = json!("??".repeat(size));
+                        item["optimized_out"] = json!(why);
+                    }
+                    None => item["error"] = json!(describe(&e)),
+                },
             }
         }
         list.push(item);
@@ -663,6 +675,28 @@ fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("--pc `{pc}`: no symbol `{name}`"))?;
     Ok(base.wrapping_add(load_bias).wrapping_add(offset))
+}
+
+/// Why a variable is `<optimized out>`, as gdb would print it, when evaluating it failed
+/// for want of something the frame cannot know: an entry value no call site provably gives
+/// (or any other request the target cannot answer), or a register a caller frame does not
+/// have (not saved by its callees). `None` for real errors (unreadable memory, ill-formed
+/// expressions), which stay errors.
+fn optimized_out(e: &Error) -> Option<String> {
+    let register = |r: u16| {
+        format!("register {r} is not known in this frame (not saved by the functions it called)")
+    };
+    match e {
+        Error::Unanswered { .. } => Some(e.to_string()),
+        Error::Eval {
+            error: EvalError::RegisterUnavailable { register: r },
+            ..
+        }
+        | Error::Access {
+            error: EvalError::RegisterUnavailable { register: r },
+        } => Some(register(*r)),
+        _ => None,
+    }
 }
 
 fn describe(e: &Error) -> String {

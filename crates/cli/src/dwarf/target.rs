@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use locus_dwarf::binary::{Binary, Snapshot};
+use locus_dwarf::callsite::{CallSites, EntryValues};
 use locus_dwarf::stopped::{Placed, Stopped, Thread};
 use locus_dwarf::unwind::{self, Frame};
 use serde_json::{json, Value as Json};
@@ -91,31 +92,52 @@ impl Loaded {
         }
     }
 
-    /// The registers at the entry of frame `index`'s function that its caller's call-site
-    /// parameters give (when the caller is in the binary too), evaluated in the caller's
-    /// frame.
-    fn entry_registers(&self, bin: &Binary<'_>, frames: &[Frame], index: usize) -> Registers {
-        let Some(caller) = frames.get(index + 1) else {
-            return Registers::new();
-        };
-        if caller.module.as_deref() != Some(self.placed.path.as_str()) {
-            return Registers::new();
-        }
+    /// What is known of the entry of each frame's function from `index` out (element 0 is
+    /// frame `index`'s), from its caller's call site when that call provably enters it
+    /// (`CallSites::entry_values`), evaluated in the caller's frame. The outermost frames
+    /// come first: a caller's call values may need its own entry values.
+    fn entry_values(&self, sites: &CallSites, frames: &[Frame], index: usize) -> Vec<EntryValues> {
+        let mut out: Vec<EntryValues> = Vec::new();
         let none = Registers::new();
-        let mut at_caller = self.stopped.state(&caller.registers, caller.cfa, &none);
-        bin.entry_registers(caller.pc, &mut at_caller)
-            .unwrap_or_default()
+        for i in (index..frames.len()).rev() {
+            let values = match frames.get(i + 1) {
+                None => EntryValues::refused("the outermost frame has no caller"),
+                Some(caller) if caller.module.as_deref() != Some(self.placed.path.as_str()) => {
+                    EntryValues::refused(format!(
+                        "the caller (pc {}) is not in {}",
+                        hex(caller.pc),
+                        self.placed.path
+                    ))
+                }
+                Some(caller) => {
+                    let mut state = self.stopped.state(&caller.registers, caller.cfa, &none);
+                    state.entry = out.last();
+                    sites.entry_values(frames[i].lookup_pc(i), caller.pc, state)
+                }
+            };
+            out.push(values);
+        }
+        out.reverse();
+        out
     }
 
     /// The snapshot of frame `index` of `frames`: its registers and CFA, the memory, and
-    /// the registers at its function's entry ([`Loaded::entry_registers`]).
-    fn snapshot(&self, bin: &Binary<'_>, frames: &[Frame], index: usize) -> Snapshot {
+    /// the registers at its function's entry ([`Loaded::entry_values`]).
+    fn snapshot(
+        &self,
+        bin: &Binary<'_>,
+        frames: &[Frame],
+        index: usize,
+    ) -> Result<Snapshot, Failure> {
         let Some(frame) = frames.get(index) else {
-            return self.stopped.snapshot(Default::default(), None);
+            return Ok(self.stopped.snapshot(Default::default(), None));
         };
         let mut snap = self.stopped.snapshot(frame.registers.clone(), frame.cfa);
-        snap.entry_registers = self.entry_registers(bin, frames, index);
-        snap
+        let sites = bin.call_sites().map_err(fail)?;
+        if let Some(entry) = self.entry_values(&sites, frames, index).first() {
+            snap.entry_registers = entry.registers.clone();
+        }
+        Ok(snap)
     }
 
     /// The binary's DWARF, read once for every thread and frame.
@@ -130,6 +152,15 @@ type Registers = BTreeMap<u16, Vec<u8>>;
 
 fn hex(n: u64) -> String {
     format!("{n:#x}")
+}
+
+/// Where a frame's entry values come from (`{"call_site"}`), or why there are none
+/// (`{"refused"}`).
+fn entry_json(e: &EntryValues) -> Json {
+    match &e.refused {
+        Some(why) => json!({"refused": why}),
+        None => json!({"call_site": e.site}),
+    }
 }
 
 /// The frames as `{"frame", "pc", "module"}`, for choosing `--frame`.
@@ -177,8 +208,14 @@ pub fn vars(
                     if let Some(name) = vars.last().map(|v| v.function.clone()) {
                         item["function"] = json!(name);
                     }
-                    let entry = loaded.entry_registers(&bin, &frames, frame);
-                    let state = loaded.stopped.state(&f.registers, f.cfa, &entry);
+                    let sites = bin.call_sites().map_err(|e| io_fail(binary, e))?;
+                    let entry = loaded.entry_values(&sites, &frames, frame);
+                    let none = Registers::new();
+                    let mut state = loaded.stopped.state(&f.registers, f.cfa, &none);
+                    state.entry = entry.first();
+                    if let Some(e) = entry.first() {
+                        item["entry_values"] = entry_json(e);
+                    }
                     item["variables"] = json!(variables_json(&vars, Some(&state)));
                 } else {
                     item["variables"] = json!([]);
@@ -222,7 +259,7 @@ pub fn snapshot(
         .frame(t, frame)
         .map_err(|e| fail(format!("thread {thread}: {e}")))?;
     let bin = loaded.binary(binary)?;
-    let snap = loaded.snapshot(&bin, &frames, frame);
+    let snap = loaded.snapshot(&bin, &frames, frame)?;
     let arch = loaded.stopped.arch;
     let names = snap
         .registers

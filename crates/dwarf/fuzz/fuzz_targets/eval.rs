@@ -113,9 +113,11 @@ fuzz_target!(|data: &[u8]| {
             Ok(EvaluationResult::RequiresBaseType { offset }) => {
                 eval.resume_with_base_type((offset % 9) as u8, offset % 9)
             }
-            Ok(EvaluationResult::RequiresEntryValue { .. }) => {
-                eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8)))
-            }
+            Ok(
+                EvaluationResult::RequiresEntryValue { .. }
+                | EvaluationResult::RequiresParameterRef { .. }
+                | EvaluationResult::RequiresVariableValue { .. },
+            ) => eval.resume_with_entry_value(Entry::Value(Value::generic(5, 8))),
             Ok(EvaluationResult::RequiresCallee { offset, .. }) => {
                 // The callee is the expression itself from byte `offset`,
                 // which may recurse or be ill-formed.

@@ -201,6 +201,21 @@ pub enum EvaluationResult {
         /// `DW_OP_regx N` (the usual case: "register N's value on entry").
         register: Option<u16>,
     },
+    /// `DW_OP_GNU_parameter_ref`: answer with
+    /// [`Evaluation::resume_with_entry_value`] and the value on entry of the
+    /// formal parameter at unit offset `offset` (from the caller's call-site
+    /// parameter bound to it).
+    RequiresParameterRef {
+        /// Unit-relative offset of the `DW_TAG_formal_parameter` DIE.
+        offset: u64,
+    },
+    /// `DW_OP_GNU_variable_value`: answer with
+    /// [`Evaluation::resume_with_entry_value`] and the value of the variable
+    /// at `.debug_info` offset `offset` in the current frame.
+    RequiresVariableValue {
+        /// `.debug_info` offset of the variable's DIE.
+        offset: u64,
+    },
     /// `DW_OP_call2`/`call4`/`call_ref`: answer with
     /// [`Evaluation::resume_with_callee`] and the bytes of the DIE's
     /// `DW_AT_location` expression (empty if it has none).

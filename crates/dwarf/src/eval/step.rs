@@ -791,6 +791,20 @@ impl<'a> Evaluation<'a> {
             Op::EntryValue(expression) => {
                 return self.entry_value(Bytes::from(expression.as_slice()))
             }
+            Op::GnuParameterRef(offset) => {
+                let offset = u64::from(*offset);
+                return self.request(
+                    Pending::EntryValue,
+                    EvaluationResult::RequiresParameterRef { offset },
+                );
+            }
+            Op::GnuVariableValue(offset) => {
+                let offset = *offset;
+                return self.request(
+                    Pending::EntryValue,
+                    EvaluationResult::RequiresVariableValue { offset },
+                );
+            }
             Op::FormTlsAddress => {
                 let v = self.pop_integral()?;
                 return self.request(

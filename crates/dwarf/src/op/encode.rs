@@ -209,12 +209,20 @@ pub(super) fn encode_one(out: &mut Vec<u8>, op: &Op, enc: Encoding) -> Result<()
             out.push(0x99);
             out.extend_from_slice(&v.to_le_bytes());
         }
-        Op::CallRef(v) => {
+        Op::CallRef(v) | Op::GnuVariableValue(v) => {
             if !fits(*v, enc.offset_size) {
                 return Err("DIE offset does not fit offset_size");
             }
-            out.push(0x9a);
+            out.push(if matches!(op, Op::CallRef(_)) {
+                0x9a
+            } else {
+                0xfd
+            });
             put_fixed(out, *v, off);
+        }
+        Op::GnuParameterRef(v) => {
+            out.push(0xfa);
+            out.extend_from_slice(&v.to_le_bytes());
         }
         Op::BitPiece { size, offset } => {
             out.push(0x9d);

@@ -156,6 +156,13 @@ pub enum Op {
     Constx(u64),
     /// The operand is the encoded sub-expression.
     EntryValue(Vec<u8>),
+    /// `DW_OP_GNU_parameter_ref` (0xfa, gcc's IPA clones): the value on entry
+    /// of the formal parameter at this unit-relative DIE offset (4 bytes), as
+    /// the caller's call site binds it (`DW_AT_call_parameter`).
+    GnuParameterRef(u32),
+    /// `DW_OP_GNU_variable_value` (0xfd): pushes the value of the variable at
+    /// this `.debug_info` offset (`offset_size` bytes) in the current frame.
+    GnuVariableValue(u64),
     /// The value block is at most 255 bytes.
     ConstType {
         type_offset: u64,
@@ -381,6 +388,8 @@ impl Op {
             Op::Addrx(_) => "DW_OP_addrx",
             Op::Constx(_) => "DW_OP_constx",
             Op::EntryValue(_) => "DW_OP_entry_value",
+            Op::GnuParameterRef(_) => "DW_OP_GNU_parameter_ref",
+            Op::GnuVariableValue(_) => "DW_OP_GNU_variable_value",
             Op::ConstType { .. } => "DW_OP_const_type",
             Op::RegvalType { .. } => "DW_OP_regval_type",
             Op::DerefType { .. } => "DW_OP_deref_type",
@@ -459,6 +468,8 @@ fn opcode_name(code: u8, ext: ExtensionEncoding) -> &'static str {
         0x98 => "DW_OP_call2",
         0x99 => "DW_OP_call4",
         0x9a => "DW_OP_call_ref",
+        0xfa => "DW_OP_GNU_parameter_ref",
+        0xfd => "DW_OP_GNU_variable_value",
         0x9d => "DW_OP_bit_piece",
         0x9e => "DW_OP_implicit_value",
         0xa0 => "DW_OP_implicit_pointer",

@@ -42,7 +42,8 @@ pub fn to_text(ops: &[Op]) -> String {
             Op::Bregx(r, d) => write!(s, " {r} {d}"),
             Op::Call2(v) => write!(s, " {v:#x}"),
             Op::Call4(v) => write!(s, " {v:#x}"),
-            Op::CallRef(v) => write!(s, " {v:#x}"),
+            Op::CallRef(v) | Op::GnuVariableValue(v) => write!(s, " {v:#x}"),
+            Op::GnuParameterRef(v) => write!(s, " {v:#x}"),
             Op::BitPiece { size, offset } => write!(s, " {size} {offset}"),
             Op::ImplicitValue(b) | Op::EntryValue(b) => write_block(&mut s, b),
             Op::ImplicitPointer { die, offset } | Op::AspaceImplicitPointer { die, offset } => {

@@ -24,6 +24,8 @@ pub struct Ctx {
     pub base_types: BTreeMap<u64, (u8, u64)>,
     /// Register -> its entry value.
     pub entry_values: BTreeMap<u16, Entry>,
+    /// DIE offset -> the value of `DW_OP_GNU_parameter_ref`/`DW_OP_GNU_variable_value`.
+    pub by_die: BTreeMap<u64, Entry>,
     /// (DIE offset, unit relative) -> DW_AT_location bytes.
     pub callees: BTreeMap<(u64, bool), Vec<u8>>,
     pub debug_addr: Vec<u64>,
@@ -144,6 +146,11 @@ pub fn evaluate<'a>(
             }
             EvaluationResult::RequiresEntryValue { register, .. } => {
                 let e = ctx.entry_values[&register.expect("entry value of a register")].clone();
+                eval.resume_with_entry_value(e)?
+            }
+            EvaluationResult::RequiresParameterRef { offset }
+            | EvaluationResult::RequiresVariableValue { offset } => {
+                let e = ctx.by_die[&offset].clone();
                 eval.resume_with_entry_value(e)?
             }
             EvaluationResult::RequiresCallee {
