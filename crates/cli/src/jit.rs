@@ -150,6 +150,7 @@ fn run_with_runtime(
         len: f.end.saturating_sub(f.address) as usize,
         name: f.name.clone(),
     }));
+    crate::sigpipe_for_program();
     // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
     // convention. What the code does is the module's business, as with any program run.
     let result = unsafe { rt.call(entry, &[]) };

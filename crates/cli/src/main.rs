@@ -72,24 +72,84 @@ pub enum Failure {
     Reported,
 }
 
-/// A reader that stops early (`locus tour | head -1`) ends the process quietly, as it ends
-/// `cat`: by SIGPIPE's default action, not by a "Broken pipe" error or a panic (Rust
-/// ignores SIGPIPE unless told otherwise).
-fn die_quietly_on_closed_pipes() {
-    // SAFETY: restoring a signal's default disposition at the start of `main`, before any
-    // thread is started, races with nothing.
+/// Standard output as the subcommands write it. A reader that stops early (`locus tour |
+/// head -1`) ends the process quietly, as it ends `cat`: by SIGPIPE's default action, not
+/// by a "Broken pipe" error or a panic. Any other error (a full disk) is returned, naming
+/// standard output, so the subcommand fails with exit status 1 instead of reporting
+/// success after lost output.
+///
+/// SIGPIPE itself stays ignored (as Rust leaves it): a child tool (llc-19, mlir-opt-19)
+/// that exits before reading all its input is then an error of that tool, not a silent
+/// death of Locus by the signal.
+struct Stdout<'a>(std::io::StdoutLock<'a>);
+
+impl Stdout<'_> {
+    fn checked<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        result.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                die_of_sigpipe();
+            }
+            std::io::Error::new(e.kind(), format!("standard output: {e}"))
+        })
+    }
+}
+
+impl Write for Stdout<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Stdout::checked(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Stdout::checked(self.0.flush())
+    }
+}
+
+/// Ends the process by SIGPIPE's default action: quietly, with the status a shell expects
+/// of a writer whose reader went away.
+fn die_of_sigpipe() -> ! {
+    // SAFETY: restoring a signal's default action and raising it end the process; no
+    // memory is touched.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
+/// Gives SIGPIPE its default action for a program Locus runs in its own process (after any
+/// child tool has run): a reader that stops early ends it as it would end the program on
+/// its own, instead of the program looping on failed writes.
+pub fn sigpipe_for_program() {
+    // SAFETY: sets a signal's disposition; no handler of ours is involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// Writes `locus: MESSAGE` to standard error. A closed or full standard error is no
+/// reason to panic: the exit status still tells.
+pub fn report(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "locus: {message}");
+}
+
+/// Prints `--help`, `--version` or a usage error as clap does (status 0 or 2), except that
+/// help lost to a full disk is an error (status 1).
+fn usage(e: &clap::Error) -> ExitCode {
+    let printed = e.print().and_then(|()| std::io::stdout().flush());
+    match Stdout::checked(printed) {
+        Err(lost) if !e.use_stderr() => {
+            report(&lost.to_string());
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 
 fn main() -> ExitCode {
-    die_quietly_on_closed_pipes();
-    let cli = Cli::parse();
-    let input = input::Input {
-        limit: cli.max_input_bytes,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
     };
-    let mut out = std::io::stdout().lock();
+    let input = input::Input::new(cli.max_input_bytes);
+    let mut out = Stdout(std::io::stdout().lock());
     let result = match cli.command {
         Command::Stackmap(args) => stackmap::run(&args, &input, &mut out),
         Command::Gc(command) => gc::run_command(&command, &input, &mut out),
@@ -99,11 +159,13 @@ fn main() -> ExitCode {
         Command::Jit(command) => jit::run_command(&command, &input, &mut out),
         Command::Tour(args) => tour::run(&args, &mut out),
     };
-    let _ = out.flush();
+    // Output still buffered is output too: failing to write it fails the command.
+    let flushed = out.flush();
+    let result = result.and_then(|()| flushed.map_err(|e| Failure::Message(e.to_string())));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Message(message)) => {
-            eprintln!("locus: {message}");
+            report(&message);
             ExitCode::FAILURE
         }
         Err(Failure::Reported) => ExitCode::FAILURE,

@@ -108,7 +108,7 @@ pub fn run(args: &Args, input: &Input, out: &mut dyn Write) -> Result<(), Failur
     for path in &args.files {
         let shown = path.display().to_string();
         if let Err(message) = one_file(args, options, input, path, &shown, out, &mut json_files) {
-            eprintln!("locus: {shown}: {message}");
+            crate::report(&format!("{shown}: {message}"));
             failed = true;
         }
     }
@@ -398,7 +398,7 @@ fn process_lookup(args: &Args, input: &Input, out: &mut dyn Write) -> Result<(),
         print_json(out, &json!({ "lookups": json_found }))?;
     }
     for miss in &misses {
-        eprintln!("locus: {miss}");
+        crate::report(&miss.to_string());
     }
     if misses.is_empty() {
         Ok(())

@@ -186,3 +186,117 @@ fn options_may_follow_positional_arguments() {
     ]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Runs `locus ARGS` with standard output on /dev/full (every write: ENOSPC).
+fn locus_to_full_disk(args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap_or_else(|e| panic!("/dev/full: {e}"));
+    Command::new(LOCUS)
+        .args(args)
+        .stdout(full)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
+}
+
+/// A full disk on standard output or on `-o` is an error naming it, status 1 (was:
+/// status 0 with the output lost, for `--help` and whatever was buffered at exit).
+#[test]
+fn a_full_disk_is_an_error() {
+    let tree = program("tree.ll");
+    for args in [
+        &["gc", "run", tree.as_str()][..],
+        &["gc", "lower", tree.as_str()],
+        &["dwarf", "eval", "DW_OP_lit1"],
+        &["tour"],
+        &["--help"],
+        &["jit", "run", "--help"],
+    ] {
+        let out = locus_to_full_disk(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            text(&out.stderr).contains("locus: standard output: No space left on device"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = locus(&["gc", "lower", &tree, "-o", "/dev/full"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).starts_with("locus: /dev/full: No space left on device"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A child tool that exits before reading its input (here an `mlir-opt-19` that fails at
+/// once, first on PATH, given 750 KB, more than a pipe holds) is an error of that tool,
+/// status 1; it was a silent death of Locus by SIGPIPE.
+#[test]
+fn a_child_tool_that_exits_early_is_an_error() {
+    let dir = TempDir::new("early-exit");
+    let bin = dir.path("bin");
+    std::fs::create_dir_all(&bin).unwrap_or_else(|e| panic!("{e}"));
+    let tool = bin.join("mlir-opt-19");
+    std::fs::write(&tool, "#!/bin/sh\necho 'exits early' >&2\nexit 1\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&tool)
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut kernel = String::from("func.func @main() {\n");
+    for i in 0..20000 {
+        kernel.push_str(&format!("  %c{i} = arith.constant {i} : i64\n"));
+    }
+    kernel.push_str("  return\n}\n");
+    let source = dir.path("big.mlir");
+    std::fs::write(&source, kernel).unwrap_or_else(|e| panic!("{e}"));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(LOCUS)
+        .args(["memref", "run", path_str(&source)])
+        .env("PATH", path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).starts_with("locus: mlir-opt-19 failed: exits early"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A FIFO named twice is read once, both arguments getting its bytes (the second open
+/// waited for a second writer forever before).
+#[test]
+fn a_fifo_named_twice_is_read_once() {
+    let dir = TempDir::new("fifo-twice");
+    let fifo = dir.path("input");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap_or_else(|e| panic!("mkfifo: {e}"));
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = std::fs::write(&fifo, b"not an object");
+        })
+    };
+    let out = Command::new("timeout")
+        .args(["20", LOCUS, "stackmap", path_str(&fifo), path_str(&fifo)])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"));
+    let _ = writer.join();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let shown = path_str(&fifo);
+    assert_eq!(
+        text(&out.stderr),
+        format!("locus: {shown}: Could not read file magic\nlocus: {shown}: Could not read file magic\n")
+    );
+}
