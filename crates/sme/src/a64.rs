@@ -197,6 +197,335 @@ pub fn decode(word: u32) -> Op {
     Op::Other(word)
 }
 
+/// A memory access of a load or store: the address is `base` (register 31 is `sp`) plus
+/// `offset` (`None`: not known, as for a register offset or a vector-length-scaled one),
+/// `size` bytes (for a pair, both registers), as the address is before any writeback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// A store (or an atomic read-modify-write), rather than a load.
+    pub store: bool,
+    /// The base register.
+    pub base: u8,
+    /// The byte offset from the base, when known.
+    pub offset: Option<i64>,
+    /// Bytes accessed.
+    pub size: u64,
+    /// The general-purpose registers stored or loaded, in address order (one register of
+    /// `size / n` bytes each); empty for vector registers and unknown forms.
+    pub data: [Option<u8>; 2],
+}
+
+/// The general-purpose registers an instruction writes (register 31 is `sp` here: `xzr`
+/// destinations are left out), and by how much `sp` moves when it is written with a known
+/// immediate (`sub sp, sp, #16`, a pre- or post-indexed `sp` base).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Written {
+    regs: [u8; 3],
+    len: u8,
+    /// When `sp` is written: the immediate added to it, if it is one.
+    pub sp_add: Option<i64>,
+}
+
+impl Written {
+    fn push(&mut self, r: u8) {
+        if usize::from(self.len) < self.regs.len() && !self.iter().any(|x| x == r) {
+            self.regs[usize::from(self.len)] = r;
+            self.len += 1;
+        }
+    }
+
+    /// The registers written.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        self.regs[..usize::from(self.len)].iter().copied()
+    }
+}
+
+/// The load or store addressing forms of the base A64 instruction set, SVE and SME:
+/// `(access, writeback)`, where `writeback` is `Some(add)` when the base register is
+/// updated (`add` the immediate added, if known).
+fn load_store(word: u32) -> Option<(Access, Option<Option<i64>>)> {
+    let rt = (word & 0x1f) as u8;
+    let rn = ((word >> 5) & 0x1f) as u8;
+    let rt2 = ((word >> 10) & 0x1f) as u8;
+    let vector = word & (1 << 26) != 0;
+    let size = word >> 30;
+    let opc = (word >> 22) & 3;
+    let gpr = |r: u8| (!vector).then_some(r);
+    let imm9 = sign_extend((word >> 12) & 0x1ff, 9);
+    // Bytes of a single-register access: the size field, or 16 for a `q` register.
+    let bytes = if vector && opc & 2 != 0 && size == 0 {
+        16
+    } else {
+        1u64 << size
+    };
+    let single = |store: bool, offset: Option<i64>, data: Option<u8>| Access {
+        store,
+        base: rn,
+        offset,
+        size: bytes,
+        data: [data, None],
+    };
+    // Base A64 (bit 27 set, bit 25 clear).
+    if word & 0x0a00_0000 == 0x0800_0000 {
+        // Load/store register, unsigned immediate.
+        if word & 0x3b00_0000 == 0x3900_0000 {
+            let store = opc == 0;
+            let prefetch = !vector && size == 3 && opc == 2;
+            let offset = i64::from((word >> 10) & 0xfff) * bytes as i64;
+            let data = if prefetch { None } else { gpr(rt) };
+            return Some((single(store, Some(offset), data), None));
+        }
+        // Unscaled, post-indexed, unprivileged, pre-indexed immediate.
+        if word & 0x3b20_0000 == 0x3800_0000 {
+            let store = opc == 0;
+            let prefetch = !vector && size == 3 && opc == 2;
+            let data = if prefetch { None } else { gpr(rt) };
+            return Some(match (word >> 10) & 3 {
+                0b01 => (single(store, Some(0), data), Some(Some(imm9))),
+                0b11 => (single(store, Some(imm9), data), Some(Some(imm9))),
+                _ => (single(store, Some(imm9), data), None),
+            });
+        }
+        // Register offset.
+        if word & 0x3b20_0c00 == 0x3820_0800 {
+            return Some((single(opc == 0, None, gpr(rt)), None));
+        }
+        // Atomic memory operations: read, modify, write; Rt gets the old value.
+        if word & 0x3b20_0c00 == 0x3820_0000 {
+            return Some((single(true, Some(0), gpr(rt)), None));
+        }
+        // LDRAA/LDRAB (pointer authentication), with writeback when bit 11 is set.
+        if word & 0x3b20_0400 == 0x3820_0400 {
+            let wb = (word & (1 << 11) != 0).then_some(None);
+            return Some((single(false, None, gpr(rt)), wb));
+        }
+        // Pairs: no-allocate, post-indexed, offset, pre-indexed.
+        if word & 0x3a00_0000 == 0x2800_0000 {
+            let each: u64 = match (vector, size) {
+                (false, 0 | 1) | (true, 0) => 4,
+                (true, 2) => 16,
+                _ => 8,
+            };
+            let imm = sign_extend((word >> 15) & 0x7f, 7) * each as i64;
+            let load = word & (1 << 22) != 0;
+            let access = |offset| Access {
+                store: !load,
+                base: rn,
+                offset: Some(offset),
+                size: 2 * each,
+                data: [gpr(rt), gpr(rt2)],
+            };
+            return Some(match (word >> 23) & 3 {
+                0b01 => (access(0), Some(Some(imm))),
+                0b11 => (access(imm), Some(Some(imm))),
+                _ => (access(imm), None),
+            });
+        }
+        // Load register (literal): PC-relative, no base register.
+        if word & 0x3b00_0000 == 0x1800_0000 {
+            let data = (!vector && size != 3).then_some(rt);
+            return Some((
+                Access {
+                    store: false,
+                    base: 32,
+                    offset: None,
+                    size: 8,
+                    data: [data, None],
+                },
+                None,
+            ));
+        }
+        // LDAPR/STLR (unscaled immediate).
+        if word & 0x3f20_0c00 == 0x1900_0000 {
+            return Some((single(opc == 0, Some(imm9), Some(rt)), None));
+        }
+        // Memory copy and set (FEAT_MOPS): Rd, Rn and Rs are updated; treated as a store
+        // of unknown extent through Rd (its writes are listed by `written`).
+        if word & 0x3b20_0c00 == 0x1900_0400 {
+            return Some((
+                Access {
+                    store: true,
+                    base: rt,
+                    offset: None,
+                    size: 0,
+                    data: [None, None],
+                },
+                None,
+            ));
+        }
+        // Exclusive, ordered, compare-and-swap: through [Rn].
+        if word & 0x3f00_0000 == 0x0800_0000 {
+            let load = word & (1 << 22) != 0;
+            let pair = word & (1 << 21) != 0 && word & (1 << 23) == 0;
+            let data = if pair { [Some(rt), Some(rt2)] } else { [Some(rt), None] };
+            return Some((
+                Access {
+                    store: !load || word & (1 << 23) != 0,
+                    base: rn,
+                    offset: Some(0),
+                    size: 16,
+                    data,
+                },
+                None,
+            ));
+        }
+        // Vector structure loads and stores; post-indexed ones update Rn.
+        if word & 0xbe00_0000 == 0x0c00_0000 {
+            let load = word & (1 << 22) != 0;
+            let wb = (word & (1 << 23) != 0).then_some(None);
+            return Some((
+                Access {
+                    store: !load,
+                    base: rn,
+                    offset: None,
+                    size: 0,
+                    data: [None, None],
+                },
+                wb,
+            ));
+        }
+        // Anything else (memory tags, ...): a store of unknown extent through Rn that may
+        // update it.
+        return Some((
+            Access {
+                store: true,
+                base: rn,
+                offset: None,
+                size: 0,
+                data: [None, None],
+            },
+            Some(None),
+        ));
+    }
+    // SVE and SME memory instructions (SVE with bit 31 set, SME's 1110000x): stores and
+    // loads of vector, predicate, ZA and ZT0 registers, addressed by vector length or
+    // vectors. Treated as a store of unknown extent through Rn (loads write no
+    // general-purpose register).
+    let sve = word & 0x1e00_0000 == 0x0400_0000 && word & 0x8000_0000 != 0;
+    let sme = word & 0xfe00_0000 == 0xe000_0000;
+    if sve || sme {
+        return Some((
+            Access {
+                store: true,
+                base: rn,
+                offset: None,
+                size: 0,
+                data: [None, None],
+            },
+            None,
+        ));
+    }
+    None
+}
+
+/// The memory an instruction reads or writes, for the loads and stores of general-purpose
+/// registers the audit follows through stack slots (see [`Access`]).
+#[must_use]
+pub fn access(word: u32) -> Option<Access> {
+    load_store(word).map(|(a, _)| a)
+}
+
+/// The general-purpose registers an instruction writes ([`Written`]); calls and the
+/// instructions [`decode`] names are not its business (a call writes `x30`).
+#[must_use]
+pub fn written(word: u32) -> Written {
+    let mut w = Written::default();
+    let rd = (word & 0x1f) as u8;
+    let rn = ((word >> 5) & 0x1f) as u8;
+    let dest = |w: &mut Written, r: u8| {
+        if r != 31 {
+            w.push(r);
+        }
+    };
+    if let Some((a, wb)) = load_store(word) {
+        if !a.store || word & 0x3b20_0c00 == 0x3820_0000 || word & 0x3f00_0000 == 0x0800_0000 {
+            for r in a.data.into_iter().flatten() {
+                dest(&mut w, r);
+            }
+        }
+        // Store-exclusive status and compare-and-swap results go to Rs.
+        if word & 0x3f00_0000 == 0x0800_0000 {
+            dest(&mut w, ((word >> 16) & 0x1f) as u8);
+        }
+        if word & 0x3b20_0c00 == 0x1900_0400 {
+            dest(&mut w, rd);
+            dest(&mut w, rn);
+            dest(&mut w, ((word >> 16) & 0x1f) as u8);
+        }
+        if let Some(add) = wb {
+            w.push(a.base);
+            if a.base == 31 {
+                w.sp_add = add;
+            }
+        }
+        return w;
+    }
+    match (word >> 25) & 0xf {
+        // Data processing, immediate.
+        0b1000 | 0b1001 => {
+            let add_sub = word & 0x1f00_0000 == 0x1100_0000;
+            let logical = word & 0x1f80_0000 == 0x1200_0000;
+            let sets_flags = word & (1 << 29) != 0;
+            if add_sub && !sets_flags {
+                w.push(rd);
+                if rd == 31 && rn == 31 {
+                    let imm = i64::from((word >> 10) & 0xfff) << (12 * ((word >> 22) & 1));
+                    w.sp_add = Some(if word & (1 << 30) != 0 { -imm } else { imm });
+                }
+            } else if logical && (word >> 29) & 3 != 3 {
+                w.push(rd);
+            } else {
+                dest(&mut w, rd);
+            }
+        }
+        // Branches, exceptions, system: MRS and SYSL write Rt.
+        0b1010 | 0b1011 => {
+            if word & 0xfff0_0000 == 0xd530_0000 || word & 0xfff8_0000 == 0xd528_0000 {
+                dest(&mut w, rd);
+            }
+        }
+        // Data processing, register: add/sub (extended register) writes sp as 31.
+        0b0101 | 0b1101 => {
+            if word & 0x1fe0_0000 == 0x0b20_0000 && word & (1 << 29) == 0 {
+                w.push(rd);
+            } else {
+                dest(&mut w, rd);
+            }
+        }
+        // Scalar floating point and SIMD: conversions to integers, FMOV to a
+        // general-purpose register, SMOV/UMOV.
+        0b0111 | 0b1111 => {
+            let opcode = (word >> 16) & 7;
+            let to_int = word & 0x5f20_fc00 == 0x1e20_0000 && matches!(opcode, 0 | 1 | 4 | 5 | 6);
+            let fixed = word & 0x5f20_0000 == 0x1e00_0000 && opcode < 2;
+            let imm4 = (word >> 11) & 0xf;
+            let mov = word & 0x9fe0_8400 == 0x0e00_0400 && matches!(imm4, 0b0101 | 0b0111);
+            if to_int || fixed || mov {
+                dest(&mut w, rd);
+            }
+        }
+        // SVE and SME: element counts and scalar increments, ADDVL/ADDPL/RDVL and their
+        // streaming forms, CNTP, INCP/DECP (scalar), LASTA/LASTB and CLASTA/CLASTB
+        // (scalar), MOVT from ZT0.
+        _ => {
+            let vl = word & 0xff20_f000 == 0x0420_5000;
+            let gpr = word & 0xff20_e000 == 0x0420_e000
+                || word & 0xff3f_c000 == 0x2520_8000
+                || word & 0xff38_f800 == 0x2528_8800
+                || word & 0xff3e_e000 == 0x0520_a000
+                || word & 0xff3e_e000 == 0x0530_a000
+                || word & 0xffff_8fe0 == 0xc04c_03e0;
+            if vl {
+                // ADDVL/ADDPL/ADDSVL/ADDSPL may write sp; RDVL/RDSVL write Xd.
+                w.push(rd);
+            } else if gpr {
+                dest(&mut w, rd);
+            }
+        }
+    }
+    w
+}
+
 fn xreg(r: u8) -> String {
     if r == 31 {
         "xzr".to_string()

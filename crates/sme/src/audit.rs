@@ -6,8 +6,11 @@
 //! with private ZA).
 //!
 //! Each function's code is followed along its branches (`b`, `b.cond`, `cbz`/`cbnz`,
-//! `tbz`/`tbnz`; `ret`, a tail call and `br` end a path; landing pads, from the exception
-//! call-site table, start paths of their own) by a forward dataflow whose value at each
+//! `tbz`/`tbnz`; `ret`, a tail call, `br` and a call to a function that never returns end
+//! a path (`noreturn` in the IR, else [`NORETURN`]); a `b` to the function's very end
+//! without a relocation goes to the empty block unoptimized code leaves after a noreturn
+//! call, not into the next function; landing pads, from the exception call-site table,
+//! start paths of their own) by a forward dataflow whose value at each
 //! instruction is the set of states the paths reaching it bring: PSTATE.SM, the mode
 //! changes run since the path's last call site (or the entry, or the landing pad),
 //! whether TPIDR2_EL0 points at a lazy-save block, whether ZT0 is stored, which lazy save
@@ -27,8 +30,13 @@
 //!
 //! **Branches and soundness.** A branch on PSTATE.SM is decided: `tbz`/`tbnz` on bit 0 of
 //! a register holding the mode (`__arm_sme_state`'s x0, `mrs xN, SVCR`, copied by `mov` or
-//! `and #1`, kept across calls in x19-x28 and at landing pads), or a test right before an
-//! `smstart`/`smstop sm` as LLVM expands a conditional change (it tests the entry mode).
+//! `and #1`, kept across calls in x19-x28 and at landing pads, and through the stack slots
+//! unoptimized code spills it to: a store and a load of the same `sp`- or `x29`-relative
+//! slot, with `sp` moves followed; [`a64::written`] says which registers every other
+//! instruction overwrites), or a test right before an `smstart`/`smstop sm` as LLVM
+//! expands a conditional change (it tests the entry mode). Where the mode is not known (at
+//! a landing pad, where the unwinder leaves whatever mode it had), reading it splits the
+//! path in two, and the conditional changes that follow speak of the mode read.
 //! Every other branch is taken both ways, and a departure on any path is reported: a
 //! compiled function must keep the rules on every path it can take, and the only
 //! correlated branches in LLVM's SME code are the mode tests, which are decided. (Code
@@ -36,14 +44,17 @@
 //! reported.) A departure found under one entry mode of a streaming-compatible function
 //! says which. Code no branch reaches (the targets of a jump table, behind a `br`) is
 //! followed from an unknown state: its call sites' own requirements are checked, what
-//! came before them is not. A function with more than 200 000 states is reported as
+//! came before them is not (nor are its conditional changes until it reads the mode). An
+//! indirect call the optimizer duplicated has the attributes of the IR's indirect call
+//! through the same register, else those all the IR's indirect calls share. A function
+//! with more than 200 000 states is reported as
 //! [`Kind::TooComplex`].
 
 use std::collections::HashMap;
 
 use locus_llvm::{Context, Module};
 
-use crate::a64::{Op, Svcr, SysReg};
+use crate::a64::{self, Op, Svcr, SysReg};
 use crate::attrs::{self, Attrs, Interface};
 use crate::check::{self, CallReport, Report};
 use crate::objfile::{self, CodeFunction, Instruction};
@@ -205,9 +216,26 @@ pub fn parse_attrs_arg(spec: &str) -> Result<(String, Attrs), Error> {
     Ok((name.trim().to_string(), a))
 }
 
+/// Functions that never return, by the names the C and C++ runtimes give them: the audit
+/// ends a path at a call to one (with the IR, its `noreturn` attribute says so).
+pub const NORETURN: [&str; 10] = [
+    "abort",
+    "exit",
+    "_Exit",
+    "__stack_chk_fail",
+    "_Unwind_Resume",
+    "__cxa_throw",
+    "__cxa_rethrow",
+    "__cxa_bad_cast",
+    "__clang_call_terminate",
+    "_ZSt9terminatev",
+];
+
 /// What the IR says: each function's attributes and each defined function's calls.
 struct IrInfo {
     attrs: HashMap<String, Attrs>,
+    /// Functions declared `noreturn`.
+    noreturn: std::collections::HashSet<String>,
     report: Report,
 }
 
@@ -222,8 +250,15 @@ fn read_ir(name: &str, ir: &[u8]) -> Result<IrInfo, Error> {
         .into_iter()
         .map(|f| (f.name(), check::function_attrs(f)))
         .collect();
+    let noreturn = module
+        .function_list()
+        .into_iter()
+        .filter(|f| f.has_attribute(locus_llvm::ir::AttributeIndex::Function, "noreturn"))
+        .map(|f| f.name())
+        .collect();
     Ok(IrInfo {
         attrs,
+        noreturn,
         report: check::check_module(&module),
     })
 }
@@ -259,7 +294,10 @@ pub fn audit(
             .and_then(|i| i.report.function(&f.name))
             .map(|r| r.calls.as_slice())
             .unwrap_or_default();
-        let mut audit = FunctionAuditor::new(f, caller, ir_calls, &lookup);
+        let noreturn = |name: &str| {
+            NORETURN.contains(&name) || ir.as_ref().is_some_and(|i| i.noreturn.contains(name))
+        };
+        let mut audit = FunctionAuditor::new(f, caller, ir_calls, &lookup, &noreturn);
         audit.run();
         report.functions.push(FunctionAudit {
             name: f.name.clone(),
@@ -283,6 +321,8 @@ struct Site {
     model: CallModel,
     /// The IR's call is one LLVM makes for an instruction (a library call).
     hidden: bool,
+    /// The callee never returns: the path ends at the call (or goes to its landing pad).
+    noreturn: bool,
 }
 
 struct FunctionAuditor<'a> {
@@ -341,6 +381,8 @@ enum Fact {
     Sm(bool),
     /// TPIDR2_EL0 as it was when read.
     Tpidr2,
+    /// Zero (`mov xN, xzr`, as unoptimized code resets TPIDR2_EL0 through a register).
+    Zero,
 }
 
 /// The state at one point of one path: the dataflow's value.
@@ -353,6 +395,15 @@ struct State {
     sm: Option<bool>,
     /// Registers known to hold a mode or TPIDR2_EL0, sorted.
     regs: Vec<(u8, Fact)>,
+    /// Stack slots known to hold one: (base register, `sp` or `x29`; byte offset), as
+    /// unoptimized code spills the mode it tests.
+    slots: Vec<(u8, i64, Fact)>,
+    /// At a landing pad, where the mode is not known until it is read, and on paths from
+    /// code no branch reaches, whose entry mode is not known: the mode the conditional
+    /// changes speak of (the mode read last).
+    cond_sm: Option<bool>,
+    /// The path began in code no branch reaches: the entry mode says nothing of it.
+    free: bool,
     /// TPIDR2_EL0 points at a lazy-save block (`None`: not known).
     tpidr2_set: Option<bool>,
     /// ZT0 stored since the anchor.
@@ -382,6 +433,76 @@ impl State {
         }
     }
 
+    /// Follows a load or store of a general-purpose register through the stack slots
+    /// based on `sp` or `x29`, and forgets what other instructions write. A store through
+    /// another base is taken not to reach the slots (LLVM spills to slots whose address is
+    /// not taken); `sp` and `x29` slots are kept apart (LLVM addresses one slot from one
+    /// base in a function).
+    fn other(&mut self, word: u32) {
+        if self.regs.is_empty() && self.slots.is_empty() {
+            return;
+        }
+        let access = a64::access(word);
+        let mut loaded: Vec<(u8, Option<Fact>)> = Vec::new();
+        if let Some(a) = access.filter(|a| a.base == 31 || a.base == 29) {
+            let regs = a.data.iter().flatten().count().max(1) as u64;
+            let each = i64::try_from(a.size / regs).unwrap_or(i64::MAX);
+            if a.store {
+                let (lo, hi) = match a.offset {
+                    Some(o) => (o, o.saturating_add(i64::try_from(a.size).unwrap_or(i64::MAX))),
+                    None => (i64::MIN, i64::MAX),
+                };
+                self.slots
+                    .retain(|&(b, o, _)| b != a.base || o < lo || o >= hi);
+                if let Some(o) = a.offset {
+                    for (k, r) in a.data.iter().enumerate() {
+                        let fact = r.and_then(|r| self.fact(r));
+                        if let Some(f) = fact {
+                            let at = o.saturating_add(each.saturating_mul(k as i64));
+                            self.slots.push((a.base, at, f));
+                        }
+                    }
+                    self.slots.sort_unstable_by_key(|&(b, o, _)| (b, o));
+                }
+            } else {
+                for (k, r) in a.data.iter().enumerate() {
+                    let Some(r) = *r else { continue };
+                    let at = a.offset.map(|o| o.saturating_add(each.saturating_mul(k as i64)));
+                    let fact = self
+                        .slots
+                        .iter()
+                        .find(|&&(b, o, _)| b == a.base && Some(o) == at)
+                        .map(|&(_, _, f)| f);
+                    loaded.push((r, fact));
+                }
+            }
+        }
+        let written = a64::written(word);
+        for r in written.iter() {
+            match r {
+                31 => match written.sp_add {
+                    // The slots stay where they are; their offsets from sp change.
+                    Some(add) => {
+                        for slot in self.slots.iter_mut().filter(|s| s.0 == 31) {
+                            slot.1 = slot.1.saturating_sub(add);
+                        }
+                    }
+                    None => self.slots.retain(|s| s.0 != 31),
+                },
+                29 => {
+                    self.slots.retain(|s| s.0 != 29);
+                    self.set(29, None);
+                }
+                r => self.set(r, None),
+            }
+        }
+        for (r, fact) in loaded {
+            if r != 31 {
+                self.set(r, fact);
+            }
+        }
+    }
+
     /// A call clobbers x0-x18 and x30.
     fn clobber_call(&mut self) {
         self.regs.retain(|(x, _)| (19..=29).contains(x));
@@ -402,6 +523,31 @@ impl State {
     }
 }
 
+/// The states after PSTATE.SM is read into register `r`: the mode, when known; else (at a
+/// landing pad, where the unwinder leaves whatever mode) one state for each mode, each
+/// knowing it, and the conditional changes of the segment then speak of it.
+fn read_mode(mut s: State, r: u8) -> Vec<State> {
+    match s.sm {
+        Some(sm) => {
+            s.set(r, Some(Fact::Sm(sm)));
+            if s.free {
+                s.cond_sm = Some(sm);
+            }
+            vec![s]
+        }
+        None => [false, true]
+            .into_iter()
+            .map(|sm| {
+                let mut t = s.clone();
+                t.sm = Some(sm);
+                t.cond_sm = Some(sm);
+                t.set(r, Some(Fact::Sm(sm)));
+                t
+            })
+            .collect(),
+    }
+}
+
 /// `want` as it applies when PSTATE.SM was `sm` (before the call, or at the entry).
 fn concrete(want: &[Change], sm: bool) -> Vec<Change> {
     want.iter()
@@ -419,6 +565,7 @@ impl<'a> FunctionAuditor<'a> {
         caller: Attrs,
         ir_calls: &[CallReport],
         lookup: &dyn Fn(&str) -> (Attrs, Source),
+        noreturn: &dyn Fn(&str) -> bool,
     ) -> FunctionAuditor<'a> {
         let mut used = vec![false; ir_calls.len()];
         let mut calls = Vec::new();
@@ -450,18 +597,41 @@ impl<'a> FunctionAuditor<'a> {
                         c.callee == callee
                     }
             });
-            let (callee_attrs, hidden) = match matched {
+            let (callee_attrs, hidden, ends) = match matched {
                 Some(i) => {
                     used[i] = true;
-                    (ir_calls[i].callee_attrs, ir_calls[i].hidden.is_some())
+                    let c = &ir_calls[i];
+                    (c.callee_attrs, c.hidden.is_some(), c.noreturn)
                 }
-                None if indirect => (Attrs::default(), false),
-                None => (lookup(&callee).0, false),
+                // An indirect call the optimizer duplicated (tail duplication): that of
+                // the same register, else the IR's indirect calls' if they all agree.
+                None if indirect => {
+                    let reg = |op: Op| match op {
+                        Op::Blr(r) | Op::Br(r) => Some(r),
+                        _ => None,
+                    };
+                    let same_reg = calls.iter().rev().find(|c: &&Site| {
+                        c.callee.starts_with('(')
+                            && reg(f.instructions[c.index].op) == reg(inst.op)
+                    });
+                    let mut ir_indirect = ir_calls
+                        .iter()
+                        .filter(|c| c.callee.starts_with("(indirect"))
+                        .map(|c| c.callee_attrs);
+                    let agreed = ir_indirect.next().filter(|a| ir_indirect.all(|b| b == *a));
+                    let attrs = same_reg
+                        .map(|c| c.callee_attrs)
+                        .or(agreed)
+                        .unwrap_or_default();
+                    (attrs, false, false)
+                }
+                None => (lookup(&callee).0, false, false),
             };
             let invoke = f
                 .landing_pads
                 .iter()
                 .any(|p| (p.start..p.end).contains(&inst.offset));
+            let noreturn = ends || (!indirect && noreturn(&callee));
             calls.push(Site {
                 index,
                 callee,
@@ -469,6 +639,7 @@ impl<'a> FunctionAuditor<'a> {
                 callee_attrs,
                 model: rules::call_model(&caller, &callee_attrs, invoke),
                 hidden,
+                noreturn,
             });
         }
         let site_at = calls
@@ -593,6 +764,9 @@ impl<'a> FunctionAuditor<'a> {
             seen: Vec::new(),
             sm: Some(case),
             regs: Vec::new(),
+            slots: Vec::new(),
+            cond_sm: None,
+            free: false,
             tpidr2_set: Some(false),
             zt0_spilled: false,
             pending_restore: None,
@@ -636,6 +810,9 @@ impl<'a> FunctionAuditor<'a> {
                     seen: Vec::new(),
                     sm: None,
                     regs: Vec::new(),
+                    slots: Vec::new(),
+                    cond_sm: None,
+                    free: true,
                     tpidr2_set: None,
                     zt0_spilled: true,
                     pending_restore: None,
@@ -665,7 +842,10 @@ impl<'a> FunctionAuditor<'a> {
             if i >= n || std::mem::replace(&mut seen[i], true) {
                 continue;
             }
-            let tail = self.site_at.get(&i).is_some_and(|&k| self.calls[k].tail);
+            let tail = self
+                .site_at
+                .get(&i)
+                .is_some_and(|&k| self.calls[k].tail || self.calls[k].noreturn);
             match self.inst(i).op {
                 _ if tail => {}
                 _ if self.site_at.contains_key(&i) => work.push(i + 1),
@@ -712,12 +892,13 @@ impl<'a> FunctionAuditor<'a> {
                 // The unwinder restores the callee-saved registers; the mode is what it
                 // leaves.
                 at_pad.sm = None;
+                at_pad.cond_sm = None;
                 at_pad.clobber_call();
                 at_pad.pending_restore = None;
                 at_pad.pending_fill = None;
                 out.push((pad, at_pad));
             }
-            if site.tail {
+            if site.tail || site.noreturn {
                 return out;
             }
             let mut after = s.anchored(Anchor::Call(k));
@@ -760,9 +941,14 @@ impl<'a> FunctionAuditor<'a> {
                     }
                 }
             }
-            Op::Msr(SysReg::Tpidr2, r) => s.tpidr2_set = Some(r != 31),
-            Op::Mrs(r, SysReg::Svcr) => s.set(r, s.sm.map(Fact::Sm)),
+            Op::Msr(SysReg::Tpidr2, r) => {
+                s.tpidr2_set = Some(r != 31 && s.fact(r) != Some(Fact::Zero));
+            }
+            Op::Mrs(r, SysReg::Svcr) => {
+                return read_mode(s, r).into_iter().flat_map(next).collect();
+            }
             Op::Mrs(r, SysReg::Tpidr2) => s.set(r, Some(Fact::Tpidr2)),
+            Op::Mov(d, 31) => s.set(d, Some(Fact::Zero)),
             Op::Mov(d, r) | Op::And1(d, r) => s.set(d, s.fact(r)),
             Op::ZeroZa => s.zeroed_za = true,
             Op::ZeroZt0 => s.zeroed_zt0 = true,
@@ -777,7 +963,7 @@ impl<'a> FunctionAuditor<'a> {
                 let sme_state = inst.target.as_deref() == Some("__arm_sme_state");
                 s.clobber_call();
                 if sme_state {
-                    s.set(0, s.sm.map(Fact::Sm));
+                    return read_mode(s, 0).into_iter().flat_map(next).collect();
                 }
             }
             Op::B(off) => {
@@ -845,11 +1031,7 @@ impl<'a> FunctionAuditor<'a> {
                     }
                 };
             }
-            Op::Other(word) => {
-                if !s.regs.is_empty() {
-                    s.set((word & 0x1f) as u8, None);
-                }
-            }
+            Op::Other(word) => s.other(word),
             Op::Msr(..) => {}
         }
         next(s)
@@ -886,6 +1068,16 @@ impl<'a> FunctionAuditor<'a> {
             }
             Anchor::Unknown => (None, i),
         };
+        // A path from code no branch reaches that has not read the mode: what its
+        // conditional changes speak of is not known.
+        let head = head.filter(|_| !s.free || s.cond_sm.is_some());
+        // The conditional changes after a call speak of the mode before it: the entry's,
+        // or the one read on a path whose mode was not known (code after a landing pad
+        // or reached by no branch).
+        let head_sm = match s.anchor {
+            Anchor::Call(_) => s.cond_sm.unwrap_or(caller_sm),
+            _ => caller_sm,
+        };
         let tail = match k {
             Some(k) => self.calls[k].model.before.clone(),
             None => model.exit.clone(),
@@ -894,8 +1086,8 @@ impl<'a> FunctionAuditor<'a> {
             self.compare(
                 case,
                 s,
-                &concrete(&head, caller_sm),
-                &concrete(&tail, caller_sm),
+                &concrete(&head, head_sm),
+                &concrete(&tail, s.cond_sm.unwrap_or(caller_sm)),
                 from,
                 i,
                 k,

@@ -49,6 +49,9 @@ pub struct CallReport {
     pub hidden: Option<HiddenCall>,
     /// Whether it is an `invoke`.
     pub invoke: bool,
+    /// Whether the call never returns (`noreturn` on the call site or the callee): the
+    /// code after it is not on any path through the call.
+    pub noreturn: bool,
     /// The callee's effective attributes: call site, declaration and what LLVM 19 knows by
     /// name, combined as LLVM 19 does ([`Attrs::combine_llvm19`]).
     pub callee_attrs: Attrs,
@@ -121,6 +124,7 @@ fn hidden_reports(caller: &Attrs, inst: String, calls: Vec<HiddenCall>) -> Vec<C
                 instruction: inst.clone(),
                 hidden: Some(call),
                 invoke: false,
+                noreturn: false,
                 callee_attrs,
                 model,
             }
@@ -255,6 +259,7 @@ pub fn check_module(module: &Module<'_>) -> Report {
                 instruction: printed,
                 hidden: None,
                 invoke: call.is_invoke(),
+                noreturn: call.has_fn_attribute("noreturn"),
                 callee_attrs: effective,
                 model,
             });

@@ -39,7 +39,14 @@
 //!   19's missing landing-pad `smstart` (12), 20 hand-broken objects are each caught at
 //!   their function, and in `fixtures/cfg/branches.s` (code laid out after a return, a
 //!   change on one branch only, `__arm_sme_state` paths, two exits) exactly the 4
-//!   departures of the paths that depart are found.
+//!   departures of the paths that depart are found. `tests/acle.rs`: the SME ACLE sources
+//!   of `fixtures/acle` (every streaming interface, new/shared/preserved ZA, C++ with
+//!   exceptions, noreturn calls, switches, loops, indirect calls, hidden library calls)
+//!   compiled by clang-19 at -O0 to -O3 (101-102 functions and 179-201 call sites a level)
+//!   audit with no false departure (there were 166 at -O0 and 11 at -O3: the mode spilled
+//!   to the stack, stores read as writes, dead code after noreturn calls, duplicated
+//!   indirect calls); 296 hand-broken variants (a function's first mode change or lazy-save
+//!   set-up removed, 74 a level) are each caught in their function.
 //!
 //! **Spec sections.** Attributes and their meaning: §1. Restrictions on attributes (the
 //! diagnostics on `sm_enabled`+`sm_compatible`, `za_new`+`za_preserved`, `za_new`+`za_shared`,

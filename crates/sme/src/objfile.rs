@@ -158,7 +158,11 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
                     .cloned()
                     .or_else(|| {
                         let to = (s.offset + offset).checked_add_signed(rel)?;
-                        let inside = to >= s.offset && to < s.offset + s.size;
+                        let end = s.offset.saturating_add(s.size);
+                        // A branch to the function's very end without a relocation goes to
+                        // an empty block LLVM leaves there (after a noreturn call at -O0),
+                        // not into the next function.
+                        let inside = to >= s.offset && to <= end;
                         if inside {
                             None
                         } else {
