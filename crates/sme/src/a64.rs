@@ -240,6 +240,17 @@ impl Written {
     }
 }
 
+/// A store of unknown extent through `base`.
+const fn unknown_store(base: u8) -> Access {
+    Access {
+        store: true,
+        base,
+        offset: None,
+        size: 0,
+        data: [None, None],
+    }
+}
+
 /// The load or store addressing forms of the base A64 instruction set, SVE and SME:
 /// `(access, writeback)`, where `writeback` is `Some(add)` when the base register is
 /// updated (`add` the immediate added, if known).
@@ -342,22 +353,17 @@ fn load_store(word: u32) -> Option<(Access, Option<Option<i64>>)> {
         // Memory copy and set (FEAT_MOPS): Rd, Rn and Rs are updated; treated as a store
         // of unknown extent through Rd (its writes are listed by `written`).
         if word & 0x3b20_0c00 == 0x1900_0400 {
-            return Some((
-                Access {
-                    store: true,
-                    base: rt,
-                    offset: None,
-                    size: 0,
-                    data: [None, None],
-                },
-                None,
-            ));
+            return Some((unknown_store(rt), None));
         }
         // Exclusive, ordered, compare-and-swap: through [Rn].
         if word & 0x3f00_0000 == 0x0800_0000 {
             let load = word & (1 << 22) != 0;
             let pair = word & (1 << 21) != 0 && word & (1 << 23) == 0;
-            let data = if pair { [Some(rt), Some(rt2)] } else { [Some(rt), None] };
+            let data = if pair {
+                [Some(rt), Some(rt2)]
+            } else {
+                [Some(rt), None]
+            };
             return Some((
                 Access {
                     store: !load || word & (1 << 23) != 0,
@@ -386,16 +392,7 @@ fn load_store(word: u32) -> Option<(Access, Option<Option<i64>>)> {
         }
         // Anything else (memory tags, ...): a store of unknown extent through Rn that may
         // update it.
-        return Some((
-            Access {
-                store: true,
-                base: rn,
-                offset: None,
-                size: 0,
-                data: [None, None],
-            },
-            Some(None),
-        ));
+        return Some((unknown_store(rn), Some(None)));
     }
     // SVE and SME memory instructions (SVE with bit 31 set, SME's 1110000x): stores and
     // loads of vector, predicate, ZA and ZT0 registers, addressed by vector length or
@@ -404,16 +401,7 @@ fn load_store(word: u32) -> Option<(Access, Option<Option<i64>>)> {
     let sve = word & 0x1e00_0000 == 0x0400_0000 && word & 0x8000_0000 != 0;
     let sme = word & 0xfe00_0000 == 0xe000_0000;
     if sve || sme {
-        return Some((
-            Access {
-                store: true,
-                base: rn,
-                offset: None,
-                size: 0,
-                data: [None, None],
-            },
-            None,
-        ));
+        return Some((unknown_store(rn), None));
     }
     None
 }

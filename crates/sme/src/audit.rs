@@ -449,7 +449,10 @@ impl State {
             let each = i64::try_from(a.size / regs).unwrap_or(i64::MAX);
             if a.store {
                 let (lo, hi) = match a.offset {
-                    Some(o) => (o, o.saturating_add(i64::try_from(a.size).unwrap_or(i64::MAX))),
+                    Some(o) => (
+                        o,
+                        o.saturating_add(i64::try_from(a.size).unwrap_or(i64::MAX)),
+                    ),
                     None => (i64::MIN, i64::MAX),
                 };
                 self.slots
@@ -467,7 +470,9 @@ impl State {
             } else {
                 for (k, r) in a.data.iter().enumerate() {
                     let Some(r) = *r else { continue };
-                    let at = a.offset.map(|o| o.saturating_add(each.saturating_mul(k as i64)));
+                    let at = a
+                        .offset
+                        .map(|o| o.saturating_add(each.saturating_mul(k as i64)));
                     let fact = self
                         .slots
                         .iter()
@@ -611,8 +616,7 @@ impl<'a> FunctionAuditor<'a> {
                         _ => None,
                     };
                     let same_reg = calls.iter().rev().find(|c: &&Site| {
-                        c.callee.starts_with('(')
-                            && reg(f.instructions[c.index].op) == reg(inst.op)
+                        c.callee.starts_with('(') && reg(f.instructions[c.index].op) == reg(inst.op)
                     });
                     let mut ir_indirect = ir_calls
                         .iter()

@@ -83,7 +83,11 @@ fn clang19_acle_code_audits_clean_at_every_level() {
             let report = audit_source(src, level);
             functions += report.functions.len();
             calls += report.functions.iter().map(|f| f.calls).sum::<usize>();
-            pads += report.functions.iter().map(|f| f.landing_pads).sum::<usize>();
+            pads += report
+                .functions
+                .iter()
+                .map(|f| f.landing_pads)
+                .sum::<usize>();
             for d in &report.departures {
                 if d.kind == Kind::LandingPad {
                     documented += 1;
@@ -147,14 +151,16 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
                     .iter()
                     .find(|i| matches!(i.op, Op::Smstart(Svcr::Sm) | Op::Smstop(Svcr::Sm)));
                 // A set-up, not a reset through a zeroed register (`mov x8, xzr` at -O0).
-                let lazy = f.instructions.windows(2).map(|w| (&w[0], &w[1])).find_map(
-                    |(prev, i)| match i.op {
-                        Op::Msr(SysReg::Tpidr2, r) if r != 31 && prev.op != Op::Mov(r, 31) => {
-                            Some(i)
-                        }
-                        _ => None,
-                    },
-                );
+                let lazy =
+                    f.instructions
+                        .windows(2)
+                        .map(|w| (&w[0], &w[1]))
+                        .find_map(|(prev, i)| match i.op {
+                            Op::Msr(SysReg::Tpidr2, r) if r != 31 && prev.op != Op::Mov(r, 31) => {
+                                Some(i)
+                            }
+                            _ => None,
+                        });
                 for (inst, want) in [
                     (sm, [Kind::MissingChange, Kind::UnexpectedChange]),
                     (lazy, [Kind::LazySaveMissing, Kind::LazySaveMissing]),
@@ -191,5 +197,10 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
         ));
     }
     eprintln!("hand-broken clang-19 code:\n  {}", lines.join("\n  "));
-    assert!(missed.is_empty(), "{} missed:\n{}", missed.len(), missed.join("\n"));
+    assert!(
+        missed.is_empty(),
+        "{} missed:\n{}",
+        missed.len(),
+        missed.join("\n")
+    );
 }
