@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use locus_gc::lower::{lower_module, FunctionReport, LowerOptions};
-use locus_gc::run::prepare;
+use locus_gc::run::prepare_with_passes;
 use locus_gc::runtime::OnFault;
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
@@ -37,6 +37,10 @@ pub enum Command {
         /// before lowering, not only those Julia's own verifier checks.
         #[arg(long)]
         strict: bool,
+        /// Run this LLVM pass pipeline on the lowered module, in process, before writing it:
+        /// opt's -passes syntax, e.g. `default<O2>` (as `| opt-19 -passes=PIPELINE` would).
+        #[arg(long, value_name = "PIPELINE")]
+        passes: Option<String>,
     },
     /// Check the GC invariants of spec 003 that root placement relies on.
     ///
@@ -122,6 +126,11 @@ pub enum Command {
         /// Print the collector's counters after the result.
         #[arg(long)]
         stats: bool,
+        /// Run this LLVM pass pipeline on the lowered module, in process, before it is
+        /// compiled: opt's -passes syntax, e.g. `default<O2>`, so that the collector checks
+        /// the frames as the optimizer left them.
+        #[arg(long, value_name = "PIPELINE")]
+        passes: Option<String>,
     },
 }
 
@@ -192,6 +201,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             intermediate,
             report,
             strict,
+            passes,
         } => {
             let bytes = read(input, file)?;
             let ctx = Context::new();
@@ -206,6 +216,10 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 },
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            if let Some(pipeline) = passes {
+                locus_llvm::passes::run_passes(&module, pipeline)
+                    .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            }
             match output {
                 Some(path) => {
                     // A `.bc` file gets bitcode, anything else text.
@@ -247,10 +261,11 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             entry,
             stress,
             stats,
+            passes,
         } => {
             let bytes = read(input, file)?;
             let shown = file.display().to_string();
-            let prepared = prepare(&shown, &bytes, entry)
+            let prepared = prepare_with_passes(&shown, &bytes, entry, passes.as_deref())
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             // SAFETY: running the user's module is what this command is for; the module is
             // the user's to make sound. A fault in it ends the process with one line and

@@ -331,3 +331,69 @@ fn bitcode_in_and_out() {
     let out = locus_gc(&["run", "--stress", path_str(&input)]);
     assert_eq!(text(&out.stdout).trim(), "5050", "{}", text(&out.stderr));
 }
+
+/// `--passes PIPELINE` (opt's syntax) runs LLVM's optimizer on the lowered module in
+/// process: `gc run` then checks the frames the optimizer left, and `gc lower` writes what
+/// `| opt-19 -passes=PIPELINE` would. A module whose safepoint still promises not to read
+/// memory (lowered before the lowering took such promises away) loses its frame store to
+/// -O2 and is caught as a dangling reference; a bad pipeline is one line and status 1.
+#[test]
+fn passes_run_the_optimizer_on_the_lowered_module() {
+    let argmem = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gc/fixtures/programs/safepoint_argmem_read.ll");
+    for level in ["default<O1>", "default<O2>", "default<O3>"] {
+        let out = locus_gc(&["run", "--stress", "--passes", level, path_str(&argmem)]);
+        assert_eq!(
+            (out.status.code(), text(&out.stdout).trim()),
+            (Some(0), "42"),
+            "{level}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = locus_gc(&["lower", "--passes", "default<O2>", path_str(&argmem)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let optimized = text(&out.stdout);
+    assert!(
+        optimized.contains("store ptr addrspace(10) %o, ptr") && !optimized.contains("alloca i64"),
+        "{optimized}"
+    );
+
+    // The lowered module as it was handed on before: the promise still on the callee,
+    // without the "julia.safepoint" attribute that makes the lowering take it away.
+    let out = locus_gc(&["lower", path_str(&argmem)]);
+    let unfixed = text(&out.stdout).replace(
+        r#"attributes #0 = { noinline "julia.safepoint" }"#,
+        "attributes #0 = { noinline memory(argmem: read) }",
+    );
+    assert!(unfixed.contains("memory(argmem: read)"), "{unfixed}");
+    let tmp = TempDir::new("gc-passes");
+    let file = tmp.path("unfixed.ll");
+    std::fs::write(&file, unfixed).unwrap_or_else(|e| panic!("{e}"));
+    let out = locus_gc(&["run", "--stress", path_str(&file)]);
+    assert_eq!(text(&out.stdout).trim(), "42", "{}", text(&out.stderr));
+    let out = locus_gc(&[
+        "run",
+        "--stress",
+        "--passes",
+        "default<O2>",
+        path_str(&file),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("locus: gc: dangling reference"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    for sub in ["lower", "run"] {
+        let out = locus_gc(&[sub, "--passes", "no-such-pass", path_str(&argmem)]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{sub}: {err}");
+        assert!(
+            err.starts_with("locus: ")
+                && err.contains("cannot run the pass pipeline `no-such-pass`")
+                && err.lines().count() == 1,
+            "{sub}: {err}"
+        );
+    }
+}

@@ -21,6 +21,7 @@
 //! as [`crate::runtime`] describes (exit status 2 with [`OnFault::Exit`]).
 
 use locus_llvm::jit::Jit;
+use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
@@ -39,6 +40,10 @@ pub struct RunOptions {
     pub stress: bool,
     /// What the runtime does on a fault (the CLI exits with status 2).
     pub on_fault: OnFault,
+    /// An LLVM pass pipeline in opt's syntax (`default<O2>`) run on the lowered module
+    /// before it is compiled, so that the collector checks the frames as the optimizer
+    /// left them ([`prepare_with_passes`]).
+    pub passes: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -48,6 +53,7 @@ impl Default for RunOptions {
             entry: "main".into(),
             stress: false,
             on_fault: OnFault::Exit,
+            passes: None,
         }
     }
 }
@@ -120,6 +126,21 @@ fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
 /// LLVM's ([`Error::Llvm`]: parsing, verifying, compiling), the invariants, the lowering's,
 /// and [`Error::Entry`].
 pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared> {
+    prepare_with_passes(name, ir, entry, None)
+}
+
+/// [`prepare`], with the LLVM pass pipeline `passes` (opt's `-passes=` syntax, such as
+/// `default<O2>`) run in process on the module after it is lowered and before it is
+/// compiled, as `opt-19 -passes=...` would run on `locus gc lower`'s output.
+///
+/// # Errors
+/// As [`prepare`], and [`Error::Llvm`] for a pipeline LLVM cannot parse.
+pub fn prepare_with_passes(
+    name: &str,
+    ir: impl AsRef<[u8]>,
+    entry: &str,
+    passes: Option<&str>,
+) -> Result<Prepared> {
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
     module.verify()?;
@@ -148,6 +169,9 @@ pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared
     }
     let reports = lower_module(&module, LowerOptions::default())?;
     refuse_julia_runtime_calls(&module)?;
+    if let Some(pipeline) = passes {
+        run_passes(&module, pipeline)?;
+    }
     let entry_ok = module.function(entry).is_some_and(|f| {
         let ty = f.function_type();
         ty.return_type().and_then(|r| r.int_width()) == Some(64)
@@ -161,7 +185,10 @@ pub fn prepare(name: &str, ir: impl AsRef<[u8]>, entry: &str) -> Result<Prepared
         });
     }
     let mut jit = Jit::new()?;
-    for (symbol, address) in runtime::symbols().into_iter().chain(signals::thread_symbols()) {
+    for (symbol, address) in runtime::symbols()
+        .into_iter()
+        .chain(signals::thread_symbols())
+    {
         jit.define_symbol(symbol, address)?;
     }
     jit.add_module(&module)?;
@@ -260,7 +287,7 @@ impl Prepared {
 /// # Errors
 /// As [`prepare`].
 pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Result<RunOutcome> {
-    let prepared = prepare(name, ir, &options.entry)?;
+    let prepared = prepare_with_passes(name, ir, &options.entry, options.passes.as_deref())?;
     // SAFETY: the caller's promise.
     Ok(unsafe { prepared.call(options.stress, options.on_fault) })
 }

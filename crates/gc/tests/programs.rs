@@ -23,10 +23,16 @@ fn expected(text: &str, path: &Path) -> i64 {
 }
 
 fn run_file(path: &Path, stress: bool) -> RunOutcome {
+    run_file_with(path, stress, None)
+}
+
+/// Runs `path`, with the LLVM pass pipeline `passes` run on it after lowering.
+fn run_file_with(path: &Path, stress: bool, passes: Option<&str>) -> RunOutcome {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let options = RunOptions {
         stress,
         on_fault: OnFault::Record,
+        passes: passes.map(str::to_owned),
         ..RunOptions::default()
     };
     // SAFETY: the fixtures only touch the objects the runtime gives them, while they are
@@ -37,17 +43,36 @@ fn run_file(path: &Path, stress: bool) -> RunOutcome {
 
 #[test]
 fn every_program_gives_its_result_under_stress() {
+    every_program_gives_its_result_through(None);
+}
+
+/// The same with LLVM's standard pipelines run on each lowered module before it is
+/// compiled (issue 23, section 3): the stress collector then checks the frames as the
+/// optimizer left them, so a frame store the optimizer dropped frees a live object.
+#[test]
+fn every_program_gives_its_result_through_the_optimizer_under_stress() {
+    for level in ["default<O1>", "default<O2>", "default<O3>"] {
+        every_program_gives_its_result_through(Some(level));
+    }
+}
+
+fn every_program_gives_its_result_through(passes: Option<&str>) {
     let mut passed = Vec::new();
     for path in ll_files("fixtures/programs") {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-        let out = run_file(&path, true);
+        let out = run_file_with(&path, true, passes);
         assert!(
             out.faults.is_empty(),
-            "{}: faults {:#?}",
+            "{} (passes {passes:?}): faults {:#?}",
             path.display(),
             out.faults
         );
-        assert_eq!(out.value, expected(&text, &path), "{}", path.display());
+        assert_eq!(
+            out.value,
+            expected(&text, &path),
+            "{} (passes {passes:?})",
+            path.display()
+        );
         assert!(
             out.stats.collections > 0,
             "{}: the stress collector never ran",
@@ -60,7 +85,8 @@ fn every_program_gives_its_result_under_stress() {
         );
     }
     println!(
-        "gc programs under --stress: {} passed: {}",
+        "gc programs under --stress, passes {}: {} passed: {}",
+        passes.unwrap_or("none"),
         passed.len(),
         passed.join(", ")
     );
@@ -226,6 +252,105 @@ fn what_cannot_be_rooted_is_refused() {
                 );
             }
             Ok(_) => panic!("{}: lowered instead of refused", path.display()),
+        }
+    }
+}
+
+/// `opt-19 -passes=default<O2>` on `text`, as LLVM's own tool prints it.
+fn opt_o2(text: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("opt-19")
+        .args(["-passes=default<O2>", "-S"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("opt-19: {e}"));
+    let Some(mut stdin) = child.stdin.take() else {
+        panic!("opt-19: no standard input")
+    };
+    let input = text.to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("opt-19: {e}"));
+    match writer.join() {
+        Ok(Ok(())) => {}
+        _ => panic!("opt-19 did not read its input"),
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The frame store that roots `%o` across a safepoint with optimistic memory effects
+/// survives LLVM's own -O2 pipeline (`opt-19`) on `locus gc lower`'s output; with the
+/// promises put back on the lowered call, as the lowering left them before it took them
+/// away, opt-19's dead-store elimination drops it (the failure this guards against).
+#[test]
+fn frame_stores_survive_opt_19() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    let root_store = "store ptr addrspace(10) %o, ptr";
+    // (fixture, what the lowering removes, how the unfixed lowering left it)
+    let cases = [
+        (
+            "safepoint_argmem_read.ll",
+            r#"attributes #0 = { noinline "julia.safepoint" }"#,
+            r#"attributes #0 = { noinline "julia.safepoint" memory(argmem: read) }"#,
+        ),
+        (
+            "safepoint_readnone_gcstack.ll",
+            "attributes #0 = { noinline }",
+            "attributes #0 = { noinline memory(argmem: readwrite) }",
+        ),
+    ];
+    for (file, stripped, promised) in cases {
+        let path = dir.join(file);
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let ctx = locus_llvm::Context::new();
+        let module = locus_llvm::Module::parse_ir(&ctx, file, &text)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        locus_gc::lower::lower_module(&module, locus_gc::lower::LowerOptions::default())
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let lowered = module.print();
+        assert!(lowered.contains(stripped), "{file}: {lowered}");
+        assert!(
+            !lowered.contains("ptr readnone"),
+            "{file}: a readnone argument is left: {lowered}"
+        );
+        let optimized = opt_o2(&lowered);
+        assert!(
+            optimized.contains(root_store),
+            "{file}: opt-19 -O2 dropped the frame store of %o:\n{optimized}"
+        );
+        let unfixed = lowered
+            .replace(stripped, promised)
+            .replace("@poll(ptr %pgcstack)", "@poll(ptr readnone %pgcstack)");
+        assert!(
+            !opt_o2(&unfixed).contains(root_store),
+            "{file}: with the promises left on the call the store should be dead to opt-19"
+        );
+    }
+}
+
+/// A pipeline LLVM cannot parse is refused, naming it, before anything runs.
+#[test]
+fn a_bad_pass_pipeline_is_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    let text = fs::read_to_string(dir.join("tree.ll")).unwrap_or_else(|e| panic!("tree.ll: {e}"));
+    for bad in ["no-such-pass", "default<O7>", "function(dse", ""] {
+        match locus_gc::run::prepare_with_passes("tree.ll", &text, "main", Some(bad)) {
+            Err(e) => {
+                let got = e.to_string();
+                assert!(
+                    got.contains(&format!("cannot run the pass pipeline `{bad}`")),
+                    "{bad}: {got}"
+                );
+            }
+            Ok(_) => panic!("the pipeline `{bad}` was accepted"),
         }
     }
 }

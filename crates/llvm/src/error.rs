@@ -46,6 +46,13 @@ pub enum Error {
         /// What was refused and why, printing the instructions and values involved.
         message: String,
     },
+    /// A pass pipeline could not be parsed or built (see `locus_llvm::passes`).
+    Passes {
+        /// The pipeline as the caller gave it.
+        pipeline: String,
+        /// LLVM's message (an unknown pass name, a malformed pipeline).
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -69,6 +76,11 @@ impl fmt::Display for Error {
                 write!(f, "cannot change the IR: {}", message.trim_end())
             }
             Error::Jit { message } => write!(f, "JIT error: {}", message.trim_end()),
+            Error::Passes { pipeline, message } => write!(
+                f,
+                "cannot run the pass pipeline `{pipeline}`: {}",
+                message.trim_end()
+            ),
         }
     }
 }

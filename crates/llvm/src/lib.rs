@@ -53,6 +53,7 @@ pub mod jit;
 pub mod jit_runtime;
 pub mod jit_stackmaps;
 mod module;
+pub mod passes;
 
 pub use codegen::{emit_assembly, emit_object};
 pub use error::{Error, Result};

@@ -1,6 +1,8 @@
 //! Late GC root placement: from IR with tracked pointers to IR with a GC frame.
 //!
-//! The pipeline, per function that takes part (its entry block calls
+//! First, [`effects`] takes every memory promise from the module's safepoints (so that
+//! no optimizer run afterwards can drop the frame's stores). Then the pipeline, per
+//! function that takes part (its entry block calls
 //! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): [`scan`] reduces it to a
 //! [`model::FnModel`] (finding tracked values, the bases of derived ones and the
 //! safepoints), with `lift` making `%gclift` phis and selects over the bases of phis and
@@ -22,6 +24,7 @@
 mod alloc;
 mod bitset;
 pub mod color;
+pub mod effects;
 pub mod emit;
 pub mod final_lower;
 mod immutable;
@@ -112,6 +115,9 @@ pub fn lower_module<'m>(
 ) -> Result<Vec<FunctionReport>> {
     let b = Builder::new(module);
     let mut reports = Vec::new();
+    // Before anything is lowered: a safepoint that promises not to read the frame would
+    // let the optimizer drop the frame's stores.
+    effects::forget_safepoint_effects(module);
     for f in module.function_list() {
         if f.is_declaration() {
             continue;

@@ -1,0 +1,36 @@
+//! Safepoints keep no memory promises: what lets the frame's stores survive the optimizer.
+//!
+//! A call that may collect reads every root the function stored in its frame before it
+//! (the collector walks the frames from the thread's chain head). A frontend may still
+//! give such a call optimistic memory effects: Julia gives calls to `:consistent` and
+//! `:effect_free` functions `memory(argmem: read)` and the `"julia.safepoint"` attribute
+//! (so that LLVM's passes before this one can move them), and a declaration may say
+//! `readnone` of the chain-head argument. Left on the lowered call, those promises tell
+//! LLVM the call cannot read the frame, and dead-store elimination (`opt -O1` and up)
+//! removes the stores the collector reads: the objects they held are freed while in use.
+//!
+//! As Julia's LateLowerGCFrame does (JuliaLang/julia#62613, #62698), every call that is a
+//! safepoint ([`super::scan::is_safepoint`]) loses them, at the call site and on its
+//! callee: its `memory(...)` attribute and `readnone`/`readonly`/`writeonly` on its
+//! arguments. This runs over the whole module before any function is lowered, so every
+//! function sees the same callees.
+
+use locus_llvm::passes::forget_memory_effects;
+use locus_llvm::Module;
+
+use super::scan::is_safepoint;
+
+/// Removes the memory promises of every safepoint in `module`'s defined functions.
+/// Returns how many calls (or their callees) lost one.
+pub fn forget_safepoint_effects(module: &Module<'_>) -> usize {
+    let mut changed = 0;
+    for f in module.function_list() {
+        for inst in f.instructions() {
+            let Some(call) = inst.as_call() else { continue };
+            if is_safepoint(call) && forget_memory_effects(call) {
+                changed += 1;
+            }
+        }
+    }
+    changed
+}

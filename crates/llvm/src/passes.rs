@@ -1,0 +1,185 @@
+//! Running LLVM's optimizer in process, as `opt-19 -passes=PIPELINE` does, and taking back
+//! the memory-effect promises a call makes to it.
+//!
+//! [`run_passes`] hands a module to LLVM's new pass manager through the C API
+//! (`LLVMRunPasses` with `LLVMPassBuilderOptions`). The pipeline is opt's text syntax:
+//! `default<O2>`, `function(dse,instcombine)`, `always-inline,sroa`, and so on. A pipeline
+//! LLVM cannot parse (an unknown pass, unbalanced brackets) is refused with
+//! [`Error::Passes`] and the module is left as it was; the module is verified before the
+//! passes run (passes on invalid IR may crash LLVM) and again after.
+//!
+//! No target machine is given: the passes see LLVM's generic cost model, as `opt` does for
+//! a module without a target triple. What the optimizer may assume about memory does not
+//! depend on it.
+//!
+//! [`forget_memory_effects`] removes what a call site and its callee promise about the
+//! memory the call touches (`memory(...)`, and `readnone`/`readonly`/`writeonly` on its
+//! arguments), so that the optimizer treats the call as reading and writing anything: what
+//! a code generator needs when it knows better than the attributes (a call that may run a
+//! garbage collector reads the roots the caller stored before it).
+//!
+//! ```
+//! use locus_llvm::passes::run_passes;
+//! use locus_llvm::{Context, Module};
+//!
+//! let ctx = Context::new();
+//! let module = Module::parse_ir(&ctx, "dead.ll", r#"
+//!     define i64 @f() {
+//!       %slot = alloca i64
+//!       store i64 1, ptr %slot
+//!       %v = load i64, ptr %slot
+//!       ret i64 %v
+//!     }
+//! "#)?;
+//! run_passes(&module, "default<O2>")?;
+//! assert!(!module.print().contains("alloca"));
+//! assert!(run_passes(&module, "no-such-pass").is_err());
+//! # Ok::<(), locus_llvm::Error>(())
+//! ```
+
+use std::ffi::CString;
+
+use llvm_sys::core::{
+    LLVMGetEnumAttributeKindForName, LLVMRemoveCallSiteEnumAttribute,
+    LLVMRemoveEnumAttributeAtIndex,
+};
+use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
+use llvm_sys::transforms::pass_builder::{
+    LLVMCreatePassBuilderOptions, LLVMDisposePassBuilderOptions, LLVMPassBuilderOptionsRef,
+    LLVMRunPasses,
+};
+
+use crate::error::{Error, Result};
+use crate::ffi::from_c_str;
+use crate::ir::{AttributeIndex, Call, Function};
+use crate::module::Module;
+
+/// Pass builder options, disposed on drop.
+struct Options(LLVMPassBuilderOptionsRef);
+
+impl Drop for Options {
+    fn drop(&mut self) {
+        // SAFETY: created by `LLVMCreatePassBuilderOptions`, disposed once.
+        unsafe { LLVMDisposePassBuilderOptions(self.0) };
+    }
+}
+
+/// Takes an `LLVMErrorRef`'s message and releases both; `None` for success.
+///
+/// # Safety
+///
+/// `error` is null or an error LLVM returned that nothing else consumes.
+unsafe fn take_error(error: LLVMErrorRef) -> Option<String> {
+    if error.is_null() {
+        return None;
+    }
+    // SAFETY: a live error, consumed here (LLVMGetErrorMessage releases it).
+    let raw = unsafe { LLVMGetErrorMessage(error) };
+    // SAFETY: a NUL-terminated string from LLVMGetErrorMessage (or null).
+    let text = unsafe { from_c_str(raw) }.unwrap_or_default();
+    if !raw.is_null() {
+        // SAFETY: from `LLVMGetErrorMessage`, disposed once.
+        unsafe { LLVMDisposeErrorMessage(raw) };
+    }
+    Some(text)
+}
+
+/// Runs `pipeline` (opt's `-passes=` syntax, e.g. `default<O2>`) on `module` in process.
+///
+/// # Errors
+///
+/// [`Error::Verify`] if the module is invalid before or after the passes, and
+/// [`Error::Passes`] if LLVM cannot parse or build the pipeline (the module is then
+/// unchanged) or the string holds a NUL byte.
+pub fn run_passes(module: &Module<'_>, pipeline: &str) -> Result<()> {
+    let refuse = |message: String| Error::Passes {
+        pipeline: pipeline.to_owned(),
+        message,
+    };
+    let text = CString::new(pipeline).map_err(|_| refuse("it contains a NUL byte".into()))?;
+    if pipeline.trim().is_empty() {
+        return Err(refuse("the pipeline is empty".into()));
+    }
+    module.verify()?;
+    // SAFETY: no preconditions; disposed by `Options`.
+    let options = Options(unsafe { LLVMCreatePassBuilderOptions() });
+    // SAFETY: the module is live and valid (verified above), the pipeline NUL-terminated,
+    // no target machine (null is accepted) and the options live.
+    let error = unsafe {
+        LLVMRunPasses(
+            module.as_raw(),
+            text.as_ptr(),
+            std::ptr::null_mut(),
+            options.0,
+        )
+    };
+    // SAFETY: the error LLVMRunPasses returned, consumed only here.
+    if let Some(message) = unsafe { take_error(error) } {
+        return Err(refuse(message));
+    }
+    module.verify()
+}
+
+/// The parameter attributes that promise how a call uses the memory an argument points to.
+const ARGUMENT_MEMORY_ATTRIBUTES: [&str; 3] = ["readnone", "readonly", "writeonly"];
+
+/// LLVM's kind number for the enum attribute `name` (0 if it has none).
+fn kind(name: &str) -> u32 {
+    // SAFETY: the name is valid for its length.
+    unsafe { LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len()) }
+}
+
+/// Removes every promise about memory from `call` and from the function it calls (if it
+/// calls one directly): the `memory(...)` attribute and `readnone`, `readonly` and
+/// `writeonly` on each argument, at the call site and on the callee. The optimizer then
+/// assumes the call may read and write any memory that escaped, as it does for a call to an
+/// unknown function. Returns true if anything was removed.
+///
+/// A callee changed here changes for every call of it in the module: it only loses
+/// promises, so no other call becomes wrong, only less optimized.
+pub fn forget_memory_effects(call: Call<'_>) -> bool {
+    let raw = call.instruction().as_raw();
+    let mut removed = call
+        .called_function()
+        .is_some_and(forget_function_memory_effects);
+    for (index, name) in memory_attributes(call.num_arguments()) {
+        let (Some(idx), kind) = (index.raw(), kind(name)) else {
+            continue;
+        };
+        if kind != 0 && call.has_attribute(index, name) {
+            // SAFETY: `raw` is a live call site of a module `call` borrows; removing an
+            // attribute creates nothing and leaves the IR valid.
+            unsafe { LLVMRemoveCallSiteEnumAttribute(raw, idx, kind) };
+            removed = true;
+        }
+    }
+    removed
+}
+
+/// Where memory promises live on a function or call of `params` arguments, and their names.
+fn memory_attributes(params: u32) -> impl Iterator<Item = (AttributeIndex, &'static str)> {
+    std::iter::once((AttributeIndex::Function, "memory")).chain((0..params).flat_map(|i| {
+        ARGUMENT_MEMORY_ATTRIBUTES
+            .into_iter()
+            .map(move |name| (AttributeIndex::Param(i), name))
+    }))
+}
+
+/// Removes the `memory(...)` attribute and the parameters' `readnone`, `readonly` and
+/// `writeonly` from `f`. Returns true if anything was removed.
+pub fn forget_function_memory_effects(f: Function<'_>) -> bool {
+    let params = u32::try_from(f.params().len()).unwrap_or(u32::MAX);
+    let mut removed = false;
+    for (index, name) in memory_attributes(params) {
+        let (Some(idx), kind) = (index.raw(), kind(name)) else {
+            continue;
+        };
+        if kind != 0 && f.has_attribute(index, name) {
+            // SAFETY: a live function of a module `f` borrows; removing an attribute
+            // creates nothing and leaves the IR valid.
+            unsafe { LLVMRemoveEnumAttributeAtIndex(f.as_raw(), idx, kind) };
+            removed = true;
+        }
+    }
+    removed
+}
