@@ -106,6 +106,17 @@ pub const SC_ROUTINES: [&str; 4] = [
 /// every call.
 pub const ROUTINES_NEEDING_ATTRS: [&str; 2] = ["__arm_za_disable", "__arm_get_current_vg"];
 
+/// The SME ABI routines whose calls make a body not plain to LLVM 19's inliner
+/// (`isSMEABIRoutineCall` in AArch64TargetTransformInfo.cpp): a callee that calls one is
+/// not inlined where a lazy ZA save, a ZT0 spill or a mode change would be needed.
+/// `__arm_get_current_vg` is not among them.
+pub const INLINE_BARRIER_ROUTINES: [&str; 4] = [
+    ABI_ROUTINES[0],
+    ABI_ROUTINES[1],
+    ABI_ROUTINES[2],
+    ROUTINES_NEEDING_ATTRS[0],
+];
+
 /// Every SME ABI routine this crate's [`crate::runtime`] implements.
 pub const RUNTIME_ROUTINES: [&str; 5] = [
     ABI_ROUTINES[0],

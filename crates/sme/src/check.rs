@@ -286,13 +286,15 @@ pub fn check_module(module: &Module<'_>) -> Report {
     report
 }
 
-/// Whether a function is defined with a body LLVM 19 trusts in any ZA context: no inline
-/// assembly, no intrinsic calls other than debug ones, no calls to the SME ABI routines it
-/// knows by name.
+/// Whether a function is defined with a body LLVM 19 trusts in any ZA context
+/// (`hasPossibleIncompatibleOps`): no call of inline assembly, of an intrinsic other than
+/// debug and pseudo-probe ones, or of an SME ABI routine
+/// ([`crate::attrs::INLINE_BARRIER_ROUTINES`], `__arm_za_disable` included). Like LLVM 19,
+/// only `call`s count, not `invoke`s.
 fn plain_body(f: Function<'_>) -> bool {
     !f.is_declaration()
         && f.instructions().into_iter().all(|inst| {
-            let Some(call) = inst.as_call() else {
+            let Some(call) = inst.as_call().filter(|c| !c.is_invoke()) else {
                 return true;
             };
             if call.called_value().kind() == ValueKind::InlineAsm {
@@ -300,9 +302,9 @@ fn plain_body(f: Function<'_>) -> bool {
             }
             let name = call.called_function().map(|g| g.name()).unwrap_or_default();
             if call.is_intrinsic() {
-                return name.starts_with("llvm.dbg.");
+                return name.starts_with("llvm.dbg.") || name == "llvm.pseudoprobe";
             }
-            !crate::attrs::ABI_ROUTINES.contains(&name.as_str())
+            !crate::attrs::INLINE_BARRIER_ROUTINES.contains(&name.as_str())
         })
 }
 

@@ -398,7 +398,17 @@ fn inline_cases_of(
     callers: &[(&str, &[&str])],
     bodies: &[(&str, &[&str])],
 ) -> Vec<(String, bool, bool)> {
-    let mut ir = String::from("target triple = \"aarch64-linux-gnu\"\n");
+    inline_cases_with("", body, callers, bodies)
+}
+
+/// [`inline_cases_of`] with declarations (`decls`) the body needs.
+fn inline_cases_with(
+    decls: &str,
+    body: &str,
+    callers: &[(&str, &[&str])],
+    bodies: &[(&str, &[&str])],
+) -> Vec<(String, bool, bool)> {
+    let mut ir = format!("target triple = \"aarch64-linux-gnu\"\n{decls}");
     let mut names = Vec::new();
     for &(cn, ca) in callers {
         for &(tn, ta) in bodies {
@@ -559,6 +569,75 @@ fn za_inlining_of_plain_bodies_matches_opt() {
         "ZA inlining, plain bodies: {}/{} cases match opt-19",
         cases.len() - mismatches.len(),
         cases.len()
+    );
+}
+
+/// A body that calls an SME ABI routine is not plain: LLVM 19's inliner
+/// (`hasPossibleIncompatibleOps`) refuses it wherever a lazy ZA save, a ZT0 spill or a
+/// mode change would be needed, for `__arm_za_disable`, `__arm_sme_state`,
+/// `__arm_tpidr2_save` and `__arm_tpidr2_restore`, but not for `__arm_get_current_vg` or
+/// the `__arm_sc_*` routines. Each routine is called from a private-ZA body (normal and
+/// streaming-compatible) inlined into callers with and without ZA and ZT0; the model must
+/// agree with opt-19 in every case.
+#[test]
+fn inlining_bodies_calling_sme_routines_matches_opt() {
+    let routines: [(&str, &str, &str); 6] = [
+        ("za_disable", "void", "__arm_za_disable"),
+        ("sme_state", "i64", "__arm_sme_state"),
+        ("tpidr2_save", "void", "__arm_tpidr2_save"),
+        ("tpidr2_restore", "void", "__arm_tpidr2_restore"),
+        ("get_current_vg", "i64", "__arm_get_current_vg"),
+        ("sc_memset", "ptr", "__arm_sc_memset"),
+    ];
+    let callers: [(&str, &[&str]); 5] = [
+        ("n", &[]),
+        ("inout", &["aarch64_inout_za"]),
+        ("new", &["aarch64_new_za"]),
+        ("preserves", &["aarch64_preserves_za"]),
+        ("zt0", &["aarch64_inout_zt0"]),
+    ];
+    let bodies: [(&str, &[&str]); 2] = [("private", &[]), ("private_sc", &[SM_COMPATIBLE])];
+    let (mut all, mut refused) = (Vec::new(), 0);
+    for (short, ret, routine) in routines {
+        let args = if routine == "__arm_sc_memset" {
+            "(ptr null, i32 0, i64 0)"
+        } else {
+            "()"
+        };
+        let params = if routine == "__arm_sc_memset" {
+            "(ptr, i32, i64)"
+        } else {
+            "()"
+        };
+        let decls = format!("declare {ret} @{routine}{params} \"aarch64_pstate_sm_compatible\"\n");
+        let body = format!(
+            "call {ret} @{routine}{args} \"aarch64_pstate_sm_compatible\"\n  \
+             %r = fadd float %x, 1.0"
+        );
+        let cases = inline_cases_with(&decls, &body, &callers, &bodies);
+        for (caller, model, opt) in cases {
+            refused += usize::from(!opt);
+            all.push((format!("{caller} ({short})"), model, opt));
+        }
+    }
+    let mismatches: Vec<_> = all.iter().filter(|(_, m, o)| m != o).collect();
+    assert!(
+        mismatches.is_empty(),
+        "(caller, model, opt): {mismatches:#?}"
+    );
+    // opt-19 refuses exactly the four routines it names, into callers with ZA or ZT0.
+    assert!(all
+        .iter()
+        .filter(|(c, _, _)| c.contains("za_disable") && c.starts_with("inout_"))
+        .all(|(_, _, o)| !o));
+    assert!(all
+        .iter()
+        .filter(|(c, _, _)| c.contains("get_current_vg"))
+        .all(|(_, _, o)| *o));
+    eprintln!(
+        "inlining bodies calling SME routines: {}/{} cases match opt-19 ({refused} refused)",
+        all.len(),
+        all.len()
     );
 }
 
