@@ -12,6 +12,9 @@
 //!
 //! - the buffer a call gets as its `"julia.return_roots"="N"` argument (where it returns the
 //!   tracked pointers of an aggregate result) becomes N frame slots.
+//! - an `sret` buffer a call fills with an aggregate holding tracked pointers, without such
+//!   an argument, must be frame slots itself (all tracked pointers, as above); any other is
+//!   refused, naming the callee, since the pointers would be unrooted while the callee runs.
 //!
 //! These slots come first in the frame, before the slots of SSA values.
 
@@ -182,6 +185,11 @@ pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
         memory.allocas.iter().any(|fa| fa.alloca == a)
     };
     for inst in f.instructions() {
+        if let Some(message) = unrooted_sret(inst, |a| in_frame(&memory, a)) {
+            return Err(refuse(inst, &message));
+        }
+    }
+    for inst in f.instructions() {
         // Tracked pointers copied into the function's memory in bulk: kept only where the
         // memory is frame slots.
         if let Some(dest) = bulk_copy_destination(inst) {
@@ -226,6 +234,57 @@ pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
         });
     }
     Ok(memory)
+}
+
+/// Why `inst` cannot be lowered, if it is a call that returns an aggregate holding tracked
+/// pointers through an `sret` argument, without Julia's `"julia.return_roots"` buffer,
+/// into an `alloca` that is not frame slots (`in_frame` tells which are).
+///
+/// Before return roots existed Julia's pass rooted such a buffer only when it held nothing
+/// but tracked pointers: it then became frame slots, which the callee fills directly, so
+/// every pointer is rooted from the moment it is written. A buffer that mixes them with
+/// other data cannot be frame slots (the collector would read the other data as pointers),
+/// and rooting its pointers after the call returns leaves them unrooted while the callee
+/// may still collect: refused, naming the callee, rather than lowered with them unrooted.
+/// A buffer that is not the function's own memory (its own `sret` parameter, say) is the
+/// caller's to root.
+fn unrooted_sret<'m>(
+    inst: Instruction<'m>,
+    in_frame: impl Fn(Instruction<'m>) -> bool,
+) -> Option<String> {
+    let call = inst.as_call()?;
+    let args = call.arguments();
+    let index = |i: usize| u32::try_from(i).ok().map(AttributeIndex::Param);
+    let return_roots = (0..args.len())
+        .filter_map(index)
+        .any(|i| call.string_attribute(i, RETURN_ROOTS).is_some());
+    if return_roots {
+        return None;
+    }
+    for (i, &arg) in args.iter().enumerate() {
+        let Some(at) = index(i) else { continue };
+        let ty = call.type_attribute(at, "sret").or_else(|| {
+            call.called_function()
+                .and_then(|f| f.type_attribute(at, "sret"))
+        });
+        let Some(ty) = ty.filter(|t| t.holds_pointer_in(|a| a == TRACKED)) else {
+            continue;
+        };
+        if alloca_bases(arg).into_iter().all(&in_frame) {
+            continue;
+        }
+        let callee = call
+            .callee_name()
+            .map_or_else(|| "an indirect callee".to_string(), |n| format!("@{n}"));
+        return Some(format!(
+            "{callee} returns `{}` through `sret` into an alloca that mixes tracked pointers \
+             with other data, and without a \"{RETURN_ROOTS}\" buffer: its tracked pointers \
+             could not be kept rooted (give the call a \"{RETURN_ROOTS}\" argument, as \
+             Julia does, or return only tracked pointers through sret)",
+            ty.print()
+        ));
+    }
+    None
 }
 
 /// The destination of an `llvm.memcpy`/`llvm.memmove`, if `inst` is one.
