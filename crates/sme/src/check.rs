@@ -1,7 +1,7 @@
 //! The checker: reads a module through `locus-llvm`, gives each defined function and each
 //! call its model ([`crate::rules`]) and collects every finding with its place.
 
-use locus_llvm::ir::{AttributeIndex, Call, Function, Type, TypeKind, ValueKind};
+use locus_llvm::ir::{AttributeIndex, Call, Function, Opcode, Type, TypeKind, ValueKind};
 use locus_llvm::{Context, Module};
 
 use crate::attrs::{Attrs, Interface};
@@ -254,6 +254,11 @@ pub fn check_module(module: &Module<'_>) -> Report {
             }
             let plain = direct.is_some_and(plain_body);
             let model = rules::call_model_with_body(&attrs, &effective, call.is_invoke(), plain);
+            if marked_tail(&printed) && inst.next().is_some_and(|n| n.opcode() == Opcode::Ret) {
+                if let Some(finding) = rules::zt0_tail_call_finding(&attrs, &model, &callee) {
+                    push(finding, Some(printed.clone()));
+                }
+            }
             calls.push(CallReport {
                 callee,
                 instruction: printed,
@@ -284,6 +289,16 @@ pub fn check_module(module: &Module<'_>) -> Report {
         });
     }
     report
+}
+
+/// Whether a printed call is marked `tail` or `musttail` (the word before `call`).
+fn marked_tail(printed: &str) -> bool {
+    let words: Vec<&str> = printed.split_whitespace().collect();
+    words
+        .iter()
+        .position(|w| *w == "call")
+        .and_then(|i| i.checked_sub(1))
+        .is_some_and(|i| matches!(words[i], "tail" | "musttail"))
 }
 
 /// Whether a function is defined with a body LLVM 19 trusts in any ZA context

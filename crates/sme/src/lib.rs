@@ -145,6 +145,15 @@
 //!   (ignored), a call from a function without ZA to one sharing ZA, a new-ZA SME ABI routine, and
 //!   `aarch64_sve_vector_pcs` with `sm_body` (it spills the SVE callee-saves with the
 //!   non-streaming vector length into slots sized with the streaming one).
+//! - *ZT0 tail calls* (llvm-project#165371): LLVM 19's tail-call check asks about mode
+//!   changes, lazy ZA saves and locally streaming bodies, not ZT0. A call marked `tail` or
+//!   `musttail` and followed by `ret`, from a function sharing ZT0 (in, out, inout,
+//!   preserves) to one that does not, becomes a `b`: ZT0 is spilled to a slot the tail
+//!   call frees and never filled. The model forbids the tail call; `sme check` warns at
+//!   each such call site ([`rules::zt0_tail_call_finding`]) and `sme audit` reports the
+//!   object's `b`. `zt0_tail_call_warnings_match_llc`: 76 call sites (8 callers x 4
+//!   callees x 3 markers), the 17 warnings exactly where llc-19 makes a `b` the model
+//!   forbids, and the audit reports the same 17.
 //! - *Extra work*: a function that may change PSTATE.SM calls `__arm_get_current_vg` in
 //!   its prologue (for unwind information); a streaming-compatible caller asks
 //!   `__arm_sme_state` for the mode; a new-ZT0 function spills and fills ZT0 around its

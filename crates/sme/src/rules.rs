@@ -567,6 +567,30 @@ pub fn unchained_lazy_save_finding(count: usize) -> Finding {
     ))
 }
 
+/// A call LLVM 19 would make a tail call (it is marked `tail` or `musttail` and followed by
+/// `ret`) although ZT0 must be filled after it: LLVM 19's tail-call check asks about mode
+/// changes, lazy ZA saves and locally streaming bodies but not about ZT0, so a caller that
+/// shares ZT0 (in, out, inout, preserves) spills ZT0 to a stack slot, frees the frame and
+/// branches to a callee that does not share it: the caller's caller gets ZT0 clobbered
+/// (llvm-project#165371). Compiled code with it is an `sme audit` tail-call departure.
+#[must_use]
+pub fn zt0_tail_call_finding(caller: &Attrs, model: &CallModel, callee: &str) -> Option<Finding> {
+    let changes_sm = model
+        .before
+        .iter()
+        .chain(&model.after)
+        .any(|c| c.insn.is_sm());
+    let caller_exit = caller.sm_body || caller.za() == State::New || caller.zt0() == State::New;
+    (model.preserve_zt0 && !changes_sm && !model.lazy_za_save && !caller_exit).then(|| {
+        warning(format!(
+            "LLVM 19 makes this call to @{callee}, which does not share ZT0, a tail call \
+             (llvm-project#165371): ZT0 is spilled to a slot the tail call frees and never \
+             filled, so this function's caller loses ZT0 (drop `tail`, or make the call \
+             not the last thing before `ret`)"
+        ))
+    })
+}
+
 /// LLVM's number for the `aarch64_sve_vector_pcs` calling convention.
 pub const SVE_VECTOR_PCS: u32 = 98;
 

@@ -1074,3 +1074,126 @@ fn hidden_call_fixtures_match_llc() {
     );
     assert!(total.1 > 0);
 }
+
+/// LLVM 19's ZT0 tail call (llvm-project#165371): a caller sharing ZT0 whose call to a
+/// callee that does not share it is marked `tail` (or `musttail`) and followed by `ret` is
+/// compiled to a `b`, ZT0 spilled and never filled. `sme check` warns at exactly the call
+/// sites llc-19 makes a `b` while the model forbids the tail call: every ZT0 state of the
+/// caller (with and without ZA, streaming-compatible, locally streaming) times callee
+/// (private, streaming-compatible, sharing ZT0, streaming) times marker (`tail`,
+/// `musttail`, none).
+#[test]
+fn zt0_tail_call_warnings_match_llc() {
+    let callers: [(&str, &[&str]); 8] = [
+        ("inout", &["aarch64_inout_zt0"]),
+        ("in", &["aarch64_in_zt0"]),
+        ("out", &["aarch64_out_zt0"]),
+        ("preserves", &["aarch64_preserves_zt0"]),
+        ("new", &["aarch64_new_zt0"]),
+        ("za", &["aarch64_inout_zt0", "aarch64_inout_za"]),
+        ("sc", &["aarch64_inout_zt0", SM_COMPATIBLE]),
+        ("ls", &["aarch64_inout_zt0", SM_BODY]),
+    ];
+    let callees: [(&str, &[&str]); 4] = [
+        ("private", &[]),
+        ("private_sc", &[SM_COMPATIBLE]),
+        ("shares", &["aarch64_inout_zt0"]),
+        ("streaming", &[SM_ENABLED]),
+    ];
+    let markers = [
+        ("tail", "tail call"),
+        ("musttail", "musttail call"),
+        ("plain", "call"),
+    ];
+    let mut ir = String::new();
+    let mut names = Vec::new();
+    for (cn, ca) in callers {
+        for (tn, ta) in callees {
+            for (mn, marker) in markers {
+                // LLVM cannot honour musttail where it must restore state after the call.
+                if mn == "musttail" && (cn == "new" || cn == "za" || cn == "sc" || cn == "ls") {
+                    continue;
+                }
+                if mn == "musttail" && tn == "streaming" {
+                    continue;
+                }
+                let caller = format!("{cn}_{mn}_{tn}");
+                let callee = format!("{tn}_of_{cn}_{mn}");
+                let t = attrs(ta);
+                ir.push_str(&format!(
+                    "declare float @{callee}(float) {t}\n\
+                     define float @{caller}(float %x) {} {{\n  \
+                       %r = {marker} float @{callee}(float %x) {t}\n  ret float %r\n}}\n",
+                    attrs(ca)
+                ));
+                names.push((caller, callee));
+            }
+        }
+    }
+    let report = check_ir("zt0_tail.ll", &ir).unwrap();
+    let asm = llc(&ir);
+    let (mut warned, mut mismatches) = (0, Vec::new());
+    for (caller, callee) in &names {
+        let body: String = asm
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("{caller}:")))
+            .take_while(|l| !l.starts_with(".Lfunc_end"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let b = body
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["b", callee.as_str()]);
+        let model = report.function(caller).unwrap().calls[0].model.tail_call;
+        let warning = report.diagnostics.iter().any(|d| {
+            d.function == *caller && d.severity == Severity::Warning && d.message.contains("165371")
+        });
+        warned += usize::from(warning);
+        if warning != (b && !model) {
+            mismatches.push(format!(
+                "{caller}: llc b={b}, model tail={model}, warning={warning}"
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert!(warned > 0);
+    // The audit of llc-19's object reports the same call sites as tail-call departures.
+    let obj = common::pipe(
+        LLC,
+        &[
+            "-mtriple=aarch64-linux-gnu",
+            "-mattr=+sme,+sme2",
+            "-filetype=obj",
+            "-o",
+            "-",
+        ],
+        ir.as_bytes(),
+        "",
+    );
+    let audited = locus_sme::audit::audit(
+        "zt0_tail.o",
+        &obj,
+        Some(("zt0_tail.ll", ir.as_bytes())),
+        &std::collections::HashMap::new(),
+    )
+    .unwrap();
+    let mut tail_departures: Vec<&str> = audited
+        .departures
+        .iter()
+        .filter(|d| d.kind == locus_sme::audit::Kind::TailCall)
+        .map(|d| d.function.as_str())
+        .collect();
+    let mut warned_at: Vec<&str> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("165371"))
+        .map(|d| d.function.as_str())
+        .collect();
+    tail_departures.sort_unstable();
+    warned_at.sort_unstable();
+    assert_eq!(tail_departures, warned_at);
+    eprintln!(
+        "ZT0 tail calls: {} call sites, {warned} warned (llc-19 makes a `b` the model forbids; \
+         the audit of its object reports the same {warned}), the others agree",
+        names.len()
+    );
+}
