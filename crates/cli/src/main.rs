@@ -107,12 +107,10 @@ impl Write for Stdout<'_> {
 /// Ends the process by SIGPIPE's default action: quietly, with the status a shell expects
 /// of a writer whose reader went away.
 fn die_of_sigpipe() -> ! {
-    // SAFETY: restoring a signal's default action and raising it end the process; no
-    // memory is touched.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
-    }
+    // SAFETY: restores a signal's default action; no memory is touched.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // SAFETY: raising it under the default action ends the process.
+    unsafe { libc::raise(libc::SIGPIPE) };
     std::process::exit(128 + libc::SIGPIPE)
 }
 
@@ -148,6 +146,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };
+    // LLVM's fatal errors (and its out-of-memory on a damaged input) end with a `locus:`
+    // line and status 1; a crash anywhere else, in Locus or in LLVM reading a damaged
+    // input, with a `locus:` line naming the signal and function, status 3.
+    locus_llvm::report_fatal_errors();
+    locus_gc::signals::install();
+    let _crash_scope = locus_gc::signals::fault_scope(false);
     let input = input::Input::new(cli.max_input_bytes);
     let mut out = Stdout(std::io::stdout().lock());
     let result = match cli.command {

@@ -500,12 +500,12 @@ fn silent_deaths_and_hangs_of_the_program_are_reported() {
         (
             "abort.ll",
             "declare void @abort()\ndefine i64 @main() {\n  call void @abort()\n  ret i64 0\n}\n",
-            "locus: SIGABRT (abort: the program aborted itself)",
+            "locus: SIGABRT (abort called in this process)",
         ),
         (
             "raise.ll",
             "declare i32 @raise(i32)\ndefine i64 @main() {\n  %r = call i32 @raise(i32 15)\n  ret i64 0\n}\n",
-            "locus: SIGTERM (the program sent it to itself: raise or kill)",
+            "locus: SIGTERM (sent by this process to itself: raise or kill)",
         ),
         (
             "thread.ll",

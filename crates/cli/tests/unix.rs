@@ -300,3 +300,92 @@ fn a_fifo_named_twice_is_read_once() {
         format!("locus: {shown}: Could not read file magic\nlocus: {shown}: Could not read file magic\n")
     );
 }
+
+/// Damaged bitcode and IR nested too deep end with a `locus:` line and status 1: LLVM's
+/// reader ran out of memory on a size a damaged record claims (two bits flipped in
+/// `llvm-as-19`'s bitcode of a fixture: "LLVM ERROR: out of memory", SIGABRT, before), and
+/// its parser overflowed the stack on 100 000 nested structs (SIGABRT by Rust's overflow
+/// handler, before). Then 120 more damaged copies (bits flipped, cut short, bytes
+/// repeated): each one parses or is refused in one line, none ends by a signal.
+#[test]
+fn damaged_bitcode_and_deep_nesting_are_refused_in_one_line() {
+    let dir = TempDir::new("damaged-bitcode");
+    let good = dir.path("good.bc");
+    let made = Command::new("llvm-as-19")
+        .arg(program("julia_memory.ll"))
+        .arg("-o")
+        .arg(&good)
+        .status()
+        .unwrap_or_else(|e| panic!("llvm-as-19: {e}"));
+    assert!(made.success());
+    let bitcode = std::fs::read(&good).unwrap_or_else(|e| panic!("{e}"));
+    let refused = |bytes: &[u8], what: &str| {
+        let path = dir.path("damaged.bc");
+        std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+        let out = locus(&["gc", "verify", path_str(&path)]);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{what}: {:?} {}",
+            out.status,
+            text(&out.stderr)
+        );
+        if out.status.code() == Some(1) {
+            let err = text(&out.stderr);
+            assert!(err.starts_with("locus: "), "{what}: {err}");
+        }
+        out
+    };
+    let mut flipped = bitcode.clone();
+    assert!(flipped.len() > 1816, "{} bytes", flipped.len());
+    flipped[258] ^= 0x40;
+    flipped[1816] ^= 0x10;
+    let out = refused(&flipped, "the out-of-memory case");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "locus: LLVM ran out of memory (Allocation failed): an input claims more than can be \
+         allocated (a damaged file?)\n"
+    );
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for case in 0..120 {
+        let mut bytes = bitcode.clone();
+        match case % 3 {
+            0 => {
+                for _ in 0..1 + next(4) {
+                    let at = next(bytes.len());
+                    bytes[at] ^= 1 << next(8);
+                }
+            }
+            1 => bytes.truncate(next(bytes.len())),
+            _ => {
+                let (at, from) = (next(bytes.len()), next(bytes.len()));
+                let piece: Vec<u8> = bytes[from..(from + next(64)).min(bytes.len())].to_vec();
+                bytes.splice(at..at, piece);
+            }
+        }
+        refused(&bytes, &format!("case {case}"));
+    }
+    let deep = dir.path("deep.ll");
+    let nested = format!(
+        "@g = global {}i8{} zeroinitializer\n",
+        "{".repeat(100_000),
+        "}".repeat(100_000)
+    );
+    std::fs::write(&deep, nested).unwrap_or_else(|e| panic!("{e}"));
+    for args in [["gc", "verify"], ["jit", "run"], ["sme", "check"]] {
+        let out = locus(&[args[0], args[1], path_str(&deep)]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            text(&out.stderr)
+                .contains("deep.ll:1:1013: error: brackets nested more than 1000 deep"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}

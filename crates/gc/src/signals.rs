@@ -39,7 +39,7 @@
 //! While a scope is live, the signals that end a process by default and that the program
 //! sends itself (`abort`'s SIGABRT, `raise`, `kill` of its own process ID) or that the
 //! kernel sends for what it did (`alarm`'s SIGALRM, SIGXCPU and SIGXFSZ of a resource
-//! limit) are reported the same way, `locus: SIGABRT (abort: the program aborted itself)`,
+//! limit) are reported the same way, `locus: SIGABRT (abort called in this process)`,
 //! exit status 3. Those sent by other processes (`kill` from a shell, `timeout(1)`) keep
 //! their default action, and a signal the process ignores (`nohup`'s SIGHUP) stays
 //! ignored. SIGPIPE is not handled: a reader that stops early ends Locus quietly.
@@ -727,11 +727,11 @@ fn handle_sent(sig: c_int, info: &libc::siginfo_t) -> bool {
     let mut line = Line::new();
     let _ = write!(line, "locus: {} ", signal_name(sig));
     line.push_bytes(if sig == libc::SIGABRT {
-        b"(abort: the program aborted itself)"
+        b"(abort called in this process)"
     } else if from_self {
-        b"(the program sent it to itself: raise or kill)"
+        b"(sent by this process to itself: raise or kill)"
     } else {
-        b"(sent by the kernel for the program: a timer or a resource limit)"
+        b"(sent by the kernel: a timer or a resource limit)"
     });
     line.print();
     if scope == ScopeMode::Abort as u8 {

@@ -239,7 +239,7 @@ fn abort_in_a_scope_is_reported() {
     }
     let out = child("abort_in_a_scope_is_reported");
     assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let expected = "locus: SIGABRT (abort: the program aborted itself)";
+    let expected = "locus: SIGABRT (abort called in this process)";
     assert_eq!(locus_lines(&out), [expected], "{out:?}");
 }
 
@@ -251,7 +251,7 @@ fn raise_in_a_scope_is_reported() {
     }
     let out = child("raise_in_a_scope_is_reported");
     assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let expected = "locus: SIGUSR1 (the program sent it to itself: raise or kill)";
+    let expected = "locus: SIGUSR1 (sent by this process to itself: raise or kill)";
     assert_eq!(locus_lines(&out), [expected], "{out:?}");
 }
 

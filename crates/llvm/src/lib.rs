@@ -13,9 +13,10 @@
 //! LLVM's own target registry, filled once on first code generation. Contexts are neither
 //! `Send` nor `Sync`: use one per thread.
 //!
-//! Besides `llvm-sys`, the crate compiles one small C++ file (`src/subtarget.cpp`, by
-//! `build.rs` against the same LLVM's headers): the C API cannot tell whether a CPU or
-//! feature name is known to a target, and an unknown x86-64 CPU makes LLVM abort.
+//! Besides `llvm-sys`, the crate compiles two small C++ files (by `build.rs` against the
+//! same LLVM's headers): `src/subtarget.cpp`, since the C API cannot tell whether a CPU or
+//! feature name is known to a target, and an unknown x86-64 CPU makes LLVM abort; and
+//! `src/fatal.cpp`, LLVM's fatal-error and out-of-memory handlers ([`report_fatal_errors`]).
 //!
 //! ```
 //! use locus_llvm::{emit_object, Context, Module};
@@ -44,6 +45,7 @@ pub mod builder;
 pub mod cfg;
 mod codegen;
 mod error;
+mod fatal;
 mod ffi;
 pub mod ir;
 pub mod jit;
@@ -57,4 +59,5 @@ pub mod passes;
 
 pub use codegen::{emit_assembly, emit_object};
 pub use error::{Error, Result};
-pub use module::{Context, Module};
+pub use fatal::report_fatal_errors;
+pub use module::{Context, Module, MAX_NESTING};

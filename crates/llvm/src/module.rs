@@ -154,6 +154,14 @@ impl<'ctx> Module<'ctx> {
     /// that parses may still be invalid: see [`Module::verify`].
     pub fn parse_ir(ctx: &'ctx Context, name: &str, text: impl AsRef<[u8]>) -> Result<Self> {
         let text = text.as_ref();
+        if let Some((line, column)) = too_deep(text) {
+            return Err(Error::Parse {
+                message: format!(
+                    "{name}:{line}:{column}: error: brackets nested more than {MAX_NESTING} \
+                     deep (LLVM's parser recurses once per level and would overflow its stack)"
+                ),
+            });
+        }
         let c_name = CString::new(name).map_err(|_| Error::Parse {
             message: format!("module name {name:?} contains a NUL byte"),
         })?;
@@ -368,4 +376,46 @@ pub(crate) unsafe fn verify_raw(raw: LLVMModuleRef, fallback: &str) -> Result<()
         });
     }
     Ok(())
+}
+
+/// The deepest nesting of `(`, `[` and `{` accepted in IR text. LLVM's parser recurses once
+/// per level of a type or constant (and its verifier and printer once more), about 1 KiB
+/// of stack each: nesting of 100 000 overflows an 8 MiB main thread inside LLVM, where it
+/// cannot be reported. Real IR nests a few levels (a C type's nesting, a constant
+/// expression's).
+pub const MAX_NESTING: usize = 1000;
+
+/// Where IR text first nests brackets deeper than [`MAX_NESTING`] (1-based line and
+/// column), outside strings and comments; `None` for shallower text and for bitcode.
+fn too_deep(text: &[u8]) -> Option<(usize, usize)> {
+    const BITCODE: [u8; 4] = [b'B', b'C', 0xc0, 0xde];
+    const WRAPPER: [u8; 4] = [0xde, 0xc0, 0x17, 0x0b];
+    if text.starts_with(&BITCODE) || text.starts_with(&WRAPPER) {
+        return None;
+    }
+    let (mut depth, mut line, mut line_start) = (0usize, 1usize, 0usize);
+    let (mut in_string, mut in_comment) = (false, false);
+    for (i, &byte) in text.iter().enumerate() {
+        match byte {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+                in_comment = false;
+            }
+            _ if in_comment => {}
+            // LLVM strings escape a quote as \22, so a quote always ends one.
+            b'"' => in_string = !in_string,
+            _ if in_string => {}
+            b';' => in_comment = true,
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some((line, i - line_start + 1));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
