@@ -261,6 +261,14 @@ pub fn run_command(
             let output = output
                 .clone()
                 .unwrap_or_else(|| compile::default_output(kernel));
+            // The kernel was read, but linking over it would leave the user without it.
+            let same = matches!((place(&output), place(kernel)), (Some(a), Some(b)) if a == b);
+            if kernel.as_path() != Path::new("-") && same {
+                return Err(fail(format!(
+                    "-o {}: the kernel itself (name another file)",
+                    output.display()
+                )));
+            }
             compile::compile_with(&source, &output, &options).map_err(|e| fail(e.to_string()))?;
             writeln!(out, "{}", output.display()).map_err(|e| fail(e.to_string()))
         }
@@ -320,6 +328,7 @@ pub fn run_command(
                 library,
                 function,
                 signature,
+                sig_from.as_deref(),
                 args,
                 outs,
                 *inout,
@@ -333,11 +342,25 @@ pub fn run_command(
 /// An argument as read from the command line.
 enum Input {
     Scalar(Scalar),
+    /// A memref: a view of one of the call's arrays ([`NpyFile`], by index).
     Array {
-        path: PathBuf,
-        array: Storage,
+        file: usize,
         slicing: Option<Slicing>,
     },
+}
+
+/// A `.npy` file given as one or more memref arguments: read or mapped once, so every
+/// argument naming it is the same array, as when numpy passes one array twice (a write
+/// through one parameter is read through the other and kept).
+struct NpyFile {
+    path: PathBuf,
+    /// The file's identity, or `None` for standard input.
+    id: Option<(u64, u64)>,
+    array: Storage,
+    /// The element type of the first parameter given it.
+    elem: ElemType,
+    /// The first argument given it, for errors.
+    first: usize,
 }
 
 /// Where an array argument's data is: the file's pages, or a buffer it was read into
@@ -377,6 +400,7 @@ fn call(
     library: &Path,
     name: &str,
     signature: Signature,
+    sig_from: Option<&Path>,
     args: &[String],
     outs: &[PathBuf],
     inout: bool,
@@ -402,6 +426,7 @@ fn call(
         )));
     }
     let mut inputs = Vec::with_capacity(args.len());
+    let mut files: Vec<NpyFile> = Vec::new();
     for (i, (text, ty)) in args.iter().zip(&signature.inputs).enumerate() {
         let what = format!("argument {i} (--arg {text})");
         match ty {
@@ -426,36 +451,67 @@ fn call(
                     }
                     _ => (PathBuf::from(text), None),
                 };
-                // A regular file is mapped, not read (shared with --inout, so the kernel
-                // writes the file), unless its data needs reordering or realigning, or the
-                // same file is given twice (each gets a buffer of its own, as before).
+                // One array per file, whatever the spelling of its path: a file given
+                // again is the array already opened.
                 let id = file_id(&path);
-                let repeated = id.is_some()
-                    && args
-                        .iter()
-                        .filter(|a| file_id(Path::new(slice::split_argument(a).0)) == id)
-                        .count()
-                        > 1;
-                let mapped = if path == Path::new("-") || repeated {
-                    None
-                } else {
-                    // SAFETY: the user names the file for this call; nothing else is
-                    // expected to write it meanwhile (results are written to new files,
-                    // renamed over the old ones).
-                    unsafe { MappedNpy::open(&path, inout, m.elem.align()) }
-                        .map_err(|e| fail(format!("{what}: {e}")))?
-                };
-                let array = match mapped {
-                    Some(m) => Storage::Mapped(m),
+                let stdin = path == Path::new("-");
+                let same = files.iter().position(|f| {
+                    if stdin {
+                        f.id.is_none()
+                    } else {
+                        id.is_some() && f.id == id
+                    }
+                });
+                if stdin && inout {
+                    return Err(fail(format!(
+                        "{what}: --inout cannot write an array back to standard input"
+                    )));
+                }
+                let file = match same {
+                    Some(k) if files[k].elem != m.elem => {
+                        return Err(fail(format!(
+                            "{what}: the same array as argument {}, given to a parameter of \
+                             another element type ({} and {}): pass a copy of the file",
+                            files[k].first, files[k].elem, m.elem
+                        )))
+                    }
+                    Some(k) => k,
                     None => {
-                        let bytes = reader
-                            .read(&path)
-                            .map_err(|e| fail(format!("{what}: {e}")))?;
-                        Storage::Read(
-                            NpyArray::parse(&bytes).map_err(|e| fail(format!("{what}: {e}")))?,
-                        )
+                        // A regular file is mapped, not read (shared with --inout, so the
+                        // kernel writes the file), unless its data needs reordering or
+                        // realigning.
+                        let mapped = if stdin {
+                            None
+                        } else {
+                            // SAFETY: the user names the file for this call; nothing else
+                            // is expected to write it meanwhile (results are written to
+                            // new files, renamed over the old ones).
+                            unsafe { MappedNpy::open(&path, inout, m.elem.align()) }
+                                .map_err(|e| fail(format!("{what}: {e}")))?
+                        };
+                        let array = match mapped {
+                            Some(m) => Storage::Mapped(m),
+                            None => {
+                                let bytes = reader
+                                    .read(&path)
+                                    .map_err(|e| fail(format!("{what}: {e}")))?;
+                                Storage::Read(
+                                    NpyArray::parse(&bytes)
+                                        .map_err(|e| fail(format!("{what}: {e}")))?,
+                                )
+                            }
+                        };
+                        files.push(NpyFile {
+                            path: path.clone(),
+                            id,
+                            array,
+                            elem: m.elem,
+                            first: i,
+                        });
+                        files.len() - 1
                     }
                 };
+                let array = &files[file].array;
                 if !array.dtype().fits(m.elem) {
                     return Err(fail(format!(
                         "{what}: dtype {} does not match the signature's {m}",
@@ -492,14 +548,11 @@ fn call(
                         }
                     }
                 }
-                inputs.push(Input::Array {
-                    path,
-                    array,
-                    slicing,
-                });
+                inputs.push(Input::Array { file, slicing });
             }
         }
     }
+    check_outputs(outs, inout, &files, library, shared_libs, sig_from)?;
     // Opened first and dropped last (locals drop in reverse order), so the
     // kernel's library binds to their symbols and never outlives them.
     let mut shared = Vec::with_capacity(shared_libs.len());
@@ -525,26 +578,28 @@ fn call(
     let options = CallOptions::default()
         .borrow_results(borrow_results)
         .copy_strided(true);
+    // One argument per file over its whole array; every argument naming the file is a
+    // view of it (`alias`): the kernel gets one buffer, as numpy passes one array.
+    let mut whole = Vec::with_capacity(files.len());
+    for f in &mut files {
+        let bad =
+            |e: MemRefError| fail(format!("argument {} ({}): {e}", f.first, f.path.display()));
+        let sizes = memref_sizes(&f.array.sizes(), f.elem)
+            .map_err(|e| bad(MemRefError::Buffer { message: e }))?;
+        whole.push(MemRefArg::from_bytes(f.elem, f.array.bytes_mut(), &sizes).map_err(bad)?);
+    }
     let mut call_args: Vec<Arg<'_>> = Vec::with_capacity(inputs.len());
-    for (i, input) in inputs.iter_mut().enumerate() {
+    for (i, input) in inputs.iter().enumerate() {
         match input {
             Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
-            Input::Array {
-                array,
-                path,
-                slicing,
-            } => {
-                let elem = match &signature.inputs[i] {
-                    Type::MemRef(m) => m.elem,
-                    Type::Scalar(e) => *e,
+            Input::Array { file, slicing } => {
+                let m = whole[*file].alias();
+                let m = match slicing {
+                    Some(sl) => m
+                        .sliced(sl)
+                        .map_err(|e| fail(format!("argument {i} ({}): {e}", args[i])))?,
+                    None => m,
                 };
-                let bad = |e: MemRefError| fail(format!("argument {i} ({}): {e}", path.display()));
-                let sizes = memref_sizes(&array.sizes(), elem)
-                    .map_err(|e| bad(MemRefError::Buffer { message: e }))?;
-                let mut m = MemRefArg::from_bytes(elem, array.bytes_mut(), &sizes).map_err(bad)?;
-                if let Some(sl) = slicing {
-                    m = m.sliced(sl).map_err(bad)?;
-                }
                 call_args.push(m.into());
             }
         }
@@ -586,18 +641,89 @@ fn call(
         }
     }
     if inout {
-        for input in &inputs {
-            // A mapped file was written by the kernel itself.
-            if let Input::Array {
-                path,
-                array: Storage::Read(array),
-                ..
-            } = input
-            {
+        // Each file once, whatever number of arguments named it. A mapped file was
+        // written by the kernel itself.
+        drop(whole);
+        for f in &files {
+            if let Storage::Read(array) = &f.array {
                 array
-                    .write(path)
+                    .write(&f.path)
                     .map_err(|e| fail(format!("--inout: {e}")))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Where a file is, to tell whether two names are one file: its identity when it exists,
+/// else its directory's canonical path and its name.
+#[derive(PartialEq)]
+enum Place {
+    File(u64, u64),
+    New(PathBuf, std::ffi::OsString),
+}
+
+fn place(path: &Path) -> Option<Place> {
+    if let Some((dev, ino)) = file_id(path) {
+        return Some(Place::File(dev, ino));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(Place::New(
+        dir.canonicalize().ok()?,
+        path.file_name()?.to_os_string(),
+    ))
+}
+
+/// Refuses, before anything runs, outputs that would lose a write or an input: a file
+/// named by two --out (the first result would be overwritten), an --out naming an array
+/// that --inout writes back (one of the two writes would be lost), and an --out naming the
+/// library, a --shared-lib or the --sig-from kernel. An --out naming an argument without
+/// --inout replaces the input with the result, as `np.save` over the file numpy loaded.
+fn check_outputs(
+    outs: &[PathBuf],
+    inout: bool,
+    files: &[NpyFile],
+    library: &Path,
+    shared_libs: &[PathBuf],
+    sig_from: Option<&Path>,
+) -> Result<(), Failure> {
+    let inputs: Vec<(String, &Path)> = std::iter::once(("the library".to_string(), library))
+        .chain(
+            shared_libs
+                .iter()
+                .map(|l| ("a --shared-lib".to_string(), l.as_path())),
+        )
+        .chain(sig_from.map(|k| ("the --sig-from kernel".to_string(), k)))
+        .collect();
+    let places: Vec<Option<Place>> = outs.iter().map(|o| place(o)).collect();
+    for (k, out) in outs.iter().enumerate() {
+        let Some(here) = &places[k] else { continue };
+        let named = |p: &Path| place(p).as_ref() == Some(here);
+        if let Some(j) = places[..k].iter().position(|p| p.as_ref() == Some(here)) {
+            return Err(fail(format!(
+                "--out {}: also the file of result {j}: one of the two results would be lost",
+                out.display()
+            )));
+        }
+        if let Some(f) = files
+            .iter()
+            .find(|f| inout && f.id.is_some() && named(&f.path))
+        {
+            return Err(fail(format!(
+                "--out {}: the array of argument {}, which --inout writes back: the result or \
+                 the kernel's writes to the argument would be lost (name another file)",
+                out.display(),
+                f.first
+            )));
+        }
+        if let Some((what, _)) = inputs.iter().find(|(_, p)| named(p)) {
+            return Err(fail(format!(
+                "--out {}: {what}, an input of this call",
+                out.display()
+            )));
         }
     }
     Ok(())

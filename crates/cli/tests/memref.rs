@@ -32,8 +32,9 @@ fn locus(args: &[&str]) -> Output {
 fn libs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("locus-memref-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        // A private directory (mkdtemp), kept for the process's life: the libraries
+        // in it are loaded by every test.
+        let dir = locus_memref::compile::private_dir().unwrap().keep();
         for k in ["elementwise", "strided", "results", "aliasing"] {
             let so = dir.join(format!("{k}.so"));
             let out = locus(&[
@@ -1594,8 +1595,8 @@ fn sliced_arguments_from_the_shell() {
 
 /// Mapped inputs are never truncated under the kernel: an --out naming the input itself
 /// (a result that is the argument) is written to a new file renamed over the old one; the
-/// same file given twice gets two buffers, as before mapping; a file whose data is not
-/// aligned for its elements is read instead of mapped.
+/// same file given twice is one array; a file whose data is not aligned for its elements
+/// is read instead of mapped.
 #[test]
 fn mapped_inputs_survive_outputs_naming_them() {
     let t = TempDir::new("memref-mapped");
@@ -1616,8 +1617,8 @@ fn mapped_inputs_survive_outputs_naming_them() {
     ]));
     assert_eq!(read_f32(&a), (vec![4], vec![1.0, 2.0, 3.0, 4.0]));
     assert_eq!(read_f32(path_str(&tail)).1, [2.0, 3.0, 4.0]);
-    // The same file twice, through two spellings of its path: read into two buffers (not
-    // two shared mappings of one file), and the call works.
+    // The same file twice, through two spellings of its path: one array, and the call
+    // works.
     let other_name = format!("{}/./a.npy", path_str(&t.0));
     let out = write_f32(&t.0, "c.npy", &[4], &[0.0; 4], false);
     ok(&locus(&[
@@ -1668,4 +1669,195 @@ fn mapped_inputs_survive_outputs_naming_them() {
         .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(got, [3.0, -3.0]);
+}
+
+/// A Python 3 with numpy: `python3` if it has it, else the system's.
+fn numpy_python() -> &'static str {
+    static FOUND: OnceLock<&'static str> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        ["python3", "/usr/bin/python3"]
+            .into_iter()
+            .find(|p| {
+                Command::new(p)
+                    .args(["-c", "import numpy"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .unwrap_or_else(|| {
+                panic!("no python3 with numpy (the oracle): apt-get install python3-numpy")
+            })
+    })
+}
+
+/// Runs `script` in numpy (`import numpy as np` first) in `dir`; it prints what it found.
+fn numpy(dir: &Path, script: &str) -> String {
+    let out = Command::new(numpy_python())
+        .current_dir(dir)
+        .args(["-c", &format!("import numpy as np\n{script}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "numpy: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_string()
+}
+
+/// numpy's check that the file `got` holds what `want` (an expression on the arrays the
+/// script made) holds: exactly the same values.
+fn numpy_agrees(dir: &Path, setup: &str, got: &str, want: &str) {
+    let verdict = numpy(
+        dir,
+        &format!(
+            "{setup}\ng = np.load({got:?}); w = {want}\n\
+             print('same' if g.shape == w.shape and np.array_equal(g, w) else f'got {{g!r}}, numpy {{w!r}}')"
+        ),
+    );
+    assert_eq!(verdict, "same", "{got}: {want}");
+}
+
+/// One `.npy` file given for two parameters is one array, as numpy passes it (issue 23,
+/// section 2): the kernel's writes through one parameter are read through the other and
+/// kept, whichever comes first, on every storage (a mapped file, a big-endian one read into
+/// a buffer, Fortran order) and through a row-major copy for an identity-layout parameter
+/// (written back only where the kernel changed it). Each result is checked against numpy
+/// running the kernel's loops on one array. Every other way to lose a write back is
+/// refused before the kernel runs: two --out naming one file, an --out naming an array
+/// --inout writes back, an --out naming an input, compile's -o naming the kernel,
+/// --inout on standard input; a write that cannot be kept is exit status 1.
+#[test]
+fn one_file_for_two_parameters_is_one_array_as_in_numpy() {
+    let t = TempDir::new("memref-one-array");
+    let dir = t.0.as_path();
+    let k = fixture("one_array.mlir");
+    let so = t.path("one_array.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let call = |func: &str, args: &[&str], extra: &[&str]| {
+        let mut a = vec!["call", path_str(&so), func, "--sig-from", path_str(&k)];
+        for x in args {
+            a.extend(["--arg", x]);
+        }
+        a.extend(extra);
+        locus(&a)
+    };
+    let mut cases = 0;
+    // 1-D, mapped and big-endian (read into a buffer): the written parameter first.
+    for (descr, file) in [("<f4", "a.npy"), (">f4", "big.npy")] {
+        let make = format!("a0 = np.array([1, -2, 3.5, 4, 0.25, 6], dtype='{descr}')");
+        numpy(dir, &format!("{make}\nnp.save('{file}', a0)"));
+        // Two spellings of the path: one file.
+        let other = format!("{}/./{file}", path_str(dir));
+        ok(&call(
+            "scale_into",
+            &[file_in(dir, file).as_str(), &other],
+            &["--inout"],
+        ));
+        let loop_ = "a = a0.copy()\nfor i in range(len(a)): a[i] = 2 * a[i] + 1";
+        numpy_agrees(dir, &format!("{make}\n{loop_}"), file, "a");
+        cases += 1;
+        numpy(dir, &format!("{make}\nnp.save('{file}', a0)"));
+        ok(&call(
+            "shift_into",
+            &[&file_in(dir, file), &file_in(dir, file)],
+            &["--inout"],
+        ));
+        let loop_ = "a = a0.copy()\nfor i in range(len(a) - 1): a[i] = a[i + 1] + a[i]";
+        numpy_agrees(dir, &format!("{make}\n{loop_}"), file, "a");
+        cases += 1;
+        // Without --inout the file is left as it was (the kernel wrote a private copy).
+        ok(&call(
+            "shift_into",
+            &[&file_in(dir, file), &file_in(dir, file)],
+            &[],
+        ));
+        numpy_agrees(dir, &format!("{make}\n{loop_}"), file, "a");
+        cases += 1;
+    }
+    // 2-D: A and A.T. To an identity-layout parameter A.T is a row-major copy made before
+    // the kernel runs, as numpy's `a += a.T` copies the overlapping operand; to a strided
+    // one it is the buffer itself, as numpy's loop on two views of one array.
+    let make = "a0 = np.arange(12, dtype='<f4').reshape(3, 4)[:, :3].copy() * 1.5 - 2";
+    for fortran in [false, true] {
+        let save = format!(
+            "{make}\nnp.save('m.npy', np.asfortranarray(a0) if {} else a0)",
+            if fortran { "True" } else { "False" }
+        );
+        let m = file_in(dir, "m.npy");
+        let mt = format!("{m}.T");
+        numpy(dir, &save);
+        ok(&call("add_into", &[&m, &mt], &["--inout"]));
+        numpy_agrees(
+            dir,
+            &format!("{make}\na = a0.copy(); a += a.T"),
+            "m.npy",
+            "a",
+        );
+        cases += 1;
+        numpy(dir, &save);
+        ok(&call("add_into_strided", &[&m, &mt], &["--inout"]));
+        let loop_ = "a = a0.copy(); v = a.T\n\
+                     for i in range(3):\n    for j in range(3): a[i, j] = a[i, j] + v[i, j]";
+        numpy_agrees(dir, &format!("{make}\n{loop_}"), "m.npy", "a");
+        cases += 1;
+    }
+    // One element written through the copy of A.T (5) and through A itself (7): no
+    // array gives both; exit status 1 naming it.
+    numpy(dir, &format!("{make}\nnp.save('m.npy', a0)"));
+    let m = file_in(dir, "m.npy");
+    fails_with(
+        &call("write_both", &[&format!("{m}.T"), &m], &["--inout"]),
+        "argument 0: the kernel wrote the element at byte 12",
+    );
+    // An --out naming the input, without --inout: the result replaces the file, as
+    // `np.save('v.npy', f(np.load('v.npy')))`.
+    let make = "v0 = np.array([0.5, 1, -1], dtype='<f4')";
+    numpy(dir, &format!("{make}\nnp.save('v.npy', v0)"));
+    let v = file_in(dir, "v.npy");
+    ok(&call("plus_one", &[&v], &["--out", &v]));
+    numpy_agrees(dir, make, "v.npy", "v0 + 1");
+    cases += 1;
+    // With --inout the file would get the argument or the result: refused, untouched.
+    fails_with(
+        &call(
+            "plus_one",
+            &[&v],
+            &["--out", &format!("{}/./v.npy", path_str(dir)), "--inout"],
+        ),
+        "which --inout writes back",
+    );
+    numpy_agrees(dir, make, "v.npy", "v0 + 1");
+    // An --out naming the library or the kernel.
+    fails_with(
+        &call("plus_one", &[&v], &["--out", path_str(&so)]),
+        "the library, an input of this call",
+    );
+    fails_with(
+        &call("plus_one", &[&v], &["--out", path_str(&k)]),
+        "the --sig-from kernel, an input of this call",
+    );
+    // Two results to one file (a new one, named twice).
+    let tail = t.path("tail.npy");
+    let out = call_aliasing(
+        "arg_and_tail",
+        &[&v],
+        &[path_str(&tail), &format!("{}/./tail.npy", path_str(dir))],
+    );
+    fails_with(&out, "also the file of result 0");
+    assert!(!tail.exists());
+    // Standard input cannot be written back.
+    fails_with(
+        &call("scale_into", &["-", &v], &["--inout"]),
+        "--inout cannot write an array back to standard input",
+    );
+    // compile -o naming the kernel leaves the kernel as it was.
+    let kernel = t.path("k.mlir");
+    std::fs::copy(&k, &kernel).unwrap();
+    fails_with(
+        &locus(&["compile", path_str(&kernel), "-o", path_str(&kernel)]),
+        "the kernel itself",
+    );
+    assert_eq!(std::fs::read(&kernel).unwrap(), std::fs::read(&k).unwrap());
+    assert_eq!(cases, 11);
+}
+
+/// `dir/name` as a string.
+fn file_in(dir: &Path, name: &str) -> String {
+    path_str(&dir.join(name)).to_string()
 }

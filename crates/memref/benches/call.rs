@@ -39,8 +39,8 @@ fn best_ns(rounds: usize, iters: usize, mut f: impl FnMut()) -> f64 {
 
 fn main() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let tmp = std::env::temp_dir().join(format!("locus-memref-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let scratch = compile::private_dir().unwrap();
+    let tmp = scratch.path();
     let kernel_so = tmp.join("bench.so");
     let src = std::fs::read_to_string(dir.join("fixtures/bench.mlir")).unwrap();
     compile::compile_str(&src, &kernel_so).unwrap();
@@ -141,5 +141,4 @@ fn main() {
         contig_ns / 1e6,
         contig_ns / slice_ns
     );
-    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -437,6 +437,28 @@ impl<'a> MemRefArg<'a> {
         })
     }
 
+    /// The same buffer passed once more, as numpy passes one array given for two
+    /// parameters: the kernel sees one memory through both, and a write through one is
+    /// read through the other (and kept: nothing is copied back over it). Slice either
+    /// with [`MemRefArg::sliced`]. A row-major copy made for an identity-layout parameter
+    /// ([`CallOptions::copy_strided`]) is written back only where the kernel changed it;
+    /// an element changed both through it and otherwise is an error.
+    pub fn alias(&self) -> MemRefArg<'a> {
+        // Sound: an argument never makes a reference to its buffer; the kernel and
+        // the write-back reach it through the raw pointer only, and the borrow `'a`
+        // both share keeps the owner from touching it meanwhile.
+        MemRefArg {
+            elem: self.elem,
+            aligned: self.aligned,
+            offset: self.offset,
+            sizes: self.sizes.clone(),
+            strides: self.strides.clone(),
+            buffer: self.buffer,
+            writable: self.writable,
+            _borrow: PhantomData,
+        }
+    }
+
     /// The same buffer seen through `slicing` (numpy's basic slicing and transpose): a
     /// new offset, sizes and strides, no copy.
     ///
@@ -524,25 +546,49 @@ impl<'a> MemRefArg<'a> {
         Ok(out)
     }
 
-    /// Writes row-major data at `src` back through the strides.
+    /// Writes row-major data at `src` back through the strides. With `pristine` (the
+    /// elements as they were given to the kernel, row-major), only the elements the
+    /// kernel changed in `src` are written, so what it wrote into the buffer through
+    /// another argument stays; returns the first element (its linear index) that was
+    /// changed both in `src` and in the buffer, to different values: a write that
+    /// cannot be kept.
     ///
     /// # Safety
     ///
-    /// `src` holds the argument's elements in row-major order (what
+    /// `src` (and `pristine`) hold the argument's elements in row-major order (what
     /// [`MemRefArg::gather`] made), and the argument is writable.
-    unsafe fn scatter(&self, src: *const u8) {
+    unsafe fn scatter(&self, src: *const u8, pristine: Option<*const u8>) -> Option<i64> {
         let esz = self.elem.size();
         let mut k = 0usize;
+        let mut conflict = None;
         for_each_linear(&self.sizes, &self.strides, self.offset, |lin| {
-            // SAFETY: `src` holds every element (the caller's contract).
+            // SAFETY: `src` and `pristine` hold every element (the caller's contract).
             let from = unsafe { src.add(k * esz) };
+            // SAFETY: as above; the blocks are distinct, only read here.
+            let from = unsafe { std::slice::from_raw_parts(from, esz) };
             // SAFETY: as in `gather`.
             let to = unsafe { self.aligned.offset(lin as isize * esz as isize) };
+            k += 1;
+            if let Some(before) = pristine {
+                // SAFETY: as above.
+                let before = unsafe { before.add((k - 1) * esz) };
+                // SAFETY: as above.
+                let before = unsafe { std::slice::from_raw_parts(before, esz) };
+                if from == before {
+                    return;
+                }
+                // SAFETY: as above.
+                let now = unsafe { std::slice::from_raw_parts(to.cast_const(), esz) };
+                if now != before && now != from {
+                    conflict = conflict.or(Some(lin));
+                    return;
+                }
+            }
             // SAFETY: both hold an element, the argument is writable (the
             // caller's contract) and the copy is a block of its own.
-            unsafe { std::ptr::copy_nonoverlapping(from, to, esz) };
-            k += 1;
+            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to, esz) };
         });
+        conflict
     }
 }
 
@@ -1039,6 +1085,9 @@ struct Prepared<'a> {
     /// Whether the copy is row-major (made for an identity-layout
     /// parameter), to be written back to a writable argument.
     gathered: bool,
+    /// For a gathered copy of a buffer another argument also reaches: the elements as
+    /// the kernel got them, so only what it changed in the copy is written back.
+    pristine: Option<Allocation>,
     /// Where the kernel's data is: (start address, length in bytes).
     span: (usize, usize),
 }
@@ -1249,6 +1298,22 @@ impl<'lib> Function<'lib> {
                 }
             }
         }
+        // A row-major copy of a buffer that another argument also reaches (one array
+        // given twice, numpy-style) keeps the elements as given, so that only what the
+        // kernel changes in the copy is written back over the buffer.
+        for (i, p) in out.iter_mut().enumerate() {
+            let (Some(p), Arg::MemRef(m)) = (p, &args[i]) else {
+                continue;
+            };
+            let shared = args.iter().enumerate().any(|(j, other)| {
+                let range = |(start, len): (usize, usize)| (start as i128, (start + len) as i128);
+                matches!(other, Arg::MemRef(o) if j != i && overlap(range(o.buffer), range(m.buffer)))
+            });
+            if let (true, true, true, Some(copy)) = (shared, p.gathered, m.writable, &p.copy) {
+                // SAFETY: the copy holds the span's bytes, made just now.
+                p.pristine = Some(unsafe { Allocation::copy_of(copy.ptr().cast(), p.span.1) }?);
+            }
+        }
         Ok(out)
     }
 
@@ -1405,7 +1470,9 @@ impl<'lib> Function<'lib> {
         // every pointer passed points to storage alive until after the call.
         // libffi writes at most a full register (8 bytes) of return value.
         let ret: [u64; 2] = unsafe { cif.call(CodePtr(code), &ffi_args) };
-        write_back(&prepared, args);
+        // An error here is reported once the results are read (and their buffers
+        // guarded, so dropping them frees what is the kernel's).
+        let written = write_back(&prepared, args);
         let mut values = Vec::with_capacity(results.len());
         if !struct_result {
             if let Some(Type::Scalar(e)) = results.first() {
@@ -1416,7 +1483,7 @@ impl<'lib> Function<'lib> {
                 })?;
                 values.push(Value::Scalar(s));
             }
-            return Ok(values);
+            return written.map(|()| values);
         }
         let bytes: &[u8] = {
             let p = result_buf.as_ptr().cast::<u8>();
@@ -1499,7 +1566,7 @@ impl<'lib> Function<'lib> {
             .collect();
         let origins = resolve(&raws, &spans, &options)?;
         let mut memrefs = raws.into_iter().zip(origins);
-        Ok(fields
+        let values = fields
             .into_iter()
             .filter_map(|v| match v {
                 Some(v) => Some(v),
@@ -1513,7 +1580,9 @@ impl<'lib> Function<'lib> {
                     }))
                 }
             })
-            .collect())
+            .collect();
+        // Dropped on an error: the results' guards free what is the kernel's.
+        written.map(|()| values)
     }
 
     /// Calls the function itself in the expanded convention (each memref as
@@ -1577,23 +1646,45 @@ impl<'lib> Function<'lib> {
         // SAFETY: as in `call`; `ranked`'s inner buffers do not move (only
         // the outer Vec may grow, which moves the inner Vec headers, not their heap data).
         unsafe { cif.call::<()>(CodePtr(code), &ffi_args) };
-        write_back(&prepared, args);
-        Ok(())
+        write_back(&prepared, args)
     }
 }
 
 /// Writes the row-major copies made for identity-layout parameters back to
-/// their writable arguments.
-fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) {
-    for (p, a) in prepared.iter().zip(args) {
+/// their writable arguments. An error names an element the kernel changed both in a
+/// copy and through another argument reaching the same buffer (to another value): one
+/// of the two writes is lost, so the call did not do what it would on one array.
+fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) -> Result<(), MemRefError> {
+    let mut lost = None;
+    for (index, (p, a)) in prepared.iter().zip(args).enumerate() {
         if let (Some(p), Arg::MemRef(m)) = (p, a) {
             if let (true, true, Some(copy)) = (p.gathered, m.writable, &p.copy) {
-                // SAFETY: the copy holds the argument's elements row-major
-                // (`gather` made it), and the argument is writable.
-                unsafe { m.scatter(copy.ptr().cast::<u8>()) };
+                let pristine = p
+                    .pristine
+                    .as_ref()
+                    .map(|c| c.ptr().cast_const().cast::<u8>());
+                // SAFETY: the copy (and the pristine one) hold the argument's elements
+                // row-major (`gather` made them), and the argument is writable.
+                let conflict = unsafe { m.scatter(copy.ptr().cast::<u8>(), pristine) };
+                if let (None, Some(lin)) = (&lost, conflict) {
+                    let byte = (m.aligned as usize as i128 - m.buffer.0 as i128)
+                        + i128::from(lin) * m.elem.size() as i128;
+                    lost = Some(MemRefError::Argument {
+                        index,
+                        message: format!(
+                            "the kernel wrote the element at byte {byte} of this argument's \
+                             buffer both through its row-major copy (made for the \
+                             identity-layout parameter) and through another argument \
+                             reaching the same buffer, with different values: one write \
+                             would be lost (pass the view to a strided parameter, or \
+                             separate arrays)"
+                        ),
+                    });
+                }
             }
         }
     }
+    lost.map_or(Ok(()), Err)
 }
 
 fn prepare_memref<'a>(
@@ -1610,6 +1701,7 @@ fn prepare_memref<'a>(
             strides: std::borrow::Cow::Borrowed(&m.strides),
             copy: None,
             gathered: false,
+            pristine: None,
             span: m.buffer,
         }),
         // A shared view: the kernel gets a copy of what it reaches, laid out alike.
@@ -1623,6 +1715,7 @@ fn prepare_memref<'a>(
                 span: (copy.ptr() as usize, len),
                 copy: Some(copy),
                 gathered: false,
+                pristine: None,
             })
         }
         Err(Mismatch::Layout(_)) if copy_strided && t.accepts_row_major(&m.sizes) => {
@@ -1636,6 +1729,7 @@ fn prepare_memref<'a>(
                 span: (copy.ptr() as usize, len),
                 copy: Some(copy),
                 gathered: true,
+                pristine: None,
             })
         }
         Err(Mismatch::Layout(why)) => Err(MemRefError::Argument {

@@ -22,7 +22,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::MemRefError;
 
@@ -526,7 +525,10 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
             stderr: format!("output is not UTF-8: {e}"),
         })?;
     }
-    let object = object_path();
+    // The object goes to a directory of this run's own (mkdtemp: mode 0700, a name no
+    // one can guess or take first), removed with everything in it when `scratch` drops.
+    let scratch = private_dir()?;
+    let object = scratch.path().join("kernel.o");
     let object_s = object.to_string_lossy().into_owned();
     let triple = format!("-mtriple={}", host_triple());
     let mut llc = llvm_options.clone();
@@ -553,10 +555,22 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
     if let Some(archive) = &builtins {
         link.push(archive);
     }
-    let linked = run("clang-19", &link, None);
-    // The object is only an intermediate.
-    let _ = std::fs::remove_file(&object);
-    linked.map(|_| ())
+    run("clang-19", &link, None).map(|_| ())
+}
+
+/// A fresh directory only this user can enter, made with `mkdtemp` in the temporary
+/// directory, for a run's intermediate files; removed when dropped.
+pub fn private_dir() -> Result<tempfile::TempDir, MemRefError> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("locus-memref-")
+        // As mkdtemp makes it: this user's alone (tempfile's default follows the umask).
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| MemRefError::Io {
+            path: std::env::temp_dir().display().to_string(),
+            message: format!("cannot make a private directory: {e}"),
+        })
 }
 
 /// LLVM's compiler-rt builtins archive (`libclang-rt-19-dev`), linked into every kernel
@@ -572,15 +586,6 @@ fn compiler_rt_builtins() -> Option<String> {
     .ok()?;
     let path = String::from_utf8(out).ok()?.trim().to_string();
     Path::new(&path).is_file().then_some(path)
-}
-
-/// A fresh path for the intermediate object file. Not `output` with `.o`:
-/// that could be a file of the user's, and parallel compiles (tests) need
-/// distinct names.
-fn object_path() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("locus-memref-{}-{n}.o", std::process::id()))
 }
 
 /// Compiles the MLIR file `kernel` to the shared library `output`

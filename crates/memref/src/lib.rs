@@ -160,7 +160,9 @@
 //!   }
 //!   return %out, %t : memref<?xf32>, f32
 //! }"#;
-//! let so = std::env::temp_dir().join(format!("locus-memref-doc-{}.so", std::process::id()));
+//! // A directory of our own (mkdtemp), removed when `dir` drops.
+//! let dir = compile::private_dir()?;
+//! let so = dir.path().join("scaled_sum.so");
 //! compile::compile_str(kernel, &so)?;
 //! // SAFETY: a library built just now.
 //! let lib = unsafe { Library::open(&so) }?;
@@ -184,7 +186,6 @@
 //! // results borrowed `data` until then.
 //! drop(results);
 //! data[0] = 0.0;
-//! # let _ = std::fs::remove_file(&so);
 //! # Ok::<(), locus_memref::MemRefError>(())
 //! ```
 //!
@@ -211,7 +212,8 @@
 //!   return %tail, %m, %m
 //!       : memref<?xf32, strided<[1], offset: 1>>, memref<?xf32>, memref<?xf32>
 //! }"#;
-//! let so = std::env::temp_dir().join(format!("locus-memref-doc-alias-{}.so", std::process::id()));
+//! let dir = compile::private_dir()?;
+//! let so = dir.path().join("views.so");
 //! compile::compile_str(kernel, &so)?;
 //! // SAFETY: a library built just now.
 //! let lib = unsafe { Library::open(&so) }?;
@@ -236,7 +238,6 @@
 //! assert_eq!(copy.owner().map(|g| g.holders()), Some(2));
 //! drop(results);
 //! data.push(4.0); // the results' borrow of `data` ended with them
-//! # let _ = std::fs::remove_file(&so);
 //! # Ok::<(), locus_memref::MemRefError>(())
 //! ```
 

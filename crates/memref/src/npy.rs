@@ -580,33 +580,38 @@ pub fn write_npy(
 /// Writes a file through `write`, replacing `path` only once it is complete: the bytes go
 /// to a new file beside it, renamed over it at the end. The old file (which may be mapped
 /// as an argument, or be the very data being written) is never truncated under its
-/// readers, and a failed write leaves it as it was.
+/// readers, and a failed write leaves it as it was. The new file is made with `O_EXCL`
+/// under a random name (so no one can have put a file or a link there first), with the
+/// old file's permissions, or numpy's (0666 less the umask) for a new one.
 fn replace_file(
     path: &std::path::Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), MemRefError> {
+    use std::os::unix::fs::PermissionsExt;
     let io = |e: std::io::Error| MemRefError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let temp = path.with_file_name(format!(
-        ".{}.locus-{}.tmp",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
-    let written = std::fs::File::create(&temp).and_then(|f| {
-        let mut w = std::io::BufWriter::new(f);
-        write(&mut w)?;
-        w.flush()
-    });
-    match written.and_then(|()| std::fs::rename(&temp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(io(e))
-        }
+    let old_mode = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", name.unwrap_or_default()))
+        .suffix(".locus.tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(io)?;
+    if let Some(mode) = old_mode {
+        temp.as_file().set_permissions(mode).map_err(io)?;
     }
+    let mut w = std::io::BufWriter::new(temp);
+    write(&mut w).and_then(|()| w.flush()).map_err(io)?;
+    // Dropped unrenamed on any error: the temporary file is removed.
+    let temp = w.into_inner().map_err(|e| io(e.into_error()))?;
+    temp.persist(path).map(|_| ()).map_err(|e| io(e.error))
 }
 
 /// `data` with the byte order of every `unit`-byte word reversed.

@@ -18,7 +18,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::call::{CallOptions, Library, Scalar, Value};
 use crate::compile::{self, Options};
@@ -215,23 +214,22 @@ struct Loaded {
 ///
 /// As for [`run_kernel`]: loading runs the libraries' initializers.
 unsafe fn compile_and_load(source: &str, options: &RunOptions) -> Result<Loaded, MemRefError> {
-    let library = temporary_library();
+    // Built in a directory of this run's own (mkdtemp), so the library opened is the one
+    // just linked: no one else can create or replace a file there. Removed (with the
+    // library, which stays mapped) when `scratch` drops, loaded or not.
+    let scratch = compile::private_dir()?;
+    let library = scratch
+        .path()
+        .join(Path::new("kernel").with_extension(std::env::consts::DLL_EXTENSION));
     compile::compile_with(source, &library, &options.compile)?;
     let mut deps = Vec::with_capacity(options.shared_libs.len() + RUNNER_UTILS.len());
     for path in &options.shared_libs {
         // SAFETY: the caller chose the libraries (the contract).
-        match unsafe { Library::open_global(path) } {
-            Ok(l) => deps.push(l),
-            Err(e) => {
-                let _ = std::fs::remove_file(&library);
-                return Err(e);
-            }
-        }
+        deps.push(unsafe { Library::open_global(path) }?);
     }
     // SAFETY: built from the caller's kernel just now.
     let opened = unsafe { open_with_runner_utils(&library, &mut deps) };
-    // Loaded (or not): the file itself is no longer needed.
-    let _ = std::fs::remove_file(&library);
+    drop(scratch);
     Ok(Loaded {
         kernel: opened?,
         _deps: deps,
@@ -277,12 +275,4 @@ pub fn runner_utils_dir() -> Option<PathBuf> {
         .into_iter()
         .flatten()
         .find(|dir| RUNNER_UTILS.iter().all(|name| dir.join(name).is_file()))
-}
-
-/// A fresh path for the kernel's library: parallel runs (tests) need distinct names.
-fn temporary_library() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let name = format!("locus-memref-run-{}-{n}", std::process::id());
-    std::env::temp_dir().join(Path::new(&name).with_extension(std::env::consts::DLL_EXTENSION))
 }

@@ -56,8 +56,8 @@ fn values(elem: ElemType) -> Vec<f64> {
 
 #[test]
 fn narrow_floats_round_as_apfloat_does() {
-    let dir = std::env::temp_dir().join(format!("locus-memref-float-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = locus_memref::compile::private_dir().unwrap();
+    let dir = scratch.path();
     let mut checked = 0;
     for elem in TYPES {
         let vals = values(elem);
@@ -100,6 +100,5 @@ fn narrow_floats_round_as_apfloat_does() {
             checked += 1;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     println!("narrow floats: {checked} conversions agree with APFloat");
 }

@@ -303,3 +303,34 @@ proptest::proptest! {
         let _ = NpyArray::parse(&file);
     }
 }
+
+/// Files are replaced through a new file made with `O_EXCL` under a random name beside
+/// them (issue 24: no predictable temporary names): the old file's permissions are kept,
+/// a new file gets numpy's (0666 less the umask, here compared with a file `File::create`
+/// makes), nothing is left beside it, and a run's intermediate files go to a directory of
+/// its own, mode 0700.
+#[test]
+fn files_are_replaced_through_private_temporary_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = locus_memref::compile::private_dir().unwrap();
+    let dir = scratch.path();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(dir), 0o700);
+    let a = NpyArray::from_bytes(Dtype::F32, vec![2], &[0u8; 8]).unwrap();
+    let new = dir.join("new.npy");
+    a.write(&new).unwrap();
+    let plain = dir.join("plain");
+    std::fs::File::create(&plain).unwrap();
+    assert_eq!(mode(&new), mode(&plain));
+    let old = dir.join("old.npy");
+    a.write(&old).unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
+    a.write(&old).unwrap();
+    assert_eq!(mode(&old), 0o640);
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["new.npy", "old.npy", "plain"]);
+}
