@@ -170,17 +170,20 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// The memref sizes of an array of `shape` for elements of `elem`: the shape itself, or
-/// for vector elements the shape without its last dimension, which must be the lanes.
+/// for vector elements the shape without its last dimensions, which must be the vector's.
 fn memref_sizes(shape: &[i64], elem: ElemType) -> Result<Vec<i64>, String> {
-    let (_, lanes) = elem.scalar_and_lanes();
-    if lanes == 1 {
-        return Ok(shape.to_vec());
-    }
-    match shape.split_last() {
-        Some((&last, rest)) if last == lanes as i64 => Ok(rest.to_vec()),
-        _ => Err(format!(
-            "shape {shape:?}: elements of {elem} need a last dimension of {lanes}"
-        )),
+    let lanes: Vec<i64> = elem.lane_dims().iter().map(|&d| d as i64).collect();
+    match shape.len().checked_sub(lanes.len()) {
+        Some(rank) if shape[rank..] == lanes[..] => Ok(shape[..rank].to_vec()),
+        _ => {
+            let (last, plural) = match lanes.len() {
+                1 => (format!("{}", lanes[0]), "a last dimension"),
+                _ => (format!("{lanes:?}"), "last dimensions"),
+            };
+            Err(format!(
+                "shape {shape:?}: elements of {elem} need {plural} of {last}"
+            ))
+        }
     }
 }
 
@@ -622,11 +625,8 @@ fn call(
                 };
                 let bad = |e: MemRefError| fail(format!("result {k}: {e}"));
                 let mut shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
-                // A vector element is one more dimension of the array.
-                let (_, lanes) = m.elem().scalar_and_lanes();
-                if lanes > 1 {
-                    shape.push(lanes);
-                }
+                // A vector element's dimensions are the array's last ones.
+                shape.extend(m.elem().lane_dims());
                 let dtype = Dtype::for_elem(m.elem());
                 // Written straight from the kernel's buffer when it is row-major; else
                 // gathered into a copy first.

@@ -1861,3 +1861,62 @@ fn one_file_for_two_parameters_is_one_array_as_in_numpy() {
 fn file_in(dir: &Path, name: &str) -> String {
     path_str(&dir.join(name)).to_string()
 }
+
+/// Multi-dimensional vector elements (issue 23, section 2): `memref<?x?xvector<4x4xf32>>`
+/// and `memref<?xvector<2x2x4xi16>>`, nested arrays of the innermost vector without
+/// padding. `locus memref run` prints what mlir-cpu-runner-19 prints for the fixture's
+/// @main (elements written, read back, returned fresh, printed lane by lane), and
+/// `locus memref call` on .npy files of shape (rows, cols, 4, 4) and (n, 2, 2, 4) (in
+/// place, and a fresh result) gives what numpy computes.
+#[test]
+fn multi_dimensional_vector_elements() {
+    let k = fixture("vector_elements.mlir");
+    let t = TempDir::new("memref-vector-elements");
+    let dir = t.0.as_path();
+    let got = ok(&locus(&["run", path_str(&k)]));
+    assert_eq!(got, mlir_cpu_runner(&k, "main", "void"));
+    assert_eq!(got.lines().count(), 13);
+    let so = t.path("ve.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let call = |func: &str, extra: &[&str]| {
+        let mut a = vec!["call", path_str(&so), func, "--sig-from", path_str(&k)];
+        a.extend(extra);
+        locus(&a)
+    };
+    let make = "m0 = np.arange(2 * 3 * 16, dtype='<f4').reshape(2, 3, 4, 4) * 0.5 - 3\n\
+                s0 = np.arange(3 * 16, dtype='<i2').reshape(3, 2, 2, 4) * 7 - 20";
+    numpy(
+        dir,
+        &format!("{make}\nnp.save('m.npy', m0)\nnp.save('s.npy', s0)"),
+    );
+    let (m, s, o) = (
+        file_in(dir, "m.npy"),
+        file_in(dir, "s.npy"),
+        file_in(dir, "o.npy"),
+    );
+    ok(&call("mat_step", &["--arg", &m, "--out", &o, "--inout"]));
+    numpy_agrees(dir, make, "m.npy", "m0 * 2");
+    let want = "np.swapaxes(m0 * 2, 2, 3) + \
+                (10 * np.arange(2)[:, None] + np.arange(3))[:, :, None, None].astype('<f4')";
+    numpy_agrees(dir, make, "o.npy", want);
+    ok(&call("iota_add", &["--arg", &s, "--inout"]));
+    let want = "s0 + np.arange(16, dtype='<i2').reshape(2, 2, 4) + \
+                (100 * np.arange(3, dtype='<i2'))[:, None, None, None]";
+    numpy_agrees(dir, make, "s.npy", want);
+    // A row of the file (a slice over the memref's dimensions): only it changes.
+    numpy(dir, &format!("{make}\nnp.save('m.npy', m0)"));
+    ok(&call(
+        "mat_step",
+        &["--arg", &format!("{m}[1:]"), "--out", &o, "--inout"],
+    ));
+    numpy_agrees(dir, make, "m.npy", "np.concatenate([m0[:1], m0[1:] * 2])");
+    // The last dimensions must be the vector's.
+    numpy(dir, "np.save('bad.npy', np.zeros((2, 3, 16), dtype='<f4'))");
+    fails_with(
+        &call(
+            "mat_step",
+            &["--arg", &file_in(dir, "bad.npy"), "--out", &o],
+        ),
+        "shape [2, 3, 16]: elements of vector<4x4xf32> need last dimensions of [4, 4]",
+    );
+}

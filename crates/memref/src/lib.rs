@@ -74,8 +74,10 @@
 //!   the type; nothing is checked at run time).
 //! * Element types: `f16`, `bf16`, the `f8` types of MLIR 19 ([`float`]),
 //!   `f32`, `f64`, `complex<f32>`, `complex<f64>`, `i1` to `i64`, `index`, and
-//!   one-dimensional vectors without padding (`vector<4xf32>`), each with its
-//!   `.npy` dtype ([`npy`]; a vector element is one more dimension). The dynamic calls pass every scalar
+//!   vectors of up to four dimensions whose innermost vector has no padding
+//!   (`vector<4xf32>`, `vector<4x4xf32>`: nested arrays of the innermost vector, as
+//!   MLIR lowers them), each with its `.npy` dtype ([`npy`]; a vector element's
+//!   dimensions are the array's last ones). The dynamic calls pass every scalar
 //!   but complex ones (`f16` and `bf16` in the low half of a float register,
 //!   as x86-64 and AArch64 pass them); complex memrefs pass.
 //! * [`callback`]: compiled code calls a Rust function through the

@@ -54,20 +54,75 @@ pub enum ElemType {
     I64,
     /// `index` (64-bit on the targets Locus supports).
     Index,
-    /// `vector<LANESxT>` as a memref element: one-dimensional, `T` one of the
-    /// [`VECTOR_LANE_TYPES`], and `LANES * size(T)` a power of two up to
-    /// [`MAX_VECTOR_BYTES`], so the vector has no padding in memory (an `.npy` array gets
-    /// one more dimension, of `lanes`).
+    /// `vector<D0x..xDnxT>` as a memref element, `T` one of the [`VECTOR_LANE_TYPES`]
+    /// and the innermost vector, `Dn * size(T)` bytes, a power of two up to
+    /// [`MAX_VECTOR_BYTES`], so nothing is padded: MLIR lowers the element to nested
+    /// arrays of the innermost vector (`!llvm.array<D0 x ... vector<Dn x T>>`), which are
+    /// laid out one after the other, as MLIR's runner utils (`Vector<T, Dims...>`) pass
+    /// them when the innermost size is a power of two. An `.npy` array gets the vector's
+    /// dimensions as its last ones.
     Vector {
-        /// The number of lanes.
-        lanes: u16,
+        /// The vector's dimensions, outermost first.
+        shape: VectorShape,
         /// The lanes' type (one of [`VECTOR_LANE_TYPES`]).
         of: &'static ElemType,
     },
 }
 
-/// The largest vector element, in bytes (see [`ElemType::vector`]).
+/// The largest innermost vector of a vector element, in bytes (see [`ElemType::vector`]):
+/// its alignment, which Locus's buffers guarantee.
 pub const MAX_VECTOR_BYTES: usize = 64;
+
+/// The most dimensions a vector element has.
+pub const MAX_VECTOR_RANK: usize = 4;
+
+/// The largest vector element, in bytes.
+pub const MAX_VECTOR_ELEMENT_BYTES: usize = 1 << 16;
+
+/// The dimensions of a vector element type, outermost first (1 to [`MAX_VECTOR_RANK`],
+/// none zero).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VectorShape {
+    dims: [u16; MAX_VECTOR_RANK],
+    rank: u8,
+}
+
+impl VectorShape {
+    /// The shape with these dimensions, if there are 1 to [`MAX_VECTOR_RANK`] of them and
+    /// none is zero.
+    pub fn new(dims: &[u16]) -> Option<VectorShape> {
+        if dims.is_empty() || dims.len() > MAX_VECTOR_RANK || dims.contains(&0) {
+            return None;
+        }
+        let mut all = [0u16; MAX_VECTOR_RANK];
+        all[..dims.len()].copy_from_slice(dims);
+        Some(VectorShape {
+            dims: all,
+            rank: dims.len() as u8,
+        })
+    }
+
+    /// The dimensions, outermost first.
+    pub fn dims(&self) -> &[u16] {
+        &self.dims[..usize::from(self.rank)]
+    }
+
+    /// The number of lanes of the innermost vector.
+    pub const fn innermost(&self) -> usize {
+        self.dims[self.rank as usize - 1] as usize
+    }
+
+    /// The number of lanes of the whole vector.
+    pub const fn lanes(&self) -> usize {
+        let mut n = 1;
+        let mut d = 0;
+        while d < self.rank as usize {
+            n *= self.dims[d] as usize;
+            d += 1;
+        }
+        n
+    }
+}
 
 /// The lane types of [`ElemType::Vector`].
 pub static VECTOR_LANE_TYPES: [ElemType; 8] = [
@@ -84,20 +139,40 @@ pub static VECTOR_LANE_TYPES: [ElemType; 8] = [
 impl ElemType {
     /// `vector<lanes x of>`, if it is one Locus passes (see [`ElemType::Vector`]).
     pub fn vector(lanes: u16, of: ElemType) -> Option<ElemType> {
+        ElemType::vector_of_shape(&[lanes], of)
+    }
+
+    /// `vector<D0x..xDnxof>` with `dims` D0 to Dn, if it is one Locus passes (see
+    /// [`ElemType::Vector`]).
+    pub fn vector_of_shape(dims: &[u16], of: ElemType) -> Option<ElemType> {
         let of = VECTOR_LANE_TYPES.iter().find(|t| **t == of)?;
-        let bytes = usize::from(lanes) * of.size();
-        // At most 64 bytes: the alignment Locus's buffers guarantee (a larger vector is
-        // aligned to its size).
-        (lanes > 0 && bytes.is_power_of_two() && bytes <= MAX_VECTOR_BYTES)
-            .then_some(ElemType::Vector { lanes, of })
+        let shape = VectorShape::new(dims)?;
+        let inner = shape.innermost() * of.size();
+        // The innermost vector is at most 64 bytes: the alignment Locus's buffers
+        // guarantee (a vector is aligned to its size); a power of two, so unpadded.
+        (inner.is_power_of_two()
+            && inner <= MAX_VECTOR_BYTES
+            && shape.lanes() * of.size() <= MAX_VECTOR_ELEMENT_BYTES)
+            .then_some(ElemType::Vector { shape, of })
     }
 
     /// The scalar type of the element and how many of it make one element: the lanes of
     /// a vector, else the type itself and 1.
     pub fn scalar_and_lanes(self) -> (ElemType, usize) {
         match self {
-            ElemType::Vector { lanes, of } => (*of, usize::from(lanes)),
+            ElemType::Vector { shape, of } => (*of, shape.lanes()),
             other => (other, 1),
+        }
+    }
+
+    /// The dimensions a vector element adds to an array of it (an `.npy` file's last
+    /// ones); none for a scalar.
+    pub fn lane_dims(self) -> Vec<usize> {
+        match self {
+            ElemType::Vector { shape, .. } => {
+                shape.dims().iter().map(|&d| usize::from(d)).collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -138,7 +213,7 @@ impl ElemType {
             ElemType::F32 | ElemType::I32 => 4,
             ElemType::F64 | ElemType::I64 | ElemType::Index | ElemType::ComplexF32 => 8,
             ElemType::ComplexF64 => 16,
-            ElemType::Vector { lanes, of } => lanes as usize * of.size(),
+            ElemType::Vector { shape, of } => shape.lanes() * of.size(),
         }
     }
 
@@ -148,6 +223,8 @@ impl ElemType {
         match self {
             ElemType::ComplexF32 => 4,
             ElemType::ComplexF64 => 8,
+            // Nested arrays of the innermost vector, aligned as it is.
+            ElemType::Vector { shape, of } => shape.innermost() * of.size(),
             other => other.size(),
         }
     }
@@ -186,8 +263,12 @@ impl ElemType {
 
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let ElemType::Vector { lanes, of } = self {
-            return write!(f, "vector<{lanes}x{of}>");
+        if let ElemType::Vector { shape, of } = self {
+            f.write_str("vector<")?;
+            for d in shape.dims() {
+                write!(f, "{d}x")?;
+            }
+            return write!(f, "{of}>");
         }
         f.write_str(self.name())
     }
@@ -397,20 +478,22 @@ impl<'a> Parser<'a> {
                 .then(|| ElemType::from_name(&format!("complex<{part}>")))
                 .flatten()
         } else if w == "vector" && self.eat("<") {
-            // `vector<4xf32>`: the lane count and the lane type run together after `x`.
+            // `vector<4x4xf32>`: the dimensions and the lane type run together, joined
+            // by `x`.
             let spec = self.word();
-            let lanes_of = spec.split_once('x').and_then(|(n, t)| {
+            let lanes_of = spec.rsplit_once('x').and_then(|(dims, t)| {
                 let of = ElemType::from_name(t)?;
-                ElemType::vector(n.parse().ok()?, of)
+                let dims: Option<Vec<u16>> = dims.split('x').map(|n| n.parse().ok()).collect();
+                ElemType::vector_of_shape(&dims?, of)
             });
             match (lanes_of, self.eat(">")) {
                 (Some(v), true) => Some(v),
                 _ => {
                     self.pos = start;
                     return self.err(format!(
-                        "unsupported vector `vector<{spec}>` (one dimension of f16, bf16, \
-                         f32, f64 or i8 to i64, whose size in bytes is a power of two up \
-                         to 64)"
+                        "unsupported vector `vector<{spec}>` (1 to 4 dimensions of f16, bf16, \
+                         f32, f64 or i8 to i64, the innermost a power of two of bytes up to \
+                         64, at most 65536 bytes in all)"
                     ));
                 }
             }

@@ -376,16 +376,32 @@ fn narrow_float_and_complex_types_parse() {
         panic!("complex<i32> parsed")
     };
     assert!(e.to_string().contains("unsupported type `complex`"), "{e}");
-    // Vector elements: one dimension, no padding.
-    let text = "(memref<?xvector<4xf32>>, memref<2xvector<16xi8>>) -> (memref<?xvector<2xf64>>)";
+    // Vector elements: up to four dimensions, the innermost unpadded.
+    let text = "(memref<?xvector<4xf32>>, memref<2xvector<16xi8>>, memref<?x?xvector<4x4xf32>>, \
+                memref<3xvector<3x2x4xi16>>) -> (memref<?xvector<2xf64>>)";
     let Ok(sig) = Signature::parse(text) else {
         panic!("{text} did not parse")
     };
     assert_eq!(sig.to_string(), text);
+    let Type::MemRef(m) = &sig.inputs[2] else {
+        panic!("not a memref")
+    };
+    // Nested arrays of vector<4xf32>: 64 bytes, aligned as the innermost vector.
+    assert_eq!((m.elem.size(), m.elem.align()), (64, 16));
+    assert_eq!(m.elem.lane_dims(), [4, 4]);
+    let Type::MemRef(m) = &sig.inputs[3] else {
+        panic!("not a memref")
+    };
+    assert_eq!((m.elem.size(), m.elem.align()), (48, 8));
     for bad in [
         "(memref<?xvector<3xf32>>)",
         "(memref<?xvector<4xi1>>)",
-        "(memref<?xvector<2x2xf32>>)",
+        "(memref<?xvector<4x3xf32>>)",
+        "(memref<?xvector<0x4xf32>>)",
+        "(memref<?xvector<2x2x2x2x2xf32>>)",
+        "(memref<?xvector<1024x1024xf32>>)",
+        "(memref<?xvector<x4xf32>>)",
+        "(memref<?xvector<4xindex>>)",
     ] {
         let Err(e) = Signature::parse(bad) else {
             panic!("{bad} parsed")
