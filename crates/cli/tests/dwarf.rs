@@ -1774,3 +1774,178 @@ fn vars_on_an_aarch64_core() {
     let caller = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", "1"]);
     assert_eq!(caller["threads"][0]["function"], "_start", "{caller}");
 }
+
+/// Builds `crates/dwarf/fixtures/entry_values.c` with `compiler` at -O2 -g into `dir`.
+fn build_entry_values(compiler: &str, dir: &TempDir) -> PathBuf {
+    let exe = dir.path(&format!("entry_values-{compiler}"));
+    let out = std::process::Command::new(compiler)
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(fixture("entry_values.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// `scripts/dwarf-gdb-compare --json` on a binary stopped at every `stop_here`: gdb's
+/// values of every frame against `locus dwarf vars` on gdb's cores and on the stopped
+/// process (`--live`).
+fn gdb_compare(exe: &Path, live: u32) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/dwarf-gdb-compare");
+    let out = std::process::Command::new(script)
+        .args(["--locus", LOCUS, "--break", "stop_here", "--json", "--live"])
+        .arg(live.to_string())
+        .arg(exe)
+        .output()
+        .expect("python3 and gdb are needed (scripts/install-deps)");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "dwarf-gdb-compare: {e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Frame `frame` of a core of `exe` stopped at its `stop`th call of `stop_here` (gdb's
+/// gcore), as `locus dwarf vars --json` gives it; and gdb's backtrace there.
+fn vars_at_stop(exe: &Path, dir: &TempDir, stop: u32, frame: u32) -> (Value, String) {
+    let core = dir.path(&format!("core-{stop}"));
+    let mut commands = vec!["break stop_here".to_owned(), "run".to_owned()];
+    if stop > 1 {
+        // `continue N` passes the breakpoint N - 1 times.
+        commands.push(format!("continue {}", stop - 1));
+    }
+    commands.extend([
+        "bt".to_owned(),
+        format!("gcore {}", core.display()),
+        "kill".to_owned(),
+    ]);
+    let mut gdb = std::process::Command::new("gdb");
+    gdb.args(["-nx", "-batch"]);
+    for c in &commands {
+        gdb.args(["-ex", c]);
+    }
+    let out = gdb
+        .arg(exe)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("gdb is needed");
+    let bt = String::from_utf8_lossy(&out.stdout).into_owned();
+    let exe_s = exe.to_str().unwrap();
+    let core_s = core.to_str().unwrap();
+    let n = frame.to_string();
+    let doc = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", &n]);
+    (doc["threads"][0].clone(), bt)
+}
+
+/// The value `locus dwarf vars` gives variable `name` of `function` in a thread's JSON:
+/// its number, or `<optimized out>` and why.
+fn var_of(thread: &Value, function: &str, name: &str) -> (Option<String>, Option<String>) {
+    let v = thread["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["function"] == function && v["name"] == name)
+        .unwrap_or_else(|| panic!("no {function}:{name} in {thread}"));
+    (
+        v["number"].as_str().map(str::to_owned),
+        v["optimized_out"].as_str().map(str::to_owned),
+    )
+}
+
+/// Entry values in optimized code against gdb 13 (issue 22): the fixture built by gcc and
+/// clang-19 at -O2, stopped at each `stop_here`, every frame of gdb's cores and of the
+/// stopped process compared; no wrong value, and every scalar gdb prints is Locus's too
+/// except where gdb shows a caller-saved register's stale value in an outer frame.
+#[test]
+fn entry_values_against_gdb() {
+    let dir = TempDir::new("dwarf-entry-values");
+    for compiler in ["gcc", "clang-19"] {
+        let exe = build_entry_values(compiler, &dir);
+        let doc = gdb_compare(&exe, 2);
+        let count = |k: &str| doc[k].as_u64().unwrap_or(0);
+        assert_eq!(count("WRONG"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("locus-failed"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("locus-error"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("stops"), 9, "{compiler}: {doc:#}");
+        assert!(count("live frames") >= 5, "{compiler}: {doc:#}");
+        assert!(count("compared") >= 60, "{compiler}: {doc:#}");
+        // Where Locus says <optimized out> and gdb printed a value, it is only a register
+        // an outer frame does not know (gdb prints the inner frame's stale value).
+        let reasons = doc["reasons"].as_object().unwrap();
+        for reason in reasons.keys() {
+            assert!(
+                reason.contains("not known in this frame")
+                    || reason.contains("is not in the target"),
+                "{compiler}: {reason}"
+            );
+        }
+        assert!(
+            count("agree") * 10 >= count("compared") * 7,
+            "{compiler}: {doc:#}"
+        );
+    }
+}
+
+/// The cases one by one, gcc 12 -O2: a tail call's arguments are not the callee's
+/// (leaf() reached from main through relay()'s `jmp`: gdb's chain main -> relay -> leaf);
+/// two tail calls to leaf() from twice() leave no one chain; ping() and pong() tail-call
+/// each other, so ping's entry values could be a later entry's; clone_me.constprop's
+/// dropped parameter is DW_OP_GNU_parameter_ref, answered from the caller's
+/// DW_AT_call_parameter.
+#[test]
+fn entry_values_only_from_a_call_that_enters_the_function() {
+    let dir = TempDir::new("dwarf-entry-cases");
+    let exe = build_entry_values("gcc", &dir);
+    // Stop 1: stop_here <- leaf(3, 2) <- [relay(2, 3), a tail call] <- main (argc 1).
+    let (leaf, bt) = vars_at_stop(&exe, &dir, 1, 1);
+    assert!(bt.contains("leaf (a=a@entry=3"), "{bt}");
+    assert_eq!(
+        var_of(&leaf, "leaf", "a").0.as_deref(),
+        Some("3"),
+        "{leaf:#}"
+    );
+    assert!(
+        leaf["entry_values"]["call_site"]
+            .as_str()
+            .unwrap()
+            .contains("relay"),
+        "{leaf:#}"
+    );
+    // Stop 2: leaf(41, 11) from twice(0, 41), which tail-calls leaf from two places.
+    let (leaf, _) = vars_at_stop(&exe, &dir, 2, 1);
+    let why = leaf["entry_values"]["refused"].as_str().unwrap_or_default();
+    assert!(why.contains("no one chain of tail calls"), "{leaf:#}");
+    let (a, a_why) = var_of(&leaf, "leaf", "a");
+    assert_eq!(a, None, "{leaf:#}");
+    assert!(
+        a_why.unwrap_or_default().contains("no one chain"),
+        "{leaf:#}"
+    );
+    // Stop 4: ping(0) after ping(4) -> pong(3) -> ping(2) -> pong(1) -> ping(0).
+    let (ping, bt) = vars_at_stop(&exe, &dir, 4, 1);
+    assert!(bt.contains("ping (n=<optimized out>)"), "{bt}");
+    let (n, why) = var_of(&ping, "ping", "n");
+    assert_eq!(n, None, "{ping:#}");
+    assert!(
+        why.unwrap_or_default()
+            .contains("can call itself through tail calls"),
+        "{ping:#}"
+    );
+    // Stops 7 and 8: clone_me(61, 7) and clone_me(62, 9), `unused` dropped by IPA.
+    for (stop, unused) in [(7, "7"), (8, "9")] {
+        let (clone, bt) = vars_at_stop(&exe, &dir, stop, 1);
+        assert!(bt.contains(&format!("unused={unused}")), "{bt}");
+        assert_eq!(
+            var_of(&clone, "clone_me", "unused").0.as_deref(),
+            Some(unused),
+            "{clone:#}"
+        );
+    }
+}

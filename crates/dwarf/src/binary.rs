@@ -1089,11 +1089,22 @@ impl<'d> Binary<'d> {
     /// The variables and formal parameters in scope at `pc` (an address in
     /// the running program), as [`variables_at`] finds them.
     pub fn variables_at(&self, pc: u64) -> Result<Vec<Variable>, Error> {
+        Ok(self.scopes_at(pc)?.variables)
+    }
+
+    /// The functions whose code holds `pc` (an address in the running program): the
+    /// concrete function, then each function inlined there, innermost last (the frames
+    /// gdb shows for one frame of the call-frame information, innermost first there).
+    pub fn functions_at(&self, pc: u64) -> Result<Vec<String>, Error> {
+        Ok(self.scopes_at(pc)?.functions)
+    }
+
+    fn scopes_at(&self, pc: u64) -> Result<Found, Error> {
         let dwarf = self.sections.dwarf(false)?;
         let package = self.package.as_ref().map(Sections::package).transpose()?;
         let load_bias = self.load_bias;
         let pc = pc.wrapping_sub(load_bias);
-        let mut out = Vec::new();
+        let mut out = Found::default();
         let mut units = dwarf.units();
         while let Some(header) = units.next()? {
             let unit = dwarf.unit(header)?;
@@ -1195,7 +1206,7 @@ fn scan_unit(
     unit: &gimli::Unit<R<'_>>,
     pc: u64,
     load_bias: u64,
-    out: &mut Vec<Variable>,
+    out: &mut Found,
 ) -> Result<(), Error> {
     let mut tree = unit.entries_tree(None)?;
     let root = tree.root()?;
@@ -1221,7 +1232,7 @@ fn scan_dwo(
     skeleton: &gimli::Unit<R<'_>>,
     pc: u64,
     load_bias: u64,
-    out: &mut Vec<Variable>,
+    out: &mut Found,
 ) -> Result<(), Error> {
     if let (Some(package), Some(id)) = (package, skeleton.dwo_id) {
         let in_package = |e: gimli::Error| Error::Object {
@@ -1293,13 +1304,21 @@ fn dwo_path(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<St
     })
 }
 
+/// What a scan finds at a PC: the variables in scope and the functions (concrete, then
+/// inlined) whose code holds it.
+#[derive(Default)]
+struct Found {
+    variables: Vec<Variable>,
+    functions: Vec<String>,
+}
+
 struct Scan<'s, 'a> {
     dwarf: &'s gimli::Dwarf<R<'a>>,
     unit: &'s gimli::Unit<R<'a>>,
     /// The PC at the file's own addresses (the load bias taken off).
     pc: u64,
     load_bias: u64,
-    out: &'s mut Vec<Variable>,
+    out: &'s mut Found,
     base_types: Vec<BaseType>,
 }
 
@@ -1421,7 +1440,9 @@ impl<'a> Scan<'_, 'a> {
                             Some(AttributeValue::Exprloc(e)) => Some(e.0.slice().to_vec()),
                             _ => frame_base.map(<[u8]>::to_vec),
                         };
-                        (fb, self.name(entry)?.unwrap_or_default())
+                        let name = self.name(entry)?.unwrap_or_default();
+                        self.out.functions.push(name.clone());
+                        (fb, name)
                     };
                     self.children(child, fb.as_deref(), &name, depth + 1)?;
                 }
@@ -1429,7 +1450,7 @@ impl<'a> Scan<'_, 'a> {
                 // the sense of a frame.
                 gimli::DW_TAG_formal_parameter | gimli::DW_TAG_variable if !function.is_empty() => {
                     let v = self.variable(entry, frame_base, function)?;
-                    self.out.push(v);
+                    self.out.variables.push(v);
                 }
                 _ => {}
             }

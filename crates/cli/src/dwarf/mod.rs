@@ -18,7 +18,7 @@ use locus_dwarf::binary::{self, Decoded, VariableKind, VariableLocation};
 use locus_dwarf::eval::EvalError;
 use locus_dwarf::{
     access, decode, encode, parse_text_with, to_text, Encoding, Entry, Error, Evaluation,
-    ExtensionEncoding, Location, Op, Syntax,
+    ExtensionEncoding, Location, Op, Storage, Syntax,
 };
 use serde_json::{json, Value as Json};
 
@@ -166,14 +166,25 @@ pub enum Command {
         /// process). Default: every thread.
         #[arg(long, value_name = "N")]
         thread: Option<usize>,
-        /// Frame N of each thread (0: the innermost, as gdb numbers them).
+        /// Frame N of each thread, counted as the call-frame information unwinds the stack
+        /// (0: the innermost). gdb counts more frames where code was inlined or reached by
+        /// a tail call: each function inlined at a frame's pc is a gdb frame of its own
+        /// (here its variables are in that frame, each naming its "function"; the JSON
+        /// backtrace lists each frame's "functions", innermost first), and gdb adds a frame
+        /// for each tail call it can prove (here none: they left no stack frame).
         #[arg(long, value_name = "N", default_value_t = 0)]
         frame: usize,
         /// Print JSON instead of text: {"pc", "variables": [...]}, or with --core/--pid
         /// {"target", "binary", "load_bias", "threads": [{"thread", "tid", "signal",
-        /// "frame", "pc", "module", "cfa", "function", "backtrace", "variables"}]}; each
-        /// variable {"name", "kind", "function", "type", "byte_size", "die", "expression"
-        /// or "const_value", and with a target "location", "value", "number" or "error"}.
+        /// "frame", "pc", "module", "cfa", "function", "backtrace", "entry_values",
+        /// "variables"}]}; each variable {"name", "kind", "function", "type", "byte_size",
+        /// "die", "expression" or "const_value", and with a target "location", "value",
+        /// "number" and "optimized_out" (why, when gdb would print <optimized out>: no
+        /// location here, an entry value no call site provably gives, a register a caller
+        /// frame does not know) or "error"}. "entry_values" says which call site gave the
+        /// frame's entry values (DW_OP_entry_value, DW_OP_GNU_parameter_ref), or why none
+        /// can be trusted ("refused": the call site does not provably call this function,
+        /// it can tail-call itself, no caller).
         #[arg(long)]
         json: bool,
     },
@@ -622,30 +633,25 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
             VariableLocation::None => item["expression"] = Json::Null,
         }
         if let Some(state) = state {
-            let mut state = state.clone().with_variable(v);
-            match binary::evaluate_variable_with(v, &mut state) {
-                Ok(r) => {
-                    if let Some(l) = &r.location {
-                        item["location"] = render::location_json(l);
-                    }
-                    item["value"] = json!(r.bits.to_hex());
-                    if let Some(n) = v.number(&r.bits) {
-                        item["number"] = json!(n);
-                    } else if v.location == VariableLocation::None {
-                        item["optimized_out"] = json!("no location at this pc");
-                    } else if r.bits.bit_len() > 0 && r.bits.defined_mask().iter().all(|&m| m == 0)
-                    {
-                        item["optimized_out"] = json!("the location is undefined here");
-                    }
+            let location = evaluate_into(&mut item, v, state);
+            // gdb's `<synthetic pointer>`: the pointer has no bits, the object it points
+            // to (a variable in scope) has a value.
+            if let Some(Storage::ImplicitPointer {
+                die, byte_offset, ..
+            }) = location
+                .as_ref()
+                .and_then(|l| l.places.first())
+                .map(|p| &p.storage)
+            {
+                if let Some(map) = item.as_object_mut() {
+                    map.remove("optimized_out");
                 }
-                Err(e) => match optimized_out(&e) {
-                    Some(why) => {
-                        let size = v.byte_size.unwrap_or(0).min(4096) as usize;
-                        item["value"] = json!("??".repeat(size));
-                        item["optimized_out"] = json!(why);
-                    }
-                    None => item["error"] = json!(describe(&e)),
-                },
+                item["synthetic_pointer"] = json!({"die": die, "byte_offset": byte_offset});
+                if let Some(target) = vars.iter().find(|t| t.die == *die) {
+                    let mut to = json!({"name": target.name, "function": target.function});
+                    evaluate_into(&mut to, target, state);
+                    item["points_to"] = to;
+                }
             }
         }
         list.push(item);
@@ -675,6 +681,43 @@ fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("--pc `{pc}`: no symbol `{name}`"))?;
     Ok(base.wrapping_add(load_bias).wrapping_add(offset))
+}
+
+/// Evaluates `v` in `state` into `item`: its `location`, `value`, `number` and
+/// `optimized_out`, or `error`; the location, if there is one.
+fn evaluate_into(
+    item: &mut Json,
+    v: &binary::Variable,
+    state: &binary::State<'_>,
+) -> Option<Location> {
+    let mut state = state.clone().with_variable(v);
+    match binary::evaluate_variable_with(v, &mut state) {
+        Ok(r) => {
+            if let Some(l) = &r.location {
+                item["location"] = render::location_json(l);
+            }
+            item["value"] = json!(r.bits.to_hex());
+            if let Some(n) = v.number(&r.bits) {
+                item["number"] = json!(n);
+            } else if v.location == VariableLocation::None {
+                item["optimized_out"] = json!("no location at this pc");
+            } else if r.bits.bit_len() > 0 && r.bits.defined_mask().iter().all(|&m| m == 0) {
+                item["optimized_out"] = json!("the location is undefined here");
+            }
+            r.location
+        }
+        Err(e) => {
+            match optimized_out(&e) {
+                Some(why) => {
+                    let size = v.byte_size.unwrap_or(0).min(4096) as usize;
+                    item["value"] = json!("??".repeat(size));
+                    item["optimized_out"] = json!(why);
+                }
+                None => item["error"] = json!(describe(&e)),
+            }
+            None
+        }
+    }
 }
 
 /// Why a variable is `<optimized out>`, as gdb would print it, when evaluating it failed

@@ -371,7 +371,14 @@ fn variable_lines(vars: &Json, lines: &mut Vec<String>) {
     }
     for v in vars {
         let name = v["name"].as_str().unwrap_or("?");
-        let value = if let Some(n) = v["number"].as_str() {
+        let value = if v["synthetic_pointer"].is_object() {
+            let to = &v["points_to"];
+            Some(match (to["name"].as_str(), to["number"].as_str()) {
+                (Some(name), Some(n)) => format!("<synthetic pointer> (&{name}, = {n})"),
+                (Some(name), None) => format!("<synthetic pointer> (&{name})"),
+                _ => "<synthetic pointer>".to_string(),
+            })
+        } else if let Some(n) = v["number"].as_str() {
             Some(n.to_string())
         } else if let Some(e) = v["error"].as_str() {
             Some(format!("<error: {e}>"))

@@ -163,12 +163,23 @@ fn entry_json(e: &EntryValues) -> Json {
     }
 }
 
-/// The frames as `{"frame", "pc", "module"}`, for choosing `--frame`.
-fn backtrace(frames: &[Frame]) -> Json {
+/// The frames as `{"frame", "pc", "module"}`, for choosing `--frame`; frames in the
+/// binary also have `"functions"`: the function and those inlined into it at the frame's
+/// pc, innermost first (gdb shows each as a frame of its own).
+fn backtrace(frames: &[Frame], bin: &Binary<'_>, module: &str) -> Json {
     frames
         .iter()
         .enumerate()
-        .map(|(i, f)| json!({"frame": i, "pc": hex(f.pc), "module": f.module}))
+        .map(|(i, f)| {
+            let mut item = json!({"frame": i, "pc": hex(f.pc), "module": f.module});
+            if f.module.as_deref() == Some(module) {
+                if let Ok(mut functions) = bin.functions_at(f.lookup_pc(i)) {
+                    functions.reverse();
+                    item["functions"] = json!(functions);
+                }
+            }
+            item
+        })
         .collect()
 }
 
@@ -201,7 +212,7 @@ pub fn vars(
                 if let Some(cfa) = f.cfa {
                     item["cfa"] = json!(hex(cfa));
                 }
-                item["backtrace"] = backtrace(&frames);
+                item["backtrace"] = backtrace(&frames, &bin, &loaded.placed.path);
                 if f.module.as_deref() == Some(loaded.placed.path.as_str()) {
                     let at = f.lookup_pc(frame);
                     let vars = bin.variables_at(at).map_err(|e| io_fail(binary, e))?;
