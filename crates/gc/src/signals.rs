@@ -721,7 +721,19 @@ fn handle_sent(sig: c_int, info: &libc::siginfo_t) -> bool {
     }
     // SAFETY: `si_pid` is the field the kernel fills for a signal a process sent.
     let from_self = info.si_code <= 0 && unsafe { info.si_pid() } == unsafe { libc::getpid() };
-    if !(from_self || info.si_code > 0) {
+    // The kernel's own signals that answer what the program did; not a terminal's SIGINT,
+    // SIGQUIT or SIGHUP (also sent by the kernel), which keep their default action.
+    let for_what_it_did = info.si_code > 0
+        && matches!(
+            sig,
+            libc::SIGALRM
+                | libc::SIGVTALRM
+                | libc::SIGPROF
+                | libc::SIGXCPU
+                | libc::SIGXFSZ
+                | libc::SIGSYS
+        );
+    if !(from_self || for_what_it_did) {
         return false;
     }
     let mut line = Line::new();
