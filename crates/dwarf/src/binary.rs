@@ -200,6 +200,8 @@ pub struct Frame<'f> {
     pub frame_base: Option<(&'f Decoded, Encoding)>,
     /// The unit's base types.
     pub base_types: &'f [BaseType],
+    /// The variables in scope (`DW_OP_GNU_variable_value` names one by DIE).
+    pub variables: &'f [Variable],
 }
 
 /// Nesting limit for entry values and frame bases evaluated while
@@ -672,8 +674,29 @@ impl<T: Target> Target for WithFrame<'_, T> {
     fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
         self.target.parameter_ref(offset)
     }
+    /// The value of a variable in scope ([`Frame::variables`]), evaluated in this frame
+    /// (nested as entry values are); others are asked of the target.
     fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
-        self.target.variable_value(offset)
+        let scope = self.frame.variables;
+        let Some(v) = scope.iter().find(|v| v.die == offset) else {
+            return self.target.variable_value(offset);
+        };
+        let inner = self.nesting.enter()?;
+        let target: &mut dyn Target = &mut self.target;
+        let (evaluated, inner) = evaluate_nested(v, scope, target, inner)
+            .map_err(|e| format!("the value of `{}`: {e}", v.name))?;
+        self.nesting.leave(inner);
+        let bits = &evaluated.bits;
+        if !bits.is_fully_defined() || bits.bytes().is_empty() {
+            return Err(format!("the value of `{}` is optimized out", v.name));
+        }
+        let n = bits.bytes().len().min(8);
+        let size = v.encoding.address_size;
+        Ok(Entry::Value(Value::from_bytes(
+            ValueType::Generic,
+            &bits.bytes()[..n],
+            size,
+        )))
     }
     fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
         self.target.callee(offset, unit_relative)
@@ -1804,20 +1827,50 @@ pub fn evaluate_variable_with<T: Target + ?Sized>(
     variable: &Variable,
     target: &mut T,
 ) -> Result<Evaluated, Error> {
+    evaluate_variable_in(variable, &[], target)
+}
+
+/// [`evaluate_variable_with`] among the variables in scope, `scope` (those of the same
+/// [`Binary::variables_at`]): `DW_OP_GNU_variable_value` of one of them gives its value
+/// in the same frame, as gdb does.
+pub fn evaluate_variable_in<T: Target + ?Sized>(
+    variable: &Variable,
+    scope: &[Variable],
+    target: &mut T,
+) -> Result<Evaluated, Error> {
+    evaluate_nested(variable, scope, target, Nesting::default()).map(|(e, _)| e)
+}
+
+/// [`evaluate_variable_in`] nested `nesting` deep (`DW_OP_GNU_variable_value`); also gives
+/// back the nested evaluations' count.
+fn evaluate_nested<T: Target + ?Sized>(
+    variable: &Variable,
+    scope: &[Variable],
+    target: &mut T,
+    nesting: Nesting,
+) -> Result<(Evaluated, Nesting), Error> {
     let size = variable.byte_size.unwrap_or(0);
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
         VariableLocation::None => {
-            return Ok(Evaluated {
-                location: None,
-                bits: Bits::undefined(bit_len).map_err(|error| Error::Access { error })?,
-            });
+            let bits = Bits::undefined(bit_len).map_err(|error| Error::Access { error })?;
+            return Ok((
+                Evaluated {
+                    location: None,
+                    bits,
+                },
+                nesting,
+            ));
         }
         VariableLocation::Const(b) => {
-            return Ok(Evaluated {
-                location: None,
-                bits: Bits::from_bytes(b),
-            });
+            let bits = Bits::from_bytes(b);
+            return Ok((
+                Evaluated {
+                    location: None,
+                    bits,
+                },
+                nesting,
+            ));
         }
         VariableLocation::Expression(b) => b,
     };
@@ -1830,20 +1883,27 @@ pub fn evaluate_variable_with<T: Target + ?Sized>(
     let frame = Frame {
         frame_base: frame_base.as_ref().map(|f| (f, enc)),
         base_types: &variable.base_types,
+        variables: scope,
     };
     let mut eval = expr.evaluation(enc);
-    let mut with_frame = WithFrame::new(&mut *target, frame);
+    let mut with_frame = WithFrame {
+        target: &mut *target,
+        frame,
+        nesting,
+    };
     eval.evaluate_with(&mut with_frame)?;
+    let nesting = with_frame.nesting;
     // The result is moved out, not cloned.
     let location = match eval.into_result() {
         Some(e) => e.into_location(enc.address_size),
         None => LocationDescription::undefined(),
     };
     let bits = access::read(&location, bit_len, target)?;
-    Ok(Evaluated {
+    let evaluated = Evaluated {
         bits,
         location: Some(location),
-    })
+    };
+    Ok((evaluated, nesting))
 }
 
 impl Variable {

@@ -531,6 +531,7 @@ impl CallSites {
             Frame {
                 frame_base: decoded.as_ref().map(|d| (d, unit.encoding)),
                 base_types: &unit.base_types,
+                variables: &[],
             },
         );
         evaluate(expr, unit.encoding, self.load_bias, &mut with_frame)

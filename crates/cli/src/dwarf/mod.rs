@@ -633,7 +633,7 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
             VariableLocation::None => item["expression"] = Json::Null,
         }
         if let Some(state) = state {
-            let location = evaluate_into(&mut item, v, state);
+            let location = evaluate_into(&mut item, v, vars, state);
             // gdb's `<synthetic pointer>`: the pointer has no bits, the object it points
             // to (a variable in scope) has a value.
             if let Some(Storage::ImplicitPointer {
@@ -649,7 +649,7 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
                 item["synthetic_pointer"] = json!({"die": die, "byte_offset": byte_offset});
                 if let Some(target) = vars.iter().find(|t| t.die == *die) {
                     let mut to = json!({"name": target.name, "function": target.function});
-                    evaluate_into(&mut to, target, state);
+                    evaluate_into(&mut to, target, vars, state);
                     item["points_to"] = to;
                 }
             }
@@ -683,15 +683,16 @@ fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
     Ok(base.wrapping_add(load_bias).wrapping_add(offset))
 }
 
-/// Evaluates `v` in `state` into `item`: its `location`, `value`, `number` and
-/// `optimized_out`, or `error`; the location, if there is one.
+/// Evaluates `v` in `state` (among the variables `scope`) into `item`: its `location`,
+/// `value`, `number` and `optimized_out`, or `error`; the location, if there is one.
 fn evaluate_into(
     item: &mut Json,
     v: &binary::Variable,
+    scope: &[binary::Variable],
     state: &binary::State<'_>,
 ) -> Option<Location> {
     let mut state = state.clone().with_variable(v);
-    match binary::evaluate_variable_with(v, &mut state) {
+    match binary::evaluate_variable_in(v, scope, &mut state) {
         Ok(r) => {
             if let Some(l) = &r.location {
                 item["location"] = render::location_json(l);
