@@ -136,7 +136,7 @@ fn file_note(desc: &[u8]) -> Option<Vec<Mapping>> {
     for i in 0..count {
         let at = 16 + 24 * i;
         let start = u64_at(desc, at)?;
-        let end = u64_at(desc, at + 8)?;
+        let end = u64_at(desc, at + 8)?.max(start);
         let offset = u64_at(desc, at + 16)?.checked_mul(page)?;
         let nul = names.iter().position(|&b| b == 0)?;
         let path = String::from_utf8_lossy(names.get(..nul)?).into_owned();
@@ -206,6 +206,15 @@ pub fn parse(data: &[u8], path: &str) -> Result<Stopped, Error> {
             elf::PT_LOAD => {
                 let address = segment.p_vaddr(endian);
                 let memsz = segment.p_memsz(endian);
+                if address.checked_add(memsz).is_none() {
+                    return Err(bad(
+                        path,
+                        format!(
+                            "segment at {address:#x}: its {memsz} bytes of memory run past the \
+                             end of the address space"
+                        ),
+                    ));
+                }
                 let filesz = segment.p_filesz(endian).min(memsz);
                 let offset = segment.p_offset(endian);
                 let bytes = segment.data(endian, data).map_err(|_| {
@@ -357,6 +366,89 @@ mod tests {
             Some(0x401000)
         );
         assert_eq!(auxv_entry(&words(&[6, 0x1000])), None);
+    }
+
+    /// A little-endian x86-64 ELF core: one `NT_PRSTATUS` (rip 0x401000) and one
+    /// `PT_LOAD` of `filesz` bytes in the file and `memsz` in memory at `vaddr`.
+    fn tiny_core(vaddr: u64, filesz: u64, memsz: u64) -> Vec<u8> {
+        let mut note = words(&[]);
+        note.extend(5u32.to_le_bytes()); // namesz
+        note.extend(((PR_REG + 27 * 8) as u32).to_le_bytes()); // descsz
+        note.extend(elf::NT_PRSTATUS.to_le_bytes());
+        note.extend(b"CORE\0\0\0\0");
+        let mut desc = alloc::vec![0u8; PR_REG + 27 * 8];
+        desc[PR_REG + 8 * 16..PR_REG + 8 * 17].copy_from_slice(&0x401000u64.to_le_bytes());
+        note.extend(desc);
+        let (phoff, phnum) = (64u64, 2u64);
+        let note_at = phoff + 56 * phnum;
+        let load_at = note_at + note.len() as u64;
+        let mut out = alloc::vec![0u8; 64];
+        out[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        out[6] = 1; // EV_CURRENT
+        out[16..18].copy_from_slice(&elf::ET_CORE.to_le_bytes());
+        out[18..20].copy_from_slice(&elf::EM_X86_64.to_le_bytes());
+        out[20..24].copy_from_slice(&1u32.to_le_bytes());
+        out[32..40].copy_from_slice(&phoff.to_le_bytes());
+        out[52..54].copy_from_slice(&64u16.to_le_bytes());
+        out[54..56].copy_from_slice(&56u16.to_le_bytes());
+        out[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
+        let header = |kind: u32, offset: u64, vaddr: u64, filesz: u64, memsz: u64| {
+            let mut h = Vec::new();
+            h.extend(kind.to_le_bytes());
+            h.extend(4u32.to_le_bytes()); // PF_R
+            h.extend(words(&[offset, vaddr, 0, filesz, memsz, 1]));
+            h
+        };
+        out.extend(header(elf::PT_NOTE, note_at, 0, note.len() as u64, 0));
+        out.extend(header(elf::PT_LOAD, load_at, vaddr, filesz, memsz));
+        out.extend(note);
+        out.extend(alloc::vec![0xabu8; usize::try_from(filesz).unwrap_or(0).min(64)]);
+        out
+    }
+
+    /// Segment sizes are not trusted: memory past the end of the address space is refused
+    /// (it panicked on the overflow), bytes past the end of the file are refused, and a
+    /// segment that claims a terabyte of memory costs only what the file holds.
+    #[test]
+    fn segment_sizes_are_bounded_by_the_file() {
+        let good = parse(&tiny_core(0x1000, 64, 64), "good.core");
+        let good = good.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(good.threads.len(), 1);
+        assert_eq!(good.threads[0].pc, 0x401000);
+        assert_eq!(good.memory.len(), 1);
+        assert_eq!(good.memory[0].bytes, alloc::vec![0xab; 64]);
+
+        let wraps = parse(&tiny_core(u64::MAX - 0xfff, 64, 0x10000), "wraps.core");
+        let e = alloc::format!("{}", wraps.err().unwrap_or_else(|| panic!("accepted")));
+        assert!(e.contains("run past the end of the address space"), "{e}");
+
+        let past = parse(&tiny_core(0x1000, 1 << 40, 1 << 40), "past.core");
+        let e = alloc::format!("{}", past.err().unwrap_or_else(|| panic!("accepted")));
+        assert!(e.contains("run past the end of the file"), "{e}");
+
+        let claims = parse(&tiny_core(0x1000, 64, 1 << 40), "claims.core");
+        let claims = claims.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(claims.memory[0].bytes.len(), 64);
+        assert_eq!(
+            claims.missing,
+            [(0x1040, 0x1000 + (1 << 40), claims.missing[0].2.clone())]
+        );
+        // The mapped file cannot fill a terabyte: the range stays missing, nothing is
+        // allocated for it (it was: a terabyte of zeros, and the process aborted).
+        let mut claims = claims;
+        claims.mappings.push(Mapping {
+            start: 0x1000,
+            end: 0x1000 + (1 << 40),
+            file_offset: 0,
+            path: "/bin/x".into(),
+        });
+        let placed = crate::stopped::Placed {
+            path: "/bin/x".into(),
+            load_bias: 0,
+        };
+        claims.fill_from_file(&placed, &[0u8; 4096]);
+        assert_eq!(claims.memory.len(), 1);
+        assert_eq!(claims.missing.len(), 1);
     }
 
     /// Not an ELF core: refused, naming the file.

@@ -275,6 +275,11 @@ impl Stopped {
             let bytes = m.and_then(|m| {
                 let from = usize::try_from(m.file_offset + (start - m.start)).ok()?;
                 let len = usize::try_from(end - start).ok()?;
+                // Past its file's end a mapping reads zeros only to the end of that page:
+                // a longer range (a core may claim any size) stays missing.
+                if len.saturating_sub(data.len().saturating_sub(from)) > 4096 {
+                    return None;
+                }
                 let mut out = data
                     .get(from..)?
                     .get(..len.min(data.len() - from))?
