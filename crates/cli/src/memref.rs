@@ -87,6 +87,13 @@ pub enum Command {
         /// Write memref arguments back to their files after the call.
         #[arg(long)]
         inout: bool,
+        /// The element type of .npy files whose dtype names none, only a size: what
+        /// numpy writes for ml_dtypes arrays ('<V2' for bfloat16, '<V1' or '<f1' for the
+        /// float8 types). One of bfloat16, float8_e5m2, float8_e4m3, float8_e4m3fn,
+        /// float8_e5m2fnuz, float8_e4m3fnuz, float8_e4m3b11fnuz; --inout writes such a
+        /// file back with its own dtype.
+        #[arg(long, value_name = "NAME", value_parser = parse_ml_dtype)]
+        ml_dtype: Option<Dtype>,
         /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's
         /// -shared-libs): opened in order, with RTLD_GLOBAL, before the kernel's library.
         /// The MLIR 19 runner utils are loaded without it when the kernel needs them.
@@ -160,6 +167,16 @@ fn runner_format(value: Scalar) -> String {
         Scalar::F64(x) => float(x),
         other => other.to_string(),
     }
+}
+
+/// An `ml_dtypes` type by its name (`bfloat16`, `float8_e4m3fn`...).
+fn parse_ml_dtype(name: &str) -> Result<Dtype, String> {
+    Dtype::from_ml_name(name).ok_or_else(|| {
+        format!(
+            "not an ml_dtypes type Locus reads: {}",
+            Dtype::ML_DTYPES.map(Dtype::descr).join(", ")
+        )
+    })
 }
 
 /// The file a path names (device and inode), if it exists: the same file under two names
@@ -311,6 +328,7 @@ pub fn run_command(
             args,
             outs,
             inout,
+            ml_dtype,
             shared_libs,
             borrow_results,
         } => {
@@ -335,6 +353,7 @@ pub fn run_command(
                 args,
                 outs,
                 *inout,
+                *ml_dtype,
                 *borrow_results,
                 out,
             )
@@ -407,6 +426,7 @@ fn call(
     args: &[String],
     outs: &[PathBuf],
     inout: bool,
+    ml_dtype: Option<Dtype>,
     borrow_results: bool,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
@@ -489,7 +509,7 @@ fn call(
                             // SAFETY: the user names the file for this call; nothing else
                             // is expected to write it meanwhile (results are written to
                             // new files, renamed over the old ones).
-                            unsafe { MappedNpy::open(&path, inout, m.elem.align()) }
+                            unsafe { MappedNpy::open_as(&path, inout, m.elem.align(), ml_dtype) }
                                 .map_err(|e| fail(format!("{what}: {e}")))?
                         };
                         let array = match mapped {
@@ -499,7 +519,7 @@ fn call(
                                     .read(&path)
                                     .map_err(|e| fail(format!("{what}: {e}")))?;
                                 Storage::Read(
-                                    NpyArray::parse(&bytes)
+                                    NpyArray::parse_as(&bytes, ml_dtype)
                                         .map_err(|e| fail(format!("{what}: {e}")))?,
                                 )
                             }

@@ -1920,3 +1920,141 @@ fn multi_dimensional_vector_elements() {
         "shape [2, 3, 16]: elements of vector<4x4xf32> need last dimensions of [4, 4]",
     );
 }
+
+/// `ml_dtypes` arrays as numpy saves them (issue 23, section 2): bfloat16 as '<V2', the
+/// float8 types as '<V1' or '<f1', dtypes that name only a size. Refused with a message
+/// saying how to name the type; read as the type `--ml-dtype` names; written back with
+/// their own dtype by --inout; results written with the type's name, which np.load
+/// reads once ml_dtypes is imported. With ml_dtypes installed the files come from
+/// np.save and the values are checked by ml_dtypes; without it the files are the bytes
+/// numpy 1.24 with ml_dtypes 0.5.4 writes (made here) and the values are checked bit by bit.
+#[test]
+fn ml_dtypes_arrays_as_numpy_saves_them() {
+    let t = TempDir::new("memref-ml-dtypes");
+    let dir = t.0.as_path();
+    let k = fixture("elements.mlir");
+    let so = t.path("el.so");
+    ok(&locus(&["compile", path_str(&k), "-o", path_str(&so)]));
+    let with_ml = numpy(
+        dir,
+        "try:\n    import ml_dtypes; print('yes')\nexcept ImportError:\n    print('no')",
+    ) == "yes";
+    // bf16 1.0, 2.5, -3.0, 0.1875; f8E4M3FN 1.5, 2, 2^-9, -448, nan; f8E5M2 1, -2, 0.5.
+    let bf16: Vec<u8> = [0x3f80u16, 0x4020, 0xc040, 0x3e40]
+        .iter()
+        .flat_map(|b| b.to_le_bytes())
+        .collect();
+    let f8: [u8; 5] = [0x3c, 0x40, 0x01, 0xfe, 0x7f];
+    let e5m2: [u8; 3] = [0x3c, 0xc0, 0x38];
+    let save = |name: &str, ml: &str, descr: &str, bytes: &[u8]| {
+        if with_ml {
+            let values = bytes.iter().map(|b| b.to_string()).collect::<Vec<_>>();
+            numpy(
+                dir,
+                &format!(
+                    "import ml_dtypes\n\
+                     a = np.array([{}], dtype=np.uint8).view(ml_dtypes.{ml})\n\
+                     assert a.dtype.str == '{descr}', a.dtype.str\nnp.save('{name}', a)",
+                    values.join(", ")
+                ),
+            );
+        } else {
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            let n = bytes.len() / if descr == "<V2" { 2 } else { 1 };
+            let mut dict =
+                format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}");
+            while 10 + dict.len() + 1 < 128 {
+                dict.push(' ');
+            }
+            dict.push('\n');
+            file.extend((dict.len() as u16).to_le_bytes());
+            file.extend(dict.as_bytes());
+            file.extend(bytes);
+            std::fs::write(dir.join(name), file).unwrap();
+        }
+        file_in(dir, name)
+    };
+    let call = |func: &str, sig: Option<&str>, extra: &[&str]| {
+        let mut a = vec!["call", path_str(&so), func];
+        match sig {
+            Some(s) => a.extend(["--sig", s]),
+            None => a.extend(["--sig-from", path_str(&k)]),
+        }
+        a.extend(extra);
+        locus(&a)
+    };
+    // Without --ml-dtype: how to pass it.
+    let b = save("b.npy", "bfloat16", "<V2", &bf16);
+    fails_with(
+        &call("scale_bf16", None, &["--arg", &b, "--inout"]),
+        "dtype '<V2' names no element type, only 2-byte records: numpy saves ml_dtypes' \
+         bfloat16 as '<V2'",
+    );
+    fails_with(
+        &call("scale_bf16", None, &["--arg", &b]),
+        "--ml-dtype bfloat16",
+    );
+    // bfloat16, doubled in place: written back as '<V2'.
+    ok(&call(
+        "scale_bf16",
+        None,
+        &["--arg", &b, "--inout", "--ml-dtype", "bfloat16"],
+    ));
+    let back = std::fs::read(&b).unwrap();
+    assert!(text(&back).contains("'descr': '<V2'"), "{}", text(&back));
+    let doubled: Vec<u8> = [0x4000u16, 0x40a0, 0xc0c0, 0x3ec0]
+        .iter()
+        .flat_map(|b| b.to_le_bytes())
+        .collect();
+    assert_eq!(back[back.len() - 8..], doubled[..]);
+    // float8_e4m3fn ('<V1'), reversed into a new file named by its type.
+    let f = save("f.npy", "float8_e4m3fn", "<V1", &f8);
+    let r = file_in(dir, "r.npy");
+    fails_with(
+        &call("reverse_f8", None, &["--arg", &f, "--out", &r]),
+        "float8_e4m3fn",
+    );
+    ok(&call(
+        "reverse_f8",
+        None,
+        &["--arg", &f, "--out", &r, "--ml-dtype", "float8_e4m3fn"],
+    ));
+    let back = std::fs::read(&r).unwrap();
+    assert!(text(&back).contains("'descr': 'float8_e4m3fn'"));
+    assert_eq!(back[back.len() - 5..], [0x7f, 0xfe, 0x01, 0x40, 0x3c]);
+    // float8_e5m2 ('<f1'), moved by the same kernel given its type.
+    let e = save("e.npy", "float8_e5m2", "<f1", &e5m2);
+    let re = file_in(dir, "re.npy");
+    let sig = "(memref<?xf8E5M2>) -> memref<?xf8E5M2>";
+    ok(&call(
+        "reverse_f8",
+        Some(sig),
+        &["--arg", &e, "--out", &re, "--ml-dtype", "float8_e5m2"],
+    ));
+    // Values as ml_dtypes reads them, when it is there.
+    if with_ml {
+        let verdict = numpy(
+            dir,
+            "import ml_dtypes\n\
+             b = np.load('b.npy').view(ml_dtypes.bfloat16).astype(np.float32)\n\
+             r = np.load('r.npy').astype(np.float32)\n\
+             re = np.load('re.npy')\n\
+             ok = list(b) == [2.0, 5.0, -6.0, 0.375] and \\\n\
+                  list(r[1:]) == [-448.0, 2.0 ** -9, 2.0, 1.5] and np.isnan(r[0]) and \\\n\
+                  re.dtype == ml_dtypes.float8_e5m2 and list(re.astype(np.float32)) == [0.5, -2.0, 1.0]\n\
+             print('same' if ok else f'{b} {r} {re}')",
+        );
+        assert_eq!(verdict, "same");
+    }
+    let back = std::fs::read(&re).unwrap();
+    assert!(text(&back).contains("'descr': 'float8_e5m2'"));
+    assert_eq!(back[back.len() - 3..], [0x38, 0xc0, 0x3c]);
+    // The wrong size for the type named, and a name that is no type.
+    fails_with(
+        &call("scale_bf16", None, &["--arg", &f, "--ml-dtype", "bfloat16"]),
+        "dtype '<V1' has 1-byte elements, not those of bfloat16 (2 bytes)",
+    );
+    let out = call("scale_bf16", None, &["--arg", &b, "--ml-dtype", "float4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not an ml_dtypes type Locus reads: bfloat16, float8_e5m2"));
+}

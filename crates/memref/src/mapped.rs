@@ -39,6 +39,26 @@ impl MappedNpy {
         shared: bool,
         align: usize,
     ) -> Result<Option<MappedNpy>, MemRefError> {
+        // SAFETY: the caller's contract.
+        unsafe { MappedNpy::open_as(path, shared, align, None) }
+    }
+
+    /// [`MappedNpy::open`], reading a dtype that names only a size (numpy's `'<V2'` for
+    /// an `ml_dtypes` bfloat16) as `untyped` ([`NpyHeader::parse_as`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MappedNpy::open`]'s.
+    ///
+    /// # Safety
+    ///
+    /// As for [`MappedNpy::open`].
+    pub unsafe fn open_as(
+        path: &Path,
+        shared: bool,
+        align: usize,
+        untyped: Option<Dtype>,
+    ) -> Result<Option<MappedNpy>, MemRefError> {
         let io = |e: std::io::Error| MemRefError::Io {
             path: path.display().to_string(),
             message: e.to_string(),
@@ -85,11 +105,12 @@ impl MappedNpy {
                 fortran_order: false,
                 big_endian: false,
                 data_offset: 0,
+                raw_descr: None,
             },
         };
         // SAFETY: the mapping's `len` bytes, alive while `mapped` is (dropped on error).
         let bytes = unsafe { std::slice::from_raw_parts(mapped.base, len) };
-        let header = NpyHeader::parse(bytes)?;
+        let header = NpyHeader::parse_as(bytes, untyped)?;
         let misaligned = !(mapped.base as usize + header.data_offset).is_multiple_of(align.max(1));
         if header.fortran_order || header.big_endian != cfg!(target_endian = "big") || misaligned {
             return Ok(None);

@@ -133,11 +133,8 @@ impl Dtype {
 
     /// The dtype a descr names, and whether its data is big-endian.
     fn from_descr(d: &str) -> Option<(Dtype, bool)> {
-        if let Some(named) = ALL
-            .iter()
-            .find(|t| !t.descr().starts_with(['<', '|']) && t.descr() == d)
-        {
-            return Some((*named, false));
+        if let Some(named) = Dtype::from_ml_name(d) {
+            return Some((named, false));
         }
         // Every other supported descr is ASCII; this also keeps `split_at` on a char boundary.
         if !d.is_ascii() {
@@ -188,6 +185,22 @@ impl Dtype {
         self.elem() == elem || (elem == ElemType::Index && matches!(self, Dtype::I64 | Dtype::U64))
     }
 
+    /// The types of `ml_dtypes`, each named by its descr.
+    pub const ML_DTYPES: [Dtype; 7] = [
+        Dtype::BF16,
+        Dtype::F8E5M2,
+        Dtype::F8E4M3,
+        Dtype::F8E4M3FN,
+        Dtype::F8E5M2FNUZ,
+        Dtype::F8E4M3FNUZ,
+        Dtype::F8E4M3B11FNUZ,
+    ];
+
+    /// The `ml_dtypes` type of this name (`bfloat16`, `float8_e4m3fn`, ...).
+    pub fn from_ml_name(name: &str) -> Option<Dtype> {
+        Dtype::ML_DTYPES.into_iter().find(|d| d.descr() == name)
+    }
+
     /// The dtype used to write a memref of `elem`: the first of `ALL` that holds it
     /// (signed integers before unsigned), `index` as 64-bit integers.
     pub fn for_elem(elem: ElemType) -> Dtype {
@@ -223,6 +236,8 @@ pub struct NpyArray {
     pub fortran_order: bool,
     words: Vec<Block>,
     len: usize,
+    /// The descr of a file that did not name its type, kept to write it back as it was.
+    raw_descr: Option<String>,
 }
 
 fn err<T>(message: impl Into<String>) -> Result<T, MemRefError> {
@@ -307,6 +322,7 @@ impl NpyArray {
             fortran_order: false,
             words,
             len: bytes.len(),
+            raw_descr: None,
         })
     }
 
@@ -345,13 +361,21 @@ impl NpyArray {
     /// is wrong: the magic at 0, the version at 6, the header length at 8,
     /// the header from 10 (12 for versions 2 and 3), the data after it.
     pub fn parse(file: &[u8]) -> Result<NpyArray, MemRefError> {
+        NpyArray::parse_as(file, None)
+    }
+
+    /// [`NpyArray::parse`], reading an array whose dtype does not name its type (numpy's
+    /// `'<V2'` for an `ml_dtypes` bfloat16, see [`NpyHeader::parse_as`]) as `untyped`;
+    /// written back with the file's descr.
+    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyArray, MemRefError> {
         let NpyHeader {
             dtype,
             shape,
             fortran_order,
             big_endian,
             data_offset: data_start,
-        } = NpyHeader::parse(file)?;
+            raw_descr,
+        } = NpyHeader::parse_as(file, untyped)?;
         let data = file.get(data_start..).unwrap_or_default();
         let Some(nbytes) = element_count(&shape).and_then(|c| c.checked_mul(dtype.size())) else {
             return err(format!("shape {shape:?} is too large"));
@@ -379,6 +403,7 @@ impl NpyArray {
             NpyArray::from_bytes(dtype, shape, data)?
         };
         a.fortran_order = fortran_order;
+        a.raw_descr = raw_descr;
         Ok(a)
     }
 
@@ -394,7 +419,8 @@ impl NpyArray {
     /// Serializes (version 1.0, or 2.0 if the header needs it), in the array's
     /// order (`fortran_order`).
     pub fn to_npy(&self) -> Vec<u8> {
-        let mut out = NpyHeader::encode(self.dtype, &self.shape, self.fortran_order);
+        let descr = self.raw_descr.as_deref().unwrap_or(self.dtype.descr());
+        let mut out = encode_header(descr, &self.shape, self.fortran_order);
         out.reserve(self.len);
         if self.fortran_order {
             out.extend_from_slice(&reorder(self.bytes(), &self.shape, self.dtype.size(), true));
@@ -424,12 +450,34 @@ pub struct NpyHeader {
     pub big_endian: bool,
     /// The byte offset of the data in the file.
     pub data_offset: usize,
+    /// The descr as the file has it when it does not name the type, which
+    /// [`NpyHeader::parse_as`] was told (`'<V2'` read as bfloat16); else `None`.
+    pub raw_descr: Option<String>,
+}
+
+/// The dtypes numpy writes for `ml_dtypes` arrays, which name a size and no type:
+/// `'<V2'` for bfloat16, `'<V1'` (`'|V1'` on reading back) for most float8 types,
+/// `'<f1'` for float8_e5m2. Returns the size in bytes.
+fn untyped_size(descr: &str) -> Option<usize> {
+    let code = descr.trim_start_matches(['<', '>', '|', '=']);
+    match code.strip_prefix('V') {
+        Some(n) => n.parse().ok().filter(|&n| n > 0),
+        None => (code == "f1").then_some(1),
+    }
 }
 
 impl NpyHeader {
     /// Parses the header at the start of `file` (only the header's bytes are needed).
     /// Errors as [`NpyArray::parse`]'s.
     pub fn parse(file: &[u8]) -> Result<NpyHeader, MemRefError> {
+        NpyHeader::parse_as(file, None)
+    }
+
+    /// [`NpyHeader::parse`], taking a dtype that names only a size (`'<V2'`, `'|V1'`,
+    /// `'<f1'`: what numpy writes for `ml_dtypes`' bfloat16 and float8 arrays) as
+    /// `untyped`, if its size is that. Without it such a file is refused, the error
+    /// saying how to name the type.
+    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyHeader, MemRefError> {
         if file.len() < 10 || &file[..6] != MAGIC {
             return err("not a .npy file (bad magic at byte 0)");
         }
@@ -467,7 +515,41 @@ impl NpyHeader {
         let descr = field("descr")?
             .trim()
             .trim_matches(|c| c == '\'' || c == '"');
-        let Some((dtype, big_endian)) = Dtype::from_descr(descr) else {
+        let mut raw_descr = None;
+        let known = match (Dtype::from_descr(descr), untyped_size(descr), untyped) {
+            (Some(found), _, _) => Some(found),
+            (None, Some(size), Some(t)) if size == t.size() => {
+                raw_descr = Some(descr.to_string());
+                Some((t, false))
+            }
+            (None, Some(size), Some(t)) => {
+                return err(format!(
+                    "dtype '{descr}' has {size}-byte elements, not those of {} ({} bytes)",
+                    t.descr(),
+                    t.size()
+                ))
+            }
+            (None, Some(size), None) => {
+                let (example, names) = if size == 2 {
+                    ("bfloat16", "bfloat16")
+                } else {
+                    (
+                        "float8_e4m3fn",
+                        "float8_e5m2, float8_e4m3, float8_e4m3fn, \
+                      float8_e5m2fnuz, float8_e4m3fnuz, float8_e4m3b11fnuz",
+                    )
+                };
+                return err(format!(
+                    "dtype '{descr}' names no element type, only {size}-byte records: numpy \
+                     saves ml_dtypes' bfloat16 as '<V2' and its float8 types as '<V1' or \
+                     '<f1'. Say which type it is ({names}): `locus memref call \
+                     --ml-dtype {example}`, or a header whose descr is the type's name \
+                     ('{example}', which np.load reads once ml_dtypes is imported)"
+                ));
+            }
+            (None, None, _) => None,
+        };
+        let Some((dtype, big_endian)) = known else {
             return err(format!(
                 "unsupported dtype '{descr}' (f2 f4 f8 c8 c16 i1-i8 u1-u8 b1 of either byte \
                  order, and bfloat16 and the float8 types of ml_dtypes are)"
@@ -500,6 +582,7 @@ impl NpyHeader {
             fortran_order,
             big_endian,
             data_offset: start + header_len,
+            raw_descr,
         })
     }
 
@@ -511,43 +594,46 @@ impl NpyHeader {
     /// The header of a little-endian file of `dtype` and `shape` (version 1.0, or 2.0 if
     /// it needs it), padded so the data starts at a multiple of 64 as numpy pads it.
     pub fn encode(dtype: Dtype, shape: &[usize], fortran_order: bool) -> Vec<u8> {
-        let shape = match shape.len() {
-            0 => "()".to_string(),
-            1 => format!("({},)", shape[0]),
-            _ => format!(
-                "({})",
-                shape
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let order = if fortran_order { "True" } else { "False" };
-        let mut header = format!(
-            "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape}, }}",
-            dtype.descr()
-        );
-        let v1 = header.len() + 11 < 65536;
-        let prefix = if v1 { 10 } else { 12 };
-        // Pad with spaces so the data starts at a multiple of 64, ending in '\n'.
-        let total = (prefix + header.len() + 1).next_multiple_of(64);
-        while prefix + header.len() + 1 < total {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut out = Vec::with_capacity(total);
-        out.extend_from_slice(MAGIC);
-        if v1 {
-            out.extend_from_slice(&[1, 0]);
-            out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        } else {
-            out.extend_from_slice(&[2, 0]);
-            out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        }
-        out.extend_from_slice(header.as_bytes());
-        out
+        encode_header(dtype.descr(), shape, fortran_order)
     }
+}
+
+/// [`NpyHeader::encode`] with the descr as text.
+fn encode_header(descr: &str, shape: &[usize], fortran_order: bool) -> Vec<u8> {
+    let shape = match shape.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", shape[0]),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let order = if fortran_order { "True" } else { "False" };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    let v1 = header.len() + 11 < 65536;
+    let prefix = if v1 { 10 } else { 12 };
+    // Pad with spaces so the data starts at a multiple of 64, ending in '\n'.
+    let total = (prefix + header.len() + 1).next_multiple_of(64);
+    while prefix + header.len() + 1 < total {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(MAGIC);
+    if v1 {
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&[2, 0]);
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(header.as_bytes());
+    out
 }
 
 /// Writes a C-order, little-endian `.npy` file of `dtype` and `shape` whose data is

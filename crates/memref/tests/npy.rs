@@ -109,7 +109,7 @@ fn malformed_files_are_errors() {
         (b"not numpy".to_vec(), "magic"),
         (
             numpy_file("<V2", false, "(2,)", &[0u8; 4], 1),
-            "unsupported dtype",
+            "--ml-dtype bfloat16",
         ),
         (
             numpy_file("<U4", false, "(2,)", &[0u8; 32], 1),
@@ -333,4 +333,50 @@ fn files_are_replaced_through_private_temporary_files() {
         .collect();
     names.sort();
     assert_eq!(names, ["new.npy", "old.npy", "plain"]);
+}
+
+/// numpy saves `ml_dtypes` arrays with dtypes that name only a size ('<V2' for bfloat16,
+/// '<V1' or '|V1' and '<f1' for float8 types): refused with the way to name the type,
+/// read as the type named, and written back with the file's own dtype.
+#[test]
+fn untyped_ml_dtypes_files() {
+    let bf = numpy_file("<V2", false, "(2,)", &[0x80, 0x3f, 0x00, 0x40], 1);
+    let Err(e) = NpyArray::parse(&bf) else {
+        panic!("'<V2' parsed without a type")
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("numpy saves ml_dtypes' bfloat16 as '<V2'"),
+        "{e}"
+    );
+    assert!(e.contains("--ml-dtype bfloat16"), "{e}");
+    let a = NpyArray::parse_as(&bf, Some(Dtype::BF16)).unwrap();
+    assert_eq!((a.dtype(), a.shape()), (Dtype::BF16, &[2usize][..]));
+    assert_eq!(a.bytes(), [0x80, 0x3f, 0x00, 0x40]);
+    assert_eq!(a.to_npy(), bf);
+    for descr in ["<V1", "|V1", "<f1"] {
+        let f8 = numpy_file(descr, false, "(3,)", &[1, 2, 3], 1);
+        let Err(e) = NpyArray::parse(&f8) else {
+            panic!("{descr} parsed without a type")
+        };
+        assert!(e.to_string().contains("--ml-dtype float8_e4m3fn"), "{e}");
+        let a = NpyArray::parse_as(&f8, Some(Dtype::F8E5M2)).unwrap();
+        assert_eq!((a.dtype(), a.bytes()), (Dtype::F8E5M2, &[1u8, 2, 3][..]));
+        assert_eq!(a.to_npy(), f8);
+        let Err(e) = NpyArray::parse_as(&f8, Some(Dtype::BF16)) else {
+            panic!("{descr} read as bfloat16")
+        };
+        assert!(e
+            .to_string()
+            .contains("1-byte elements, not those of bfloat16"));
+    }
+    // A named dtype is read as it says, whatever type is offered for untyped ones.
+    let f4 = numpy_file("<f4", false, "(1,)", &1.0f32.to_le_bytes(), 1);
+    let a = NpyArray::parse_as(&f4, Some(Dtype::BF16)).unwrap();
+    assert_eq!(a.dtype(), Dtype::F32);
+    assert_eq!(
+        Dtype::from_ml_name("float8_e4m3b11fnuz"),
+        Some(Dtype::F8E4M3B11FNUZ)
+    );
+    assert_eq!(Dtype::from_ml_name("<f4"), None);
 }
