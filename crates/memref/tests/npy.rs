@@ -380,3 +380,41 @@ fn untyped_ml_dtypes_files() {
     );
     assert_eq!(Dtype::from_ml_name("<f4"), None);
 }
+
+/// A mapped file is trusted no more than a read one: a header claiming a shape far
+/// beyond the file is refused (issue 24) before any of it is touched, in either order.
+#[test]
+fn mapped_files_claiming_huge_shapes_are_refused() {
+    let scratch = locus_memref::compile::private_dir().unwrap();
+    for (shape, fortran) in [
+        ("(1099511627776, 1099511627776)", false),
+        ("(4611686018427387904,)", false),
+        ("(1000000000, 1000000000)", true),
+        ("(0, 18446744073709551615)", false),
+    ] {
+        let path = scratch.path().join("huge.npy");
+        std::fs::write(&path, numpy_file("<f8", fortran, shape, &[0u8; 64], 1)).unwrap();
+        for shared in [false, true] {
+            // SAFETY: a file of this test's own, written above.
+            let opened = unsafe { locus_memref::mapped::MappedNpy::open(&path, shared, 8) };
+            match opened {
+                // Fortran order is read instead of mapped: then the reader refuses it.
+                Ok(None) => {
+                    let e = NpyArray::read(&path).unwrap_err().to_string();
+                    assert!(
+                        e.contains("needs") || e.contains("too large"),
+                        "{shape}: {e}"
+                    );
+                }
+                Ok(Some(_)) => panic!("{shape}: mapped"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains("needs") || e.contains("too large") || e.contains("i64"),
+                        "{shape}: {e}"
+                    );
+                }
+            }
+        }
+    }
+}
