@@ -62,7 +62,7 @@ fn slicing_text(rng: &mut Rng, rank: usize) -> String {
                 0 => rng.int().to_string(),
                 _ => {
                     let mut part = String::new();
-                    let mut bound = |rng: &mut Rng| {
+                    let bound = |rng: &mut Rng| {
                         if rng.below(2) == 0 {
                             rng.int().to_string()
                         } else {
