@@ -78,10 +78,14 @@ pub enum Command {
         /// copy (written back with --inout) to an identity-layout one. A .npy file in C
         /// order and native byte order is mapped, not read (so --max-input-bytes does not
         /// apply to it): the kernel works on the file's pages, and with --inout writes the
-        /// file itself.
+        /// file itself. A file given for several parameters is one array, as numpy passes
+        /// one array twice: what the kernel writes through one is read through the others
+        /// and kept.
         #[arg(long = "arg", value_name = "VALUE", allow_hyphen_values = true)]
         args: Vec<String>,
-        /// One per memref result, in order.
+        /// One per memref result, in order, each a file of its own: not the library, a
+        /// --shared-lib, the --sig-from kernel, nor (with --inout) an argument's file. An
+        /// argument's file without --inout is replaced by the result, as np.save over it.
         #[arg(long = "out", value_name = "OUT.npy")]
         outs: Vec<PathBuf>,
         /// Write memref arguments back to their files after the call.

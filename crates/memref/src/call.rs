@@ -439,7 +439,8 @@ impl<'a> MemRefArg<'a> {
 
     /// The same buffer passed once more, as numpy passes one array given for two
     /// parameters: the kernel sees one memory through both, and a write through one is
-    /// read through the other (and kept: nothing is copied back over it). Slice either
+    /// read through the other (and kept: nothing is copied back over it). For a shared
+    /// view ([`MemRefArg::from_view`]) each argument is still a copy of its own. Slice either
     /// with [`MemRefArg::sliced`]. A row-major copy made for an identity-layout parameter
     /// ([`CallOptions::copy_strided`]) is written back only where the kernel changed it;
     /// an element changed both through it and otherwise is an error.

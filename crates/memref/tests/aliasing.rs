@@ -418,3 +418,52 @@ fn aliasing_under_valgrind() {
         "{err}"
     );
 }
+
+/// One buffer given for two parameters (`MemRefArg::alias`, numpy's `f(a, a)`): the
+/// kernel's write through the first parameter is kept; through a row-major copy made
+/// for an identity-layout parameter, `a += a.T` adds the elements as they were (numpy
+/// copies the overlapping operand too), and an element written both through the copy
+/// and the buffer itself, to different values, is an error. Kernels from
+/// fixtures/one_array.mlir.
+#[test]
+fn one_buffer_for_two_parameters() {
+    use locus_memref::slice::Slicing;
+    // dst[i] = 2 * src[i] + 1 on one buffer.
+    let mut data = vec![1.0f32, -2.0, 3.5];
+    let mut view = MemRefViewMut::contiguous(&mut data, [3]).unwrap();
+    let dst = MemRefArg::from_view_mut(&mut view);
+    let src = dst.alias();
+    function("one_array.mlir", "scale_into")
+        .call([dst.into(), src.into()], CallOptions::default())
+        .unwrap();
+    assert_eq!(data, [3.0, -3.0, 8.0]);
+    // a += a.T with the transposed view copied for the identity-layout parameter.
+    let a0: Vec<f32> = (0..9).map(|i| i as f32).collect();
+    let mut a = a0.clone();
+    let mut view = MemRefViewMut::contiguous(&mut a, [3, 3]).unwrap();
+    let dst = MemRefArg::from_view_mut(&mut view);
+    let transposed = dst.alias().sliced(&Slicing::parse(".T").unwrap()).unwrap();
+    let options = CallOptions::default().copy_strided(true);
+    function("one_array.mlir", "add_into")
+        .call([dst.into(), transposed.into()], options)
+        .unwrap();
+    let want: Vec<f32> = (0..9).map(|k| a0[k] + a0[(k % 3) * 3 + k / 3]).collect();
+    assert_eq!(a, want);
+    // 5 through the copy of A.T at [0, 1] and 7 through A at [1, 0]: the same element.
+    let mut b = vec![0.0f32; 4];
+    let mut view = MemRefViewMut::contiguous(&mut b, [2, 2]).unwrap();
+    let whole = MemRefArg::from_view_mut(&mut view);
+    let transposed = whole
+        .alias()
+        .sliced(&Slicing::parse(".T").unwrap())
+        .unwrap();
+    let err = function("one_array.mlir", "write_both")
+        .call([transposed.into(), whole.into()], options)
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemRefError::Argument { index: 0, message } if message.contains("byte 8")),
+        "{err}"
+    );
+    // The write through A stays.
+    assert_eq!(b, [0.0, 0.0, 7.0, 0.0]);
+}
