@@ -728,9 +728,18 @@ fn evaluate_into(
 /// expressions), which stay errors.
 fn optimized_out(e: &Error) -> Option<String> {
     let register = |r: u16| {
-        format!("register {r} is not known in this frame (not saved by the functions it called)")
+        format!("register {r} is not known in this frame (a caller frame has only the registers its callees saved)")
     };
     match e {
+        // A register the frame does not have (`DW_OP_bregN` of a caller frame's scratch one).
+        Error::Unanswered { what, .. }
+            if what.starts_with("register ") && what.ends_with(" is not in the target") =>
+        {
+            let r = what
+                .trim_start_matches("register ")
+                .trim_end_matches(" is not in the target");
+            Some(r.parse().map_or_else(|_| e.to_string(), register))
+        }
         Error::Unanswered { .. } => Some(e.to_string()),
         Error::Eval {
             error: EvalError::RegisterUnavailable { register: r },

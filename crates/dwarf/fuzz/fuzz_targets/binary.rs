@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use locus_dwarf::access::MAX_ACCESS_BITS;
 use locus_dwarf::binary::{
-    evaluate_variable, location_expressions, symbol_address, variables_at, Decoded, MemoryBlock,
-    Snapshot, VariableLocation,
+    evaluate_variable, location_expressions, symbol_address, variables_at, Binary, Decoded,
+    MemoryBlock, Snapshot, VariableLocation,
 };
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SectionKind, SymbolKind};
 
@@ -52,6 +52,19 @@ fuzz_target!(|data: &[u8]| {
                         assert_eq!(e.bits.bit_len(), want, "{}", v.name);
                     }
                 }
+            }
+        }
+    }
+    // Entry values from the call sites, between every two of the PCs (one the frame's,
+    // one its caller's return address): bounded however the call sites chain.
+    for bias in [0, BIAS] {
+        let Ok(binary) = Binary::parse(data) else { break };
+        let Ok(sites) = binary.with_load_bias(bias).call_sites() else { break };
+        let snapshot = snapshot(data, bias);
+        for &pc in &pcs {
+            for &ret in &pcs {
+                let (at, returns) = (pc.wrapping_add(bias), ret.wrapping_add(bias));
+                let _ = sites.entry_values(at, returns, snapshot.state());
             }
         }
     }
