@@ -389,3 +389,50 @@ fn damaged_bitcode_and_deep_nesting_are_refused_in_one_line() {
         );
     }
 }
+
+/// Compiles C `source` with `clang-19 -g` and `flags` into `dir/name`.
+fn compile_c(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> std::path::PathBuf {
+    let c = dir.path(&format!("{name}.c"));
+    std::fs::write(&c, source).unwrap_or_else(|e| panic!("{e}"));
+    let exe = dir.path(name);
+    let built = Command::new("clang-19")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .args(flags)
+        .status()
+        .unwrap_or_else(|e| panic!("clang-19: {e}"));
+    assert!(built.success());
+    exe
+}
+
+/// `dwarf vars` of another build than the process runs is refused, naming both build IDs
+/// (or, without build IDs, the first bytes that differ); it printed the other build's
+/// variables at the process's addresses before. The right binary is still read.
+#[test]
+fn a_binary_that_is_not_the_target_s_is_refused() {
+    let dir = TempDir::new("other-build");
+    let program = |g: u32| {
+        format!("#include <unistd.h>\nint g = {g};\nint twice(int x) {{ return {g} * x; }}\nint main() {{ sleep(30); return twice(g); }}\n")
+    };
+    for (tag, flags) in [("id", &[][..]), ("noid", &["-Wl,--build-id=none"][..])] {
+        let ran = compile_c(&dir, &format!("ran-{tag}"), &program(5), flags);
+        let other = compile_c(&dir, &format!("other-{tag}"), &program(6), flags);
+        let mut child = Command::new(&ran).spawn().unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pid = child.id().to_string();
+        let wrong = locus(&["dwarf", "vars", path_str(&other), "--pid", &pid]);
+        let right = locus(&["dwarf", "vars", path_str(&ran), "--pid", &pid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(wrong.status.code(), Some(1), "{tag}: {wrong:?}");
+        let err = text(&wrong.stderr);
+        let expected = if tag == "id" {
+            "not the file the target ran: its build ID "
+        } else {
+            "not the file the target ran: it has no build ID, and its bytes at file offset 0x"
+        };
+        assert!(err.contains(expected), "{tag}: {err}");
+        assert!(right.status.success(), "{tag}: {right:?}");
+    }
+}

@@ -25,7 +25,7 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 
 use crate::binary::MemoryBlock;
-use crate::stopped::{Arch, Mapping, Stopped, Thread};
+use crate::stopped::{Arch, Mapping, Placed, Stopped, Thread};
 use crate::Error;
 
 /// `NT_FILE` ("FILE" in the note type).
@@ -318,6 +318,83 @@ fn read_notes(
         }
     }
     Ok(())
+}
+
+/// Refuses `data` (the binary given) as the file `placed` in `stopped` when the
+/// target's memory shows another file there: the GNU build ID note (`.note.gnu.build-id`)
+/// at its place in the target differs from the file's, or, for a file without one, the
+/// bytes of a read-only segment (headers, code, constants) differ where the target has
+/// them: files that differ only in writable data pass. Memory the target lacks
+/// (a core that left the page out) proves nothing either way: accepted. Check before
+/// [`Stopped::fill_from_file`], which fills that memory from the file itself.
+pub fn check_binary(stopped: &Stopped, placed: &Placed, data: &[u8]) -> Result<(), Error> {
+    use object::{Object, ObjectSection};
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(()); // placing it already failed or will
+    };
+    let at = |address: u64| address.wrapping_add(placed.load_bias);
+    let mismatch = |what: String| Error::Object {
+        what: format!("not the file the target ran: {what} (another build?)"),
+    };
+    if let Some(section) = file.section_by_name(".note.gnu.build-id") {
+        let ours = section.data().unwrap_or_default();
+        let address = at(section.address());
+        return match stopped.read(address, ours.len()) {
+            Some(theirs) if theirs != ours => Err(mismatch(format!(
+                "its build ID {} differs from the target's {} at {address:#x}",
+                build_id_hex(ours),
+                build_id_hex(theirs)
+            ))),
+            _ => Ok(()),
+        };
+    }
+    // No build ID: the file's read-only segments (headers, code, constants), page by
+    // page, wherever the target has the page.
+    let Ok(header) = elf::FileHeader64::<Endianness>::parse(data) else {
+        return Ok(());
+    };
+    let Ok(endian) = header.endian() else {
+        return Ok(());
+    };
+    let segments = header.program_headers(endian, data).unwrap_or_default();
+    let read_only = segments
+        .iter()
+        .filter(|p| p.p_type(endian) == elf::PT_LOAD && p.p_flags(endian) & elf::PF_W == 0);
+    for segment in read_only {
+        let Ok(bytes) = segment.data(endian, data) else {
+            continue;
+        };
+        let start = segment.p_vaddr(endian);
+        for (i, ours) in bytes.chunks(PAGE).enumerate() {
+            let address = at(start.wrapping_add((i * PAGE) as u64));
+            if let Some(theirs) = stopped.read(address, ours.len()) {
+                if theirs != ours {
+                    return Err(mismatch(format!(
+                        "it has no build ID, and its bytes at file offset {:#x} differ from \
+                         the target's at {address:#x}",
+                        segment.p_offset(endian) + (i * PAGE) as u64
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The unit [`check_binary`] compares read-only segments in (a core keeps or leaves out
+/// whole pages).
+const PAGE: usize = 4096;
+
+/// The hex digits of a GNU build ID note's descriptor (after its 16-byte header and
+/// `GNU\0`); the whole note's bytes if it is not one.
+fn build_id_hex(note: &[u8]) -> String {
+    let desc = note
+        .get(16..)
+        .filter(|_| note.get(12..16) == Some(b"GNU\0"));
+    desc.unwrap_or(note)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -56,6 +56,8 @@ pub fn load(input: &Input, binary: &Path, source: &Source<'_>) -> Result<Loaded,
     let placed = stopped
         .place(&data, &binary.display().to_string())
         .map_err(|e| io_fail(binary, format!("{e} ({})", source.describe())))?;
+    locus_dwarf::corefile::check_binary(&stopped, &placed, &data)
+        .map_err(|e| io_fail(binary, format!("{e} ({})", source.describe())))?;
     stopped.fill_from_file(&placed, &data);
     Ok(Loaded {
         stopped,
