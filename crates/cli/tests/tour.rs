@@ -47,3 +47,38 @@ fn an_unknown_chapter_is_an_error() {
         text(&out.stderr)
     );
 }
+
+/// The tour's scratch files go to a fresh private directory (mkdtemp's), not to
+/// `$TMPDIR/locus-tour-PID`: a symlink planted under that name (the shell `exec`s the tour,
+/// so the PID is known) no longer sends the tour's objects into another directory, and
+/// nothing is left behind.
+#[test]
+fn scratch_files_go_to_a_private_directory() {
+    let dir = TempDir::new("tour-scratch");
+    let tmp = dir.path("tmp");
+    let victim = dir.path("victim");
+    for d in [&tmp, &victim] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "ln -s \"$VICTIM\" \"$TMPDIR/locus-tour-$$\" && exec \"$LOCUS\" tour --chapter stackmap",
+        ])
+        .env("TMPDIR", &tmp)
+        .env("VICTIM", &victim)
+        .env("LOCUS", LOCUS)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let planted: Vec<_> = std::fs::read_dir(&victim)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .collect();
+    assert!(planted.is_empty(), "{planted:?}");
+    // Only the planted link is left in TMPDIR.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

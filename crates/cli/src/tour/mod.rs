@@ -142,12 +142,25 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
         }
         None => CHAPTERS.iter().collect(),
     };
-    let scratch = std::env::temp_dir().join(format!("locus-tour-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
-        .map_err(|e| Failure::Message(format!("{}: {e}", scratch.display())))?;
+    // A fresh directory only this user can enter (mkdtemp's), not a predictable name in
+    // the shared temporary directory: the tour writes objects and shared libraries there
+    // and then loads one.
+    let scratch = {
+        use std::os::unix::fs::PermissionsExt;
+        tempfile::Builder::new()
+            .prefix("locus-tour-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| {
+                Failure::Message(format!(
+                    "{}: cannot make a private directory: {e}",
+                    std::env::temp_dir().display()
+                ))
+            })?
+    };
     let mut tour = Tour {
         out,
-        scratch: scratch.clone(),
+        scratch: scratch.path().to_path_buf(),
         checks: 0,
     };
     tour.line("Locus tour: the runtime side of LLVM's code-generation contracts")?;
@@ -163,7 +176,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), Failure> {
             break;
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch);
     result?;
     let checks = tour.checks;
     tour.line("")?;
