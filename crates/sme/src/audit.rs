@@ -8,7 +8,7 @@
 //! Each function's code is followed along its branches (`b`, `b.cond`, `cbz`/`cbnz`,
 //! `tbz`/`tbnz`; `ret`, a tail call, `br` and a call to a function that never returns end
 //! a path (`noreturn` in the IR, else [`NORETURN`]); a `b` to the function's very end
-//! without a relocation goes to the empty block unoptimized code leaves after a noreturn
+//! that no path reaches goes to the empty block unoptimized code leaves after a noreturn
 //! call, not into the next function; landing pads, from the exception call-site table,
 //! start paths of their own) by a forward dataflow whose value at each
 //! instruction is the set of states the paths reaching it bring: PSTATE.SM, the mode
@@ -50,7 +50,7 @@
 //! with more than 200 000 states is reported as
 //! [`Kind::TooComplex`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use locus_llvm::{Context, Module};
 
@@ -323,6 +323,41 @@ struct Site {
     hidden: bool,
     /// The callee never returns: the path ends at the call (or goes to its landing pad).
     noreturn: bool,
+    /// The index of the instruction at its landing pad, for a call with one.
+    pad: Option<usize>,
+}
+
+/// A function's call-site ranges with a landing pad, sorted by start, for one binary
+/// search per call site.
+struct PadTable(Vec<objfile::LandingPad>);
+
+impl PadTable {
+    fn new(f: &CodeFunction) -> PadTable {
+        let mut pads = f.landing_pads.clone();
+        pads.sort_by_key(|p| (p.start, p.end));
+        PadTable(pads)
+    }
+
+    /// The landing pad (offset from the function's start) of the call at `offset`.
+    fn pad_of(&self, offset: u64) -> Option<u64> {
+        let end = self.0.partition_point(|p| p.start <= offset);
+        // Ranges do not overlap in LLVM's tables; a few that do are searched back.
+        self.0[..end]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|p| offset < p.end)
+            .map(|p| p.pad)
+    }
+}
+
+/// The index of the instruction at byte `offset` of `f`.
+fn instruction_at(f: &CodeFunction, offset: u64) -> Option<usize> {
+    let i = usize::try_from(offset / 4).ok()?;
+    f.instructions
+        .get(i)
+        .filter(|x| x.offset == offset)
+        .map(|_| i)
 }
 
 struct FunctionAuditor<'a> {
@@ -334,6 +369,8 @@ struct FunctionAuditor<'a> {
     /// Departures found, by (kind, instruction, message), with the entry modes (PSTATE.SM
     /// 0, 1) they were found under.
     found: Vec<((Kind, usize, String), [bool; 2])>,
+    /// Where each departure is in `found`.
+    found_at: HashMap<(Kind, usize, String), usize>,
     /// The dataflow gave up (too many states).
     too_complex: bool,
 }
@@ -572,93 +609,112 @@ impl<'a> FunctionAuditor<'a> {
         lookup: &dyn Fn(&str) -> (Attrs, Source),
         noreturn: &dyn Fn(&str) -> bool,
     ) -> FunctionAuditor<'a> {
-        let mut used = vec![false; ir_calls.len()];
+        // The IR's calls not yet matched, in order: by callee, and the indirect ones.
+        let mut direct: HashMap<&str, VecDeque<usize>> = HashMap::new();
+        let mut indirect_calls = VecDeque::new();
+        for (i, c) in ir_calls.iter().enumerate() {
+            if c.callee.starts_with("(indirect") {
+                indirect_calls.push_back(i);
+            } else {
+                direct.entry(c.callee.as_str()).or_default().push_back(i);
+            }
+        }
+        let mut ir_indirect = indirect_calls.iter().map(|&i| ir_calls[i].callee_attrs);
+        let agreed = ir_indirect.next().filter(|a| ir_indirect.all(|b| b == *a));
+        let mut by_register: HashMap<u8, Attrs> = HashMap::new();
+        let pads = PadTable::new(f);
         let mut calls = Vec::new();
         for (index, inst) in f.instructions.iter().enumerate() {
             // `br` is also a jump-table branch: it counts as an indirect tail call only
             // when the IR has an indirect call not yet matched.
-            let unmatched_indirect = || {
-                ir_calls
-                    .iter()
-                    .enumerate()
-                    .any(|(i, c)| !used[i] && c.callee.starts_with("(indirect"))
-            };
             let (callee, tail) = match (inst.op, &inst.target) {
                 (Op::Bl(_), Some(t)) => (t.clone(), false),
                 (Op::B(_), Some(t)) => (t.clone(), true),
                 (Op::Blr(_), _) => ("(indirect)".to_string(), false),
-                (Op::Br(_), _) if unmatched_indirect() => ("(indirect)".to_string(), true),
+                (Op::Br(_), _) if !indirect_calls.is_empty() => ("(indirect)".to_string(), true),
                 _ => continue,
             };
             if LLVM_OWN_CALLS.contains(&callee.as_str()) {
                 continue;
             }
             let indirect = callee.starts_with('(');
-            let matched = ir_calls.iter().enumerate().position(|(i, c)| {
-                !used[i]
-                    && if indirect {
-                        c.callee.starts_with("(indirect")
-                    } else {
-                        c.callee == callee
-                    }
-            });
+            let matched = if indirect {
+                indirect_calls.pop_front()
+            } else {
+                direct
+                    .get_mut(callee.as_str())
+                    .and_then(VecDeque::pop_front)
+            };
+            let register = match inst.op {
+                Op::Blr(r) | Op::Br(r) => Some(r),
+                _ => None,
+            };
             let (callee_attrs, hidden, ends) = match matched {
                 Some(i) => {
-                    used[i] = true;
                     let c = &ir_calls[i];
                     (c.callee_attrs, c.hidden.is_some(), c.noreturn)
                 }
                 // An indirect call the optimizer duplicated (tail duplication): that of
                 // the same register, else the IR's indirect calls' if they all agree.
                 None if indirect => {
-                    let reg = |op: Op| match op {
-                        Op::Blr(r) | Op::Br(r) => Some(r),
-                        _ => None,
-                    };
-                    let same_reg = calls.iter().rev().find(|c: &&Site| {
-                        c.callee.starts_with('(') && reg(f.instructions[c.index].op) == reg(inst.op)
-                    });
-                    let mut ir_indirect = ir_calls
-                        .iter()
-                        .filter(|c| c.callee.starts_with("(indirect"))
-                        .map(|c| c.callee_attrs);
-                    let agreed = ir_indirect.next().filter(|a| ir_indirect.all(|b| b == *a));
-                    let attrs = same_reg
-                        .map(|c| c.callee_attrs)
-                        .or(agreed)
-                        .unwrap_or_default();
-                    (attrs, false, false)
+                    let same_reg = register.and_then(|r| by_register.get(&r)).copied();
+                    (same_reg.or(agreed).unwrap_or_default(), false, false)
                 }
                 None => (lookup(&callee).0, false, false),
             };
-            let invoke = f
-                .landing_pads
-                .iter()
-                .any(|p| (p.start..p.end).contains(&inst.offset));
+            if let Some(r) = register {
+                by_register.insert(r, callee_attrs);
+            }
+            let pad = pads.pad_of(inst.offset);
             let noreturn = ends || (!indirect && noreturn(&callee));
             calls.push(Site {
                 index,
                 callee,
                 tail,
                 callee_attrs,
-                model: rules::call_model(&caller, &callee_attrs, invoke),
+                model: rules::call_model(&caller, &callee_attrs, pad.is_some()),
                 hidden,
                 noreturn,
+                pad: pad.and_then(|p| instruction_at(f, p)),
             });
         }
-        let site_at = calls
+        let mut audit = FunctionAuditor {
+            f,
+            caller,
+            calls,
+            site_at: HashMap::new(),
+            found: Vec::new(),
+            found_at: HashMap::new(),
+            too_complex: false,
+        };
+        audit.index_sites();
+        // A `b` to the function's very end that no path reaches goes to the empty block
+        // unoptimized code leaves after a noreturn call, not into the next function.
+        let reached = audit.reachable();
+        let end = f.instructions.len() as u64 * 4;
+        let before = audit.calls.len();
+        audit.calls.retain(|c| {
+            let inst = &f.instructions[c.index];
+            let to_end = match inst.op {
+                Op::B(off) => inst.offset.checked_add_signed(off) == Some(end),
+                _ => false,
+            };
+            reached[c.index] || !to_end
+        });
+        if audit.calls.len() != before {
+            audit.index_sites();
+        }
+        audit
+    }
+
+    /// Indexes the call sites by instruction.
+    fn index_sites(&mut self) {
+        self.site_at = self
+            .calls
             .iter()
             .enumerate()
             .map(|(k, c)| (c.index, k))
             .collect();
-        FunctionAuditor {
-            f,
-            caller,
-            calls,
-            site_at,
-            found: Vec::new(),
-            too_complex: false,
-        }
     }
 
     fn inst(&self, index: usize) -> &Instruction {
@@ -668,11 +724,12 @@ impl<'a> FunctionAuditor<'a> {
     /// Records a departure found when the function was entered with PSTATE.SM = `case`.
     fn report(&mut self, case: bool, kind: Kind, index: usize, message: String) {
         let key = (kind, index, message);
-        match self.found.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, cases)) => cases[usize::from(case)] = true,
+        match self.found_at.get(&key) {
+            Some(&at) => self.found[at].1[usize::from(case)] = true,
             None => {
                 let mut cases = [false; 2];
                 cases[usize::from(case)] = true;
+                self.found_at.insert(key.clone(), self.found.len());
                 self.found.push((key, cases));
             }
         }
@@ -840,7 +897,7 @@ impl<'a> FunctionAuditor<'a> {
             self.f
                 .landing_pads
                 .iter()
-                .filter_map(|p| self.f.instructions.iter().position(|x| x.offset == p.pad)),
+                .filter_map(|p| instruction_at(self.f, p.pad)),
         );
         while let Some(i) = work.pop() {
             if i >= n || std::mem::replace(&mut seen[i], true) {
@@ -885,13 +942,7 @@ impl<'a> FunctionAuditor<'a> {
             self.arrive(case, model, i, &s, Some(k));
             let site = &self.calls[k];
             let mut out = Vec::new();
-            let pad = self
-                .f
-                .landing_pads
-                .iter()
-                .find(|p| (p.start..p.end).contains(&self.inst(i).offset))
-                .and_then(|p| self.f.instructions.iter().position(|x| x.offset == p.pad));
-            if let Some(pad) = pad {
+            if let Some(pad) = site.pad {
                 let mut at_pad = s.anchored(Anchor::Pad(k));
                 // The unwinder restores the callee-saved registers; the mode is what it
                 // leaves.
@@ -1060,16 +1111,10 @@ impl<'a> FunctionAuditor<'a> {
                 Some(self.calls[j].model.after.clone()),
                 self.calls[j].index + 1,
             ),
-            Anchor::Pad(j) => {
-                let pad =
-                    self.f.landing_pads.iter().find(|p| {
-                        (p.start..p.end).contains(&self.inst(self.calls[j].index).offset)
-                    });
-                let at = pad
-                    .and_then(|p| self.f.instructions.iter().position(|x| x.offset == p.pad))
-                    .unwrap_or(i);
-                (Some(self.calls[j].model.after_exception.clone()), at)
-            }
+            Anchor::Pad(j) => (
+                Some(self.calls[j].model.after_exception.clone()),
+                self.calls[j].pad.unwrap_or(i),
+            ),
             Anchor::Unknown => (None, i),
         };
         // A path from code no branch reaches that has not read the mode: what its

@@ -97,11 +97,17 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
         });
     }
     syms.sort_by_key(|s| (s.section.0, s.offset));
+    // The function symbol at an address: a binary search of the symbols sorted by
+    // address, among those starting where the last one at or before it starts (one lookup
+    // per branch and relocation: a scan of every symbol made large objects quadratic).
     let name_at = |section: SectionIndex, offset: u64| {
-        syms.iter()
-            .find(|s| {
-                s.section == section && s.offset <= offset && offset < s.offset + s.size.max(1)
-            })
+        let end = syms.partition_point(|s| (s.section.0, s.offset) <= (section.0, offset));
+        let last = syms[..end].last().filter(|s| s.section == section)?;
+        let first =
+            syms[..end].partition_point(|s| (s.section.0, s.offset) < (section.0, last.offset));
+        syms[first..end]
+            .iter()
+            .find(|s| offset < s.offset.saturating_add(s.size.max(1)))
             .map(|s| s.name.clone())
     };
     // Call targets named by relocations: (section, offset) -> symbol.
@@ -158,11 +164,7 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
                     .cloned()
                     .or_else(|| {
                         let to = (s.offset + offset).checked_add_signed(rel)?;
-                        let end = s.offset.saturating_add(s.size);
-                        // A branch to the function's very end without a relocation goes to
-                        // an empty block LLVM leaves there (after a noreturn call at -O0),
-                        // not into the next function.
-                        let inside = to >= s.offset && to <= end;
+                        let inside = to >= s.offset && to < s.offset.saturating_add(s.size);
                         if inside {
                             None
                         } else {
