@@ -22,6 +22,10 @@
 //!   calls (its entry values would then be those of a later entry).
 //!
 //! Otherwise no entry value is known, and [`EntryValues::refused`] says why.
+//! clang's tail calls have no return address (`DW_AT_call_pc` only): gdb 13
+//! drops them, so it finds no chain through them and no self tail call either;
+//! here they count, for both (a chain clang's tail calls prove gives values gdb
+//! does not print; a self tail call through them refuses values gdb prints).
 //! `DW_OP_entry_value` of a register's pointee (`DW_OP_bregN 0;
 //! DW_OP_deref_size S`) is the call site's `DW_AT_call_data_value`; gdb takes
 //! no other entry-value expression, nor does a [`crate::binary::State`] with

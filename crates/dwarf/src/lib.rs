@@ -81,8 +81,11 @@
 //!   `--pid` from a process through ptrace.
 //! * `unwind`: frames beyond the innermost from each mapped file's
 //!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
-//!   registers); `callsite`: registers at function entry from the caller's
-//!   `DW_TAG_call_site_parameter`s, for `DW_OP_entry_value`.
+//!   registers); `callsite`: what a frame's function got on entry
+//!   (`DW_OP_entry_value`, `DW_OP_GNU_parameter_ref`) from the caller's
+//!   `DW_TAG_call_site_parameter`s, evaluated in the caller's frame, only when
+//!   that call provably enters the function (its target, or one chain of tail
+//!   calls, as gdb decides), else refused with the reason.
 //!
 //! A snapshot as JSON (what `locus dwarf snapshot` writes and
 //! `locus dwarf vars --snapshot` / `eval --context` read): numbers are JSON
