@@ -137,6 +137,14 @@ pub enum Command {
     /// Each variable with a value has `value` (its bytes in hex, `??` where undefined) and,
     /// when its type is a base type (through typedefs and qualifiers) and every bit is
     /// defined, `number`: the value as gdb prints it (`-5`, `18.75`, `true`, `65 'A'`).
+    ///
+    /// Values on entry (DW_OP_entry_value, DW_OP_GNU_parameter_ref; gdb's `x@entry`) come
+    /// from the caller's call site, evaluated in the caller's frame, only when that call
+    /// provably enters the frame's function: directly, or through one chain of tail calls,
+    /// and the function cannot tail-call itself (as gdb decides). Otherwise, and for a
+    /// register a caller frame does not know, the variable is `<optimized out>` and the JSON
+    /// says why ("optimized_out"), as it says where the frame's entry values come from
+    /// ("entry_values").
     Vars {
         /// An ELF file with DWARF (the executable or a shared library of the target).
         binary: PathBuf,
