@@ -179,7 +179,10 @@ fn parse_ml_dtype(name: &str) -> Result<Dtype, String> {
     Dtype::from_ml_name(name).ok_or_else(|| {
         format!(
             "not an ml_dtypes type Locus reads: {}",
-            Dtype::ML_DTYPES.map(Dtype::descr).join(", ")
+            Dtype::ml_dtypes()
+                .map(Dtype::descr)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })
 }

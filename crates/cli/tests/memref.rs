@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+#[path = "../../memref/tests/tools/mod.rs"]
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,6 +15,7 @@ use std::sync::OnceLock;
 
 use common::*;
 use locus_memref::npy::{Dtype, NpyArray};
+use tools::numpy_python;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1669,24 +1672,6 @@ fn mapped_inputs_survive_outputs_naming_them() {
         .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(got, [3.0, -3.0]);
-}
-
-/// A Python 3 with numpy: `python3` if it has it, else the system's.
-fn numpy_python() -> &'static str {
-    static FOUND: OnceLock<&'static str> = OnceLock::new();
-    FOUND.get_or_init(|| {
-        ["python3", "/usr/bin/python3"]
-            .into_iter()
-            .find(|p| {
-                Command::new(p)
-                    .args(["-c", "import numpy"])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            })
-            .unwrap_or_else(|| {
-                panic!("no python3 with numpy (the oracle): apt-get install python3-numpy")
-            })
-    })
 }
 
 /// Runs `script` in numpy (`import numpy as np` first) in `dir`; it prints what it found.

@@ -185,20 +185,15 @@ impl Dtype {
         self.elem() == elem || (elem == ElemType::Index && matches!(self, Dtype::I64 | Dtype::U64))
     }
 
-    /// The types of `ml_dtypes`, each named by its descr.
-    pub const ML_DTYPES: [Dtype; 7] = [
-        Dtype::BF16,
-        Dtype::F8E5M2,
-        Dtype::F8E4M3,
-        Dtype::F8E4M3FN,
-        Dtype::F8E5M2FNUZ,
-        Dtype::F8E4M3FNUZ,
-        Dtype::F8E4M3B11FNUZ,
-    ];
+    /// The types of `ml_dtypes`, each named by its descr (not a numpy type code).
+    pub fn ml_dtypes() -> impl Iterator<Item = Dtype> {
+        ALL.into_iter()
+            .filter(|d| !d.descr().starts_with(['<', '|']))
+    }
 
     /// The `ml_dtypes` type of this name (`bfloat16`, `float8_e4m3fn`, ...).
     pub fn from_ml_name(name: &str) -> Option<Dtype> {
-        Dtype::ML_DTYPES.into_iter().find(|d| d.descr() == name)
+        Dtype::ml_dtypes().find(|d| d.descr() == name)
     }
 
     /// The dtype used to write a memref of `elem`: the first of `ALL` that holds it

@@ -6,8 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod tools;
+
+use tools::pipe;
 
 const KERNELS: &str = "
 func.func @r0(%a: memref<f32>) -> memref<f32> { return %a : memref<f32> }
@@ -24,29 +25,6 @@ struct D0 c0(struct D0 *d) { return *d; }
 struct D1 c1(struct D1 *d) { return *d; }
 struct D2 c2(struct D2 *d) { return *d; }
 ";
-
-fn run(program: &str, args: &[&str], input: &str) -> String {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {program} ({e}); scripts/install-deps installs it"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{program}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// The instructions of `name` in llc's assembly output.
 fn body<'a>(asm: &'a str, name: &str) -> Vec<&'a str> {
@@ -66,7 +44,7 @@ fn body<'a>(asm: &'a str, name: &str) -> Vec<&'a str> {
 
 /// The `define` line of `name` in clang's IR for `triple`.
 fn c_define(triple: &str, name: &str) -> String {
-    let ir = run(
+    let ir = pipe(
         "clang-19",
         &[
             "-target",
@@ -91,7 +69,7 @@ fn c_define(triple: &str, name: &str) -> String {
 
 fn expanded_asm(triple: &str) -> String {
     let ir = locus_memref::compile::mlir_to_llvm_ir(KERNELS).unwrap();
-    run(
+    pipe(
         "llc-19",
         &["-O2", &format!("-mtriple={triple}"), "-o", "-", "-"],
         &ir,

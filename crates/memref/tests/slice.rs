@@ -5,27 +5,12 @@
 // Test helpers may panic.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+mod tools;
 
 use locus_memref::signature::row_major;
 use locus_memref::slice::{split_argument, Slicing};
 use locus_memref::MemRefError;
-
-/// A Python 3 with numpy: `python3` if it has it, else the system's.
-fn numpy_python() -> &'static str {
-    ["python3", "/usr/bin/python3"]
-        .into_iter()
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import numpy"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .unwrap_or_else(|| {
-            panic!("no python3 with numpy (the oracle): apt-get install python3-numpy")
-        })
-}
+use tools::{numpy_python, pipe};
 
 /// xorshift64*: the same cases on every run.
 struct Rng(u64);
@@ -129,30 +114,12 @@ fn slicing_agrees_with_numpy() {
          \x20       print('error')\n",
     );
     script.push('\n');
-    let mut child = Command::new(numpy_python())
-        .args(["-c", &script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
     let mut input = String::new();
     for (shape, text) in &cases {
         let shape: Vec<String> = shape.iter().map(i64::to_string).collect();
         input.push_str(&format!("{};{text}\n", shape.join(",")));
     }
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers = String::from_utf8(out.stdout).unwrap();
+    let answers = pipe(numpy_python(), &["-c", &script], &input);
     let answers: Vec<&str> = answers.lines().collect();
     assert_eq!(answers.len(), cases.len());
     let (mut taken, mut refused) = (0, 0);
