@@ -673,6 +673,13 @@ fn replace_file(
         path: path.display().to_string(),
         message: e.to_string(),
     };
+    // A symbolic link is written through, as numpy's open() does: the file it names is
+    // replaced, the link stays.
+    let resolved = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(io)?,
+        _ => path.to_path_buf(),
+    };
+    let path = resolved.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),

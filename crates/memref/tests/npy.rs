@@ -307,8 +307,8 @@ proptest::proptest! {
 /// Files are replaced through a new file made with `O_EXCL` under a random name beside
 /// them (issue 24: no predictable temporary names): the old file's permissions are kept,
 /// a new file gets numpy's (0666 less the umask, here compared with a file `File::create`
-/// makes), nothing is left beside it, and a run's intermediate files go to a directory of
-/// its own, mode 0700.
+/// makes), a symbolic link is written through, nothing is left beside the file, and a
+/// run's intermediate files go to a directory of its own, mode 0700.
 #[test]
 fn files_are_replaced_through_private_temporary_files() {
     use std::os::unix::fs::PermissionsExt;
@@ -327,6 +327,14 @@ fn files_are_replaced_through_private_temporary_files() {
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o640)).unwrap();
     a.write(&old).unwrap();
     assert_eq!(mode(&old), 0o640);
+    // Through a symbolic link (as numpy writes): the file it names is replaced.
+    let link = dir.join("link.npy");
+    std::os::unix::fs::symlink(&old, &link).unwrap();
+    let b = NpyArray::from_bytes(Dtype::F32, vec![1], &[0, 0, 128, 63]).unwrap();
+    b.write(&link).unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(NpyArray::read(&old).unwrap(), b);
+    std::fs::remove_file(&link).unwrap();
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
