@@ -56,10 +56,7 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
         "Lowering: mlir-opt-19 {}",
         compile::PIPELINE.join(" ")
     ))?;
-    // The kernel and its library go to a directory of this run's own (mkdtemp, 0700):
-    // the library is loaded, so no one else may create or replace it.
-    let scratch = compile::private_dir().map_err(fail)?;
-    let source = scratch.path().join("memref-kernel.mlir");
+    let source = tour.scratch_file("memref-kernel.mlir");
     std::fs::write(&source, KERNEL).map_err(|e| fail(format!("{}: {e}", source.display())))?;
     let mut pipeline: Vec<&str> = compile::PIPELINE.to_vec();
     let shown = source.display().to_string();
@@ -89,7 +86,7 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     )?;
     tour.line("  do not follow the platform C ABI.)")?;
 
-    let lib_path = scratch.path().join("memref-kernel.so");
+    let lib_path = tour.scratch_file("memref-kernel.so");
     compile::compile_str(KERNEL, &lib_path).map_err(fail)?;
     tour.line(format!(
         "Built with opt-19 -O2, llc-19 -relocation-model=pic and clang-19 -shared: {}",
