@@ -18,6 +18,12 @@
 //! a code generator needs when it knows better than the attributes (a call that may run a
 //! garbage collector reads the roots the caller stored before it).
 //!
+//! [`function_sections`] gives every function a section of its own, as `-ffunction-sections`
+//! does, for a module about to be JIT-compiled: ORC records, for each symbol of a JITLink
+//! block, the symbols its block depends on, so a module whose N functions share one `.text`
+//! section (one block) costs it memory in N² (LLVM 19's `lli-19 -jit-kind=orc` on 10,000
+//! two-line functions calling one another: 1.37 GB resident, 150 MB with a section each).
+//!
 //! ```
 //! use locus_llvm::passes::run_passes;
 //! use locus_llvm::{Context, Module};
@@ -40,8 +46,8 @@
 use std::ffi::CString;
 
 use llvm_sys::core::{
-    LLVMGetEnumAttributeKindForName, LLVMRemoveCallSiteEnumAttribute,
-    LLVMRemoveEnumAttributeAtIndex,
+    LLVMGetEnumAttributeKindForName, LLVMGetSection, LLVMRemoveCallSiteEnumAttribute,
+    LLVMRemoveEnumAttributeAtIndex, LLVMSetSection,
 };
 use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
 use llvm_sys::transforms::pass_builder::{
@@ -182,4 +188,47 @@ pub fn forget_function_memory_effects(f: Function<'_>) -> bool {
         }
     }
     removed
+}
+
+/// Puts every defined function that has no section of its own in `.text.NAME`, as
+/// `-ffunction-sections` does for ELF, so that each becomes a block of its own when JITLink
+/// links the object (see the [module documentation](self) for why). Returns how many
+/// functions it placed.
+///
+/// ```
+/// use locus_llvm::passes::function_sections;
+/// use locus_llvm::{Context, Module};
+///
+/// let ctx = Context::new();
+/// let module = Module::parse_ir(&ctx, "two.ll", r#"
+///     declare void @g()
+///     define void @f() { call void @g() ret void }
+///     define void @h() section ".init" { ret void }
+/// "#)?;
+/// assert_eq!(function_sections(&module), 1);
+/// let text = module.print();
+/// assert!(text.contains(r#"define void @f() section ".text.f""#));
+/// assert!(text.contains(r#"define void @h() section ".init""#));
+/// # Ok::<(), locus_llvm::Error>(())
+/// ```
+pub fn function_sections(module: &Module<'_>) -> usize {
+    let mut placed = 0;
+    for f in module.function_list() {
+        if f.is_declaration() {
+            continue;
+        }
+        // SAFETY: a live function of the module; the section name LLVM returns (or null)
+        // stays valid while it is read here.
+        let current = unsafe { from_c_str(LLVMGetSection(f.as_raw())) };
+        if current.is_some_and(|s| !s.is_empty()) {
+            continue;
+        }
+        let Ok(name) = CString::new(format!(".text.{}", f.name())) else {
+            continue;
+        };
+        // SAFETY: a live function and a NUL-terminated name, which LLVM copies.
+        unsafe { LLVMSetSection(f.as_raw(), name.as_ptr()) };
+        placed += 1;
+    }
+    placed
 }
