@@ -217,9 +217,10 @@ pub fn function_sections(module: &Module<'_>) -> usize {
         if f.is_declaration() {
             continue;
         }
-        // SAFETY: a live function of the module; the section name LLVM returns (or null)
-        // stays valid while it is read here.
-        let current = unsafe { from_c_str(LLVMGetSection(f.as_raw())) };
+        // SAFETY: a live function of the module.
+        let raw = unsafe { LLVMGetSection(f.as_raw()) };
+        // SAFETY: null or the function's section name, valid while it is read here.
+        let current = unsafe { from_c_str(raw) };
         if current.is_some_and(|s| !s.is_empty()) {
             continue;
         }
