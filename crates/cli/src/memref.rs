@@ -624,7 +624,9 @@ fn call(
         match input {
             Input::Scalar(s) => call_args.push(Arg::Scalar(*s)),
             Input::Array { file, slicing } => {
-                let m = whole[*file].alias();
+                // SAFETY: every alias goes to the one call below; `whole` is dropped
+                // unused.
+                let m = unsafe { whole[*file].alias() };
                 let m = match slicing {
                     Some(sl) => m
                         .sliced(sl)

@@ -444,10 +444,17 @@ impl<'a> MemRefArg<'a> {
     /// with [`MemRefArg::sliced`]. A row-major copy made for an identity-layout parameter
     /// ([`CallOptions::copy_strided`]) is written back only where the kernel changed it;
     /// an element changed both through it and otherwise is an error.
-    pub fn alias(&self) -> MemRefArg<'a> {
-        // Sound: an argument never makes a reference to its buffer; the kernel and
-        // the write-back reach it through the raw pointer only, and the borrow `'a`
-        // both share keeps the owner from touching it meanwhile.
+    ///
+    /// # Safety
+    ///
+    /// The argument and every alias of it must go to one call ([`Function::call`] or
+    /// [`Function::call_expanded`]), or be dropped unused: a result of a call may be a
+    /// view of the buffer, shared for `'a`, which a later call given an alias would write
+    /// while the view lives.
+    pub unsafe fn alias(&self) -> MemRefArg<'a> {
+        // Within one call this is sound: an argument never makes a reference to its
+        // buffer; the kernel and the write-back reach it through the raw pointer only,
+        // and the borrow `'a` all share keeps the owner from touching it meanwhile.
         MemRefArg {
             elem: self.elem,
             aligned: self.aligned,

@@ -432,7 +432,8 @@ fn one_buffer_for_two_parameters() {
     let mut data = vec![1.0f32, -2.0, 3.5];
     let mut view = MemRefViewMut::contiguous(&mut data, [3]).unwrap();
     let dst = MemRefArg::from_view_mut(&mut view);
-    let src = dst.alias();
+    // SAFETY: both go to the one call below.
+    let src = unsafe { dst.alias() };
     function("one_array.mlir", "scale_into")
         .call([dst.into(), src.into()], CallOptions::default())
         .unwrap();
@@ -442,7 +443,10 @@ fn one_buffer_for_two_parameters() {
     let mut a = a0.clone();
     let mut view = MemRefViewMut::contiguous(&mut a, [3, 3]).unwrap();
     let dst = MemRefArg::from_view_mut(&mut view);
-    let transposed = dst.alias().sliced(&Slicing::parse(".T").unwrap()).unwrap();
+    // SAFETY: as above.
+    let transposed = unsafe { dst.alias() }
+        .sliced(&Slicing::parse(".T").unwrap())
+        .unwrap();
     let options = CallOptions::default().copy_strided(true);
     function("one_array.mlir", "add_into")
         .call([dst.into(), transposed.into()], options)
@@ -453,8 +457,8 @@ fn one_buffer_for_two_parameters() {
     let mut b = vec![0.0f32; 4];
     let mut view = MemRefViewMut::contiguous(&mut b, [2, 2]).unwrap();
     let whole = MemRefArg::from_view_mut(&mut view);
-    let transposed = whole
-        .alias()
+    // SAFETY: as above.
+    let transposed = unsafe { whole.alias() }
         .sliced(&Slicing::parse(".T").unwrap())
         .unwrap();
     let err = function("one_array.mlir", "write_both")
