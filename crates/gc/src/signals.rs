@@ -640,7 +640,20 @@ impl Line {
     /// Writes the line and a newline to standard error with `write(2)`.
     fn print(mut self) {
         self.buf[self.len] = b'\n';
-        let mut rest = &self.buf[..=self.len];
+        self.len += 1;
+        self.write_out();
+    }
+
+    /// Writes what the line holds so far (no newline) and empties it: before a look-up
+    /// that may block (`dladdr` waits for the loader's lock), so that the fault itself is
+    /// on standard error whatever happens next.
+    fn flush(&mut self) {
+        self.write_out();
+        self.len = 0;
+    }
+
+    fn write_out(&self) {
+        let mut rest = &self.buf[..self.len];
         while !rest.is_empty() {
             // SAFETY: writes initialised bytes from our buffer.
             let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
@@ -1000,6 +1013,7 @@ fn write_location(line: &mut Line, readers: &Readers, pc: usize) {
         );
         return;
     }
+    line.flush();
     // SAFETY: a zeroed Dl_info is a valid out-value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: `dladdr` only reads the loader's tables (not async-signal-safe: see the
