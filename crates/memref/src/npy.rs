@@ -4,7 +4,10 @@
 //! big-endian (big-endian files are swapped to native order on reading; files
 //! are written little-endian), and the narrow floats by the names numpy's
 //! `ml_dtypes` gives them: `bfloat16`, `float8_e5m2`, `float8_e4m3`,
-//! `float8_e4m3fn`, `float8_e5m2fnuz`, `float8_e4m3fnuz`, `float8_e4m3b11fnuz`.
+//! `float8_e4m3fn`, `float8_e5m2fnuz`, `float8_e4m3fnuz`, `float8_e4m3b11fnuz`. numpy
+//! itself saves `ml_dtypes` arrays with dtypes that name only a size (`'<V2'`, `'<V1'`,
+//! `'<f1'`): [`NpyArray::parse_as`] reads them as the type the caller names, and writes
+//! them back as they were.
 //! C or Fortran order. Data is kept in a 64-byte-aligned buffer in **C
 //! order**: a Fortran-order file is reordered on reading, so it can be passed
 //! to an identity-layout kernel.
