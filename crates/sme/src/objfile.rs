@@ -89,10 +89,20 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
         let sec = obj
             .section_by_index(section)
             .map_err(|e| err(file, format!("symbol {name}: {e}")))?;
+        let offset = s.address().checked_sub(sec.address()).ok_or_else(|| {
+            err(
+                file,
+                format!(
+                    "symbol {name} at {:#x} is before its section (at {:#x})",
+                    s.address(),
+                    sec.address()
+                ),
+            )
+        })?;
         syms.push(Sym {
             name: name.to_string(),
             section,
-            offset: s.address() - sec.address(),
+            offset,
             size: s.size(),
         });
     }
@@ -146,7 +156,16 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
             .data()
             .map_err(|e| err(file, format!("section of {}: {e}", s.name)))?;
         let start = usize::try_from(s.offset).map_err(|e| err(file, e.to_string()))?;
-        let end = usize::try_from(s.offset + s.size).map_err(|e| err(file, e.to_string()))?;
+        let end = s
+            .offset
+            .checked_add(s.size)
+            .and_then(|e| usize::try_from(e).ok())
+            .ok_or_else(|| {
+                err(
+                    file,
+                    format!("{}: size {:#x} runs past the address space", s.name, s.size),
+                )
+            })?;
         let bytes = data.get(start..end).ok_or_else(|| {
             err(
                 file,
@@ -226,8 +245,15 @@ fn landing_pads(
         let at = sym.address().wrapping_add_signed(reloc.addend());
         if section == lsda.index() {
             if let Some(key) = function.take() {
-                let offset =
-                    usize::try_from(at - lsda.address()).map_err(|e| err(file, e.to_string()))?;
+                let offset = at
+                    .checked_sub(lsda.address())
+                    .and_then(|o| usize::try_from(o).ok())
+                    .ok_or_else(|| {
+                        err(
+                            file,
+                            format!(".eh_frame: LSDA pointer {at:#x} before .gcc_except_table"),
+                        )
+                    })?;
                 let pads = parse_lsda(table, offset).ok_or_else(|| {
                     err(
                         file,
@@ -237,7 +263,8 @@ fn landing_pads(
                 out.insert(key, pads);
             }
         } else if let Ok(sec) = obj.section_by_index(section) {
-            function = Some((section.0, at - sec.address()));
+            // A pc_begin before its section names no function.
+            function = at.checked_sub(sec.address()).map(|o| (section.0, o));
         }
     }
     Ok(out)
@@ -272,9 +299,11 @@ fn encoded(data: &[u8], pos: &mut usize, encoding: u8) -> Option<u64> {
     }
 }
 
-/// The call sites with a landing pad of the LSDA at `pos` (landing-pad base: the
-/// function's start, the only one LLVM uses).
-fn parse_lsda(data: &[u8], mut pos: usize) -> Option<Vec<LandingPad>> {
+/// The call sites with a landing pad of the LSDA (the `.gcc_except_table` entry) at byte
+/// `pos` of `data` (landing-pad base: the function's start, the only one LLVM uses);
+/// `None` when it cannot be read.
+#[must_use]
+pub fn parse_lsda(data: &[u8], mut pos: usize) -> Option<Vec<LandingPad>> {
     let lp_start = *data.get(pos)?;
     pos += 1;
     if lp_start != 0xff {
@@ -288,7 +317,7 @@ fn parse_lsda(data: &[u8], mut pos: usize) -> Option<Vec<LandingPad>> {
     let cs = *data.get(pos)?;
     pos += 1;
     let len = usize::try_from(uleb(data, &mut pos)?).ok()?;
-    let end = pos + len;
+    let end = pos.checked_add(len)?;
     let mut out = Vec::new();
     while pos < end {
         let start = encoded(data, &mut pos, cs)?;
@@ -298,7 +327,7 @@ fn parse_lsda(data: &[u8], mut pos: usize) -> Option<Vec<LandingPad>> {
         if pad != 0 {
             out.push(LandingPad {
                 start,
-                end: start + length,
+                end: start.checked_add(length)?,
                 pad,
             });
         }

@@ -797,3 +797,37 @@ fn large_objects_audit_in_linear_time() {
     eprintln!("audit of {N} functions, {} call sites: {took:?}", 3 * N);
     assert!(took.as_secs() < 60, "{took:?}");
 }
+
+/// The fuzzer's finds (`fuzz/`, target `object`), kept in `fixtures/fuzz`: each damaged
+/// object must be read, or refused with an object error naming the file, and audited
+/// without a panic. `object-lsda-pointer-before-section.o`: an `.eh_frame` relocation
+/// pointing before `.gcc_except_table` (the offset of the LSDA underflowed: a panic in a
+/// debug build, a huge offset in a release one).
+#[test]
+fn fuzzer_finds_are_read_or_refused() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fuzz");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("object-")
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for file in &files {
+        let data = std::fs::read(file).unwrap();
+        let name = file.display().to_string();
+        match audit(&name, &data, None, &HashMap::new()) {
+            Ok(report) => eprintln!("{name}: {} functions", report.functions.len()),
+            Err(e) => {
+                assert!(matches!(e, locus_sme::Error::Object { .. }), "{e:?}");
+                assert!(e.to_string().starts_with(&name), "{e}");
+                eprintln!("{e}");
+            }
+        }
+    }
+}
