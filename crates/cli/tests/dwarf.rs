@@ -1873,7 +1873,7 @@ fn entry_values_against_gdb() {
         assert_eq!(count("WRONG"), 0, "{compiler}: {doc:#}");
         assert_eq!(count("locus-failed"), 0, "{compiler}: {doc:#}");
         assert_eq!(count("locus-error"), 0, "{compiler}: {doc:#}");
-        assert_eq!(count("stops"), 9, "{compiler}: {doc:#}");
+        assert_eq!(count("stops"), 11, "{compiler}: {doc:#}");
         assert!(count("live frames") >= 5, "{compiler}: {doc:#}");
         assert!(count("compared") >= 60, "{compiler}: {doc:#}");
         // Where Locus says <optimized out> and gdb printed a value, it is only a register
@@ -1898,7 +1898,7 @@ fn entry_values_against_gdb() {
 /// two tail calls to leaf() from twice() leave no one chain; ping() and pong() tail-call
 /// each other, so ping's entry values could be a later entry's; clone_me.constprop's
 /// dropped parameter is DW_OP_GNU_parameter_ref, answered from the caller's
-/// DW_AT_call_parameter.
+/// DW_AT_call_parameter; an indirect call's target is DW_AT_call_target (clang).
 #[test]
 fn entry_values_only_from_a_call_that_enters_the_function() {
     let dir = TempDir::new("dwarf-entry-cases");
@@ -1948,4 +1948,24 @@ fn entry_values_only_from_a_call_that_enters_the_function() {
             "{clone:#}"
         );
     }
+    // Stop 10: direct(0, 2, 'x') called through a pointer. gcc's call site names no target:
+    // refused, as gdb refuses it; clang's DW_AT_call_target (DW_OP_reg14, callee-saved)
+    // evaluated in via_pointer's frame is direct: its entry values, as gdb prints them.
+    let (direct, _) = vars_at_stop(&exe, &dir, 10, 1);
+    let why = direct["entry_values"]["refused"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("names no target"), "{direct:#}");
+    let clang = build_entry_values("clang-19", &dir);
+    let (direct, bt) = vars_at_stop(&clang, &dir, 10, 1);
+    assert!(bt.contains("direct (p=p@entry=0"), "{bt}");
+    assert_eq!(
+        var_of(&direct, "direct", "p").0.as_deref(),
+        Some("0"),
+        "{direct:#}"
+    );
+    let site = direct["entry_values"]["call_site"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(site.contains("via_pointer"), "{direct:#}");
 }

@@ -40,7 +40,7 @@ use alloc::vec::Vec;
 use gimli::AttributeValue;
 
 use crate::binary::{self, encoding_of, BaseType, Decoded, Frame, State, WithFrame, R};
-use crate::{Encoding, Error, Op, Target};
+use crate::{Encoding, Entry, Error, Op, Storage, Target};
 
 /// What a call-site parameter is matched by: the register it is passed in
 /// (`DW_AT_location` `DW_OP_regN`) or the callee's formal parameter it binds
@@ -461,7 +461,7 @@ impl CallSites {
             Callee::Entry(e) => *e,
             Callee::Expression(expr) => {
                 let value = self
-                    .evaluate_at(site, expr, &mut caller)
+                    .evaluate_at(site, expr, Wanted::Callee, &mut caller)
                     .map_err(|e| format!("the call's target (DW_AT_call_target): {e}"))?;
                 let mut raw = [0u8; 8];
                 let n = value.len().min(8);
@@ -519,6 +519,7 @@ impl CallSites {
         &self,
         site: &Site,
         expr: &[u8],
+        kind: Wanted,
         frame: &mut T,
     ) -> Result<Vec<u8>, String> {
         let unit = &self.units[site.unit];
@@ -538,7 +539,7 @@ impl CallSites {
                 variables: &[],
             },
         );
-        evaluate(expr, unit.encoding, self.load_bias, &mut with_frame)
+        evaluate(expr, kind, unit.encoding, self.load_bias, &mut with_frame)
     }
 
     /// Every parameter value of `site`, evaluated in `frame` (its caller's).
@@ -555,7 +556,7 @@ impl CallSites {
             let name = key_name(p.key);
             for (expr, data) in [(&p.value, false), (&p.data_value, true)] {
                 let Some(expr) = expr else { continue };
-                let result = self.evaluate_at(site, expr, frame);
+                let result = self.evaluate_at(site, expr, Wanted::Value, frame);
                 match (result, p.key, data) {
                     (Ok(bytes), Key::Register(r), false) => {
                         out.registers.insert(r, bytes);
@@ -611,11 +612,21 @@ fn candidate(result: &mut Option<(Vec<usize>, usize, usize)>, chain: &[usize]) {
     }
 }
 
+/// What a caller-side expression is evaluated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wanted {
+    /// `DW_AT_call_value`, `DW_AT_call_data_value`.
+    Value,
+    /// `DW_AT_call_target`: a register location stands for the register's value.
+    Callee,
+}
+
 /// Evaluates a caller-side expression (`DW_AT_call_value`, `DW_AT_call_target`)
 /// to the bytes of its value: a memory location stands for its address, as
 /// gdb's appended `DW_OP_stack_value` makes it.
 fn evaluate<T: Target + ?Sized>(
     expr: &[u8],
+    kind: Wanted,
     encoding: Encoding,
     load_bias: u64,
     target: &mut T,
@@ -627,10 +638,23 @@ fn evaluate<T: Target + ?Sized>(
     let result = eval
         .into_result()
         .ok_or_else(|| "the expression left an empty stack".to_owned())?;
-    let value = result.to_value(encoding.address_size).ok_or_else(|| {
-        "the expression gives a register or implicit location, not a value".to_owned()
-    })?;
-    Ok(value.to_bytes(encoding.address_size))
+    if let Some(value) = result.to_value(encoding.address_size) {
+        return Ok(value.to_bytes(encoding.address_size));
+    }
+    // A register location (clang's DW_AT_call_target `DW_OP_reg14`): gdb takes the
+    // register's value, as it takes a memory location's address.
+    if let (Wanted::Callee, Entry::Location(l)) = (kind, &result) {
+        if let [place] = l.places.as_slice() {
+            if let (Storage::Register(r), 0) = (&place.storage, place.bit_offset) {
+                let mut buf = alloc::vec![0u8; usize::from(encoding.address_size)];
+                if target.read_register(*r, 0, &mut buf) {
+                    return Ok(buf);
+                }
+                return Err(format!("register {r} is not known in the caller's frame"));
+            }
+        }
+    }
+    Err("the expression gives a register or implicit location, not a value".to_owned())
 }
 
 /// `expr` with every `DW_OP_addr` moved by `load_bias`.
