@@ -353,6 +353,9 @@ pub fn vars_text(doc: &Json) -> String {
                     lines.push(format!("  {key}: {e}"));
                 }
             }
+            if let Some(why) = t["entry_values"]["refused"].as_str() {
+                lines.push(format!("  no entry values: {why}"));
+            }
             variable_lines(&t["variables"], &mut lines);
         }
     } else {
