@@ -1244,3 +1244,37 @@ fn an_access_to_a_freed_object_exits_with_status_2() {
         "{stderr}"
     );
 }
+
+/// This process's resident memory, in KiB (`VmRSS` of /proc/self/status).
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_else(|e| panic!("/proc/self/status: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/self/status"))
+}
+
+/// A freed object costs no resident memory under the stress collector: its pages go back
+/// to the kernel when it is freed (they stay reserved and inaccessible). Before, each kept
+/// its page resident: 20,000 freed objects took about 80 MiB.
+#[test]
+fn freed_objects_under_stress_give_their_pages_back() {
+    let rt = stress();
+    let before = resident_kib();
+    for i in 0..20_000 {
+        let obj = locus_gc_alloc(0, 8); // frees the one before
+        set_raw(obj, 0, 0, i);
+    }
+    locus_gc_safepoint();
+    let grown = resident_kib().saturating_sub(before);
+    assert_eq!(rt.stats().objects_freed, 20_000);
+    println!("resident memory grew by {grown} KiB for 20,000 freed objects");
+    // The records of 20,000 freed objects: under 1 KiB each (a page was 4).
+    assert!(
+        grown < 20_000,
+        "{grown} KiB resident more after freeing 20,000 objects"
+    );
+    assert!(rt.faults().is_empty());
+}

@@ -440,12 +440,13 @@ impl Heap {
                 rec.freed_in = Some(collection);
                 // SAFETY: the block is ours, live until now, so still accessible.
                 unsafe { ((addr - HEADER_BYTES) as *mut ObjectHeader).write(rec.header()) };
-                // Poisons the body and makes the pages inaccessible.
+                // Paged objects become inaccessible, their pages released, at the end of the
+                // sweep; the others are poisoned in place.
                 let protected = rec.paged
                     && self
                         .pages
                         .as_mut()
-                        .is_some_and(|pages| pages.free(addr, rec.span(), collection));
+                        .is_some_and(|pages| pages.free(addr, collection));
                 if !protected {
                     // SAFETY: the block is ours and `span` bytes follow the header.
                     unsafe { std::ptr::write_bytes(addr as *mut u8, POISON_BYTE, rec.span()) };
@@ -456,6 +457,9 @@ impl Heap {
                 // the registry.
                 unsafe { alloc::dealloc((addr - HEADER_BYTES) as *mut u8, rec.layout()) };
             }
+        }
+        if let Some(pages) = self.pages.as_mut() {
+            pages.release();
         }
         let objects = dead.len() as u64;
         self.objects_freed += objects;

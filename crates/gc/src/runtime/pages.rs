@@ -16,11 +16,19 @@
 //! The object ends at the end of its region (up to 15 bytes of padding keep its address
 //! 16-byte aligned), so a read past its end runs into the next region or into reserved,
 //! inaccessible memory. A region is made readable and writable when the object is
-//! allocated (fresh pages are zero) and, when a collection frees the object, its header is
-//! marked freed, its body filled with [`POISON_BYTE`](super::heap::POISON_BYTE) and the
-//! whole region made `PROT_NONE`. Regions are never reused and never unmapped while the
-//! runtime lives: any access to a freed object, through whatever pointer, faults. The
-//! memory is released when the runtime is dropped.
+//! allocated (fresh pages are zero) and, when a collection frees the object, the whole region
+//! is made `PROT_NONE` and its pages are given back to the kernel (`madvise(MADV_DONTNEED)`):
+//! a freed object keeps its address space and its record, but no resident memory (before,
+//! each kept the 4 KiB page it had been written to). Regions are never reused and never
+//! unmapped while the runtime lives: any access to a freed object, through whatever
+//! pointer, faults. A collection releases what it freed in one batch, adjacent regions
+//! together, so a sweep of many objects costs a few system calls, not two per object. The
+//! address space is released when the runtime is dropped.
+//!
+//! A freed object is poisoned (its body filled with
+//! [`POISON_BYTE`](super::heap::POISON_BYTE)) only where it can be read: when the kernel
+//! refuses to protect its pages, and when a runtime that lets the run continue
+//! ([`Mode::Record`]) makes them accessible again after a recorded access.
 //!
 //! # What the signal handler reads
 //!
@@ -136,9 +144,10 @@ impl Hit<'_> {
     }
 
     /// For [`Mode::Record`]: records the access at `addr` and makes the object's pages
-    /// accessible again, so that the faulting instruction can be restarted. Returns false
-    /// if the pages could not be made accessible (the access would fault again).
-    /// Async-signal-safe: atomics and `mprotect`.
+    /// accessible again, filled with poison (the kernel had taken them back), so that the
+    /// faulting instruction can be restarted and reads poison. Returns false if the pages
+    /// could not be made accessible (the access would fault again).
+    /// Async-signal-safe: atomics, `mprotect` and plain stores.
     pub(crate) fn record_and_unprotect(&self, addr: usize) -> bool {
         let slot = self.chunk.pending_count.fetch_add(1, Ordering::AcqRel);
         if let Some(cell) = self.chunk.pending.get(slot) {
@@ -147,7 +156,12 @@ impl Hit<'_> {
         let len = self.region.end - self.region.start;
         // SAFETY: the region is pages of this chunk's reservation, never unmapped while the
         // chunk is registered (and it is: the caller holds `Readers`).
-        unsafe { protect(self.region.start, len, libc::PROT_READ | libc::PROT_WRITE) }
+        if !unsafe { protect(self.region.start, len, libc::PROT_READ | libc::PROT_WRITE) } {
+            return false;
+        }
+        // SAFETY: the object's body and padding, in the region just made writable.
+        unsafe { poison(self.region.addr, self.region.end) };
+        true
     }
 }
 
@@ -265,6 +279,8 @@ impl Drop for Chunk {
 pub(crate) struct Pages {
     chunks: Vec<Chunk>,
     mode: Mode,
+    /// Regions freed since the last [`Pages::release`]: `(start, end, object address)`.
+    freed: Vec<(usize, usize, usize)>,
 }
 
 impl Pages {
@@ -272,6 +288,7 @@ impl Pages {
         Pages {
             chunks: Vec::new(),
             mode,
+            freed: Vec::new(),
         }
     }
 
@@ -319,21 +336,50 @@ impl Pages {
         Some(addr - HEADER_BYTES)
     }
 
-    /// Frees the object at `addr` (allocated by [`Pages::alloc`], its header already marked
-    /// freed): poisons `span` bytes of body, records `collection` for the handler, and makes
-    /// the region inaccessible. Returns false if `addr` is not one of ours.
-    pub(crate) fn free(&mut self, addr: usize, span: usize, collection: u64) -> bool {
+    /// Frees the object at `addr` (allocated by [`Pages::alloc`]): records `collection` for
+    /// the handler, and queues its region for [`Pages::release`], which must run before
+    /// the program does again. Returns false if `addr` is not one of ours.
+    pub(crate) fn free(&mut self, addr: usize, collection: u64) -> bool {
         let Some(region) = self.region(addr) else {
             return false;
         };
-        // SAFETY: the object's body, `span` bytes inside its live, writable region.
-        unsafe { ptr::write_bytes(addr as *mut u8, POISON_BYTE, span) };
         region.freed_in.store(collection.max(1), Ordering::Release);
-        // If the kernel refuses (too many mappings), the object stays readable and poisoned.
-        // SAFETY: the region's pages, ours; nothing in the runtime touches a freed object's
-        // memory again.
-        unsafe { protect(region.start, region.end - region.start, libc::PROT_NONE) };
+        let entry = (region.start, region.end, region.addr);
+        self.freed.push(entry);
         true
+    }
+
+    /// Makes the regions freed since the last call inaccessible and gives their pages back
+    /// to the kernel, adjacent regions in one call. Where the kernel refuses to protect
+    /// them (too many mappings), the objects stay readable and are poisoned instead.
+    pub(crate) fn release(&mut self) {
+        let mut freed = std::mem::take(&mut self.freed);
+        freed.sort_unstable();
+        let mut i = 0;
+        while i < freed.len() {
+            let (start, mut end, _) = freed[i];
+            let mut j = i + 1;
+            while let Some(&(_, next_end, _)) = freed.get(j).filter(|r| r.0 == end) {
+                end = next_end;
+                j += 1;
+            }
+            // SAFETY: whole freed regions of our chunks; nothing in the runtime reads a freed
+            // object's memory again, and the program is not running. (A refusal leaves the
+            // pages resident, nothing else.)
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+            // SAFETY: as above.
+            let protected = unsafe { protect(start, end - start, libc::PROT_NONE) };
+            if !protected {
+                for &(_, region_end, addr) in &freed[i..j] {
+                    // SAFETY: an object's body and padding, in its region, still writable.
+                    unsafe { poison(addr, region_end) };
+                }
+            }
+            i = j;
+        }
+        // Keep the allocation for the next collection.
+        freed.clear();
+        self.freed = freed;
     }
 
     /// The region of the object at `addr`.
@@ -382,6 +428,15 @@ impl Pages {
         }
         out
     }
+}
+
+/// Fills `[from, to)` with [`POISON_BYTE`]. Async-signal-safe (plain stores).
+///
+/// # Safety
+/// The range must be writable memory of a freed object that nothing else uses.
+unsafe fn poison(from: usize, to: usize) {
+    // SAFETY: the caller's promise.
+    unsafe { ptr::write_bytes(from as *mut u8, POISON_BYTE, to.saturating_sub(from)) };
 }
 
 /// Maps `len` fresh bytes of anonymous memory with `prot`, reserving no swap.
