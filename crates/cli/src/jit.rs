@@ -70,8 +70,11 @@ pub enum Command {
         /// is an error.
         #[arg(long, value_name = "FUNCTION")]
         invalidate: Vec<String>,
-        /// Never patch a property read: every read goes through the miss handler (the
-        /// answers are the same; misses count every read, hits stay 0).
+        /// Never patch a property read: every read goes through the miss handler (misses
+        /// count every read, hits stay 0). The answers are the same for the runtime's
+        /// own objects; an address the runtime did not hand out is refused by the miss
+        /// handler, but a patched site reads it as an object if its first word is the
+        /// shape's ID (patched sites check the shape, not the object's origin).
         #[arg(long)]
         no_cache: bool,
         #[arg(long, value_name = "SECONDS", value_parser = watchdog::parse_seconds, help = watchdog::HELP)]
