@@ -298,13 +298,13 @@ fn llvm_inline_tests_match_opt() {
                 } else if threshold && !inlined {
                     cost += 1;
                 } else if inlined
-                    && c.model
+                    && (c
+                        .model
                         .before
                         .iter()
                         .chain(&c.model.after)
                         .any(|x| x.insn.is_sm())
-                    || inlined
-                        && f.attrs.sm_body != report.function(&c.callee).unwrap().attrs.sm_body
+                        || f.attrs.sm_body != report.function(&c.callee).unwrap().attrs.sm_body)
                 {
                     mode_rule += 1;
                 } else {
