@@ -1969,3 +1969,23 @@ fn entry_values_only_from_a_call_that_enters_the_function() {
         .unwrap_or_default();
     assert!(site.contains("via_pointer"), "{direct:#}");
 }
+
+/// An implicit pointer place keeps its bit offset and address space when a context's
+/// `object_location` is printed back (`DW_OP_push_object_address`; was: both dropped, as
+/// the context fuzz target found).
+#[test]
+fn implicit_pointer_places_round_trip() {
+    let dir = TempDir::new("dwarf-implicit-pointer");
+    let ctx = dir.path("ctx.json");
+    let place = json!({"storage": "implicit_pointer", "die": 5, "byte_offset": 2, "space": 1, "bit_offset": 8});
+    let doc = json!({"address_size": 8, "object_location": [place]});
+    std::fs::write(&ctx, doc.to_string()).unwrap();
+    let out = eval_json_in(&ctx, &["--result", "location", "DW_OP_push_object_address"]);
+    assert_eq!(out["location"], json!([place]), "{out}");
+    let place =
+        json!({"storage": "implicit_pointer", "die": 5, "byte_offset": -1, "bit_offset": 0});
+    let doc = json!({"address_size": 8, "object_location": [place]});
+    std::fs::write(&ctx, doc.to_string()).unwrap();
+    let out = eval_json_in(&ctx, &["--result", "location", "DW_OP_push_object_address"]);
+    assert_eq!(out["location"], json!([place]), "{out}");
+}

@@ -39,10 +39,20 @@ pub fn single_json(p: &SingleLocation) -> Json {
             "storage": "implicit", "bytes": hex(bytes), "bit_offset": big(p.bit_offset)
         }),
         Storage::ImplicitPointer {
-            die, byte_offset, ..
-        } => json!({
-            "storage": "implicit_pointer", "die": die, "byte_offset": byte_offset
-        }),
+            die,
+            byte_offset,
+            address_space,
+        } => {
+            let mut place = json!({
+                "storage": "implicit_pointer", "die": die, "byte_offset": byte_offset,
+                "bit_offset": big(p.bit_offset)
+            });
+            // DW_OP_aspace_implicit_pointer's address space (none for DW_OP_implicit_pointer).
+            if let Some(space) = address_space {
+                place["space"] = json!(space);
+            }
+            place
+        }
         Storage::Undefined => json!({"storage": "undefined", "bit_offset": big(p.bit_offset)}),
         Storage::Composite(parts) => {
             let parts: Vec<Json> = parts
