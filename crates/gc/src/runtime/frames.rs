@@ -24,8 +24,6 @@
 //! stack; no frame may be walked twice; and the chain may have at most [`MAX_FRAMES`]
 //! frames. A failed check is a [`GcFault::CorruptFrame`], not a crash.
 
-use std::collections::HashMap;
-
 use super::fault::{FrameProblem, GcFault};
 
 /// The size of a frame word, a root and a pointer field, in bytes.
@@ -135,8 +133,13 @@ pub(crate) fn walk(
     bounds: Option<StackBounds>,
     collection: u64,
 ) -> Result<Vec<FrameRef>, GcFault> {
-    let mut frames = Vec::new();
-    let mut seen: HashMap<usize, usize> = HashMap::new();
+    let mut frames: Vec<FrameRef> = Vec::new();
+    // Frames are linked from the newest to the oldest, which on a stack that grows down is
+    // from lower to higher addresses: while each frame is above the one before, none can
+    // repeat, and the walk needs no record of what it has seen (a hash set of every frame
+    // made each collection in a deep stack cost a hash per frame). Only a frame at or below
+    // the previous one is looked for among those walked.
+    let mut highest = 0usize;
     let mut cur = head as usize;
     let mut via = None;
     while cur != 0 {
@@ -165,9 +168,12 @@ pub(crate) fn walk(
         if cur < sp {
             return Err(fault(FrameProblem::BelowStackPointer { sp }));
         }
-        if let Some(&first) = seen.get(&cur) {
-            return Err(fault(FrameProblem::Cycle { first }));
+        if cur <= highest {
+            if let Some(first) = frames.iter().position(|f| f.addr == cur) {
+                return Err(fault(FrameProblem::Cycle { first }));
+            }
         }
+        highest = highest.max(cur);
         let words = cur as *const usize;
         // SAFETY: `cur` is aligned, non-null, above the stack pointer and (where the
         // platform reports it) inside this thread's stack, so its two header words are
@@ -192,7 +198,6 @@ pub(crate) fn walk(
                 }));
             }
         }
-        seen.insert(cur, index);
         frames.push(FrameRef {
             index,
             addr: cur,
