@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{attrs, case};
+use common::{attrs, case, llc_obj};
 use std::collections::HashMap;
 
 use locus_sme::a64::{decode, Op, Svcr, SysReg};
@@ -23,20 +23,6 @@ use locus_sme::objfile::{read_functions, CodeFunction};
 /// Runs a tool with `input` on its standard input and returns its standard output.
 fn pipe(tool: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     common::pipe(tool, args, input, "")
-}
-
-fn llc_obj(ir: &str) -> Vec<u8> {
-    pipe(
-        "llc-19",
-        &[
-            "-mtriple=aarch64-linux-gnu",
-            "-mattr=+sme,+sme2",
-            "-filetype=obj",
-            "-o",
-            "-",
-        ],
-        ir.as_bytes(),
-    )
 }
 
 const CALLERS: [(&str, &[&str]); 5] = [

@@ -28,6 +28,15 @@ fn pipe(tool: &str, args: &[&str], ir: &str) -> String {
     String::from_utf8(common::pipe(tool, args, ir.as_bytes(), &format!("\n{ir}"))).unwrap()
 }
 
+/// The assembly of function `name` in llc's output `asm`, up to its `.Lfunc_end` label.
+fn asm_body(asm: &str, name: &str) -> String {
+    asm.lines()
+        .skip_while(|l| !l.starts_with(&format!("{name}:")))
+        .take_while(|l| !l.starts_with(".Lfunc_end"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn llc(ir: &str) -> String {
     pipe(
         LLC,
@@ -238,12 +247,7 @@ fn after_exception_follows_the_spec_not_llvm19() {
         // LLVM 19: the landing pad (the code after the function's last `ret`-less label
         // for %lp) has no smstart; a locally streaming function still leaves streaming
         // mode in the epilogue the landing pad shares.
-        let body: String = asm
-            .lines()
-            .skip_while(|l| !l.starts_with(&format!("{caller}:")))
-            .take_while(|l| !l.starts_with(".Lfunc_end"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let body = asm_body(&asm, caller);
         let lp = body
             .split("// %lp")
             .nth(1)
@@ -351,21 +355,17 @@ fn tail_calls_match_llc() {
     let mut allowed = 0;
     for (caller, callee) in &cases {
         let model = report.function(caller).unwrap().calls[0].model.tail_call;
-        let body: Vec<&str> = asm
-            .lines()
-            .skip_while(|l| !l.starts_with(&format!("{caller}:")))
-            .take_while(|l| !l.starts_with(".Lfunc_end"))
-            .collect();
+        let body = asm_body(&asm, caller);
         let jumps = body
-            .iter()
+            .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["b", callee.as_str()]);
         let calls = body
-            .iter()
+            .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["bl", callee.as_str()]);
-        assert!(jumps != calls, "{caller}: {body:#?}");
+        assert!(jumps != calls, "{caller}: {body}");
         assert_eq!(
             model, jumps,
-            "{caller}: model tail_call {model}, llc {body:#?}"
+            "{caller}: model tail_call {model}, llc {body}"
         );
         allowed += usize::from(model);
     }
@@ -1134,12 +1134,7 @@ fn zt0_tail_call_warnings_match_llc() {
     let asm = llc(&ir);
     let (mut warned, mut mismatches) = (0, Vec::new());
     for (caller, callee) in &names {
-        let body: String = asm
-            .lines()
-            .skip_while(|l| !l.starts_with(&format!("{caller}:")))
-            .take_while(|l| !l.starts_with(".Lfunc_end"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let body = asm_body(&asm, caller);
         let b = body
             .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["b", callee.as_str()]);
@@ -1157,18 +1152,7 @@ fn zt0_tail_call_warnings_match_llc() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     assert!(warned > 0);
     // The audit of llc-19's object reports the same call sites as tail-call departures.
-    let obj = common::pipe(
-        LLC,
-        &[
-            "-mtriple=aarch64-linux-gnu",
-            "-mattr=+sme,+sme2",
-            "-filetype=obj",
-            "-o",
-            "-",
-        ],
-        ir.as_bytes(),
-        "",
-    );
+    let obj = common::llc_obj(&ir);
     let audited = locus_sme::audit::audit(
         "zt0_tail.o",
         &obj,

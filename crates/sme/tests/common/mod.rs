@@ -29,6 +29,22 @@ pub fn pipe(tool: &str, args: &[&str], input: &[u8], note: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// llc-19's AArch64 object (SME and SME2) of `ir`.
+pub fn llc_obj(ir: &str) -> Vec<u8> {
+    pipe(
+        "llc-19",
+        &[
+            "-mtriple=aarch64-linux-gnu",
+            "-mattr=+sme,+sme2",
+            "-filetype=obj",
+            "-o",
+            "-",
+        ],
+        ir.as_bytes(),
+        "",
+    )
+}
+
 /// The attributes `names`, quoted and space-separated, as IR writes them.
 pub fn attrs(names: &[&str]) -> String {
     names
