@@ -204,3 +204,40 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
         missed.join("\n")
     );
 }
+
+/// LLVM 19's ZT0 tail call (llvm-project#165371) in clang-19's code: `fixtures/acle/sme2/zt0.c`
+/// at -O0..-O3 (`-march=armv9-a+sme2`). The audit reports tail-call departures exactly at
+/// the functions where `sme check` of the same IR warns about the call, and nothing else.
+#[test]
+fn clang19_zt0_tail_calls_are_warned_and_audited() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/acle/sme2/zt0.c");
+    let mut lines = Vec::new();
+    for level in LEVELS {
+        let (obj, ir) = compile(&src, level, "-march=armv9-a+sme2");
+        let name = format!("zt0.c{level}");
+        let report = audit(&name, &obj, Some((&name, &ir)), &HashMap::new()).unwrap();
+        let check = locus_sme::check::check_ir(&name, &ir).unwrap();
+        let mut warned: Vec<&str> = check
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.contains("165371"))
+            .map(|d| d.function.as_str())
+            .collect();
+        let mut departed: Vec<&str> = report
+            .departures
+            .iter()
+            .map(|d| {
+                assert_eq!(d.kind, Kind::TailCall, "{level}: {d:?}");
+                d.function.as_str()
+            })
+            .collect();
+        warned.sort_unstable();
+        departed.sort_unstable();
+        assert_eq!(departed, warned, "{level}");
+        lines.push(format!("{level}: {}", departed.len()));
+    }
+    eprintln!(
+        "clang-19 ZT0 tail calls (warned = audited): {}",
+        lines.join(", ")
+    );
+}
