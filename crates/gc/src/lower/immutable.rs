@@ -2,53 +2,38 @@
 //! object (or global) it was loaded from, and needs no root of its own where that is rooted
 //! (issue 12, section 4; Julia's `isLoadFromImmut` and `isLoadFromConstGV`).
 //!
-//! As Julia's LateLowerGCFrame decides it (`isLoadFromImmut` in src/llvm-late-gc-lowering.cpp
-//! at JuliaLang/julia 003b1121055593ffd0e39e8e333fdec7f6bd0cfc, the newest read): a load
-//! reads immutable memory when it carries `!invariant.load`, or when its `!tbaa` access type
-//! descends from `jtbaa_const` or `jtbaa_datatype`. Julia keys it on those TBAA tags, not on
-//! `!alias.scope` regions, so a scope alone makes no load immutable here either. One caution
-//! beyond Julia's: a TBAA-const load whose `!alias.scope` names one of Julia's regions of
-//! memory that changes (`jnoalias_data`, `jnoalias_stack`, `jnoalias_gcframe` of the
-//! `jnoalias` domain) contradicts itself, and is not trusted: mutable memory tagged const
-//! keeps its loads rooted.
+//! As Julia's LateLowerGCFrame decides it since its codegen states each access's memory
+//! region explicitly (JuliaLang/julia#62802; test/llvmpasses/refinements.ll at
+//! 0213ebc77a63af85fff00da4f819722a40d1df61): the refinement is keyed on the region
+//! (`!alias.scope`), not on the layout description (`!tbaa`). A load reads immutable memory
+//! when it carries `!invariant.load`, or when its `!alias.scope` list names only Julia's
+//! immutable regions (`jnoalias_immutdata`, or `jnoalias_mutconstdata` for the `const`
+//! fields of mutable objects) of the `jnoalias` domain: any other region in the list (the
+//! stack, mutable data), or a scope of another domain, vetoes it, since the access may then
+//! be to memory that changes. A `!tbaa` tag alone, `jtbaa_const` included, proves nothing
+//! (older Julia trusted it): mutable memory tagged const keeps its loads rooted.
 
 use locus_llvm::ir::{Instruction, Metadata, Opcode, Value, ValueKind};
 
 use crate::contract::{GC_LOADED, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, TYPEOF};
 
-/// Julia's TBAA type names for memory that is never written after construction.
-const IMMUTABLE_TBAA: &[&str] = &["jtbaa_const", "jtbaa_datatype"];
-/// Julia's alias-scope domain, and its regions of memory that is written.
+/// Julia's alias-scope domain, and its regions that are never written.
 const JULIA_DOMAIN: &str = "jnoalias";
-const MUTABLE_REGIONS: &[&str] = &["jnoalias_data", "jnoalias_stack", "jnoalias_gcframe"];
+const IMMUTABLE_REGIONS: &[&str] = &["jnoalias_immutdata", "jnoalias_mutconstdata"];
 
-/// The first string among a node's operands: the name of a TBAA type or an alias scope.
+/// The first string among a node's operands: the name of an alias scope or domain.
 fn name_of<'a>(node: &'a Metadata<'_>) -> Option<&'a str> {
     node.operands().iter().find_map(Metadata::as_str)
 }
 
-fn tbaa_says_immutable(tag: &Metadata<'_>) -> bool {
-    // A tag is `!{base, access, offset}`; walk from the access type up its parents.
-    let mut node = tag;
-    for _ in 0..64 {
-        let ops = node.operands();
-        if ops.len() <= 1 {
-            return false;
-        }
-        node = &ops[1];
-        if name_of(node).is_some_and(|n| IMMUTABLE_TBAA.contains(&n)) {
-            return true;
-        }
-    }
-    false
-}
-
-/// True if the scope list names one of Julia's regions of memory that changes.
-fn scopes_say_mutable(scopes: &Metadata<'_>) -> bool {
-    scopes.operands().iter().any(|scope| {
-        let domain = scope.operands().get(1).and_then(name_of);
-        domain == Some(JULIA_DOMAIN) && name_of(scope).is_some_and(|n| MUTABLE_REGIONS.contains(&n))
-    })
+fn scopes_say_immutable(scopes: &Metadata<'_>) -> bool {
+    let list = scopes.operands();
+    !list.is_empty()
+        && list.iter().all(|scope| {
+            let domain = scope.operands().get(1).and_then(name_of);
+            domain == Some(JULIA_DOMAIN)
+                && name_of(scope).is_some_and(|n| IMMUTABLE_REGIONS.contains(&n))
+        })
 }
 
 /// True if `load` reads memory that never changes.
@@ -57,12 +42,9 @@ pub fn is_immutable_load(load: Instruction<'_>) -> bool {
         return false;
     }
     load.metadata("invariant.load").is_some()
-        || (load
-            .metadata("tbaa")
-            .is_some_and(|t| tbaa_says_immutable(&t))
-            && !load
-                .metadata("alias.scope")
-                .is_some_and(|s| scopes_say_mutable(&s)))
+        || load
+            .metadata("alias.scope")
+            .is_some_and(|s| scopes_say_immutable(&s))
 }
 
 /// `v` without in-bounds offsets and pointer casts.
