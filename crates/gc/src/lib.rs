@@ -26,7 +26,9 @@
 //!   intermediate form (`julia.new_gc_frame` and friends) and then a real frame
 //!   `[nroots << 2, prev, roots...]` linked into the thread's chain. IR whose roots it
 //!   cannot keep is refused with an error naming the instruction, never lowered with an
-//!   object unrooted;
+//!   object unrooted. Safepoints lose their memory promises (`memory(argmem: read)`,
+//!   `readnone` arguments), as in Julia's pass, so the frame's stores survive LLVM's
+//!   optimizer run on the lowered module (`opt -O2`, or [`run::RunOptions::passes`]);
 //! - [`runtime`] is what lowered code calls: the frame chain, an allocator (for Julia's
 //!   tagged objects too: `julia.gc_alloc_obj`, `julia.gc_alloc_memory`), and a
 //!   mark-sweep collector that finds roots only by walking the frames, with a stress mode
@@ -34,7 +36,8 @@
 //!   dangling references, including any later access to a freed object;
 //! - [`signals`] turns a fault in code Locus runs (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
 //!   stack overflow) into one `locus:` line naming the signal, the address and the function;
-//! - [`run`] verifies, lowers, JIT-compiles with LLVM 19 and calls an entry function.
+//! - [`run`] verifies, lowers, optionally runs an LLVM pass pipeline on the lowered module
+//!   (opt's syntax, `default<O2>`), JIT-compiles with LLVM 19 and calls an entry function.
 //!
 //! # Features
 //!

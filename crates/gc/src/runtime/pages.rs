@@ -26,9 +26,9 @@
 //! address space is released when the runtime is dropped.
 //!
 //! A freed object is poisoned (its body filled with
-//! [`POISON_BYTE`](super::heap::POISON_BYTE)) only where it can be read: when the kernel
+//! [`POISON_BYTE`]) only where it can be read: when the kernel
 //! refuses to protect its pages, and when a runtime that lets the run continue
-//! ([`Mode::Record`]) makes them accessible again after a recorded access.
+//! (`Mode::Record`) makes them accessible again after a recorded access.
 //!
 //! # What the signal handler reads
 //!
