@@ -46,8 +46,11 @@ pub enum Command {
     /// attributes; other functions count as normal, private ZA). Reports each departure
     /// (a missing or unexpected mode change, a missing smstart at a landing pad, a lazy ZA
     /// save missing, not restored or not committed, ZT0 not preserved, a forbidden tail
-    /// call) with function, offset and instruction. The exit status is 1 when there is a
-    /// departure.
+    /// call) with function, offset and instruction. The code is followed along its
+    /// branches at any optimization level: the mode tests LLVM emits are decided (also when
+    /// unoptimized code spills the mode to the stack and reloads it), and a call to a
+    /// function that never returns (noreturn in the IR, or abort, exit, __cxa_throw,
+    /// _Unwind_Resume, ...) ends a path. The exit status is 1 when there is a departure.
     Audit {
         /// The object (.o, or a linked ELF file).
         object: PathBuf,
