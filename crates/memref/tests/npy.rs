@@ -332,7 +332,10 @@ fn files_are_replaced_through_private_temporary_files() {
     std::os::unix::fs::symlink(&old, &link).unwrap();
     let b = NpyArray::from_bytes(Dtype::F32, vec![1], &[0, 0, 128, 63]).unwrap();
     b.write(&link).unwrap();
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(NpyArray::read(&old).unwrap(), b);
     std::fs::remove_file(&link).unwrap();
     let mut names: Vec<String> = std::fs::read_dir(dir)
