@@ -109,8 +109,11 @@ pub enum Command {
     ///      reference above all (`locus: gc: ...`)
     ///
     ///   3  the module's code, or code it called, died of a signal: SIGSEGV, SIGBUS,
-    ///      SIGILL, SIGFPE, SIGTRAP or a stack overflow (`locus: SIGNAL (cause) at
-    ///      address ADDR in function `NAME` ...`)
+    ///      SIGILL, SIGFPE, SIGTRAP or a stack overflow, in any thread it made
+    ///      (`locus: SIGNAL (cause) at address ADDR in function `NAME` ...`), or it
+    ///      called abort() or raised a signal that ends a process (`locus: SIGABRT ...`)
+    ///
+    ///   124  --timeout: the run did not finish in time (`locus: FILE: not finished ...`)
     #[command(verbatim_doc_comment)]
     Run {
         /// Textual (.ll) or bitcode (.bc) IR.
@@ -131,6 +134,8 @@ pub enum Command {
         /// the frames as the optimizer left them.
         #[arg(long, value_name = "PIPELINE")]
         passes: Option<String>,
+        #[arg(long, value_name = "SECONDS", value_parser = crate::watchdog::parse_seconds, help = crate::watchdog::HELP)]
+        timeout: Option<std::time::Duration>,
     },
 }
 
@@ -262,11 +267,14 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             stress,
             stats,
             passes,
+            timeout,
         } => {
+            let _watchdog = crate::watchdog::start(*timeout, &file.display().to_string());
             let bytes = read(input, file)?;
             let shown = file.display().to_string();
             let prepared = prepare_with_passes(&shown, &bytes, entry, passes.as_deref())
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            crate::sigpipe_for_program();
             // SAFETY: running the user's module is what this command is for; the module is
             // the user's to make sound. A fault in it ends the process with one line and
             // exit status 3 (2 for an access to a freed object under --stress).

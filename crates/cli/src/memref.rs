@@ -37,7 +37,8 @@ pub enum Command {
     /// loaded when the kernel needs them.
     ///
     /// Exit status: 0 when the entry returned; 1 when it was not called; 3 when the kernel
-    /// died of a signal, after one `locus: SIGNAL ...` line.
+    /// died of a signal or called abort(), after one `locus: SIGNAL ...` line; 124 when
+    /// --timeout ended the run.
     Run {
         /// The kernel (.mlir).
         kernel: PathBuf,
@@ -51,6 +52,8 @@ pub enum Command {
         shared_libs: Vec<PathBuf>,
         #[command(flatten)]
         lowering: Lowering,
+        #[arg(long, value_name = "SECONDS", value_parser = crate::watchdog::parse_seconds, help = crate::watchdog::HELP)]
+        timeout: Option<std::time::Duration>,
     },
     /// Call FUNC of a library through `_mlir_ciface_FUNC`: memref arguments are .npy
     /// files, scalars are numbers; memref results go to the --out files in order,
@@ -305,7 +308,9 @@ pub fn run_command(
             entry,
             shared_libs,
             lowering,
+            timeout,
         } => {
+            let _watchdog = crate::watchdog::start(*timeout, &kernel.display().to_string());
             let source = reader.read_to_string(kernel).map_err(fail)?;
             let options = RunOptions {
                 entry: entry.clone(),

@@ -436,3 +436,53 @@ fn a_binary_that_is_not_the_target_s_is_refused() {
         assert!(right.status.success(), "{tag}: {right:?}");
     }
 }
+
+/// `gc run` and `memref run` of a program that never ends: `--timeout` ends it with one
+/// `locus:` line and exit status 124 (it ran until killed before); the help documents it.
+#[test]
+fn timeouts_end_endless_runs() {
+    let dir = TempDir::new("timeouts");
+    let ir = dir.path("loop.ll");
+    std::fs::write(
+        &ir,
+        "define i64 @main() {\nentry:\n  br label %l\nl:\n  br label %l\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let kernel = dir.path("loop.mlir");
+    std::fs::write(
+        &kernel,
+        "func.func private @getpid() -> i32\nfunc.func @main() {\n  scf.while : () -> () {\n    \
+         %p = func.call @getpid() : () -> i32\n    %z = arith.constant 0 : i32\n    \
+         %t = arith.cmpi ne, %p, %z : i32\n    scf.condition(%t)\n  } do {\n    scf.yield\n  }\n  \
+         return\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (sub, file, seconds) in [("gc", &ir, "0.5"), ("memref", &kernel, "3")] {
+        let started = std::time::Instant::now();
+        let out = Command::new("timeout")
+            .args([
+                "120",
+                LOCUS,
+                sub,
+                "run",
+                path_str(file),
+                "--timeout",
+                seconds,
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"));
+        assert_eq!(out.status.code(), Some(124), "{sub}: {out:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(100));
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "locus: {}: not finished after {seconds} seconds (--timeout): ended, exit \
+                 status 124\n",
+                path_str(file)
+            ),
+            "{sub}"
+        );
+        let help = locus(&[sub, "run", "--help"]);
+        assert!(text(&help.stdout).contains("--timeout <SECONDS>"), "{sub}");
+    }
+}
