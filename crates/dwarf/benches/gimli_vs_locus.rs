@@ -13,9 +13,15 @@
 //! expression (as gimli is run) is printed too, and the pre-decoded path for reference.
 //!
 //! `cargo bench -p locus-dwarf --bench gimli_vs_locus` prints criterion's statistics for
-//! both and a final line `locus/gimli throughput ratio: R (... range over 5
-//! alternations A-B)` (goal: R >= 2.0, issue 15). `LOCUS_BENCH_ONLY=locus|gimli` (with
-//! `LOCUS_BENCH_PASSES=N`) runs only one evaluator's loop, for profilers.
+//! both, the fresh-`Evaluation` and pre-decoded lines with their ratios to gimli (goal for
+//! the pre-decoded line, the general path: >= 1.5, issue 22), a table of every way by
+//! expression class (lone register, frame-base offset, entry values, pieces, stack
+//! values, other; and location-list entries, whatever their class), and a final line
+//! `locus/gimli throughput ratio: R (... range over 5 alternations A-B)` (goal: R >= 3.0,
+//! issue 22). `LOCUS_BENCH_ONLY=gimli|locus|fresh|decoded` (with `LOCUS_BENCH_PASSES=N`,
+//! `LOCUS_BENCH_CLASS=CLASS|list`) runs only one way's loop, for profilers: instruction
+//! counts under `valgrind --tool=callgrind`, with N and 0 passes subtracted, do not depend
+//! on the machine's load.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -27,7 +33,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use gimli::{EndianSlice, LittleEndian};
 use locus_dwarf::binary::{location_expressions, Decoded, LocationExpression};
-use locus_dwarf::{decode, Encoding, Entry, Evaluation, EvaluationResult, Value, ValueType};
+use locus_dwarf::{decode, Encoding, Entry, Evaluation, EvaluationResult, Op, Value, ValueType};
 
 /// Synthetic register contents: an address-like value per register.
 fn reg_value(r: u16) -> u64 {
@@ -237,6 +243,89 @@ fn time(mut f: impl FnMut(), rounds: usize) -> Duration {
     best
 }
 
+/// The expression classes the bench reports one by one (issue 22): what a
+/// location expression is, by its operations. The first that applies.
+const CLASSES: [&str; 6] = [
+    "lone register",
+    "frame-base offset",
+    "entry values",
+    "pieces",
+    "stack values",
+    "other",
+];
+
+fn class_of(x: &LocationExpression) -> &'static str {
+    let ops: Vec<Op> = decode(&x.bytes, x.encoding)
+        .map(|d| d.into_iter().map(|(_, op)| op).collect())
+        .unwrap_or_default();
+    let has = |f: fn(&Op) -> bool| ops.iter().any(f);
+    match ops.as_slice() {
+        [Op::Reg(_) | Op::Regx(_)] => "lone register",
+        [Op::Fbreg(_)] => "frame-base offset",
+        _ if has(|o| matches!(o, Op::EntryValue(_))) => "entry values",
+        _ if has(|o| matches!(o, Op::Piece(_) | Op::BitPiece { .. })) => "pieces",
+        _ if has(|o| matches!(o, Op::StackValue)) => "stack values",
+        _ => "other",
+    }
+}
+
+/// The four ways timed: gimli, Locus restarting one `Evaluation` (the
+/// headline), Locus with a fresh `Evaluation` per expression, Locus on
+/// pre-decoded operations (fresh per expression).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Gimli,
+    Restart,
+    Fresh,
+    Decoded,
+}
+
+/// One pass of `way` over `xs` (with their decoded forms `ds`).
+fn pass<'a>(way: Way, xs: &[&'a LocationExpression], ds: &[&Decoded], spare: &mut Evaluation<'a>) {
+    match way {
+        Way::Gimli => {
+            for x in xs {
+                black_box(gimli_eval(black_box(x)));
+            }
+        }
+        Way::Restart => {
+            for x in xs {
+                black_box(locus_eval(black_box(x), spare));
+            }
+        }
+        Way::Fresh => {
+            for x in xs {
+                let mut eval = Evaluation::from_bytes(black_box(&x.bytes), x.encoding);
+                black_box(locus_answer(&mut eval, x.encoding));
+            }
+        }
+        Way::Decoded => {
+            for (x, d) in xs.iter().zip(ds) {
+                black_box(locus_eval_decoded(black_box(d), x.encoding));
+            }
+        }
+    }
+}
+
+/// gimli's time over Locus's for one class, best of `rounds` passes each,
+/// alternating: (gimli ns, [restart, fresh, decoded] ns) per expression.
+fn class_times<'a>(
+    xs: &[&'a LocationExpression],
+    ds: &[&Decoded],
+    spare: &mut Evaluation<'a>,
+    rounds: usize,
+) -> (f64, [f64; 3]) {
+    let mut best = [Duration::MAX; 4];
+    let ways = [Way::Gimli, Way::Restart, Way::Fresh, Way::Decoded];
+    for _ in 0..3 {
+        for (i, way) in ways.iter().enumerate() {
+            best[i] = best[i].min(time(|| pass(*way, xs, ds, spare), rounds));
+        }
+    }
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / xs.len().max(1) as f64;
+    (per(best[0]), [per(best[1]), per(best[2]), per(best[3])])
+}
+
 fn main() {
     let data = build_binary();
     let all = location_expressions(&data).expect("the binary's DWARF");
@@ -262,23 +351,49 @@ fn main() {
         both.len() * 10 >= all.len() * 9,
         "fewer than 90% of the expressions are in the common subset"
     );
-
-    // For profiling (e.g. under `valgrind --tool=callgrind`): only Locus's or gimli's
-    // loop, a few passes.
-    if let Ok(which) = std::env::var("LOCUS_BENCH_ONLY") {
+    let decoded: Vec<Decoded> = both
+        .iter()
+        .map(|x| Decoded::new(&x.bytes, x.encoding).unwrap())
+        .collect();
+    // The pre-decoded path gives the same answers as from the bytes.
+    for (x, d) in both.iter().zip(&decoded) {
         let mut spare = Evaluation::from_bytes(&[], Encoding::default());
+        assert_eq!(
+            locus_eval_decoded(d, x.encoding),
+            locus_eval(x, &mut spare),
+            "{:02x?}",
+            x.bytes
+        );
+    }
+    let every: Vec<&LocationExpression> = both.iter().collect();
+    let every_decoded: Vec<&Decoded> = decoded.iter().collect();
+
+    // For profiling (e.g. under `valgrind --tool=callgrind`): only one way's loop
+    // (`LOCUS_BENCH_ONLY=gimli|locus|fresh|decoded`), a few passes, over one class
+    // if `LOCUS_BENCH_CLASS` names one (or `list` for location-list entries).
+    if let Ok(which) = std::env::var("LOCUS_BENCH_ONLY") {
+        let way = match which.as_str() {
+            "gimli" => Way::Gimli,
+            "fresh" => Way::Fresh,
+            "decoded" => Way::Decoded,
+            _ => Way::Restart,
+        };
         let passes: usize = std::env::var("LOCUS_BENCH_PASSES")
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(20);
+        let class = std::env::var("LOCUS_BENCH_CLASS").ok();
+        let keep = |x: &LocationExpression| match class.as_deref() {
+            None => true,
+            Some("list") => x.in_list,
+            Some(c) => class_of(x) == c,
+        };
+        let (xs, ds): (Vec<&LocationExpression>, Vec<&Decoded>) =
+            both.iter().zip(&decoded).filter(|(x, _)| keep(x)).unzip();
+        println!("{} expressions", xs.len());
+        let mut spare = Evaluation::from_bytes(&[], Encoding::default());
         for _ in 0..passes {
-            for x in &both {
-                if which == "gimli" {
-                    black_box(gimli_eval(black_box(x)));
-                } else {
-                    black_box(locus_eval(black_box(x), &mut spare));
-                }
-            }
+            pass(way, &xs, &ds, &mut spare);
         }
         return;
     }
@@ -288,18 +403,17 @@ fn main() {
         .measurement_time(Duration::from_secs(3));
     c.bench_function("gimli: all location expressions", |b| {
         b.iter(|| {
-            for x in &both {
-                black_box(gimli_eval(black_box(x)));
-            }
+            pass(
+                Way::Gimli,
+                &every,
+                &every_decoded,
+                &mut Evaluation::from_bytes(&[], Encoding::default()),
+            )
         })
     });
     let mut spare = Evaluation::from_bytes(&[], Encoding::default());
     c.bench_function("locus: all location expressions", |b| {
-        b.iter(|| {
-            for x in &both {
-                black_box(locus_eval(black_box(x), &mut spare));
-            }
-        })
+        b.iter(|| pass(Way::Restart, &every, &every_decoded, &mut spare))
     });
 
     // The ratio, measured in this run: gimli and Locus alternate, five times, each the
@@ -308,20 +422,9 @@ fn main() {
     let mut l = Duration::MAX;
     let mut ratios = Vec::new();
     for _ in 0..5 {
-        let gi = time(
-            || {
-                for x in &both {
-                    black_box(gimli_eval(black_box(x)));
-                }
-            },
-            10,
-        );
+        let gi = time(|| pass(Way::Gimli, &every, &every_decoded, &mut spare), 10);
         let lo = time(
-            || {
-                for x in &both {
-                    black_box(locus_eval(black_box(x), &mut spare));
-                }
-            },
+            || pass(Way::Restart, &every, &every_decoded, &mut spare),
             10,
         );
         ratios.push(gi.as_secs_f64() / lo.as_secs_f64());
@@ -347,33 +450,17 @@ fn main() {
         },
         30,
     );
-    let decoded: Vec<Decoded> = both
-        .iter()
-        .map(|x| Decoded::new(&x.bytes, x.encoding).unwrap())
-        .collect();
     let e = time(
-        || {
-            for (x, d) in both.iter().zip(&decoded) {
-                black_box(locus_eval_decoded(black_box(d), x.encoding));
-            }
-        },
+        || pass(Way::Decoded, &every, &every_decoded, &mut spare),
         30,
     );
-    // Locus with a fresh `Evaluation` per expression (as gimli is run here), no reuse.
-    let f = time(
-        || {
-            for x in &both {
-                let mut eval = Evaluation::from_bytes(black_box(&x.bytes), x.encoding);
-                black_box(locus_answer(&mut eval, x.encoding));
-            }
-        },
-        30,
-    );
+    let f = time(|| pass(Way::Fresh, &every, &every_decoded, &mut spare), 30);
     let per = |d: Duration| d.as_secs_f64() * 1e9 / both.len() as f64;
+    let ratio = |d: Duration| g.as_secs_f64() / d.as_secs_f64();
     println!(
         "locus with a fresh Evaluation per expression: {:.1} ns/expression, ratio {:.2}",
         per(f),
-        g.as_secs_f64() / f.as_secs_f64()
+        ratio(f)
     );
     println!(
         "locus breakdown: decode {:.1} ns, decode + Evaluation::new {:.1} ns, \
@@ -383,9 +470,46 @@ fn main() {
         per(e)
     );
     println!(
-        "locus (pre-decoded)/gimli throughput ratio: {:.2}",
-        g.as_secs_f64() / e.as_secs_f64()
+        "locus (pre-decoded)/gimli throughput ratio: {:.2} (goal >= 1.5)",
+        ratio(e)
     );
+
+    // By expression class: each class's expressions alone (a class's share of all
+    // expressions is its count over the total).
+    println!(
+        "by class (ns/expression; ratio = gimli's time over Locus's):\n  \
+         {:<26} {:>6} {:>7} {:>15} {:>15} {:>15}",
+        "class", "count", "gimli", "locus restart", "locus fresh", "pre-decoded"
+    );
+    let lists: Vec<&str> = vec!["location list entries"];
+    for class in CLASSES.iter().chain(&lists) {
+        let (xs, ds): (Vec<&LocationExpression>, Vec<&Decoded>) = both
+            .iter()
+            .zip(&decoded)
+            .filter(|(x, _)| {
+                if *class == "location list entries" {
+                    x.in_list
+                } else {
+                    class_of(x) == *class
+                }
+            })
+            .unzip();
+        if xs.is_empty() {
+            println!("  {class:<26} {:>6}", 0);
+            continue;
+        }
+        let rounds = (200_000 / xs.len()).clamp(5, 200);
+        let (gi, lo) = class_times(&xs, &ds, &mut spare, rounds);
+        let cell = |t: f64| format!("{t:.1} ({:.2}x)", gi / t);
+        println!(
+            "  {class:<26} {:>6} {:>7.1} {:>15} {:>15} {:>15}",
+            xs.len(),
+            gi,
+            cell(lo[0]),
+            cell(lo[1]),
+            cell(lo[2])
+        );
+    }
     println!(
         "gimli: {:.1} ns/expression, locus: {:.1} ns/expression",
         per(g),
@@ -394,7 +518,7 @@ fn main() {
     let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = ratios.iter().copied().fold(0.0, f64::max);
     println!(
-        "locus/gimli throughput ratio: {:.2} (goal >= 2.0; range over 5 alternations {lo:.2}-{hi:.2})",
+        "locus/gimli throughput ratio: {:.2} (goal >= 3.0; range over 5 alternations {lo:.2}-{hi:.2})",
         g.as_secs_f64() / l.as_secs_f64()
     );
     c.final_summary();

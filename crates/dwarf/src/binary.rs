@@ -184,11 +184,12 @@ impl Decoded {
 
     /// A fresh evaluation of the operations, with their byte offsets.
     pub fn evaluation(&self, encoding: Encoding) -> Evaluation<'_> {
-        let mut eval = Evaluation::new(&self.ops, encoding);
-        // Cannot fail: decode's offsets are increasing, one per operation
-        // plus the length. Should it, branches re-encode instead.
-        let _ = eval.set_byte_offsets(self.offsets.clone());
-        eval
+        // The offsets are borrowed, not copied (a copy was an allocation per
+        // evaluation). Cannot fail for `Decoded::new`'s offsets (increasing,
+        // one per operation plus the length); for others it may (the fields
+        // are public): branches then re-encode instead.
+        Evaluation::with_offsets(&self.ops, &self.offsets, encoding)
+            .unwrap_or_else(|_| Evaluation::new(&self.ops, encoding))
     }
 }
 
@@ -900,6 +901,9 @@ pub struct LocationExpression {
     pub bytes: Vec<u8>,
     /// Its encoding.
     pub encoding: Encoding,
+    /// Whether it is an entry of a location list (else the attribute's
+    /// single expression).
+    pub in_list: bool,
 }
 
 pub(crate) type R<'a> = EndianSlice<'a, LittleEndian>;
@@ -1159,12 +1163,14 @@ impl<'d> Binary<'d> {
                         out.push(LocationExpression {
                             bytes: e.0.slice().to_vec(),
                             encoding,
+                            in_list: false,
                         });
                     } else if let Some(mut list) = dwarf.attr_locations(&unit, value)? {
                         while let Some(le) = list.next()? {
                             out.push(LocationExpression {
                                 bytes: le.data.0.slice().to_vec(),
                                 encoding,
+                                in_list: true,
                             });
                         }
                     }

@@ -51,6 +51,42 @@ impl<'a> Evaluation<'a> {
         true
     }
 
+    /// `constant_shortcut` for decoded operations ([`Evaluation::new`]): a
+    /// lone `DW_OP_regN`, or a constant then `DW_OP_stack_value`, evaluated
+    /// without entering the loop, leaving exactly the state `run_general`
+    /// leaves after them; `false` (nothing done) otherwise. Without it a
+    /// fresh evaluation of these (most of a location list's entries)
+    /// allocated its stack for one entry.
+    #[inline(always)]
+    pub(super) fn ops_shortcut(&mut self) -> bool {
+        let a = self.address_size;
+        let top = match self.ops {
+            [Op::Reg(r)] => LocationDescription::single(Storage::Register(u16::from(*r)), 0),
+            [c, Op::StackValue] => {
+                let n = match c {
+                    Op::Lit(n) => u64::from(*n),
+                    Op::Constu(v) => *v,
+                    Op::Consts(v) => *v as u64,
+                    _ => return false,
+                };
+                let len = ValueType::Generic.size(a).min(8);
+                let bits = Value::generic(n, a).bits;
+                LocationDescription::single(Storage::Implicit(Bytes::from_le(bits, len)), 0)
+            }
+            _ => return false,
+        };
+        let steps = self.ops.len() as u64;
+        if self.bytes.is_some() || self.pc != 0 || !self.may_shortcut(steps) {
+            return false;
+        }
+        self.steps += steps;
+        self.pc = self.ops.len();
+        // `top` is empty (checked): nothing to drop.
+        core::mem::forget(self.top.replace(Entry::Location(top)));
+        self.complete = true;
+        true
+    }
+
     /// Whether a shortcut of `steps` operations may stand for the loop: the
     /// evaluation has not started, its stack is empty, it is not traced, the
     /// step limit leaves room for `steps` and the encoding is valid.

@@ -6,8 +6,9 @@ use super::*;
 
 impl<'a> Evaluation<'a> {
     pub(super) fn run(&mut self) -> Result<EvaluationResult, Error> {
-        match (&self.callee, self.bytes) {
-            (None, Some(bytes)) if !self.trace => self.run_bytes(bytes),
+        match (self.callee.is_none(), self.bytes) {
+            (true, Some(bytes)) if !self.trace => self.run_bytes(bytes),
+            (true, None) if self.ops_shortcut() => Ok(EvaluationResult::Complete),
             _ => self.run_general(),
         }
     }
