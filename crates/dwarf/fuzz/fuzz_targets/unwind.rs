@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
         .sections()
         .filter(|s| s.kind() == SectionKind::Text)
         .map(|s| s.address())
-        .chain(file.symbols().filter(|s| s.is_definition()).map(|s| s.address()))
+        .chain(
+            file.symbols()
+                .filter(|s| s.is_definition())
+                .map(|s| s.address()),
+        )
         .collect();
     pcs.sort_unstable();
     pcs.dedup();
@@ -43,7 +47,10 @@ fuzz_target!(|data: &[u8]| {
     let mut stack = Vec::with_capacity(STACK_WORDS * 8);
     for i in 0..STACK_WORDS {
         let word = if i % 3 == 0 {
-            pcs.get(i % pcs.len().max(1)).copied().unwrap_or(0).wrapping_add(5)
+            pcs.get(i % pcs.len().max(1))
+                .copied()
+                .unwrap_or(0)
+                .wrapping_add(5)
         } else {
             let at = (i * 8) % data.len().max(1);
             let mut w = [0u8; 8];
