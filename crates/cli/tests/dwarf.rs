@@ -1989,3 +1989,79 @@ fn implicit_pointer_places_round_trip() {
     let out = eval_json_in(&ctx, &["--result", "location", "DW_OP_push_object_address"]);
     assert_eq!(out["location"], json!([place]), "{out}");
 }
+
+/// `--max-input-bytes` bounds what a compressed DWARF section decompresses to, not only the
+/// file read: a 4 MiB section of zeros that llvm-objcopy-19 compresses into a few KiB is
+/// refused under a 1 MB limit (one `locus:` line naming the file, the section and both
+/// sizes, exit 1) and read under the default; `-gz=zlib` and `-gz=zstd` objects print what
+/// the uncompressed one does; a relocatable object is refused.
+#[test]
+fn compressed_sections_are_bounded_by_max_input_bytes() {
+    let dir = TempDir::new("dwarf-gz");
+    let small = "int f(int x) { int y = x * 3; return y + 1; }\nint main(void) { return f(2); }\n";
+    let plain = clang(&dir, "plain", small, &["-g", "-O1"]);
+    let vars = |file: &Path, limit: &str| {
+        locus(&[
+            "--max-input-bytes",
+            limit,
+            "dwarf",
+            "vars",
+            file.to_str().unwrap(),
+            "--pc",
+            "f+1",
+        ])
+    };
+    let expected = vars(&plain, "268435456");
+    assert_eq!(expected.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&expected.stdout).contains('x'));
+    for z in ["zlib", "zstd"] {
+        let flag = format!("-gz={z}");
+        let file = clang(&dir, z, small, &["-g", "-O1", &flag]);
+        assert_eq!(vars(&file, "268435456").stdout, expected.stdout, "{flag}");
+    }
+    std::fs::write(dir.path("zeros"), vec![0u8; 4 << 20]).unwrap();
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("llvm-objcopy-19")
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "llvm-objcopy-19 {args:?}");
+    };
+    let junk = format!(".debug_junk={}", dir.path("zeros").display());
+    let added = dir.path("added");
+    objcopy(&[
+        "--add-section".as_ref(),
+        junk.as_ref(),
+        plain.as_os_str(),
+        added.as_os_str(),
+    ]);
+    let bomb = dir.path("bomb");
+    objcopy(&[
+        "--compress-debug-sections=zlib".as_ref(),
+        added.as_os_str(),
+        bomb.as_os_str(),
+    ]);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1_000_000);
+    let out = vars(&bomb, "1000000");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("locus: ") && err.contains(bomb.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(
+        err.contains(".debug_junk") && err.contains("4194304") && err.contains("1000000"),
+        "{err}"
+    );
+    assert_eq!(vars(&bomb, "268435456").stdout, expected.stdout);
+    let object = clang(&dir, "t.o", small, &["-g", "-O1", "-c"]);
+    let out = vars(&object, "268435456");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("relocatable object") && err.lines().count() == 1,
+        "{err}"
+    );
+}

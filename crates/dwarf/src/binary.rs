@@ -45,6 +45,7 @@ use object::{Object as _, ObjectSection as _};
 
 use crate::access::{self, Bits, Target};
 use crate::callsite::{CallSites, EntryValues};
+pub use crate::sections::DEFAULT_MAX_SECTION_BYTES;
 use crate::{
     decode, Encoding, Entry, Error, EvalError, Evaluation, LocationDescription, Op, Storage, Value,
     ValueType,
@@ -916,10 +917,11 @@ pub(crate) struct Sections<'d> {
 }
 
 impl<'d> Sections<'d> {
-    /// Reads the `.debug_*` sections of `data`. Refused: big-endian objects,
-    /// objects without `.debug_info` (unless `split`: a `.dwo`, whose
-    /// sections end in `.dwo`).
-    pub(crate) fn read(data: &'d [u8], split: bool) -> Result<Sections<'d>, Error> {
+    /// Reads the `.debug_*` sections of `data`, each at most `limit` bytes
+    /// decompressed. Refused: big-endian objects, relocatable objects (unless
+    /// `split`), objects without `.debug_info` (unless `split`: a `.dwo`,
+    /// whose sections end in `.dwo`).
+    pub(crate) fn read(data: &'d [u8], split: bool, limit: u64) -> Result<Sections<'d>, Error> {
         let file = object::File::parse(data).map_err(|e| Error::Object {
             what: e.to_string(),
         })?;
@@ -933,6 +935,7 @@ impl<'d> Sections<'d> {
         }
         if !split {
             check_debug_info(&file)?;
+            check_linked(&file)?;
         }
         let mut by_name = BTreeMap::new();
         for section in file.sections() {
@@ -943,12 +946,7 @@ impl<'d> Sections<'d> {
                 None if name.starts_with(".debug_") => name.to_owned(),
                 None => continue,
             };
-            let bytes = section.uncompressed_data().map_err(|e| Error::Object {
-                what: format!(
-                    "section {name} (file offset {:#x}): cannot decompress: {e}",
-                    section.file_range().map_or(0, |r| r.0)
-                ),
-            })?;
+            let bytes = crate::sections::section_bytes(&section, &name, limit)?;
             by_name.insert(name, bytes);
         }
         Ok(Sections { by_name })
@@ -984,6 +982,19 @@ impl<'d> Sections<'d> {
             empty,
         )
     }
+}
+
+/// Refuses a relocatable object (`.o`): its DWARF's addresses and section
+/// offsets are relocations not yet applied, so every address read from it
+/// would be wrong. (A `.dwo` or `.dwp`, read with `split`, needs none.)
+fn check_linked(file: &object::File<'_>) -> Result<(), Error> {
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Ok(());
+    }
+    Err(Error::Object {
+        what: "a relocatable object (.o): its DWARF's addresses are unrelocated; link it first"
+            .to_owned(),
+    })
 }
 
 /// Refuses a file without DWARF to read: no `.debug_info` (stripped, or
@@ -1070,17 +1081,29 @@ pub struct Binary<'d> {
     /// A DWARF package's sections (`.dwp`), for split units.
     package: Option<Sections<'d>>,
     load_bias: u64,
+    /// The bound on each section's decompressed size.
+    limit: u64,
 }
 
 impl<'d> Binary<'d> {
     /// Reads the object's DWARF sections (refused: not an object file,
-    /// big-endian, no `.debug_info`).
+    /// big-endian, relocatable, no `.debug_info`), each decompressed to at
+    /// most [`DEFAULT_MAX_SECTION_BYTES`] (see [`Binary::parse_bounded`]).
     pub fn parse(data: &'d [u8]) -> Result<Binary<'d>, Error> {
+        Binary::parse_bounded(data, DEFAULT_MAX_SECTION_BYTES)
+    }
+
+    /// [`Binary::parse`], with each compressed section (`-gz`, `.zdebug_*`)
+    /// refused when its header claims, or its stream produces, more than
+    /// `limit` bytes; the bound also applies to [`Binary::with_package`]
+    /// and split units' `.dwo` files.
+    pub fn parse_bounded(data: &'d [u8], limit: u64) -> Result<Binary<'d>, Error> {
         Ok(Binary {
             data,
-            sections: Sections::read(data, false)?,
+            sections: Sections::read(data, false, limit)?,
             package: None,
             load_bias: 0,
+            limit,
         })
     }
 
@@ -1091,7 +1114,7 @@ impl<'d> Binary<'d> {
     /// `locus dwarf vars` does the same. Refused: not an object, big-endian,
     /// a malformed `.debug_cu_index`.
     pub fn with_package(mut self, dwp: &'d [u8]) -> Result<Binary<'d>, Error> {
-        let sections = Sections::read(dwp, true)?;
+        let sections = Sections::read(dwp, true, self.limit)?;
         sections.package()?;
         self.package = Some(sections);
         Ok(self)
@@ -1136,7 +1159,14 @@ impl<'d> Binary<'d> {
         while let Some(header) = units.next()? {
             let unit = dwarf.unit(header)?;
             if unit.dwo_id.is_some() {
-                scan_dwo(&dwarf, package.as_ref(), &unit, pc, load_bias, &mut out)?;
+                scan_dwo(
+                    &dwarf,
+                    package.as_ref(),
+                    &unit,
+                    (pc, load_bias),
+                    self.limit,
+                    &mut out,
+                )?;
                 continue;
             }
             scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
@@ -1259,8 +1289,8 @@ fn scan_dwo(
     dwarf: &gimli::Dwarf<R<'_>>,
     package: Option<&gimli::DwarfPackage<R<'_>>>,
     skeleton: &gimli::Unit<R<'_>>,
-    pc: u64,
-    load_bias: u64,
+    (pc, load_bias): (u64, u64),
+    limit: u64,
     out: &mut Found,
 ) -> Result<(), Error> {
     if let (Some(package), Some(id)) = (package, skeleton.dwo_id) {
@@ -1294,7 +1324,7 @@ fn scan_dwo(
         ),
     };
     let data = std::fs::read(&path).map_err(|e| fail(e.to_string()))?;
-    let sections = Sections::read(&data, true).map_err(|e| fail(e.to_string()))?;
+    let sections = Sections::read(&data, true, limit).map_err(|e| fail(e.to_string()))?;
     let mut dwo = sections.dwarf(true)?;
     dwo.make_dwo(dwarf);
     let mut units = dwo.units();

@@ -202,6 +202,8 @@ mod number;
 mod op;
 mod regnames;
 #[cfg(feature = "binary")]
+mod sections;
+#[cfg(feature = "binary")]
 pub mod stopped;
 pub mod target;
 mod text;

@@ -240,13 +240,15 @@ fn read_package(input: &Input, binary: &std::path::Path) -> Result<Option<Vec<u8
     input.read(&dwp).map(Some).map_err(fail)
 }
 
-/// `data`'s DWARF, with its package's when it has one.
+/// `data`'s DWARF, with its package's when it has one; no section decompresses to more
+/// than `limit` bytes (`--max-input-bytes`).
 fn open_binary<'d>(
     data: &'d [u8],
     package: Option<&'d [u8]>,
     path: &std::path::Path,
+    limit: u64,
 ) -> Result<binary::Binary<'d>, Failure> {
-    let bin = binary::Binary::parse(data).map_err(|e| io_fail(path, e))?;
+    let bin = binary::Binary::parse_bounded(data, limit).map_err(|e| io_fail(path, e))?;
     match package {
         Some(dwp) => bin
             .with_package(dwp)
@@ -601,7 +603,7 @@ fn vars(
         }
     };
     let package = read_package(input, path)?;
-    let vars = open_binary(&data, package.as_deref(), path)?
+    let vars = open_binary(&data, package.as_deref(), path, input.limit)?
         .with_load_bias(load_bias)
         .variables_at(pc)
         .map_err(|e| io_fail(path, e))?;

@@ -41,6 +41,8 @@ pub struct Loaded {
     data: Vec<u8>,
     /// `BINARY.dwp`, when there is one.
     package: Option<Vec<u8>>,
+    /// `--max-input-bytes`: the bound on a decompressed DWARF section.
+    limit: u64,
 }
 
 /// Reads the target and places `binary` in it.
@@ -64,6 +66,7 @@ pub fn load(input: &Input, binary: &Path, source: &Source<'_>) -> Result<Loaded,
         placed,
         data,
         package: read_package(input, binary)?,
+        limit: input.limit,
     })
 }
 
@@ -144,8 +147,10 @@ impl Loaded {
 
     /// The binary's DWARF, read once for every thread and frame.
     fn binary(&self, path: &Path) -> Result<Binary<'_>, Failure> {
-        Ok(open_binary(&self.data, self.package.as_deref(), path)?
-            .with_load_bias(self.placed.load_bias))
+        Ok(
+            open_binary(&self.data, self.package.as_deref(), path, self.limit)?
+                .with_load_bias(self.placed.load_bias),
+        )
     }
 }
 

@@ -1,0 +1,105 @@
+//! One DWARF section's bytes, decompressed without trusting the sizes it
+//! claims: a compressed section (`SHF_COMPRESSED` zlib or zstd, as `-gz`
+//! writes them, or GNU's `.zdebug_*`) whose header claims more than a limit
+//! is refused before anything is allocated, and its stream is decompressed
+//! into a buffer that stops one byte past what the header claims, so a
+//! decompression bomb costs no more than the limit.
+
+extern crate std;
+
+use alloc::borrow::Cow;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use std::io::Read;
+
+use object::{CompressionFormat, ObjectSection};
+
+use crate::Error;
+
+/// The default bound on one section's decompressed size: 256 MiB, the CLI's
+/// default `--max-input-bytes`.
+pub const DEFAULT_MAX_SECTION_BYTES: u64 = 256 << 20;
+
+/// The bytes of `section` (called `name` in messages), decompressed where it
+/// is compressed; refused when its header claims more than `limit` bytes or
+/// its stream does not decompress to exactly what the header claims.
+pub(crate) fn section_bytes<'d>(
+    section: &object::Section<'d, '_>,
+    name: &str,
+    limit: u64,
+) -> Result<Cow<'d, [u8]>, Error> {
+    let at = section.file_range().map_or(0, |r| r.0);
+    let fail = |what: String| Error::Object {
+        what: format!("section {name} (file offset {at:#x}): {what}"),
+    };
+    let compressed = section
+        .compressed_data()
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
+    if compressed.format == CompressionFormat::None {
+        return Ok(Cow::Borrowed(compressed.data));
+    }
+    let claimed = compressed.uncompressed_size;
+    if claimed > limit {
+        return Err(fail(format!(
+            "its compression header claims {claimed} bytes, more than the limit of {limit} \
+             (--max-input-bytes)"
+        )));
+    }
+    // `claimed <= limit`, which fits in memory's sizes on the targets Locus reads.
+    let cap = usize::try_from(claimed).map_err(|_| fail("too large".into()))?;
+    let mut out = Vec::with_capacity(cap);
+    let bound = claimed.saturating_add(1);
+    let read = match compressed.format {
+        CompressionFormat::Zlib => flate2::read::ZlibDecoder::new(compressed.data)
+            .take(bound)
+            .read_to_end(&mut out)
+            .map(|_| ()),
+        CompressionFormat::Zstandard => zstd_frames(compressed.data, bound, &mut out),
+        other => {
+            return Err(fail(format!("unsupported compression {other:?}")));
+        }
+    };
+    read.map_err(|e| fail(format!("cannot decompress ({:?}): {e}", compressed.format)))?;
+    if out.len() as u64 != claimed {
+        let got = if out.len() as u64 > claimed {
+            format!("more than {claimed}")
+        } else {
+            out.len().to_string()
+        };
+        return Err(fail(format!(
+            "its {:?} stream decompresses to {got} bytes, but its header claims {claimed}",
+            compressed.format
+        )));
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// Decompresses the zstd frames of `input` (skippable frames skipped) into
+/// `out`, at most `bound` bytes in all.
+fn zstd_frames(mut input: &[u8], bound: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+    use ruzstd::frame::ReadFrameHeaderError;
+    use ruzstd::frame_decoder::FrameDecoderError;
+    let invalid = |e: &dyn core::fmt::Display| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+    };
+    while !input.is_empty() && (out.len() as u64) < bound {
+        let decoder = match ruzstd::StreamingDecoder::new(&mut input) {
+            Ok(decoder) => decoder,
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                input = usize::try_from(length)
+                    .ok()
+                    .and_then(|n| input.get(n..))
+                    .ok_or_else(|| invalid(&"a skippable frame past the end"))?;
+                continue;
+            }
+            Err(e) => return Err(invalid(&e)),
+        };
+        let left = bound - out.len() as u64;
+        decoder.take(left).read_to_end(out)?;
+    }
+    Ok(())
+}

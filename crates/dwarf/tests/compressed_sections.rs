@@ -1,0 +1,203 @@
+//! Compressed DWARF sections read without trusting their sizes, and relocatable objects
+//! refused: objects built at test time with clang-19 (`-gz=zlib`, `-gz=zstd`), GNU objcopy
+//! (`--compress-debug-sections=zlib-gnu`: `.zdebug_*`) and llvm-objcopy-19 (a section of
+//! zeros that inflates past the limit), some with their compression header patched.
+
+#![cfg(feature = "binary")]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use locus_dwarf::binary::{Binary, DEFAULT_MAX_SECTION_BYTES};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+const SOURCE: &str = r#"
+int g = 5;
+__attribute__((noinline)) int f(int a, long k) {
+  int b = a * 3 + g;
+  long c = k ^ b;
+  return b + (int)c;
+}
+int main(int argc, char **argv) { return f(argc, (long)argv); }
+"#;
+
+/// A private directory for one test, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let path = std::env::temp_dir().join(format!(
+            "locus-dwarf-{name}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        std::fs::create_dir(&path).unwrap();
+        Dir(path)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(program: &str, args: &[&std::ffi::OsStr]) {
+    let status = Command::new(program).args(args).status().unwrap();
+    assert!(status.success(), "{program} {args:?}");
+}
+
+fn clang(dir: &Dir, name: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.path("t.c");
+    std::fs::write(&src, SOURCE).unwrap();
+    let out = dir.path(name);
+    let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+    args.extend([src.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    run("clang-19", &args);
+    out
+}
+
+/// The file offset of `name`'s bytes and whether it is compressed (`SHF_COMPRESSED`).
+fn section(data: &[u8], name: &str) -> (usize, bool) {
+    let file = object::File::parse(data).unwrap();
+    let s = file.section_by_name(name).unwrap();
+    let compressed = matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+        if sh_flags & u64::from(object::elf::SHF_COMPRESSED) != 0);
+    (s.file_range().unwrap().0 as usize, compressed)
+}
+
+/// Every variable (printed) at each byte of `f`'s code.
+fn variables_of_f(data: &[u8]) -> Vec<String> {
+    let file = object::File::parse(data).unwrap();
+    let f = file.symbols().find(|s| s.name() == Ok("f")).unwrap();
+    let binary = Binary::parse(data).unwrap();
+    (f.address()..f.address() + f.size())
+        .map(|pc| format!("{:?}", binary.variables_at(pc).unwrap()))
+        .collect()
+}
+
+/// Writes the Elf64_Chdr `ch_size` of the section at `offset` (`SHF_COMPRESSED`).
+fn claim(data: &mut [u8], offset: usize, size: u64) {
+    data[offset + 8..offset + 16].copy_from_slice(&size.to_le_bytes());
+}
+
+#[test]
+fn compressed_sections_read_as_uncompressed() {
+    let dir = Dir::new("gz");
+    let plain = std::fs::read(clang(&dir, "plain", &["-g", "-O2", "-gz=none"])).unwrap();
+    let expected = variables_of_f(&plain);
+    let found = expected.iter().filter(|v| v.contains("name: \"")).count();
+    assert!(found >= 10, "too few PCs with variables: {found}");
+    for z in ["zlib", "zstd"] {
+        let path = clang(&dir, z, &["-g", "-O2", &format!("-gz={z}")]);
+        let data = std::fs::read(path).unwrap();
+        assert!(
+            section(&data, ".debug_info").1,
+            "{z}: .debug_info not compressed"
+        );
+        assert_eq!(variables_of_f(&data), expected, "-gz={z}");
+    }
+    let gnu = dir.path("gnu");
+    run(
+        "objcopy",
+        &[
+            "--compress-debug-sections=zlib-gnu".as_ref(),
+            dir.path("plain").as_os_str(),
+            gnu.as_os_str(),
+        ],
+    );
+    let data = std::fs::read(gnu).unwrap();
+    assert!(object::File::parse(&*data)
+        .unwrap()
+        .section_by_name(".zdebug_info")
+        .is_some());
+    assert_eq!(variables_of_f(&data), expected, ".zdebug");
+}
+
+#[test]
+fn a_header_claiming_a_terabyte_is_refused() {
+    let dir = Dir::new("claim");
+    for z in ["zlib", "zstd"] {
+        let mut data = std::fs::read(clang(&dir, z, &["-g", "-O2", &format!("-gz={z}")])).unwrap();
+        let (at, compressed) = section(&data, ".debug_info");
+        assert!(compressed);
+        claim(&mut data, at, 1 << 40);
+        let err = Binary::parse(&data).err().unwrap().to_string();
+        assert!(
+            err.contains(".debug_info")
+                && err.contains("claims 1099511627776 bytes")
+                && err.contains(&DEFAULT_MAX_SECTION_BYTES.to_string()),
+            "{z}: {err}"
+        );
+    }
+}
+
+#[test]
+fn decompression_bombs_are_refused() {
+    let dir = Dir::new("bomb");
+    let plain = clang(&dir, "plain", &["-g", "-O2"]);
+    let zeros = dir.path("zeros");
+    std::fs::write(&zeros, vec![0u8; 4 << 20]).unwrap();
+    let junk = format!(".debug_junk={}", zeros.display());
+    let added = dir.path("added");
+    run(
+        "llvm-objcopy-19",
+        &[
+            "--add-section".as_ref(),
+            junk.as_ref(),
+            plain.as_os_str(),
+            added.as_os_str(),
+        ],
+    );
+    for z in ["zlib", "zstd"] {
+        let bomb = dir.path(z);
+        let flag = format!("--compress-debug-sections={z}");
+        run(
+            "llvm-objcopy-19",
+            &[flag.as_ref(), added.as_os_str(), bomb.as_os_str()],
+        );
+        let mut data = std::fs::read(&bomb).unwrap();
+        assert!(data.len() < 256 << 10, "{z}: {} bytes", data.len());
+        let (at, compressed) = section(&data, ".debug_junk");
+        assert!(compressed, "{z}");
+        // Within the limit it reads; over it, refused by what the header claims.
+        Binary::parse(&data).unwrap();
+        let err = Binary::parse_bounded(&data, 1 << 20)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains(".debug_junk") && err.contains("claims 4194304 bytes"),
+            "{err}"
+        );
+        // A header that lies small: the stream is cut one byte past the claim.
+        claim(&mut data, at, 4096);
+        let err = Binary::parse_bounded(&data, 1 << 20)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("decompresses to more than 4096 bytes, but its header claims 4096"),
+            "{z}: {err}"
+        );
+        // A header that claims more than its stream holds.
+        claim(&mut data, at, 5 << 20);
+        let err = Binary::parse(&data).err().unwrap().to_string();
+        assert!(err.contains("decompresses to 4194304 bytes"), "{z}: {err}");
+    }
+}
+
+#[test]
+fn a_relocatable_object_is_refused() {
+    let dir = Dir::new("reloc");
+    let object = std::fs::read(clang(&dir, "t.o", &["-g", "-O2", "-c"])).unwrap();
+    let err = Binary::parse(&object).err().unwrap().to_string();
+    assert!(
+        err.contains("relocatable object") && err.contains("link it first"),
+        "{err}"
+    );
+}
