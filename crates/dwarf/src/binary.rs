@@ -917,8 +917,8 @@ pub(crate) struct Sections<'d> {
 }
 
 impl<'d> Sections<'d> {
-    /// Reads the `.debug_*` sections of `data`, each at most `limit` bytes
-    /// decompressed. Refused: big-endian objects, relocatable objects (unless
+    /// Reads the `.debug_*` sections of `data`, at most `limit` bytes
+    /// decompressed in all. Refused: big-endian objects, relocatable objects (unless
     /// `split`), objects without `.debug_info` (unless `split`: a `.dwo`,
     /// whose sections end in `.dwo`).
     pub(crate) fn read(data: &'d [u8], split: bool, limit: u64) -> Result<Sections<'d>, Error> {
@@ -938,6 +938,7 @@ impl<'d> Sections<'d> {
             check_linked(&file)?;
         }
         let mut by_name = BTreeMap::new();
+        let mut decompressed = 0;
         for section in file.sections() {
             let Ok(name) = section.name() else { continue };
             // `.zdebug_*`: GNU's older compressed sections, decompressed alike.
@@ -946,7 +947,7 @@ impl<'d> Sections<'d> {
                 None if name.starts_with(".debug_") => name.to_owned(),
                 None => continue,
             };
-            let bytes = crate::sections::section_bytes(&section, &name, limit)?;
+            let bytes = crate::sections::section_bytes(&section, &name, limit, &mut decompressed)?;
             by_name.insert(name, bytes);
         }
         Ok(Sections { by_name })
@@ -1081,22 +1082,23 @@ pub struct Binary<'d> {
     /// A DWARF package's sections (`.dwp`), for split units.
     package: Option<Sections<'d>>,
     load_bias: u64,
-    /// The bound on each section's decompressed size.
+    /// The bound on each file's decompressed sections, together.
     limit: u64,
 }
 
 impl<'d> Binary<'d> {
     /// Reads the object's DWARF sections (refused: not an object file,
-    /// big-endian, relocatable, no `.debug_info`), each decompressed to at
-    /// most [`DEFAULT_MAX_SECTION_BYTES`] (see [`Binary::parse_bounded`]).
+    /// big-endian, relocatable, no `.debug_info`), decompressed to at most
+    /// [`DEFAULT_MAX_SECTION_BYTES`] in all (see [`Binary::parse_bounded`]).
     pub fn parse(data: &'d [u8]) -> Result<Binary<'d>, Error> {
         Binary::parse_bounded(data, DEFAULT_MAX_SECTION_BYTES)
     }
 
-    /// [`Binary::parse`], with each compressed section (`-gz`, `.zdebug_*`)
+    /// [`Binary::parse`], with a compressed section (`-gz`, `.zdebug_*`)
     /// refused when its header claims, or its stream produces, more than
-    /// `limit` bytes; the bound also applies to [`Binary::with_package`]
-    /// and split units' `.dwo` files.
+    /// what is left of `limit` bytes for the object's decompressed sections
+    /// together; the bound applies alike (per file) to
+    /// [`Binary::with_package`] and split units' `.dwo` files.
     pub fn parse_bounded(data: &'d [u8], limit: u64) -> Result<Binary<'d>, Error> {
         Ok(Binary {
             data,

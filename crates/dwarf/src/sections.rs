@@ -3,7 +3,9 @@
 //! writes them, or GNU's `.zdebug_*`) whose header claims more than a limit
 //! is refused before anything is allocated, and its stream is decompressed
 //! into a buffer that stops one byte past what the header claims, so a
-//! decompression bomb costs no more than the limit.
+//! decompression bomb costs no more than the limit. The limit bounds all of an
+//! object's decompressed sections together: many sections just under it
+//! would otherwise multiply it.
 
 extern crate std;
 
@@ -17,17 +19,20 @@ use object::{CompressionFormat, ObjectSection};
 
 use crate::Error;
 
-/// The default bound on one section's decompressed size: 256 MiB, the CLI's
-/// default `--max-input-bytes`.
+/// The default bound on an object's decompressed sections, together: 256 MiB,
+/// the CLI's default `--max-input-bytes`.
 pub const DEFAULT_MAX_SECTION_BYTES: u64 = 256 << 20;
 
 /// The bytes of `section` (called `name` in messages), decompressed where it
-/// is compressed; refused when its header claims more than `limit` bytes or
-/// its stream does not decompress to exactly what the header claims.
+/// is compressed; refused when its header claims more than the `limit` less
+/// the `used` bytes other sections decompressed to, or its stream does not
+/// decompress to exactly what the header claims. Adds what it decompresses
+/// to `used`.
 pub(crate) fn section_bytes<'d>(
     section: &object::Section<'d, '_>,
     name: &str,
     limit: u64,
+    used: &mut u64,
 ) -> Result<Cow<'d, [u8]>, Error> {
     let at = section.file_range().map_or(0, |r| r.0);
     let fail = |what: String| Error::Object {
@@ -40,10 +45,16 @@ pub(crate) fn section_bytes<'d>(
         return Ok(Cow::Borrowed(compressed.data));
     }
     let claimed = compressed.uncompressed_size;
-    if claimed > limit {
+    let left = limit.saturating_sub(*used);
+    if claimed > left {
+        let others = if *used > 0 {
+            format!(" less the {used} bytes other sections decompressed to")
+        } else {
+            String::new()
+        };
         return Err(fail(format!(
             "its compression header claims {claimed} bytes, more than the limit of {limit} \
-             (--max-input-bytes)"
+             (--max-input-bytes){others}"
         )));
     }
     // `claimed <= limit`, which fits in memory's sizes on the targets Locus reads.
@@ -72,6 +83,7 @@ pub(crate) fn section_bytes<'d>(
             compressed.format
         )));
     }
+    *used += claimed;
     Ok(Cow::Owned(out))
 }
 

@@ -191,6 +191,49 @@ fn decompression_bombs_are_refused() {
     }
 }
 
+/// Two sections each within the limit, together over it: the limit is on their sum.
+#[test]
+fn the_limit_bounds_all_sections_together() {
+    let dir = Dir::new("sum");
+    let plain = clang(&dir, "plain", &["-g", "-O2"]);
+    let zeros = dir.path("zeros");
+    std::fs::write(&zeros, vec![0u8; 4 << 20]).unwrap();
+    let one = format!(".debug_junk={}", zeros.display());
+    let two = format!(".debug_junk2={}", zeros.display());
+    let added = dir.path("added");
+    let bomb = dir.path("bomb");
+    run(
+        "llvm-objcopy-19",
+        &[
+            "--add-section".as_ref(),
+            one.as_ref(),
+            "--add-section".as_ref(),
+            two.as_ref(),
+            plain.as_os_str(),
+            added.as_os_str(),
+        ],
+    );
+    run(
+        "llvm-objcopy-19",
+        &[
+            "--compress-debug-sections=zlib".as_ref(),
+            added.as_os_str(),
+            bomb.as_os_str(),
+        ],
+    );
+    let data = std::fs::read(&bomb).unwrap();
+    Binary::parse_bounded(&data, 9 << 20).unwrap();
+    let err = Binary::parse_bounded(&data, 6 << 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("claims 4194304 bytes, more than the limit of 6291456")
+            && err.contains("bytes other sections decompressed to"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_relocatable_object_is_refused() {
     let dir = Dir::new("reloc");

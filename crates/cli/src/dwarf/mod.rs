@@ -240,8 +240,8 @@ fn read_package(input: &Input, binary: &std::path::Path) -> Result<Option<Vec<u8
     input.read(&dwp).map(Some).map_err(fail)
 }
 
-/// `data`'s DWARF, with its package's when it has one; no section decompresses to more
-/// than `limit` bytes (`--max-input-bytes`).
+/// `data`'s DWARF, with its package's when it has one; its sections decompress to no more
+/// than `limit` bytes together (`--max-input-bytes`).
 fn open_binary<'d>(
     data: &'d [u8],
     package: Option<&'d [u8]>,
