@@ -918,9 +918,11 @@ pub(crate) struct Sections<'d> {
 
 impl<'d> Sections<'d> {
     /// Reads the `.debug_*` sections of `data`, at most `limit` bytes
-    /// decompressed in all. Refused: big-endian objects, relocatable objects (unless
-    /// `split`), objects without `.debug_info` (unless `split`: a `.dwo`,
-    /// whose sections end in `.dwo`).
+    /// decompressed in all; a relocatable object's with its relocations
+    /// applied (see [`crate::sections::relocate`]). Refused: big-endian
+    /// objects, relocatable objects with several code sections and objects
+    /// without `.debug_info` (unless `split`: a `.dwo`, whose sections end
+    /// in `.dwo`).
     pub(crate) fn read(data: &'d [u8], split: bool, limit: u64) -> Result<Sections<'d>, Error> {
         let file = object::File::parse(data).map_err(|e| Error::Object {
             what: e.to_string(),
@@ -935,8 +937,10 @@ impl<'d> Sections<'d> {
         }
         if !split {
             check_debug_info(&file)?;
-            check_linked(&file)?;
+            check_one_code_section(&file)?;
         }
+        // A `.dwo` or `.dwp` (`split`) is relocatable too, but has no relocations.
+        let relocatable = !split && file.kind() == object::ObjectKind::Relocatable;
         let mut by_name = BTreeMap::new();
         let mut decompressed = 0;
         for section in file.sections() {
@@ -947,7 +951,11 @@ impl<'d> Sections<'d> {
                 None if name.starts_with(".debug_") => name.to_owned(),
                 None => continue,
             };
-            let bytes = crate::sections::section_bytes(&section, &name, limit, &mut decompressed)?;
+            let mut bytes =
+                crate::sections::section_bytes(&section, &name, limit, &mut decompressed)?;
+            if relocatable {
+                crate::sections::relocate(&file, &section, &name, &mut bytes)?;
+            }
             by_name.insert(name, bytes);
         }
         Ok(Sections { by_name })
@@ -985,16 +993,26 @@ impl<'d> Sections<'d> {
     }
 }
 
-/// Refuses a relocatable object (`.o`): its DWARF's addresses and section
-/// offsets are relocations not yet applied, so every address read from it
-/// would be wrong. (A `.dwo` or `.dwp`, read with `split`, needs none.)
-fn check_linked(file: &object::File<'_>) -> Result<(), Error> {
+/// Refuses a relocatable object (`.o`) with more than one non-empty code
+/// section (`-ffunction-sections`, C++ inline functions): its relocations
+/// are applied with every section at address 0 (as llvm-dwarfdump reads
+/// it), so two code sections would give their functions the same addresses.
+fn check_one_code_section(file: &object::File<'_>) -> Result<(), Error> {
     if file.kind() != object::ObjectKind::Relocatable {
         return Ok(());
     }
+    let code = file
+        .sections()
+        .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+        .count();
+    if code <= 1 {
+        return Ok(());
+    }
     Err(Error::Object {
-        what: "a relocatable object (.o): its DWARF's addresses are unrelocated; link it first"
-            .to_owned(),
+        what: format!(
+            "a relocatable object (.o) with {code} code sections: their addresses overlap \
+             until linked; link it first"
+        ),
     })
 }
 
@@ -1088,7 +1106,10 @@ pub struct Binary<'d> {
 
 impl<'d> Binary<'d> {
     /// Reads the object's DWARF sections (refused: not an object file,
-    /// big-endian, relocatable, no `.debug_info`), decompressed to at most
+    /// big-endian, no `.debug_info`, a relocatable object with several code
+    /// sections). A relocatable object (`.o`) is read as llvm-dwarfdump
+    /// reads it: its relocations applied, its code section at address 0.
+    /// Sections are decompressed to at most
     /// [`DEFAULT_MAX_SECTION_BYTES`] in all (see [`Binary::parse_bounded`]).
     pub fn parse(data: &'d [u8]) -> Result<Binary<'d>, Error> {
         Binary::parse_bounded(data, DEFAULT_MAX_SECTION_BYTES)

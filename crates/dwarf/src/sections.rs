@@ -115,3 +115,60 @@ fn zstd_frames(mut input: &[u8], bound: u64, out: &mut Vec<u8>) -> std::io::Resu
     }
     Ok(())
 }
+
+/// Applies a relocatable object's relocations to one of its DWARF sections
+/// (`bytes`, decompressed), as llvm-dwarfdump does: every section at address
+/// 0, so the DWARF's code addresses are offsets in the object's one code
+/// section, and its offsets into other DWARF sections are what the linker
+/// would write. Only absolute relocations of 4 or 8 bytes are what producers
+/// write in DWARF (x86-64 `R_X86_64_32`/`64`, AArch64 `ABS32`/`ABS64`); any
+/// other, one past the section's end or a value that does not fit is an error.
+pub(crate) fn relocate(
+    file: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    name: &str,
+    bytes: &mut Cow<'_, [u8]>,
+) -> Result<(), Error> {
+    use object::{Object as _, ObjectSymbol as _, RelocationKind, RelocationTarget};
+    for (offset, r) in section.relocations() {
+        let fail = |what: String| Error::Object {
+            what: format!("section {name}, relocation at offset {offset:#x}: {what}"),
+        };
+        let size = usize::from(r.size() / 8);
+        if r.kind() != RelocationKind::Absolute || !matches!(size, 4 | 8) {
+            return Err(fail(format!(
+                "unsupported relocation {:?} of {} bits in DWARF",
+                r.flags(),
+                r.size()
+            )));
+        }
+        let target = match r.target() {
+            RelocationTarget::Symbol(i) => file
+                .symbol_by_index(i)
+                .map(|s| s.address())
+                .map_err(|e| fail(e.to_string()))?,
+            RelocationTarget::Section(_) => 0,
+            other => return Err(fail(format!("unsupported target {other:?}"))),
+        };
+        let at = usize::try_from(offset)
+            .ok()
+            .filter(|&at| at.checked_add(size).is_some_and(|end| end <= bytes.len()))
+            .ok_or_else(|| fail(format!("past the section's end ({} bytes)", bytes.len())))?;
+        let field = &mut bytes.to_mut()[at..at + size];
+        let mut old = [0u8; 8];
+        old[..size].copy_from_slice(field);
+        let implicit = if r.has_implicit_addend() {
+            u64::from_le_bytes(old)
+        } else {
+            0
+        };
+        let value = target
+            .wrapping_add(r.addend() as u64)
+            .wrapping_add(implicit);
+        if size == 4 && u32::try_from(value).is_err() {
+            return Err(fail(format!("the value {value:#x} does not fit 32 bits")));
+        }
+        field.copy_from_slice(&value.to_le_bytes()[..size]);
+    }
+    Ok(())
+}

@@ -234,10 +234,96 @@ fn the_limit_bounds_all_sections_together() {
     );
 }
 
+/// A relocatable object's DWARF, its relocations applied (every section at address 0), reads
+/// as the linked program's at every byte of `f`, `f`'s offset in `.text` for its address;
+/// llvm-dwarfdump-19 (which applies them too) names the same variables. Unrelocated, the
+/// names (`DW_FORM_strx` through `.debug_str_offsets`) and ranges would all be offset 0's.
 #[test]
-fn a_relocatable_object_is_refused() {
+fn a_relocatable_object_reads_as_linked() {
     let dir = Dir::new("reloc");
-    let object = std::fs::read(clang(&dir, "t.o", &["-g", "-O2", "-c"])).unwrap();
+    for z in ["none", "zlib"] {
+        let flag = format!("-gz={z}");
+        let object_path = clang(&dir, "t.o", &["-g", "-O2", "-c", &flag]);
+        let linked = dir.path("t");
+        run(
+            "clang-19",
+            &[object_path.as_os_str(), "-o".as_ref(), linked.as_os_str()],
+        );
+        let object = std::fs::read(&object_path).unwrap();
+        let linked = std::fs::read(&linked).unwrap();
+        let at = |data: &[u8]| {
+            let file = object::File::parse(data).unwrap();
+            let f = file.symbols().find(|s| s.name() == Ok("f")).unwrap();
+            (f.address(), f.size())
+        };
+        let ((start, size), (linked_start, _)) = (at(&object), at(&linked));
+        let (in_object, in_linked) = (
+            Binary::parse(&object).unwrap(),
+            Binary::parse(&linked).unwrap(),
+        );
+        let mut names = std::collections::BTreeSet::new();
+        for i in 0..size {
+            let vars = in_object.variables_at(start + i).unwrap();
+            assert_eq!(
+                format!("{vars:?}"),
+                format!("{:?}", in_linked.variables_at(linked_start + i).unwrap()),
+                "{flag}: f+{i}"
+            );
+            names.extend(vars.into_iter().map(|v| v.name));
+        }
+        assert_eq!(names, dwarfdump_names(&object_path), "{flag}");
+        assert_eq!(names.len(), 4, "{flag}");
+    }
+}
+
+/// The variables llvm-dwarfdump-19 (relocations applied) shows under `f` in `path`.
+fn dwarfdump_names(path: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let dump = Command::new("llvm-dwarfdump-19")
+        .args(["--debug-info", "--name=f", "--show-children"])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("DW_AT_name\t(\""))
+        .filter_map(|l| l.strip_suffix("\")"))
+        .filter(|n| *n != "f")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An AArch64 object (`R_AARCH64_ABS32`/`ABS64` in its DWARF): at `f+4` the variables
+/// llvm-dwarfdump-19 shows under `f`.
+#[test]
+fn an_aarch64_relocatable_object_reads() {
+    let dir = Dir::new("reloc-a64");
+    let path = clang(
+        &dir,
+        "t.o",
+        &["-g", "-O2", "-c", "--target=aarch64-linux-gnu"],
+    );
+    let object = std::fs::read(&path).unwrap();
+    let file = object::File::parse(&*object).unwrap();
+    let f = file
+        .symbols()
+        .find(|s| s.name() == Ok("f"))
+        .unwrap()
+        .address();
+    let vars = Binary::parse(&object).unwrap().variables_at(f + 4).unwrap();
+    let names: std::collections::BTreeSet<String> = vars.into_iter().map(|v| v.name).collect();
+    assert_eq!(names, dwarfdump_names(&path));
+    assert_eq!(names.len(), 4);
+}
+
+#[test]
+fn a_relocatable_object_with_several_code_sections_is_refused() {
+    let dir = Dir::new("reloc-sections");
+    let object = std::fs::read(clang(
+        &dir,
+        "t.o",
+        &["-g", "-O2", "-c", "-ffunction-sections"],
+    ))
+    .unwrap();
     let err = Binary::parse(&object).err().unwrap().to_string();
     assert!(
         err.contains("relocatable object") && err.contains("link it first"),
