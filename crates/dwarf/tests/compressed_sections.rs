@@ -330,3 +330,34 @@ fn a_relocatable_object_with_several_code_sections_is_refused() {
         "{err}"
     );
 }
+
+/// Damaged compressed, relocatable objects: 3000 copies of a `-gz=zlib` and a `-gz=zstd`
+/// `.o`, each with a few bytes changed (a fixed xorshift sequence), read and asked for
+/// variables: an answer or an error, never a panic.
+#[test]
+fn damaged_compressed_relocatable_objects_never_panic() {
+    let dir = Dir::new("damaged");
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for z in ["zlib", "zstd"] {
+        let flag = format!("-gz={z}");
+        let good = std::fs::read(clang(&dir, "t.o", &["-g", "-O2", "-c", &flag])).unwrap();
+        for _ in 0..3000 {
+            let mut bad = good.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % bad.len() as u64) as usize;
+                bad[at] = next() as u8;
+            }
+            if let Ok(binary) = Binary::parse_bounded(&bad, 1 << 20) {
+                for pc in [0, 4, 8, 16] {
+                    let _ = binary.variables_at(pc);
+                }
+            }
+        }
+    }
+}
