@@ -26,7 +26,8 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Read at most this many bytes of any one input file (`-` is standard input); a
-    /// bigger or endless input is an error.
+    /// bigger or endless input is an error. It also bounds what an object's compressed
+    /// DWARF sections decompress to, together (`dwarf vars`).
     #[arg(
         long,
         global = true,

@@ -70,7 +70,11 @@
 //!   reads it), evaluated against a `binary::Snapshot` of registers and memory.
 //!   Split DWARF (`-gsplit-dwarf`) is read from a DWARF package (`.dwp`,
 //!   `binary::Binary::with_package`) or the `.dwo` each skeleton unit names,
-//!   compressed debug sections (`-gz`, zlib or zstd) are decompressed.
+//!   compressed debug sections (`-gz`, zlib or zstd, and `.zdebug_*`) are
+//!   decompressed within a bound on their total (`Binary::parse_bounded`; the
+//!   header's size is checked before anything is allocated), and a relocatable
+//!   object's DWARF is read with its relocations applied (sections at address 0,
+//!   as llvm-dwarfdump reads it; several code sections are refused).
 //!   Files it cannot read are refused with one message, never an empty list:
 //!   no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`,
 //!   big-endian objects.
