@@ -21,7 +21,7 @@
 //! as [`crate::runtime`] describes (exit status 2 with [`OnFault::Exit`]).
 
 use locus_llvm::jit::Jit;
-use locus_llvm::passes::{function_sections, run_passes};
+use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
@@ -185,11 +185,6 @@ pub fn prepare_with_passes(
         });
     }
     let mut jit = Jit::new()?;
-    // One JITLink block per function: with all of them in one `.text`, ORC's dependency
-    // tracking grows with the square of their number (see `locus_llvm::passes`).
-    if jit.triple().contains("linux") {
-        function_sections(&module);
-    }
     for (symbol, address) in runtime::symbols()
         .into_iter()
         .chain(signals::thread_symbols())

@@ -443,6 +443,13 @@ impl Jit {
 
     /// Hands `module` (in the JIT's context) to the JIT's main JITDylib.
     fn add(&mut self, module: RawModule) -> Result<()> {
+        // One JITLink block per function: with all of a module's functions in one `.text`,
+        // ORC's dependency tracking grows with the square of their number (see
+        // `crate::passes`). ELF only: other formats name sections otherwise.
+        if self.triple().contains("linux") {
+            // SAFETY: the JIT's own copy, live and used by no other thread yet.
+            unsafe { crate::passes::place_functions_in_sections(module.0) };
+        }
         // SAFETY: the module lives in `self.tsc`'s context; the thread-safe module takes
         // ownership of it (and a reference to the context).
         let tsm = unsafe { LLVMOrcCreateNewThreadSafeModule(module.into_raw(), self.tsc) };
