@@ -36,7 +36,7 @@ pub enum Command {
     ///   i64  @locus_ic_miss(ptr %object, i64 %name)       the miss handler: the target of
     ///        a property read `call i64 (...) @llvm.experimental.patchpoint.i64(i64 ID, i32
     ///        BYTES, ptr @locus_ic_miss, i32 2, ptr %object, i64 %name)`, BYTES >= 13 (a
-    ///        site of 23 or more gets the fast path written into it); the first read of
+    ///        site of 41 or more gets the fast path written into it); the first read of
     ///        each shape at a site misses, then the site is patched to answer it
     ///   i64  @locus_poll(i64 %value)                      returns `value`
     ///   i64  @locus_invalidate(ptr %function)             deoptimize a function of the
@@ -47,11 +47,13 @@ pub enum Command {
     /// out (its words: the shape's ID, then one per property in the shape's order). A bad
     /// argument (a null or unknown object, an unknown shape, a property its shape lacks)
     /// ends the run with a `locus:` line naming the entry point and its caller: exit
-    /// status 1. A fault in the compiled code (a patched read of a bad object) ends it
-    /// with a `locus:` line naming the signal and the function: exit status 3; so do
-    /// abort(), a signal the program sends itself (raise), and a stack overflow in any
-    /// thread it creates with pthread_create. --timeout ends a run that takes too long:
-    /// exit status 124.
+    /// status 1. Patched reads check the object too: a copy of an object, an address
+    /// inside one or null is refused as by the miss handler. Objects live in the
+    /// runtime's arena of 256 MiB; an object past it is an error too. A fault in the
+    /// compiled code ends the run with a `locus:` line naming the signal and the
+    /// function: exit status 3; so do abort(), a signal the program sends itself (raise),
+    /// and a stack overflow in any thread it creates with pthread_create. --timeout ends
+    /// a run that takes too long: exit status 124.
     #[command(verbatim_doc_comment)]
     Run {
         /// The module (.ll or .bc).
@@ -71,10 +73,9 @@ pub enum Command {
         #[arg(long, value_name = "FUNCTION")]
         invalidate: Vec<String>,
         /// Never patch a property read: every read goes through the miss handler (misses
-        /// count every read, hits stay 0). The answers are the same for the runtime's
-        /// own objects; an address the runtime did not hand out is refused by the miss
-        /// handler, but a patched site reads it as an object if its first word is the
-        /// shape's ID (patched sites check the shape, not the object's origin).
+        /// count every read, hits stay 0). The answers are the same, errors included: a
+        /// patched site checks that the object is one the runtime handed out before it
+        /// reads its shape, and leaves anything else to the miss handler.
         #[arg(long)]
         no_cache: bool,
         #[arg(long, value_name = "SECONDS", value_parser = watchdog::parse_seconds, help = watchdog::HELP)]

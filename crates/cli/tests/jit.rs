@@ -390,34 +390,146 @@ fn bad_calls_of_the_runtime_s_surface_end_the_run() {
     );
 }
 
-/// A read at a patched site takes no runtime call, so a bad object there is the compiled
-/// code's fault: one `locus:` line naming the signal (and the function, when the fast
-/// path is in the site itself rather than in a stub), exit status 3.
+/// A fault in the compiled code (here a load from null next to a patched read) ends the
+/// run with one `locus:` line naming the signal and the function, exit status 3.
 #[test]
-fn a_patched_read_of_a_null_object_is_a_reported_fault() {
+fn a_fault_in_compiled_code_is_reported() {
     let dir = TempDir::new("jit-surface-fault");
-    for (bytes, place) in [(48, "in function `read`"), (16, "")] {
-        let program = format!(
-            "{SURFACE}define i64 @read(ptr %o) {{\n{}  ret i64 %v\n}}\n\
-             define i64 @main() {{\n  \
-             %s = call i64 @locus_shape_new(ptr @xy, i64 2)\n  \
-             %o = call ptr @locus_object_new(i64 %s)\n  \
-             %a = call i64 @read(ptr %o)\n  \
-             %b = call i64 @read(ptr null)\n  ret i64 %b\n}}\n",
-            get_sized("%v", 1, bytes, "%o", 121)
-        );
-        let file = write_module(&dir, &format!("fault{bytes}.ll"), &program);
-        let out = locus_jit(&[&file]);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{bytes}: {stderr}");
-        assert!(
-            stderr.starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0")
-                && stderr.contains(place),
-            "{bytes}: {stderr}"
-        );
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(out.stdout.is_empty());
+    let program = format!(
+        "{SURFACE}define i64 @read(ptr %o, ptr %p) {{\n{}  \
+         %w = load volatile i64, ptr %p\n  %r = add i64 %v, %w\n  ret i64 %r\n}}\n\
+         define i64 @main() {{\n  \
+         %s = call i64 @locus_shape_new(ptr @xy, i64 2)\n  \
+         %o = call ptr @locus_object_new(i64 %s)\n  \
+         %a = call i64 @read(ptr %o, ptr @data)\n  \
+         %b = call i64 @read(ptr %o, ptr null)\n  ret i64 %b\n}}\n",
+        get_sized("%v", 1, 64, "%o", 121)
+    );
+    let file = write_module(&dir, "fault.ll", &program);
+    let out = locus_jit(&[&file]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0")
+            && stderr.contains("in function `read`"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Forged objects, made by the program, read at a patched site (a 16-byte one that calls
+/// a stub, a 64-byte one with the fast path inline) after a real object of the shape
+/// patched it: each run ends with the same `locus:` line and exit status 1 with caching
+/// and with `--no-cache` (addresses aside, which differ from run to run). Before patched
+/// sites checked the object, the copies answered 42 with caching and null faulted
+/// (status 3). A real object answers 84 both ways.
+#[test]
+fn forged_objects_are_refused_with_and_without_caching() {
+    let dir = TempDir::new("jit-forged");
+    // Each body makes `%f` from `%o` (shape [x, y], y = 42) and the shape `%s`.
+    let copy = |to: &str| {
+        format!(
+            "  %w0 = load i64, ptr %o\n  %o1 = getelementptr i64, ptr %o, i64 1\n  \
+             %w1 = load i64, ptr %o1\n  %o2 = getelementptr i64, ptr %o, i64 2\n  \
+             %w2 = load i64, ptr %o2\n  store i64 %w0, ptr {to}\n  \
+             %t1 = getelementptr i64, ptr {to}, i64 1\n  store i64 %w1, ptr %t1\n  \
+             %t2 = getelementptr i64, ptr {to}, i64 2\n  store i64 %w2, ptr %t2\n"
+        )
+    };
+    let forgeries: [(&str, String); 8] = [
+        ("real", "  %f = getelementptr i8, ptr %o, i64 0\n".into()),
+        (
+            "global_copy",
+            format!(
+                "{}  %f = getelementptr i8, ptr @fake, i64 0\n",
+                copy("@fake")
+            ),
+        ),
+        (
+            "stack_copy",
+            format!("  %f = alloca [3 x i64], align 8\n{}", copy("%f")),
+        ),
+        (
+            "unaligned_copy",
+            "  %f = getelementptr i8, ptr @bytes, i64 1\n  \
+             call void @llvm.memcpy.p0.p0.i64(ptr %f, ptr %o, i64 24, i1 false)\n"
+                .into(),
+        ),
+        (
+            "copy_inside_an_object",
+            "  %b = call i64 @locus_shape_new(ptr @four, i64 4)\n  \
+             %big = call ptr @locus_object_new(i64 %b)\n  \
+             call void @locus_object_set(ptr %big, i64 2, i64 %s)\n  \
+             call void @locus_object_set(ptr %big, i64 4, i64 42)\n  \
+             %f = getelementptr i8, ptr %big, i64 16\n"
+                .into(),
+        ),
+        (
+            "copy_past_the_last_object",
+            format!(
+                "  %last = call ptr @locus_object_new(i64 %s)\n  \
+                 %f = getelementptr i8, ptr %last, i64 24\n{}",
+                copy("%f")
+            ),
+        ),
+        (
+            "inside_an_object",
+            "  %f = getelementptr i8, ptr %o, i64 8\n".into(),
+        ),
+        ("null", "  %f = getelementptr i8, ptr null, i64 0\n".into()),
+    ];
+    let mut compared = 0;
+    for bytes in [16, 64] {
+        for (name, body) in &forgeries {
+            let program = format!(
+                "{SURFACE}@fake = global [3 x i64] zeroinitializer\n\
+                 @bytes = global [32 x i8] zeroinitializer\n\
+                 @four = private constant [4 x i64] [i64 1, i64 2, i64 3, i64 4]\n\
+                 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\
+                 define i64 @read(ptr %o) {{\n{}  ret i64 %v\n}}\n\
+                 define i64 @main() {{\n  \
+                 %s = call i64 @locus_shape_new(ptr @xy, i64 2)\n  \
+                 %o = call ptr @locus_object_new(i64 %s)\n  \
+                 call void @locus_object_set(ptr %o, i64 121, i64 42)\n  \
+                 %a = call i64 @read(ptr %o)\n\
+                 {body}  %c = call i64 @read(ptr %f)\n  %r = add i64 %a, %c\n  ret i64 %r\n}}\n",
+                get_sized("%v", 1, bytes, "%o", 121)
+            );
+            let file = write_module(&dir, &format!("{name}{bytes}.ll"), &program);
+            let cached = locus_jit(&[&file]);
+            let uncached = locus_jit(&[&file, "--no-cache"]);
+            if *name == "real" {
+                assert_eq!(stdout_ok(&cached), "84\n");
+                assert_eq!(stdout_ok(&uncached), "84\n");
+                continue;
+            }
+            for out in [&cached, &uncached] {
+                let stderr = text(&out.stderr);
+                assert_eq!(out.status.code(), Some(1), "{name}, {bytes}: {stderr}");
+                assert!(out.stdout.is_empty(), "{name}, {bytes}");
+                assert!(
+                    stderr.starts_with("locus: JIT error: `main`: 0x")
+                        && stderr.ends_with(" is not an object of this runtime\n"),
+                    "{name}, {bytes}: {stderr}"
+                );
+                assert_eq!(stderr.lines().count(), 1, "{name}, {bytes}: {stderr}");
+            }
+            // The same line but for the address, which moves from run to run.
+            let line = |out: &Output| {
+                let stderr = text(&out.stderr);
+                let at = stderr.find("0x").unwrap_or(0);
+                let end = stderr[at..].find(' ').map_or(stderr.len(), |e| at + e);
+                format!("{}ADDRESS{}", &stderr[..at], &stderr[end..])
+            };
+            assert_eq!(line(&cached), line(&uncached), "{name}, {bytes}");
+            if *name == "null" {
+                assert_eq!(text(&cached.stderr), text(&uncached.stderr));
+            }
+            compared += 1;
+        }
     }
+    assert_eq!(compared, 14);
 }
 
 /// Property names may be on the program's stack; objects are zero until set; a shape

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 
-use locus_llvm::jit_runtime::{encode_fast_path, Options, Runtime, ShapeId, SiteKind};
+use locus_llvm::jit_runtime::{encode_fast_path, ObjectIndex, Options, Runtime, ShapeId, SiteKind};
 use locus_stackmap::patch::{encode_call, Arch};
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -463,12 +463,12 @@ fn a_shadow_is_patched_and_put_back() -> TestResult {
     Ok(())
 }
 
-/// [`IC_PROGRAM`] with sites wide enough for inline fast paths: 48 bytes (one case
-/// counting hits, three without) and 40 for site 3 (one case counting, two without).
+/// [`IC_PROGRAM`] with sites wide enough for inline fast paths: 64 bytes (two cases
+/// counting hits, three without) and 56 for site 3 (one case counting, two without).
 fn wide_program() -> String {
     IC_PROGRAM
-        .replace("i32 16, ptr", "i32 48, ptr")
-        .replace("i32 24, ptr", "i32 40, ptr")
+        .replace("i32 16, ptr", "i32 64, ptr")
+        .replace("i32 24, ptr", "i32 56, ptr")
 }
 
 #[test]
@@ -523,8 +523,8 @@ fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult
         let y_of = [2i64, 20, 200, 2000];
         let site = rt.site_address(1).ok_or("no site")?;
         assert_eq!(
-            rt.code_bytes(site, 48),
-            Some(encode_call(Arch::X86_64, miss, 48)?)
+            rt.code_bytes(site, 64),
+            Some(encode_call(Arch::X86_64, miss, 64)?)
         );
         let mut cases: Vec<(u64, usize)> = Vec::new();
         for (i, object) in objects.iter().enumerate() {
@@ -539,25 +539,16 @@ fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult
             );
             cases.push((shapes[i].0, slots[i]));
             cases.sort_unstable();
-            let bytes = rt.code_bytes(site, 48).ok_or("no code")?;
-            // Counting, one case fits 48 bytes; not counting, three.
-            let fits = cases.len() <= if count_hits { 1 } else { 3 };
+            let bytes = rt.code_bytes(site, 64).ok_or("no code")?;
+            // Counting, two cases fit 64 bytes; not counting, three.
+            let fits = cases.len() <= if count_hits { 2 } else { 3 };
             if fits {
                 assert_eq!(after.stubs, before.stubs, "count_hits {count_hits}, {i}");
-                let hits = None;
-                if !count_hits {
-                    let path = encode_fast_path(&cases, hits, miss, 48).ok_or("no fast path")?;
-                    assert_eq!(bytes, path.bytes);
-                } else {
-                    // The counter's address is the runtime's: compare around it.
-                    let path = encode_fast_path(&cases, Some(0), miss, 48).ok_or("no path")?;
-                    assert_eq!(bytes.len(), path.bytes.len());
-                    let counter = 48 - 4 - 13 + 2;
-                    assert_eq!(bytes[..counter], path.bytes[..counter]);
-                    assert_eq!(bytes[counter + 8..], path.bytes[counter + 8..]);
-                }
+                let path = encode_fast_path(&cases, rt.object_index(), count_hits, 64)
+                    .ok_or("no fast path")?;
+                assert_eq!(bytes, path.bytes);
             } else {
-                assert_eq!(bytes, encode_call(Arch::X86_64, target_of(&bytes), 48)?);
+                assert_eq!(bytes, encode_call(Arch::X86_64, target_of(&bytes), 64)?);
                 assert_ne!(target_of(&bytes), miss);
             }
             // Every object seen so far hits now, without entering the runtime.
@@ -575,8 +566,8 @@ fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult
         // A shape change patches the site back to the miss handler.
         assert_eq!(rt.change_shape(shapes[0], &[X, Z, Y])?, 2);
         assert_eq!(
-            rt.code_bytes(site, 48),
-            Some(encode_call(Arch::X86_64, miss, 48)?)
+            rt.code_bytes(site, 64),
+            Some(encode_call(Arch::X86_64, miss, 64)?)
         );
         // SAFETY: as above.
         assert_eq!(unsafe { rt.call("sum", &[objects[0]])? }, 3);
@@ -622,12 +613,21 @@ fn assemble(text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
 
 /// The fast path as assembly text, with `pad` bytes of nops after the miss call; the
 /// branches to labels, for the assembler to encode.
-fn fast_path_text(cases: &[(u64, usize)], hits: Option<u64>, miss: u64, pad: usize) -> String {
-    let mut text = String::new();
+fn fast_path_text(
+    cases: &[(u64, usize)],
+    index: ObjectIndex,
+    count_hits: bool,
+    pad: usize,
+) -> String {
+    let mut text = format!(
+        "movabsq ${:#x}, %r11\nmovl %edi, %eax\nandl ${:#x}, %eax\n\
+         cmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
+        index.base, index.mask
+    );
     for (i, (shape, _)) in cases.iter().enumerate() {
         text += &format!("cmpq ${}, (%rdi)\nje .Lcase{i}\n", *shape as i64);
     }
-    text += &format!("movabsq ${miss:#x}, %r11\ncallq *%r11\n");
+    text += ".Lmiss:\ncallq *-16(%r11)\n";
     // The padding is never run: nops as the patch writer encodes them (the codegen's
     // `NOOPL` displacements, not `.nops`'s zeros), written as bytes.
     let nops = locus_stackmap::patch::encode_nops(Arch::X86_64, pad).unwrap_or_default();
@@ -636,8 +636,8 @@ fn fast_path_text(cases: &[(u64, usize)], hits: Option<u64>, miss: u64, pad: usi
     }
     for (i, (_, slot)) in cases.iter().enumerate() {
         text += &format!(".Lcase{i}:\n");
-        if let Some(counter) = hits {
-            text += &format!("movabsq ${counter:#x}, %r11\nincq (%r11)\n");
+        if count_hits {
+            text += "incq -8(%r11)\n";
         }
         text += &format!("movq {}(%rdi), %rax\n", 8 * (slot + 1));
         if i + 1 < cases.len() {
@@ -650,8 +650,17 @@ fn fast_path_text(cases: &[(u64, usize)], hits: Option<u64>, miss: u64, pad: usi
 
 #[test]
 fn fast_path_encodings_match_llvm_mc() -> TestResult {
-    let miss = 0x7f12_3456_789a_u64;
-    let counter = 0x5555_0000_1238_u64;
+    // A runtime's index (256 MiB, mask 2^28 - 8), and a tiny one whose mask is an imm8.
+    let indexes = [
+        ObjectIndex {
+            base: 0x7f12_3456_1000,
+            mask: (1 << 28) - 8,
+        },
+        ObjectIndex {
+            base: 0x5555_0000_2000,
+            mask: 120,
+        },
+    ];
     let case_sets: [&[(u64, usize)]; 6] = [
         &[(0, 0)],
         &[(3, 2), (127, 14)],
@@ -661,49 +670,59 @@ fn fast_path_encodings_match_llvm_mc() -> TestResult {
         &[(u64::MAX, 0)],
     ];
     let mut checked = 0;
-    for cases in case_sets {
-        for hits in [None, Some(counter)] {
-            let bare = assemble(&fast_path_text(cases, hits, miss, 0))?;
-            for extra in [0usize, 1, 7, 16] {
-                let reserved = bare.len() + extra;
-                let path = encode_fast_path(cases, hits, miss, reserved)
-                    .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
-                let expected = assemble(&fast_path_text(cases, hits, miss, extra))?;
-                assert_eq!(path.bytes, expected, "{cases:?}, {hits:?}, {reserved}");
-                // The miss call returns to the end of the dispatch and the call.
-                let dispatch = expected.len() - extra;
-                assert!(path.miss_return < dispatch);
-                assert_eq!(
-                    path.bytes[path.miss_return - 3..path.miss_return],
-                    [0x41, 0xff, 0xd3]
-                );
-                checked += 1;
+    for index in indexes {
+        for cases in case_sets {
+            for count_hits in [false, true] {
+                let bare = assemble(&fast_path_text(cases, index, count_hits, 0))?;
+                for extra in [0usize, 1, 7, 16] {
+                    let reserved = bare.len() + extra;
+                    let path = encode_fast_path(cases, index, count_hits, reserved)
+                        .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
+                    let expected = assemble(&fast_path_text(cases, index, count_hits, extra))?;
+                    assert_eq!(
+                        path.bytes, expected,
+                        "{cases:?}, {index:?}, {count_hits}, {reserved}"
+                    );
+                    // The miss call returns to the end of the dispatch and the call.
+                    let dispatch = expected.len() - extra;
+                    assert!(path.miss_return < dispatch);
+                    assert_eq!(
+                        path.bytes[path.miss_return - 4..path.miss_return],
+                        [0x41, 0xff, 0x53, 0xf0]
+                    );
+                    checked += 1;
+                }
+                // One byte too few: no fast path.
+                assert!(encode_fast_path(cases, index, count_hits, bare.len() - 1).is_none());
             }
-            // One byte too few: no fast path.
-            assert!(encode_fast_path(cases, hits, miss, bare.len() - 1).is_none());
         }
     }
-    assert_eq!(checked, 48);
+    assert_eq!(checked, 96);
+    let index = indexes[0];
     // Shapes beyond a sign-extended 32-bit immediate and no cases: none.
-    assert!(encode_fast_path(&[(1 << 31, 0)], None, miss, 200).is_none());
-    assert!(encode_fast_path(&[], None, miss, 200).is_none());
+    assert!(encode_fast_path(&[(1 << 31, 0)], index, false, 200).is_none());
+    assert!(encode_fast_path(&[], index, false, 200).is_none());
     // The documented sizes (shapes -128..=127, slots below 15).
-    let size = |n: usize, hits: Option<u64>| {
+    let size = |n: usize, count_hits: bool| {
         let cases: Vec<(u64, usize)> = (0..n as u64).map(|s| (s, 1)).collect();
-        (13..200).find(|r| encode_fast_path(&cases, hits, miss, *r).is_some())
+        (13..200).find(|r| encode_fast_path(&cases, index, count_hits, *r).is_some())
     };
-    assert_eq!(size(1, None), Some(23));
-    assert_eq!(size(1, Some(counter)), Some(36));
-    assert_eq!(size(2, None), Some(35));
-    assert_eq!(size(2, Some(counter)), Some(61));
-    assert_eq!(size(3, None), Some(47));
+    assert_eq!(size(1, false), Some(37));
+    assert_eq!(size(1, true), Some(41));
+    assert_eq!(size(2, false), Some(49));
+    assert_eq!(size(2, true), Some(57));
+    assert_eq!(size(3, false), Some(61));
+    assert_eq!(size(3, true), Some(73));
     Ok(())
 }
 
 #[test]
 fn a_big_site_runs_its_fast_path_with_the_padding_split() -> TestResult {
-    let miss = 0x7f12_3456_789a_u64;
-    let path = encode_fast_path(&[(1, 0), (2, 1)], None, miss, 300).ok_or("no fast path")?;
+    let index = ObjectIndex {
+        base: 0x7f12_3456_1000,
+        mask: (1 << 28) - 8,
+    };
+    let path = encode_fast_path(&[(1, 0), (2, 1)], index, false, 300).ok_or("no fast path")?;
     assert_eq!(path.bytes.len(), 300);
     let program = IC_PROGRAM.replace("i32 16, ptr", "i32 200, ptr");
     let rt = Runtime::with_options(
@@ -838,5 +857,165 @@ fn patchpoint_live_outs_are_off_only_for_the_runtimes_programs() -> TestResult {
         .ok_or("the runtime's program has no record")?;
     assert_eq!(record.record.live_outs().len(), 0);
     assert_eq!(live_out_registers(LIVE_ACROSS)?, before);
+    Ok(())
+}
+
+/// `get(o, Y)` through a 16-byte patch point (a stub's call once patched) and through a
+/// 64-byte one (the fast path inline).
+const FORGE_PROGRAM: &str = r#"
+declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
+declare i64 @locus_ic_miss(ptr, i64)
+
+define i64 @small(ptr %o) {
+  %v = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  ret i64 %v
+}
+
+define i64 @wide(ptr %o) {
+  %v = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 64, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  ret i64 %v
+}
+"#;
+
+/// What a call of `function` on `object` answered: its value or its error.
+fn answer(rt: &Runtime, function: &str, object: u64) -> Result<i64, String> {
+    // SAFETY: `@small` and `@wide` take one pointer and read a property of it through a
+    // patch point. Whatever the address, nothing reads it before the runtime found it to
+    // be one of its objects: the miss handler asks its table, and the patched fast path
+    // and stub its object index (which is what the forged objects below test).
+    unsafe { rt.call(function, &[object]) }.map_err(|e| e.to_string())
+}
+
+/// Forged objects are refused the same with caching on (at a patched inline fast path or
+/// stub) and off: copies of an object's words elsewhere (heap, stack, unaligned, inside
+/// another object through `set_property`, in the arena's free space), addresses inside
+/// an object, null, objects of another runtime, live or dropped. Before the object check,
+/// a patched site took any memory whose first word was a cached shape for an object (and
+/// faulted on null or unmapped memory), where the miss handler refused it.
+#[test]
+fn forged_objects_are_refused_alike_with_and_without_caching() -> TestResult {
+    let option_sets = [
+        Options::default(),
+        Options {
+            count_hits: false,
+            ..Options::default()
+        },
+        Options {
+            inline_fast_path: false,
+            ..Options::default()
+        },
+        Options {
+            caching: false,
+            ..Options::default()
+        },
+    ];
+    let (mut refused, mut swept) = (0, 0);
+    let mut outcomes: Vec<Vec<Result<i64, String>>> = Vec::new();
+    for options in option_sets {
+        let rt = Runtime::with_options("forge.ll", FORGE_PROGRAM, options)?;
+        let s = rt.add_shape(&[X, Y, Z]);
+        let b = rt.add_shape(&[1, 2, 3, 4, 5, 6]);
+        let o = rt.new_object(s, &[1, 2, 3])?;
+        // A copy of `o`'s words inside `big`, at `big + 16`, made through the surface.
+        let big = rt.new_object(b, &[0; 6])?;
+        for (name, value) in [(2, s.0 as i64), (3, 1), (4, 2), (5, 3)] {
+            rt.set_property(big, name, value)?;
+        }
+        let tail = rt.new_object(s, &[4, 5, 6])?;
+        for f in ["small", "wide"] {
+            assert_eq!(answer(&rt, f, o), Ok(2), "{options:?}");
+        }
+        if options.caching && options.inline_fast_path {
+            let site = rt.site_address(2).ok_or("no site 2")?;
+            let path = encode_fast_path(&[(s.0, 1)], rt.object_index(), options.count_hits, 64)
+                .ok_or("no fast path")?;
+            assert_eq!(rt.code_bytes(site, 64), Some(path.bytes), "{options:?}");
+        }
+        let mut words = [0u64; 4];
+        for (i, word) in words.iter_mut().enumerate() {
+            // SAFETY: `o` is an object of 4 words of the live runtime.
+            *word = unsafe { (o as *const u64).add(i).read() };
+        }
+        assert_eq!(words, [s.0, 1, 2, 3]);
+        let heap = words.to_vec();
+        let stack = words;
+        let mut bytes = [0u8; 40];
+        for (i, word) in words.iter().enumerate() {
+            bytes[1 + 8 * i..9 + 8 * i].copy_from_slice(&word.to_le_bytes());
+        }
+        // The arena is mapped whole and hands out objects from its start, one after
+        // another: the 4 words after `tail` are free arena memory.
+        let free = tail + 32;
+        assert!(!rt.is_object(free));
+        for (i, word) in words.iter().enumerate() {
+            // SAFETY: free memory of the live runtime's arena, mapped read-write; no object
+            // and no Rust reference covers it.
+            unsafe { (free as *mut u64).add(i).write(*word) };
+        }
+        let other = Runtime::new("other.ll", FORGE_PROGRAM, true)?;
+        let other_shape = other.add_shape(&[X, Y, Z]);
+        assert_eq!(other_shape, s);
+        let foreign = other.new_object(other_shape, &[7, 8, 9])?;
+        let dropped = {
+            let gone = Runtime::new("gone.ll", FORGE_PROGRAM, true)?;
+            let shape = gone.add_shape(&[X, Y, Z]);
+            gone.new_object(shape, &[7, 8, 9])?
+        };
+        let forged: [(&str, u64); 12] = [
+            ("a copy on the heap", heap.as_ptr() as u64),
+            ("a copy on the stack", stack.as_ptr() as u64),
+            ("an unaligned copy", bytes.as_ptr() as u64 + 1),
+            ("a copy inside an object", big + 16),
+            ("an address inside an object", o + 8),
+            ("a copy in the arena's free space", free),
+            ("null", 0),
+            ("an unaligned address in an object", o + 1),
+            ("an address sharing the object's index word", o + (1 << 28)),
+            ("an object of another runtime", foreign),
+            ("an object of a dropped runtime", dropped),
+            ("the last address", u64::MAX),
+        ];
+        let stats = rt.stats();
+        let mut outcome = Vec::new();
+        for (what, address) in forged {
+            assert!(!rt.is_object(address) && !rt.is_indexed(address), "{what}");
+            for f in ["small", "wide"] {
+                let got = answer(&rt, f, address);
+                let expected =
+                    format!("JIT error: `{f}`: {address:#x} is not an object of this runtime");
+                assert_eq!(got, Err(expected), "{what}, {f}, {options:?}");
+                outcome.push(got);
+                refused += 1;
+                // The site still answers for the real object, without missing.
+                assert_eq!(answer(&rt, f, o), Ok(2), "{what}, {f}, {options:?}");
+            }
+        }
+        let after = rt.stats();
+        // Each forged read entered the miss handler once; nothing was patched.
+        assert_eq!(
+            after.misses - stats.misses,
+            24 + if options.caching { 0 } else { 24 }
+        );
+        assert_eq!(after.patches, stats.patches);
+        if options.caching && options.count_hits {
+            assert_eq!(after.hits - stats.hits, 24);
+        }
+        outcomes.push(outcome);
+        // The index and the table agree at every byte around the objects.
+        for address in (o - 64..tail + 96).chain([0, 8, u64::MAX, foreign, dropped]) {
+            assert_eq!(
+                rt.is_object(address),
+                rt.is_indexed(address),
+                "{address:#x}"
+            );
+            swept += 1;
+        }
+        for real in [o, big, tail] {
+            assert!(rt.is_object(real) && rt.is_indexed(real));
+        }
+        drop(other);
+    }
+    assert!(outcomes.iter().all(|o| o.len() == 24));
+    eprintln!("forged reads refused: {refused} (12 forgeries, 2 sites, 4 option sets); addresses swept: {swept}");
     Ok(())
 }

@@ -67,7 +67,7 @@ impl Runtime {
         let count = state.properties(shape)?.len();
         let mut words = vec![0; count + 1];
         words[0] = shape;
-        Ok(state.push_object(words))
+        state.push_object(&words)
     }
 
     /// `@locus_object_set(ptr object, i64 name, i64 value)`.

@@ -4,23 +4,37 @@
 //! The patch point must use the C calling convention (the runtime's requirement for every
 //! inline-cache site): the object is in `rdi`, the property name in `rsi`, the result goes
 //! in `rax`, and every caller-saved register (and the flags) may be clobbered. For cases
-//! `(shape_i, slot_i)`, `i < n`, the `reserved` bytes become, in this order:
+//! `(shape_i, slot_i)`, `i < n`, and the runtime's [`ObjectIndex`], the `reserved` bytes
+//! become, in this order:
 //!
 //! ```text
+//!        movabs r11, index.base            ; 49 BB imm64
+//!        mov eax, edi                      ; 89 F8
+//!        and eax, index.mask               ; 25 id (83 E0 ib for a mask below 128)
+//!        cmp qword ptr [r11 + rax], rdi    ; 49 39 3C 03
+//!        jne miss                          ; 75 rel8
 //!        cmp qword ptr [rdi], shape_i      ; 48 83 3F ib  (shape in -128..=127) or
 //!                                          ; 48 81 3F id  (shape in i32), sign-extended
 //!        je case_i                         ; 74 rel8
 //!        ...                               ; (once per case)
-//! miss:  movabs r11, locus_rt_ic_miss      ; 49 BB imm64
-//!        call r11                          ; 41 FF D3
+//! miss:  call qword ptr [r11 - 16]         ; 41 FF 53 F0   (the miss handler)
 //!        nops                              ; padding, never executed
 //! case_i:
-//!       [movabs r11, &hits                 ; 49 BB imm64   (only when counting hits)
-//!        inc qword ptr [r11]]              ; 49 FF 03
+//!       [inc qword ptr [r11 - 8]           ; 49 FF 43 F8   (only when counting hits)]
 //!        mov rax, [rdi + 8 * (slot_i + 1)] ; 48 8B 47 disp8 or 48 8B 87 disp32
 //!        jmp end                           ; EB rel8 (not after the last case)
 //! end:                                     ; = site + reserved
 //! ```
+//!
+//! The first four instructions are the check that `rdi` is an object the runtime handed
+//! out, the same answer the miss handler's table of objects gives (see the runtime's
+//! object index, in `arena.rs`: the index word of an object's address holds that address,
+//! and no other address finds itself there). It reads only the index, which is mapped
+//! whole, so no address faults there: a null pointer, a copy of an object, an address
+//! inside an object or an object of another runtime goes to the miss handler, which
+//! refuses it as it does with caching off. Only then is the object's shape word read.
+//! The miss handler's address and the hit counter are the two words before the index,
+//! reached from `r11`, which still holds the index's base on both paths.
 //!
 //! These are the encodings LLVM's assembler picks for the same instructions (the shortest
 //! immediate and displacement forms), which the tests check against `llvm-mc-19`.
@@ -35,15 +49,31 @@
 //! site from that return address through the runtime's table of inline-patched sites (a
 //! call-form site is found at `return address - 13`, as before).
 //!
-//! Sizes (bytes), with shapes in `-128..=127` and slots below 15 (disp8):
-//! one case 23 (36 counting hits), two cases 35 (61 counting hits); each further case
-//! adds 12 (25 counting hits). A shape outside `i32`, a slot offset outside `i32`, a
-//! jump that does not fit `rel8` (many cases), or too few reserved bytes: no fast path
-//! (the runtime calls a stub instead, which needs 13 bytes).
+//! Sizes (bytes), with shapes in `-128..=127`, slots below 15 (disp8) and an index of
+//! 128 bytes or more: one case 37 (41 counting hits), two cases 49 (57 counting hits);
+//! each further case adds 12 (16 counting hits); the object check is 23 of them. A shape
+//! outside `i32`, a slot offset outside `i32`, a jump that does not fit `rel8` (many
+//! cases), or too few reserved bytes: no fast path (the runtime calls a stub instead,
+//! which needs 13 bytes and makes the same check).
 //!
 //! Rewriting a return address assumes no hardware shadow stack (CET) guards the program.
 
 use locus_stackmap::patch::{encode_nops, Arch};
+
+pub use super::arena::{HITS_OFFSET, MISS_HANDLER_OFFSET};
+
+/// Where a runtime's fast paths and stubs find its object index, its miss handler and its
+/// hit counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectIndex {
+    /// The address of the index's word 0. The word at `base - 16`
+    /// ([`MISS_HANDLER_OFFSET`]) holds the miss handler's address, the word at `base - 8`
+    /// ([`HITS_OFFSET`]) is the hit counter.
+    pub base: u64,
+    /// The index's size in bytes less 8: the index word of address `a` is at
+    /// `base + (a & mask)`.
+    pub mask: u32,
+}
 
 /// The bytes of a fast path for a site, and where in them the miss call returns to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,10 +84,27 @@ pub struct FastPath {
     pub miss_return: usize,
 }
 
-/// The length of the `movabs r11, imm64; call r11` miss call.
-const MISS_CALL_LEN: usize = 13;
-/// The length of `movabs r11, imm64; inc qword ptr [r11]`.
-const COUNT_LEN: usize = 13;
+/// `call qword ptr [r11 - 16]`.
+const MISS_CALL: [u8; 4] = [0x41, 0xff, 0x53, MISS_HANDLER_OFFSET as u8];
+/// `inc qword ptr [r11 - 8]`.
+const COUNT: [u8; 4] = [0x49, 0xff, 0x43, HITS_OFFSET as u8];
+
+/// The object check up to its `jne` (exclusive): `movabs r11, base; mov eax, edi;
+/// and eax, mask; cmp [r11 + rax], rdi`.
+fn object_check(index: ObjectIndex) -> Vec<u8> {
+    let mut out = Vec::with_capacity(21);
+    out.extend_from_slice(&movabs_r11(index.base));
+    out.extend_from_slice(&[0x89, 0xf8]);
+    match i8::try_from(index.mask) {
+        Ok(imm) => out.extend_from_slice(&[0x83, 0xe0, imm as u8]),
+        Err(_) => {
+            out.push(0x25);
+            out.extend_from_slice(&index.mask.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&[0x49, 0x39, 0x3c, 0x03]);
+    out
+}
 
 /// `cmp qword ptr [rdi], shape` for a shape that a sign-extended immediate can hold.
 fn cmp_shape(shape: u64) -> Option<Vec<u8>> {
@@ -100,21 +147,23 @@ fn rel8(from: usize, to: usize) -> Option<u8> {
 }
 
 /// The fast path for `cases` (shape ID, slot index: the property is word `slot + 1` of
-/// the object) filling exactly `reserved` bytes, calling `miss` (the miss handler, which
-/// takes the site's arguments and rewrites its return address as the
-/// [module documentation](self) says) for other shapes and incrementing the 64-bit
-/// counter at `hits` on each hit if given. `None` if there are no cases or the sequence
-/// cannot be encoded in `reserved` bytes.
+/// the object) filling exactly `reserved` bytes: it checks the object against `index`,
+/// calls the miss handler whose address is stored before the index (which takes the
+/// site's arguments and rewrites its return address as the [module documentation](self)
+/// says) for other objects and shapes, and increments the hit counter stored there on
+/// each hit if `count_hits`. `None` if there are no cases or the sequence cannot be
+/// encoded in `reserved` bytes.
 #[must_use]
 pub fn encode_fast_path(
     cases: &[(u64, usize)],
-    hits: Option<u64>,
-    miss: u64,
+    index: ObjectIndex,
+    count_hits: bool,
     reserved: usize,
 ) -> Option<FastPath> {
     if cases.is_empty() {
         return None;
     }
+    let check = object_check(index);
     let compares: Vec<Vec<u8>> = cases
         .iter()
         .map(|(shape, _)| cmp_shape(*shape))
@@ -124,14 +173,15 @@ pub fn encode_fast_path(
         .map(|(_, slot)| load_slot(*slot))
         .collect::<Option<_>>()?;
     let dispatch: usize = compares.iter().map(|c| c.len() + 2).sum();
-    let count = if hits.is_some() { COUNT_LEN } else { 0 };
+    let count = if count_hits { COUNT.len() } else { 0 };
     let case_lens: Vec<usize> = loads
         .iter()
         .enumerate()
         .map(|(i, l)| count + l.len() + if i + 1 < cases.len() { 2 } else { 0 })
         .collect();
     let body: usize = case_lens.iter().sum();
-    let pad = reserved.checked_sub(dispatch + MISS_CALL_LEN + body)?;
+    let head = check.len() + 2;
+    let pad = reserved.checked_sub(head + dispatch + MISS_CALL.len() + body)?;
     // The padding goes after the miss call, where no path runs it, as far as every `je`
     // still reaches its case; the rest (sites of more than about 128 bytes) after the
     // last case, where the hits run it.
@@ -139,32 +189,34 @@ pub fn encode_fast_path(
     let (mut je_end, mut before) = (0, 0);
     for (compare, len) in compares.iter().zip(&case_lens) {
         je_end += compare.len() + 2;
-        farthest = farthest.max(dispatch - je_end + MISS_CALL_LEN + before);
+        farthest = farthest.max(dispatch - je_end + MISS_CALL.len() + before);
         before += len;
     }
     let dead = pad.min(127usize.saturating_sub(farthest));
     let end = reserved - (pad - dead);
+    let miss_at = head + dispatch;
     let mut case_at = Vec::with_capacity(cases.len());
-    let mut at = dispatch + MISS_CALL_LEN + dead;
+    let mut at = miss_at + MISS_CALL.len() + dead;
     for len in &case_lens {
         case_at.push(at);
         at += len;
     }
 
     let mut out = Vec::with_capacity(reserved);
+    out.extend_from_slice(&check);
+    let rel = rel8(head, miss_at)?;
+    out.extend_from_slice(&[0x75, rel]);
     for (compare, target) in compares.iter().zip(&case_at) {
         out.extend_from_slice(compare);
         let rel = rel8(out.len() + 2, *target)?;
         out.extend_from_slice(&[0x74, rel]);
     }
-    out.extend_from_slice(&movabs_r11(miss));
-    out.extend_from_slice(&[0x41, 0xff, 0xd3]);
+    out.extend_from_slice(&MISS_CALL);
     let miss_return = out.len();
     out.extend_from_slice(&encode_nops(Arch::X86_64, dead).ok()?);
     for (i, load) in loads.iter().enumerate() {
-        if let Some(counter) = hits {
-            out.extend_from_slice(&movabs_r11(counter));
-            out.extend_from_slice(&[0x49, 0xff, 0x03]);
+        if count_hits {
+            out.extend_from_slice(&COUNT);
         }
         out.extend_from_slice(load);
         if i + 1 < cases.len() {

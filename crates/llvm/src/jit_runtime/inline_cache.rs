@@ -1,12 +1,15 @@
 //! Objects with shapes, and the inline caches on the patch points that read them.
 //!
-//! An object is a block of 64-bit words: its shape's ID, then one slot per property, in the
-//! order the shape lists the properties. A property name is a 64-bit number.
+//! An object is a block of 64-bit words in the runtime's arena: its shape's ID, then one
+//! slot per property, in the order the shape lists the properties. A property name is a
+//! 64-bit number.
 //!
 //! On a miss at a site, the handler adds (shape, slot) to the cases the site has seen and
-//! patches the site to call a stub for exactly those cases: a `switch` on the object's
-//! shape whose arms load the slot (and count a hit), and whose default jumps to the miss
-//! handler with the site's return address intact (`musttail`). Stubs are compiled with
+//! patches the site to call a stub for exactly those cases: a check that the object is
+//! one of the runtime's (its word in the object index, `arena.rs`), then a `switch` on the
+//! object's shape whose arms load the slot (and count a hit), and whose default (and a
+//! failed check) jumps to the miss handler with the site's return address intact
+//! (`musttail`), which answers or refuses the read as it does with caching off. Stubs are compiled with
 //! LLVM on demand and shared by every site with the same cases. Each (site, shape) pair
 //! thus misses once until its shape changes. A site with room for it gets the stub's fast
 //! path written into its own bytes instead ([`super::fast_path`]).
@@ -19,7 +22,8 @@ use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 use crate::error::Result;
 use crate::jit_stackmaps::StackMapJit;
 
-use super::fast_path::encode_fast_path;
+use super::arena::Arena;
+use super::fast_path::{encode_fast_path, ObjectIndex, HITS_OFFSET};
 use super::sites::SiteKind;
 use super::{jit_error, Runtime, Stats};
 
@@ -28,14 +32,16 @@ use super::{jit_error, Runtime, Stats};
 pub struct ShapeId(pub u64);
 
 /// The runtime's mutable state.
-#[derive(Default)]
 pub(super) struct State {
     /// Each shape's property names, in slot order; index = shape ID.
     shapes: Vec<Vec<u64>>,
-    /// Every object made, with the shape it was made with (boxed: the words stay put).
-    objects: Vec<Box<[u64]>>,
+    /// Where the objects' words are, with the index the compiled code checks.
+    pub(super) arena: Arena,
+    /// Every object made: its address in the arena and its length in words.
+    objects: Vec<(u64, usize)>,
     /// The index in `objects` of each object, by the address handed out for it: the one
-    /// way an address from outside becomes an object.
+    /// way an address from outside becomes an object here (the compiled code asks the
+    /// arena's index, which holds the same addresses).
     by_address: HashMap<u64, usize>,
     /// The (shape, slot) cases each patched site answers, by site address.
     cases: HashMap<u64, Vec<(u64, usize)>>,
@@ -59,19 +65,49 @@ pub(super) struct State {
 }
 
 impl State {
-    /// Keeps `words` (shape ID, then the slots) as an object; returns its address.
-    pub(super) fn push_object(&mut self, words: Vec<u64>) -> u64 {
-        let object = words.into_boxed_slice();
-        let address = object.as_ptr() as u64;
+    /// A runtime's state with no shapes or objects yet, its objects in `arena`.
+    pub(super) fn new(arena: Arena) -> Self {
+        State {
+            shapes: Vec::new(),
+            arena,
+            objects: Vec::new(),
+            by_address: HashMap::new(),
+            cases: HashMap::new(),
+            stubs: HashMap::new(),
+            inline_misses: HashMap::new(),
+            stub_jits: Vec::new(),
+            stats: Stats::default(),
+            error: None,
+            shadows: HashMap::new(),
+            poll_plan: None,
+            polls: 0,
+            location_kinds: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Keeps `words` (shape ID, then the slots) as an object; returns its address. An
+    /// error if the arena is full.
+    pub(super) fn push_object(&mut self, words: &[u64]) -> std::result::Result<u64, String> {
+        let address = self.arena.alloc(words)?;
         self.by_address.insert(address, self.objects.len());
-        self.objects.push(object);
-        address
+        self.objects.push((address, words.len()));
+        Ok(address)
     }
 
     /// The words of the object at `object`, if it is one of this runtime's.
     pub(super) fn object(&self, object: u64) -> Option<&[u64]> {
         let index = *self.by_address.get(&object)?;
-        self.objects.get(index).map(|o| &o[..])
+        let (address, len) = *self.objects.get(index)?;
+        // SAFETY: the arena made an object of `len` words at `address`.
+        Some(unsafe { self.arena.words(address, len) })
+    }
+
+    /// The words of the object at `object`, to change, if it is one of this runtime's.
+    fn object_mut(&mut self, object: u64) -> Option<&mut [u64]> {
+        let index = *self.by_address.get(&object)?;
+        let (address, len) = *self.objects.get(index)?;
+        // SAFETY: as in `object`.
+        Some(unsafe { self.arena.words_mut(address, len) })
     }
 
     /// Word `index` of the object at `object` (0 is its shape).
@@ -106,9 +142,8 @@ impl State {
         value: u64,
     ) -> std::result::Result<(), String> {
         let (_, slot) = self.slot_of(object, name)?;
-        let index = self.by_address.get(&object).copied();
-        let word = index
-            .and_then(|i| self.objects.get_mut(i))
+        let word = self
+            .object_mut(object)
             .and_then(|words| words.get_mut(slot + 1))
             .ok_or_else(|| format!("{object:#x}: a short object"))?;
         *word = value;
@@ -126,6 +161,32 @@ impl State {
 }
 
 impl Runtime {
+    /// Where this runtime's fast paths and stubs check objects, find the miss handler and
+    /// count hits ([`super::fast_path`]).
+    #[must_use]
+    pub fn object_index(&self) -> ObjectIndex {
+        let state = self.state.borrow();
+        ObjectIndex {
+            base: state.arena.index_base(),
+            mask: state.arena.mask(),
+        }
+    }
+
+    /// Whether `address` is an object of this runtime, as the miss handler and
+    /// [`Runtime::property`] see it: in the runtime's table of objects.
+    #[must_use]
+    pub fn is_object(&self, address: u64) -> bool {
+        self.state.borrow().object(address).is_some()
+    }
+
+    /// Whether `address` is an object of this runtime as the compiled fast paths and
+    /// stubs see it: its word in the object index holds it. Always
+    /// [`Runtime::is_object`]'s answer.
+    #[must_use]
+    pub fn is_indexed(&self, address: u64) -> bool {
+        self.state.borrow().arena.indexed(address)
+    }
+
     /// Adds a shape whose objects hold `properties` in this order.
     pub fn add_shape(&self, properties: &[u64]) -> ShapeId {
         let mut state = self.state.borrow_mut();
@@ -155,7 +216,7 @@ impl Runtime {
         }
         let mut words = vec![shape.0];
         words.extend(values.iter().map(|v| *v as u64));
-        Ok(state.push_object(words))
+        state.push_object(&words).map_err(|e| jit_error(&e))
     }
 
     /// The value of property `name` of the object at `object` (made by
@@ -207,7 +268,11 @@ impl Runtime {
                     shape.0
                 )));
             }
-            for object in &mut state.objects {
+            let addresses: Vec<u64> = state.objects.iter().map(|(a, _)| *a).collect();
+            for address in addresses {
+                let Some(object) = state.object_mut(address) else {
+                    continue;
+                };
                 if object.first() != Some(&shape.0) {
                     continue;
                 }
@@ -324,9 +389,8 @@ impl Runtime {
             cases.clone()
         };
         if self.options.inline_fast_path {
-            let hits = self.options.count_hits.then_some(self.hits.as_ptr() as u64);
-            let miss = Runtime::miss_handler_address();
-            if let Some(path) = encode_fast_path(&cases, hits, miss, reserved) {
+            let index = self.object_index();
+            if let Some(path) = encode_fast_path(&cases, index, self.options.count_hits, reserved) {
                 self.write_site(site, &path.bytes, Some(path.miss_return))
                     .map_err(|e| e.to_string())?;
                 return Ok(value);
@@ -342,8 +406,7 @@ impl Runtime {
         if let Some(address) = self.state.borrow().stubs.get(cases) {
             return Ok(*address);
         }
-        let hits = self.options.count_hits.then_some(self.hits.as_ptr() as u64);
-        let ir = stub_ir(cases, hits);
+        let ir = stub_ir(cases, self.object_index(), self.options.count_hits);
         let symbols = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
         let jit = StackMapJit::new("locus.ic.stub", ir, &symbols)?;
         let address = jit
@@ -395,12 +458,23 @@ impl Runtime {
     }
 }
 
-/// The IR of a stub answering `cases`, counting hits at `hits` if given.
-fn stub_ir(cases: &[(u64, usize)], hits: Option<u64>) -> String {
-    let mut ir = String::from(
+/// The IR of a stub answering `cases` for objects in `index`, counting hits in the
+/// index's counter if `count_hits`.
+fn stub_ir(cases: &[(u64, usize)], index: ObjectIndex, count_hits: bool) -> String {
+    let ObjectIndex { base, mask } = index;
+    // The hit counter is the word before the index (`fast_path::HITS_OFFSET`).
+    let hits = count_hits.then_some(base.wrapping_add_signed(i64::from(HITS_OFFSET)));
+    let mut ir = format!(
         "declare i64 @locus_ic_miss(ptr, i64)\n\n\
-         define i64 @stub(ptr %obj, i64 %name) {\n\
-         entry:\n  %shape = load i64, ptr %obj, align 8\n  switch i64 %shape, label %miss [",
+         define i64 @stub(ptr %obj, i64 %name) {{\n\
+         entry:\n  \
+         %address = ptrtoint ptr %obj to i64\n  \
+         %offset = and i64 %address, {mask}\n  \
+         %word = getelementptr i8, ptr inttoptr (i64 {base} to ptr), i64 %offset\n  \
+         %indexed = load i64, ptr %word, align 8\n  \
+         %known = icmp eq i64 %indexed, %address\n  \
+         br i1 %known, label %object, label %miss\n\
+         object:\n  %shape = load i64, ptr %obj, align 8\n  switch i64 %shape, label %miss ["
     );
     for (i, (shape, _)) in cases.iter().enumerate() {
         let _ = write!(ir, "\n    i64 {shape}, label %case{i}");

@@ -13,11 +13,11 @@
 //!   from its return address (the patch point's record is at the start of the reserved
 //!   bytes, which LLVM filled with a 13-byte call), looks the property up in the object's
 //!   shape, and patches the site to call a stub built for the shapes seen there; later reads
-//!   of those shapes do not enter the runtime. When the site reserves enough bytes (23 for
-//!   one shape without hit counting, 36 with it; [`fast_path`] gives the encoding and the
-//!   sizes) the handler writes the stub's fast path into the site itself instead: compare
-//!   the shape, load the slot, and call the miss handler for other shapes
-//!   ([`Options::inline_fast_path`]). The miss handler finds a site from its return
+//!   of those shapes do not enter the runtime. When the site reserves enough bytes (37 for
+//!   one shape without hit counting, 41 with it; [`fast_path`] gives the encoding and the
+//!   sizes) the handler writes the stub's fast path into the site itself instead: check
+//!   the object, compare the shape, load the slot, and call the miss handler for other
+//!   objects and shapes ([`Options::inline_fast_path`]). The miss handler finds a site from its return
 //!   address (`return address - 13` for a call, a table for an inline fast path) and
 //!   rewrites that return address to the end of the site, so a site can change form while
 //!   a miss in it is pending. See [`Runtime::change_shape`] for how sites
@@ -29,7 +29,7 @@
 //!   ([`Runtime::invalidate`]) overwrites the shadow of each of its stack maps with a call
 //!   to the deopt entry, which saves every register and hands Rust the register file and
 //!   the frame; Rust reads the record's live values and finishes the function in an
-//!   interpreter of the IR after the stack map ([`deopt`]), and the result is returned from
+//!   interpreter of the IR after the stack map (`deopt.rs`), and the result is returned from
 //!   the compiled function's caller, [`Runtime::call`], as if the code had returned it.
 //!   Only a frame [`Runtime::call`] called directly is deoptimized (the function record's
 //!   stack size tells): returning into a compiled caller would need the caller's
@@ -57,17 +57,28 @@
 //! A *shape* is a list of property names; a *property name* is any 64-bit number (an
 //! interned string's ID in a real language; `120` for `x` in the examples); shape IDs are
 //! handed out from 0. An *object* is the address of a block of 64-bit words the runtime
-//! owns: the shape's ID, then one word per property in the shape's order, which is what
-//! the fast paths read. Nothing the program passes is trusted: an object must be an address
-//! the runtime handed out, a shape an ID it handed out, the names an array lying in a
-//! section of the program (a global) or on the program's stack, and a function a function
-//! of the program. A bad argument (null or unknown object, unknown shape, a property the
-//! object's shape lacks, a name given twice, names out of bounds), or any other failure of
-//! the runtime during a call, ends the call at once: the compiled frames are dropped, as a
-//! deoptimization drops them, and [`Runtime::call`] returns the error, which names the entry
-//! point and the function that called it. Compiled code that reads a bad object at a
-//! patched site reads it without the runtime (the fast path loads its shape word): such a
-//! fault is the program's, as any other.
+//! owns, in its arena: the shape's ID, then one word per property in the shape's order,
+//! which is what the fast paths read. Nothing the program passes is trusted: an object must
+//! be an address the runtime handed out, a shape an ID it handed out, the names an array
+//! lying in a section of the program (a global) or on the program's stack, and a function
+//! a function of the program. A bad argument (null or unknown object, unknown shape, a
+//! property the object's shape lacks, a name given twice, names out of bounds), or any
+//! other failure of the runtime during a call, ends the call at once: the compiled frames
+//! are dropped, as a deoptimization drops them, and [`Runtime::call`] returns the error,
+//! which names the entry point and the function that called it.
+//!
+//! A patched site answers as the miss handler would, errors included, so caching changes
+//! no answer: before it reads an object's shape, its stub or inline fast path looks the
+//! address up in the runtime's *object index*, a table beside the arena in which the word
+//! of each object's address holds that address and no other address finds itself
+//! ([`Runtime::is_indexed`], always [`Runtime::is_object`]'s answer). A copy of an object's
+//! words elsewhere, an address inside an object, null, an object of another runtime or of
+//! a dropped one thus goes to the miss handler, which refuses it, and the check itself
+//! reads only the index, which is mapped whole. The arena holds 256 MiB of objects
+//! (reserved when the runtime is made, used as objects are made); an object that does not
+//! fit is an error. What the promise does not cover: a program that writes an object's
+//! words itself instead of through `@locus_object_set` (its shape word, say) has changed
+//! the runtime's memory, which both paths then read.
 //!
 //! ```
 //! use locus_llvm::jit_runtime::Runtime;
@@ -132,6 +143,7 @@
 //! catches it and reports it as an error of the call.
 
 mod abi;
+mod arena;
 mod deopt;
 pub mod fast_path;
 mod inline_cache;
@@ -140,13 +152,13 @@ mod x86_64;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::jit_stackmaps::StackMapJit;
 
 pub use deopt::Continuation;
-pub use fast_path::{encode_fast_path, FastPath};
+pub use fast_path::{encode_fast_path, FastPath, ObjectIndex};
 pub use inline_cache::ShapeId;
 pub use sites::{Site, SiteKind};
 
@@ -175,7 +187,7 @@ pub struct Options {
     /// Count hits in [`Stats::hits`] (one memory increment per hit). Off, `hits` stays 0.
     pub count_hits: bool,
     /// Write the fast path into a site that has room for it instead of a call to a stub
-    /// (see [`fast_path`](self::fast_path)); sites too small for it call a stub either way.
+    /// (see [`fast_path`]); sites too small for it call a stub either way.
     pub inline_fast_path: bool,
 }
 
@@ -202,9 +214,6 @@ pub struct Runtime {
     /// The address of `@locus.deopt.stub`.
     deopt_stub: u64,
     options: Options,
-    /// Incremented by the stubs and inline fast paths when counting hits; boxed so its
-    /// address stays put.
-    hits: Box<AtomicU64>,
     state: RefCell<inline_cache::State>,
 }
 
@@ -263,6 +272,8 @@ impl Runtime {
         host: &[(&str, usize)],
     ) -> Result<Self> {
         let (sites, continuations) = sites::scan(name, ir)?;
+        let arena = arena::Arena::new(arena::ARENA_BITS, x86_64::ic_miss_address() as u64)
+            .map_err(|e| jit_error(&e))?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
         let surface = x86_64::surface_symbols();
@@ -285,8 +296,7 @@ impl Runtime {
             continuations,
             deopt_stub,
             options,
-            hits: Box::new(AtomicU64::new(0)),
-            state: RefCell::new(inline_cache::State::default()),
+            state: RefCell::new(inline_cache::State::new(arena)),
         })
     }
 
@@ -311,8 +321,9 @@ impl Runtime {
     /// What the runtime did so far.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        let mut stats = self.state.borrow().stats;
-        stats.hits = self.hits.load(Ordering::Relaxed);
+        let state = self.state.borrow();
+        let mut stats = state.stats;
+        stats.hits = state.arena.hits().load(Ordering::Relaxed);
         stats
     }
 
