@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use locus_gc::lower::{lower_module, FunctionReport, LowerOptions};
-use locus_gc::run::prepare_with_passes;
+use locus_gc::run::{lower_statepoints, prepare_with_roots, Roots};
 use locus_gc::runtime::OnFault;
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
@@ -41,6 +41,13 @@ pub enum Command {
         /// opt's -passes syntax, e.g. `default<O2>` (as `| opt-19 -passes=PIPELINE` would).
         #[arg(long, value_name = "PIPELINE")]
         passes: Option<String>,
+        /// How roots are kept: `frames` (Julia-style GC frames, the default) or
+        /// `statepoint` (the module rewritten by LLVM's rewrite-statepoints-for-gc: GC
+        /// pointers in address space 1, `gc "statepoint-example"`, frame pointers kept,
+        /// the runtime's collecting calls wrapped to pass their frame address; compile it
+        /// ahead of time with llc and link it against the Locus runtime).
+        #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
+        roots: RootsArg,
     },
     /// Check the GC invariants of spec 003 that root placement relies on.
     ///
@@ -129,6 +136,18 @@ pub enum Command {
         /// Print the collector's counters after the result.
         #[arg(long)]
         stats: bool,
+        /// Where the collector finds roots: `frames` (Julia-style GC frames linked into a
+        /// chain; objects never move) or `statepoint` (LLVM's gc.statepoint stack maps,
+        /// found by walking the frame-pointer chain of the compiled code; x86-64).
+        #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
+        roots: RootsArg,
+        /// With --roots statepoint: a copying collector that moves every live object that
+        /// is not pinned at each collection and makes the old copy inaccessible, so a
+        /// pointer the code failed to relocate ends the run with exit status 2, naming the
+        /// object. Pinned: objects held by gc_preserve, jl_roots or pointer_from_objref,
+        /// and Julia's tagged objects.
+        #[arg(long)]
+        moving: bool,
         /// Run this LLVM pass pipeline on the lowered module, in process, before it is
         /// compiled: opt's -passes syntax, e.g. `default<O2>`, so that the collector checks
         /// the frames as the optimizer left them.
@@ -137,6 +156,24 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", value_parser = crate::watchdog::parse_seconds, help = crate::watchdog::HELP)]
         timeout: Option<std::time::Duration>,
     },
+}
+
+/// `--roots`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RootsArg {
+    /// Julia-style GC frames.
+    Frames,
+    /// LLVM statepoints and their stack maps.
+    Statepoint,
+}
+
+impl From<RootsArg> for Roots {
+    fn from(r: RootsArg) -> Roots {
+        match r {
+            RootsArg::Frames => Roots::Frames,
+            RootsArg::Statepoint => Roots::Statepoint,
+        }
+    }
 }
 
 fn read(input: &Input, file: &std::path::Path) -> Result<Vec<u8>, Failure> {
@@ -176,6 +213,29 @@ pub fn write_report(out: &mut dyn Write, reports: &[FunctionReport]) -> std::io:
     Ok(())
 }
 
+/// Writes `module` to `output` (bitcode for a `.bc` name, else text) or to `out`.
+fn write_module(
+    module: &Module<'_>,
+    output: Option<&std::path::Path>,
+    shown: &str,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    match output {
+        Some(path) => {
+            let bytes = if path.extension().is_some_and(|e| e == "bc") {
+                module.write_bitcode().ok_or_else(|| {
+                    Failure::Message(format!("{shown}: LLVM could not write bitcode"))
+                })?
+            } else {
+                module.print().into_bytes()
+            };
+            std::fs::write(path, bytes)
+                .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))
+        }
+        None => out.write_all(module.print().as_bytes()).map_err(io),
+    }
+}
+
 /// Prints each GC invariant violation of `module` as one line to `out`; fails if any is an
 /// error (warnings alone pass).
 fn check_invariants(
@@ -207,10 +267,25 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             report,
             strict,
             passes,
+            roots,
         } => {
             let bytes = read(input, file)?;
             let ctx = Context::new();
             let shown = file.display().to_string();
+            if *roots == RootsArg::Statepoint {
+                if *intermediate || *report || *strict {
+                    return Err(Failure::Message(
+                        "--intermediate, --report and --strict go with --roots frames".into(),
+                    ));
+                }
+                let (module, _) = lower_statepoints(&ctx, &shown, &bytes)
+                    .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+                if let Some(pipeline) = passes {
+                    locus_llvm::passes::run_passes(&module, pipeline)
+                        .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+                }
+                return write_module(&module, output.as_deref(), &shown, out);
+            }
             let module = Module::parse_ir(&ctx, &shown, &bytes)
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             check_invariants(&shown, &module, *strict, &mut std::io::stderr().lock())?;
@@ -266,19 +341,29 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             entry,
             stress,
             stats,
+            roots,
+            moving,
             passes,
             timeout,
         } => {
+            if *moving && *roots != RootsArg::Statepoint {
+                return Err(Failure::Message(
+                    "--moving needs --roots statepoint: Julia-style frames keep pointers in \
+                     registers across safepoints, so nothing they name may move"
+                        .into(),
+                ));
+            }
             let _watchdog = crate::watchdog::start(*timeout, &file.display().to_string());
             let bytes = read(input, file)?;
             let shown = file.display().to_string();
-            let prepared = prepare_with_passes(&shown, &bytes, entry, passes.as_deref())
-                .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            let prepared =
+                prepare_with_roots(&shown, &bytes, entry, passes.as_deref(), (*roots).into())
+                    .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             crate::sigpipe_for_program();
             // SAFETY: running the user's module is what this command is for; the module is
             // the user's to make sound. A fault in it ends the process with one line and
             // exit status 3 (2 for an access to a freed object under --stress).
-            let outcome = unsafe { prepared.call(*stress, OnFault::Exit) };
+            let outcome = unsafe { prepared.call_with(*stress, *moving, OnFault::Exit) };
             writeln!(out, "{}", outcome.value).map_err(io)?;
             if *stats {
                 write!(out, "{}", outcome.stats).map_err(io)?;

@@ -178,3 +178,10 @@ pub const RUNTIME_ALLOC_BYTES: &str = "locus_gc_alloc_bytes";
 /// `GenericMemory` with its data pointer set; what [`ALLOC_GENERICMEMORY`] becomes; may
 /// collect first.
 pub const RUNTIME_ALLOC_GENERICMEMORY: &str = "locus_gc_alloc_genericmemory";
+/// Statepoint roots: pins the live object holding an address (`void (ptr)`), what
+/// `gc_preserve_begin` and a `jl_roots` bundle become.
+pub const RUNTIME_PIN: &str = "locus_gc_pin";
+/// Statepoint roots: undoes one [`RUNTIME_PIN`].
+pub const RUNTIME_UNPIN: &str = "locus_gc_unpin";
+/// Statepoint roots: the object never moves again (`julia.pointer_from_objref`).
+pub const RUNTIME_PIN_FOREVER: &str = "locus_gc_pin_forever";

@@ -20,19 +20,42 @@
 //! stress collector, an access to a freed object is a dangling reference instead, handled
 //! as [`crate::runtime`] describes (exit status 2 with [`OnFault::Exit`]).
 
+use std::sync::Arc;
+
 use locus_llvm::jit::Jit;
+use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
+use locus_stackmap::{Location, StatepointRecord};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
+use crate::lower::statepoint::{rewrite_for_statepoints, StatepointReport};
 use crate::lower::{lower_module, FunctionReport, LowerOptions};
-use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Stats};
+use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Slot, SlotPair, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
+
+/// Where a collection finds the roots of compiled code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Roots {
+    /// Julia-style GC frames linked into a chain ([`crate::lower`]): objects never move.
+    #[default]
+    Frames,
+    /// LLVM statepoints: the stack maps of `rewrite-statepoints-for-gc`'s output, walked
+    /// through the frame-pointer chain ([`crate::lower::statepoint`],
+    /// [`crate::runtime::statepoints`]); a moving collector may run. x86-64 only.
+    Statepoint,
+}
 
 /// How to run a module.
 #[derive(Debug)]
 pub struct RunOptions {
+    /// Where the collector finds roots.
+    pub roots: Roots,
+    /// Move every live object that is not pinned at each collection (only with
+    /// [`Roots::Statepoint`]): old copies are made inaccessible, so a pointer that was not
+    /// relocated faults as a dangling reference.
+    pub moving: bool,
     /// The entry function, of type `i64 ()`.
     pub entry: String,
     /// Collect at every call that may collect, make freed objects inaccessible, never
@@ -50,6 +73,8 @@ impl Default for RunOptions {
     /// Entry `main`, no stress, [`OnFault::Exit`] (as [`Config::default`]).
     fn default() -> RunOptions {
         RunOptions {
+            roots: Roots::Frames,
+            moving: false,
             entry: "main".into(),
             stress: false,
             on_fault: OnFault::Exit,
@@ -74,11 +99,22 @@ pub struct RunOutcome {
 /// A module lowered and JIT-compiled, ready to call: what [`prepare`] makes.
 pub struct Prepared {
     /// Owns the compiled code: the entry address and `code` are valid while it lives.
-    _jit: Jit,
+    _jit: Compiled,
+    /// Statepoint roots: the compiled code's stack maps.
+    stack_maps: Option<Arc<StackMaps>>,
     entry: String,
     address: usize,
     code: Vec<CodeRange>,
     reports: Vec<FunctionReport>,
+}
+
+/// The JIT that owns a prepared module's code (only held: dropping it frees the code).
+#[allow(dead_code)]
+enum Compiled {
+    /// Frames: ORC's LLJIT.
+    Orc(Jit),
+    /// Statepoints: MCJIT with the stack maps kept.
+    StackMaps(StackMapJit),
 }
 
 impl std::fmt::Debug for Prepared {
@@ -141,6 +177,25 @@ pub fn prepare_with_passes(
     entry: &str,
     passes: Option<&str>,
 ) -> Result<Prepared> {
+    prepare_with_roots(name, ir, entry, passes, Roots::Frames)
+}
+
+/// Parses, checks and lowers as [`prepare`] does (for statepoint roots, rewrites with
+/// [`rewrite_for_statepoints`] instead, then runs `passes` on the result), and compiles.
+///
+/// # Errors
+/// As [`prepare_with_passes`]; [`Error::Lower`] for statepoint roots on a host other than
+/// x86-64, or stack maps the collector cannot use (a GC pointer kept in a register).
+pub fn prepare_with_roots(
+    name: &str,
+    ir: impl AsRef<[u8]>,
+    entry: &str,
+    passes: Option<&str>,
+    roots: Roots,
+) -> Result<Prepared> {
+    if roots == Roots::Statepoint {
+        return prepare_statepoints(name, ir.as_ref(), entry, passes);
+    }
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
     module.verify()?;
@@ -214,7 +269,8 @@ pub fn prepare_with_passes(
         })
         .collect();
     Ok(Prepared {
-        _jit: jit,
+        _jit: Compiled::Orc(jit),
+        stack_maps: None,
         entry: entry.to_owned(),
         address,
         code,
@@ -249,6 +305,17 @@ impl Prepared {
     /// The stress collector makes freed objects inaccessible, so under `stress` an access
     /// to one faults instead.
     pub unsafe fn call(&self, stress: bool, on_fault: OnFault) -> RunOutcome {
+        // SAFETY: the caller's promise.
+        unsafe { self.call_with(stress, false, on_fault) }
+    }
+
+    /// [`Prepared::call`], with the moving collector when `moving` (and the module was
+    /// prepared for statepoint roots; frames never move).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Prepared::call`].
+    pub unsafe fn call_with(&self, stress: bool, moving: bool, on_fault: OnFault) -> RunOutcome {
         let abort = matches!(on_fault, OnFault::Abort);
         signals::install();
         let _code = signals::register_code(self.code.iter().cloned());
@@ -258,6 +325,8 @@ impl Prepared {
         let rt = Runtime::enter(Config {
             stress,
             on_fault,
+            stack_maps: self.stack_maps.clone(),
+            moving: moving && self.stack_maps.is_some(),
             ..Config::default()
         });
         let value = {
@@ -287,7 +356,175 @@ impl Prepared {
 /// # Errors
 /// As [`prepare`].
 pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Result<RunOutcome> {
-    let prepared = prepare_with_passes(name, ir, &options.entry, options.passes.as_deref())?;
+    if options.moving && options.roots == Roots::Frames {
+        return Err(Error::Entry {
+            name: options.entry,
+            message: "the moving collector needs statepoint roots: Julia-style frames keep \
+                      pointers in registers across safepoints"
+                .into(),
+        });
+    }
+    let prepared = prepare_with_roots(
+        name,
+        ir,
+        &options.entry,
+        options.passes.as_deref(),
+        options.roots,
+    )?;
     // SAFETY: the caller's promise.
-    Ok(unsafe { prepared.call(options.stress, options.on_fault) })
+    Ok(unsafe { prepared.call_with(options.stress, options.moving, options.on_fault) })
+}
+
+/// Parses and checks `ir` as [`prepare`] does and rewrites it for statepoint roots,
+/// returning the module RS4GC produced (what `locus gc lower --roots statepoint` writes).
+///
+/// # Errors
+/// As [`prepare`], and the rewrite's.
+pub fn lower_statepoints<'c>(
+    ctx: &'c Context,
+    name: &str,
+    ir: &[u8],
+) -> Result<(Module<'c>, StatepointReport)> {
+    let module = Module::parse_ir(ctx, name, ir)?;
+    module.verify()?;
+    let violations: Vec<_> = crate::verify::verify_module(&module, Default::default())
+        .into_iter()
+        .filter(|v| v.is_error())
+        .collect();
+    if !violations.is_empty() {
+        return Err(Error::Invariants(violations));
+    }
+    let (out, report) = rewrite_for_statepoints(ctx, &module)?;
+    refuse_julia_runtime_calls(&out)?;
+    Ok((out, report))
+}
+
+/// The DWARF numbers of x86-64's stack and frame pointers.
+const DWARF_RSP: u16 = 7;
+const DWARF_RBP: u16 = 6;
+
+fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16)> {
+    let refuse = |what: &str| Error::Lower {
+        function: format!("(code at {return_address:#x})"),
+        instruction: None,
+        message: format!(
+            "a statepoint keeps a GC pointer {what}; the collector reads stack slots only"
+        ),
+    };
+    match location {
+        Location::Indirect {
+            dwarf_reg,
+            offset,
+            size,
+        } => {
+            let lanes = (size / 8).max(1);
+            match dwarf_reg {
+                DWARF_RSP => Ok((Slot::Sp(offset), lanes)),
+                DWARF_RBP => Ok((Slot::Fp(offset), lanes)),
+                _ => Err(refuse(&format!("in memory off DWARF register {dwarf_reg}"))),
+            }
+        }
+        Location::Constant { .. } | Location::ConstantIndex { .. } => Ok((Slot::Constant, 1)),
+        Location::Register { dwarf_reg, .. } => {
+            Err(refuse(&format!("in DWARF register {dwarf_reg}")))
+        }
+        Location::Direct { .. } => Err(refuse("as the address of a stack object")),
+    }
+}
+
+fn prepare_statepoints(
+    name: &str,
+    ir: &[u8],
+    entry: &str,
+    passes: Option<&str>,
+) -> Result<Prepared> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(Error::Lower {
+            function: entry.to_owned(),
+            instruction: None,
+            message: "statepoint roots walk x86-64 frames only".into(),
+        });
+    }
+    let ctx = Context::new();
+    let (module, _) = lower_statepoints(&ctx, name, ir)?;
+    if let Some(pipeline) = passes {
+        run_passes(&module, pipeline)?;
+    }
+    let entry_ok = module.function(entry).is_some_and(|f| {
+        let ty = f.function_type();
+        ty.return_type().and_then(|r| r.int_width()) == Some(64)
+            && ty.param_types().is_some_and(|p| p.is_empty())
+            && !f.is_declaration()
+    });
+    if !entry_ok {
+        return Err(Error::Entry {
+            name: entry.to_owned(),
+            message: "no defined function of type `i64 ()` by that name".into(),
+        });
+    }
+    let defined: Vec<String> = module
+        .function_list()
+        .into_iter()
+        .filter(|f| !f.is_declaration())
+        .map(|f| f.name())
+        .collect();
+    let symbols: Vec<(&str, usize)> = runtime::symbols()
+        .into_iter()
+        .chain(runtime::statepoint_symbols())
+        .chain(signals::thread_symbols())
+        .filter(|(n, _)| !defined.iter().any(|d| d == n))
+        .collect();
+    let jit = StackMapJit::from_module_with_frame_pointers(&module, &symbols)?;
+    let mut maps = StackMaps::new();
+    for s in jit.sections() {
+        if s.kind == locus_llvm::jit_stackmaps::SectionKind::Code {
+            let start = usize::try_from(s.address).unwrap_or(usize::MAX);
+            maps.add_code(
+                start,
+                start.saturating_add(usize::try_from(s.size).unwrap_or(0)),
+            );
+        }
+    }
+    for r in jit.stack_maps().iter() {
+        let Ok(sp) = StatepointRecord::new(r.record) else {
+            continue;
+        };
+        let mut pairs = Vec::new();
+        for p in sp.gc_pointers() {
+            let (base, lanes) = slot_of(p.base, r.address)?;
+            let (derived, _) = slot_of(p.derived, r.address)?;
+            pairs.push(SlotPair {
+                base,
+                derived,
+                lanes,
+            });
+        }
+        maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
+    }
+    let address = jit
+        .function_address(entry)
+        .and_then(|a| usize::try_from(a).ok())
+        .ok_or_else(|| Error::Entry {
+            name: entry.to_owned(),
+            message: "not found in the compiled code".into(),
+        })?;
+    let code = jit
+        .functions()
+        .iter()
+        .filter_map(|f| {
+            Some(CodeRange {
+                start: usize::try_from(f.address).ok()?,
+                len: usize::try_from(f.end.checked_sub(f.address)?).ok()?,
+                name: f.name.clone(),
+            })
+        })
+        .collect();
+    Ok(Prepared {
+        _jit: Compiled::StackMaps(jit),
+        stack_maps: Some(Arc::new(maps)),
+        entry: entry.to_owned(),
+        address,
+        code,
+        reports: Vec::new(),
+    })
 }

@@ -128,6 +128,7 @@ fn normal(threshold: usize) -> Guard {
         stress: false,
         heap_threshold: threshold,
         on_fault: OnFault::Record,
+        ..Config::default()
     })
 }
 

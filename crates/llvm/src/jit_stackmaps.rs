@@ -199,7 +199,28 @@ impl StackMapJit {
     /// be mapped or protected, or a stack map section does not parse (the message names
     /// the section and its address).
     pub fn new(name: &str, ir: impl AsRef<[u8]>, symbols: &[(&str, usize)]) -> Result<Self> {
-        StackMapJit::build(name, ir.as_ref(), symbols, true)
+        StackMapJit::build(name, ir.as_ref(), symbols, true, false)
+    }
+
+    /// [`StackMapJit::from_module`], with every function keeping its frame pointer: MCJIT's
+    /// C API sets each function's `"frame-pointer"` attribute from one engine-wide option
+    /// (`none` unless asked), so a module that needs its frame-pointer chain (a collector
+    /// that walks it to statepoint records) must ask here.
+    ///
+    /// # Errors
+    ///
+    /// As [`StackMapJit::new`].
+    pub fn from_module_with_frame_pointers(
+        module: &Module<'_>,
+        symbols: &[(&str, usize)],
+    ) -> Result<Self> {
+        let bitcode = module.write_bitcode().ok_or_else(|| {
+            jit_error(&format!(
+                "cannot write module `{}` as bitcode",
+                module.name()
+            ))
+        })?;
+        StackMapJit::build(&module.name(), &bitcode, symbols, true, true)
     }
 
     /// [`StackMapJit::new`] with LLVM's patch point live-out analysis off (empty live-out
@@ -209,7 +230,7 @@ impl StackMapJit {
         ir: impl AsRef<[u8]>,
         symbols: &[(&str, usize)],
     ) -> Result<Self> {
-        StackMapJit::build(name, ir.as_ref(), symbols, false)
+        StackMapJit::build(name, ir.as_ref(), symbols, false, false)
     }
 
     fn build(
@@ -217,6 +238,7 @@ impl StackMapJit {
         ir: &[u8],
         symbols: &[(&str, usize)],
         patchpoint_liveness: bool,
+        frame_pointers: bool,
     ) -> Result<Self> {
         init_targets();
         link_in_mcjit();
@@ -227,7 +249,7 @@ impl StackMapJit {
             arena: RefCell::new(Arena::reserve(RESERVED_BYTES)?),
             module: Cell::new(None),
         });
-        let engine = create_engine(module, &state)?;
+        let engine = create_engine(module, &state, frame_pointers)?;
         let mut jit = StackMapJit {
             index: StackMapIndex::new(Vec::new(), 0),
             functions: Vec::new(),
@@ -790,7 +812,11 @@ fn parse(context: &Context, name: &str, ir: &[u8]) -> Result<OwnedModule> {
 
 /// Creates MCJIT for `module` with a memory manager on `state`. The engine owns the module
 /// (recorded in `state`), whatever the outcome.
-fn create_engine(module: OwnedModule, state: &State) -> Result<LLVMExecutionEngineRef> {
+fn create_engine(
+    module: OwnedModule,
+    state: &State,
+    frame_pointers: bool,
+) -> Result<LLVMExecutionEngineRef> {
     let opaque: *const State = state;
     // SAFETY: all four callbacks are given; `opaque` outlives the memory manager (the JIT
     // frees `state` after disposing the engine, which owns the memory manager).
@@ -814,6 +840,8 @@ fn create_engine(module: OwnedModule, state: &State) -> Result<LLVMExecutionEngi
     // As `llc`'s default, `-O2`.
     options.OptLevel = 2;
     options.MCJMM = manager;
+    // The C API writes `"frame-pointer"` on every function from this flag.
+    options.NoFramePointerElim = LLVMBool::from(frame_pointers);
     let raw_module = module.0;
     std::mem::forget(module);
     state.module.set(Some(raw_module));

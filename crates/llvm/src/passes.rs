@@ -254,3 +254,46 @@ pub(crate) unsafe fn place_functions_in_sections(module: LLVMModuleRef) -> usize
     }
     placed
 }
+
+/// Sets the garbage collector strategy of `f` (`gc "NAME"` in the IR), as
+/// `rewrite-statepoints-for-gc` reads it: it rewrites only functions whose strategy is
+/// `statepoint-example` or `coreclr`. `None` removes it.
+///
+/// ```
+/// use locus_llvm::passes::set_gc;
+/// use locus_llvm::{Context, Module};
+///
+/// let ctx = Context::new();
+/// let module = Module::parse_ir(&ctx, "f.ll", "define void @f() { ret void }")?;
+/// let f = module.function("f").ok_or("no @f")?;
+/// set_gc(f, Some("statepoint-example"));
+/// assert_eq!(f.gc().as_deref(), Some("statepoint-example"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn set_gc(f: Function<'_>, strategy: Option<&str>) {
+    let name = strategy.and_then(|s| CString::new(s).ok());
+    let ptr = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
+    // SAFETY: a live function of a module `f` borrows; the name is NUL-terminated (or null,
+    // which clears it) and LLVM copies it.
+    unsafe { llvm_sys::core::LLVMSetGC(f.as_raw(), ptr) };
+}
+
+/// Adds the string attribute `key="value"` to `f` itself (such as `"frame-pointer"="all"`
+/// or `"gc-leaf-function"`), replacing one with the same key.
+pub fn add_function_string_attribute(f: Function<'_>, key: &str, value: &str) {
+    let raw = f.as_raw();
+    // SAFETY: a live function; the key and value are valid for their lengths and LLVM
+    // copies them into the context's attribute.
+    unsafe {
+        let ctx = llvm_sys::core::LLVMGetModuleContext(llvm_sys::core::LLVMGetGlobalParent(raw));
+        let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX);
+        let attr = llvm_sys::core::LLVMCreateStringAttribute(
+            ctx,
+            key.as_ptr().cast(),
+            len(key),
+            value.as_ptr().cast(),
+            len(value),
+        );
+        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    }
+}

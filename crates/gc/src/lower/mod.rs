@@ -34,6 +34,7 @@ pub mod memory;
 pub mod model;
 pub mod place;
 pub mod scan;
+pub mod statepoint;
 mod tbaa;
 
 pub use bitset::BitSet;

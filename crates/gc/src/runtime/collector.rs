@@ -41,6 +41,8 @@ pub struct Collection {
     pub freed_objects: u64,
     /// Body bytes (`8 * nptrs + nbytes`) freed.
     pub freed_bytes: u64,
+    /// Objects moved (the moving collector).
+    pub moved: u64,
 }
 
 /// Collects: walks the chain at `head`, marks from its roots, sweeps.
@@ -157,7 +159,13 @@ fn trace(
 }
 
 /// The fault for a traced pointer that is not a live object's address.
-fn bad(from: Referrer, target: usize, lookup: Lookup, heap: &Heap, collection: u64) -> GcFault {
+pub(crate) fn bad(
+    from: Referrer,
+    target: usize,
+    lookup: Lookup,
+    heap: &Heap,
+    collection: u64,
+) -> GcFault {
     match lookup {
         Lookup::Freed(object) => GcFault::DanglingReference {
             from,

@@ -37,6 +37,23 @@ pub enum Referrer {
         /// The root through which the object was reached: `(frame number, slot)`.
         root: (usize, usize),
     },
+    /// A base slot of a statepoint (statepoint roots,
+    /// [`crate::runtime::statepoints`]).
+    Statepoint {
+        /// The compiled frame's number, counted from the innermost (0).
+        frame: usize,
+        /// The return address of the statepoint's call.
+        return_address: usize,
+        /// The pair (lane) of the record.
+        pair: usize,
+        /// The slot's address.
+        slot: usize,
+    },
+    /// An object pinned by `gc_preserve` or a `jl_roots` bundle.
+    Pinned {
+        /// The object's address.
+        object: usize,
+    },
 }
 
 impl fmt::Display for Referrer {
@@ -62,6 +79,17 @@ impl fmt::Display for Referrer {
                 "field {field} of object {object:#x} (#{serial}, reached from root {slot} of \
                  frame #{frame})"
             ),
+            Referrer::Statepoint {
+                frame,
+                return_address,
+                pair,
+                slot,
+            } => write!(
+                f,
+                "base slot {pair} of the statepoint returning to {return_address:#x} \
+                 (compiled frame #{frame}, slot at {slot:#x})"
+            ),
+            Referrer::Pinned { object } => write!(f, "the pin on {object:#x}"),
         }
     }
 }
@@ -238,9 +266,21 @@ pub enum GcFault {
         /// collection, by [`crate::runtime::Runtime::frames`]).
         collection: u64,
     },
-    /// Something read or wrote the memory of an object a collection freed, and stress
-    /// mode's page protection caught the access as a fault (see
-    /// [`crate::runtime::pages`]). Reported by the signal handler ([`crate::signals`]).
+    /// A compiled frame the statepoint walk cannot read.
+    StatepointFrame {
+        /// The compiled frame's number, counted from the innermost (0).
+        frame: usize,
+        /// The return address into it (0 if not read).
+        return_address: usize,
+        /// What is wrong.
+        problem: &'static str,
+        /// The collection that found it.
+        collection: u64,
+    },
+    /// Something read or wrote the memory of an object a collection freed (or the old copy
+    /// of one the moving collector moved), and stress mode's page protection caught the
+    /// access as a fault (see [`crate::runtime::pages`]). Reported by the signal handler
+    /// ([`crate::signals`]).
     FreedAccess {
         /// The address accessed.
         addr: usize,
@@ -317,7 +357,8 @@ impl fmt::Display for GcFault {
                 };
                 write!(f, "dangling reference: {from} {points}")?;
                 if let Some(freed) = object.freed_in {
-                    write!(f, " freed in collection {freed}")?;
+                    let how = if object.moved { "moved away" } else { "freed" };
+                    write!(f, " {how} in collection {freed}")?;
                 }
                 write!(f, " ({object}; found in collection {collection})")
             }
@@ -385,6 +426,16 @@ impl fmt::Display for GcFault {
                 }
                 Ok(())
             }
+            GcFault::StatepointFrame {
+                frame,
+                return_address,
+                problem,
+                collection,
+            } => write!(
+                f,
+                "corrupt stack: compiled frame #{frame} (return address {return_address:#x}) \
+                 {problem} (found in collection {collection})"
+            ),
             GcFault::FreedAccess { addr, object } => {
                 let start = object.addr;
                 let end = start + object.size();
@@ -410,9 +461,10 @@ impl fmt::Display for GcFault {
                 if addr != start {
                     write!(f, " (at {addr:#x})")?;
                 }
+                let how = if object.moved { "moved away" } else { "freed" };
                 write!(
                     f,
-                    " freed in collection {} ({object})",
+                    " {how} in collection {} ({object})",
                     object.freed_in.unwrap_or(0)
                 )
             }

@@ -100,6 +100,9 @@ pub struct ObjectInfo {
     pub tagged: bool,
     /// The collection that freed it, if it is freed.
     pub freed_in: Option<u64>,
+    /// Freed because the moving collector copied it elsewhere in collection `freed_in`
+    /// (its old copy): a pointer to it was not updated.
+    pub moved: bool,
 }
 
 impl ObjectInfo {
@@ -161,6 +164,12 @@ struct Record {
     marked: bool,
     /// In stress mode's pages rather than from the global allocator.
     paged: bool,
+    /// `gc_preserve` and `jl_roots` pins held (statepoint roots): a root that never moves.
+    pins: u32,
+    /// Its address escaped as a plain pointer: it never moves again.
+    immovable: bool,
+    /// An old copy left by the moving collector.
+    moved: bool,
 }
 
 impl Record {
@@ -187,6 +196,7 @@ impl Record {
             nbytes: self.nbytes,
             tagged: self.tagged,
             freed_in: self.freed_in,
+            moved: self.moved,
         }
     }
 
@@ -329,6 +339,9 @@ impl Heap {
             freed_in: None,
             marked: false,
             paged: paged.is_some(),
+            pins: 0,
+            immovable: false,
+            moved: false,
         };
         self.next_serial += 1;
         // A tagged object's last header word is its type tag.
@@ -465,6 +478,151 @@ impl Heap {
         self.objects_freed += objects;
         self.bytes_freed += bytes;
         (objects, bytes)
+    }
+
+    /// The live object whose body holds `addr` (its address or a place inside its body).
+    pub(crate) fn resolve(&self, addr: usize) -> Option<usize> {
+        let (&start, rec) = self.live.range(..=addr).next_back()?;
+        (addr - start < rec.span().max(1)).then_some(start)
+    }
+
+    /// Pins the live object holding `addr` once more; false if there is none.
+    pub(crate) fn pin(&mut self, addr: usize) -> bool {
+        let Some(start) = self.resolve(addr) else {
+            return false;
+        };
+        self.live.get_mut(&start).is_some_and(|r| {
+            r.pins = r.pins.saturating_add(1);
+            true
+        })
+    }
+
+    /// Undoes one [`Heap::pin`] of the live object holding `addr`.
+    pub(crate) fn unpin(&mut self, addr: usize) -> bool {
+        let Some(start) = self.resolve(addr) else {
+            return false;
+        };
+        self.live.get_mut(&start).is_some_and(|r| {
+            r.pins = r.pins.saturating_sub(1);
+            true
+        })
+    }
+
+    /// Makes the live object holding `addr` immovable for the rest of its life.
+    pub(crate) fn pin_forever(&mut self, addr: usize) -> bool {
+        let Some(start) = self.resolve(addr) else {
+            return false;
+        };
+        self.live.get_mut(&start).is_some_and(|r| {
+            r.immovable = true;
+            true
+        })
+    }
+
+    /// The live objects with pins held.
+    pub(crate) fn pinned_objects(&self) -> Vec<usize> {
+        self.live
+            .iter()
+            .filter(|(_, r)| r.pins > 0)
+            .map(|(&a, _)| a)
+            .collect()
+    }
+
+    /// Whether the live object at `addr` must never move.
+    pub(crate) fn is_immovable(&self, addr: usize) -> bool {
+        self.live
+            .get(&addr)
+            .is_some_and(|r| r.immovable || r.pins > 0 || r.tagged)
+    }
+
+    /// Every live object's address.
+    pub(crate) fn live_addresses(&self) -> Vec<usize> {
+        self.live.keys().copied().collect()
+    }
+
+    /// Copies the live object at `addr` to a new block (same serial, header and body) and
+    /// frees the old copy as a sweep would in stress mode (inaccessible, or poisoned), marked
+    /// moved in `collection`. Returns the new address; `None` (nothing changed) when the
+    /// object is not live or no block can be had.
+    pub(crate) fn relocate(&mut self, addr: usize, collection: u64) -> Option<usize> {
+        let rec = *self.live.get(&addr)?;
+        let shape = (rec.serial, rec.nptrs as u64, rec.nbytes as u64, rec.tagged);
+        let paged = self
+            .pages
+            .as_mut()
+            .and_then(|pages| pages.alloc(rec.span(), shape));
+        let block = match paged {
+            Some(block) => block as *mut u8,
+            // SAFETY: the layout has a non-zero size (the header alone is 32 bytes).
+            None => unsafe { alloc::alloc_zeroed(rec.layout()) },
+        };
+        if block.is_null() {
+            return None;
+        }
+        let new = block as usize + HEADER_BYTES;
+        // SAFETY: the old block is live (header and `span` bytes after it, accessible); the
+        // new one has room for both and does not overlap it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (addr - HEADER_BYTES) as *const u8,
+                block,
+                HEADER_BYTES + rec.span(),
+            )
+        };
+        self.live.remove(&addr);
+        self.live.insert(
+            new,
+            Record {
+                paged: paged.is_some(),
+                marked: false,
+                ..rec
+            },
+        );
+        let old = Record {
+            freed_in: Some(collection),
+            moved: true,
+            marked: false,
+            ..rec
+        };
+        // SAFETY: the old block is ours and still accessible.
+        unsafe { ((addr - HEADER_BYTES) as *mut ObjectHeader).write(old.header()) };
+        let protected = old.paged
+            && self
+                .pages
+                .as_mut()
+                .is_some_and(|pages| pages.free_moved(addr, collection));
+        if !protected {
+            // SAFETY: the block is ours and `span` bytes follow the header.
+            unsafe { std::ptr::write_bytes(addr as *mut u8, POISON_BYTE, old.span()) };
+        }
+        self.freed.insert(addr, old);
+        Some(new)
+    }
+
+    /// Makes the old copies [`Heap::relocate`] left inaccessible, in one batch.
+    pub(crate) fn release_pages(&mut self) {
+        if let Some(pages) = self.pages.as_mut() {
+            pages.release();
+        }
+    }
+
+    /// Rewrites every pointer field of every live untagged object through `moved`.
+    pub(crate) fn rewrite_fields(&mut self, moved: &std::collections::HashMap<usize, usize>) {
+        for (&addr, rec) in &self.live {
+            if rec.tagged {
+                continue;
+            }
+            for field in 0..rec.nptrs {
+                // SAFETY: a live object's fields are its first `nptrs` aligned words.
+                let slot = unsafe { (addr as *mut usize).add(field) };
+                // SAFETY: as above.
+                let value = unsafe { slot.read() };
+                if let Some(&new) = moved.get(&value) {
+                    // SAFETY: as above.
+                    unsafe { slot.write(new) };
+                }
+            }
+        }
     }
 
     /// Takes the accesses to freed objects the signal handler recorded (runtimes that let a

@@ -161,6 +161,7 @@ pub mod fault;
 pub mod frames;
 pub mod heap;
 pub mod pages;
+pub mod statepoints;
 
 use crate::contract::{
     MEMORY_INLINE_DATA_OFFSET, MEMORY_PTR_OFFSET, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES,
@@ -180,6 +181,7 @@ pub use collector::Collection;
 pub use fault::{AllocProblem, FrameProblem, GcFault, ReadProblem, Referrer};
 pub use frames::{GcFrame, StackBounds};
 pub use heap::{Lookup, ObjectInfo};
+pub use statepoints::{Slot, SlotPair, StackMaps};
 
 use heap::{Heap, POISON_WORD};
 use pages::Mode;
@@ -221,15 +223,23 @@ pub struct Config {
     pub heap_threshold: usize,
     /// What the `extern "C"` functions do with a fault.
     pub on_fault: OnFault,
+    /// Statepoint roots: the stack maps of the compiled code, walked at each collection
+    /// (see [`statepoints`]). `None`: roots come from the frame chain alone.
+    pub stack_maps: Option<std::sync::Arc<StackMaps>>,
+    /// With [`Config::stack_maps`]: move every live object that is not pinned at each
+    /// collection, freeing the old copy as stress mode frees objects.
+    pub moving: bool,
 }
 
 impl Default for Config {
-    /// Normal mode, [`DEFAULT_HEAP_THRESHOLD`], [`OnFault::Exit`].
+    /// Normal mode, [`DEFAULT_HEAP_THRESHOLD`], [`OnFault::Exit`], frame roots.
     fn default() -> Config {
         Config {
             stress: false,
             heap_threshold: DEFAULT_HEAP_THRESHOLD,
             on_fault: OnFault::Exit,
+            stack_maps: None,
+            moving: false,
         }
     }
 }
@@ -279,6 +289,8 @@ pub struct Stats {
     /// Write barriers run (`locus_gc_write_barrier`; a no-op for this non-moving,
     /// non-generational collector, counted so a frontend's barriers can be seen).
     pub write_barriers: u64,
+    /// Objects moved by the moving collector, summed over its collections.
+    pub objects_moved: u64,
 }
 
 impl fmt::Display for Stats {
@@ -300,7 +312,8 @@ impl fmt::Display for Stats {
         writeln!(f, "bytes freed: {}", self.bytes_freed)?;
         writeln!(f, "bytes live: {}", self.bytes_live)?;
         writeln!(f, "faults: {}", self.faults)?;
-        writeln!(f, "write barriers: {}", self.write_barriers)
+        writeln!(f, "write barriers: {}", self.write_barriers)?;
+        writeln!(f, "objects moved: {}", self.objects_moved)
     }
 }
 
@@ -341,6 +354,10 @@ pub struct Runtime {
     stack: Option<StackBounds>,
     state: RefCell<State>,
     faults: RefCell<Vec<GcFault>>,
+    stack_maps: Option<std::sync::Arc<StackMaps>>,
+    moving: bool,
+    /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
+    sp_frame: Cell<usize>,
 }
 
 thread_local! {
@@ -371,7 +388,8 @@ impl Runtime {
             OnFault::Abort => Mode::Abort,
             OnFault::Record | OnFault::Call(_) => Mode::Record,
         };
-        if config.stress {
+        let moving = config.moving && config.stack_maps.is_some();
+        if config.stress || moving {
             crate::signals::install();
         }
         let rt = Box::new(Runtime {
@@ -382,12 +400,16 @@ impl Runtime {
             on_fault: config.on_fault,
             stack: StackBounds::current_thread(),
             state: RefCell::new(State {
-                heap: Heap::new(config.stress, mode),
+                // The moving collector frees old copies as stress mode frees objects.
+                heap: Heap::new(config.stress || moving, mode),
                 stats: Stats::default(),
                 since_gc: 0,
                 live_after_gc: 0,
             }),
             faults: RefCell::new(Vec::new()),
+            stack_maps: config.stack_maps,
+            moving,
+            sp_frame: Cell::new(0),
         });
         let rt = NonNull::from(Box::leak(rt));
         // SAFETY: just leaked; freed only by the guard.
@@ -439,7 +461,21 @@ impl Runtime {
         st.stats.collections += 1;
         let number = st.stats.collections;
         st.since_gc = 0;
-        let done = collector::collect(&mut st.heap, self.head(), self.stack, number)?;
+        let done = match &self.stack_maps {
+            Some(maps) => statepoints::collect(
+                &mut st.heap,
+                &statepoints::Roots {
+                    maps,
+                    fp: self.sp_frame.get(),
+                    head: self.head(),
+                    bounds: self.stack,
+                    moving: self.moving,
+                },
+                number,
+            )?,
+            None => collector::collect(&mut st.heap, self.head(), self.stack, number)?,
+        };
+        st.stats.objects_moved += done.moved;
         st.stats.frames_walked += done.frames as u64;
         st.stats.deepest_chain = st.stats.deepest_chain.max(done.frames);
         st.stats.max_roots_in_frame = st.stats.max_roots_in_frame.max(done.max_roots);
@@ -873,6 +909,142 @@ pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     entry(RUNTIME_WRITE_BARRIER, |rt| {
         rt.state.borrow_mut().stats.write_barriers += 1;
     })
+}
+
+/// Runs `body` with `fp` recorded as the frame the statepoint walk starts from.
+fn from_frame<R>(fp: usize, body: impl FnOnce() -> R) -> R {
+    let set = |v: usize| {
+        let _ = CURRENT.try_with(|cur| {
+            let rt = cur.get();
+            if !rt.is_null() {
+                // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+                unsafe { &*rt }.sp_frame.set(v);
+            }
+        });
+    };
+    set(fp);
+    let r = body();
+    set(0);
+    r
+}
+
+/// [`locus_gc_alloc`] called by a statepoint wrapper, `fp` its frame address.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_alloc(nptrs: i64, nbytes: i64, fp: usize) -> *mut u8 {
+    from_frame(fp, || locus_gc_alloc(nptrs, nbytes))
+}
+
+/// [`locus_gc_alloc_bytes`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_alloc_bytes(
+    ptls: *const u8,
+    size: i64,
+    tag: i64,
+    fp: usize,
+) -> *mut u8 {
+    from_frame(fp, || locus_gc_alloc_bytes(ptls, size, tag))
+}
+
+/// [`locus_gc_alloc_genericmemory`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_alloc_genericmemory(
+    ptls: *const u8,
+    nbytes: i64,
+    tag: *const u8,
+    fp: usize,
+) -> *mut u8 {
+    from_frame(fp, || locus_gc_alloc_genericmemory(ptls, nbytes, tag))
+}
+
+/// [`locus_gc_safepoint`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_safepoint(fp: usize) {
+    from_frame(fp, || locus_gc_safepoint())
+}
+
+/// [`locus_gc_foreign_read`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_foreign_read(raw: *const u8, offset: i64, fp: usize) -> i64 {
+    from_frame(fp, || locus_gc_foreign_read(raw, offset))
+}
+
+/// [`locus_gc_callee_rooted_read`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp: usize) -> i64 {
+    from_frame(fp, || locus_gc_callee_rooted_read(obj, offset))
+}
+
+/// Pins the live object holding `addr` (its address or a place in it) once more: it is a
+/// root and does not move until [`locus_gc_unpin`]. What `gc_preserve_begin` and a
+/// `jl_roots` bundle become under statepoint roots. Never collects; an address in no live
+/// object is ignored.
+#[no_mangle]
+pub extern "C" fn locus_gc_pin(addr: *const u8) {
+    entry(crate::contract::RUNTIME_PIN, |rt| {
+        rt.state.borrow_mut().heap.pin(addr as usize);
+    })
+}
+
+/// Undoes one [`locus_gc_pin`]. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_unpin(addr: *const u8) {
+    entry(crate::contract::RUNTIME_UNPIN, |rt| {
+        rt.state.borrow_mut().heap.unpin(addr as usize);
+    })
+}
+
+/// The live object holding `addr` never moves again (its address escaped through
+/// `julia.pointer_from_objref`); it is not made a root. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
+    entry(crate::contract::RUNTIME_PIN_FOREVER, |rt| {
+        rt.state.borrow_mut().heap.pin_forever(addr as usize);
+    })
+}
+
+/// The statepoint path's entry points by name and address: the `locus_gc_sp_*` entries the
+/// wrappers call and the pins.
+pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "locus_gc_sp_alloc",
+            locus_gc_sp_alloc as extern "C" fn(i64, i64, usize) -> *mut u8 as usize,
+        ),
+        (
+            "locus_gc_sp_alloc_bytes",
+            locus_gc_sp_alloc_bytes as extern "C" fn(*const u8, i64, i64, usize) -> *mut u8
+                as usize,
+        ),
+        (
+            "locus_gc_sp_alloc_genericmemory",
+            locus_gc_sp_alloc_genericmemory
+                as extern "C" fn(*const u8, i64, *const u8, usize) -> *mut u8 as usize,
+        ),
+        (
+            "locus_gc_sp_safepoint",
+            locus_gc_sp_safepoint as extern "C" fn(usize) as usize,
+        ),
+        (
+            "locus_gc_sp_foreign_read",
+            locus_gc_sp_foreign_read as extern "C" fn(*const u8, i64, usize) -> i64 as usize,
+        ),
+        (
+            "locus_gc_sp_callee_rooted_read",
+            locus_gc_sp_callee_rooted_read as extern "C" fn(*const u8, i64, usize) -> i64 as usize,
+        ),
+        (
+            crate::contract::RUNTIME_PIN,
+            locus_gc_pin as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_UNPIN,
+            locus_gc_unpin as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_PIN_FOREVER,
+            locus_gc_pin_forever as extern "C" fn(*const u8) as usize,
+        ),
+    ]
 }
 
 /// The `extern "C"` functions by name and address, for a JIT to define as absolute symbols.

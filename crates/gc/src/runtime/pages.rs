@@ -62,6 +62,9 @@ use std::sync::OnceLock;
 use super::heap::{ObjectInfo, HEADER_BYTES, OBJECT_ALIGN, POISON_BYTE};
 use crate::signals::{HandlerTable, Readers};
 
+/// Set in a region's `freed_in` for an old copy left by the moving collector.
+const MOVED_BIT: u64 = 1 << 63;
+
 /// The address space one chunk reserves unless an object needs more.
 const CHUNK_BYTES: usize = 4 << 30;
 
@@ -190,7 +193,8 @@ pub(crate) fn find_freed<'r>(readers: &'r Readers, addr: usize) -> Option<Hit<'r
                 nptrs: region.nptrs as usize,
                 nbytes: region.nbytes as usize,
                 tagged: region.tagged,
-                freed_in: Some(freed_in),
+                freed_in: Some(freed_in & !MOVED_BIT),
+                moved: freed_in & MOVED_BIT != 0,
             },
             chunk,
             region,
@@ -340,10 +344,19 @@ impl Pages {
     /// the handler, and queues its region for [`Pages::release`], which must run before
     /// the program does again. Returns false if `addr` is not one of ours.
     pub(crate) fn free(&mut self, addr: usize, collection: u64) -> bool {
+        self.free_as(addr, collection.max(1) & !MOVED_BIT)
+    }
+
+    /// [`Pages::free`] for the old copy of an object the moving collector copied.
+    pub(crate) fn free_moved(&mut self, addr: usize, collection: u64) -> bool {
+        self.free_as(addr, collection.max(1) | MOVED_BIT)
+    }
+
+    fn free_as(&mut self, addr: usize, freed_in: u64) -> bool {
         let Some(region) = self.region(addr) else {
             return false;
         };
-        region.freed_in.store(collection.max(1), Ordering::Release);
+        region.freed_in.store(freed_in, Ordering::Release);
         let entry = (region.start, region.end, region.addr);
         self.freed.push(entry);
         true

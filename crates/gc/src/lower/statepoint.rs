@@ -1,0 +1,557 @@
+//! Statepoint roots: the same Julia-style input rewritten for LLVM's
+//! `rewrite-statepoints-for-gc` (RS4GC) instead of given a GC frame.
+//!
+//! RS4GC treats pointers in address space 1 as GC pointers in functions whose `gc` strategy
+//! is `statepoint-example`, wraps every call that is not a GC leaf in a `gc.statepoint`,
+//! lists every GC pointer live across it (with the base object of each derived pointer) in
+//! the statepoint's stack map record, and makes the code use the relocated values
+//! (`gc.relocate`) after the call: so the collector may move what those slots point to.
+//! [`rewrite_for_statepoints`] gets the input there:
+//!
+//! 1. the contract's pins become runtime calls, before the constructs that carry them are
+//!    cleaned up: each object a `llvm.julia.gc_preserve_begin` names is pinned until the
+//!    matching `gc_preserve_end` ([`PIN`], [`UNPIN`]), each object in a call's `jl_roots`
+//!    bundle for the call, and an object passed to `julia.pointer_from_objref` for the
+//!    rest of its life ([`PIN_FOREVER`]): its address escaped as a plain pointer;
+//! 2. Julia's helpers are lowered as for frames (`julia.call`, the allocations,
+//!    `julia.typeof`, write barriers, `julia.get_pgcstack`), and `sroa,mem2reg` promotes the
+//!    function's `alloca`s of GC pointers to SSA values, which RS4GC can relocate;
+//! 3. every struct or array value holding GC pointers is scalarized: its pointer fields are
+//!    extracted right after it is made and it is rebuilt from them before each use, because
+//!    LLVM 19's RS4GC relocates scalars and vectors of GC pointers, never aggregates;
+//! 4. the text is retyped: address spaces 10, 11, 12 and 13 all become 1 (a cast between
+//!    two of them becomes a `bitcast`), and the runtime's functions that may collect become
+//!    small wrappers defined in the module, which pass their frame address
+//!    (`llvm.frameaddress`) to the runtime's `locus_gc_sp_*` entry: the walk of the
+//!    frame-pointer chain starts there ([`crate::runtime::statepoints`]);
+//! 5. every other defined function gets `gc "statepoint-example"` and
+//!    `"frame-pointer"="all"`, the runtime functions that never collect `"gc-leaf-function"`,
+//!    and RS4GC runs in process (`LLVMRunPasses`).
+
+use std::collections::HashMap;
+
+use locus_llvm::builder::Builder;
+use locus_llvm::ir::{Function, Instruction, Opcode, Type, Value};
+use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
+use locus_llvm::{Context, Module};
+
+use crate::addrspace::is_gc;
+use crate::contract::{
+    JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END, RUNTIME_ALLOC,
+    RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ,
+    RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
+    UNTRACKED,
+};
+use crate::{Error, Result};
+
+/// The GC strategy RS4GC rewrites.
+pub const GC_STRATEGY: &str = "statepoint-example";
+/// The address space of GC pointers for RS4GC.
+pub const GC_ADDRESS_SPACE: u32 = 1;
+pub use crate::contract::{
+    RUNTIME_PIN as PIN, RUNTIME_PIN_FOREVER as PIN_FOREVER, RUNTIME_UNPIN as UNPIN,
+};
+/// The prefix of the runtime entries the wrappers call, with the frame address last.
+pub const SP_PREFIX: &str = "locus_gc_sp_";
+
+/// The runtime functions that may collect: each becomes a wrapper calling
+/// `locus_gc_sp_<suffix>`.
+pub const COLLECTING: [(&str, &str); 6] = [
+    (RUNTIME_ALLOC, "alloc"),
+    (RUNTIME_ALLOC_BYTES, "alloc_bytes"),
+    (RUNTIME_ALLOC_GENERICMEMORY, "alloc_genericmemory"),
+    (RUNTIME_SAFEPOINT, "safepoint"),
+    (RUNTIME_FOREIGN_READ, "foreign_read"),
+    (RUNTIME_CALLEE_ROOTED_READ, "callee_rooted_read"),
+];
+
+/// The runtime functions that never collect: no statepoint for calls to them.
+const LEAVES: [&str; 5] = [
+    RUNTIME_GET_PGCSTACK,
+    RUNTIME_WRITE_BARRIER,
+    PIN,
+    UNPIN,
+    PIN_FOREVER,
+];
+
+/// What the rewrite did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatepointReport {
+    /// Functions given the `statepoint-example` strategy.
+    pub functions: usize,
+    /// Aggregate values scalarized.
+    pub aggregates: usize,
+    /// Pin calls inserted (gc_preserve, jl_roots, pointer_from_objref).
+    pub pins: usize,
+    /// Runtime wrappers defined.
+    pub wrappers: usize,
+}
+
+/// Rewrites `module` (Julia-style, already checked against the GC invariants) for
+/// statepoint roots, as the [module documentation](self) describes, and returns the
+/// rewritten module, parsed in `ctx` and verified. `module` is changed on the way (its
+/// helpers lowered).
+///
+/// # Errors
+/// [`Error::Lower`] naming the function and instruction the rewrite cannot handle, and
+/// LLVM's errors (the retyped text or RS4GC's output failing to verify).
+pub fn rewrite_for_statepoints<'c>(
+    ctx: &'c Context,
+    module: &Module<'_>,
+) -> Result<(Module<'c>, StatepointReport)> {
+    let mut report = StatepointReport::default();
+    {
+        let b = Builder::new(module);
+        for f in module.function_list() {
+            if f.is_declaration() {
+                continue;
+            }
+            report.pins += pin_contract(&b, f)?;
+            super::emit::rewrite_helpers(&b, f)?;
+            super::final_lower::final_lower(&b, f)?;
+        }
+        module.verify()?;
+    }
+    // Promote what lives in allocas to SSA values, which RS4GC relocates (memory it does
+    // not). Later passes see the same IR a frontend would hand to RS4GC.
+    run_passes(module, "function(sroa,mem2reg)")?;
+    {
+        let b = Builder::new(module);
+        for f in module.function_list() {
+            if !f.is_declaration() {
+                report.aggregates += scalarize_aggregates(&b, f)?;
+            }
+        }
+        module.verify()?;
+    }
+    let mut wrappers = Vec::new();
+    for (runtime, suffix) in COLLECTING {
+        if let Some(f) = module.function(runtime).filter(|f| f.is_declaration()) {
+            wrappers.push((runtime, suffix, f.function_type()));
+        }
+    }
+    let mut text = retype(&module.print());
+    let mut defs = String::new();
+    for (runtime, suffix, ty) in &wrappers {
+        text = drop_declaration(&text, runtime);
+        defs.push_str(&wrapper(runtime, suffix, *ty)?);
+    }
+    if !defs.is_empty() {
+        text.push_str("\ndeclare ptr @llvm.frameaddress.p0(i32 immarg)\n");
+        text.push_str(&defs);
+    }
+    report.wrappers = wrappers.len();
+    let name = module.name();
+    let out = Module::parse_ir(ctx, &name, text)?;
+    out.verify()?;
+    let wrapper_names: Vec<&str> = wrappers.iter().map(|w| w.0).collect();
+    for f in out.function_list() {
+        let fname = f.name();
+        if f.is_declaration() {
+            if LEAVES.contains(&fname.as_str()) {
+                add_function_string_attribute(f, "gc-leaf-function", "");
+            }
+            continue;
+        }
+        add_function_string_attribute(f, "frame-pointer", "all");
+        if wrapper_names.contains(&fname.as_str()) {
+            continue;
+        }
+        set_gc(f, Some(GC_STRATEGY));
+        report.functions += 1;
+    }
+    run_passes(&out, "rewrite-statepoints-for-gc")?;
+    Ok((out, report))
+}
+
+/// The GC pointer leaves of a value of type `ty` at the granularity RS4GC relocates: a
+/// pointer or a vector of pointers (in any GC address space), by `extractvalue` path.
+fn gc_fields(ty: Type<'_>) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let fields: Vec<Type<'_>> = match (ty.struct_fields(), ty.element_type(), ty.array_len()) {
+        (Some(fields), _, _) => fields,
+        (None, Some(elem), Some(n)) if ty.is_aggregate() => {
+            (0..n.min(1 << 12)).map(|_| elem).collect()
+        }
+        _ => return out,
+    };
+    for (i, f) in fields.into_iter().enumerate() {
+        let here = u32::try_from(i).unwrap_or(u32::MAX);
+        if f.is_aggregate() {
+            for mut rest in gc_fields(f) {
+                rest.insert(0, here);
+                out.push(rest);
+            }
+        } else if f.holds_pointer_in(is_gc) {
+            out.push(vec![here]);
+        }
+    }
+    out
+}
+
+/// Every GC pointer inside `v` (a pointer, a vector lane, an aggregate field), extracted
+/// at the builder's position.
+fn pointer_leaves<'m>(b: &Builder<'m>, v: Value<'m>) -> Result<Vec<Value<'m>>> {
+    let ty = v.ty();
+    if ty.is_pointer() {
+        return Ok(if ty.address_space().is_some_and(is_gc) {
+            vec![v]
+        } else {
+            Vec::new()
+        });
+    }
+    if ty.is_vector() {
+        let mut out = Vec::new();
+        if ty.scalar().address_space().is_some_and(is_gc) {
+            for i in 0..ty.vector_len().unwrap_or(0) {
+                let index = b.const_int(b.int_type(32)?, i64::from(i))?;
+                out.push(b.extract_element(v, index, "")?);
+            }
+        }
+        return Ok(out);
+    }
+    let mut out = Vec::new();
+    for path in gc_fields(ty) {
+        let mut x = v;
+        for &i in &path {
+            x = b.extract_value(x, i, "")?;
+        }
+        out.extend(pointer_leaves(b, x)?);
+    }
+    Ok(out)
+}
+
+/// The untracked address of each GC pointer of `v`, for the pin calls.
+fn raw_leaves<'m>(b: &Builder<'m>, v: Value<'m>) -> Result<Vec<Value<'m>>> {
+    let raw = b.ptr_type(UNTRACKED)?;
+    pointer_leaves(b, v)?
+        .into_iter()
+        .filter(|l| !l.is_null() && !l.is_undef())
+        .map(|l| Ok(b.addrspacecast(l, raw, "")?))
+        .collect()
+}
+
+/// Calls `name(raw)` (declaring `void @name(ptr)` if needed) at the builder's position.
+fn call_pin<'m>(b: &Builder<'m>, name: &str, raw: Value<'m>) -> Result<()> {
+    let ty = b.function_type(b.void_type(), &[b.ptr_type(UNTRACKED)?], false)?;
+    let f = b.declare_function(name, ty)?;
+    b.call(ty, f, &[raw], &[], "")?;
+    Ok(())
+}
+
+/// Inserts the pin calls for `f`'s gc_preserve regions, `jl_roots` bundles and
+/// `pointer_from_objref` calls. Returns how many.
+fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+    let mut pins = 0;
+    let mut preserved: HashMap<Value<'m>, Vec<Value<'m>>> = HashMap::new();
+    let mut ends = Vec::new();
+    for inst in f.instructions() {
+        let Some(call) = inst.as_call() else { continue };
+        let name = call.callee_name().unwrap_or_default();
+        if name == PRESERVE_BEGIN {
+            b.position_after(inst)?;
+            let mut raws = Vec::new();
+            for arg in call.arguments() {
+                raws.extend(raw_leaves(b, arg)?);
+            }
+            for &raw in &raws {
+                call_pin(b, PIN, raw)?;
+                pins += 1;
+            }
+            preserved.insert(inst.as_value(), raws);
+        } else if name == PRESERVE_END {
+            ends.push(inst);
+        } else if name == POINTER_FROM_OBJREF {
+            if let Some(&arg) = call.arguments().first() {
+                b.position_before(inst)?;
+                for raw in raw_leaves(b, arg)? {
+                    call_pin(b, PIN_FOREVER, raw)?;
+                    pins += 1;
+                }
+            }
+        } else if let Some(bundle) = call.operand_bundle(JL_ROOTS) {
+            if call.is_invoke() {
+                return Err(refuse(f, inst, "a jl_roots bundle on an invoke"));
+            }
+            b.position_before(inst)?;
+            let mut raws = Vec::new();
+            for v in bundle.args {
+                raws.extend(raw_leaves(b, v)?);
+            }
+            for &raw in &raws {
+                call_pin(b, PIN, raw)?;
+                pins += 1;
+            }
+            b.position_after(inst)?;
+            for &raw in &raws {
+                call_pin(b, UNPIN, raw)?;
+            }
+        }
+    }
+    for end in ends {
+        let token = end.as_call().and_then(|c| c.arguments().first().copied());
+        let Some(raws) = token.and_then(|t| preserved.get(&t)) else {
+            continue;
+        };
+        b.position_before(end)?;
+        for &raw in raws {
+            call_pin(b, UNPIN, raw)?;
+        }
+    }
+    Ok(pins)
+}
+
+fn refuse(f: Function<'_>, inst: Instruction<'_>, message: &str) -> Error {
+    Error::Lower {
+        function: f.name(),
+        instruction: Some(inst.print().trim().to_string()),
+        message: format!("{message}: statepoint roots cannot handle it"),
+    }
+}
+
+/// Scalarizes every struct or array value of `f` that holds GC pointers (see the
+/// [module documentation](self), step 3). Returns how many.
+fn scalarize_aggregates<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+    let mut values: Vec<Value<'m>> = f
+        .params()
+        .into_iter()
+        .filter(|p| p.ty().is_aggregate())
+        .collect();
+    for inst in f.instructions() {
+        if inst.ty().is_aggregate() && !inst.is_terminator() {
+            values.push(inst.as_value());
+        }
+    }
+    let mut done = 0;
+    for v in values {
+        let paths = gc_fields(v.ty());
+        if paths.is_empty() || !v.has_uses() {
+            continue;
+        }
+        let uses = v.uses();
+        // Right after the definition: after the phis for a phi, at the entry for an argument.
+        match v.as_instruction() {
+            Some(inst) if inst.opcode() == Opcode::Phi => {
+                let block = inst
+                    .block()
+                    .ok_or_else(|| refuse(f, inst, "a phi in no block"))?;
+                b.position_at_first_insertion_point(block)?;
+            }
+            Some(inst) => b.position_after(inst)?,
+            None => {
+                let entry = f.entry_block().ok_or_else(|| Error::Lower {
+                    function: f.name(),
+                    instruction: None,
+                    message: "a function with no entry block".into(),
+                })?;
+                b.position_at_first_insertion_point(entry)?;
+            }
+        }
+        let mut leaves = Vec::new();
+        for path in &paths {
+            let mut x = v;
+            for &i in path {
+                x = b.extract_value(x, i, "")?;
+            }
+            leaves.push((path.clone(), x));
+        }
+        let ours: Vec<Value<'m>> = leaves.iter().map(|(_, l)| *l).collect();
+        for u in uses {
+            let Some(user) = u.user.as_instruction() else {
+                continue;
+            };
+            if ours.contains(&u.user) {
+                continue;
+            }
+            // An extractvalue of one leaf is the leaf.
+            if user.opcode() == Opcode::ExtractValue {
+                let indices = user.aggregate_indices().unwrap_or_default();
+                if let Some((_, l)) = leaves.iter().find(|(p, _)| *p == indices) {
+                    b.replace_all_uses_with(user, *l)?;
+                    b.erase(user)?;
+                    continue;
+                }
+            }
+            if user.opcode() == Opcode::Phi {
+                let incoming = user.phi_incoming();
+                let Some((_, block)) = incoming.get(u.operand as usize) else {
+                    continue;
+                };
+                let term = block
+                    .terminator()
+                    .ok_or_else(|| refuse(f, user, "a phi's incoming block has no terminator"))?;
+                b.position_before(term)?;
+            } else {
+                b.position_before(user)?;
+            }
+            let mut r = v;
+            for (path, l) in &leaves {
+                r = insert_path(b, r, *l, path)?;
+            }
+            b.set_operand(user, u.operand, r)?;
+        }
+        done += 1;
+    }
+    Ok(done)
+}
+
+/// `insertvalue` of `leaf` at `path` (nested aggregates rebuilt level by level).
+fn insert_path<'m>(
+    b: &Builder<'m>,
+    agg: Value<'m>,
+    leaf: Value<'m>,
+    path: &[u32],
+) -> Result<Value<'m>> {
+    match path {
+        [] => Ok(leaf),
+        [i] => Ok(b.insert_value(agg, leaf, *i, "")?),
+        [i, rest @ ..] => {
+            let inner = b.extract_value(agg, *i, "")?;
+            let inner = insert_path(b, inner, leaf, rest)?;
+            Ok(b.insert_value(agg, inner, *i, "")?)
+        }
+    }
+}
+
+/// Replaces `addrspace(10)` to `addrspace(13)` by `addrspace(1)` outside strings and
+/// comments, then turns each `addrspacecast` whose two types became equal into a `bitcast`.
+pub fn retype(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let Some(c) = rest.chars().next() else { break };
+        match c {
+            '"' => {
+                let end = rest[1..].find('"').map_or(rest.len(), |e| e + 2);
+                out.push_str(&rest[..end]);
+                rest = &rest[end..];
+            }
+            ';' => {
+                let end = rest.find('\n').unwrap_or(rest.len());
+                out.push_str(&rest[..end]);
+                rest = &rest[end..];
+            }
+            _ => {
+                let gc = [
+                    "addrspace(10)",
+                    "addrspace(11)",
+                    "addrspace(12)",
+                    "addrspace(13)",
+                ]
+                .into_iter()
+                .find(|p| rest.starts_with(p));
+                if let Some(p) = gc {
+                    out.push_str("addrspace(1)");
+                    rest = &rest[p.len()..];
+                } else {
+                    out.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        }
+    }
+    out.lines().map(fix_casts).collect::<Vec<_>>().join("\n") + "\n"
+}
+
+/// The type at the start of `s` as LLVM prints it (`ptr`, `ptr addrspace(N)`, `<N x T>`).
+fn leading_type(s: &str) -> &str {
+    if s.starts_with('<') {
+        return s.find('>').map_or(s, |e| &s[..=e]);
+    }
+    if let Some(after) = s.strip_prefix("ptr addrspace(") {
+        return after
+            .find(')')
+            .map_or(s, |e| &s[..e + "ptr addrspace(".len() + 1]);
+    }
+    s.split([' ', ',', ')']).next().unwrap_or(s)
+}
+
+/// One line with its same-space `addrspacecast`s made `bitcast`s.
+fn fix_casts(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("addrspacecast ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "addrspacecast ".len()..];
+        let operand = after.strip_prefix('(').unwrap_or(after);
+        let src = leading_type(operand);
+        let same = operand.find(" to ").is_some_and(|t| {
+            let dst = leading_type(&operand[t + 4..]);
+            dst == src
+        });
+        out.push_str(if same { "bitcast " } else { "addrspacecast " });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` without the `declare` line of `@name`.
+fn drop_declaration(text: &str, name: &str) -> String {
+    let needle = format!("@{name}(");
+    text.lines()
+        .filter(|l| !(l.starts_with("declare ") && l.contains(&needle)))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The text of the wrapper defining `@runtime` (of type `ty`, before retyping) as a call of
+/// `@locus_gc_sp_<suffix>` with the frame address as a last argument.
+fn wrapper(runtime: &str, suffix: &str, ty: Type<'_>) -> Result<String> {
+    let bad = || Error::Lower {
+        function: runtime.to_owned(),
+        instruction: None,
+        message: "its declaration is not a function type".into(),
+    };
+    let ret = ty.return_type().ok_or_else(bad)?;
+    let params = ty.param_types().ok_or_else(bad)?;
+    let ret = retype(&ret.print()).trim().to_owned();
+    let params: Vec<String> = params
+        .iter()
+        .map(|p| retype(&p.print()).trim().to_owned())
+        .collect();
+    let formals: Vec<String> = params
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{t} %a{i}"))
+        .collect();
+    let mut actuals = formals.clone();
+    actuals.push("ptr %fp".into());
+    let mut sp_params = params.clone();
+    sp_params.push("ptr".into());
+    let (result, ret_stmt) = if ret == "void" {
+        (String::new(), "ret void".to_owned())
+    } else {
+        ("%r = ".to_owned(), format!("ret {ret} %r"))
+    };
+    Ok(format!(
+        "\ndeclare {ret} @{SP_PREFIX}{suffix}({})\n\
+         define {ret} @{runtime}({}) noinline {{\n  \
+         %fp = call ptr @llvm.frameaddress.p0(i32 0)\n  \
+         {result}notail call {ret} @{SP_PREFIX}{suffix}({})\n  {ret_stmt}\n}}\n",
+        sp_params.join(", "),
+        formals.join(", "),
+        actuals.join(", "),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retype_leaves_strings_and_fixes_casts() {
+        let text = "; addrspace(10) in a comment\n\
+                    @s = constant [14 x i8] c\"addrspace(10)\\00\"\n\
+                    %b = addrspacecast ptr addrspace(10) %a to ptr addrspace(11)\n\
+                    %c = addrspacecast ptr %r to ptr addrspace(10)\n\
+                    %v = addrspacecast <2 x ptr addrspace(10)> %w to <2 x ptr addrspace(11)>\n";
+        let out = retype(text);
+        assert!(out.contains("; addrspace(10) in a comment"));
+        assert!(out.contains("c\"addrspace(10)\\00\""));
+        assert!(out.contains("%b = bitcast ptr addrspace(1) %a to ptr addrspace(1)"));
+        assert!(out.contains("%c = addrspacecast ptr %r to ptr addrspace(1)"));
+        assert!(out.contains("%v = bitcast <2 x ptr addrspace(1)> %w to <2 x ptr addrspace(1)>"));
+    }
+}

@@ -1,0 +1,482 @@
+//! Roots from statepoint stack maps, and the copying collector they allow.
+//!
+//! Code rewritten by [`crate::lower::statepoint`] keeps no GC frame. At each call that may
+//! collect (a `gc.statepoint`), LLVM's stack map record for the call's return address lists
+//! every GC pointer live across it as a (base, derived) pair of stack slots, and the code
+//! reloads those slots after the call. So a collection finds its roots by walking the
+//! machine stack:
+//!
+//! - the runtime's `locus_gc_sp_*` entries are called by small wrappers compiled into the
+//!   module, which pass their own frame address; every JIT-compiled function keeps its
+//!   frame pointer (`"frame-pointer"="all"`), so from there the chain of saved frame
+//!   pointers leads through every compiled frame: on x86-64 `[fp]` is the caller's frame
+//!   pointer, `[fp + 8]` the return address into the caller, and the caller's stack pointer
+//!   at the call was `fp + 16`;
+//! - each return address is looked up in the [`StackMaps`] built from the JIT's
+//!   `.llvm_stackmaps` section; a location `[rsp + off]` or `[rbp + off]` is a slot of the
+//!   caller's frame. A return address outside the compiled code ends the walk (the host's
+//!   frame that called the entry);
+//! - the deopt operands are not roots; a base slot holding an address the heap does not
+//!   know (a constant object the program made from a plain pointer) is skipped, one holding
+//!   a freed object's address is a dangling reference.
+//!
+//! With [`StackMaps`] installed ([`super::Config::stack_maps`]) a collection takes its roots
+//! from the walk, the frame chain (callee-rooted arguments link frames of their own) and
+//! the pinned objects, marks, sweeps, and then, when moving ([`super::Config::moving`]),
+//! copies every live object that is not pinned to a new block: base slots are given the
+//! new address, each derived slot moves by the same delta as its base, pointer fields are
+//! rewritten, and the old copy is freed as the stress collector frees objects (its pages
+//! made inaccessible), so a stale pointer faults and is reported naming the object.
+//!
+//! Pinned (never moved): objects named by `gc_preserve` or a `jl_roots` bundle while they
+//! hold them ([`super::locus_gc_pin`]), objects whose address escaped through
+//! `julia.pointer_from_objref` ([`super::locus_gc_pin_forever`]), objects rooted by the frame
+//! chain, tagged objects (Julia's layouts, scanned conservatively: their words cannot be
+//! rewritten, and a `GenericMemory` points into itself) and objects reached through a tagged
+//! object's words or through a base slot holding an interior pointer.
+
+use std::collections::{HashMap, HashSet};
+
+use super::fault::{GcFault, Referrer};
+use super::frames::{self, GcFrame, StackBounds};
+use super::heap::{Heap, Lookup, Scan, Trace};
+use super::Collection;
+
+/// Where a statepoint keeps one value, relative to the caller's frame at the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// `[sp + offset]`: the caller's stack pointer at the call.
+    Sp(i32),
+    /// `[fp + offset]`: the caller's frame pointer.
+    Fp(i32),
+    /// A constant (a null pointer): nothing to visit.
+    Constant,
+}
+
+/// One relocated pointer of a statepoint: where its base is, where the derived pointer is,
+/// and how many 8-byte lanes (more than one for a vector of pointers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPair {
+    /// The base object's slot.
+    pub base: Slot,
+    /// The (possibly interior) pointer's slot.
+    pub derived: Slot,
+    /// 8-byte lanes in each slot.
+    pub lanes: u16,
+}
+
+/// The statepoint records of compiled code by return address, and where the code is.
+#[derive(Clone, Debug, Default)]
+pub struct StackMaps {
+    records: HashMap<usize, Vec<SlotPair>>,
+    code: Vec<(usize, usize)>,
+}
+
+impl StackMaps {
+    /// No records, no code.
+    pub fn new() -> StackMaps {
+        StackMaps::default()
+    }
+
+    /// Adds compiled code at `start..end`: a return address in it continues the walk.
+    pub fn add_code(&mut self, start: usize, end: usize) {
+        self.code.push((start, end));
+    }
+
+    /// Adds the statepoint whose call returns to `return_address`.
+    pub fn add_record(&mut self, return_address: usize, pairs: Vec<SlotPair>) {
+        self.records
+            .entry(return_address)
+            .or_default()
+            .extend(pairs);
+    }
+
+    /// Statepoints recorded.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// No statepoint recorded.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    fn in_code(&self, addr: usize) -> bool {
+        self.code.iter().any(|&(s, e)| addr >= s && addr < e)
+    }
+}
+
+/// A machine frame of compiled code at a statepoint: the slots of its pairs, resolved.
+struct SpFrame {
+    index: usize,
+    return_address: usize,
+    /// (base slot address, derived slot address), one per lane; `None` for a constant.
+    lanes: Vec<(Option<usize>, Option<usize>)>,
+}
+
+/// The most compiled frames one walk visits.
+const MAX_SP_FRAMES: usize = 1 << 22;
+
+fn frame_fault(index: usize, return_address: usize, problem: &'static str, number: u64) -> GcFault {
+    GcFault::StatepointFrame {
+        frame: index,
+        return_address,
+        problem,
+        collection: number,
+    }
+}
+
+/// Walks the frame-pointer chain from `fp` (a wrapper's frame), collecting the slots of
+/// every statepoint frame.
+fn walk(
+    maps: &StackMaps,
+    fp: usize,
+    bounds: Option<StackBounds>,
+    number: u64,
+) -> Result<(Vec<SpFrame>, usize), GcFault> {
+    let mut out = Vec::new();
+    let mut fp = fp;
+    let mut walked = 0;
+    let in_stack = |a: usize| bounds.is_none_or(|b| a >= b.low && a + 16 <= b.high);
+    loop {
+        if fp == 0 || fp % 8 != 0 || !in_stack(fp) {
+            return Err(frame_fault(
+                walked,
+                0,
+                "has a frame pointer outside the stack",
+                number,
+            ));
+        }
+        // SAFETY: `fp` is an aligned address inside this thread's stack (checked above), the
+        // frame record of a function that is running: [caller's fp, return address].
+        let (caller_fp, ret) = unsafe {
+            (
+                (fp as *const usize).read(),
+                (fp as *const usize).add(1).read(),
+            )
+        };
+        if !maps.in_code(ret) {
+            break;
+        }
+        let sp = fp + 16;
+        if let Some(pairs) = maps.records.get(&ret) {
+            let at = |slot: Slot| match slot {
+                Slot::Sp(off) => sp.checked_add_signed(off as isize),
+                Slot::Fp(off) => caller_fp.checked_add_signed(off as isize),
+                Slot::Constant => None,
+            };
+            let mut lanes = Vec::new();
+            for pair in pairs {
+                for lane in 0..usize::from(pair.lanes) {
+                    let base = at(pair.base).map(|a| a + 8 * lane);
+                    let derived = at(pair.derived).map(|a| a + 8 * lane);
+                    for a in [base, derived].into_iter().flatten() {
+                        if a % 8 != 0 || !in_stack(a) {
+                            return Err(frame_fault(
+                                walked,
+                                ret,
+                                "names a slot outside the stack",
+                                number,
+                            ));
+                        }
+                    }
+                    lanes.push((base, derived));
+                }
+            }
+            out.push(SpFrame {
+                index: walked,
+                return_address: ret,
+                lanes,
+            });
+        }
+        walked += 1;
+        if caller_fp <= fp || walked > MAX_SP_FRAMES {
+            return Err(frame_fault(
+                walked,
+                ret,
+                "has a saved frame pointer that does not lead outwards",
+                number,
+            ));
+        }
+        fp = caller_fp;
+    }
+    Ok((out, walked))
+}
+
+/// Reads a slot.
+///
+/// # Safety
+/// `addr` was checked by `walk` (aligned, in the stack) and its frame is still running.
+unsafe fn read(addr: usize) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { (addr as *const usize).read() }
+}
+
+/// Writes a slot.
+///
+/// # Safety
+/// As [`read`].
+unsafe fn write(addr: usize, value: usize) {
+    // SAFETY: the caller's promise.
+    unsafe { (addr as *mut usize).write(value) }
+}
+
+/// An object to scan: its address, what to scan, and whether what it reaches is pinned.
+struct Grey {
+    addr: usize,
+    scan: Scan,
+    root: (usize, usize),
+}
+
+struct Marker<'h> {
+    heap: &'h mut Heap,
+    stack: Vec<Grey>,
+    pinned: HashSet<usize>,
+    done: Collection,
+}
+
+impl Marker<'_> {
+    /// Traces `target` found at `from`; `pin` if it must not move.
+    fn trace(
+        &mut self,
+        target: usize,
+        root: (usize, usize),
+        pin: bool,
+        from: impl FnOnce(&Heap) -> Referrer,
+    ) -> Result<(), GcFault> {
+        let collection = self.done.number;
+        match self.heap.trace(target) {
+            Trace::Marked(scan) => {
+                self.done.marked += 1;
+                if pin || matches!(scan, Scan::Words(_)) {
+                    self.pinned.insert(target);
+                }
+                if !matches!(scan, Scan::Fields(0) | Scan::Words(0)) {
+                    self.stack.push(Grey {
+                        addr: target,
+                        scan,
+                        root,
+                    });
+                }
+                Ok(())
+            }
+            Trace::AlreadyMarked => {
+                if pin {
+                    self.pinned.insert(target);
+                }
+                Ok(())
+            }
+            Trace::CorruptHeader(object) => Err(GcFault::CorruptHeader {
+                from: from(self.heap),
+                object,
+                collection,
+            }),
+            Trace::Bad(lookup) => Err(super::collector::bad(
+                from(self.heap),
+                target,
+                lookup,
+                self.heap,
+                collection,
+            )),
+        }
+    }
+
+    fn drain(&mut self) -> Result<(), GcFault> {
+        while let Some(grey) = self.stack.pop() {
+            let (words, precise) = match grey.scan {
+                Scan::Fields(n) => (n, true),
+                Scan::Words(n) => (n, false),
+            };
+            for field in 0..words {
+                // SAFETY: `grey.addr` is a live object whose body holds at least `words`
+                // aligned 8-byte words.
+                let target = unsafe { (grey.addr as *const usize).add(field).read() };
+                if target == 0 || (!precise && !self.heap.is_live(target)) {
+                    continue;
+                }
+                let from = |heap: &Heap| Referrer::Field {
+                    object: grey.addr,
+                    serial: heap.info(grey.addr).map_or(0, |o| o.serial),
+                    field,
+                    root: grey.root,
+                };
+                // A word of a tagged object cannot be rewritten: what it names stays put.
+                self.trace(target, grey.root, !precise, from)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a statepoint collection is given.
+pub(crate) struct Roots<'a> {
+    pub(crate) maps: &'a StackMaps,
+    /// The wrapper's frame address, 0 when the collection was not asked for by compiled code.
+    pub(crate) fp: usize,
+    pub(crate) head: *mut GcFrame,
+    pub(crate) bounds: Option<StackBounds>,
+    pub(crate) moving: bool,
+}
+
+/// Collects with statepoint roots: walk, mark, sweep, and move when asked.
+pub(crate) fn collect(
+    heap: &mut Heap,
+    roots: &Roots<'_>,
+    number: u64,
+) -> Result<Collection, GcFault> {
+    let sp = frames::approx_stack_pointer();
+    let chain = frames::walk(roots.head, sp, roots.bounds, number)?;
+    let (sp_frames, walked) = if roots.fp == 0 {
+        (Vec::new(), 0)
+    } else {
+        walk(roots.maps, roots.fp, roots.bounds, number)?
+    };
+    let mut m = Marker {
+        heap,
+        stack: Vec::new(),
+        pinned: HashSet::new(),
+        done: Collection {
+            number,
+            frames: walked + chain.len(),
+            ..Collection::default()
+        },
+    };
+    let marked = mark_all(&mut m, &chain, &sp_frames);
+    let Marker {
+        heap,
+        pinned,
+        mut done,
+        ..
+    } = m;
+    if let Err(fault) = marked {
+        heap.clear_marks();
+        return Err(fault);
+    }
+    let (objects, bytes) = heap.sweep(number);
+    done.freed_objects = objects;
+    done.freed_bytes = bytes;
+    if roots.moving {
+        move_objects(heap, &pinned, &sp_frames, number, &mut done);
+    }
+    Ok(done)
+}
+
+fn mark_all(
+    m: &mut Marker<'_>,
+    chain: &[frames::FrameRef],
+    sp_frames: &[SpFrame],
+) -> Result<(), GcFault> {
+    for frame in chain {
+        m.done.max_roots = m.done.max_roots.max(frame.nroots);
+        for slot in 0..frame.nroots {
+            // SAFETY: `walk` checked the frame, which is still linked; `slot < nroots`.
+            let target = unsafe { frame.root(slot) };
+            if target == 0 {
+                continue;
+            }
+            m.done.roots += 1;
+            let from = |_: &Heap| Referrer::Root {
+                frame: frame.index,
+                frame_addr: frame.addr,
+                nroots: frame.nroots,
+                slot,
+            };
+            m.trace(target, (frame.index, slot), true, from)?;
+        }
+    }
+    for addr in m.heap.pinned_objects() {
+        m.done.roots += 1;
+        let from = |_: &Heap| Referrer::Pinned { object: addr };
+        m.trace(addr, (usize::MAX, 0), true, from)?;
+    }
+    m.drain()?;
+    for frame in sp_frames {
+        m.done.max_roots = m.done.max_roots.max(frame.lanes.len());
+        for (pair, &(base, _)) in frame.lanes.iter().enumerate() {
+            let Some(slot) = base else { continue };
+            // SAFETY: checked by `walk`; the frame is running.
+            let target = unsafe { read(slot) };
+            if target == 0 {
+                continue;
+            }
+            let from = |_: &Heap| Referrer::Statepoint {
+                frame: frame.index,
+                return_address: frame.return_address,
+                pair,
+                slot,
+            };
+            let (object, pin) = match m.heap.lookup(target) {
+                Lookup::Live(_) => (target, false),
+                // An interior pointer as a base (a derived pointer RS4GC could not trace
+                // to its object, say one loaded from memory): keep its object, in place.
+                Lookup::Inside { object, offset } if offset >= 0 && object.freed_in.is_none() => {
+                    (object.addr, true)
+                }
+                // Not the heap's: a constant object made from a plain pointer.
+                Lookup::Nothing => continue,
+                _ => (target, false),
+            };
+            m.done.roots += 1;
+            m.trace(object, (frame.index, pair), pin, from)?;
+        }
+        m.drain()?;
+    }
+    Ok(())
+}
+
+/// Copies every live object not pinned and rewrites what points to it.
+fn move_objects(
+    heap: &mut Heap,
+    pinned: &HashSet<usize>,
+    sp_frames: &[SpFrame],
+    number: u64,
+    done: &mut Collection,
+) {
+    let movable: Vec<usize> = heap
+        .live_addresses()
+        .into_iter()
+        .filter(|a| !pinned.contains(a) && !heap.is_immovable(*a))
+        .collect();
+    let mut moved: HashMap<usize, usize> = HashMap::new();
+    for old in movable {
+        // An object that cannot be copied (the kernel refused pages) stays where it is.
+        if let Some(new) = heap.relocate(old, number) {
+            moved.insert(old, new);
+        }
+    }
+    heap.release_pages();
+    done.moved = moved.len() as u64;
+    if moved.is_empty() {
+        return;
+    }
+    heap.rewrite_fields(&moved);
+    for frame in sp_frames {
+        // Read every slot before writing any: a slot may be both a base and a derived one.
+        let values: Vec<(Option<(usize, usize)>, Option<(usize, usize)>)> = frame
+            .lanes
+            .iter()
+            // SAFETY: checked by `walk`; the frame is running.
+            .map(|&(b, d)| {
+                (
+                    b.map(|a| (a, unsafe { read(a) })),
+                    d.map(|a| (a, unsafe { read(a) })),
+                )
+            })
+            .collect();
+        for (base, derived) in values {
+            let Some((base_slot, old_base)) = base else {
+                continue;
+            };
+            let Some(&new_base) = moved.get(&old_base) else {
+                continue;
+            };
+            if let Some((derived_slot, old_derived)) = derived {
+                let moved_derived = old_derived.wrapping_add(new_base.wrapping_sub(old_base));
+                // SAFETY: as above.
+                unsafe { write(derived_slot, moved_derived) };
+            }
+            // SAFETY: as above.
+            unsafe { write(base_slot, new_base) };
+        }
+    }
+}
