@@ -63,10 +63,10 @@
 // Location kind: the value is the table's constant number `constant_index`.
 #define LOCUS_LOCATION_CONSTANT_INDEX 5
 
-// Bytes in each name buffer of [`LocusObjectInfo`], the NUL included.
+// Bytes in each name buffer of `LocusObjectInfo`, the NUL included.
 #define LOCUS_NAME_SIZE 64
 
-// Bytes in [`LocusObjectInfo::load_name`], the NUL included.
+// Bytes in `LocusObjectInfo::load_name`, the NUL included.
 #define LOCUS_LOAD_NAME_SIZE 256
 
 // `LocusObjectInfo.format`: a format this library does not name.
@@ -81,7 +81,7 @@
 // COFF or PE.
 #define LOCUS_FORMAT_COFF 3
 
-// Bytes in [`LocusError::message`], its terminating NUL included.
+// Bytes in `LocusError::message`, its terminating NUL included.
 #define LOCUS_ERROR_MESSAGE_SIZE 256
 
 // `LocusError.offset` when the error refers to no place in a section.
@@ -94,7 +94,7 @@
 // threads at once.
 typedef struct LocusIndex LocusIndex;
 
-// A status code: [`LOCUS_OK`] or one of the `LOCUS_ERR_*` codes.
+// A status code: `LOCUS_OK` or one of the `LOCUS_ERR_*` codes.
 typedef int32_t LocusStatus;
 
 // One location: where one live value is.
@@ -159,14 +159,14 @@ typedef struct {
 } LocusFrame;
 
 // What went wrong, filled in by every call that is given one (on success too: then `code`
-// is [`LOCUS_OK`] and `message` is empty). Owned by the caller.
+// is `LOCUS_OK` and `message` is empty). Owned by the caller.
 typedef struct {
   // The status the call returned.
   LocusStatus code;
-  // The OS error number (`errno`) for [`LOCUS_ERR_CODE_WRITE`], else 0.
+  // The OS error number (`errno`) for `LOCUS_ERR_CODE_WRITE`, else 0.
   int32_t os_error;
   // Byte offset from the start of the section of the field at fault, or
-  // [`LOCUS_NO_OFFSET`].
+  // `LOCUS_NO_OFFSET`.
   uint64_t offset;
   // A NUL-terminated description naming what failed and where (cut at a character
   // boundary when longer than the buffer).

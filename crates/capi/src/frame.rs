@@ -1,6 +1,6 @@
 //! Reading a location's value out of a stopped frame the caller describes.
 //!
-//! A [`LocusFrame`] gives the registers (a callback, or an array indexed by DWARF register
+//! A `LocusFrame` gives the registers (a callback, or an array indexed by DWARF register
 //! number) and the memory (a callback, or, without one, plain reads of this process's own
 //! memory: a runtime walking its own stack).
 
@@ -54,7 +54,7 @@ pub struct LocusFrame {
     pub big_endian: bool,
 }
 
-/// A [`LocusFrame`] seen as a [`Frame`]. Made only by the entry points below, whose
+/// A `LocusFrame` seen as a `Frame`. Made only by the entry points below, whose
 /// contracts make its callbacks, array and (without a memory callback) addresses valid.
 struct CFrame<'a>(&'a LocusFrame);
 
@@ -73,7 +73,7 @@ impl Frame for CFrame<'_> {
         }
         // SAFETY: `registers` holds `num_registers` values (the entry point's contract)
         // and r is below that.
-        Some(unsafe { f.registers.add(r).read() })
+        Some(unsafe { f.registers.wrapping_add(r).read() })
     }
 
     fn read_memory(&self, address: u64, buf: &mut [u8]) -> bool {
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn locus_record_values(
                 .value(&l)
                 .map_err(|e| Failure::stackmap(&format!("record {record}, location {i}"), &e))?;
             // SAFETY: `out` has room for `capacity` values and i < n <= capacity.
-            unsafe { out.add(i).write(v) };
+            unsafe { out.wrapping_add(i).write(v) };
         }
         Ok(())
     };

@@ -2,7 +2,7 @@
 //! tables, functions, constants, records, locations, live-outs and statepoint views.
 //!
 //! Records are named by their *number*: their position in section order, counting across
-//! tables (table 0's records first). [`LocusRecord::number`] is that number; every call
+//! tables (table 0's records first). `LocusRecord::number` is that number; every call
 //! that reads a record takes it, and checks it against the count.
 
 use std::ffi::c_char;
@@ -94,7 +94,7 @@ impl Drop for LocusIndex {
 #[derive(Clone, Copy, Debug)]
 struct Meta {
     table: u32,
-    /// Position of its function in its table, or [`LOCUS_NO_FUNCTION`].
+    /// Position of its function in its table, or `LOCUS_NO_FUNCTION`.
     function: u32,
     /// Byte offset of the record from the start of the section.
     offset: usize,
@@ -422,9 +422,9 @@ pub struct LocusGcPointer {
     pub derived: LocusLocation,
 }
 
-/// Bytes in each name buffer of [`LocusObjectInfo`], the NUL included.
+/// Bytes in each name buffer of `LocusObjectInfo`, the NUL included.
 pub const LOCUS_NAME_SIZE: usize = 64;
-/// Bytes in [`LocusObjectInfo::load_name`], the NUL included.
+/// Bytes in `LocusObjectInfo::load_name`, the NUL included.
 pub const LOCUS_LOAD_NAME_SIZE: usize = 256;
 
 /// `LocusObjectInfo.format`: a format this library does not name.
@@ -977,7 +977,7 @@ unsafe fn fill<'a>(
             let c = inner.describe(inner.number_of(&r)?)?;
             // SAFETY: `out` has room for `capacity` records (this function's contract) and
             // n < capacity.
-            unsafe { out.add(n).write(c) };
+            unsafe { out.wrapping_add(n).write(c) };
         }
         n += 1;
     }

@@ -94,7 +94,7 @@
 //! s.extend(0x10u32.to_le_bytes()); // instruction offset
 //! s.extend([0, 0, 1, 0]); // flags, NumLocations = 1
 //! s.extend([1, 0, 8, 0, 3, 0, 0, 0, 0, 0, 0, 0]); // Register %rbx, size 8
-//! s.extend([0, 0, 0, 0, 0, 0, 0, 0]); // padding, NumLiveOuts = 0, padding
+//! s.extend([0; 12]); // align to 8, u16 padding, NumLiveOuts = 0, align to 8
 //!
 //! let mut index = std::ptr::null_mut();
 //! let mut records = [LocusRecord::default(); 2];

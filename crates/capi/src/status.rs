@@ -1,7 +1,7 @@
 //! Status codes, the caller-owned error record, and the guard every entry point runs in.
 //!
-//! Every entry point returns a [`LocusStatus`]: [`LOCUS_OK`] (0) or one of the error codes
-//! below. When the caller passes a [`LocusError`], it is filled in too: the code again, the
+//! Every entry point returns a `LocusStatus`: `LOCUS_OK` (0) or one of the error codes
+//! below. When the caller passes a `LocusError`, it is filled in too: the code again, the
 //! section offset the error refers to (if any), the OS error number (if any) and a
 //! NUL-terminated message that names what failed and where. The record belongs to the
 //! caller (a local variable will do), so nothing here keeps state between calls and
@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use locus_stackmap::Error;
 
-/// A status code: [`LOCUS_OK`] or one of the `LOCUS_ERR_*` codes.
+/// A status code: `LOCUS_OK` or one of the `LOCUS_ERR_*` codes.
 pub type LocusStatus = i32;
 
 /// Success.
@@ -70,23 +70,23 @@ pub const LOCUS_ERR_CODE_WRITE: LocusStatus = 24;
 /// The object file could not be read.
 pub const LOCUS_ERR_OBJECT: LocusStatus = 25;
 
-/// Bytes in [`LocusError::message`], its terminating NUL included.
+/// Bytes in `LocusError::message`, its terminating NUL included.
 pub const LOCUS_ERROR_MESSAGE_SIZE: usize = 256;
 
 /// `LocusError.offset` when the error refers to no place in a section.
 pub const LOCUS_NO_OFFSET: u64 = u64::MAX;
 
 /// What went wrong, filled in by every call that is given one (on success too: then `code`
-/// is [`LOCUS_OK`] and `message` is empty). Owned by the caller.
+/// is `LOCUS_OK` and `message` is empty). Owned by the caller.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct LocusError {
     /// The status the call returned.
     pub code: LocusStatus,
-    /// The OS error number (`errno`) for [`LOCUS_ERR_CODE_WRITE`], else 0.
+    /// The OS error number (`errno`) for `LOCUS_ERR_CODE_WRITE`, else 0.
     pub os_error: i32,
     /// Byte offset from the start of the section of the field at fault, or
-    /// [`LOCUS_NO_OFFSET`].
+    /// `LOCUS_NO_OFFSET`.
     pub offset: u64,
     /// A NUL-terminated description naming what failed and where (cut at a character
     /// boundary when longer than the buffer).
@@ -242,7 +242,7 @@ impl fmt::Write for CBuf<'_> {
     }
 }
 
-/// Runs one entry point's body: catches any panic (reported as [`LOCUS_ERR_INTERNAL`]),
+/// Runs one entry point's body: catches any panic (reported as `LOCUS_ERR_INTERNAL`),
 /// fills `err` when it is not null, and returns the status.
 ///
 /// # Safety
@@ -293,7 +293,7 @@ pub(crate) unsafe fn arg<'a, T>(p: *const T, argument: &str) -> Result<&'a T, Fa
 pub(crate) struct Out<T>(*mut T);
 
 impl<T> Out<T> {
-    /// Checks `p`, failing with [`LOCUS_ERR_NULL_ARGUMENT`] naming `argument`.
+    /// Checks `p`, failing with `LOCUS_ERR_NULL_ARGUMENT` naming `argument`.
     pub fn new(p: *mut T, argument: &str) -> Result<Self, Failure> {
         if p.is_null() {
             Err(Failure::null(argument))
@@ -306,7 +306,7 @@ impl<T> Out<T> {
     ///
     /// # Safety
     ///
-    /// The pointer given to [`Out::new`] points to writable memory for a `T`.
+    /// The pointer given to `Out::new` points to writable memory for a `T`.
     pub unsafe fn set(&self, value: T) {
         // SAFETY: not null (checked in `new`) and writable (the caller's contract).
         unsafe { self.0.write(value) }
