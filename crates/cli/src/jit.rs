@@ -49,11 +49,11 @@ pub enum Command {
     /// ends the run with a `locus:` line naming the entry point and its caller: exit
     /// status 1. Patched reads check the object too: a copy of an object, an address
     /// inside one or null is refused as by the miss handler. Objects live in the
-    /// runtime's arena of 256 MiB; an object past it is an error too. A fault in the
-    /// compiled code ends the run with a `locus:` line naming the signal and the
-    /// function: exit status 3; so do abort(), a signal the program sends itself (raise),
-    /// and a stack overflow in any thread it creates with pthread_create. --timeout ends
-    /// a run that takes too long: exit status 124.
+    /// runtime's arena of 256 MiB: an object that does not fit is an error too. A fault
+    /// in the compiled code ends the run with a `locus:` line naming the signal and the
+    /// function: exit status 3; so do abort(), a signal the program sends itself
+    /// (raise), and a stack overflow in any thread it creates with pthread_create.
+    /// --timeout ends a run that takes too long: exit status 124.
     #[command(verbatim_doc_comment)]
     Run {
         /// The module (.ll or .bc).

@@ -532,6 +532,35 @@ fn forged_objects_are_refused_with_and_without_caching() {
     assert_eq!(compared, 14);
 }
 
+/// A program that makes objects forever (of a shape of 65536 properties, 512 KiB each)
+/// fills the runtime's arena of 256 MiB and ends with one `locus:` line, exit status 1,
+/// after 511 objects, instead of taking all memory.
+#[test]
+fn objects_past_the_arena_end_the_run() {
+    let dir = TempDir::new("jit-arena");
+    let program = format!(
+        "{SURFACE}define i64 @main() {{\n\
+         entry:\n  %names = alloca [65536 x i64], align 8\n  br label %fill\n\
+         fill:\n  %i = phi i64 [0, %entry], [%i1, %fill]\n  \
+         %p = getelementptr i64, ptr %names, i64 %i\n  store i64 %i, ptr %p\n  \
+         %i1 = add i64 %i, 1\n  %full = icmp eq i64 %i1, 65536\n  \
+         br i1 %full, label %make, label %fill\n\
+         make:\n  %s = call i64 @locus_shape_new(ptr %names, i64 65536)\n  br label %loop\n\
+         loop:\n  %o = call ptr @locus_object_new(i64 %s)\n  br label %loop\n}}\n"
+    );
+    let file = write_module(&dir, "forever.ll", &program);
+    let out = locus_jit(&[&file, "--timeout", "60"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    // 511 objects of 65537 words.
+    assert_eq!(
+        stderr,
+        "locus: JIT error: `main`: locus_object_new (called from @main): the object arena \
+         is full (267915256 of 268435456 bytes used; an object of 65537 words does not fit)\n"
+    );
+}
+
 /// Property names may be on the program's stack; objects are zero until set; a shape
 /// change from the program reports the sites it patched back.
 #[test]
