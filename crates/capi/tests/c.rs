@@ -403,3 +403,40 @@ fn api_test_under_valgrind() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Live values: `fixtures/live.ll` linked into `tests/c/live_test.c`, which reads `@run`'s
+/// statepoint and stack map values through the C API while `@run` is stopped in a call,
+/// from an index of its own executable; they must be the values `@run` was given.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn live_values() {
+    let dir = tmp_dir("live");
+    let obj = dir.join("live.o");
+    llc(
+        &fixture("live.ll"),
+        "x86_64-linux-gnu",
+        &obj,
+        &["-relocation-model=static"],
+    );
+    let exe = dir.join("live_test");
+    compile_c(
+        &Path::new(CRATE).join("tests/c/live_test.c"),
+        &exe,
+        &["-no-pie", s(&obj)],
+    );
+    let out = run(s(&exe), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "live_test failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 5 deopt values, 2 counts, 2 pairs (derived, slot, base counts) and 14 stack map
+    // values read two ways.
+    assert!(
+        stdout.contains("live_test: 42 values checked, 0 failed"),
+        "{stdout}"
+    );
+    println!("{}", stdout.trim());
+}
