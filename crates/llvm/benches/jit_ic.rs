@@ -6,7 +6,7 @@
 //! - `@read(o)`: one patch point, `get(o, 10)`, reserving 16 bytes, first calling the miss
 //!   handler; patched to call a stub (too small for a fast path inline);
 //! - `@read_wide(o)`: the same read through a patch point reserving 48 bytes, which gets
-//!   the fast path written inline (`Options::inline_fast_path`: 23 bytes, 36 counting hits);
+//!   the fast path written inline (`Options::inline_fast_path`: 37 bytes, 41 counting hits);
 //! - `@read_direct(o)`: the anchor, the same read without a patch point: it loads the
 //!   property's slot (word 1 of an object of the bench's shape) directly;
 //! - `@read_via_call(o)`: a direct call of a `noinline` function that loads the slot, i.e.
@@ -17,10 +17,10 @@
 //! (`CLOCK_THREAD_CPUTIME_ID`; `LOCUS_BENCH_CLOCK=wall` for `CLOCK_MONOTONIC`):
 //!
 //! 1. from a Rust loop, through the function's address: `@read` once its site is patched
-//!    (a **hit**: the site calls the stub, which checks the shape, counts the hit and loads
-//!    the slot), `@read_wide` (a hit in the inline fast path), `@read_direct` and
-//!    `@read_via_call`; each hit with hits counted (`Stats::hits`) and with counting off
-//!    (`Options::count_hits`), two runtimes. Only a hit can be called this way: a
+//!    (a **hit**: the site calls the stub, which checks the object and its shape, counts
+//!    the hit and loads the slot), `@read_wide` (a hit in the inline fast path),
+//!    `@read_direct` and `@read_via_call`; each hit with hits counted (`Stats::hits`) and
+//!    with counting off (`Options::count_hits`), two runtimes. Only a hit can be called this way: a
 //!    miss needs the runtime that `Runtime::call` makes active;
 //! 2. through `Runtime::call` (the runtime's entry, which every call of compiled code takes):
 //!    the same three, and `@read` of a runtime built with caching off (a **miss**: every
@@ -250,7 +250,13 @@ define i64 @read_via_call(ptr %o) {
                 .site_address(WIDE_SITE)
                 .and_then(|a| r.code_bytes(a, WIDE_RESERVED))
                 .ok_or("no wide site")?;
-            assert_eq!(wide[..4], [0x48, 0x83, 0x3f, 0x00], "no inline fast path");
+            let path = locus_llvm::jit_runtime::encode_fast_path(
+                &[(0, 0)],
+                r.object_index(),
+                r.options().count_hits,
+                WIDE_RESERVED,
+            );
+            assert_eq!(Some(wide), path.map(|p| p.bytes), "no inline fast path");
         }
         assert_eq!(uncounted.stats().stubs, 1);
         // The runtime whose `@read` is patched back and re-missed (its `@read_wide` never

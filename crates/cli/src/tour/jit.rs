@@ -73,9 +73,9 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     let patched = site_bytes(&rt, 1)?;
     tour.line(format!("  after the first miss:     {}", hex(&patched)))?;
     tour.line(
-        "    (the fast path written into the site: compare the object's shape, then load the",
+        "    (the fast path written into the site: check the object is the runtime's, compare",
     )?;
-    tour.line("     property; the call to the miss handler stays for other shapes)")?;
+    tour.line("     its shape, then load the property; the miss handler's call stays for the rest)")?;
     let s = rt.stats();
     tour.line(format!(
         "  3 calls, 6 reads: {} misses, {} hits, {} patches; answers {answers:?}",
