@@ -75,7 +75,9 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
     tour.line(
         "    (the fast path written into the site: check the object is the runtime's, compare",
     )?;
-    tour.line("     its shape, then load the property; the miss handler's call stays for the rest)")?;
+    tour.line(
+        "     its shape, then load the property; the miss handler's call stays for the rest)",
+    )?;
     let s = rt.stats();
     tour.line(format!(
         "  3 calls, 6 reads: {} misses, {} hits, {} patches; answers {answers:?}",
