@@ -185,3 +185,11 @@ pub const RUNTIME_PIN: &str = "locus_gc_pin";
 pub const RUNTIME_UNPIN: &str = "locus_gc_unpin";
 /// Statepoint roots: the object never moves again (`julia.pointer_from_objref`).
 pub const RUNTIME_PIN_FOREVER: &str = "locus_gc_pin_forever";
+/// Statepoint roots: the depth of the thread's stack of memory root regions (`i64 ()`),
+/// read on entry by a function that registers regions.
+pub const RUNTIME_REGION_DEPTH: &str = "locus_gc_region_depth";
+/// Statepoint roots: registers stack memory `[start, end)` holding GC pointers that
+/// stayed in memory (`void (ptr, ptr)`), scanned conservatively by each collection.
+pub const RUNTIME_PUSH_REGION: &str = "locus_gc_push_region";
+/// Statepoint roots: drops the regions above a depth (`void (i64)`), before a return.
+pub const RUNTIME_REGION_RESET: &str = "locus_gc_region_reset";

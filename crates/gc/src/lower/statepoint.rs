@@ -31,16 +31,16 @@
 use std::collections::HashMap;
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{Function, Instruction, Opcode, Type, Value};
+use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Value};
 use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
 use locus_llvm::{Context, Module};
 
 use crate::addrspace::is_gc;
 use crate::contract::{
-    JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END, RUNTIME_ALLOC,
+    GC_LOADED, JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END, RUNTIME_ALLOC,
     RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ,
-    RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
-    UNTRACKED,
+    RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_PUSH_REGION, RUNTIME_REGION_DEPTH,
+    RUNTIME_REGION_RESET, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER, UNTRACKED,
 };
 use crate::{Error, Result};
 
@@ -66,12 +66,15 @@ pub const COLLECTING: [(&str, &str); 6] = [
 ];
 
 /// The runtime functions that never collect: no statepoint for calls to them.
-const LEAVES: [&str; 5] = [
+const LEAVES: [&str; 8] = [
     RUNTIME_GET_PGCSTACK,
     RUNTIME_WRITE_BARRIER,
     PIN,
     UNPIN,
     PIN_FOREVER,
+    RUNTIME_REGION_DEPTH,
+    RUNTIME_PUSH_REGION,
+    RUNTIME_REGION_RESET,
 ];
 
 /// What the rewrite did.
@@ -85,6 +88,8 @@ pub struct StatepointReport {
     pub pins: usize,
     /// Runtime wrappers defined.
     pub wrappers: usize,
+    /// `alloca`s of GC pointers left in memory, registered as conservative root regions.
+    pub regions: usize,
 }
 
 /// Rewrites `module` (Julia-style, already checked against the GC invariants) for
@@ -119,6 +124,7 @@ pub fn rewrite_for_statepoints<'c>(
         let b = Builder::new(module);
         for f in module.function_list() {
             if !f.is_declaration() {
+                report.regions += register_regions(&b, f)?;
                 report.aggregates += scalarize_aggregates(&b, f)?;
             }
         }
@@ -261,6 +267,23 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             preserved.insert(inst.as_value(), raws);
         } else if name == PRESERVE_END {
             ends.push(inst);
+        } else if name == GC_LOADED {
+            // `julia.gc_loaded(obj, ptr)`: `ptr` points into memory `obj` keeps alive. RS4GC
+            // cannot tie a plain pointer to a base, so the memory stays where it is (the
+            // object holding it is pinned for good) and the result is a base of its own
+            // (`inttoptr`), which the collector keeps without moving.
+            let (Some(&ptr), true) = (call.arguments().get(1), call.num_arguments() == 2) else {
+                return Err(refuse(f, inst, "julia.gc_loaded needs two arguments"));
+            };
+            b.position_before(inst)?;
+            call_pin(b, PIN_FOREVER, ptr)?;
+            pins += 1;
+            let int = b.ptrtoint(ptr, b.int_type(64)?, "")?;
+            let loaded = b.inttoptr(int, inst.ty(), "")?;
+            let name = inst.name();
+            b.replace_all_uses_with(inst, loaded)?;
+            b.erase(inst)?;
+            b.set_name(loaded, &name)?;
         } else if name == POINTER_FROM_OBJREF {
             if let Some(&arg) = call.arguments().first() {
                 b.position_before(inst)?;
@@ -299,6 +322,136 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
         }
     }
     Ok(pins)
+}
+
+/// Registers each `alloca` of `f` that holds GC pointers (what `sroa,mem2reg` could not
+/// promote: a `julia.call` argument array, an `sret` buffer, a dynamic `alloca`) as a root
+/// region: RS4GC relocates SSA values only, so a pointer kept in memory across a safepoint
+/// must stay where it is, and the collector scans the region conservatively and pins what it
+/// names. The function reads the region depth on entry and drops its regions before each
+/// return. Returns how many.
+fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+    keep_across_returns_twice(b, f)?;
+    let allocas: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.opcode() == Opcode::Alloca)
+        .filter(|i| {
+            i.allocated_type()
+                .is_some_and(|t| t.holds_pointer_in(is_gc))
+        })
+        .collect();
+    let Some(entry) = f.entry_block() else {
+        return Ok(0);
+    };
+    if allocas.is_empty() {
+        return Ok(0);
+    }
+    let i64t = b.int_type(64)?;
+    let raw = b.ptr_type(UNTRACKED)?;
+    b.position_at_first_insertion_point(entry)?;
+    let depth_ty = b.function_type(i64t, &[], false)?;
+    let depth_fn = b.declare_function(RUNTIME_REGION_DEPTH, depth_ty)?;
+    let depth = b
+        .call(depth_ty, depth_fn, &[], &[], "gc.regions")?
+        .as_value();
+    let push_ty = b.function_type(b.void_type(), &[raw, raw], false)?;
+    let push_fn = b.declare_function(RUNTIME_PUSH_REGION, push_ty)?;
+    for a in &allocas {
+        let (Some(ty), Some(count)) = (a.allocated_type(), a.operand(0)) else {
+            continue;
+        };
+        b.position_after(*a)?;
+        let end = b.gep(ty, a.as_value(), &[count], false, "")?;
+        let start = a.as_value();
+        let (start, end) = if start.ty().address_space() == Some(UNTRACKED) {
+            (start, end)
+        } else {
+            (
+                b.addrspacecast(start, raw, "")?,
+                b.addrspacecast(end, raw, "")?,
+            )
+        };
+        b.call(push_ty, push_fn, &[start, end], &[], "")?;
+    }
+    let reset_ty = b.function_type(b.void_type(), &[i64t], false)?;
+    let reset_fn = b.declare_function(RUNTIME_REGION_RESET, reset_ty)?;
+    for inst in f.instructions() {
+        if inst.opcode() == Opcode::Ret {
+            b.position_before(inst)?;
+            b.call(reset_ty, reset_fn, &[depth], &[], "")?;
+        }
+    }
+    Ok(allocas.len())
+}
+
+/// A `longjmp` comes back to a `returns_twice` call (`setjmp`) from a path where RS4GC saw
+/// what is live after the call as dead, so nothing keeps it there. Each GC pointer that is
+/// available at such a call (an argument, or defined before it in its block or in the entry
+/// block) and used after it is stored, right before the call, into a slot of a root region
+/// of the function's own: kept, and pinned, until the function returns.
+fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
+    let Some(entry) = f.entry_block() else {
+        return Ok(());
+    };
+    let calls: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| {
+            i.as_call().is_some_and(|c| {
+                c.has_fn_attribute("returns_twice")
+                    || c.called_function()
+                        .is_some_and(|g| g.has_attribute(AttributeIndex::Function, "returns_twice"))
+            })
+        })
+        .collect();
+    for call in calls {
+        let Some(block) = call.block() else { continue };
+        let mut candidates: Vec<Value<'m>> = f.params();
+        for i in entry.instructions().into_iter().chain(block.instructions()) {
+            if i == call {
+                if block == entry {
+                    break;
+                }
+                continue;
+            }
+            if i.block() == Some(block) && i.comes_before(call) != Some(true) {
+                continue;
+            }
+            candidates.push(i.as_value());
+        }
+        let live: Vec<Value<'m>> = candidates
+            .into_iter()
+            .filter(|v| v.ty().is_pointer() && v.ty().address_space().is_some_and(is_gc))
+            .filter(|v| {
+                v.users().into_iter().any(|u| {
+                    u.as_instruction().is_some_and(|ui| {
+                        ui.block() != Some(block) || call.comes_before(ui) == Some(true)
+                    })
+                })
+            })
+            .collect();
+        if live.is_empty() {
+            continue;
+        }
+        b.position_after_allocas(f)?;
+        let ty = b.array_type(b.ptr_type(crate::contract::TRACKED)?, live.len() as u64)?;
+        let slots = b.alloca(ty, None, "gc.setjmp.roots")?;
+        b.position_before(call)?;
+        let i32t = b.int_type(32)?;
+        for (k, v) in live.iter().enumerate() {
+            let zero = b.const_int(i32t, 0)?;
+            let index = b.const_int(i32t, k as i64)?;
+            let slot = b.gep(ty, slots.as_value(), &[zero, index], true, "")?;
+            let tracked = if v.ty().address_space() == Some(crate::contract::TRACKED) {
+                *v
+            } else {
+                b.addrspacecast(*v, b.ptr_type(crate::contract::TRACKED)?, "")?
+            };
+            b.store(tracked, slot)?;
+        }
+    }
+    Ok(())
 }
 
 fn refuse(f: Function<'_>, inst: Instruction<'_>, message: &str) -> Error {

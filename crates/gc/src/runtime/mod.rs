@@ -358,6 +358,8 @@ pub struct Runtime {
     moving: bool,
     /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
     sp_frame: Cell<usize>,
+    /// Statepoint roots: stack memory registered by `locus_gc_push_region`, innermost last.
+    regions: RefCell<Vec<(usize, usize)>>,
 }
 
 thread_local! {
@@ -410,6 +412,7 @@ impl Runtime {
             stack_maps: config.stack_maps,
             moving,
             sp_frame: Cell::new(0),
+            regions: RefCell::new(Vec::new()),
         });
         let rt = NonNull::from(Box::leak(rt));
         // SAFETY: just leaked; freed only by the guard.
@@ -470,6 +473,7 @@ impl Runtime {
                     head: self.head(),
                     bounds: self.stack,
                     moving: self.moving,
+                    regions: &self.regions.borrow(),
                 },
                 number,
             )?,
@@ -1002,6 +1006,39 @@ pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
     })
 }
 
+/// The depth of the stack of memory root regions, for [`locus_gc_region_reset`]. Never
+/// collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_region_depth() -> i64 {
+    entry(crate::contract::RUNTIME_REGION_DEPTH, |rt| {
+        i64::try_from(rt.regions.borrow().len()).unwrap_or(i64::MAX)
+    })
+}
+
+/// Registers `[start, end)`, stack memory of the calling function that may hold GC
+/// pointers (an `alloca` the rewrite for statepoints could not turn into SSA values): each
+/// collection scans its aligned words conservatively, keeping and pinning every live
+/// object one names, until [`locus_gc_region_reset`] drops it. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
+    entry(crate::contract::RUNTIME_PUSH_REGION, |rt| {
+        let (start, end) = (start as usize, end as usize);
+        if start < end {
+            rt.regions.borrow_mut().push((start, end));
+        }
+    })
+}
+
+/// Drops the regions registered above `depth` (what [`locus_gc_region_depth`] returned
+/// when the function was entered). Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_region_reset(depth: i64) {
+    entry(crate::contract::RUNTIME_REGION_RESET, |rt| {
+        let depth = usize::try_from(depth).unwrap_or(0);
+        rt.regions.borrow_mut().truncate(depth);
+    })
+}
+
 /// The statepoint path's entry points by name and address: the `locus_gc_sp_*` entries the
 /// wrappers call and the pins.
 pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
@@ -1043,6 +1080,18 @@ pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
         (
             crate::contract::RUNTIME_PIN_FOREVER,
             locus_gc_pin_forever as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_REGION_DEPTH,
+            locus_gc_region_depth as extern "C" fn() -> i64 as usize,
+        ),
+        (
+            crate::contract::RUNTIME_PUSH_REGION,
+            locus_gc_push_region as extern "C" fn(*const u8, *const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_REGION_RESET,
+            locus_gc_region_reset as extern "C" fn(i64) as usize,
         ),
     ]
 }

@@ -316,6 +316,8 @@ pub(crate) struct Roots<'a> {
     pub(crate) head: *mut GcFrame,
     pub(crate) bounds: Option<StackBounds>,
     pub(crate) moving: bool,
+    /// Stack memory registered by `locus_gc_push_region`: scanned conservatively.
+    pub(crate) regions: &'a [(usize, usize)],
 }
 
 /// Collects with statepoint roots: walk, mark, sweep, and move when asked.
@@ -341,7 +343,8 @@ pub(crate) fn collect(
             ..Collection::default()
         },
     };
-    let marked = mark_all(&mut m, &chain, &sp_frames);
+    let marked = mark_regions(&mut m, roots.regions, sp, roots.bounds)
+        .and_then(|()| mark_all(&mut m, &chain, &sp_frames));
     let Marker {
         heap,
         pinned,
@@ -359,6 +362,36 @@ pub(crate) fn collect(
         move_objects(heap, &pinned, &sp_frames, number, &mut done);
     }
     Ok(done)
+}
+
+/// Marks and pins every live object a word of a registered region names. A region outside
+/// the stack, or below the stack pointer (its function returned without dropping it: a
+/// `longjmp` past it), is skipped.
+fn mark_regions(
+    m: &mut Marker<'_>,
+    regions: &[(usize, usize)],
+    sp: usize,
+    bounds: Option<StackBounds>,
+) -> Result<(), GcFault> {
+    for &(start, end) in regions {
+        let inside = bounds.is_some_and(|b| start >= b.low && end <= b.high);
+        if !inside || start < sp {
+            continue;
+        }
+        let mut at = start.next_multiple_of(8);
+        while at + 8 <= end {
+            // SAFETY: an aligned word of stack memory of a running function (inside the
+            // thread's stack, above the stack pointer).
+            let word = unsafe { read(at) };
+            if m.heap.is_live(word) {
+                m.done.roots += 1;
+                let from = |_: &Heap| Referrer::Pinned { object: word };
+                m.trace(word, (usize::MAX, 0), true, from)?;
+            }
+            at += 8;
+        }
+    }
+    m.drain()
 }
 
 fn mark_all(
