@@ -440,3 +440,61 @@ fn live_values() {
     );
     println!("{}", stdout.trim());
 }
+
+/// The shared library: it exports exactly the functions the header declares (`nm -D`),
+/// and `examples/readobj.c` linked against it prints what llvm-readobj-19 prints.
+#[test]
+fn shared_library() {
+    let so = static_lib().with_file_name("liblocus.so");
+    assert!(so.is_file(), "{} not built", so.display());
+    let nm = run_ok("llvm-nm-19", &["-D", "--defined-only", s(&so)]);
+    let mut exported: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|name| name.starts_with("locus_"))
+        .map(str::to_string)
+        .collect();
+    exported.sort();
+    let mut declared = declared_functions();
+    declared.sort();
+    assert_eq!(
+        exported, declared,
+        "liblocus.so exports vs locus.h declares"
+    );
+
+    let dir = tmp_dir("shared");
+    let exe = dir.join("readobj");
+    let include = Path::new(CRATE).join("include");
+    let lib_dir = so.parent().unwrap_or(Path::new("."));
+    let rpath = format!("-Wl,-rpath,{}", s(lib_dir));
+    run_ok(
+        "clang-19",
+        &[
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-I",
+            s(&include),
+            s(&Path::new(CRATE).join("examples/readobj.c")),
+            "-L",
+            s(lib_dir),
+            "-llocus",
+            &rpath,
+            "-o",
+            s(&exe),
+        ],
+    );
+    let obj = dir.join("runtime.o");
+    llc(&fixture("runtime.ll"), "aarch64-linux-gnu", &obj, &[]);
+    let expected = run_ok("llvm-readobj-19", &["--stackmap", s(&obj)]).stdout;
+    let got = run_ok(s(&exe), &[s(&obj)]).stdout;
+    assert!(
+        expected == got,
+        "{}",
+        first_difference(
+            &String::from_utf8_lossy(&expected),
+            &String::from_utf8_lossy(&got)
+        )
+    );
+}
