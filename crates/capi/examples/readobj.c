@@ -1,7 +1,7 @@
 /* readobj: print the stack maps of object files as `llvm-readobj --stackmap` does, byte for
  * byte, through the Locus C API (tests/c.rs compares the two on objects from llc-19).
  *
- *   clang-19 -Icrates/capi/include crates/capi/examples/readobj.c target/debug/liblocus.a \
+ *   clang-19 -Icrates/capi/include crates/capi/examples/readobj.c target/debug/liblocus_capi.a \
  *       -lpthread -ldl -lm -lgcc_s -o readobj
  *   ./readobj file.o...
  *

@@ -1,7 +1,7 @@
 //! A C API for runtimes written in C and C++: the stack map index and patch point patching
 //! of `locus-stackmap`, behind a generated header (`include/locus.h`) and a static and a
-//! shared library (`target/{debug,release}/liblocus.a` and `liblocus.so`; link with
-//! `-llocus`, and for the static library also `-lpthread -ldl -lm -lgcc_s`).
+//! shared library (`target/{debug,release}/liblocus_capi.a` and `liblocus_capi.so`; link with
+//! `-llocus_capi`, and for the static library also `-lpthread -ldl -lm -lgcc_s`).
 //!
 //! **The contract.** Every entry point is `extern "C"`, returns a `LocusStatus` (`LOCUS_OK`
 //! = 0 or a `LOCUS_ERR_*` code) and takes, last, an optional `LocusError *` that the
@@ -38,8 +38,8 @@
 //! checked-in `include/locus.h` differs from what the code generates. Regenerate it with
 //! `LOCUS_UPDATE_HEADER=1 cargo test -p locus-capi --test header`.
 //!
-//! **How it is tested** (`tests/`, all compiled by clang-19 against `liblocus.a` of the
-//! build under test, found next to the test binary): `examples/readobj.c` prints the stack
+//! **How it is tested** (`tests/`, all compiled by clang-19 against the `liblocus_capi.a`
+//! of the build under test, found next to the test binary): `examples/readobj.c` prints the stack
 //! maps of `fixtures/runtime.ll` compiled by llc-19 (ELF x86-64, AArch64 and big-endian
 //! AArch64, Mach-O, COFF, an lld-linked shared object) byte-identical to
 //! `llvm-readobj-19 --stackmap`; `tests/c/api_test.c` calls every function the header
@@ -92,7 +92,7 @@
 //! The same from Rust (the rlib exports the same functions):
 //!
 //! ```
-//! use locus::*;
+//! use locus_capi::*;
 //! let mut s = Vec::new();
 //! s.extend([3, 0, 0, 0]); // version 3
 //! s.extend(1u32.to_le_bytes()); // NumFunctions

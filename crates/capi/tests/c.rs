@@ -1,5 +1,5 @@
 //! The C API from C: `examples/readobj.c` and `tests/c/api_test.c` compiled by clang-19
-//! against the static library `liblocus.a` this build made.
+//! against the static library `liblocus_capi.a` this build made.
 //!
 //! - `readobj_matches_llvm_readobj`: `fixtures/runtime.ll` compiled by llc-19 for ELF
 //!   x86-64, AArch64 and big-endian AArch64, Mach-O and COFF (and linked into a shared
@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The static library of this build: `liblocus.a` in the profile directory the test
+/// The static library of this build: `liblocus_capi.a` in the profile directory the test
 /// binary runs from (`target/<profile>/deps/<test>` → `target/<profile>`).
 fn static_lib() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
@@ -26,12 +26,12 @@ fn static_lib() -> PathBuf {
         .ancestors()
         .skip(1)
         .take(4)
-        .map(|dir| dir.join("liblocus.a"))
+        .map(|dir| dir.join("liblocus_capi.a"))
         .find(|p| p.is_file());
     match found {
         Some(p) => p,
         None => panic!(
-            "liblocus.a not found next to {} or its parents: build it with `cargo build -p locus-capi`",
+            "liblocus_capi.a not found next to {} or its parents: build it with `cargo build -p locus-capi`",
             exe.display()
         ),
     }
@@ -445,7 +445,7 @@ fn live_values() {
 /// and `examples/readobj.c` linked against it prints what llvm-readobj-19 prints.
 #[test]
 fn shared_library() {
-    let so = static_lib().with_file_name("liblocus.so");
+    let so = static_lib().with_file_name("liblocus_capi.so");
     assert!(so.is_file(), "{} not built", so.display());
     let nm = run_ok("llvm-nm-19", &["-D", "--defined-only", s(&so)]);
     let mut exported: Vec<String> = String::from_utf8_lossy(&nm.stdout)
@@ -459,7 +459,7 @@ fn shared_library() {
     declared.sort();
     assert_eq!(
         exported, declared,
-        "liblocus.so exports vs locus.h declares"
+        "liblocus_capi.so exports vs locus.h declares"
     );
 
     let dir = tmp_dir("shared");
@@ -479,7 +479,7 @@ fn shared_library() {
             s(&Path::new(CRATE).join("examples/readobj.c")),
             "-L",
             s(lib_dir),
-            "-llocus",
+            "-llocus_capi",
             &rpath,
             "-o",
             s(&exe),

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::ptr::null_mut;
 
-use locus::*;
+use locus_capi::*;
 
 fn section_of(triple: &str) -> Vec<u8> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-damaged");
