@@ -66,7 +66,7 @@
 // Bytes in each name buffer of `LocusObjectInfo`, the NUL included.
 #define LOCUS_NAME_SIZE 64
 
-// Bytes in `LocusObjectInfo::load_name`, the NUL included.
+// Bytes in `LocusObjectInfo.load_name`, the NUL included.
 #define LOCUS_LOAD_NAME_SIZE 256
 
 // `LocusObjectInfo.format`: a format this library does not name.
@@ -81,7 +81,7 @@
 // COFF or PE.
 #define LOCUS_FORMAT_COFF 3
 
-// Bytes in `LocusError::message`, its terminating NUL included.
+// Bytes in `LocusError.message`, its terminating NUL included.
 #define LOCUS_ERROR_MESSAGE_SIZE 256
 
 // `LocusError.offset` when the error refers to no place in a section.

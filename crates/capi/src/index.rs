@@ -424,7 +424,7 @@ pub struct LocusGcPointer {
 
 /// Bytes in each name buffer of `LocusObjectInfo`, the NUL included.
 pub const LOCUS_NAME_SIZE: usize = 64;
-/// Bytes in `LocusObjectInfo::load_name`, the NUL included.
+/// Bytes in `LocusObjectInfo.load_name`, the NUL included.
 pub const LOCUS_LOAD_NAME_SIZE: usize = 256;
 
 /// `LocusObjectInfo.format`: a format this library does not name.

@@ -70,7 +70,7 @@ pub const LOCUS_ERR_CODE_WRITE: LocusStatus = 24;
 /// The object file could not be read.
 pub const LOCUS_ERR_OBJECT: LocusStatus = 25;
 
-/// Bytes in `LocusError::message`, its terminating NUL included.
+/// Bytes in `LocusError.message`, its terminating NUL included.
 pub const LOCUS_ERROR_MESSAGE_SIZE: usize = 256;
 
 /// `LocusError.offset` when the error refers to no place in a section.
