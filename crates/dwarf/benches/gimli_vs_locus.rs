@@ -21,7 +21,8 @@
 //! issue 22). `LOCUS_BENCH_ONLY=gimli|locus|fresh|decoded` (with `LOCUS_BENCH_PASSES=N`,
 //! `LOCUS_BENCH_CLASS=CLASS|list`) runs only one way's loop, for profilers: instruction
 //! counts under `valgrind --tool=callgrind`, with N and 0 passes subtracted, do not depend
-//! on the machine's load.
+//! on the machine's load. `LOCUS_BENCH_CLASS==SHAPE` runs the expressions of one
+//! shape (operation names, as `LOCUS_BENCH_ONLY=shapes` lists them with their counts).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -233,6 +234,33 @@ fn locus_answer(eval: &mut Evaluation<'_>, encoding: Encoding) -> Option<usize> 
     })
 }
 
+/// The names of `x`'s operations, operands left out.
+fn shape_of(x: &LocationExpression) -> String {
+    decode(&x.bytes, x.encoding)
+        .map(|d| {
+            d.iter()
+                .map(|(_, op)| op.name())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// `LOCUS_BENCH_ONLY=shapes`: how many expressions have each shape (their
+/// operations' names, operands left out), most common first, by class: what
+/// a shortcut would cover.
+fn print_shapes(xs: &[LocationExpression]) {
+    let mut counts: std::collections::BTreeMap<(&str, String), usize> = Default::default();
+    for x in xs {
+        *counts.entry((class_of(x), shape_of(x))).or_default() += 1;
+    }
+    let mut rows: Vec<_> = counts.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    for ((class, shape), n) in rows {
+        println!("{n:>6}  {class:<18} {shape}");
+    }
+}
+
 fn time(mut f: impl FnMut(), rounds: usize) -> Duration {
     let mut best = Duration::MAX;
     for _ in 0..rounds {
@@ -372,6 +400,10 @@ fn main() {
     // (`LOCUS_BENCH_ONLY=gimli|locus|fresh|decoded`), a few passes, over one class
     // if `LOCUS_BENCH_CLASS` names one (or `list` for location-list entries).
     if let Ok(which) = std::env::var("LOCUS_BENCH_ONLY") {
+        if which == "shapes" {
+            print_shapes(&both);
+            return;
+        }
         let way = match which.as_str() {
             "gimli" => Way::Gimli,
             "fresh" => Way::Fresh,
@@ -386,6 +418,8 @@ fn main() {
         let keep = |x: &LocationExpression| match class.as_deref() {
             None => true,
             Some("list") => x.in_list,
+            // `=SHAPE`: one shape as `shapes` prints it.
+            Some(c) if c.starts_with('=') => shape_of(x) == c[1..],
             Some(c) => class_of(x) == c,
         };
         let (xs, ds): (Vec<&LocationExpression>, Vec<&Decoded>) =

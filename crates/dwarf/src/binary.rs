@@ -186,11 +186,11 @@ impl Decoded {
     /// A fresh evaluation of the operations, with their byte offsets.
     pub fn evaluation(&self, encoding: Encoding) -> Evaluation<'_> {
         // The offsets are borrowed, not copied (a copy was an allocation per
-        // evaluation). Cannot fail for `Decoded::new`'s offsets (increasing,
-        // one per operation plus the length); for others it may (the fields
-        // are public): branches then re-encode instead.
-        Evaluation::with_offsets(&self.ops, &self.offsets, encoding)
-            .unwrap_or_else(|_| Evaluation::new(&self.ops, encoding))
+        // evaluation), and checked only by a branch. They fit for
+        // `Decoded::new`'s offsets (increasing, one per operation plus the
+        // length); others may not (the fields are public): branches then
+        // re-encode instead.
+        Evaluation::with_unchecked_offsets(&self.ops, &self.offsets, encoding)
     }
 }
 

@@ -24,6 +24,7 @@ impl<'a> Evaluation<'a> {
             pending: None,
             asked: None,
             complete: false,
+            fresh: true,
             top: None,
             base_types: Vec::new(),
             parts: Vec::new(),
@@ -93,6 +94,7 @@ impl<'a> Evaluation<'a> {
         self.pc = 0;
         self.steps = 0;
         self.complete = false;
+        self.fresh = true;
     }
 
     /// Whether `restart` has anything to free or empty besides plain fields.
@@ -183,6 +185,7 @@ impl<'a> Evaluation<'a> {
             pending: None,
             asked: None,
             complete: false,
+            fresh: true,
             top: None,
             base_types,
             parts,
@@ -278,6 +281,23 @@ impl<'a> Evaluation<'a> {
         Ok(eval)
     }
 
+    /// [`Evaluation::with_offsets`] with the offsets checked only if a
+    /// branch needs them (and, if they do not fit, the operations
+    /// re-encoded instead, as [`Evaluation::new`] would): for offsets that
+    /// are right by construction, without a pass over them and a `Result`
+    /// (moving the evaluation out of it was a 464-byte copy) per evaluation.
+    #[cfg(feature = "binary")]
+    #[inline]
+    pub(crate) fn with_unchecked_offsets(
+        ops: &'a [Op],
+        offsets: &'a [usize],
+        encoding: Encoding,
+    ) -> Evaluation<'a> {
+        let mut eval = Evaluation::new(ops, encoding);
+        eval.root_offsets = RootOffsets::Unchecked(offsets);
+        eval
+    }
+
     /// The result, as [`Evaluation::result`], moved out instead of cloned.
     pub fn into_result(self) -> Option<Entry> {
         if !self.complete {
@@ -293,6 +313,7 @@ impl<'a> Evaluation<'a> {
 
     /// Pushes an initial entry (e.g. an object address) before evaluating.
     pub fn push(&mut self, entry: Entry) {
+        self.fresh = false;
         self.restore_top();
         self.stack.push(Slot::entry(entry));
     }
@@ -328,8 +349,10 @@ impl<'a> Evaluation<'a> {
                 "evaluate() called while a request is outstanding",
             )));
         }
-        if self.lone_register() {
-            return Ok(EvaluationResult::Complete);
+        if self.fresh & !self.trace {
+            if let Some(r) = self.shortcut() {
+                return Ok(r);
+            }
         }
         self.run()
     }

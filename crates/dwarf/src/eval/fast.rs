@@ -3,134 +3,114 @@
 
 use super::*;
 
+/// What a shortcut stands for: a whole expression of one of the shapes
+/// optimized code emits most, evaluated (or asked for) without the loop.
+#[derive(Clone, Copy)]
+enum Short {
+    /// A lone `DW_OP_regN` (`DW_OP_reg` for operations): the register.
+    Register(u16),
+    /// A constant (`DW_OP_litN`, `DW_OP_constu`, `DW_OP_consts`) then
+    /// `DW_OP_stack_value`.
+    Constant(u64),
+    /// A lone `DW_OP_fbreg`: the request for the frame base.
+    FrameBase(i64),
+    /// `DW_OP_entry_value(DW_OP_regN)` then `DW_OP_stack_value`: the
+    /// request for the entry value (the stack value runs after the answer).
+    EntryRegister(u8),
+}
+
 impl<'a> Evaluation<'a> {
-    /// The two most common location expressions of optimized code (most
-    /// entries of a location list), evaluated without entering the loop: a
-    /// lone `DW_OP_regN`, and a constant (`DW_OP_litN`, `DW_OP_constu`,
-    /// `DW_OP_consts`) then `DW_OP_stack_value`. Exactly the state
-    /// `run_bytes` leaves after them (each operation counted against the step
-    /// limit, the result in `top`), for an evaluation that has not started,
-    /// with an empty stack, no trace and a valid encoding; `false` (nothing
-    /// done) otherwise.
+    /// The most common whole expressions of optimized code (most entries of
+    /// a location list): a lone `DW_OP_regN`, a constant then
+    /// `DW_OP_stack_value`, a lone `DW_OP_fbreg` and
+    /// `DW_OP_entry_value(DW_OP_regN) DW_OP_stack_value`, from bytes or
+    /// decoded, evaluated without entering the loop up to the end or to
+    /// their first request. For a fresh evaluation ([`Evaluation::new`],
+    /// [`Evaluation::from_bytes`], [`Evaluation::restart`]; nothing pushed,
+    /// not run) without trace, with a valid encoding and room for the
+    /// operations in the step limit; `None` (nothing done) otherwise.
+    /// Leaves exactly the state the loop leaves after the same operations
+    /// (steps counted, operation and byte positions, the result in `top` or
+    /// the request's pending answer): the property tests compare them.
     #[inline(always)]
-    pub(super) fn constant_shortcut(&mut self) -> bool {
-        let Some(bytes) = self.bytes else {
-            return false;
-        };
-        let top = match *bytes {
-            [code @ 0x50..=0x6f] => {
-                LocationDescription::single(Storage::Register(u16::from(code - 0x50)), 0)
-            }
-            [code @ (0x30..=0x4f | 0x10 | 0x11), .., 0x9f] => {
-                let n = match code {
-                    0x30..=0x4f if bytes.len() == 2 => u64::from(code - 0x30),
-                    0x10 | 0x11 => match short_leb(bytes, 1, code == 0x11) {
-                        Some((n, end)) if end + 1 == bytes.len() => n as u64,
-                        _ => return false,
-                    },
-                    _ => return false,
-                };
-                let a = self.address_size;
-                let len = ValueType::Generic.size(a).min(8);
-                let bits = Value::generic(n, a).bits;
-                LocationDescription::single(Storage::Implicit(Bytes::from_le(bits, len)), 0)
-            }
-            _ => return false,
-        };
-        let steps = if bytes.len() == 1 { 1 } else { 2 };
-        if !self.may_shortcut(steps) {
-            return false;
+    pub(super) fn shortcut(&mut self) -> Option<EvaluationResult> {
+        if !matches!(self.encoding.address_size, 4 | 8)
+            | !matches!(self.encoding.offset_size, 4 | 8)
+            | (self.max_steps < 2)
+        {
+            return None;
         }
-        self.steps += steps;
-        self.pc = steps as usize;
-        self.byte_pc = bytes.len();
-        self.next_byte = bytes.len();
-        // `top` is empty (checked): nothing to drop.
-        core::mem::forget(self.top.replace(Entry::Location(top)));
-        self.complete = true;
-        true
-    }
-
-    /// `constant_shortcut` for decoded operations ([`Evaluation::new`]): a
-    /// lone `DW_OP_regN`, or a constant then `DW_OP_stack_value`, evaluated
-    /// without entering the loop, leaving exactly the state `run_general`
-    /// leaves after them; `false` (nothing done) otherwise. Without it a
-    /// fresh evaluation of these (most of a location list's entries)
-    /// allocated its stack for one entry.
-    #[inline(always)]
-    pub(super) fn ops_shortcut(&mut self) -> bool {
+        // The lone register first, written straight into `top` (through a
+        // shared `Short` it was assembled on the machine stack and copied).
+        if let Some(&[code @ 0x50..=0x6f]) = self.bytes {
+            self.complete_with(
+                LocationDescription::single(Storage::Register(u16::from(code - 0x50)), 0),
+                1,
+                1,
+            );
+            return Some(EvaluationResult::Complete);
+        }
+        let (short, ops) = match self.bytes {
+            Some(bytes) => bytes_shortcut(bytes)?,
+            None => ops_shortcut(self.ops)?,
+        };
+        let len = self.bytes.map_or(0, <[u8]>::len);
         let a = self.address_size;
-        let top = match self.ops {
-            [Op::Reg(r)] => LocationDescription::single(Storage::Register(u16::from(*r)), 0),
-            [c, Op::StackValue] => {
-                let n = match c {
-                    Op::Lit(n) => u64::from(*n),
-                    Op::Constu(v) => *v,
-                    Op::Consts(v) => *v as u64,
-                    _ => return false,
-                };
-                let len = ValueType::Generic.size(a).min(8);
-                let bits = Value::generic(n, a).bits;
-                LocationDescription::single(Storage::Implicit(Bytes::from_le(bits, len)), 0)
+        match short {
+            Short::Register(r) => {
+                self.complete_with(
+                    LocationDescription::single(Storage::Register(r), 0),
+                    ops,
+                    len,
+                );
             }
-            _ => return false,
-        };
-        let steps = self.ops.len() as u64;
-        if self.bytes.is_some() || self.pc != 0 || !self.may_shortcut(steps) {
-            return false;
+            Short::Constant(n) => {
+                let size = ValueType::Generic.size(a).min(8);
+                let bits = Value::generic(n, a).bits;
+                self.complete_with(
+                    LocationDescription::single(Storage::Implicit(Bytes::from_le(bits, size)), 0),
+                    ops,
+                    len,
+                );
+            }
+            Short::FrameBase(offset) => {
+                // As the loop stops at its request: one step, the operation
+                // not passed yet (from bytes, its end is the next one).
+                self.fresh = false;
+                self.steps = 1;
+                self.next_byte = len;
+                self.pending = Some(Pending::FrameBase { offset });
+                return Some(EvaluationResult::RequiresFrameBase);
+            }
+            Short::EntryRegister(code) => {
+                self.fresh = false;
+                self.steps = 1;
+                if self.bytes.is_some() {
+                    // After the block: DW_OP_entry_value, its length, regN.
+                    self.next_byte = 3;
+                }
+                self.pending = Some(Pending::EntryValue);
+                return Some(EvaluationResult::RequiresEntryValue {
+                    expression: Bytes::from(&[code][..]),
+                    register: Some(u16::from(code - 0x50)),
+                });
+            }
         }
-        self.steps += steps;
-        self.pc = self.ops.len();
-        // `top` is empty (checked): nothing to drop.
+        Some(EvaluationResult::Complete)
+    }
+
+    /// Ends a shortcut of `ops` operations (`len` bytes, 0 for decoded
+    /// operations) with `top` as the result, as `finish` would.
+    #[inline(always)]
+    fn complete_with(&mut self, top: LocationDescription, ops: u64, len: usize) {
+        self.fresh = false;
+        self.steps = ops;
+        self.pc = ops as usize;
+        self.byte_pc = len;
+        self.next_byte = len;
+        // `top` is empty (fresh): nothing to drop.
         core::mem::forget(self.top.replace(Entry::Location(top)));
         self.complete = true;
-        true
-    }
-
-    /// Whether a shortcut of `steps` operations may stand for the loop: the
-    /// evaluation has not started, its stack is empty, it is not traced, the
-    /// step limit leaves room for `steps` and the encoding is valid.
-    #[inline(always)]
-    fn may_shortcut(&self, steps: u64) -> bool {
-        !((self.byte_pc != 0)
-            | self.complete
-            | self.trace
-            | self.callee.is_some()
-            | !self.stack.is_empty()
-            | self.top.is_some()
-            | (self.max_steps.saturating_sub(self.steps) < steps)
-            | !matches!(self.encoding.address_size, 4 | 8)
-            | !matches!(self.encoding.offset_size, 4 | 8))
-    }
-
-    /// The most common location expression of optimized code, a lone
-    /// `DW_OP_regN` (most entries of a location list), evaluated without
-    /// entering the loop: exactly the state `run_bytes` leaves after it
-    /// (one step counted, the register location as the result), for an
-    /// evaluation that has not started, with an empty stack, no trace and a
-    /// valid encoding; `false` (nothing done) otherwise.
-    #[inline(always)]
-    pub(super) fn lone_register(&mut self) -> bool {
-        let Some(&[code @ 0x50..=0x6f]) = self.bytes else {
-            return false;
-        };
-        if !self.may_shortcut(1) {
-            return false;
-        }
-        self.steps += 1;
-        self.pc = 1;
-        self.byte_pc = 1;
-        self.next_byte = 1;
-        // `top` is empty (checked): nothing to drop.
-        core::mem::forget(
-            self.top
-                .replace(Entry::Location(LocationDescription::single(
-                    Storage::Register(u16::from(code - 0x50)),
-                    0,
-                ))),
-        );
-        self.complete = true;
-        true
     }
 
     /// The most common operations of compiled code, executed straight from
@@ -285,4 +265,45 @@ pub(super) fn short_leb_long(bytes: &[u8], pos: usize, signed: bool) -> Option<(
         }
     }
     None
+}
+
+/// The shortcut of `bytes` (see [`Evaluation::shortcut`]) and its number of
+/// operations.
+#[inline(always)]
+fn bytes_shortcut(bytes: &[u8]) -> Option<(Short, u64)> {
+    Some(match *bytes {
+        [code @ 0x50..=0x6f] => (Short::Register(u16::from(code - 0x50)), 1),
+        [code @ 0x30..=0x4f, 0x9f] => (Short::Constant(u64::from(code - 0x30)), 2),
+        [code @ (0x10 | 0x11), .., 0x9f] => match short_leb(bytes, 1, code == 0x11) {
+            Some((n, end)) if end + 1 == bytes.len() => (Short::Constant(n as u64), 2),
+            _ => return None,
+        },
+        [0x91, ..] => match short_leb(bytes, 1, true) {
+            Some((n, end)) if end == bytes.len() => (Short::FrameBase(n), 1),
+            _ => return None,
+        },
+        [0xa3, 1, code @ 0x50..=0x6f, 0x9f] => (Short::EntryRegister(code), 2),
+        _ => return None,
+    })
+}
+
+/// The shortcut of decoded operations (see [`Evaluation::shortcut`]) and
+/// their number.
+#[inline(always)]
+fn ops_shortcut(ops: &[Op]) -> Option<(Short, u64)> {
+    Some(match ops {
+        [Op::Reg(r)] => (Short::Register(u16::from(*r)), 1),
+        [Op::Fbreg(offset)] => (Short::FrameBase(*offset), 1),
+        [c, Op::StackValue] => match c {
+            Op::Lit(n) => (Short::Constant(u64::from(*n)), 2),
+            Op::Constu(v) => (Short::Constant(*v), 2),
+            Op::Consts(v) => (Short::Constant(*v as u64), 2),
+            Op::EntryValue(block) => match block.as_slice() {
+                [code @ 0x50..=0x6f] => (Short::EntryRegister(*code), 2),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    })
 }

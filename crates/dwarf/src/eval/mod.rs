@@ -414,6 +414,11 @@ enum RootOffsets<'a> {
     Computed(Option<Vec<usize>>),
     /// Given by the caller.
     Borrowed(&'a [usize]),
+    /// Given by the caller and not checked yet ([`Decoded`](crate::binary::Decoded)
+    /// evaluations): checked at the first branch, then `Borrowed`, or
+    /// `Unknown` (re-encoded) if they do not fit the operations. Checking
+    /// them up front cost every evaluation a pass over them.
+    Unchecked(&'a [usize]),
 }
 
 fn check_offsets(ops: &[Op], offsets: &[usize]) -> Result<(), Error> {
@@ -473,6 +478,10 @@ pub struct Evaluation<'a> {
     /// The request the last step stopped for (see [`Step`]).
     asked: Option<EvaluationResult>,
     complete: bool,
+    /// Constructed or restarted, not run and nothing pushed: the state in
+    /// which `shortcut` may stand for the loop (the stack, the call state
+    /// and the result are empty, no step counted).
+    fresh: bool,
     /// Once complete, the result, moved off the stack (so a compact slot
     /// becomes an [`Entry`] that can be borrowed).
     top: Option<Entry>,

@@ -6,9 +6,10 @@ use super::*;
 
 impl<'a> Evaluation<'a> {
     pub(super) fn run(&mut self) -> Result<EvaluationResult, Error> {
+        // Whatever runs, the evaluation is no longer fresh (see `shortcut`).
+        self.fresh = false;
         match (self.callee.is_none(), self.bytes) {
             (true, Some(bytes)) if !self.trace => self.run_bytes(bytes),
-            (true, None) if self.ops_shortcut() => Ok(EvaluationResult::Complete),
             _ => self.run_general(),
         }
     }
@@ -18,9 +19,6 @@ impl<'a> Evaluation<'a> {
     /// operation).
     pub(super) fn run_bytes(&mut self, bytes: &'a [u8]) -> Result<EvaluationResult, Error> {
         // As `decode` would (the shortcuts in `fast_step` skip `decode_at`).
-        if self.constant_shortcut() {
-            return Ok(EvaluationResult::Complete);
-        }
         self.encoding.check()?;
         self.restore_top();
         while let Some(&code) = bytes.get(self.byte_pc) {

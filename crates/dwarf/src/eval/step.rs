@@ -37,6 +37,12 @@ impl<'a> Evaluation<'a> {
         let offsets: &[usize] = match &self.callee {
             Some(code) => &code.offsets,
             None => {
+                if let RootOffsets::Unchecked(o) = self.root_offsets {
+                    self.root_offsets = match check_offsets(self.ops, o) {
+                        Ok(()) => RootOffsets::Borrowed(o),
+                        Err(_) => RootOffsets::Unknown,
+                    };
+                }
                 if matches!(self.root_offsets, RootOffsets::Unknown) {
                     self.root_offsets = RootOffsets::Computed(match self.bytes {
                         Some(bytes) => Some(byte_offsets(bytes, self.encoding)),
