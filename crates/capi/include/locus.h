@@ -611,6 +611,27 @@ LocusStatus locus_index_lookup(const LocusIndex *index,
                                size_t *out_count,
                                LocusError *err);
 
+// Looks up many return addresses at once (a stack walk's): for each `addresses[i]`,
+// `out_counts[i]` is the number of records there and `out_records[i]` the first of them
+// in section order (all zero when there is none). The index fetches the memory of the
+// lookups some addresses ahead, so that their cache misses overlap: faster than one
+// `locus_index_lookup` per address on large indexes.
+//
+// Errors: `LOCUS_ERR_NULL_ARGUMENT` (any array, when `count` > 0), `LOCUS_ERR_INVALID_ARGUMENT`
+// (`count` too large for the arrays to exist).
+//
+// # Safety
+//
+// `index` is null or a live index; `addresses` holds `count` readable values and
+// `out_records` and `out_counts` room for `count` each (any of them may be null when
+// `count` is 0); `err` is null or writable.
+LocusStatus locus_index_lookup_each(const LocusIndex *index,
+                                    const uint64_t *addresses,
+                                    size_t count,
+                                    LocusRecord *out_records,
+                                    size_t *out_counts,
+                                    LocusError *err);
+
 // Finds every record with ID `id`, in address order; otherwise as `locus_index_lookup`.
 // The first call sorts the records by ID (16 bytes per record, kept with the index).
 //

@@ -1016,6 +1016,75 @@ pub unsafe extern "C" fn locus_index_lookup(
     unsafe { guard(err, body) }
 }
 
+/// Looks up many return addresses at once (a stack walk's): for each `addresses[i]`,
+/// `out_counts[i]` is the number of records there and `out_records[i]` the first of them
+/// in section order (all zero when there is none). The index fetches the memory of the
+/// lookups some addresses ahead, so that their cache misses overlap: faster than one
+/// `locus_index_lookup` per address on large indexes.
+///
+/// Errors: `LOCUS_ERR_NULL_ARGUMENT` (any array, when `count` > 0), `LOCUS_ERR_INVALID_ARGUMENT`
+/// (`count` too large for the arrays to exist).
+///
+/// # Safety
+///
+/// `index` is null or a live index; `addresses` holds `count` readable values and
+/// `out_records` and `out_counts` room for `count` each (any of them may be null when
+/// `count` is 0); `err` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn locus_index_lookup_each(
+    index: *const LocusIndex,
+    addresses: *const u64,
+    count: usize,
+    out_records: *mut LocusRecord,
+    out_counts: *mut usize,
+    err: *mut LocusError,
+) -> LocusStatus {
+    let body = || {
+        // SAFETY: `index` is null or live (this function's contract).
+        let inner = unsafe { handle(index) }?;
+        if count > 0 && (out_records.is_null() || out_counts.is_null()) {
+            return Err(Failure::null(if out_records.is_null() {
+                "out_records"
+            } else {
+                "out_counts"
+            }));
+        }
+        if count > isize::MAX as usize / std::mem::size_of::<LocusRecord>() {
+            return Err(Failure::new(
+                LOCUS_ERR_INVALID_ARGUMENT,
+                format!("count {count} is larger than any array of records"),
+            ));
+        }
+        let addresses = if count == 0 {
+            &[][..]
+        } else if addresses.is_null() {
+            return Err(Failure::null("addresses"));
+        } else {
+            // SAFETY: not null, `count` readable values (this function's contract), and
+            // count * 8 fits an isize (checked above, records being larger).
+            unsafe { std::slice::from_raw_parts(addresses, count) }
+        };
+        for (i, found) in inner.index.lookup_all(addresses).enumerate() {
+            let mut n = 0usize;
+            let mut first = LocusRecord::default();
+            for r in found {
+                if n == 0 {
+                    first = inner.describe(inner.number_of(&r)?)?;
+                }
+                n += 1;
+            }
+            // SAFETY: both arrays have room for `count` entries (this function's contract)
+            // and i < count.
+            unsafe { out_records.wrapping_add(i).write(first) };
+            // SAFETY: as above.
+            unsafe { out_counts.wrapping_add(i).write(n) };
+        }
+        Ok(())
+    };
+    // SAFETY: `err` is null or writable (this function's contract).
+    unsafe { guard(err, body) }
+}
+
 /// Finds every record with ID `id`, in address order; otherwise as `locus_index_lookup`.
 /// The first call sorts the records by ID (16 bytes per record, kept with the index).
 ///

@@ -21,7 +21,8 @@
 //! What is here (the rules come from spec 000, as in `locus-stackmap`):
 //! - [`index`]: `locus_index_from_section` (section bytes) and `locus_index_from_object`
 //!   (an ELF, Mach-O or COFF file, relocations applied unless `LOCUS_INDEX_UNRELOCATED`),
-//!   lookups by return address, by ID and nearest-below, and the tables, functions,
+//!   lookups by return address (one, or a stack walk's many at once with their memory
+//!   fetched ahead), by ID and nearest-below, and the tables, functions,
 //!   constants, records (numbered in section order, or walked in address order), locations,
 //!   live-outs and statepoint views (deopt locations, (base, derived) pairs);
 //!   `locus_object_info` (what `llvm-readobj` prints before its dump);

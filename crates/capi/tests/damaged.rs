@@ -2,9 +2,9 @@
 //! `fixtures/runtime.ll` (llc-19, x86-64 and AArch64) with each byte replaced by 0, 1, 0x80
 //! and 0xff goes through `locus_index_from_section`, strict and lenient, and every index that
 //! is built is walked through every read-only entry point (tables, functions, constants,
-//! records in both orders, locations, live-outs, statepoint views, lookups, values from a
-//! frame whose memory callback refuses everything). No call may return
-//! `LOCUS_ERR_INTERNAL` (a caught panic), and every status must have a name.
+//! records in both orders, locations, live-outs, statepoint views, lookups of one and of
+//! many addresses, values from a frame whose memory callback refuses everything). No call
+//! may return `LOCUS_ERR_INTERNAL` (a caught panic), and every status must have a name.
 
 // The walk makes hundreds of FFI calls under one contract (a live index, pointers to
 // locals); one block per call would bury what it tests.
@@ -112,6 +112,23 @@ unsafe fn walk(index: *const LocusIndex, calls: &mut u64) {
             );
             ok(
                 locus_index_lookup_id(index, r.id, records.as_mut_ptr(), 4, &mut n, e),
+                calls,
+            );
+            let near = [
+                r.address,
+                r.address.wrapping_add(1),
+                r.address.wrapping_sub(1),
+            ];
+            let mut counts = [0usize; 3];
+            ok(
+                locus_index_lookup_each(
+                    index,
+                    near.as_ptr(),
+                    3,
+                    records.as_mut_ptr(),
+                    counts.as_mut_ptr(),
+                    e,
+                ),
                 calls,
             );
             ok(

@@ -227,6 +227,32 @@ static void test_section(void) {
     EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup(index, 0x1110, NULL, 1, &n, err));
     EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup(index, 0x1110, found, 2, NULL, err));
     EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup(NULL, 0x1110, found, 2, &n, err));
+    /* Many addresses at once: hits, misses, repeats; more than the lookahead. */
+    uint64_t addresses[40];
+    LocusRecord each[40];
+    size_t counts[40];
+    for (int i = 0; i < 40; i++)
+        addresses[i] = i % 3 == 0 ? 0x1110 : i % 3 == 1 ? 0x1120 : 0x1111 + (uint64_t)i;
+    memset(each, 0x77, sizeof each);
+    EXPECT(LOCUS_OK, locus_index_lookup_each(index, addresses, 40, each, counts, err));
+    int each_ok = 1;
+    for (int i = 0; i < 40; i++) {
+        LocusRecord one[2];
+        size_t m = 9;
+        each_ok &= locus_index_lookup(index, addresses[i], one, 2, &m, NULL) == LOCUS_OK;
+        each_ok &= counts[i] == m && (m == 0 ? each[i].id == 0 && each[i].number == 0
+                                             : each[i].number == one[0].number);
+    }
+    CHECK(each_ok);
+    CHECK(counts[0] == 1 && each[0].id == 42 && counts[1] == 1 && each[1].id == 7 && counts[2] == 0);
+    EXPECT(LOCUS_OK, locus_index_lookup_each(index, NULL, 0, NULL, NULL, err));
+    EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup_each(index, NULL, 2, each, counts, err));
+    CHECK(strstr(last_error.message, "addresses") != NULL);
+    EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup_each(index, addresses, 2, NULL, counts, err));
+    EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup_each(index, addresses, 2, each, NULL, err));
+    EXPECT(LOCUS_ERR_NULL_ARGUMENT, locus_index_lookup_each(NULL, addresses, 2, each, counts, err));
+    EXPECT(LOCUS_ERR_INVALID_ARGUMENT,
+           locus_index_lookup_each(index, addresses, SIZE_MAX / 2, each, counts, err));
     EXPECT(LOCUS_OK, locus_index_lookup_id(index, 7, found, 2, &n, err));
     CHECK(n == 1 && found[0].number == 1 && found[0].address == 0x1120);
     EXPECT(LOCUS_OK, locus_index_lookup_id(index, 8, found, 2, &n, err));

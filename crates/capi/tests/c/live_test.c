@@ -92,6 +92,14 @@ void inspect(Ctx *ctx, const Snapshot *s) {
     size_t n = 0;
     if (locus_index_lookup(ctx->index, s->return_address, &r, 1, &n, &err) != LOCUS_OK)
         return fail(ctx, "lookup", &err);
+    /* The batch lookup a stack walk would use agrees. */
+    LocusRecord batch;
+    size_t batch_n = 0;
+    if (locus_index_lookup_each(ctx->index, &s->return_address, 1, &batch, &batch_n, &err) !=
+        LOCUS_OK)
+        return fail(ctx, "lookup_each", &err);
+    EXPECT_EQ(ctx, batch_n, n, "batch lookup count");
+    EXPECT_EQ(ctx, batch.number, r.number, "batch lookup record");
     if (n != 1) {
         ctx->failures++;
         fprintf(stderr, "%zu records at return address %#" PRIx64 "\n", n, s->return_address);
