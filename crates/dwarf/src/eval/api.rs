@@ -593,7 +593,13 @@ impl<'a> Evaluation<'a> {
     pub fn resume_with_frame_base(&mut self, frame_base: u64) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::FrameBase { offset }) => {
-                self.push_generic(frame_base.wrapping_add(offset as u64))
+                let v = Value::generic(frame_base.wrapping_add(offset as u64), self.address_size);
+                // A lone DW_OP_fbreg (the usual case): the value is the result.
+                if self.ends_after(0) {
+                    return Ok(self.complete_after_answer(Entry::Value(v), 1));
+                }
+                self.push_value(v);
+                self.advance()
             }
             other => self.wrong(other, "no frame base was requested"),
         };
@@ -665,6 +671,20 @@ impl<'a> Evaluation<'a> {
     pub fn resume_with_entry_value(&mut self, entry: Entry) -> Result<EvaluationResult, Error> {
         let r = match self.pending.take() {
             Some(Pending::EntryValue) => {
+                // `DW_OP_entry_value(...) DW_OP_stack_value` (the usual case)
+                // with a value: its implicit bytes are the result, as
+                // `stack_value` makes them.
+                if let Entry::Value(Value { ty, bits }) = entry {
+                    if self.ends_after(1) && self.max_steps > self.steps {
+                        self.steps += 1;
+                        let len = ty.size(self.address_size).min(8);
+                        let top = Entry::Location(LocationDescription::single(
+                            Storage::Implicit(Bytes::from_le(bits, len)),
+                            0,
+                        ));
+                        return Ok(self.complete_after_answer(top, 2));
+                    }
+                }
                 self.stack.push(Slot::entry(entry));
                 self.advance()
             }
@@ -717,6 +737,47 @@ impl<'a> Evaluation<'a> {
             other => self.wrong(other, "no entry register was requested"),
         };
         self.after_resume(r)
+    }
+
+    /// Whether the root expression, untraced and with an empty stack, ends
+    /// after the operation that asked and, if `stack_value`, one
+    /// `DW_OP_stack_value`: then an answer can complete it without the loop
+    /// (`complete_after_answer`).
+    #[inline(always)]
+    pub(super) fn ends_after(&self, stack_value: usize) -> bool {
+        if self.trace | self.callee.is_some() | !self.stack.is_empty() {
+            return false;
+        }
+        let rest_is = |n: usize| n == stack_value;
+        match self.bytes {
+            Some(bytes) => match bytes.get(self.next_byte..) {
+                Some([]) => stack_value == 0,
+                Some([0x9f]) => rest_is(1),
+                _ => false,
+            },
+            None => match self.ops.get(self.pc + 1..) {
+                Some([]) => stack_value == 0,
+                Some([Op::StackValue]) => rest_is(1),
+                _ => false,
+            },
+        }
+    }
+
+    /// Completes the evaluation with `top` after an answer, `ops` root
+    /// operations on (the one that asked, and a `DW_OP_stack_value`): the
+    /// state `finish` leaves after the loop ran them (`ends_after` held, and
+    /// the step limit allowed the loop's steps).
+    #[inline(always)]
+    pub(super) fn complete_after_answer(&mut self, top: Entry, ops: usize) -> EvaluationResult {
+        self.pc += ops;
+        if self.bytes.is_some() {
+            self.next_byte += ops - 1;
+        }
+        self.byte_pc = self.next_byte;
+        // `top` is empty (the evaluation was not complete): nothing to drop.
+        core::mem::forget(self.top.replace(top));
+        self.complete = true;
+        EvaluationResult::Complete
     }
 
     /// Whether a read is waiting for an access to a place matching `kind`.
