@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 
-use locus_llvm::jit_runtime::{encode_fast_path, ObjectIndex, Options, Runtime, ShapeId, SiteKind};
+use locus_llvm::jit_runtime::{
+    encode_fast_path, encode_stub, ObjectIndex, Options, Runtime, ShapeId, SiteKind,
+};
 use locus_stackmap::patch::{encode_call, Arch};
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -482,6 +484,7 @@ fn inline_fast_paths_give_the_same_answers_and_counts_as_stubs() -> TestResult {
                     caching: true,
                     count_hits,
                     inline_fast_path,
+                    ..Options::default()
                 };
                 let run = run_script_with(program, options)?;
                 assert_eq!(run.answers, reference.answers, "{options:?}");
@@ -506,6 +509,7 @@ fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult
             caching: true,
             count_hits,
             inline_fast_path: true,
+            ..Options::default()
         };
         let rt = Runtime::with_options("wide.ll", &wide, options)?;
         let shapes: Vec<ShapeId> = [[X, Y, Z], [Y, X, Z], [Z, Y, X], [Y, Z, X]]
@@ -713,6 +717,122 @@ fn fast_path_encodings_match_llvm_mc() -> TestResult {
     assert_eq!(size(2, true), Some(57));
     assert_eq!(size(3, false), Some(61));
     assert_eq!(size(3, true), Some(73));
+    Ok(())
+}
+
+/// A stub as assembly text, branches to labels for the assembler to encode and relax.
+fn stub_text(cases: &[(u64, usize)], index: ObjectIndex, count_hits: bool) -> String {
+    let mut text = format!(
+        "movabsq ${:#x}, %r11\nmovl %edi, %eax\nandl ${:#x}, %eax\n\
+         cmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
+        index.base, index.mask
+    );
+    for (i, (shape, slot)) in cases.iter().enumerate() {
+        let shape = *shape as i64;
+        if i32::try_from(shape).is_ok() {
+            text += &format!("cmpq ${shape}, (%rdi)\n");
+        } else {
+            text += &format!("movabsq ${shape}, %rax\ncmpq %rax, (%rdi)\n");
+        }
+        text += &format!("jne .Lnext{i}\n");
+        if count_hits {
+            text += "incq -8(%r11)\n";
+        }
+        text += &format!("movq {}(%rdi), %rax\nretq\n.Lnext{i}:\n", 8 * (slot + 1));
+    }
+    text += ".Lmiss:\njmpq *-16(%r11)\n";
+    text
+}
+
+#[test]
+fn stub_encodings_match_llvm_mc() -> TestResult {
+    let indexes = [
+        ObjectIndex {
+            base: 0x7f12_3456_1000,
+            mask: (1 << 28) - 8,
+        },
+        ObjectIndex {
+            base: 0x5555_0000_2000,
+            mask: 120,
+        },
+    ];
+    // Twelve cases: the object check's `jne` no longer fits a rel8.
+    let many: Vec<(u64, usize)> = (0..12).map(|s| (s * 1000, s as usize * 7)).collect();
+    let case_sets: [&[(u64, usize)]; 7] = [
+        &[(0, 0)],
+        &[(3, 2), (127, 14)],
+        &[(128, 15)],
+        &[(70_000, 300), (0x7fff_ffff, 1)],
+        &[(1 << 31, 0), (u64::MAX, 3), (0x1234_5678_9abc, 70_000)],
+        &[(1, 0), (2, 1), (5, 2), (9, 3)],
+        &many,
+    ];
+    let mut checked = 0;
+    for index in indexes {
+        for cases in case_sets {
+            for count_hits in [false, true] {
+                let expected = assemble(&stub_text(cases, index, count_hits))?;
+                let stub = encode_stub(cases, index, count_hits).ok_or("no stub")?;
+                assert_eq!(stub, expected, "{cases:?}, {index:?}, {count_hits}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 28);
+    assert!(encode_stub(&[], indexes[0], false).is_none());
+    // One case, counting hits: 42 bytes (23 of them the object check).
+    assert_eq!(
+        encode_stub(&[(0, 0)], indexes[0], true).map(|s| s.len()),
+        Some(42)
+    );
+    Ok(())
+}
+
+/// Stubs live in the runtime's own memory: a site's stub is the bytes `encode_stub` gives,
+/// and the memory of a stub is reused once no site calls it (a shape change patches the
+/// site back, the re-miss makes the stub again in the same block).
+#[test]
+fn stubs_are_encoded_into_memory_the_runtime_reuses() -> TestResult {
+    let rt = Runtime::new("ic.ll", IC_PROGRAM, true)?;
+    let a = rt.add_shape(&[X, Y, Z]);
+    let b = rt.add_shape(&[Y, X, Z]);
+    let oa = rt.new_object(a, &[4, 5, 6])?;
+    let ob = rt.new_object(b, &[50, 40, 60])?;
+    let site = rt.site_address(1).ok_or("no site")?;
+    let site_2 = rt.site_address(2).ok_or("no site")?;
+    // The stubs the two sites call.
+    let targets = || -> Result<HashSet<u64>, Box<dyn StdError>> {
+        [site, site_2]
+            .iter()
+            .map(|s| Ok(target_of(&rt.code_bytes(*s, 16).ok_or("no code")?)))
+            .collect()
+    };
+    // SAFETY: `@sum` takes an object of this runtime.
+    let call = |o: u64| unsafe { rt.call("sum", &[o]) };
+    assert_eq!(call(oa)?, 9);
+    assert_eq!(call(ob)?, 90);
+    let stub = target_of(&rt.code_bytes(site, 16).ok_or("no code")?);
+    let mut blocks = targets()?;
+    let expected = encode_stub(&[(a.0, 0), (b.0, 1)], rt.object_index(), true).ok_or("no stub")?;
+    assert_eq!(rt.code_bytes(stub, expected.len()), Some(expected));
+    let (used, mapped) = rt.stub_memory();
+    // Two sites, each calling one stub of two cases (64 bytes each).
+    assert_eq!(used, 128);
+    for i in 0..200 {
+        let order: &[u64] = if i % 2 == 0 { &[Z, Y, X] } else { &[Y, X, Z] };
+        assert_eq!(rt.change_shape(b, order)?, 2);
+        assert_eq!(rt.stub_memory(), (0, mapped));
+        assert_eq!(call(ob)?, 90);
+        assert_eq!(call(oa)?, 9);
+        assert_eq!(rt.stub_memory(), (used, mapped), "{i}");
+        blocks.extend(targets()?);
+    }
+    // The same blocks again and again: the two of the first round, and the one freed
+    // while the second site's stub was made (a site's new stub is made before its old one
+    // is freed).
+    assert_eq!(blocks.len(), 3, "{blocks:x?}");
+    // 4 stubs at first, then 4 per cycle (shape a alone, then a and b, at each site).
+    assert_eq!(rt.stats().stubs, 4 + 200 * 4);
     Ok(())
 }
 

@@ -87,11 +87,11 @@ pub struct FastPath {
 /// `call qword ptr [r11 - 16]`.
 const MISS_CALL: [u8; 4] = [0x41, 0xff, 0x53, MISS_HANDLER_OFFSET as u8];
 /// `inc qword ptr [r11 - 8]`.
-const COUNT: [u8; 4] = [0x49, 0xff, 0x43, HITS_OFFSET as u8];
+pub(super) const COUNT: [u8; 4] = [0x49, 0xff, 0x43, HITS_OFFSET as u8];
 
 /// The object check up to its `jne` (exclusive): `movabs r11, base; mov eax, edi;
 /// and eax, mask; cmp [r11 + rax], rdi`.
-fn object_check(index: ObjectIndex) -> Vec<u8> {
+pub(super) fn object_check(index: ObjectIndex) -> Vec<u8> {
     let mut out = Vec::with_capacity(21);
     out.extend_from_slice(&movabs_r11(index.base));
     out.extend_from_slice(&[0x89, 0xf8]);
@@ -107,7 +107,7 @@ fn object_check(index: ObjectIndex) -> Vec<u8> {
 }
 
 /// `cmp qword ptr [rdi], shape` for a shape that a sign-extended immediate can hold.
-fn cmp_shape(shape: u64) -> Option<Vec<u8>> {
+pub(super) fn cmp_shape(shape: u64) -> Option<Vec<u8>> {
     let value = shape as i64;
     if let Ok(imm) = i8::try_from(value) {
         return Some(vec![0x48, 0x83, 0x3f, imm as u8]);
@@ -119,7 +119,7 @@ fn cmp_shape(shape: u64) -> Option<Vec<u8>> {
 }
 
 /// `mov rax, qword ptr [rdi + 8 * (slot + 1)]`.
-fn load_slot(slot: usize) -> Option<Vec<u8>> {
+pub(super) fn load_slot(slot: usize) -> Option<Vec<u8>> {
     let disp = slot.checked_add(1)?.checked_mul(8)?;
     let disp = i64::try_from(disp).ok()?;
     if let Ok(d) = i8::try_from(disp) {

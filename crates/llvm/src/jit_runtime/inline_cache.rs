@@ -5,27 +5,36 @@
 //! 64-bit number.
 //!
 //! On a miss at a site, the handler adds (shape, slot) to the cases the site has seen and
-//! patches the site to call a stub for exactly those cases: a check that the object is
-//! one of the runtime's (its word in the object index, `arena.rs`), then a `switch` on the
-//! object's shape whose arms load the slot (and count a hit), and whose default (and a
-//! failed check) jumps to the miss handler with the site's return address intact
-//! (`musttail`), which answers or refuses the read as it does with caching off. Stubs are compiled with
-//! LLVM on demand and shared by every site with the same cases. Each (site, shape) pair
-//! thus misses once until its shape changes. A site with room for it gets the stub's fast
-//! path written into its own bytes instead ([`super::fast_path`]).
+//! patches the site to call a stub for exactly those cases ([`super::stub`]: a check that
+//! the object is one of the runtime's (its word in the object index, `arena.rs`), then a
+//! compare of the object's shape with each case's, whose hit loads the slot (and counts
+//! a hit), and a tail jump to the miss handler for anything else, which answers or refuses
+//! the read as it does with caching off). Stubs are encoded directly as machine code into
+//! the runtime's stub memory (`code_area.rs`), shared by every site with the same cases,
+//! and their memory is reused once no site calls them. Each (site, shape) pair thus
+//! misses once until its shape changes. A site with room for it gets the stub's fast path
+//! written into its own bytes instead ([`super::fast_path`]).
+//!
+//! A site is *polymorphic* while it has seen up to [`super::Options::max_shapes`] shapes;
+//! the next shape makes it *megamorphic*: it is patched once more, to call the runtime's
+//! lookup (`locus_rt_ic_lookup`), which answers every read from the object's shape and
+//! never patches the site again (a shape change leaves it so).
 
-use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::collections::{HashMap, HashSet};
 
 use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 
 use crate::error::Result;
-use crate::jit_stackmaps::StackMapJit;
 
 use super::arena::Arena;
-use super::fast_path::{encode_fast_path, ObjectIndex, HITS_OFFSET};
+use super::code_area::CodeArea;
+use super::fast_path::{encode_fast_path, ObjectIndex};
 use super::sites::SiteKind;
-use super::{jit_error, Runtime, Stats};
+use super::stub::encode_stub;
+use super::{cross_modify, jit_error, x86_64, Runtime, Stats};
+
+/// The cases a site answers, (shape, slot), sorted.
+type Cases = Vec<(u64, usize)>;
 
 /// A shape: which property is in which slot of its objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,12 +54,19 @@ pub(super) struct State {
     by_address: HashMap<u64, usize>,
     /// The (shape, slot) cases each patched site answers, by site address.
     cases: HashMap<u64, Vec<(u64, usize)>>,
-    /// A stub's address for each set of cases.
-    stubs: HashMap<Vec<(u64, usize)>, u64>,
+    /// A stub's address for each set of cases, and how many sites call it.
+    stubs: HashMap<Cases, (u64, usize)>,
+    /// The cases of the stub each site calls, by site address.
+    site_stubs: HashMap<u64, Cases>,
+    /// The stubs' memory.
+    code: CodeArea,
+    /// Stubs no site calls any more that a thread may still be running (concurrent
+    /// patching): freed by [`Runtime::reclaim_stubs`].
+    retired: Vec<u64>,
+    /// Megamorphic sites, by address.
+    megamorphic: HashSet<u64>,
     /// The site of each inline fast path, by the return address of its miss call.
     inline_misses: HashMap<u64, u64>,
-    /// The stubs' code, kept until the runtime goes (a stub may be on a stack).
-    stub_jits: Vec<StackMapJit>,
     pub(super) stats: Stats,
     /// The first failure during the current call.
     pub(super) error: Option<String>,
@@ -75,7 +91,10 @@ impl State {
             cases: HashMap::new(),
             stubs: HashMap::new(),
             inline_misses: HashMap::new(),
-            stub_jits: Vec::new(),
+            site_stubs: HashMap::new(),
+            code: CodeArea::new(),
+            retired: Vec::new(),
+            megamorphic: HashSet::new(),
             stats: Stats::default(),
             error: None,
             shadows: HashMap::new(),
@@ -157,6 +176,47 @@ impl State {
             .and_then(|s| self.shapes.get(s))
             .map(|p| &p[..])
             .ok_or_else(|| format!("no shape {shape}"))
+    }
+
+    /// The stub for `cases`, encoded into stub memory if there is none yet, with one more
+    /// site calling it.
+    fn acquire_stub(
+        &mut self,
+        cases: &[(u64, usize)],
+        index: ObjectIndex,
+        count_hits: bool,
+    ) -> std::result::Result<u64, String> {
+        if let Some((address, users)) = self.stubs.get_mut(cases) {
+            *users += 1;
+            return Ok(*address);
+        }
+        let code = encode_stub(cases, index, count_hits)
+            .ok_or_else(|| format!("no stub can answer {cases:?}"))?;
+        let address = self.code.add(&code)?;
+        self.stubs.insert(cases.to_vec(), (address, 1));
+        self.stats.stubs += 1;
+        Ok(address)
+    }
+
+    /// The site at `site` no longer calls the stub it called, if any: the stub's memory
+    /// is freed when no site calls it (or retired, if a thread may still be in it).
+    fn release_stub(&mut self, site: u64, concurrent: bool) {
+        let Some(cases) = self.site_stubs.remove(&site) else {
+            return;
+        };
+        let Some((address, users)) = self.stubs.get_mut(&cases) else {
+            return;
+        };
+        *users -= 1;
+        if *users == 0 {
+            let address = *address;
+            self.stubs.remove(&cases);
+            if concurrent {
+                self.retired.push(address);
+            } else {
+                self.code.free(address);
+            }
+        }
     }
 }
 
@@ -290,9 +350,6 @@ impl Runtime {
             if let Some(s) = state.shapes.get_mut(shape.0 as usize) {
                 *s = properties.to_vec();
             }
-            state
-                .stubs
-                .retain(|cases, _| cases.iter().all(|(s, _)| *s != shape.0));
             let sites: Vec<u64> = state
                 .cases
                 .iter()
@@ -306,7 +363,7 @@ impl Runtime {
         };
         let miss = Runtime::miss_handler_address();
         for site in &sites {
-            self.patch_site(*site, miss)?;
+            self.patch_site(*site, miss, None)?;
         }
         Ok(sites.len())
     }
@@ -381,6 +438,9 @@ impl Runtime {
         };
         let cases = {
             let mut state = self.state.borrow_mut();
+            if state.megamorphic.contains(&site) {
+                return Ok(value);
+            }
             let cases = state.cases.entry(site).or_default();
             if !cases.contains(&(shape, slot)) {
                 cases.push((shape, slot));
@@ -388,118 +448,148 @@ impl Runtime {
             }
             cases.clone()
         };
-        if self.options.inline_fast_path {
+        if cases.len() > self.options.max_shapes {
+            // Megamorphic: the lookup answers from now on, and the site is not specialized
+            // on any shape any more.
+            {
+                let mut state = self.state.borrow_mut();
+                state.cases.remove(&site);
+                state.megamorphic.insert(site);
+            }
+            self.patch_site(site, x86_64::ic_lookup_address() as u64, None)
+                .map_err(|e| e.to_string())?;
+            return Ok(value);
+        }
+        if self.options.inline_fast_path && !self.options.concurrent_patching {
             let index = self.object_index();
             if let Some(path) = encode_fast_path(&cases, index, self.options.count_hits, reserved) {
-                self.write_site(site, &path.bytes, Some(path.miss_return))
+                self.write_site(site, &path.bytes, Some(path.miss_return), None)
                     .map_err(|e| e.to_string())?;
                 return Ok(value);
             }
         }
-        let stub = self.stub(&cases).map_err(|e| e.to_string())?;
-        self.patch_site(site, stub).map_err(|e| e.to_string())?;
+        let index = self.object_index();
+        let stub = self
+            .state
+            .borrow_mut()
+            .acquire_stub(&cases, index, self.options.count_hits)?;
+        self.patch_site(site, stub, Some(cases))
+            .map_err(|e| e.to_string())?;
         Ok(value)
     }
 
-    /// The stub for `cases`, compiled if there is none yet.
-    fn stub(&self, cases: &[(u64, usize)]) -> Result<u64> {
-        if let Some(address) = self.state.borrow().stubs.get(cases) {
-            return Ok(*address);
-        }
-        let ir = stub_ir(cases, self.object_index(), self.options.count_hits);
-        let symbols = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
-        let jit = StackMapJit::new("locus.ic.stub", ir, &symbols)?;
-        let address = jit
-            .function_address("stub")
-            .ok_or_else(|| jit_error("the stub was not compiled"))?;
+    /// The megamorphic lookup's work: answers the read from the object's shape, without
+    /// patching anything. On an error the call of the program ends.
+    pub(super) fn ic_lookup(&self, object: u64, name: u64) -> std::result::Result<i64, String> {
         let mut state = self.state.borrow_mut();
-        state.stub_jits.push(jit);
-        state.stubs.insert(cases.to_vec(), address);
-        state.stats.stubs += 1;
-        Ok(address)
+        state.stats.lookups += 1;
+        let (_, slot) = state.slot_of(object, name)?;
+        state
+            .word(object, slot + 1)
+            .map(|v| v as i64)
+            .ok_or_else(|| format!("{object:#x}: a short object"))
     }
 
-    /// Rewrites the patch point at `site` (all its reserved bytes) to call `target`.
-    fn patch_site(&self, site: u64, target: u64) -> Result<()> {
+    /// Rewrites the patch point at `site` (all its reserved bytes) to call `target`, the
+    /// stub for `stub` if given.
+    fn patch_site(&self, site: u64, target: u64, stub: Option<Cases>) -> Result<()> {
         let reserved = self
             .patch_point_reserved(site)
             .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
         let bytes =
             encode_call(Arch::X86_64, target, reserved).map_err(|e| jit_error(&e.to_string()))?;
-        self.write_site(site, &bytes, None)
+        self.write_site(site, &bytes, None, stub)
     }
 
     /// Writes `bytes`, all the reserved bytes of the patch point at `site`; `miss_return`
-    /// is the offset of the return address of an inline fast path's miss call.
-    fn write_site(&self, site: u64, bytes: &[u8], miss_return: Option<usize>) -> Result<()> {
+    /// is the offset of the return address of an inline fast path's miss call, `stub` the
+    /// cases of the stub the bytes call. The stub the site called before is released.
+    fn write_site(
+        &self,
+        site: u64,
+        bytes: &[u8],
+        miss_return: Option<usize>,
+        stub: Option<Cases>,
+    ) -> Result<()> {
         let reserved = self
             .patch_point_reserved(site)
             .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
-        if bytes.len() != reserved || self.code_bytes(site, reserved).is_none() {
+        let old = self.code_bytes(site, reserved);
+        let Some(old) = old.filter(|_| bytes.len() == reserved) else {
             return Err(jit_error(&format!(
                 "{site:#x} is not in the program's code, or {} bytes are not its {reserved}",
                 bytes.len()
             )));
+        };
+        if self.options.concurrent_patching {
+            // SAFETY: the region is a whole patch point of this runtime's program (its
+            // record and reserved size checked, inside the program's code), holding `old`;
+            // with concurrent patching every form of a site is a call (no inline fast
+            // path), and only this thread, in the runtime, patches.
+            unsafe { cross_modify::write_site(site as *mut u8, &old, bytes) }
+                .map_err(|e| jit_error(&e))?;
+        } else {
+            // SAFETY: the region is a whole patch point of this runtime's program (its
+            // record and reserved size checked, inside the program's code); compiled code
+            // runs only on this thread, which is in the runtime now, so nothing executes
+            // those pages meanwhile (a pending miss at this site returns to the end of the
+            // site, where the miss handler moves its return address); `bytes` are a
+            // complete sequence for the region (a call of a target taking the patch
+            // point's arguments, or a fast path).
+            unsafe { write_code(site as *mut u8, bytes) }.map_err(|e| jit_error(&e.to_string()))?;
         }
-        // SAFETY: the region is a whole patch point of this runtime's program (its record
-        // and reserved size checked, inside the program's code); compiled code runs only on
-        // this thread, which is in the runtime now, so nothing executes those pages
-        // meanwhile (a pending miss at this site returns to the end of the site, where the
-        // miss handler moves its return address); `bytes` are a complete sequence for the
-        // region (a call of a target taking the patch point's arguments, or a fast path).
-        unsafe { write_code(site as *mut u8, bytes) }.map_err(|e| jit_error(&e.to_string()))?;
         let mut state = self.state.borrow_mut();
         state.inline_misses.retain(|_, s| *s != site);
         if let Some(offset) = miss_return {
             state.inline_misses.insert(site + offset as u64, site);
+        }
+        state.release_stub(site, self.options.concurrent_patching);
+        if let Some(cases) = stub {
+            state.site_stubs.insert(site, cases);
         }
         state.stats.patches += 1;
         Ok(())
     }
 }
 
-/// The IR of a stub answering `cases` for objects in `index`, counting hits in the
-/// index's counter if `count_hits`.
-fn stub_ir(cases: &[(u64, usize)], index: ObjectIndex, count_hits: bool) -> String {
-    let ObjectIndex { base, mask } = index;
-    // The hit counter is the word before the index (`fast_path::HITS_OFFSET`).
-    let hits = count_hits.then_some(base.wrapping_add_signed(i64::from(HITS_OFFSET)));
-    let mut ir = format!(
-        "declare i64 @locus_ic_miss(ptr, i64)\n\n\
-         define i64 @stub(ptr %obj, i64 %name) {{\n\
-         entry:\n  \
-         %address = ptrtoint ptr %obj to i64\n  \
-         %offset = and i64 %address, {mask}\n  \
-         %word = getelementptr i8, ptr inttoptr (i64 {base} to ptr), i64 %offset\n  \
-         %indexed = load i64, ptr %word, align 8\n  \
-         %known = icmp eq i64 %indexed, %address\n  \
-         br i1 %known, label %object, label %miss\n\
-         object:\n  %shape = load i64, ptr %obj, align 8\n  switch i64 %shape, label %miss ["
-    );
-    for (i, (shape, _)) in cases.iter().enumerate() {
-        let _ = write!(ir, "\n    i64 {shape}, label %case{i}");
-    }
-    ir.push_str("\n  ]\n");
-    for (i, (_, slot)) in cases.iter().enumerate() {
-        let _ = write!(ir, "case{i}:\n  ");
-        if let Some(hits) = hits {
-            let _ = write!(
-                ir,
-                "%h{i} = load atomic i64, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
-                 %n{i} = add i64 %h{i}, 1\n  \
-                 store atomic i64 %n{i}, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  "
-            );
+impl Runtime {
+    /// Frees the memory of the stubs no site calls any more that concurrent patching kept
+    /// ([`super::Options::concurrent_patching`]: a thread past a site's first instruction
+    /// may still call the stub it called). Returns how many.
+    ///
+    /// # Safety
+    ///
+    /// No thread is running, or about to call, a stub a site called before its last patch:
+    /// every thread that ran compiled code since then has left it, or is stopped outside it.
+    pub unsafe fn reclaim_stubs(&self) -> usize {
+        let mut state = self.state.borrow_mut();
+        let retired = std::mem::take(&mut state.retired);
+        for address in &retired {
+            state.code.free(*address);
         }
-        let _ = write!(
-            ir,
-            "%p{i} = getelementptr i64, ptr %obj, i64 {word}\n  \
-             %v{i} = load i64, ptr %p{i}, align 8\n  \
-             ret i64 %v{i}\n",
-            word = slot + 1
-        );
+        retired.len()
     }
-    ir.push_str(
-        "miss:\n  %r = musttail call i64 @locus_ic_miss(ptr %obj, i64 %name)\n  ret i64 %r\n}\n",
-    );
-    ir
+
+    /// Bytes of stub memory in stubs, and mapped.
+    #[must_use]
+    pub fn stub_memory(&self) -> (usize, usize) {
+        self.state.borrow().code.usage()
+    }
+
+    /// Whether the site at `site` is megamorphic.
+    #[must_use]
+    pub fn is_megamorphic(&self, site: u64) -> bool {
+        self.state.borrow().megamorphic.contains(&site)
+    }
+
+    /// The `len` bytes of the stub memory at `address`, in a stub in use.
+    pub(super) fn stub_bytes(&self, address: u64, len: usize) -> Option<Vec<u8>> {
+        if !self.state.borrow().code.contains(address, len) {
+            return None;
+        }
+        // SAFETY: the range lies in a stub in use: mapped read+execute while the runtime
+        // lives.
+        let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
+        Some(bytes.to_vec())
+    }
 }

@@ -144,10 +144,13 @@
 
 mod abi;
 mod arena;
+mod code_area;
+mod cross_modify;
 mod deopt;
 pub mod fast_path;
 mod inline_cache;
 mod sites;
+pub mod stub;
 mod x86_64;
 
 use std::cell::RefCell;
@@ -161,6 +164,7 @@ pub use deopt::Continuation;
 pub use fast_path::{encode_fast_path, FastPath, ObjectIndex};
 pub use inline_cache::ShapeId;
 pub use sites::{Site, SiteKind};
+pub use stub::encode_stub;
 
 /// What the runtime did since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -174,8 +178,11 @@ pub struct Stats {
     pub hits: u64,
     /// Deoptimizations: compiled frames finished by the interpreter.
     pub deopts: u64,
-    /// Stubs compiled for inline caches.
+    /// Stubs made for inline caches (encoded into the runtime's stub memory).
     pub stubs: u64,
+    /// Reads answered by the megamorphic lookup (sites that saw more than
+    /// [`Options::max_shapes`] shapes).
+    pub lookups: u64,
 }
 
 /// How a [`Runtime`] runs its inline caches.
@@ -189,15 +196,27 @@ pub struct Options {
     /// Write the fast path into a site that has room for it instead of a call to a stub
     /// (see [`fast_path`]); sites too small for it call a stub either way.
     pub inline_fast_path: bool,
+    /// The most shapes a site is specialized on (polymorphic); the next one makes the
+    /// site megamorphic: it then calls the runtime's lookup and is never patched again.
+    pub max_shapes: usize,
+    /// Patch sites so that other threads may be running them meanwhile (see
+    /// `cross_modify.rs`: x86-64's cross-modifying-code protocol, serialized with
+    /// `membarrier`). Every form of a site is then a call (no inline fast path), and the
+    /// memory of a stub no site calls any more is kept until [`Runtime::reclaim_stubs`].
+    /// Shadows patched by [`Runtime::invalidate`] are not covered.
+    pub concurrent_patching: bool,
 }
 
 impl Default for Options {
-    /// Caching on, hits counted, fast paths inline where they fit.
+    /// Caching on, hits counted, fast paths inline where they fit, up to 4 shapes a site,
+    /// patching for one thread.
     fn default() -> Self {
         Options {
             caching: true,
             count_hits: true,
             inline_fast_path: true,
+            max_shapes: 4,
+            concurrent_patching: false,
         }
     }
 }
@@ -271,6 +290,9 @@ impl Runtime {
         options: Options,
         host: &[(&str, usize)],
     ) -> Result<Self> {
+        if options.concurrent_patching {
+            cross_modify::register().map_err(|e| jit_error(&e))?;
+        }
         let (sites, continuations) = sites::scan(name, ir)?;
         let arena = arena::Arena::new(arena::ARENA_BITS, x86_64::ic_miss_address() as u64)
             .map_err(|e| jit_error(&e))?;
@@ -371,7 +393,7 @@ impl Runtime {
                 && end <= s.address + s.size
         });
         if !in_program {
-            return None;
+            return self.stub_bytes(address, len);
         }
         // SAFETY: the range lies in a code section of the live JIT: mapped and readable
         // (read-execute, or read-write for the moment of a patch, which is not now).

@@ -7,6 +7,8 @@
 //! - `locus_rt_ic_miss(obj, name)`: the inline-cache miss handler; passes the address of
 //!   its return address (which locates the patch point) to [`ic_miss`] as a third
 //!   argument; [`ic_miss`] may rewrite the return address to the end of the site.
+//! - `locus_rt_ic_lookup(obj, name)`: what a megamorphic site calls; [`ic_lookup`] answers
+//!   the read from the object's shape and patches nothing.
 //! - `locus_rt_poll(value)` and the program's surface (`locus_rt_shape_new`,
 //!   `locus_rt_shape_change`, `locus_rt_object_new`, `locus_rt_object_set`,
 //!   `locus_rt_object_get`, `locus_rt_invalidate`; see [`super::abi`]): each calls its Rust
@@ -148,6 +150,17 @@ std::arch::global_asm!(
     "ret",
     ".size locus_rt_ic_miss, . - locus_rt_ic_miss",
     "",
+    ".globl locus_rt_ic_lookup",
+    ".type locus_rt_ic_lookup, @function",
+    "locus_rt_ic_lookup:",
+    "sub rsp, 8",
+    "call {ic_lookup}",
+    "add rsp, 8",
+    "test rdx, rdx",
+    "jnz locus_rt_abort",
+    "ret",
+    ".size locus_rt_ic_lookup, . - locus_rt_ic_lookup",
+    "",
     // rdx: the resume stack pointer of the innermost `locus_rt_enter`; rax: 0.
     "locus_rt_abort:",
     "mov rsp, rdx",
@@ -193,6 +206,7 @@ std::arch::global_asm!(
     ".size locus_rt_deopt_entry, . - locus_rt_deopt_entry",
     ".popsection",
     ic_miss = sym ic_miss,
+    ic_lookup = sym ic_lookup,
     deopt = sym deopt,
     poll = sym poll,
     shape_new = sym shape_new,
@@ -206,6 +220,7 @@ std::arch::global_asm!(
 extern "C" {
     fn locus_rt_enter(frame: *mut EnterFrame) -> i64;
     fn locus_rt_ic_miss();
+    fn locus_rt_ic_lookup();
     fn locus_rt_deopt_entry();
     fn locus_rt_poll();
     fn locus_rt_shape_new();
@@ -219,6 +234,11 @@ extern "C" {
 /// The address the program's `@locus_ic_miss` resolves to.
 pub(super) fn ic_miss_address() -> usize {
     locus_rt_ic_miss as *const () as usize
+}
+
+/// The address a megamorphic site calls.
+pub(super) fn ic_lookup_address() -> usize {
+    locus_rt_ic_lookup as *const () as usize
 }
 
 /// The program's surface: each name the IR declares, and the trampoline it resolves to.
@@ -339,6 +359,29 @@ extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> E
             abort_sp: resume_sp,
         },
     }
+}
+
+/// The Rust half of `locus_rt_ic_lookup`, which megamorphic sites call: the read answered
+/// without patching, or refused as the miss handler refuses it.
+extern "C" fn ic_lookup(object: u64, name: u64) -> Exit {
+    let answer = with_active(|runtime, frame| {
+        let answer = catch_unwind(AssertUnwindSafe(|| runtime.ic_lookup(object, name)))
+            .unwrap_or_else(|_| Err("the megamorphic lookup panicked".to_owned()));
+        match answer {
+            Ok(value) => Exit {
+                value: value as u64,
+                abort_sp: 0,
+            },
+            Err(message) => {
+                runtime.fail(message);
+                Exit {
+                    value: 0,
+                    abort_sp: frame.resume_sp,
+                }
+            }
+        }
+    });
+    answer.unwrap_or_else(|| no_runtime("the megamorphic lookup"))
 }
 
 /// Where a call of the program's surface came from.
