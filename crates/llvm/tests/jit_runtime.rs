@@ -1139,3 +1139,212 @@ fn forged_objects_are_refused_alike_with_and_without_caching() -> TestResult {
     eprintln!("forged reads refused: {refused} (12 forgeries, 2 sites, 4 option sets); addresses swept: {swept}");
     Ok(())
 }
+
+/// `get(o, Y)` through a 16-byte site (stubs) and a 64-byte one (inline fast paths while
+/// they fit).
+const POLY_PROGRAM: &str = r#"
+declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
+declare i64 @locus_ic_miss(ptr, i64)
+
+define i64 @small(ptr %o) {
+  %v = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 1, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  ret i64 %v
+}
+
+define i64 @wide(ptr %o) {
+  %v = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 64, ptr @locus_ic_miss, i32 2, ptr %o, i64 20)
+  ret i64 %v
+}
+"#;
+
+/// Sites are polymorphic up to `max_shapes` shapes, then megamorphic: patched once more,
+/// to the runtime's lookup, which answers every shape (new ones too) with no further miss
+/// or patch; a shape change leaves them so; a forged object is refused as with caching
+/// off. Answers equal the objects' properties throughout.
+#[test]
+fn sites_go_megamorphic_after_max_shapes() -> TestResult {
+    let orders: [[u64; 3]; 6] = [
+        [X, Y, Z],
+        [Y, X, Z],
+        [Z, X, Y],
+        [Z, Y, X],
+        [Y, Z, X],
+        [X, Z, Y],
+    ];
+    for max_shapes in [0usize, 1, 2, 4] {
+        let options = Options {
+            max_shapes,
+            ..Options::default()
+        };
+        let rt = Runtime::with_options("poly.ll", POLY_PROGRAM, options)?;
+        let shapes: Vec<ShapeId> = orders.iter().map(|o| rt.add_shape(o)).collect();
+        let objects: Vec<u64> = shapes
+            .iter()
+            .zip(&orders)
+            .enumerate()
+            .map(|(i, (shape, order))| {
+                let values: Vec<i64> = order
+                    .iter()
+                    .map(|n| if *n == Y { 100 + i as i64 } else { -1 })
+                    .collect();
+                rt.new_object(*shape, &values)
+            })
+            .collect::<Result<_, _>>()?;
+        let sites = [
+            rt.site_address(1).ok_or("no site")?,
+            rt.site_address(2).ok_or("no site")?,
+        ];
+        let lookup = Runtime::lookup_address();
+        for (i, object) in objects.iter().enumerate() {
+            let before = rt.stats();
+            for f in ["small", "wide"] {
+                assert_eq!(
+                    answer(&rt, f, *object),
+                    Ok(100 + i as i64),
+                    "{max_shapes} {i}"
+                );
+            }
+            let after = rt.stats();
+            let mega = i + 1 > max_shapes;
+            for (site, reserved) in sites.iter().zip([16usize, 64]) {
+                assert_eq!(rt.is_megamorphic(*site), mega);
+                if mega {
+                    assert_eq!(
+                        rt.code_bytes(*site, reserved),
+                        Some(encode_call(Arch::X86_64, lookup, reserved)?)
+                    );
+                }
+            }
+            // A miss (and a patch) at each site until it is megamorphic; the read that
+            // makes it so is answered by the miss handler, the rest by the lookup.
+            let first_mega = i == max_shapes;
+            let (misses, patches, lookups) = match (mega, first_mega) {
+                (false, _) => (2, 2, 0),
+                (true, true) => (2, 2, 0),
+                (true, false) => (0, 0, 2),
+            };
+            assert_eq!(after.misses - before.misses, misses, "{max_shapes} {i}");
+            assert_eq!(after.patches - before.patches, patches, "{max_shapes} {i}");
+            assert_eq!(after.lookups - before.lookups, lookups, "{max_shapes} {i}");
+        }
+        // Every shape again: no miss, no patch.
+        let before = rt.stats();
+        for (i, object) in objects.iter().enumerate() {
+            for f in ["small", "wide"] {
+                assert_eq!(answer(&rt, f, *object), Ok(100 + i as i64));
+            }
+        }
+        let after = rt.stats();
+        assert_eq!(
+            (after.misses, after.patches),
+            (before.misses, before.patches)
+        );
+        assert_eq!(after.lookups - before.lookups, 12);
+        // A shape change leaves megamorphic sites alone, and they answer the new order.
+        assert_eq!(rt.change_shape(shapes[0], &[Z, Y, X])?, 0);
+        assert_eq!(answer(&rt, "small", objects[0]), Ok(100));
+        // A forged object: refused as the miss handler refuses it.
+        let copy: Vec<u64> = (0..4)
+            // SAFETY: `objects[1]` is an object of 4 words of the live runtime.
+            .map(|i| unsafe { (objects[1] as *const u64).add(i).read() })
+            .collect();
+        let forged = copy.as_ptr() as u64;
+        assert_eq!(
+            answer(&rt, "wide", forged),
+            Err(format!(
+                "JIT error: `wide`: {forged:#x} is not an object of this runtime"
+            ))
+        );
+        assert_eq!(
+            rt.stats().hits + rt.stats().misses + rt.stats().lookups,
+            2 * 6 + 12 + 2
+        );
+    }
+    Ok(())
+}
+
+/// A site patched again and again (between the stubs of different shape sets) while
+/// other threads run it: with `concurrent_patching` every read gives the right value and
+/// nothing faults. (With the single-thread writer, which makes the site's page read+write
+/// for each patch, the first thread to run that page meanwhile dies of SIGSEGV.)
+#[test]
+fn threads_run_a_site_while_it_is_repatched() -> TestResult {
+    const THREADS: usize = 3;
+    const PATCHES: usize = 3000;
+    let options = Options {
+        concurrent_patching: true,
+        count_hits: false,
+        max_shapes: 8,
+        ..Options::default()
+    };
+    let rt = Runtime::with_options("threads.ll", POLY_PROGRAM, options)?;
+    let orders: [[u64; 3]; 4] = [[X, Y, Z], [Y, X, Z], [Z, X, Y], [X, Z, Y]];
+    let shapes: Vec<ShapeId> = orders.iter().map(|o| rt.add_shape(o)).collect();
+    let object = rt.new_object(shapes[0], &[1, 77, 3])?;
+    // Both sites get stubs (no inline fast path with concurrent patching).
+    for f in ["small", "wide"] {
+        assert_eq!(answer(&rt, f, object), Ok(77));
+    }
+    let functions: Vec<u64> = ["small", "wide"]
+        .iter()
+        .map(|f| rt.jit().function_address(f).ok_or("no function"))
+        .collect::<Result<_, _>>()?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let sets: [&[usize]; 4] = [&[0], &[0, 1], &[0, 1, 2], &[0, 2, 3]];
+    let reads = std::thread::scope(|scope| -> Result<Vec<u64>, Box<dyn StdError>> {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (stop, functions) = (&stop, &functions);
+                scope.spawn(move || {
+                    let mut reads = 0u64;
+                    let mut wrong = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for f in functions {
+                            // SAFETY: `@small` and `@wide` are `i64 (ptr)`; their sites
+                            // answer `object` (shape 0, in every set below) from a stub
+                            // without entering the runtime, whatever the main thread
+                            // patches them to.
+                            let read: extern "C" fn(u64) -> i64 =
+                                unsafe { std::mem::transmute(*f as usize) };
+                            if read(object) != 77 {
+                                wrong += 1;
+                            }
+                            reads += 1;
+                        }
+                    }
+                    (t, reads, wrong)
+                })
+            })
+            .collect();
+        for i in 0..PATCHES {
+            let set: Vec<ShapeId> = sets[i % sets.len()].iter().map(|s| shapes[*s]).collect();
+            rt.specialize(1 + (i % 2) as u64, Y, &set)?;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut counts = Vec::new();
+        for worker in workers {
+            let (t, reads, wrong) = worker.join().map_err(|_| "a thread panicked")?;
+            assert_eq!(wrong, 0, "thread {t}");
+            counts.push(reads);
+        }
+        Ok(counts)
+    })?;
+    assert!(reads.iter().all(|r| *r > 0), "{reads:?}");
+    let stats = rt.stats();
+    assert_eq!(stats.patches, 2 + PATCHES as u64);
+    // The stubs no site calls any more were kept; with the threads gone they are freed.
+    let (used, _) = rt.stub_memory();
+    // SAFETY: the threads have ended; no thread runs compiled code.
+    let reclaimed = unsafe { rt.reclaim_stubs() };
+    assert!(reclaimed > 0);
+    let (after, _) = rt.stub_memory();
+    assert!(after < used && after <= 2 * 96, "{used} -> {after}");
+    for f in ["small", "wide"] {
+        assert_eq!(answer(&rt, f, object), Ok(77));
+    }
+    eprintln!(
+        "{PATCHES} patches while {THREADS} threads read: {} reads, all right; {reclaimed} stubs reclaimed",
+        reads.iter().sum::<u64>()
+    );
+    Ok(())
+}

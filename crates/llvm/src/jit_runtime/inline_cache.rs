@@ -570,6 +570,75 @@ impl Runtime {
         retired.len()
     }
 
+    /// Specializes the patch point `id` on `shapes` for property `name`, as misses of
+    /// objects of those shapes would (a host seeding a cache it knows, say): its cases
+    /// become exactly those, and it is patched to their stub, or their fast path inline.
+    /// With [`super::Options::concurrent_patching`] other threads may be running the site
+    /// meanwhile. Returns nothing new if caching is off.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] for an unknown site, an unknown shape, a shape without
+    /// `name`, more shapes than [`super::Options::max_shapes`], none, or a failed patch.
+    pub fn specialize(&self, id: u64, name: u64, shapes: &[ShapeId]) -> Result<()> {
+        if !self.options.caching {
+            return Ok(());
+        }
+        let site = self
+            .site_address(id)
+            .filter(|s| self.patch_point_reserved(*s).is_some())
+            .ok_or_else(|| jit_error(&format!("no patch point {id}")))?;
+        let reserved = self.patch_point_reserved(site).unwrap_or(0);
+        if shapes.is_empty() || shapes.len() > self.options.max_shapes {
+            return Err(jit_error(&format!(
+                "site {id}: {} shapes; a site is specialized on 1 to {}",
+                shapes.len(),
+                self.options.max_shapes
+            )));
+        }
+        let mut cases: Cases = {
+            let state = self.state.borrow();
+            shapes
+                .iter()
+                .map(|shape| {
+                    let properties = state.properties(shape.0)?;
+                    let slot = properties
+                        .iter()
+                        .position(|p| *p == name)
+                        .ok_or_else(|| format!("shape {} has no property {name}", shape.0))?;
+                    Ok((shape.0, slot))
+                })
+                .collect::<std::result::Result<_, String>>()
+                .map_err(|e| jit_error(&e))?
+        };
+        cases.sort_unstable();
+        cases.dedup();
+        {
+            let mut state = self.state.borrow_mut();
+            state.megamorphic.remove(&site);
+            state.cases.insert(site, cases.clone());
+        }
+        if self.options.inline_fast_path && !self.options.concurrent_patching {
+            let index = self.object_index();
+            if let Some(path) = encode_fast_path(&cases, index, self.options.count_hits, reserved) {
+                return self.write_site(site, &path.bytes, Some(path.miss_return), None);
+            }
+        }
+        let index = self.object_index();
+        let stub = self
+            .state
+            .borrow_mut()
+            .acquire_stub(&cases, index, self.options.count_hits)
+            .map_err(|e| jit_error(&e))?;
+        self.patch_site(site, stub, Some(cases))
+    }
+
+    /// The address a megamorphic site calls: the runtime's lookup.
+    #[must_use]
+    pub fn lookup_address() -> u64 {
+        x86_64::ic_lookup_address() as u64
+    }
+
     /// Bytes of stub memory in stubs, and mapped.
     #[must_use]
     pub fn stub_memory(&self) -> (usize, usize) {
