@@ -48,7 +48,8 @@ fn main() {
 mod bench {
     use std::hint::black_box;
 
-    use locus_llvm::jit_runtime::{Options, Runtime};
+    use locus_llvm::jit_runtime::{encode_stub, ObjectIndex, Options, Runtime, ShapeId};
+    use locus_llvm::jit_stackmaps::StackMapJit;
     use locus_stackmap::patch::{encode_call, patch_call, Arch};
 
     const PROGRAM: &str = r#"
@@ -62,6 +63,16 @@ define i64 @read(ptr %o) {
 
 define i64 @read_wide(ptr %o) {
   %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 2, i32 48, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  ret i64 %x
+}
+
+define i64 @read_poly(ptr %o) {
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 3, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
+  ret i64 %x
+}
+
+define i64 @read_mega(ptr %o) {
+  %x = call i64 (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.i64(i64 4, i32 16, ptr @locus_ic_miss, i32 2, ptr %o, i64 10)
   ret i64 %x
 }
 
@@ -98,6 +109,8 @@ define i64 @read_via_call(ptr %o) {
     const MISS_CALLS: u64 = 100_000;
     const PATCHES: u64 = 2_000;
     const CYCLES: u64 = 20;
+    const LLVM_STUBS: u64 = 5;
+    const NEW_STUBS: u64 = 2_000;
 
     #[derive(Clone, Copy)]
     enum Clock {
@@ -162,6 +175,61 @@ define i64 @read_via_call(ptr %o) {
     }
 
     type ReadFn = unsafe extern "C" fn(u64) -> i64;
+
+    /// The stub for `cases` as the runtime built it before stubs were encoded directly:
+    /// an LLVM module (the same object check, a `switch` on the shape, a `musttail` call of
+    /// the miss handler), compiled by its own `StackMapJit`. Kept here to time against.
+    fn llvm_stub_ir(cases: &[(u64, usize)], index: ObjectIndex) -> String {
+        let ObjectIndex { base, mask } = index;
+        let hits = base.wrapping_sub(8);
+        let mut ir = format!(
+            "declare i64 @locus_ic_miss(ptr, i64)\n\n\
+             define i64 @stub(ptr %obj, i64 %name) {{\n\
+             entry:\n  %address = ptrtoint ptr %obj to i64\n  \
+             %offset = and i64 %address, {mask}\n  \
+             %word = getelementptr i8, ptr inttoptr (i64 {base} to ptr), i64 %offset\n  \
+             %indexed = load i64, ptr %word, align 8\n  \
+             %known = icmp eq i64 %indexed, %address\n  \
+             br i1 %known, label %object, label %miss\n\
+             object:\n  %shape = load i64, ptr %obj, align 8\n  switch i64 %shape, label %miss ["
+        );
+        for (i, (shape, _)) in cases.iter().enumerate() {
+            ir += &format!("\n    i64 {shape}, label %case{i}");
+        }
+        ir += "\n  ]\n";
+        for (i, (_, slot)) in cases.iter().enumerate() {
+            ir += &format!(
+                "case{i}:\n  %h{i} = load atomic i64, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
+                 %n{i} = add i64 %h{i}, 1\n  \
+                 store atomic i64 %n{i}, ptr inttoptr (i64 {hits} to ptr) monotonic, align 8\n  \
+                 %p{i} = getelementptr i64, ptr %obj, i64 {word}\n  \
+                 %v{i} = load i64, ptr %p{i}, align 8\n  ret i64 %v{i}\n",
+                word = slot + 1
+            );
+        }
+        ir += "miss:\n  %r = musttail call i64 @locus_ic_miss(ptr %obj, i64 %name)\n  ret i64 %r\n}\n";
+        ir
+    }
+
+    /// Shapes with `NAME` in slot 0, 1, 2, ... (`n` of them), and an object of each whose
+    /// `NAME` is `VALUE`.
+    fn shapes_with_name_moving(
+        rt: &Runtime,
+        n: usize,
+    ) -> Result<Vec<(ShapeId, u64)>, Box<dyn std::error::Error>> {
+        (0..n)
+            .map(|slot| {
+                let mut names: Vec<u64> = (0..n as u64).map(|k| 100 + k).collect();
+                names[slot] = NAME;
+                let shape = rt.add_shape(&names);
+                let values: Vec<i64> = names
+                    .iter()
+                    .map(|p| if *p == NAME { VALUE } else { 0 })
+                    .collect();
+                Ok((shape, rt.new_object(shape, &values)?))
+            })
+            .collect()
+    }
 
     fn function(rt: &Runtime, name: &str) -> ReadFn {
         let address = rt
@@ -258,7 +326,6 @@ define i64 @read_via_call(ptr %o) {
             );
             assert_eq!(Some(wide), path.map(|p| p.bytes), "no inline fast path");
         }
-        assert_eq!(uncounted.stats().stubs, 1);
         // The runtime whose `@read` is patched back and re-missed (its `@read_wide` never
         // runs, so a shape change patches back one site).
         let cycle_rt = Runtime::new("jit_ic.ll", PROGRAM, true)?;
@@ -267,6 +334,47 @@ define i64 @read_via_call(ptr %o) {
         // SAFETY: `@read` takes one object pointer of this runtime.
         let first = unsafe { cycle_rt.call("read", &[cycle_object]) };
         assert_eq!(first.ok(), Some(VALUE));
+        // A polymorphic site: `@read_poly` sees 4 shapes (the property in slot 0 to 3), a
+        // stub of 4 cases; the hit timed is the last case's. A megamorphic one: `@read_mega`
+        // sees 5, more than `Options::max_shapes`, and calls the runtime's lookup.
+        let poly = shapes_with_name_moving(&uncounted, 4)?;
+        for (_, o) in &poly {
+            // SAFETY: `@read_poly` takes one object pointer of this runtime.
+            assert_eq!(
+                unsafe { uncounted.call("read_poly", &[*o]) }.ok(),
+                Some(VALUE)
+            );
+        }
+        let poly_object = poly.last().map(|p| p.1).ok_or("no shapes")?;
+        let mega = shapes_with_name_moving(&uncounted, 5)?;
+        for (_, o) in &mega {
+            // SAFETY: `@read_mega` takes one object pointer of this runtime.
+            assert_eq!(
+                unsafe { uncounted.call("read_mega", &[*o]) }.ok(),
+                Some(VALUE)
+            );
+        }
+        let mega_site = uncounted.site_address(4).ok_or("no site 4")?;
+        assert!(uncounted.is_megamorphic(mega_site));
+        // The property in slot 0: `@read_direct` reads it too.
+        let mega_object = mega[0].1;
+        let u_poly = function(&uncounted, "read_poly");
+
+        // Stub creation: the runtime's (a site specialized on one shape, then another: each
+        // time a new stub, encoded into the block the last one freed, and the site patched
+        // to it) against compiling the same stub as an LLVM module, the way it was made.
+        let stub_rt = Runtime::with_options(
+            "jit_ic.ll",
+            PROGRAM,
+            Options {
+                inline_fast_path: false,
+                ..Options::default()
+            },
+        )?;
+        let stub_shapes = shapes_with_name_moving(&stub_rt, 2)?;
+        let stub_cases = [(stub_shapes[0].0 .0, 0usize)];
+        let stub_index = stub_rt.object_index();
+
         let before = rt.stats();
 
         let read = function(&rt, "read");
@@ -287,7 +395,48 @@ define i64 @read_via_call(ptr %o) {
         let (mut rt_hit, mut rt_dir, mut rt_via, mut rt_miss) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut patch_ns, mut cycle_us) = (Vec::new(), Vec::new());
+        let (mut u_poly_hit, mut rt_mega, mut rt_u_dir) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut llvm_stub_us, mut new_stub_us, mut encode_ns) =
+            (Vec::new(), Vec::new(), Vec::new());
+        let miss_symbol = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
+        loop_calls(clock, u_poly, poly_object, CALLS / 10);
+        let mut k = 0usize;
         for _ in 0..runs {
+            u_poly_hit.push(loop_calls(clock, u_poly, poly_object, CALLS));
+            rt_mega.push(rt_calls(
+                clock,
+                &uncounted,
+                "read_mega",
+                mega_object,
+                RUNTIME_CALLS,
+            ));
+            rt_u_dir.push(rt_calls(
+                clock,
+                &uncounted,
+                "read_direct",
+                mega_object,
+                RUNTIME_CALLS,
+            ));
+            llvm_stub_us.push(
+                clock.per(LLVM_STUBS, || {
+                    let jit = StackMapJit::new(
+                        "locus.ic.stub",
+                        llvm_stub_ir(&stub_cases, stub_index),
+                        &miss_symbol,
+                    );
+                    assert!(jit.is_ok_and(|j| j.function_address("stub").is_some()));
+                }) / 1e3,
+            );
+            new_stub_us.push(
+                clock.per(NEW_STUBS, || {
+                    k += 1;
+                    let shape = stub_shapes[k % 2].0;
+                    assert!(stub_rt.specialize(SITE, NAME, &[shape]).is_ok());
+                }) / 1e3,
+            );
+            encode_ns.push(clock.per(NEW_STUBS, || {
+                assert!(black_box(encode_stub(black_box(&stub_cases), stub_index, true)).is_some());
+            }));
             hit.push(loop_calls(clock, read, object, CALLS));
             hit_inline.push(loop_calls(clock, read_wide, object, CALLS));
             u_hit.push(loop_calls(clock, u_read, u_object, CALLS));
@@ -333,9 +482,14 @@ define i64 @read_via_call(ptr %o) {
             hits,
             2 * (CALLS / 10) + (2 * CALLS + RUNTIME_CALLS) * runs as u64
         );
-        // Not counted: no hits, and nothing missed but the first reads.
+        // Not counted: no hits, and nothing missed but the first reads (2, 4 at the
+        // polymorphic site, 5 at the megamorphic one); the megamorphic reads after them were lookups.
         assert_eq!(uncounted.stats().hits, 0);
-        assert_eq!(uncounted.stats().misses, 2);
+        assert_eq!(uncounted.stats().misses, 2 + 4 + 5);
+        assert_eq!(uncounted.stats().lookups, RUNTIME_CALLS * runs as u64);
+        // Each specialization made one stub, in the memory the previous one freed.
+        assert_eq!(stub_rt.stats().stubs, NEW_STUBS * runs as u64);
+        assert_eq!(stub_rt.stub_memory().0, 64);
 
         println!(
             "summary: jit_ic, get(o, 10) through a 16-byte patch point in @read (stub) and a \
@@ -423,8 +577,57 @@ define i64 @read_via_call(ptr %o) {
             show(&patch_ns, "ns")
         );
         println!(
-            "  change_shape + re-miss (LLVM compiles the stub) + re-patch: {} ({CYCLES} a round)",
+            "  change_shape + re-miss (a new stub encoded) + re-patch: {} ({CYCLES} a round)",
             show(&cycle_us, "us")
+        );
+        println!("stub creation for a new shape:");
+        println!(
+            "  compiled as an LLVM module (StackMapJit, as before): {} ({LLVM_STUBS} a round)",
+            show(&llvm_stub_us, "us")
+        );
+        println!(
+            "  encoded into stub memory + site patched (specialize): {} ({NEW_STUBS} a round)",
+            show(&new_stub_us, "us")
+        );
+        println!(
+            "  encode_stub alone:                                    {}",
+            show(&encode_ns, "ns")
+        );
+        ratio(
+            "LLVM module / encoded + patched",
+            &llvm_stub_us,
+            &new_stub_us,
+            None,
+        );
+        let (m, _, _) = stats(&new_stub_us);
+        println!(
+            "  encoded + patched: goal <= 5 us: {}",
+            if m <= 5.0 { "met" } else { "MISSED" }
+        );
+        println!("polymorphic and megamorphic reads (hits not counted):");
+        println!(
+            "  polymorphic hit, 4 shapes, last case (stub): {}",
+            show(&u_poly_hit, "ns")
+        );
+        ratio(
+            "polymorphic (4) / monomorphic hit, stub",
+            &u_poly_hit,
+            &u_hit,
+            Some(1.5),
+        );
+        println!(
+            "  megamorphic read through Runtime::call:     {}",
+            show(&rt_mega, "ns")
+        );
+        println!(
+            "  direct read through Runtime::call:          {}",
+            show(&rt_u_dir, "ns")
+        );
+        let mega_cost: Vec<f64> = rt_mega.iter().zip(&rt_u_dir).map(|(m, d)| m - d).collect();
+        let (m, lo, hi) = stats(&mega_cost);
+        println!(
+            "  megamorphic read, less the call: {m:.2} ns [{lo:.2}, {hi:.2}] (goal <= 50 ns: {})",
+            if m <= 50.0 { "met" } else { "MISSED" }
         );
         Ok(())
     }
