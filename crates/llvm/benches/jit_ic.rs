@@ -7,6 +7,8 @@
 //!   handler; patched to call a stub (too small for a fast path inline);
 //! - `@read_wide(o)`: the same read through a patch point reserving 48 bytes, which gets
 //!   the fast path written inline (`Options::inline_fast_path`: 37 bytes, 41 counting hits);
+//! - `@read_poly(o)`, `@read_mega(o)`: the same read through 16-byte patch points that
+//!   see 4 and 5 shapes;
 //! - `@read_direct(o)`: the anchor, the same read without a patch point: it loads the
 //!   property's slot (word 1 of an object of the bench's shape) directly;
 //! - `@read_via_call(o)`: a direct call of a `noinline` function that loads the slot, i.e.
@@ -28,11 +30,20 @@
 //! 3. patching one site: the patch writer alone (`patch_call` over the site's 16 reserved
 //!    bytes, to the same stub: make the page writable, write, make it executable again), and
 //!    the runtime's whole cycle, `change_shape` (which patches the site back to the miss
-//!    handler) then the re-miss (which compiles a stub for the shape with LLVM and patches
-//!    the site to it).
+//!    handler) then the re-miss (which encodes a stub for the shape into the runtime's
+//!    stub memory and patches the site to it);
+//! 4. making a stub for a new shape: `Runtime::specialize` of a site on one shape, then
+//!    another (each a new stub, encoded into the block the previous one freed, and the
+//!    site patched), against compiling the same stub as an LLVM module with its own
+//!    `StackMapJit`, as the runtime did before (goal: at most 5 us; issue 28 §5), and
+//!    `encode_stub` alone;
+//! 5. `@read_poly`, a stub of 4 cases, hit on the last (goal <= 1.5x the monomorphic stub
+//!    hit), and `@read_mega`, a site that saw 5 shapes (more than `Options::max_shapes`)
+//!    and calls the runtime's lookup, through `Runtime::call` less a direct read through
+//!    it (goal <= 50 ns).
 //!
-//! It prints medians and ranges and the ratios: hit/direct (goal <= 1.1x), miss/direct and
-//! the patch times. `LOCUS_BENCH_RUNS` sets the rounds (default 11).
+//! It prints medians and ranges and the ratios: hit/direct (goal <= 1.1x), miss/direct,
+//! the patch and stub creation times, polymorphic/monomorphic and the megamorphic read. `LOCUS_BENCH_RUNS` sets the rounds (default 11).
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
