@@ -79,9 +79,10 @@ pub enum Failure {
 /// standard output, so the subcommand fails with exit status 1 instead of reporting
 /// success after lost output.
 ///
-/// SIGPIPE itself stays ignored (as Rust leaves it): a child tool (llc-19, mlir-opt-19)
-/// that exits before reading all its input is then an error of that tool, not a silent
-/// death of Locus by the signal.
+/// SIGPIPE itself stays ignored (as Rust leaves it) until a program runs
+/// ([`sigpipe_for_program`], [`sigpipe_for_program_beside_tools`]): a child tool (llc-19,
+/// mlir-opt-19) that exits before reading all its input is then an error of that tool, not
+/// a silent death of Locus by the signal.
 struct Stdout<'a>(std::io::StdoutLock<'a>);
 
 impl Stdout<'_> {
@@ -121,6 +122,78 @@ fn die_of_sigpipe() -> ! {
 pub fn sigpipe_for_program() {
     // SAFETY: sets a signal's disposition; no handler of ours is involved.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// [`sigpipe_for_program`] for a run whose child tools (mlir-opt-19, llc-19...) run on the
+/// same thread as the program, between its start and the call (`memref run`): from now on
+/// SIGPIPE ends the process by its default action, as it would end the program on its own
+/// (as `cat` ends), unless this process has a child process at that moment. A write to a
+/// tool's input pipe after the tool exited happens while the tool is still a child (not
+/// yet waited for), and fails with `EPIPE` instead, which makes it that tool's error as
+/// before. A program that runs child processes of its own and writes to a closed pipe
+/// while one lives gets `EPIPE` too, as under an ignored SIGPIPE.
+pub fn sigpipe_for_program_beside_tools() {
+    extern "C" fn on_sigpipe(_: std::ffi::c_int) {
+        // SAFETY: the calling thread's errno location is always valid.
+        let errno = unsafe { libc::__errno_location() };
+        // SAFETY: as above.
+        let saved = unsafe { *errno };
+        // SAFETY: a zeroed siginfo_t is a valid out-value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // WNOWAIT | WNOHANG: asks whether a child exists, waiting for none and reaping
+        // none (the system call is async-signal-safe; it fails with ECHILD if none).
+        // SAFETY: a valid out-pointer.
+        let has_child = unsafe {
+            libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        } == 0;
+        if !has_child {
+            // SAFETY: restores the default action; no memory is touched.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            // SAFETY: the signal again: blocked while this handler runs, it ends the process
+            // as soon as the handler returns.
+            unsafe { libc::raise(libc::SIGPIPE) };
+        }
+        // SAFETY: as above.
+        unsafe { *errno = saved };
+    }
+    // SAFETY: a zeroed sigaction is a valid value to fill in.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_sigpipe as extern "C" fn(std::ffi::c_int) as libc::sighandler_t;
+    // SAFETY: a valid signal set to initialise.
+    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    // SAFETY: installs a valid action whose handler is async-signal-safe (above).
+    unsafe { libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut()) };
+}
+
+/// Every thread of the process is made through this `pthread_create`, which gives it an
+/// alternate signal stack before its start routine runs
+/// ([`locus_gc::signals::program_pthread_create`]): a stack overflow in any thread, one a
+/// program run by `jit run` or `gc run` makes, one a shared library makes (MLIR's async
+/// runtime for `memref run`, a `dlopen`ed library, `dlsym(RTLD_DEFAULT,
+/// "pthread_create")`), or Rust's own, is then a `locus:` line and exit status 3 instead of
+/// a silent death. The definition is in the executable, so Rust's `std::thread` binds to
+/// it when linking, and it is in the dynamic symbol table (the linker exports it because
+/// libLLVM and libc, linked against, reference or define the name; the `threads` tests
+/// check it), so every library resolves to it when loaded; the C library's own is the
+/// next definition (`dlsym(RTLD_NEXT)`).
+///
+/// # Safety
+///
+/// As for `pthread_create(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: Option<extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void>,
+    arg: *mut std::ffi::c_void,
+) -> std::ffi::c_int {
+    // SAFETY: the caller's promise, forwarded.
+    unsafe { locus_gc::signals::program_pthread_create(thread, attr, start, arg) }
 }
 
 /// Writes `locus: MESSAGE` to standard error. A closed or full standard error is no

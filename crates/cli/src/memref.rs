@@ -321,6 +321,10 @@ pub fn run_command(
             // signal, the address and the function, and exit status 3.
             locus_gc::signals::install();
             let scope = locus_gc::signals::fault_scope(false);
+            // A reader that stops early ends the kernel as it ends `cat`, as in `jit run`
+            // (the compiler's tools run on this thread before the kernel does, so SIGPIPE
+            // cannot simply get its default action after them).
+            crate::sigpipe_for_program_beside_tools();
             // SAFETY: the user runs the kernel they name; this is the command's purpose.
             let result = unsafe { run_kernel(&source, &options) };
             drop(scope);
@@ -646,6 +650,9 @@ fn call(
     // address and the function, and exit status 3 (the same handler as `gc run`'s).
     locus_gc::signals::install();
     let scope = locus_gc::signals::fault_scope(false);
+    // No tool runs after this point: a reader that stops early ends the kernel as it ends
+    // `cat`, as in `jit run`.
+    crate::sigpipe_for_program();
     let results = function
         .call(call_args, options)
         .map_err(|e| fail(e.to_string()))?;

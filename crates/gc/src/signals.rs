@@ -46,8 +46,13 @@
 //!
 //! A thread the program creates needs an alternate signal stack of its own for its stack
 //! overflow to be reported (without one the kernel cannot deliver the fault and kills the
-//! process with no word). A JIT running a program resolves the program's `pthread_create`
-//! to [`program_pthread_create`] ([`thread_symbols`]), which gives each new thread one.
+//! process with no word). [`program_pthread_create`] gives each new thread one before its
+//! start routine runs, and a thread-local destructor frees it when the thread ends. A JIT
+//! running a program resolves the program's `pthread_create` to it ([`thread_symbols`]);
+//! a binary that defines `pthread_create` as a call of it, exported (the `locus` binary
+//! does), makes every thread of the process through it: those shared libraries make
+//! (MLIR's async runtime, a `dlopen`ed library, `dlsym(RTLD_DEFAULT, "pthread_create")`)
+//! and Rust's `std::thread` too.
 //!
 //! Any other fault is passed on to the handler that was installed before (Rust's own stack
 //! overflow handler, or a host's), called directly with the same arguments; if there was
@@ -83,8 +88,10 @@
 //! near the bottom of the faulting thread's stack (bounds taken when [`install`] ran on
 //! that thread) or, on a thread where it never ran, near the stack pointer; a thread that
 //! neither called [`install`] nor was made by [`program_pthread_create`] has no alternate
-//! stack of ours, so its overflow may not be reportable: threads a shared library makes
-//! itself (a kernel's runtime thread pool, say) are such threads.
+//! stack of ours, so its overflow may not be reportable: in a binary that does not define
+//! `pthread_create` as above, threads a shared library makes itself (a kernel's runtime
+//! thread pool, say) are such threads, and so are, in any binary, threads made by a direct
+//! `clone` system call or by the C library for itself (`timer_create`'s helper).
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::{c_int, c_void, CStr};
@@ -449,27 +456,83 @@ fn install_handlers() -> bool {
     all
 }
 
-/// What [`program_pthread_create`] hands the new thread.
+/// A thread's start routine, called as C calls it. `C-unwind`: a thread that ends by
+/// `pthread_exit` or cancellation unwinds (a forced unwind) through
+/// [`program_thread_start`], and `C-unwind` is the ABI under which Rust lets a foreign
+/// unwind cross a frame (the tests end such threads).
+type StartRoutine = unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void;
+
+/// `pthread_create`'s type, with the start routine as [`StartRoutine`].
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+
+/// What [`program_pthread_create`] hands the new thread, in memory from `malloc` (a
+/// `pthread_create` out of memory fails with `EAGAIN`; a Rust allocation would abort).
+#[derive(Clone, Copy)]
 struct ThreadStart {
-    start: extern "C" fn(*mut c_void) -> *mut c_void,
+    start: StartRoutine,
     arg: *mut c_void,
 }
 
-/// The first function of a thread a program created: prepares the thread as [`install`]
-/// does, then runs the program's start routine.
-extern "C" fn program_thread_start(start: *mut c_void) -> *mut c_void {
-    // SAFETY: `program_pthread_create` passed a leaked `Box<ThreadStart>`, to this thread
-    // only.
-    let start = unsafe { Box::from_raw(start.cast::<ThreadStart>()) };
+/// The first function of a thread made by [`program_pthread_create`]: prepares the thread
+/// as [`install`] does, then runs the creator's start routine. Nothing of ours is live
+/// across that call, so a forced unwind (`pthread_exit`, cancellation) crosses this frame
+/// with nothing to run; the alternate stack is freed by a thread-local destructor, which
+/// the C library runs at thread exit whichever way the thread ends.
+unsafe extern "C-unwind" fn program_thread_start(block: *mut c_void) -> *mut c_void {
+    // SAFETY: `program_pthread_create` wrote a `ThreadStart` in this `malloc` block and
+    // gave it to this thread only; read once, then freed.
+    let ThreadStart { start, arg } = unsafe { block.cast::<ThreadStart>().read() };
+    // SAFETY: as above; not used again.
+    unsafe { libc::free(block) };
     prepare_thread();
-    (start.start)(start.arg)
+    // SAFETY: the creator's promise (as for `pthread_create`) that `start(arg)` is sound
+    // to run on a new thread.
+    unsafe { start(arg) }
 }
 
-/// `pthread_create` for the programs Locus runs, which a JIT should resolve their
-/// `pthread_create` to ([`thread_symbols`]): the thread gets an alternate signal stack and
-/// its stack bounds before the start routine runs, so that its stack overflow is reported
-/// like the main thread's (without one, the kernel cannot deliver the fault and kills the
-/// process silently). Otherwise it is `pthread_create`: same arguments, same result.
+/// The `pthread_create` that [`program_pthread_create`] wraps: the next definition after
+/// the object this code is in (`dlsym(RTLD_NEXT)`), so that a binary that defines
+/// `pthread_create` itself as [`program_pthread_create`] reaches the C library's, not
+/// itself. Looked up once; `None` if the loader finds none.
+fn next_pthread_create() -> Option<PthreadCreate> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let mut found = NEXT.load(Ordering::Acquire);
+    if found == 0 {
+        // SAFETY: a NUL-terminated name; `dlsym` only reads the loader's tables.
+        found = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
+        if found == 0 {
+            return None;
+        }
+        // Racing threads store the same address.
+        NEXT.store(found, Ordering::Release);
+    }
+    // SAFETY: the loader's `pthread_create`, whose type this is (the start routine's
+    // "C-unwind" ABI is the "C" ABI that also lets unwinding pass).
+    Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(found) })
+}
+
+/// `pthread_create` that gives the new thread an alternate signal stack and its stack
+/// bounds before the start routine runs, so that its stack overflow is reported like the
+/// main thread's (without one, the kernel cannot deliver the fault and kills the process
+/// silently). Otherwise it is `pthread_create` (the next definition after this code's
+/// object, see below): same arguments, same result; `EAGAIN` if the small block handed to
+/// the thread cannot be allocated, `EINVAL` for a null start routine.
+///
+/// Two ways to use it:
+///
+/// - a JIT running a program resolves the program's `pthread_create` to it
+///   ([`thread_symbols`]);
+/// - a binary defines `pthread_create` itself as a call of this function, exported in its
+///   dynamic symbol table (the `locus` binary does): every thread of the process is then
+///   made through it, those of shared libraries (`dlopen`ed ones, MLIR's async runtime,
+///   `dlsym(RTLD_DEFAULT, "pthread_create")`) and Rust's `std::thread` included. The
+///   C library's own is found with `dlsym(RTLD_NEXT)`, so the definition must be in the
+///   same object as this crate (the executable), not in a library loaded after libc.
 ///
 /// # Safety
 ///
@@ -484,12 +547,25 @@ pub unsafe extern "C" fn program_pthread_create(
     let Some(start) = start else {
         return libc::EINVAL;
     };
-    let boxed = Box::into_raw(Box::new(ThreadStart { start, arg }));
-    // SAFETY: the caller's promise; the trampoline takes the box back.
-    let status = unsafe { libc::pthread_create(thread, attr, program_thread_start, boxed.cast()) };
+    let Some(create) = next_pthread_create() else {
+        return libc::ENOSYS;
+    };
+    // SAFETY: the same function pointer; "C-unwind" is the "C" calling convention.
+    let start = unsafe {
+        std::mem::transmute::<extern "C" fn(*mut c_void) -> *mut c_void, StartRoutine>(start)
+    };
+    // SAFETY: a plain allocation of the block's size, checked for null below.
+    let block = unsafe { libc::malloc(std::mem::size_of::<ThreadStart>()) }.cast::<ThreadStart>();
+    if block.is_null() {
+        return libc::EAGAIN;
+    }
+    // SAFETY: `malloc`'s alignment suits any type of its size; the block is ours.
+    unsafe { block.write(ThreadStart { start, arg }) };
+    // SAFETY: the caller's promise; the trampoline takes the block and frees it.
+    let status = unsafe { create(thread, attr, program_thread_start, block.cast()) };
     if status != 0 {
-        // SAFETY: no thread was made, so the box is still ours.
-        drop(unsafe { Box::from_raw(boxed) });
+        // SAFETY: no thread was made, so the block is still ours.
+        unsafe { libc::free(block.cast()) };
     }
     status
 }
@@ -512,9 +588,9 @@ pub fn thread_symbols() -> [(&'static str, usize); 1] {
 /// Records this thread's stack bounds and gives it an alternate signal stack if it lacks
 /// one large enough.
 fn prepare_thread() {
-    if STACK.with(Cell::get) == (0, 0) {
+    if STACK.try_with(Cell::get) == Ok((0, 0)) {
         if let Some(b) = StackBounds::current_thread() {
-            STACK.with(|s| s.set((b.low, b.high)));
+            let _ = STACK.try_with(|s| s.set((b.low, b.high)));
         }
     }
     let _ = ALT_STACK.try_with(|alt| {

@@ -7,6 +7,24 @@ use locus_gc::signals::{self, CodeRange, FAULT_EXIT_STATUS};
 
 const CHILD: &str = "LOCUS_GC_SIGNALS_CHILD";
 
+/// Every thread of this test binary is made through `program_pthread_create`, as every
+/// thread of the `locus` binary is: Rust's `std::thread` (libtest's threads included)
+/// binds to this definition when linking.
+///
+/// # Safety
+///
+/// As for `pthread_create(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: Option<extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void>,
+    arg: *mut std::ffi::c_void,
+) -> std::ffi::c_int {
+    // SAFETY: the caller's promise, forwarded.
+    unsafe { signals::program_pthread_create(thread, attr, start, arg) }
+}
+
 /// Runs test `name` of this binary in a child process with [`CHILD`] set.
 fn child(name: &str) -> Output {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
@@ -275,8 +293,8 @@ extern "C" fn overflow(_: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
 }
 
 /// A thread made through `program_pthread_create` that overflows its stack, while a
-/// program runs on another thread: reported as a stack overflow (a plain
-/// `pthread_create` thread has no alternate stack, and the kernel kills the process).
+/// program runs on another thread: reported as a stack overflow (a thread with no
+/// alternate stack would be killed by the kernel, silently).
 #[test]
 fn a_program_thread_overflow_is_reported() {
     if in_child() {
@@ -307,4 +325,90 @@ fn a_program_thread_overflow_is_reported() {
         "{}",
         lines[0]
     );
+}
+
+/// This thread's alternate signal stack: (address, size), or `None` if it has none.
+fn alt_stack() -> Option<(usize, usize)> {
+    // SAFETY: a zeroed stack_t is a valid out-value.
+    let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    let queried = unsafe { libc::sigaltstack(std::ptr::null(), &mut current) } == 0;
+    (queried && current.ss_flags & libc::SS_DISABLE == 0)
+        .then_some((current.ss_sp as usize, current.ss_size))
+}
+
+/// The number of mappings of this process.
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .lines()
+        .count()
+}
+
+/// A `std::thread` gets the 64 KiB alternate stack before its body runs (Rust's own, which
+/// it makes only for a thread without one, is 8 to 16 KiB), and the stack is freed when the
+/// thread ends: 300 threads one after another leave the number of mappings as it was.
+#[test]
+fn std_threads_get_the_alternate_stack_and_free_it() {
+    if in_child() {
+        assert!(signals::install());
+        let first = std::thread::spawn(alt_stack)
+            .join()
+            .unwrap_or_else(|_| panic!());
+        let (_, size) = first.unwrap_or_else(|| panic!("no alternate stack"));
+        assert!(size >= 64 << 10, "{size}");
+        let before = mappings();
+        for _ in 0..300 {
+            let got = std::thread::spawn(alt_stack)
+                .join()
+                .unwrap_or_else(|_| panic!());
+            assert!(got.is_some_and(|(_, size)| size >= 64 << 10), "{got:?}");
+        }
+        let after = mappings();
+        assert!(after < before + 30, "{before} mappings, then {after}");
+        std::process::exit(0);
+    }
+    let out = child("std_threads_get_the_alternate_stack_and_free_it");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// `C-unwind`, as a C function is: `pthread_exit` unwinds through it (a `"C"` Rust function
+/// would abort the process there).
+extern "C-unwind" fn exit_early(arg: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    assert!(alt_stack().is_some());
+    // SAFETY: ends this thread (made by pthread_create) with `arg` as its value; nothing
+    // of this frame needs dropping.
+    unsafe { libc::pthread_exit(arg) }
+}
+
+/// A thread that ends by `pthread_exit` unwinds through `program_pthread_create`'s first
+/// function (a forced unwind) and is joined with its value; the process is not aborted.
+#[test]
+fn pthread_exit_passes_through() {
+    if in_child() {
+        assert!(signals::install());
+        let mut thread: libc::pthread_t = 0;
+        let value = 0x5eed_usize as *mut std::ffi::c_void;
+        type Start = extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void;
+        // SAFETY: the same calling convention; "C-unwind" also lets unwinding pass, as
+        // `program_pthread_create` calls it.
+        let start = unsafe {
+            std::mem::transmute::<
+                extern "C-unwind" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void,
+                Start,
+            >(exit_early)
+        };
+        // SAFETY: valid out-pointer, default attributes, a start routine that exits.
+        let made = unsafe {
+            signals::program_pthread_create(&mut thread, std::ptr::null(), Some(start), value)
+        };
+        assert_eq!(made, 0);
+        let mut result = std::ptr::null_mut();
+        // SAFETY: a thread made above, joined once.
+        assert_eq!(unsafe { libc::pthread_join(thread, &mut result) }, 0);
+        assert_eq!(result, value);
+        std::process::exit(0);
+    }
+    let out = child("pthread_exit_passes_through");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
