@@ -37,7 +37,8 @@ pub enum Command {
     ///        a property read `call i64 (...) @llvm.experimental.patchpoint.i64(i64 ID, i32
     ///        BYTES, ptr @locus_ic_miss, i32 2, ptr %object, i64 %name)`, BYTES >= 13 (a
     ///        site of 41 or more gets the fast path written into it); the first read of
-    ///        each shape at a site misses, then the site is patched to answer it
+    ///        each shape at a site misses, then the site is patched to answer it; a
+    ///        site that sees more than --max-shapes shapes is answered by a lookup
     ///   i64  @locus_poll(i64 %value)                      returns `value`
     ///   i64  @locus_invalidate(ptr %function)             deoptimize a function of the
     ///        module: its stack maps' shadows (>= 5 bytes) are patched; returns how many
@@ -62,7 +63,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME", default_value = "main")]
         entry: String,
         /// After the result, print `records: N` (the stack map records captured) and the
-        /// runtime's counts: patches, misses, hits, deopts.
+        /// runtime's counts: patches, misses, hits, deopts, stubs (made, each encoded
+        /// into the runtime's stub memory), lookups (reads at megamorphic sites).
         #[arg(long)]
         stats: bool,
         /// Invalidate this function before the call (repeatable): its stack maps'
@@ -78,6 +80,11 @@ pub enum Command {
         /// reads its shape, and leaves anything else to the miss handler.
         #[arg(long)]
         no_cache: bool,
+        /// The most shapes a property read is specialized on; a read that sees one more
+        /// becomes megamorphic: the runtime's lookup answers it from then on (counted as
+        /// lookups), and it is never patched again.
+        #[arg(long, value_name = "N", default_value_t = 4)]
+        max_shapes: usize,
         #[arg(long, value_name = "SECONDS", value_parser = watchdog::parse_seconds, help = watchdog::HELP)]
         timeout: Option<Duration>,
     },
@@ -96,6 +103,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             stats,
             invalidate,
             no_cache,
+            max_shapes,
             timeout,
         } => {
             let name = file.display().to_string();
@@ -105,6 +113,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             let options = RunOptions {
                 stats: *stats,
                 caching: !*no_cache,
+                max_shapes: *max_shapes,
             };
             run_with_runtime(&name, &text, entry, options, invalidate, out)
         }
@@ -118,6 +127,8 @@ struct RunOptions {
     stats: bool,
     /// Patch property reads (off: `--no-cache`).
     caching: bool,
+    /// `--max-shapes`.
+    max_shapes: usize,
 }
 
 /// Compiles `text` with the JIT runtime linked in, invalidates `invalidate`, calls `entry`
@@ -140,6 +151,7 @@ fn run_with_runtime(
     let scope = fault_scope(false);
     let runtime_options = Options {
         caching: options.caching,
+        max_shapes: options.max_shapes,
         ..Options::default()
     };
     // The program's threads get an alternate signal stack, so their overflows are
@@ -169,6 +181,8 @@ fn run_with_runtime(
         writeln!(out, "misses: {}", s.misses).map_err(fail)?;
         writeln!(out, "hits: {}", s.hits).map_err(fail)?;
         writeln!(out, "deopts: {}", s.deopts).map_err(fail)?;
+        writeln!(out, "stubs: {}", s.stubs).map_err(fail)?;
+        writeln!(out, "lookups: {}", s.lookups).map_err(fail)?;
     }
     Ok(())
 }

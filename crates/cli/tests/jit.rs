@@ -71,12 +71,12 @@ fn stats_count_the_stack_map_records() {
     let file = write_module(&dir, "six_times_seven.ll", MODULE);
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats"])),
-        "42\nrecords: 3\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+        "42\nrecords: 3\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\nstubs: 0\nlookups: 0\n"
     );
     let plain = write_module(&dir, "plain.ll", "define i64 @main() {\n  ret i64 7\n}\n");
     assert_eq!(
         stdout_ok(&locus_jit(&["--stats", &plain])),
-        "7\nrecords: 0\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+        "7\nrecords: 0\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\nstubs: 0\nlookups: 0\n"
     );
 }
 
@@ -194,15 +194,15 @@ fn invalidated_functions_deoptimize_to_the_same_result() {
     // (5 * 3 + 9) * (5 + 11)
     assert_eq!(
         ok(run(&[])),
-        "384\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+        "384\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\nstubs: 0\nlookups: 0\n"
     );
     assert_eq!(
         ok(run(&["--invalidate", "main"])),
-        "384\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\n"
+        "384\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\nstubs: 0\nlookups: 0\n"
     );
     assert_eq!(
         ok(run(&["--entry", "outer"])),
-        "385\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\n"
+        "385\nrecords: 1\npatches: 0\nmisses: 0\nhits: 0\ndeopts: 0\nstubs: 0\nlookups: 0\n"
     );
     let out = run(&["--entry", "outer", "--invalidate", "main"]);
     assert_eq!(out.status.code(), Some(1));
@@ -251,20 +251,36 @@ fn shapes_checksum() -> i64 {
 /// The same checksum with caching on and off (`--no-cache`), equal to what the program
 /// computes; with caching, misses are the 10 distinct (site, shape) pairs plus the 9
 /// re-misses at the 3 sites the shape change patched back, every other read (130 in all)
-/// a hit; without, every read misses and nothing is patched.
+/// a hit; without, every read misses and nothing is patched. With `--max-shapes 1` the
+/// sites that see a second shape answer through the runtime's lookup.
 #[test]
 fn a_program_s_own_objects_are_read_through_inline_caches() {
     let file = shapes_fixture();
     let expected = shapes_checksum();
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats"])),
-        format!("{expected}\nrecords: 4\npatches: 22\nmisses: 19\nhits: 111\ndeopts: 0\n")
+        format!("{expected}\nrecords: 4\npatches: 22\nmisses: 19\nhits: 111\ndeopts: 0\nstubs: 15\nlookups: 0\n")
     );
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats", "--no-cache"])),
-        format!("{expected}\nrecords: 4\npatches: 0\nmisses: 130\nhits: 0\ndeopts: 0\n")
+        format!("{expected}\nrecords: 4\npatches: 0\nmisses: 130\nhits: 0\ndeopts: 0\nstubs: 0\nlookups: 0\n")
     );
     assert_eq!(stdout_ok(&locus_jit(&[&file])), format!("{expected}\n"));
+    // One shape a site: the sites that see a second go megamorphic, and the runtime's
+    // lookup answers their reads from then on; the same checksum, every read counted once.
+    let out = stdout_ok(&locus_jit(&[&file, "--stats", "--max-shapes", "1"]));
+    let count = |what: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(what)?.strip_prefix(": ")?.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    assert!(out.starts_with(&format!("{expected}\n")), "{out}");
+    assert!(count("lookups") > 0, "{out}");
+    assert_eq!(
+        count("hits") + count("misses") + count("lookups"),
+        130,
+        "{out}"
+    );
 }
 
 /// The declarations of the runtime's surface, for the programs below.
@@ -588,10 +604,10 @@ fn names_on_the_stack_and_a_shape_change_from_the_program() {
     );
     let file = write_module(&dir, "stack.ll", &program);
     // 40 + 0 + 40 + 2 sites patched back * 1000 + 40; misses: sites 1, 2, then site 1
-    // again; patches: one per miss, two back.
+    // again; patches: one per miss, two back; a stub per miss.
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats"])),
-        "2120\nrecords: 3\npatches: 5\nmisses: 3\nhits: 0\ndeopts: 0\n"
+        "2120\nrecords: 3\npatches: 5\nmisses: 3\nhits: 0\ndeopts: 0\nstubs: 3\nlookups: 0\n"
     );
 }
 
@@ -617,7 +633,7 @@ fn a_program_invalidates_its_own_code() {
     // (7 * 5 + 1 shadow patched) * 7 = 252, by the interpreter.
     assert_eq!(
         stdout_ok(&locus_jit(&[&file, "--stats"])),
-        "252\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\n"
+        "252\nrecords: 1\npatches: 1\nmisses: 0\nhits: 0\ndeopts: 1\nstubs: 0\nlookups: 0\n"
     );
     let out = locus_jit(&[&file, "--entry", "nested"]);
     let stderr = text(&out.stderr);

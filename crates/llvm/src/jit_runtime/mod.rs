@@ -12,8 +12,13 @@
 //!   ptr @locus_ic_miss, i32 2, ptr %obj, i64 NAME)`. On a miss the handler finds the site
 //!   from its return address (the patch point's record is at the start of the reserved
 //!   bytes, which LLVM filled with a 13-byte call), looks the property up in the object's
-//!   shape, and patches the site to call a stub built for the shapes seen there; later reads
-//!   of those shapes do not enter the runtime. When the site reserves enough bytes (37 for
+//!   shape, and patches the site to call a stub for the shapes seen there, x86-64 code
+//!   encoded directly into stub memory the runtime manages ([`stub`]; no LLVM module, a
+//!   few microseconds a stub, and a stub's memory is reused once no site calls it); later
+//!   reads of those shapes do not enter the runtime. A site specialized on
+//!   [`Options::max_shapes`] shapes (polymorphic) that sees one more becomes megamorphic:
+//!   it is patched to call the runtime's lookup, which answers every read from the
+//!   object's shape without patching again. When the site reserves enough bytes (37 for
 //!   one shape without hit counting, 41 with it; [`fast_path`] gives the encoding and the
 //!   sizes) the handler writes the stub's fast path into the site itself instead: check
 //!   the object, compare the shape, load the slot, and call the miss handler for other
@@ -137,7 +142,17 @@
 //!
 //! # Threads and state
 //!
-//! Compiled code runs only through [`Runtime::call`], on the runtime's thread. The one
+//! Compiled code enters the runtime only through [`Runtime::call`], on the runtime's
+//! thread: a miss, a lookup or a surface call from another thread finds no runtime and
+//! aborts the process. Other threads may run patched sites (hits) meanwhile if the runtime
+//! was made with [`Options::concurrent_patching`]: each patch then follows x86-64's
+//! cross-modifying-code protocol (`cross_modify.rs`: a `jmp $` over the site's first
+//! bytes, the rest of its first instruction, then the first bytes, each step followed by
+//! a `membarrier` that serializes every core), sites are always calls (no inline fast
+//! path: a thread may be anywhere inside one), and a stub no site calls any more is kept
+//! until [`Runtime::reclaim_stubs`]. The protocol, not stopping threads at safepoints,
+//! because it needs nothing of the program (safepoints would need every thread to poll
+//! often). Shadows patched by [`Runtime::invalidate`] use the single-thread writer. The one
 //! piece of per-thread state is the stack of runtimes whose code is running (the entry
 //! points find their runtime there). No panic crosses into compiled code: every entry point
 //! catches it and reports it as an error of the call.
