@@ -1348,3 +1348,317 @@ fn threads_run_a_site_while_it_is_repatched() -> TestResult {
     );
     Ok(())
 }
+
+/// A language's own objects: a header word, the class word at offset 8 from the object's
+/// address, fields at offsets the class table gives (negative ones too), and a computed
+/// property (a slow path). The test owns the objects and the table, shared with the model.
+struct Classes {
+    /// Object addresses the language made.
+    objects: HashSet<u64>,
+    /// (class, name) -> how the property is read.
+    table:
+        std::rc::Rc<std::cell::RefCell<HashMap<(u64, u64), locus_llvm::jit_runtime::Resolution>>>,
+}
+
+/// The computed property's value: the object's address's low bits, to tell objects apart.
+fn computed(object: u64) -> i64 {
+    1000 + (object & 0xff) as i64
+}
+
+impl locus_llvm::jit_runtime::ObjectModel for Classes {
+    fn shape_offset(&self) -> i32 {
+        8
+    }
+
+    fn shape_of(&self, object: u64) -> Result<u64, String> {
+        if !self.objects.contains(&object) {
+            return Err(format!("{object:#x} is not one of the language's objects"));
+        }
+        // SAFETY: one of the objects the test made (leaked, live for the process), whose
+        // class word is at +8.
+        Ok(unsafe { ((object + 8) as *const u64).read() })
+    }
+
+    fn resolve(
+        &self,
+        shape: u64,
+        name: u64,
+    ) -> Result<locus_llvm::jit_runtime::Resolution, String> {
+        self.table
+            .borrow()
+            .get(&(shape, name))
+            .copied()
+            .ok_or_else(|| format!("class {shape} has no property {name}"))
+    }
+
+    fn read(&self, object: u64, shape: u64, name: u64) -> Result<i64, String> {
+        match self.resolve(shape, name)? {
+            locus_llvm::jit_runtime::Resolution::Slot(offset) => {
+                // SAFETY: an object of the test (checked by `shape_of` just before), whose
+                // class table puts this field at `offset`, inside the object's words.
+                Ok(unsafe { (object.wrapping_add_signed(i64::from(offset)) as *const i64).read() })
+            }
+            locus_llvm::jit_runtime::Resolution::SlowPath => Ok(computed(object)),
+        }
+    }
+}
+
+/// The inline caches, their stubs and inline fast paths over a language's own object
+/// model (`Runtime::with_model`): classes whose IDs need a 32-bit and a 64-bit immediate,
+/// a field at a negative offset, a slow-path property that is never cached, a class whose
+/// layout changes (`invalidate_shape` patches its sites back), and a copy of an object
+/// with another class word refused by the model. The site's bytes are those
+/// `encode_fast_path_in` / `encode_stub_in` give for the runtime's `layout()`.
+#[test]
+fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
+    use locus_llvm::jit_runtime::{encode_fast_path_in, encode_stub_in, Resolution};
+    let table = std::rc::Rc::new(std::cell::RefCell::new(HashMap::new()));
+    // Objects point at word 1 of their block: word 0 is at -8, the class word at +8.
+    let mut make = |words: Vec<u64>| -> u64 {
+        let block: &'static mut [u64] = Box::leak(words.into_boxed_slice());
+        block.as_mut_ptr() as u64 + 8
+    };
+    const A: u64 = 7;
+    const B: u64 = 70_000;
+    const C: u64 = 1 << 40;
+    const D: u64 = 11;
+    // [-8, 0 header, +8 class, +16, +24]
+    let a = make(vec![0, 0xaaaa, A, 2, 1]);
+    let b = make(vec![0, 0xbbbb, B, 6, 5]);
+    let c = make(vec![9, 0xcccc, C, 0, 0]);
+    let d = make(vec![0, 0xdddd, D, 0, 0]);
+    {
+        let mut t = table.borrow_mut();
+        t.insert((A, Y), Resolution::Slot(16));
+        t.insert((A, X), Resolution::Slot(24));
+        t.insert((B, Y), Resolution::Slot(24));
+        t.insert((B, X), Resolution::Slot(16));
+        t.insert((C, Y), Resolution::Slot(-8));
+        t.insert((D, Y), Resolution::SlowPath);
+    }
+    for options in [
+        Options::default(),
+        Options {
+            inline_fast_path: false,
+            ..Options::default()
+        },
+    ] {
+        let model = Classes {
+            objects: [a, b, c, d].into_iter().collect(),
+            table: table.clone(),
+        };
+        let rt = Runtime::with_model("model.ll", POLY_PROGRAM, options, Box::new(model))?;
+        let layout = rt.layout();
+        assert!(!layout.check_objects && layout.shape_offset == 8);
+        let expect = [(a, 2), (b, 5), (c, 9), (d, computed(d))];
+        for round in 0..3 {
+            let before = rt.stats();
+            for (object, value) in expect {
+                for f in ["small", "wide"] {
+                    assert_eq!(answer(&rt, f, object), Ok(value), "{round} {f} {options:?}");
+                }
+            }
+            let after = rt.stats();
+            // The first round misses everywhere; then only the slow path does.
+            let misses = if round == 0 { 8 } else { 2 };
+            assert_eq!(after.misses - before.misses, misses, "{round}");
+            assert_eq!(after.hits - before.hits, 8 - misses, "{round}");
+        }
+        let mut cases = vec![(A, 16), (B, 24), (C, -8)];
+        cases.sort_unstable();
+        let small = rt.site_address(1).ok_or("no site")?;
+        let wide = rt.site_address(2).ok_or("no site")?;
+        let stub = target_of(&rt.code_bytes(small, 16).ok_or("no code")?);
+        let code = encode_stub_in(&layout, &cases, true).ok_or("no stub")?;
+        assert_eq!(rt.code_bytes(stub, code.len()), Some(code));
+        let wide_bytes = rt.code_bytes(wide, 64).ok_or("no code")?;
+        match encode_fast_path_in(&layout, &cases, true, 64) {
+            Some(path) if options.inline_fast_path => assert_eq!(wide_bytes, path.bytes),
+            _ => assert_eq!(
+                wide_bytes,
+                encode_call(Arch::X86_64, target_of(&wide_bytes), 64)?
+            ),
+        }
+        // Class A's layout changes: its two fields swap places.
+        for (offset, value) in [(16, 1u64), (24, 2)] {
+            // SAFETY: `a`'s words at +16 and +24, owned by the test; no compiled code runs.
+            unsafe { ((a + offset) as *mut u64).write(value) };
+        }
+        table.borrow_mut().insert((A, Y), Resolution::Slot(24));
+        table.borrow_mut().insert((A, X), Resolution::Slot(16));
+        assert_eq!(rt.invalidate_shape(A)?, 2);
+        for f in ["small", "wide"] {
+            assert_eq!(answer(&rt, f, a), Ok(2));
+            assert_eq!(answer(&rt, f, b), Ok(5));
+        }
+        // A copy of `b` with an unknown class word misses and is refused by the model.
+        let copy = [0u64, 0xbbbb, 12_345, 6, 5];
+        let forged = copy.as_ptr() as u64 + 8;
+        for f in ["small", "wide"] {
+            assert_eq!(
+                answer(&rt, f, forged),
+                Err(format!(
+                    "JIT error: `{f}`: {forged:#x} is not one of the language's objects"
+                ))
+            );
+        }
+        // Back for the next options.
+        for (offset, value) in [(16, 2u64), (24, 1)] {
+            // SAFETY: as above.
+            unsafe { ((a + offset) as *mut u64).write(value) };
+        }
+        table.borrow_mut().insert((A, Y), Resolution::Slot(16));
+        table.borrow_mut().insert((A, X), Resolution::Slot(24));
+    }
+    // Megamorphic over the model: one class a site, the rest through the lookup.
+    let model = Classes {
+        objects: [a, b, c, d].into_iter().collect(),
+        table: table.clone(),
+    };
+    let options = Options {
+        max_shapes: 1,
+        ..Options::default()
+    };
+    let rt = Runtime::with_model("model.ll", POLY_PROGRAM, options, Box::new(model))?;
+    for _ in 0..2 {
+        for (object, value) in [(a, 2), (b, 5), (c, 9), (d, computed(d))] {
+            assert_eq!(answer(&rt, "small", object), Ok(value));
+        }
+    }
+    assert!(rt.is_megamorphic(rt.site_address(1).ok_or("no site")?));
+    // a misses (stub), b misses (megamorphic), then c, d and the second round's four.
+    assert_eq!(rt.stats().lookups, 6);
+    assert_eq!(rt.stats().misses, 2);
+    Ok(())
+}
+
+/// `disp(%rdi)` in AT&T syntax, as the assembler reads it (no displacement for 0).
+fn rdi_at(disp: i32) -> String {
+    if disp == 0 {
+        "(%rdi)".to_owned()
+    } else {
+        format!("{disp}(%rdi)")
+    }
+}
+
+/// A stub or fast path for a [`Layout`] as assembly text (`fast_path_pad`: the fast
+/// path with that much padding after its miss call; `None`: the stub).
+fn layout_text(
+    layout: &locus_llvm::jit_runtime::Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+    fast_path_pad: Option<usize>,
+) -> String {
+    let mut text = format!("movabsq ${:#x}, %r11\n", layout.index.base);
+    if layout.check_objects {
+        text += &format!(
+            "movl %edi, %eax\nandl ${:#x}, %eax\ncmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
+            layout.index.mask
+        );
+    }
+    let shape_at = rdi_at(layout.shape_offset);
+    let hit = |offset: i32| {
+        let count = if count_hits { "incq -8(%r11)\n" } else { "" };
+        format!("{count}movq {}, %rax\n", rdi_at(offset))
+    };
+    match fast_path_pad {
+        None => {
+            for (i, (shape, offset)) in cases.iter().enumerate() {
+                let shape = *shape as i64;
+                if i32::try_from(shape).is_ok() {
+                    text += &format!("cmpq ${shape}, {shape_at}\n");
+                } else {
+                    text += &format!("movabsq ${shape}, %rax\ncmpq %rax, {shape_at}\n");
+                }
+                text += &format!("jne .Lnext{i}\n{}retq\n.Lnext{i}:\n", hit(*offset));
+            }
+            text += ".Lmiss:\njmpq *-16(%r11)\n";
+        }
+        Some(pad) => {
+            for (i, (shape, _)) in cases.iter().enumerate() {
+                text += &format!("cmpq ${}, {shape_at}\nje .Lcase{i}\n", *shape as i64);
+            }
+            text += ".Lmiss:\ncallq *-16(%r11)\n";
+            for byte in locus_stackmap::patch::encode_nops(Arch::X86_64, pad).unwrap_or_default() {
+                text += &format!(".byte {byte:#x}\n");
+            }
+            for (i, (_, offset)) in cases.iter().enumerate() {
+                text += &format!(".Lcase{i}:\n{}", hit(*offset));
+                if i + 1 < cases.len() {
+                    text += "jmp .Lend\n";
+                }
+            }
+            text += ".Lend:\n";
+        }
+    }
+    text
+}
+
+/// Stubs and fast paths for other object layouts (a language's model: shape word at
+/// another offset, no object check, fields at any offset) are the bytes `llvm-mc-19`
+/// assembles.
+#[test]
+fn layout_encodings_match_llvm_mc() -> TestResult {
+    use locus_llvm::jit_runtime::{encode_fast_path_in, encode_stub_in, Layout};
+    let index = ObjectIndex {
+        base: 0x7f12_3456_1000,
+        mask: (1 << 28) - 8,
+    };
+    let layouts = [
+        Layout {
+            index,
+            check_objects: false,
+            shape_offset: 8,
+        },
+        Layout {
+            index,
+            check_objects: true,
+            shape_offset: -16,
+        },
+        Layout {
+            index,
+            check_objects: false,
+            shape_offset: 0x1000,
+        },
+        Layout {
+            index,
+            check_objects: false,
+            shape_offset: 0,
+        },
+    ];
+    let case_sets: [&[(u64, i32)]; 4] = [
+        &[(3, 0)],
+        &[(1, -8), (200, 127), (70_000, 128)],
+        &[(5, -0x2000), (6, 0x7fff_fff0)],
+        &[(1 << 40, 16), (u64::MAX, 24)],
+    ];
+    let mut checked = 0;
+    for layout in &layouts {
+        for cases in case_sets {
+            for count_hits in [false, true] {
+                let stub = encode_stub_in(layout, cases, count_hits).ok_or("no stub")?;
+                let expected = assemble(&layout_text(layout, cases, count_hits, None))?;
+                assert_eq!(stub, expected, "{layout:?} {cases:?} {count_hits}");
+                checked += 1;
+                if cases.iter().any(|(s, _)| i32::try_from(*s as i64).is_err()) {
+                    // No fast path for a shape outside i32.
+                    assert!(encode_fast_path_in(layout, cases, count_hits, 200).is_none());
+                    continue;
+                }
+                let bare = assemble(&layout_text(layout, cases, count_hits, Some(0)))?;
+                for extra in [3usize] {
+                    let path = encode_fast_path_in(layout, cases, count_hits, bare.len() + extra)
+                        .ok_or("no fast path")?;
+                    let expected = assemble(&layout_text(layout, cases, count_hits, Some(extra)))?;
+                    assert_eq!(
+                        path.bytes, expected,
+                        "{layout:?} {cases:?} {count_hits} {extra}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 32 + 24);
+    Ok(())
+}

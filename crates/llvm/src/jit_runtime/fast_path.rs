@@ -89,11 +89,55 @@ const MISS_CALL: [u8; 4] = [0x41, 0xff, 0x53, MISS_HANDLER_OFFSET as u8];
 /// `inc qword ptr [r11 - 8]`.
 pub(super) const COUNT: [u8; 4] = [0x49, 0xff, 0x43, HITS_OFFSET as u8];
 
-/// The object check up to its `jne` (exclusive): `movabs r11, base; mov eax, edi;
-/// and eax, mask; cmp [r11 + rax], rdi`.
-pub(super) fn object_check(index: ObjectIndex) -> Vec<u8> {
+/// How compiled fast paths and stubs find an object's shape: the runtime's header (and
+/// index) they reach through `r11`, whether they check the object against the index
+/// first, and where the shape word is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The runtime's object index, whose header holds the miss handler and hit counter.
+    pub index: ObjectIndex,
+    /// Check that the object is in the index before reading it (the runtime's own
+    /// objects). Off for a language's own object model ([`super::ObjectModel`]), whose
+    /// objects are not in the index: the compiled code then trusts the pointer.
+    pub check_objects: bool,
+    /// The byte offset of the shape word from an object's address.
+    pub shape_offset: i32,
+}
+
+impl Layout {
+    /// The runtime's own objects: checked against `index`, the shape in word 0.
+    #[must_use]
+    pub fn shapes(index: ObjectIndex) -> Self {
+        Layout {
+            index,
+            check_objects: true,
+            shape_offset: 0,
+        }
+    }
+}
+
+/// The built-in model's cases, (shape, slot index), as (shape, byte offset) cases: the
+/// property is word `slot + 1`.
+pub(super) fn slot_cases(cases: &[(u64, usize)]) -> Option<Vec<(u64, i32)>> {
+    cases
+        .iter()
+        .map(|(shape, slot)| {
+            let offset = slot.checked_add(1)?.checked_mul(8)?;
+            Some((*shape, i32::try_from(offset).ok()?))
+        })
+        .collect()
+}
+
+/// The head of a fast path or stub, up to the object check's `jne` (exclusive):
+/// `movabs r11, base`, then, checking objects, `mov eax, edi; and eax, mask;
+/// cmp [r11 + rax], rdi`.
+pub(super) fn object_check(layout: &Layout) -> Vec<u8> {
+    let index = layout.index;
     let mut out = Vec::with_capacity(21);
     out.extend_from_slice(&movabs_r11(index.base));
+    if !layout.check_objects {
+        return out;
+    }
     out.extend_from_slice(&[0x89, 0xf8]);
     match i8::try_from(index.mask) {
         Ok(imm) => out.extend_from_slice(&[0x83, 0xe0, imm as u8]),
@@ -106,29 +150,50 @@ pub(super) fn object_check(index: ObjectIndex) -> Vec<u8> {
     out
 }
 
-/// `cmp qword ptr [rdi], shape` for a shape that a sign-extended immediate can hold.
-pub(super) fn cmp_shape(shape: u64) -> Option<Vec<u8>> {
+/// A ModRM byte with base `rdi` and register field `reg` for displacement `disp`, and the
+/// displacement's bytes (none for 0, else disp8 or disp32).
+fn rdi_operand(reg: u8, disp: i32) -> Vec<u8> {
+    let modrm = (reg << 3) | 0b111;
+    if disp == 0 {
+        vec![modrm]
+    } else if let Ok(d) = i8::try_from(disp) {
+        vec![0x40 | modrm, d as u8]
+    } else {
+        let mut out = vec![0x80 | modrm];
+        out.extend_from_slice(&disp.to_le_bytes());
+        out
+    }
+}
+
+/// `cmp qword ptr [rdi + disp], shape` for a shape that a sign-extended immediate can
+/// hold.
+pub(super) fn cmp_shape(shape: u64, disp: i32) -> Option<Vec<u8>> {
     let value = shape as i64;
     if let Ok(imm) = i8::try_from(value) {
-        return Some(vec![0x48, 0x83, 0x3f, imm as u8]);
+        let mut out = vec![0x48, 0x83];
+        out.extend_from_slice(&rdi_operand(7, disp));
+        out.push(imm as u8);
+        return Some(out);
     }
     let imm = i32::try_from(value).ok()?;
-    let mut out = vec![0x48, 0x81, 0x3f];
+    let mut out = vec![0x48, 0x81];
+    out.extend_from_slice(&rdi_operand(7, disp));
     out.extend_from_slice(&imm.to_le_bytes());
     Some(out)
 }
 
-/// `mov rax, qword ptr [rdi + 8 * (slot + 1)]`.
-pub(super) fn load_slot(slot: usize) -> Option<Vec<u8>> {
-    let disp = slot.checked_add(1)?.checked_mul(8)?;
-    let disp = i64::try_from(disp).ok()?;
-    if let Ok(d) = i8::try_from(disp) {
-        return Some(vec![0x48, 0x8b, 0x47, d as u8]);
-    }
-    let d = i32::try_from(disp).ok()?;
-    let mut out = vec![0x48, 0x8b, 0x87];
-    out.extend_from_slice(&d.to_le_bytes());
-    Some(out)
+/// `cmp qword ptr [rdi + disp], rax`.
+pub(super) fn cmp_rax(disp: i32) -> Vec<u8> {
+    let mut out = vec![0x48, 0x39];
+    out.extend_from_slice(&rdi_operand(0, disp));
+    out
+}
+
+/// `mov rax, qword ptr [rdi + offset]`.
+pub(super) fn load_slot(offset: i32) -> Vec<u8> {
+    let mut out = vec![0x48, 0x8b];
+    out.extend_from_slice(&rdi_operand(0, offset));
+    out
 }
 
 /// `movabs r11, imm64`.
@@ -160,18 +225,33 @@ pub fn encode_fast_path(
     count_hits: bool,
     reserved: usize,
 ) -> Option<FastPath> {
+    encode_fast_path_in(
+        &Layout::shapes(index),
+        &slot_cases(cases)?,
+        count_hits,
+        reserved,
+    )
+}
+
+/// [`encode_fast_path`] for any [`Layout`]: `cases` are (shape, byte offset of the
+/// property from the object's address); without `check_objects` the head is
+/// `movabs r11, base` alone.
+#[must_use]
+pub fn encode_fast_path_in(
+    layout: &Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+    reserved: usize,
+) -> Option<FastPath> {
     if cases.is_empty() {
         return None;
     }
-    let check = object_check(index);
+    let check = object_check(layout);
     let compares: Vec<Vec<u8>> = cases
         .iter()
-        .map(|(shape, _)| cmp_shape(*shape))
+        .map(|(shape, _)| cmp_shape(*shape, layout.shape_offset))
         .collect::<Option<_>>()?;
-    let loads: Vec<Vec<u8>> = cases
-        .iter()
-        .map(|(_, slot)| load_slot(*slot))
-        .collect::<Option<_>>()?;
+    let loads: Vec<Vec<u8>> = cases.iter().map(|(_, offset)| load_slot(*offset)).collect();
     let dispatch: usize = compares.iter().map(|c| c.len() + 2).sum();
     let count = if count_hits { COUNT.len() } else { 0 };
     let case_lens: Vec<usize> = loads
@@ -180,7 +260,7 @@ pub fn encode_fast_path(
         .map(|(i, l)| count + l.len() + if i + 1 < cases.len() { 2 } else { 0 })
         .collect();
     let body: usize = case_lens.iter().sum();
-    let head = check.len() + 2;
+    let head = check.len() + if layout.check_objects { 2 } else { 0 };
     let pad = reserved.checked_sub(head + dispatch + MISS_CALL.len() + body)?;
     // The padding goes after the miss call, where no path runs it, as far as every `je`
     // still reaches its case; the rest (sites of more than about 128 bytes) after the
@@ -204,8 +284,10 @@ pub fn encode_fast_path(
 
     let mut out = Vec::with_capacity(reserved);
     out.extend_from_slice(&check);
-    let rel = rel8(head, miss_at)?;
-    out.extend_from_slice(&[0x75, rel]);
+    if layout.check_objects {
+        let rel = rel8(head, miss_at)?;
+        out.extend_from_slice(&[0x75, rel]);
+    }
     for (compare, target) in compares.iter().zip(&case_at) {
         out.extend_from_slice(compare);
         let rel = rel8(out.len() + 2, *target)?;

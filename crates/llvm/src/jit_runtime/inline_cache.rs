@@ -28,13 +28,14 @@ use crate::error::Result;
 
 use super::arena::Arena;
 use super::code_area::CodeArea;
-use super::fast_path::{encode_fast_path, ObjectIndex};
+use super::fast_path::{encode_fast_path_in, Layout, ObjectIndex};
+use super::object_model::{ObjectModel, Resolution};
 use super::sites::SiteKind;
-use super::stub::encode_stub;
+use super::stub::encode_stub_in;
 use super::{cross_modify, jit_error, x86_64, Runtime, Stats};
 
-/// The cases a site answers, (shape, slot), sorted.
-type Cases = Vec<(u64, usize)>;
+/// The cases a site answers, (shape, byte offset of the property), sorted.
+type Cases = Vec<(u64, i32)>;
 
 /// A shape: which property is in which slot of its objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,7 +54,7 @@ pub(super) struct State {
     /// arena's index, which holds the same addresses).
     by_address: HashMap<u64, usize>,
     /// The (shape, slot) cases each patched site answers, by site address.
-    cases: HashMap<u64, Vec<(u64, usize)>>,
+    cases: HashMap<u64, Cases>,
     /// A stub's address for each set of cases, and how many sites call it.
     stubs: HashMap<Cases, (u64, usize)>,
     /// The cases of the stub each site calls, by site address.
@@ -182,15 +183,15 @@ impl State {
     /// site calling it.
     fn acquire_stub(
         &mut self,
-        cases: &[(u64, usize)],
-        index: ObjectIndex,
+        cases: &[(u64, i32)],
+        layout: &Layout,
         count_hits: bool,
     ) -> std::result::Result<u64, String> {
         if let Some((address, users)) = self.stubs.get_mut(cases) {
             *users += 1;
             return Ok(*address);
         }
-        let code = encode_stub(cases, index, count_hits)
+        let code = encode_stub_in(layout, cases, count_hits)
             .ok_or_else(|| format!("no stub can answer {cases:?}"))?;
         let address = self.code.add(&code)?;
         self.stubs.insert(cases.to_vec(), (address, 1));
@@ -311,7 +312,7 @@ impl Runtime {
     /// [`crate::Error::Jit`] for an unknown shape, properties that are not a rearrangement
     /// of the shape's, or a failed patch.
     pub fn change_shape(&self, shape: ShapeId, properties: &[u64]) -> Result<usize> {
-        let sites = {
+        {
             let mut state = self.state.borrow_mut();
             let old = state
                 .shapes
@@ -350,10 +351,25 @@ impl Runtime {
             if let Some(s) = state.shapes.get_mut(shape.0 as usize) {
                 *s = properties.to_vec();
             }
+        }
+        self.invalidate_shape(shape.0)
+    }
+
+    /// Patches every site specialized on `shape` back to the miss handler (its cases
+    /// forgotten): what a language whose [`ObjectModel`] changed the layout of a shape's
+    /// objects calls ([`Runtime::change_shape`] calls it for the runtime's own shapes).
+    /// Megamorphic sites stay so. Returns how many sites were patched back.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] for a failed patch.
+    pub fn invalidate_shape(&self, shape: u64) -> Result<usize> {
+        let sites: Vec<u64> = {
+            let mut state = self.state.borrow_mut();
             let sites: Vec<u64> = state
                 .cases
                 .iter()
-                .filter(|(_, cases)| cases.iter().any(|(s, _)| *s == shape.0))
+                .filter(|(_, cases)| cases.iter().any(|(s, _)| *s == shape))
                 .map(|(site, _)| *site)
                 .collect();
             for site in &sites {
@@ -366,6 +382,25 @@ impl Runtime {
             self.patch_site(*site, miss, None)?;
         }
         Ok(sites.len())
+    }
+
+    /// Runs `f` on the program's object model: the language's, or the runtime's own
+    /// shapes.
+    fn on_model<T>(&self, f: impl FnOnce(&dyn ObjectModel) -> T) -> T {
+        match &self.model {
+            Some(model) => f(model.as_ref()),
+            None => f(&*self.state.borrow()),
+        }
+    }
+
+    /// How the compiled code finds and checks objects of the program's model.
+    #[must_use]
+    pub fn layout(&self) -> Layout {
+        Layout {
+            index: self.object_index(),
+            check_objects: self.model.is_none(),
+            shape_offset: self.model.as_ref().map_or(0, |m| m.shape_offset()),
+        }
     }
 
     /// The miss handler's work: answers the read, and unless caching is off patches the
@@ -419,13 +454,14 @@ impl Runtime {
         return_address: u64,
         site: Option<(u64, usize)>,
     ) -> std::result::Result<i64, String> {
-        let (shape, slot, value) = {
-            let state = self.state.borrow();
-            let (shape, slot) = state.slot_of(object as u64, name)?;
-            let value = state
-                .word(object as u64, slot + 1)
-                .ok_or("a short object")? as i64;
-            (shape, slot, value)
+        let (shape, resolution, value) = self.on_model(|model| {
+            let shape = model.shape_of(object as u64)?;
+            let resolution = model.resolve(shape, name)?;
+            let value = model.read(object as u64, shape, name)?;
+            Ok::<_, String>((shape, resolution, value))
+        })?;
+        let Resolution::Slot(offset) = resolution else {
+            return Ok(value);
         };
         if !self.options.caching {
             return Ok(value);
@@ -442,8 +478,9 @@ impl Runtime {
                 return Ok(value);
             }
             let cases = state.cases.entry(site).or_default();
-            if !cases.contains(&(shape, slot)) {
-                cases.push((shape, slot));
+            if !cases.contains(&(shape, offset)) {
+                cases.retain(|(s, _)| *s != shape);
+                cases.push((shape, offset));
                 cases.sort_unstable();
             }
             cases.clone()
@@ -460,34 +497,38 @@ impl Runtime {
                 .map_err(|e| e.to_string())?;
             return Ok(value);
         }
+        self.specialize_site(site, reserved, cases)
+            .map_err(|e| e.to_string())?;
+        Ok(value)
+    }
+
+    /// Patches `site` (of `reserved` bytes) to answer `cases`: their fast path inline if
+    /// it fits and may be used, else a call of their stub.
+    fn specialize_site(&self, site: u64, reserved: usize, cases: Cases) -> Result<()> {
+        let layout = self.layout();
         if self.options.inline_fast_path && !self.options.concurrent_patching {
-            let index = self.object_index();
-            if let Some(path) = encode_fast_path(&cases, index, self.options.count_hits, reserved) {
-                self.write_site(site, &path.bytes, Some(path.miss_return), None)
-                    .map_err(|e| e.to_string())?;
-                return Ok(value);
+            if let Some(path) =
+                encode_fast_path_in(&layout, &cases, self.options.count_hits, reserved)
+            {
+                return self.write_site(site, &path.bytes, Some(path.miss_return), None);
             }
         }
-        let index = self.object_index();
         let stub = self
             .state
             .borrow_mut()
-            .acquire_stub(&cases, index, self.options.count_hits)?;
+            .acquire_stub(&cases, &layout, self.options.count_hits)
+            .map_err(|e| jit_error(&e))?;
         self.patch_site(site, stub, Some(cases))
-            .map_err(|e| e.to_string())?;
-        Ok(value)
     }
 
     /// The megamorphic lookup's work: answers the read from the object's shape, without
     /// patching anything. On an error the call of the program ends.
     pub(super) fn ic_lookup(&self, object: u64, name: u64) -> std::result::Result<i64, String> {
-        let mut state = self.state.borrow_mut();
-        state.stats.lookups += 1;
-        let (_, slot) = state.slot_of(object, name)?;
-        state
-            .word(object, slot + 1)
-            .map(|v| v as i64)
-            .ok_or_else(|| format!("{object:#x}: a short object"))
+        self.state.borrow_mut().stats.lookups += 1;
+        self.on_model(|model| {
+            let shape = model.shape_of(object)?;
+            model.read(object, shape, name)
+        })
     }
 
     /// Rewrites the patch point at `site` (all its reserved bytes) to call `target`, the
@@ -579,7 +620,8 @@ impl Runtime {
     /// # Errors
     ///
     /// [`crate::Error::Jit`] for an unknown site, an unknown shape, a shape without
-    /// `name`, more shapes than [`super::Options::max_shapes`], none, or a failed patch.
+    /// `name` (or whose `name` has a slow path), more shapes than
+    /// [`super::Options::max_shapes`], none, or a failed patch.
     pub fn specialize(&self, id: u64, name: u64, shapes: &[ShapeId]) -> Result<()> {
         if !self.options.caching {
             return Ok(());
@@ -596,21 +638,20 @@ impl Runtime {
                 self.options.max_shapes
             )));
         }
-        let mut cases: Cases = {
-            let state = self.state.borrow();
-            shapes
-                .iter()
-                .map(|shape| {
-                    let properties = state.properties(shape.0)?;
-                    let slot = properties
-                        .iter()
-                        .position(|p| *p == name)
-                        .ok_or_else(|| format!("shape {} has no property {name}", shape.0))?;
-                    Ok((shape.0, slot))
-                })
-                .collect::<std::result::Result<_, String>>()
-                .map_err(|e| jit_error(&e))?
-        };
+        let mut cases: Cases = self
+            .on_model(|model| {
+                shapes
+                    .iter()
+                    .map(|shape| match model.resolve(shape.0, name)? {
+                        Resolution::Slot(offset) => Ok((shape.0, offset)),
+                        Resolution::SlowPath => Err(format!(
+                            "property {name} of shape {} has a slow path",
+                            shape.0
+                        )),
+                    })
+                    .collect::<std::result::Result<_, String>>()
+            })
+            .map_err(|e| jit_error(&e))?;
         cases.sort_unstable();
         cases.dedup();
         {
@@ -618,19 +659,7 @@ impl Runtime {
             state.megamorphic.remove(&site);
             state.cases.insert(site, cases.clone());
         }
-        if self.options.inline_fast_path && !self.options.concurrent_patching {
-            let index = self.object_index();
-            if let Some(path) = encode_fast_path(&cases, index, self.options.count_hits, reserved) {
-                return self.write_site(site, &path.bytes, Some(path.miss_return), None);
-            }
-        }
-        let index = self.object_index();
-        let stub = self
-            .state
-            .borrow_mut()
-            .acquire_stub(&cases, index, self.options.count_hits)
-            .map_err(|e| jit_error(&e))?;
-        self.patch_site(site, stub, Some(cases))
+        self.specialize_site(site, reserved, cases)
     }
 
     /// The address a megamorphic site calls: the runtime's lookup.
@@ -660,5 +689,44 @@ impl Runtime {
         // lives.
         let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
         Some(bytes.to_vec())
+    }
+}
+
+/// The runtime's own shapes model: objects in the arena, checked against its table, the
+/// shape in word 0, property `i` of a shape in word `i + 1`.
+impl ObjectModel for State {
+    fn shape_offset(&self) -> i32 {
+        0
+    }
+
+    fn shape_of(&self, object: u64) -> std::result::Result<u64, String> {
+        let words = self
+            .object(object)
+            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
+        words
+            .first()
+            .copied()
+            .ok_or_else(|| "an empty object".to_owned())
+    }
+
+    fn resolve(&self, shape: u64, name: u64) -> std::result::Result<Resolution, String> {
+        let slot = self
+            .properties(shape)?
+            .iter()
+            .position(|p| *p == name)
+            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
+        let offset = slot
+            .checked_add(1)
+            .and_then(|w| w.checked_mul(8))
+            .and_then(|b| i32::try_from(b).ok())
+            .ok_or_else(|| format!("shape {shape}: slot {slot} is too far"))?;
+        Ok(Resolution::Slot(offset))
+    }
+
+    fn read(&self, object: u64, _shape: u64, name: u64) -> std::result::Result<i64, String> {
+        let (_, slot) = self.slot_of(object, name)?;
+        self.word(object, slot + 1)
+            .map(|v| v as i64)
+            .ok_or_else(|| format!("{object:#x}: a short object"))
     }
 }

@@ -164,6 +164,7 @@ mod cross_modify;
 mod deopt;
 pub mod fast_path;
 mod inline_cache;
+pub mod object_model;
 mod sites;
 pub mod stub;
 mod x86_64;
@@ -176,10 +177,11 @@ use crate::error::{Error, Result};
 use crate::jit_stackmaps::StackMapJit;
 
 pub use deopt::Continuation;
-pub use fast_path::{encode_fast_path, FastPath, ObjectIndex};
+pub use fast_path::{encode_fast_path, encode_fast_path_in, FastPath, Layout, ObjectIndex};
 pub use inline_cache::ShapeId;
+pub use object_model::{ObjectModel, Resolution};
 pub use sites::{Site, SiteKind};
-pub use stub::encode_stub;
+pub use stub::{encode_stub, encode_stub_in};
 
 /// What the runtime did since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -248,6 +250,8 @@ pub struct Runtime {
     /// The address of `@locus.deopt.stub`.
     deopt_stub: u64,
     options: Options,
+    /// The language's object model, if not the runtime's own shapes.
+    model: Option<Box<dyn ObjectModel>>,
     state: RefCell<inline_cache::State>,
 }
 
@@ -333,8 +337,28 @@ impl Runtime {
             continuations,
             deopt_stub,
             options,
+            model: None,
             state: RefCell::new(inline_cache::State::new(arena)),
         })
+    }
+
+    /// [`Runtime::with_options`] with the language's own object model: the program's
+    /// inline caches read objects as `model` says (see [`object_model`]). The runtime's
+    /// own shapes and objects (the program's surface, [`Runtime::new_object`]) remain, but
+    /// its sites no longer read them.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Runtime::new`].
+    pub fn with_model(
+        name: &str,
+        ir: &str,
+        options: Options,
+        model: Box<dyn ObjectModel>,
+    ) -> Result<Self> {
+        let mut runtime = Runtime::with_options(name, ir, options)?;
+        runtime.model = Some(model);
+        Ok(runtime)
     }
 
     /// The compiled program.

@@ -31,7 +31,9 @@
 //! `llvm-mc-19` by the tests. Cases are tried in order, so the runtime lists them by
 //! shape.
 
-use super::fast_path::{cmp_shape, load_slot, object_check, ObjectIndex, COUNT};
+use super::fast_path::{
+    cmp_rax, cmp_shape, load_slot, object_check, slot_cases, Layout, ObjectIndex, COUNT,
+};
 
 /// `jmp qword ptr [r11 - 16]`: the miss handler, whose address is stored before the index.
 const MISS_JUMP: [u8; 4] = [0x41, 0xff, 0x63, super::arena::MISS_HANDLER_OFFSET as u8];
@@ -46,17 +48,25 @@ pub fn encode_stub(
     index: ObjectIndex,
     count_hits: bool,
 ) -> Option<Vec<u8>> {
+    encode_stub_in(&Layout::shapes(index), &slot_cases(cases)?, count_hits)
+}
+
+/// [`encode_stub`] for any [`Layout`]: `cases` are (shape, byte offset of the property
+/// from the object's address); without `check_objects` the head is `movabs r11, base`
+/// alone, and the shape word is read at `layout.shape_offset`.
+#[must_use]
+pub fn encode_stub_in(layout: &Layout, cases: &[(u64, i32)], count_hits: bool) -> Option<Vec<u8>> {
     if cases.is_empty() {
         return None;
     }
     let mut body = Vec::new();
-    for (shape, slot) in cases {
-        let compare = match cmp_shape(*shape) {
+    for (shape, offset) in cases {
+        let compare = match cmp_shape(*shape, layout.shape_offset) {
             Some(c) => c,
             None => {
                 let mut c = vec![0x48, 0xb8];
                 c.extend_from_slice(&shape.to_le_bytes());
-                c.extend_from_slice(&[0x48, 0x39, 0x07]);
+                c.extend_from_slice(&cmp_rax(layout.shape_offset));
                 c
             }
         };
@@ -64,19 +74,21 @@ pub fn encode_stub(
         if count_hits {
             hit.extend_from_slice(&COUNT);
         }
-        hit.extend_from_slice(&load_slot(*slot)?);
+        hit.extend_from_slice(&load_slot(*offset));
         hit.push(0xc3);
         body.extend_from_slice(&compare);
         // At most 4 + 7 + 1 bytes to skip: always a rel8.
         body.extend_from_slice(&[0x75, hit.len() as u8]);
         body.extend_from_slice(&hit);
     }
-    let mut out = object_check(index);
-    match i8::try_from(body.len()) {
-        Ok(rel) => out.extend_from_slice(&[0x75, rel as u8]),
-        Err(_) => {
-            out.extend_from_slice(&[0x0f, 0x85]);
-            out.extend_from_slice(&u32::try_from(body.len()).ok()?.to_le_bytes());
+    let mut out = object_check(layout);
+    if layout.check_objects {
+        match i8::try_from(body.len()) {
+            Ok(rel) => out.extend_from_slice(&[0x75, rel as u8]),
+            Err(_) => {
+                out.extend_from_slice(&[0x0f, 0x85]);
+                out.extend_from_slice(&u32::try_from(body.len()).ok()?.to_le_bytes());
+            }
         }
     }
     out.extend_from_slice(&body);
