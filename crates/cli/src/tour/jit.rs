@@ -5,7 +5,10 @@
 //! handler, and a function with a stack map after a runtime call. Locus compiles it in
 //! process keeping the `.llvm_stackmaps` section, runs it, and shows a patch point's bytes
 //! as LLVM left them, after the miss handler patched in a fast path, and after a shape
-//! change put them back; then the stack map's shadow before and after the function was
+//! change put them back; a site that sees more shapes than a runtime specializes on (the
+//! built-in shapes model, the runtime's `ObjectModel`, resolving the property): the fast
+//! path, a stub Locus encodes itself for two shapes, then the megamorphic lookup; then the
+//! stack map's shadow before and after the function was
 //! invalidated, and the deoptimized call finished by Locus's interpreter. The
 //! cross-checks: the answers equal the objects' properties, the bytes are put back exactly,
 //! and the deoptimized result equals what LLVM's code computes.
@@ -41,6 +44,82 @@ fn site_bytes(rt: &Runtime, id: u64) -> Result<Vec<u8>, Failure> {
     let len = rt.sites().get(&id).map_or(0, |s| s.reserved);
     rt.code_bytes(address, len)
         .ok_or_else(|| fail(format!("site {id}'s bytes are not in the JIT's code")))
+}
+
+/// Polymorphic and megamorphic sites: a runtime specializing a site on at most two
+/// shapes, read with objects of three.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn polymorphic(tour: &mut Tour<'_>) -> Result<(), Failure> {
+    use locus_llvm::jit_runtime::{Options, Resolution};
+
+    tour.line("")?;
+    tour.line("Polymorphic and megamorphic sites (a runtime with at most 2 shapes a site):")?;
+    let options = Options {
+        max_shapes: 2,
+        ..Options::default()
+    };
+    let rt = Runtime::with_options("jit.ll", SAMPLE, options).map_err(fail)?;
+    let orders: [&[u64]; 3] = [&[X, Y], &[Y, X], &[7, X, Y]];
+    let mut objects = Vec::new();
+    for (i, order) in orders.iter().enumerate() {
+        let shape = rt.add_shape(order);
+        let values: Vec<i64> = order
+            .iter()
+            .map(|p| match *p {
+                X => 1 + i as i64,
+                Y => 100,
+                _ => 0,
+            })
+            .collect();
+        objects.push(rt.new_object(shape, &values).map_err(fail)?);
+    }
+    // The runtime's shapes are the built-in object model: where property 10 is.
+    let slots: Vec<String> = (0..orders.len() as u64)
+        .map(|shape| match rt.resolve(shape, X) {
+            Ok(Resolution::Slot(offset)) => format!("shape {shape}: word at +{offset}"),
+            Ok(Resolution::SlowPath) => format!("shape {shape}: slow path"),
+            Err(e) => e.to_string(),
+        })
+        .collect();
+    tour.line(format!(
+        "  the shapes model resolves property 10: {}",
+        slots.join(", ")
+    ))?;
+    let mut answers = Vec::new();
+    for (i, object) in objects.iter().enumerate() {
+        // SAFETY: `@sum` is `i64 (ptr)`, given an object of the runtime.
+        answers.push(unsafe { rt.call("sum", &[*object]) }.map_err(fail)?);
+        let bytes = site_bytes(&rt, 1)?;
+        let address = rt.site_address(1).unwrap_or(0);
+        let form = if rt.is_megamorphic(address) {
+            "megamorphic: calls the runtime's lookup"
+        } else if i == 0 {
+            "the fast path inline"
+        } else {
+            "calls a stub Locus encoded for both shapes"
+        };
+        tour.line(format!("  after shape {i}: {} ({form})", hex(&bytes[..13])))?;
+    }
+    // SAFETY: as above.
+    let again = unsafe { rt.call("sum", &[objects[2]]) }.map_err(fail)?;
+    let s = rt.stats();
+    tour.line(format!(
+        "  4 calls: answers {answers:?} then {again}; {} misses, {} lookups, {} stubs",
+        s.misses, s.lookups, s.stubs
+    ))?;
+    let lookup = locus_stackmap::patch::encode_call(
+        locus_stackmap::patch::Arch::X86_64,
+        Runtime::lookup_address(),
+        48,
+    )
+    .map_err(fail)?;
+    if answers != [101, 102, 103] || again != 103 || site_bytes(&rt, 1)? != lookup || s.lookups != 2
+    {
+        return Err(fail(
+            "the megamorphic site did not answer through the lookup",
+        ));
+    }
+    tour.passed("a third shape makes the sites megamorphic: the lookup answers, no more patching")
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
@@ -102,6 +181,7 @@ pub fn run_chapter(tour: &mut Tour<'_>) -> Result<(), Failure> {
         return Err(fail("a shape change did not put the site's bytes back"));
     }
     tour.passed("a shape change restores LLVM's bytes exactly, and the next read misses again")?;
+    polymorphic(tour)?;
 
     tour.line("")?;
     tour.line("Deoptimization:")?;

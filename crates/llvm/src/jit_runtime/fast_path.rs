@@ -56,6 +56,12 @@
 //! cases), or too few reserved bytes: no fast path (the runtime calls a stub instead,
 //! which needs 13 bytes and makes the same check).
 //!
+//! That is the runtime's own objects' [`Layout`]. For a language's object model
+//! ([`encode_fast_path_in`]) the shape word is at the model's offset (`cmp qword ptr
+//! [rdi + offset], shape`), the property at any byte offset, and without the object check
+//! the head is the `movabs` alone (the compiled code then trusts the pointer: the
+//! language's objects are not in the runtime's index).
+//!
 //! Rewriting a return address assumes no hardware shadow stack (CET) guards the program.
 
 use locus_stackmap::patch::{encode_nops, Arch};

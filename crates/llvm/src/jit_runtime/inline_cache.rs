@@ -393,6 +393,17 @@ impl Runtime {
         }
     }
 
+    /// How property `name` of objects of `shape` resolves in the program's object model
+    /// (the language's, or the runtime's own shapes).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Jit`] with the model's message (an unknown shape, say).
+    pub fn resolve(&self, shape: u64, name: u64) -> Result<Resolution> {
+        self.on_model(|model| model.resolve(shape, name))
+            .map_err(|e| jit_error(&e))
+    }
+
     /// How the compiled code finds and checks objects of the program's model.
     #[must_use]
     pub fn layout(&self) -> Layout {

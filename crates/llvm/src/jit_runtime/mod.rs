@@ -42,6 +42,15 @@
 //!   tables say, so reaching an invalidated shadow in a deeper frame is an error of the
 //!   call.
 //!
+//! # Object models
+//!
+//! The caches read objects through an [`ObjectModel`] ([`object_model`]): where the shape
+//! word is, how a property name resolves for a shape (a slot at a byte offset, or a slow
+//! path), and what a miss does. The runtime's own shapes (below) are the built-in model;
+//! [`Runtime::with_model`] runs a program over a language's own objects, whose layout
+//! changes it reports with [`Runtime::invalidate_shape`]. The stubs and fast paths are
+//! encoded for the model's [`Layout`] ([`encode_stub_in`], [`encode_fast_path_in`]).
+//!
 //! # The program's surface
 //!
 //! A program makes its own shapes and objects, changes shapes and invalidates code through
