@@ -35,7 +35,9 @@ enum EntryAnswer {
 fn transcript(eval: &mut Evaluation<'_>, answer: EntryAnswer) -> Vec<String> {
     let mut seen = Vec::new();
     let mut r = eval.evaluate();
-    for _ in 0..1000 {
+    // Steps are bounded by the step limit; requests by this.
+    let mut requests = 0;
+    while requests < 1000 {
         let request = match r {
             Err(e) => {
                 seen.push(format!("error {e} at {}", eval.pc()));
@@ -47,6 +49,7 @@ fn transcript(eval: &mut Evaluation<'_>, answer: EntryAnswer) -> Vec<String> {
             }
             Ok(request) => request,
         };
+        requests += 1;
         seen.push(format!(
             "{request:?} at {} with {:?}",
             eval.pc(),
@@ -113,7 +116,7 @@ fn op(kind: u8, a: u64, b: i64) -> Op {
 }
 
 /// An expression: mostly a shortcut's exact shape (its operands random),
-/// else one to three operations of the same kinds.
+/// else one to six operations of the same kinds (pieces of registers and implicit values among them).
 fn expression() -> impl Strategy<Value = Vec<Op>> {
     let one = (any::<u8>(), any::<u64>(), any::<i64>()).prop_map(|(k, a, b)| op(k, a, b));
     let shape = (0u8..6, any::<u64>(), any::<i64>()).prop_map(|(s, a, b)| match s {
@@ -124,7 +127,7 @@ fn expression() -> impl Strategy<Value = Vec<Op>> {
         4 => vec![op(6 + (a % 4) as u8, a, b), Op::StackValue],
         _ => vec![op(5, a, b), Op::StackValue],
     });
-    prop_oneof![3 => shape, 1 => prop::collection::vec(one, 1..4)]
+    prop_oneof![3 => shape, 2 => prop::collection::vec(one, 1..7)]
 }
 
 /// Every way in for `ops` gives the traced evaluation's transcript.
@@ -240,6 +243,44 @@ fn unusual_bytes_give_what_the_loop_gives() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Composites of registers and implicit values (the compact piece path) up
+/// to and past the limit on a location's weight, and with parts larger than
+/// their implicit value: the same results and errors as the general path.
+#[test]
+fn pieces_give_what_the_loop_gives() {
+    let enc = Encoding::default();
+    for n in [1, 2, 3, 510, 511, 512, 513] {
+        for kind in 0..4 {
+            let mut ops = Vec::new();
+            for i in 0..n {
+                match (kind, i % 2) {
+                    (0, _) | (2, 0) => ops.push(Op::Reg((i % 32) as u8)),
+                    (1, _) | (2, _) => ops.extend([Op::Lit(1), Op::StackValue]),
+                    // A part larger than its implicit value.
+                    _ => ops.extend([Op::Const1u(1), Op::StackValue]),
+                }
+                ops.push(Op::Piece(if kind == 3 && i == n - 1 { 9 } else { 1 }));
+            }
+            let bytes = encode(&ops, enc).unwrap();
+            let mut reference = Evaluation::from_bytes(&bytes, enc);
+            reference.set_trace(true);
+            let expected = transcript(&mut reference, EntryAnswer::Generic);
+            let mut eval = Evaluation::from_bytes(&bytes, enc);
+            assert_eq!(
+                transcript(&mut eval, EntryAnswer::Generic),
+                expected,
+                "{n} {kind}"
+            );
+            let mut eval = Evaluation::new(&ops, enc);
+            assert_eq!(
+                transcript(&mut eval, EntryAnswer::Generic),
+                expected,
+                "{n} {kind}"
+            );
         }
     }
 }

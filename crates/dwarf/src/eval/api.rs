@@ -113,24 +113,45 @@ impl<'a> Evaluation<'a> {
     #[cold]
     #[inline(never)]
     pub(super) fn clear_state(&mut self) {
-        self.root_offsets = RootOffsets::Unknown;
-        self.callee = None;
+        // Each field only if set: assigning ran its drop code every time.
+        if !matches!(self.root_offsets, RootOffsets::Unknown) {
+            self.root_offsets = RootOffsets::Unknown;
+        }
+        if self.callee.is_some() {
+            self.callee = None;
+        }
         self.returns.clear();
         self.stack.clear();
-        self.pending = None;
-        self.asked = None;
+        if self.pending.is_some() {
+            self.pending = None;
+        }
+        if self.asked.is_some() {
+            self.asked = None;
+        }
         self.base_types.clear();
         // A composite result's vector of parts is kept for the next one.
-        if let Some(Entry::Location(mut l)) = self.top.take() {
+        if let Some(Entry::Location(l)) = &mut self.top {
             if let [p] = l.places.as_mut_slice() {
                 if let Storage::Composite(parts) = &mut p.storage {
                     if parts.capacity() > self.parts.capacity() {
-                        parts.clear();
+                        if parts.iter().any(|p| owns_memory_at(&p.location)) {
+                            parts.clear();
+                        } else {
+                            // Nothing to free: no drop code per part.
+                            // SAFETY: a length of 0 exposes no element; the
+                            // parts are forgotten, and own nothing (checked).
+                            unsafe { parts.set_len(0) };
+                        }
                         core::mem::swap(parts, &mut self.parts);
+                        // What is left (one place with an empty vector)
+                        // owns nothing.
+                        core::mem::forget(self.top.take());
+                        return;
                     }
                 }
             }
         }
+        self.top = None;
     }
 
     /// The evaluation's buffers, emptied, for

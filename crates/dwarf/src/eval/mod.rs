@@ -515,11 +515,20 @@ fn address_space_bits(address_size: u8) -> u128 {
 
 /// Whether dropping `e` frees anything (it is not a value or a single
 /// register, memory, undefined or short implicit place).
+#[inline(always)]
 fn owns_memory(e: &Entry) -> bool {
     match e {
         Entry::Value(_) => false,
-        Entry::Location(l) if !l.places.is_inline() => true,
-        Entry::Location(l) => match l.places.as_slice() {
+        Entry::Location(l) => owns_memory_at(l),
+    }
+}
+
+/// `owns_memory` of a location.
+#[inline(always)]
+fn owns_memory_at(l: &LocationDescription) -> bool {
+    match l {
+        l if !l.places.is_inline() => true,
+        l => match l.places.as_slice() {
             [p] => match &p.storage {
                 Storage::Memory { .. } | Storage::Register(_) | Storage::Undefined => false,
                 Storage::ImplicitPointer { .. } => false,

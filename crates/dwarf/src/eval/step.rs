@@ -92,6 +92,10 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(super) fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
+        // Not traced: a traced evaluation is the shortcuts' reference.
+        if bit_offset == 0 && !self.trace && self.compact_piece(bit_size) {
+            return Ok(());
+        }
         let mut loc = match self.stack.as_slice() {
             // DWARF 5's empty piece: undefined (LLVM's rule; the draft's for
             // a lone composite DW_OP_composite began).
@@ -141,6 +145,61 @@ impl<'a> Evaluation<'a> {
             Slot::Incomplete(parts, weight, large)
         });
         Ok(())
+    }
+
+    /// `piece` of the commonest case, a register or a short implicit value
+    /// on top of an incomplete composite (or of no composite), whose checks
+    /// pass: the part is built from the compact slot where it lies and the
+    /// composite below is extended in place (popping the composite's slot
+    /// and pushing it back, and the general checks, were most of a piece's
+    /// cost). `false` (nothing done) where `piece` may report an error or
+    /// do more: registers of known size, an oversized part or composite,
+    /// an open composite below.
+    #[inline(always)]
+    fn compact_piece(&mut self, bit_size: u64) -> bool {
+        let n = self.stack.len();
+        let location = match self.stack.last() {
+            Some(&Slot::Register {
+                register,
+                bit_offset,
+            }) if self.register_sizes.is_empty() => {
+                LocationDescription::single(Storage::Register(register), u128::from(bit_offset))
+            }
+            Some(&Slot::Implicit { len, bytes }) if bit_size <= u64::from(len) * 8 => {
+                LocationDescription::single(Storage::Implicit(Bytes::from_le(bytes, len)), 0)
+            }
+            _ => return false,
+        };
+        if u128::from(bit_size) > address_space_bits(self.address_size) >> LARGE_PART_SHIFT {
+            return false;
+        }
+        let part = Part { location, bit_size };
+        match n.checked_sub(2).and_then(|i| self.stack.get(i)) {
+            Some(Slot::Incomplete(_, weight, false)) => {
+                // The part and its one place.
+                let weight = *weight as usize + 2;
+                if weight > MAX_LOCATION_WEIGHT {
+                    return false;
+                }
+                // The compact slot owns nothing (see `pop_value`).
+                core::mem::forget(self.stack.pop());
+                if let Some(Slot::Incomplete(parts, w, _)) = self.stack.last_mut() {
+                    parts.push(part);
+                    *w = weight as u32;
+                }
+            }
+            Some(Slot::Incomplete(..) | Slot::Open(..)) => return false,
+            _ => {
+                // A new composite, in the vector a previous one left.
+                let mut parts = core::mem::take(&mut self.parts);
+                parts.push(part);
+                if let Some(top) = self.stack.last_mut() {
+                    // The compact slot owns nothing: no drop code.
+                    core::mem::forget(core::mem::replace(top, Slot::Incomplete(parts, 2, false)));
+                }
+            }
+        }
+        true
     }
 
     /// Starts a read of `size` bytes of type `ty` through `loc` (its first
