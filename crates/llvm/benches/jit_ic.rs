@@ -351,19 +351,15 @@ define i64 @read_via_call(ptr %o) {
         let poly = shapes_with_name_moving(&uncounted, 4)?;
         for (_, o) in &poly {
             // SAFETY: `@read_poly` takes one object pointer of this runtime.
-            assert_eq!(
-                unsafe { uncounted.call("read_poly", &[*o]) }.ok(),
-                Some(VALUE)
-            );
+            let v = unsafe { uncounted.call("read_poly", &[*o]) };
+            assert_eq!(v.ok(), Some(VALUE));
         }
         let poly_object = poly.last().map(|p| p.1).ok_or("no shapes")?;
         let mega = shapes_with_name_moving(&uncounted, 5)?;
         for (_, o) in &mega {
             // SAFETY: `@read_mega` takes one object pointer of this runtime.
-            assert_eq!(
-                unsafe { uncounted.call("read_mega", &[*o]) }.ok(),
-                Some(VALUE)
-            );
+            let v = unsafe { uncounted.call("read_mega", &[*o]) };
+            assert_eq!(v.ok(), Some(VALUE));
         }
         let mega_site = uncounted.site_address(4).ok_or("no site 4")?;
         assert!(uncounted.is_megamorphic(mega_site));

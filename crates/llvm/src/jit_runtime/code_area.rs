@@ -64,12 +64,13 @@ impl CodeArea {
             .write_view(exec, size)
             .ok_or_else(|| format!("stub memory at {exec:#x} is not the area's"))?;
         // SAFETY: `write .. write + size` is the write view of a block of a live chunk,
-        // handed out to no other stub (just carved or taken off the free list); `code` is
-        // a separate slice no longer than `size`. The padding is `int3`: never run.
-        unsafe {
-            std::ptr::copy_nonoverlapping(code.as_ptr(), write, code.len());
-            std::ptr::write_bytes(write.add(code.len()), 0xcc, size - code.len());
-        }
+        // handed out to no other stub (just carved or taken off the free list), so no
+        // reference points there; `code` is a separate slice no longer than `size`.
+        let block = unsafe { std::slice::from_raw_parts_mut(write, size) };
+        let (stub, padding) = block.split_at_mut(code.len());
+        stub.copy_from_slice(code);
+        // `int3`: never run.
+        padding.fill(0xcc);
         self.in_use.insert(exec, size);
         Ok(exec)
     }
@@ -180,10 +181,9 @@ impl Drop for Chunk {
     fn drop(&mut self) {
         // SAFETY: the two mappings `map` made; the runtime that owns them is going, with
         // the program that could call into them.
-        unsafe {
-            libc::munmap(self.exec.cast(), self.len);
-            libc::munmap(self.write.cast(), self.len);
-        }
+        unsafe { libc::munmap(self.exec.cast(), self.len) };
+        // SAFETY: as above.
+        unsafe { libc::munmap(self.write.cast(), self.len) };
     }
 }
 

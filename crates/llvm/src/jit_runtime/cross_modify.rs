@@ -155,14 +155,12 @@ pub(super) unsafe fn write_site(address: *mut u8, old: &[u8], new: &[u8]) -> Res
         // SAFETY: the site's first bytes, writable now.
         unsafe { store_pair(address, SPIN) };
         serialize()?;
-        // SAFETY: bytes 2..10 of the site, writable; no thread is inside the instruction.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                new.as_ptr().add(2),
-                address.add(2),
-                FIRST_INSTRUCTION - 2,
-            )
-        };
+        for (i, byte) in new.iter().enumerate().take(FIRST_INSTRUCTION).skip(2) {
+            // SAFETY: byte `i` of the site's first instruction, writable now; no thread
+            // is inside the instruction (step 2), and none runs these bytes before the
+            // first two are written back.
+            unsafe { address.wrapping_add(i).write_volatile(*byte) };
+        }
         serialize()?;
         // SAFETY: as above.
         unsafe { store_pair(address, [new[0], new[1]]) };
