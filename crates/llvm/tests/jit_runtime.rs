@@ -1661,3 +1661,334 @@ fn layout_encodings_match_llvm_mc() -> TestResult {
     assert_eq!(checked, 32 + 24);
     Ok(())
 }
+
+/// The bytes `llvm-mc-19` assembles `text` to for `triple` (the `.text` section).
+fn assemble_for(triple: &str, text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let stem = std::env::temp_dir().join(format!(
+        "locus-stub-{}-{}",
+        std::process::id(),
+        text.len() ^ (text.as_ptr() as usize)
+    ));
+    let (object, binary) = (stem.with_extension("o"), stem.with_extension("bin"));
+    let mut mc = Command::new("llvm-mc-19")
+        .arg(format!("-triple={triple}"))
+        .args(["-filetype=obj", "-o"])
+        .arg(&object)
+        .stdin(Stdio::piped())
+        .spawn()?;
+    mc.stdin
+        .take()
+        .ok_or("no stdin")?
+        .write_all(text.as_bytes())?;
+    assert!(mc.wait()?.success(), "llvm-mc-19 failed on:\n{text}");
+    let status = Command::new("llvm-objcopy-19")
+        .args(["-O", "binary", "--only-section=.text"])
+        .arg(&object)
+        .arg(&binary)
+        .status()?;
+    assert!(status.success());
+    let bytes = std::fs::read(&binary)?;
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_file(&binary);
+    Ok(bytes)
+}
+
+/// `movz`/`movk` text putting `value` in `reg` (zero halfwords after the first skipped),
+/// as the encoder writes it.
+fn aarch64_mov(reg: &str, value: u64) -> String {
+    let mut text = format!("movz {reg}, #{}\n", value & 0xffff);
+    for hw in 1..4 {
+        let half = (value >> (16 * hw)) & 0xffff;
+        if half != 0 {
+            text += &format!("movk {reg}, #{half}, lsl #{}\n", 16 * hw);
+        }
+    }
+    text
+}
+
+/// `ldr rt, [rn, #offset]` as the encoder picks its form.
+fn aarch64_load(rt: &str, rn: &str, offset: i32) -> String {
+    if offset >= 0 && offset % 8 == 0 && offset / 8 < 4096 {
+        format!("ldr {rt}, [{rn}, #{offset}]\n")
+    } else if (-256..=255).contains(&offset) {
+        format!("ldur {rt}, [{rn}, #{offset}]\n")
+    } else {
+        format!(
+            "{}ldr {rt}, [{rn}, x9]\n",
+            aarch64_mov("x9", i64::from(offset) as u64)
+        )
+    }
+}
+
+/// An AArch64 stub as assembly text.
+fn aarch64_stub_text(
+    layout: &locus_llvm::jit_runtime::Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+) -> String {
+    let mut text = aarch64_mov("x16", layout.index.base);
+    if layout.check_objects {
+        text += &format!(
+            "and x17, x0, #{:#x}\nldr x17, [x16, x17]\ncmp x17, x0\nb.ne .Lmiss\n",
+            layout.index.mask
+        );
+    }
+    text += &aarch64_load("x17", "x0", layout.shape_offset);
+    for (i, (shape, offset)) in cases.iter().enumerate() {
+        if *shape < 4096 {
+            text += &format!("cmp x17, #{shape}\n");
+        } else {
+            text += &aarch64_mov("x9", *shape);
+            text += "cmp x17, x9\n";
+        }
+        text += &format!("b.ne .Lnext{i}\n");
+        if count_hits {
+            text += "ldur x9, [x16, #-8]\nadd x9, x9, #1\nstur x9, [x16, #-8]\n";
+        }
+        text += &aarch64_load("x0", "x0", *offset);
+        text += &format!("ret\n.Lnext{i}:\n");
+    }
+    text += ".Lmiss:\nldur x16, [x16, #-16]\nbr x16\n";
+    text
+}
+
+/// AArch64 stubs (issue 28 §3): the bytes `llvm-mc-19` assembles for every layout and
+/// case set, and run under `qemu-aarch64-static` in a freestanding C harness: hits give
+/// the object's property, other shapes, forged objects and null reach the miss handler
+/// (a tail call: it returns to the harness), hits are counted.
+#[test]
+fn aarch64_stubs_match_llvm_mc_and_run_under_qemu() -> TestResult {
+    use locus_llvm::jit_runtime::{encode_stub_aarch64, Layout};
+    let index = ObjectIndex {
+        base: 0x7f12_3456_1000,
+        mask: (1 << 28) - 8,
+    };
+    let layouts = [
+        Layout::shapes(index),
+        Layout {
+            index,
+            check_objects: false,
+            shape_offset: 8,
+        },
+        Layout {
+            index: ObjectIndex {
+                base: 0xffff_0000_1234_5678,
+                mask: 120,
+            },
+            check_objects: true,
+            shape_offset: -300,
+        },
+    ];
+    let case_sets: [&[(u64, i32)]; 3] = [
+        &[(0, 8)],
+        &[(1, -8), (4095, 32760), (4096, 32768), (1 << 40, -0x2000)],
+        &[(0x1234_5678_9abc_def0, 255), (7, 0)],
+    ];
+    let mut checked = 0;
+    for layout in &layouts {
+        for cases in case_sets {
+            for count_hits in [false, true] {
+                let expected = assemble_for(
+                    "aarch64-linux-gnu",
+                    &aarch64_stub_text(layout, cases, count_hits),
+                )?;
+                let stub = encode_stub_aarch64(layout, cases, count_hits).ok_or("no stub")?;
+                assert_eq!(stub, expected, "{layout:?} {cases:?} {count_hits}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 18);
+    // A mask that is not a run of ones: none.
+    let odd = Layout {
+        index: ObjectIndex {
+            base: 0x1000,
+            mask: 0b1010_1000,
+        },
+        check_objects: true,
+        shape_offset: 0,
+    };
+    assert!(encode_stub_aarch64(&odd, &[(1, 8)], false).is_none());
+    run_aarch64_harness()
+}
+
+/// The harness for [`aarch64_stubs_match_llvm_mc_and_run_under_qemu`]: a header (miss
+/// handler, hit counter) before a 16-word index, objects, and two stubs (`stub_a`: the
+/// runtime's layout, 3 cases, counting hits; `stub_b`: a language's layout, class word at
+/// +8, no object check) whose bytes the test writes into `stubs.s`.
+const AARCH64_HARNESS: &str = r#"
+typedef unsigned long u64;
+typedef long i64;
+
+static i64 sys(i64 n, i64 a, i64 b, i64 c) {
+  register i64 x8 __asm__("x8") = n;
+  register i64 x0 __asm__("x0") = a;
+  register i64 x1 __asm__("x1") = b;
+  register i64 x2 __asm__("x2") = c;
+  __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+  return x0;
+}
+
+struct header { u64 miss; u64 hits; u64 index[16]; };
+struct header hdr __attribute__((aligned(128)));
+u64 objs[16] __attribute__((aligned(128))) = {
+  1, 11, 12, 13,  2, 21, 22, 23,  5000, 31, 32, 33,  3, 41, 42, 43 };
+u64 copy[4] = { 1, 11, 12, 13 };
+u64 big[5010];
+u64 small[4];
+static i64 misses;
+
+i64 miss(i64 object, i64 name) { (void)object; (void)name; misses++; return -1; }
+
+extern unsigned char stub_a[], stub_b[];
+typedef i64 (*stub_fn)(i64, i64);
+
+static char buf[1024];
+static int len;
+static void put(i64 v) {
+  char tmp[24]; int n = 0; u64 u = v < 0 ? -(u64)v : (u64)v;
+  do { tmp[n++] = '0' + u % 10; u /= 10; } while (u);
+  if (v < 0) buf[len++] = '-';
+  while (n) buf[len++] = tmp[--n];
+  buf[len++] = '\n';
+}
+
+void _start(void) {
+  hdr.miss = (u64)&miss;
+  for (int i = 0; i < 16; i++) hdr.index[i] = 0;
+  for (int i = 0; i < 16; i += 4) hdr.index[(((u64)&objs[i]) & 120) / 8] = (u64)&objs[i];
+  /* stub_b's objects: p = &big[1]: class at +8, fields at -8 and +40000 */
+  big[2] = 7; big[0] = 70;
+  small[2] = 1ul << 40; small[1] = 0;
+  u64 far = (u64)&big[1];
+  big[1 + 5000] = 0;
+  stub_fn a = (stub_fn)stub_a, b = (stub_fn)stub_b;
+  for (int r = 0; r < 2; r++) {
+    put(a((i64)&objs[0], 0));
+    put(a((i64)&objs[4], 0));
+    put(a((i64)&objs[8], 0));
+    put(a((i64)&objs[12], 0));
+    put(a((i64)copy, 0));
+    put(a(0, 0));
+    put(a((i64)&objs[1], 0));
+  }
+  put(b((i64)far, 0));
+  big[2] = 1ul << 40; big[1 + 5000] = 99;
+  put(b((i64)far, 0));
+  big[2] = 9;
+  put(b((i64)far, 0));
+  put(misses);
+  put(hdr.hits);
+  sys(64, 1, (i64)buf, len);
+  sys(93, 0, 0, 0);
+  for (;;) {}
+}
+"#;
+
+fn run_aarch64_harness() -> TestResult {
+    use locus_llvm::jit_runtime::{encode_stub_aarch64, Layout};
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("locus-stub-aarch64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let c = dir.join("harness.c");
+    std::fs::write(&c, AARCH64_HARNESS)?;
+    let object = dir.join("harness.o");
+    let status = Command::new("clang-19")
+        .args([
+            "--target=aarch64-linux-gnu",
+            "-O1",
+            "-ffreestanding",
+            "-fno-builtin",
+            "-nostdlib",
+            "-c",
+        ])
+        .arg(&c)
+        .arg("-o")
+        .arg(&object)
+        .status()?;
+    assert!(status.success());
+    const SIZE: usize = 256;
+    // Links the harness with stubs of `bytes` (each padded to SIZE); returns the
+    // executable and the symbols the stubs need.
+    let link = |a: &[u8], b: &[u8]| -> Result<(std::path::PathBuf, u64, u64), Box<dyn StdError>> {
+        let mut s = String::from(".section .text.stubs,\"ax\",@progbits\n.balign 16\n");
+        for (name, bytes) in [("stub_a", a), ("stub_b", b)] {
+            assert!(bytes.len() <= SIZE);
+            s += &format!(".globl {name}\n{name}:\n");
+            let mut padded = bytes.to_vec();
+            padded.resize(SIZE, 0);
+            for byte in padded {
+                s += &format!(".byte {byte}\n");
+            }
+        }
+        let stubs_s = dir.join("stubs.s");
+        std::fs::write(&stubs_s, s)?;
+        let stubs_o = dir.join("stubs.o");
+        let ok = Command::new("llvm-mc-19")
+            .args(["-triple=aarch64-linux-gnu", "-filetype=obj", "-o"])
+            .arg(&stubs_o)
+            .arg(&stubs_s)
+            .status()?
+            .success();
+        assert!(ok);
+        let exe = dir.join("harness");
+        let ok = Command::new("ld.lld-19")
+            .arg("-static")
+            .arg(&object)
+            .arg(&stubs_o)
+            .arg("-o")
+            .arg(&exe)
+            .status()?
+            .success();
+        assert!(ok);
+        let nm = Command::new("llvm-nm-19").arg(&exe).output()?;
+        let symbols = String::from_utf8(nm.stdout)?;
+        let address = |name: &str| -> Result<u64, Box<dyn StdError>> {
+            let line = symbols
+                .lines()
+                .find(|l| l.ends_with(&format!(" {name}")))
+                .ok_or_else(|| format!("no {name}"))?;
+            Ok(u64::from_str_radix(
+                line.split(' ').next().unwrap_or(""),
+                16,
+            )?)
+        };
+        Ok((exe.clone(), address("hdr")?, address("stub_a")?))
+    };
+    let (_, hdr, stub_a) = link(&[], &[])?;
+    let index = ObjectIndex {
+        base: hdr + 16,
+        mask: 120,
+    };
+    let a = encode_stub_aarch64(&Layout::shapes(index), &[(1, 8), (2, 16), (5000, 24)], true)
+        .ok_or("no stub a")?;
+    let b = encode_stub_aarch64(
+        &Layout {
+            index,
+            check_objects: false,
+            shape_offset: 8,
+        },
+        &[(7, -8), (1 << 40, 40_000)],
+        false,
+    )
+    .ok_or("no stub b")?;
+    let (exe, hdr_again, stub_a_again) = link(&a, &b)?;
+    assert_eq!((hdr_again, stub_a_again), (hdr, stub_a));
+    let out = Command::new("qemu-aarch64-static").arg(&exe).output()?;
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<i64> = String::from_utf8(out.stdout)?
+        .lines()
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    // Twice: the three cases' slots, then another shape, a copy, null and an address
+    // inside an object miss; then stub_b: class 7's field at -8, the 64-bit class's at
+    // +40000, class 9 misses; 8 + 1 misses; 6 hits counted (stub_b does not count).
+    let round = [11, 22, 33, -1, -1, -1, -1];
+    let mut expected: Vec<i64> = round.iter().chain(&round).copied().collect();
+    expected.extend([70, 99, -1, 9, 6]);
+    assert_eq!(lines, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -141,7 +141,10 @@
 //! # AArch64
 //!
 //! The runtime is x86-64 only: its trampolines, deopt entry and inline fast paths are
-//! x86-64 code, and no AArch64 Rust target is installed where it is built. What carries
+//! x86-64 code, and no AArch64 Rust target is installed where it is built. Its stubs have
+//! an AArch64 encoding ([`encode_stub_aarch64`], any [`Layout`]), checked against
+//! `llvm-mc-19` and run under `qemu-aarch64-static` in a freestanding C harness by the
+//! tests. What carries
 //! over is tested under `qemu-aarch64-static` (`tests/jit_aarch64.rs`): stack maps of
 //! AArch64 code compiled in process, patch point sites found from a miss's return address
 //! (`- 16`), Locus's AArch64 call sequences (LLVM's own bytes, `llvm-mc-19`'s encodings)
@@ -176,6 +179,7 @@ mod inline_cache;
 pub mod object_model;
 mod sites;
 pub mod stub;
+pub mod stub_aarch64;
 mod x86_64;
 
 use std::cell::RefCell;
@@ -191,6 +195,7 @@ pub use inline_cache::ShapeId;
 pub use object_model::{ObjectModel, Resolution};
 pub use sites::{Site, SiteKind};
 pub use stub::{encode_stub, encode_stub_in};
+pub use stub_aarch64::encode_stub_aarch64;
 
 /// What the runtime did since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
