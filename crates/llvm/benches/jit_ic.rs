@@ -222,6 +222,43 @@ define i64 @read_via_call(ptr %o) {
         ir
     }
 
+    /// A language's own objects for the bench: shape word 0, `NAME` in word 1, objects
+    /// the bench made (`Runtime::with_model`: no object check in the compiled code).
+    struct Plain {
+        objects: std::collections::HashSet<u64>,
+    }
+
+    impl locus_llvm::jit_runtime::ObjectModel for Plain {
+        fn shape_offset(&self) -> i32 {
+            0
+        }
+
+        fn shape_of(&self, object: u64) -> Result<u64, String> {
+            if !self.objects.contains(&object) {
+                return Err(format!("{object:#x} is not an object"));
+            }
+            // SAFETY: an object the bench made (leaked, 3 words).
+            Ok(unsafe { (object as *const u64).read() })
+        }
+
+        fn resolve(
+            &self,
+            _shape: u64,
+            name: u64,
+        ) -> Result<locus_llvm::jit_runtime::Resolution, String> {
+            if name == NAME {
+                Ok(locus_llvm::jit_runtime::Resolution::Slot(8))
+            } else {
+                Err(format!("no property {name}"))
+            }
+        }
+
+        fn read(&self, object: u64, _shape: u64, _name: u64) -> Result<i64, String> {
+            // SAFETY: as in `shape_of`, which the runtime called first.
+            Ok(unsafe { ((object + 8) as *const i64).read() })
+        }
+    }
+
     /// Shapes with `NAME` in slot 0, 1, 2, ... (`n` of them), and an object of each whose
     /// `NAME` is `VALUE`.
     fn shapes_with_name_moving(
@@ -382,6 +419,28 @@ define i64 @read_via_call(ptr %o) {
         let stub_cases = [(stub_shapes[0].0 .0, 0usize)];
         let stub_index = stub_rt.object_index();
 
+        // A language's own objects: the fast path and stub without the object check.
+        let plain_object =
+            Box::leak(vec![0u64, VALUE as u64, 7].into_boxed_slice()).as_ptr() as u64;
+        let plain_rt = Runtime::with_model(
+            "jit_ic.ll",
+            PROGRAM,
+            Options {
+                count_hits: false,
+                ..Options::default()
+            },
+            Box::new(Plain {
+                objects: [plain_object].into_iter().collect(),
+            }),
+        )?;
+        for f in ["read", "read_wide"] {
+            // SAFETY: both functions take one object pointer of the model.
+            let v = unsafe { plain_rt.call(f, &[plain_object]) };
+            assert_eq!(v.ok(), Some(VALUE));
+        }
+        let p_read = function(&plain_rt, "read");
+        let p_read_wide = function(&plain_rt, "read_wide");
+
         let before = rt.stats();
 
         let read = function(&rt, "read");
@@ -408,7 +467,11 @@ define i64 @read_via_call(ptr %o) {
         let miss_symbol = [("locus_ic_miss", Runtime::miss_handler_address() as usize)];
         loop_calls(clock, u_poly, poly_object, CALLS / 10);
         let mut k = 0usize;
+        let (mut p_hit, mut p_hit_inline) = (Vec::new(), Vec::new());
+        loop_calls(clock, p_read_wide, plain_object, CALLS / 10);
         for _ in 0..runs {
+            p_hit.push(loop_calls(clock, p_read, plain_object, CALLS));
+            p_hit_inline.push(loop_calls(clock, p_read_wide, plain_object, CALLS));
             u_poly_hit.push(loop_calls(clock, u_poly, poly_object, CALLS));
             rt_mega.push(rt_calls(
                 clock,
@@ -610,6 +673,27 @@ define i64 @read_via_call(ptr %o) {
         println!(
             "  encoded + patched: goal <= 5 us: {}",
             if m <= 5.0 { "met" } else { "MISSED" }
+        );
+        println!("a language's own objects (Runtime::with_model: no object check), not counted:");
+        println!(
+            "  hit, stub:                          {}",
+            show(&p_hit, "ns")
+        );
+        println!(
+            "  hit, inline:                        {}",
+            show(&p_hit_inline, "ns")
+        );
+        ratio(
+            "hit / direct, stub, no object check",
+            &p_hit,
+            &dir,
+            Some(1.1),
+        );
+        ratio(
+            "hit / direct, inline, no object check",
+            &p_hit_inline,
+            &dir,
+            Some(1.1),
         );
         println!("polymorphic and megamorphic reads (hits not counted):");
         println!(

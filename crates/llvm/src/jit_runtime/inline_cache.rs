@@ -21,6 +21,7 @@
 //! never patches the site again (a shape change leaves it so).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 
 use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 
@@ -33,6 +34,28 @@ use super::object_model::{ObjectModel, Resolution};
 use super::sites::SiteKind;
 use super::stub::encode_stub_in;
 use super::{cross_modify, jit_error, x86_64, Runtime, Stats};
+
+/// A hasher for object addresses (the table the miss handler and the megamorphic lookup
+/// consult on every read they answer): a multiplicative hash, far cheaper than SipHash;
+/// the addresses are the runtime's own, not chosen by an adversary.
+#[derive(Default)]
+pub(super) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 /// The cases a site answers, (shape, byte offset of the property), sorted.
 type Cases = Vec<(u64, i32)>;
@@ -52,7 +75,7 @@ pub(super) struct State {
     /// The index in `objects` of each object, by the address handed out for it: the one
     /// way an address from outside becomes an object here (the compiled code asks the
     /// arena's index, which holds the same addresses).
-    by_address: HashMap<u64, usize>,
+    by_address: HashMap<u64, usize, BuildHasherDefault<AddressHasher>>,
     /// The (shape, slot) cases each patched site answers, by site address.
     cases: HashMap<u64, Cases>,
     /// A stub's address for each set of cases, and how many sites call it.
@@ -88,7 +111,7 @@ impl State {
             shapes: Vec::new(),
             arena,
             objects: Vec::new(),
-            by_address: HashMap::new(),
+            by_address: HashMap::default(),
             cases: HashMap::new(),
             stubs: HashMap::new(),
             inline_misses: HashMap::new(),
@@ -735,9 +758,19 @@ impl ObjectModel for State {
     }
 
     fn read(&self, object: u64, _shape: u64, name: u64) -> std::result::Result<i64, String> {
-        let (_, slot) = self.slot_of(object, name)?;
-        self.word(object, slot + 1)
-            .map(|v| v as i64)
+        // One look-up of the object: its words give the shape and the slot.
+        let words = self
+            .object(object)
+            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
+        let shape = *words.first().ok_or("an empty object")?;
+        let slot = self
+            .properties(shape)?
+            .iter()
+            .position(|p| *p == name)
+            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
+        words
+            .get(slot + 1)
+            .map(|v| *v as i64)
             .ok_or_else(|| format!("{object:#x}: a short object"))
     }
 }
