@@ -498,22 +498,24 @@ unsafe extern "C-unwind" fn program_thread_start(block: *mut c_void) -> *mut c_v
 /// The `pthread_create` that [`program_pthread_create`] wraps: the next definition after
 /// the object this code is in (`dlsym(RTLD_NEXT)`), so that a binary that defines
 /// `pthread_create` itself as [`program_pthread_create`] reaches the C library's, not
-/// itself. Looked up once; `None` if the loader finds none.
-fn next_pthread_create() -> Option<PthreadCreate> {
+/// itself (the C library is always loaded after the executable). If the loader finds none
+/// past this object (a library loaded before the C library), the one this object links
+/// to. Looked up once.
+fn next_pthread_create() -> PthreadCreate {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let mut found = NEXT.load(Ordering::Acquire);
     if found == 0 {
         // SAFETY: a NUL-terminated name; `dlsym` only reads the loader's tables.
         found = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
         if found == 0 {
-            return None;
+            found = libc::pthread_create as *const () as usize;
         }
         // Racing threads store the same address.
         NEXT.store(found, Ordering::Release);
     }
-    // SAFETY: the loader's `pthread_create`, whose type this is (the start routine's
-    // "C-unwind" ABI is the "C" ABI that also lets unwinding pass).
-    Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(found) })
+    // SAFETY: the loader's `pthread_create`, or the C library's, whose type this is (the
+    // start routine's "C-unwind" ABI is the "C" ABI that also lets unwinding pass).
+    unsafe { std::mem::transmute::<usize, PthreadCreate>(found) }
 }
 
 /// `pthread_create` that gives the new thread an alternate signal stack and its stack
@@ -547,9 +549,7 @@ pub unsafe extern "C" fn program_pthread_create(
     let Some(start) = start else {
         return libc::EINVAL;
     };
-    let Some(create) = next_pthread_create() else {
-        return libc::ENOSYS;
-    };
+    let create = next_pthread_create();
     // SAFETY: the same function pointer; "C-unwind" is the "C" calling convention.
     let start = unsafe {
         std::mem::transmute::<extern "C" fn(*mut c_void) -> *mut c_void, StartRoutine>(start)
