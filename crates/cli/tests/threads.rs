@@ -1,7 +1,8 @@
 //! Every thread of a run gets the alternate signal stack, not only those the program makes
 //! by calling `pthread_create` by name: threads made through `dlsym(RTLD_DEFAULT,
-//! "pthread_create")` and threads a shared library makes overflow their stack with a
-//! `locus:` line and exit status 3, not a silent SIGSEGV. And a `memref run` kernel whose
+//! "pthread_create")` and threads a shared library makes (MLIR's async runtime's thread
+//! pool, a library of the test's own) overflow their stack with a `locus:` line and exit
+//! status 3, not a silent SIGSEGV. And a `memref run` kernel whose
 //! reader stops early ends as `cat` does (SIGPIPE, nothing on standard error).
 
 #![cfg(target_os = "linux")]
@@ -130,6 +131,65 @@ fn memref_run_library_thread_overflow_is_reported() {
         ],
     );
     assert_overflow_reported("memref run", &out);
+}
+
+/// A `memref run` kernel whose `async.execute` region (run on a thread of MLIR 19's async
+/// runtime, `libmlir_async_runtime.so`, which makes its thread pool itself) calls a
+/// function that overflows the stack: one `locus:` line and exit 3, as on the main thread.
+/// Lowered as MLIR's Async CPU tests lower it (async-to-async-runtime, reference counting,
+/// convert-async-to-llvm before the usual pipeline).
+#[test]
+fn memref_run_async_runtime_thread_overflow_is_reported() {
+    let t = TempDir::new("threads-async");
+    let c = t.path("overflow.c");
+    std::fs::write(
+        &c,
+        "static long rec(long n) { volatile char pad[256]; pad[0] = (char)n; return rec(n + 1) + pad[0]; }\n\
+         void overflow(void) { rec(0); }\n",
+    )
+    .unwrap();
+    let so = t.path("liboverflow.so");
+    run_ok(
+        "clang-19",
+        &["-O0", "-shared", "-fPIC", "-o", path_str(&so), path_str(&c)],
+    );
+    let runtime = locus_memref::run::runner_utils_dir()
+        .map(|dir| dir.join("libmlir_async_runtime.so"))
+        .filter(|lib| lib.is_file())
+        .unwrap_or_else(|| panic!("no libmlir_async_runtime.so beside the MLIR 19 runner utils"));
+    let kernel = t.path("async.mlir");
+    std::fs::write(
+        &kernel,
+        "func.func private @overflow()\n\
+         func.func @main() {\n\
+         \x20 %token = async.execute {\n\
+         \x20   func.call @overflow() : () -> ()\n\
+         \x20   async.yield\n\
+         \x20 }\n\
+         \x20 async.await %token : !async.token\n\
+         \x20 return\n\
+         }\n",
+    )
+    .unwrap();
+    let out = run(
+        LOCUS,
+        &[
+            "memref",
+            "run",
+            path_str(&kernel),
+            "--pass",
+            "async-to-async-runtime",
+            "--pass",
+            "func.func(async-runtime-ref-counting,async-runtime-ref-counting-opt)",
+            "--pass",
+            "convert-async-to-llvm",
+            "--shared-lib",
+            path_str(&runtime),
+            "--shared-lib",
+            path_str(&so),
+        ],
+    );
+    assert_overflow_reported("memref run, async runtime thread", &out);
 }
 
 /// Runs `command` with its standard output a pipe whose reader closes it at once, after
