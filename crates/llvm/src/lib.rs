@@ -2,7 +2,8 @@
 //! pure Rust and reaches LLVM, if it needs it at all, through this one. It wraps the LLVM C
 //! API (through `llvm-sys`, linking the distribution's `libLLVM-19.so`) behind a small safe
 //! interface: a [`Context`] owns what LLVM allocates, a [`Module`] is parsed from IR text or
-//! bitcode ([`Module::parse_ir`]), checked by LLVM's verifier ([`Module::verify`]), printed
+//! bitcode ([`Module::parse_ir`]; bitcode's structure is checked first, [`bitcode::check`],
+//! since LLVM's reader trusts parts of it), checked by LLVM's verifier ([`Module::verify`]), printed
 //! back ([`Module::print`]), and compiled in process to an object file or to assembly for
 //! x86-64 or AArch64 ([`emit_object`], [`emit_assembly`]) with the settings of
 //! `llc-19 -relocation-model=pic`. That is how the other crates get objects whose
@@ -41,6 +42,7 @@
 //! # Ok::<(), locus_llvm::Error>(())
 //! ```
 
+pub mod bitcode;
 pub mod builder;
 pub mod cfg;
 mod codegen;

@@ -150,18 +150,13 @@ impl<'ctx> Module<'ctx> {
     /// # Errors
     ///
     /// [`Error::Parse`] with LLVM's diagnostic, which begins `name:line:column: error:`,
-    /// when the input is not well-formed IR, or when `name` contains a NUL byte. A module
-    /// that parses may still be invalid: see [`Module::verify`].
+    /// when the input is not well-formed IR, or when `name` contains a NUL byte; for
+    /// bitcode whose structure is damaged, `name: error: malformed bitcode at byte N: ...`
+    /// ([`crate::bitcode::check`]), before LLVM reads it. A module that parses may still be
+    /// invalid: see [`Module::verify`].
     pub fn parse_ir(ctx: &'ctx Context, name: &str, text: impl AsRef<[u8]>) -> Result<Self> {
         let text = text.as_ref();
-        if let Some((line, column)) = too_deep(text) {
-            return Err(Error::Parse {
-                message: format!(
-                    "{name}:{line}:{column}: error: brackets nested more than {MAX_NESTING} \
-                     deep (LLVM's parser recurses once per level and would overflow its stack)"
-                ),
-            });
-        }
+        check_input(name, text)?;
         let c_name = CString::new(name).map_err(|_| Error::Parse {
             message: format!("module name {name:?} contains a NUL byte"),
         })?;
@@ -378,6 +373,26 @@ pub(crate) unsafe fn verify_raw(raw: LLVMModuleRef, fallback: &str) -> Result<()
     Ok(())
 }
 
+/// What is checked before LLVM parses `text` as IR text or bitcode: the nesting of IR text
+/// ([`MAX_NESTING`]), the structure of bitcode ([`crate::bitcode::check`]). LLVM's reader
+/// can crash on either, where the crash cannot be reported as an error.
+pub(crate) fn check_input(name: &str, text: &[u8]) -> Result<()> {
+    if crate::bitcode::is_bitcode(text) {
+        return crate::bitcode::check(text).map_err(|e| Error::Parse {
+            message: format!("{name}: error: {e}"),
+        });
+    }
+    if let Some((line, column)) = too_deep(text) {
+        return Err(Error::Parse {
+            message: format!(
+                "{name}:{line}:{column}: error: brackets nested more than {MAX_NESTING} \
+                 deep (LLVM's parser recurses once per level and would overflow its stack)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The deepest nesting of `(`, `[` and `{` accepted in IR text. LLVM's parser recurses once
 /// per level of a type or constant (and its verifier and printer once more), about 1 KiB
 /// of stack each: nesting of 100 000 overflows an 8 MiB main thread inside LLVM, where it
@@ -388,9 +403,7 @@ pub const MAX_NESTING: usize = 1000;
 /// Where IR text first nests brackets deeper than [`MAX_NESTING`] (1-based line and
 /// column), outside strings and comments; `None` for shallower text and for bitcode.
 fn too_deep(text: &[u8]) -> Option<(usize, usize)> {
-    const BITCODE: [u8; 4] = [b'B', b'C', 0xc0, 0xde];
-    const WRAPPER: [u8; 4] = [0xde, 0xc0, 0x17, 0x0b];
-    if text.starts_with(&BITCODE) || text.starts_with(&WRAPPER) {
+    if crate::bitcode::is_bitcode(text) {
         return None;
     }
     let (mut depth, mut line, mut line_start) = (0usize, 1usize, 0usize);
