@@ -80,6 +80,7 @@ const INLINE_BYTES: usize = 16;
 
 impl Bytes {
     /// The first `len` (at most 8) little-endian bytes of `bits`, inline.
+    #[inline(always)]
     pub(crate) fn from_le(bits: u64, len: u8) -> Bytes {
         let mut bytes = [0; INLINE_BYTES];
         bytes[..8].copy_from_slice(&bits.to_le_bytes());

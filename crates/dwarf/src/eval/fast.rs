@@ -51,7 +51,10 @@ impl<'a> Evaluation<'a> {
             return Some(EvaluationResult::Complete);
         }
         let (short, ops) = match self.bytes {
-            Some(bytes) => bytes_shortcut(bytes)?,
+            Some(bytes) => match bytes_shortcut(bytes) {
+                Some(short) => short,
+                None => return self.composite_shortcut(bytes),
+            },
             None => ops_shortcut(self.ops)?,
         };
         let len = self.bytes.map_or(0, <[u8]>::len);
@@ -96,6 +99,99 @@ impl<'a> Evaluation<'a> {
                 });
             }
         }
+        Some(EvaluationResult::Complete)
+    }
+
+    /// The composites of optimized code as a whole expression: pieces
+    /// (`DW_OP_piece`) of registers (`DW_OP_regN`) and of constants
+    /// (`DW_OP_litN`, `DW_OP_constu`, `DW_OP_consts` then
+    /// `DW_OP_stack_value`), their parts written straight into the vector
+    /// the result keeps, without the stack. Only where every check of the
+    /// loop passes (no register sizes given, each part within its value and
+    /// below the size that needs the composite's sum checked, at most 512
+    /// parts, the step limit); `None` (nothing done) otherwise, the loop
+    /// then runs. Leaves the loop's state (`shortcut`).
+    #[inline(never)]
+    fn composite_shortcut(&mut self, bytes: &[u8]) -> Option<EvaluationResult> {
+        if !self.register_sizes.is_empty() {
+            return None;
+        }
+        let a = self.address_size;
+        let value_len = ValueType::Generic.size(a).min(8);
+        let large = address_space_bits(a) >> LARGE_PART_SHIFT;
+        // A new composite fills the vector a previous one left (as `piece`).
+        let mut parts = core::mem::take(&mut self.parts);
+        let mut pos = 0;
+        let mut ops = 0u64;
+        let complete = loop {
+            let Some(&code) = bytes.get(pos) else {
+                // An empty expression is no composite.
+                break !parts.is_empty();
+            };
+            let (location, bits) = match code {
+                0x50..=0x6f => {
+                    pos += 1;
+                    ops += 1;
+                    let r = Storage::Register(u16::from(code - 0x50));
+                    (LocationDescription::single(r, 0), u64::MAX)
+                }
+                0x30..=0x4f | 0x10 | 0x11 => {
+                    let (n, next) = match code {
+                        0x30..=0x4f => (i64::from(code - 0x30), pos + 1),
+                        _ => match short_leb(bytes, pos + 1, code == 0x11) {
+                            Some(n) => n,
+                            None => break false,
+                        },
+                    };
+                    if bytes.get(next) != Some(&0x9f) {
+                        break false;
+                    }
+                    pos = next + 1;
+                    ops += 2;
+                    let value = Value::generic(n as u64, a).bits;
+                    let implicit = Storage::Implicit(Bytes::from_le(value, value_len));
+                    (
+                        LocationDescription::single(implicit, 0),
+                        u64::from(value_len) * 8,
+                    )
+                }
+                _ => break false,
+            };
+            if bytes.get(pos) != Some(&0x93) {
+                break false;
+            }
+            let Some((size, next)) = short_leb(bytes, pos + 1, false) else {
+                break false;
+            };
+            pos = next;
+            ops += 1;
+            // Unsigned, below 2^63: the product is checked as `piece_bytes`
+            // does, then the part's checks of `piece`.
+            let Some(bit_size) = (size as u64).checked_mul(8) else {
+                break false;
+            };
+            if bit_size > bits || u128::from(bit_size) > large || parts.len() >= 512 {
+                break false;
+            }
+            parts.push(Part { location, bit_size });
+        };
+        if !complete || ops > self.max_steps {
+            // The parts own nothing (registers, inline bytes).
+            parts.clear();
+            self.parts = parts;
+            return None;
+        }
+        self.fresh = false;
+        self.steps = ops;
+        self.pc = ops as usize;
+        self.byte_pc = bytes.len();
+        self.next_byte = bytes.len();
+        // `top` is empty (fresh): nothing to drop.
+        core::mem::forget(
+            self.top
+                .replace(Entry::Location(LocationDescription::composite(parts))),
+        );
+        self.complete = true;
         Some(EvaluationResult::Complete)
     }
 
