@@ -85,13 +85,20 @@ define i64 @compute(i64 %a, i64 %b) {
         fn locus_example_capture() -> u64;
     }
 
+    /// What the runtime found at one trampoline call: the record's ID and address and the
+    /// value of each of its locations.
+    #[derive(Debug)]
+    struct Seen {
+        id: u64,
+        site: u64,
+        values: Vec<u64>,
+    }
+
     thread_local! {
         /// The JIT whose code runs on this thread (the trampoline has no other way to it).
         static CURRENT: Cell<*const StackMapJit> = const { Cell::new(std::ptr::null()) };
-        /// What each trampoline call found: the record's ID and address and the values,
-        /// or why it could not.
-        static SEEN: RefCell<Vec<Result<(u64, u64, Vec<u64>), String>>> =
-            const { RefCell::new(Vec::new()) };
+        /// What each trampoline call found, or why it could not.
+        static SEEN: RefCell<Vec<Result<Seen, String>>> = const { RefCell::new(Vec::new()) };
     }
 
     /// The stopped frame: the registers the trampoline saved; memory is this process's.
@@ -122,13 +129,13 @@ define i64 @compute(i64 %a, i64 %b) {
             Some(jit) => read_values(jit, &saved),
             None => Err("no current JIT".to_string()),
         };
-        let sum = found.as_ref().map_or(0, |(_, _, v)| v.iter().sum());
+        let sum = found.as_ref().map_or(0, |seen| seen.values.iter().sum());
         SEEN.with(|s| s.borrow_mut().push(found));
         sum
     }
 
     /// Finds the record of the site that called the trampoline and reads its values.
-    fn read_values(jit: &StackMapJit, saved: &Saved) -> Result<(u64, u64, Vec<u64>), String> {
+    fn read_values(jit: &StackMapJit, saved: &Saved) -> Result<Seen, String> {
         let return_address = saved.0[16];
         // A patch point's record is at the start of its reserved bytes, which hold the
         // call: the nearest record before the return address.
@@ -141,7 +148,11 @@ define i64 @compute(i64 %a, i64 %b) {
             .locations()
             .map(|location| saved.value(&location).map_err(|e| e.to_string()))
             .collect::<Result<Vec<u64>, String>>()?;
-        Ok((found.record.id(), found.address, values))
+        Ok(Seen {
+            id: found.record.id(),
+            site: found.address,
+            values,
+        })
     }
 
     /// What the patched site calls instead of the trampoline.
@@ -167,7 +178,7 @@ define i64 @compute(i64 %a, i64 %b) {
         CURRENT.with(|c| c.set(&jit));
         let result = compute(5, 9);
         let seen: Vec<_> = SEEN.with(|s| s.borrow_mut().drain(..).collect());
-        let [Ok((id, site, values))] = seen.as_slice() else {
+        let [Ok(Seen { id, site, values })] = seen.as_slice() else {
             return Err(format!("one record expected, saw {seen:?}"));
         };
         println!(
