@@ -95,7 +95,7 @@ fn transcript(eval: &mut Evaluation<'_>, answer: EntryAnswer) -> Vec<String> {
 /// One operation of a shortcut's shape, or near one.
 fn op(kind: u8, a: u64, b: i64) -> Op {
     let r = (a % 40) as u8;
-    match kind % 14 {
+    match kind % 15 {
         0 => Op::Reg(r),
         1 => Op::Lit(r % 32),
         2 => Op::Constu(a),
@@ -111,6 +111,7 @@ fn op(kind: u8, a: u64, b: i64) -> Op {
         10 => Op::Piece(1 + a % 8),
         11 => Op::Plus,
         12 => Op::Deref,
+        13 => Op::ImplicitValue((0..(a % 20) as u8).collect()),
         _ => Op::Const1u(a as u8),
     }
 }
@@ -119,13 +120,14 @@ fn op(kind: u8, a: u64, b: i64) -> Op {
 /// else one to six operations of the same kinds (pieces of registers and implicit values among them).
 fn expression() -> impl Strategy<Value = Vec<Op>> {
     let one = (any::<u8>(), any::<u64>(), any::<i64>()).prop_map(|(k, a, b)| op(k, a, b));
-    let shape = (0u8..6, any::<u64>(), any::<i64>()).prop_map(|(s, a, b)| match s {
+    let shape = (0u8..7, any::<u64>(), any::<i64>()).prop_map(|(s, a, b)| match s {
         0 => vec![op(0, a, b)],
         1 => vec![op(1 + (a % 3) as u8, a, b), Op::StackValue],
         2 => vec![op(5, a, b)],
         3 => vec![op(6, a, b), Op::StackValue],
         4 => vec![op(6 + (a % 4) as u8, a, b), Op::StackValue],
-        _ => vec![op(5, a, b), Op::StackValue],
+        5 => vec![op(5, a, b), Op::StackValue],
+        _ => vec![op(13, a, b)],
     });
     prop_oneof![3 => shape, 2 => prop::collection::vec(one, 1..7)]
 }

@@ -23,9 +23,10 @@ impl<'a> Evaluation<'a> {
     /// The most common whole expressions of optimized code (most entries of
     /// a location list): a lone `DW_OP_regN`, a constant then
     /// `DW_OP_stack_value`, a lone `DW_OP_fbreg` and
-    /// `DW_OP_entry_value(DW_OP_regN) DW_OP_stack_value`, from bytes or
-    /// decoded, evaluated without entering the loop up to the end or to
-    /// their first request. For a fresh evaluation ([`Evaluation::new`],
+    /// `DW_OP_entry_value(DW_OP_regN) DW_OP_stack_value`, a lone
+    /// `DW_OP_implicit_value` and composites of registers and constants
+    /// (`composite_shortcut`, from bytes), from bytes or decoded, evaluated
+    /// without entering the loop up to the end or to their first request. For a fresh evaluation ([`Evaluation::new`],
     /// [`Evaluation::from_bytes`], [`Evaluation::restart`]; nothing pushed,
     /// not run) without trace, with a valid encoding and room for the
     /// operations in the step limit; `None` (nothing done) otherwise.
@@ -53,9 +54,22 @@ impl<'a> Evaluation<'a> {
         let (short, ops) = match self.bytes {
             Some(bytes) => match bytes_shortcut(bytes) {
                 Some(short) => short,
-                None => return self.composite_shortcut(bytes),
+                // Only what may start a composite of registers and constants
+                // (the call cost the other expressions).
+                None if matches!(bytes.first(), Some(0x10 | 0x11 | 0x30..=0x6f)) => {
+                    return self.composite_shortcut(bytes)
+                }
+                None => return self.implicit_value_shortcut(bytes),
             },
-            None => ops_shortcut(self.ops)?,
+            None => match self.ops {
+                // A lone DW_OP_implicit_value: its block.
+                [Op::ImplicitValue(block)] => {
+                    let implicit = Storage::Implicit(Bytes::from(block.as_slice()));
+                    self.complete_with(LocationDescription::single(implicit, 0), 1, 0);
+                    return Some(EvaluationResult::Complete);
+                }
+                ops => ops_shortcut(ops)?,
+            },
         };
         let len = self.bytes.map_or(0, <[u8]>::len);
         let a = self.address_size;
@@ -192,6 +206,27 @@ impl<'a> Evaluation<'a> {
                 .replace(Entry::Location(LocationDescription::composite(parts))),
         );
         self.complete = true;
+        Some(EvaluationResult::Complete)
+    }
+
+    /// A lone `DW_OP_implicit_value` (from bytes): its block is the
+    /// result, as the loop leaves it; `None` (nothing done) for anything
+    /// else.
+    #[inline(always)]
+    fn implicit_value_shortcut(&mut self, bytes: &[u8]) -> Option<EvaluationResult> {
+        let [0x9e, ..] = bytes else {
+            return None;
+        };
+        let (len, start) = short_leb(bytes, 1, false)?;
+        let block = bytes.get(start..)?;
+        if block.len() as u64 != len as u64 {
+            return None;
+        }
+        self.complete_with(
+            LocationDescription::single(Storage::Implicit(Bytes::from(block)), 0),
+            1,
+            bytes.len(),
+        );
         Some(EvaluationResult::Complete)
     }
 
