@@ -255,7 +255,7 @@ fn print_shapes(xs: &[LocationExpression]) {
         *counts.entry((class_of(x), shape_of(x))).or_default() += 1;
     }
     let mut rows: Vec<_> = counts.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     for ((class, shape), n) in rows {
         println!("{n:>6}  {class:<18} {shape}");
     }
