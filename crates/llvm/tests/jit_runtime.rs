@@ -1754,13 +1754,54 @@ fn aarch64_stub_text(
     text
 }
 
-/// AArch64 stubs (issue 28 §3): the bytes `llvm-mc-19` assembles for every layout and
-/// case set, and run under `qemu-aarch64-static` in a freestanding C harness: hits give
-/// the object's property, other shapes, forged objects and null reach the miss handler
-/// (a tail call: it returns to the harness), hits are counted.
+/// An AArch64 inline fast path as assembly text, `pad` nops after the miss.
+fn aarch64_fast_path_text(
+    layout: &locus_llvm::jit_runtime::Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+    pad: usize,
+) -> String {
+    let mut text = aarch64_mov("x16", layout.index.base);
+    if layout.check_objects {
+        text += &format!(
+            "and x17, x0, #{:#x}\nldr x17, [x16, x17]\ncmp x17, x0\nb.ne .Lmiss\n",
+            layout.index.mask
+        );
+    }
+    text += &aarch64_load("x17", "x0", layout.shape_offset);
+    for (i, (shape, _)) in cases.iter().enumerate() {
+        if *shape < 4096 {
+            text += &format!("cmp x17, #{shape}\n");
+        } else {
+            text += &aarch64_mov("x9", *shape);
+            text += "cmp x17, x9\n";
+        }
+        text += &format!("b.eq .Lcase{i}\n");
+    }
+    text += ".Lmiss:\nldur x16, [x16, #-16]\nblr x16\nb .Lend\n";
+    text += &"nop\n".repeat(pad);
+    for (i, (_, offset)) in cases.iter().enumerate() {
+        text += &format!(".Lcase{i}:\n");
+        if count_hits {
+            text += "ldur x9, [x16, #-8]\nadd x9, x9, #1\nstur x9, [x16, #-8]\n";
+        }
+        text += &aarch64_load("x0", "x0", *offset);
+        if i + 1 < cases.len() {
+            text += "b .Lend\n";
+        }
+    }
+    text += ".Lend:\n";
+    text
+}
+
+/// AArch64 stubs and inline fast paths (issue 28 §3): the bytes `llvm-mc-19` assembles
+/// for every layout and case set, and run under `qemu-aarch64-static` in a freestanding C
+/// harness: hits give the object's property, other shapes, forged objects and null reach
+/// the miss handler (from a stub a tail call; from a fast path a call, then a branch to
+/// the site's end), hits are counted.
 #[test]
 fn aarch64_stubs_match_llvm_mc_and_run_under_qemu() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_stub_aarch64, Layout};
+    use locus_llvm::jit_runtime::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
     let index = ObjectIndex {
         base: 0x7f12_3456_1000,
         mask: (1 << 28) - 8,
@@ -1797,10 +1838,26 @@ fn aarch64_stubs_match_llvm_mc_and_run_under_qemu() -> TestResult {
                 let stub = encode_stub_aarch64(layout, cases, count_hits).ok_or("no stub")?;
                 assert_eq!(stub, expected, "{layout:?} {cases:?} {count_hits}");
                 checked += 1;
+                let pad = 3;
+                let expected = assemble_for(
+                    "aarch64-linux-gnu",
+                    &aarch64_fast_path_text(layout, cases, count_hits, pad),
+                )?;
+                let path = encode_fast_path_aarch64(layout, cases, count_hits, expected.len())
+                    .ok_or("no fast path")?;
+                assert_eq!(path.bytes, expected, "{layout:?} {cases:?} {count_hits}");
+                // The miss returns to the `b .Lend` after the `blr`.
+                assert_eq!(
+                    expected[path.miss_return - 4..path.miss_return],
+                    [0x00, 0x02, 0x3f, 0xd6]
+                );
+                let fits = |r| encode_fast_path_aarch64(layout, cases, count_hits, r).is_some();
+                assert!(!fits(expected.len() - 4 * (pad + 1)) && !fits(expected.len() + 2));
+                checked += 1;
             }
         }
     }
-    assert_eq!(checked, 18);
+    assert_eq!(checked, 36);
     // A mask that is not a run of ones: none.
     let odd = Layout {
         index: ObjectIndex {
@@ -1842,7 +1899,7 @@ static i64 misses;
 
 i64 miss(i64 object, i64 name) { (void)object; (void)name; misses++; return -1; }
 
-extern unsigned char stub_a[], stub_b[];
+extern unsigned char stub_a[], stub_b[], fp_a[];
 typedef i64 (*stub_fn)(i64, i64);
 
 static char buf[1024];
@@ -1865,7 +1922,8 @@ void _start(void) {
   u64 far = (u64)&big[1];
   big[1 + 5000] = 0;
   stub_fn a = (stub_fn)stub_a, b = (stub_fn)stub_b;
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < 4; r++) {
+    if (r == 2) a = (stub_fn)fp_a;
     put(a((i64)&objs[0], 0));
     put(a((i64)&objs[4], 0));
     put(a((i64)&objs[8], 0));
@@ -1888,7 +1946,7 @@ void _start(void) {
 "#;
 
 fn run_aarch64_harness() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_stub_aarch64, Layout};
+    use locus_llvm::jit_runtime::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
     use std::process::Command;
     let dir = std::env::temp_dir().join(format!("locus-stub-aarch64-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -1912,12 +1970,25 @@ fn run_aarch64_harness() -> TestResult {
     const SIZE: usize = 256;
     // Links the harness with stubs of `bytes` (each padded to SIZE); returns the
     // executable and the symbols the stubs need.
-    let link = |a: &[u8], b: &[u8]| -> Result<(std::path::PathBuf, u64, u64), Box<dyn StdError>> {
+    let link = |a: &[u8],
+                b: &[u8],
+                c: &[u8]|
+     -> Result<(std::path::PathBuf, u64, u64), Box<dyn StdError>> {
         let mut s = String::from(".section .text.stubs,\"ax\",@progbits\n.balign 16\n");
-        for (name, bytes) in [("stub_a", a), ("stub_b", b)] {
-            assert!(bytes.len() <= SIZE);
+        for (name, bytes) in [("stub_a", a), ("stub_b", b), ("fp_a", c)] {
+            assert!(bytes.len() + 12 <= SIZE);
             s += &format!(".globl {name}\n{name}:\n");
             let mut padded = bytes.to_vec();
+            // A fast path is the body of a site in a function that saved its link
+            // register (the miss call clobbers it): `stp x29, x30, [sp, #-16]!` before,
+            // `ldp x29, x30, [sp], #16; ret` after make it one.
+            if name == "fp_a" {
+                padded = 0xa9bf_7bfdu32.to_le_bytes().to_vec();
+                padded.extend_from_slice(bytes);
+                for word in [0xa8c1_7bfdu32, 0xd65f_03c0] {
+                    padded.extend_from_slice(&word.to_le_bytes());
+                }
+            }
             padded.resize(SIZE, 0);
             for byte in padded {
                 s += &format!(".byte {byte}\n");
@@ -1957,7 +2028,7 @@ fn run_aarch64_harness() -> TestResult {
         };
         Ok((exe.clone(), address("hdr")?, address("stub_a")?))
     };
-    let (_, hdr, stub_a) = link(&[], &[])?;
+    let (_, hdr, stub_a) = link(&[], &[], &[])?;
     let index = ObjectIndex {
         base: hdr + 16,
         mask: 120,
@@ -1974,20 +2045,37 @@ fn run_aarch64_harness() -> TestResult {
         false,
     )
     .ok_or("no stub b")?;
-    let (exe, hdr_again, stub_a_again) = link(&a, &b)?;
+    // The same cases as a fast path in a site of 128 bytes (124 and a nop after the miss).
+    let c = encode_fast_path_aarch64(
+        &Layout::shapes(index),
+        &[(1, 8), (2, 16), (5000, 24)],
+        true,
+        128,
+    )
+    .ok_or("no fast path")?;
+    let (exe, hdr_again, stub_a_again) = link(&a, &b, &c.bytes)?;
     assert_eq!((hdr_again, stub_a_again), (hdr, stub_a));
-    let out = Command::new("qemu-aarch64-static").arg(&exe).output()?;
+    let out = Command::new("timeout")
+        .args(["20", "qemu-aarch64-static"])
+        .arg(&exe)
+        .output()?;
     assert!(out.status.success(), "{out:?}");
     let lines: Vec<i64> = String::from_utf8(out.stdout)?
         .lines()
         .map(str::parse)
         .collect::<Result<_, _>>()?;
-    // Twice: the three cases' slots, then another shape, a copy, null and an address
-    // inside an object miss; then stub_b: class 7's field at -8, the 64-bit class's at
-    // +40000, class 9 misses; 8 + 1 misses; 6 hits counted (stub_b does not count).
+    // Twice through stub_a, twice through the fast path: the three cases' slots, then
+    // another shape, a copy, null and an address inside an object miss; then stub_b:
+    // class 7's field at -8, the 64-bit class's at +40000, class 9 misses; 16 + 1
+    // misses; 12 hits counted (stub_b does not count).
     let round = [11, 22, 33, -1, -1, -1, -1];
-    let mut expected: Vec<i64> = round.iter().chain(&round).copied().collect();
-    expected.extend([70, 99, -1, 9, 6]);
+    let mut expected: Vec<i64> = round
+        .iter()
+        .cycle()
+        .take(4 * round.len())
+        .copied()
+        .collect();
+    expected.extend([70, 99, -1, 17, 12]);
     assert_eq!(lines, expected);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -195,7 +195,7 @@ pub use inline_cache::ShapeId;
 pub use object_model::{ObjectModel, Resolution};
 pub use sites::{Site, SiteKind};
 pub use stub::{encode_stub, encode_stub_in};
-pub use stub_aarch64::encode_stub_aarch64;
+pub use stub_aarch64::{encode_fast_path_aarch64, encode_stub_aarch64};
 
 /// What the runtime did since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

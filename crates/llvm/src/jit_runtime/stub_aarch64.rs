@@ -142,3 +142,111 @@ pub fn encode_stub_aarch64(
     out.push(0xd61f_0000 | (X16 << 5));
     Some(out.iter().flat_map(|w| w.to_le_bytes()).collect())
 }
+
+/// The inline fast path for a site of `reserved` bytes (AArch64), the counterpart of
+/// [`super::fast_path::encode_fast_path_in`]: the stub's checks and loads written into
+/// the site, the miss handler called (`blr x16`, from inside the site, so the handler
+/// would rewrite `x30` as the x86-64 handler rewrites its return address) and a branch to
+/// the end of the site after it; the padding (`nop`s) after that branch, where nothing
+/// runs it; each case but the last branches to the end, the last ends there:
+///
+/// ```text
+///        movz/movk x16, index.base; [object check as the stub's, b.ne miss]
+///        ldr  x17, [x0, #shape_offset]
+///        cmp  x17, #shape_i; b.eq case_i    ; (once per case)
+/// miss:  ldur x16, [x16, #-16]; blr x16; b end
+///        nop ...
+/// case_i: [ldur x9, [x16, #-8]; add x9, x9, #1; stur x9, [x16, #-8]]
+///        ldr  x0, [x0, #offset_i]; [b end]
+/// end:
+/// ```
+///
+/// `None` for no cases, a mask that is not a run of ones, or a `reserved` that is not a
+/// multiple of 4 or too small.
+#[must_use]
+pub fn encode_fast_path_aarch64(
+    layout: &Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+    reserved: usize,
+) -> Option<super::fast_path::FastPath> {
+    if cases.is_empty() || !reserved.is_multiple_of(4) {
+        return None;
+    }
+    let total = reserved / 4;
+    let mut head = mov_imm(X16, layout.index.base);
+    let check = layout.check_objects;
+    let mut dispatch: Vec<Vec<u32>> = Vec::new();
+    for (shape, _) in cases {
+        let mut compare = Vec::new();
+        if *shape < 4096 {
+            compare.push(0xf100_001f | ((*shape as u32) << 10) | (X17 << 5));
+        } else {
+            compare.extend(mov_imm(X9, *shape));
+            compare.push(0xeb00_001f | (X9 << 16) | (X17 << 5));
+        }
+        dispatch.push(compare);
+    }
+    let bodies: Vec<Vec<u32>> = cases
+        .iter()
+        .map(|(_, offset)| {
+            let mut hit = Vec::new();
+            if count_hits {
+                hit.push(ldur(X9, X16, -8));
+                hit.push(0x9100_0000 | (1 << 10) | (X9 << 5) | X9);
+                hit.push(stur(X9, X16, -8));
+            }
+            hit.extend(load(X0, X0, *offset));
+            hit
+        })
+        .collect();
+    let shape_load = load(X17, X0, layout.shape_offset);
+    let check_len = if check { 4 } else { 0 };
+    let dispatch_len: usize = dispatch.iter().map(|c| c.len() + 1).sum();
+    let bodies_len: usize = bodies.iter().map(Vec::len).sum::<usize>() + cases.len() - 1;
+    let used = head.len() + check_len + shape_load.len() + dispatch_len + 3 + bodies_len;
+    let pad = total.checked_sub(used)?;
+    let miss_at = head.len() + check_len + shape_load.len() + dispatch_len;
+    if check {
+        head.push(and_run(X17, X0, u64::from(layout.index.mask))?);
+        head.push(0xf860_6800 | (X17 << 16) | (X16 << 5) | X17);
+        head.push(0xeb00_001f | (X0 << 16) | (X17 << 5));
+        head.push(b_ne(miss_at - head.len())?);
+    }
+    head.extend(shape_load);
+    // Where each case starts.
+    let mut case_at = Vec::with_capacity(cases.len());
+    let mut at = miss_at + 3 + pad;
+    for (i, body) in bodies.iter().enumerate() {
+        case_at.push(at);
+        at += body.len() + usize::from(i + 1 < cases.len());
+    }
+    let mut out = head;
+    for (compare, target) in dispatch.iter().zip(&case_at) {
+        out.extend(compare);
+        let from = out.len();
+        // b.eq
+        out.push(0x5400_0000 | (u32::try_from(target - from).ok()? << 5));
+    }
+    out.push(ldur(X16, X16, -16));
+    // blr x16
+    out.push(0xd63f_0000 | (X16 << 5));
+    let miss_return = out.len() * 4;
+    let branch_end = |from: usize| 0x1400_0000 | (total - from) as u32;
+    out.push(branch_end(out.len()));
+    out.extend(std::iter::repeat_n(
+        locus_stackmap::patch::aarch64::NOP,
+        pad,
+    ));
+    for (i, body) in bodies.iter().enumerate() {
+        out.extend(body);
+        if i + 1 < cases.len() {
+            out.push(branch_end(out.len()));
+        }
+    }
+    debug_assert_eq!(out.len(), total);
+    Some(super::fast_path::FastPath {
+        bytes: out.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        miss_return,
+    })
+}
