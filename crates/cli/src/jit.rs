@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use locus_llvm::jit_runtime::Runtime;
+use locus_jit::Runtime;
 use locus_llvm::{Context, Module};
 
 use crate::input::Input;
@@ -143,7 +143,7 @@ fn run_with_runtime(
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     use locus_gc::signals::{fault_scope, install, register_code, thread_symbols, CodeRange};
-    use locus_llvm::jit_runtime::Options;
+    use locus_jit::Options;
 
     // A fault in the compiled code (or in LLVM compiling it) ends the process with one
     // `locus:` line naming the signal, the address and the function, and exit status 3.

@@ -224,8 +224,8 @@ impl StackMapJit {
     }
 
     /// [`StackMapJit::new`] with LLVM's patch point live-out analysis off (empty live-out
-    /// lists), for [`crate::jit_runtime`]: see its "Live-out registers".
-    pub(crate) fn without_patchpoint_liveness(
+    /// lists), for the JIT runtime (`locus-jit`): see its "Live-out registers".
+    pub fn without_patchpoint_liveness(
         name: &str,
         ir: impl AsRef<[u8]>,
         symbols: &[(&str, usize)],

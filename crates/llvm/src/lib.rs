@@ -51,10 +51,6 @@ mod fatal;
 mod ffi;
 pub mod ir;
 pub mod jit;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-// The runtime's trampolines are x86-64 assembly (ELF).
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub mod jit_runtime;
 pub mod jit_stackmaps;
 mod module;
 pub mod passes;

@@ -14,7 +14,7 @@
 //! and the deoptimized result equals what LLVM's code computes.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use locus_llvm::jit_runtime::Runtime;
+use locus_jit::Runtime;
 
 use super::Tour;
 use crate::Failure;
@@ -50,7 +50,7 @@ fn site_bytes(rt: &Runtime, id: u64) -> Result<Vec<u8>, Failure> {
 /// shapes, read with objects of three.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn polymorphic(tour: &mut Tour<'_>) -> Result<(), Failure> {
-    use locus_llvm::jit_runtime::{Options, Resolution};
+    use locus_jit::{Options, Resolution};
 
     tour.line("")?;
     tour.line("Polymorphic and megamorphic sites (a runtime with at most 2 shapes a site):")?;

@@ -17,9 +17,9 @@ use super::x86_64::Caller;
 use super::Runtime;
 
 /// The message of a runtime error, without the error's kind (the call's error adds it).
-fn message(error: &crate::Error) -> String {
+fn message(error: &locus_llvm::Error) -> String {
     match error {
-        crate::Error::Jit { message } => message.clone(),
+        locus_llvm::Error::Jit { message } => message.clone(),
         other => other.to_string(),
     }
 }

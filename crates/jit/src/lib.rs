@@ -95,7 +95,7 @@
 //! the runtime's memory, which both paths then read.
 //!
 //! ```
-//! use locus_llvm::jit_runtime::Runtime;
+//! use locus_jit::Runtime;
 //!
 //! let ir = r#"
 //! declare i64 @llvm.experimental.patchpoint.i64(i64, i32, ptr, i32, ...)
@@ -169,6 +169,9 @@
 //! points find their runtime there). No panic crosses into compiled code: every entry point
 //! catches it and reports it as an error of the call.
 
+// The runtime's trampolines are x86-64 assembly (ELF).
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
 mod abi;
 mod arena;
 mod code_area;
@@ -186,8 +189,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use crate::error::{Error, Result};
-use crate::jit_stackmaps::StackMapJit;
+use locus_llvm::jit_stackmaps::StackMapJit;
+use locus_llvm::{Error, Result};
 
 pub use deopt::Continuation;
 pub use fast_path::{encode_fast_path, encode_fast_path_in, FastPath, Layout, ObjectIndex};
@@ -441,7 +444,7 @@ impl Runtime {
     pub fn code_bytes(&self, address: u64, len: usize) -> Option<Vec<u8>> {
         let end = address.checked_add(len as u64)?;
         let in_program = self.jit.sections().iter().any(|s| {
-            s.kind == crate::jit_stackmaps::SectionKind::Code
+            s.kind == locus_llvm::jit_stackmaps::SectionKind::Code
                 && s.contains(address)
                 && end <= s.address + s.size
         });

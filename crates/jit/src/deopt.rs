@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use locus_stackmap::patch::{encode_nops, write_code, Arch};
 use locus_stackmap::Frame;
 
-use crate::ir::{BasicBlock, Function, Instruction, IntPredicate, Opcode, Value, ValueKind};
+use locus_llvm::ir::{BasicBlock, Function, Instruction, IntPredicate, Opcode, Value, ValueKind};
 
 use super::sites::SiteKind;
 use super::x86_64::SavedRegisters;
@@ -542,9 +542,9 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for a shadow shorter than 5 bytes, a stub out of `rel32`
+    /// [`locus_llvm::Error::Jit`] for a shadow shorter than 5 bytes, a stub out of `rel32`
     /// reach, or a failed write.
-    pub fn invalidate(&self, function: &str) -> crate::Result<usize> {
+    pub fn invalidate(&self, function: &str) -> locus_llvm::Result<usize> {
         let mut patched = 0;
         for site in self.sites.values() {
             if site.kind != SiteKind::StackMap || site.function != function {
@@ -581,8 +581,8 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for a failed write.
-    pub fn revalidate(&self, function: &str) -> crate::Result<usize> {
+    /// [`locus_llvm::Error::Jit`] for a failed write.
+    pub fn revalidate(&self, function: &str) -> locus_llvm::Result<usize> {
         let mut restored = 0;
         let addresses: Vec<u64> = self
             .jit
@@ -724,7 +724,7 @@ impl Runtime {
     }
 
     /// `call rel32` from `address` to the deopt stub, nop-padded to `len` bytes.
-    fn call_rel32(&self, address: u64, len: usize) -> crate::Result<Vec<u8>> {
+    fn call_rel32(&self, address: u64, len: usize) -> locus_llvm::Result<Vec<u8>> {
         let next = address.wrapping_add(CALL_REL32_LEN as u64);
         let displacement = i32::try_from(self.deopt_stub.wrapping_sub(next) as i64)
             .map_err(|_| super::jit_error("the deopt stub is out of rel32 reach"))?;
@@ -737,7 +737,7 @@ impl Runtime {
     }
 
     /// Writes a whole patch region of the program.
-    pub(super) fn write(&self, address: u64, bytes: &[u8]) -> crate::Result<()> {
+    pub(super) fn write(&self, address: u64, bytes: &[u8]) -> locus_llvm::Result<()> {
         if self.code_bytes(address, bytes.len()).is_none() {
             return Err(super::jit_error(&format!(
                 "{address:#x} is not in the program's code"

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::error::Result;
-use crate::module::{Context, Module};
+use locus_llvm::Result;
+use locus_llvm::{Context, Module};
 
 use super::deopt::{self, Continuation};
 use super::jit_error;

@@ -25,7 +25,7 @@ use std::hash::BuildHasherDefault;
 
 use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 
-use crate::error::Result;
+use locus_llvm::Result;
 
 use super::arena::Arena;
 use super::code_area::CodeArea;
@@ -283,7 +283,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for an unknown shape or the wrong number of values.
+    /// [`locus_llvm::Error::Jit`] for an unknown shape or the wrong number of values.
     pub fn new_object(&self, shape: ShapeId, values: &[i64]) -> Result<u64> {
         let mut state = self.state.borrow_mut();
         let properties = state
@@ -317,7 +317,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] if `object` is not an object of this runtime or its shape has
+    /// [`locus_llvm::Error::Jit`] if `object` is not an object of this runtime or its shape has
     /// no property `name`.
     pub fn set_property(&self, object: u64, name: u64, value: i64) -> Result<()> {
         self.state
@@ -332,7 +332,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for an unknown shape, properties that are not a rearrangement
+    /// [`locus_llvm::Error::Jit`] for an unknown shape, properties that are not a rearrangement
     /// of the shape's, or a failed patch.
     pub fn change_shape(&self, shape: ShapeId, properties: &[u64]) -> Result<usize> {
         {
@@ -385,7 +385,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for a failed patch.
+    /// [`locus_llvm::Error::Jit`] for a failed patch.
     pub fn invalidate_shape(&self, shape: u64) -> Result<usize> {
         let sites: Vec<u64> = {
             let mut state = self.state.borrow_mut();
@@ -421,7 +421,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] with the model's message (an unknown shape, say).
+    /// [`locus_llvm::Error::Jit`] with the model's message (an unknown shape, say).
     pub fn resolve(&self, shape: u64, name: u64) -> Result<Resolution> {
         self.on_model(|model| model.resolve(shape, name))
             .map_err(|e| jit_error(&e))
@@ -653,7 +653,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::Jit`] for an unknown site, an unknown shape, a shape without
+    /// [`locus_llvm::Error::Jit`] for an unknown site, an unknown shape, a shape without
     /// `name` (or whose `name` has a slow path), more shapes than
     /// [`super::Options::max_shapes`], none, or a failed patch.
     pub fn specialize(&self, id: u64, name: u64, shapes: &[ShapeId]) -> Result<()> {

@@ -59,7 +59,7 @@ fn main() {
 mod bench {
     use std::hint::black_box;
 
-    use locus_llvm::jit_runtime::{encode_stub, ObjectIndex, Options, Runtime, ShapeId};
+    use locus_jit::{encode_stub, ObjectIndex, Options, Runtime, ShapeId};
     use locus_llvm::jit_stackmaps::StackMapJit;
     use locus_stackmap::patch::{encode_call, patch_call, Arch};
 
@@ -228,7 +228,7 @@ define i64 @read_via_call(ptr %o) {
         objects: std::collections::HashSet<u64>,
     }
 
-    impl locus_llvm::jit_runtime::ObjectModel for Plain {
+    impl locus_jit::ObjectModel for Plain {
         fn shape_offset(&self) -> i32 {
             0
         }
@@ -241,13 +241,9 @@ define i64 @read_via_call(ptr %o) {
             Ok(unsafe { (object as *const u64).read() })
         }
 
-        fn resolve(
-            &self,
-            _shape: u64,
-            name: u64,
-        ) -> Result<locus_llvm::jit_runtime::Resolution, String> {
+        fn resolve(&self, _shape: u64, name: u64) -> Result<locus_jit::Resolution, String> {
             if name == NAME {
-                Ok(locus_llvm::jit_runtime::Resolution::Slot(8))
+                Ok(locus_jit::Resolution::Slot(8))
             } else {
                 Err(format!("no property {name}"))
             }
@@ -366,7 +362,7 @@ define i64 @read_via_call(ptr %o) {
                 .site_address(WIDE_SITE)
                 .and_then(|a| r.code_bytes(a, WIDE_RESERVED))
                 .ok_or("no wide site")?;
-            let path = locus_llvm::jit_runtime::encode_fast_path(
+            let path = locus_jit::encode_fast_path(
                 &[(0, 0)],
                 r.object_index(),
                 r.options().count_hits,

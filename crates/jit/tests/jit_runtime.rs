@@ -9,9 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 
-use locus_llvm::jit_runtime::{
-    encode_fast_path, encode_stub, ObjectIndex, Options, Runtime, ShapeId, SiteKind,
-};
+use locus_jit::{encode_fast_path, encode_stub, ObjectIndex, Options, Runtime, ShapeId, SiteKind};
 use locus_stackmap::patch::{encode_call, Arch};
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -1356,8 +1354,7 @@ struct Classes {
     /// Object addresses the language made.
     objects: HashSet<u64>,
     /// (class, name) -> how the property is read.
-    table:
-        std::rc::Rc<std::cell::RefCell<HashMap<(u64, u64), locus_llvm::jit_runtime::Resolution>>>,
+    table: std::rc::Rc<std::cell::RefCell<HashMap<(u64, u64), locus_jit::Resolution>>>,
 }
 
 /// The computed property's value: the object's address's low bits, to tell objects apart.
@@ -1365,7 +1362,7 @@ fn computed(object: u64) -> i64 {
     1000 + (object & 0xff) as i64
 }
 
-impl locus_llvm::jit_runtime::ObjectModel for Classes {
+impl locus_jit::ObjectModel for Classes {
     fn shape_offset(&self) -> i32 {
         8
     }
@@ -1379,11 +1376,7 @@ impl locus_llvm::jit_runtime::ObjectModel for Classes {
         Ok(unsafe { ((object + 8) as *const u64).read() })
     }
 
-    fn resolve(
-        &self,
-        shape: u64,
-        name: u64,
-    ) -> Result<locus_llvm::jit_runtime::Resolution, String> {
+    fn resolve(&self, shape: u64, name: u64) -> Result<locus_jit::Resolution, String> {
         self.table
             .borrow()
             .get(&(shape, name))
@@ -1393,12 +1386,12 @@ impl locus_llvm::jit_runtime::ObjectModel for Classes {
 
     fn read(&self, object: u64, shape: u64, name: u64) -> Result<i64, String> {
         match self.resolve(shape, name)? {
-            locus_llvm::jit_runtime::Resolution::Slot(offset) => {
+            locus_jit::Resolution::Slot(offset) => {
                 // SAFETY: an object of the test (checked by `shape_of` just before), whose
                 // class table puts this field at `offset`, inside the object's words.
                 Ok(unsafe { (object.wrapping_add_signed(i64::from(offset)) as *const i64).read() })
             }
-            locus_llvm::jit_runtime::Resolution::SlowPath => Ok(computed(object)),
+            locus_jit::Resolution::SlowPath => Ok(computed(object)),
         }
     }
 }
@@ -1411,7 +1404,7 @@ impl locus_llvm::jit_runtime::ObjectModel for Classes {
 /// `encode_fast_path_in` / `encode_stub_in` give for the runtime's `layout()`.
 #[test]
 fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_fast_path_in, encode_stub_in, Resolution};
+    use locus_jit::{encode_fast_path_in, encode_stub_in, Resolution};
     let table = std::rc::Rc::new(std::cell::RefCell::new(HashMap::new()));
     // Objects point at word 1 of their block: word 0 is at -8, the class word at +8.
     let make = |words: Vec<u64>| -> u64 {
@@ -1544,7 +1537,7 @@ fn rdi_at(disp: i32) -> String {
 /// A stub or fast path for a [`Layout`] as assembly text (`fast_path_pad`: the fast
 /// path with that much padding after its miss call; `None`: the stub).
 fn layout_text(
-    layout: &locus_llvm::jit_runtime::Layout,
+    layout: &locus_jit::Layout,
     cases: &[(u64, i32)],
     count_hits: bool,
     fast_path_pad: Option<usize>,
@@ -1599,7 +1592,7 @@ fn layout_text(
 /// assembles.
 #[test]
 fn layout_encodings_match_llvm_mc() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_fast_path_in, encode_stub_in, Layout};
+    use locus_jit::{encode_fast_path_in, encode_stub_in, Layout};
     let index = ObjectIndex {
         base: 0x7f12_3456_1000,
         mask: (1 << 28) - 8,
@@ -1723,11 +1716,7 @@ fn aarch64_load(rt: &str, rn: &str, offset: i32) -> String {
 }
 
 /// An AArch64 stub as assembly text.
-fn aarch64_stub_text(
-    layout: &locus_llvm::jit_runtime::Layout,
-    cases: &[(u64, i32)],
-    count_hits: bool,
-) -> String {
+fn aarch64_stub_text(layout: &locus_jit::Layout, cases: &[(u64, i32)], count_hits: bool) -> String {
     let mut text = aarch64_mov("x16", layout.index.base);
     if layout.check_objects {
         text += &format!(
@@ -1756,7 +1745,7 @@ fn aarch64_stub_text(
 
 /// An AArch64 inline fast path as assembly text, `pad` nops after the miss.
 fn aarch64_fast_path_text(
-    layout: &locus_llvm::jit_runtime::Layout,
+    layout: &locus_jit::Layout,
     cases: &[(u64, i32)],
     count_hits: bool,
     pad: usize,
@@ -1801,7 +1790,7 @@ fn aarch64_fast_path_text(
 /// the site's end), hits are counted.
 #[test]
 fn aarch64_stubs_match_llvm_mc_and_run_under_qemu() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
+    use locus_jit::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
     let index = ObjectIndex {
         base: 0x7f12_3456_1000,
         mask: (1 << 28) - 8,
@@ -1946,7 +1935,7 @@ void _start(void) {
 "#;
 
 fn run_aarch64_harness() -> TestResult {
-    use locus_llvm::jit_runtime::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
+    use locus_jit::{encode_fast_path_aarch64, encode_stub_aarch64, Layout};
     use std::process::Command;
     let dir = std::env::temp_dir().join(format!("locus-stub-aarch64-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
