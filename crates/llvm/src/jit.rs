@@ -296,6 +296,8 @@ impl Jit {
         let c_name = CString::new(name).map_err(|_| Error::Parse {
             message: format!("module name {name:?} contains a NUL byte"),
         })?;
+        // What Module::parse_ir checks first: LLVM's reader crashes on what it refuses.
+        crate::module::check_input(name, text)?;
         // SAFETY: `text` is valid for `text.len()` bytes and copied, as is the name.
         let buffer = unsafe {
             LLVMCreateMemoryBufferWithMemoryRangeCopy(

@@ -55,3 +55,28 @@ fn deeper_nesting_is_refused_where_it_starts() {
         }
     }
 }
+
+#[test]
+fn the_orc_jit_refuses_what_module_parsing_refuses() {
+    // Jit::add_ir parses with LLVM itself: without the same checks, 100 000 levels
+    // overflow LLVM's parser's stack and a bitcode magic with garbage behind it reaches
+    // LLVM's bitcode reader.
+    let mut jit = locus_llvm::jit::Jit::new().unwrap_or_else(|e| panic!("{e}"));
+    let mut bitcode = b"BC\xC0\xDE".to_vec();
+    bitcode.extend_from_slice(&[0xff; 64]);
+    for (name, text) in [
+        ("deep.ll", nested_struct(100_000).into_bytes()),
+        ("damaged.bc", bitcode),
+    ] {
+        match jit.add_ir(name, &text) {
+            Err(Error::Parse { message }) => {
+                assert!(message.starts_with(name), "{message}");
+                assert!(
+                    message.contains("nested more than") || message.contains("at byte"),
+                    "{message}"
+                );
+            }
+            other => panic!("{name}: expected a parse error, got {other:?}"),
+        }
+    }
+}
