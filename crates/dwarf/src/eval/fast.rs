@@ -68,7 +68,21 @@ impl<'a> Evaluation<'a> {
                     self.complete_with(LocationDescription::single(implicit, 0), 1, 0);
                     return Some(EvaluationResult::Complete);
                 }
-                ops => ops_shortcut(ops)?,
+                ops => match ops_shortcut(ops) {
+                    Some(short) => short,
+                    None if matches!(
+                        ops,
+                        [
+                            Op::Reg(_) | Op::Lit(_) | Op::Constu(_) | Op::Consts(_),
+                            _,
+                            ..
+                        ]
+                    ) =>
+                    {
+                        return self.ops_composite_shortcut()
+                    }
+                    None => return None,
+                },
             },
         };
         let len = self.bytes.map_or(0, <[u8]>::len);
@@ -206,6 +220,64 @@ impl<'a> Evaluation<'a> {
                 .replace(Entry::Location(LocationDescription::composite(parts))),
         );
         self.complete = true;
+        Some(EvaluationResult::Complete)
+    }
+
+    /// `composite_shortcut` of decoded operations.
+    #[inline(never)]
+    fn ops_composite_shortcut(&mut self) -> Option<EvaluationResult> {
+        if !self.register_sizes.is_empty() {
+            return None;
+        }
+        let a = self.address_size;
+        let value_len = ValueType::Generic.size(a).min(8);
+        let large = address_space_bits(a) >> LARGE_PART_SHIFT;
+        let mut parts = core::mem::take(&mut self.parts);
+        let mut rest = self.ops;
+        let complete = loop {
+            let (location, bits, after) = match rest {
+                [] => break !parts.is_empty(),
+                [Op::Reg(r), after @ ..] => {
+                    let r = Storage::Register(u16::from(*r));
+                    (LocationDescription::single(r, 0), u64::MAX, after)
+                }
+                [c, Op::StackValue, after @ ..] => {
+                    let n = match c {
+                        Op::Lit(n) => u64::from(*n),
+                        Op::Constu(v) => *v,
+                        Op::Consts(v) => *v as u64,
+                        _ => break false,
+                    };
+                    let value = Value::generic(n, a).bits;
+                    let implicit = Storage::Implicit(Bytes::from_le(value, value_len));
+                    (
+                        LocationDescription::single(implicit, 0),
+                        u64::from(value_len) * 8,
+                        after,
+                    )
+                }
+                _ => break false,
+            };
+            let [Op::Piece(size), after @ ..] = after else {
+                break false;
+            };
+            rest = after;
+            let Some(bit_size) = size.checked_mul(8) else {
+                break false;
+            };
+            if bit_size > bits || u128::from(bit_size) > large || parts.len() >= 512 {
+                break false;
+            }
+            parts.push(Part { location, bit_size });
+        };
+        let ops = self.ops.len();
+        if !complete || ops as u64 > self.max_steps {
+            // The parts own nothing (registers, inline bytes).
+            parts.clear();
+            self.parts = parts;
+            return None;
+        }
+        self.complete_with(LocationDescription::composite(parts), ops as u64, 0);
         Some(EvaluationResult::Complete)
     }
 
