@@ -222,7 +222,7 @@ impl Stopped {
     /// A frame of this target as a [`Target`](crate::Target), borrowing the
     /// memory (nothing is copied): `registers` (the thread's for frame 0, the
     /// unwound ones otherwise), its CFA if known, and the registers at its
-    /// function's entry ([`crate::callsite::entry_registers`]).
+    /// function's entry ([`CallSites::entry_values`](crate::callsite::CallSites::entry_values)).
     pub fn state<'s>(
         &'s self,
         registers: &'s BTreeMap<u16, Vec<u8>>,

@@ -65,7 +65,7 @@
 //! The handler allocates nothing and takes no lock: it formats into a fixed buffer on its
 //! own (alternate) stack with `core::fmt` (which neither allocates nor locks) and writes
 //! it with `write(2)`, then leaves with `_exit(2)` (or `abort`). What it looks up lives in
-//! fixed-size tables of atomic pointers ([`HandlerTable`]): the stress heaps' chunks and
+//! fixed-size tables of atomic pointers (`HandlerTable`): the stress heaps' chunks and
 //! the registered code. Each entry is immutable once published (apart from atomics), and an
 //! entry is only freed after it was removed from its table and no handler is still reading
 //! (a global count of handlers running, checked with sequentially consistent atomics). The

@@ -187,7 +187,7 @@ pub enum Command {
         /// "frame", "pc", "module", "cfa", "function", "backtrace", "entry_values",
         /// "variables"}]}; each variable {"name", "kind", "function", "type", "byte_size",
         /// "die", "expression" or "const_value", and with a target "location", "value",
-        /// "number" and "optimized_out" (why, when gdb would print <optimized out>: no
+        /// "number" and "optimized_out" (why, when gdb would print `<optimized out>`: no
         /// location here, an entry value no call site provably gives, a register a caller
         /// frame does not know) or "error"}. "entry_values" says which call site gave the
         /// frame's entry values (DW_OP_entry_value, DW_OP_GNU_parameter_ref), or why none

@@ -94,7 +94,7 @@ pub const DEFAULT_MAX_STEPS: u64 = 100_000;
 /// Maximum number of stack entries.
 pub const MAX_STACK: usize = 1024;
 
-/// Maximum [`Location::weight`] of a location description the evaluator
+/// Maximum [`LocationDescription::weight`](crate::LocationDescription::weight) of a location description the evaluator
 /// builds (composites, `DW_OP_extend`, `DW_OP_select_bit_piece`).
 pub const MAX_LOCATION_WEIGHT: usize = 1024;
 
@@ -245,7 +245,7 @@ pub enum EvaluationResult {
     /// `DW_OP_call_frame_entry_reg`: answer with
     /// [`Evaluation::resume_with_entry_register`] and the location holding
     /// the register's value on entry to the current function (from CFI;
-    /// [`Location::undefined`] if unknown, [`Location::register`] if it was
+    /// [`LocationDescription::undefined`](crate::LocationDescription::undefined) if unknown, [`LocationDescription::register`](crate::LocationDescription::register) if it was
     /// not saved).
     RequiresEntryRegister {
         /// DWARF register number.
