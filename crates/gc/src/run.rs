@@ -113,8 +113,8 @@ pub struct Prepared {
 enum Compiled {
     /// Frames: ORC's LLJIT.
     Orc(Jit),
-    /// Statepoints: MCJIT with the stack maps kept.
-    StackMaps(StackMapJit),
+    /// Statepoints: MCJIT with the stack maps kept (boxed: the index is large).
+    StackMaps(Box<StackMapJit>),
 }
 
 impl std::fmt::Debug for Prepared {
@@ -529,7 +529,7 @@ fn prepare_statepoints(
         })
         .collect();
     Ok(Prepared {
-        _jit: Compiled::StackMaps(jit),
+        _jit: Compiled::StackMaps(Box::new(jit)),
         stack_maps: Some(Arc::new(maps)),
         entry: entry.to_owned(),
         address,

@@ -282,18 +282,24 @@ pub fn set_gc(f: Function<'_>, strategy: Option<&str>) {
 /// or `"gc-leaf-function"`), replacing one with the same key.
 pub fn add_function_string_attribute(f: Function<'_>, key: &str, value: &str) {
     let raw = f.as_raw();
-    // SAFETY: a live function; the key and value are valid for their lengths and LLVM
-    // copies them into the context's attribute.
-    unsafe {
-        let ctx = llvm_sys::core::LLVMGetModuleContext(llvm_sys::core::LLVMGetGlobalParent(raw));
-        let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX);
-        let attr = llvm_sys::core::LLVMCreateStringAttribute(
+    let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX);
+    // SAFETY: a live function, whose module is live.
+    let module = unsafe { llvm_sys::core::LLVMGetGlobalParent(raw) };
+    // SAFETY: a live module, whose context is live.
+    let ctx = unsafe { llvm_sys::core::LLVMGetModuleContext(module) };
+    // SAFETY: a live context; the key and value are valid for their lengths and LLVM copies
+    // them into the attribute.
+    let attr = unsafe {
+        llvm_sys::core::LLVMCreateStringAttribute(
             ctx,
             key.as_ptr().cast(),
             len(key),
             value.as_ptr().cast(),
             len(value),
-        );
-        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr);
-    }
+        )
+    };
+    // SAFETY: a live function and an attribute of its context.
+    unsafe {
+        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr)
+    };
 }

@@ -73,6 +73,13 @@
 //! | `locus_gc_alloc_bytes` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_bytes(ptr %ptls, i64 %size, i64 %tag)` | may collect, then returns a new tagged object of `size` zero bytes; `ptls` is unused |
 //! | `locus_gc_alloc_genericmemory` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_genericmemory(ptr %ptls, i64 %nbytes, ptr %tag)` | may collect, then returns a new tagged `GenericMemory` with `nbytes` of inline data |
 //!
+//! Code rewritten for statepoint roots ([`statepoints`]) calls, besides these, the
+//! `locus_gc_sp_*` variants of the functions that may collect (the same arguments and the
+//! caller's frame address last, where the stack walk starts; [`statepoint_symbols`]), the
+//! pins `locus_gc_pin`, `locus_gc_unpin`, `locus_gc_pin_forever` (`void (ptr)`) and the root
+//! regions `locus_gc_region_depth`, `locus_gc_push_region`, `locus_gc_region_reset`; none
+//! of those six collects.
+//!
 //! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
 //! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
 //! and the bytes that survived it.

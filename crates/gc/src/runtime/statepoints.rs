@@ -139,7 +139,7 @@ fn walk(
     let mut walked = 0;
     let in_stack = |a: usize| bounds.is_none_or(|b| a >= b.low && a + 16 <= b.high);
     loop {
-        if fp == 0 || fp % 8 != 0 || !in_stack(fp) {
+        if fp == 0 || !fp.is_multiple_of(8) || !in_stack(fp) {
             return Err(frame_fault(
                 walked,
                 0,
@@ -147,14 +147,11 @@ fn walk(
                 number,
             ));
         }
-        // SAFETY: `fp` is an aligned address inside this thread's stack (checked above), the
-        // frame record of a function that is running: [caller's fp, return address].
-        let (caller_fp, ret) = unsafe {
-            (
-                (fp as *const usize).read(),
-                (fp as *const usize).add(1).read(),
-            )
-        };
+        // SAFETY: `fp` and `fp + 8` are aligned words inside this thread's stack (checked
+        // above), the frame record of a running function: [caller's fp, return address].
+        let caller_fp = unsafe { read(fp) };
+        // SAFETY: as above.
+        let ret = unsafe { read(fp + 8) };
         if !maps.in_code(ret) {
             break;
         }
@@ -171,7 +168,7 @@ fn walk(
                     let base = at(pair.base).map(|a| a + 8 * lane);
                     let derived = at(pair.derived).map(|a| a + 8 * lane);
                     for a in [base, derived].into_iter().flatten() {
-                        if a % 8 != 0 || !in_stack(a) {
+                        if !a.is_multiple_of(8) || !in_stack(a) {
                             return Err(frame_fault(
                                 walked,
                                 ret,
@@ -290,7 +287,7 @@ impl Marker<'_> {
             for field in 0..words {
                 // SAFETY: `grey.addr` is a live object whose body holds at least `words`
                 // aligned 8-byte words.
-                let target = unsafe { (grey.addr as *const usize).add(field).read() };
+                let target = unsafe { read(grey.addr + 8 * field) };
                 if target == 0 || (!precise && !self.heap.is_live(target)) {
                     continue;
                 }
@@ -457,6 +454,9 @@ fn mark_all(
     Ok(())
 }
 
+/// A slot's address and the value read from it.
+type Read = (usize, usize);
+
 /// Copies every live object not pinned and rewrites what points to it.
 fn move_objects(
     heap: &mut Heap,
@@ -485,16 +485,12 @@ fn move_objects(
     heap.rewrite_fields(&moved);
     for frame in sp_frames {
         // Read every slot before writing any: a slot may be both a base and a derived one.
-        let values: Vec<(Option<(usize, usize)>, Option<(usize, usize)>)> = frame
+        // SAFETY: every slot was checked by `walk` and its frame is running.
+        let value = |a: usize| (a, unsafe { read(a) });
+        let values: Vec<(Option<Read>, Option<Read>)> = frame
             .lanes
             .iter()
-            // SAFETY: checked by `walk`; the frame is running.
-            .map(|&(b, d)| {
-                (
-                    b.map(|a| (a, unsafe { read(a) })),
-                    d.map(|a| (a, unsafe { read(a) })),
-                )
-            })
+            .map(|&(b, d)| (b.map(value), d.map(value)))
             .collect();
         for (base, derived) in values {
             let Some((base_slot, old_base)) = base else {
