@@ -426,3 +426,37 @@ fn failures_are_errors_that_name_the_cause() {
         Err(Error::Verify { .. })
     ));
 }
+
+/// MCJIT's C API sets every function's `"frame-pointer"` from one engine option, so only
+/// `from_module_with_frame_pointers` keeps the frame pointer a stack walk follows: its
+/// code starts `push %rbp; mov %rsp, %rbp` (55 48 89 e5), the plain JIT's does not, even
+/// for a function that asks for it.
+#[test]
+fn frame_pointers_are_kept_only_when_asked() -> TestResult {
+    let ctx = locus_llvm::Context::new();
+    let module = locus_llvm::Module::parse_ir(
+        &ctx,
+        "fp.ll",
+        r#"
+        declare void @g(i64)
+        define i64 @f(i64 %a) "frame-pointer"="all" {
+          call void @g(i64 %a)
+          %b = add i64 %a, 1
+          ret i64 %b
+        }
+        "#,
+    )?;
+    extern "C" fn g(_: i64) {}
+    let symbols = [("g", g as extern "C" fn(i64) as usize)];
+    let prologue = |jit: &StackMapJit| -> Result<[u8; 4], Box<dyn StdError>> {
+        let f = jit.function_address("f").ok_or("no @f")?;
+        // SAFETY: `f`'s code is mapped readable and executable while `jit` lives, and is
+        // longer than four bytes.
+        Ok(unsafe { std::ptr::read(f as *const [u8; 4]) })
+    };
+    let kept = StackMapJit::from_module_with_frame_pointers(&module, &symbols)?;
+    assert_eq!(prologue(&kept)?, [0x55, 0x48, 0x89, 0xe5]);
+    let plain = StackMapJit::from_module(&module, &symbols)?;
+    assert_ne!(prologue(&plain)?[0], 0x55);
+    Ok(())
+}
