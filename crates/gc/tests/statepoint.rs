@@ -226,3 +226,34 @@ fn a_dropped_relocation_is_caught_as_a_dangling_reference() {
     let out = run_statepoint(path, &bad, true, false).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((out.value, out.faults.len()), (42, 0), "{:?}", out.faults);
 }
+
+/// LLVM's optimizer run on the rewritten module (after RS4GC, as `--passes` does) keeps the
+/// relocations: derived pointers through phis and selects, vectors and a struct of tracked
+/// pointers, a tree and 10,000 frames, moved at every collection.
+#[test]
+fn optimized_statepoint_code_keeps_its_relocations() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs");
+    for name in [
+        "derived_select_phi.ll",
+        "vector_struct.ll",
+        "mixed_aggregate.ll",
+        "tree.ll",
+        "deep_recursion_derived.ll",
+    ] {
+        let path = dir.join(name);
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let options = RunOptions {
+            roots: Roots::Statepoint,
+            moving: true,
+            stress: true,
+            on_fault: OnFault::Record,
+            passes: Some("default<O2>".into()),
+            ..RunOptions::default()
+        };
+        // SAFETY: as in `run_statepoint`.
+        let out = unsafe { run(name, &text, options) }.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(out.faults.is_empty(), "{name}: {:?}", out.faults);
+        assert_eq!(out.value, expected(&text, &path), "{name}");
+        assert!(out.stats.objects_moved > 0, "{name}: nothing moved");
+    }
+}
