@@ -29,7 +29,7 @@
 //! 1. the address is in a freed object of a stress-mode heap (then what happens follows
 //!    that runtime's [`OnFault`](crate::runtime::OnFault): exit 2, abort, or, for the
 //!    handlers that let a run continue, make the object's pages accessible again, record
-//!    the access as a [`GcFault::FreedAccess`](crate::runtime::GcFault::FreedAccess) for the
+//!    the access as a [`GcFault::FreedAccess`] for the
 //!    runtime to report at its next call, and let the access proceed; it reads poison);
 //! 2. the faulting thread is inside a [`fault_scope`] (as [`crate::run`] is while its entry
 //!    runs), or the faulting instruction is in code registered with [`register_code`], or

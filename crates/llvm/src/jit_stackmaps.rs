@@ -788,6 +788,8 @@ fn parse(context: &Context, name: &str, ir: &[u8]) -> Result<OwnedModule> {
     let c_name = CString::new(name).map_err(|_| Error::Parse {
         message: format!("module name {name:?} contains a NUL byte"),
     })?;
+    // What Module::parse_ir checks first: LLVM's reader crashes on what it refuses.
+    crate::module::check_input(name, ir)?;
     // SAFETY: `ir` is valid for its length and copied, as is the name.
     let buffer = unsafe {
         LLVMCreateMemoryBufferWithMemoryRangeCopy(ir.as_ptr().cast(), ir.len(), c_name.as_ptr())

@@ -23,7 +23,7 @@
 //! block, the symbols its block depends on, so a module whose N functions share one `.text`
 //! section (one block) costs it memory in N² (LLVM 19's `lli-19 -jit-kind=orc` on 10,000
 //! two-line functions calling one another: 1.37 GB resident, 150 MB with a section each).
-//! [`Jit`](crate::Jit) does this to its own copy of every module it is given on Linux.
+//! [`Jit`](crate::jit::Jit) does this to its own copy of every module it is given on Linux.
 //!
 //! ```
 //! use locus_llvm::passes::run_passes;
