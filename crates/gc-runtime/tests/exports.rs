@@ -1,0 +1,95 @@
+//! The libraries export what the header declares and do not link libLLVM: checked on the
+//! shared library cargo built next to this test's executable, with llvm-nm-19 and
+//! llvm-readobj-19 as the oracles.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `target/{debug,release}`, where cargo writes this crate's libraries.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    // target/debug/deps/exports-HASH
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{} is not in target/PROFILE/deps", exe.display()))
+}
+
+fn tool(name: &str, args: &[&str]) -> String {
+    let out = Command::new(name)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{name} is required (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The function names the header declares.
+fn declared() -> Vec<String> {
+    let header = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/locus_gc.h");
+    let text =
+        std::fs::read_to_string(&header).unwrap_or_else(|e| panic!("{}: {e}", header.display()));
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//") && !l.trim_start().starts_with('*'))
+        .filter_map(|l| {
+            let open = l.find('(')?;
+            let name = l[..open].rsplit([' ', '*']).next()?;
+            name.starts_with("locus_gc_").then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_shared_library_exports_every_declared_function_and_needs_no_llvm() {
+    let so = profile_dir().join("liblocus_gc_runtime.so");
+    let so = so.to_str().unwrap_or_else(|| panic!("non-UTF-8 path"));
+    let names = declared();
+    assert_eq!(names.len(), 24, "{names:?}");
+    let dynamic = tool("llvm-nm-19", &["-D", "--defined-only", so]);
+    let exported: Vec<&str> = dynamic
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_addr, kind, name) = (f.next()?, f.next()?, f.next()?);
+            (kind == "T").then_some(name)
+        })
+        .collect();
+    for n in &names {
+        assert!(
+            exported.contains(&n.as_str()),
+            "{n} is not exported by {so}"
+        );
+    }
+    let needed = tool("llvm-readobj-19", &["--needed-libs", so]);
+    assert!(needed.contains("libc.so"), "{needed}");
+    assert!(
+        !needed.to_lowercase().contains("llvm"),
+        "{so} links LLVM:\n{needed}"
+    );
+}
+
+#[test]
+fn the_static_library_defines_every_declared_function_and_no_llvm() {
+    let a = profile_dir().join("liblocus_gc_runtime.a");
+    let a = a.to_str().unwrap_or_else(|| panic!("non-UTF-8 path"));
+    let symbols = tool("llvm-nm-19", &["--defined-only", "--no-sort", a]);
+    for n in declared() {
+        assert!(
+            symbols.lines().any(|l| l.ends_with(&format!(" T {n}"))),
+            "{n} is not defined in {a}"
+        );
+    }
+    // Nothing of LLVM's C API is in it (locus-gc without its `llvm` feature).
+    assert!(!symbols.contains(" LLVMContextCreate"), "{a} holds LLVM");
+    let undefined = tool("llvm-nm-19", &["--undefined-only", "--no-sort", a]);
+    assert!(
+        !undefined
+            .lines()
+            .any(|l| l.trim_start().starts_with("U LLVM")),
+        "{a} needs LLVM symbols"
+    );
+}
