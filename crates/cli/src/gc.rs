@@ -1,9 +1,10 @@
-//! `locus gc ...`: check, lower and run IR that uses Julia-style GC pointers.
+//! `locus gc ...`: check, lower, run and build IR that uses Julia-style GC pointers.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use locus_gc::build::{self, BuildOptions};
 use locus_gc::lower::{lower_module, FunctionReport, LowerOptions};
 use locus_gc::run::{lower_statepoints, prepare_with_roots, Roots};
 use locus_gc::runtime::OnFault;
@@ -155,6 +156,52 @@ pub enum Command {
         passes: Option<String>,
         #[arg(long, value_name = "SECONDS", value_parser = crate::watchdog::parse_seconds, help = crate::watchdog::HELP)]
         timeout: Option<std::time::Duration>,
+    },
+    /// Lower, compile ahead of time with LLVM 19 and link the GC runtime into an executable
+    /// that behaves as `locus gc run` on the same module.
+    ///
+    /// The module is checked and lowered as by `locus gc run`, compiled in process (as
+    /// `llc-19 -O2 -relocation-model=pic` would), and linked by clang-19 with the static
+    /// runtime library liblocus_gc_runtime.a (`cargo build -p locus-gc-runtime`; found
+    /// next to the locus executable, in its parent directory, or in target/release or
+    /// target/debug under the current directory, unless --runtime names it). A function
+    /// named `main` in the module is renamed `locus_entry`: the executable's main is the
+    /// one Locus adds, which makes the runtime, calls ENTRY and prints its result.
+    ///
+    /// The executable prints the entry's result on a line of its own and exits with 0;
+    /// a broken GC contract found while it runs prints one `locus: gc: ...` line and
+    /// exits with 2, a fatal signal one `locus: SIGNAL ...` line and exits with 3, as
+    /// `locus gc run` does. LOCUS_GC_STRESS=1 in its environment turns the stress
+    /// collector on (as `locus gc run --stress`).
+    ///
+    /// Exit status of `locus gc build`: 0 when the executable was written, 1 otherwise
+    /// (`locus: FILE: ...` on standard error).
+    #[command(verbatim_doc_comment)]
+    Build {
+        /// Textual (.ll) or bitcode (.bc) IR.
+        file: PathBuf,
+        /// The executable to write.
+        #[arg(short, long, value_name = "PROG")]
+        output: PathBuf,
+        /// The function the executable calls, of type `i64 ()`.
+        #[arg(long, default_value = "main", value_name = "NAME")]
+        entry: String,
+        /// Where the collector finds roots: `frames` (Julia-style GC frames) or
+        /// `statepoint` (LLVM's gc.statepoint stack maps, which the runtime reads from the
+        /// executable's .llvm_stackmaps section at start-up; x86-64; linked -no-pie).
+        #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
+        roots: RootsArg,
+        /// Run this LLVM pass pipeline on the lowered module before it is compiled: opt's
+        /// -passes syntax, e.g. `default<O2>`.
+        #[arg(long, value_name = "PIPELINE")]
+        passes: Option<String>,
+        /// The runtime library: liblocus_gc_runtime.a, or a directory holding it.
+        #[arg(long, value_name = "PATH")]
+        runtime: Option<PathBuf>,
+        /// Also write the module that is compiled (lowered, with the executable's main) as
+        /// text, for doing the remaining steps by hand (llc-19, clang-19).
+        #[arg(long, value_name = "OUT.ll")]
+        emit_ir: Option<PathBuf>,
     },
 }
 
@@ -368,6 +415,34 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             if *stats {
                 write!(out, "{}", outcome.stats).map_err(io)?;
             }
+            Ok(())
+        }
+        Command::Build {
+            file,
+            output,
+            entry,
+            roots,
+            passes,
+            runtime,
+            emit_ir,
+        } => {
+            let bytes = read(input, file)?;
+            let shown = file.display().to_string();
+            let options = BuildOptions {
+                roots: (*roots).into(),
+                entry: entry.clone(),
+                passes: passes.clone(),
+                runtime: runtime.clone(),
+                ..BuildOptions::default()
+            };
+            let fail = |e: &dyn std::fmt::Display| Failure::Message(format!("{shown}: {e}"));
+            if let Some(path) = emit_ir {
+                let lowered =
+                    build::lower_for_build(&shown, &bytes, &options).map_err(|e| fail(&e))?;
+                std::fs::write(path, lowered)
+                    .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
+            }
+            build::build(&shown, &bytes, output, &options).map_err(|e| fail(&e))?;
             Ok(())
         }
     }

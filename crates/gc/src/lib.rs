@@ -37,7 +37,10 @@
 //! - [`signals`] turns a fault in code Locus runs (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
 //!   stack overflow) into one `locus:` line naming the signal, the address and the function;
 //! - [`run`] verifies, lowers, optionally runs an LLVM pass pipeline on the lowered module
-//!   (opt's syntax, `default<O2>`), JIT-compiles with LLVM 19 and calls an entry function.
+//!   (opt's syntax, `default<O2>`), JIT-compiles with LLVM 19 and calls an entry function;
+//! - [`build`] lowers the same way, compiles ahead of time with LLVM 19 and links the
+//!   runtime library (the crate `locus-gc-runtime`: `liblocus_gc_runtime.a`, with a C
+//!   header) into an executable that behaves as [`run`] does (`locus gc build`).
 //!
 //! # Two ways to keep roots
 //!
@@ -80,10 +83,10 @@
 //!
 //! # Features
 //!
-//! `llvm` (default): [`verify`], [`lower`], [`run`], [`addrspace`] and [`Error`], which
+//! `llvm` (default): [`verify`], [`lower`], [`run`], [`build`], [`addrspace`] and [`Error`], which
 //! link libLLVM 19 through `locus-llvm`. Without it (`default-features = false`) the crate
 //! is [`runtime`] and [`signals`] alone, so a host that embeds the collector does not link
-//! LLVM.
+//! LLVM: the crate `locus-gc-runtime` builds it as a C library this way.
 //!
 //! # Exit statuses
 //!
@@ -130,6 +133,8 @@
 
 #[cfg(feature = "llvm")]
 pub mod addrspace;
+#[cfg(feature = "llvm")]
+pub mod build;
 pub mod contract;
 #[cfg(feature = "llvm")]
 mod error;

@@ -1,0 +1,464 @@
+//! `locus gc build`: lower a module, compile it ahead of time with LLVM 19 and link it
+//! against the runtime library into an executable.
+//!
+//! The steps ([`build`] does all of them):
+//! 1. [`lower_for_build`]: parse, check the GC invariants and lower, as `locus gc run` does
+//!    ([`crate::run::prepare_with_roots`]): Julia-style frames, or for statepoint roots the
+//!    module [`crate::run::lower_statepoints`] rewrites; then the optional pass pipeline.
+//!    The program's `main` is added: `i32 @main()` calls the runtime's `locus_gc_main`
+//!    (`locus_gc_main_statepoints` for statepoint roots) with the entry, which makes the
+//!    thread's runtime, calls the entry and prints its `i64` result on a line of its own. A
+//!    function of the module named `main` (the entry of `locus gc run` by default) is
+//!    renamed [`RENAMED_MAIN`] first, so fault lines name it so.
+//! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
+//!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
+//!    (`"frame-pointer"="all"`, which the rewrite adds).
+//! 3. [`link`]: `clang-19 OBJECT RUNTIME -o PROG -rdynamic -lpthread -ldl -lm -lgcc_s`
+//!    (`-no-pie` too for statepoint roots), `RUNTIME` being `liblocus_gc_runtime.a`
+//!    ([`find_runtime`]). `-rdynamic` exports the program's functions so that a fault line
+//!    can name the function (the handler asks `dladdr`).
+//!
+//! The executable behaves as `locus gc run` on the same module: the result on standard
+//! output and exit status 0; a broken GC contract prints one `locus: gc: ...` line and
+//! exits with status 2, a fatal signal one `locus: SIGNAL ...` line and status 3;
+//! `LOCUS_GC_STRESS=1` in its environment turns the stress collector on (see the crate
+//! `locus-gc-runtime`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use locus_llvm::passes::run_passes;
+use locus_llvm::{Context, Module};
+
+use crate::contract::RUNTIME_GET_PGCSTACK;
+use crate::lower::{lower_module, LowerOptions};
+use crate::run::{lower_statepoints, Roots};
+use crate::Error;
+
+/// The file name of the static runtime library (`cargo build -p locus-gc-runtime`).
+pub const RUNTIME_LIBRARY: &str = "liblocus_gc_runtime.a";
+
+/// What a function named `main` in the input is renamed to: the executable's `main` is
+/// the one [`lower_for_build`] adds.
+pub const RENAMED_MAIN: &str = "locus_entry";
+
+/// The linker driver used by default.
+pub const DEFAULT_LINKER: &str = "clang-19";
+
+/// How to build an executable.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Where the collector finds roots.
+    pub roots: Roots,
+    /// The entry function, of type `i64 ()`.
+    pub entry: String,
+    /// An LLVM pass pipeline in opt's syntax run on the lowered module before it is
+    /// compiled.
+    pub passes: Option<String>,
+    /// The runtime library (a file, or a directory holding [`RUNTIME_LIBRARY`]); `None`:
+    /// [`find_runtime`] looks for it.
+    pub runtime: Option<PathBuf>,
+    /// The C compiler driver that links ([`DEFAULT_LINKER`]).
+    pub linker: String,
+}
+
+impl Default for BuildOptions {
+    /// Frames, entry `main` (as `locus gc run`), no passes, the runtime found, clang-19.
+    fn default() -> BuildOptions {
+        BuildOptions {
+            roots: Roots::Frames,
+            entry: "main".into(),
+            passes: None,
+            runtime: None,
+            linker: DEFAULT_LINKER.into(),
+        }
+    }
+}
+
+/// What can go wrong while building.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The module: parsing, the invariants, the lowering, the entry, LLVM's code generation.
+    Module(Error),
+    /// The runtime library was not found.
+    NoRuntime {
+        /// The places looked in, in order.
+        searched: Vec<PathBuf>,
+    },
+    /// A file could not be written or removed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The linker could not be run, or failed.
+    Link {
+        /// The command, as a shell would show it.
+        command: String,
+        /// Why: the linker's standard error, or why it did not run.
+        message: String,
+    },
+}
+
+impl From<Error> for BuildError {
+    fn from(e: Error) -> BuildError {
+        BuildError::Module(e)
+    }
+}
+
+impl From<locus_llvm::Error> for BuildError {
+    fn from(e: locus_llvm::Error) -> BuildError {
+        BuildError::Module(Error::Llvm(e))
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Module(e) => write!(f, "{e}"),
+            BuildError::NoRuntime { searched } => {
+                write!(
+                    f,
+                    "the runtime library {RUNTIME_LIBRARY} was not found (build it with \
+                     `cargo build -p locus-gc-runtime`, or pass --runtime PATH); looked in"
+                )?;
+                for (i, p) in searched.iter().enumerate() {
+                    let sep = if i == 0 { " " } else { ", " };
+                    write!(f, "{sep}{}", p.display())?;
+                }
+                Ok(())
+            }
+            BuildError::Io { path, message } => write!(f, "{}: {message}", path.display()),
+            BuildError::Link { command, message } => {
+                write!(f, "linking failed: `{command}`: {}", message.trim_end())
+            }
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Whether `c` may continue an unquoted LLVM identifier (`[-a-zA-Z$._0-9]`).
+fn ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'$' | b'.' | b'_')
+}
+
+/// `text` (printed IR) with every reference `@from` to a global renamed `@to`. LLVM prints
+/// a global's name unquoted when it is an identifier, as `main` is, so each reference is
+/// `@from` followed by a character that cannot continue the name.
+fn rename_global(text: &str, from: &str, to: &str) -> String {
+    let needle = format!("@{from}");
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut last = 0;
+    let mut at = 0;
+    while let Some(found) = text[at..].find(&needle) {
+        let start = at + found;
+        let end = start + needle.len();
+        if bytes.get(end).is_none_or(|&c| !ident_char(c)) {
+            out.push_str(&text[last..start]);
+            out.push('@');
+            out.push_str(to);
+            last = end;
+        }
+        at = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
+    let ok = module.function(entry).is_some_and(|f| {
+        let ty = f.function_type();
+        ty.return_type().and_then(|r| r.int_width()) == Some(64)
+            && ty.param_types().is_some_and(|p| p.is_empty())
+            && !f.is_declaration()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Entry {
+            name: entry.to_owned(),
+            message: "no defined function of type `i64 ()` by that name".into(),
+        })
+    }
+}
+
+/// A `julia.*` call left after lowering is one neither the lowering nor the runtime
+/// implements: refused naming it (as [`crate::run`] refuses it), rather than left for the
+/// linker to fail on an undefined symbol.
+fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<(), Error> {
+    for f in module.function_list() {
+        for inst in f.instructions() {
+            let Some(name) = inst.as_call().and_then(|c| c.callee_name()) else {
+                continue;
+            };
+            if name.starts_with("julia.") {
+                return Err(Error::Lower {
+                    function: f.name(),
+                    instruction: Some(inst.print().trim().to_string()),
+                    message: format!(
+                        "@{name} is left after lowering: neither the lowering nor the Locus \
+                         runtime implements it"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Frames: checks and lowers `module` in place as [`crate::run::prepare_with_roots`] does.
+fn lower_frames(module: &Module<'_>) -> Result<(), Error> {
+    module.verify()?;
+    // Functions already lowered (they call `locus_gc_get_pgcstack`) pass through unchecked.
+    let lowered: Vec<String> = module
+        .function_list()
+        .into_iter()
+        .filter(|f| {
+            f.instructions().into_iter().any(|i| {
+                i.as_call()
+                    .and_then(|c| c.callee_name())
+                    .is_some_and(|n| n == RUNTIME_GET_PGCSTACK)
+            })
+        })
+        .map(|f| f.name())
+        .collect();
+    let violations: Vec<_> = crate::verify::verify_module(module, Default::default())
+        .into_iter()
+        .filter(|v| v.is_error() && !lowered.contains(&v.function))
+        .collect();
+    if !violations.is_empty() {
+        return Err(Error::Invariants(violations));
+    }
+    lower_module(module, LowerOptions::default())?;
+    refuse_julia_runtime_calls(module)
+}
+
+/// Step 1: the lowered module, with the executable's `main` added, as IR text (what
+/// [`compile`] compiles; `locus gc build --emit-ir` writes it).
+///
+/// # Errors
+/// As [`crate::run::prepare_with_roots`]: LLVM's, the invariants, the lowering's, and
+/// [`Error::Entry`]; also [`Error::Entry`] when the module defines [`RENAMED_MAIN`] and a
+/// function `main`, or statepoint roots on a host other than x86-64.
+pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<String, Error> {
+    let ctx = Context::new();
+    let module = match options.roots {
+        Roots::Frames => {
+            let module = Module::parse_ir(&ctx, name, ir)?;
+            lower_frames(&module)?;
+            module
+        }
+        Roots::Statepoint => {
+            if !cfg!(target_arch = "x86_64") {
+                return Err(Error::Entry {
+                    name: options.entry.clone(),
+                    message: "statepoint roots walk x86-64 frames only".into(),
+                });
+            }
+            lower_statepoints(&ctx, name, ir)?.0
+        }
+    };
+    if let Some(pipeline) = &options.passes {
+        run_passes(&module, pipeline)?;
+    }
+    check_entry(&module, &options.entry)?;
+    let mut text = module.print();
+    let mut entry = options.entry.clone();
+    if module.function("main").is_some() {
+        if module.function(RENAMED_MAIN).is_some() {
+            return Err(Error::Entry {
+                name: options.entry.clone(),
+                message: format!(
+                    "the module has both @main and @{RENAMED_MAIN}; the executable's main is \
+                     Locus's, and @main would be renamed @{RENAMED_MAIN}"
+                ),
+            });
+        }
+        text = rename_global(&text, "main", RENAMED_MAIN);
+        if entry == "main" {
+            entry = RENAMED_MAIN.into();
+        }
+    }
+    let start = match options.roots {
+        Roots::Frames => "locus_gc_main",
+        Roots::Statepoint => "locus_gc_main_statepoints",
+    };
+    text.push_str(&format!(
+        "\n; The executable's main (locus gc build): the runtime calls @{entry} and prints its result.\n\
+         declare i32 @{start}(ptr)\n\n\
+         define i32 @main() {{\n  %status = call i32 @{start}(ptr @{entry})\n  ret i32 %status\n}}\n"
+    ));
+    Ok(text)
+}
+
+/// Step 2: [`lower_for_build`]'s text compiled into an ELF object for the host, in process.
+///
+/// # Errors
+/// LLVM's: parsing, verifying, code generation.
+pub fn compile(name: &str, lowered: &str) -> Result<Vec<u8>, Error> {
+    let ctx = Context::new();
+    let module = Module::parse_ir(&ctx, name, lowered)?;
+    module.verify()?;
+    Ok(locus_llvm::emit_object(&module, "", "", "")?)
+}
+
+/// Where [`find_runtime`] looks for [`RUNTIME_LIBRARY`] when not told: the directory of
+/// the running executable (`target/debug/` for `target/debug/locus`), its parent (for a
+/// test binary in `target/debug/deps/`), then `target/release/` and `target/debug/` under
+/// the current directory.
+pub fn runtime_search_path() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            dirs.push(dir.to_path_buf());
+            if let Some(up) = dir.parent() {
+                dirs.push(up.to_path_buf());
+            }
+        }
+    }
+    dirs.push(PathBuf::from("target/release"));
+    dirs.push(PathBuf::from("target/debug"));
+    dirs
+}
+
+/// The runtime library to link: `explicit` (the file, or [`RUNTIME_LIBRARY`] in that
+/// directory), else the first [`RUNTIME_LIBRARY`] of [`runtime_search_path`].
+///
+/// # Errors
+/// [`BuildError::NoRuntime`], naming every place looked in.
+pub fn find_runtime(explicit: Option<&Path>) -> Result<PathBuf, BuildError> {
+    let candidates: Vec<PathBuf> = match explicit {
+        Some(p) if p.is_dir() => vec![p.join(RUNTIME_LIBRARY)],
+        Some(p) => vec![p.to_path_buf()],
+        None => runtime_search_path()
+            .into_iter()
+            .map(|d| d.join(RUNTIME_LIBRARY))
+            .collect(),
+    };
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or(BuildError::NoRuntime {
+            searched: candidates,
+        })
+}
+
+/// Step 3: links `object` with `runtime` into the executable `output` with `linker`
+/// (a C compiler driver such as clang-19 or cc).
+///
+/// # Errors
+/// [`BuildError::Link`] when the linker cannot be run or fails, with its standard error.
+pub fn link(
+    object: &Path,
+    runtime: &Path,
+    output: &Path,
+    roots: Roots,
+    linker: &str,
+) -> Result<(), BuildError> {
+    let mut cmd = Command::new(linker);
+    cmd.arg(object).arg(runtime).arg("-o").arg(output);
+    // The runtime's own needs (Rust's std), and the program's functions exported so a
+    // fault line can name them (dladdr reads the dynamic symbol table).
+    cmd.args(["-rdynamic", "-lpthread", "-ldl", "-lm", "-lgcc_s"]);
+    if roots == Roots::Statepoint {
+        // The stack map section's function addresses are then final in the file, which
+        // the runtime reads back at start-up.
+        cmd.arg("-no-pie");
+    }
+    let shown = format!("{cmd:?}").replace('"', "");
+    let out = cmd.output().map_err(|e| BuildError::Link {
+        command: shown.clone(),
+        message: format!("cannot run {linker}: {e}"),
+    })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // A library built in the same cargo invocation as an LLVM-using crate (a
+        // workspace-wide build) holds locus-gc with its `llvm` feature: cargo unified it.
+        let hint = if stderr.contains("reference to `LLVM") || stderr.contains("symbol: LLVM") {
+            format!(
+                "\n(the runtime library {} was built with locus-gc's LLVM half: cargo \
+                 unifies features in a workspace-wide build; rebuild it alone with \
+                 `cargo build -p locus-gc-runtime`)",
+                runtime.display()
+            )
+        } else {
+            String::new()
+        };
+        return Err(BuildError::Link {
+            command: shown,
+            message: format!("{}: {}{hint}", out.status, stderr.trim_end()),
+        });
+    }
+    Ok(())
+}
+
+/// What [`build`] made.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The runtime library linked.
+    pub runtime: PathBuf,
+    /// The object file's size in bytes.
+    pub object_bytes: usize,
+}
+
+/// All three steps: `ir` (named `name` in messages) lowered, compiled and linked into the
+/// executable `output`. The object file is written next to `output` (`OUTPUT.o`) and
+/// removed after linking.
+///
+/// # Errors
+/// Those of [`lower_for_build`], [`compile`], [`find_runtime`] and [`link`], and
+/// [`BuildError::Io`] for the object file.
+pub fn build(
+    name: &str,
+    ir: &[u8],
+    output: &Path,
+    options: &BuildOptions,
+) -> Result<Built, BuildError> {
+    let runtime = find_runtime(options.runtime.as_deref())?;
+    let lowered = lower_for_build(name, ir, options)?;
+    let object = compile(name, &lowered)?;
+    let mut object_path = output.as_os_str().to_owned();
+    object_path.push(".o");
+    let object_path = PathBuf::from(object_path);
+    std::fs::write(&object_path, &object).map_err(|e| BuildError::Io {
+        path: object_path.clone(),
+        message: e.to_string(),
+    })?;
+    let linked = link(
+        &object_path,
+        &runtime,
+        output,
+        options.roots,
+        &options.linker,
+    );
+    let removed = std::fs::remove_file(&object_path);
+    linked?;
+    removed.map_err(|e| BuildError::Io {
+        path: object_path,
+        message: e.to_string(),
+    })?;
+    Ok(Built {
+        runtime,
+        object_bytes: object.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rename_global;
+
+    #[test]
+    fn renames_whole_global_names_only() {
+        let text = "define i64 @main() {\n  %a = call i64 @main_helper(ptr @main)\n  ret i64 0\n}\n@x = global ptr @main.1\n";
+        assert_eq!(
+            rename_global(text, "main", "locus_entry"),
+            "define i64 @locus_entry() {\n  %a = call i64 @main_helper(ptr @locus_entry)\n  ret i64 0\n}\n@x = global ptr @main.1\n"
+        );
+    }
+}
