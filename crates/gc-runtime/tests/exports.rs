@@ -1,18 +1,33 @@
-//! The libraries export what the header declares and do not link libLLVM: checked on the
-//! shared library cargo built next to this test's executable, with llvm-nm-19 and
-//! llvm-readobj-19 as the oracles.
+//! The libraries export what the header declares and do not link libLLVM: checked with
+//! llvm-nm-19 and llvm-readobj-19 as the oracles.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-/// `target/{debug,release}`, where cargo writes this crate's libraries.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
-    // target/debug/deps/exports-HASH
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| panic!("{} is not in target/PROFILE/deps", exe.display()))
+/// Where this crate's libraries are, built by this test alone (`cargo build -p
+/// locus-gc-runtime` into `target/gc-runtime-alone`), as a user builds them: in a
+/// workspace-wide build cargo unifies locus-gc's features, and the libraries it makes then
+/// hold locus-gc's LLVM half too (what `locus gc build` warns about when linking fails).
+fn profile_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = workspace.join("target/gc-runtime-alone");
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let out = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "locus-gc-runtime"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&workspace)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
+        assert!(
+            out.status.success(),
+            "cargo build -p locus-gc-runtime: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        target.join("debug")
+    })
 }
 
 fn tool(name: &str, args: &[&str]) -> String {
