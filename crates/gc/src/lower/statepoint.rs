@@ -31,7 +31,8 @@
 use std::collections::HashMap;
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Value};
+use locus_llvm::cfg::{Cfg, Dominators};
+use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Use, Value};
 use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
 use locus_llvm::{Context, Module};
 
@@ -386,14 +387,16 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
 }
 
 /// A `longjmp` comes back to a `returns_twice` call (`setjmp`) from a path where RS4GC saw
-/// what is live after the call as dead, so nothing keeps it there. Each GC pointer that is
-/// available at such a call (an argument, or defined before it in its block or in the entry
-/// block) and used after it is stored, right before the call, into a slot of a root region
-/// of the function's own: kept, and pinned, until the function returns.
+/// what is live after the call as dead, so nothing keeps it there. Each GC pointer live
+/// across such a call is stored, right before the call, into a slot of a root region of the
+/// function's own: kept, and pinned, until the function returns.
+///
+/// Live across the call, in strict SSA: the value dominates the call (an argument, or an
+/// instruction of a dominating block or before the call in its block) and has a use
+/// reachable from the point after the call, a `phi`'s use counting at the end of its
+/// incoming block. Reachability overestimates liveness only for values whose every path to
+/// a use passes their definition again (a loop); keeping those is safe (a pin).
 fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
-    let Some(entry) = f.entry_block() else {
-        return Ok(());
-    };
     let calls: Vec<Instruction<'m>> = f
         .instructions()
         .into_iter()
@@ -405,35 +408,66 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
             })
         })
         .collect();
-    for call in calls {
-        let Some(block) = call.block() else { continue };
-        let mut candidates: Vec<Value<'m>> = f.params();
-        for i in entry.instructions().into_iter().chain(block.instructions()) {
-            if i == call {
-                if block == entry {
-                    break;
-                }
-                continue;
-            }
-            if i.block() == Some(block) && i.comes_before(call) != Some(true) {
-                continue;
-            }
-            candidates.push(i.as_value());
-        }
-        let live: Vec<Value<'m>> = candidates
-            .into_iter()
-            .filter(|v| v.ty().is_pointer() && v.ty().address_space().is_some_and(is_gc))
-            .filter(|v| {
-                v.users().into_iter().any(|u| {
-                    u.as_instruction().is_some_and(|ui| {
-                        ui.block() != Some(block) || call.comes_before(ui) == Some(true)
-                    })
-                })
-            })
-            .collect();
-        if live.is_empty() {
+    if calls.is_empty() {
+        return Ok(());
+    }
+    // Every call's values are found before any store is inserted (the CFG keeps positions).
+    let cfg = Cfg::new(f);
+    let dom = Dominators::new(&cfg);
+    let is_gc_pointer =
+        |v: &Value<'m>| v.ty().is_pointer() && v.ty().address_space().is_some_and(is_gc);
+    let mut kept: Vec<(Instruction<'m>, Vec<Value<'m>>)> = Vec::new();
+    for &call in &calls {
+        let Some(home) = call.block().and_then(|bb| cfg.index_of(bb)) else {
             continue;
+        };
+        // Blocks reachable from the end of the call's block (itself again only by a cycle).
+        let mut after = vec![false; cfg.len()];
+        let mut work: Vec<usize> = cfg.successors(home).to_vec();
+        while let Some(x) = work.pop() {
+            if !std::mem::replace(&mut after[x], true) {
+                work.extend_from_slice(cfg.successors(x));
+            }
         }
+        let used_after = |u: &Use<'m>| -> bool {
+            let Some(user) = u.user.as_instruction() else {
+                return false;
+            };
+            let at = if user.opcode() == Opcode::Phi {
+                let incoming = user.phi_incoming();
+                let Some(block) = usize::try_from(u.operand)
+                    .ok()
+                    .and_then(|k| incoming.get(k))
+                    .and_then(|(_, bb)| cfg.index_of(*bb))
+                else {
+                    return true; // unknown: keep it
+                };
+                // At the end of the incoming block: after the call when that is its block.
+                return block == home || after[block];
+            } else {
+                user.block().and_then(|bb| cfg.index_of(bb))
+            };
+            match at {
+                Some(x) if x == home => after[x] || cfg.comes_before(call, user) == Some(true),
+                Some(x) => after[x],
+                None => true,
+            }
+        };
+        let candidates = f.params().into_iter().chain(
+            f.instructions()
+                .into_iter()
+                .filter(|&i| i != call && dom.dominates_instruction(i.as_value(), call))
+                .map(|i| i.as_value()),
+        );
+        let live: Vec<Value<'m>> = candidates
+            .filter(is_gc_pointer)
+            .filter(|v| v.uses().iter().any(used_after))
+            .collect();
+        if !live.is_empty() {
+            kept.push((call, live));
+        }
+    }
+    for (call, live) in kept {
         b.position_after_allocas(f)?;
         let ty = b.array_type(b.ptr_type(crate::contract::TRACKED)?, live.len() as u64)?;
         let slots = b.alloca(ty, None, "gc.setjmp.roots")?;

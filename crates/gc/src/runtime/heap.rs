@@ -625,6 +625,7 @@ impl Heap {
     }
 
     /// Objects whose blocks the heap holds: live ones and the freed ones stress mode keeps.
+    #[cfg(test)]
     pub(crate) fn blocks_held(&self) -> usize {
         self.live.len() + self.freed.len() + self.old_copies.len()
     }
