@@ -36,6 +36,8 @@
 //! object's words or through a base slot holding an interior pointer.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::OnceLock;
 
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, GcFrame, StackBounds};
@@ -66,10 +68,65 @@ pub struct SlotPair {
 }
 
 /// The statepoint records of compiled code by return address, and where the code is.
+///
+/// A walk looks each frame's return address up by binary search in vectors sorted by
+/// address, built at the first walk after the last addition: no hashing, and the pairs of
+/// all records in one vector.
 #[derive(Clone, Debug, Default)]
 pub struct StackMaps {
-    records: HashMap<usize, Vec<SlotPair>>,
+    records: Vec<(usize, Vec<SlotPair>)>,
     code: Vec<(usize, usize)>,
+    index: OnceLock<Index>,
+}
+
+/// [`StackMaps`] sorted for lookup.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    /// Distinct return addresses, increasing.
+    returns: Vec<usize>,
+    /// For each of `returns`, its pairs in `pairs`.
+    spans: Vec<Range<usize>>,
+    pairs: Vec<SlotPair>,
+    /// Code ranges sorted by start.
+    code: Vec<(usize, usize)>,
+}
+
+impl Index {
+    fn new(records: &[(usize, Vec<SlotPair>)], code: &[(usize, usize)]) -> Index {
+        let mut order: Vec<usize> = (0..records.len()).collect();
+        // Stable: the pairs of one address stay in the order they were added.
+        order.sort_by_key(|&k| records[k].0);
+        let mut index = Index::default();
+        for k in order {
+            let (ret, pairs) = &records[k];
+            if index.returns.last() != Some(ret) {
+                index.returns.push(*ret);
+                index.spans.push(index.pairs.len()..index.pairs.len());
+            }
+            index.pairs.extend_from_slice(pairs);
+            if let Some(span) = index.spans.last_mut() {
+                span.end = index.pairs.len();
+            }
+        }
+        index.code = code.to_vec();
+        index.code.sort_unstable();
+        index
+    }
+
+    fn in_code(&self, addr: usize) -> bool {
+        // The last range starting at or before `addr` (sections do not overlap; sorted by
+        // (start, end), an empty section comes before a real one at the same start).
+        let after = self.code.partition_point(|&(s, _)| s <= addr);
+        after
+            .checked_sub(1)
+            .and_then(|k| self.code.get(k))
+            .is_some_and(|&(_, e)| addr < e)
+    }
+
+    fn pairs(&self, return_address: usize) -> Option<&[SlotPair]> {
+        let k = self.returns.binary_search(&return_address).ok()?;
+        self.pairs.get(self.spans.get(k)?.clone())
+    }
 }
 
 impl StackMaps {
@@ -81,19 +138,18 @@ impl StackMaps {
     /// Adds compiled code at `start..end`: a return address in it continues the walk.
     pub fn add_code(&mut self, start: usize, end: usize) {
         self.code.push((start, end));
+        self.index = OnceLock::new();
     }
 
     /// Adds the statepoint whose call returns to `return_address`.
     pub fn add_record(&mut self, return_address: usize, pairs: Vec<SlotPair>) {
-        self.records
-            .entry(return_address)
-            .or_default()
-            .extend(pairs);
+        self.records.push((return_address, pairs));
+        self.index = OnceLock::new();
     }
 
-    /// Statepoints recorded.
+    /// Statepoints recorded (distinct return addresses).
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.index().returns.len()
     }
 
     /// No statepoint recorded.
@@ -101,17 +157,34 @@ impl StackMaps {
         self.records.is_empty()
     }
 
-    fn in_code(&self, addr: usize) -> bool {
-        self.code.iter().any(|&(s, e)| addr >= s && addr < e)
+    fn index(&self) -> &Index {
+        self.index
+            .get_or_init(|| Index::new(&self.records, &self.code))
     }
 }
+
+/// (base slot address, derived slot address) of one lane; `None` for a constant.
+type Lane = (Option<usize>, Option<usize>);
 
 /// A machine frame of compiled code at a statepoint: the slots of its pairs, resolved.
 struct SpFrame {
     index: usize,
     return_address: usize,
-    /// (base slot address, derived slot address), one per lane; `None` for a constant.
-    lanes: Vec<(Option<usize>, Option<usize>)>,
+    /// Its lanes in the walk's vector of lanes.
+    lanes: Range<usize>,
+}
+
+/// What a walk found: the statepoint frames and all their lanes.
+#[derive(Default)]
+struct Walked {
+    frames: Vec<SpFrame>,
+    lanes: Vec<Lane>,
+}
+
+impl Walked {
+    fn lanes(&self, frame: &SpFrame) -> &[Lane] {
+        self.lanes.get(frame.lanes.clone()).unwrap_or(&[])
+    }
 }
 
 /// The most compiled frames one walk visits.
@@ -133,8 +206,9 @@ fn walk(
     fp: usize,
     bounds: Option<StackBounds>,
     number: u64,
-) -> Result<(Vec<SpFrame>, usize), GcFault> {
-    let mut out = Vec::new();
+) -> Result<(Walked, usize), GcFault> {
+    let index = maps.index();
+    let mut out = Walked::default();
     let mut fp = fp;
     let mut walked = 0;
     let in_stack = |a: usize| bounds.is_none_or(|b| a >= b.low && a + 16 <= b.high);
@@ -152,17 +226,17 @@ fn walk(
         let caller_fp = unsafe { read(fp) };
         // SAFETY: as above.
         let ret = unsafe { read(fp + 8) };
-        if !maps.in_code(ret) {
+        if !index.in_code(ret) {
             break;
         }
         let sp = fp + 16;
-        if let Some(pairs) = maps.records.get(&ret) {
+        if let Some(pairs) = index.pairs(ret) {
             let at = |slot: Slot| match slot {
                 Slot::Sp(off) => sp.checked_add_signed(off as isize),
                 Slot::Fp(off) => caller_fp.checked_add_signed(off as isize),
                 Slot::Constant => None,
             };
-            let mut lanes = Vec::new();
+            let first = out.lanes.len();
             for pair in pairs {
                 for lane in 0..usize::from(pair.lanes) {
                     let base = at(pair.base).map(|a| a + 8 * lane);
@@ -177,13 +251,13 @@ fn walk(
                             ));
                         }
                     }
-                    lanes.push((base, derived));
+                    out.lanes.push((base, derived));
                 }
             }
-            out.push(SpFrame {
+            out.frames.push(SpFrame {
                 index: walked,
                 return_address: ret,
-                lanes,
+                lanes: first..out.lanes.len(),
             });
         }
         walked += 1;
@@ -326,7 +400,7 @@ pub(crate) fn collect(
     let sp = frames::approx_stack_pointer();
     let chain = frames::walk(roots.head, sp, roots.bounds, number)?;
     let (sp_frames, walked) = if roots.fp == 0 {
-        (Vec::new(), 0)
+        (Walked::default(), 0)
     } else {
         walk(roots.maps, roots.fp, roots.bounds, number)?
     };
@@ -394,7 +468,7 @@ fn mark_regions(
 fn mark_all(
     m: &mut Marker<'_>,
     chain: &[frames::FrameRef],
-    sp_frames: &[SpFrame],
+    sp_frames: &Walked,
 ) -> Result<(), GcFault> {
     for frame in chain {
         m.done.max_roots = m.done.max_roots.max(frame.nroots);
@@ -420,9 +494,10 @@ fn mark_all(
         m.trace(addr, (usize::MAX, 0), true, from)?;
     }
     m.drain()?;
-    for frame in sp_frames {
-        m.done.max_roots = m.done.max_roots.max(frame.lanes.len());
-        for (pair, &(base, _)) in frame.lanes.iter().enumerate() {
+    for frame in &sp_frames.frames {
+        let lanes = sp_frames.lanes(frame);
+        m.done.max_roots = m.done.max_roots.max(lanes.len());
+        for (pair, &(base, _)) in lanes.iter().enumerate() {
             let Some(slot) = base else { continue };
             // SAFETY: checked by `walk`; the frame is running.
             let target = unsafe { read(slot) };
@@ -461,7 +536,7 @@ type Read = (usize, usize);
 fn move_objects(
     heap: &mut Heap,
     pinned: &HashSet<usize>,
-    sp_frames: &[SpFrame],
+    sp_frames: &Walked,
     number: u64,
     done: &mut Collection,
 ) {
@@ -483,12 +558,12 @@ fn move_objects(
         return;
     }
     heap.rewrite_fields(&moved);
-    for frame in sp_frames {
+    for frame in &sp_frames.frames {
         // Read every slot before writing any: a slot may be both a base and a derived one.
         // SAFETY: every slot was checked by `walk` and its frame is running.
         let value = |a: usize| (a, unsafe { read(a) });
-        let values: Vec<(Option<Read>, Option<Read>)> = frame
-            .lanes
+        let values: Vec<(Option<Read>, Option<Read>)> = sp_frames
+            .lanes(frame)
             .iter()
             .map(|&(b, d)| (b.map(value), d.map(value)))
             .collect();
@@ -507,5 +582,54 @@ fn move_objects(
             // SAFETY: as above.
             unsafe { write(base_slot, new_base) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(off: i32) -> SlotPair {
+        SlotPair {
+            base: Slot::Sp(off),
+            derived: Slot::Sp(off),
+            lanes: 1,
+        }
+    }
+
+    /// Records added out of order, one address twice, are found by binary search with
+    /// their pairs in the order added; code ranges answer by their half-open bounds.
+    #[test]
+    fn lookup_by_return_address() {
+        let mut maps = StackMaps::new();
+        maps.add_code(0x3000, 0x3100);
+        maps.add_code(0x1000, 0x1100);
+        maps.add_code(0x2000, 0x2000);
+        maps.add_record(0x3010, vec![pair(8)]);
+        maps.add_record(0x1020, vec![pair(16)]);
+        maps.add_record(0x3010, vec![pair(24), pair(32)]);
+        assert_eq!(maps.len(), 2);
+        let index = maps.index();
+        assert_eq!(
+            index.pairs(0x3010),
+            Some(&[pair(8), pair(24), pair(32)][..])
+        );
+        assert_eq!(index.pairs(0x1020), Some(&[pair(16)][..]));
+        assert_eq!(index.pairs(0x1021), None);
+        for (addr, inside) in [
+            (0xfff, false),
+            (0x1000, true),
+            (0x10ff, true),
+            (0x1100, false),
+            (0x2000, false),
+            (0x30ff, true),
+            (0x3100, false),
+        ] {
+            assert_eq!(index.in_code(addr), inside, "{addr:#x}");
+        }
+        // An addition after a lookup is seen by the next one.
+        maps.add_record(0x1030, vec![pair(40)]);
+        assert_eq!(maps.index().pairs(0x1030), Some(&[pair(40)][..]));
+        assert_eq!(maps.len(), 3);
     }
 }
