@@ -2,6 +2,8 @@
 //! `liblocus_gc_runtime.a` behave as `locus gc run` on the same file (the oracle): the same
 //! result with and without `LOCUS_GC_STRESS=1`, the same fault lines and exit statuses;
 //! and neither the runtime library nor the executables need libLLVM (llvm-readobj-19).
+//! Both kinds of roots: Julia-style frames, and statepoints, whose stack maps the runtime
+//! reads back from the executable.
 //!
 //! The runtime library is built by this test alone (`cargo build -p locus-gc-runtime` into
 //! `target/gc-runtime-alone`): in a build of the whole workspace cargo unifies locus-gc's
@@ -16,19 +18,15 @@ use std::sync::OnceLock;
 
 use common::*;
 
-/// A sample of the GC suite's programs: trees, lists, deep recursion, Julia's allocations
-/// and calls, callee-rooted arguments, preserved objects, jl_roots, vectors, aggregates.
-const PROGRAMS: [&str; 10] = [
+/// A sample of the GC suite's programs: a tree, a list, Julia's allocations, callee-rooted
+/// arguments, preserved objects, vectors.
+const PROGRAMS: [&str; 6] = [
     "tree",
     "list_sum",
-    "deep_recursion",
     "julia_alloc",
-    "julia_call",
     "callee_rooted",
     "gc_preserve",
-    "jl_roots",
     "vector_phi",
-    "mixed_aggregate",
 ];
 
 fn gc_fixture(sub: &str, name: &str) -> PathBuf {
@@ -228,6 +226,185 @@ fn neither_the_runtime_nor_the_program_needs_libllvm() {
             file.display()
         );
     }
+}
+
+/// The programs run with statepoint roots: lists, Julia's allocations and calls, preserved
+/// objects, jl_roots, aggregates. (Not tree or deep_recursion: their moving runs take
+/// seconds, copying every live object at each of their many collections.)
+const STATEPOINT_PROGRAMS: [&str; 6] = [
+    "list_sum",
+    "julia_alloc",
+    "julia_call",
+    "gc_preserve",
+    "jl_roots",
+    "mixed_aggregate",
+];
+
+/// Statepoint roots: the runtime reads the stack maps back from the executable's
+/// `.llvm_stackmaps` section. Each program prints what `gc run --roots statepoint` prints,
+/// without stress, under stress and with the moving collector (`LOCUS_GC_MOVING=1`).
+#[test]
+fn statepoint_programs_read_their_stack_maps_and_print_what_gc_run_prints() {
+    let tmp = TempDir::new("gc-build-statepoint");
+    let mut checked = 0;
+    for name in STATEPOINT_PROGRAMS {
+        let file = gc_fixture("programs", name);
+        let prog = tmp.path(name);
+        build(&file, &prog, &["--roots", "statepoint"]);
+        for (stress, moving) in [(false, false), (true, false), (true, true)] {
+            let mut args = vec!["run", "--roots", "statepoint", path_str(&file)];
+            if stress {
+                args.insert(1, "--stress");
+            }
+            if moving {
+                args.insert(1, "--moving");
+            }
+            let jit = locus_gc(&args);
+            assert!(jit.status.success(), "gc run {name}: {}", text(&jit.stderr));
+            let mut cmd = Command::new(&prog);
+            cmd.env("LOCUS_GC_STRESS", if stress { "1" } else { "0" });
+            cmd.env("LOCUS_GC_MOVING", if moving { "1" } else { "0" });
+            let aot = cmd.output().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                aot.status.code(),
+                Some(0),
+                "{name} (stress {stress}, moving {moving}): {}",
+                text(&aot.stderr)
+            );
+            assert_eq!(text(&aot.stdout), text(&jit.stdout), "{name}");
+            checked += 1;
+        }
+    }
+    println!(
+        "{checked} runs of {} statepoint programs agree with gc run",
+        STATEPOINT_PROGRAMS.len()
+    );
+}
+
+/// The `gc.relocate` lines of a rewritten module: (line, relocated name, the value from
+/// before the call it replaces). (As in tests/gc.rs.)
+fn relocations(rewritten: &str) -> Vec<(usize, String, String)> {
+    rewritten
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("@llvm.experimental.gc.relocate"))
+        .filter_map(|(i, l)| {
+            let lhs = l.trim().split(' ').next()?.to_owned();
+            let (_, derived) = l.rsplit_once(", ")?;
+            let derived = derived.trim_end_matches(')').to_owned();
+            (lhs.starts_with('%') && derived.starts_with('%')).then_some((i, lhs, derived))
+        })
+        .collect()
+}
+
+/// `text` with every whole `from` token after line `at` replaced by `to`.
+fn use_stale(text: &str, at: usize, from: &str, to: &str) -> String {
+    let mut out = String::new();
+    for (i, l) in text.lines().enumerate() {
+        let mut rest = l;
+        if i != at {
+            while let Some(k) = rest.find(from) {
+                let after = &rest[k + from.len()..];
+                let whole =
+                    !after.starts_with(|c: char| c.is_alphanumeric() || c == '.' || c == '_');
+                out.push_str(&rest[..k]);
+                out.push_str(if whole { to } else { from });
+                rest = after;
+            }
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
+/// The oracle can fail ahead of time too: a relocation dropped from the rewritten module
+/// (its uses given the pre-call value) ends the executable under the moving collector as
+/// it ends `gc run --moving --stress`: status 2 and the same line, or the same result.
+#[test]
+fn a_dropped_relocation_is_caught_in_the_executable_as_in_gc_run() {
+    let tmp = TempDir::new("gc-build-stale");
+    let (mut caught, mut tried) = (0, 0);
+    for name in STATEPOINT_PROGRAMS {
+        let rewritten = tmp.path(&format!("{name}.ll"));
+        let out = locus_gc(&[
+            "lower",
+            "--roots",
+            "statepoint",
+            "-o",
+            path_str(&rewritten),
+            path_str(&gc_fixture("programs", name)),
+        ]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let lowered = std::fs::read_to_string(&rewritten).unwrap_or_else(|e| panic!("{e}"));
+        // (jl_roots pins its object: nothing is relocated.)
+        let Some((line, lhs, derived)) = relocations(&lowered).into_iter().next() else {
+            continue;
+        };
+        tried += 1;
+        let edited = tmp.path(&format!("{name}-stale.ll"));
+        std::fs::write(&edited, use_stale(&lowered, line, &lhs, &derived))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let prog = tmp.path(&format!("{name}-stale"));
+        build(&edited, &prog, &["--roots", "statepoint"]);
+        let jit = locus_gc(&[
+            "run",
+            "--roots",
+            "statepoint",
+            "--moving",
+            "--stress",
+            path_str(&edited),
+        ]);
+        let aot = Command::new(&prog)
+            .env("LOCUS_GC_STRESS", "1")
+            .env("LOCUS_GC_MOVING", "1")
+            .output()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (jit_err, aot_err) = (text(&jit.stderr), text(&aot.stderr));
+        assert_eq!(
+            aot.status.code(),
+            jit.status.code(),
+            "{name} without {lhs}: {aot_err} / gc run: {jit_err}"
+        );
+        assert_eq!(fault_shape(&aot_err), fault_shape(&jit_err), "{name}");
+        assert_eq!(text(&aot.stdout), text(&jit.stdout), "{name}");
+        if aot.status.code() == Some(2) {
+            assert!(
+                aot_err.starts_with("locus: gc: dangling reference"),
+                "{aot_err}"
+            );
+            caught += 1;
+        }
+    }
+    assert!(
+        tried >= 3 && caught >= 1,
+        "{caught} of {tried} dropped relocations caught"
+    );
+    println!("dropped relocations caught ahead of time: {caught} of {tried}");
+}
+
+/// A stripped statepoint executable cannot size its functions: one `locus: gc:` line and
+/// status 1, the entry never called.
+#[test]
+fn a_stripped_statepoint_executable_says_why_it_cannot_run() {
+    let tmp = TempDir::new("gc-build-stripped");
+    let prog = tmp.path("tree");
+    build(
+        &gc_fixture("programs", "tree"),
+        &prog,
+        &["--roots", "statepoint"],
+    );
+    run_ok("llvm-strip-19", &["--strip-all", path_str(&prog)]);
+    let out = run_prog(&prog, true);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.starts_with("locus: gc: cannot read the program's stack maps: ")
+            && err.contains("stripped")
+            && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 #[test]

@@ -131,6 +131,13 @@ int32_t locus_gc_init(void);
 // its own: sharing objects between threads is not supported yet (see the crate docs).
 int32_t locus_gc_thread_attach(void);
 
+// [`locus_gc_init`] for a program compiled with statepoint roots: the runtime walks the
+// stack maps of the executable's `.llvm_stackmaps` section ([`stackmaps`]), and moves
+// objects when the environment has `LOCUS_GC_MOVING=1`. Returns as [`locus_gc_init`]
+// does, or 3 ([`LOCUS_GC_NO_STACK_MAPS`]) after one `locus: gc: ...` line when the
+// stack maps cannot be read (no runtime is made then).
+int32_t locus_gc_init_statepoints(void);
+
 // Frees the calling thread's runtime and its heap (every object it allocated), and ends
 // its fault scope. Returns 0 ([`LOCUS_GC_OK`]), or 2 ([`LOCUS_GC_NOT_ATTACHED`]) when the
 // thread had none.
@@ -147,6 +154,15 @@ int32_t locus_gc_thread_detach(void);
 // `entry` must be a function of the C signature `int64_t (void)` that is sound to call:
 // lowered code, or anything that keeps the runtime's contract.
 int32_t locus_gc_main(int64_t (*entry)(void));
+
+// [`locus_gc_main`] for a program compiled with statepoint roots: the runtime is made by
+// [`locus_gc_init_statepoints`]. Returns 1 without calling `entry` when the stack maps
+// cannot be read.
+//
+// # Safety
+//
+// As for [`locus_gc_main`].
+int32_t locus_gc_main_statepoints(int64_t (*entry)(void));
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -36,11 +36,17 @@
 //! # Roots
 //!
 //! Julia-style frames (`locus gc build --roots frames`) need nothing more. Statepoint
-//! roots need the program's stack maps at run time, which this library does not read yet
-//! from the executable's `.llvm_stackmaps` section.
+//! roots (`--roots statepoint`) need the program's stack maps: [`locus_gc_init_statepoints`]
+//! (called by [`locus_gc_main_statepoints`]) reads them back from the executable's own
+//! `.llvm_stackmaps` section ([`stackmaps`]); `LOCUS_GC_MOVING=1` then turns the moving
+//! collector on (as `locus gc run --moving`). x86-64 only; the executable must keep its
+//! symbol table (not stripped).
+
+pub mod stackmaps;
 
 use std::cell::RefCell;
 use std::io::Write;
+use std::sync::Arc;
 
 use locus_gc::runtime::{Config, Guard, OnFault, Runtime};
 use locus_gc::signals::{self, FaultScope};
@@ -65,8 +71,15 @@ pub const LOCUS_GC_OK: i32 = 0;
 pub const LOCUS_GC_ALREADY_ATTACHED: i32 = 1;
 /// What [`locus_gc_thread_detach`] returns: the calling thread had no runtime.
 pub const LOCUS_GC_NOT_ATTACHED: i32 = 2;
-/// What [`locus_gc_main`] returns when the result could not be written to standard output.
+/// What [`locus_gc_main`] returns when the result could not be written to standard output
+/// (or, for [`locus_gc_main_statepoints`], the stack maps could not be read).
 pub const LOCUS_GC_OUTPUT_FAILED: i32 = 1;
+/// What [`locus_gc_init_statepoints`] returns when the executable's stack maps cannot be
+/// read (after one `locus: gc: ...` line on standard error).
+pub const LOCUS_GC_NO_STACK_MAPS: i32 = 3;
+/// The environment variable that turns the moving collector on with statepoint roots
+/// (value `1`).
+pub const MOVING_ENV: &str = "LOCUS_GC_MOVING";
 
 /// A thread's runtime and its fault scope, dropped by [`locus_gc_thread_detach`] (or when
 /// the thread ends).
@@ -87,6 +100,29 @@ pub fn stress_from_env() -> bool {
     std::env::var_os(STRESS_ENV).is_some_and(|v| v == "1")
 }
 
+/// Makes and installs the calling thread's runtime with `config`, unless it has one.
+fn attach(config: impl FnOnce() -> Result<Config, i32>) -> i32 {
+    let made = ATTACHED.try_with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_some() {
+            return LOCUS_GC_ALREADY_ATTACHED;
+        }
+        let config = match config() {
+            Ok(c) => c,
+            Err(status) => return status,
+        };
+        signals::install();
+        let runtime = Runtime::enter(config);
+        *slot = Some(Attached {
+            _scope: signals::fault_scope(false),
+            _runtime: runtime,
+        });
+        LOCUS_GC_OK
+    });
+    // Only during the thread's own teardown is the slot gone.
+    made.unwrap_or(LOCUS_GC_NOT_ATTACHED)
+}
+
 /// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1`, faults reported
 /// as `locus gc run` reports them ([`OnFault::Exit`]: one `locus: gc: ...` line, exit status
 /// 2), the process's fault handlers installed and the thread in a fault scope (a fatal
@@ -103,26 +139,38 @@ pub extern "C" fn locus_gc_init() -> i32 {
 /// its own: sharing objects between threads is not supported yet (see the crate docs).
 #[no_mangle]
 pub extern "C" fn locus_gc_thread_attach() -> i32 {
-    let made = ATTACHED.try_with(|slot| {
-        let mut slot = slot.borrow_mut();
-        if slot.is_some() {
-            return LOCUS_GC_ALREADY_ATTACHED;
-        }
-        signals::install();
-        let config = Config {
+    attach(|| {
+        Ok(Config {
             stress: stress_from_env(),
             on_fault: OnFault::Exit,
             ..Config::default()
-        };
-        let runtime = Runtime::enter(config);
-        *slot = Some(Attached {
-            _scope: signals::fault_scope(false),
-            _runtime: runtime,
-        });
-        LOCUS_GC_OK
-    });
-    // Only during the thread's own teardown is the slot gone.
-    made.unwrap_or(LOCUS_GC_NOT_ATTACHED)
+        })
+    })
+}
+
+/// [`locus_gc_init`] for a program compiled with statepoint roots: the runtime walks the
+/// stack maps of the executable's `.llvm_stackmaps` section ([`stackmaps`]), and moves
+/// objects when the environment has `LOCUS_GC_MOVING=1`. Returns as [`locus_gc_init`]
+/// does, or 3 ([`LOCUS_GC_NO_STACK_MAPS`]) after one `locus: gc: ...` line when the
+/// stack maps cannot be read (no runtime is made then).
+#[no_mangle]
+pub extern "C" fn locus_gc_init_statepoints() -> i32 {
+    attach(|| match stackmaps::from_executable() {
+        Ok(maps) => Ok(Config {
+            stress: stress_from_env(),
+            on_fault: OnFault::Exit,
+            stack_maps: Some(Arc::new(maps)),
+            moving: std::env::var_os(MOVING_ENV).is_some_and(|v| v == "1"),
+            ..Config::default()
+        }),
+        Err(message) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "locus: gc: cannot read the program's stack maps: {message}"
+            );
+            Err(LOCUS_GC_NO_STACK_MAPS)
+        }
+    })
 }
 
 /// Frees the calling thread's runtime and its heap (every object it allocated), and ends
@@ -156,6 +204,32 @@ pub extern "C" fn locus_gc_thread_detach() -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_main(entry: unsafe extern "C" fn() -> i64) -> i32 {
     locus_gc_init();
+    // SAFETY: the caller's promise.
+    unsafe { call_and_print(entry) }
+}
+
+/// [`locus_gc_main`] for a program compiled with statepoint roots: the runtime is made by
+/// [`locus_gc_init_statepoints`]. Returns 1 without calling `entry` when the stack maps
+/// cannot be read.
+///
+/// # Safety
+///
+/// As for [`locus_gc_main`].
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_main_statepoints(entry: unsafe extern "C" fn() -> i64) -> i32 {
+    if locus_gc_init_statepoints() == LOCUS_GC_NO_STACK_MAPS {
+        return LOCUS_GC_OUTPUT_FAILED;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { call_and_print(entry) }
+}
+
+/// Calls `entry`, prints its result, detaches.
+///
+/// # Safety
+///
+/// As for [`locus_gc_main`].
+unsafe fn call_and_print(entry: unsafe extern "C" fn() -> i64) -> i32 {
     // SAFETY: the caller's promise.
     let value = unsafe { entry() };
     let mut out = std::io::stdout().lock();
