@@ -1,0 +1,77 @@
+//! A C host embeds the runtime through `include/locus_gc.h` and the static library: it
+//! links a frame of its own, allocates, collects, and reads its object back; with the
+//! object unrooted, the stress collector catches the read as a dangling reference. clang-19
+//! compiles and links; the program's output and exit status are the oracle.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The static library, built by this test alone (see tests/exports.rs for why).
+fn static_library() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = workspace.join("target/gc-runtime-alone");
+    let cargo = option_env!("CARGO").unwrap_or("cargo");
+    let out = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "locus-gc-runtime"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&workspace)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo build -p locus-gc-runtime: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("debug/liblocus_gc_runtime.a")
+}
+
+#[test]
+fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("locus-gc-c-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let prog = dir.join("host");
+    let out = Command::new("clang-19")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/fixtures/host.c"))
+        .arg(static_library())
+        .args(["-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
+        .arg(&prog)
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is required (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "clang-19: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stress in ["0", "1"] {
+        let out = Command::new(&prog)
+            .env("LOCUS_GC_STRESS", stress)
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(0), "42"),
+            "stress {stress}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(&prog)
+        .arg("drop")
+        .env("LOCUS_GC_STRESS", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.starts_with("locus: gc: dangling reference: an access 8 bytes into object 0x")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
