@@ -510,16 +510,24 @@ fn mark_all(
                 pair,
                 slot,
             };
-            let (object, pin) = match m.heap.lookup(target) {
-                Lookup::Live(_) => (target, false),
-                // An interior pointer as a base (a derived pointer RS4GC could not trace
-                // to its object, say one loaded from memory): keep its object, in place.
-                Lookup::Inside { object, offset } if offset >= 0 && object.freed_in.is_none() => {
-                    (object.addr, true)
+            // Most bases are live objects: one registry probe, not the full lookup (which
+            // also searches the freed objects stress mode keeps).
+            let (object, pin) = if m.heap.is_live(target) {
+                (target, false)
+            } else {
+                match m.heap.lookup(target) {
+                    Lookup::Live(_) => (target, false),
+                    // An interior pointer as a base (a derived pointer RS4GC could not trace
+                    // to its object, say one loaded from memory): keep its object, in place.
+                    Lookup::Inside { object, offset }
+                        if offset >= 0 && object.freed_in.is_none() =>
+                    {
+                        (object.addr, true)
+                    }
+                    // Not the heap's: a constant object made from a plain pointer.
+                    Lookup::Nothing => continue,
+                    _ => (target, false),
                 }
-                // Not the heap's: a constant object made from a plain pointer.
-                Lookup::Nothing => continue,
-                _ => (target, false),
             };
             m.done.roots += 1;
             m.trace(object, (frame.index, pair), pin, from)?;
