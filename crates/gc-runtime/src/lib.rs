@@ -35,7 +35,8 @@
 //! - [`locus_gc_thread_detach`]: free the calling thread's runtime and its heap;
 //! - [`locus_gc_main`]: what the `main` of a `locus gc build` executable calls: init, call
 //!   the program's `int64_t entry(void)`, print its result on a line of its own (as
-//!   `locus gc run` prints it), detach, return 0.
+//!   `locus gc run` prints it; with `LOCUS_GC_STATS=1` the collector's counters follow, as
+//!   `locus gc run --stats` prints them), detach, return 0.
 //!
 //! # Threads
 //!
@@ -76,6 +77,10 @@ pub use locus_gc::runtime::{
 
 /// The environment variable that turns the stress collector on (value `1`).
 pub const STRESS_ENV: &str = "LOCUS_GC_STRESS";
+
+/// The environment variable that makes [`locus_gc_main`] print the collector's counters
+/// after the result (value `1`), as `locus gc run --stats` prints them.
+pub const STATS_ENV: &str = "LOCUS_GC_STATS";
 
 /// What [`locus_gc_init`] returns: the calling thread's runtime was made.
 pub const LOCUS_GC_OK: i32 = 0;
@@ -244,8 +249,22 @@ pub unsafe extern "C" fn locus_gc_main_statepoints(entry: unsafe extern "C" fn()
 unsafe fn call_and_print(entry: unsafe extern "C" fn() -> i64) -> i32 {
     // SAFETY: the caller's promise.
     let value = unsafe { entry() };
+    let stats = std::env::var_os(STATS_ENV)
+        .is_some_and(|v| v == "1")
+        .then(|| {
+            ATTACHED
+                .try_with(|slot| slot.borrow().as_ref().map(|a| a._runtime.stats()))
+                .ok()
+                .flatten()
+        })
+        .flatten();
     let mut out = std::io::stdout().lock();
-    let written = writeln!(out, "{value}").and_then(|()| out.flush());
+    let written = writeln!(out, "{value}")
+        .and_then(|()| match &stats {
+            Some(stats) => write!(out, "{stats}"),
+            None => Ok(()),
+        })
+        .and_then(|()| out.flush());
     drop(out);
     locus_gc_thread_detach();
     match written {
