@@ -25,8 +25,13 @@
 //! the pinned objects, marks, sweeps, and then, when moving ([`super::Config::moving`]),
 //! copies every live object that is not pinned to a new block: base slots are given the
 //! new address, each derived slot moves by the same delta as its base, pointer fields are
-//! rewritten, and the old copy is freed as the stress collector frees objects (its pages
-//! made inaccessible), so a stale pointer faults and is reported naming the object.
+//! rewritten. In stress mode the old copy is freed as the stress collector frees objects
+//! (its pages made inaccessible, never reused), so a stale pointer faults and is reported
+//! naming the object; otherwise its block goes back to the allocator once every object of
+//! the collection is copied, so a long run's memory stays bounded by what is live.
+//!
+//! Each frame's return address is found by binary search in vectors sorted by address
+//! (built at the first walk), and a base naming a live object costs one registry probe.
 //!
 //! Pinned (never moved): objects named by `gc_preserve` or a `jl_roots` bundle while they
 //! hold them ([`super::locus_gc_pin`]), objects whose address escaped through
@@ -315,8 +320,21 @@ impl Marker<'_> {
         pin: bool,
         from: impl FnOnce(&Heap) -> Referrer,
     ) -> Result<(), GcFault> {
+        let traced = self.heap.trace(target);
+        self.record(target, root, pin, traced, from)
+    }
+
+    /// What [`Marker::trace`] does with what tracing `target` found.
+    fn record(
+        &mut self,
+        target: usize,
+        root: (usize, usize),
+        pin: bool,
+        traced: Trace,
+        from: impl FnOnce(&Heap) -> Referrer,
+    ) -> Result<(), GcFault> {
         let collection = self.done.number;
-        match self.heap.trace(target) {
+        match traced {
             Trace::Marked(scan) => {
                 self.done.marked += 1;
                 if pin || matches!(scan, Scan::Words(_)) {
@@ -510,27 +528,24 @@ fn mark_all(
                 pair,
                 slot,
             };
-            // Most bases are live objects: one registry probe, not the full lookup (which
-            // also searches the freed objects stress mode keeps).
-            let (object, pin) = if m.heap.is_live(target) {
-                (target, false)
-            } else {
-                match m.heap.lookup(target) {
-                    Lookup::Live(_) => (target, false),
-                    // An interior pointer as a base (a derived pointer RS4GC could not trace
-                    // to its object, say one loaded from memory): keep its object, in place.
-                    Lookup::Inside { object, offset }
-                        if offset >= 0 && object.freed_in.is_none() =>
-                    {
-                        (object.addr, true)
-                    }
-                    // Not the heap's: a constant object made from a plain pointer.
-                    Lookup::Nothing => continue,
-                    _ => (target, false),
+            // Traced first: a live object (most bases) costs one registry probe; only
+            // what is not one is looked up.
+            match m.heap.trace(target) {
+                // An interior pointer as a base (a derived pointer RS4GC could not trace
+                // to its object, say one loaded from memory): keep its object, in place.
+                Trace::Bad(Lookup::Inside { object, offset })
+                    if offset >= 0 && object.freed_in.is_none() =>
+                {
+                    m.done.roots += 1;
+                    m.trace(object.addr, (frame.index, pair), true, from)?;
                 }
-            };
-            m.done.roots += 1;
-            m.trace(object, (frame.index, pair), pin, from)?;
+                // Not the heap's: a constant object made from a plain pointer.
+                Trace::Bad(Lookup::Nothing) => continue,
+                traced => {
+                    m.done.roots += 1;
+                    m.record(target, (frame.index, pair), false, traced, from)?;
+                }
+            }
         }
         m.drain()?;
     }
