@@ -276,7 +276,8 @@ fn peak_rss_kib() -> u64 {
 /// Ignored until `runtime::Runtime::enter` gives a moving runtime outside stress mode a
 /// heap outside stress mode (`Heap::new(config.stress, mode)`, not `config.stress ||
 /// moving`): with the stress heap every freed object is kept, and the long run peaks
-/// 100,784 KiB above the short one.
+/// 100,784 KiB above the short one; with that one-line change (tried in a scratch clone) it
+/// peaks 176 KiB above it, 97 collections against 9, and passes.
 #[test]
 #[ignore = "needs runtime/mod.rs to make a moving runtime's heap non-stress outside --stress"]
 fn moving_without_stress_keeps_memory_bounded() {
