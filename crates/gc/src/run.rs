@@ -53,8 +53,8 @@ pub struct RunOptions {
     /// Where the collector finds roots.
     pub roots: Roots,
     /// Move every live object that is not pinned at each collection (only with
-    /// [`Roots::Statepoint`]): old copies are made inaccessible, so a pointer that was not
-    /// relocated faults as a dangling reference.
+    /// [`Roots::Statepoint`]): with `stress`, old copies are made inaccessible, so a pointer
+    /// that was not relocated faults as a dangling reference; otherwise they are freed.
     pub moving: bool,
     /// The entry function, of type `i64 ()`.
     pub entry: String,

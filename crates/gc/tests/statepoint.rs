@@ -279,7 +279,6 @@ fn peak_rss_kib() -> u64 {
 /// 100,784 KiB above the short one; with that one-line change (tried in a scratch clone) it
 /// peaks 176 KiB above it, 97 collections against 9, and passes.
 #[test]
-#[ignore = "needs runtime/mod.rs to make a moving runtime's heap non-stress outside --stress"]
 fn moving_without_stress_keeps_memory_bounded() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/statepoint/long_moving.ll");
     let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -234,7 +234,8 @@ pub struct Config {
     /// (see [`statepoints`]). `None`: roots come from the frame chain alone.
     pub stack_maps: Option<std::sync::Arc<StackMaps>>,
     /// With [`Config::stack_maps`]: move every live object that is not pinned at each
-    /// collection, freeing the old copy as stress mode frees objects.
+    /// collection; the old copy is kept and made inaccessible in stress mode, as stress mode
+    /// frees objects, and otherwise its block is given back for reuse.
     pub moving: bool,
 }
 
@@ -409,8 +410,9 @@ impl Runtime {
             on_fault: config.on_fault,
             stack: StackBounds::current_thread(),
             state: RefCell::new(State {
-                // The moving collector frees old copies as stress mode frees objects.
-                heap: Heap::new(config.stress || moving, mode),
+                // The moving collector gives an old copy's block back for reuse; in stress
+                // mode it is kept and protected, as stress mode keeps what it frees.
+                heap: Heap::new(config.stress, mode),
                 stats: Stats::default(),
                 since_gc: 0,
                 live_after_gc: 0,
