@@ -45,10 +45,9 @@ pub enum Command {
         /// How roots are kept: `frames` (Julia-style GC frames, the default) or
         /// `statepoint` (the module rewritten by LLVM's rewrite-statepoints-for-gc: GC
         /// pointers in address space 1, `gc "statepoint-example"`, frame pointers kept,
-        /// the runtime's collecting calls wrapped to pass their frame address). Its
-        /// wrappers are named as the runtime's entry points: to link it against
-        /// liblocus_gc_runtime.a, use `locus gc build --roots statepoint` (its --emit-ir
-        /// writes this module with the wrappers renamed and a main added).
+        /// the runtime's collecting calls wrapped, in internal functions, to pass their
+        /// frame address). It links against liblocus_gc_runtime.a as it is; `locus gc
+        /// build --roots statepoint --emit-ir` also adds a main.
         #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
         roots: RootsArg,
     },

@@ -488,3 +488,71 @@ fn the_emitted_ir_builds_by_hand_with_llc_and_clang() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).lines().next(), Some("5050"));
 }
+
+/// `gc lower --roots statepoint` writes a module that links against the runtime library as
+/// it is: its wrappers of the runtime's collecting calls are internal, so they neither
+/// clash with the library's functions nor capture the library's own calls. A C-style main
+/// added in IR calls `locus_gc_main_statepoints` with the program's entry; the executable
+/// prints what `gc run` prints, with the moving collector too.
+#[test]
+fn the_statepoint_lowering_links_against_the_runtime_as_it_is() {
+    let tmp = TempDir::new("gc-lower-statepoint-link");
+    let file = gc_fixture("programs", "tree");
+    let lowered = tmp.path("tree.ll");
+    let out = locus_gc(&[
+        "lower",
+        "--roots",
+        "statepoint",
+        path_str(&file),
+        "-o",
+        path_str(&lowered),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ir = std::fs::read_to_string(&lowered).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        ir.contains("define internal ptr addrspace(1) @locus_gc_alloc("),
+        "{ir}"
+    );
+    let ir = ir.replace("define i64 @main()", "define i64 @tree_main()")
+        + "\ndeclare i32 @locus_gc_main_statepoints(ptr)\n\
+           define i32 @main() {\n  %s = call i32 @locus_gc_main_statepoints(ptr @tree_main)\n  ret i32 %s\n}\n";
+    std::fs::write(&lowered, ir).unwrap_or_else(|e| panic!("{e}"));
+    let obj = tmp.path("tree.o");
+    run_ok(
+        LLC,
+        &[
+            "-O2",
+            "-filetype=obj",
+            path_str(&lowered),
+            "-o",
+            path_str(&obj),
+        ],
+    );
+    let prog = tmp.path("tree");
+    let lib = runtime_dir().join("liblocus_gc_runtime.a");
+    run_ok(
+        "clang-19",
+        &[
+            "-no-pie",
+            path_str(&obj),
+            path_str(&lib),
+            "-rdynamic",
+            "-lpthread",
+            "-ldl",
+            "-lm",
+            "-lgcc_s",
+            "-o",
+            path_str(&prog),
+        ],
+    );
+    let expected = locus_gc(&["run", path_str(&file)]);
+    assert!(expected.status.success(), "{}", text(&expected.stderr));
+    let expected = text(&expected.stdout);
+    let out = Command::new(&prog)
+        .env("LOCUS_GC_STRESS", "1")
+        .env("LOCUS_GC_MOVING", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().next(), expected.lines().next());
+}

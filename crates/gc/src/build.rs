@@ -43,10 +43,6 @@ pub const RUNTIME_LIBRARY: &str = "liblocus_gc_runtime.a";
 /// the one [`lower_for_build`] adds.
 pub const RENAMED_MAIN: &str = "locus_entry";
 
-/// What a function of the module named as one of the runtime's entry points is renamed
-/// with (`locus_gc_alloc.wrapper`): the statepoint rewrite's wrappers.
-pub const WRAPPER_SUFFIX: &str = ".wrapper";
-
 /// The linker driver used by default.
 pub const DEFAULT_LINKER: &str = "clang-19";
 
@@ -286,14 +282,6 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         text = rename_global(&text, "main", RENAMED_MAIN);
         if entry == "main" {
             entry = RENAMED_MAIN.into();
-        }
-    }
-    // The statepoint rewrite defines wrappers named as the runtime's entry points (they
-    // call its `locus_gc_sp_*` variants with their frame address): a JIT lets them shadow
-    // the runtime's, a linker would refuse the second definition, so they are renamed.
-    for (symbol, _) in crate::runtime::symbols() {
-        if module.function(symbol).is_some_and(|f| !f.is_declaration()) {
-            text = rename_global(&text, symbol, &format!("{symbol}{WRAPPER_SUFFIX}"));
         }
     }
     let start = match options.roots {

@@ -21,7 +21,8 @@
 //!    LLVM 19's RS4GC relocates scalars and vectors of GC pointers, never aggregates;
 //! 4. the text is retyped: address spaces 10, 11, 12 and 13 all become 1 (a cast between
 //!    two of them becomes a `bitcast`), and the runtime's functions that may collect become
-//!    small wrappers defined in the module, which pass their frame address
+//!    small internal wrappers defined in the module (so the output links against the
+//!    runtime library as it is), which pass their frame address
 //!    (`llvm.frameaddress`) to the runtime's `locus_gc_sp_*` entry: the walk of the
 //!    frame-pointer chain starts there ([`crate::runtime::statepoints`]);
 //! 5. every other defined function gets `gc "statepoint-example"` and
@@ -714,7 +715,7 @@ fn wrapper(runtime: &str, suffix: &str, ty: Type<'_>) -> Result<String> {
     };
     Ok(format!(
         "\ndeclare {ret} @{SP_PREFIX}{suffix}({})\n\
-         define {ret} @{runtime}({}) noinline {{\n  \
+         define internal {ret} @{runtime}({}) noinline {{\n  \
          %fp = call ptr @llvm.frameaddress.p0(i32 0)\n  \
          {result}notail call {ret} @{SP_PREFIX}{suffix}({})\n  {ret_stmt}\n}}\n",
         sp_params.join(", "),
