@@ -31,9 +31,7 @@ use std::process::Command;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
-use crate::contract::RUNTIME_GET_PGCSTACK;
-use crate::lower::{lower_module, LowerOptions};
-use crate::run::{lower_statepoints, Roots};
+use crate::run::{lower_frames, lower_statepoints, Roots};
 use crate::Error;
 
 /// The file name of the static runtime library (`cargo build -p locus-gc-runtime`).
@@ -185,57 +183,6 @@ fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
             message: "no defined function of type `i64 ()` by that name".into(),
         })
     }
-}
-
-/// A `julia.*` call left after lowering is one neither the lowering nor the runtime
-/// implements: refused naming it (as [`crate::run`] refuses it), rather than left for the
-/// linker to fail on an undefined symbol.
-fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<(), Error> {
-    for f in module.function_list() {
-        for inst in f.instructions() {
-            let Some(name) = inst.as_call().and_then(|c| c.callee_name()) else {
-                continue;
-            };
-            if name.starts_with("julia.") {
-                return Err(Error::Lower {
-                    function: f.name(),
-                    instruction: Some(inst.print().trim().to_string()),
-                    message: format!(
-                        "@{name} is left after lowering: neither the lowering nor the Locus \
-                         runtime implements it"
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Frames: checks and lowers `module` in place as [`crate::run::prepare_with_roots`] does.
-fn lower_frames(module: &Module<'_>) -> Result<(), Error> {
-    module.verify()?;
-    // Functions already lowered (they call `locus_gc_get_pgcstack`) pass through unchecked.
-    let lowered: Vec<String> = module
-        .function_list()
-        .into_iter()
-        .filter(|f| {
-            f.instructions().into_iter().any(|i| {
-                i.as_call()
-                    .and_then(|c| c.callee_name())
-                    .is_some_and(|n| n == RUNTIME_GET_PGCSTACK)
-            })
-        })
-        .map(|f| f.name())
-        .collect();
-    let violations: Vec<_> = crate::verify::verify_module(module, Default::default())
-        .into_iter()
-        .filter(|v| v.is_error() && !lowered.contains(&v.function))
-        .collect();
-    if !violations.is_empty() {
-        return Err(Error::Invariants(violations));
-    }
-    lower_module(module, LowerOptions::default())?;
-    refuse_julia_runtime_calls(module)
 }
 
 /// Step 1: the lowered module, with the executable's `main` added, as IR text (what

@@ -152,6 +152,39 @@ fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Checks `module`'s GC invariants and lowers it in place with GC frames, as
+/// [`prepare_with_roots`] and [`crate::build`] do: a module with errors is refused with
+/// [`Error::Invariants`], and so is a `julia.*` call left after lowering.
+pub(crate) fn lower_frames(module: &Module<'_>) -> Result<Vec<FunctionReport>> {
+    module.verify()?;
+    // A function that already calls the runtime's `locus_gc_get_pgcstack` was lowered
+    // before (and checked then): its frame stores and lowered intrinsics (a
+    // `pointer_from_objref` is a plain cast now) break the rules by design, and the
+    // lowering passes it through.
+    let lowered: Vec<String> = module
+        .function_list()
+        .into_iter()
+        .filter(|f| {
+            f.instructions().into_iter().any(|i| {
+                i.as_call()
+                    .and_then(|c| c.callee_name())
+                    .is_some_and(|n| n == RUNTIME_GET_PGCSTACK)
+            })
+        })
+        .map(|f| f.name())
+        .collect();
+    let violations: Vec<_> = crate::verify::verify_module(module, Default::default())
+        .into_iter()
+        .filter(|v| v.is_error() && !lowered.contains(&v.function))
+        .collect();
+    if !violations.is_empty() {
+        return Err(Error::Invariants(violations));
+    }
+    let reports = lower_module(module, LowerOptions::default())?;
+    refuse_julia_runtime_calls(module)?;
+    Ok(reports)
+}
+
 /// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
 /// with [`Error::Invariants`]; warnings do not stop it; functions already lowered, which
 /// call the runtime's `locus_gc_get_pgcstack`, are not checked), lowers it (functions that
@@ -198,32 +231,7 @@ pub fn prepare_with_roots(
     }
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
-    module.verify()?;
-    // A function that already calls the runtime's `locus_gc_get_pgcstack` was lowered
-    // before (and checked then): its frame stores and lowered intrinsics (a
-    // `pointer_from_objref` is a plain cast now) break the rules by design, and the
-    // lowering passes it through.
-    let lowered: Vec<String> = module
-        .function_list()
-        .into_iter()
-        .filter(|f| {
-            f.instructions().into_iter().any(|i| {
-                i.as_call()
-                    .and_then(|c| c.callee_name())
-                    .is_some_and(|n| n == RUNTIME_GET_PGCSTACK)
-            })
-        })
-        .map(|f| f.name())
-        .collect();
-    let violations: Vec<_> = crate::verify::verify_module(&module, Default::default())
-        .into_iter()
-        .filter(|v| v.is_error() && !lowered.contains(&v.function))
-        .collect();
-    if !violations.is_empty() {
-        return Err(Error::Invariants(violations));
-    }
-    let reports = lower_module(&module, LowerOptions::default())?;
-    refuse_julia_runtime_calls(&module)?;
+    let reports = lower_frames(&module)?;
     if let Some(pipeline) = passes {
         run_passes(&module, pipeline)?;
     }
