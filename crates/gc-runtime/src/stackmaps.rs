@@ -17,10 +17,6 @@ use locus_stackmap::object::find_section;
 use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
 use object::{Object, ObjectSymbol};
 
-/// The DWARF numbers of x86-64's stack and frame pointers.
-const DWARF_RSP: u16 = 7;
-const DWARF_RBP: u16 = 6;
-
 /// The load bias of the main program: what its addresses in the file are moved by.
 fn main_program_bias() -> u64 {
     unsafe extern "C" fn first(
@@ -41,31 +37,12 @@ fn main_program_bias() -> u64 {
 }
 
 fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), String> {
-    let refuse = |what: &str| {
+    Slot::of_location(location).map_err(|what| {
         format!(
             "the statepoint at {return_address:#x} keeps a GC pointer {what}; the collector \
              reads stack slots only"
         )
-    };
-    match location {
-        Location::Indirect {
-            dwarf_reg,
-            offset,
-            size,
-        } => {
-            let lanes = (size / 8).max(1);
-            match dwarf_reg {
-                DWARF_RSP => Ok((Slot::Sp(offset), lanes)),
-                DWARF_RBP => Ok((Slot::Fp(offset), lanes)),
-                _ => Err(refuse(&format!("in memory off DWARF register {dwarf_reg}"))),
-            }
-        }
-        Location::Constant { .. } | Location::ConstantIndex { .. } => Ok((Slot::Constant, 1)),
-        Location::Register { dwarf_reg, .. } => {
-            Err(refuse(&format!("in DWARF register {dwarf_reg}")))
-        }
-        Location::Direct { .. } => Err(refuse("as the address of a stack object")),
-    }
+    })
 }
 
 /// The stack maps of the executable at `/proc/self/exe`, for [`locus_gc::runtime::Config`].

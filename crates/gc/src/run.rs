@@ -416,37 +416,14 @@ pub fn lower_statepoints<'c>(
     Ok((out, report))
 }
 
-/// The DWARF numbers of x86-64's stack and frame pointers.
-const DWARF_RSP: u16 = 7;
-const DWARF_RBP: u16 = 6;
-
 fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16)> {
-    let refuse = |what: &str| Error::Lower {
+    Slot::of_location(location).map_err(|what| Error::Lower {
         function: format!("(code at {return_address:#x})"),
         instruction: None,
         message: format!(
             "a statepoint keeps a GC pointer {what}; the collector reads stack slots only"
         ),
-    };
-    match location {
-        Location::Indirect {
-            dwarf_reg,
-            offset,
-            size,
-        } => {
-            let lanes = (size / 8).max(1);
-            match dwarf_reg {
-                DWARF_RSP => Ok((Slot::Sp(offset), lanes)),
-                DWARF_RBP => Ok((Slot::Fp(offset), lanes)),
-                _ => Err(refuse(&format!("in memory off DWARF register {dwarf_reg}"))),
-            }
-        }
-        Location::Constant { .. } | Location::ConstantIndex { .. } => Ok((Slot::Constant, 1)),
-        Location::Register { dwarf_reg, .. } => {
-            Err(refuse(&format!("in DWARF register {dwarf_reg}")))
-        }
-        Location::Direct { .. } => Err(refuse("as the address of a stack object")),
-    }
+    })
 }
 
 fn prepare_statepoints(

@@ -60,6 +60,37 @@ pub enum Slot {
     Constant,
 }
 
+/// The DWARF numbers of x86-64's stack and frame pointers.
+const DWARF_RSP: u16 = 7;
+const DWARF_RBP: u16 = 6;
+
+impl Slot {
+    /// Where a statepoint record's location keeps a GC pointer, with its number of 8-byte
+    /// lanes; `Err` says where else it is (`"in DWARF register 3"`): the collector reads
+    /// and rewrites stack slots only, so a record keeping a pointer anywhere else cannot
+    /// be used.
+    pub fn of_location(location: locus_stackmap::Location) -> Result<(Slot, u16), String> {
+        use locus_stackmap::Location;
+        match location {
+            Location::Indirect {
+                dwarf_reg,
+                offset,
+                size,
+            } => {
+                let lanes = (size / 8).max(1);
+                match dwarf_reg {
+                    DWARF_RSP => Ok((Slot::Sp(offset), lanes)),
+                    DWARF_RBP => Ok((Slot::Fp(offset), lanes)),
+                    _ => Err(format!("in memory off DWARF register {dwarf_reg}")),
+                }
+            }
+            Location::Constant { .. } | Location::ConstantIndex { .. } => Ok((Slot::Constant, 1)),
+            Location::Register { dwarf_reg, .. } => Err(format!("in DWARF register {dwarf_reg}")),
+            Location::Direct { .. } => Err("as the address of a stack object".into()),
+        }
+    }
+}
+
 /// One relocated pointer of a statepoint: where its base is, where the derived pointer is,
 /// and how many 8-byte lanes (more than one for a vector of pointers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
