@@ -9,14 +9,13 @@ run: deps
 	cargo run --release --quiet -p locus-cli -- tour
 
 # Format check, lints as errors (clippy's incompatible_msrv included: rust-version is set),
-# the GC runtime without LLVM, every test; then scripts/ci-checks: docs with warnings as
-# errors, the no_std cores on a target without std, the workspace on the minimum Rust
-# version, every fuzz target, the AArch64-only code, and every example run.
+# every test; then scripts/ci-checks: docs with warnings as errors, the no_std cores on a
+# target without std, the workspace on the minimum Rust version, every fuzz target, the
+# AArch64-only code, and every example run.
 test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p locus-memref --all-targets --features ndarray -- -D warnings
-	cargo check -p locus-gc --no-default-features
 	cargo test --workspace
 	cargo test -p locus-memref --features ndarray
 	scripts/ci-checks

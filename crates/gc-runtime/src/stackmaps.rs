@@ -6,13 +6,13 @@
 //! (which applies the file's relocations of it, for a position-independent executable),
 //! adds the load bias of the main program (from `dl_iterate_phdr`), and turns each
 //! statepoint record into the (base, derived) slot pairs the collector reads
-//! ([`locus_gc::runtime::statepoints`]). The code ranges that continue the stack walk
+//! ([`crate::runtime::statepoints`]). The code ranges that continue the stack walk
 //! are the functions the tables name, sized by the executable's symbol table (so the
 //! executable must not be stripped of it).
 
 use std::collections::HashMap;
 
-use locus_gc::runtime::{Slot, SlotPair, StackMaps};
+use crate::runtime::{Slot, SlotPair, StackMaps};
 use locus_stackmap::object::find_section;
 use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
 use object::{Object, ObjectSymbol};
@@ -45,7 +45,7 @@ fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), Strin
     })
 }
 
-/// The stack maps of the executable at `/proc/self/exe`, for [`locus_gc::runtime::Config`].
+/// The stack maps of the executable at `/proc/self/exe`, for [`crate::runtime::Config`].
 ///
 /// # Errors
 /// A message naming what could not be read: the file, its stack map section (absent: the

@@ -12,8 +12,6 @@ fn header_matches_the_code() {
         .unwrap_or_else(|e| panic!("reading cbindgen.toml: {e}"));
     let bindings = cbindgen::Builder::new()
         .with_crate(crate_dir)
-        // The entry points lowered code calls are defined in locus-gc.
-        .with_src(crate_dir.join("../gc/src/runtime/mod.rs"))
         .with_config(config)
         .generate()
         .unwrap_or_else(|e| panic!("cbindgen failed: {e}"));

@@ -132,21 +132,14 @@
 //! # Ok::<(), locus_gc::Error>(())
 //! ```
 
-#[cfg(feature = "llvm")]
 pub mod addrspace;
-#[cfg(feature = "llvm")]
 pub mod build;
-pub mod contract;
-#[cfg(feature = "llvm")]
 mod error;
-#[cfg(feature = "llvm")]
 pub mod lower;
-#[cfg(feature = "llvm")]
 pub mod run;
-pub mod runtime;
-pub mod signals;
-#[cfg(feature = "llvm")]
 pub mod verify;
 
-#[cfg(feature = "llvm")]
 pub use error::{Error, Result};
+// The runtime lowered code calls, its fault handling and the contract's names live in
+// locus-gc-runtime (no libLLVM); they keep their paths here.
+pub use locus_gc_runtime::{contract, runtime, signals};

@@ -15,7 +15,6 @@
 //!
 //! FileCheck is not optional: without `FileCheck-19` (or `/usr/lib/llvm-19/bin/FileCheck`)
 //! the test fails and says to run `scripts/install-deps`.
-#![cfg(feature = "llvm")]
 
 mod common;
 

@@ -4,7 +4,6 @@
 //! find no dangling reference. A missed root frees an object that is still used, which the
 //! stress collector (a collection at every safepoint, freed objects made inaccessible)
 //! reports.
-#![cfg(feature = "llvm")]
 
 #[allow(dead_code)]
 #[path = "../benches/gen/mod.rs"]

@@ -1,6 +1,6 @@
 //! Roots from statepoint stack maps, and the copying collector they allow.
 //!
-//! Code rewritten by [`crate::lower::statepoint`] keeps no GC frame. At each call that may
+//! Code rewritten by `locus_gc::lower::statepoint` keeps no GC frame. At each call that may
 //! collect (a `gc.statepoint`), LLVM's stack map record for the call's return address lists
 //! every GC pointer live across it as a (base, derived) pair of stack slots, and the code
 //! reloads those slots after the call. So a collection finds its roots by walking the

@@ -7,10 +7,10 @@ use std::marker::PhantomData;
 use std::process::Command;
 use std::rc::Rc;
 
-use locus_gc::runtime::fault::{AllocProblem, FrameProblem, ReadProblem};
-use locus_gc::runtime::frames::MAX_FRAME_ROOTS;
-use locus_gc::runtime::heap::{HEADER_BYTES, POISON_BYTE, POISON_WORD};
-use locus_gc::runtime::{
+use locus_gc_runtime::runtime::fault::{AllocProblem, FrameProblem, ReadProblem};
+use locus_gc_runtime::runtime::frames::MAX_FRAME_ROOTS;
+use locus_gc_runtime::runtime::heap::{HEADER_BYTES, POISON_BYTE, POISON_WORD};
+use locus_gc_runtime::runtime::{
     self, is_installed, locus_gc_alloc, locus_gc_alloc_bytes, locus_gc_alloc_genericmemory,
     locus_gc_foreign_read, locus_gc_get_pgcstack, locus_gc_safepoint, Config, GcFault, GcFrame,
     Guard, Lookup, OnFault, Referrer, Runtime,

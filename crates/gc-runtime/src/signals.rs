@@ -1,6 +1,6 @@
 //! Fatal signals in code Locus runs: one `locus:` line and a documented exit status.
 //!
-//! Code that Locus runs in its own process (JIT-compiled IR under [`crate::run`], and the
+//! Code that Locus runs in its own process (JIT-compiled IR under `locus_gc::run`, and the
 //! runtime it calls) can fault. This module turns a SIGSEGV, SIGBUS, SIGILL, SIGFPE or
 //! SIGTRAP raised by such code, stack overflow included, into one line on standard error
 //! and an exit status, instead of a silent death:
@@ -31,7 +31,7 @@
 //!    handlers that let a run continue, make the object's pages accessible again, record
 //!    the access as a [`GcFault::FreedAccess`] for the
 //!    runtime to report at its next call, and let the access proceed; it reads poison);
-//! 2. the faulting thread is inside a [`fault_scope`] (as [`crate::run`] is while its entry
+//! 2. the faulting thread is inside a [`fault_scope`] (as `locus_gc::run` is while its entry
 //!    runs), or the faulting instruction is in code registered with [`register_code`], or
 //!    a scope is live on any thread of the process (a program is running: the fault is in
 //!    a thread it created).

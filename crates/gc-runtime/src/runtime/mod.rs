@@ -1,7 +1,7 @@
 //! The runtime that lowered code calls: frames, heap, collector.
 //!
 //! This module is the runtime half of the ABI between code produced by the lowering
-//! ([`crate::lower`]) and the process that runs it. It is pure Rust: the JIT binds the
+//! (`locus_gc::lower`) and the process that runs it. It is pure Rust: the JIT binds the
 //! symbols from [`symbols`] by name, and Rust code (tests, an embedding host) can play the
 //! part of compiled code by following the same protocol by hand.
 //!
@@ -141,7 +141,7 @@
 //! Rust code playing the part of a compiled function with one root:
 //!
 //! ```
-//! use locus_gc::runtime::{self, Config, GcFrame, OnFault, Runtime};
+//! use locus_gc_runtime::runtime::{self, Config, GcFrame, OnFault, Runtime};
 //!
 //! let rt = Runtime::enter(Config::stress().on_fault(OnFault::Record));
 //! let mut words = [0usize; 3]; // [1 << 2, prev, root 0]
