@@ -10,7 +10,11 @@
 //! `.llvm_stackmaps` section (spec 000), DWARF (spec 001) or SME code (spec 004) they then
 //! read with no LLVM at all. Every LLVM object is disposed when its Rust owner is dropped,
 //! every message LLVM allocates is freed, and LLVM's diagnostics come back as [`Error`]
-//! values instead of being printed or ending the process. The only process-wide state is
+//! values instead of being printed or ending the process. A module the caller made in its
+//! own LLVM context (llvm-sys, inkwell, a pass plugin's `llvm::Module`) is borrowed in place
+//! with [`Context::borrow_raw`] and [`BorrowedModule::new`] (both `unsafe`: the caller
+//! vouches for the raw handles): every function taking a `&Module` then runs on it with no
+//! printing and re-parsing, and Locus disposes neither. The only process-wide state is
 //! LLVM's own target registry, filled once on first code generation. Contexts are neither
 //! `Send` nor `Sync`: use one per thread.
 //!
@@ -58,4 +62,7 @@ pub mod passes;
 pub use codegen::{emit_assembly, emit_object};
 pub use error::{Error, Result};
 pub use fatal::report_fatal_errors;
-pub use module::{Context, Module, MAX_NESTING};
+/// The raw handles a caller's own module and context come as ([`Context::borrow_raw`],
+/// [`BorrowedModule::new`]): llvm-sys's, which inkwell's `as_mut_ptr` and `raw` return.
+pub use llvm_sys::prelude::{LLVMContextRef, LLVMModuleRef};
+pub use module::{BorrowedModule, Context, Module, MAX_NESTING};

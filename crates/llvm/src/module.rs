@@ -1,4 +1,5 @@
-//! Contexts and modules: parse IR text or bitcode, verify, print, list functions.
+//! Contexts and modules: parse IR text or bitcode, verify, print, list functions; and
+//! modules a caller owns, borrowed in place ([`Context::borrow_raw`], [`BorrowedModule`]).
 
 use std::cell::RefCell;
 use std::ffi::{c_void, CStr, CString};
@@ -10,8 +11,8 @@ use llvm_sys::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use llvm_sys::core::{
     LLVMCloneModule, LLVMContextCreate, LLVMContextDispose, LLVMContextSetDiagnosticHandler,
     LLVMCreateMemoryBufferWithMemoryRangeCopy, LLVMDisposeModule, LLVMGetDiagInfoDescription,
-    LLVMGetDiagInfoSeverity, LLVMGetFirstFunction, LLVMGetModuleIdentifier, LLVMGetNextFunction,
-    LLVMGetTarget, LLVMGetValueName2, LLVMPrintModuleToString, LLVMSetTarget,
+    LLVMGetDiagInfoSeverity, LLVMGetFirstFunction, LLVMGetModuleContext, LLVMGetModuleIdentifier,
+    LLVMGetNextFunction, LLVMGetTarget, LLVMGetValueName2, LLVMPrintModuleToString, LLVMSetTarget,
 };
 use llvm_sys::core::{
     LLVMDeleteInstruction, LLVMGetFirstUse, LLVMGetPoison, LLVMReplaceAllUsesWith, LLVMTypeOf,
@@ -66,6 +67,9 @@ extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, state: *mut c_void) {
 pub struct Context {
     raw: LLVMContextRef,
     diagnostics: Box<Diagnostics>,
+    /// False for a context borrowed from the caller ([`Context::borrow_raw`]): never
+    /// disposed here, and its diagnostic handler is the caller's.
+    owned: bool,
     /// Keeps `Context` `!Send` and `!Sync` even if the raw pointer type changes.
     _not_send: PhantomData<*mut ()>,
 }
@@ -85,8 +89,43 @@ impl Context {
         Context {
             raw,
             diagnostics,
+            owned: true,
             _not_send: PhantomData,
         }
+    }
+
+    /// A context the caller created and owns (an `LLVMContextRef` from llvm-sys, inkwell's
+    /// `Context::raw`, or `llvm::wrap(&M.getContext())` in a pass plugin), lent to Locus so
+    /// that a module living in it can be borrowed ([`BorrowedModule::new`]). Dropping the
+    /// result leaves the context as it was: it is not disposed and its diagnostic handler
+    /// is not replaced, so diagnostics LLVM reports while Locus works in it (code
+    /// generation's, [`crate::emit_object`]) go to the caller's handler rather than come
+    /// back as errors. Verification, the IR walk and building IR report none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`] when `raw` is null.
+    ///
+    /// # Safety
+    ///
+    /// - `raw` is a live `LLVMContext` of the same LLVM 19 library this crate links
+    ///   (`libLLVM-19.so`: not a second copy of LLVM linked statically elsewhere);
+    /// - it stays alive, and is not disposed, for as long as the result and every module
+    ///   and value Locus hands out from it live (the borrow checker ties those to the
+    ///   result, not to the LLVM context);
+    /// - nothing else uses the context on another thread meanwhile (LLVM does not lock it).
+    pub unsafe fn borrow_raw(raw: LLVMContextRef) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::Edit {
+                message: "cannot borrow the caller's context: the LLVMContextRef is null".into(),
+            });
+        }
+        Ok(Context {
+            raw,
+            diagnostics: Box::<Diagnostics>::default(),
+            owned: false,
+            _not_send: PhantomData,
+        })
     }
 
     /// The raw handle, for the other modules of this crate.
@@ -119,6 +158,10 @@ impl Default for Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        if !self.owned {
+            // The caller's context (`borrow_raw`): theirs to dispose.
+            return;
+        }
         // SAFETY: created by `LLVMContextCreate`, disposed once; every `Module` borrowing
         // this context has been dropped already (the borrow checker sees to it).
         unsafe { LLVMContextDispose(self.raw) };
@@ -128,14 +171,20 @@ impl Drop for Context {
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("raw", &self.raw).finish()
+        f.debug_struct("Context")
+            .field("raw", &self.raw)
+            .field("owned", &self.owned)
+            .finish()
     }
 }
 
-/// An LLVM module living in a [`Context`]. Disposed on drop.
+/// An LLVM module living in a [`Context`]. Disposed on drop, unless it is the caller's own
+/// module borrowed through a [`BorrowedModule`].
 pub struct Module<'ctx> {
     raw: LLVMModuleRef,
     ctx: &'ctx Context,
+    /// False for a module the caller owns ([`BorrowedModule`]): never disposed here.
+    owned: bool,
     /// Instructions erased through [`crate::builder::Builder::erase`]: detached from their
     /// blocks but kept alive until the module is dropped, so that handles to them never
     /// dangle. See `crate::builder` for the invariants.
@@ -185,6 +234,7 @@ impl<'ctx> Module<'ctx> {
         Ok(Module {
             raw,
             ctx,
+            owned: true,
             erased: RefCell::default(),
         })
     }
@@ -306,6 +356,8 @@ impl Clone for Module<'_> {
         Module {
             raw,
             ctx: self.ctx,
+            // The copy is ours even when the original is the caller's.
+            owned: true,
             erased: RefCell::default(),
         }
     }
@@ -332,8 +384,104 @@ impl Drop for Module<'_> {
             // SAFETY: `inst` is live, detached, unused, and freed only here.
             unsafe { LLVMDeleteInstruction(inst) };
         }
+        if !self.owned {
+            // The caller's module (`BorrowedModule`): theirs to dispose.
+            return;
+        }
         // SAFETY: the module is owned by `self` and disposed once, before its context.
         unsafe { LLVMDisposeModule(self.raw) };
+    }
+}
+
+/// A module the caller created and owns, in a context it owns, borrowed so that Locus can
+/// check and change it in place: [`Module::verify`], the GC verifier and lowering
+/// (`locus_gc::verify::verify_module`, `locus_gc::lower::lower_module`), the SME check
+/// (`locus_sme::check::check_module`) and every other function taking a `&Module` run on
+/// it directly, with no printing and re-parsing. It dereferences to a [`Module`] and is
+/// never disposed by Locus; a [`Clone`] of it is a new module Locus owns (in the same
+/// context).
+///
+/// With inkwell (feature `llvm19-1`; its llvm-sys must be the one this crate links, which
+/// cargo unifies when both ask for `llvm-sys` 191):
+///
+/// ```ignore
+/// let ctx = unsafe { locus_llvm::Context::borrow_raw(inkwell_ctx.raw()) }?;
+/// let module = unsafe { locus_llvm::BorrowedModule::new(&ctx, inkwell_module.as_mut_ptr()) }?;
+/// locus_gc::lower::lower_module(&module, Default::default())?;
+/// drop(module); // before inkwell touches its module again
+/// ```
+///
+/// Only a shared reference to the [`Module`] is handed out, so the borrowed handle cannot
+/// be moved out of the `BorrowedModule` (and outlive it) or swapped with a module Locus
+/// owns.
+pub struct BorrowedModule<'ctx> {
+    module: Module<'ctx>,
+}
+
+impl<'ctx> BorrowedModule<'ctx> {
+    /// Borrows `raw`, a module living in `ctx`, until the result is dropped. Instructions
+    /// Locus erases meanwhile are freed when it is dropped; the module is not.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`] when `raw` is null or lives in another context than `ctx`.
+    ///
+    /// # Safety
+    ///
+    /// - `raw` is a live `LLVMModule` of the same LLVM 19 library this crate links, in the
+    ///   context `ctx` stands for ([`Context::borrow_raw`], or a context Locus created);
+    /// - nothing else uses the module, or anything in it, while the result lives (no other
+    ///   thread, no handle of the caller's: inkwell's `Module` included) — Locus may
+    ///   rewrite and erase instructions, add declarations and change attributes;
+    /// - nothing disposes the module while the result lives; Locus never disposes it (the
+    ///   caller still must, later, as it always had to);
+    /// - the module's context outlives the result (ensured by `ctx` when Locus created
+    ///   it; the caller's promise to [`Context::borrow_raw`] otherwise).
+    pub unsafe fn new(ctx: &'ctx Context, raw: LLVMModuleRef) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::Edit {
+                message: "cannot borrow the caller's module: the LLVMModuleRef is null".into(),
+            });
+        }
+        // SAFETY: `raw` is a live module (the caller's promise).
+        let raw_ctx = unsafe { LLVMGetModuleContext(raw) };
+        if raw_ctx != ctx.raw {
+            return Err(Error::Edit {
+                message: format!(
+                    "cannot borrow the caller's module: it lives in context {raw_ctx:p}, not in \
+                     the one given ({:p})",
+                    ctx.raw
+                ),
+            });
+        }
+        Ok(BorrowedModule {
+            module: Module {
+                raw,
+                ctx,
+                owned: false,
+                erased: RefCell::default(),
+            },
+        })
+    }
+
+    /// The borrowed module's raw handle, the one given to [`BorrowedModule::new`].
+    #[must_use]
+    pub fn as_raw(&self) -> LLVMModuleRef {
+        self.module.raw
+    }
+}
+
+impl<'ctx> std::ops::Deref for BorrowedModule<'ctx> {
+    type Target = Module<'ctx>;
+
+    fn deref(&self) -> &Module<'ctx> {
+        &self.module
+    }
+}
+
+impl fmt::Debug for BorrowedModule<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("BorrowedModule").field(&self.module).finish()
     }
 }
 
