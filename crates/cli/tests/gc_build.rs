@@ -7,10 +7,9 @@
 //! Both kinds of roots: Julia-style frames, and statepoints, whose stack maps the runtime
 //! reads back from the executable.
 //!
-//! The runtime library is built by this test alone (`cargo build -p locus-gc-runtime` into
-//! `target/gc-runtime-alone`): in a build of the whole workspace cargo unifies locus-gc's
-//! features, and the library it makes then holds locus-gc's LLVM half too, which a program
-//! cannot link without libLLVM.
+//! The runtime library is built by this test as a user builds it (`cargo build -p
+//! locus-gc-runtime`), into a target directory of its own (`target/gc-runtime-alone`), which
+//! no outer cargo holds locked while tests run.
 
 mod common;
 

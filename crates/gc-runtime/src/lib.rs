@@ -64,7 +64,6 @@ use std::sync::Arc;
 use crate::runtime::{Config, Guard, OnFault, Runtime};
 use crate::signals::FaultScope;
 
-
 /// The environment variable that turns the stress collector on (value `1`).
 pub const STRESS_ENV: &str = "LOCUS_GC_STRESS";
 

@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Where this crate's libraries are, built by this test alone (`cargo build -p
-/// locus-gc-runtime` into `target/gc-runtime-alone`), as a user builds them: in a
-/// workspace-wide build cargo unifies locus-gc's features, and the libraries it makes then
-/// hold locus-gc's LLVM half too (what `locus gc build` warns about when linking fails).
+/// Where this crate's libraries are, built by this test as a user builds them (`cargo build
+/// -p locus-gc-runtime`), into a target directory of its own (`target/gc-runtime-alone`),
+/// which no outer cargo holds locked while tests run.
 fn profile_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -98,7 +97,7 @@ fn the_static_library_defines_every_declared_function_and_no_llvm() {
             "{n} is not defined in {a}"
         );
     }
-    // Nothing of LLVM's C API is in it (locus-gc without its `llvm` feature).
+    // Nothing of LLVM's C API is in it.
     assert!(!symbols.contains(" LLVMContextCreate"), "{a} holds LLVM");
     let undefined = tool("llvm-nm-19", &["--undefined-only", "--no-sort", a]);
     assert!(

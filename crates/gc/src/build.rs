@@ -325,21 +325,9 @@ pub fn link(
     })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        // A library built in the same cargo invocation as an LLVM-using crate (a
-        // workspace-wide build) holds locus-gc with its `llvm` feature: cargo unified it.
-        let hint = if stderr.contains("reference to `LLVM") || stderr.contains("symbol: LLVM") {
-            format!(
-                "\n(the runtime library {} was built with locus-gc's LLVM half: cargo \
-                 unifies features in a workspace-wide build; rebuild it alone with \
-                 `cargo build -p locus-gc-runtime`)",
-                runtime.display()
-            )
-        } else {
-            String::new()
-        };
         return Err(BuildError::Link {
             command: shown,
-            message: format!("{}: {}{hint}", out.status, stderr.trim_end()),
+            message: format!("{}: {}", out.status, stderr.trim_end()),
         });
     }
     Ok(())
