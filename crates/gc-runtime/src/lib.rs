@@ -53,6 +53,7 @@
 //! symbol table (not stripped).
 
 pub mod contract;
+pub mod mmtk;
 pub mod runtime;
 pub mod signals;
 pub mod stackmaps;
