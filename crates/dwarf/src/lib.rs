@@ -81,8 +81,8 @@
 //! * `stopped`: a stopped target (threads' registers by DWARF number, mapped
 //!   files, memory) and where a file was loaded in it (its load bias);
 //!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,
-//!   `NT_FILE`, `NT_AUXV`, `PT_LOAD`; x86-64 and AArch64), the CLI's
-//!   `--pid` from a process through ptrace.
+//!   `NT_FILE`, `NT_AUXV`, `PT_LOAD`; x86-64 and AArch64), `ptrace` (feature
+//!   `ptrace`, Linux) from a live process, stopped and let go again.
 //! * `unwind`: frames beyond the innermost from each mapped file's
 //!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
 //!   registers); `callsite`: what a frame's function got on entry
@@ -204,6 +204,8 @@ pub mod eval;
 pub mod location;
 mod number;
 mod op;
+#[cfg(all(feature = "ptrace", target_os = "linux"))]
+pub mod ptrace;
 mod regnames;
 #[cfg(feature = "binary")]
 mod sections;

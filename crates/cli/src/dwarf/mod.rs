@@ -6,7 +6,6 @@
 //! from the context file by `Evaluation::evaluate_with` on the snapshot's `State`.
 
 mod context;
-mod ptrace;
 pub(crate) mod render;
 mod target;
 

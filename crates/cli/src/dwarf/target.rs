@@ -8,11 +8,12 @@ use std::path::Path;
 
 use locus_dwarf::binary::{Binary, Snapshot};
 use locus_dwarf::callsite::{CallSites, EntryValues};
+use locus_dwarf::ptrace;
 use locus_dwarf::stopped::{Placed, Stopped, Thread};
 use locus_dwarf::unwind::{self, Frame};
 use serde_json::{json, Value as Json};
 
-use super::{context, fail, io_fail, open_binary, ptrace, read_package, variables_json, Context};
+use super::{context, fail, io_fail, open_binary, read_package, variables_json, Context};
 use crate::input::Input;
 use crate::Failure;
 

@@ -1,17 +1,24 @@
-//! `--pid PID`: a live process as a [`Stopped`] target. Every thread is attached with
+//! A live process as a [`Stopped`] target (feature `ptrace`, Linux), what `locus dwarf vars
+//! --pid PID` reads. Every thread is attached with
 //! `PTRACE_SEIZE` and stopped with `PTRACE_INTERRUPT` (no signal is sent, so none is left
 //! pending), its registers read with `PTRACE_GETREGSET` (`NT_PRSTATUS`, `NT_PRFPREG`: the
 //! same layouts as a core's notes), the mapped files listed from `/proc/PID/maps`, the
 //! readable memory copied through `/proc/PID/mem`, and every thread detached again, which
 //! lets it run on as it was. Linux only.
 
+extern crate std;
+
+use std::borrow::ToOwned;
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::FileExt;
+use std::string::{String, ToString};
+use std::vec::Vec;
+use std::{format, vec};
 
-use locus_dwarf::binary::MemoryBlock;
-use locus_dwarf::corefile;
-use locus_dwarf::stopped::{Arch, Mapping, Stopped, Thread};
+use crate::binary::MemoryBlock;
+use crate::corefile;
+use crate::stopped::{Arch, Mapping, Stopped, Thread};
 
 /// The most memory copied from a process (readable mappings past it are listed as missing).
 const MAX_COPY: u64 = 512 << 20;
