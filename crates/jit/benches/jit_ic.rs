@@ -425,7 +425,7 @@ define i64 @read_via_call(ptr %o) {
                 count_hits: false,
                 ..Options::default()
             },
-            Box::new(Plain {
+            std::sync::Arc::new(Plain {
                 objects: [plain_object].into_iter().collect(),
             }),
         )?;

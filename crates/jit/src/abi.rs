@@ -41,7 +41,7 @@ impl Runtime {
         if let Some(twice) = names.iter().find(|n| !seen.insert(**n)) {
             return Err(format!("property {twice} is named twice"));
         }
-        Ok(self.add_shape(&names).0)
+        Ok(self.shapes().add_shape(&names).0)
     }
 
     /// `@locus_shape_change(i64 shape, ptr names, i64 count)`: [`Runtime::change_shape`]
@@ -63,28 +63,19 @@ impl Runtime {
     /// `@locus_object_new(i64 shape)`: a new object of `shape`, every property 0; returns
     /// its address.
     pub(super) fn abi_object_new(&self, shape: u64) -> Result<u64, String> {
-        let mut state = self.state.borrow_mut();
-        let count = state.properties(shape)?.len();
-        let mut words = vec![0; count + 1];
-        words[0] = shape;
-        state.push_object(&words)
+        let count = self.shapes().properties(shape)?.len();
+        self.shapes().new_object(ShapeId(shape), &vec![0; count])
     }
 
     /// `@locus_object_set(ptr object, i64 name, i64 value)`.
     pub(super) fn abi_object_set(&self, object: u64, name: u64, value: u64) -> Result<u64, String> {
-        self.state.borrow_mut().set(object, name, value)?;
+        self.shapes().set_property(object, name, value as i64)?;
         Ok(0)
     }
 
     /// `@locus_object_get(ptr object, i64 name)`: the property, read without a cache.
     pub(super) fn abi_object_get(&self, object: u64, name: u64) -> Result<u64, String> {
-        let state = self.state.borrow();
-        let (_, slot) = state.slot_of(object, name)?;
-        state
-            .object(object)
-            .and_then(|words| words.get(slot + 1))
-            .copied()
-            .ok_or_else(|| format!("{object:#x}: a short object"))
+        Ok(self.shapes().property(object, name)? as u64)
     }
 
     /// `@locus_invalidate(ptr function)`: [`Runtime::invalidate`] of the program's function

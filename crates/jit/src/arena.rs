@@ -1,7 +1,13 @@
-//! Where a runtime's objects live, and the index that lets compiled code tell them from
-//! anything else.
+//! Where an object model's objects live, and the index that lets compiled code tell them
+//! from anything else: [`ObjectArena`].
 //!
-//! One private anonymous mapping per runtime, reserved whole when the runtime is made
+//! The built-in shapes model ([`super::shapes::Shapes`]) keeps its objects in one; a
+//! language's model may keep its own in one too, and then the compiled code checks its
+//! objects as well ([`super::ObjectModel::object_arena`]). A runtime whose model has none
+//! keeps a small one of its own for the header alone (the miss handler and hit counter
+//! its stubs and fast paths reach through `r11`).
+//!
+//! One private anonymous mapping per arena, reserved whole when it is made
 //! (`MAP_NORESERVE`: pages cost memory only once written):
 //!
 //! ```text
@@ -21,10 +27,11 @@
 //! paths and stubs make before they read an object ([`super::fast_path`]), and it can
 //! read no unmapped memory whatever the address.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-/// log2 of the arena's size (and the index's): 256 MiB of objects, 32 Mi words.
-pub(super) const ARENA_BITS: u32 = 28;
+/// log2 of the built-in model's arena (and index): 256 MiB of objects, 32 Mi words.
+pub const ARENA_BITS: u32 = 28;
 
 /// The header's size: one page, before the index.
 const HEADER: usize = 4096;
@@ -34,22 +41,46 @@ pub const MISS_HANDLER_OFFSET: i8 = -16;
 /// The offset of the hit counter from the index's base.
 pub const HITS_OFFSET: i8 = -8;
 
-/// A runtime's objects and their index (see the [module documentation](self)).
-pub(super) struct Arena {
+/// Objects and their index: memory handed out in 64-bit words, never freed, and one index
+/// word per 8 bytes of it, at `index().base + (a & index().mask)` for address `a`, which
+/// holds `a` exactly when `a` is an object handed out (the compiled code's check). The
+/// two words before the index are the runtime's header: the miss handler's address
+/// ([`super::fast_path::MISS_HANDLER_OFFSET`]) and the hit counter
+/// ([`super::fast_path::HITS_OFFSET`]).
+/// Shared between threads: allocation takes a lock, words are read and written atomically.
+pub struct ObjectArena {
     /// The start of the mapping.
     map: *mut u8,
     /// The mapping's length.
     len: usize,
     /// log2 of the index's (and the arena's) size.
     bits: u32,
-    /// Bytes of the arena handed out.
-    used: usize,
+    /// Bytes of the arena handed out (written under `alloc`'s lock).
+    used: AtomicUsize,
+    /// Taken by `alloc`.
+    alloc: Mutex<()>,
 }
 
-impl Arena {
+// SAFETY: the mapping is owned by the arena and lives as long as it; every access to its
+// words goes through atomics (`word`, `hits`) or happens under `used`'s lock to memory no
+// other thread can reach yet (`alloc`).
+unsafe impl Send for ObjectArena {}
+// SAFETY: as above.
+unsafe impl Sync for ObjectArena {}
+
+impl ObjectArena {
     /// Maps an arena of `1 << bits` bytes (3 to 31 bits), its index and header, and
-    /// writes `miss` (the miss handler's address) into the header.
-    pub(super) fn new(bits: u32, miss: u64) -> Result<Self, String> {
+    /// writes the runtime's miss handler's address into the header.
+    ///
+    /// # Errors
+    ///
+    /// A size out of range, or the mapping failed.
+    pub fn new(bits: u32) -> Result<Self, String> {
+        Self::with_miss_handler(bits, super::x86_64::ic_miss_address() as u64)
+    }
+
+    /// [`ObjectArena::new`] with `miss` in the header's miss handler word.
+    pub(super) fn with_miss_handler(bits: u32, miss: u64) -> Result<Self, String> {
         if !(3..=31).contains(&bits) {
             return Err(format!("an object arena of 2^{bits} bytes"));
         }
@@ -73,11 +104,12 @@ impl Arena {
                 std::io::Error::last_os_error()
             ));
         }
-        let arena = Arena {
+        let arena = ObjectArena {
             map: map.cast(),
             len,
             bits,
-            used: 0,
+            used: AtomicUsize::new(0),
+            alloc: Mutex::new(()),
         };
         // SAFETY: both words lie in the header page of the mapping just made, aligned.
         unsafe {
@@ -86,6 +118,15 @@ impl Arena {
         // SAFETY: index word 0, in the mapping, aligned.
         unsafe { arena.index_word(0).write(u64::MAX) };
         Ok(arena)
+    }
+
+    /// Where compiled code finds this arena's index and header.
+    #[must_use]
+    pub fn index(&self) -> super::fast_path::ObjectIndex {
+        super::fast_path::ObjectIndex {
+            base: self.index_base(),
+            mask: self.mask(),
+        }
     }
 
     /// The address of index word 0.
@@ -99,11 +140,31 @@ impl Arena {
         ((1u64 << self.bits) - 8) as u32
     }
 
-    /// The hit counter the fast paths and stubs increment.
-    pub(super) fn hits(&self) -> &AtomicU64 {
+    /// The hit counter the fast paths and stubs increment (with a plain, not a locked,
+    /// increment: hits on several threads at once may be lost).
+    #[must_use]
+    pub fn hits(&self) -> &AtomicU64 {
         // SAFETY: the counter is an aligned word of the header page, mapped while `self`
-        // lives; compiled code increments it only on this thread, while no Rust code runs.
+        // lives.
         unsafe { AtomicU64::from_ptr(self.header_word(HITS_OFFSET)) }
+    }
+
+    /// The start of the objects' memory.
+    fn start(&self) -> u64 {
+        self.map as u64 + HEADER as u64 + (1u64 << self.bits)
+    }
+
+    /// The word at `address`, if it lies in an object handed out (aligned).
+    #[must_use]
+    pub fn word(&self, address: u64) -> Option<&AtomicU64> {
+        let used = self.used.load(Ordering::Acquire) as u64;
+        let offset = address.checked_sub(self.start())?;
+        if offset % 8 != 0 || offset >= used {
+            return None;
+        }
+        // SAFETY: an aligned word of the arena's used part, mapped read-write while `self`
+        // lives; every access to it is atomic.
+        Some(unsafe { AtomicU64::from_ptr(address as *mut u64) })
     }
 
     /// The header word at `offset` (negative) from the index's base.
@@ -121,61 +182,53 @@ impl Arena {
     }
 
     /// Copies `words` into the arena as a new object and indexes it; returns its address.
-    pub(super) fn alloc(&mut self, words: &[u64]) -> Result<u64, String> {
+    ///
+    /// # Errors
+    ///
+    /// The arena is full, or `words` is empty.
+    pub fn alloc(&self, words: &[u64]) -> Result<u64, String> {
+        let _lock = self
+            .alloc
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let used = self.used.load(Ordering::Relaxed);
         let bytes = words.len().checked_mul(8).filter(|b| *b > 0);
-        let end = bytes.and_then(|b| self.used.checked_add(b));
+        let end = bytes.and_then(|b| used.checked_add(b));
         let Some(end) = end.filter(|e| *e <= 1usize << self.bits) else {
             return Err(format!(
                 "the object arena is full ({} of {} bytes used; an object of {} words does \
                  not fit)",
-                self.used,
+                used,
                 1usize << self.bits,
                 words.len()
             ));
         };
         let start: *mut u64 = self
             .map
-            .wrapping_add(HEADER + (1usize << self.bits) + self.used)
+            .wrapping_add(HEADER + (1usize << self.bits) + used)
             .cast();
         let address = start as u64;
         // SAFETY: `address..address + 8 * words.len()` lies in the arena (checked above),
-        // mapped read-write while `self` lives, aligned, and handed out to no object yet.
+        // mapped read-write while `self` lives, aligned, and handed out to no object yet
+        // (the lock is held), so no other thread reads it.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), start, words.len()) };
-        // SAFETY: the index word of an address in the arena, in the mapping.
-        unsafe { self.index_word(address).write(address) };
-        self.used = end;
+        // The index word last: a thread that finds the object in the index (x86-64 keeps
+        // stores in order) finds its words written.
+        // SAFETY: the index word of an address in the arena, in the mapping, aligned.
+        unsafe { AtomicU64::from_ptr(self.index_word(address)) }.store(address, Ordering::Release);
+        self.used.store(end, Ordering::Release);
         Ok(address)
     }
 
-    /// The `len` words of the object at `address`.
-    ///
-    /// # Safety
-    ///
-    /// `alloc` returned `address` for an object of `len` words.
-    pub(super) unsafe fn words(&self, address: u64, len: usize) -> &[u64] {
-        // SAFETY: the caller's contract: an object of the arena, mapped while `self` lives;
-        // compiled code, which may also write it, does not run while Rust holds this.
-        unsafe { std::slice::from_raw_parts(address as *const u64, len) }
-    }
-
-    /// The `len` words of the object at `address`, to change.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Arena::words`].
-    pub(super) unsafe fn words_mut(&mut self, address: u64, len: usize) -> &mut [u64] {
-        // SAFETY: as in `words`; `&mut self` excludes other references into the arena.
-        unsafe { std::slice::from_raw_parts_mut(address as *mut u64, len) }
-    }
-
     /// Whether the index says `address` is an object: what the fast paths check.
-    pub(super) fn indexed(&self, address: u64) -> bool {
-        // SAFETY: every index word is mapped and readable while `self` lives.
-        unsafe { self.index_word(address).read() == address }
+    #[must_use]
+    pub fn indexed(&self, address: u64) -> bool {
+        // SAFETY: every index word is mapped, aligned and readable while `self` lives.
+        unsafe { AtomicU64::from_ptr(self.index_word(address)) }.load(Ordering::Acquire) == address
     }
 }
 
-impl Drop for Arena {
+impl Drop for ObjectArena {
     fn drop(&mut self) {
         // SAFETY: the mapping `new` made; the runtime that owns `self` is going, with the
         // code that could read it.
@@ -189,7 +242,7 @@ mod tests {
 
     #[test]
     fn the_index_finds_objects_and_nothing_else() -> Result<(), String> {
-        let mut arena = Arena::new(12, 0x1234)?;
+        let arena = ObjectArena::with_miss_handler(12, 0x1234)?;
         let base = arena.index_base();
         // Null: index word 0 is not 0 while no object owns it.
         assert!(!arena.indexed(0));
@@ -209,8 +262,9 @@ mod tests {
         ] {
             assert!(!arena.indexed(other), "{other:#x}");
         }
-        // SAFETY: `b` is an object of 505 words.
-        assert_eq!(unsafe { arena.words(b, 505) }[504], 5);
+        let last = arena.word(b + 504 * 8).map(|w| w.load(Ordering::Relaxed));
+        assert_eq!(last, Some(5));
+        assert!(arena.word(b + 505 * 8).is_none() && arena.word(b + 4).is_none());
         // 4096 bytes, 512 words: 3 + 505 leave room for 4.
         assert!(arena.alloc(&[1; 5]).is_err());
         let c = arena.alloc(&[1; 4])?;
@@ -220,7 +274,7 @@ mod tests {
         // SAFETY: the header word is mapped while `arena` lives.
         let miss = unsafe { arena.header_word(MISS_HANDLER_OFFSET).read() };
         assert_eq!(miss, 0x1234);
-        assert!(Arena::new(40, 0).is_err());
+        assert!(ObjectArena::with_miss_handler(40, 0).is_err());
         Ok(())
     }
 }

@@ -1,13 +1,11 @@
-//! Objects with shapes, and the inline caches on the patch points that read them.
+//! The inline caches on the patch points that read objects of the program's
+//! [`ObjectModel`] (the built-in [`Shapes`] or a language's).
 //!
-//! An object is a block of 64-bit words in the runtime's arena: its shape's ID, then one
-//! slot per property, in the order the shape lists the properties. A property name is a
-//! 64-bit number.
-//!
-//! On a miss at a site, the handler adds (shape, slot) to the cases the site has seen and
-//! patches the site to call a stub for exactly those cases ([`super::stub`]: a check that
-//! the object is one of the runtime's (its word in the object index, `arena.rs`), then a
-//! compare of the object's shape with each case's, whose hit loads the slot (and counts
+//! On a miss at a site, the handler asks the model for the object's shape and how the
+//! property resolves, adds (shape, byte offset) to the cases the site has seen and
+//! patches the site to call a stub for exactly those cases ([`super::stub`]: if the model
+//! keeps its objects in an arena, a check that the object is in the arena's index
+//! (`arena.rs`), then a compare of the object's shape with each case's, whose hit loads the slot (and counts
 //! a hit), and a tail jump to the miss handler for anything else, which answers or refuses
 //! the read as it does with caching off). Stubs are encoded directly as machine code into
 //! the runtime's stub memory (`code_area.rs`), shared by every site with the same cases,
@@ -21,41 +19,19 @@
 //! never patches the site again (a shape change leaves it so).
 
 use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 use locus_stackmap::patch::{encode_call, write_code, x86_64::CALL_LEN, Arch};
 
 use locus_llvm::Result;
 
-use super::arena::Arena;
 use super::code_area::CodeArea;
 use super::fast_path::{encode_fast_path_in, Layout, ObjectIndex};
 use super::object_model::{ObjectModel, Resolution};
+use super::shapes::Shapes;
 use super::sites::SiteKind;
 use super::stub::encode_stub_in;
 use super::{cross_modify, jit_error, x86_64, Runtime, Stats};
-
-/// A hasher for object addresses (the table the miss handler and the megamorphic lookup
-/// consult on every read they answer): a multiplicative hash, far cheaper than SipHash;
-/// the addresses are the runtime's own, not chosen by an adversary.
-#[derive(Default)]
-pub(super) struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
 
 /// The cases a site answers, (shape, byte offset of the property), sorted.
 type Cases = Vec<(u64, i32)>;
@@ -66,16 +42,6 @@ pub struct ShapeId(pub u64);
 
 /// The runtime's mutable state.
 pub(super) struct State {
-    /// Each shape's property names, in slot order; index = shape ID.
-    shapes: Vec<Vec<u64>>,
-    /// Where the objects' words are, with the index the compiled code checks.
-    pub(super) arena: Arena,
-    /// Every object made: its address in the arena and its length in words.
-    objects: Vec<(u64, usize)>,
-    /// The index in `objects` of each object, by the address handed out for it: the one
-    /// way an address from outside becomes an object here (the compiled code asks the
-    /// arena's index, which holds the same addresses).
-    by_address: HashMap<u64, usize, BuildHasherDefault<AddressHasher>>,
     /// The (shape, slot) cases each patched site answers, by site address.
     cases: HashMap<u64, Cases>,
     /// A stub's address for each set of cases, and how many sites call it.
@@ -105,13 +71,9 @@ pub(super) struct State {
 }
 
 impl State {
-    /// A runtime's state with no shapes or objects yet, its objects in `arena`.
-    pub(super) fn new(arena: Arena) -> Self {
+    /// A runtime's state before its program ran.
+    pub(super) fn new() -> Self {
         State {
-            shapes: Vec::new(),
-            arena,
-            objects: Vec::new(),
-            by_address: HashMap::default(),
             cases: HashMap::new(),
             stubs: HashMap::new(),
             inline_misses: HashMap::new(),
@@ -126,80 +88,6 @@ impl State {
             polls: 0,
             location_kinds: std::collections::BTreeSet::new(),
         }
-    }
-
-    /// Keeps `words` (shape ID, then the slots) as an object; returns its address. An
-    /// error if the arena is full.
-    pub(super) fn push_object(&mut self, words: &[u64]) -> std::result::Result<u64, String> {
-        let address = self.arena.alloc(words)?;
-        self.by_address.insert(address, self.objects.len());
-        self.objects.push((address, words.len()));
-        Ok(address)
-    }
-
-    /// The words of the object at `object`, if it is one of this runtime's.
-    pub(super) fn object(&self, object: u64) -> Option<&[u64]> {
-        let index = *self.by_address.get(&object)?;
-        let (address, len) = *self.objects.get(index)?;
-        // SAFETY: the arena made an object of `len` words at `address`.
-        Some(unsafe { self.arena.words(address, len) })
-    }
-
-    /// The words of the object at `object`, to change, if it is one of this runtime's.
-    fn object_mut(&mut self, object: u64) -> Option<&mut [u64]> {
-        let index = *self.by_address.get(&object)?;
-        let (address, len) = *self.objects.get(index)?;
-        // SAFETY: as in `object`.
-        Some(unsafe { self.arena.words_mut(address, len) })
-    }
-
-    /// Word `index` of the object at `object` (0 is its shape).
-    fn word(&self, object: u64, index: usize) -> Option<u64> {
-        self.object(object)?.get(index).copied()
-    }
-
-    /// The shape of the object at `object` and the slot of its property `name`; the
-    /// message says which of the two is not there.
-    pub(super) fn slot_of(
-        &self,
-        object: u64,
-        name: u64,
-    ) -> std::result::Result<(u64, usize), String> {
-        let words = self
-            .object(object)
-            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
-        let shape = *words.first().ok_or("an empty object")?;
-        let properties = self.properties(shape)?;
-        let slot = properties
-            .iter()
-            .position(|p| *p == name)
-            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
-        Ok((shape, slot))
-    }
-
-    /// Sets property `name` of the object at `object`.
-    pub(super) fn set(
-        &mut self,
-        object: u64,
-        name: u64,
-        value: u64,
-    ) -> std::result::Result<(), String> {
-        let (_, slot) = self.slot_of(object, name)?;
-        let word = self
-            .object_mut(object)
-            .and_then(|words| words.get_mut(slot + 1))
-            .ok_or_else(|| format!("{object:#x}: a short object"))?;
-        *word = value;
-        Ok(())
-    }
-
-    /// The property names of `shape`, in slot order.
-    pub(super) fn properties(&self, shape: u64) -> std::result::Result<&[u64], String> {
-        usize::try_from(shape)
-            .ok()
-            .and_then(|s| self.shapes.get(s))
-            .map(|p| &p[..])
-            .ok_or_else(|| format!("no shape {shape}"))
     }
 
     /// The stub for `cases`, encoded into stub memory if there is none yet, with one more
@@ -246,135 +134,86 @@ impl State {
 
 impl Runtime {
     /// Where this runtime's fast paths and stubs check objects, find the miss handler and
-    /// count hits ([`super::fast_path`]).
+    /// count hits ([`super::fast_path`]): the model's arena, or the runtime's own header.
     #[must_use]
     pub fn object_index(&self) -> ObjectIndex {
-        let state = self.state.borrow();
-        ObjectIndex {
-            base: state.arena.index_base(),
-            mask: state.arena.mask(),
-        }
+        self.header_arena().index()
     }
 
-    /// Whether `address` is an object of this runtime, as the miss handler and
-    /// [`Runtime::property`] see it: in the runtime's table of objects.
+    /// The arena whose header the compiled code reaches through `r11`: the model's, or
+    /// the runtime's own (header only) for a model without one.
+    pub(super) fn header_arena(&self) -> &super::arena::ObjectArena {
+        self.model.object_arena().unwrap_or(&self.header)
+    }
+
+    /// The built-in shapes model the program's surface (`@locus_shape_new`, ...) makes
+    /// shapes and objects in; the program's object model too unless the runtime was made
+    /// [`Runtime::with_model`].
+    #[must_use]
+    pub fn shapes(&self) -> &Arc<Shapes> {
+        &self.shapes
+    }
+
+    /// [`Shapes::is_object`] of the runtime's [`Runtime::shapes`].
     #[must_use]
     pub fn is_object(&self, address: u64) -> bool {
-        self.state.borrow().object(address).is_some()
+        self.shapes.is_object(address)
     }
 
-    /// Whether `address` is an object of this runtime as the compiled fast paths and
-    /// stubs see it: its word in the object index holds it. Always
-    /// [`Runtime::is_object`]'s answer.
+    /// [`Shapes::is_indexed`] of the runtime's [`Runtime::shapes`].
     #[must_use]
     pub fn is_indexed(&self, address: u64) -> bool {
-        self.state.borrow().arena.indexed(address)
+        self.shapes.is_indexed(address)
     }
 
-    /// Adds a shape whose objects hold `properties` in this order.
+    /// [`Shapes::add_shape`] of the runtime's [`Runtime::shapes`].
     pub fn add_shape(&self, properties: &[u64]) -> ShapeId {
-        let mut state = self.state.borrow_mut();
-        state.shapes.push(properties.to_vec());
-        ShapeId(state.shapes.len() as u64 - 1)
+        self.shapes.add_shape(properties)
     }
 
-    /// Makes an object of `shape` with `values` for the shape's properties (in the shape's
-    /// order); it lives as long as the runtime. Returns its address, to pass to the program.
+    /// [`Shapes::new_object`] of the runtime's [`Runtime::shapes`].
     ///
     /// # Errors
     ///
     /// [`locus_llvm::Error::Jit`] for an unknown shape or the wrong number of values.
     pub fn new_object(&self, shape: ShapeId, values: &[i64]) -> Result<u64> {
-        let mut state = self.state.borrow_mut();
-        let properties = state
-            .shapes
-            .get(shape.0 as usize)
-            .ok_or_else(|| jit_error(&format!("no shape {}", shape.0)))?;
-        if properties.len() != values.len() {
-            return Err(jit_error(&format!(
-                "shape {} has {} properties, not {}",
-                shape.0,
-                properties.len(),
-                values.len()
-            )));
-        }
-        let mut words = vec![shape.0];
-        words.extend(values.iter().map(|v| *v as u64));
-        state.push_object(&words).map_err(|e| jit_error(&e))
-    }
-
-    /// The value of property `name` of the object at `object` (made by
-    /// [`Runtime::new_object`]), found through its shape as the miss handler finds it.
-    #[must_use]
-    pub fn property(&self, object: u64, name: u64) -> Option<i64> {
-        let state = self.state.borrow();
-        let (_, slot) = state.slot_of(object, name).ok()?;
-        state.word(object, slot + 1).map(|v| v as i64)
-    }
-
-    /// Sets property `name` of the object at `object` (made by [`Runtime::new_object`] or
-    /// by the program) to `value`.
-    ///
-    /// # Errors
-    ///
-    /// [`locus_llvm::Error::Jit`] if `object` is not an object of this runtime or its shape has
-    /// no property `name`.
-    pub fn set_property(&self, object: u64, name: u64, value: i64) -> Result<()> {
-        self.state
-            .borrow_mut()
-            .set(object, name, value as u64)
+        self.shapes
+            .new_object(shape, values)
             .map_err(|e| jit_error(&e))
     }
 
-    /// Changes `shape` to hold `properties` in this order: the objects of the shape are
-    /// rearranged to match, and every site specialized on the shape is patched back to the
-    /// miss handler (its cases forgotten). Returns how many sites were patched back.
+    /// [`Shapes::property`] of the runtime's [`Runtime::shapes`].
+    #[must_use]
+    pub fn property(&self, object: u64, name: u64) -> Option<i64> {
+        self.shapes.property(object, name).ok()
+    }
+
+    /// [`Shapes::set_property`] of the runtime's [`Runtime::shapes`].
     ///
     /// # Errors
     ///
-    /// [`locus_llvm::Error::Jit`] for an unknown shape, properties that are not a rearrangement
-    /// of the shape's, or a failed patch.
+    /// [`locus_llvm::Error::Jit`] if `object` is not an object of the shapes or its shape
+    /// has no property `name`.
+    pub fn set_property(&self, object: u64, name: u64, value: i64) -> Result<()> {
+        self.shapes
+            .set_property(object, name, value)
+            .map_err(|e| jit_error(&e))
+    }
+
+    /// Changes `shape` of the runtime's [`Runtime::shapes`] to hold `properties` in this
+    /// order ([`Shapes::rearrange`]: its objects rearranged to match), then patches every
+    /// site specialized on the shape back to the miss handler
+    /// ([`Runtime::invalidate_shape`]), as a language does when its model changes a
+    /// layout. Returns how many sites were patched back.
+    ///
+    /// # Errors
+    ///
+    /// [`locus_llvm::Error::Jit`] for an unknown shape, properties that are not a
+    /// rearrangement of the shape's, or a failed patch.
     pub fn change_shape(&self, shape: ShapeId, properties: &[u64]) -> Result<usize> {
-        {
-            let mut state = self.state.borrow_mut();
-            let old = state
-                .shapes
-                .get(shape.0 as usize)
-                .cloned()
-                .ok_or_else(|| jit_error(&format!("no shape {}", shape.0)))?;
-            let mut sorted_old = old.clone();
-            let mut sorted_new = properties.to_vec();
-            sorted_old.sort_unstable();
-            sorted_new.sort_unstable();
-            if sorted_old != sorted_new {
-                return Err(jit_error(&format!(
-                    "shape {}: {properties:?} is not a rearrangement of {old:?}",
-                    shape.0
-                )));
-            }
-            let addresses: Vec<u64> = state.objects.iter().map(|(a, _)| *a).collect();
-            for address in addresses {
-                let Some(object) = state.object_mut(address) else {
-                    continue;
-                };
-                if object.first() != Some(&shape.0) {
-                    continue;
-                }
-                let values: HashMap<u64, u64> = old
-                    .iter()
-                    .zip(object.iter().skip(1))
-                    .map(|(p, v)| (*p, *v))
-                    .collect();
-                for (slot, name) in properties.iter().enumerate() {
-                    if let (Some(word), Some(v)) = (object.get_mut(slot + 1), values.get(name)) {
-                        *word = *v;
-                    }
-                }
-            }
-            if let Some(s) = state.shapes.get_mut(shape.0 as usize) {
-                *s = properties.to_vec();
-            }
-        }
+        self.shapes
+            .rearrange(shape, properties)
+            .map_err(|e| jit_error(&e))?;
         self.invalidate_shape(shape.0)
     }
 
@@ -407,17 +246,12 @@ impl Runtime {
         Ok(sites.len())
     }
 
-    /// Runs `f` on the program's object model: the language's, or the runtime's own
-    /// shapes.
+    /// Runs `f` on the program's object model.
     fn on_model<T>(&self, f: impl FnOnce(&dyn ObjectModel) -> T) -> T {
-        match &self.model {
-            Some(model) => f(model.as_ref()),
-            None => f(&*self.state.borrow()),
-        }
+        f(self.model.as_ref())
     }
 
-    /// How property `name` of objects of `shape` resolves in the program's object model
-    /// (the language's, or the runtime's own shapes).
+    /// How property `name` of objects of `shape` resolves in the program's object model.
     ///
     /// # Errors
     ///
@@ -432,8 +266,8 @@ impl Runtime {
     pub fn layout(&self) -> Layout {
         Layout {
             index: self.object_index(),
-            check_objects: self.model.is_none(),
-            shape_offset: self.model.as_ref().map_or(0, |m| m.shape_offset()),
+            check_objects: self.model.object_arena().is_some(),
+            shape_offset: self.model.shape_offset(),
         }
     }
 
@@ -723,54 +557,5 @@ impl Runtime {
         // lives.
         let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
         Some(bytes.to_vec())
-    }
-}
-
-/// The runtime's own shapes model: objects in the arena, checked against its table, the
-/// shape in word 0, property `i` of a shape in word `i + 1`.
-impl ObjectModel for State {
-    fn shape_offset(&self) -> i32 {
-        0
-    }
-
-    fn shape_of(&self, object: u64) -> std::result::Result<u64, String> {
-        let words = self
-            .object(object)
-            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
-        words
-            .first()
-            .copied()
-            .ok_or_else(|| "an empty object".to_owned())
-    }
-
-    fn resolve(&self, shape: u64, name: u64) -> std::result::Result<Resolution, String> {
-        let slot = self
-            .properties(shape)?
-            .iter()
-            .position(|p| *p == name)
-            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
-        let offset = slot
-            .checked_add(1)
-            .and_then(|w| w.checked_mul(8))
-            .and_then(|b| i32::try_from(b).ok())
-            .ok_or_else(|| format!("shape {shape}: slot {slot} is too far"))?;
-        Ok(Resolution::Slot(offset))
-    }
-
-    fn read(&self, object: u64, _shape: u64, name: u64) -> std::result::Result<i64, String> {
-        // One look-up of the object: its words give the shape and the slot.
-        let words = self
-            .object(object)
-            .ok_or_else(|| format!("{object:#x} is not an object of this runtime"))?;
-        let shape = *words.first().ok_or("an empty object")?;
-        let slot = self
-            .properties(shape)?
-            .iter()
-            .position(|p| *p == name)
-            .ok_or_else(|| format!("shape {shape} has no property {name}"))?;
-        words
-            .get(slot + 1)
-            .map(|v| *v as i64)
-            .ok_or_else(|| format!("{object:#x}: a short object"))
     }
 }

@@ -46,9 +46,16 @@
 //!
 //! The caches read objects through an [`ObjectModel`] ([`object_model`]): where the shape
 //! word is, how a property name resolves for a shape (a slot at a byte offset, or a slow
-//! path), and what a miss does. The runtime's own shapes (below) are the built-in model;
-//! [`Runtime::with_model`] runs a program over a language's own objects, whose layout
-//! changes it reports with [`Runtime::invalidate_shape`]. The stubs and fast paths are
+//! path), what a miss does, and whether the objects live in an [`ObjectArena`] whose index
+//! the compiled code checks them against. The built-in shapes model, [`Shapes`]
+//! ([`shapes`]), is one ordinary implementation, in a module of its own: [`Runtime::new`]
+//! runs the program over a `Shapes` of its own, [`Runtime::with_model`] over any model
+//! (a `Shapes` too, or a language's own objects, whose layout changes it reports with
+//! [`Runtime::invalidate_shape`]). The caches, stubs, fast paths and patching know only the
+//! trait. The runtime names `Shapes` in two places: the program's surface below
+//! (`@locus_shape_new` and friends make shapes and objects for the IR, in the runtime's
+//! [`Runtime::shapes`]), and the conveniences that forward to it ([`Runtime::add_shape`],
+//! [`Runtime::new_object`], [`Runtime::change_shape`], ...). The stubs and fast paths are
 //! encoded for the model's [`Layout`] ([`encode_stub_in`], [`encode_fast_path_in`]).
 //!
 //! # The program's surface
@@ -70,8 +77,8 @@
 //!
 //! A *shape* is a list of property names; a *property name* is any 64-bit number (an
 //! interned string's ID in a real language; `120` for `x` in the examples); shape IDs are
-//! handed out from 0. An *object* is the address of a block of 64-bit words the runtime
-//! owns, in its arena: the shape's ID, then one word per property in the shape's order,
+//! handed out from 0. An *object* is the address of a block of 64-bit words the runtime's
+//! [`Shapes`] owns, in its arena: the shape's ID, then one word per property in the shape's order,
 //! which is what the fast paths read. Nothing the program passes is trusted: an object must
 //! be an address the runtime handed out, a shape an ID it handed out, the names an array
 //! lying in a section of the program (a global) or on the program's stack, and a function
@@ -180,6 +187,7 @@ mod deopt;
 pub mod fast_path;
 mod inline_cache;
 pub mod object_model;
+pub mod shapes;
 mod sites;
 pub mod stub;
 pub mod stub_aarch64;
@@ -188,6 +196,7 @@ mod x86_64;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::{Error, Result};
@@ -195,7 +204,8 @@ use locus_llvm::{Error, Result};
 pub use deopt::Continuation;
 pub use fast_path::{encode_fast_path, encode_fast_path_in, FastPath, Layout, ObjectIndex};
 pub use inline_cache::ShapeId;
-pub use object_model::{ObjectModel, Resolution};
+pub use object_model::{ObjectArena, ObjectModel, Resolution};
+pub use shapes::Shapes;
 pub use sites::{Site, SiteKind};
 pub use stub::{encode_stub, encode_stub_in};
 pub use stub_aarch64::{encode_fast_path_aarch64, encode_stub_aarch64};
@@ -267,8 +277,14 @@ pub struct Runtime {
     /// The address of `@locus.deopt.stub`.
     deopt_stub: u64,
     options: Options,
-    /// The language's object model, if not the runtime's own shapes.
-    model: Option<Box<dyn ObjectModel>>,
+    /// The program's object model, which the caches read objects through.
+    model: Arc<dyn ObjectModel>,
+    /// The built-in shapes the program's surface makes shapes and objects in (the model
+    /// too, unless the runtime was made with another).
+    shapes: Arc<Shapes>,
+    /// The header (miss handler, hit counter) the compiled code reaches when the model
+    /// has no arena of its own.
+    header: arena::ObjectArena,
     state: RefCell<inline_cache::State>,
 }
 
@@ -326,12 +342,26 @@ impl Runtime {
         options: Options,
         host: &[(&str, usize)],
     ) -> Result<Self> {
+        let shapes = Arc::new(Shapes::new().map_err(|e| jit_error(&e))?);
+        Runtime::build(name, ir, options, host, shapes.clone(), shapes)
+    }
+
+    /// Compiles the program over `model`, with `shapes` for its surface.
+    fn build(
+        name: &str,
+        ir: &str,
+        options: Options,
+        host: &[(&str, usize)],
+        model: Arc<dyn ObjectModel>,
+        shapes: Arc<Shapes>,
+    ) -> Result<Self> {
         if options.concurrent_patching {
             cross_modify::register().map_err(|e| jit_error(&e))?;
         }
         let (sites, continuations) = sites::scan(name, ir)?;
-        let arena = arena::Arena::new(arena::ARENA_BITS, x86_64::ic_miss_address() as u64)
-            .map_err(|e| jit_error(&e))?;
+        // A header page and an index of one word: the header is all the compiled code
+        // reaches of it.
+        let header = arena::ObjectArena::new(3).map_err(|e| jit_error(&e))?;
         let mut text = ir.to_owned();
         text.push_str(&deopt_stub_ir(x86_64::deopt_entry_address()));
         let surface = x86_64::surface_symbols();
@@ -354,15 +384,18 @@ impl Runtime {
             continuations,
             deopt_stub,
             options,
-            model: None,
-            state: RefCell::new(inline_cache::State::new(arena)),
+            model,
+            shapes,
+            header,
+            state: RefCell::new(inline_cache::State::new()),
         })
     }
 
-    /// [`Runtime::with_options`] with the language's own object model: the program's
-    /// inline caches read objects as `model` says (see [`object_model`]). The runtime's
-    /// own shapes and objects (the program's surface, [`Runtime::new_object`]) remain, but
-    /// its sites no longer read them.
+    /// [`Runtime::with_options`] with the program's object model: its inline caches read
+    /// objects as `model` says (see [`object_model`]); the runtime keeps it as long as it
+    /// lives, and the language keeps its own handle to change it. The program's surface
+    /// still makes shapes and objects in a [`Shapes`] of the runtime's
+    /// ([`Runtime::shapes`]), which its sites then do not read.
     ///
     /// # Errors
     ///
@@ -371,11 +404,10 @@ impl Runtime {
         name: &str,
         ir: &str,
         options: Options,
-        model: Box<dyn ObjectModel>,
+        model: Arc<dyn ObjectModel>,
     ) -> Result<Self> {
-        let mut runtime = Runtime::with_options(name, ir, options)?;
-        runtime.model = Some(model);
-        Ok(runtime)
+        let shapes = Arc::new(Shapes::new().map_err(|e| jit_error(&e))?);
+        Runtime::build(name, ir, options, &[], model, shapes)
     }
 
     /// The compiled program.
@@ -399,9 +431,8 @@ impl Runtime {
     /// What the runtime did so far.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        let state = self.state.borrow();
-        let mut stats = state.stats;
-        stats.hits = state.arena.hits().load(Ordering::Relaxed);
+        let mut stats = self.state.borrow().stats;
+        stats.hits = self.header_arena().hits().load(Ordering::Relaxed);
         stats
     }
 

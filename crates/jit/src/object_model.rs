@@ -9,14 +9,21 @@
 //! the slot's word; [`super::Runtime::invalidate_shape`] patches back the sites
 //! specialized on a shape whose layout changed.
 //!
-//! The runtime's own shapes model (objects in its arena, shape IDs from 0, the shape in
-//! word 0, property `i` of a shape in word `i + 1`) is one implementation, the default;
-//! [`super::Runtime::with_model`] runs a program with another. For the runtime's own
-//! objects the compiled code also checks that the object is one the runtime handed out
-//! (its object index); a language's objects are not in that index, so for them the
-//! compiled code trusts the pointer the site gets to be an object of the model (the
-//! language's compiler guarantees it), while the model's [`ObjectModel::shape_of`] checks
-//! it on every miss.
+//! The built-in shapes model ([`super::Shapes`]: shape IDs from 0, the shape in word 0,
+//! property `i` of a shape in word `i + 1`) is one implementation, the default of
+//! [`super::Runtime::new`]; [`super::Runtime::with_model`] runs a program with any other.
+//! A model whose objects live in an [`ObjectArena`] says so
+//! ([`ObjectModel::object_arena`], as the shapes model does): the compiled code then
+//! checks that an object is in the arena's index before it reads its shape word, so a
+//! forged pointer goes to the miss handler. A model without one (objects the language
+//! allocates itself) is trusted by the compiled code: the pointer a site gets is an
+//! object of the model (the language's compiler guarantees it), while the model's
+//! [`ObjectModel::shape_of`] checks it on every miss.
+//!
+//! A model is `Send + Sync`: with [`super::Options::concurrent_patching`] misses and
+//! megamorphic lookups call it from any thread running the program.
+
+pub use super::arena::ObjectArena;
 
 /// How a property of objects of a shape is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +37,17 @@ pub enum Resolution {
 }
 
 /// A language's object model (see the [module documentation](self)).
-pub trait ObjectModel {
+pub trait ObjectModel: Send + Sync {
     /// The byte offset of the shape word from an object's address: the compiled code
     /// compares the 64-bit word there with the shapes a site has seen.
     fn shape_offset(&self) -> i32;
+
+    /// The arena every object of the model lives in, if there is one: the compiled code
+    /// then checks an object against the arena's index before reading it. `None` (the
+    /// default): the compiled code trusts the pointer.
+    fn object_arena(&self) -> Option<&ObjectArena> {
+        None
+    }
 
     /// The shape of the object at `object`, or why `object` is not an object of the
     /// model (the error of the call). `object` comes from the program: check it before

@@ -1354,7 +1354,7 @@ struct Classes {
     /// Object addresses the language made.
     objects: HashSet<u64>,
     /// (class, name) -> how the property is read.
-    table: std::rc::Rc<std::cell::RefCell<HashMap<(u64, u64), locus_jit::Resolution>>>,
+    table: std::sync::Arc<std::sync::Mutex<HashMap<(u64, u64), locus_jit::Resolution>>>,
 }
 
 /// The computed property's value: the object's address's low bits, to tell objects apart.
@@ -1378,7 +1378,8 @@ impl locus_jit::ObjectModel for Classes {
 
     fn resolve(&self, shape: u64, name: u64) -> Result<locus_jit::Resolution, String> {
         self.table
-            .borrow()
+            .lock()
+            .map_err(|_| "the class table's lock is poisoned")?
             .get(&(shape, name))
             .copied()
             .ok_or_else(|| format!("class {shape} has no property {name}"))
@@ -1405,7 +1406,7 @@ impl locus_jit::ObjectModel for Classes {
 #[test]
 fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
     use locus_jit::{encode_fast_path_in, encode_stub_in, Resolution};
-    let table = std::rc::Rc::new(std::cell::RefCell::new(HashMap::new()));
+    let table = std::sync::Arc::new(std::sync::Mutex::new(HashMap::new()));
     // Objects point at word 1 of their block: word 0 is at -8, the class word at +8.
     let make = |words: Vec<u64>| -> u64 {
         let block: &'static mut [u64] = Box::leak(words.into_boxed_slice());
@@ -1421,7 +1422,7 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
     let c = make(vec![9, 0xcccc, C, 0, 0]);
     let d = make(vec![0, 0xdddd, D, 0, 0]);
     {
-        let mut t = table.borrow_mut();
+        let mut t = table.lock().map_err(|_| "poisoned")?;
         t.insert((A, Y), Resolution::Slot(16));
         t.insert((A, X), Resolution::Slot(24));
         t.insert((B, Y), Resolution::Slot(24));
@@ -1440,7 +1441,12 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
             objects: [a, b, c, d].into_iter().collect(),
             table: table.clone(),
         };
-        let rt = Runtime::with_model("model.ll", POLY_PROGRAM, options, Box::new(model))?;
+        let rt = Runtime::with_model(
+            "model.ll",
+            POLY_PROGRAM,
+            options,
+            std::sync::Arc::new(model),
+        )?;
         let layout = rt.layout();
         assert!(!layout.check_objects && layout.shape_offset == 8);
         let expect = [(a, 2), (b, 5), (c, 9), (d, computed(d))];
@@ -1477,8 +1483,14 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
             // SAFETY: `a`'s words at +16 and +24, owned by the test; no compiled code runs.
             unsafe { ((a + offset) as *mut u64).write(value) };
         }
-        table.borrow_mut().insert((A, Y), Resolution::Slot(24));
-        table.borrow_mut().insert((A, X), Resolution::Slot(16));
+        table
+            .lock()
+            .map_err(|_| "poisoned")?
+            .insert((A, Y), Resolution::Slot(24));
+        table
+            .lock()
+            .map_err(|_| "poisoned")?
+            .insert((A, X), Resolution::Slot(16));
         assert_eq!(rt.invalidate_shape(A)?, 2);
         for f in ["small", "wide"] {
             assert_eq!(answer(&rt, f, a), Ok(2));
@@ -1500,8 +1512,14 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
             // SAFETY: as above.
             unsafe { ((a + offset) as *mut u64).write(value) };
         }
-        table.borrow_mut().insert((A, Y), Resolution::Slot(16));
-        table.borrow_mut().insert((A, X), Resolution::Slot(24));
+        table
+            .lock()
+            .map_err(|_| "poisoned")?
+            .insert((A, Y), Resolution::Slot(16));
+        table
+            .lock()
+            .map_err(|_| "poisoned")?
+            .insert((A, X), Resolution::Slot(24));
     }
     // Megamorphic over the model: one class a site, the rest through the lookup.
     let model = Classes {
@@ -1512,7 +1530,12 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
         max_shapes: 1,
         ..Options::default()
     };
-    let rt = Runtime::with_model("model.ll", POLY_PROGRAM, options, Box::new(model))?;
+    let rt = Runtime::with_model(
+        "model.ll",
+        POLY_PROGRAM,
+        options,
+        std::sync::Arc::new(model),
+    )?;
     for _ in 0..2 {
         for (object, value) in [(a, 2), (b, 5), (c, 9), (d, computed(d))] {
             assert_eq!(answer(&rt, "small", object), Ok(value));
@@ -1522,6 +1545,79 @@ fn a_language_s_own_object_model_drives_the_caches() -> TestResult {
     // a misses (stub), b misses (megamorphic), then c, d and the second round's four.
     assert_eq!(rt.stats().lookups, 6);
     assert_eq!(rt.stats().misses, 2);
+    Ok(())
+}
+
+/// The built-in shapes model is an ordinary `ObjectModel`: a `Shapes` of the test's own,
+/// given to `Runtime::with_model` as a language gives its model, drives the caches as the
+/// runtime's default does (the object check on, through its arena's index), its layout
+/// change patches back through `invalidate_shape` as a language's would, and a copy of
+/// an object is refused by the model. The program's surface uses the runtime's own
+/// `Shapes` (`Runtime::shapes`), a different one.
+#[test]
+fn the_shapes_model_is_an_ordinary_object_model() -> TestResult {
+    use locus_jit::{Layout, ObjectModel, Shapes};
+    let shapes = std::sync::Arc::new(Shapes::new()?);
+    let a = shapes.add_shape(&[X, Y, Z]);
+    let b = shapes.add_shape(&[Y, X, Z]);
+    let oa = shapes.new_object(a, &[1, 2, 3])?;
+    let ob = shapes.new_object(b, &[20, 10, 30])?;
+    for options in [
+        Options::default(),
+        Options {
+            inline_fast_path: false,
+            ..Options::default()
+        },
+    ] {
+        let rt = Runtime::with_model("shapes.ll", POLY_PROGRAM, options, shapes.clone())?;
+        assert_eq!(
+            rt.layout(),
+            Layout {
+                index: shapes.arena().index(),
+                check_objects: true,
+                shape_offset: 0
+            }
+        );
+        assert!(!std::sync::Arc::ptr_eq(rt.shapes(), &shapes));
+        assert!(!rt.is_object(oa) && shapes.is_object(oa));
+        let hits = shapes
+            .arena()
+            .hits()
+            .load(std::sync::atomic::Ordering::Relaxed);
+        for _ in 0..3 {
+            for f in ["small", "wide"] {
+                assert_eq!(answer(&rt, f, oa), Ok(2));
+                assert_eq!(answer(&rt, f, ob), Ok(20));
+            }
+        }
+        let stats = rt.stats();
+        assert_eq!((stats.misses, stats.hits - hits), (4, 8), "{options:?}");
+        // The layout of `b` changes: Y moves to the last word.
+        shapes.rearrange(b, &[X, Z, Y])?;
+        assert_eq!(shapes.property(ob, Y), Ok(20));
+        assert_eq!(shapes.resolve(b.0, Y), Ok(locus_jit::Resolution::Slot(24)));
+        assert_eq!(rt.invalidate_shape(b.0)?, 2);
+        for f in ["small", "wide"] {
+            assert_eq!(answer(&rt, f, ob), Ok(20));
+            assert_eq!(answer(&rt, f, oa), Ok(2));
+        }
+        // Patched back, each site forgot both shapes: both miss once more.
+        assert_eq!(rt.stats().misses, 8);
+        // A copy of `oa`'s words is not in the index: the site sends it to the miss
+        // handler, and the model refuses it.
+        let copy = [a.0, 1, 2, 3];
+        let forged = copy.as_ptr() as u64;
+        for f in ["small", "wide"] {
+            assert_eq!(
+                answer(&rt, f, forged),
+                Err(format!(
+                    "JIT error: `{f}`: {forged:#x} is not an object of this runtime"
+                ))
+            );
+        }
+        // Back for the next options.
+        shapes.rearrange(b, &[Y, X, Z])?;
+    }
     Ok(())
 }
 
