@@ -1,4 +1,5 @@
-//! Lowering an MLIR kernel to a shared library with the LLVM 19 tools.
+//! Lowering an MLIR kernel to a shared library with the LLVM 19 tools (or the ones the
+//! caller names, [`Tools`]: other builds of the same versions).
 //!
 //! `mlir-opt-19` parses the kernel and prints it back, and every function the kernel
 //! defines gets `llvm.emit_c_interface` ([`request_c_wrappers`]), so each gets a
@@ -270,8 +271,37 @@ pub fn only_declarations_take_tensors(source: &str) -> bool {
     declared
 }
 
+/// The LLVM and MLIR programs a kernel goes through: names looked up in `PATH`, or paths.
+/// The default is LLVM 19's and MLIR 19's, as Debian names them (`mlir-opt-19`...); a
+/// caller with other builds of the same versions names its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tools {
+    /// Parses, checks and lowers the kernel (`mlir-opt`).
+    pub mlir_opt: String,
+    /// Translates the lowered kernel to LLVM IR (`mlir-translate`).
+    pub mlir_translate: String,
+    /// LLVM's optimizer (`opt`).
+    pub opt: String,
+    /// LLVM's code generator (`llc`).
+    pub llc: String,
+    /// Links the shared library (`clang`).
+    pub clang: String,
+}
+
+impl Default for Tools {
+    fn default() -> Self {
+        Tools {
+            mlir_opt: "mlir-opt-19".into(),
+            mlir_translate: "mlir-translate-19".into(),
+            opt: "opt-19".into(),
+            llc: "llc-19".into(),
+            clang: "clang-19".into(),
+        }
+    }
+}
+
 /// How to lower a kernel: the pass pipeline, extra passes, the `opt-19`
-/// step and the name diagnostics give the kernel.
+/// step, the tools and the name diagnostics give the kernel.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Replaces the default pipeline (`--pipeline`): passes in `mlir-opt`'s
@@ -287,6 +317,8 @@ pub struct Options {
     /// `mlir-cpu-runner` takes them: `-matrix-default-layout=row-major`,
     /// `-mattr=+avx2`...
     pub llvm_options: Vec<String>,
+    /// The programs that run (default: LLVM 19's and MLIR 19's).
+    pub tools: Tools,
 }
 
 impl Default for Options {
@@ -297,6 +329,7 @@ impl Default for Options {
             optimize: true,
             source_name: None,
             llvm_options: Vec::new(),
+            tools: Tools::default(),
         }
     }
 }
@@ -410,14 +443,15 @@ pub const EMIT_C_INTERFACE: &str = "llvm.emit_c_interface";
 /// the kernel only declares are left as they are: their calls go to the C symbol of their
 /// name, or to `_mlir_ciface_NAME` if the kernel marked them itself.
 pub fn request_c_wrappers(source: &str, options: &Options) -> Result<String, MemRefError> {
+    let mlir_opt = &options.tools.mlir_opt;
     let printed = run(
-        "mlir-opt-19",
+        mlir_opt,
         &["--mlir-print-debuginfo"],
         Some(source.as_bytes()),
     )
     .map_err(|e| options.locate(e))?;
     let printed = String::from_utf8(printed).map_err(|e| MemRefError::Tool {
-        tool: "mlir-opt-19".into(),
+        tool: mlir_opt.clone(),
         stderr: format!("output is not UTF-8: {e}"),
     })?;
     Ok(mark_definitions(&printed))
@@ -472,16 +506,17 @@ pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, M
     let mut args = options.mlir_opt_args(&marked);
     args.push("--mlir-print-debuginfo".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tools = &options.tools;
     let lowered =
-        run("mlir-opt-19", &args, Some(marked.as_bytes())).map_err(|e| options.locate(e))?;
+        run(&tools.mlir_opt, &args, Some(marked.as_bytes())).map_err(|e| options.locate(e))?;
     let ir = run(
-        "mlir-translate-19",
+        &tools.mlir_translate,
         &["--mlir-to-llvmir", "-"],
         Some(&lowered),
     )
     .map_err(|e| options.locate(e))?;
     String::from_utf8(ir).map_err(|e| MemRefError::Tool {
-        tool: "mlir-translate-19".into(),
+        tool: tools.mlir_translate.clone(),
         stderr: format!("output is not UTF-8: {e}"),
     })
 }
@@ -519,9 +554,9 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
     let llvm_options: Vec<&str> = options.llvm_options.iter().map(String::as_str).collect();
     if let Some(passes) = passes {
         let args: Vec<&str> = llvm_options.iter().chain(passes).copied().collect();
-        let out = run("opt-19", &args, Some(ir.as_bytes()))?;
+        let out = run(&options.tools.opt, &args, Some(ir.as_bytes()))?;
         ir = String::from_utf8(out).map_err(|e| MemRefError::Tool {
-            tool: "opt-19".into(),
+            tool: options.tools.opt.clone(),
             stderr: format!("output is not UTF-8: {e}"),
         })?;
     }
@@ -541,7 +576,7 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
         &object_s,
         "-",
     ]);
-    run("llc-19", &llc, Some(ir.as_bytes()))?;
+    run(&options.tools.llc, &llc, Some(ir.as_bytes()))?;
     let output_s = output.to_string_lossy().into_owned();
     let mut link = vec![
         "-shared",
@@ -551,11 +586,11 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
         &object_s,
         "-lm",
     ];
-    let builtins = compiler_rt_builtins();
+    let builtins = compiler_rt_builtins(&options.tools.clang);
     if let Some(archive) = &builtins {
         link.push(archive);
     }
-    run("clang-19", &link, None).map(|_| ())
+    run(&options.tools.clang, &link, None).map(|_| ())
 }
 
 /// A fresh directory only this user can enter, made with `mkdtemp` in the temporary
@@ -577,9 +612,9 @@ pub fn private_dir() -> Result<tempfile::TempDir, MemRefError> {
 /// when it is installed: it has the conversions LLVM calls for `bf16`
 /// (`__truncsfbf2`...), which libgcc before GCC 13 lacks. Only what the kernel needs is
 /// taken from it.
-fn compiler_rt_builtins() -> Option<String> {
+fn compiler_rt_builtins(clang: &str) -> Option<String> {
     let out = run(
-        "clang-19",
+        clang,
         &["-print-libgcc-file-name", "-rtlib=compiler-rt"],
         None,
     )

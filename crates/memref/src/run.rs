@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::call::{CallOptions, Library, Scalar, Value};
-use crate::compile::{self, Options};
+use crate::compile::{self, Options, Tools};
 use crate::signature::{ElemType, Signature, Type};
 use crate::MemRefError;
 
@@ -67,11 +67,11 @@ pub unsafe fn run_kernel(
     options: &RunOptions,
 ) -> Result<Option<Scalar>, MemRefError> {
     let entry = &options.entry;
-    let signature = match Signature::from_mlir(source, entry) {
+    let signature = match Signature::from_mlir_with(source, entry, &options.compile.tools) {
         Ok(signature) => signature,
         // An entry written in the LLVM dialect, as mlir-cpu-runner also runs them.
         Err(e) => {
-            return match llvm_func_entry(source, entry) {
+            return match llvm_func_entry(source, entry, &options.compile.tools) {
                 // SAFETY: forwarded (this function's contract).
                 Some(result) => unsafe { run_llvm_func(source, options, result) },
                 None => Err(e),
@@ -118,9 +118,9 @@ pub unsafe fn run_kernel(
 /// The result of `llvm.func @name()` in the kernel, if it has one that takes no arguments
 /// and returns nothing (`Some(None)`) or an `i32`, `i64`, `f32` or `f64`, as `mlir-opt-19`
 /// prints its type.
-fn llvm_func_entry(source: &str, name: &str) -> Option<Option<ElemType>> {
+fn llvm_func_entry(source: &str, name: &str, tools: &Tools) -> Option<Option<ElemType>> {
     let printed = compile::run(
-        "mlir-opt-19",
+        &tools.mlir_opt,
         &["--mlir-print-op-generic", "-"],
         Some(source.as_bytes()),
     )

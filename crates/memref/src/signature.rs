@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use crate::compile::Tools;
 use crate::MemRefError;
 
 /// A scalar or memref element type.
@@ -705,23 +706,32 @@ impl Signature {
     /// [`MemRefError::Tool`] when `mlir-opt-19` cannot run or fails without a
     /// position.
     pub fn from_mlir(source: &str, name: &str) -> Result<Signature, MemRefError> {
-        let printed =
-            match crate::compile::run("mlir-opt-19", PRINT_GENERIC, Some(source.as_bytes())) {
-                Ok(out) => String::from_utf8(out).map_err(|e| MemRefError::Tool {
-                    tool: "mlir-opt-19".into(),
-                    stderr: format!("output is not UTF-8: {e}"),
-                })?,
-                Err(MemRefError::Tool { tool, stderr }) => {
-                    return Err(match first_diagnostic(&stderr) {
-                        Some((line, col, message)) => MemRefError::Parse {
-                            at: offset_of(source, line, col),
-                            message: format!("{tool}: {message}"),
-                        },
-                        None => MemRefError::Tool { tool, stderr },
-                    })
-                }
-                Err(e) => return Err(e),
-            };
+        Self::from_mlir_with(source, name, &Tools::default())
+    }
+
+    /// [`Signature::from_mlir`] with the `mlir-opt` of `tools`.
+    pub fn from_mlir_with(
+        source: &str,
+        name: &str,
+        tools: &Tools,
+    ) -> Result<Signature, MemRefError> {
+        let mlir_opt = &tools.mlir_opt;
+        let printed = match crate::compile::run(mlir_opt, PRINT_GENERIC, Some(source.as_bytes())) {
+            Ok(out) => String::from_utf8(out).map_err(|e| MemRefError::Tool {
+                tool: mlir_opt.clone(),
+                stderr: format!("output is not UTF-8: {e}"),
+            })?,
+            Err(MemRefError::Tool { tool, stderr }) => {
+                return Err(match first_diagnostic(&stderr) {
+                    Some((line, col, message)) => MemRefError::Parse {
+                        at: offset_of(source, line, col),
+                        message: format!("{tool}: {message}"),
+                    },
+                    None => MemRefError::Tool { tool, stderr },
+                })
+            }
+            Err(e) => return Err(e),
+        };
         let found = find_generic(&printed, name).map_err(|message| MemRefError::Parse {
             at: source.len(),
             message,

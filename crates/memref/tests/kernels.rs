@@ -1073,3 +1073,79 @@ fn unresolved_symbol_is_an_error_at_open() {
         Ok(_) => panic!("a library with an unresolved symbol opened"),
     }
 }
+
+/// The caller names the tools (`compile::Tools`): each of the five runs as named, here a
+/// wrapper that logs its name and runs LLVM 19's own, and a kernel built that way is called;
+/// a tool that does not exist is named in the error, by the compile and by
+/// `Signature::from_mlir_with`.
+#[test]
+fn caller_named_tools_are_the_ones_that_run() {
+    use locus_memref::compile::{self, Options, Tools};
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("memref-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log");
+    let wrap = |real: &str| {
+        let path = dir.join(format!("my-{real}"));
+        let script = format!(
+            "#!/bin/sh\necho {real} >> '{}'\nexec /usr/lib/llvm-19/bin/{real} \"$@\"\n",
+            log.display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    };
+    let tools = Tools {
+        mlir_opt: wrap("mlir-opt"),
+        mlir_translate: wrap("mlir-translate"),
+        opt: wrap("opt"),
+        llc: wrap("llc"),
+        clang: wrap("clang"),
+    };
+    let source = common::source("one_array.mlir");
+    let options = Options {
+        tools: tools.clone(),
+        ..Options::default()
+    };
+    let out = dir.join("one_array.so");
+    compile::compile_with(&source, &out, &options).unwrap();
+    let ran = std::fs::read_to_string(&log).unwrap();
+    for tool in ["mlir-opt", "mlir-translate", "opt", "llc", "clang"] {
+        assert!(ran.lines().any(|l| l == tool), "{tool} did not run: {ran}");
+    }
+    let signature = locus_memref::Signature::from_mlir_with(&source, "scale_into", &tools).unwrap();
+    // SAFETY: a library just built from the fixture.
+    let lib = unsafe { locus_memref::Library::open(&out) }.unwrap();
+    // SAFETY: the signature is the kernel's own, as mlir-opt parsed it.
+    let f = unsafe { lib.function("scale_into", signature) }.unwrap();
+    let src = [1.0f32, 2.0, 3.0];
+    let mut dst = [0.0f32; 3];
+    {
+        let input = MemRefView::contiguous(&src, [3]).unwrap();
+        let mut output = MemRefViewMut::contiguous(&mut dst, [3]).unwrap();
+        let [out_arg, in_arg] = in_out(&input, &mut output);
+        f.call(vec![in_arg, out_arg], CallOptions::default())
+            .unwrap();
+    }
+    assert_eq!(dst, [3.0, 5.0, 7.0]);
+
+    let missing = Tools {
+        mlir_opt: dir.join("no-such-mlir-opt").display().to_string(),
+        ..Tools::default()
+    };
+    let options = Options {
+        tools: missing.clone(),
+        ..Options::default()
+    };
+    match compile::compile_with(&source, &dir.join("never.so"), &options) {
+        Err(MemRefError::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+    match locus_memref::Signature::from_mlir_with(&source, "scale_into", &missing) {
+        Err(MemRefError::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
+        other => panic!("expected a tool error, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
