@@ -141,11 +141,40 @@ pub(super) unsafe fn write_site(address: *mut u8, old: &[u8], new: &[u8]) -> Res
             address as u64
         ));
     }
+    // SAFETY: the caller's contract; only the first instruction changes, so a thread
+    // past it runs the same bytes as before.
+    unsafe { write_region(address, old, new) }
+}
+
+/// Rewrites the `old.len()` bytes at `address` to `new` with the protocol of the [module
+/// documentation](self) (`jmp $` over the first two bytes, the rest, the first two), so
+/// that no thread runs a torn first instruction and every page stays executable.
+///
+/// # Errors
+///
+/// If `old` and `new` differ in length or are shorter than 2 bytes, or a system call
+/// fails.
+///
+/// # Safety
+///
+/// `address .. address + old.len()` is code the caller owns (read+execute pages), holding
+/// `old`; one thread at a time patches it; and a thread past the region's first
+/// instruction when it is written may run the new bytes where it is: the caller accepts
+/// that (no thread is there, or the bytes after the first instruction do not change).
+pub(super) unsafe fn write_region(address: *mut u8, old: &[u8], new: &[u8]) -> Result<(), String> {
+    if old.len() != new.len() || old.len() < 2 {
+        return Err(format!(
+            "{:#x}: a concurrent patch of {} bytes with {}",
+            address as u64,
+            old.len(),
+            new.len()
+        ));
+    }
     if old == new {
         return Ok(());
     }
     let start = address as usize;
-    let end = start + FIRST_INSTRUCTION;
+    let end = start + new.len();
     protect(
         start,
         end,
@@ -155,11 +184,14 @@ pub(super) unsafe fn write_site(address: *mut u8, old: &[u8], new: &[u8]) -> Res
         // SAFETY: the site's first bytes, writable now.
         unsafe { store_pair(address, SPIN) };
         serialize()?;
-        for (i, byte) in new.iter().enumerate().take(FIRST_INSTRUCTION).skip(2) {
-            // SAFETY: byte `i` of the site's first instruction, writable now; no thread
-            // is inside the instruction (step 2), and none runs these bytes before the
-            // first two are written back.
-            unsafe { address.wrapping_add(i).write_volatile(*byte) };
+        // Only the bytes that change: a thread past the first instruction keeps running
+        // the bytes that stay.
+        for (i, (byte, was)) in new.iter().zip(old).enumerate().skip(2) {
+            if byte != was {
+                // SAFETY: byte `i` of the region, writable now; no thread is inside its
+                // first instruction (step 2), and a thread past it is the caller's promise.
+                unsafe { address.wrapping_add(i).write_volatile(*byte) };
+            }
         }
         serialize()?;
         // SAFETY: as above.

@@ -545,6 +545,7 @@ impl Runtime {
     /// [`locus_llvm::Error::Jit`] for a shadow shorter than 5 bytes, a stub out of `rel32`
     /// reach, or a failed write.
     pub fn invalidate(&self, function: &str) -> locus_llvm::Result<usize> {
+        let _patching = self.patching();
         let mut patched = 0;
         for site in self.sites.values() {
             if site.kind != SiteKind::StackMap || site.function != function {
@@ -552,7 +553,7 @@ impl Runtime {
             }
             for record in self.jit.stack_maps().by_id(site.id) {
                 let address = record.address;
-                if self.state.borrow().shadows.contains_key(&address) {
+                if self.state().shadows.contains_key(&address) {
                     continue;
                 }
                 if site.reserved < CALL_REL32_LEN {
@@ -567,7 +568,7 @@ impl Runtime {
                     .code_bytes(address, site.reserved)
                     .ok_or_else(|| super::jit_error("a shadow lies outside the code"))?;
                 self.write(address, &bytes)?;
-                let mut state = self.state.borrow_mut();
+                let mut state = self.state();
                 state.shadows.insert(address, original);
                 state.stats.patches += 1;
                 patched += 1;
@@ -583,6 +584,7 @@ impl Runtime {
     ///
     /// [`locus_llvm::Error::Jit`] for a failed write.
     pub fn revalidate(&self, function: &str) -> locus_llvm::Result<usize> {
+        let _patching = self.patching();
         let mut restored = 0;
         let addresses: Vec<u64> = self
             .jit
@@ -596,10 +598,10 @@ impl Runtime {
             .map(|r| r.address)
             .collect();
         for address in addresses {
-            let original = self.state.borrow_mut().shadows.remove(&address);
+            let original = self.state().shadows.remove(&address);
             if let Some(original) = original {
                 self.write(address, &original)?;
-                self.state.borrow_mut().stats.patches += 1;
+                self.state().stats.patches += 1;
                 restored += 1;
             }
         }
@@ -610,7 +612,7 @@ impl Runtime {
     /// `function` before it returns, as a runtime does when a call changes what the
     /// compiled code assumed.
     pub fn invalidate_at_poll(&self, function: &str, nth: u64) {
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         state.poll_plan = Some((function.to_owned(), nth));
         state.polls = 0;
     }
@@ -618,7 +620,7 @@ impl Runtime {
     /// `@locus_poll`, from compiled code; an error ends the call of the program.
     pub(super) fn poll(&self) -> Result<(), String> {
         let due = {
-            let mut state = self.state.borrow_mut();
+            let mut state = self.state();
             state.polls += 1;
             match &state.poll_plan {
                 Some((function, nth)) if *nth == state.polls => Some(function.clone()),
@@ -626,7 +628,7 @@ impl Runtime {
             }
         };
         if let Some(function) = due {
-            self.state.borrow_mut().poll_plan = None;
+            self.state().poll_plan = None;
             self.invalidate(&function).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -642,11 +644,11 @@ impl Runtime {
     pub(super) fn deoptimize(&self, saved: &SavedRegisters, resume_sp: u64) -> i64 {
         match self.finish(saved, resume_sp) {
             Ok(result) => {
-                self.state.borrow_mut().stats.deopts += 1;
+                self.state().stats.deopts += 1;
                 result
             }
             Err(message) => {
-                self.fail(format!("deoptimization failed: {message}"));
+                super::x86_64::fail(format!("deoptimization failed: {message}"));
                 0
             }
         }
@@ -708,10 +710,7 @@ impl Runtime {
                     record.record.id()
                 ));
             }
-            self.state
-                .borrow_mut()
-                .location_kinds
-                .insert(location.kind() as u8);
+            self.state().location_kinds.insert(location.kind() as u8);
             if let Some(v) = values.get_mut(*slot) {
                 *v = Some(value);
             }
@@ -736,16 +735,26 @@ impl Runtime {
         Ok(bytes)
     }
 
-    /// Writes a whole patch region of the program.
+    /// Writes a whole shadow of the program (the patch lock held).
     pub(super) fn write(&self, address: u64, bytes: &[u8]) -> locus_llvm::Result<()> {
-        if self.code_bytes(address, bytes.len()).is_none() {
+        self.check_thread().map_err(|e| super::jit_error(&e))?;
+        let Some(old) = self.code_bytes(address, bytes.len()) else {
             return Err(super::jit_error(&format!(
                 "{address:#x} is not in the program's code"
             )));
+        };
+        if self.options().concurrent_patching {
+            // SAFETY: the region is a whole shadow of this runtime's program (checked to
+            // lie in its code), holding `old`; the patch lock is held. A thread past the
+            // shadow's first instruction at this moment runs the new bytes where it is:
+            // the hazard `Options::concurrent_patching` documents for shadows.
+            return unsafe { super::cross_modify::write_region(address as *mut u8, &old, bytes) }
+                .map_err(|e| super::jit_error(&e));
         }
-        // SAFETY: the region is a whole patch site of this runtime's program (checked to lie
-        // in its code); compiled code runs only on this thread, which is in the runtime now,
-        // so nothing executes those pages meanwhile; the bytes are a complete sequence.
+        // SAFETY: the region is a whole shadow of this runtime's program (checked to lie in
+        // its code); compiled code runs only on this thread (`check_thread`), which is in
+        // the runtime now, so nothing executes those pages meanwhile; the bytes are a
+        // complete sequence.
         unsafe { write_code(address as *mut u8, bytes) }
             .map_err(|e| super::jit_error(&e.to_string()))
     }

@@ -58,8 +58,6 @@ pub(super) struct State {
     /// The site of each inline fast path, by the return address of its miss call.
     inline_misses: HashMap<u64, u64>,
     pub(super) stats: Stats,
-    /// The first failure during the current call.
-    pub(super) error: Option<String>,
     /// The original bytes of each patched shadow, by address.
     pub(super) shadows: HashMap<u64, Vec<u8>>,
     /// Invalidate this function at that poll.
@@ -82,7 +80,6 @@ impl State {
             retired: Vec::new(),
             megamorphic: HashSet::new(),
             stats: Stats::default(),
-            error: None,
             shadows: HashMap::new(),
             poll_plan: None,
             polls: 0,
@@ -226,8 +223,9 @@ impl Runtime {
     ///
     /// [`locus_llvm::Error::Jit`] for a failed patch.
     pub fn invalidate_shape(&self, shape: u64) -> Result<usize> {
+        let _patching = self.patching();
         let sites: Vec<u64> = {
-            let mut state = self.state.borrow_mut();
+            let mut state = self.state();
             let sites: Vec<u64> = state
                 .cases
                 .iter()
@@ -283,7 +281,7 @@ impl Runtime {
         name: u64,
         return_address: u64,
     ) -> std::result::Result<(i64, u64), String> {
-        self.state.borrow_mut().stats.misses += 1;
+        self.state().stats.misses += 1;
         let site = self.site_of_miss(return_address);
         let resume = site.map_or(return_address, |(site, reserved)| site + reserved as u64);
         let value = self.miss(object, name, return_address, site)?;
@@ -294,12 +292,7 @@ impl Runtime {
     /// `return_address`: an inline fast path's, or a site whose first 13 bytes are a call
     /// (LLVM's, or the runtime's to a stub, whose miss tail-calls the handler).
     fn site_of_miss(&self, return_address: u64) -> Option<(u64, usize)> {
-        let inline = self
-            .state
-            .borrow()
-            .inline_misses
-            .get(&return_address)
-            .copied();
+        let inline = self.state().inline_misses.get(&return_address).copied();
         let site = inline.unwrap_or(return_address.wrapping_sub(CALL_LEN as u64));
         self.patch_point_reserved(site)
             .map(|reserved| (site, reserved))
@@ -340,8 +333,12 @@ impl Runtime {
                 return_address.wrapping_sub(CALL_LEN as u64)
             ));
         };
+        // One miss decides and patches at a time (other threads may miss at this site
+        // meanwhile, with concurrent patching): the cases are read and the site written
+        // under the lock.
+        let _patching = self.patching();
         let cases = {
-            let mut state = self.state.borrow_mut();
+            let mut state = self.state();
             if state.megamorphic.contains(&site) {
                 return Ok(value);
             }
@@ -357,7 +354,7 @@ impl Runtime {
             // Megamorphic: the lookup answers from now on, and the site is not specialized
             // on any shape any more.
             {
-                let mut state = self.state.borrow_mut();
+                let mut state = self.state();
                 state.cases.remove(&site);
                 state.megamorphic.insert(site);
             }
@@ -382,8 +379,7 @@ impl Runtime {
             }
         }
         let stub = self
-            .state
-            .borrow_mut()
+            .state()
             .acquire_stub(&cases, &layout, self.options.count_hits)
             .map_err(|e| jit_error(&e))?;
         self.patch_site(site, stub, Some(cases))
@@ -392,7 +388,7 @@ impl Runtime {
     /// The megamorphic lookup's work: answers the read from the object's shape, without
     /// patching anything. On an error the call of the program ends.
     pub(super) fn ic_lookup(&self, object: u64, name: u64) -> std::result::Result<i64, String> {
-        self.state.borrow_mut().stats.lookups += 1;
+        self.state().stats.lookups += 1;
         self.on_model(|model| {
             let shape = model.shape_of(object)?;
             model.read(object, shape, name)
@@ -420,6 +416,7 @@ impl Runtime {
         miss_return: Option<usize>,
         stub: Option<Cases>,
     ) -> Result<()> {
+        self.check_thread().map_err(|e| jit_error(&e))?;
         let reserved = self
             .patch_point_reserved(site)
             .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
@@ -434,7 +431,7 @@ impl Runtime {
             // SAFETY: the region is a whole patch point of this runtime's program (its
             // record and reserved size checked, inside the program's code), holding `old`;
             // with concurrent patching every form of a site is a call (no inline fast
-            // path), and only this thread, in the runtime, patches.
+            // path), and the caller holds the patch lock: one patch at a time.
             unsafe { cross_modify::write_site(site as *mut u8, &old, bytes) }
                 .map_err(|e| jit_error(&e))?;
         } else {
@@ -447,7 +444,7 @@ impl Runtime {
             // point's arguments, or a fast path).
             unsafe { write_code(site as *mut u8, bytes) }.map_err(|e| jit_error(&e.to_string()))?;
         }
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         state.inline_misses.retain(|_, s| *s != site);
         if let Some(offset) = miss_return {
             state.inline_misses.insert(site + offset as u64, site);
@@ -471,7 +468,7 @@ impl Runtime {
     /// No thread is running, or about to call, a stub a site called before its last patch:
     /// every thread that ran compiled code since then has left it, or is stopped outside it.
     pub unsafe fn reclaim_stubs(&self) -> usize {
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         let retired = std::mem::take(&mut state.retired);
         for address in &retired {
             state.code.free(*address);
@@ -522,8 +519,9 @@ impl Runtime {
             .map_err(|e| jit_error(&e))?;
         cases.sort_unstable();
         cases.dedup();
+        let _patching = self.patching();
         {
-            let mut state = self.state.borrow_mut();
+            let mut state = self.state();
             state.megamorphic.remove(&site);
             state.cases.insert(site, cases.clone());
         }
@@ -539,18 +537,18 @@ impl Runtime {
     /// Bytes of stub memory in stubs, and mapped.
     #[must_use]
     pub fn stub_memory(&self) -> (usize, usize) {
-        self.state.borrow().code.usage()
+        self.state().code.usage()
     }
 
     /// Whether the site at `site` is megamorphic.
     #[must_use]
     pub fn is_megamorphic(&self, site: u64) -> bool {
-        self.state.borrow().megamorphic.contains(&site)
+        self.state().megamorphic.contains(&site)
     }
 
     /// The `len` bytes of the stub memory at `address`, in a stub in use.
     pub(super) fn stub_bytes(&self, address: u64, len: usize) -> Option<Vec<u8>> {
-        if !self.state.borrow().code.contains(address, len) {
+        if !self.state().code.contains(address, len) {
             return None;
         }
         // SAFETY: the range lies in a stub in use: mapped read+execute while the runtime

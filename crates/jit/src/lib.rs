@@ -161,20 +161,51 @@
 //!
 //! # Threads and state
 //!
-//! Compiled code enters the runtime only through [`Runtime::call`], on the runtime's
-//! thread: a miss, a lookup or a surface call from another thread finds no runtime and
-//! aborts the process. Other threads may run patched sites (hits) meanwhile if the runtime
-//! was made with [`Options::concurrent_patching`]: each patch then follows x86-64's
-//! cross-modifying-code protocol (`cross_modify.rs`: a `jmp $` over the site's first
-//! bytes, the rest of its first instruction, then the first bytes, each step followed by
-//! a `membarrier` that serializes every core), sites are always calls (no inline fast
-//! path: a thread may be anywhere inside one), and a stub no site calls any more is kept
-//! until [`Runtime::reclaim_stubs`]. The protocol, not stopping threads at safepoints,
-//! because it needs nothing of the program (safepoints would need every thread to poll
-//! often). Shadows patched by [`Runtime::invalidate`] use the single-thread writer. The one
-//! piece of per-thread state is the stack of runtimes whose code is running (the entry
-//! points find their runtime there). No panic crosses into compiled code: every entry point
-//! catches it and reports it as an error of the call.
+//! Compiled code enters the runtime only through [`Runtime::call`]; the entry points find
+//! their runtime and the call's frame on a per-thread stack of the calls in progress (the
+//! one piece of per-thread state; a failure is recorded there, for the call it ends). A
+//! thread that runs the program's code without [`Runtime::call`] (a thread the program
+//! starts itself) has no runtime there: a miss, a lookup or a surface call on it aborts
+//! the process.
+//!
+//! Without [`Options::concurrent_patching`] the program runs and is patched only on the
+//! thread that made the runtime: [`Runtime::call`] and every patch from another thread
+//! is an error, so the single-thread writer (pages read+write, then read+execute) never
+//! changes code another thread runs. With it, `Runtime` is shared by reference between
+//! threads (it is `Sync`), and any of them calls the program: misses and megamorphic
+//! lookups run on the thread that read, the runtime's state is behind a mutex, and the
+//! miss handler holds the runtime's patch lock while it decides a site's new cases and
+//! patches it, as do [`Runtime::specialize`], [`Runtime::invalidate_shape`] and
+//! [`Runtime::invalidate`], so patches happen one at a time whichever thread makes them.
+//! Each patch follows x86-64's cross-modifying-code protocol (`cross_modify.rs`: a `jmp $`
+//! over the site's first bytes, the rest of its first instruction, then the first bytes,
+//! each step followed by a `membarrier` that serializes every core). The protocol, not
+//! stopping threads at safepoints, because it needs nothing of the program (safepoints
+//! would need every thread to poll often). The object model is called from every thread
+//! (it is `Send + Sync`); the hit counter is incremented without a lock (hits on two
+//! threads at once may be lost).
+//!
+//! What concurrent patching gives up:
+//! - Inline fast paths: a site's forms must differ in their first instruction only (a
+//!   call form's `movabs r11, target`), because a thread past that instruction may be
+//!   anywhere in the rest of the site and must find the same bytes there. A fast path is a
+//!   dozen instructions a thread may be inside when the site changes to another fast path,
+//!   a stub call or the lookup; replacing it safely would need every thread stopped out
+//!   of it (safepoints), which the protocol exists to avoid. Sites call stubs instead
+//!   (benchmarked: the stub hit costs about 1.3x the inline hit).
+//! - Freeing stubs at once: a thread past a site's `movabs` may still call the stub the
+//!   site called, so a stub no site calls any more is kept until [`Runtime::reclaim_stubs`]
+//!   (whose caller says no thread can be in it).
+//! - Deoptimization shadows: a shadow is several instructions of the compiled function,
+//!   and [`Runtime::invalidate`] overwrites them all. With concurrent patching the shadow
+//!   is written with the same protocol (no page is ever writable without being
+//!   executable, a thread reaching the shadow's start waits for the whole write), but a
+//!   thread already past the shadow's first instruction when it is written runs the new
+//!   bytes from where it is: invalidate only while no other thread runs a function's
+//!   shadow (at a quiescent moment, or from the one thread that runs it).
+//!
+//! No panic crosses into compiled code: every entry point catches it and reports it as an
+//! error of the call.
 
 // The runtime's trampolines are x86-64 assembly (ELF).
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -193,10 +224,9 @@ pub mod stub;
 pub mod stub_aarch64;
 mod x86_64;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::{Error, Result};
@@ -243,11 +273,15 @@ pub struct Options {
     /// The most shapes a site is specialized on (polymorphic); the next one makes the
     /// site megamorphic: it then calls the runtime's lookup and is never patched again.
     pub max_shapes: usize,
-    /// Patch sites so that other threads may be running them meanwhile (see
-    /// `cross_modify.rs`: x86-64's cross-modifying-code protocol, serialized with
-    /// `membarrier`). Every form of a site is then a call (no inline fast path), and the
-    /// memory of a stub no site calls any more is kept until [`Runtime::reclaim_stubs`].
-    /// Shadows patched by [`Runtime::invalidate`] are not covered.
+    /// Run the program on any number of threads ([`Runtime::call`] from each): misses,
+    /// megamorphic lookups and repatching happen on whichever thread reads, one patch at a
+    /// time under the runtime's patch lock, and each patch follows x86-64's
+    /// cross-modifying-code protocol (`cross_modify.rs`, serialized with `membarrier`) so
+    /// that the other threads may be running the site meanwhile. Every form of a site is
+    /// then a call (no inline fast path: see [the threads section](self#threads-and-state)),
+    /// and the memory of a stub no site calls any more is kept until
+    /// [`Runtime::reclaim_stubs`]. Off, the program runs and is patched only on the thread
+    /// that made the runtime.
     pub concurrent_patching: bool,
 }
 
@@ -285,8 +319,26 @@ pub struct Runtime {
     /// The header (miss handler, hit counter) the compiled code reaches when the model
     /// has no arena of its own.
     header: arena::ObjectArena,
-    state: RefCell<inline_cache::State>,
+    /// The runtime's mutable state, locked for each access (never while taking `patching`).
+    state: Mutex<inline_cache::State>,
+    /// Held while a site's cases are decided and the site is patched (a miss, a
+    /// specialization, a shape's sites patched back, shadows written): one patch at a time,
+    /// from whichever thread.
+    patching: Mutex<()>,
+    /// The thread that made the runtime: without [`Options::concurrent_patching`] the only
+    /// one that may run the program or patch it.
+    owner: std::thread::ThreadId,
 }
+
+// SAFETY: what other threads reach through `&Runtime`: the JIT's `&self` methods, which
+// read plain data fixed once the program was compiled (functions, sections, the stack map
+// index; the LLVM engine and its memory manager are not touched after construction); the
+// sites and continuations, likewise; the model and shapes (`Send + Sync`); the header
+// arena (`Sync`); the state and the patch lock (mutexes). Running or patching the program
+// from a thread other than the owner is refused without `Options::concurrent_patching`
+// (`Runtime::call`, `Runtime::check_thread`), so the single-thread code writer never
+// rewrites code another thread may be running.
+unsafe impl Sync for Runtime {}
 
 /// The IR the runtime adds to every program: the stub a patched shadow calls. It jumps to
 /// the deopt entry through a literal, so no register is changed on the way.
@@ -387,7 +439,9 @@ impl Runtime {
             model,
             shapes,
             header,
-            state: RefCell::new(inline_cache::State::new()),
+            state: Mutex::new(inline_cache::State::new()),
+            patching: Mutex::new(()),
+            owner: std::thread::current().id(),
         })
     }
 
@@ -431,7 +485,7 @@ impl Runtime {
     /// What the runtime did so far.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        let mut stats = self.state.borrow().stats;
+        let mut stats = self.state().stats;
         stats.hits = self.header_arena().hits().load(Ordering::Relaxed);
         stats
     }
@@ -458,15 +512,41 @@ impl Runtime {
             .jit
             .function_address(function)
             .ok_or_else(|| jit_error(&format!("the program defines no function `{function}`")))?;
+        self.check_thread()
+            .map_err(|e| jit_error(&format!("`{function}`: {e}")))?;
         let mut frame = x86_64::EnterFrame::new(address, args)
             .ok_or_else(|| jit_error(&format!("`{function}`: more than six arguments")))?;
         // SAFETY: the caller's contract on `function` and `args`; `self` outlives the call
         // and is the active runtime for it.
-        let result = unsafe { x86_64::enter(self, &mut frame) };
-        match self.state.borrow_mut().error.take() {
+        let (result, error) = unsafe { x86_64::enter(self, &mut frame) };
+        match error {
             Some(message) => Err(jit_error(&format!("`{function}`: {message}"))),
             None => Ok(result),
         }
+    }
+
+    /// Refuses a thread other than the one that made the runtime, unless the runtime
+    /// patches for threads ([`Options::concurrent_patching`]).
+    pub(crate) fn check_thread(&self) -> std::result::Result<(), String> {
+        if self.options.concurrent_patching || std::thread::current().id() == self.owner {
+            Ok(())
+        } else {
+            Err(
+                "the program runs and is patched only on the thread that made the runtime \
+                 (Options::concurrent_patching lets other threads)"
+                    .to_owned(),
+            )
+        }
+    }
+
+    /// The runtime's state, locked.
+    pub(crate) fn state(&self) -> MutexGuard<'_, inline_cache::State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The patch lock (see `patching`).
+    pub(crate) fn patching(&self) -> MutexGuard<'_, ()> {
+        self.patching.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The `len` bytes of code at `address`, which must lie in a code section of the
@@ -505,11 +585,7 @@ impl Runtime {
     /// ConstantIndex) that deoptimizations have read live values from.
     #[must_use]
     pub fn deopt_location_kinds(&self) -> Vec<u8> {
-        self.state.borrow().location_kinds.iter().copied().collect()
-    }
-
-    fn fail(&self, message: String) {
-        self.state.borrow_mut().error.get_or_insert(message);
+        self.state().location_kinds.iter().copied().collect()
     }
 }
 

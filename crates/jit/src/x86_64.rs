@@ -279,6 +279,8 @@ pub(super) fn deopt_entry_address() -> u64 {
 struct Active {
     runtime: *const Runtime,
     frame: *const EnterFrame,
+    /// The first failure during the call.
+    error: Option<String>,
 }
 
 thread_local! {
@@ -286,25 +288,38 @@ thread_local! {
     static ACTIVE: RefCell<Vec<Active>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Calls the function of `frame` through `locus_rt_enter`, with `runtime` active.
+/// Calls the function of `frame` through `locus_rt_enter`, with `runtime` active; returns
+/// its result and the first failure of the runtime during the call, if any (the call then
+/// ended there).
 ///
 /// # Safety
 ///
 /// The frame's function takes the frame's arguments with the C calling convention, calling
 /// it is sound, and it is code of `runtime`'s program.
-pub(super) unsafe fn enter(runtime: &Runtime, frame: &mut EnterFrame) -> i64 {
+pub(super) unsafe fn enter(runtime: &Runtime, frame: &mut EnterFrame) -> (i64, Option<String>) {
     let frame_ptr: *mut EnterFrame = frame;
     ACTIVE.with(|a| {
         a.borrow_mut().push(Active {
             runtime,
             frame: frame_ptr,
+            error: None,
         })
     });
     // SAFETY: the caller's contract; the trampoline keeps the System V conventions, and
     // every entry point the code may reach catches panics.
     let result = unsafe { locus_rt_enter(frame_ptr) };
-    ACTIVE.with(|a| a.borrow_mut().pop());
-    result
+    let error = ACTIVE.with(|a| a.borrow_mut().pop()).and_then(|a| a.error);
+    (result, error)
+}
+
+/// Records `message` as the failure of this thread's innermost call (the first one
+/// counts).
+pub(super) fn fail(message: String) {
+    ACTIVE.with(|a| {
+        if let Some(active) = a.borrow_mut().last_mut() {
+            active.error.get_or_insert(message);
+        }
+    });
 }
 
 /// Runs `f` on the innermost active runtime and its frame; `None` if there is none.
@@ -337,7 +352,7 @@ extern "C" fn ic_miss(object: *const u64, name: u64, return_slot: *mut u64) -> E
         match answer {
             Ok(answer) => Ok(answer),
             Err(message) => {
-                runtime.fail(message);
+                fail(message);
                 Err(frame.resume_sp)
             }
         }
@@ -373,7 +388,7 @@ extern "C" fn ic_lookup(object: u64, name: u64) -> Exit {
                 abort_sp: 0,
             },
             Err(message) => {
-                runtime.fail(message);
+                fail(message);
                 Exit {
                     value: 0,
                     abort_sp: frame.resume_sp,
@@ -455,7 +470,7 @@ fn surface(
                     .function_at(return_address)
                     .map(|f| format!(" (called from @{})", f.name))
                     .unwrap_or_default();
-                runtime.fail(format!("{entry}{from}: {message}"));
+                fail(format!("{entry}{from}: {message}"));
                 Exit {
                     value: 0,
                     abort_sp: frame.resume_sp,
@@ -525,7 +540,7 @@ extern "C" fn deopt(saved: *const SavedRegisters) -> DeoptExit {
             runtime.deoptimize(saved, frame.resume_sp)
         }))
         .unwrap_or_else(|_| {
-            runtime.fail("deoptimization panicked".to_owned());
+            fail("deoptimization panicked".to_owned());
             0
         });
         DeoptExit {

@@ -1347,6 +1347,135 @@ fn threads_run_a_site_while_it_is_repatched() -> TestResult {
     Ok(())
 }
 
+/// Misses, megamorphic lookups and repatching on several threads at once
+/// (`Options::concurrent_patching`): 4 threads call `@small` and `@wide` through
+/// `Runtime::call` on objects of 8 shapes (property 20 in a different word of each), so
+/// the two sites miss, are patched to stubs for more and more shapes, become megamorphic
+/// and answer through the lookup, all concurrently; meanwhile two of the threads keep
+/// specializing the sites back to one shape (so they miss and go megamorphic again) and a
+/// third keeps patching a shape's sites back to the miss handler. Every answer must be
+/// the object's property. With the cross-modifying protocol replaced by the plain
+/// single-thread writer, this test dies of SIGSEGV (measured: a thread runs a page made
+/// writable and not executable).
+#[test]
+fn threads_miss_patch_and_go_megamorphic_at_the_same_sites() -> TestResult {
+    const THREADS: u64 = 4;
+    const READS: u64 = 20_000;
+    let options = Options {
+        concurrent_patching: true,
+        count_hits: false,
+        max_shapes: 4,
+        ..Options::default()
+    };
+    let rt = Runtime::with_options("threads.ll", POLY_PROGRAM, options)?;
+    // Shape i has i extra properties before Y (20), so Y is in word i + 1.
+    let mut objects = Vec::new();
+    let mut shapes = Vec::new();
+    for i in 0..8u64 {
+        let mut order: Vec<u64> = (0..i).map(|k| 1000 + k).collect();
+        order.push(Y);
+        order.push(X);
+        let shape = rt.add_shape(&order);
+        shapes.push(shape);
+        for j in 0..3u64 {
+            let value = (100 * i + j) as i64;
+            let values: Vec<i64> = order
+                .iter()
+                .map(|n| if *n == Y { value } else { -1 })
+                .collect();
+            objects.push((rt.new_object(shape, &values)?, value));
+        }
+    }
+    let sites = [
+        rt.site_address(1).ok_or("no site")?,
+        rt.site_address(2).ok_or("no site")?,
+    ];
+    let (objects, shapes) = (&objects, &shapes);
+    let rt = &rt;
+    let results = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                scope.spawn(move || -> Result<(u64, u64, u64), String> {
+                    let (mut wrong, mut megamorphic_seen, mut resets) = (0u64, 0u64, 0u64);
+                    // A small LCG: each thread its own sequence of objects.
+                    let mut seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t + 1);
+                    for n in 0..READS {
+                        seed = seed
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1_442_695_040_888_963_407);
+                        // In each phase of 1000 reads the threads read objects of 4 shapes
+                        // together (threads 0 and 1 the first 3, 2 and 3 the last 3), so a
+                        // site stays polymorphic until the phase moves on and it meets a
+                        // fifth.
+                        let shape = ((n / 1000) + (seed >> 33) % 3 + t / 2) % 8;
+                        let (object, value) = objects[(shape * 3 + (seed >> 40) % 3) as usize];
+                        let f = if n % 2 == 0 { "small" } else { "wide" };
+                        if answer(rt, f, object)? != value {
+                            wrong += 1;
+                        }
+                        if rt.is_megamorphic(sites[(n % 2) as usize]) {
+                            megamorphic_seen += 1;
+                        }
+                        if n % 200 == 199 {
+                            let shape = shapes[(seed >> 40) as usize % shapes.len()];
+                            match t {
+                                0 | 1 => rt
+                                    .specialize(1 + t, Y, &[shape])
+                                    .map_err(|e| e.to_string())?,
+                                2 => {
+                                    rt.invalidate_shape(shape.0).map_err(|e| e.to_string())?;
+                                }
+                                _ => {}
+                            }
+                            resets += 1;
+                        }
+                    }
+                    Ok((wrong, megamorphic_seen, resets))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().map_err(|_| "a thread panicked".to_owned())?)
+            .collect::<Result<Vec<_>, String>>()
+    })?;
+    let stats = rt.stats();
+    for (t, (wrong, _, _)) in results.iter().enumerate() {
+        assert_eq!(*wrong, 0, "thread {t}");
+    }
+    let seen: u64 = results.iter().map(|r| r.1).sum();
+    // Misses, patches, stubs and lookups happened on the threads, at the same sites.
+    assert!(stats.misses > 8 && stats.stubs > 4, "{stats:?}");
+    assert!(stats.lookups > 0 && seen > 0, "{stats:?} {seen}");
+    assert!(stats.patches > 40, "{stats:?}");
+    let hits = THREADS * READS - stats.misses - stats.lookups;
+    assert!(hits > THREADS * READS / 8, "{hits} hits");
+    // SAFETY: the threads have ended.
+    let reclaimed = unsafe { rt.reclaim_stubs() };
+    eprintln!(
+        "{THREADS} threads x {READS} reads, all right: {hits} stub hits, {} misses, {} \
+         lookups, {} stubs, {} patches, {reclaimed} stubs reclaimed",
+        stats.misses, stats.lookups, stats.stubs, stats.patches
+    );
+    // The program made without concurrent patching refuses other threads.
+    let single = Runtime::with_options("single.ll", POLY_PROGRAM, Options::default())?;
+    let object = single.new_object(single.add_shape(&[Y]), &[5])?;
+    assert_eq!(answer(&single, "small", object), Ok(5));
+    let refused = std::thread::scope(|scope| {
+        scope
+            .spawn(|| answer(&single, "small", object))
+            .join()
+            .map_err(|_| "a thread panicked".to_owned())
+    })?;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("only on the thread that made the runtime")),
+        "{refused:?}"
+    );
+    Ok(())
+}
+
 /// A language's own objects: a header word, the class word at offset 8 from the object's
 /// address, fields at offsets the class table gives (negative ones too), and a computed
 /// property (a slow path). The test owns the objects and the table, shared with the model.
