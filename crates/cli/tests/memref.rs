@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
-#[path = "../../memref/tests/tools/mod.rs"]
+#[path = "../../memref/tests/integration/tools.rs"]
 mod tools;
 
 use std::path::{Path, PathBuf};

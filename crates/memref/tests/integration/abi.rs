@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod tools;
+use crate::tools;
 
 use tools::pipe;
 

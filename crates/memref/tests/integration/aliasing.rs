@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{function, library};
 use locus_memref::owned::libc_free;
@@ -405,7 +405,7 @@ fn aliasing_under_valgrind() {
         .arg(&exe)
         .args([
             "--exact",
-            "valgrind_child_aliasing",
+            "aliasing::valgrind_child_aliasing",
             "--ignored",
             "--test-threads=1",
         ])

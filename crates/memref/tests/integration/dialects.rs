@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{function, library};
 use locus_memref::{CallOptions, MemRefArg, MemRefViewMut, Scalar, Signature, Value};

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::ffi::c_void;
 
@@ -953,7 +953,7 @@ fn owned_results_do_not_leak() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "heap_count_child",
+            "kernels::heap_count_child",
             "--ignored",
             "--test-threads=1",
         ])
@@ -1029,14 +1029,14 @@ fn no_leak_under_valgrind() {
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
-    let (code, err, stdout) = run("valgrind_child_owned");
+    let (code, err, stdout) = run("kernels::valgrind_child_owned");
     assert_eq!(code, Some(0), "owned results leaked or misbehaved:\n{err}");
     // A clean exit means nothing if the child did not run.
     assert!(
         stdout.contains("1 passed"),
         "the child did not run:\n{stdout}"
     );
-    let (code, err, _) = run("valgrind_child_borrowed");
+    let (code, err, _) = run("kernels::valgrind_child_borrowed");
     assert_eq!(
         code,
         Some(99),

@@ -5,7 +5,7 @@
 // Test helpers may panic.
 #![allow(clippy::unwrap_used)]
 
-mod tools;
+use crate::tools;
 
 use locus_memref::signature::row_major;
 use locus_memref::slice::{split_argument, Slicing};
