@@ -521,19 +521,6 @@ fn binary(op: BinOp, a: u64, b: u64, bits: u32) -> Result<u64, String> {
     })
 }
 
-impl Frame for SavedRegisters {
-    fn register(&self, dwarf_reg: u16) -> Option<u64> {
-        self.0.get(usize::from(dwarf_reg)).copied()
-    }
-
-    fn read_memory(&self, address: u64, buf: &mut [u8]) -> bool {
-        // SAFETY: the addresses come from the record of the frame stopped in the deopt
-        // entry: its spill slots, live until the frame is dropped after this call.
-        unsafe { read(address, buf) };
-        true
-    }
-}
-
 impl Runtime {
     /// Invalidates `function`: overwrites the shadow of each of its stack maps with a call
     /// to the deopt entry (a `call rel32` to `@locus.deopt.stub`, nop-padded), so that the
@@ -702,7 +689,11 @@ impl Runtime {
         }
         let expected = continuation.live_constants.iter();
         for ((location, slot), constant) in locations.iter().zip(&continuation.live).zip(expected) {
-            let value = saved.value(location).map_err(|e| e.to_string())?;
+            // SAFETY: the locations are the record's of the frame stopped in the deopt
+            // entry: its registers and spill slots, live until the frame is dropped after
+            // this call.
+            let frame = unsafe { saved.frame() };
+            let value = frame.value(location).map_err(|e| e.to_string())?;
             let width = location.size().min(8) as u32 * 8;
             if constant.is_some_and(|c| mask(c, width) != mask(value, width)) {
                 return Err(format!(

@@ -212,6 +212,7 @@
 
 mod abi;
 mod arena;
+pub mod capture;
 mod code_area;
 mod cross_modify;
 mod deopt;
@@ -231,6 +232,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::{Error, Result};
 
+pub use capture::{SavedRegisters, StoppedFrame};
 pub use deopt::Continuation;
 pub use fast_path::{encode_fast_path, encode_fast_path_in, FastPath, Layout, ObjectIndex};
 pub use inline_cache::ShapeId;

@@ -54,10 +54,7 @@ impl EnterFrame {
     }
 }
 
-/// The registers the deopt entry saved: DWARF registers 0 to 16 (16 is the return address;
-/// 7, the stack pointer, as it was before the patched call).
-#[repr(C)]
-pub(super) struct SavedRegisters(pub(super) [u64; 17]);
+pub(super) use super::capture::SavedRegisters;
 
 /// What an entry point's Rust half returns to its trampoline, in `rax:rdx`: the value for
 /// the program, or with `abort_sp` not 0 the stack pointer to end the call at.
@@ -177,26 +174,7 @@ std::arch::global_asm!(
     ".globl locus_rt_deopt_entry",
     ".type locus_rt_deopt_entry, @function",
     "locus_rt_deopt_entry:",
-    "sub rsp, 136",
-    "mov [rsp + 0], rax",
-    "mov [rsp + 8], rdx",
-    "mov [rsp + 16], rcx",
-    "mov [rsp + 24], rbx",
-    "mov [rsp + 32], rsi",
-    "mov [rsp + 40], rdi",
-    "mov [rsp + 48], rbp",
-    "lea rax, [rsp + 144]",
-    "mov [rsp + 56], rax",
-    "mov [rsp + 64], r8",
-    "mov [rsp + 72], r9",
-    "mov [rsp + 80], r10",
-    "mov [rsp + 88], r11",
-    "mov [rsp + 96], r12",
-    "mov [rsp + 104], r13",
-    "mov [rsp + 112], r14",
-    "mov [rsp + 120], r15",
-    "mov rax, [rsp + 136]",
-    "mov [rsp + 128], rax",
+    crate::save_registers_asm!(),
     "mov rdi, rsp",
     "and rsp, -16",
     "call {deopt}",
