@@ -30,7 +30,7 @@ use locus_stackmap::{Frame, Location, LocationKind, StatepointRecord};
 
 type TestResult = Result<(), String>;
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -18,7 +18,7 @@ use std::process::Command;
 
 use locus_stackmap::patch::{self, aarch64, x86_64, Arch};
 
-mod common;
+use crate::common;
 
 use common::{llvm_tool, TempDir};
 

@@ -33,7 +33,7 @@ use locus_stackmap::{Arch, IndexedRecord, RunTimeEndian};
 
 type TestResult = Result<(), String>;
 
-mod common;
+use crate::common;
 
 use common::*;
 
