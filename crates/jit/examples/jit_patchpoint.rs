@@ -4,21 +4,23 @@
 //! by absolute address. `@compute` has a patch point: 16 reserved bytes that LLVM fills
 //! with a call to `@capture`, and a stack map record saying where `%x` and `%y` live at that
 //! moment (a register or a stack slot: LLVM decides). The runtime side:
-//! 1. `@capture` is a small assembly trampoline that saves every general register and
-//!    hands them, with the return address, to Rust; Rust finds the record from the return
-//!    address and reads `%x` and `%y` from the stopped frame (`locus_stackmap::Frame`);
+//! 1. `@capture` is a trampoline made with `locus_jit::capture_trampoline!`: it saves every
+//!    general register and hands them, with the return address, to Rust; Rust finds the
+//!    record from the return address and reads `%x` and `%y` from the stopped frame
+//!    (`SavedRegisters::frame`, a `locus_stackmap::Frame`);
 //! 2. once it has seen the site, the runtime patches it (`patch::patch_call`, W^X: the page
 //!    is never writable and executable at once) to call a specialized Rust function
 //!    directly, and the next call never enters the trampoline.
 //!
 //! x86-64 Linux only (the trampoline is x86-64 assembly); elsewhere it says so and exits 0.
-//! Run: `cargo run -p locus-llvm --example jit_patchpoint`. Exits 1 on any error or wrong
+//! Run: `cargo run -p locus-jit --example jit_patchpoint`. Exits 1 on any error or wrong
 //! value.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod x86_64 {
     use std::cell::{Cell, RefCell};
 
+    use locus_jit::SavedRegisters;
     use locus_llvm::jit_stackmaps::StackMapJit;
     use locus_stackmap::patch::patch_call;
     use locus_stackmap::{Arch, Frame};
@@ -42,48 +44,11 @@ define i64 @compute(i64 %a, i64 %b) {
     /// record it, so the runtime remembers what it asked for).
     const RESERVED: usize = 16;
 
-    // The trampoline: saves the 16 general registers in DWARF register order (rax, rdx,
-    // rcx, rbx, rsi, rdi, rbp, rsp, r8-r15), rsp as it was at the call site (before the
-    // call pushed the return address), then the return address, and passes the 17 words
-    // to `on_capture`. The compiled frame stays intact meanwhile, so its stack slots can be
-    // read. What `on_capture` returns is the patch point's result.
-    std::arch::global_asm!(
-        ".pushsection .text",
-        ".globl locus_example_capture",
-        ".type locus_example_capture, @function",
-        "locus_example_capture:",
-        "sub rsp, 136",
-        "mov [rsp + 0], rax",
-        "mov [rsp + 8], rdx",
-        "mov [rsp + 16], rcx",
-        "mov [rsp + 24], rbx",
-        "mov [rsp + 32], rsi",
-        "mov [rsp + 40], rdi",
-        "mov [rsp + 48], rbp",
-        "lea rax, [rsp + 144]",
-        "mov [rsp + 56], rax",
-        "mov [rsp + 64], r8",
-        "mov [rsp + 72], r9",
-        "mov [rsp + 80], r10",
-        "mov [rsp + 88], r11",
-        "mov [rsp + 96], r12",
-        "mov [rsp + 104], r13",
-        "mov [rsp + 112], r14",
-        "mov [rsp + 120], r15",
-        "mov rax, [rsp + 136]",
-        "mov [rsp + 128], rax",
-        "mov rdi, rsp",
-        "call {handler}",
-        "add rsp, 136",
-        "ret",
-        ".size locus_example_capture, . - locus_example_capture",
-        ".popsection",
-        handler = sym on_capture,
-    );
-
-    extern "C" {
-        fn locus_example_capture() -> u64;
-    }
+    // The trampoline: saves the 16 general registers, rsp as it was at the call site and
+    // the return address, and passes them to `on_capture`; what `on_capture` returns is
+    // the patch point's result. The compiled frame stays intact meanwhile, so its stack
+    // slots can be read.
+    locus_jit::capture_trampoline!(fn locus_example_capture => on_capture);
 
     /// What the runtime found at one trampoline call: the record's ID and address and the
     /// value of each of its locations.
@@ -101,32 +66,13 @@ define i64 @compute(i64 %a, i64 %b) {
         static SEEN: RefCell<Vec<Result<Seen, String>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// The stopped frame: the registers the trampoline saved; memory is this process's.
-    struct Saved([u64; 17]);
-
-    impl Frame for Saved {
-        fn register(&self, dwarf_reg: u16) -> Option<u64> {
-            (dwarf_reg < 16).then(|| self.0[usize::from(dwarf_reg)])
-        }
-
-        fn read_memory(&self, address: u64, buf: &mut [u8]) -> bool {
-            // SAFETY: addresses come from the record of the frame stopped in the
-            // trampoline (its stack slots, live during this call).
-            let bytes = unsafe { std::slice::from_raw_parts(address as *const u8, buf.len()) };
-            buf.copy_from_slice(bytes);
-            true
-        }
-    }
-
     /// The trampoline's Rust half. Must not panic (it would unwind into JIT code), so
     /// failures are kept as strings.
-    extern "C" fn on_capture(saved: *const [u64; 17]) -> u64 {
-        // SAFETY: the trampoline passes its save area, 17 words, live for this call.
-        let saved = Saved(unsafe { *saved });
+    extern "C" fn on_capture(saved: &SavedRegisters) -> u64 {
         let jit = CURRENT.with(Cell::get);
         // SAFETY: `CURRENT` is set to a JIT that outlives every call into its code.
         let found = match unsafe { jit.as_ref() } {
-            Some(jit) => read_values(jit, &saved),
+            Some(jit) => read_values(jit, saved),
             None => Err("no current JIT".to_string()),
         };
         let sum = found.as_ref().map_or(0, |seen| seen.values.iter().sum());
@@ -135,18 +81,21 @@ define i64 @compute(i64 %a, i64 %b) {
     }
 
     /// Finds the record of the site that called the trampoline and reads its values.
-    fn read_values(jit: &StackMapJit, saved: &Saved) -> Result<Seen, String> {
-        let return_address = saved.0[16];
+    fn read_values(jit: &StackMapJit, saved: &SavedRegisters) -> Result<Seen, String> {
+        let return_address = saved.return_address();
         // A patch point's record is at the start of its reserved bytes, which hold the
         // call: the nearest record before the return address.
         let found = jit
             .stack_maps()
             .nearest_before(return_address)
             .ok_or_else(|| format!("no stack map record before {return_address:#x}"))?;
+        // SAFETY: the locations are the record's of the frame stopped in the trampoline:
+        // its registers and stack slots, live during this call.
+        let frame = unsafe { saved.frame() };
         let values = found
             .record
             .locations()
-            .map(|location| saved.value(&location).map_err(|e| e.to_string()))
+            .map(|location| frame.value(&location).map_err(|e| e.to_string()))
             .collect::<Result<Vec<u64>, String>>()?;
         Ok(Seen {
             id: found.record.id(),
