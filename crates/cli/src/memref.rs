@@ -144,6 +144,7 @@ impl Lowering {
             optimize: !self.no_opt,
             source_name: Some(kernel.display().to_string()),
             llvm_options: self.llvm_options.clone(),
+            ..compile::Options::default()
         }
     }
 }
