@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use locus_sme::audit::{audit, parse_attrs_arg, AuditReport};
+use locus_sme::attrs::Attrs;
+use locus_sme::audit::{audit, AuditReport};
 use locus_sme::check::{check_ir, insns, CallReport, FunctionReport, Report};
 use locus_sme::rules::{Change, Severity};
 use serde_json::{json, Value};
@@ -71,6 +72,16 @@ pub enum Command {
     },
 }
 
+/// `--attrs NAME=ATTR,ATTR,...`: a function's name and the attributes given for it.
+fn attrs_arg(spec: &str) -> Result<(String, Attrs), String> {
+    let (name, list) = spec.split_once('=').ok_or("expected NAME=ATTR,ATTR,...")?;
+    let attrs = Attrs::parse_list(list).map_err(|e| match e {
+        locus_sme::Error::Attrs { message, .. } => message,
+        other => other.to_string(),
+    })?;
+    Ok((name.trim().to_string(), attrs))
+}
+
 fn fail(e: impl std::fmt::Display) -> Failure {
     Failure::Message(e.to_string())
 }
@@ -106,7 +117,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             };
             let mut given = HashMap::new();
             for spec in attrs {
-                let (name, a) = parse_attrs_arg(spec).map_err(fail)?;
+                let (name, a) =
+                    attrs_arg(spec).map_err(|m| fail(format!("--attrs {spec}: {m}")))?;
                 given.insert(name, a);
             }
             let report = audit(

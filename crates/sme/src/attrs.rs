@@ -294,6 +294,36 @@ impl Attrs {
         a
     }
 
+    /// The attributes of a comma-separated list as a user writes it: each an SME attribute
+    /// name ([`ALL_NAMES`]) with or without its `aarch64_` prefix, or `streaming`,
+    /// `streaming-compatible`, `locally-streaming`; blanks around names are ignored.
+    ///
+    /// # Errors
+    /// [`Error::Attrs`](crate::Error::Attrs) naming the first word that is not one.
+    pub fn parse_list(list: &str) -> Result<Attrs, crate::Error> {
+        let mut a = Attrs::default();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let full = match item {
+                "streaming" => SM_ENABLED.to_string(),
+                "streaming-compatible" => SM_COMPATIBLE.to_string(),
+                "locally-streaming" => SM_BODY.to_string(),
+                _ if item.starts_with("aarch64_") => item.to_string(),
+                _ => format!("aarch64_{item}"),
+            };
+            if !a.add(&full) {
+                return Err(crate::Error::Attrs {
+                    list: list.to_string(),
+                    message: format!(
+                        "`{item}` is not an SME attribute (one of {}, or streaming, \
+                         streaming-compatible, locally-streaming)",
+                        ALL_NAMES.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(a)
+    }
+
     /// Adds one attribute by name; returns whether the name is an SME attribute.
     pub fn add(&mut self, name: &str) -> bool {
         match name {

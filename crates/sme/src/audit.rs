@@ -182,40 +182,6 @@ pub struct AuditReport {
     pub departures: Vec<Departure>,
 }
 
-/// Reads `NAME=ATTR,ATTR,...` (`--attrs`): each ATTR an SME attribute name
-/// ([`attrs::ALL_NAMES`]) with or without its `aarch64_` prefix, or `streaming`,
-/// `streaming-compatible`, `locally-streaming`.
-///
-/// # Errors
-/// [`Error::Attrs`] naming the unknown attribute or the missing `=`.
-pub fn parse_attrs_arg(spec: &str) -> Result<(String, Attrs), Error> {
-    let bad = |message: String| Error::Attrs {
-        spec: spec.to_string(),
-        message,
-    };
-    let (name, list) = spec
-        .split_once('=')
-        .ok_or_else(|| bad("expected NAME=ATTR,ATTR,...".to_string()))?;
-    let mut a = Attrs::default();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let full = match item {
-            "streaming" => attrs::SM_ENABLED.to_string(),
-            "streaming-compatible" => attrs::SM_COMPATIBLE.to_string(),
-            "locally-streaming" => attrs::SM_BODY.to_string(),
-            _ if item.starts_with("aarch64_") => item.to_string(),
-            _ => format!("aarch64_{item}"),
-        };
-        if !a.add(&full) {
-            return Err(bad(format!(
-                "`{item}` is not an SME attribute (one of {}, or streaming, \
-                 streaming-compatible, locally-streaming)",
-                attrs::ALL_NAMES.join(", ")
-            )));
-        }
-    }
-    Ok((name.trim().to_string(), a))
-}
-
 /// Functions that never return, by the names the C and C++ runtimes give them: the audit
 /// ends a path at a call to one (with the IR, its `noreturn` attribute says so).
 pub const NORETURN: [&str; 10] = [

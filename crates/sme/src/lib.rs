@@ -271,10 +271,10 @@ pub enum Error {
         /// What is wrong, and where.
         message: String,
     },
-    /// An `--attrs NAME=ATTR,...` argument could not be read.
+    /// A list of SME attributes could not be read ([`attrs::Attrs::parse_list`]).
     Attrs {
-        /// The argument.
-        spec: String,
+        /// The list.
+        list: String,
         /// What is wrong.
         message: String,
     },
@@ -285,7 +285,7 @@ impl fmt::Display for Error {
         match self {
             Error::Llvm { file, source } => write!(f, "{file}: {source}"),
             Error::Object { file, message } => write!(f, "{file}: {message}"),
-            Error::Attrs { spec, message } => write!(f, "--attrs {spec}: {message}"),
+            Error::Attrs { list, message } => write!(f, "`{list}`: {message}"),
         }
     }
 }

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use locus_sme::a64::{decode, Op, Svcr, SysReg};
 use locus_sme::attrs::{Attrs, SM_BODY, SM_COMPATIBLE, SM_ENABLED};
-use locus_sme::audit::{audit, parse_attrs_arg, AuditReport, Kind, OLD_SPELLING_NOTE};
+use locus_sme::audit::{audit, AuditReport, Kind, OLD_SPELLING_NOTE};
 use locus_sme::objfile::{read_functions, CodeFunction};
 
 /// Runs a tool with `input` on its standard input and returns its standard output.
@@ -575,13 +575,18 @@ fn decoder_agrees_with_llvm_mc() {
 }
 
 #[test]
-fn attrs_argument() {
-    let (name, a) = parse_attrs_arg("f=streaming,inout_za,aarch64_in_zt0").unwrap();
-    assert_eq!(name, "f");
+fn attribute_lists() {
+    let a = Attrs::parse_list("streaming, inout_za,aarch64_in_zt0").unwrap();
     assert!(a.sm_enabled && a.za().is_shared() && a.zt0().is_shared());
-    let e = parse_attrs_arg("f=fast").unwrap_err().to_string();
+    assert_eq!(Attrs::parse_list("").unwrap(), Attrs::default());
+    let e = Attrs::parse_list("streaming,fast").unwrap_err().to_string();
     assert!(e.contains("`fast`"), "{e}");
-    assert!(parse_attrs_arg("f").is_err());
+}
+
+/// `NAME=LIST` as the audit takes it (what the CLI's `--attrs` splits).
+fn given(spec: &str) -> (String, Attrs) {
+    let (name, list) = spec.split_once('=').unwrap();
+    (name.to_string(), Attrs::parse_list(list).unwrap())
 }
 
 /// LLVM's own SME codegen tests (`llvm/test/CodeGen/AArch64/sme-*.ll` and
@@ -671,7 +676,7 @@ fn audit_follows_branches() {
         "s_callee=streaming",
     ]
     .iter()
-    .map(|a| parse_attrs_arg(a).unwrap())
+    .map(|a| given(a))
     .collect();
     let report = audit("branches.o", &obj, None, &given).unwrap();
     let got: Vec<(&str, Kind, u64)> = report
