@@ -1,0 +1,137 @@
+//! `locus-sme-check`: the SME rules' findings as errors and warnings, and the predicted mode
+//! changes as remarks of the pass `locus-sme`.
+
+use std::ffi::c_int;
+
+use locus_llvm::Module;
+use locus_sme::attrs::Attrs;
+use locus_sme::check::{check_module, function_attrs, CallReport, FunctionReport};
+use locus_sme::rules::{Change, Severity};
+
+use crate::{Kind, Reporter, Scope, FINDINGS, UNCHANGED};
+
+/// Whether the default-pipeline pass checks the module: it is for AArch64, or a function
+/// has an SME attribute.
+pub(crate) fn applies(module: &Module<'_>) -> bool {
+    let triple = module.target_triple();
+    triple.starts_with("aarch64") || triple.starts_with("arm64") || {
+        module
+            .function_list()
+            .into_iter()
+            .any(|f| function_attrs(f) != Attrs::default())
+    }
+}
+
+/// `A, B` or `-`, as `locus sme check` lists changes.
+fn list(changes: &[Change]) -> String {
+    if changes.is_empty() {
+        "-".to_owned()
+    } else {
+        changes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// A function's remark, when its entry or exit changes modes.
+fn function_remark(f: &FunctionReport) -> Option<String> {
+    let m = &f.model;
+    if m.entry.is_empty() && m.exit.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "@{}: entry: {}; exit: {}",
+        f.name,
+        list(&m.entry),
+        list(&m.exit)
+    ))
+}
+
+/// A call's remark (the line `locus sme check` prints for it), when something happens
+/// around it: a mode change, a lazy ZA save, a ZT0 spill, ZA turned off.
+fn call_remark(caller: &str, c: &CallReport) -> Option<String> {
+    let m = &c.model;
+    if m.before.is_empty()
+        && m.after.is_empty()
+        && m.after_exception.is_empty()
+        && !m.lazy_za_save
+        && !m.preserve_zt0
+        && !m.disable_za
+    {
+        return None;
+    }
+    let callee = match &c.hidden {
+        Some(h) => format!("{} ({} for `{}`)", h.symbol, h.kind.as_str(), c.instruction),
+        None if c.callee.starts_with('(') => c.callee.clone(),
+        None => format!("@{}", c.callee),
+    };
+    let mut line = format!(
+        "@{caller}: call {callee}: before {}; after {}",
+        list(&m.before),
+        list(&m.after)
+    );
+    if c.invoke {
+        line.push_str(&format!("; after exception {}", list(&m.after_exception)));
+    }
+    line.push_str(&format!(
+        "; lazy ZA save {}; inline {}; tail call {}",
+        yes(m.lazy_za_save),
+        yes(m.inline),
+        yes(m.tail_call)
+    ));
+    if m.preserve_zt0 {
+        line.push_str("; ZT0 spill/fill yes");
+    }
+    if m.disable_za {
+        line.push_str("; ZA off around the call yes");
+    }
+    Some(line)
+}
+
+/// `locus-sme-check` on the module, or on one function (its findings and remarks only).
+pub(crate) fn check(module: &Module<'_>, scope: Scope<'_>, reporter: &Reporter) -> c_int {
+    let report = check_module(module);
+    let wanted = |name: &str| match scope {
+        Scope::Module => true,
+        Scope::Function(f) => f == name,
+    };
+    for f in report.functions.iter().filter(|f| wanted(&f.name)) {
+        if let Some(text) = function_remark(f) {
+            reporter.report(Kind::Remark, &f.name, "", &text);
+        }
+        for c in &f.calls {
+            if let Some(text) = call_remark(&f.name, c) {
+                reporter.report(Kind::Remark, &f.name, &c.instruction, &text);
+            }
+        }
+    }
+    let mut findings = false;
+    for d in report.diagnostics.iter().filter(|d| wanted(&d.function)) {
+        let kind = match d.severity {
+            Severity::Error => Kind::Error,
+            Severity::Warning => Kind::Warning,
+        };
+        findings = true;
+        reporter.report(
+            kind,
+            &d.function,
+            d.instruction.as_deref().unwrap_or_default(),
+            &format!("@{}: {}", d.function, d.full_message()),
+        );
+    }
+    if findings {
+        FINDINGS
+    } else {
+        UNCHANGED
+    }
+}
