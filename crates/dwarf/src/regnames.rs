@@ -8,18 +8,11 @@
 //! two architectures do not collide, so one table serves both. Matching is
 //! case-insensitive and ignores a leading `$`.
 
+use locus_stackmap::regs::X86_64_GPR_NAMES;
+
 /// Names with one number each.
 const FIXED: &[(&str, u16)] = &[
-    // x86-64 (System V psABI numbering).
-    ("RAX", 0),
-    ("RDX", 1),
-    ("RCX", 2),
-    ("RBX", 3),
-    ("RSI", 4),
-    ("RDI", 5),
-    ("RBP", 6),
-    ("RSP", 7),
-    ("RIP", 16),
+    // x86-64 (System V psABI numbering); 0-16 are locus-stackmap's X86_64_GPR_NAMES.
     ("RFLAGS", 49),
     ("EFLAGS", 49),
     ("ES", 50),
@@ -96,6 +89,12 @@ pub fn register_number(name: &str) -> Option<u16> {
     let name = name.strip_prefix('$').unwrap_or(name);
     if let Some((_, n)) = FIXED.iter().find(|(f, _)| f.eq_ignore_ascii_case(name)) {
         return Some(*n);
+    }
+    if let Some(n) = X86_64_GPR_NAMES
+        .iter()
+        .position(|f| f.eq_ignore_ascii_case(name))
+    {
+        return u16::try_from(n).ok();
     }
     FAMILIES.iter().find_map(|f| {
         let head = name.get(..f.prefix.len())?;

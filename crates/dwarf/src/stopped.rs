@@ -12,6 +12,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use locus_stackmap::regs::X86_64_GPR_NAMES;
 use object::{Object as _, ObjectSegment as _};
 
 use crate::binary::{MemoryBlock, Snapshot, State};
@@ -57,12 +58,8 @@ impl Arch {
     /// Register names (gdb's spelling, lowercase) by DWARF number: the names a
     /// snapshot file gives its registers.
     pub fn register_name(self, r: u16) -> String {
-        const X86: [&str; 17] = [
-            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
-            "r12", "r13", "r14", "r15", "rip",
-        ];
         match (self, r) {
-            (Arch::X86_64, 0..=16) => X86[usize::from(r)].to_owned(),
+            (Arch::X86_64, 0..=16) => X86_64_GPR_NAMES[usize::from(r)].to_owned(),
             (Arch::X86_64, 17..=32) => format!("xmm{}", r - 17),
             (Arch::X86_64, 49) => "eflags".to_owned(),
             (Arch::X86_64, 58) => "fs_base".to_owned(),

@@ -46,7 +46,10 @@ pub mod aarch64 {
     pub const SP: u16 = 31;
 }
 
-const X86_64_GPR: [&str; 17] = [
+/// The names of x86-64's DWARF registers 0-16 (the System V psABI's numbering: the sixteen
+/// general-purpose registers in DWARF order, then the return address column, `rip`), as gdb
+/// and LLVM's assembler spell them. Written once for Locus: locus-dwarf reads them too.
+pub const X86_64_GPR_NAMES: [&str; 17] = [
     "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
     "r14", "r15", "rip",
 ];
@@ -58,7 +61,7 @@ pub fn register_name(arch: Arch, dwarf_reg: u16) -> Option<alloc::borrow::Cow<'s
     let r = dwarf_reg;
     Some(match arch {
         Arch::X86_64 => match r {
-            0..=16 => Cow::Borrowed(*X86_64_GPR.get(usize::from(r))?),
+            0..=16 => Cow::Borrowed(*X86_64_GPR_NAMES.get(usize::from(r))?),
             17..=32 => Cow::Owned(format!("xmm{}", r - 17)),
             33..=40 => Cow::Owned(format!("st{}", r - 33)),
             41..=48 => Cow::Owned(format!("mm{}", r - 41)),
@@ -97,7 +100,7 @@ pub fn register_name(arch: Arch, dwarf_reg: u16) -> Option<alloc::borrow::Cow<'s
 /// for general-purpose registers, the stack and frame pointers).
 pub fn register_number(arch: Arch, name: &str) -> Option<u16> {
     match arch {
-        Arch::X86_64 => X86_64_GPR.iter().position(|&n| n == name).map(|i| i as u16),
+        Arch::X86_64 => X86_64_GPR_NAMES.iter().position(|&n| n == name).map(|i| i as u16),
         Arch::AArch64 => match name {
             "sp" => Some(31),
             "fp" => Some(29),
