@@ -1,6 +1,6 @@
 //! The inline cache of a patch point against a direct call (issue 17, section 6).
 //!
-//! Run with `cargo bench -p locus-llvm --bench jit_ic` (x86-64 Linux, where the runtime
+//! Run with `cargo bench -p locus-jit --bench jit_ic` (x86-64 Linux, where the runtime
 //! runs). One program, compiled by [`Runtime`]:
 //!
 //! - `@read(o)`: one patch point, `get(o, 10)`, reserving 16 bytes, first calling the miss

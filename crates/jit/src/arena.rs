@@ -5,16 +5,24 @@
 //! language's model may keep its own in one too, and then the compiled code checks its
 //! objects as well ([`super::ObjectModel::object_arena`]). A runtime whose model has none
 //! keeps a small one of its own for the header alone (the miss handler and hit counter
-//! its stubs and fast paths reach through `r11`).
+//! its stubs and fast paths reach).
 //!
-//! One private anonymous mapping per arena, reserved whole when it is made
+//! Two private anonymous mappings per arena, reserved whole when it is made
 //! (`MAP_NORESERVE`: pages cost memory only once written):
 //!
 //! ```text
 //! header page   ... | miss handler address (base - 16) | hit counter (base - 8)
 //! index         base: one 64-bit word per 8 bytes of the arena
+//!
 //! arena         the objects' words, handed out from the start, never freed
 //! ```
+//!
+//! The header and index are placed in the low 2 GiB of the address space when there is
+//! room (`MAP_32BIT`, else the first free 16 MiB step below 2 GiB): the compiled code
+//! then reaches them with a 32-bit displacement (`cmp [rax + base], rdi`, `call [base -
+//! 16]`) instead of loading the base into a register first (`movabs r11, base`, ten bytes
+//! on the path of every hit; see [`super::fast_path`]). Elsewhere it works the same with
+//! the `movabs`.
 //!
 //! The index word of an address `a` is at `base + (a & mask)`, `mask` being the index's
 //! size less 8: as the arena is as large as the index, every aligned address in the arena
@@ -49,10 +57,12 @@ pub const HITS_OFFSET: i8 = -8;
 /// ([`super::fast_path::HITS_OFFSET`]).
 /// Shared between threads: allocation takes a lock, words are read and written atomically.
 pub struct ObjectArena {
-    /// The start of the mapping.
+    /// The start of the header and index's mapping.
     map: *mut u8,
-    /// The mapping's length.
+    /// That mapping's length.
     len: usize,
+    /// The start of the objects' mapping (`1 << bits` bytes).
+    objects: *mut u8,
     /// log2 of the index's (and the arena's) size.
     bits: u32,
     /// Bytes of the arena handed out (written under `alloc`'s lock).
@@ -85,28 +95,25 @@ impl ObjectArena {
             return Err(format!("an object arena of 2^{bits} bytes"));
         }
         let size = 1usize << bits;
-        let len = HEADER + 2 * size;
-        // SAFETY: a fresh private anonymous mapping at an address the kernel picks; no
-        // memory of this process is affected.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(format!(
-                "cannot map the object arena ({len} bytes): {}",
+        let len = HEADER + size;
+        let map = map_low(len).or_else(|| map_anywhere(len)).ok_or_else(|| {
+            format!(
+                "cannot map the object index ({len} bytes): {}",
                 std::io::Error::last_os_error()
+            )
+        })?;
+        let Some(objects) = map_anywhere(size) else {
+            let error = std::io::Error::last_os_error();
+            // SAFETY: the mapping just made, used by nothing yet.
+            unsafe { libc::munmap(map.cast(), len) };
+            return Err(format!(
+                "cannot map the object arena ({size} bytes): {error}"
             ));
-        }
+        };
         let arena = ObjectArena {
-            map: map.cast(),
+            map,
             len,
+            objects,
             bits,
             used: AtomicUsize::new(0),
             alloc: Mutex::new(()),
@@ -151,7 +158,7 @@ impl ObjectArena {
 
     /// The start of the objects' memory.
     fn start(&self) -> u64 {
-        self.map as u64 + HEADER as u64 + (1u64 << self.bits)
+        self.objects as u64
     }
 
     /// The word at `address`, if it lies in an object handed out (aligned).
@@ -203,10 +210,7 @@ impl ObjectArena {
                 words.len()
             ));
         };
-        let start: *mut u64 = self
-            .map
-            .wrapping_add(HEADER + (1usize << self.bits) + used)
-            .cast();
+        let start: *mut u64 = self.objects.wrapping_add(used).cast();
         let address = start as u64;
         // SAFETY: `address..address + 8 * words.len()` lies in the arena (checked above),
         // mapped read-write while `self` lives, aligned, and handed out to no object yet
@@ -228,11 +232,70 @@ impl ObjectArena {
     }
 }
 
+/// `len` bytes of fresh read-write memory (reserved, not committed) wherever the kernel
+/// puts them.
+fn map_anywhere(len: usize) -> Option<*mut u8> {
+    map_at(std::ptr::null_mut(), len, 0)
+}
+
+/// `len` bytes of fresh read-write memory ending below 2 GiB, if there is room: where
+/// `MAP_32BIT` puts them, else at the first 16 MiB step that is free.
+fn map_low(len: usize) -> Option<*mut u8> {
+    const LIMIT: usize = 1 << 31;
+    let low = |p: *mut u8| {
+        (p as usize)
+            .checked_add(len)
+            .is_some_and(|end| end <= LIMIT)
+    };
+    if let Some(p) = map_at(std::ptr::null_mut(), len, libc::MAP_32BIT) {
+        if low(p) {
+            return Some(p);
+        }
+        // SAFETY: the mapping just made, used by nothing.
+        unsafe { libc::munmap(p.cast(), len) };
+    }
+    let step = 1usize << 24;
+    (1..)
+        .map(|k| k * step)
+        .take_while(|hint| hint + len <= LIMIT)
+        .find_map(|hint| {
+            let p = map_at(hint as *mut u8, len, libc::MAP_FIXED_NOREPLACE)?;
+            if p as usize == hint {
+                return Some(p);
+            }
+            // A kernel without MAP_FIXED_NOREPLACE took the address as a hint only.
+            // SAFETY: the mapping just made, used by nothing.
+            unsafe { libc::munmap(p.cast(), len) };
+            None
+        })
+}
+
+/// `mmap` of `len` bytes of private anonymous read-write memory, not committed, at `hint`
+/// with `flags` added.
+fn map_at(hint: *mut u8, len: usize, flags: libc::c_int) -> Option<*mut u8> {
+    // SAFETY: a fresh private anonymous mapping; `MAP_FIXED_NOREPLACE` (the one fixed
+    // placement used) fails rather than replace an existing mapping, so no memory of this
+    // process is affected.
+    let map = unsafe {
+        libc::mmap(
+            hint.cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | flags,
+            -1,
+            0,
+        )
+    };
+    (map != libc::MAP_FAILED).then_some(map.cast())
+}
+
 impl Drop for ObjectArena {
     fn drop(&mut self) {
         // SAFETY: the mapping `new` made; the runtime that owns `self` is going, with the
         // code that could read it.
         unsafe { libc::munmap(self.map.cast(), self.len) };
+        // SAFETY: as above.
+        unsafe { libc::munmap(self.objects.cast(), 1usize << self.bits) };
     }
 }
 
@@ -275,6 +338,28 @@ mod tests {
         let miss = unsafe { arena.header_word(MISS_HANDLER_OFFSET).read() };
         assert_eq!(miss, 0x1234);
         assert!(ObjectArena::with_miss_handler(40, 0).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn indexes_go_below_2_gib_while_there_is_room() -> Result<(), String> {
+        // 12 indexes of 256 MiB cannot all fit below 2 GiB: the first go there, the rest
+        // anywhere, and all work.
+        let arenas: Vec<ObjectArena> = (0..12)
+            .map(|_| ObjectArena::with_miss_handler(ARENA_BITS, 0x1234))
+            .collect::<Result<_, _>>()?;
+        let near = arenas.iter().filter(|a| a.index().near().is_some()).count();
+        assert!((1..12).contains(&near), "{near} of 12 near");
+        for arena in &arenas {
+            let index = arena.index();
+            let end = index.base + u64::from(index.mask) + 8;
+            assert_eq!(index.near().is_some(), end <= 1 << 31, "{index:?}");
+            let object = arena.alloc(&[1, 2, 3])?;
+            assert!(arena.indexed(object) && !arena.indexed(object + 8));
+            // SAFETY: the header word is mapped while `arena` lives.
+            let miss = unsafe { arena.header_word(MISS_HANDLER_OFFSET).read() };
+            assert_eq!(miss, 0x1234);
+        }
         Ok(())
     }
 }

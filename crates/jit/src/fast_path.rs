@@ -49,9 +49,37 @@
 //! site from that return address through the runtime's table of inline-patched sites (a
 //! call-form site is found at `return address - 13`, as before).
 //!
+//! # The short form: an index in the low 2 GiB
+//!
+//! The runtime places its indexes below 2 GiB when there is room (`arena.rs`), and then
+//! ([`ObjectIndex::near`]) the fast path reaches the index and its header by 32-bit
+//! absolute displacements and loads nothing into `r11`:
+//!
+//! ```text
+//!        mov eax, edi                      ; 89 F8
+//!        and eax, index.mask               ; 25 id (83 E0 ib)
+//!        cmp qword ptr [rax + base], rdi   ; 48 39 B8 d32
+//!        jne miss                          ; 75 rel8
+//!        ...                               ; the shape compares, as above
+//! miss:  call qword ptr [base - 16]        ; FF 14 25 d32
+//!        ...
+//! case_i:
+//!       [inc qword ptr [base - 8]          ; 48 FF 04 25 d32 (only when counting hits)]
+//!        mov rax, [rdi + 8 * (slot_i + 1)]
+//! ```
+//!
+//! The check is the same compare of the same index word; what goes is the ten-byte
+//! `movabs` on the path of every hit, which cost a monomorphic hit 11-13% over a plain
+//! load (the `jit_ic` bench, hit in the inline fast path / `@read_direct`: 1.11-1.13x with
+//! it, 1.00x without, 4 runs each on the same machine, counting hits or not).
+//! Where the short form does not fit the reserved bytes and the `movabs` form does (it is
+//! smaller when hits are counted in two or more cases), the `movabs` form is written.
+//!
 //! Sizes (bytes), with shapes in `-128..=127`, slots below 15 (disp8) and an index of
-//! 128 bytes or more: one case 37 (41 counting hits), two cases 49 (57 counting hits);
-//! each further case adds 12 (16 counting hits); the object check is 23 of them. A shape
+//! 128 bytes or more, `movabs` form: one case 37 (41 counting hits), two cases 49 (57
+//! counting hits); each further case adds 12 (16 counting hits); the object check is 23
+//! of them. Short form: one case 33 (41 counting hits), two cases 45; the object check is
+//! 16 of them. A shape
 //! outside `i32`, a slot offset outside `i32`, a jump that does not fit `rel8` (many
 //! cases), or too few reserved bytes: no fast path (the runtime calls a stub instead,
 //! which needs 13 bytes and makes the same check).
@@ -59,8 +87,8 @@
 //! That is the runtime's own objects' [`Layout`]. For a language's object model
 //! ([`encode_fast_path_in`]) the shape word is at the model's offset (`cmp qword ptr
 //! [rdi + offset], shape`), the property at any byte offset, and without the object check
-//! the head is the `movabs` alone (the compiled code then trusts the pointer: the
-//! language's objects are not in the runtime's index).
+//! the head is the `movabs` alone, or nothing in the short form (the compiled code then
+//! trusts the pointer: the language's objects are not in an index).
 //!
 //! Rewriting a return address assumes no hardware shadow stack (CET) guards the program.
 
@@ -90,10 +118,77 @@ pub struct FastPath {
     pub miss_return: usize,
 }
 
-/// `call qword ptr [r11 - 16]`.
-const MISS_CALL: [u8; 4] = [0x41, 0xff, 0x53, MISS_HANDLER_OFFSET as u8];
-/// `inc qword ptr [r11 - 8]`.
-pub(super) const COUNT: [u8; 4] = [0x49, 0xff, 0x43, HITS_OFFSET as u8];
+impl ObjectIndex {
+    /// The base as a 32-bit displacement, when the index and its header lie in the low
+    /// 2 GiB (the runtime's arenas do when there is room): the compiled code then reaches
+    /// them without loading the base into `r11` first.
+    #[must_use]
+    pub fn near(&self) -> Option<i32> {
+        i32::try_from(self.base).ok().filter(|b| *b >= 4096)
+    }
+}
+
+/// How compiled code reaches the index and its header: through `r11`, loaded with the
+/// base by a `movabs` (anywhere), or by 32-bit displacements (a base in the low 2 GiB).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// `movabs r11, base` first.
+    Far(u64),
+    /// The base as a sign-extended 32-bit displacement.
+    Near(i32),
+}
+
+impl Reach {
+    /// The short form if the index allows it, else the `movabs` form.
+    pub(super) fn of(index: ObjectIndex) -> Reach {
+        index.near().map_or(Reach::Far(index.base), Reach::Near)
+    }
+
+    /// The absolute `[disp32]` operand (ModRM `reg` field `reg`) of the header word at
+    /// `offset` from the base.
+    fn absolute(disp: i32, reg: u8, offset: i8) -> Vec<u8> {
+        let mut out = vec![(reg << 3) | 0b100, 0x25];
+        out.extend_from_slice(&disp.wrapping_add(i32::from(offset)).to_le_bytes());
+        out
+    }
+
+    /// `call qword ptr [r11 - 16]` or `call qword ptr [base - 16]`: the miss handler.
+    pub(super) fn miss_call(self) -> Vec<u8> {
+        match self {
+            Reach::Far(_) => vec![0x41, 0xff, 0x53, MISS_HANDLER_OFFSET as u8],
+            Reach::Near(d) => {
+                let mut out = vec![0xff];
+                out.extend(Reach::absolute(d, 2, MISS_HANDLER_OFFSET));
+                out
+            }
+        }
+    }
+
+    /// `jmp qword ptr [r11 - 16]` or `jmp qword ptr [base - 16]`: the miss handler,
+    /// tail-called.
+    pub(super) fn miss_jump(self) -> Vec<u8> {
+        match self {
+            Reach::Far(_) => vec![0x41, 0xff, 0x63, MISS_HANDLER_OFFSET as u8],
+            Reach::Near(d) => {
+                let mut out = vec![0xff];
+                out.extend(Reach::absolute(d, 4, MISS_HANDLER_OFFSET));
+                out
+            }
+        }
+    }
+
+    /// `inc qword ptr [r11 - 8]` or `inc qword ptr [base - 8]`: the hit counter.
+    pub(super) fn count(self) -> Vec<u8> {
+        match self {
+            Reach::Far(_) => vec![0x49, 0xff, 0x43, HITS_OFFSET as u8],
+            Reach::Near(d) => {
+                let mut out = vec![0x48, 0xff];
+                out.extend(Reach::absolute(d, 0, HITS_OFFSET));
+                out
+            }
+        }
+    }
+}
 
 /// How compiled fast paths and stubs find an object's shape: the runtime's header (and
 /// index) they reach through `r11`, whether they check the object against the index
@@ -134,13 +229,16 @@ pub(super) fn slot_cases(cases: &[(u64, usize)]) -> Option<Vec<(u64, i32)>> {
         .collect()
 }
 
-/// The head of a fast path or stub, up to the object check's `jne` (exclusive):
+/// The head of a fast path or stub, up to the object check's `jne` (exclusive). Far:
 /// `movabs r11, base`, then, checking objects, `mov eax, edi; and eax, mask;
-/// cmp [r11 + rax], rdi`.
-pub(super) fn object_check(layout: &Layout) -> Vec<u8> {
+/// cmp [r11 + rax], rdi`. Near: checking objects, `mov eax, edi; and eax, mask;
+/// cmp [rax + base], rdi`; else nothing.
+pub(super) fn object_check(layout: &Layout, reach: Reach) -> Vec<u8> {
     let index = layout.index;
     let mut out = Vec::with_capacity(21);
-    out.extend_from_slice(&movabs_r11(index.base));
+    if let Reach::Far(base) = reach {
+        out.extend_from_slice(&movabs_r11(base));
+    }
     if !layout.check_objects {
         return out;
     }
@@ -152,7 +250,13 @@ pub(super) fn object_check(layout: &Layout) -> Vec<u8> {
             out.extend_from_slice(&index.mask.to_le_bytes());
         }
     }
-    out.extend_from_slice(&[0x49, 0x39, 0x3c, 0x03]);
+    match reach {
+        Reach::Far(_) => out.extend_from_slice(&[0x49, 0x39, 0x3c, 0x03]),
+        Reach::Near(d) => {
+            out.extend_from_slice(&[0x48, 0x39, 0xb8]);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+    }
     out
 }
 
@@ -252,14 +356,39 @@ pub fn encode_fast_path_in(
     if cases.is_empty() {
         return None;
     }
-    let check = object_check(layout);
+    // The short form where the index allows it and it fits; else the `movabs` form (which
+    // is shorter when hits are counted in several cases).
+    let near = Reach::of(layout.index);
+    fast_path_with(layout, cases, count_hits, reserved, near).or_else(|| {
+        (near != Reach::Far(layout.index.base)).then_some(())?;
+        fast_path_with(
+            layout,
+            cases,
+            count_hits,
+            reserved,
+            Reach::Far(layout.index.base),
+        )
+    })
+}
+
+/// [`encode_fast_path_in`] reaching the header as `reach` says.
+fn fast_path_with(
+    layout: &Layout,
+    cases: &[(u64, i32)],
+    count_hits: bool,
+    reserved: usize,
+    reach: Reach,
+) -> Option<FastPath> {
+    let miss_call = reach.miss_call();
+    let count_bytes = reach.count();
+    let check = object_check(layout, reach);
     let compares: Vec<Vec<u8>> = cases
         .iter()
         .map(|(shape, _)| cmp_shape(*shape, layout.shape_offset))
         .collect::<Option<_>>()?;
     let loads: Vec<Vec<u8>> = cases.iter().map(|(_, offset)| load_slot(*offset)).collect();
     let dispatch: usize = compares.iter().map(|c| c.len() + 2).sum();
-    let count = if count_hits { COUNT.len() } else { 0 };
+    let count = if count_hits { count_bytes.len() } else { 0 };
     let case_lens: Vec<usize> = loads
         .iter()
         .enumerate()
@@ -267,7 +396,7 @@ pub fn encode_fast_path_in(
         .collect();
     let body: usize = case_lens.iter().sum();
     let head = check.len() + if layout.check_objects { 2 } else { 0 };
-    let pad = reserved.checked_sub(head + dispatch + MISS_CALL.len() + body)?;
+    let pad = reserved.checked_sub(head + dispatch + miss_call.len() + body)?;
     // The padding goes after the miss call, where no path runs it, as far as every `je`
     // still reaches its case; the rest (sites of more than about 128 bytes) after the
     // last case, where the hits run it.
@@ -275,14 +404,14 @@ pub fn encode_fast_path_in(
     let (mut je_end, mut before) = (0, 0);
     for (compare, len) in compares.iter().zip(&case_lens) {
         je_end += compare.len() + 2;
-        farthest = farthest.max(dispatch - je_end + MISS_CALL.len() + before);
+        farthest = farthest.max(dispatch - je_end + miss_call.len() + before);
         before += len;
     }
     let dead = pad.min(127usize.saturating_sub(farthest));
     let end = reserved - (pad - dead);
     let miss_at = head + dispatch;
     let mut case_at = Vec::with_capacity(cases.len());
-    let mut at = miss_at + MISS_CALL.len() + dead;
+    let mut at = miss_at + miss_call.len() + dead;
     for len in &case_lens {
         case_at.push(at);
         at += len;
@@ -299,12 +428,12 @@ pub fn encode_fast_path_in(
         let rel = rel8(out.len() + 2, *target)?;
         out.extend_from_slice(&[0x74, rel]);
     }
-    out.extend_from_slice(&MISS_CALL);
+    out.extend_from_slice(&miss_call);
     let miss_return = out.len();
     out.extend_from_slice(&encode_nops(Arch::X86_64, dead).ok()?);
     for (i, load) in loads.iter().enumerate() {
         if count_hits {
-            out.extend_from_slice(&COUNT);
+            out.extend_from_slice(&count_bytes);
         }
         out.extend_from_slice(load);
         if i + 1 < cases.len() {

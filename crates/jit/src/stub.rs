@@ -22,6 +22,10 @@
 //! miss:  jmp qword ptr [r11 - 16]          ; 41 FF 63 F0: the miss handler, tail-called
 //! ```
 //!
+//! With the index in the low 2 GiB the stub takes the fast path's short form
+//! ([`super::fast_path`]: no `movabs`; `cmp qword ptr [rax + base], rdi`, `inc qword ptr
+//! [base - 8]`, and `jmp qword ptr [base - 16]` (FF 24 25 d32) for the miss).
+//!
 //! The object check is the inline fast path's ([`super::fast_path`]): only an object the
 //! runtime handed out has its shape read, anything else goes to the miss handler, which
 //! refuses it as with caching off. The miss is a tail jump, so the handler sees the site's
@@ -32,11 +36,8 @@
 //! shape.
 
 use super::fast_path::{
-    cmp_rax, cmp_shape, load_slot, object_check, slot_cases, Layout, ObjectIndex, COUNT,
+    cmp_rax, cmp_shape, load_slot, object_check, slot_cases, Layout, ObjectIndex, Reach,
 };
-
-/// `jmp qword ptr [r11 - 16]`: the miss handler, whose address is stored before the index.
-const MISS_JUMP: [u8; 4] = [0x41, 0xff, 0x63, super::arena::MISS_HANDLER_OFFSET as u8];
 
 /// The stub for `cases` (shape ID, slot index: the property is word `slot + 1` of the
 /// object), checking objects against `index` and counting hits in the counter stored
@@ -59,6 +60,7 @@ pub fn encode_stub_in(layout: &Layout, cases: &[(u64, i32)], count_hits: bool) -
     if cases.is_empty() {
         return None;
     }
+    let reach = Reach::of(layout.index);
     let mut body = Vec::new();
     for (shape, offset) in cases {
         let compare = match cmp_shape(*shape, layout.shape_offset) {
@@ -72,16 +74,16 @@ pub fn encode_stub_in(layout: &Layout, cases: &[(u64, i32)], count_hits: bool) -
         };
         let mut hit = Vec::new();
         if count_hits {
-            hit.extend_from_slice(&COUNT);
+            hit.extend_from_slice(&reach.count());
         }
         hit.extend_from_slice(&load_slot(*offset));
         hit.push(0xc3);
         body.extend_from_slice(&compare);
-        // At most 4 + 7 + 1 bytes to skip: always a rel8.
+        // At most 8 + 7 + 1 bytes to skip: always a rel8.
         body.extend_from_slice(&[0x75, hit.len() as u8]);
         body.extend_from_slice(&hit);
     }
-    let mut out = object_check(layout);
+    let mut out = object_check(layout, reach);
     if layout.check_objects {
         match i8::try_from(body.len()) {
             Ok(rel) => out.extend_from_slice(&[0x75, rel as u8]),
@@ -92,6 +94,6 @@ pub fn encode_stub_in(layout: &Layout, cases: &[(u64, i32)], count_hits: bool) -
         }
     }
     out.extend_from_slice(&body);
-    out.extend_from_slice(&MISS_JUMP);
+    out.extend_from_slice(&reach.miss_jump());
     Some(out)
 }

@@ -613,23 +613,47 @@ fn assemble(text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
     Ok(bytes)
 }
 
+/// The assembly text of the object check up to its `jne`, and the operands of the miss
+/// handler's and the hit counter's words: through `r11` (`movabs`), or as absolute 32-bit
+/// addresses when `near` (an index in the low 2 GiB).
+fn header_text(index: ObjectIndex, near: bool) -> (String, String, String) {
+    if near {
+        let base = index.base as i64;
+        (
+            format!(
+                "movl %edi, %eax\nandl ${:#x}, %eax\ncmpq %rdi, {base}(%rax)\njne .Lmiss\n",
+                index.mask
+            ),
+            format!("{}", base - 16),
+            format!("{}", base - 8),
+        )
+    } else {
+        (
+            format!(
+                "movabsq ${:#x}, %r11\nmovl %edi, %eax\nandl ${:#x}, %eax\n\
+                 cmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
+                index.base, index.mask
+            ),
+            "-16(%r11)".to_owned(),
+            "-8(%r11)".to_owned(),
+        )
+    }
+}
+
 /// The fast path as assembly text, with `pad` bytes of nops after the miss call; the
-/// branches to labels, for the assembler to encode.
+/// branches to labels, for the assembler to encode. `near`: the short form (no `movabs`).
 fn fast_path_text(
     cases: &[(u64, usize)],
     index: ObjectIndex,
     count_hits: bool,
     pad: usize,
+    near: bool,
 ) -> String {
-    let mut text = format!(
-        "movabsq ${:#x}, %r11\nmovl %edi, %eax\nandl ${:#x}, %eax\n\
-         cmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
-        index.base, index.mask
-    );
+    let (mut text, miss, hits) = header_text(index, near);
     for (i, (shape, _)) in cases.iter().enumerate() {
         text += &format!("cmpq ${}, (%rdi)\nje .Lcase{i}\n", *shape as i64);
     }
-    text += ".Lmiss:\ncallq *-16(%r11)\n";
+    text += &format!(".Lmiss:\ncallq *{miss}\n");
     // The padding is never run: nops as the patch writer encodes them (the codegen's
     // `NOOPL` displacements, not `.nops`'s zeros), written as bytes.
     let nops = locus_stackmap::patch::encode_nops(Arch::X86_64, pad).unwrap_or_default();
@@ -639,7 +663,7 @@ fn fast_path_text(
     for (i, (_, slot)) in cases.iter().enumerate() {
         text += &format!(".Lcase{i}:\n");
         if count_hits {
-            text += "incq -8(%r11)\n";
+            text += &format!("incq {hits}\n");
         }
         text += &format!("movq {}(%rdi), %rax\n", 8 * (slot + 1));
         if i + 1 < cases.len() {
@@ -650,19 +674,31 @@ fn fast_path_text(
     text
 }
 
+/// Indexes as a runtime places them: far (a `movabs` of the base) and near (in the low
+/// 2 GiB, reached by 32-bit displacements), each 256 MiB (mask 2^28 - 8) and tiny (a mask
+/// that is an imm8).
+const INDEXES: [ObjectIndex; 4] = [
+    ObjectIndex {
+        base: 0x7f12_3456_1000,
+        mask: (1 << 28) - 8,
+    },
+    ObjectIndex {
+        base: 0x5555_0000_2000,
+        mask: 120,
+    },
+    ObjectIndex {
+        base: 0x4000_1000,
+        mask: (1 << 28) - 8,
+    },
+    ObjectIndex {
+        base: 0x7fff_f000,
+        mask: 120,
+    },
+];
+
 #[test]
 fn fast_path_encodings_match_llvm_mc() -> TestResult {
-    // A runtime's index (256 MiB, mask 2^28 - 8), and a tiny one whose mask is an imm8.
-    let indexes = [
-        ObjectIndex {
-            base: 0x7f12_3456_1000,
-            mask: (1 << 28) - 8,
-        },
-        ObjectIndex {
-            base: 0x5555_0000_2000,
-            mask: 120,
-        },
-    ];
+    let indexes = INDEXES;
     let case_sets: [&[(u64, usize)]; 6] = [
         &[(0, 0)],
         &[(3, 2), (127, 14)],
@@ -673,14 +709,24 @@ fn fast_path_encodings_match_llvm_mc() -> TestResult {
     ];
     let mut checked = 0;
     for index in indexes {
+        let near = index.near().is_some();
+        // The miss call's bytes: `call *-16(%r11)`, or `call *(base - 16)`.
+        let miss_call = match index.near() {
+            Some(base) => [&[0xff, 0x14, 0x25][..], &(base - 16).to_le_bytes()].concat(),
+            None => vec![0x41, 0xff, 0x53, 0xf0],
+        };
         for cases in case_sets {
             for count_hits in [false, true] {
-                let bare = assemble(&fast_path_text(cases, index, count_hits, 0))?;
+                let bare = assemble(&fast_path_text(cases, index, count_hits, 0, near))?;
+                // Near, the `movabs` form is the fallback where the short one does not
+                // fit (it is shorter with hits counted in several cases).
+                let far = assemble(&fast_path_text(cases, index, count_hits, 0, false))?;
                 for extra in [0usize, 1, 7, 16] {
                     let reserved = bare.len() + extra;
                     let path = encode_fast_path(cases, index, count_hits, reserved)
                         .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
-                    let expected = assemble(&fast_path_text(cases, index, count_hits, extra))?;
+                    let expected =
+                        assemble(&fast_path_text(cases, index, count_hits, extra, near))?;
                     assert_eq!(
                         path.bytes, expected,
                         "{cases:?}, {index:?}, {count_hits}, {reserved}"
@@ -689,42 +735,53 @@ fn fast_path_encodings_match_llvm_mc() -> TestResult {
                     let dispatch = expected.len() - extra;
                     assert!(path.miss_return < dispatch);
                     assert_eq!(
-                        path.bytes[path.miss_return - 4..path.miss_return],
-                        [0x41, 0xff, 0x53, 0xf0]
+                        path.bytes[path.miss_return - miss_call.len()..path.miss_return],
+                        miss_call[..]
                     );
                     checked += 1;
                 }
-                // One byte too few: no fast path.
-                assert!(encode_fast_path(cases, index, count_hits, bare.len() - 1).is_none());
+                if near && far.len() < bare.len() {
+                    let path = encode_fast_path(cases, index, count_hits, far.len())
+                        .ok_or("no fast path in the movabs form's size")?;
+                    assert_eq!(path.bytes, far, "{cases:?}, {index:?}, {count_hits}");
+                    checked += 1;
+                }
+                // One byte too few for either form: no fast path.
+                let least = bare.len().min(far.len());
+                assert!(encode_fast_path(cases, index, count_hits, least - 1).is_none());
             }
         }
     }
-    assert_eq!(checked, 96);
+    assert_eq!(checked, 96 * 2 + 6);
     let index = indexes[0];
     // Shapes beyond a sign-extended 32-bit immediate and no cases: none.
     assert!(encode_fast_path(&[(1 << 31, 0)], index, false, 200).is_none());
     assert!(encode_fast_path(&[], index, false, 200).is_none());
     // The documented sizes (shapes -128..=127, slots below 15).
-    let size = |n: usize, count_hits: bool| {
+    let size_in = |index: ObjectIndex, n: usize, count_hits: bool| {
         let cases: Vec<(u64, usize)> = (0..n as u64).map(|s| (s, 1)).collect();
         (13..200).find(|r| encode_fast_path(&cases, index, count_hits, *r).is_some())
     };
+    let size = |n, count_hits| size_in(index, n, count_hits);
     assert_eq!(size(1, false), Some(37));
     assert_eq!(size(1, true), Some(41));
     assert_eq!(size(2, false), Some(49));
     assert_eq!(size(2, true), Some(57));
     assert_eq!(size(3, false), Some(61));
     assert_eq!(size(3, true), Some(73));
+    // Near (no `movabs`): 7 bytes fewer, but the hit counter's `inc` is 4 more per case
+    // and the miss call 3 more; counting hits, the `movabs` form is as small or smaller.
+    let size = |n, count_hits| size_in(indexes[2], n, count_hits);
+    assert_eq!(size(1, false), Some(33));
+    assert_eq!(size(1, true), Some(41));
+    assert_eq!(size(2, false), Some(45));
+    assert_eq!(size(2, true), Some(57));
     Ok(())
 }
 
 /// A stub as assembly text, branches to labels for the assembler to encode and relax.
 fn stub_text(cases: &[(u64, usize)], index: ObjectIndex, count_hits: bool) -> String {
-    let mut text = format!(
-        "movabsq ${:#x}, %r11\nmovl %edi, %eax\nandl ${:#x}, %eax\n\
-         cmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
-        index.base, index.mask
-    );
+    let (mut text, miss, hits) = header_text(index, index.near().is_some());
     for (i, (shape, slot)) in cases.iter().enumerate() {
         let shape = *shape as i64;
         if i32::try_from(shape).is_ok() {
@@ -734,26 +791,17 @@ fn stub_text(cases: &[(u64, usize)], index: ObjectIndex, count_hits: bool) -> St
         }
         text += &format!("jne .Lnext{i}\n");
         if count_hits {
-            text += "incq -8(%r11)\n";
+            text += &format!("incq {hits}\n");
         }
         text += &format!("movq {}(%rdi), %rax\nretq\n.Lnext{i}:\n", 8 * (slot + 1));
     }
-    text += ".Lmiss:\njmpq *-16(%r11)\n";
+    text += &format!(".Lmiss:\njmpq *{miss}\n");
     text
 }
 
 #[test]
 fn stub_encodings_match_llvm_mc() -> TestResult {
-    let indexes = [
-        ObjectIndex {
-            base: 0x7f12_3456_1000,
-            mask: (1 << 28) - 8,
-        },
-        ObjectIndex {
-            base: 0x5555_0000_2000,
-            mask: 120,
-        },
-    ];
+    let indexes = INDEXES;
     // Twelve cases: the object check's `jne` no longer fits a rel8.
     let many: Vec<(u64, usize)> = (0..12).map(|s| (s * 1000, s as usize * 7)).collect();
     let case_sets: [&[(u64, usize)]; 7] = [
@@ -776,11 +824,16 @@ fn stub_encodings_match_llvm_mc() -> TestResult {
             }
         }
     }
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 56);
     assert!(encode_stub(&[], indexes[0], false).is_none());
     // One case, counting hits: 42 bytes (23 of them the object check).
     assert_eq!(
         encode_stub(&[(0, 0)], indexes[0], true).map(|s| s.len()),
+        Some(42)
+    );
+    // Near: 16 of the check (no `movabs`), 8 for the count, 7 for the miss's jump: 42.
+    assert_eq!(
+        encode_stub(&[(0, 0)], indexes[2], true).map(|s| s.len()),
         Some(42)
     );
     Ok(())
@@ -1767,16 +1820,27 @@ fn layout_text(
     count_hits: bool,
     fast_path_pad: Option<usize>,
 ) -> String {
-    let mut text = format!("movabsq ${:#x}, %r11\n", layout.index.base);
+    let near = layout.index.near().is_some();
+    let (check, miss, hits) = header_text(layout.index, near);
+    let mut text = String::new();
+    if !near {
+        text += &format!("movabsq ${:#x}, %r11\n", layout.index.base);
+    }
     if layout.check_objects {
-        text += &format!(
-            "movl %edi, %eax\nandl ${:#x}, %eax\ncmpq %rdi, (%r11,%rax)\njne .Lmiss\n",
-            layout.index.mask
-        );
+        // The header text's check, less its `movabs` line (written above).
+        text += if near {
+            &check
+        } else {
+            check.split_once('\n').map_or("", |(_, rest)| rest)
+        };
     }
     let shape_at = rdi_at(layout.shape_offset);
     let hit = |offset: i32| {
-        let count = if count_hits { "incq -8(%r11)\n" } else { "" };
+        let count = if count_hits {
+            format!("incq {hits}\n")
+        } else {
+            String::new()
+        };
         format!("{count}movq {}, %rax\n", rdi_at(offset))
     };
     match fast_path_pad {
@@ -1790,13 +1854,13 @@ fn layout_text(
                 }
                 text += &format!("jne .Lnext{i}\n{}retq\n.Lnext{i}:\n", hit(*offset));
             }
-            text += ".Lmiss:\njmpq *-16(%r11)\n";
+            text += &format!(".Lmiss:\njmpq *{miss}\n");
         }
         Some(pad) => {
             for (i, (shape, _)) in cases.iter().enumerate() {
                 text += &format!("cmpq ${}, {shape_at}\nje .Lcase{i}\n", *shape as i64);
             }
-            text += ".Lmiss:\ncallq *-16(%r11)\n";
+            text += &format!(".Lmiss:\ncallq *{miss}\n");
             for byte in locus_stackmap::patch::encode_nops(Arch::X86_64, pad).unwrap_or_default() {
                 text += &format!(".byte {byte:#x}\n");
             }
@@ -1843,6 +1907,17 @@ fn layout_encodings_match_llvm_mc() -> TestResult {
             check_objects: false,
             shape_offset: 0,
         },
+        // The short form: an index in the low 2 GiB.
+        Layout {
+            index: INDEXES[2],
+            check_objects: false,
+            shape_offset: 8,
+        },
+        Layout {
+            index: INDEXES[2],
+            check_objects: true,
+            shape_offset: -16,
+        },
     ];
     let case_sets: [&[(u64, i32)]; 4] = [
         &[(3, 0)],
@@ -1876,7 +1951,7 @@ fn layout_encodings_match_llvm_mc() -> TestResult {
             }
         }
     }
-    assert_eq!(checked, 32 + 24);
+    assert_eq!(checked, (32 + 24) / 4 * 6);
     Ok(())
 }
 
