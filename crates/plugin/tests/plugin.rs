@@ -320,6 +320,77 @@ fn bad_inputs_end_the_compilation_with_the_clis_message() {
     assert!(errors >= 10, "{errors} fixtures with errors");
 }
 
+/// How many remarks `locus-sme-check` gives for `report`: one per function whose entry or
+/// exit changes modes, one per call with something around it.
+fn predicted_changes(report: &locus_sme::check::Report) -> usize {
+    report
+        .functions
+        .iter()
+        .map(|f| {
+            usize::from(!f.model.entry.is_empty() || !f.model.exit.is_empty())
+                + f.calls
+                    .iter()
+                    .filter(|c| {
+                        let m = &c.model;
+                        !m.before.is_empty()
+                            || !m.after.is_empty()
+                            || !m.after_exception.is_empty()
+                            || m.lazy_za_save
+                            || m.preserve_zt0
+                            || m.disable_za
+                    })
+                    .count()
+        })
+        .sum()
+}
+
+/// clang-19 -fpass-plugin checks SME code in its default pipeline: on the ACLE sources,
+/// compiled for AArch64 at -O2, `-Rpass=locus-sme` gives one remark (with the source
+/// location) per predicted change of the module clang optimised, which `locus sme check`
+/// sees in `clang-19 -O2 -S -emit-llvm`'s output (the SME check changes nothing).
+#[test]
+fn clang_checks_sme_in_its_default_pipeline() {
+    let mut total = 0;
+    for name in ["modes.c", "state.c", "za.c"] {
+        let file = workspace().join("crates/sme/fixtures/acle").join(name);
+        let common = [
+            "--target=aarch64-linux-gnu",
+            "-march=armv9-a+sme",
+            "-O2",
+            "-S",
+            "-o",
+        ];
+        let ir = run(Command::new("clang-19")
+            .args(common)
+            .args(["-", "-emit-llvm"])
+            .arg(&file));
+        assert!(ir.status.success(), "{}", text(&ir.stderr));
+        let report = check_ir(name, &ir.stdout).expect("clang's IR parses");
+        let out = run(Command::new("clang-19")
+            .arg(format!("-fpass-plugin={}", plugin().display()))
+            .args(common)
+            .args(["/dev/null", "-Rpass=locus-sme"])
+            .arg(&file));
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(report.has_errors())),
+            "{name}: {stderr}"
+        );
+        let remarks = stderr
+            .lines()
+            .filter(|l| l.contains("remark: ") && l.ends_with("[-Rpass=locus-sme]"))
+            .count();
+        assert_eq!(remarks, predicted_changes(&report), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{name}:")),
+            "remarks carry the source location: {stderr}"
+        );
+        total += remarks;
+    }
+    assert!(total > 20, "{total} remarks");
+}
+
 /// `locus-sme-check` reports what `locus sme check` reports, in order (opt stops at the
 /// first error), ends with status 1 exactly when there is an error, and gives one remark
 /// per function entry/exit and call with a predicted change.
@@ -369,25 +440,7 @@ fn sme_check_under_opt_is_the_clis() {
         if report.has_errors() {
             continue;
         }
-        let expected_remarks: usize = report
-            .functions
-            .iter()
-            .map(|f| {
-                usize::from(!f.model.entry.is_empty() || !f.model.exit.is_empty())
-                    + f.calls
-                        .iter()
-                        .filter(|c| {
-                            let m = &c.model;
-                            !m.before.is_empty()
-                                || !m.after.is_empty()
-                                || !m.after_exception.is_empty()
-                                || m.lazy_za_save
-                                || m.preserve_zt0
-                                || m.disable_za
-                        })
-                        .count()
-            })
-            .sum();
+        let expected_remarks = predicted_changes(&report);
         let remarks = stderr.lines().filter(|l| l.starts_with("remark: ")).count();
         assert_eq!(remarks, expected_remarks, "{shown}: {stderr}");
         remarks_seen += remarks;
