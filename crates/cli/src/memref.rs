@@ -9,7 +9,7 @@ use locus_memref::run::{open_with_runner_utils, run_kernel, RunOptions};
 use locus_memref::signature::{Dim, ElemType, Type};
 use locus_memref::slice::{self, Slicing};
 use locus_memref::{
-    compile, Arg, CallOptions, Library, MemRefArg, MemRefError, Scalar, Signature, Value,
+    compile, Arg, CallOptions, Error as MemRefError, Library, MemRefArg, Scalar, Signature, Value,
 };
 
 use crate::Failure;

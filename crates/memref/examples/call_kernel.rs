@@ -16,7 +16,7 @@
 use std::process::ExitCode;
 
 use locus_memref::{
-    compile, CallOptions, Library, MemRefArg, MemRefError, MemRefView, MemRefViewMut, Origin,
+    compile, CallOptions, Library, MemRefArg, Error, MemRefView, MemRefViewMut, Origin,
     Scalar, Signature, Value,
 };
 
@@ -57,7 +57,7 @@ func.func @row_sums(%m: memref<?x?xf32>) -> memref<?xf32> {
 "#;
 
 fn run() -> Result<(), String> {
-    let err = |e: MemRefError| e.to_string();
+    let err = |e: Error| e.to_string();
     // A private temporary directory (mkdtemp), removed when `dir` drops.
     let dir = compile::private_dir().map_err(err)?;
     let so = dir.path().join("kernel.so");

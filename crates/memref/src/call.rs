@@ -21,7 +21,7 @@ use crate::float::{Format, SmallFloat};
 use crate::owned::{freeable, libc_free, reachable, Allocation, FreeFn};
 use crate::signature::{ElemType, MemRefType, Mismatch, Signature, Type};
 use crate::slice::Slicing;
-use crate::{Element, MemRefError, MemRefView, MemRefViewMut};
+use crate::{Element, Error, MemRefView, MemRefViewMut};
 
 /// A shared library holding compiled kernels.
 pub struct Library {
@@ -37,14 +37,14 @@ impl std::fmt::Debug for Library {
 
 impl Library {
     /// Opens a shared library, binding every symbol it needs now: a symbol
-    /// that no loaded library defines is a [`MemRefError::Library`] error
+    /// that no loaded library defines is a [`Error::Library`] error
     /// naming it (the loader's message), not a crash at the first call.
     ///
     /// # Safety
     ///
     /// Opening a library runs its initializers: it must be one built to be
     /// loaded into this process (as [`crate::compile`] builds them).
-    pub unsafe fn open(path: &Path) -> Result<Library, MemRefError> {
+    pub unsafe fn open(path: &Path) -> Result<Library, Error> {
         // SAFETY: forwarded.
         unsafe { Library::open_with(path, false) }
     }
@@ -57,7 +57,7 @@ impl Library {
     /// # Safety
     ///
     /// As for [`Library::open`]: opening it runs its initializers.
-    pub unsafe fn open_global(path: &Path) -> Result<Library, MemRefError> {
+    pub unsafe fn open_global(path: &Path) -> Result<Library, Error> {
         // SAFETY: forwarded.
         unsafe { Library::open_with(path, true) }
     }
@@ -65,7 +65,7 @@ impl Library {
     /// # Safety
     ///
     /// As for [`Library::open`].
-    unsafe fn open_with(path: &Path, global: bool) -> Result<Library, MemRefError> {
+    unsafe fn open_with(path: &Path, global: bool) -> Result<Library, Error> {
         let shown = path.display().to_string();
         // A bare file name would be searched for in the system's paths.
         let full = if path.components().count() == 1 {
@@ -98,7 +98,7 @@ impl Library {
             // dlerror starts with the path, which `what` already gives.
             let message = e.to_string();
             let prefix = format!("{}: ", full.display());
-            MemRefError::Library {
+            Error::Library {
                 what: shown.clone(),
                 message: message
                     .strip_prefix(&prefix)
@@ -115,7 +115,7 @@ impl Library {
     }
 
     /// The address of `symbol`.
-    pub fn address(&self, symbol: &str) -> Result<*mut c_void, MemRefError> {
+    pub fn address(&self, symbol: &str) -> Result<*mut c_void, Error> {
         // SAFETY: the symbol is only read as an address, never as a value.
         let sym = unsafe { self.lib.get::<*mut c_void>(symbol.as_bytes()) };
         match sym {
@@ -123,7 +123,7 @@ impl Library {
                 // SAFETY: `Symbol<*mut c_void>` derefs to the symbol's address.
                 let p = unsafe { s.try_as_raw_ptr() }.unwrap_or(std::ptr::null_mut());
                 if p.is_null() {
-                    Err(MemRefError::Library {
+                    Err(Error::Library {
                         what: symbol.to_string(),
                         message: format!("symbol is null in {}", self.path),
                     })
@@ -131,7 +131,7 @@ impl Library {
                     Ok(p)
                 }
             }
-            Err(e) => Err(MemRefError::Library {
+            Err(e) => Err(Error::Library {
                 what: symbol.to_string(),
                 message: format!("not found in {}: {e}", self.path),
             }),
@@ -147,7 +147,7 @@ impl Library {
     /// result), then `*mut MemRefDescriptor<T, N>` (or
     /// `*mut UnrankedMemRefDescriptor`) per memref and the scalars as they are.
     /// The pointer must not be used after the library is dropped.
-    pub unsafe fn ciface<F: Copy>(&self, name: &str) -> Result<F, MemRefError> {
+    pub unsafe fn ciface<F: Copy>(&self, name: &str) -> Result<F, Error> {
         // SAFETY: forwarded.
         unsafe { self.typed(&format!("_mlir_ciface_{name}")) }
     }
@@ -158,9 +158,9 @@ impl Library {
     /// # Safety
     ///
     /// As for [`Library::ciface`], with the function's real type.
-    pub unsafe fn typed<F: Copy>(&self, symbol: &str) -> Result<F, MemRefError> {
+    pub unsafe fn typed<F: Copy>(&self, symbol: &str) -> Result<F, Error> {
         if std::mem::size_of::<F>() != std::mem::size_of::<*mut c_void>() {
-            return Err(MemRefError::Library {
+            return Err(Error::Library {
                 what: symbol.to_string(),
                 message: "the requested type is not a function pointer".into(),
             });
@@ -190,11 +190,11 @@ impl Library {
         &self,
         name: &str,
         signature: Signature,
-    ) -> Result<Function<'_>, MemRefError> {
+    ) -> Result<Function<'_>, Error> {
         let ciface = self.address(&format!("_mlir_ciface_{name}")).ok();
         let expanded = self.address(name).ok();
         if ciface.is_none() && expanded.is_none() {
-            return Err(MemRefError::Library {
+            return Err(Error::Library {
                 what: format!("_mlir_ciface_{name}"),
                 message: format!("neither it nor `{name}` is in {}", self.path),
             });
@@ -405,15 +405,15 @@ impl<'a> MemRefArg<'a> {
         elem: ElemType,
         bytes: &'a mut [u8],
         sizes: &[i64],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         if let Some(dim) = sizes.iter().position(|&s| s < 0) {
-            return Err(MemRefError::NegativeSize {
+            return Err(Error::NegativeSize {
                 dim,
                 size: sizes[dim],
             });
         }
         if byte_len(elem, sizes) != Some(bytes.len()) {
-            return Err(MemRefError::Buffer {
+            return Err(Error::Buffer {
                 message: format!(
                     "{} bytes do not hold sizes {sizes:?} of {elem}",
                     bytes.len()
@@ -421,7 +421,7 @@ impl<'a> MemRefArg<'a> {
             });
         }
         if !(bytes.as_ptr() as usize).is_multiple_of(elem.align()) {
-            return Err(MemRefError::Buffer {
+            return Err(Error::Buffer {
                 message: format!("{:p} is not aligned for {elem}", bytes.as_ptr()),
             });
         }
@@ -473,7 +473,7 @@ impl<'a> MemRefArg<'a> {
     /// # Errors
     ///
     /// As [`Slicing::apply`]: more slices than dimensions, an index out of range.
-    pub fn sliced(self, slicing: &Slicing) -> Result<Self, MemRefError> {
+    pub fn sliced(self, slicing: &Slicing) -> Result<Self, Error> {
         let (offset, sizes, strides) = slicing.apply(self.offset, &self.sizes, &self.strides)?;
         // Slicing only narrows: what the new descriptor reaches is inside what the old
         // one did, which is inside the buffer.
@@ -515,7 +515,7 @@ impl<'a> MemRefArg<'a> {
     /// A copy of the elements the view reaches, laid out as they are (same
     /// strides): the copy, the offset of element `(0, .., 0)` in it, and its
     /// length in bytes.
-    fn copy_reachable(&self) -> Result<(Allocation, i64, usize), MemRefError> {
+    fn copy_reachable(&self) -> Result<(Allocation, i64, usize), Error> {
         let esz = self.elem.size() as i64;
         match reachable(self.offset, &self.sizes, &self.strides)? {
             // SAFETY: zero bytes are read.
@@ -534,10 +534,10 @@ impl<'a> MemRefArg<'a> {
     }
 
     /// Copies the elements in row-major order into a fresh buffer.
-    fn gather(&self) -> Result<Allocation, MemRefError> {
+    fn gather(&self) -> Result<Allocation, Error> {
         let esz = self.elem.size();
         // Construction checked the sizes against a buffer, so this fits.
-        let nbytes = byte_len(self.elem, &self.sizes).ok_or(MemRefError::Overflow { dim: 0 })?;
+        let nbytes = byte_len(self.elem, &self.sizes).ok_or(Error::Overflow { dim: 0 })?;
         let out = Allocation::zeroed(nbytes)?;
         let dst = out.ptr().cast::<u8>();
         let mut k = 0usize;
@@ -811,17 +811,17 @@ impl ReturnedMemRef<'_> {
     }
 
     /// The elements in row-major order as native-endian bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, MemRefError> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
         let esz = self.raw.elem.size();
         // Also refuses negative sizes, before they are counted below.
         if reachable(self.raw.offset, &self.raw.sizes, &self.raw.strides)?.is_some()
             && self.raw.aligned.is_null()
         {
-            return Err(MemRefError::NullDescriptor);
+            return Err(Error::NullDescriptor);
         }
         // The sizes come from compiled code: a broadcast (stride 0) memref may
         // name more elements than memory holds, so count and reserve fallibly.
-        let too_large = || MemRefError::Result {
+        let too_large = || Error::Result {
             index: self.raw.index,
             message: format!(
                 "sizes {:?} of {} are too large to copy",
@@ -845,12 +845,12 @@ impl ReturnedMemRef<'_> {
     /// The result's elements in place, when they are contiguous in row-major order (its
     /// strides are the row-major ones of its sizes, whatever the strides of dimensions of
     /// size 1): what [`ReturnedMemRef::to_bytes`] would copy, without the copy.
-    pub fn contiguous_bytes(&self) -> Result<Option<&[u8]>, MemRefError> {
+    pub fn contiguous_bytes(&self) -> Result<Option<&[u8]>, Error> {
         let Some((lo, hi)) = reachable(self.raw.offset, &self.raw.sizes, &self.raw.strides)? else {
             return Ok(Some(&[]));
         };
         if self.raw.aligned.is_null() {
-            return Err(MemRefError::NullDescriptor);
+            return Err(Error::NullDescriptor);
         }
         let dense = crate::signature::row_major(&self.raw.sizes);
         let row_major = self
@@ -876,9 +876,9 @@ impl ReturnedMemRef<'_> {
     }
 
     /// A checked typed view of the result.
-    pub fn view<T: Element, const N: usize>(&self) -> Result<MemRefView<'_, T, N>, MemRefError> {
+    pub fn view<T: Element, const N: usize>(&self) -> Result<MemRefView<'_, T, N>, Error> {
         if T::TYPE != self.raw.elem || N != self.raw.sizes.len() {
-            return Err(MemRefError::Result {
+            return Err(Error::Result {
                 index: self.raw.index,
                 message: format!(
                     "is memref of rank {} of {}, asked for rank {N} of {}",
@@ -1147,7 +1147,7 @@ fn resolve(
     results: &[RawResult],
     args: &[(usize, (i128, i128), Option<Allocation>)],
     options: &CallOptions,
-) -> Result<Vec<(Origin, Option<Allocation>)>, MemRefError> {
+) -> Result<Vec<(Origin, Option<Allocation>)>, Error> {
     let n = results.len();
     let global: Vec<bool> = results
         .iter()
@@ -1205,7 +1205,7 @@ fn resolve(
         match freed[g] {
             None => freed[g] = Some(k),
             Some(first) if results[first].allocated != a => {
-                return Err(MemRefError::Result {
+                return Err(Error::Result {
                     index: results[k].index,
                     message: format!(
                         "overlaps result {} but its allocated pointer is {a:?}, not {:?}: \
@@ -1263,14 +1263,14 @@ impl<'lib> Function<'lib> {
         &self,
         args: &'a [Arg<'_>],
         copy_strided: bool,
-    ) -> Result<Vec<Option<Prepared<'a>>>, MemRefError> {
+    ) -> Result<Vec<Option<Prepared<'a>>>, Error> {
         self.signature.check_arity(args.len())?;
         let mut out = Vec::with_capacity(args.len());
         for (index, (arg, ty)) in args.iter().zip(&self.signature.inputs).enumerate() {
             match (arg, ty) {
                 (Arg::Scalar(s), Type::Scalar(e)) => {
                     if s.elem() != *e {
-                        return Err(MemRefError::Argument {
+                        return Err(Error::Argument {
                             index,
                             message: format!(
                                 "scalar of type {}, the signature wants {e}",
@@ -1279,7 +1279,7 @@ impl<'lib> Function<'lib> {
                         });
                     }
                     if scalar_ffi_type(*e).is_none() {
-                        return Err(MemRefError::Argument {
+                        return Err(Error::Argument {
                             index,
                             message: NO_COMPLEX_SCALARS.into(),
                         });
@@ -1290,13 +1290,13 @@ impl<'lib> Function<'lib> {
                     out.push(Some(prepare_memref(index, m, t, copy_strided)?))
                 }
                 (Arg::Scalar(s), Type::MemRef(t)) => {
-                    return Err(MemRefError::Argument {
+                    return Err(Error::Argument {
                         index,
                         message: format!("scalar {} given, the signature wants {t}", s.elem()),
                     })
                 }
                 (Arg::MemRef(m), Type::Scalar(e)) => {
-                    return Err(MemRefError::Argument {
+                    return Err(Error::Argument {
                         index,
                         message: format!(
                             "memref of {} given, the signature wants scalar {e}",
@@ -1341,9 +1341,9 @@ impl<'lib> Function<'lib> {
     ///
     /// # Errors
     ///
-    /// [`MemRefError::Argument`] (and the view errors) for arguments that do not fit the
-    /// signature, found before the kernel runs. After it ran, [`MemRefError::Result`] or
-    /// [`MemRefError::NullDescriptor`] for results that cannot be read (an unranked result
+    /// [`Error::Argument`] (and the view errors) for arguments that do not fit the
+    /// signature, found before the kernel runs. After it ran, [`Error::Result`] or
+    /// [`Error::NullDescriptor`] for results that cannot be read (an unranked result
     /// with a negative rank, a null descriptor): the buffers the kernel returned are then
     /// **not freed**, since what a result aliases is not known until every result is read,
     /// and freeing one that points into an argument or a global would be a bad free.
@@ -1352,7 +1352,7 @@ impl<'lib> Function<'lib> {
     ///
     /// ```compile_fail
     /// # use locus_memref::{CallOptions, Function, MemRefArg, MemRefViewMut, Value};
-    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::MemRefError> {
+    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::Error> {
     /// let mut data = vec![1.0f32, 2.0];
     /// let mut view = MemRefViewMut::contiguous(&mut data, [2])?;
     /// // `same` returns its argument.
@@ -1369,7 +1369,7 @@ impl<'lib> Function<'lib> {
     ///
     /// ```compile_fail
     /// # use locus_memref::{CallOptions, Function, MemRefArg, MemRefViewMut, Value};
-    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::MemRefError> {
+    /// # fn f(same: &Function<'_>) -> Result<(), locus_memref::Error> {
     /// let mut data = vec![1.0f32, 2.0];
     /// let mut view = MemRefViewMut::contiguous(&mut data, [2])?;
     /// let args = [MemRefArg::from_view_mut(&mut view).into()];
@@ -1384,7 +1384,7 @@ impl<'lib> Function<'lib> {
     ///
     /// ```compile_fail
     /// # use locus_memref::{CallOptions, Library, Signature, Value};
-    /// # fn f(lib: Library) -> Result<(), locus_memref::MemRefError> {
+    /// # fn f(lib: Library) -> Result<(), locus_memref::Error> {
     /// let results = {
     ///     // SAFETY: `table` returns a global of the library (`memref.get_global`).
     ///     let table = unsafe { lib.function("table", Signature::parse("() -> memref<4xf32>")?) }?;
@@ -1400,7 +1400,7 @@ impl<'lib> Function<'lib> {
         &self,
         args: impl IntoIterator<Item = Arg<'a>>,
         options: CallOptions,
-    ) -> Result<Vec<Value<'a>>, MemRefError>
+    ) -> Result<Vec<Value<'a>>, Error>
     where
         'lib: 'a,
     {
@@ -1410,14 +1410,14 @@ impl<'lib> Function<'lib> {
         let mut args: Vec<Arg<'a>> = args.into_iter().collect();
         let args = args.as_mut_slice();
         let Some(code) = self.ciface else {
-            return Err(MemRefError::Library {
+            return Err(Error::Library {
                 what: format!("_mlir_ciface_{}", self.name),
                 message: "not in the library (compile with C wrappers requested)".into(),
             });
         };
         for (index, t) in self.signature.results.iter().enumerate() {
             if matches!(t, Type::Scalar(e) if scalar_ffi_type(*e).is_none()) {
-                return Err(MemRefError::Result {
+                return Err(Error::Result {
                     index,
                     message: NO_COMPLEX_SCALARS.into(),
                 });
@@ -1467,7 +1467,7 @@ impl<'lib> Function<'lib> {
             }
         }
         let Some(cif) = &self.ciface_cif else {
-            return Err(MemRefError::Argument {
+            return Err(Error::Argument {
                 index: 0,
                 message: NO_COMPLEX_SCALARS.into(),
             });
@@ -1485,7 +1485,7 @@ impl<'lib> Function<'lib> {
         if !struct_result {
             if let Some(Type::Scalar(e)) = results.first() {
                 let bytes: Vec<u8> = ret.iter().flat_map(|w| w.to_ne_bytes()).collect();
-                let s = Scalar::read(*e, &bytes).ok_or(MemRefError::Result {
+                let s = Scalar::read(*e, &bytes).ok_or(Error::Result {
                     index: 0,
                     message: format!("cannot read a {e}"),
                 })?;
@@ -1513,7 +1513,7 @@ impl<'lib> Function<'lib> {
             };
             match t {
                 Type::Scalar(e) => {
-                    let s = Scalar::read(*e, field).ok_or(MemRefError::Result {
+                    let s = Scalar::read(*e, field).ok_or(Error::Result {
                         index,
                         message: format!("cannot read a {e}"),
                     })?;
@@ -1534,7 +1534,7 @@ impl<'lib> Function<'lib> {
                                 heaps.extend(unsafe { Allocation::new(heap, options.free) });
                             }
                             if heap.is_null() || !(0..=64).contains(&rank) {
-                                return Err(MemRefError::Result {
+                                return Err(Error::Result {
                                     index,
                                     message: format!(
                                         "unranked result has rank {rank} and descriptor {heap:?}"
@@ -1601,9 +1601,9 @@ impl<'lib> Function<'lib> {
         &self,
         args: &mut [Arg<'_>],
         copy_strided: bool,
-    ) -> Result<(), MemRefError> {
+    ) -> Result<(), Error> {
         if !self.signature.results.is_empty() {
-            return Err(MemRefError::Result {
+            return Err(Error::Result {
                 index: 0,
                 message: "results are only taken through _mlir_ciface_ wrappers: LLVM struct \
                           returns of the expanded form do not follow the platform C ABI"
@@ -1611,7 +1611,7 @@ impl<'lib> Function<'lib> {
             });
         }
         let Some(code) = self.expanded else {
-            return Err(MemRefError::Library {
+            return Err(Error::Library {
                 what: self.name.clone(),
                 message: "not in the library".into(),
             });
@@ -1645,7 +1645,7 @@ impl<'lib> Function<'lib> {
             }
         }
         let Some(cif) = &self.expanded_cif else {
-            return Err(MemRefError::Argument {
+            return Err(Error::Argument {
                 index: 0,
                 message: NO_COMPLEX_SCALARS.into(),
             });
@@ -1662,7 +1662,7 @@ impl<'lib> Function<'lib> {
 /// their writable arguments. An error names an element the kernel changed both in a
 /// copy and through another argument reaching the same buffer (to another value): one
 /// of the two writes is lost, so the call did not do what it would on one array.
-fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) -> Result<(), MemRefError> {
+fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) -> Result<(), Error> {
     let mut lost = None;
     for (index, (p, a)) in prepared.iter().zip(args).enumerate() {
         if let (Some(p), Arg::MemRef(m)) = (p, a) {
@@ -1677,7 +1677,7 @@ fn write_back(prepared: &[Option<Prepared<'_>>], args: &[Arg<'_>]) -> Result<(),
                 if let (None, Some(lin)) = (&lost, conflict) {
                     let byte = (m.aligned as usize as i128 - m.buffer.0 as i128)
                         + i128::from(lin) * m.elem.size() as i128;
-                    lost = Some(MemRefError::Argument {
+                    lost = Some(Error::Argument {
                         index,
                         message: format!(
                             "the kernel wrote the element at byte {byte} of this argument's \
@@ -1700,7 +1700,7 @@ fn prepare_memref<'a>(
     m: &'a MemRefArg<'_>,
     t: &MemRefType,
     copy_strided: bool,
-) -> Result<Prepared<'a>, MemRefError> {
+) -> Result<Prepared<'a>, Error> {
     match t.check(m.elem, m.offset, &m.sizes, &m.strides) {
         Ok(()) if m.writable => Ok(Prepared {
             aligned: m.aligned,
@@ -1740,11 +1740,11 @@ fn prepare_memref<'a>(
                 pristine: None,
             })
         }
-        Err(Mismatch::Layout(why)) => Err(MemRefError::Argument {
+        Err(Mismatch::Layout(why)) => Err(Error::Argument {
             index,
             message: format!("{why} (pass a contiguous view, or ask for a copy)"),
         }),
-        Err(e) => Err(MemRefError::Argument {
+        Err(e) => Err(Error::Argument {
             index,
             message: format!("{e} ({t})"),
         }),
@@ -1907,7 +1907,7 @@ mod tests {
             let rs = [result(0, 0x1000, 0x1000, 0, 8), second];
             let err = resolve(&rs, &argument(), &options()).unwrap_err();
             assert!(
-                matches!(&err, MemRefError::Result { index: 1, message } if message.contains("which one to free")),
+                matches!(&err, Error::Result { index: 1, message } if message.contains("which one to free")),
                 "{err}"
             );
         }

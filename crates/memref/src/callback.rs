@@ -25,7 +25,7 @@
 //! instead of unwinding into compiled code.
 
 use crate::owned::{view_from_descriptor, view_mut_from_descriptor};
-use crate::{MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut};
+use crate::{MemRefDescriptor, Error, MemRefView, MemRefViewMut};
 
 /// A copy of the descriptor a callback received, refusing a null pointer.
 ///
@@ -34,9 +34,9 @@ use crate::{MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut};
 /// `d` is null or points to a readable descriptor.
 unsafe fn read<T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
-) -> Result<MemRefDescriptor<T, N>, MemRefError> {
+) -> Result<MemRefDescriptor<T, N>, Error> {
     if d.is_null() {
-        return Err(MemRefError::NullDescriptor);
+        return Err(Error::NullDescriptor);
     }
     // SAFETY: non-null and readable by the caller's contract; compiled code
     // does not promise Rust's alignment, hence `read_unaligned`.
@@ -51,7 +51,7 @@ unsafe fn read<T, const N: usize>(
 /// that is not written during `'a` (what compiled code passes).
 pub unsafe fn view<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
-) -> Result<MemRefView<'a, T, N>, MemRefError> {
+) -> Result<MemRefView<'a, T, N>, Error> {
     // SAFETY: forwarded: `read` needs a readable descriptor.
     let d = unsafe { read(d) }?;
     // SAFETY: forwarded: the view needs valid memory, unwritten during `'a`.
@@ -65,7 +65,7 @@ pub unsafe fn view<'a, T, const N: usize>(
 /// As for [`view`], and nothing else accesses the memory during `'a`.
 pub unsafe fn view_mut<'a, T, const N: usize>(
     d: *const MemRefDescriptor<T, N>,
-) -> Result<MemRefViewMut<'a, T, N>, MemRefError> {
+) -> Result<MemRefViewMut<'a, T, N>, Error> {
     // SAFETY: as for `view`.
     let d = unsafe { read(d) }?;
     // SAFETY: as for `view`, with exclusive access forwarded too.

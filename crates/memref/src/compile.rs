@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::MemRefError;
+use crate::Error;
 
 /// The passes a kernel with tensors runs first (see [`uses_tensors`]): one-shot
 /// bufferization, function boundaries included and with identity layouts
@@ -107,7 +107,7 @@ pub(crate) fn run(
     program: &str,
     args: &[&str],
     stdin: Option<&[u8]>,
-) -> Result<Vec<u8>, MemRefError> {
+) -> Result<Vec<u8>, Error> {
     use std::io::Write;
     let mut child = Command::new(program)
         .args(args)
@@ -119,7 +119,7 @@ pub(crate) fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| MemRefError::Tool {
+        .map_err(|e| Error::Tool {
             tool: program.to_string(),
             stderr: format!("cannot run it ({e}); scripts/install-deps installs LLVM 19 and MLIR"),
         })?;
@@ -127,12 +127,12 @@ pub(crate) fn run(
         // A tool that exits early closes its stdin; its stderr then says why.
         let _ = pipe.write_all(input);
     }
-    let out = child.wait_with_output().map_err(|e| MemRefError::Tool {
+    let out = child.wait_with_output().map_err(|e| Error::Tool {
         tool: program.to_string(),
         stderr: e.to_string(),
     })?;
     if !out.status.success() {
-        return Err(MemRefError::Tool {
+        return Err(Error::Tool {
             tool: program.to_string(),
             stderr: format!(
                 "{} ({})",
@@ -423,9 +423,9 @@ impl Options {
     }
 
     /// `error` with `<stdin>` replaced by [`Options::source_name`].
-    fn locate(&self, error: MemRefError) -> MemRefError {
+    fn locate(&self, error: Error) -> Error {
         match (error, &self.source_name) {
-            (MemRefError::Tool { tool, stderr }, Some(name)) => MemRefError::Tool {
+            (Error::Tool { tool, stderr }, Some(name)) => Error::Tool {
                 tool,
                 stderr: stderr.replace("<stdin>", name),
             },
@@ -442,7 +442,7 @@ pub const EMIT_C_INTERFACE: &str = "llvm.emit_c_interface";
 /// the kernel), with [`EMIT_C_INTERFACE`] on every `func.func` that has a body. Functions
 /// the kernel only declares are left as they are: their calls go to the C symbol of their
 /// name, or to `_mlir_ciface_NAME` if the kernel marked them itself.
-pub fn request_c_wrappers(source: &str, options: &Options) -> Result<String, MemRefError> {
+pub fn request_c_wrappers(source: &str, options: &Options) -> Result<String, Error> {
     let mlir_opt = &options.tools.mlir_opt;
     let printed = run(
         mlir_opt,
@@ -450,7 +450,7 @@ pub fn request_c_wrappers(source: &str, options: &Options) -> Result<String, Mem
         Some(source.as_bytes()),
     )
     .map_err(|e| options.locate(e))?;
-    let printed = String::from_utf8(printed).map_err(|e| MemRefError::Tool {
+    let printed = String::from_utf8(printed).map_err(|e| Error::Tool {
         tool: mlir_opt.clone(),
         stderr: format!("output is not UTF-8: {e}"),
     })?;
@@ -494,14 +494,14 @@ fn mark_definitions(printed: &str) -> String {
 }
 
 /// Lowers MLIR source text to LLVM IR text (the first two steps).
-pub fn mlir_to_llvm_ir(source: &str) -> Result<String, MemRefError> {
+pub fn mlir_to_llvm_ir(source: &str) -> Result<String, Error> {
     mlir_to_llvm_ir_with(source, &Options::default())
 }
 
 /// Lowers MLIR source text to LLVM IR text with `options`' pipeline.
 /// `mlir-opt-19` keeps the kernel's locations in its output, so errors of
 /// `mlir-translate-19` point at the kernel too.
-pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, MemRefError> {
+pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, Error> {
     let marked = request_c_wrappers(source, options)?;
     let mut args = options.mlir_opt_args(&marked);
     args.push("--mlir-print-debuginfo".into());
@@ -515,20 +515,20 @@ pub fn mlir_to_llvm_ir_with(source: &str, options: &Options) -> Result<String, M
         Some(&lowered),
     )
     .map_err(|e| options.locate(e))?;
-    String::from_utf8(ir).map_err(|e| MemRefError::Tool {
+    String::from_utf8(ir).map_err(|e| Error::Tool {
         tool: tools.mlir_translate.clone(),
         stderr: format!("output is not UTF-8: {e}"),
     })
 }
 
 /// Compiles MLIR source text to the shared library `output` (optimized).
-pub fn compile_str(source: &str, output: &Path) -> Result<(), MemRefError> {
+pub fn compile_str(source: &str, output: &Path) -> Result<(), Error> {
     compile_str_with(source, output, true)
 }
 
 /// Compiles MLIR source text to the shared library `output`, running
 /// `opt-19 -passes=default<O2>` on the IR when `optimize` is set.
-pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(), MemRefError> {
+pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(), Error> {
     let options = Options {
         optimize,
         ..Options::default()
@@ -537,7 +537,7 @@ pub fn compile_str_with(source: &str, output: &Path, optimize: bool) -> Result<(
 }
 
 /// Compiles MLIR source text to the shared library `output` as `options` say.
-pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<(), MemRefError> {
+pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<(), Error> {
     let mut ir = mlir_to_llvm_ir_with(source, options)?;
     // The matrix intrinsics that vector.matrix_multiply and vector.flat_transpose become
     // have no code generation of their own: LLVM's optimizer lowers them when asked to
@@ -555,7 +555,7 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
     if let Some(passes) = passes {
         let args: Vec<&str> = llvm_options.iter().chain(passes).copied().collect();
         let out = run(&options.tools.opt, &args, Some(ir.as_bytes()))?;
-        ir = String::from_utf8(out).map_err(|e| MemRefError::Tool {
+        ir = String::from_utf8(out).map_err(|e| Error::Tool {
             tool: options.tools.opt.clone(),
             stderr: format!("output is not UTF-8: {e}"),
         })?;
@@ -595,14 +595,14 @@ pub fn compile_with(source: &str, output: &Path, options: &Options) -> Result<()
 
 /// A fresh directory only this user can enter, made with `mkdtemp` in the temporary
 /// directory, for a run's intermediate files; removed when dropped.
-pub fn private_dir() -> Result<tempfile::TempDir, MemRefError> {
+pub fn private_dir() -> Result<tempfile::TempDir, Error> {
     use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
         .prefix("locus-memref-")
         // As mkdtemp makes it: this user's alone (tempfile's default follows the umask).
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
-        .map_err(|e| MemRefError::Io {
+        .map_err(|e| Error::Io {
             path: std::env::temp_dir().display().to_string(),
             message: format!("cannot make a private directory: {e}"),
         })
@@ -625,8 +625,8 @@ fn compiler_rt_builtins(clang: &str) -> Option<String> {
 
 /// Compiles the MLIR file `kernel` to the shared library `output`
 /// (optimized with `opt-19` when `optimize` is set).
-pub fn compile_file(kernel: &Path, output: &Path, optimize: bool) -> Result<(), MemRefError> {
-    let source = std::fs::read_to_string(kernel).map_err(|e| MemRefError::Io {
+pub fn compile_file(kernel: &Path, output: &Path, optimize: bool) -> Result<(), Error> {
+    let source = std::fs::read_to_string(kernel).map_err(|e| Error::Io {
         path: kernel.display().to_string(),
         message: e.to_string(),
     })?;

@@ -41,7 +41,7 @@
 use std::ffi::c_void;
 use std::fmt;
 
-use crate::MemRefError;
+use crate::Error;
 
 /// A ranked memref descriptor, `{allocated, aligned, offset, sizes[N], strides[N]}`.
 ///
@@ -168,23 +168,23 @@ impl<T, const N: usize> MemRefDescriptor<T, N> {
 
     /// Rebuilds a descriptor from an expanded argument list, checking its
     /// length (`3 + 2N`) and that pointers and indices are where they belong.
-    pub fn from_expanded(args: &[ExpandedArg]) -> Result<Self, MemRefError> {
+    pub fn from_expanded(args: &[ExpandedArg]) -> Result<Self, Error> {
         if args.len() != expanded_len(N) {
-            return Err(MemRefError::ExpandedArity {
+            return Err(Error::ExpandedArity {
                 expected: expanded_len(N),
                 found: args.len(),
             });
         }
         let ptr = |position: usize| match args[position] {
             ExpandedArg::Ptr(p) => Ok(p.cast::<T>()),
-            ExpandedArg::Index(_) => Err(MemRefError::ExpandedKind {
+            ExpandedArg::Index(_) => Err(Error::ExpandedKind {
                 position,
                 expected: "a pointer",
             }),
         };
         let index = |position: usize| match args[position] {
             ExpandedArg::Index(i) => Ok(i),
-            ExpandedArg::Ptr(_) => Err(MemRefError::ExpandedKind {
+            ExpandedArg::Ptr(_) => Err(Error::ExpandedKind {
                 position,
                 expected: "an index",
             }),
@@ -259,15 +259,15 @@ impl UnrankedMemRefDescriptor {
     /// `MemRefDescriptor<T, N>` whose element type is `T`.
     pub unsafe fn read_ranked<T, const N: usize>(
         &self,
-    ) -> Result<MemRefDescriptor<T, N>, MemRefError> {
+    ) -> Result<MemRefDescriptor<T, N>, Error> {
         if self.rank != N as i64 {
-            return Err(MemRefError::RankMismatch {
+            return Err(Error::RankMismatch {
                 expected: N,
                 found: self.rank,
             });
         }
         if self.descriptor.is_null() {
-            return Err(MemRefError::NullDescriptor);
+            return Err(Error::NullDescriptor);
         }
         // SAFETY: the caller guarantees a valid descriptor of this type; the
         // rank was checked above. `read_unaligned` tolerates any alignment.

@@ -5,7 +5,7 @@ use std::fmt;
 /// Every error `locus-memref` reports. Variants name the dimension and the
 /// values involved so a message can point at the offending argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MemRefError {
+pub enum Error {
     /// A size is negative.
     NegativeSize {
         /// The dimension.
@@ -158,16 +158,16 @@ pub enum MemRefError {
     },
 }
 
-impl fmt::Display for MemRefError {
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MemRefError::NegativeSize { dim, size } => {
+            Error::NegativeSize { dim, size } => {
                 write!(f, "dimension {dim}: size {size} is negative")
             }
-            MemRefError::OffsetOutOfBounds { offset, len } => {
+            Error::OffsetOutOfBounds { offset, len } => {
                 write!(f, "offset {offset} is outside the buffer of {len} elements")
             }
-            MemRefError::OutOfBounds {
+            Error::OutOfBounds {
                 dim,
                 size,
                 stride,
@@ -178,16 +178,16 @@ impl fmt::Display for MemRefError {
                 "dimension {dim} (size {size}, stride {stride}) reaches element {reached}, \
                  outside the buffer of {len} elements"
             ),
-            MemRefError::Overflow { dim } => {
+            Error::Overflow { dim } => {
                 write!(f, "dimension {dim}: index arithmetic overflows i64")
             }
-            MemRefError::BadTranspose { a, b, rank } => {
+            Error::BadTranspose { a, b, rank } => {
                 write!(
                     f,
                     "cannot transpose dimensions {a} and {b} of a rank-{rank} view"
                 )
             }
-            MemRefError::SubviewOutOfRange {
+            Error::SubviewOutOfRange {
                 dim,
                 offset,
                 size,
@@ -198,36 +198,36 @@ impl fmt::Display for MemRefError {
                 "dimension {dim}: subview offset {offset}, size {size}, stride {stride} \
                  does not fit in parent size {parent_size}"
             ),
-            MemRefError::ExpandedArity { expected, found } => write!(
+            Error::ExpandedArity { expected, found } => write!(
                 f,
                 "expanded memref has {found} scalars, expected {expected} (3 + 2 * rank)"
             ),
-            MemRefError::ExpandedKind { position, expected } => {
+            Error::ExpandedKind { position, expected } => {
                 write!(f, "expanded memref scalar {position} must be {expected}")
             }
-            MemRefError::RankMismatch { expected, found } => {
+            Error::RankMismatch { expected, found } => {
                 write!(f, "unranked memref has rank {found}, expected {expected}")
             }
-            MemRefError::NullDescriptor => write!(f, "unranked memref has a null descriptor"),
-            MemRefError::NotContiguous => write!(
+            Error::NullDescriptor => write!(f, "unranked memref has a null descriptor"),
+            Error::NotContiguous => write!(
                 f,
                 "the array's elements are not contiguous in memory (copy it with .to_owned() \
                  or .as_standard_layout())"
             ),
-            MemRefError::AliasedStrides { dim, stride } => write!(
+            Error::AliasedStrides { dim, stride } => write!(
                 f,
                 "dimension {dim}: stride {stride} reaches elements of other dimensions; \
                  a mutable ndarray view cannot alias elements"
             ),
-            MemRefError::Tool { tool, stderr } => write!(f, "{tool} failed: {}", stderr.trim_end()),
-            MemRefError::Io { path, message } => write!(f, "{path}: {message}"),
-            MemRefError::Parse { at, message } => write!(f, "at byte {at}: {message}"),
-            MemRefError::Argument { index, message } => write!(f, "argument {index}: {message}"),
-            MemRefError::Result { index, message } => write!(f, "result {index}: {message}"),
-            MemRefError::Library { what, message } => write!(f, "{what}: {message}"),
-            MemRefError::Buffer { message } => write!(f, "buffer: {message}"),
-            MemRefError::Npy { message } => write!(f, ".npy: {message}"),
-            MemRefError::SharedAllocation { holders } => write!(
+            Error::Tool { tool, stderr } => write!(f, "{tool} failed: {}", stderr.trim_end()),
+            Error::Io { path, message } => write!(f, "{path}: {message}"),
+            Error::Parse { at, message } => write!(f, "at byte {at}: {message}"),
+            Error::Argument { index, message } => write!(f, "argument {index}: {message}"),
+            Error::Result { index, message } => write!(f, "result {index}: {message}"),
+            Error::Library { what, message } => write!(f, "{what}: {message}"),
+            Error::Buffer { message } => write!(f, "buffer: {message}"),
+            Error::Npy { message } => write!(f, ".npy: {message}"),
+            Error::SharedAllocation { holders } => write!(
                 f,
                 "the memref shares its allocation with {} other holder(s); a mutable view \
                  would alias theirs",
@@ -237,4 +237,4 @@ impl fmt::Display for MemRefError {
     }
 }
 
-impl std::error::Error for MemRefError {}
+impl std::error::Error for Error {}

@@ -130,7 +130,7 @@
 //! let flat = d.to_expanded();
 //! assert_eq!(flat.len(), 7);
 //! assert_eq!(MemRefDescriptor::<f32, 2>::from_expanded(&flat)?, d);
-//! # Ok::<(), locus_memref::MemRefError>(())
+//! # Ok::<(), locus_memref::Error>(())
 //! ```
 //!
 //! # Example: compile a kernel and call it
@@ -188,7 +188,7 @@
 //! // results borrowed `data` until then.
 //! drop(results);
 //! data[0] = 0.0;
-//! # Ok::<(), locus_memref::MemRefError>(())
+//! # Ok::<(), locus_memref::Error>(())
 //! ```
 //!
 //! # Example: results that alias
@@ -240,7 +240,7 @@
 //! assert_eq!(copy.owner().map(|g| g.holders()), Some(2));
 //! drop(results);
 //! data.push(4.0); // the results' borrow of `data` ended with them
-//! # Ok::<(), locus_memref::MemRefError>(())
+//! # Ok::<(), locus_memref::Error>(())
 //! ```
 
 pub mod call;
@@ -263,7 +263,7 @@ pub use call::{
     Arg, CallOptions, Function, Library, MemRefArg, Origin, ReturnedMemRef, Scalar, Value,
 };
 pub use descriptor::{expanded_len, ExpandedArg, MemRefDescriptor, UnrankedMemRefDescriptor};
-pub use error::MemRefError;
+pub use error::Error;
 pub use owned::{Allocation, FreeFn, OwnedMemRef, OwnedUnranked, Ownership};
 pub use signature::{ElemType, Element, Signature};
 pub use view::{Indices, Iter, MemRefView, MemRefViewMut};

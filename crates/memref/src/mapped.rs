@@ -10,7 +10,7 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::npy::{Dtype, NpyHeader};
-use crate::MemRefError;
+use crate::Error;
 
 /// A mapped `.npy` file.
 #[derive(Debug)]
@@ -27,8 +27,8 @@ impl MappedNpy {
     ///
     /// # Errors
     ///
-    /// [`MemRefError::Io`] if it cannot be opened or mapped, the header's errors
-    /// ([`NpyHeader::parse`]), [`MemRefError::Npy`] if the file is shorter than its data.
+    /// [`Error::Io`] if it cannot be opened or mapped, the header's errors
+    /// ([`NpyHeader::parse`]), [`Error::Npy`] if the file is shorter than its data.
     ///
     /// # Safety
     ///
@@ -38,7 +38,7 @@ impl MappedNpy {
         path: &Path,
         shared: bool,
         align: usize,
-    ) -> Result<Option<MappedNpy>, MemRefError> {
+    ) -> Result<Option<MappedNpy>, Error> {
         // SAFETY: the caller's contract.
         unsafe { MappedNpy::open_as(path, shared, align, None) }
     }
@@ -58,8 +58,8 @@ impl MappedNpy {
         shared: bool,
         align: usize,
         untyped: Option<Dtype>,
-    ) -> Result<Option<MappedNpy>, MemRefError> {
-        let io = |e: std::io::Error| MemRefError::Io {
+    ) -> Result<Option<MappedNpy>, Error> {
+        let io = |e: std::io::Error| Error::Io {
             path: path.display().to_string(),
             message: e.to_string(),
         };
@@ -116,12 +116,12 @@ impl MappedNpy {
             return Ok(None);
         }
         let Some(need) = header.data_len() else {
-            return Err(MemRefError::Npy {
+            return Err(Error::Npy {
                 message: format!("shape {:?} is too large", header.shape),
             });
         };
         if len - header.data_offset.min(len) < need {
-            return Err(MemRefError::Npy {
+            return Err(Error::Npy {
                 message: format!(
                     "data at byte {} has {} bytes, shape {:?} needs {need}",
                     header.data_offset,
@@ -131,7 +131,7 @@ impl MappedNpy {
             });
         }
         if let Some(&big) = header.shape.iter().find(|&&s| i64::try_from(s).is_err()) {
-            return Err(MemRefError::Npy {
+            return Err(Error::Npy {
                 message: format!("size {big} does not fit a memref index (i64)"),
             });
         }

@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dim, Dimension, ShapeBuilder};
 
-use crate::{MemRefError, MemRefView, MemRefViewMut};
+use crate::{Error, MemRefView, MemRefViewMut};
 
 fn layout<const N: usize>(
     shape: &[usize],
@@ -17,11 +17,11 @@ fn layout<const N: usize>(
     first: usize,
     base: usize,
     elem_size: usize,
-) -> Result<(i64, [i64; N], [i64; N]), MemRefError> {
+) -> Result<(i64, [i64; N], [i64; N]), Error> {
     let mut sizes = [0i64; N];
     let mut st = [0i64; N];
     for d in 0..N {
-        sizes[d] = i64::try_from(shape[d]).map_err(|_| MemRefError::Overflow { dim: d })?;
+        sizes[d] = i64::try_from(shape[d]).map_err(|_| Error::Overflow { dim: d })?;
         st[d] = strides[d] as i64;
     }
     // `first` is never below the lowest-addressed element; zero-sized
@@ -37,14 +37,14 @@ fn layout<const N: usize>(
 /// A checked view of an array of rank `N` whose elements are contiguous in memory.
 pub fn view_of<'a, T, S, const N: usize>(
     a: &'a ArrayBase<S, Dim<[usize; N]>>,
-) -> Result<MemRefView<'a, T, N>, MemRefError>
+) -> Result<MemRefView<'a, T, N>, Error>
 where
     S: Data<Elem = T>,
     Dim<[usize; N]>: Dimension,
 {
     let slice = a
         .as_slice_memory_order()
-        .ok_or(MemRefError::NotContiguous)?;
+        .ok_or(Error::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         a.shape(),
         a.strides(),
@@ -58,7 +58,7 @@ where
 /// A checked mutable view of an array whose elements are contiguous in memory.
 pub fn view_mut_of<'a, T, S, const N: usize>(
     a: &'a mut ArrayBase<S, Dim<[usize; N]>>,
-) -> Result<MemRefViewMut<'a, T, N>, MemRefError>
+) -> Result<MemRefViewMut<'a, T, N>, Error>
 where
     S: DataMut<Elem = T>,
     Dim<[usize; N]>: Dimension,
@@ -68,7 +68,7 @@ where
     let first = a.as_ptr() as usize;
     let slice = a
         .as_slice_memory_order_mut()
-        .ok_or(MemRefError::NotContiguous)?;
+        .ok_or(Error::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         &shape,
         &strides,
@@ -143,7 +143,7 @@ where
     /// The same elements as a mutable `ndarray` view. Refused when two
     /// indices could reach one element (zero or overlapping strides), which a
     /// mutable ndarray view must not allow.
-    pub fn to_ndarray_mut(&mut self) -> Result<ArrayViewMut<'_, T, Dim<[usize; N]>>, MemRefError> {
+    pub fn to_ndarray_mut(&mut self) -> Result<ArrayViewMut<'_, T, Dim<[usize; N]>>, Error> {
         if !self.is_empty() {
             // Sufficient for distinct elements: sorted by |stride|, each stride
             // steps over everything the smaller ones reach.
@@ -157,7 +157,7 @@ where
             let mut reach = 0i64;
             for &(stride, size, dim) in &dims {
                 if stride <= reach {
-                    return Err(MemRefError::AliasedStrides {
+                    return Err(Error::AliasedStrides {
                         dim,
                         stride: self.strides()[dim],
                     });

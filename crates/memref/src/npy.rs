@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use crate::signature::ElemType;
-use crate::MemRefError;
+use crate::Error;
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -238,8 +238,8 @@ pub struct NpyArray {
     raw_descr: Option<String>,
 }
 
-fn err<T>(message: impl Into<String>) -> Result<T, MemRefError> {
-    Err(MemRefError::Npy {
+fn err<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::Npy {
         message: message.into(),
     })
 }
@@ -288,7 +288,7 @@ impl NpyArray {
         dtype: Dtype,
         shape: Vec<usize>,
         bytes: &[u8],
-    ) -> Result<NpyArray, MemRefError> {
+    ) -> Result<NpyArray, Error> {
         // Sizes become memref indices: with a zero elsewhere in the shape the
         // byte count below does not bound them.
         if let Some(&big) = shape.iter().find(|&&s| i64::try_from(s).is_err()) {
@@ -358,14 +358,14 @@ impl NpyArray {
     /// Parses a `.npy` file's contents. Errors name the byte offset of what
     /// is wrong: the magic at 0, the version at 6, the header length at 8,
     /// the header from 10 (12 for versions 2 and 3), the data after it.
-    pub fn parse(file: &[u8]) -> Result<NpyArray, MemRefError> {
+    pub fn parse(file: &[u8]) -> Result<NpyArray, Error> {
         NpyArray::parse_as(file, None)
     }
 
     /// [`NpyArray::parse`], reading an array whose dtype does not name its type (numpy's
     /// `'<V2'` for an `ml_dtypes` bfloat16, see [`NpyHeader::parse_as`]) as `untyped`;
     /// written back with the file's descr.
-    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyArray, MemRefError> {
+    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyArray, Error> {
         let NpyHeader {
             dtype,
             shape,
@@ -406,8 +406,8 @@ impl NpyArray {
     }
 
     /// Reads a `.npy` file.
-    pub fn read(path: &std::path::Path) -> Result<NpyArray, MemRefError> {
-        let file = std::fs::read(path).map_err(|e| MemRefError::Io {
+    pub fn read(path: &std::path::Path) -> Result<NpyArray, Error> {
+        let file = std::fs::read(path).map_err(|e| Error::Io {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -429,7 +429,7 @@ impl NpyArray {
     }
 
     /// Writes a `.npy` file.
-    pub fn write(&self, path: &std::path::Path) -> Result<(), MemRefError> {
+    pub fn write(&self, path: &std::path::Path) -> Result<(), Error> {
         let bytes = self.to_npy();
         replace_file(path, |w| w.write_all(&bytes))
     }
@@ -467,7 +467,7 @@ fn untyped_size(descr: &str) -> Option<usize> {
 impl NpyHeader {
     /// Parses the header at the start of `file` (only the header's bytes are needed).
     /// Errors as [`NpyArray::parse`]'s.
-    pub fn parse(file: &[u8]) -> Result<NpyHeader, MemRefError> {
+    pub fn parse(file: &[u8]) -> Result<NpyHeader, Error> {
         NpyHeader::parse_as(file, None)
     }
 
@@ -475,7 +475,7 @@ impl NpyHeader {
     /// `'<f1'`: what numpy writes for `ml_dtypes`' bfloat16 and float8 arrays) as
     /// `untyped`, if its size is that. Without it such a file is refused, the error
     /// saying how to name the type.
-    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyHeader, MemRefError> {
+    pub fn parse_as(file: &[u8], untyped: Option<Dtype>) -> Result<NpyHeader, Error> {
         if file.len() < 10 || &file[..6] != MAGIC {
             return err("not a .npy file (bad magic at byte 0)");
         }
@@ -506,7 +506,7 @@ impl NpyHeader {
             return err(format!("header at byte {start} is not text"));
         };
         let field = |key: &str| {
-            dict_value(header, key).ok_or_else(|| MemRefError::Npy {
+            dict_value(header, key).ok_or_else(|| Error::Npy {
                 message: format!("header at byte {start} has no '{key}'"),
             })
         };
@@ -639,14 +639,14 @@ fn encode_header(descr: &str, shape: &[usize], fortran_order: bool) -> Vec<u8> {
 ///
 /// # Errors
 ///
-/// [`MemRefError::Npy`] if `data` is not the shape's size, [`MemRefError::Io`] if the file
+/// [`Error::Npy`] if `data` is not the shape's size, [`Error::Io`] if the file
 /// cannot be written.
 pub fn write_npy(
     path: &std::path::Path,
     dtype: Dtype,
     shape: &[usize],
     data: &[u8],
-) -> Result<(), MemRefError> {
+) -> Result<(), Error> {
     let want = element_count(shape).and_then(|c| c.checked_mul(dtype.size()));
     if want != Some(data.len()) {
         return err(format!(
@@ -670,9 +670,9 @@ pub fn write_npy(
 fn replace_file(
     path: &std::path::Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<(), MemRefError> {
+) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
-    let io = |e: std::io::Error| MemRefError::Io {
+    let io = |e: std::io::Error| Error::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     };

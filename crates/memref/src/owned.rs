@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::{
-    Element, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut, UnrankedMemRefDescriptor,
+    Element, MemRefDescriptor, Error, MemRefView, MemRefViewMut, UnrankedMemRefDescriptor,
 };
 
 /// A deallocation function with the signature of C's `free`.
@@ -114,7 +114,7 @@ impl Allocation {
     /// C's `free`, aligned to 64 bytes (for every element type, vectors of up to 64
     /// bytes included, which `malloc`'s 16 would not be): where Locus copies an argument
     /// for a call.
-    pub(crate) fn zeroed(len: usize) -> Result<Allocation, MemRefError> {
+    pub(crate) fn zeroed(len: usize) -> Result<Allocation, Error> {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: plain allocation; at least one byte so the pointer is unique.
         if unsafe { libc::posix_memalign(&mut p, 64, len.max(1)) } != 0 {
@@ -125,7 +125,7 @@ impl Allocation {
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, len) };
         }
         // SAFETY: null or a block of C's allocator, ours alone.
-        unsafe { Allocation::new(p, libc_free()) }.ok_or(MemRefError::Buffer {
+        unsafe { Allocation::new(p, libc_free()) }.ok_or(Error::Buffer {
             message: format!("cannot allocate {len} bytes for a copy"),
         })
     }
@@ -135,7 +135,7 @@ impl Allocation {
     /// # Safety
     ///
     /// `src..src + len` must be readable.
-    pub(crate) unsafe fn copy_of(src: *const u8, len: usize) -> Result<Allocation, MemRefError> {
+    pub(crate) unsafe fn copy_of(src: *const u8, len: usize) -> Result<Allocation, Error> {
         let a = Allocation::zeroed(len)?;
         // SAFETY: the block holds `len` bytes and is fresh, so no overlap;
         // `src` is readable by the caller's contract.
@@ -190,9 +190,9 @@ pub fn reachable(
     offset: i64,
     sizes: &[i64],
     strides: &[i64],
-) -> Result<Option<(i64, i64)>, MemRefError> {
+) -> Result<Option<(i64, i64)>, Error> {
     if let Some(dim) = sizes.iter().position(|&s| s < 0) {
-        return Err(MemRefError::NegativeSize {
+        return Err(Error::NegativeSize {
             dim,
             size: sizes[dim],
         });
@@ -204,15 +204,15 @@ pub fn reachable(
     for (dim, (&size, &stride)) in sizes.iter().zip(strides).enumerate() {
         let extent = stride
             .checked_mul(size - 1)
-            .ok_or(MemRefError::Overflow { dim })?;
+            .ok_or(Error::Overflow { dim })?;
         if extent < 0 {
             lo = lo
                 .checked_add(extent)
-                .ok_or(MemRefError::Overflow { dim })?;
+                .ok_or(Error::Overflow { dim })?;
         } else {
             hi = hi
                 .checked_add(extent)
-                .ok_or(MemRefError::Overflow { dim })?;
+                .ok_or(Error::Overflow { dim })?;
         }
     }
     Ok(Some((lo, hi)))
@@ -221,19 +221,19 @@ pub fn reachable(
 /// The slice start, length and view offset covering a descriptor's reachable elements.
 fn span<T, const N: usize>(
     d: &MemRefDescriptor<T, N>,
-) -> Result<(*mut T, usize, i64), MemRefError> {
+) -> Result<(*mut T, usize, i64), Error> {
     match reachable(d.offset, &d.sizes, &d.strides)? {
         None => Ok((std::ptr::NonNull::<T>::dangling().as_ptr(), 0, 0)),
         Some((lo, hi)) => {
             if d.aligned.is_null() {
-                return Err(MemRefError::NullDescriptor);
+                return Err(Error::NullDescriptor);
             }
             // `hi - lo` can exceed `i64` when strides of both signs are huge.
             let len = hi
                 .checked_sub(lo)
                 .and_then(|n| n.checked_add(1))
                 .and_then(|n| usize::try_from(n).ok())
-                .ok_or(MemRefError::Overflow { dim: 0 })?;
+                .ok_or(Error::Overflow { dim: 0 })?;
             // The element at linear index `lo` becomes the slice start.
             let start = d.aligned.wrapping_offset(lo as isize);
             Ok((start, len, d.offset - lo))
@@ -250,7 +250,7 @@ fn span<T, const N: usize>(
 /// anyone else while the view lives (`'a`).
 pub unsafe fn view_from_descriptor<'a, T, const N: usize>(
     d: &MemRefDescriptor<T, N>,
-) -> Result<MemRefView<'a, T, N>, MemRefError> {
+) -> Result<MemRefView<'a, T, N>, Error> {
     let (start, len, offset) = span(d)?;
     // SAFETY: the caller guarantees the reachable range `start..start+len` is valid.
     let slice = unsafe { std::slice::from_raw_parts(start.cast_const(), len) };
@@ -265,7 +265,7 @@ pub unsafe fn view_from_descriptor<'a, T, const N: usize>(
 /// accessed through any other path while the view lives.
 pub unsafe fn view_mut_from_descriptor<'a, T, const N: usize>(
     d: &MemRefDescriptor<T, N>,
-) -> Result<MemRefViewMut<'a, T, N>, MemRefError> {
+) -> Result<MemRefViewMut<'a, T, N>, Error> {
     let (start, len, offset) = span(d)?;
     // SAFETY: the caller guarantees exclusive access to the reachable range.
     let slice = unsafe { std::slice::from_raw_parts_mut(start, len) };
@@ -338,17 +338,17 @@ impl<T: Element, const N: usize> OwnedMemRef<T, N> {
     }
 
     /// A checked view of the elements.
-    pub fn view(&self) -> Result<MemRefView<'_, T, N>, MemRefError> {
+    pub fn view(&self) -> Result<MemRefView<'_, T, N>, Error> {
         // SAFETY: `from_descriptor`'s contract: the memory is valid while `self` lives.
         unsafe { view_from_descriptor(&self.desc) }
     }
 
     /// A checked mutable view of the elements; refused while other holders
     /// share the allocation (their views would alias this one).
-    pub fn view_mut(&mut self) -> Result<MemRefViewMut<'_, T, N>, MemRefError> {
+    pub fn view_mut(&mut self) -> Result<MemRefViewMut<'_, T, N>, Error> {
         if let Some(owner) = &self.owner {
             if owner.holders() > 1 {
-                return Err(MemRefError::SharedAllocation {
+                return Err(Error::SharedAllocation {
                     holders: owner.holders(),
                 });
             }
@@ -358,7 +358,7 @@ impl<T: Element, const N: usize> OwnedMemRef<T, N> {
     }
 
     /// The elements in row-major order.
-    pub fn to_vec(&self) -> Result<Vec<T>, MemRefError> {
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         Ok(self.view()?.iter().copied().collect())
     }
 
@@ -441,7 +441,7 @@ impl OwnedUnranked {
     /// The elements must be of type `T`.
     pub unsafe fn into_ranked<T: Element, const N: usize>(
         self,
-    ) -> Result<OwnedMemRef<T, N>, MemRefError> {
+    ) -> Result<OwnedMemRef<T, N>, Error> {
         // SAFETY: `from_descriptor`'s contract; the rank is checked inside.
         let ranked = unsafe { self.desc.read_ranked::<T, N>()? };
         let OwnedUnranked { heap, owner, .. } = self;

@@ -22,7 +22,7 @@ use std::process::Command;
 use crate::call::{CallOptions, Library, Scalar, Value};
 use crate::compile::{self, Options, Tools};
 use crate::signature::{ElemType, Signature, Type};
-use crate::MemRefError;
+use crate::Error;
 
 /// The MLIR runner utils, in the order they must be loaded (the second needs the first).
 pub const RUNNER_UTILS: &[&str] = &["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"];
@@ -54,8 +54,8 @@ impl Default for RunOptions {
 ///
 /// # Errors
 ///
-/// [`MemRefError::Parse`] when the kernel has no such function or its signature is not
-/// one this can call, the compiler's errors, [`MemRefError::Library`] for a library that
+/// [`Error::Parse`] when the kernel has no such function or its signature is not
+/// one this can call, the compiler's errors, [`Error::Library`] for a library that
 /// cannot be loaded or a symbol no library defines.
 ///
 /// # Safety
@@ -65,7 +65,7 @@ impl Default for RunOptions {
 pub unsafe fn run_kernel(
     source: &str,
     options: &RunOptions,
-) -> Result<Option<Scalar>, MemRefError> {
+) -> Result<Option<Scalar>, Error> {
     let entry = &options.entry;
     let signature = match Signature::from_mlir_with(source, entry, &options.compile.tools) {
         Ok(signature) => signature,
@@ -93,7 +93,7 @@ pub unsafe fn run_kernel(
             .find(&format!("@{entry}("))
             .and_then(|i| source[..i].rfind("func.func"))
             .unwrap_or(source.len());
-        return Err(MemRefError::Parse {
+        return Err(Error::Parse {
             at,
             message: format!(
                 "@{entry} is {signature}: an entry takes no arguments and returns nothing or \
@@ -155,7 +155,7 @@ unsafe fn run_llvm_func(
     source: &str,
     options: &RunOptions,
     result: Option<ElemType>,
-) -> Result<Option<Scalar>, MemRefError> {
+) -> Result<Option<Scalar>, Error> {
     // SAFETY: forwarded (this function's contract).
     let loaded = unsafe { compile_and_load(source, options) }?;
     let lib = &loaded.kernel;
@@ -213,7 +213,7 @@ struct Loaded {
 /// # Safety
 ///
 /// As for [`run_kernel`]: loading runs the libraries' initializers.
-unsafe fn compile_and_load(source: &str, options: &RunOptions) -> Result<Loaded, MemRefError> {
+unsafe fn compile_and_load(source: &str, options: &RunOptions) -> Result<Loaded, Error> {
     // Built in a directory of this run's own (mkdtemp), so the library opened is the one
     // just linked: no one else can create or replace a file there. Removed (with the
     // library, which stays mapped) when `scratch` drops, loaded or not.
@@ -246,10 +246,10 @@ unsafe fn compile_and_load(source: &str, options: &RunOptions) -> Result<Loaded,
 pub unsafe fn open_with_runner_utils(
     path: &Path,
     loaded: &mut Vec<Library>,
-) -> Result<Library, MemRefError> {
+) -> Result<Library, Error> {
     // SAFETY: the caller's contract.
     let opened = unsafe { Library::open(path) };
-    let undefined = matches!(&opened, Err(MemRefError::Library { message, .. }) if message.contains("undefined symbol"));
+    let undefined = matches!(&opened, Err(Error::Library { message, .. }) if message.contains("undefined symbol"));
     let Some(dir) = runner_utils_dir().filter(|_| undefined) else {
         return opened;
     };

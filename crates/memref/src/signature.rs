@@ -14,7 +14,7 @@
 use std::fmt;
 
 use crate::compile::Tools;
-use crate::MemRefError;
+use crate::Error;
 
 /// A scalar or memref element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -400,8 +400,8 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn err<T>(&self, message: impl Into<String>) -> Result<T, MemRefError> {
-        Err(MemRefError::Parse {
+    fn err<T>(&self, message: impl Into<String>) -> Result<T, Error> {
+        Err(Error::Parse {
             at: self.pos,
             message: message.into(),
         })
@@ -426,7 +426,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect(&mut self, s: &str) -> Result<(), MemRefError> {
+    fn expect(&mut self, s: &str) -> Result<(), Error> {
         if self.eat(s) {
             Ok(())
         } else {
@@ -446,7 +446,7 @@ impl<'a> Parser<'a> {
         &r[..n]
     }
 
-    fn int(&mut self) -> Result<i64, MemRefError> {
+    fn int(&mut self) -> Result<i64, Error> {
         self.skip_ws();
         let r = self.rest();
         let n = r
@@ -462,7 +462,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn dim(&mut self) -> Result<Dim, MemRefError> {
+    fn dim(&mut self) -> Result<Dim, Error> {
         if self.eat("?") {
             Ok(Dim::Dynamic)
         } else {
@@ -470,7 +470,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn elem(&mut self) -> Result<ElemType, MemRefError> {
+    fn elem(&mut self) -> Result<ElemType, Error> {
         let start = self.pos;
         let w = self.word();
         let found = if w == "complex" && self.eat("<") {
@@ -514,7 +514,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn ty(&mut self) -> Result<Type, MemRefError> {
+    fn ty(&mut self) -> Result<Type, Error> {
         self.skip_ws();
         if !self.rest().starts_with("memref") {
             return self.elem().map(Type::Scalar);
@@ -624,7 +624,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `(T, ..)` or a single type.
-    fn type_list(&mut self) -> Result<Vec<Type>, MemRefError> {
+    fn type_list(&mut self) -> Result<Vec<Type>, Error> {
         let mut out = Vec::new();
         if !self.eat("(") {
             out.push(self.ty()?);
@@ -658,7 +658,7 @@ fn is_identity_map(map: &str) -> bool {
 
 impl Type {
     /// Parses one type, e.g. `memref<?x4xf32>` or `index`.
-    pub fn parse(text: &str) -> Result<Type, MemRefError> {
+    pub fn parse(text: &str) -> Result<Type, Error> {
         let mut p = Parser { text, pos: 0 };
         let t = p.ty()?;
         p.skip_ws();
@@ -672,7 +672,7 @@ impl Type {
 impl Signature {
     /// Parses a function type `(T, ..) -> R` or `(T, ..) -> (R, ..)`; the
     /// arrow may be omitted when there are no results.
-    pub fn parse(text: &str) -> Result<Signature, MemRefError> {
+    pub fn parse(text: &str) -> Result<Signature, Error> {
         let mut p = Parser { text, pos: 0 };
         p.skip_ws();
         if !p.rest().starts_with('(') {
@@ -699,13 +699,13 @@ impl Signature {
     /// the function are never read; a `func.func` in a nested module counts
     /// only when the outermost level has none of that name.
     ///
-    /// Errors are [`MemRefError::Parse`] with a byte offset in `source`:
+    /// Errors are [`Error::Parse`] with a byte offset in `source`:
     /// where mlir-opt's first error is when the kernel does not parse or
     /// verify, the function's position when its type is one Locus cannot
     /// pass, the end of the source when there is no such function.
-    /// [`MemRefError::Tool`] when `mlir-opt-19` cannot run or fails without a
+    /// [`Error::Tool`] when `mlir-opt-19` cannot run or fails without a
     /// position.
-    pub fn from_mlir(source: &str, name: &str) -> Result<Signature, MemRefError> {
+    pub fn from_mlir(source: &str, name: &str) -> Result<Signature, Error> {
         Self::from_mlir_with(source, name, &Tools::default())
     }
 
@@ -714,25 +714,25 @@ impl Signature {
         source: &str,
         name: &str,
         tools: &Tools,
-    ) -> Result<Signature, MemRefError> {
+    ) -> Result<Signature, Error> {
         let mlir_opt = &tools.mlir_opt;
         let printed = match crate::compile::run(mlir_opt, PRINT_GENERIC, Some(source.as_bytes())) {
-            Ok(out) => String::from_utf8(out).map_err(|e| MemRefError::Tool {
+            Ok(out) => String::from_utf8(out).map_err(|e| Error::Tool {
                 tool: mlir_opt.clone(),
                 stderr: format!("output is not UTF-8: {e}"),
             })?,
-            Err(MemRefError::Tool { tool, stderr }) => {
+            Err(Error::Tool { tool, stderr }) => {
                 return Err(match first_diagnostic(&stderr) {
-                    Some((line, col, message)) => MemRefError::Parse {
+                    Some((line, col, message)) => Error::Parse {
                         at: offset_of(source, line, col),
                         message: format!("{tool}: {message}"),
                     },
-                    None => MemRefError::Tool { tool, stderr },
+                    None => Error::Tool { tool, stderr },
                 })
             }
             Err(e) => return Err(e),
         };
-        let found = find_generic(&printed, name).map_err(|message| MemRefError::Parse {
+        let found = find_generic(&printed, name).map_err(|message| Error::Parse {
             at: source.len(),
             message,
         })?;
@@ -741,29 +741,29 @@ impl Signature {
             .map_or(source.len(), |(line, col)| offset_of(source, line, col));
         found
             .signature(name)
-            .map_err(|message| MemRefError::Parse { at, message })
+            .map_err(|message| Error::Parse { at, message })
     }
 
     /// The signature of `func.func @name` in a module as
     /// `mlir-opt-19 --mlir-print-op-generic --mlir-print-local-scope` prints
     /// it (what [`Signature::from_mlir`] runs): the `function_type` property of
     /// the least nested `"func.func"` op whose `sym_name` is `name`. Errors
-    /// are [`MemRefError::Parse`] at the op's line in `printed` (or its end).
-    pub fn from_generic_mlir(printed: &str, name: &str) -> Result<Signature, MemRefError> {
-        let found = find_generic(printed, name).map_err(|message| MemRefError::Parse {
+    /// are [`Error::Parse`] at the op's line in `printed` (or its end).
+    pub fn from_generic_mlir(printed: &str, name: &str) -> Result<Signature, Error> {
+        let found = find_generic(printed, name).map_err(|message| Error::Parse {
             at: printed.len(),
             message,
         })?;
-        found.signature(name).map_err(|message| MemRefError::Parse {
+        found.signature(name).map_err(|message| Error::Parse {
             at: found.at,
             message,
         })
     }
 
     /// Checks the number of arguments.
-    pub fn check_arity(&self, given: usize) -> Result<(), MemRefError> {
+    pub fn check_arity(&self, given: usize) -> Result<(), Error> {
         if given != self.inputs.len() {
-            return Err(MemRefError::Argument {
+            return Err(Error::Argument {
                 index: given.min(self.inputs.len()),
                 message: format!(
                     "{given} argument(s) given, the signature takes {}",
@@ -1008,7 +1008,7 @@ impl Generic<'_> {
     fn signature(&self, name: &str) -> Result<Signature, String> {
         Signature::parse(self.function_type).map_err(|e| {
             let message = match e {
-                MemRefError::Parse { message, .. } => message,
+                Error::Parse { message, .. } => message,
                 other => other.to_string(),
             };
             format!("`@{name}` has type `{}`: {message}", self.function_type)

@@ -17,7 +17,7 @@
 //! assert_eq!((offset, sizes, strides), (1, vec![2, 2], vec![1, 6]));
 //! ```
 
-use crate::MemRefError;
+use crate::Error;
 
 /// What one dimension keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +61,8 @@ pub fn split_argument(text: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn error<T>(at: usize, message: impl Into<String>) -> Result<T, MemRefError> {
-    Err(MemRefError::Parse {
+fn error<T>(at: usize, message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::Parse {
         at,
         message: message.into(),
     })
@@ -71,7 +71,7 @@ fn error<T>(at: usize, message: impl Into<String>) -> Result<T, MemRefError> {
 impl Slicing {
     /// Parses `[s0, s1, ...]` (each `i` or `start:stop:step` with any part left out),
     /// optionally followed by `.T`, or `.T` alone. Errors give the byte offset in `text`.
-    pub fn parse(text: &str) -> Result<Slicing, MemRefError> {
+    pub fn parse(text: &str) -> Result<Slicing, Error> {
         let (body, transpose) = match text.strip_suffix(".T") {
             Some(b) => (b, true),
             None => (text, false),
@@ -94,8 +94,8 @@ impl Slicing {
         Ok(Slicing { dims, transpose })
     }
 
-    fn dim(part: &str, at: usize) -> Result<DimSlice, MemRefError> {
-        let number = |s: &str, what: &str| -> Result<Option<i64>, MemRefError> {
+    fn dim(part: &str, at: usize) -> Result<DimSlice, Error> {
+        let number = |s: &str, what: &str| -> Result<Option<i64>, Error> {
             let s = s.trim();
             if s.is_empty() {
                 return Ok(None);
@@ -136,21 +136,21 @@ impl Slicing {
     ///
     /// # Errors
     ///
-    /// [`MemRefError::Parse`] for more slices than dimensions or an index out of range,
-    /// [`MemRefError::Overflow`] if the new offset or strides do not fit an `i64`.
+    /// [`Error::Parse`] for more slices than dimensions or an index out of range,
+    /// [`Error::Overflow`] if the new offset or strides do not fit an `i64`.
     pub fn apply(
         &self,
         offset: i64,
         sizes: &[i64],
         strides: &[i64],
-    ) -> Result<(i64, Vec<i64>, Vec<i64>), MemRefError> {
+    ) -> Result<(i64, Vec<i64>, Vec<i64>), Error> {
         if self.dims.len() > sizes.len() {
             return error(
                 0,
                 format!("{} slices for {} dimensions", self.dims.len(), sizes.len()),
             );
         }
-        let overflow = |dim| MemRefError::Overflow { dim };
+        let overflow = |dim| Error::Overflow { dim };
         let mut offset = offset;
         let (mut new_sizes, mut new_strides) = (Vec::new(), Vec::new());
         for (dim, (&size, &stride)) in sizes.iter().zip(strides).enumerate() {
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_offset() {
-        let Err(MemRefError::Parse { at, message }) = Slicing::parse("[1:2, x]") else {
+        let Err(Error::Parse { at, message }) = Slicing::parse("[1:2, x]") else {
             panic!("parsed")
         };
         assert_eq!((at, message.as_str()), (5, "index `x` is not an integer"));

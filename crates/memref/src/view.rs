@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 
-use crate::{MemRefDescriptor, MemRefError};
+use crate::{MemRefDescriptor, Error};
 
 /// Offset, sizes and strides of a view, validated against a buffer length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,9 +29,9 @@ impl<const N: usize> Layout<N> {
     /// Checks that sizes are non-negative, the element count fits in `i64`,
     /// and (if the view is non-empty) the lowest and highest reachable linear
     /// index lie in `0..len`. Returns the element count.
-    fn validate(&self, len: usize) -> Result<usize, MemRefError> {
+    fn validate(&self, len: usize) -> Result<usize, Error> {
         if let Some(d) = self.sizes.iter().position(|&s| s < 0) {
-            return Err(MemRefError::NegativeSize {
+            return Err(Error::NegativeSize {
                 dim: d,
                 size: self.sizes[d],
             });
@@ -43,11 +43,11 @@ impl<const N: usize> Layout<N> {
         for (d, &size) in self.sizes.iter().enumerate() {
             count = count
                 .checked_mul(size)
-                .ok_or(MemRefError::Overflow { dim: d })?;
+                .ok_or(Error::Overflow { dim: d })?;
         }
         let ilen = i64::try_from(len).unwrap_or(i64::MAX);
         if self.offset < 0 || self.offset >= ilen {
-            return Err(MemRefError::OffsetOutOfBounds {
+            return Err(Error::OffsetOutOfBounds {
                 offset: self.offset,
                 len,
             });
@@ -57,20 +57,20 @@ impl<const N: usize> Layout<N> {
             let (size, stride) = (self.sizes[d], self.strides[d]);
             let extent = stride
                 .checked_mul(size - 1)
-                .ok_or(MemRefError::Overflow { dim: d })?;
+                .ok_or(Error::Overflow { dim: d })?;
             let reached = if extent < 0 {
                 lo = lo
                     .checked_add(extent)
-                    .ok_or(MemRefError::Overflow { dim: d })?;
+                    .ok_or(Error::Overflow { dim: d })?;
                 lo
             } else {
                 hi = hi
                     .checked_add(extent)
-                    .ok_or(MemRefError::Overflow { dim: d })?;
+                    .ok_or(Error::Overflow { dim: d })?;
                 hi
             };
             if lo < 0 || hi >= ilen {
-                return Err(MemRefError::OutOfBounds {
+                return Err(Error::OutOfBounds {
                     dim: d,
                     size,
                     stride,
@@ -79,7 +79,7 @@ impl<const N: usize> Layout<N> {
                 });
             }
         }
-        usize::try_from(count).map_err(|_| MemRefError::Overflow {
+        usize::try_from(count).map_err(|_| Error::Overflow {
             dim: N.saturating_sub(1),
         })
     }
@@ -108,9 +108,9 @@ impl<const N: usize> Layout<N> {
         lin as usize
     }
 
-    fn transpose(mut self, a: usize, b: usize) -> Result<Self, MemRefError> {
+    fn transpose(mut self, a: usize, b: usize) -> Result<Self, Error> {
         if a >= N || b >= N {
-            return Err(MemRefError::BadTranspose { a, b, rank: N });
+            return Err(Error::BadTranspose { a, b, rank: N });
         }
         self.sizes.swap(a, b);
         self.strides.swap(a, b);
@@ -122,7 +122,7 @@ impl<const N: usize> Layout<N> {
         offsets: [i64; N],
         sizes: [i64; N],
         strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         let mut out = Layout {
             offset: self.offset,
             sizes,
@@ -130,7 +130,7 @@ impl<const N: usize> Layout<N> {
         };
         let empty = sizes.contains(&0);
         for d in 0..N {
-            let err = MemRefError::SubviewOutOfRange {
+            let err = Error::SubviewOutOfRange {
                 dim: d,
                 offset: offsets[d],
                 size: sizes[d],
@@ -138,7 +138,7 @@ impl<const N: usize> Layout<N> {
                 parent_size: self.sizes[d],
             };
             if sizes[d] < 0 {
-                return Err(MemRefError::NegativeSize {
+                return Err(Error::NegativeSize {
                     dim: d,
                     size: sizes[d],
                 });
@@ -147,7 +147,7 @@ impl<const N: usize> Layout<N> {
                 let last = strides[d]
                     .checked_mul(sizes[d] - 1)
                     .and_then(|e| e.checked_add(offsets[d]))
-                    .ok_or(MemRefError::Overflow { dim: d })?;
+                    .ok_or(Error::Overflow { dim: d })?;
                 let in_parent = |i: i64| i >= 0 && i < self.sizes[d];
                 if !in_parent(offsets[d]) || !in_parent(last) {
                     return Err(err);
@@ -157,19 +157,19 @@ impl<const N: usize> Layout<N> {
             }
             out.strides[d] = self.strides[d]
                 .checked_mul(strides[d])
-                .ok_or(MemRefError::Overflow { dim: d })?;
+                .ok_or(Error::Overflow { dim: d })?;
             out.offset = offsets[d]
                 .checked_mul(self.strides[d])
                 .and_then(|o| o.checked_add(out.offset))
-                .ok_or(MemRefError::Overflow { dim: d })?;
+                .ok_or(Error::Overflow { dim: d })?;
         }
         Ok(out)
     }
 }
 
 /// Row-major strides for `sizes`, or an overflow error.
-fn row_major<const N: usize>(sizes: &[i64; N]) -> Result<[i64; N], MemRefError> {
-    MemRefDescriptor::<(), N>::row_major_strides(sizes).ok_or(MemRefError::Overflow { dim: 0 })
+fn row_major<const N: usize>(sizes: &[i64; N]) -> Result<[i64; N], Error> {
+    MemRefDescriptor::<(), N>::row_major_strides(sizes).ok_or(Error::Overflow { dim: 0 })
 }
 
 /// A read-only strided view of rank `N` over a slice.
@@ -269,7 +269,7 @@ macro_rules! common_methods {
         }
 
         /// Swaps dimensions `a` and `b` (sizes and strides); no data moves.
-        pub fn transpose(self, a: usize, b: usize) -> Result<Self, MemRefError> {
+        pub fn transpose(self, a: usize, b: usize) -> Result<Self, Error> {
             let layout = self.layout.transpose(a, b)?;
             Ok(Self { layout, ..self })
         }
@@ -282,7 +282,7 @@ macro_rules! common_methods {
             offsets: [i64; N],
             sizes: [i64; N],
             strides: [i64; N],
-        ) -> Result<Self, MemRefError> {
+        ) -> Result<Self, Error> {
             let layout = self.layout.subview(offsets, sizes, strides)?;
             let count = layout.validate(self.data.len())?;
             Ok(Self {
@@ -303,7 +303,7 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
         offset: i64,
         sizes: [i64; N],
         strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         let layout = Layout {
             offset,
             sizes,
@@ -318,7 +318,7 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
     }
 
     /// A row-major (identity layout) view of `data` starting at element 0.
-    pub fn contiguous(data: &'a [T], sizes: [i64; N]) -> Result<Self, MemRefError> {
+    pub fn contiguous(data: &'a [T], sizes: [i64; N]) -> Result<Self, Error> {
         let strides = row_major(&sizes)?;
         Self::new(data, 0, sizes, strides)
     }
@@ -329,7 +329,7 @@ impl<'a, T, const N: usize> MemRefView<'a, T, N> {
         offset: i64,
         sizes: [i64; N],
         strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         Self::new(data.as_slice(), offset, sizes, strides)
     }
 
@@ -386,7 +386,7 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
         offset: i64,
         sizes: [i64; N],
         strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         let layout = Layout {
             offset,
             sizes,
@@ -401,7 +401,7 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
     }
 
     /// A row-major (identity layout) mutable view starting at element 0.
-    pub fn contiguous(data: &'a mut [T], sizes: [i64; N]) -> Result<Self, MemRefError> {
+    pub fn contiguous(data: &'a mut [T], sizes: [i64; N]) -> Result<Self, Error> {
         let strides = row_major(&sizes)?;
         Self::new(data, 0, sizes, strides)
     }
@@ -412,7 +412,7 @@ impl<'a, T, const N: usize> MemRefViewMut<'a, T, N> {
         offset: i64,
         sizes: [i64; N],
         strides: [i64; N],
-    ) -> Result<Self, MemRefError> {
+    ) -> Result<Self, Error> {
         Self::new(data.as_mut_slice(), offset, sizes, strides)
     }
 

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use locus_memref::npy::{Dtype, NpyArray};
-use locus_memref::MemRefError;
+use locus_memref::Error;
 
 fuzz_target!(|input: &[u8]| {
     // The first byte names the type untyped dtypes ('<V2', '<f1') are read as, if any.
@@ -18,7 +18,7 @@ fuzz_target!(|input: &[u8]| {
     let a = match NpyArray::parse_as(data, untyped) {
         Ok(a) => a,
         Err(e) => {
-            assert!(matches!(e, MemRefError::Npy { .. }), "{e}");
+            assert!(matches!(e, Error::Npy { .. }), "{e}");
             return;
         }
     };

@@ -6,13 +6,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use locus_memref::signature::{is_row_major, row_major, Dim, Layout, Type};
-use locus_memref::{MemRefError, Signature};
+use locus_memref::{Error, Signature};
 
 /// A parse error must point inside the text, on a character boundary, so a
 /// caller can show the offending spot.
-fn check_error(e: &MemRefError, text: &str) {
+fn check_error(e: &Error, text: &str) {
     match e {
-        MemRefError::Parse { at, .. } => {
+        Error::Parse { at, .. } => {
             assert!(*at <= text.len(), "{e} outside {} bytes", text.len());
             assert!(text.is_char_boundary(*at), "{e} inside a character");
         }

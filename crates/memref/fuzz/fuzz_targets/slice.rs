@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use locus_memref::slice::{split_argument, DimSlice, Slicing};
-use locus_memref::MemRefError;
+use locus_memref::Error;
 
 /// The indices numpy takes for `start:stop:step` of `range(size)`, as Python's
 /// `slice.indices` computes them (in i128: no overflow whatever the bounds).
@@ -120,7 +120,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let parsed = match Slicing::parse(text) {
         Ok(s) => s,
-        Err(MemRefError::Parse { at, .. }) => {
+        Err(Error::Parse { at, .. }) => {
             assert!(at <= text.len() && text.is_char_boundary(at), "{at}");
             return;
         }
@@ -137,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(got, want, "{parsed:?} on {sizes:?}");
             assert!(got.iter().all(|&l| (0..total).contains(&l)), "{got:?}");
         }
-        (Err(MemRefError::Parse { .. }), None) => {}
+        (Err(Error::Parse { .. }), None) => {}
         (got, want) => panic!("{parsed:?} on {sizes:?}: {got:?}, numpy {want:?}"),
     }
 });

@@ -13,7 +13,7 @@ use crate::common;
 use common::{function, library};
 use locus_memref::owned::libc_free;
 use locus_memref::{
-    CallOptions, Element, MemRefArg, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut,
+    CallOptions, Element, MemRefArg, MemRefDescriptor, Error, MemRefView, MemRefViewMut,
     Origin, OwnedMemRef, OwnedUnranked, Ownership, ReturnedMemRef, Scalar,
     UnrankedMemRefDescriptor, Value,
 };
@@ -333,7 +333,7 @@ fn typed_results_share_one_guard() {
     assert_eq!(second.ownership(), Ownership::Owned);
     assert_eq!(
         first.view_mut().unwrap_err(),
-        MemRefError::SharedAllocation { holders: 2 }
+        Error::SharedAllocation { holders: 2 }
     );
     assert_eq!(second.to_vec().unwrap(), iota(5));
     drop(second);
@@ -465,7 +465,7 @@ fn one_buffer_for_two_parameters() {
         .call([transposed.into(), whole.into()], options)
         .unwrap_err();
     assert!(
-        matches!(&err, MemRefError::Argument { index: 0, message } if message.contains("byte 8")),
+        matches!(&err, Error::Argument { index: 0, message } if message.contains("byte 8")),
         "{err}"
     );
     // The write through A stays.

@@ -12,7 +12,7 @@ use common::{function, library};
 use locus_memref::owned::libc_free;
 use locus_memref::signature::{ElemType, Type};
 use locus_memref::{
-    Arg, CallOptions, Element, MemRefArg, MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut,
+    Arg, CallOptions, Element, MemRefArg, MemRefDescriptor, Error, MemRefView, MemRefViewMut,
     Origin, OwnedMemRef, OwnedUnranked, Ownership, Scalar, UnrankedMemRefDescriptor, Value,
 };
 
@@ -35,9 +35,9 @@ fn in_out<'a, T: Element, U: Element, const N: usize, const M: usize>(
 }
 
 /// Asserts that `err` is about argument `index` and says `text`.
-fn assert_argument_error(err: &MemRefError, index: usize, text: &str) {
+fn assert_argument_error(err: &Error, index: usize, text: &str) {
     assert!(
-        matches!(err, MemRefError::Argument { index: i, message } if *i == index && message.contains(text)),
+        matches!(err, Error::Argument { index: i, message } if *i == index && message.contains(text)),
         "{err}"
     );
 }
@@ -620,7 +620,7 @@ fn unranked_result_typed_and_dynamic() {
     let err = unsafe { owned.into_ranked::<i32, 1>() }.unwrap_err();
     assert_eq!(
         err,
-        MemRefError::RankMismatch {
+        Error::RankMismatch {
             expected: 1,
             found: 2
         }
@@ -820,7 +820,7 @@ fn wrong_arguments_are_refused_with_their_position() {
     ];
     for (args, index, text) in cases {
         match f.call(args, CallOptions::default()) {
-            Err(MemRefError::Argument { index: i, message }) => {
+            Err(Error::Argument { index: i, message }) => {
                 assert_eq!(i, index, "{message}");
                 assert!(message.contains(text), "{message}");
             }
@@ -863,7 +863,7 @@ fn byte_buffers_are_checked() {
         "buffer: 32 bytes do not hold sizes [3, 2] of f32"
     );
     let e = MemRefArg::from_bytes(ElemType::F32, &mut bytes[..], &[2, -4]).unwrap_err();
-    assert_eq!(e, MemRefError::NegativeSize { dim: 1, size: -4 });
+    assert_eq!(e, Error::NegativeSize { dim: 1, size: -4 });
     let e = MemRefArg::from_bytes(ElemType::I8, &mut bytes[..], &[i64::MAX, i64::MAX]);
     assert!(e.unwrap_err().to_string().contains("do not hold"));
     let e = MemRefArg::from_bytes(ElemType::F64, &mut bytes[4..28], &[3]).unwrap_err();
@@ -1062,7 +1062,7 @@ fn unresolved_symbol_is_an_error_at_open() {
     let opened = unsafe { locus_memref::Library::open(&out) };
     let _ = std::fs::remove_file(&out);
     match opened {
-        Err(MemRefError::Library { what, message }) => {
+        Err(Error::Library { what, message }) => {
             assert!(what.ends_with("unresolved.so"), "{what}");
             assert!(
                 message.contains("undefined symbol") && message.contains("no_such_function"),
@@ -1140,11 +1140,11 @@ fn caller_named_tools_are_the_ones_that_run() {
         ..Options::default()
     };
     match compile::compile_with(&source, &dir.join("never.so"), &options) {
-        Err(MemRefError::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
+        Err(Error::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
         other => panic!("expected a tool error, got {other:?}"),
     }
     match locus_memref::Signature::from_mlir_with(&source, "scale_into", &missing) {
-        Err(MemRefError::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
+        Err(Error::Tool { tool, .. }) => assert_eq!(tool, missing.mlir_opt),
         other => panic!("expected a tool error, got {other:?}"),
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use locus_memref::ndarray::{view_mut_of, view_of};
-use locus_memref::{MemRefError, MemRefView, MemRefViewMut};
+use locus_memref::{Error, MemRefView, MemRefViewMut};
 use ndarray::{s, Array2, Array3, Axis, ShapeBuilder};
 
 #[test]
@@ -31,7 +31,7 @@ fn from_ndarray_in_every_memory_order() {
     assert_eq!(v.get(&[3, 2]), Some(&23.0));
     // Gaps are refused.
     let stepped = c.slice(s![.., ..;2]);
-    assert_eq!(view_of(&stepped).unwrap_err(), MemRefError::NotContiguous);
+    assert_eq!(view_of(&stepped).unwrap_err(), Error::NotContiguous);
 }
 
 #[test]
@@ -68,14 +68,14 @@ fn mutable_round_trip() {
     let mut b = MemRefViewMut::new(&mut data, 0, [3, 4], [0, 1]).unwrap();
     assert_eq!(
         b.to_ndarray_mut().unwrap_err(),
-        MemRefError::AliasedStrides { dim: 0, stride: 0 },
+        Error::AliasedStrides { dim: 0, stride: 0 },
         "zero stride"
     );
     let mut data = vec![0u8; 12];
     let mut o = MemRefViewMut::new(&mut data, 0, [3, 3], [1, 1]).unwrap();
     assert_eq!(
         o.to_ndarray_mut().unwrap_err(),
-        MemRefError::AliasedStrides { dim: 1, stride: 1 },
+        Error::AliasedStrides { dim: 1, stride: 1 },
         "overlapping strides"
     );
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use locus_memref::signature::{Dim, ElemType, Layout, MemRefType, Mismatch, Type};
-use locus_memref::{MemRefError, Signature};
+use locus_memref::{Error, Signature};
 
 fn memref(t: &Type) -> &MemRefType {
     match t {
@@ -330,7 +330,7 @@ fn signature_comes_from_the_parsed_kernel_not_its_text() {
 fn unparsable_kernel_error_points_into_the_source() {
     let src = "// a comment\nfunc.func @f(%x: f32) -> f32 {\n  return %y\n}\n";
     match Signature::from_mlir(src, "f").unwrap_err() {
-        MemRefError::Parse { at, message } => {
+        Error::Parse { at, message } => {
             let line_start = src.match_indices('\n').nth(1).unwrap().0 + 1;
             assert_eq!(at, line_start + 11, "{message}");
             assert!(!message.contains("<stdin>"), "{message}");
@@ -341,7 +341,7 @@ fn unparsable_kernel_error_points_into_the_source() {
     // at the function's position.
     let src = "\n\nfunc.func private @g(memref<?xtf32>)\n";
     match Signature::from_mlir(src, "g").unwrap_err() {
-        MemRefError::Parse { at, message } => {
+        Error::Parse { at, message } => {
             assert_eq!(at, 2, "{message}");
             assert!(
                 message.contains("@g") && message.contains("tf32"),
@@ -353,7 +353,7 @@ fn unparsable_kernel_error_points_into_the_source() {
     // The same for a function with a body (its location follows the region).
     let src = "\n\nfunc.func @h(%a: memref<?xtf32>) {\n  return\n}\n";
     match Signature::from_mlir(src, "h").unwrap_err() {
-        MemRefError::Parse { at, message } => {
+        Error::Parse { at, message } => {
             assert_eq!(at, 2, "{message}");
             assert!(
                 message.contains("@h") && message.contains("tf32"),

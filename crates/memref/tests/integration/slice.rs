@@ -9,7 +9,7 @@ use crate::tools;
 
 use locus_memref::signature::row_major;
 use locus_memref::slice::{split_argument, Slicing};
-use locus_memref::MemRefError;
+use locus_memref::Error;
 use tools::{numpy_python, pipe};
 
 /// xorshift64*: the same cases on every run.
@@ -127,7 +127,7 @@ fn slicing_agrees_with_numpy() {
         let strides = row_major(shape);
         let got = Slicing::parse(text).and_then(|s| s.apply(0, shape, &strides));
         match (got, want) {
-            (Err(MemRefError::Parse { .. }), "error") => refused += 1,
+            (Err(Error::Parse { .. }), "error") => refused += 1,
             (Ok((offset, sizes, strides)), want) if want != "error" => {
                 let (want_shape, want_values) = want.split_once(';').unwrap();
                 let sizes_text: Vec<String> = sizes.iter().map(i64::to_string).collect();
@@ -165,7 +165,7 @@ proptest::proptest! {
         }
         match Slicing::parse(&text) {
             Ok(_) => {}
-            Err(MemRefError::Parse { at, .. }) => {
+            Err(Error::Parse { at, .. }) => {
                 proptest::prop_assert!(at <= text.len() && text.is_char_boundary(at));
             }
             Err(e) => proptest::prop_assert!(false, "not a parse error: {e}"),

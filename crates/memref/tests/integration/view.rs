@@ -1,6 +1,6 @@
 //! View tests: linearization, strides, rank 0, transpose, subview, errors, iteration.
 
-use locus_memref::{MemRefDescriptor, MemRefError, MemRefView, MemRefViewMut};
+use locus_memref::{MemRefDescriptor, Error, MemRefView, MemRefViewMut};
 use proptest::prelude::*;
 
 /// Naive reference: all indices of the box in row-major order.
@@ -37,7 +37,7 @@ fn rank0() {
     assert_eq!(d.to_expanded().len(), 3);
     assert_eq!(
         MemRefView::<i32, 0>::new(&data, 3, [], []).unwrap_err(),
-        MemRefError::OffsetOutOfBounds { offset: 3, len: 3 }
+        Error::OffsetOutOfBounds { offset: 3, len: 3 }
     );
     assert!(MemRefView::<i32, 0>::new(&[], 0, [], []).is_err());
 }
@@ -76,7 +76,7 @@ fn out_of_bounds_rejected_naming_dimension() {
     let e = MemRefView::new(&data, 0, [2, 5], [5, 2]).unwrap_err();
     assert_eq!(
         e,
-        MemRefError::OutOfBounds {
+        Error::OutOfBounds {
             dim: 1,
             size: 5,
             stride: 2,
@@ -88,7 +88,7 @@ fn out_of_bounds_rejected_naming_dimension() {
     let e = MemRefView::new(&data, 1, [2, 2], [1, -2]).unwrap_err();
     assert_eq!(
         e,
-        MemRefError::OutOfBounds {
+        Error::OutOfBounds {
             dim: 1,
             size: 2,
             stride: -2,
@@ -98,11 +98,11 @@ fn out_of_bounds_rejected_naming_dimension() {
     );
     assert_eq!(
         MemRefView::new(&data, 0, [2, -1], [1, 1]).unwrap_err(),
-        MemRefError::NegativeSize { dim: 1, size: -1 }
+        Error::NegativeSize { dim: 1, size: -1 }
     );
     assert_eq!(
         MemRefView::new(&data, 0, [2, 2], [i64::MAX, 1]).unwrap_err(),
-        MemRefError::OutOfBounds {
+        Error::OutOfBounds {
             dim: 0,
             size: 2,
             stride: i64::MAX,
@@ -112,7 +112,7 @@ fn out_of_bounds_rejected_naming_dimension() {
     );
     assert_eq!(
         MemRefView::new(&data, 0, [3, 2], [i64::MAX, 1]).unwrap_err(),
-        MemRefError::Overflow { dim: 0 }
+        Error::Overflow { dim: 0 }
     );
     assert!(MemRefView::<u8, 1>::contiguous(&data, [11]).is_err());
     assert!(MemRefView::<u8, 1>::contiguous(&data, [10]).is_ok());
@@ -123,7 +123,7 @@ fn out_of_bounds_rejected_naming_dimension() {
     assert!(huge.is_empty());
     assert_eq!(
         MemRefView::new(&data, 0, [i64::MAX, i64::MAX, 1], [0, 0, 1]).unwrap_err(),
-        MemRefError::Overflow { dim: 1 }
+        Error::Overflow { dim: 1 }
     );
     assert_eq!(e.iter().count(), 0);
     assert_eq!(e.get(&[0, 0]), None);
@@ -158,7 +158,7 @@ fn transpose_by_hand() {
     }
     assert_eq!(
         v.transpose(0, 3).unwrap_err(),
-        MemRefError::BadTranspose {
+        Error::BadTranspose {
             a: 0,
             b: 3,
             rank: 3
@@ -189,7 +189,7 @@ fn subview_by_hand() {
     // Out of the parent's range.
     assert_eq!(
         v.subview([1, 0], [3, 3], [1, 3]).unwrap_err(),
-        MemRefError::SubviewOutOfRange {
+        Error::SubviewOutOfRange {
             dim: 1,
             offset: 0,
             size: 3,
@@ -248,7 +248,7 @@ fn expanded_roundtrip_and_errors() {
     assert_eq!(MemRefDescriptor::<f32, 3>::from_expanded(&flat).unwrap(), d);
     assert_eq!(
         MemRefDescriptor::<f32, 2>::from_expanded(&flat).unwrap_err(),
-        MemRefError::ExpandedArity {
+        Error::ExpandedArity {
             expected: 7,
             found: 9
         }
@@ -257,7 +257,7 @@ fn expanded_roundtrip_and_errors() {
     bad.swap(1, 2);
     assert!(matches!(
         MemRefDescriptor::<f32, 3>::from_expanded(&bad),
-        Err(MemRefError::ExpandedKind { position: 1, .. })
+        Err(Error::ExpandedKind { position: 1, .. })
     ));
 }
 
@@ -275,7 +275,7 @@ fn unranked_roundtrip() {
     let wrong = unsafe { u.read_ranked::<u16, 2>() };
     assert_eq!(
         wrong.unwrap_err(),
-        MemRefError::RankMismatch {
+        Error::RankMismatch {
             expected: 2,
             found: 1
         }
@@ -290,7 +290,7 @@ fn descriptor_span_overflow_is_an_error() {
     let d = MemRefDescriptor::<u8, 2>::new(&mut x, &mut x, 0, [2, 2], [i64::MAX, i64::MIN + 1]);
     // SAFETY: the span check fails before any memory is touched.
     let e = unsafe { locus_memref::owned::view_from_descriptor(&d) }.unwrap_err();
-    assert_eq!(e, MemRefError::Overflow { dim: 0 });
+    assert_eq!(e, Error::Overflow { dim: 0 });
 }
 
 proptest! {
