@@ -15,8 +15,8 @@
 //! | `locus-sme-check` | the SME rules ([`locus_sme::check`]): errors and warnings; predicted mode changes as remarks | `locus sme check` |
 //!
 //! Julia registers `LateLowerGCFrame` and `FinalLowerGC` as function passes
-//! (`src/llvm-julia-passes.inc`: `FUNCTION_PASS`; FinalLowerGC was a module pass in
-//! older versions), so its RUN lines say `-passes='function(LateLowerGCFrame)'` or just
+//! (`src/llvm-julia-passes.inc`: `FUNCTION_PASS` since 2023; in January 2023 FinalLowerGC
+//! was still a `MODULE_PASS`), so its RUN lines say `-passes='function(LateLowerGCFrame)'` or just
 //! `-passes=LateLowerGCFrame`: both levels are registered for every name. At function level
 //! each function is lowered on its own (as [`locus_gc::lower::lower_module`] does it, see
 //! `gc.rs`); the result is the same module.
