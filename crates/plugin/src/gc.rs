@@ -46,8 +46,11 @@ fn report_violations(violations: &[Violation], reporter: &Reporter) -> usize {
 }
 
 /// The violations of the module or of the one function.
-fn violations(module: &Module<'_>, scope: Scope<'_>) -> Result<Vec<Violation>, String> {
-    let options = VerifyOptions::default();
+fn violations(
+    module: &Module<'_>,
+    scope: Scope<'_>,
+    options: VerifyOptions,
+) -> Result<Vec<Violation>, String> {
     match scope {
         Scope::Module => Ok(verify_module(module, options)),
         Scope::Function(name) => Ok(verify_function(function(module, name)?, options)),
@@ -59,8 +62,12 @@ fn violations(module: &Module<'_>, scope: Scope<'_>) -> Result<Vec<Violation>, S
 /// lowered) breaks the rules by design (`julia.pointer_from_objref` is a plain cast now,
 /// the frame's stores), and the lowering only finishes it: as `locus_gc::run` skips
 /// functions already lowered.
-fn violations_to_lower(module: &Module<'_>, scope: Scope<'_>) -> Result<Vec<Violation>, String> {
-    let found = violations(module, scope)?;
+fn violations_to_lower(
+    module: &Module<'_>,
+    scope: Scope<'_>,
+    options: VerifyOptions,
+) -> Result<Vec<Violation>, String> {
+    let found = violations(module, scope, options)?;
     Ok(found
         .into_iter()
         .filter(|v| !module.function(&v.function).is_some_and(already_has_frame))
@@ -82,8 +89,13 @@ fn function<'m>(module: &'m Module<'_>, name: &str) -> Result<Function<'m>, Stri
 }
 
 /// `locus-gc-verify`.
-pub(crate) fn verify(module: &Module<'_>, scope: Scope<'_>, reporter: &Reporter) -> c_int {
-    match violations(module, scope) {
+pub(crate) fn verify(
+    module: &Module<'_>,
+    scope: Scope<'_>,
+    options: VerifyOptions,
+    reporter: &Reporter,
+) -> c_int {
+    match violations(module, scope, options) {
         Ok(found) if found.is_empty() => UNCHANGED,
         Ok(found) => {
             report_violations(&found, reporter);
@@ -103,9 +115,10 @@ pub(crate) fn lower(
     module: &Module<'_>,
     scope: Scope<'_>,
     intermediate_only: bool,
+    options: VerifyOptions,
     reporter: &Reporter,
 ) -> c_int {
-    let found = match violations_to_lower(module, scope) {
+    let found = match violations_to_lower(module, scope, options) {
         Ok(found) => found,
         Err(e) => {
             reporter.error(&e);

@@ -12,6 +12,7 @@
 //! | `locus-gc-verify` | the GC invariants ([`locus_gc::verify`]): errors and warnings | `locus gc verify` |
 //! | `locus-late-gc-lowering`, `LateLowerGCFrame` | invariants, then roots placed in Julia's intermediate form | `locus gc lower --intermediate` |
 //! | `locus-final-gc-lowering`, `FinalLowerGC` | invariants, then roots placed and the frame made real | `locus gc lower` |
+//! | `locus-gc-verify<strict>` (and the lowerings' `<strict>`) | every invariant as spec 003 writes it | `locus gc verify --strict` |
 //! | `locus-sme-check` | the SME rules ([`locus_sme::check`]): errors and warnings; predicted mode changes as remarks | `locus sme check` |
 //!
 //! Julia registers `LateLowerGCFrame` and `FinalLowerGC` as function passes
@@ -98,6 +99,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use llvm_sys::core::LLVMGetModuleContext;
+use locus_gc::verify::VerifyOptions;
 use locus_llvm::{BorrowedModule, Context, LLVMModuleRef};
 
 mod gc;
@@ -118,9 +120,12 @@ enum Pass {
     FinalAfterLate,
 }
 
+/// Added to a GC pass's number by its `<strict>` parameter (the shim's `kStrict`).
+const STRICT: c_int = 0x100;
+
 impl Pass {
     fn from_raw(raw: c_int) -> Option<Pass> {
-        Some(match raw {
+        Some(match raw & !STRICT {
             0 => Pass::GcVerify,
             1 => Pass::LateLowering,
             2 => Pass::FinalLowering,
@@ -236,10 +241,12 @@ pub unsafe extern "C" fn locus_plugin_run(
         let bytes = unsafe { std::slice::from_raw_parts(function.cast::<u8>(), function_len) };
         String::from_utf8_lossy(bytes).into_owned()
     };
+    let strict = pass & STRICT != 0;
     let Some(pass) = Pass::from_raw(pass) else {
         reporter.error(&format!("internal error: unknown pass number {pass}"));
         return FAILED;
     };
+    let options = VerifyOptions { strict };
     let result = catch_unwind(AssertUnwindSafe(|| {
         let scope = if per_function == 0 {
             Scope::Module
@@ -247,7 +254,7 @@ pub unsafe extern "C" fn locus_plugin_run(
             Scope::Function(&name)
         };
         // SAFETY: the caller's promise on `module`.
-        unsafe { run(pass, module, scope, &reporter) }
+        unsafe { run(pass, options, module, scope, &reporter) }
     }));
     match result {
         Ok(status) => status,
@@ -271,7 +278,13 @@ pub unsafe extern "C" fn locus_plugin_run(
 /// # Safety
 ///
 /// As for [`locus_plugin_run`]'s `module`.
-unsafe fn run(pass: Pass, raw: LLVMModuleRef, scope: Scope<'_>, reporter: &Reporter) -> c_int {
+unsafe fn run(
+    pass: Pass,
+    options: VerifyOptions,
+    raw: LLVMModuleRef,
+    scope: Scope<'_>,
+    reporter: &Reporter,
+) -> c_int {
     if raw.is_null() {
         reporter.error("internal error: the pass manager gave a null module");
         return FAILED;
@@ -298,15 +311,15 @@ unsafe fn run(pass: Pass, raw: LLVMModuleRef, scope: Scope<'_>, reporter: &Repor
         }
     };
     match pass {
-        Pass::GcVerify => gc::verify(&module, scope, reporter),
-        Pass::LateLowering => gc::lower(&module, scope, true, reporter),
-        Pass::FinalLowering => gc::lower(&module, scope, false, reporter),
+        Pass::GcVerify => gc::verify(&module, scope, options, reporter),
+        Pass::LateLowering => gc::lower(&module, scope, true, options, reporter),
+        Pass::FinalLowering => gc::lower(&module, scope, false, options, reporter),
         Pass::FinalAfterLate => gc::finish(&module, scope, reporter),
         Pass::SmeCheck => sme::check(&module, scope, reporter),
         Pass::Auto => {
             let mut status = UNCHANGED;
             if gc::uses_gc(&module) {
-                status = gc::lower(&module, Scope::Module, false, reporter);
+                status = gc::lower(&module, Scope::Module, false, options, reporter);
                 if status == FAILED {
                     return FAILED;
                 }

@@ -3,7 +3,8 @@
 // (`locus_plugin_run`, src/lib.rs) on the module LLVM hands over as an LLVMModuleRef.
 //
 // Pass names (parsed at module level, and inside function(...) at function level):
-//   locus-gc-verify                          the GC invariants (spec 003)
+//   locus-gc-verify                          the GC invariants (spec 003); each GC pass
+//                                            also as NAME<strict> (every rule as written)
 //   locus-late-gc-lowering, LateLowerGCFrame roots placed, Julia's intermediate form
 //   locus-final-gc-lowering, FinalLowerGC    roots placed and the frame made real
 //   locus-sme-check                          the SME rules (spec 004); mode changes
@@ -100,7 +101,17 @@ const char *passName(int Kind) {
   }
 }
 
+// Added to a GC pass's number by the `<strict>` parameter (`locus-gc-verify<strict>`): the
+// invariants as spec 003 writes them, as `locus gc verify --strict`.
+const int kStrict = 0x100;
+
 std::optional<int> parseName(StringRef Name) {
+  if (Name.consume_back("<strict>")) {
+    auto Kind = parseName(Name);
+    if (Kind && (*Kind == GcVerify || *Kind == LateLowering || *Kind == FinalLowering))
+      return *Kind | kStrict;
+    return std::nullopt;
+  }
   if (Name == "locus-gc-verify")
     return GcVerify;
   if (Name == "locus-late-gc-lowering" || Name == "LateLowerGCFrame")
@@ -217,11 +228,13 @@ void neutralize(Function &F) {
 // gone; one that goes on to fail the compilation at its end (clang) gets functions whose
 // bodies are `unreachable`, so that nothing after this pass works on a half-lowered
 // module. A failure with no error reported (it should not happen) is a fatal error.
-bool runLocus(int Kind, Module &M, Function *F) {
+bool runLocus(int KindAndFlags, Module &M, Function *F) {
+  int Kind = KindAndFlags & ~kStrict;
+  int Flags = KindAndFlags & kStrict;
   Sink S{M, passName(Kind)};
   StringRef Name = F ? F->getName() : StringRef();
   NamedMDNode *Marker = M.getNamedMetadata(kLateMarker);
-  int Run = (Kind == FinalLowering && Marker) ? FinalAfterLate : Kind;
+  int Run = ((Kind == FinalLowering && Marker) ? FinalAfterLate : Kind) | Flags;
   int Result = locus_plugin_run(Run, wrap(&M), F ? 1 : 0, Name.data(), Name.size(),
                                 emitFinding, &S);
   if (Result != Failed) {

@@ -291,33 +291,42 @@ fn bad_inputs_end_the_compilation_with_the_clis_message() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
         assert!(text(&out.stderr).contains(reason), "{}", text(&out.stderr));
     }
-    // Broken invariants: the verifier's first error, as `locus gc verify` prints it.
-    let mut errors = 0;
+    // Broken invariants: the verifier's first error, as `locus gc verify [--strict]` prints
+    // it; strict mode finds more.
+    let mut errors = [0, 0];
     for file in ll_files("crates/gc/fixtures/verify") {
         let bytes = std::fs::read(&file).expect("reads");
         let ctx = Context::new();
         let Ok(module) = Module::parse_ir(&ctx, "m", bytes) else {
             continue;
         };
-        let first = verify_module(&module, VerifyOptions::default())
-            .into_iter()
-            .find(|v| v.is_error());
-        let out = opt("locus-gc-verify", &file, &["-disable-output"]);
-        let stderr = text(&out.stderr);
-        match first {
-            Some(v) => {
-                errors += 1;
-                assert_eq!(out.status.code(), Some(1), "{}: {stderr}", file.display());
-                assert!(
-                    stderr.contains(&format!("error: locus-gc-verify: {v}")),
-                    "{}: {stderr}",
-                    file.display()
-                );
+        for (strict, passes) in [
+            (false, "locus-gc-verify"),
+            (true, "locus-gc-verify<strict>"),
+        ] {
+            let first = verify_module(&module, VerifyOptions { strict })
+                .into_iter()
+                .find(|v| v.is_error());
+            let out = opt(passes, &file, &["-disable-output"]);
+            let stderr = text(&out.stderr);
+            match first {
+                Some(v) => {
+                    errors[usize::from(strict)] += 1;
+                    assert_eq!(out.status.code(), Some(1), "{}: {stderr}", file.display());
+                    assert!(
+                        stderr.contains(&format!("error: locus-gc-verify: {v}")),
+                        "{}: {stderr}",
+                        file.display()
+                    );
+                }
+                None => assert!(out.status.success(), "{}: {stderr}", file.display()),
             }
-            None => assert!(out.status.success(), "{}: {stderr}", file.display()),
         }
     }
-    assert!(errors >= 10, "{errors} fixtures with errors");
+    assert!(
+        errors[0] >= 10 && errors[1] > errors[0],
+        "{errors:?} fixtures with errors"
+    );
 }
 
 /// How many remarks `locus-sme-check` gives for `report`: one per function whose entry or
