@@ -75,6 +75,10 @@ fn borrowed_module_is_changed_in_place_and_left_to_its_owner() {
         // A clone is Locus's own module (disposed on drop), the original stays borrowed.
         let copy = module.clone();
         assert!(!copy.print().contains("%dead"));
+        // Code generation works on a private copy in the caller's context.
+        let object = locus_llvm::emit_object(&module, "x86_64-linux-gnu", "", "")
+            .expect("the borrowed module compiles");
+        assert_eq!(&object[..4], b"\x7fELF");
     }
     // Dropping the borrow disposed neither the module nor the context: the caller sees the
     // change and still owns both.
