@@ -415,6 +415,29 @@ define i64 @read_via_call(ptr %o) {
         let stub_cases = [(stub_shapes[0].0 .0, 0usize)];
         let stub_index = stub_rt.object_index();
 
+        // Concurrent patching: `@read_wide`'s fast path is a body after its call form,
+        // reached by a `jmp` that replaces the `movabs`. Made before the language's
+        // runtime: the body (48 - 15 bytes) fits only the short form, whose index must be
+        // below 2 GiB, where there is room for about six.
+        let conc_rt = Runtime::with_options(
+            "jit_ic.ll",
+            PROGRAM,
+            Options {
+                count_hits: false,
+                concurrent_patching: true,
+                ..Options::default()
+            },
+        )?;
+        let c_shape = conc_rt.add_shape(&[NAME, 20]);
+        let c_object = conc_rt.new_object(c_shape, &[VALUE, 7])?;
+        // SAFETY: `@read_wide` takes one object pointer of this runtime.
+        assert_eq!(
+            unsafe { conc_rt.call("read_wide", &[c_object]) }.ok(),
+            Some(VALUE)
+        );
+        let c_site = conc_rt.site_address(WIDE_SITE).ok_or("no wide site")?;
+        assert_eq!(conc_rt.code_bytes(c_site, 2), Some(vec![0xeb, 0x0d]));
+        let c_read_wide = function(&conc_rt, "read_wide");
         // A language's own objects: the fast path and stub without the object check.
         let plain_object =
             Box::leak(vec![0u64, VALUE as u64, 7].into_boxed_slice()).as_ptr() as u64;
@@ -464,10 +487,13 @@ define i64 @read_via_call(ptr %o) {
         loop_calls(clock, u_poly, poly_object, CALLS / 10);
         let mut k = 0usize;
         let (mut p_hit, mut p_hit_inline) = (Vec::new(), Vec::new());
+        let mut c_hit_inline = Vec::new();
+        loop_calls(clock, c_read_wide, c_object, CALLS / 10);
         loop_calls(clock, p_read_wide, plain_object, CALLS / 10);
         for _ in 0..runs {
             p_hit.push(loop_calls(clock, p_read, plain_object, CALLS));
             p_hit_inline.push(loop_calls(clock, p_read_wide, plain_object, CALLS));
+            c_hit_inline.push(loop_calls(clock, c_read_wide, c_object, CALLS));
             u_poly_hit.push(loop_calls(clock, u_poly, poly_object, CALLS));
             rt_mega.push(rt_calls(
                 clock,
@@ -688,6 +714,17 @@ define i64 @read_via_call(ptr %o) {
         ratio(
             "hit / direct, inline, no object check",
             &p_hit_inline,
+            &dir,
+            Some(1.1),
+        );
+        println!("concurrent patching (Options::concurrent_patching), not counted:");
+        println!(
+            "  hit, inline (jmp over the call form to the body): {}",
+            show(&c_hit_inline, "ns")
+        );
+        ratio(
+            "hit / direct, inline, concurrent layout",
+            &c_hit_inline,
             &dir,
             Some(1.1),
         );

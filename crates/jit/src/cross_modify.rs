@@ -22,12 +22,29 @@
 //!
 //! Only one instruction may change: a thread past it may be anywhere in the rest of the
 //! site (in the stub it called, say, returning to the bytes after the call), so those
-//! bytes must stay as they are. The runtime's call-form sites (`movabs r11, target;
-//! call r11; nops`) differ only in the `movabs`'s immediate, so every patch between them
-//! (a stub for other cases, the megamorphic lookup, the miss handler) is one instruction;
-//! an inline fast path is many, which is why concurrent patching uses no inline fast path.
-//! A thread past the `movabs` may still call the old target: a stub the site no longer
-//! calls is kept until [`super::Runtime::reclaim_stubs`] says no thread can be in it.
+//! bytes must stay as they are. A concurrent site is laid out so that every patch is one
+//! instruction:
+//!
+//! ```text
+//! call form:       movabs r11, target   ; 10 bytes: the one instruction patches change
+//!                  call r11             ; 41 FF D3
+//!                  jmp end              ; EB rel8: a stub or the lookup returns here
+//!                  body or nops         ; never run in this form
+//! fast path form:  jmp body             ; EB 0D, then 8 dead bytes
+//!                  call r11; jmp end    ; as before, for threads past the first instruction
+//!           body:  the inline fast path, encoded for reserved - 15 bytes; ends at `end`
+//! ```
+//!
+//! Patches between call forms (a stub for other cases, the megamorphic lookup, the miss
+//! handler) change only the `movabs`'s immediate; switching to or from the fast path, the
+//! first two bytes. Past the first instruction only never-run bytes are written:
+//! `jmp end` over LLVM's nops the first time the runtime patches a site (only the miss
+//! handler was called from LLVM's form, and it returns to the end), and the body, once,
+//! where none was (`check_patch` enforces it). A body is never changed, since a thread may
+//! be in it from the first time it was switched to: a site whose cases are no longer the
+//! body's calls a stub. A thread past the `movabs` may still call the old target: a stub
+//! the site no longer calls is kept until [`super::Runtime::reclaim_stubs`] says no thread
+//! can be in it.
 //!
 //! Why not stop threads at safepoints instead: the runtime's programs poll only where they
 //! call `@locus_poll`, and a thread spinning in compiled code between polls would stall
@@ -44,6 +61,98 @@ const SPIN: [u8; 2] = [0xeb, 0xfe];
 
 /// Bytes of the one instruction a concurrent patch may change: `movabs r11, imm64`.
 pub(super) const FIRST_INSTRUCTION: usize = 10;
+
+/// The bytes of a concurrent site before its fast path's body: the first instruction
+/// (`movabs r11, target`, or `jmp body` and 8 dead bytes), `call r11`, `jmp end`.
+pub(super) const TAIL: usize = 15;
+
+/// `call r11`.
+const CALL_R11: [u8; 3] = [0x41, 0xff, 0xd3];
+
+/// Whether a site of `reserved` bytes has the concurrent layout (room for its `jmp end`,
+/// whose rel8 reaches the end): only such sites get an inline fast path.
+pub(super) fn has_tail(reserved: usize) -> bool {
+    (TAIL..=TAIL + 127).contains(&reserved)
+}
+
+/// `jmp end` at byte 13 of a site of `reserved` bytes.
+fn jump_to_end(reserved: usize) -> [u8; 2] {
+    [0xeb, (reserved - TAIL) as u8]
+}
+
+/// A concurrent site's call form: `movabs r11, target; call r11; jmp end`, then `body`
+/// (a fast path's, kept as it is: a thread may be running it) or nops. Without the
+/// concurrent layout, `encode_call`'s form (nops after the call).
+pub(super) fn call_form(
+    target: u64,
+    reserved: usize,
+    body: Option<&[u8]>,
+) -> Result<Vec<u8>, String> {
+    use locus_stackmap::patch::{encode_call, encode_nops, Arch};
+    let mut bytes = encode_call(Arch::X86_64, target, reserved).map_err(|e| e.to_string())?;
+    if has_tail(reserved) {
+        bytes.truncate(13);
+        bytes.extend_from_slice(&jump_to_end(reserved));
+        match body {
+            Some(body) if body.len() == reserved - TAIL => bytes.extend_from_slice(body),
+            _ => {
+                bytes.extend(encode_nops(Arch::X86_64, reserved - TAIL).map_err(|e| e.to_string())?)
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// A concurrent site's fast path form: `jmp body` (2 bytes) over the 8 bytes that follow
+/// in `old` (dead), `call r11; jmp end` (never run in this form, kept for threads that
+/// are past the call form's first instruction), then `body`, a fast path encoded for
+/// `reserved - TAIL` bytes.
+pub(super) fn fast_path_form(old: &[u8], body: &[u8]) -> Option<Vec<u8>> {
+    let reserved = old.len();
+    if !has_tail(reserved) || body.len() != reserved - TAIL {
+        return None;
+    }
+    let mut bytes = vec![0xeb, (TAIL - 2) as u8];
+    bytes.extend_from_slice(old.get(2..FIRST_INSTRUCTION)?);
+    bytes.extend_from_slice(&CALL_R11);
+    bytes.extend_from_slice(&jump_to_end(reserved));
+    bytes.extend_from_slice(body);
+    Some(bytes)
+}
+
+/// Whether patching a site from `old` to `new` changes only bytes no thread can be
+/// running but at the first instruction: the first instruction (10 bytes), and past
+/// `call r11` only what was never run: the `jmp end` written over LLVM's nops (a site the
+/// runtime has not patched yet: only the miss handler was called from it, and it returns
+/// to the end), or a body written where there was none (`has_body` false: the bytes after
+/// `jmp end` were dead). A site without the concurrent layout changes its first
+/// instruction only.
+///
+/// # Errors
+///
+/// Which rule `new` breaks.
+pub(super) fn check_patch(old: &[u8], new: &[u8], has_body: bool) -> Result<(), String> {
+    let reserved = old.len();
+    let fixed = if has_tail(reserved) { 13 } else { reserved };
+    if new.len() != reserved
+        || reserved < 13
+        || old.get(FIRST_INSTRUCTION..fixed) != new.get(FIRST_INSTRUCTION..fixed)
+        || old[FIRST_INSTRUCTION..13] != CALL_R11
+    {
+        return Err("a concurrent patch changes only the first instruction of a call".into());
+    }
+    if !has_tail(reserved) {
+        return Ok(());
+    }
+    let tailed = old[13..TAIL] == jump_to_end(reserved);
+    if tailed && old[13..TAIL] != new[13..TAIL] {
+        return Err("a concurrent patch keeps a site's jump to its end".into());
+    }
+    if has_body && old[TAIL..] != new[TAIL..] {
+        return Err("a concurrent patch keeps a site's fast path, which a thread may run".into());
+    }
+    Ok(())
+}
 
 /// Registers the process for core-serializing membarriers (idempotent).
 pub(super) fn register() -> Result<(), String> {
@@ -118,34 +227,6 @@ fn protect(start: usize, end: usize, prot: libc::c_int) -> Result<(), String> {
     }
 }
 
-/// Rewrites the site at `address`, whose bytes are `old`, to `new` with the protocol of
-/// the [module documentation](self).
-///
-/// # Errors
-///
-/// If `old` and `new` differ past the first instruction or in length, or a system call
-/// fails.
-///
-/// # Safety
-///
-/// `address .. address + old.len()` is a patch point of code the caller owns (read+execute
-/// pages), holding `old`, a call form whose first instruction is a `movabs r11`, as is
-/// `new`'s; the patch is made by one thread at a time.
-pub(super) unsafe fn write_site(address: *mut u8, old: &[u8], new: &[u8]) -> Result<(), String> {
-    if old.len() != new.len()
-        || old.len() < FIRST_INSTRUCTION
-        || old[FIRST_INSTRUCTION..] != new[FIRST_INSTRUCTION..]
-    {
-        return Err(format!(
-            "{:#x}: a concurrent patch changes only the first instruction of a call",
-            address as u64
-        ));
-    }
-    // SAFETY: the caller's contract; only the first instruction changes, so a thread
-    // past it runs the same bytes as before.
-    unsafe { write_region(address, old, new) }
-}
-
 /// Rewrites the `old.len()` bytes at `address` to `new` with the protocol of the [module
 /// documentation](self) (`jmp $` over the first two bytes, the rest, the first two), so
 /// that no thread runs a torn first instruction and every page stays executable.
@@ -200,4 +281,47 @@ pub(super) unsafe fn write_region(address: *mut u8, old: &[u8], new: &[u8]) -> R
     })();
     protect(start, end, libc::PROT_READ | libc::PROT_EXEC)?;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_changes_the_first_instruction_and_never_run_bytes_only() -> Result<(), String> {
+        use locus_stackmap::patch::{encode_call, Arch};
+        let llvm = encode_call(Arch::X86_64, 0x1111, 64).map_err(|e| e.to_string())?;
+        let call = call_form(0x2222, 64, None)?;
+        assert_eq!(call[13..15], [0xeb, 49]);
+        // LLVM's nops past the call were never run: the jump and a body may go there.
+        check_patch(&llvm, &call, false)?;
+        let body = vec![0x90; 49];
+        let fast = fast_path_form(&call, &body).ok_or("no fast path form")?;
+        assert_eq!(
+            (fast[..2].to_vec(), &fast[2..15]),
+            (vec![0xeb, 0x0d], &call[2..15])
+        );
+        check_patch(&call, &fast, false)?;
+        // Once a body is there it stays; the call forms keep it.
+        let back = call_form(0x3333, 64, Some(&body))?;
+        check_patch(&fast, &back, true)?;
+        let other = fast_path_form(&back, &[0xcc; 49]).ok_or("no fast path form")?;
+        assert!(check_patch(&back, &other, true).is_err());
+        // The jump to the end stays; `call r11` stays.
+        let mut moved = back.clone();
+        moved[14] = 10;
+        assert!(check_patch(&back, &moved, true).is_err());
+        let mut no_call = back.clone();
+        no_call[11] = 0x90;
+        assert!(check_patch(&back, &no_call, true).is_err());
+        // A site without the layout (too large for the jump): the first instruction only.
+        let big = call_form(0x2222, 200, None)?;
+        assert_eq!(
+            big,
+            encode_call(Arch::X86_64, 0x2222, 200).map_err(|e| e.to_string())?
+        );
+        check_patch(&big, &call_form(0x4444, 200, None)?, false)?;
+        assert!(fast_path_form(&big, &[0x90; 185]).is_none());
+        Ok(())
+    }
 }

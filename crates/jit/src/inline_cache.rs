@@ -57,6 +57,11 @@ pub(super) struct State {
     megamorphic: HashSet<u64>,
     /// The site of each inline fast path, by the return address of its miss call.
     inline_misses: HashMap<u64, u64>,
+    /// With concurrent patching, the cases of the fast path written in each site's body
+    /// (after its call form), by site address: written once, since a thread may be
+    /// running it, and switched to by the site's first instruction whenever the site's
+    /// cases are these again; with the offset in the site of its miss call's return.
+    bodies: HashMap<u64, (Cases, usize)>,
     pub(super) stats: Stats,
     /// The original bytes of each patched shadow, by address.
     pub(super) shadows: HashMap<u64, Vec<u8>>,
@@ -75,6 +80,7 @@ impl State {
             cases: HashMap::new(),
             stubs: HashMap::new(),
             inline_misses: HashMap::new(),
+            bodies: HashMap::new(),
             site_stubs: HashMap::new(),
             code: CodeArea::new(),
             retired: Vec::new(),
@@ -371,7 +377,11 @@ impl Runtime {
     /// it fits and may be used, else a call of their stub.
     fn specialize_site(&self, site: u64, reserved: usize, cases: Cases) -> Result<()> {
         let layout = self.layout();
-        if self.options.inline_fast_path && !self.options.concurrent_patching {
+        if self.options.inline_fast_path && self.options.concurrent_patching {
+            if self.concurrent_fast_path(site, reserved, &cases, &layout)? {
+                return Ok(());
+            }
+        } else if self.options.inline_fast_path {
             if let Some(path) =
                 encode_fast_path_in(&layout, &cases, self.options.count_hits, reserved)
             {
@@ -383,6 +393,52 @@ impl Runtime {
             .acquire_stub(&cases, &layout, self.options.count_hits)
             .map_err(|e| jit_error(&e))?;
         self.patch_site(site, stub, Some(cases))
+    }
+
+    /// With concurrent patching, switches `site` to its fast path for `cases` (see
+    /// `cross_modify.rs`): the body after the call form is written the first time (it was
+    /// never run), and later only switched to, by the first instruction, when the site's
+    /// cases are the body's again. Returns false (the caller calls a stub) when the site
+    /// has no room for one, or its body answers other cases.
+    fn concurrent_fast_path(
+        &self,
+        site: u64,
+        reserved: usize,
+        cases: &Cases,
+        layout: &Layout,
+    ) -> Result<bool> {
+        if !cross_modify::has_tail(reserved) {
+            return Ok(false);
+        }
+        let Some(old) = self.code_bytes(site, reserved) else {
+            return Ok(false);
+        };
+        let body = self.state().bodies.get(&site).cloned();
+        let (body, miss_return) = match body {
+            Some((body_cases, miss_return)) if body_cases == *cases => {
+                (old[cross_modify::TAIL..].to_vec(), miss_return)
+            }
+            Some(_) => return Ok(false),
+            None => {
+                let Some(path) = encode_fast_path_in(
+                    layout,
+                    cases,
+                    self.options.count_hits,
+                    reserved - cross_modify::TAIL,
+                ) else {
+                    return Ok(false);
+                };
+                (path.bytes, cross_modify::TAIL + path.miss_return)
+            }
+        };
+        let Some(bytes) = cross_modify::fast_path_form(&old, &body) else {
+            return Ok(false);
+        };
+        self.write_site(site, &bytes, Some(miss_return), None)?;
+        self.state()
+            .bodies
+            .insert(site, (cases.clone(), miss_return));
+        Ok(true)
     }
 
     /// The megamorphic lookup's work: answers the read from the object's shape, without
@@ -401,8 +457,18 @@ impl Runtime {
         let reserved = self
             .patch_point_reserved(site)
             .ok_or_else(|| jit_error(&format!("no patch point at {site:#x}")))?;
-        let bytes =
-            encode_call(Arch::X86_64, target, reserved).map_err(|e| jit_error(&e.to_string()))?;
+        let bytes = if self.options.concurrent_patching {
+            // The body of a fast path stays as it is (a thread may be running it).
+            let body = if self.state().bodies.contains_key(&site) {
+                self.code_bytes(site, reserved)
+                    .and_then(|old| old.get(cross_modify::TAIL..).map(<[u8]>::to_vec))
+            } else {
+                None
+            };
+            cross_modify::call_form(target, reserved, body.as_deref()).map_err(|e| jit_error(&e))?
+        } else {
+            encode_call(Arch::X86_64, target, reserved).map_err(|e| jit_error(&e.to_string()))?
+        };
         self.write_site(site, &bytes, None, stub)
     }
 
@@ -428,11 +494,14 @@ impl Runtime {
             )));
         };
         if self.options.concurrent_patching {
+            let has_body = self.state().bodies.contains_key(&site);
+            cross_modify::check_patch(&old, bytes, has_body)
+                .map_err(|e| jit_error(&format!("{site:#x}: {e}")))?;
             // SAFETY: the region is a whole patch point of this runtime's program (its
             // record and reserved size checked, inside the program's code), holding `old`;
-            // with concurrent patching every form of a site is a call (no inline fast
-            // path), and the caller holds the patch lock: one patch at a time.
-            unsafe { cross_modify::write_site(site as *mut u8, &old, bytes) }
+            // the caller holds the patch lock: one patch at a time; past the first
+            // instruction only bytes no thread can be running change (`check_patch`).
+            unsafe { cross_modify::write_region(site as *mut u8, &old, bytes) }
                 .map_err(|e| jit_error(&e))?;
         } else {
             // SAFETY: the region is a whole patch point of this runtime's program (its
@@ -445,7 +514,10 @@ impl Runtime {
             unsafe { write_code(site as *mut u8, bytes) }.map_err(|e| jit_error(&e.to_string()))?;
         }
         let mut state = self.state();
-        state.inline_misses.retain(|_, s| *s != site);
+        if !self.options.concurrent_patching {
+            // A concurrent site's body stays, and a thread in it may still miss there.
+            state.inline_misses.retain(|_, s| *s != site);
+        }
         if let Some(offset) = miss_return {
             state.inline_misses.insert(site + offset as u64, site);
         }

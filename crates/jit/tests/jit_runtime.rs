@@ -1314,6 +1314,51 @@ fn sites_go_megamorphic_after_max_shapes() -> TestResult {
     Ok(())
 }
 
+/// With concurrent patching a site's inline fast path is a body after its call form,
+/// written once (a thread may be running it whenever it was ever switched to) and
+/// switched to and from by the first instruction alone: after the body for shape 0, a
+/// site specialized on shape 1 calls a stub (its body unchanged), on shape 0 again jumps
+/// to the same body, and every patch leaves the bytes after `call r11` as they were.
+#[test]
+fn a_concurrent_site_writes_its_fast_path_once() -> TestResult {
+    let options = Options {
+        concurrent_patching: true,
+        ..Options::default()
+    };
+    let rt = Runtime::with_options("once.ll", POLY_PROGRAM, options)?;
+    let a = rt.add_shape(&[X, Y, Z]);
+    let b = rt.add_shape(&[Y, Z, X]);
+    let oa = rt.new_object(a, &[1, 2, 3])?;
+    let ob = rt.new_object(b, &[20, 30, 10])?;
+    let site = rt.site_address(2).ok_or("no site")?;
+    let llvm = rt.code_bytes(site, 64).ok_or("no code")?;
+    assert_eq!(answer(&rt, "wide", oa), Ok(2));
+    let first = rt.code_bytes(site, 64).ok_or("no code")?;
+    // `jmp +13` over the call form (its `call r11` as LLVM left it), then `jmp end`.
+    assert_eq!(first[..2], [0xeb, 0x0d]);
+    assert_eq!(first[10..15], [0x41, 0xff, 0xd3, 0xeb, 64 - 15]);
+    assert_eq!(first[2..10], llvm[2..10]);
+    let body = first[15..].to_vec();
+    assert_eq!(rt.stats().stubs, 0);
+    for (shape, object, value, inline) in [(b, ob, 20, false), (a, oa, 2, true), (b, ob, 20, false)]
+    {
+        rt.specialize(2, Y, &[shape])?;
+        let bytes = rt.code_bytes(site, 64).ok_or("no code")?;
+        assert_eq!(bytes[15..], body[..], "the body changed");
+        assert_eq!(bytes[10..15], first[10..15]);
+        assert_eq!(bytes[..2] == [0xeb, 0x0d], inline, "{bytes:02x?}");
+        assert_eq!(answer(&rt, "wide", object), Ok(value));
+    }
+    // Both shapes: a stub; shape 0's object misses nothing, and the body is still there.
+    assert_eq!(answer(&rt, "wide", oa), Ok(2));
+    let bytes = rt.code_bytes(site, 64).ok_or("no code")?;
+    assert_eq!(
+        (bytes[..2] == [0x49, 0xbb], &bytes[15..]),
+        (true, &body[..])
+    );
+    Ok(())
+}
+
 /// A site patched again and again (between the stubs of different shape sets) while
 /// other threads run it: with `concurrent_patching` every read gives the right value and
 /// nothing faults. (With the single-thread writer, which makes the site's page read+write
@@ -1332,10 +1377,13 @@ fn threads_run_a_site_while_it_is_repatched() -> TestResult {
     let orders: [[u64; 3]; 4] = [[X, Y, Z], [Y, X, Z], [Z, X, Y], [X, Z, Y]];
     let shapes: Vec<ShapeId> = orders.iter().map(|o| rt.add_shape(o)).collect();
     let object = rt.new_object(shapes[0], &[1, 77, 3])?;
-    // Both sites get stubs (no inline fast path with concurrent patching).
+    // `@small` gets a stub, `@wide` its fast path for shape 0 inline (a body after its
+    // call form, switched to whenever the site's cases are shape 0 alone again).
     for f in ["small", "wide"] {
         assert_eq!(answer(&rt, f, object), Ok(77));
     }
+    let wide = rt.site_address(2).ok_or("no site")?;
+    assert_eq!(rt.code_bytes(wide, 2), Some(vec![0xeb, 0x0d]));
     let functions: Vec<u64> = ["small", "wide"]
         .iter()
         .map(|f| rt.jit().function_address(f).ok_or("no function"))
@@ -1443,6 +1491,10 @@ fn threads_miss_patch_and_go_megamorphic_at_the_same_sites() -> TestResult {
         rt.site_address(1).ok_or("no site")?,
         rt.site_address(2).ok_or("no site")?,
     ];
+    // The 64-byte site gets its fast path inline: `jmp` over the call form to its body.
+    assert_eq!(answer(&rt, "wide", objects[0].0), Ok(objects[0].1));
+    let wide = rt.code_bytes(sites[1], 64).ok_or("no code")?;
+    assert_eq!(wide[..2], [0xeb, 0x0d]);
     let (objects, shapes) = (&objects, &shapes);
     let rt = &rt;
     let results = std::thread::scope(|scope| {
