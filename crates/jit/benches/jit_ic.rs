@@ -431,10 +431,8 @@ define i64 @read_via_call(ptr %o) {
         let c_shape = conc_rt.add_shape(&[NAME, 20]);
         let c_object = conc_rt.new_object(c_shape, &[VALUE, 7])?;
         // SAFETY: `@read_wide` takes one object pointer of this runtime.
-        assert_eq!(
-            unsafe { conc_rt.call("read_wide", &[c_object]) }.ok(),
-            Some(VALUE)
-        );
+        let first = unsafe { conc_rt.call("read_wide", &[c_object]) };
+        assert_eq!(first.ok(), Some(VALUE));
         let c_site = conc_rt.site_address(WIDE_SITE).ok_or("no wide site")?;
         assert_eq!(conc_rt.code_bytes(c_site, 2), Some(vec![0xeb, 0x0d]));
         let c_read_wide = function(&conc_rt, "read_wide");
