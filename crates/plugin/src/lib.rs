@@ -23,10 +23,15 @@
 //! `gc.rs`); the result is the same module.
 //!
 //! In a default pipeline (`clang-19 -fpass-plugin=PATH`, `opt-19 -passes='default<O2>'`)
-//! one module pass runs at the end of the optimizer (`OptimizerLast`): a module that uses
-//! Julia's GC contract (it declares `julia.get_pgcstack` or `julia.get_pgcstack_or_new`, or
-//! a function has a `"gcstack"` parameter) is checked and lowered as `locus gc lower` does,
-//! and a module for AArch64 (or with SME attributes) is checked as `locus sme check` does.
+//! two module passes run: at its start (`PipelineStart`) a module that uses Julia's GC
+//! contract (it declares `julia.get_pgcstack` or `julia.get_pgcstack_or_new`, or a function
+//! has a `"gcstack"` parameter) is checked and lowered as `locus gc lower` does, before
+//! the optimizer (which may otherwise turn a tracked pointer into an integer, unless the
+//! data layout makes address spaces 10-13 non-integral as Julia's does: measured on
+//! `gc_loaded.ll`, whose lowering at the end of -O2 is refused for a `ptrtoint`); the
+//! lowered module survives the optimizer (safepoints lose their memory promises). At its
+//! end (`OptimizerLast`) a module for AArch64 (or with SME attributes) is checked as `locus
+//! sme check` does, as it will be compiled.
 //!
 //! **Diagnostics.** Each finding goes to the LLVM context's diagnostic handler, naming the
 //! pass, the function and the instruction (and the source location when the instruction
@@ -112,8 +117,10 @@ enum Pass {
     LateLowering,
     FinalLowering,
     SmeCheck,
-    /// What applies to the module, at the end of a default pipeline.
-    Auto,
+    /// At the start of a default pipeline: a GC module lowered.
+    AutoGc,
+    /// At the end of a default pipeline: an AArch64 or SME module checked.
+    AutoSme,
     /// The final lowering of a module Locus's late lowering went through (the shim's
     /// `!locus.gc.late` marker): every function is only finished, as Julia's FinalLowerGC
     /// does, neither checked nor scanned again.
@@ -130,8 +137,9 @@ impl Pass {
             1 => Pass::LateLowering,
             2 => Pass::FinalLowering,
             3 => Pass::SmeCheck,
-            4 => Pass::Auto,
+            4 => Pass::AutoGc,
             5 => Pass::FinalAfterLate,
+            6 => Pass::AutoSme,
             _ => return None,
         })
     }
@@ -316,22 +324,11 @@ unsafe fn run(
         Pass::FinalLowering => gc::lower(&module, scope, false, options, reporter),
         Pass::FinalAfterLate => gc::finish(&module, scope, reporter),
         Pass::SmeCheck => sme::check(&module, scope, reporter),
-        Pass::Auto => {
-            let mut status = UNCHANGED;
-            if gc::uses_gc(&module) {
-                status = gc::lower(&module, Scope::Module, false, options, reporter);
-                if status == FAILED {
-                    return FAILED;
-                }
-            }
-            if sme::applies(&module) {
-                let checked = sme::check(&module, Scope::Module, reporter);
-                if status == UNCHANGED {
-                    status = checked;
-                }
-            }
-            status
+        Pass::AutoGc if gc::uses_gc(&module) => {
+            gc::lower(&module, Scope::Module, false, options, reporter)
         }
+        Pass::AutoSme if sme::applies(&module) => sme::check(&module, Scope::Module, reporter),
+        Pass::AutoGc | Pass::AutoSme => UNCHANGED,
     }
 }
 

@@ -9,8 +9,8 @@
 //   locus-final-gc-lowering, FinalLowerGC    roots placed and the frame made real
 //   locus-sme-check                          the SME rules (spec 004); mode changes
 //                                            as remarks (-pass-remarks=locus-sme)
-// In a default pipeline (clang -fpass-plugin, opt -passes='default<O2>'), one module pass
-// at the end of the optimizer does what applies to the module (see src/lib.rs).
+// In a default pipeline (clang -fpass-plugin, opt -passes='default<O2>'), a module pass at
+// its start lowers a GC module and one at its end checks SME code (see src/lib.rs).
 //
 // Errors never crash the host: a finding is a diagnostic of severity error through the
 // context's handler (opt prints it and exits with status 1; clang reports it and fails the
@@ -46,7 +46,9 @@ enum PassKind : int {
   LateLowering = 1,
   FinalLowering = 2,
   SmeCheck = 3,
-  Auto = 4,
+  // Default pipelines: the GC lowering at their start, the SME check at their end.
+  AutoGc = 4,
+  AutoSme = 6,
   // FinalLowering on a module Locus's late lowering went through (see kLateMarker).
   FinalAfterLate = 5,
 };
@@ -297,9 +299,14 @@ void registerCallbacks(PassBuilder &PB) {
         }
         return false;
       });
-  // Default pipelines (clang -fpass-plugin): one pass at the end of the optimizer.
+  // Default pipelines (clang -fpass-plugin): GC roots placed before the optimizer runs
+  // (which may turn a tracked pointer into an integer where the data layout does not make
+  // address spaces 10-13 non-integral, as Julia's does), and the SME rules checked on the
+  // module as it will be compiled.
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(LocusModulePass(AutoGc)); });
   PB.registerOptimizerLastEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(LocusModulePass(Auto)); });
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(LocusModulePass(AutoSme)); });
 }
 
 } // namespace
