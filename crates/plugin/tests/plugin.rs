@@ -267,7 +267,6 @@ fn clang_o2_lowered_programs_run_under_stress() {
         else {
             continue;
         };
-        let tc = std::time::Instant::now();
         let out = run(Command::new("clang-19")
             .arg(format!("-fpass-plugin={}", plugin().display()))
             .args(["-O2", "-Wno-override-module", "-S", "-emit-llvm", "-o", "-"])
@@ -283,7 +282,6 @@ fn clang_o2_lowered_programs_run_under_stress() {
             !ir.contains("call ptr @julia.get_pgcstack()"),
             "{shown}\n{ir}"
         );
-        let t0 = std::time::Instant::now();
         let options = RunOptions {
             stress: true,
             on_fault: OnFault::Record,
@@ -293,7 +291,6 @@ fn clang_o2_lowered_programs_run_under_stress() {
         // they are live (what the stress collector checks), and their own stack.
         let outcome = unsafe { locus_gc::run::run(&shown.to_string(), &ir, options) }
             .unwrap_or_else(|e| panic!("{shown}: {e}"));
-        eprintln!("TIMING {shown} {:?}", t0.elapsed());
         assert_eq!(outcome.value, expect, "{shown}");
         assert!(outcome.faults.is_empty(), "{shown}: {:?}", outcome.faults);
         ran += 1;
