@@ -69,13 +69,14 @@
 //! Locus's Rust code on it. The plugin links the `libLLVM.so.19.1` that opt-19 and clang-19
 //! load (`llvm-sys` with `prefer-dynamic`), so one LLVM is in the process.
 //!
-//! **How it is tested** (`tests/plugin.rs`, 7 tests, about 10 s): `ldd` finds the same
+//! **How it is tested** (`tests/plugin.rs`, 8 tests, about 20 s of processes): `ldd` finds the same
 //! `libLLVM.so.19.1` in the plugin and in opt-19; opt-19 with Julia's and Locus's pipelines
 //! (module and function level) gives the module `locus gc lower [--intermediate]` gives
 //! on the 38 GC programs (3 pipelines) and 28 FileCheck inputs (2), both parsed, verified
 //! and printed again by LLVM; LateLowerGCFrame and FinalLowerGC in two opt-19 runs
 //! likewise; `clang-19 -O0 -fpass-plugin` lowers the 38 programs as the CLI does, and at
-//! -O2 compiles them; the 6 inputs the lowering refuses end opt-19 and clang-19 with
+//! -O2 their lowered and optimised modules, JIT-run under the stress collector, return
+//! their expected values with no fault; the 6 inputs the lowering refuses end opt-19 and clang-19 with
 //! status 1 and the CLI's message, never a crash; each GC verify fixture's first error is
 //! `locus gc verify`'s; on the 22 SME fixtures the diagnostics are `locus sme check`'s, in
 //! order, with status 1 exactly when one is an error, and one remark per predicted change;
