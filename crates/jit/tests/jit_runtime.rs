@@ -577,20 +577,26 @@ fn a_wide_site_gets_the_fast_path_inline_until_it_no_longer_fits() -> TestResult
     Ok(())
 }
 
-/// The bytes `llvm-mc-19` assembles `text` (AT&T syntax) to.
-fn assemble(text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
+/// The bytes `llvm-mc-19` assembles each of `texts` (AT&T syntax) to, in one run: each
+/// text in a section of its own (its `.L` labels made its own), the sections dumped by one
+/// `llvm-objcopy-19`.
+fn assemble_all(texts: &[String]) -> Result<Vec<Vec<u8>>, Box<dyn StdError>> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir();
-    let stem = format!(
-        "locus-fast-path-{}-{}",
+    let dir = std::env::temp_dir().join(format!(
+        "locus-assemble-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
-    );
-    let object = dir.join(format!("{stem}.o"));
-    let binary = dir.join(format!("{stem}.bin"));
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let mut source = String::new();
+    for (i, text) in texts.iter().enumerate() {
+        source += &format!(".section .text.t{i},\"ax\",@progbits\n");
+        source += &text.replace(".L", &format!(".L{i}_"));
+    }
+    let object = dir.join("all.o");
     let mut mc = Command::new("llvm-mc-19")
         .args(["-triple=x86_64", "-filetype=obj", "-o"])
         .arg(&object)
@@ -599,17 +605,21 @@ fn assemble(text: &str) -> Result<Vec<u8>, Box<dyn StdError>> {
     mc.stdin
         .take()
         .ok_or("no stdin")?
-        .write_all(text.as_bytes())?;
-    assert!(mc.wait()?.success(), "llvm-mc-19 failed on:\n{text}");
-    let status = Command::new("llvm-objcopy-19")
-        .args(["-O", "binary", "--only-section=.text"])
-        .arg(&object)
-        .arg(&binary)
-        .status()?;
+        .write_all(source.as_bytes())?;
+    assert!(mc.wait()?.success(), "llvm-mc-19 failed");
+    let mut objcopy = Command::new("llvm-objcopy-19");
+    for i in 0..texts.len() {
+        objcopy.arg("--dump-section").arg(format!(
+            ".text.t{i}={}",
+            dir.join(format!("t{i}.bin")).display()
+        ));
+    }
+    let status = objcopy.arg(&object).arg(dir.join("out.o")).status()?;
     assert!(status.success());
-    let bytes = std::fs::read(&binary)?;
-    let _ = std::fs::remove_file(&object);
-    let _ = std::fs::remove_file(&binary);
+    let bytes = (0..texts.len())
+        .map(|i| std::fs::read(dir.join(format!("t{i}.bin"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(bytes)
 }
 
@@ -707,50 +717,63 @@ fn fast_path_encodings_match_llvm_mc() -> TestResult {
         &[(1, 0), (2, 1), (5, 2)],
         &[(u64::MAX, 0)],
     ];
-    let mut checked = 0;
+    // Every text first, assembled in one run; then the checks.
+    const EXTRAS: [usize; 4] = [0, 1, 7, 16];
+    let mut texts = Vec::new();
+    let mut plan = Vec::new();
     for index in indexes {
+        let near = index.near().is_some();
+        for cases in case_sets {
+            for count_hits in [false, true] {
+                let at = texts.len();
+                texts.push(fast_path_text(cases, index, count_hits, 0, false));
+                for extra in EXTRAS {
+                    texts.push(fast_path_text(cases, index, count_hits, extra, near));
+                }
+                plan.push((index, cases, count_hits, at));
+            }
+        }
+    }
+    let assembled = assemble_all(&texts)?;
+    let mut checked = 0;
+    for (index, cases, count_hits, at) in plan {
         let near = index.near().is_some();
         // The miss call's bytes: `call *-16(%r11)`, or `call *(base - 16)`.
         let miss_call = match index.near() {
             Some(base) => [&[0xff, 0x14, 0x25][..], &(base - 16).to_le_bytes()].concat(),
             None => vec![0x41, 0xff, 0x53, 0xf0],
         };
-        for cases in case_sets {
-            for count_hits in [false, true] {
-                let bare = assemble(&fast_path_text(cases, index, count_hits, 0, near))?;
-                // Near, the `movabs` form is the fallback where the short one does not
-                // fit (it is shorter with hits counted in several cases).
-                let far = assemble(&fast_path_text(cases, index, count_hits, 0, false))?;
-                for extra in [0usize, 1, 7, 16] {
-                    let reserved = bare.len() + extra;
-                    let path = encode_fast_path(cases, index, count_hits, reserved)
-                        .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
-                    let expected =
-                        assemble(&fast_path_text(cases, index, count_hits, extra, near))?;
-                    assert_eq!(
-                        path.bytes, expected,
-                        "{cases:?}, {index:?}, {count_hits}, {reserved}"
-                    );
-                    // The miss call returns to the end of the dispatch and the call.
-                    let dispatch = expected.len() - extra;
-                    assert!(path.miss_return < dispatch);
-                    assert_eq!(
-                        path.bytes[path.miss_return - miss_call.len()..path.miss_return],
-                        miss_call[..]
-                    );
-                    checked += 1;
-                }
-                if near && far.len() < bare.len() {
-                    let path = encode_fast_path(cases, index, count_hits, far.len())
-                        .ok_or("no fast path in the movabs form's size")?;
-                    assert_eq!(path.bytes, far, "{cases:?}, {index:?}, {count_hits}");
-                    checked += 1;
-                }
-                // One byte too few for either form: no fast path.
-                let least = bare.len().min(far.len());
-                assert!(encode_fast_path(cases, index, count_hits, least - 1).is_none());
-            }
+        // Near, the `movabs` form is the fallback where the short one does not fit (it is
+        // shorter with hits counted in several cases).
+        let far = &assembled[at];
+        let bare = &assembled[at + 1];
+        for (k, extra) in EXTRAS.iter().enumerate() {
+            let reserved = bare.len() + extra;
+            let path = encode_fast_path(cases, index, count_hits, reserved)
+                .ok_or_else(|| format!("no fast path for {cases:?} in {reserved}"))?;
+            let expected = &assembled[at + 1 + k];
+            assert_eq!(
+                &path.bytes, expected,
+                "{cases:?}, {index:?}, {count_hits}, {reserved}"
+            );
+            // The miss call returns to the end of the dispatch and the call.
+            let dispatch = expected.len() - extra;
+            assert!(path.miss_return < dispatch);
+            assert_eq!(
+                path.bytes[path.miss_return - miss_call.len()..path.miss_return],
+                miss_call[..]
+            );
+            checked += 1;
         }
+        if near && far.len() < bare.len() {
+            let path = encode_fast_path(cases, index, count_hits, far.len())
+                .ok_or("no fast path in the movabs form's size")?;
+            assert_eq!(&path.bytes, far, "{cases:?}, {index:?}, {count_hits}");
+            checked += 1;
+        }
+        // One byte too few for either form: no fast path.
+        let least = bare.len().min(far.len());
+        assert!(encode_fast_path(cases, index, count_hits, least - 1).is_none());
     }
     assert_eq!(checked, 96 * 2 + 6);
     let index = indexes[0];
@@ -813,16 +836,22 @@ fn stub_encodings_match_llvm_mc() -> TestResult {
         &[(1, 0), (2, 1), (5, 2), (9, 3)],
         &many,
     ];
-    let mut checked = 0;
+    let mut texts = Vec::new();
+    let mut plan = Vec::new();
     for index in indexes {
         for cases in case_sets {
             for count_hits in [false, true] {
-                let expected = assemble(&stub_text(cases, index, count_hits))?;
-                let stub = encode_stub(cases, index, count_hits).ok_or("no stub")?;
-                assert_eq!(stub, expected, "{cases:?}, {index:?}, {count_hits}");
-                checked += 1;
+                plan.push((index, cases, count_hits));
+                texts.push(stub_text(cases, index, count_hits));
             }
         }
+    }
+    let assembled = assemble_all(&texts)?;
+    let mut checked = 0;
+    for ((index, cases, count_hits), expected) in plan.into_iter().zip(&assembled) {
+        let stub = encode_stub(cases, index, count_hits).ok_or("no stub")?;
+        assert_eq!(&stub, expected, "{cases:?}, {index:?}, {count_hits}");
+        checked += 1;
     }
     assert_eq!(checked, 56);
     assert!(encode_stub(&[], indexes[0], false).is_none());
@@ -1977,31 +2006,43 @@ fn layout_encodings_match_llvm_mc() -> TestResult {
         &[(5, -0x2000), (6, 0x7fff_fff0)],
         &[(1 << 40, 16), (u64::MAX, 24)],
     ];
-    let mut checked = 0;
+    // Every text first (the stub, the bare fast path, the padded one), assembled in one
+    // run; then the checks.
+    let extra = 3;
+    let mut texts = Vec::new();
+    let mut plan = Vec::new();
     for layout in &layouts {
         for cases in case_sets {
             for count_hits in [false, true] {
-                let stub = encode_stub_in(layout, cases, count_hits).ok_or("no stub")?;
-                let expected = assemble(&layout_text(layout, cases, count_hits, None))?;
-                assert_eq!(stub, expected, "{layout:?} {cases:?} {count_hits}");
-                checked += 1;
-                if cases.iter().any(|(s, _)| i32::try_from(*s as i64).is_err()) {
-                    // No fast path for a shape outside i32.
-                    assert!(encode_fast_path_in(layout, cases, count_hits, 200).is_none());
-                    continue;
+                plan.push((layout, cases, count_hits, texts.len()));
+                texts.push(layout_text(layout, cases, count_hits, None));
+                if cases.iter().all(|(s, _)| i32::try_from(*s as i64).is_ok()) {
+                    texts.push(layout_text(layout, cases, count_hits, Some(0)));
+                    texts.push(layout_text(layout, cases, count_hits, Some(extra)));
                 }
-                let bare = assemble(&layout_text(layout, cases, count_hits, Some(0)))?;
-                let extra = 3;
-                let path = encode_fast_path_in(layout, cases, count_hits, bare.len() + extra)
-                    .ok_or("no fast path")?;
-                let expected = assemble(&layout_text(layout, cases, count_hits, Some(extra)))?;
-                assert_eq!(
-                    path.bytes, expected,
-                    "{layout:?} {cases:?} {count_hits} {extra}"
-                );
-                checked += 1;
             }
         }
+    }
+    let assembled = assemble_all(&texts)?;
+    let mut checked = 0;
+    for (layout, cases, count_hits, at) in plan {
+        let stub = encode_stub_in(layout, cases, count_hits).ok_or("no stub")?;
+        assert_eq!(stub, assembled[at], "{layout:?} {cases:?} {count_hits}");
+        checked += 1;
+        if cases.iter().any(|(s, _)| i32::try_from(*s as i64).is_err()) {
+            // No fast path for a shape outside i32.
+            assert!(encode_fast_path_in(layout, cases, count_hits, 200).is_none());
+            continue;
+        }
+        let bare = &assembled[at + 1];
+        let path = encode_fast_path_in(layout, cases, count_hits, bare.len() + extra)
+            .ok_or("no fast path")?;
+        assert_eq!(
+            path.bytes,
+            assembled[at + 2],
+            "{layout:?} {cases:?} {count_hits} {extra}"
+        );
+        checked += 1;
     }
     assert_eq!(checked, (32 + 24) / 4 * 6);
     Ok(())
