@@ -64,7 +64,7 @@ impl<'a> Evaluation<'a> {
             None => match self.ops {
                 // A lone DW_OP_implicit_value: its block.
                 [Op::ImplicitValue(block)] => {
-                    let implicit = Storage::Implicit(Bytes::from(block.as_slice()));
+                    let implicit = Storage::Implicit(short_bytes(block.as_slice()));
                     self.complete_with(LocationDescription::single(implicit, 0), 1, 0);
                     return Some(EvaluationResult::Complete);
                 }
@@ -295,7 +295,7 @@ impl<'a> Evaluation<'a> {
             return None;
         }
         self.complete_with(
-            LocationDescription::single(Storage::Implicit(Bytes::from(block)), 0),
+            LocationDescription::single(Storage::Implicit(short_bytes(block)), 0),
             1,
             bytes.len(),
         );
@@ -414,7 +414,7 @@ impl<'a> Evaluation<'a> {
                 let block = bytes.get(start..end)?;
                 self.next_byte = end;
                 self.push_loc(LocationDescription::single(
-                    Storage::Implicit(Bytes::from(block)),
+                    Storage::Implicit(short_bytes(block)),
                     0,
                 ));
                 self.advance_root()
@@ -431,6 +431,26 @@ impl<'a> Evaluation<'a> {
             _ => return None,
         })
     }
+}
+
+/// `Bytes::from(block)`, built in registers when `block` has at most 8
+/// bytes (a `DW_OP_implicit_value` of a scalar): `Bytes::from` fills its
+/// array through memory, byte-wide stores that the wider loads moving the
+/// result then could not be forwarded from (a stall per expression that
+/// instruction counts do not show).
+#[inline(always)]
+pub(super) fn short_bytes(block: &[u8]) -> Bytes {
+    if let Ok(b) = <[u8; 8]>::try_from(block) {
+        return Bytes::from_le(u64::from_le_bytes(b), 8);
+    }
+    if block.len() < 8 {
+        let mut v = 0u64;
+        for (i, b) in block.iter().enumerate() {
+            v |= u64::from(*b) << (8 * i);
+        }
+        return Bytes::from_le(v, block.len() as u8);
+    }
+    Bytes::from(block)
 }
 
 /// A LEB128 (signed or not) of at most 9 bytes (63 bits: it cannot
