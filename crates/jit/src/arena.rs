@@ -89,14 +89,27 @@ impl ObjectArena {
         Self::with_miss_handler(bits, super::x86_64::ic_miss_address() as u64)
     }
 
+    /// [`ObjectArena::new`], its index placed wherever the kernel puts it (never in the
+    /// low 2 GiB, which has room for a few): for an arena no compiled code reads.
+    pub(super) fn anywhere(bits: u32) -> Result<Self, String> {
+        Self::placed(bits, super::x86_64::ic_miss_address() as u64, false)
+    }
+
     /// [`ObjectArena::new`] with `miss` in the header's miss handler word.
     pub(super) fn with_miss_handler(bits: u32, miss: u64) -> Result<Self, String> {
+        Self::placed(bits, miss, true)
+    }
+
+    /// [`ObjectArena::with_miss_handler`], its index below 2 GiB if `low` and there is
+    /// room.
+    fn placed(bits: u32, miss: u64, low: bool) -> Result<Self, String> {
         if !(3..=31).contains(&bits) {
             return Err(format!("an object arena of 2^{bits} bytes"));
         }
         let size = 1usize << bits;
         let len = HEADER + size;
-        let map = map_low(len).or_else(|| map_anywhere(len)).ok_or_else(|| {
+        let near = if low { map_low(len) } else { None };
+        let map = near.or_else(|| map_anywhere(len)).ok_or_else(|| {
             format!(
                 "cannot map the object index ({len} bytes): {}",
                 std::io::Error::last_os_error()

@@ -444,7 +444,8 @@ impl Runtime {
     /// The megamorphic lookup's work: answers the read from the object's shape, without
     /// patching anything. On an error the call of the program ends.
     pub(super) fn ic_lookup(&self, object: u64, name: u64) -> std::result::Result<i64, String> {
-        self.state().stats.lookups += 1;
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.on_model(|model| {
             let shape = model.shape_of(object)?;
             model.read(object, shape, name)

@@ -336,6 +336,9 @@ pub struct Runtime {
     /// The thread that made the runtime: without [`Options::concurrent_patching`] the only
     /// one that may run the program or patch it.
     owner: std::thread::ThreadId,
+    /// [`Stats::lookups`], counted outside the state's lock: megamorphic reads on many
+    /// threads would otherwise all take it.
+    lookups: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: what other threads reach through `&Runtime`: the JIT's `&self` methods, which
@@ -450,6 +453,7 @@ impl Runtime {
             state: Mutex::new(inline_cache::State::new()),
             patching: Mutex::new(()),
             owner: std::thread::current().id(),
+            lookups: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -468,7 +472,7 @@ impl Runtime {
         options: Options,
         model: Arc<dyn ObjectModel>,
     ) -> Result<Self> {
-        let shapes = Arc::new(Shapes::new().map_err(|e| jit_error(&e))?);
+        let shapes = Arc::new(Shapes::unread().map_err(|e| jit_error(&e))?);
         Runtime::build(name, ir, options, &[], model, shapes)
     }
 
@@ -495,6 +499,7 @@ impl Runtime {
     pub fn stats(&self) -> Stats {
         let mut stats = self.state().stats;
         stats.hits = self.header_arena().hits().load(Ordering::Relaxed);
+        stats.lookups = self.lookups.load(Ordering::Relaxed);
         stats
     }
 

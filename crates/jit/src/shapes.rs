@@ -48,11 +48,22 @@ impl Shapes {
     ///
     /// The arena could not be mapped.
     pub fn new() -> Result<Self, String> {
-        Ok(Shapes {
-            arena: ObjectArena::new(ARENA_BITS)?,
+        Ok(Shapes::with_arena(ObjectArena::new(ARENA_BITS)?))
+    }
+
+    /// [`Shapes::new`] for shapes no compiled code reads (the program's surface beside a
+    /// language's model): its index is not placed in the low 2 GiB, whose room is kept
+    /// for the indexes the compiled code reads.
+    pub(super) fn unread() -> Result<Self, String> {
+        Ok(Shapes::with_arena(ObjectArena::anywhere(ARENA_BITS)?))
+    }
+
+    fn with_arena(arena: ObjectArena) -> Self {
+        Shapes {
+            arena,
             shapes: RwLock::new(Vec::new()),
             objects: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     /// Adds a shape whose objects hold `properties` in this order.
