@@ -143,7 +143,7 @@ impl Runtime {
         self.header_arena().index()
     }
 
-    /// The arena whose header the compiled code reaches through `r11`: the model's, or
+    /// The arena whose header the compiled code reaches: the model's, or
     /// the runtime's own (header only) for a model without one.
     pub(super) fn header_arena(&self) -> &super::arena::ObjectArena {
         self.model.object_arena().unwrap_or(&self.header)

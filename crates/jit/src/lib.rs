@@ -18,8 +18,9 @@
 //!   reads of those shapes do not enter the runtime. A site specialized on
 //!   [`Options::max_shapes`] shapes (polymorphic) that sees one more becomes megamorphic:
 //!   it is patched to call the runtime's lookup, which answers every read from the
-//!   object's shape without patching again. When the site reserves enough bytes (37 for
-//!   one shape without hit counting, 41 with it; [`fast_path`] gives the encoding and the
+//!   object's shape without patching again. When the site reserves enough bytes (33 for
+//!   one shape without hit counting, 41 with it, the runtime's object index being below
+//!   2 GiB as it is when there is room; 37 and 41 elsewhere; [`fast_path`] gives the encoding and the
 //!   sizes) the handler writes the stub's fast path into the site itself instead: check
 //!   the object, compare the shape, load the slot, and call the miss handler for other
 //!   objects and shapes ([`Options::inline_fast_path`]). The miss handler finds a site from its return
