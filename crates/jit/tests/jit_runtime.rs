@@ -117,20 +117,25 @@ fn run_script(caching: bool) -> Result<Run, Box<dyn StdError>> {
     )
 }
 
+/// Runs the script over the built-in shapes model as a language runs its own model: a
+/// `Shapes` of the test's, given to `Runtime::with_model`, its objects made and its
+/// layouts changed through it, the sites patched back by `Runtime::invalidate_shape`.
 fn run_script_with(program: &str, options: Options) -> Result<Run, Box<dyn StdError>> {
     let caching = options.caching;
-    let rt = Runtime::with_options("ic.ll", program, options)?;
-    let shapes: Vec<ShapeId> = SHAPES.iter().map(|s| rt.add_shape(s)).collect();
+    let model = std::sync::Arc::new(locus_jit::Shapes::new()?);
+    let rt = Runtime::with_model("ic.ll", program, options, model.clone())?;
+    let shapes: Vec<ShapeId> = SHAPES.iter().map(|s| model.add_shape(s)).collect();
     let mut addresses = Vec::new();
     let mut values = Vec::new();
     let mut shape_of = Vec::new();
     for (shape, [x, y, z]) in OBJECTS {
         let by_name = HashMap::from([(X, x), (Y, y), (Z, z)]);
         let slots: Vec<i64> = SHAPES[shape].iter().map(|n| by_name[n]).collect();
-        addresses.push(rt.new_object(shapes[shape], &slots)?);
+        addresses.push(model.new_object(shapes[shape], &slots)?);
         values.push(by_name);
         shape_of.push(shape);
     }
+    let shapes_model = model;
     let mut model: HashMap<u64, HashSet<usize>> = HashMap::new();
     let mut model_misses = 0;
     let mut reads_made = 0;
@@ -142,7 +147,8 @@ fn run_script_with(program: &str, options: Options) -> Result<Run, Box<dyn StdEr
     ];
     for change in std::iter::once(None).chain(script.iter().map(Some)) {
         if let Some(Step::Change(shape, order)) = change {
-            let patched_back = rt.change_shape(shapes[*shape], order)?;
+            shapes_model.rearrange(shapes[*shape], order)?;
+            let patched_back = rt.invalidate_shape(shapes[*shape].0)?;
             let sites_with_shape = model.values().filter(|s| s.contains(shape)).count();
             if caching {
                 assert_eq!(patched_back, sites_with_shape);
