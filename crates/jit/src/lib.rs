@@ -198,7 +198,7 @@
 //!   (changing a fast path in place would need every thread stopped out of it, which
 //!   the protocol exists to avoid). A site needs 15 bytes more than the fast path (and
 //!   at most 142 in all) for a body; smaller and larger ones call stubs. The `jmp` costs
-//!   a hit about 12% (the `jit_ic` bench: 1.12-1.13x a plain load, against 1.00x
+//!   a hit about 12% (the `jit_ic` bench: 1.11-1.13x a plain load, against 1.00x
 //!   without concurrent patching and 1.50x for a stub).
 //! - Freeing stubs at once: a thread past a site's `movabs` may still call the stub the
 //!   site called, so a stub no site calls any more is kept until [`Runtime::reclaim_stubs`]
