@@ -149,19 +149,26 @@ impl<'a> Evaluation<'a> {
         let large = address_space_bits(a) >> LARGE_PART_SHIFT;
         // A new composite fills the vector a previous one left (as `piece`).
         let mut parts = core::mem::take(&mut self.parts);
+        // Parts are read into `chunk` (register or value, bits: plain
+        // integers) and moved into `parts` by `extend` a chunk at a time,
+        // which writes each in place: building a part and then pushing it
+        // wrote it in narrow stores that the push's wide loads could not be
+        // forwarded from (a stall per part, not seen in instruction counts).
+        let mut chunk = [(false, 0u64, 0u64); 8];
+        let mut held = 0;
+        let mut count = 0;
         let mut pos = 0;
         let mut ops = 0u64;
         let complete = loop {
             let Some(&code) = bytes.get(pos) else {
                 // An empty expression is no composite.
-                break !parts.is_empty();
+                break count != 0;
             };
-            let (location, bits) = match code {
+            let (register, v, bits) = match code {
                 0x50..=0x6f => {
                     pos += 1;
                     ops += 1;
-                    let r = Storage::Register(u16::from(code - 0x50));
-                    (LocationDescription::single(r, 0), u64::MAX)
+                    (true, u64::from(code - 0x50), u64::MAX)
                 }
                 0x30..=0x4f | 0x10 | 0x11 => {
                     let (n, next) = match code {
@@ -177,11 +184,7 @@ impl<'a> Evaluation<'a> {
                     pos = next + 1;
                     ops += 2;
                     let value = Value::generic(n as u64, a).bits;
-                    let implicit = Storage::Implicit(Bytes::from_le(value, value_len));
-                    (
-                        LocationDescription::single(implicit, 0),
-                        u64::from(value_len) * 8,
-                    )
+                    (false, value, u64::from(value_len) * 8)
                 }
                 _ => break false,
             };
@@ -198,11 +201,20 @@ impl<'a> Evaluation<'a> {
             let Some(bit_size) = (size as u64).checked_mul(8) else {
                 break false;
             };
-            if bit_size > bits || u128::from(bit_size) > large || parts.len() >= 512 {
+            if bit_size > bits || u128::from(bit_size) > large || count >= 512 {
                 break false;
             }
-            parts.push(Part { location, bit_size });
+            if held == chunk.len() {
+                extend_parts(&mut parts, &chunk, value_len);
+                held = 0;
+            }
+            chunk[held] = (register, v, bit_size);
+            held += 1;
+            count += 1;
         };
+        if complete {
+            extend_parts(&mut parts, &chunk[..held], value_len);
+        }
         if !complete || ops > self.max_steps {
             // The parts own nothing (registers, inline bytes).
             parts.clear();
@@ -233,14 +245,15 @@ impl<'a> Evaluation<'a> {
         let value_len = ValueType::Generic.size(a).min(8);
         let large = address_space_bits(a) >> LARGE_PART_SHIFT;
         let mut parts = core::mem::take(&mut self.parts);
+        // As in `composite_shortcut`: read into `chunk`, then `extend`.
+        let mut chunk = [(false, 0u64, 0u64); 8];
+        let mut held = 0;
+        let mut count = 0;
         let mut rest = self.ops;
         let complete = loop {
-            let (location, bits, after) = match rest {
-                [] => break !parts.is_empty(),
-                [Op::Reg(r), after @ ..] => {
-                    let r = Storage::Register(u16::from(*r));
-                    (LocationDescription::single(r, 0), u64::MAX, after)
-                }
+            let (register, v, bits, after) = match rest {
+                [] => break count != 0,
+                [Op::Reg(r), after @ ..] => (true, u64::from(*r), u64::MAX, after),
                 [c, Op::StackValue, after @ ..] => {
                     let n = match c {
                         Op::Lit(n) => u64::from(*n),
@@ -249,12 +262,7 @@ impl<'a> Evaluation<'a> {
                         _ => break false,
                     };
                     let value = Value::generic(n, a).bits;
-                    let implicit = Storage::Implicit(Bytes::from_le(value, value_len));
-                    (
-                        LocationDescription::single(implicit, 0),
-                        u64::from(value_len) * 8,
-                        after,
-                    )
+                    (false, value, u64::from(value_len) * 8, after)
                 }
                 _ => break false,
             };
@@ -265,11 +273,20 @@ impl<'a> Evaluation<'a> {
             let Some(bit_size) = size.checked_mul(8) else {
                 break false;
             };
-            if bit_size > bits || u128::from(bit_size) > large || parts.len() >= 512 {
+            if bit_size > bits || u128::from(bit_size) > large || count >= 512 {
                 break false;
             }
-            parts.push(Part { location, bit_size });
+            if held == chunk.len() {
+                extend_parts(&mut parts, &chunk, value_len);
+                held = 0;
+            }
+            chunk[held] = (register, v, bit_size);
+            held += 1;
+            count += 1;
         };
+        if complete {
+            extend_parts(&mut parts, &chunk[..held], value_len);
+        }
         let ops = self.ops.len();
         if !complete || ops as u64 > self.max_steps {
             // The parts own nothing (registers, inline bytes).
@@ -431,6 +448,28 @@ impl<'a> Evaluation<'a> {
             _ => return None,
         })
     }
+}
+
+/// Appends `composite_shortcut`'s parts: `(true, r, bits)` register `r`,
+/// `(false, v, bits)` an implicit value's first `value_len` bytes.
+#[inline(always)]
+fn extend_parts(parts: &mut Vec<Part>, chunk: &[(bool, u64, u64)], value_len: u8) {
+    if parts.capacity() == 0 {
+        // A fresh evaluation's first parts: allocated directly, room for a
+        // few more (`extend` would reserve through its growth path).
+        *parts = Vec::with_capacity(chunk.len().max(4));
+    }
+    parts.extend(chunk.iter().map(|&(register, v, bit_size)| Part {
+        location: LocationDescription::single(
+            if register {
+                Storage::Register(v as u16)
+            } else {
+                Storage::Implicit(Bytes::from_le(v, value_len))
+            },
+            0,
+        ),
+        bit_size,
+    }));
 }
 
 /// `Bytes::from(block)`, built in registers when `block` has at most 8
