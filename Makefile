@@ -16,6 +16,7 @@ test: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p locus-memref --all-targets --features ndarray -- -D warnings
+	cargo build -p locus-plugin
 	cargo test --workspace
 	cargo test -p locus-memref --features ndarray
 	scripts/ci-checks
