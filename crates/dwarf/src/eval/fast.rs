@@ -122,7 +122,7 @@ impl<'a> Evaluation<'a> {
                 }
                 self.pending = Some(Pending::EntryValue);
                 return Some(EvaluationResult::RequiresEntryValue {
-                    expression: Bytes::from(&[code][..]),
+                    expression: Bytes::from_le(u64::from(code), 1),
                     register: Some(u16::from(code - 0x50)),
                 });
             }
@@ -443,7 +443,7 @@ impl<'a> Evaluation<'a> {
                 let end = start.checked_add(usize::try_from(len).ok()?)?;
                 let block = bytes.get(start..end)?;
                 self.next_byte = end;
-                self.entry_value(Bytes::from(block))
+                self.entry_value(short_bytes(block))
             }
             _ => return None,
         })

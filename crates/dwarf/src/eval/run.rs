@@ -88,6 +88,9 @@ impl<'a> Evaluation<'a> {
         self.next_byte = next;
         Ok(match op {
             // The decoded block moves into the request (kept if long).
+            Op::EntryValue(expression) if expression.len() <= 8 => {
+                self.entry_value(super::fast::short_bytes(&expression))
+            }
             Op::EntryValue(expression) => self.entry_value(expression.into()),
             op => self.step(&op),
         })

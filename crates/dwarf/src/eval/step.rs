@@ -854,7 +854,7 @@ impl<'a> Evaluation<'a> {
             Op::Call4(die) => return self.call(u64::from(*die), true),
             Op::CallRef(die) => return self.call(*die, false),
             Op::EntryValue(expression) => {
-                return self.entry_value(Bytes::from(expression.as_slice()))
+                return self.entry_value(super::fast::short_bytes(expression.as_slice()))
             }
             Op::GnuParameterRef(offset) => {
                 let offset = u64::from(*offset);
