@@ -138,6 +138,8 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
 /// One run: wall time, peak resident set in KiB, and what it printed.
 fn run_once(exe: &Path) -> (Duration, u64, String) {
     let start = Instant::now();
+    // Reaped below by wait4, which also gives its resource usage (Child::wait would not).
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(exe)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
