@@ -7,14 +7,28 @@ impl<'a> Evaluation<'a> {
     /// A new evaluation of `ops` (branch displacements are in bytes of
     /// `encoding`), with an empty initial stack.
     pub fn new(ops: &'a [Op], encoding: Encoding) -> Evaluation<'a> {
+        Evaluation::start(ops, None, RootOffsets::Unknown, encoding)
+    }
+
+    /// A new evaluation with every field given at once: setting one after
+    /// building the evaluation (`bytes`, `root_offsets`) wrote it in narrow
+    /// stores that moving the evaluation out then read back with wide loads,
+    /// which could not be forwarded from them (a stall per evaluation).
+    #[inline(always)]
+    fn start(
+        ops: &'a [Op],
+        bytes: Option<&'a [u8]>,
+        root_offsets: RootOffsets<'a>,
+        encoding: Encoding,
+    ) -> Evaluation<'a> {
         Evaluation {
             ops,
-            bytes: None,
+            bytes,
             byte_pc: 0,
             next_byte: 0,
             encoding,
             address_size: encoding.address_size.clamp(1, 8),
-            root_offsets: RootOffsets::Unknown,
+            root_offsets,
             callee: None,
             returns: Vec::new(),
             pc: 0,
@@ -47,9 +61,7 @@ impl<'a> Evaluation<'a> {
     /// (or branch target) is reported when executed, as the decoding
     /// [`Error`] naming its byte offset.
     pub fn from_bytes(bytes: &'a [u8], encoding: Encoding) -> Evaluation<'a> {
-        let mut eval = Evaluation::new(&[], encoding);
-        eval.bytes = Some(bytes);
-        eval
+        Evaluation::start(&[], Some(bytes), RootOffsets::Unknown, encoding)
     }
 
     /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
@@ -314,9 +326,7 @@ impl<'a> Evaluation<'a> {
         offsets: &'a [usize],
         encoding: Encoding,
     ) -> Evaluation<'a> {
-        let mut eval = Evaluation::new(ops, encoding);
-        eval.root_offsets = RootOffsets::Unchecked(offsets);
-        eval
+        Evaluation::start(ops, None, RootOffsets::Unchecked(offsets), encoding)
     }
 
     /// The result, as [`Evaluation::result`], moved out instead of cloned.
