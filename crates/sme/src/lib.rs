@@ -104,7 +104,7 @@
 //! ```text
 //! LOCUS_SME_LLVM_TESTS=/tmp/llvm-19.1.7/src/llvm/test/CodeGen/AArch64 \
 //! LOCUS_SME_LLVM_VERIFIER=/tmp/llvm-19.1.7/src/llvm/test/Verifier \
-//!   cargo test -p locus-sme --test llvm_tests --test audit -- --ignored
+//!   cargo test -p locus-sme --test integration -- --ignored llvm_tests audit
 //! ```
 //! compiles each file with the options of its first RUN line that runs llc on the file as
 //! it is (93 of 98 files; the others stop after instruction selection, run `opt`, or

@@ -10,7 +10,7 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{attrs, case, llc_obj};
 use std::collections::HashMap;

@@ -13,8 +13,6 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

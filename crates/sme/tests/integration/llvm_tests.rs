@@ -12,7 +12,7 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::llvm::{files, first_error_line, llc, llc_options};
 use common::oracle::{as_meant, asm_events_with_resets, calls_sorted, model_events, Event};

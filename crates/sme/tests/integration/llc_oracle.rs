@@ -9,7 +9,7 @@
 // Helpers outside #[test] functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::oracle::{
     as_meant, asm_events, asm_events_with_resets, calls_sorted, model_events, Event,
