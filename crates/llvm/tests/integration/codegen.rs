@@ -10,7 +10,7 @@ use locus_llvm::{emit_assembly, emit_object, Context, Error, Module};
 
 type TestResult = Result<(), Box<dyn StdError>>;
 
-const STACKMAPS: &str = include_str!("../fixtures/stackmaps.ll");
+const STACKMAPS: &str = include_str!("../../fixtures/stackmaps.ll");
 
 /// `e_machine` values of the ELF targets tested.
 const EM_X86_64: u16 = 62;

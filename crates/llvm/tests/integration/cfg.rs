@@ -15,8 +15,8 @@ use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{Function, Instruction, Opcode, Use};
 use locus_llvm::{Context, Module};
 
-const CFG: &str = include_str!("../fixtures/cfg.ll");
-const IR_WALK: &str = include_str!("../fixtures/ir_walk.ll");
+const CFG: &str = include_str!("../../fixtures/cfg.ll");
+const IR_WALK: &str = include_str!("../../fixtures/ir_walk.ll");
 
 /// A fresh path in the temporary directory.
 fn temp_path(tag: &str) -> PathBuf {

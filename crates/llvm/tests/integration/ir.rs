@@ -14,8 +14,8 @@ use locus_llvm::ir::{
 };
 use locus_llvm::{Context, Error, Module};
 
-const IR_WALK: &str = include_str!("../fixtures/ir_walk.ll");
-const BUILDER: &str = include_str!("../fixtures/builder.ll");
+const IR_WALK: &str = include_str!("../../fixtures/ir_walk.ll");
+const BUILDER: &str = include_str!("../../fixtures/builder.ll");
 
 /// A fresh path in the temporary directory.
 fn temp_path(tag: &str) -> PathBuf {
@@ -848,7 +848,7 @@ fn refused_changes() {
 #[test]
 fn debug_info_survives_changes() {
     let ctx = Context::new();
-    let text = include_str!("../fixtures/debug_info.ll");
+    let text = include_str!("../../fixtures/debug_info.ll");
     let module = Module::parse_ir(&ctx, "debug_info.ll", text).unwrap();
     let f = module.function("dbg").unwrap();
     let i = by_name(f);
