@@ -40,9 +40,23 @@ extern "C" {
 // runtime already (nothing changes then).
 int32_t locus_gc_init(void);
 
-// [`locus_gc_init`] for the calling thread. A second thread gets a runtime and a heap of
-// its own: sharing objects between threads is not supported yet (see the crate docs).
+// [`locus_gc_init`] for the calling thread: a runtime with a heap of its own (a thread
+// that shares another's heap attaches with [`locus_gc_thread_attach_heap`] instead).
 int32_t locus_gc_thread_attach(void);
+
+// Attaches the calling thread to `heap`, the heap of another thread
+// ([`runtime::locus_gc_heap`]), as one more mutator: a chain head of its own, the heap,
+// its collector and its configuration shared (see "Threads" in the crate docs). The
+// process's fault handlers are installed and the thread is in a fault scope, as
+// [`locus_gc_init`] does. Waits while a collection runs. Returns 0 ([`LOCUS_GC_OK`]), or 1
+// ([`LOCUS_GC_ALREADY_ATTACHED`]) when the thread has a runtime already (nothing changes
+// then). Detach with [`locus_gc_thread_detach`] before the thread ends.
+//
+// # Safety
+// `heap` must be what [`runtime::locus_gc_heap`] returned, and a thread must still be
+// attached to that heap (the one that returned it, say, waiting in a safe region for
+// this thread to end).
+int32_t locus_gc_thread_attach_heap(const uint8_t *heap);
 
 // [`locus_gc_init`] for a program compiled with statepoint roots: the runtime walks the
 // stack maps of the executable's `.llvm_stackmaps` section ([`stackmaps`]), and moves
@@ -51,8 +65,8 @@ int32_t locus_gc_thread_attach(void);
 // stack maps cannot be read (no runtime is made then).
 int32_t locus_gc_init_statepoints(void);
 
-// Frees the calling thread's runtime and its heap (every object it allocated), and ends
-// its fault scope. Returns 0 ([`LOCUS_GC_OK`]), or 2 ([`LOCUS_GC_NOT_ATTACHED`]) when the
+// Detaches the calling thread from its heap, and ends its fault scope; the heap (and
+// every object in it) is freed when its last thread detaches. Returns 0 ([`LOCUS_GC_OK`]), or 2 ([`LOCUS_GC_NOT_ATTACHED`]) when the
 // thread had none.
 int32_t locus_gc_thread_detach(void);
 
@@ -99,6 +113,41 @@ uint8_t *locus_gc_alloc_genericmemory(const uint8_t *ptls, int64_t nbytes, const
 // May collect.
 void locus_gc_safepoint(void);
 
+// A safepoint poll (what `--safepoint-polls` puts at loop back edges): stops here while
+// another thread collects; never starts a collection itself, even in stress mode.
+void locus_gc_poll(void);
+
+// Enters a safe region: until [`locus_gc_leave_safe_region`], the calling thread counts as
+// stopped, and other threads collect without waiting for it (scanning its frames as they
+// are now). Call it before a foreign call that may block or run long (a `pthread_join`, a
+// read, a lock); the foreign code must not touch the chain, call the runtime's other entry
+// points, or use an object the thread's frames (its roots, `jl_roots`) or a pin do not
+// hold. Never collects.
+void locus_gc_enter_safe_region(void);
+
+// Leaves the safe region [`locus_gc_enter_safe_region`] entered, first waiting for a
+// collection that runs to end. Never collects.
+void locus_gc_leave_safe_region(void);
+
+// The calling thread's heap, for another thread to join with
+// [`crate::locus_gc_thread_attach_heap`]: valid while a thread stays attached to it.
+// Never collects.
+const uint8_t *locus_gc_heap(void);
+
+// Registers `[start, end)` as a global root region of the calling thread's heap: a table
+// of tracked pointers outside the stack (a global array) that every collection reads as
+// roots, each aligned word null or a live object's address, as a frame's root slot.
+// Objects it names never move. Never collects.
+//
+// # Safety
+// The memory must stay readable, and hold only null or live objects' addresses, until
+// [`locus_gc_remove_root_region`].
+void locus_gc_add_root_region(const uint8_t *start, const uint8_t *end);
+
+// Drops the global root region that starts at `start`; returns 1 if there was one, else
+// 0. Never collects.
+int32_t locus_gc_remove_root_region(const uint8_t *start);
+
 // A foreign function: may collect, then returns the `i64` at `raw + offset`, which must lie
 // inside the body of a live object. On a fault it returns poison ([`heap::POISON_WORD`])
 // for the body of a freed object (stress mode), else 0; it never touches a freed object.
@@ -130,6 +179,9 @@ uint8_t *locus_gc_sp_alloc_genericmemory(const uint8_t *ptls,
 
 // [`locus_gc_safepoint`] called by a statepoint wrapper.
 void locus_gc_sp_safepoint(size_t fp);
+
+// [`locus_gc_poll`] called by a statepoint wrapper.
+void locus_gc_sp_poll(size_t fp);
 
 // [`locus_gc_foreign_read`] called by a statepoint wrapper.
 int64_t locus_gc_sp_foreign_read(const uint8_t *raw, int64_t offset, size_t fp);

@@ -193,3 +193,24 @@ pub const RUNTIME_REGION_DEPTH: &str = "locus_gc_region_depth";
 pub const RUNTIME_PUSH_REGION: &str = "locus_gc_push_region";
 /// Statepoint roots: drops the regions above a depth (`void (i64)`), before a return.
 pub const RUNTIME_REGION_RESET: &str = "locus_gc_region_reset";
+
+// Threads (the runtime's thread API; see the runtime's docs).
+
+/// `locus_gc_poll()`: stops the thread while another one collects; never starts a
+/// collection. What `--safepoint-polls` calls at loop back edges.
+pub const RUNTIME_POLL: &str = "locus_gc_poll";
+/// `locus_gc_enter_safe_region()`: the thread counts as stopped until it leaves (around a
+/// foreign call that may block).
+pub const RUNTIME_ENTER_SAFE_REGION: &str = "locus_gc_enter_safe_region";
+/// `locus_gc_leave_safe_region()`: ends a safe region, waiting for a collection to end.
+pub const RUNTIME_LEAVE_SAFE_REGION: &str = "locus_gc_leave_safe_region";
+/// `ptr locus_gc_heap()`: the calling thread's heap, for another thread to attach to.
+pub const RUNTIME_HEAP: &str = "locus_gc_heap";
+/// `i32 locus_gc_thread_attach_heap(ptr heap)`: attaches the calling thread to a heap.
+pub const RUNTIME_THREAD_ATTACH_HEAP: &str = "locus_gc_thread_attach_heap";
+/// `i32 locus_gc_thread_detach()`: detaches the calling thread.
+pub const RUNTIME_THREAD_DETACH: &str = "locus_gc_thread_detach";
+/// `void locus_gc_add_root_region(ptr start, ptr end)`: a global root table.
+pub const RUNTIME_ADD_ROOT_REGION: &str = "locus_gc_add_root_region";
+/// `i32 locus_gc_remove_root_region(ptr start)`: drops a global root table.
+pub const RUNTIME_REMOVE_ROOT_REGION: &str = "locus_gc_remove_root_region";

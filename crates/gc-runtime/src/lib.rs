@@ -62,7 +62,7 @@ use std::cell::RefCell;
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::runtime::{Config, Guard, OnFault, Runtime};
+use crate::runtime::{Config, Guard, HeapHandle, OnFault, Runtime};
 use crate::signals::FaultScope;
 
 /// The environment variable that turns the stress collector on (value `1`).
@@ -107,20 +107,31 @@ pub fn stress_from_env() -> bool {
     std::env::var_os(STRESS_ENV).is_some_and(|v| v == "1")
 }
 
-/// Makes and installs the calling thread's runtime with `config`, unless it has one.
-fn attach(config: impl FnOnce() -> Result<Config, i32>) -> i32 {
+/// How [`attach`] makes a thread's runtime.
+enum Make {
+    /// A new heap with this configuration.
+    New(Config),
+    /// One more mutator of this heap.
+    Join(HeapHandle),
+}
+
+/// Makes and installs the calling thread's runtime, unless it has one.
+fn attach(make: impl FnOnce() -> Result<Make, i32>) -> i32 {
     let made = ATTACHED.try_with(|slot| {
-        let mut slot = slot.borrow_mut();
-        if slot.is_some() {
+        if slot.borrow().is_some() {
             return LOCUS_GC_ALREADY_ATTACHED;
         }
-        let config = match config() {
-            Ok(c) => c,
+        let make = match make() {
+            Ok(m) => m,
             Err(status) => return status,
         };
         signals::install();
-        let runtime = Runtime::enter(config);
-        *slot = Some(Attached {
+        // Not under the slot's borrow: joining may wait for a collection.
+        let runtime = match make {
+            Make::New(config) => Runtime::enter(config),
+            Make::Join(heap) => heap.attach(),
+        };
+        *slot.borrow_mut() = Some(Attached {
             _scope: signals::fault_scope(false),
             _runtime: runtime,
         });
@@ -142,16 +153,36 @@ pub extern "C" fn locus_gc_init() -> i32 {
     locus_gc_thread_attach()
 }
 
-/// [`locus_gc_init`] for the calling thread. A second thread gets a runtime and a heap of
-/// its own: sharing objects between threads is not supported yet (see the crate docs).
+/// [`locus_gc_init`] for the calling thread: a runtime with a heap of its own (a thread
+/// that shares another's heap attaches with [`locus_gc_thread_attach_heap`] instead).
 #[no_mangle]
 pub extern "C" fn locus_gc_thread_attach() -> i32 {
     attach(|| {
-        Ok(Config {
+        Ok(Make::New(Config {
             stress: stress_from_env(),
             on_fault: OnFault::Exit,
             ..Config::default()
-        })
+        }))
+    })
+}
+
+/// Attaches the calling thread to `heap`, the heap of another thread
+/// ([`runtime::locus_gc_heap`]), as one more mutator: a chain head of its own, the heap,
+/// its collector and its configuration shared (see "Threads" in the crate docs). The
+/// process's fault handlers are installed and the thread is in a fault scope, as
+/// [`locus_gc_init`] does. Waits while a collection runs. Returns 0 ([`LOCUS_GC_OK`]), or 1
+/// ([`LOCUS_GC_ALREADY_ATTACHED`]) when the thread has a runtime already (nothing changes
+/// then). Detach with [`locus_gc_thread_detach`] before the thread ends.
+///
+/// # Safety
+/// `heap` must be what [`runtime::locus_gc_heap`] returned, and a thread must still be
+/// attached to that heap (the one that returned it, say, waiting in a safe region for
+/// this thread to end).
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_thread_attach_heap(heap: *const u8) -> i32 {
+    attach(|| {
+        // SAFETY: the caller's promise.
+        Ok(Make::Join(unsafe { HeapHandle::from_ptr(heap) }))
     })
 }
 
@@ -163,13 +194,13 @@ pub extern "C" fn locus_gc_thread_attach() -> i32 {
 #[no_mangle]
 pub extern "C" fn locus_gc_init_statepoints() -> i32 {
     attach(|| match stackmaps::from_executable() {
-        Ok(maps) => Ok(Config {
+        Ok(maps) => Ok(Make::New(Config {
             stress: stress_from_env(),
             on_fault: OnFault::Exit,
             stack_maps: Some(Arc::new(maps)),
             moving: std::env::var_os(MOVING_ENV).is_some_and(|v| v == "1"),
             ..Config::default()
-        }),
+        })),
         Err(message) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -180,8 +211,8 @@ pub extern "C" fn locus_gc_init_statepoints() -> i32 {
     })
 }
 
-/// Frees the calling thread's runtime and its heap (every object it allocated), and ends
-/// its fault scope. Returns 0 ([`LOCUS_GC_OK`]), or 2 ([`LOCUS_GC_NOT_ATTACHED`]) when the
+/// Detaches the calling thread from its heap, and ends its fault scope; the heap (and
+/// every object in it) is freed when its last thread detaches. Returns 0 ([`LOCUS_GC_OK`]), or 2 ([`LOCUS_GC_NOT_ATTACHED`]) when the
 /// thread had none.
 #[no_mangle]
 pub extern "C" fn locus_gc_thread_detach() -> i32 {

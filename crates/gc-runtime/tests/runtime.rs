@@ -2,10 +2,9 @@
 //! through the head slot from `locus_gc_get_pgcstack`, exactly as lowered code does, and
 //! calls the `extern "C"` entry points.
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::process::Command;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use locus_gc_runtime::runtime::fault::{AllocProblem, FrameProblem, ReadProblem};
 use locus_gc_runtime::runtime::frames::MAX_FRAME_ROOTS;
@@ -900,10 +899,10 @@ fn foreign_read_reads_rooted_objects_and_reports_freed_ones() {
 
 #[test]
 fn a_custom_handler_sees_each_fault_and_the_run_continues() {
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let sink = Rc::clone(&seen);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
     let rt = Runtime::enter(Config::stress().on_fault(OnFault::Call(Box::new(move |f| {
-        sink.borrow_mut().push(f.to_string())
+        sink.lock().unwrap().push(f.to_string())
     }))));
     let mut buf = [0usize; 3];
     let frame = Frame::link(&mut buf);
@@ -913,8 +912,8 @@ fn a_custom_handler_sees_each_fault_and_the_run_continues() {
     let again = locus_gc_alloc(0, 8); // the collection faults, the allocation still happens
     assert!(matches!(rt.lookup(again as usize), Lookup::Live(_)));
     frame.set(0, std::ptr::null_mut());
-    assert_eq!(seen.borrow().len(), 1);
-    assert!(seen.borrow()[0].starts_with("dangling reference: root 0 of frame #0"));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert!(seen.lock().unwrap()[0].starts_with("dangling reference: root 0 of frame #0"));
     assert_eq!(rt.faults().len(), 1);
     assert_eq!(rt.stats().faults, 1);
 }
@@ -1114,7 +1113,15 @@ fn symbols_list_the_entry_points() {
             "locus_gc_callee_rooted_read",
             "locus_gc_write_barrier",
             "locus_gc_alloc_bytes",
-            "locus_gc_alloc_genericmemory"
+            "locus_gc_alloc_genericmemory",
+            "locus_gc_poll",
+            "locus_gc_enter_safe_region",
+            "locus_gc_leave_safe_region",
+            "locus_gc_heap",
+            "locus_gc_add_root_region",
+            "locus_gc_remove_root_region",
+            "locus_gc_thread_attach_heap",
+            "locus_gc_thread_detach"
         ]
     );
     assert_eq!(
@@ -1165,20 +1172,20 @@ fn stress_objects_end_at_a_page_boundary() {
 /// freed object's memory, which stays out of use.
 #[test]
 fn a_write_to_a_freed_object_reaches_the_handler_at_the_next_call() {
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let sink = Rc::clone(&seen);
-    let rt = Runtime::enter(
-        Config::stress().on_fault(OnFault::Call(Box::new(move |f| sink.borrow_mut().push(*f)))),
-    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let rt = Runtime::enter(Config::stress().on_fault(OnFault::Call(Box::new(move |f| {
+        sink.lock().unwrap().push(*f)
+    }))));
     let obj = locus_gc_alloc(1, 16); // collection 1
     locus_gc_safepoint(); // collection 2 frees it
 
     // SAFETY: the freed object's pages stay reserved; the runtime's handler lets the write
     // through.
     unsafe { obj.wrapping_add(12).cast::<u32>().write_volatile(7) };
-    assert!(seen.borrow().is_empty(), "not before the next call");
+    assert!(seen.lock().unwrap().is_empty(), "not before the next call");
     locus_gc_safepoint();
-    let seen = seen.borrow();
+    let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     match seen[0] {
         GcFault::FreedAccess { addr, object } => {

@@ -21,7 +21,7 @@
 //! nothing that was reachable.
 
 use super::fault::{GcFault, Referrer};
-use super::frames::{self, FrameRef, GcFrame, StackBounds};
+use super::frames::{self, FrameRef, ThreadRoots};
 use super::heap::{Heap, Lookup, Scan, Trace};
 
 /// What one collection did.
@@ -45,21 +45,21 @@ pub struct Collection {
     pub moved: u64,
 }
 
-/// Collects: walks the chain at `head`, marks from its roots, sweeps.
+/// Collects: walks every thread's chain, marks from their roots and the global root
+/// regions, sweeps.
 pub(crate) fn collect(
     heap: &mut Heap,
-    head: *mut GcFrame,
-    bounds: Option<StackBounds>,
+    threads: &[ThreadRoots],
+    globals: &[(usize, usize)],
     number: u64,
 ) -> Result<Collection, GcFault> {
-    let sp = frames::approx_stack_pointer();
-    let chain = frames::walk(head, sp, bounds, number)?;
+    let chain = frames::walk_threads(threads, number)?;
     let mut done = Collection {
         number,
         frames: chain.len(),
         ..Collection::default()
     };
-    if let Err(fault) = mark(heap, &chain, &mut done) {
+    if let Err(fault) = mark(heap, &chain, globals, &mut done) {
         heap.clear_marks();
         return Err(fault);
     }
@@ -77,8 +77,19 @@ struct Grey {
     root: (usize, usize),
 }
 
-fn mark(heap: &mut Heap, chain: &[FrameRef], done: &mut Collection) -> Result<(), GcFault> {
+fn mark(
+    heap: &mut Heap,
+    chain: &[FrameRef],
+    globals: &[(usize, usize)],
+    done: &mut Collection,
+) -> Result<(), GcFault> {
     let mut stack: Vec<Grey> = Vec::new();
+    // SAFETY: the promise of `locus_gc_add_root_region`.
+    for (region, word, target) in unsafe { frames::global_roots(globals) } {
+        done.roots += 1;
+        let from = |_: &Heap| Referrer::Global { region, word };
+        trace(heap, target, (usize::MAX, word), from, &mut stack, done)?;
+    }
     for frame in chain {
         done.max_roots = done.max_roots.max(frame.nroots);
         for slot in 0..frame.nroots {

@@ -49,6 +49,14 @@ pub enum Referrer {
         /// The slot's address.
         slot: usize,
     },
+    /// Word `word` of the global root region that starts at `region`
+    /// (`locus_gc_add_root_region`).
+    Global {
+        /// The region's start address.
+        region: usize,
+        /// The word (0-based; word `i` is at `region + 8 * i`, rounded up to 8).
+        word: usize,
+    },
     /// An object pinned by `gc_preserve` or a `jl_roots` bundle.
     Pinned {
         /// The object's address.
@@ -90,6 +98,9 @@ impl fmt::Display for Referrer {
                  (compiled frame #{frame}, slot at {slot:#x})"
             ),
             Referrer::Pinned { object } => write!(f, "the pin on {object:#x}"),
+            Referrer::Global { region, word } => {
+                write!(f, "word {word} of the global root region at {region:#x}")
+            }
         }
     }
 }

@@ -115,6 +115,78 @@ impl FrameRef {
     }
 }
 
+/// What a collection scans of one mutator thread.
+#[derive(Clone, Debug)]
+pub(crate) struct ThreadRoots {
+    /// The frame its chain head points to.
+    pub(crate) head: *mut GcFrame,
+    /// A stack address below every frame it has linked.
+    pub(crate) sp: usize,
+    /// Its stack, where the platform tells.
+    pub(crate) bounds: Option<StackBounds>,
+    /// Statepoint roots: the frame address of the `locus_gc_sp_*` entry it is stopped in,
+    /// or 0.
+    pub(crate) fp: usize,
+    /// Statepoint roots: its registered stack regions.
+    pub(crate) regions: Vec<(usize, usize)>,
+}
+
+/// Walks the chain of every thread in `threads`, numbering the frames on from one thread
+/// to the next (the first thread's innermost frame is #0).
+pub(crate) fn walk_threads(
+    threads: &[ThreadRoots],
+    collection: u64,
+) -> Result<Vec<FrameRef>, GcFault> {
+    let mut all = Vec::new();
+    for t in threads {
+        let first = all.len();
+        let chain = walk(t.head, t.sp, t.bounds, collection).map_err(|fault| match fault {
+            GcFault::CorruptFrame {
+                frame,
+                addr,
+                via,
+                problem,
+                collection,
+            } => GcFault::CorruptFrame {
+                frame: frame + first,
+                addr,
+                via,
+                problem,
+                collection,
+            },
+            other => other,
+        })?;
+        all.extend(chain.into_iter().map(|f| FrameRef {
+            index: f.index + first,
+            ..f
+        }));
+    }
+    Ok(all)
+}
+
+/// Reads the aligned words of the global root regions `globals`: (region start, word
+/// number, value) for each non-null word.
+///
+/// # Safety
+/// Each region must be readable memory (the promise of `locus_gc_add_root_region`).
+pub(crate) unsafe fn global_roots(globals: &[(usize, usize)]) -> Vec<(usize, usize, usize)> {
+    let mut found = Vec::new();
+    for &(start, end) in globals {
+        let mut at = start.next_multiple_of(WORD_BYTES);
+        let mut word = 0;
+        while at.checked_add(WORD_BYTES).is_some_and(|e| e <= end) {
+            // SAFETY: the caller's promise; `at` is aligned and inside the region.
+            let value = unsafe { (at as *const usize).read_volatile() };
+            if value != 0 {
+                found.push((start, word, value));
+            }
+            at += WORD_BYTES;
+            word += 1;
+        }
+    }
+    found
+}
+
 /// An approximation of the stack pointer: the address of a local in a function that is not
 /// inlined, so it is below every frame of every caller.
 #[inline(never)]

@@ -171,18 +171,23 @@ pub mod pages;
 pub mod statepoints;
 
 use crate::contract::{
-    MEMORY_INLINE_DATA_OFFSET, MEMORY_PTR_OFFSET, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES,
-    RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ,
-    RUNTIME_GET_PGCSTACK, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER, TASK_GCSTACK_WORD,
+    MEMORY_INLINE_DATA_OFFSET, MEMORY_PTR_OFFSET, RUNTIME_ADD_ROOT_REGION, RUNTIME_ALLOC,
+    RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ,
+    RUNTIME_ENTER_SAFE_REGION, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_HEAP,
+    RUNTIME_LEAVE_SAFE_REGION, RUNTIME_POLL, RUNTIME_REMOVE_ROOT_REGION, RUNTIME_SAFEPOINT,
+    RUNTIME_THREAD_ATTACH_HEAP, RUNTIME_THREAD_DETACH, RUNTIME_WRITE_BARRIER, TASK_GCSTACK_WORD,
     TASK_PTLS_WORD,
 };
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 pub use collector::Collection;
 pub use fault::{AllocProblem, FrameProblem, GcFault, ReadProblem, Referrer};
@@ -205,7 +210,7 @@ pub enum OnFault {
     /// Only record it ([`Runtime::faults`]) and let the run continue.
     Record,
     /// Call this, then let the run continue (unless it exits). A panic in it aborts.
-    Call(Box<dyn Fn(&GcFault)>),
+    Call(Box<dyn Fn(&GcFault) + Send + Sync>),
 }
 
 impl fmt::Debug for OnFault {
@@ -232,7 +237,7 @@ pub struct Config {
     pub on_fault: OnFault,
     /// Statepoint roots: the stack maps of the compiled code, walked at each collection
     /// (see [`statepoints`]). `None`: roots come from the frame chain alone.
-    pub stack_maps: Option<std::sync::Arc<StackMaps>>,
+    pub stack_maps: Option<Arc<StackMaps>>,
     /// With [`Config::stack_maps`]: move every live object that is not pinned at each
     /// collection; the old copy is kept and made inaccessible in stress mode, as stress mode
     /// frees objects, and otherwise its block is given back for reuse.
@@ -348,26 +353,165 @@ struct State {
 /// The words of a task-shaped block, enough for its `ptls` field.
 const TASK_WORDS: usize = TASK_PTLS_WORD as usize + 1;
 
-/// A garbage-collected heap, the chain head of the thread it is installed on, and the
-/// collector. Made and installed by [`Runtime::enter`].
-pub struct Runtime {
+/// A mutator runs Locus code (or may, at any moment): a collection waits for it.
+const RUNNING: u8 = 0;
+/// A mutator is stopped at a safepoint or in a safe region: its frames can be scanned.
+const SAFE: u8 = 1;
+
+/// Locks `m`, carrying on after a panic elsewhere (every panic in the runtime ends the
+/// process anyway: see [`entry`]).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One mutator thread as the collector sees it: its chain head, where its stack is, and
+/// whether it is stopped.
+struct Mutator {
     /// Shaped like Julia's task, for code that finds its task from the chain head: the
     /// chain head is word [`TASK_GCSTACK_WORD`], `ptls` (null: nothing here needs it) word
-    /// [`TASK_PTLS_WORD`], every other word 0.
-    task: [Cell<usize>; TASK_WORDS],
-    prev: Cell<*const Runtime>,
+    /// [`TASK_PTLS_WORD`], every other word 0. Atomic words: the collector reads another
+    /// thread's chain head while that thread is stopped.
+    task: [AtomicUsize; TASK_WORDS],
+    /// The thread's stack, where the platform tells.
+    stack: Option<StackBounds>,
+    /// [`RUNNING`] or [`SAFE`].
+    state: AtomicU8,
+    /// A stack address below every frame the thread had linked when it last became
+    /// [`SAFE`]: where the walk of its chain checks frames against.
+    sp: AtomicUsize,
+    /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
+    sp_frame: AtomicUsize,
+    /// Statepoint roots: stack memory registered by `locus_gc_push_region`, innermost last.
+    regions: Mutex<Vec<(usize, usize)>>,
+}
+
+impl Mutator {
+    fn new(stack: Option<StackBounds>) -> Mutator {
+        Mutator {
+            task: Default::default(),
+            stack,
+            state: AtomicU8::new(SAFE),
+            sp: AtomicUsize::new(0),
+            sp_frame: AtomicUsize::new(0),
+            regions: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The frame the chain head points to.
+    fn head(&self) -> *mut GcFrame {
+        self.task[TASK_GCSTACK_WORD].load(Ordering::Acquire) as *mut GcFrame
+    }
+
+    /// What a collection scans of this thread, `sp` below its frames.
+    fn roots(&self, sp: usize) -> frames::ThreadRoots {
+        frames::ThreadRoots {
+            head: self.head(),
+            sp,
+            bounds: self.stack,
+            fp: self.sp_frame.load(Ordering::Acquire),
+            regions: lock(&self.regions).clone(),
+        }
+    }
+}
+
+/// The heap, the collector and the mutators attached to them: what every thread's
+/// [`Runtime`] of one heap shares.
+struct Shared {
     stress: bool,
     heap_threshold: usize,
     on_fault: OnFault,
-    stack: Option<StackBounds>,
-    state: RefCell<State>,
-    faults: RefCell<Vec<GcFault>>,
-    stack_maps: Option<std::sync::Arc<StackMaps>>,
+    stack_maps: Option<Arc<StackMaps>>,
     moving: bool,
-    /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
-    sp_frame: Cell<usize>,
-    /// Statepoint roots: stack memory registered by `locus_gc_push_region`, innermost last.
-    regions: RefCell<Vec<(usize, usize)>>,
+    state: Mutex<State>,
+    faults: Mutex<Vec<GcFault>>,
+    /// Every attached mutator, in attach order. Held by the collector from the stop to
+    /// the resume, so a thread can neither attach nor detach during a collection.
+    mutators: Mutex<Vec<Arc<Mutator>>>,
+    /// Set by the thread that collects, from before it stops the others until it resumes
+    /// them: what a safepoint (and `locus_gc_poll`) checks.
+    stopping: AtomicBool,
+    /// With [`Shared::changed`]: mutators becoming safe wake the collector, the end of a
+    /// collection wakes the mutators.
+    world: Mutex<()>,
+    changed: Condvar,
+    /// The global root regions (`locus_gc_add_root_region`): `[start, end)` of memory
+    /// whose aligned words are roots.
+    globals: Mutex<Vec<(usize, usize)>>,
+}
+
+impl Shared {
+    /// Wakes whoever waits on [`Shared::changed`].
+    fn notify(&self) {
+        let _w = lock(&self.world);
+        self.changed.notify_all();
+    }
+
+    /// Whether a safepoint would collect now (stress mode: always).
+    fn due(&self) -> bool {
+        self.stress || {
+            let st = lock(&self.state);
+            st.since_gc >= st.live_after_gc.max(self.heap_threshold as u64)
+        }
+    }
+}
+
+/// A heap that several threads share: what a new thread attaches with
+/// ([`HeapHandle::attach`]). Made by [`Runtime::heap`]; `Send` and `Sync`, cheap to clone.
+#[derive(Clone)]
+pub struct HeapHandle(Arc<Shared>);
+
+impl fmt::Debug for HeapHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeapHandle")
+            .field("mutators", &lock(&self.0.mutators).len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HeapHandle {
+    /// Attaches the calling thread to this heap as a new mutator, with a chain head of its
+    /// own, and installs its runtime as the thread's current one until the guard is
+    /// dropped (as [`Runtime::enter`] does). Waits while a collection runs.
+    pub fn attach(&self) -> Guard {
+        install(Runtime {
+            shared: Arc::clone(&self.0),
+            me: Arc::new(Mutator::new(StackBounds::current_thread())),
+            prev: Cell::new(ptr::null()),
+        })
+    }
+
+    /// The address [`locus_gc_heap`] returns for this heap, which
+    /// [`crate::locus_gc_thread_attach_heap`] takes back.
+    pub fn as_ptr(&self) -> *const u8 {
+        Arc::as_ptr(&self.0).cast()
+    }
+
+    /// The handle of the heap at `ptr`, an address [`HeapHandle::as_ptr`] (or
+    /// [`locus_gc_heap`]) returned.
+    ///
+    /// # Safety
+    /// `ptr` must come from [`HeapHandle::as_ptr`] or [`locus_gc_heap`], and the heap must
+    /// still be alive: some thread attached to it (or a handle of it) keeps it alive until
+    /// this returns.
+    pub unsafe fn from_ptr(ptr: *const u8) -> HeapHandle {
+        let raw = ptr.cast::<Shared>();
+        // SAFETY: the caller's promise: `raw` is `Arc::as_ptr` of a live `Arc<Shared>`; one
+        // more count is taken before it is owned again.
+        unsafe {
+            Arc::increment_strong_count(raw);
+            HeapHandle(Arc::from_raw(raw))
+        }
+    }
+}
+
+/// One thread's view of a garbage-collected heap: the heap and collector (shared with
+/// every thread attached to it, see [`HeapHandle`]) and this thread's chain head. Made and
+/// installed by [`Runtime::enter`] (a new heap, this thread its first mutator) or
+/// [`HeapHandle::attach`] (one more mutator of a heap).
+pub struct Runtime {
+    shared: Arc<Shared>,
+    me: Arc<Mutator>,
+    prev: Cell<*const Runtime>,
 }
 
 thread_local! {
@@ -378,20 +522,45 @@ thread_local! {
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
-            .field("stress", &self.stress)
-            .field("heap_threshold", &self.heap_threshold)
-            .field("on_fault", &self.on_fault)
-            .field("stack", &self.stack)
+            .field("stress", &self.shared.stress)
+            .field("heap_threshold", &self.shared.heap_threshold)
+            .field("on_fault", &self.shared.on_fault)
+            .field("stack", &self.me.stack)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
 
+/// Registers `rt`'s mutator with its heap, installs it as the current thread's runtime
+/// (the one current before is parked: it counts as stopped until this one is gone) and
+/// lets it run.
+fn install(rt: Runtime) -> Guard {
+    let rt = NonNull::from(Box::leak(Box::new(rt)));
+    // SAFETY: just leaked; freed only by the guard.
+    let r = unsafe { rt.as_ref() };
+    lock(&r.shared.mutators).push(Arc::clone(&r.me));
+    CURRENT.with(|cur| {
+        let before = cur.get();
+        if !before.is_null() {
+            // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+            unsafe { &*before }.enter_safe();
+        }
+        r.prev.set(before);
+        cur.set(rt.as_ptr());
+    });
+    r.leave_safe();
+    Guard {
+        rt,
+        _not_send: PhantomData,
+    }
+}
+
 impl Runtime {
-    /// Makes a runtime and installs it as the current thread's, until the guard is dropped.
-    /// Records the thread's stack bounds for checking frames. In stress mode, also installs
-    /// the process's fault handlers ([`crate::signals::install`]), which report an access to
-    /// a freed object.
+    /// Makes a runtime with a new heap and installs it as the current thread's, until the
+    /// guard is dropped; this thread is the heap's first mutator ([`Runtime::heap`] lets
+    /// others attach). Records the thread's stack bounds for checking frames. In stress
+    /// mode, also installs the process's fault handlers ([`crate::signals::install`]),
+    /// which report an access to a freed object.
     pub fn enter(config: Config) -> Guard {
         let mode = match config.on_fault {
             OnFault::Exit => Mode::Exit,
@@ -402,14 +571,13 @@ impl Runtime {
         if config.stress || moving {
             crate::signals::install();
         }
-        let rt = Box::new(Runtime {
-            task: Default::default(),
-            prev: Cell::new(ptr::null()),
+        let shared = Arc::new(Shared {
             stress: config.stress,
             heap_threshold: config.heap_threshold,
             on_fault: config.on_fault,
-            stack: StackBounds::current_thread(),
-            state: RefCell::new(State {
+            stack_maps: config.stack_maps,
+            moving,
+            state: Mutex::new(State {
                 // The moving collector gives an old copy's block back for reuse; in stress
                 // mode it is kept and protected, as stress mode keeps what it frees.
                 heap: Heap::new(config.stress, mode),
@@ -417,76 +585,181 @@ impl Runtime {
                 since_gc: 0,
                 live_after_gc: 0,
             }),
-            faults: RefCell::new(Vec::new()),
-            stack_maps: config.stack_maps,
-            moving,
-            sp_frame: Cell::new(0),
-            regions: RefCell::new(Vec::new()),
+            faults: Mutex::new(Vec::new()),
+            mutators: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
+            world: Mutex::new(()),
+            changed: Condvar::new(),
+            globals: Mutex::new(Vec::new()),
         });
-        let rt = NonNull::from(Box::leak(rt));
-        // SAFETY: just leaked; freed only by the guard.
-        let r = unsafe { rt.as_ref() };
-        CURRENT.with(|cur| {
-            r.prev.set(cur.get());
-            cur.set(rt.as_ptr());
-        });
-        Guard {
-            rt,
-            _not_send: PhantomData,
-        }
+        HeapHandle(shared).attach()
+    }
+
+    /// The handle other threads attach to this runtime's heap with.
+    pub fn heap(&self) -> HeapHandle {
+        HeapHandle(Arc::clone(&self.shared))
+    }
+
+    /// How many threads are attached to this runtime's heap (this one included).
+    pub fn mutators(&self) -> usize {
+        lock(&self.shared.mutators).len()
     }
 
     /// The address of the chain head slot, what `locus_gc_get_pgcstack` returns.
     pub fn pgcstack(&self) -> *mut *mut GcFrame {
         // Derived from the whole block, so code that finds the task (and its other words)
         // from the chain head reads memory this pointer may reach.
-        self.task
+        self.me
+            .task
             .as_ptr()
             .wrapping_add(TASK_GCSTACK_WORD)
             .cast::<*mut GcFrame>()
             .cast_mut()
     }
 
-    /// The frame the chain head points to.
-    fn head(&self) -> *mut GcFrame {
-        self.task[TASK_GCSTACK_WORD].get() as *mut GcFrame
-    }
-
     /// Whether this runtime runs in stress mode.
     pub fn is_stress(&self) -> bool {
-        self.stress
+        self.shared.stress
     }
 
     /// The stack of the thread the runtime was entered on, where the platform tells.
     pub fn stack_bounds(&self) -> Option<StackBounds> {
-        self.stack
+        self.me.stack
     }
 
-    /// Collects now: walks the chain, marks from its roots, sweeps. On a fault nothing is
-    /// freed.
+    /// Marks this thread stopped (its frames may be scanned) until [`Runtime::leave_safe`]:
+    /// the safe region of `locus_gc_enter_safe_region`, and how a thread parks.
+    fn enter_safe(&self) {
+        self.me
+            .sp
+            .store(frames::approx_stack_pointer(), Ordering::SeqCst);
+        self.me.state.store(SAFE, Ordering::SeqCst);
+        self.shared.notify();
+    }
+
+    /// Marks this thread running again, first waiting for a collection that runs (or is
+    /// stopping the world) to end.
+    fn leave_safe(&self) {
+        let sh = &*self.shared;
+        loop {
+            // Dekker-style with the collector, which sets `stopping` and then reads each
+            // thread's state: one of the two sees the other's store.
+            self.me.state.store(RUNNING, Ordering::SeqCst);
+            if !sh.stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            self.me.state.store(SAFE, Ordering::SeqCst);
+            let mut w = lock(&sh.world);
+            sh.changed.notify_all();
+            while sh.stopping.load(Ordering::SeqCst) {
+                w = sh.changed.wait(w).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// Whether this thread is in a safe region.
+    fn is_safe(&self) -> bool {
+        self.me.state.load(Ordering::Relaxed) == SAFE
+    }
+
+    /// Stops here while another thread collects (what `locus_gc_poll` does).
+    pub fn poll(&self) {
+        if self.shared.stopping.load(Ordering::SeqCst) {
+            self.enter_safe();
+            self.leave_safe();
+        }
+    }
+
+    /// Collects now: stops every other mutator of the heap at its next safepoint (a thread
+    /// in a safe region counts as stopped), walks every thread's chain, marks from their
+    /// roots and the global root regions, sweeps, and lets the others run again. On a
+    /// fault nothing is freed.
     ///
     /// # Errors
-    /// The first fault found in the chain or the heap; the collection then frees nothing.
+    /// The first fault found in a chain or the heap; the collection then frees nothing.
     pub fn collect(&self) -> Result<Collection, GcFault> {
-        let mut st = self.state.borrow_mut();
+        self.collect_when(false)
+            .map(|done| done.unwrap_or_default())
+    }
+
+    /// Becomes the collecting thread (parking while another one collects), unless
+    /// `only_if_due` and a collection is no longer due once it could, then collects.
+    fn collect_when(&self, only_if_due: bool) -> Result<Option<Collection>, GcFault> {
+        let sh = &*self.shared;
+        loop {
+            if only_if_due && !sh.due() {
+                return Ok(None);
+            }
+            if sh
+                .stopping
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                break;
+            }
+            self.enter_safe();
+            self.leave_safe();
+        }
+        let done = {
+            let mutators = lock(&sh.mutators);
+            self.wait_until_stopped(&mutators);
+            self.collect_stopped(&mutators)
+        };
+        {
+            let _w = lock(&sh.world);
+            sh.stopping.store(false, Ordering::SeqCst);
+            sh.changed.notify_all();
+        }
+        done.map(Some)
+    }
+
+    /// Waits until every mutator but this one is [`SAFE`].
+    fn wait_until_stopped(&self, mutators: &[Arc<Mutator>]) {
+        let sh = &*self.shared;
+        let stopped = || {
+            mutators
+                .iter()
+                .all(|m| Arc::ptr_eq(m, &self.me) || m.state.load(Ordering::SeqCst) == SAFE)
+        };
+        let mut w = lock(&sh.world);
+        while !stopped() {
+            // The timeout only bounds a missed wake-up; each thread that stops notifies.
+            w = match sh.changed.wait_timeout(w, Duration::from_millis(1)) {
+                Ok((w, _)) => w,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// The collection proper, every other mutator stopped: this thread's roots first, then
+    /// the others' in attach order.
+    fn collect_stopped(&self, mutators: &[Arc<Mutator>]) -> Result<Collection, GcFault> {
+        let sh = &*self.shared;
+        let mut threads = vec![self.me.roots(frames::approx_stack_pointer())];
+        threads.extend(
+            mutators
+                .iter()
+                .filter(|m| !Arc::ptr_eq(m, &self.me))
+                .map(|m| m.roots(m.sp.load(Ordering::SeqCst))),
+        );
+        let globals = lock(&sh.globals).clone();
+        let mut st = lock(&sh.state);
         let st = &mut *st;
         st.stats.collections += 1;
         let number = st.stats.collections;
         st.since_gc = 0;
-        let done = match &self.stack_maps {
+        let done = match &sh.stack_maps {
             Some(maps) => statepoints::collect(
                 &mut st.heap,
                 &statepoints::Roots {
                     maps,
-                    fp: self.sp_frame.get(),
-                    head: self.head(),
-                    bounds: self.stack,
-                    moving: self.moving,
-                    regions: &self.regions.borrow(),
+                    threads: &threads,
+                    globals: &globals,
+                    moving: sh.moving,
                 },
                 number,
             )?,
-            None => collector::collect(&mut st.heap, self.head(), self.stack, number)?,
+            None => collector::collect(&mut st.heap, &threads, &globals, number)?,
         };
         st.stats.objects_moved += done.moved;
         st.stats.frames_walked += done.frames as u64;
@@ -498,20 +771,35 @@ impl Runtime {
     }
 
     /// Collects if a call that may collect would: always in stress mode, otherwise when the
-    /// allocation threshold is reached. Returns what the collection did, if there was one.
+    /// allocation threshold is reached. First stops here while another thread collects.
+    /// Returns what the collection did, if there was one.
     ///
     /// # Errors
     /// A fault found by the collection, as for [`Runtime::collect`].
     pub fn safepoint(&self) -> Result<Option<Collection>, GcFault> {
-        let due = self.stress || {
-            let st = self.state.borrow();
-            st.since_gc >= st.live_after_gc.max(self.heap_threshold as u64)
-        };
-        if due {
-            self.collect().map(Some)
-        } else {
-            Ok(None)
+        self.poll();
+        self.collect_when(true)
+    }
+
+    /// Registers `[start, end)` as a global root region: each collection reads its aligned
+    /// words as roots (each must be null or a live object's address, as a frame's root
+    /// slot), until [`Runtime::remove_root_region`]. Objects named there never move.
+    ///
+    /// # Safety
+    /// The memory must stay readable, and be written only with null or live objects'
+    /// addresses, until the region is removed (or the heap is gone).
+    pub unsafe fn add_root_region(&self, start: usize, end: usize) {
+        if start < end {
+            lock(&self.shared.globals).push((start, end));
         }
+    }
+
+    /// Drops the global root region(s) starting at `start`; returns whether there was one.
+    pub fn remove_root_region(&self, start: usize) -> bool {
+        let mut globals = lock(&self.shared.globals);
+        let before = globals.len();
+        globals.retain(|&(s, _)| s != start);
+        globals.len() != before
     }
 
     /// What `locus_gc_alloc` does: [`Runtime::safepoint`], then a new object with `nptrs`
@@ -547,7 +835,7 @@ impl Runtime {
             nbytes: i64::try_from(nbytes).unwrap_or(i64::MAX),
             problem,
         };
-        let mut st = self.state.borrow_mut();
+        let mut st = lock(&self.shared.state);
         let made = match tag {
             Some(tag) => st.heap.alloc_tagged(nbytes, tag),
             None => st.heap.alloc(nptrs, nbytes),
@@ -611,16 +899,17 @@ impl Runtime {
     /// What `addr` is: a live object, a freed one (stress mode), a place inside one, or
     /// nothing this heap knows.
     pub fn lookup(&self, addr: usize) -> Lookup {
-        self.state.borrow().heap.lookup(addr)
+        lock(&self.shared.state).heap.lookup(addr)
     }
 
-    /// Walks the chain as a collection would (with the same checks) and reads every frame.
+    /// Walks this thread's chain as a collection would (with the same checks) and reads
+    /// every frame.
     ///
     /// # Errors
     /// [`GcFault::CorruptFrame`] for the first frame that fails a check.
     pub fn frames(&self) -> Result<Vec<FrameInfo>, GcFault> {
         let sp = frames::approx_stack_pointer();
-        let chain = frames::walk(self.head(), sp, self.stack, 0)?;
+        let chain = frames::walk(self.me.head(), sp, self.me.stack, 0)?;
         Ok(chain
             .iter()
             .map(|f| FrameInfo {
@@ -632,10 +921,11 @@ impl Runtime {
             .collect())
     }
 
-    /// The counters.
+    /// The counters (of the heap, over every thread attached to it).
     pub fn stats(&self) -> Stats {
         self.report_freed_accesses();
-        let st = self.state.borrow();
+        let faults = lock(&self.shared.faults).len() as u64;
+        let st = lock(&self.shared.state);
         let heap = &st.heap;
         Stats {
             objects_allocated: heap.objects_allocated,
@@ -644,28 +934,29 @@ impl Runtime {
             bytes_allocated: heap.bytes_allocated,
             bytes_freed: heap.bytes_freed,
             bytes_live: heap.bytes_allocated - heap.bytes_freed,
-            faults: self.faults.borrow().len() as u64,
+            faults,
             ..st.stats
         }
     }
 
-    /// The faults the `extern "C"` functions and the signal handler reported, oldest first.
+    /// The faults the `extern "C"` functions and the signal handler reported (on any thread
+    /// of the heap), oldest first.
     pub fn faults(&self) -> Vec<GcFault> {
         self.report_freed_accesses();
-        self.faults.borrow().clone()
+        lock(&self.shared.faults).clone()
     }
 
     /// Takes the recorded faults, leaving none (the count in [`Stats::faults`] drops too).
     pub fn take_faults(&self) -> Vec<GcFault> {
         self.report_freed_accesses();
-        std::mem::take(&mut *self.faults.borrow_mut())
+        std::mem::take(&mut *lock(&self.shared.faults))
     }
 
     /// Reports, as [`GcFault::FreedAccess`], the accesses to freed objects the signal
     /// handler recorded since the last call (only for [`OnFault::Record`] and
     /// [`OnFault::Call`]; the others end the process in the handler).
     fn report_freed_accesses(&self) {
-        let accesses = match self.state.try_borrow_mut() {
+        let accesses = match self.shared.state.try_lock() {
             Ok(mut st) => st.heap.take_freed_accesses(),
             Err(_) => return,
         };
@@ -676,8 +967,8 @@ impl Runtime {
 
     /// Records a fault and hands it to the handler.
     fn report(&self, fault: GcFault) {
-        self.faults.borrow_mut().push(fault);
-        match &self.on_fault {
+        lock(&self.shared.faults).push(fault.clone());
+        match &self.shared.on_fault {
             OnFault::Exit => {
                 print_fault(&fault);
                 std::process::exit(crate::signals::DANGLING_EXIT_STATUS);
@@ -709,9 +1000,11 @@ pub fn is_installed() -> bool {
         .unwrap_or(false)
 }
 
-/// Owns the runtime installed by [`Runtime::enter`] and dereferences to it. Dropping it
-/// uninstalls the runtime (restoring the one current before) and frees its heap. Not `Send`:
-/// it belongs to the thread that entered.
+/// Owns the runtime installed by [`Runtime::enter`] or [`HeapHandle::attach`] and
+/// dereferences to it. Dropping it detaches the thread from the heap (waiting while a
+/// collection runs), uninstalls the runtime (the one current before runs again) and, when
+/// no thread or handle is left, frees the heap. Not `Send`: it belongs to the thread that
+/// entered.
 pub struct Guard {
     rt: NonNull<Runtime>,
     _not_send: PhantomData<*const Runtime>,
@@ -735,10 +1028,18 @@ impl Deref for Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         let me = self.rt.as_ptr().cast_const();
+        // Safe while it waits for the list: a collection running now may scan what is
+        // still linked, and must not wait for this thread.
+        self.enter_safe();
+        lock(&self.shared.mutators).retain(|m| !Arc::ptr_eq(m, &self.me));
         let prev = self.prev.get();
         let _ = CURRENT.try_with(|cur| {
             if cur.get() == me {
                 cur.set(prev);
+                if !prev.is_null() {
+                    // SAFETY: `CURRENT` only holds runtimes owned by live guards here.
+                    unsafe { &*prev }.leave_safe();
+                }
                 return;
             }
             // Dropped out of order: unlink this runtime from the list of installed ones.
@@ -753,22 +1054,33 @@ impl Drop for Guard {
                 p = r.prev.get();
             }
         });
-        // SAFETY: made by `Box::leak` in `enter`, no longer reachable from `CURRENT`.
+        // SAFETY: made by `Box::leak` in `install`, no longer reachable from `CURRENT`.
         drop(unsafe { Box::from_raw(self.rt.as_ptr()) });
     }
 }
 
-/// Runs an entry point's body with the current runtime, catching panics.
+/// Runs an entry point's body with the current runtime, catching panics. The thread must
+/// not be in a safe region.
 fn entry<R>(name: &'static str, body: impl FnOnce(&Runtime) -> R) -> R {
+    entry_in(name, false, body)
+}
+
+/// [`entry`], also for the entries a thread may call in a safe region (`safe_ok`).
+fn entry_in<R>(name: &'static str, safe_ok: bool, body: impl FnOnce(&Runtime) -> R) -> R {
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         let rt = CURRENT.try_with(Cell::get).unwrap_or(ptr::null());
         if rt.is_null() {
             fatal(format_args!(
-                "{name} was called on a thread with no runtime (Runtime::enter)"
+                "{name} was called on a thread with no runtime (Runtime::enter, or locus_gc_thread_attach)"
             ));
         }
         // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
         let rt = unsafe { &*rt };
+        if !safe_ok && rt.is_safe() {
+            fatal(format_args!(
+                "{name} was called inside a safe region (locus_gc_enter_safe_region without locus_gc_leave_safe_region)"
+            ));
+        }
         rt.report_freed_accesses();
         body(rt)
     }));
@@ -865,6 +1177,71 @@ pub extern "C" fn locus_gc_safepoint() {
     })
 }
 
+/// A safepoint poll (what `--safepoint-polls` puts at loop back edges): stops here while
+/// another thread collects; never starts a collection itself, even in stress mode.
+#[no_mangle]
+pub extern "C" fn locus_gc_poll() {
+    entry(RUNTIME_POLL, Runtime::poll)
+}
+
+/// Enters a safe region: until [`locus_gc_leave_safe_region`], the calling thread counts as
+/// stopped, and other threads collect without waiting for it (scanning its frames as they
+/// are now). Call it before a foreign call that may block or run long (a `pthread_join`, a
+/// read, a lock); the foreign code must not touch the chain, call the runtime's other entry
+/// points, or use an object the thread's frames (its roots, `jl_roots`) or a pin do not
+/// hold. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_enter_safe_region() {
+    entry(RUNTIME_ENTER_SAFE_REGION, Runtime::enter_safe)
+}
+
+/// Leaves the safe region [`locus_gc_enter_safe_region`] entered, first waiting for a
+/// collection that runs to end. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_leave_safe_region() {
+    entry_in(RUNTIME_LEAVE_SAFE_REGION, true, |rt| {
+        if !rt.is_safe() {
+            fatal(format_args!(
+                "{RUNTIME_LEAVE_SAFE_REGION} was called outside a safe region"
+            ));
+        }
+        rt.leave_safe();
+    })
+}
+
+/// The calling thread's heap, for another thread to join with
+/// [`crate::locus_gc_thread_attach_heap`]: valid while a thread stays attached to it.
+/// Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_heap() -> *const u8 {
+    entry(RUNTIME_HEAP, |rt| Arc::as_ptr(&rt.shared).cast())
+}
+
+/// Registers `[start, end)` as a global root region of the calling thread's heap: a table
+/// of tracked pointers outside the stack (a global array) that every collection reads as
+/// roots, each aligned word null or a live object's address, as a frame's root slot.
+/// Objects it names never move. Never collects.
+///
+/// # Safety
+/// The memory must stay readable, and hold only null or live objects' addresses, until
+/// [`locus_gc_remove_root_region`].
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_add_root_region(start: *const u8, end: *const u8) {
+    entry(RUNTIME_ADD_ROOT_REGION, |rt| {
+        // SAFETY: the caller's promise.
+        unsafe { rt.add_root_region(start as usize, end as usize) }
+    })
+}
+
+/// Drops the global root region that starts at `start`; returns 1 if there was one, else
+/// 0. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_remove_root_region(start: *const u8) -> i32 {
+    entry(RUNTIME_REMOVE_ROOT_REGION, |rt| {
+        i32::from(rt.remove_root_region(start as usize))
+    })
+}
+
 /// A foreign function: may collect, then returns the `i64` at `raw + offset`, which must lie
 /// inside the body of a live object. On a fault it returns poison ([`heap::POISON_WORD`])
 /// for the body of a freed object (stress mode), else 0; it never touches a freed object.
@@ -920,7 +1297,7 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     let _ = parent;
     entry(RUNTIME_WRITE_BARRIER, |rt| {
-        rt.state.borrow_mut().stats.write_barriers += 1;
+        lock(&rt.shared.state).stats.write_barriers += 1;
     })
 }
 
@@ -931,7 +1308,7 @@ fn from_frame<R>(fp: usize, body: impl FnOnce() -> R) -> R {
             let rt = cur.get();
             if !rt.is_null() {
                 // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
-                unsafe { &*rt }.sp_frame.set(v);
+                unsafe { &*rt }.me.sp_frame.store(v, Ordering::Release);
             }
         });
     };
@@ -975,6 +1352,12 @@ pub extern "C" fn locus_gc_sp_safepoint(fp: usize) {
     from_frame(fp, || locus_gc_safepoint())
 }
 
+/// [`locus_gc_poll`] called by a statepoint wrapper.
+#[no_mangle]
+pub extern "C" fn locus_gc_sp_poll(fp: usize) {
+    from_frame(fp, || locus_gc_poll())
+}
+
 /// [`locus_gc_foreign_read`] called by a statepoint wrapper.
 #[no_mangle]
 pub extern "C" fn locus_gc_sp_foreign_read(raw: *const u8, offset: i64, fp: usize) -> i64 {
@@ -994,7 +1377,7 @@ pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp
 #[no_mangle]
 pub extern "C" fn locus_gc_pin(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN, |rt| {
-        rt.state.borrow_mut().heap.pin(addr as usize);
+        lock(&rt.shared.state).heap.pin(addr as usize);
     })
 }
 
@@ -1002,7 +1385,7 @@ pub extern "C" fn locus_gc_pin(addr: *const u8) {
 #[no_mangle]
 pub extern "C" fn locus_gc_unpin(addr: *const u8) {
     entry(crate::contract::RUNTIME_UNPIN, |rt| {
-        rt.state.borrow_mut().heap.unpin(addr as usize);
+        lock(&rt.shared.state).heap.unpin(addr as usize);
     })
 }
 
@@ -1011,7 +1394,7 @@ pub extern "C" fn locus_gc_unpin(addr: *const u8) {
 #[no_mangle]
 pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN_FOREVER, |rt| {
-        rt.state.borrow_mut().heap.pin_forever(addr as usize);
+        lock(&rt.shared.state).heap.pin_forever(addr as usize);
     })
 }
 
@@ -1020,7 +1403,7 @@ pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
 #[no_mangle]
 pub extern "C" fn locus_gc_region_depth() -> i64 {
     entry(crate::contract::RUNTIME_REGION_DEPTH, |rt| {
-        i64::try_from(rt.regions.borrow().len()).unwrap_or(i64::MAX)
+        i64::try_from(lock(&rt.me.regions).len()).unwrap_or(i64::MAX)
     })
 }
 
@@ -1033,7 +1416,7 @@ pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
     entry(crate::contract::RUNTIME_PUSH_REGION, |rt| {
         let (start, end) = (start as usize, end as usize);
         if start < end {
-            rt.regions.borrow_mut().push((start, end));
+            lock(&rt.me.regions).push((start, end));
         }
     })
 }
@@ -1044,7 +1427,7 @@ pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
 pub extern "C" fn locus_gc_region_reset(depth: i64) {
     entry(crate::contract::RUNTIME_REGION_RESET, |rt| {
         let depth = usize::try_from(depth).unwrap_or(0);
-        rt.regions.borrow_mut().truncate(depth);
+        lock(&rt.me.regions).truncate(depth);
     })
 }
 
@@ -1069,6 +1452,10 @@ pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
         (
             "locus_gc_sp_safepoint",
             locus_gc_sp_safepoint as extern "C" fn(usize) as usize,
+        ),
+        (
+            "locus_gc_sp_poll",
+            locus_gc_sp_poll as extern "C" fn(usize) as usize,
         ),
         (
             "locus_gc_sp_foreign_read",
@@ -1140,6 +1527,35 @@ pub fn symbols() -> Vec<(&'static str, usize)> {
             RUNTIME_ALLOC_GENERICMEMORY,
             locus_gc_alloc_genericmemory as extern "C" fn(*const u8, i64, *const u8) -> *mut u8
                 as usize,
+        ),
+        (RUNTIME_POLL, locus_gc_poll as extern "C" fn() as usize),
+        (
+            RUNTIME_ENTER_SAFE_REGION,
+            locus_gc_enter_safe_region as extern "C" fn() as usize,
+        ),
+        (
+            RUNTIME_LEAVE_SAFE_REGION,
+            locus_gc_leave_safe_region as extern "C" fn() as usize,
+        ),
+        (
+            RUNTIME_HEAP,
+            locus_gc_heap as extern "C" fn() -> *const u8 as usize,
+        ),
+        (
+            RUNTIME_ADD_ROOT_REGION,
+            locus_gc_add_root_region as unsafe extern "C" fn(*const u8, *const u8) as usize,
+        ),
+        (
+            RUNTIME_REMOVE_ROOT_REGION,
+            locus_gc_remove_root_region as extern "C" fn(*const u8) -> i32 as usize,
+        ),
+        (
+            RUNTIME_THREAD_ATTACH_HEAP,
+            crate::locus_gc_thread_attach_heap as unsafe extern "C" fn(*const u8) -> i32 as usize,
+        ),
+        (
+            RUNTIME_THREAD_DETACH,
+            crate::locus_gc_thread_detach as extern "C" fn() -> i32 as usize,
         ),
     ]
 }

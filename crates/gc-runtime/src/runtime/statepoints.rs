@@ -45,7 +45,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::fault::{GcFault, Referrer};
-use super::frames::{self, GcFrame, StackBounds};
+use super::frames::{self, StackBounds};
 use super::heap::{Heap, Lookup, Scan, Trace};
 use super::Collection;
 
@@ -220,6 +220,16 @@ struct Walked {
 impl Walked {
     fn lanes(&self, frame: &SpFrame) -> &[Lane] {
         self.lanes.get(frame.lanes.clone()).unwrap_or(&[])
+    }
+
+    /// Appends another thread's walk (its frames keep their lanes).
+    fn append(&mut self, other: Walked) {
+        let base = self.lanes.len();
+        self.lanes.extend(other.lanes);
+        self.frames.extend(other.frames.into_iter().map(|mut f| {
+            f.lanes = f.lanes.start + base..f.lanes.end + base;
+            f
+        }));
     }
 }
 
@@ -431,13 +441,13 @@ impl Marker<'_> {
 /// What a statepoint collection is given.
 pub(crate) struct Roots<'a> {
     pub(crate) maps: &'a StackMaps,
-    /// The wrapper's frame address, 0 when the collection was not asked for by compiled code.
-    pub(crate) fp: usize,
-    pub(crate) head: *mut GcFrame,
-    pub(crate) bounds: Option<StackBounds>,
+    /// Every mutator's roots, the collecting thread first. A thread's `fp` is its
+    /// wrapper's frame address, 0 when it is not stopped in a `locus_gc_sp_*` entry (then
+    /// only its chain and regions are scanned).
+    pub(crate) threads: &'a [frames::ThreadRoots],
+    /// The global root regions: their objects are pinned.
+    pub(crate) globals: &'a [(usize, usize)],
     pub(crate) moving: bool,
-    /// Stack memory registered by `locus_gc_push_region`: scanned conservatively.
-    pub(crate) regions: &'a [(usize, usize)],
 }
 
 /// Collects with statepoint roots: walk, mark, sweep, and move when asked.
@@ -446,13 +456,14 @@ pub(crate) fn collect(
     roots: &Roots<'_>,
     number: u64,
 ) -> Result<Collection, GcFault> {
-    let sp = frames::approx_stack_pointer();
-    let chain = frames::walk(roots.head, sp, roots.bounds, number)?;
-    let (sp_frames, walked) = if roots.fp == 0 {
-        (Walked::default(), 0)
-    } else {
-        walk(roots.maps, roots.fp, roots.bounds, number)?
-    };
+    let chain = frames::walk_threads(roots.threads, number)?;
+    let mut sp_frames = Walked::default();
+    let mut walked = 0;
+    for t in roots.threads.iter().filter(|t| t.fp != 0) {
+        let (w, n) = walk(roots.maps, t.fp, t.bounds, number)?;
+        sp_frames.append(w);
+        walked += n;
+    }
     let mut m = Marker {
         heap,
         stack: Vec::new(),
@@ -463,7 +474,11 @@ pub(crate) fn collect(
             ..Collection::default()
         },
     };
-    let marked = mark_regions(&mut m, roots.regions, sp, roots.bounds)
+    let marked = roots
+        .threads
+        .iter()
+        .try_for_each(|t| mark_regions(&mut m, &t.regions, t.sp, t.bounds))
+        .and_then(|()| mark_globals(&mut m, roots.globals))
         .and_then(|()| mark_all(&mut m, &chain, &sp_frames));
     let Marker {
         heap,
@@ -482,6 +497,18 @@ pub(crate) fn collect(
         move_objects(heap, &pinned, &sp_frames, number, &mut done);
     }
     Ok(done)
+}
+
+/// Marks and pins every object the global root regions name (each word null or a live
+/// object, as a frame's root slot).
+fn mark_globals(m: &mut Marker<'_>, globals: &[(usize, usize)]) -> Result<(), GcFault> {
+    // SAFETY: the promise of `locus_gc_add_root_region`.
+    for (region, word, target) in unsafe { frames::global_roots(globals) } {
+        m.done.roots += 1;
+        let from = |_: &Heap| Referrer::Global { region, word };
+        m.trace(target, (usize::MAX, word), true, from)?;
+    }
+    m.drain()
 }
 
 /// Marks and pins every live object a word of a registered region names. A region outside
