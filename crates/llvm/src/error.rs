@@ -46,6 +46,14 @@ pub enum Error {
         /// What was refused and why, printing the instructions and values involved.
         message: String,
     },
+    /// A context or module of the caller's could not be borrowed
+    /// ([`Context::borrow_raw`](crate::Context::borrow_raw),
+    /// [`BorrowedModule::new`](crate::BorrowedModule::new)): a null handle, or a module of
+    /// another context.
+    Borrow {
+        /// What was refused and why.
+        message: String,
+    },
     /// A pass pipeline could not be parsed or built (see `locus_llvm::passes`).
     Passes {
         /// The pipeline as the caller gave it.
@@ -76,6 +84,7 @@ impl fmt::Display for Error {
                 write!(f, "cannot change the IR: {}", message.trim_end())
             }
             Error::Jit { message } => write!(f, "JIT error: {}", message.trim_end()),
+            Error::Borrow { message } => write!(f, "cannot borrow: {}", message.trim_end()),
             Error::Passes { pipeline, message } => write!(
                 f,
                 "cannot run the pass pipeline `{pipeline}`: {}",

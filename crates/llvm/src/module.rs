@@ -104,7 +104,7 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// [`Error::Edit`] when `raw` is null.
+    /// [`Error::Borrow`] when `raw` is null.
     ///
     /// # Safety
     ///
@@ -116,8 +116,8 @@ impl Context {
     /// - nothing else uses the context on another thread meanwhile (LLVM does not lock it).
     pub unsafe fn borrow_raw(raw: LLVMContextRef) -> Result<Self> {
         if raw.is_null() {
-            return Err(Error::Edit {
-                message: "cannot borrow the caller's context: the LLVMContextRef is null".into(),
+            return Err(Error::Borrow {
+                message: "the caller's LLVMContextRef is null".into(),
             });
         }
         Ok(Context {
@@ -424,7 +424,7 @@ impl<'ctx> BorrowedModule<'ctx> {
     ///
     /// # Errors
     ///
-    /// [`Error::Edit`] when `raw` is null or lives in another context than `ctx`.
+    /// [`Error::Borrow`] when `raw` is null or lives in another context than `ctx`.
     ///
     /// # Safety
     ///
@@ -439,17 +439,17 @@ impl<'ctx> BorrowedModule<'ctx> {
     ///   it; the caller's promise to [`Context::borrow_raw`] otherwise).
     pub unsafe fn new(ctx: &'ctx Context, raw: LLVMModuleRef) -> Result<Self> {
         if raw.is_null() {
-            return Err(Error::Edit {
-                message: "cannot borrow the caller's module: the LLVMModuleRef is null".into(),
+            return Err(Error::Borrow {
+                message: "the caller's LLVMModuleRef is null".into(),
             });
         }
         // SAFETY: `raw` is a live module (the caller's promise).
         let raw_ctx = unsafe { LLVMGetModuleContext(raw) };
         if raw_ctx != ctx.raw {
-            return Err(Error::Edit {
+            return Err(Error::Borrow {
                 message: format!(
-                    "cannot borrow the caller's module: it lives in context {raw_ctx:p}, not in \
-                     the one given ({:p})",
+                    "the caller's module lives in context {raw_ctx:p}, not in the one given \
+                     ({:p})",
                     ctx.raw
                 ),
             });

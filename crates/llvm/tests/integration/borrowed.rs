@@ -95,7 +95,7 @@ fn borrowed_module_is_changed_in_place_and_left_to_its_owner() {
 fn borrowing_refuses_null_and_foreign_modules() {
     // SAFETY: a null context is refused before any use.
     let err = unsafe { Context::borrow_raw(ptr::null_mut()) }.unwrap_err();
-    assert!(matches!(err, Error::Edit { .. }), "{err}");
+    assert!(matches!(err, Error::Borrow { .. }), "{err}");
 
     let ours = Context::new();
     // SAFETY: a null module is refused before any use.
