@@ -1,21 +1,17 @@
 //! DWARF expression operations: the [`Op`] type, binary [`decode`]/[`encode`]
-//! and the text form [`to_text`] (read back by [`crate::parse_text`]).
+//! and the text form [`crate::to_text`] (read back by [`crate::parse_text`]).
 
-use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::Write as _;
 
 use crate::error::Error;
 
 mod decode;
 mod encode;
-mod text;
 
 pub(crate) use decode::{byte_offsets, decode_at, gnu_name};
 pub use decode::{decode, decode_into};
 pub use encode::encode;
 pub(crate) use encode::op_offsets;
-pub use text::to_text;
 
 /// How the heterogeneous-debugging extension operations are encoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -1,9 +1,11 @@
-//! Text: operations written in the text syntax with the spec's names
-//! ([`to_text`]).
+//! Operations written in the text syntax with the spec's names ([`to_text`]).
 
-use super::*;
+use alloc::string::String;
+use core::fmt::Write as _;
 
-/// Writes operations in the text syntax accepted by [`crate::parse_text`], one per
+use crate::op::Op;
+
+/// Writes operations in the text syntax accepted by [`parse_text`](super::parse_text), one per
 /// line, with the spec's names.
 ///
 /// Unsigned operands are decimal except addresses and DIE offsets (0x-hex),
@@ -70,7 +72,7 @@ pub fn to_text(ops: &[Op]) -> String {
     s
 }
 
-pub(super) fn write_block(s: &mut String, b: &[u8]) -> core::fmt::Result {
+fn write_block(s: &mut String, b: &[u8]) -> core::fmt::Result {
     s.push_str(" [");
     for (i, byte) in b.iter().enumerate() {
         if i > 0 {

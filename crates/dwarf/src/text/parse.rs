@@ -1,5 +1,5 @@
-//! The text syntax: [`parse_text`] and [`parse_text_with`] read the crate's
-//! own spelling ([`crate::to_text`]'s), llvm-dwarfdump's and gdb's.
+//! Reading the text syntax: [`parse_text`] and [`parse_text_with`] read the crate's
+//! own spelling ([`to_text`](super::to_text)'s), llvm-dwarfdump's and gdb's.
 //!
 //! Three spellings of the same operations:
 //!
