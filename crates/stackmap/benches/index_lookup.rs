@@ -36,7 +36,9 @@ use std::ffi::c_void;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use locus_stackmap::{LittleEndian, ParseOptions, Record, StackMapIndex, Table, Tables};
+use locus_stackmap::{
+    IndexOptions, LittleEndian, ParseOptions, Record, StackMapIndex, Table, Tables,
+};
 
 mod anchor;
 mod synth;
@@ -143,7 +145,7 @@ fn tables(section: &[u8]) -> Vec<Table<'_, LittleEndian>> {
 }
 
 fn locus_index(section: &[u8]) -> StackMapIndex<'_, LittleEndian> {
-    StackMapIndex::new(tables(section), 0)
+    StackMapIndex::with_options(tables(section), 0, IndexOptions::default().huge_pages(true))
 }
 
 type RustMap<'a> = HashMap<u64, Vec<Record<'a, LittleEndian>>>;

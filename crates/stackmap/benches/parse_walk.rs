@@ -43,7 +43,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use locus_stackmap::{Error, LittleEndian, Location, ParseOptions, StackMapIndex, Table, Tables};
+use locus_stackmap::{
+    Error, IndexOptions, LittleEndian, Location, ParseOptions, StackMapIndex, Table, Tables,
+};
 
 mod anchor;
 mod synth;
@@ -357,7 +359,7 @@ fn main() {
         Ok(t) => t,
         Err(e) => panic!("{e}"),
     };
-    let index = StackMapIndex::new(tables, 0);
+    let index = StackMapIndex::with_options(tables, 0, IndexOptions::default().huge_pages(true));
     let mut order: Vec<usize> = (0..RECORDS).collect();
     synth::Rng::new(SEED ^ 1).shuffle(&mut order);
     let addresses: Vec<u64> = order.iter().map(|&i| section.addresses[i]).collect();

@@ -115,7 +115,7 @@ pub mod statepoint;
 pub use endian::{BigEndian, Endian, LittleEndian, RunTimeEndian};
 pub use error::{Error, Field, Result};
 pub use frame::Frame;
-pub use index::{IndexedRecord, StackMapIndex};
+pub use index::{IndexOptions, IndexedRecord, StackMapIndex};
 pub use parse::{
     parse_section, Function, LiveOut, Location, LocationKind, ParseOptions, Record, Records,
     Strictness, Table, Tables,

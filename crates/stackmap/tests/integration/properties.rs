@@ -18,8 +18,9 @@
 
 use locus_stackmap::object::find_section;
 use locus_stackmap::{
-    parse_section, BigEndian, Endian, Error, Field, IndexedRecord, LittleEndian, Location,
-    ParseOptions, RunTimeEndian, StackMapIndex, StatepointRecord, Strictness, Table, Tables,
+    parse_section, BigEndian, Endian, Error, Field, IndexOptions, IndexedRecord, LittleEndian,
+    Location, ParseOptions, RunTimeEndian, StackMapIndex, StatepointRecord, Strictness, Table,
+    Tables,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -681,7 +682,19 @@ fn check_index<E: Endian>(
     let batched: Vec<(u64, Vec<_>)> = batched
         .map(|l| (l.address(), l.map(|x| key(&x)).collect()))
         .collect();
-    prop_assert_eq!(batched, one_by_one);
+    prop_assert_eq!(batched, one_by_one.clone());
+
+    // Built with huge pages asked for, the index answers the same.
+    let huge = StackMapIndex::with_options(
+        parsed.to_vec(),
+        bias,
+        IndexOptions::default().huge_pages(true),
+    );
+    let huge_batched: Vec<(u64, Vec<_>)> = huge
+        .lookup_all(&batch)
+        .map(|l| (l.address(), l.map(|x| key(&x)).collect()))
+        .collect();
+    prop_assert_eq!(huge_batched, one_by_one);
 
     // An arbitrary address or ID finds exactly the records that have it.
     let at_probe = all.iter().filter(|&&(_, a, _)| a == probe).count();
