@@ -22,7 +22,8 @@
 //! `LOCUS_BENCH_CLASS=CLASS|list`) runs only one way's loop, for profilers: instruction
 //! counts under `valgrind --tool=callgrind`, with N and 0 passes subtracted, do not depend
 //! on the machine's load. `LOCUS_BENCH_CLASS==SHAPE` runs the expressions of one
-//! shape (operation names, as `LOCUS_BENCH_ONLY=shapes` lists them with their counts).
+//! shape (operation names, as `LOCUS_BENCH_ONLY=shapes` lists them with their counts),
+//! `LOCUS_BENCH_CLASS=long` those of more than 8 operations (long arithmetic).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -420,6 +421,8 @@ fn main() {
             Some("list") => x.in_list,
             // `=SHAPE`: one shape as `shapes` prints it.
             Some(c) if c.starts_with('=') => shape_of(x) == c[1..],
+            // Expressions of more than 8 operations (long arithmetic).
+            Some("long") => shape_of(x).split(' ').count() > 8,
             Some(c) => class_of(x) == c,
         };
         let (xs, ds): (Vec<&LocationExpression>, Vec<&Decoded>) =

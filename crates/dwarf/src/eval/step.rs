@@ -8,6 +8,10 @@ impl<'a> Evaluation<'a> {
         self.need(2)?;
         let b = self.pop_value()?;
         let a = self.pop_value()?;
+        if let Some(r) = generic_binary(op, a, b, self.address_size) {
+            self.push_value(r);
+            return Ok(());
+        }
         let r = a
             .binary(op, b, self.address_size)
             .map_err(Self::value_err)?;
@@ -412,7 +416,10 @@ impl<'a> Evaluation<'a> {
                 .convert(v.ty, a)
                 .map_err(Self::value_err)?
         };
-        let r = v.binary(BinaryOp::Plus, rhs, a).map_err(Self::value_err)?;
+        let r = match generic_binary(BinaryOp::Plus, v, rhs, a) {
+            Some(r) => r,
+            None => v.binary(BinaryOp::Plus, rhs, a).map_err(Self::value_err)?,
+        };
         self.push_value(r);
         Ok(())
     }
@@ -954,4 +961,35 @@ impl<'a> Evaluation<'a> {
         }
         self.advance()
     }
+}
+
+/// [`Value::binary`] of two generic values, computed here for the
+/// operations that cannot fail on them (all but division and modulo);
+/// `None` otherwise. `Value::binary` returns its result through memory,
+/// written in narrow stores that the stack's wide loads then could not be
+/// forwarded from (a stall per operation of long arithmetic expressions);
+/// here the result stays in registers. Tests compare the two
+/// (`eval_generic_arith`).
+#[inline(always)]
+fn generic_binary(op: BinaryOp, x: Value, y: Value, address_size: u8) -> Option<Value> {
+    if (x.ty != ValueType::Generic) | (y.ty != ValueType::Generic) {
+        return None;
+    }
+    let (a, b) = (x.bits, y.bits);
+    let bits_size = u64::from(ValueType::Generic.size(address_size)) * 8;
+    let r = match op {
+        BinaryOp::And => a & b,
+        BinaryOp::Or => a | b,
+        BinaryOp::Xor => a ^ b,
+        BinaryOp::Plus => a.wrapping_add(b),
+        BinaryOp::Minus => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::Shl if b >= bits_size => 0,
+        BinaryOp::Shl => a << b,
+        BinaryOp::Shr if b >= bits_size => 0,
+        BinaryOp::Shr => a >> b,
+        BinaryOp::Shra => (x.to_i64(address_size) >> b.min(63) as u32) as u64,
+        BinaryOp::Div | BinaryOp::Mod => return None,
+    };
+    Some(Value::generic(r, address_size))
 }
