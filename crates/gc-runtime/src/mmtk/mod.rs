@@ -1,2 +1,837 @@
-//! MMTk behind the runtime (issue 26 §3): the binding of the `mmtk` crate's plans to this
-//! runtime's objects and roots. Work in progress; nothing here is used by the runtime yet.
+//! MMTk behind the runtime (issue 26 §3): the `mmtk` crate's production plans collecting
+//! objects of the runtime's layout, with roots from frame chains and statepoint slots.
+//!
+//! Nothing in the runtime calls this module yet: it is the collector the runtime's entry
+//! points can switch to. It allocates objects exactly as [`crate::runtime`] lays them out
+//! (the 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader) before the object, the
+//! same words the runtime's heap writes, `nptrs` tracked pointer fields then raw bytes;
+//! tagged objects with the type tag at `obj - 8`), so compiled code and the frame walk
+//! cannot tell which heap made an object.
+//!
+//! # Plans
+//!
+//! [`Plan`], chosen by name (`marksweep`, `immix`, `stickyimmix`, `semispace`, `gencopy`):
+//!
+//! | plan | moves objects | frame roots | generational (needs write barriers) |
+//! |---|---|---|---|
+//! | MarkSweep | never | pinned (nothing moves anyway) | no |
+//! | Immix | when it defragments | pinned for the collection | no |
+//! | StickyImmix | nursery objects, and when it defragments | pinned for the collection | yes |
+//! | SemiSpace | every live object, every collection | rewritten (cannot pin) | no |
+//! | GenCopy | every live object it collects | rewritten (cannot pin) | yes |
+//!
+//! # Roots
+//!
+//! A thread's roots are asked for only when a collection stops it: each allocation (and
+//! [`MmtkMutator::collect`]) takes a closure that fills a [`RootSet`]:
+//! - [`RootSet::frames`]: the innermost frame of a Julia-style frame chain (what
+//!   `*pgcstack` holds); every object a linked frame names is a root. On a plan that can
+//!   pin (MarkSweep, Immix, StickyImmix) it is pinned for that collection, as Julia's MMTk
+//!   binding pins its frame roots, because lowered code keeps using the value it stored
+//!   in the frame. SemiSpace and GenCopy cannot pin: they rewrite the frame's slot, so on
+//!   those plans code must reload a rooted value from its slot after a call that may
+//!   collect (statepoint code does, frame code does not: use a pinning plan for it).
+//! - [`RootSet::slots`]: statepoint slots (a `[sp + off]` / `[fp + off]` the stack maps
+//!   name, resolved to an address), each null or an object's address, rewritten when the
+//!   object moves.
+//! - [`RootSet::derived`]: (base slot, derived slot) pairs: the base is a root as above,
+//!   and the derived slot moves by as much as its base did (done by the thread itself when
+//!   the collection ends).
+//! - [`RootSet::regions`]: memory scanned conservatively (a `locus_gc_push_region`
+//!   alloca, a global root region): each aligned word that is an object's address is a
+//!   root, pinned on a pinning plan and rewritten on a copying one.
+//!
+//! Besides, [`MmtkHeap::pin`] makes an object a root that never moves until
+//! [`MmtkHeap::unpin`] (`gc_preserve`, `jl_roots` under statepoints): on a pinning plan
+//! only (SemiSpace and GenCopy refuse).
+//!
+//! A root that is neither null nor an object's address is a fault: it is recorded
+//! ([`MmtkHeap::take_faults`]) and not traced; so is a broken frame (misaligned, flag bits
+//! set, a root count over [`MAX_FRAME_ROOTS`](crate::runtime::frames::MAX_FRAME_ROOTS),
+//! linked twice, a chain over [`MAX_FRAMES`](crate::runtime::frames::MAX_FRAMES)). Fields
+//! are traced as MMTk traces them: a field holding garbage is undefined behaviour, as in
+//! compiled code (MMTk's debug assertions catch some in a debug build).
+//!
+//! # Tagged objects
+//!
+//! A tagged object (Julia's `gc_alloc_bytes`: a layout only the program knows) is
+//! allocated in a space that never moves (MarkSweep's own space, Immix's non-moving space,
+//! the large object space under the other plans, where each takes whole pages: MMTk 0.33's
+//! non-moving space fails under them) and scanned conservatively: each aligned word that is an object's address
+//! (MMTk's valid-object bits say which) keeps that object alive. On a pinning plan every
+//! object a tagged object's word names is pinned before the trace, so the word stays
+//! right. SemiSpace and GenCopy cannot pin: they rewrite such a word to the object's new
+//! address, which is wrong only for a word that is an integer equal to an object's
+//! address by chance; Julia's code, which allocates tagged objects, uses frames and so
+//! a pinning plan anyway.
+//!
+//! # Write barriers
+//!
+//! StickyImmix and GenCopy collect their young objects alone, so a store of a pointer into
+//! an object must be followed by [`MmtkMutator::write_barrier`] on that object (what
+//! `locus_gc_write_barrier` is for) or [`MmtkMutator::write_field`] used instead.
+//!
+//! # Threads and stop-the-world
+//!
+//! MMTk's GC work runs on worker threads of its own ([`MmtkOptions::workers`]). A mutator
+//! thread that triggers a collection (in an allocation, or [`MmtkMutator::collect`])
+//! publishes its roots and blocks until the collection ends; the workers start tracing once
+//! every bound mutator is so parked. With one mutator thread that is all it takes. With
+//! several, the runtime must make each other thread come to a safepoint soon (its polls
+//! see a flag, then call [`MmtkMutator::park`]) and count a thread in a safe region as
+//! parked with the roots it left (see `park`): exactly what MMTk's `stop_all_mutators`
+//! waits for here.
+//!
+//! # One heap per process
+//!
+//! MMTk keeps process-wide state (its address-space map, side metadata), and its binding
+//! is found through static functions, so a process has at most one [`MmtkHeap`], made by
+//! [`MmtkHeap::new`] and never freed (its worker threads run until the process ends).
+//!
+//! # Example
+//!
+//! Rust code playing a compiled function with one frame root (as in the [`crate::runtime`]
+//! docs), on Immix:
+//!
+//! ```
+//! use locus_gc_runtime::mmtk::{MmtkHeap, MmtkOptions, Plan, RootSet};
+//! use locus_gc_runtime::runtime::GcFrame;
+//!
+//! let heap = MmtkHeap::new(MmtkOptions::new(Plan::Immix, 16 << 20)).unwrap();
+//! let mut m = heap.bind_mutator();
+//! let mut frame = [GcFrame::header_word(1), 0, 0]; // [1 << 2, prev, root 0]
+//! let fp = frame.as_mut_ptr() as usize;
+//! let mut roots = |set: &mut RootSet| set.frames.push(fp);
+//! let obj = m.alloc(1, 8, &mut roots).unwrap(); // one pointer field, 8 raw bytes
+//! unsafe { ((obj + 8) as *mut u64).write(42) };
+//! frame[2] = obj; // root it
+//! m.collect(&mut roots);
+//! assert!(heap.is_object(obj));
+//! assert_eq!(unsafe { ((obj + 8) as *const u64).read() }, 42);
+//! assert!(heap.take_faults().is_empty());
+//! ```
+
+mod binding;
+mod layout;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use mmtk::util::options::{GCTriggerSelector, PlanSelector};
+use mmtk::util::{Address, ObjectReference};
+use mmtk::vm::slot::SimpleSlot;
+use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, MMTK};
+
+pub use binding::Locus;
+use binding::MutatorRecord;
+
+use crate::runtime::frames::{GcFrame, MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
+use crate::runtime::heap::{HEADER_BYTES, OBJECT_ALIGN};
+
+/// An MMTk plan the runtime can collect with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Plan {
+    /// Mark-sweep: never moves an object.
+    MarkSweep,
+    /// Immix: mark-region, moves objects only when it defragments.
+    Immix,
+    /// Sticky-mark-bits generational Immix.
+    StickyImmix,
+    /// Semi-space copying: moves every live object at every collection.
+    SemiSpace,
+    /// Generational copying: a copying nursery and a semi-space mature space.
+    GenCopy,
+}
+
+impl Plan {
+    /// Every plan, in the order of the names.
+    pub const ALL: [Plan; 5] = [
+        Plan::MarkSweep,
+        Plan::Immix,
+        Plan::StickyImmix,
+        Plan::SemiSpace,
+        Plan::GenCopy,
+    ];
+
+    /// Its name: `marksweep`, `immix`, `stickyimmix`, `semispace` or `gencopy`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Plan::MarkSweep => "marksweep",
+            Plan::Immix => "immix",
+            Plan::StickyImmix => "stickyimmix",
+            Plan::SemiSpace => "semispace",
+            Plan::GenCopy => "gencopy",
+        }
+    }
+
+    /// The plan of a name ([`Plan::name`]).
+    pub fn from_name(name: &str) -> Result<Plan, MmtkError> {
+        Plan::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| MmtkError::UnknownPlan(name.to_string()))
+    }
+
+    /// Whether it can pin an object, so that frame roots, tagged objects' targets and
+    /// [`MmtkHeap::pin`] keep objects in place (MarkSweep, Immix, StickyImmix).
+    pub fn pins(self) -> bool {
+        matches!(self, Plan::MarkSweep | Plan::Immix | Plan::StickyImmix)
+    }
+
+    /// Whether it may move an object.
+    pub fn moves(self) -> bool {
+        self != Plan::MarkSweep
+    }
+
+    /// Whether it collects young objects alone (and so needs write barriers).
+    pub fn generational(self) -> bool {
+        matches!(self, Plan::StickyImmix | Plan::GenCopy)
+    }
+
+    fn selector(self) -> PlanSelector {
+        match self {
+            Plan::MarkSweep => PlanSelector::MarkSweep,
+            Plan::Immix => PlanSelector::Immix,
+            Plan::StickyImmix => PlanSelector::StickyImmix,
+            Plan::SemiSpace => PlanSelector::SemiSpace,
+            Plan::GenCopy => PlanSelector::GenCopy,
+        }
+    }
+}
+
+impl std::str::FromStr for Plan {
+    type Err = MmtkError;
+
+    fn from_str(s: &str) -> Result<Plan, MmtkError> {
+        Plan::from_name(s)
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How [`MmtkHeap::new`] makes the heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmtkOptions {
+    /// The plan.
+    pub plan: Plan,
+    /// The heap's fixed size in bytes: a collection starts when it is full.
+    pub heap_bytes: usize,
+    /// GC worker threads.
+    pub workers: usize,
+    /// Immix and StickyImmix: defragment at every collection (moving objects; for tests).
+    pub always_defrag: bool,
+}
+
+impl MmtkOptions {
+    /// `plan` with a heap of `heap_bytes`, one GC worker per core (at most 4), no forced
+    /// defragmentation.
+    pub fn new(plan: Plan, heap_bytes: usize) -> MmtkOptions {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        MmtkOptions {
+            plan,
+            heap_bytes,
+            workers: cores.min(4),
+            always_defrag: false,
+        }
+    }
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MmtkError {
+    /// No plan of this name.
+    UnknownPlan(String),
+    /// The process has its MMTk heap already (with this plan).
+    AlreadyMade(Plan),
+    /// MMTk refused an option (name and value).
+    BadOption(&'static str, String),
+    /// The allocation is larger than the runtime allows.
+    TooLarge {
+        /// Pointer fields asked for (0 for a tagged object).
+        nptrs: usize,
+        /// Raw bytes asked for (a tagged object's size).
+        nbytes: usize,
+    },
+    /// The heap is full even after a collection.
+    OutOfMemory {
+        /// The allocation's bytes, header included.
+        bytes: usize,
+    },
+}
+
+impl fmt::Display for MmtkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MmtkError::UnknownPlan(name) => write!(
+                f,
+                "unknown MMTk plan `{name}` (expected marksweep, immix, stickyimmix, semispace or gencopy)"
+            ),
+            MmtkError::AlreadyMade(plan) => {
+                write!(f, "this process has an MMTk heap already (plan {plan})")
+            }
+            MmtkError::BadOption(name, value) => {
+                write!(f, "MMTk refused option {name} = {value}")
+            }
+            MmtkError::TooLarge { nptrs, nbytes } => write!(
+                f,
+                "allocation too large: {nptrs} pointer fields and {nbytes} bytes"
+            ),
+            MmtkError::OutOfMemory { bytes } => {
+                write!(f, "out of memory: MMTk's heap cannot hold {bytes} more bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MmtkError {}
+
+/// Roots a thread hands over when a collection stops it (see "Roots" in the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RootSet {
+    /// Innermost frames (`*pgcstack`) of Julia-style frame chains, 0 for an empty chain.
+    pub frames: Vec<usize>,
+    /// Addresses of root slots that may be rewritten: each holds null or an object.
+    pub slots: Vec<usize>,
+    /// (base slot, derived slot): the base as in `slots`; the derived slot moves with it.
+    pub derived: Vec<(usize, usize)>,
+    /// `[start, end)` ranges scanned conservatively.
+    pub regions: Vec<(usize, usize)>,
+}
+
+impl RootSet {
+    /// Empties it, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.frames.clear();
+        self.slots.clear();
+        self.derived.clear();
+        self.regions.clear();
+    }
+}
+
+/// Counters of the heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmtkStats {
+    /// Collections finished.
+    pub collections: u64,
+    /// Objects allocated (tagged ones included).
+    pub objects_allocated: u64,
+    /// Bytes allocated, headers included.
+    pub bytes_allocated: u64,
+    /// Bytes MMTk counts as used now.
+    pub used_bytes: usize,
+    /// The heap's size in bytes.
+    pub total_bytes: usize,
+    /// Faults recorded.
+    pub faults: u64,
+}
+
+impl fmt::Display for MmtkStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "collections: {}", self.collections)?;
+        writeln!(f, "objects allocated: {}", self.objects_allocated)?;
+        writeln!(f, "bytes allocated: {}", self.bytes_allocated)?;
+        writeln!(f, "bytes used: {} of {}", self.used_bytes, self.total_bytes)?;
+        writeln!(f, "faults: {}", self.faults)
+    }
+}
+
+/// Who is bound and whether a collection runs.
+struct SyncState {
+    /// Addresses of registered [`MutatorRecord`]s.
+    mutators: Vec<usize>,
+    /// Mutators blocked for the collection, their roots published.
+    parked: usize,
+    /// Collections ended.
+    epoch: u64,
+    in_gc: bool,
+}
+
+/// The process's MMTk heap and what the binding keeps beside it.
+struct Instance {
+    mmtk: &'static MMTK<Locus>,
+    plan: Plan,
+    sync: Mutex<SyncState>,
+    cond: Condvar,
+    /// Tagged objects (address, serial) not yet seen dead: their words are pinned before
+    /// each trace on a pinning plan.
+    tagged: Mutex<Vec<(usize, u64)>>,
+    /// [`MmtkHeap::pin`] counts.
+    pins: Mutex<HashMap<usize, u32>>,
+    /// Objects pinned for the running collection only.
+    temp_pins: Mutex<Vec<ObjectReference>>,
+    faults: Mutex<Vec<String>>,
+    fault_count: AtomicU64,
+    next_serial: AtomicU64,
+    objects_allocated: AtomicU64,
+    bytes_allocated: AtomicU64,
+    collections: AtomicU64,
+    workers_spawned: AtomicUsize,
+    out_of_memory: AtomicBool,
+    /// Larger allocations go to the large object space.
+    max_default: usize,
+    max_nonmoving: usize,
+}
+
+// MMTk's binding is reached through static functions only: the one unavoidable global.
+static INSTANCE: OnceLock<Instance> = OnceLock::new();
+
+fn instance() -> &'static Instance {
+    match INSTANCE.get() {
+        Some(inst) => inst,
+        None => fatal("MMTk called the binding before the heap was made"),
+    }
+}
+
+/// `a` as an MMTk address.
+fn address(a: usize) -> Address {
+    // SAFETY: an `Address` is a plain number; MMTk marks making one unsafe because using it
+    // as a pointer is, and every use here reads or writes only through checked objects,
+    // slots the threads vouch for, or MMTk's own checked look-ups.
+    unsafe { Address::from_usize(a) }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks aborts (worker threads), so poison is
+    // never observed with half-done state; take the data regardless.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the process with one `locus: mmtk: ...` line: a broken invariant of the binding,
+/// where MMTk offers no way to return an error.
+fn fatal(message: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "locus: mmtk: {message}");
+    std::process::abort()
+}
+
+fn record_fault(inst: &Instance, fault: String) {
+    inst.fault_count.fetch_add(1, Ordering::Relaxed);
+    lock(&inst.faults).push(fault);
+}
+
+/// Walks a frame chain from `first`, appending (frame number, root number, slot address)
+/// for every root slot; stops at the first broken frame with a message.
+fn walk_frames(first: usize, out: &mut Vec<(usize, usize, usize)>) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    let mut frame = first;
+    let mut index = 0;
+    while frame != 0 {
+        let broken = |problem: &str| format!("frame #{index} at {frame:#x}: {problem}");
+        if !frame.is_multiple_of(8) {
+            return Err(broken("not 8-byte aligned"));
+        }
+        if index >= MAX_FRAMES {
+            return Err(broken("the chain has too many frames"));
+        }
+        if !seen.insert(frame) {
+            return Err(broken("linked twice (the chain loops)"));
+        }
+        // SAFETY: the thread's provider vouches that its chain's frames are readable: the
+        // header word and `prev` (`GcFrame`'s two words).
+        let header = unsafe { layout::read_word(frame) };
+        // SAFETY: as above.
+        let prev = unsafe { layout::read_word(frame + 8) };
+        if header & ROOT_FLAGS_MASK != 0 {
+            return Err(broken("flag bits set in its header word"));
+        }
+        let nroots = header >> 2;
+        if nroots > MAX_FRAME_ROOTS {
+            return Err(broken("too many roots"));
+        }
+        for root in 0..nroots {
+            out.push((index, root, frame + GcFrame::root_offset(root)));
+        }
+        frame = prev;
+        index += 1;
+    }
+    Ok(())
+}
+
+/// The process's MMTk heap (see the module docs). A handle: copies name the same heap.
+#[derive(Clone, Copy)]
+pub struct MmtkHeap {
+    inst: &'static Instance,
+}
+
+impl fmt::Debug for MmtkHeap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MmtkHeap")
+            .field("plan", &self.inst.plan)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MmtkHeap {
+    /// Makes the process's MMTk heap and starts its GC workers; fails when the process
+    /// has one already ([`MmtkError::AlreadyMade`]) or MMTk refuses an option.
+    pub fn new(options: MmtkOptions) -> Result<MmtkHeap, MmtkError> {
+        if let Some(inst) = INSTANCE.get() {
+            return Err(MmtkError::AlreadyMade(inst.plan));
+        }
+        let mut builder = MMTKBuilder::new_no_env_vars();
+        let o = &mut builder.options;
+        let set = [
+            ("plan", o.plan.set(options.plan.selector())),
+            (
+                "gc_trigger",
+                o.gc_trigger
+                    .set(GCTriggerSelector::FixedHeapSize(options.heap_bytes)),
+            ),
+            ("threads", o.threads.set(options.workers.max(1))),
+            ("no_finalizer", o.no_finalizer.set(true)),
+            ("no_reference_types", o.no_reference_types.set(true)),
+            (
+                "immix_always_defrag",
+                o.immix_always_defrag.set(options.always_defrag),
+            ),
+            (
+                "immix_defrag_every_block",
+                o.immix_defrag_every_block.set(options.always_defrag),
+            ),
+        ];
+        if let Some((name, _)) = set.iter().find(|(_, ok)| !ok) {
+            return Err(MmtkError::BadOption(name, format!("{options:?}")));
+        }
+        let mmtk: &'static MMTK<Locus> = Box::leak(memory_manager::mmtk_init(&builder));
+        let constraints = mmtk.get_plan().constraints();
+        let max_default = constraints.max_non_los_default_alloc_bytes;
+        let inst = Instance {
+            mmtk,
+            plan: options.plan,
+            sync: Mutex::new(SyncState {
+                mutators: Vec::new(),
+                parked: 0,
+                epoch: 0,
+                in_gc: false,
+            }),
+            cond: Condvar::new(),
+            tagged: Mutex::new(Vec::new()),
+            pins: Mutex::new(HashMap::new()),
+            temp_pins: Mutex::new(Vec::new()),
+            faults: Mutex::new(Vec::new()),
+            fault_count: AtomicU64::new(0),
+            next_serial: AtomicU64::new(1),
+            objects_allocated: AtomicU64::new(0),
+            bytes_allocated: AtomicU64::new(0),
+            collections: AtomicU64::new(0),
+            workers_spawned: AtomicUsize::new(0),
+            out_of_memory: AtomicBool::new(false),
+            max_default,
+            // The non-moving space is an Immix space: half a 32 KiB block at most.
+            max_nonmoving: max_default.min(16 << 10),
+        };
+        if INSTANCE.set(inst).is_err() {
+            // Another thread made it meanwhile; this MMTk instance stays unused.
+            return Err(MmtkError::AlreadyMade(instance().plan));
+        }
+        let inst = instance();
+        memory_manager::initialize_collection(inst.mmtk, mmtk::util::VMThread::UNINITIALIZED);
+        Ok(MmtkHeap { inst })
+    }
+
+    /// The process's heap, if [`MmtkHeap::new`] made it.
+    pub fn get() -> Option<MmtkHeap> {
+        INSTANCE.get().map(|inst| MmtkHeap { inst })
+    }
+
+    /// Its plan.
+    pub fn plan(&self) -> Plan {
+        self.inst.plan
+    }
+
+    /// Binds the calling thread as a mutator; waits while a collection runs.
+    pub fn bind_mutator(&self) -> MmtkMutator {
+        let record = Box::new(MutatorRecord {
+            mutator: std::cell::UnsafeCell::new(None),
+            roots: std::cell::UnsafeCell::new(None),
+            published: std::cell::UnsafeCell::new(Default::default()),
+        });
+        let mutator = memory_manager::bind_mutator(self.inst.mmtk, record.tls());
+        // SAFETY: not registered yet: no one else sees the record.
+        unsafe { *record.mutator.get() = Some(mutator) };
+        let mut sync = lock(&self.inst.sync);
+        while sync.in_gc {
+            sync = self
+                .inst
+                .cond
+                .wait(sync)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        sync.mutators
+            .push(&*record as *const MutatorRecord as usize);
+        drop(sync);
+        MmtkMutator {
+            record,
+            heap: *self,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Whether `addr` is the address of an object of this heap that is live (allocated and
+    /// not freed by a collection that has ended).
+    pub fn is_object(&self, addr: usize) -> bool {
+        addr.is_multiple_of(OBJECT_ALIGN)
+            && addr != 0
+            && memory_manager::is_mmtk_object(address(addr)).is_some()
+    }
+
+    /// Pins the object at `addr` once more: a root that does not move until
+    /// [`MmtkHeap::unpin`]. Returns false (and does nothing) when `addr` is not an object
+    /// or the plan cannot pin (SemiSpace, GenCopy). Never collects.
+    pub fn pin(&self, addr: usize) -> bool {
+        if !self.inst.plan.pins() || !self.is_object(addr) {
+            return false;
+        }
+        let mut pins = lock(&self.inst.pins);
+        let count = pins.entry(addr).or_insert(0);
+        *count += 1;
+        if *count == 1 {
+            if let Some(obj) = ObjectReference::from_raw_address(address(addr)) {
+                memory_manager::pin_object(obj);
+            }
+        }
+        true
+    }
+
+    /// Undoes one [`MmtkHeap::pin`]; false when `addr` was not pinned. Never collects.
+    pub fn unpin(&self, addr: usize) -> bool {
+        let mut pins = lock(&self.inst.pins);
+        let Some(count) = pins.get_mut(&addr) else {
+            return false;
+        };
+        *count -= 1;
+        if *count == 0 {
+            pins.remove(&addr);
+            if let Some(obj) = ObjectReference::from_raw_address(address(addr)) {
+                memory_manager::unpin_object(obj);
+            }
+        }
+        true
+    }
+
+    /// Faults recorded since the last call (broken frames, roots that are not objects,
+    /// running out of memory), one line each.
+    pub fn take_faults(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.inst.faults))
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> MmtkStats {
+        let i = self.inst;
+        MmtkStats {
+            collections: i.collections.load(Ordering::Relaxed),
+            objects_allocated: i.objects_allocated.load(Ordering::Relaxed),
+            bytes_allocated: i.bytes_allocated.load(Ordering::Relaxed),
+            used_bytes: memory_manager::used_bytes(i.mmtk),
+            total_bytes: memory_manager::total_bytes(i.mmtk),
+            faults: i.fault_count.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A bound mutator: the calling thread's allocation context. Not `Send`: it belongs to
+/// the thread that bound it. Dropping it unbinds the thread.
+pub struct MmtkMutator {
+    record: Box<MutatorRecord>,
+    heap: MmtkHeap,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl fmt::Debug for MmtkMutator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MmtkMutator")
+            .field("record", &(&*self.record as *const MutatorRecord))
+            .finish()
+    }
+}
+
+impl MmtkMutator {
+    /// The heap it allocates in.
+    pub fn heap(&self) -> MmtkHeap {
+        self.heap
+    }
+
+    /// Runs `body` with `roots` as the thread's root provider: a collection that starts
+    /// meanwhile calls it (on this thread) before the thread parks.
+    fn with_roots<R>(
+        &mut self,
+        roots: &mut dyn FnMut(&mut RootSet),
+        body: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let provider: *mut (dyn FnMut(&mut RootSet) + '_) = roots;
+        // SAFETY: only the lifetime is erased; the pointer is cleared below, before
+        // `roots`' borrow ends, and used only on this thread meanwhile.
+        let provider: *mut (dyn FnMut(&mut RootSet) + 'static) =
+            unsafe { std::mem::transmute(provider) };
+        // SAFETY: only this thread uses its record's provider.
+        unsafe { *self.record.roots.get() = Some(provider) };
+        let r = body(self);
+        // SAFETY: as above.
+        unsafe { *self.record.roots.get() = None };
+        r
+    }
+
+    fn mutator(&mut self) -> &mut mmtk::Mutator<Locus> {
+        // SAFETY: set at binding; this thread is running, so no worker uses it.
+        match unsafe { (*self.record.mutator.get()).as_deref_mut() } {
+            Some(m) => m,
+            None => fatal("an MMTk mutator was used before it was bound"),
+        }
+    }
+
+    /// Allocates `bytes` (header included), zeroed, and returns the allocation's start.
+    fn alloc_raw(
+        &mut self,
+        bytes: usize,
+        semantics: AllocationSemantics,
+        roots: &mut dyn FnMut(&mut RootSet),
+    ) -> Result<usize, MmtkError> {
+        let start = self.with_roots(roots, |me| {
+            memory_manager::alloc(me.mutator(), bytes, OBJECT_ALIGN, 0, semantics)
+        });
+        if start.is_zero() {
+            return Err(MmtkError::OutOfMemory { bytes });
+        }
+        // Reused Immix lines and mark-sweep cells hold old objects: zero as the runtime does.
+        // SAFETY: MMTk gave us `bytes` bytes at `start`.
+        unsafe { std::ptr::write_bytes(start.to_mut_ptr::<u8>(), 0, bytes) };
+        let inst = self.heap.inst;
+        inst.objects_allocated.fetch_add(1, Ordering::Relaxed);
+        inst.bytes_allocated
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(start.as_usize())
+    }
+
+    fn finish(&mut self, obj: usize, bytes: usize, semantics: AllocationSemantics) {
+        // SAFETY: `obj` is inside a fresh allocation, so not zero.
+        let r = unsafe { ObjectReference::from_raw_address_unchecked(address(obj)) };
+        memory_manager::post_alloc(self.mutator(), r, bytes, semantics);
+    }
+
+    /// Allocates an object of the runtime's layout with `nptrs` null pointer fields and
+    /// `nbytes` zero raw bytes and returns its address; may collect first (then `roots` is
+    /// asked for this thread's roots).
+    pub fn alloc(
+        &mut self,
+        nptrs: usize,
+        nbytes: usize,
+        roots: &mut dyn FnMut(&mut RootSet),
+    ) -> Result<usize, MmtkError> {
+        let bytes =
+            layout::untagged_size(nptrs, nbytes).ok_or(MmtkError::TooLarge { nptrs, nbytes })?;
+        let semantics = if bytes > self.heap.inst.max_default {
+            AllocationSemantics::Los
+        } else {
+            AllocationSemantics::Default
+        };
+        let start = self.alloc_raw(bytes, semantics, roots)?;
+        let serial = self.heap.inst.next_serial.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the header's 32 bytes start the allocation.
+        unsafe {
+            (start as *mut crate::runtime::heap::ObjectHeader)
+                .write(layout::untagged_header(serial, nptrs, nbytes))
+        };
+        let obj = start + HEADER_BYTES;
+        self.finish(obj, bytes, semantics);
+        Ok(obj)
+    }
+
+    /// Allocates a tagged object of `size` zero bytes with type tag `tag` (in the word
+    /// before it) and returns its address; may collect first. It never moves and is
+    /// scanned conservatively (see "Tagged objects" in the module docs).
+    pub fn alloc_tagged(
+        &mut self,
+        size: usize,
+        tag: u64,
+        roots: &mut dyn FnMut(&mut RootSet),
+    ) -> Result<usize, MmtkError> {
+        let bytes = layout::tagged_size(size).ok_or(MmtkError::TooLarge {
+            nptrs: 0,
+            nbytes: size,
+        })?;
+        let semantics = match self.heap.inst.plan {
+            // Its default space never moves.
+            Plan::MarkSweep => AllocationSemantics::Default,
+            Plan::Immix if bytes <= self.heap.inst.max_nonmoving => AllocationSemantics::NonMoving,
+            // MMTk 0.33's non-moving Immix space fails under these plans (a trace kind it
+            // does not support under MarkSweep and SemiSpace, lost objects under the
+            // generational ones): the large object space, page-grained but never moving.
+            _ => AllocationSemantics::Los,
+        };
+        let start = self.alloc_raw(bytes, semantics, roots)?;
+        let serial = self.heap.inst.next_serial.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the prefix and header start the allocation.
+        unsafe { layout::write_word(start, bytes) };
+        let header = (start + layout::TAGGED_PREFIX) as *mut crate::runtime::heap::ObjectHeader;
+        // SAFETY: as above.
+        unsafe { header.write(layout::tagged_header(serial, tag)) };
+        let obj = start + layout::TAGGED_PREFIX + HEADER_BYTES;
+        self.finish(obj, bytes, semantics);
+        lock(&self.heap.inst.tagged).push((obj, serial));
+        Ok(obj)
+    }
+
+    /// Asks for a collection now and waits for it to end (`roots` gives this thread's).
+    pub fn collect(&mut self, roots: &mut dyn FnMut(&mut RootSet)) {
+        let mmtk = self.heap.inst.mmtk;
+        let tls = self.record.tls();
+        self.with_roots(roots, |_| {
+            memory_manager::handle_user_collection_request(mmtk, tls);
+        });
+    }
+
+    /// Parks this thread for a collection another thread started, handing over `roots`,
+    /// and returns when it ends: what a safepoint poll calls when a collection is
+    /// requested (MMTk's `block_for_gc`, for a thread that did not trigger it).
+    pub fn park(&mut self, roots: &mut dyn FnMut(&mut RootSet)) {
+        let tls = self.record.tls();
+        self.with_roots(roots, |_| {
+            <binding::Collect as mmtk::vm::Collection<Locus>>::block_for_gc(tls)
+        });
+    }
+
+    /// The write barrier after storing a pointer into `parent` (any of its fields, or a
+    /// word of a tagged object): generational plans remember `parent`. Never collects.
+    pub fn write_barrier(&mut self, parent: usize) {
+        if !self.heap.inst.plan.generational() || parent == 0 {
+            return;
+        }
+        let Some(src) = ObjectReference::from_raw_address(address(parent)) else {
+            return;
+        };
+        let slot = SimpleSlot::from_address(address(parent));
+        memory_manager::object_reference_write_post(self.mutator(), src, slot, None);
+    }
+
+    /// Stores `value` (null or an object's address) into pointer field `index` of `obj`
+    /// and runs the write barrier.
+    ///
+    /// # Safety
+    /// `obj` must be a live untagged object of this heap with more than `index` fields.
+    pub unsafe fn write_field(&mut self, obj: usize, index: usize, value: usize) {
+        // SAFETY: the caller's promise.
+        unsafe { ((obj + 8 * index) as *mut usize).write(value) };
+        self.write_barrier(obj);
+    }
+}
+
+impl Drop for MmtkMutator {
+    fn drop(&mut self) {
+        let addr = &*self.record as *const MutatorRecord as usize;
+        let inst = self.heap.inst;
+        let mut sync = lock(&inst.sync);
+        while sync.in_gc {
+            sync = inst.cond.wait(sync).unwrap_or_else(PoisonError::into_inner);
+        }
+        sync.mutators.retain(|&a| a != addr);
+        drop(sync);
+        memory_manager::destroy_mutator(self.mutator());
+    }
+}

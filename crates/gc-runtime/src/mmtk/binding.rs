@@ -1,0 +1,568 @@
+//! The `VMBinding` that tells MMTk about the runtime's objects, roots and threads.
+//!
+//! MMTk calls a binding through static functions, so they find the heap through
+//! [`super::instance`] (the one heap of the process) and a mutator through its thread
+//! handle, which is the address of its [`MutatorRecord`].
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::Ordering;
+
+use mmtk::util::copy::{CopySemantics, GCWorkerCopyContext};
+use mmtk::util::opaque_pointer::{OpaquePointer, VMMutatorThread, VMThread, VMWorkerThread};
+use mmtk::util::{Address, ObjectReference};
+use mmtk::vm::slot::{SimpleSlot, UnimplementedMemorySlice};
+use mmtk::vm::{
+    ActivePlan, Collection, GCThreadContext, ObjectModel, ObjectTracer, ReferenceGlue,
+    RootsWorkFactory, Scanning, SlotVisitor, VMBinding, VMGlobalLogBitSpec,
+    VMLocalForwardingBitsSpec, VMLocalForwardingPointerSpec, VMLocalLOSMarkNurserySpec,
+    VMLocalMarkBitSpec, VMLocalPinningBitSpec,
+};
+use mmtk::{memory_manager, Mutator};
+
+use super::layout;
+use super::{address, instance, lock, Instance, RootSet};
+use crate::runtime::heap::{HEADER_BYTES, OBJECT_ALIGN};
+
+/// The runtime, as MMTk knows it.
+#[derive(Default)]
+pub struct Locus;
+
+impl VMBinding for Locus {
+    type VMObjectModel = Objects;
+    type VMScanning = Scan;
+    type VMCollection = Collect;
+    type VMActivePlan = Mutators;
+    type VMReferenceGlue = NoReferences;
+    type VMSlot = SimpleSlot;
+    type VMMemorySlice = UnimplementedMemorySlice<SimpleSlot>;
+
+    // Every object address is 16-byte aligned, and so is every allocation's start (the
+    // header and a tagged object's prefix are multiples of 16).
+    const MIN_ALIGNMENT: usize = OBJECT_ALIGN;
+    const MAX_ALIGNMENT: usize = OBJECT_ALIGN;
+    const USE_ALLOCATION_OFFSET: bool = false;
+}
+
+/// What one mutator thread published when it stopped for a collection.
+#[derive(Default)]
+pub(crate) struct Published {
+    /// Objects kept in place for this collection (frame roots under a plan that pins,
+    /// objects a conservative region names).
+    pub(crate) pinned: Vec<ObjectReference>,
+    /// Root slots MMTk may rewrite.
+    pub(crate) slots: Vec<SimpleSlot>,
+    /// (base slot, derived slot, base before the collection): moved with their base after.
+    pub(crate) derived: Vec<(usize, usize, usize)>,
+}
+
+/// A thread's root provider, its lifetime erased.
+pub(crate) type RootsFn = *mut (dyn FnMut(&mut RootSet) + 'static);
+
+/// A mutator: MMTk's allocation context and what its thread publishes at a collection.
+/// Its address is the thread handle MMTk knows it by.
+pub(crate) struct MutatorRecord {
+    /// Set once, right after binding (binding needs the record's address).
+    pub(crate) mutator: UnsafeCell<Option<Box<Mutator<Locus>>>>,
+    /// While the thread is inside an allocation or a collection request: where its roots
+    /// come from. Lifetime erased; cleared before the call that set it returns.
+    pub(crate) roots: UnsafeCell<Option<RootsFn>>,
+    /// Written by the thread before it parks, read by GC workers while it is parked.
+    pub(crate) published: UnsafeCell<Published>,
+}
+
+impl MutatorRecord {
+    pub(crate) fn tls(&self) -> VMMutatorThread {
+        VMMutatorThread(VMThread(OpaquePointer::from_address(Address::from_ptr(
+            self as *const MutatorRecord,
+        ))))
+    }
+}
+
+/// The record behind a mutator thread handle.
+///
+/// # Safety
+/// `tls` must be the handle of a bound mutator that is still registered.
+unsafe fn record(tls: VMMutatorThread) -> &'static MutatorRecord {
+    // SAFETY: the caller's promise: the handle is the address of a live, boxed record.
+    unsafe { &*tls.0 .0.to_address().to_ptr::<MutatorRecord>() }
+}
+
+/// The MMTk mutator of a registered record.
+///
+/// # Safety
+/// The record must be registered, its thread parked or the caller (no one else uses the
+/// mutator at the same time).
+#[allow(clippy::mut_from_ref)]
+unsafe fn mutator_of(rec: &MutatorRecord) -> &'static mut Mutator<Locus> {
+    // SAFETY: the caller's promise; the mutator is set right after binding, before the
+    // record is registered.
+    match unsafe { (*rec.mutator.get()).as_deref_mut() } {
+        // SAFETY: the box lives as long as the registration.
+        Some(m) => unsafe { &mut *(m as *mut Mutator<Locus>) },
+        None => super::fatal("an MMTk mutator was used before it was bound"),
+    }
+}
+
+/// The object model: the runtime's header before each object, metadata on the side but
+/// for the forwarding pointer, which overwrites a from-space copy's first header word.
+pub struct Objects;
+
+impl ObjectModel<Locus> for Objects {
+    const GLOBAL_LOG_BIT_SPEC: VMGlobalLogBitSpec = VMGlobalLogBitSpec::side_first();
+    const LOCAL_FORWARDING_POINTER_SPEC: VMLocalForwardingPointerSpec =
+        VMLocalForwardingPointerSpec::in_header(0);
+    const LOCAL_FORWARDING_BITS_SPEC: VMLocalForwardingBitsSpec =
+        VMLocalForwardingBitsSpec::side_first();
+    const LOCAL_MARK_BIT_SPEC: VMLocalMarkBitSpec =
+        VMLocalMarkBitSpec::side_after(Self::LOCAL_FORWARDING_BITS_SPEC.as_spec());
+    const LOCAL_LOS_MARK_NURSERY_SPEC: VMLocalLOSMarkNurserySpec =
+        VMLocalLOSMarkNurserySpec::side_after(Self::LOCAL_MARK_BIT_SPEC.as_spec());
+    const LOCAL_PINNING_BIT_SPEC: VMLocalPinningBitSpec =
+        VMLocalPinningBitSpec::side_after(Self::LOCAL_LOS_MARK_NURSERY_SPEC.as_spec());
+    // Tagged objects are scanned conservatively: which of their words are objects is
+    // asked while tracing.
+    const NEED_VO_BITS_DURING_TRACING: bool = true;
+    const OBJECT_REF_OFFSET_LOWER_BOUND: isize = HEADER_BYTES as isize;
+
+    fn copy(
+        from: ObjectReference,
+        semantics: CopySemantics,
+        copy_context: &mut GCWorkerCopyContext<Locus>,
+    ) -> ObjectReference {
+        let obj = from.to_raw_address().as_usize();
+        // SAFETY: MMTk copies only objects it traced, which this module allocated.
+        let start = unsafe { layout::start_of(obj) };
+        // SAFETY: as above.
+        let bytes = unsafe { layout::size_of(obj) };
+        let dst = copy_context.alloc_copy(from, bytes, OBJECT_ALIGN, 0, semantics);
+        // SAFETY: `dst` is a fresh allocation of `bytes` bytes; the source is the object's
+        // whole allocation.
+        unsafe { std::ptr::copy_nonoverlapping(start as *const u8, dst.to_mut_ptr::<u8>(), bytes) };
+        let to = dst + (obj - start);
+        // SAFETY: `to` is inside a fresh allocation, so not zero.
+        let to = unsafe { ObjectReference::from_raw_address_unchecked(to) };
+        copy_context.post_copy(to, bytes, semantics);
+        to
+    }
+
+    fn copy_to(from: ObjectReference, to: ObjectReference, region: Address) -> Address {
+        let obj = from.to_raw_address().as_usize();
+        // SAFETY: as in `copy`.
+        let start = unsafe { layout::start_of(obj) };
+        // SAFETY: as above.
+        let bytes = unsafe { layout::size_of(obj) };
+        let dst = to.to_raw_address().as_usize() - (obj - start);
+        if dst != start {
+            // SAFETY: the caller reserved the region for this object.
+            unsafe { std::ptr::copy(start as *const u8, dst as *mut u8, bytes) };
+        }
+        let _ = region;
+        address(dst + bytes)
+    }
+
+    fn get_reference_when_copied_to(from: ObjectReference, to: Address) -> ObjectReference {
+        let obj = from.to_raw_address().as_usize();
+        // SAFETY: as in `copy`.
+        let offset = obj - unsafe { layout::start_of(obj) };
+        // SAFETY: `to` is not zero, so neither is `to + offset`.
+        unsafe { ObjectReference::from_raw_address_unchecked(to + offset) }
+    }
+
+    fn get_current_size(object: ObjectReference) -> usize {
+        // SAFETY: MMTk asks only about its objects.
+        unsafe { layout::size_of(object.to_raw_address().as_usize()) }
+    }
+
+    fn get_size_when_copied(object: ObjectReference) -> usize {
+        Self::get_current_size(object)
+    }
+
+    fn get_align_when_copied(_object: ObjectReference) -> usize {
+        OBJECT_ALIGN
+    }
+
+    fn get_align_offset_when_copied(_object: ObjectReference) -> usize {
+        0
+    }
+
+    fn get_type_descriptor(_reference: ObjectReference) -> &'static [i8] {
+        &[]
+    }
+
+    fn ref_to_object_start(object: ObjectReference) -> Address {
+        // SAFETY: MMTk asks only about its objects.
+        address(unsafe { layout::start_of(object.to_raw_address().as_usize()) })
+    }
+
+    fn ref_to_header(object: ObjectReference) -> Address {
+        object.to_raw_address() - HEADER_BYTES
+    }
+
+    fn dump_object(object: ObjectReference) {
+        let obj = object.to_raw_address().as_usize();
+        // SAFETY: MMTk asks only about its objects.
+        let header = unsafe { layout::header_of(obj) };
+        eprintln!("locus: mmtk: object {obj:#x}: {header:?}");
+    }
+}
+
+/// Scanning: untagged objects' fields precisely, tagged objects' words conservatively,
+/// roots from what each mutator published and the heap's pins.
+pub struct Scan;
+
+/// Whether `word` may be an object's address (non-zero, 16-byte aligned) and is one.
+fn object_at(word: usize) -> Option<ObjectReference> {
+    if word == 0 || !word.is_multiple_of(OBJECT_ALIGN) {
+        return None;
+    }
+    memory_manager::is_mmtk_object(address(word))
+}
+
+impl Scanning<Locus> for Scan {
+    fn support_slot_enqueuing(_tls: VMWorkerThread, object: ObjectReference) -> bool {
+        // SAFETY: MMTk scans only its objects.
+        !unsafe { layout::is_tagged(object.to_raw_address().as_usize()) }
+    }
+
+    fn scan_object<SV: SlotVisitor<SimpleSlot>>(
+        _tls: VMWorkerThread,
+        object: ObjectReference,
+        slot_visitor: &mut SV,
+    ) {
+        let obj = object.to_raw_address().as_usize();
+        // SAFETY: only untagged objects come here (`support_slot_enqueuing`).
+        let nptrs = unsafe { layout::nptrs_of(obj) };
+        for i in 0..nptrs {
+            let slot = address(obj + 8 * i);
+            slot_visitor.visit_slot(SimpleSlot::from_address(slot));
+        }
+    }
+
+    fn scan_object_and_trace_edges<OT: ObjectTracer>(
+        _tls: VMWorkerThread,
+        object: ObjectReference,
+        object_tracer: &mut OT,
+    ) {
+        let obj = object.to_raw_address().as_usize();
+        // SAFETY: only tagged objects come here (`support_slot_enqueuing`).
+        let words = unsafe { layout::body_words(obj) };
+        for i in 0..words {
+            let at = (obj + 8 * i) as *mut usize;
+            // SAFETY: inside the object's body.
+            let word = unsafe { at.read() };
+            if let Some(target) = object_at(word) {
+                let new = object_tracer.trace_object(target);
+                if new != target {
+                    // Only copying plans move an object a tagged word names (the others
+                    // pinned it before the trace): the word equals its address exactly.
+                    // SAFETY: as above.
+                    unsafe { at.write(new.to_raw_address().as_usize()) };
+                }
+            }
+        }
+    }
+
+    fn notify_initial_thread_scan_complete(_partial_scan: bool, _tls: VMWorkerThread) {}
+
+    fn scan_roots_in_mutator_thread(
+        _tls: VMWorkerThread,
+        mutator: &'static mut Mutator<Locus>,
+        mut factory: impl RootsWorkFactory<SimpleSlot>,
+    ) {
+        // SAFETY: MMTk scans registered mutators while their threads are parked.
+        let rec = unsafe { record(mutator.mutator_tls) };
+        // SAFETY: the thread wrote it before parking and waits until the collection ends.
+        let published = unsafe { &*rec.published.get() };
+        if !published.pinned.is_empty() {
+            factory.create_process_pinning_roots_work(published.pinned.clone());
+        }
+        if !published.slots.is_empty() {
+            factory.create_process_roots_work(published.slots.clone());
+        }
+    }
+
+    fn scan_vm_specific_roots(
+        _tls: VMWorkerThread,
+        mut factory: impl RootsWorkFactory<SimpleSlot>,
+    ) {
+        let inst = instance();
+        let pins: Vec<ObjectReference> = lock(&inst.pins)
+            .keys()
+            .filter_map(|&addr| object_at(addr))
+            .collect();
+        if !pins.is_empty() {
+            factory.create_process_pinning_roots_work(pins);
+        }
+    }
+
+    fn supports_return_barrier() -> bool {
+        false
+    }
+
+    fn prepare_for_roots_re_scanning() {}
+}
+
+/// Stopping and resuming mutators, GC worker threads.
+pub struct Collect;
+
+impl Collection<Locus> for Collect {
+    fn stop_all_mutators<F>(_tls: VMWorkerThread, mut mutator_visitor: F)
+    where
+        F: FnMut(&'static mut Mutator<Locus>),
+    {
+        let inst = instance();
+        let records = {
+            let mut sync = lock(&inst.sync);
+            sync.in_gc = true;
+            while sync.parked < sync.mutators.len() {
+                sync = inst
+                    .cond
+                    .wait(sync)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            sync.mutators.clone()
+        };
+        pin_tagged_targets(inst);
+        for addr in records {
+            // SAFETY: registered records are live; their threads are parked.
+            let rec = unsafe { &*(addr as *const MutatorRecord) };
+            // SAFETY: as above.
+            mutator_visitor(unsafe { mutator_of(rec) });
+        }
+    }
+
+    fn resume_mutators(_tls: VMWorkerThread) {
+        let inst = instance();
+        for obj in std::mem::take(&mut *lock(&inst.temp_pins)) {
+            memory_manager::unpin_object(obj);
+        }
+        // Forget the tagged objects this collection freed (before anything reuses them).
+        lock(&inst.tagged).retain(|&(addr, serial)| {
+            object_at(addr)
+                // SAFETY: a live object this module allocated.
+                .is_some_and(|_| unsafe { layout::header_of(addr) }.serial == serial)
+        });
+        let mut sync = lock(&inst.sync);
+        sync.epoch += 1;
+        sync.in_gc = false;
+        inst.collections.fetch_add(1, Ordering::Relaxed);
+        inst.cond.notify_all();
+    }
+
+    fn block_for_gc(tls: VMMutatorThread) {
+        // SAFETY: MMTk calls this on a bound mutator's own thread.
+        let rec = unsafe { record(tls) };
+        let inst = instance();
+        publish(inst, rec);
+        {
+            let mut sync = lock(&inst.sync);
+            let epoch = sync.epoch;
+            sync.parked += 1;
+            inst.cond.notify_all();
+            while sync.epoch == epoch {
+                sync = inst
+                    .cond
+                    .wait(sync)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            sync.parked -= 1;
+        }
+        // SAFETY: the collection is over; the thread owns its record again.
+        let published = unsafe { &mut *rec.published.get() };
+        for &(base_slot, derived_slot, old) in &published.derived {
+            // SAFETY: the slots were published as the thread's live stack slots, and the
+            // thread has not run since.
+            let new = unsafe { layout::read_word(base_slot) };
+            if new != old {
+                // SAFETY: as above.
+                let derived = unsafe { layout::read_word(derived_slot) };
+                // SAFETY: as above.
+                unsafe {
+                    layout::write_word(derived_slot, derived.wrapping_add(new.wrapping_sub(old)))
+                };
+            }
+        }
+        *published = Published::default();
+    }
+
+    fn spawn_gc_thread(_tls: VMThread, ctx: GCThreadContext<Locus>) {
+        let GCThreadContext::Worker(worker) = ctx;
+        let inst = instance();
+        let ordinal = inst.workers_spawned.fetch_add(1, Ordering::Relaxed) + 1;
+        let spawned = std::thread::Builder::new()
+            .name(format!("locus-mmtk-gc-{ordinal}"))
+            .spawn(move || {
+                let tls = VMWorkerThread(VMThread(OpaquePointer::from_address(address(ordinal))));
+                let run = std::panic::AssertUnwindSafe(|| {
+                    memory_manager::start_worker(instance().mmtk, tls, worker)
+                });
+                // A worker that panicked would leave every mutator waiting for ever.
+                if std::panic::catch_unwind(run).is_err() {
+                    super::fatal("an MMTk GC worker thread panicked");
+                }
+            });
+        if let Err(e) = spawned {
+            super::fatal(&format!("cannot start an MMTk GC worker thread: {e}"));
+        }
+    }
+
+    fn out_of_memory(_tls: VMThread, err_kind: mmtk::util::alloc::AllocationError) {
+        // The allocation then returns null, which the allocating call reports.
+        instance().out_of_memory.store(true, Ordering::Relaxed);
+        super::record_fault(instance(), format!("out of memory ({err_kind:?})"));
+    }
+}
+
+/// Collects what the thread `rec` must publish before it parks: its frame roots (pinned,
+/// or as slots on a copying plan), its slots, its derived pairs and conservative regions.
+fn publish(inst: &Instance, rec: &MutatorRecord) {
+    let mut set = RootSet::default();
+    // SAFETY: only this thread touches its own provider; it is set for the duration of
+    // the allocation or request that got here.
+    if let Some(provider) = unsafe { *rec.roots.get() } {
+        // SAFETY: as above; the provider outlives the call that set it.
+        unsafe { (*provider)(&mut set) };
+    }
+    let mut out = Published::default();
+    let pins = inst.plan.pins();
+    let mut frame_slots = Vec::new();
+    for &first in &set.frames {
+        if let Err(fault) = super::walk_frames(first, &mut frame_slots) {
+            super::record_fault(inst, fault);
+        }
+    }
+    let check = |slot: usize, what: &dyn Fn() -> String| -> Option<ObjectReference> {
+        // SAFETY: the provider vouches for its slots: readable words.
+        let value = unsafe { (slot as *const usize).read_volatile() };
+        if value == 0 {
+            return None;
+        }
+        let obj = object_at(value);
+        if obj.is_none() {
+            super::record_fault(
+                inst,
+                format!(
+                    "{} holds {value:#x}, which is not an object's address",
+                    what()
+                ),
+            );
+        }
+        obj
+    };
+    for &(frame, root, slot) in &frame_slots {
+        if let Some(obj) = check(slot, &|| format!("root {root} of frame #{frame}")) {
+            if pins {
+                out.pinned.push(obj);
+            } else {
+                out.slots.push(SimpleSlot::from_address(address(slot)));
+            }
+        }
+    }
+    let mut slots: Vec<usize> = set.slots.clone();
+    for &(base, derived) in &set.derived {
+        slots.push(base);
+        // SAFETY: as for the slots.
+        let old = unsafe { (base as *const usize).read_volatile() };
+        if derived != base {
+            out.derived.push((base, derived, old));
+        }
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    for slot in slots {
+        if check(slot, &|| format!("root slot {slot:#x}")).is_some() {
+            out.slots.push(SimpleSlot::from_address(address(slot)));
+        }
+    }
+    for &(start, end) in &set.regions {
+        let mut at = start.next_multiple_of(8);
+        while at.checked_add(8).is_some_and(|e| e <= end) {
+            // SAFETY: the provider vouches for its regions: readable memory.
+            let word = unsafe { (at as *const usize).read_volatile() };
+            if let Some(obj) = object_at(word) {
+                if pins {
+                    out.pinned.push(obj);
+                } else {
+                    out.slots.push(SimpleSlot::from_address(address(at)));
+                }
+            }
+            at += 8;
+        }
+    }
+    // SAFETY: the thread has not parked yet: no worker reads it now.
+    unsafe { *rec.published.get() = out };
+}
+
+/// Before a trace on a plan that pins: pins (for this collection) every object a word of a
+/// tagged object names, so it stays where the word says. Every tagged object allocated
+/// and not yet known dead is scanned, live or not: pinning keeps nothing alive.
+fn pin_tagged_targets(inst: &Instance) {
+    if !inst.plan.pins() {
+        return;
+    }
+    let tagged = lock(&inst.tagged).clone();
+    let mut pinned = lock(&inst.temp_pins);
+    for (obj, _) in tagged {
+        // SAFETY: registered tagged objects are in the heap until pruned after the
+        // collection that frees them.
+        let words = unsafe { layout::body_words(obj) };
+        for i in 0..words {
+            // SAFETY: inside the object's body.
+            let word = unsafe { layout::read_word(obj + 8 * i) };
+            if let Some(target) = object_at(word) {
+                if memory_manager::pin_object(target) {
+                    pinned.push(target);
+                }
+            }
+        }
+    }
+}
+
+/// The mutators, for MMTk.
+pub struct Mutators;
+
+impl ActivePlan<Locus> for Mutators {
+    fn is_mutator(tls: VMThread) -> bool {
+        let addr = tls.0.to_address().as_usize();
+        lock(&instance().sync).mutators.contains(&addr)
+    }
+
+    fn mutator(tls: VMMutatorThread) -> &'static mut Mutator<Locus> {
+        // SAFETY: MMTk asks about bound mutators.
+        let rec = unsafe { record(tls) };
+        // SAFETY: as above; MMTk uses it while the thread is parked or on the thread.
+        unsafe { mutator_of(rec) }
+    }
+
+    fn mutators<'a>() -> Box<dyn Iterator<Item = &'a mut Mutator<Locus>> + 'a> {
+        let records = lock(&instance().sync).mutators.clone();
+        Box::new(records.into_iter().map(|addr| {
+            // SAFETY: MMTk iterates the mutators during a collection, while every thread
+            // is parked and none binds or unbinds.
+            let rec = unsafe { &*(addr as *const MutatorRecord) };
+            // SAFETY: as above.
+            unsafe { mutator_of(rec) }
+        }))
+    }
+
+    fn number_of_mutators() -> usize {
+        lock(&instance().sync).mutators.len()
+    }
+}
+
+/// No weak references or finalizers: the runtime has none.
+pub struct NoReferences;
+
+impl ReferenceGlue<Locus> for NoReferences {
+    type FinalizableType = ObjectReference;
+
+    fn clear_referent(_new_reference: ObjectReference) {}
+
+    fn get_referent(_object: ObjectReference) -> Option<ObjectReference> {
+        None
+    }
+
+    fn set_referent(_reff: ObjectReference, _referent: ObjectReference) {}
+
+    fn enqueue_references(_references: &[ObjectReference], _tls: VMWorkerThread) {}
+}

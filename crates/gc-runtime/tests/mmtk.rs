@@ -1,0 +1,503 @@
+//! MMTk behind the runtime (issue 26 §3): every plan keeps what frame chains and
+//! statepoint-style slots root, moves what it may move, never moves a tagged object, and
+//! the checks here catch a lost object.
+//!
+//! A process holds one MMTk heap, so each scenario runs in a child process: this test
+//! binary again, running the ignored `child` test with the scenario and plan in its
+//! environment. Rust code plays compiled code: GC frames are arrays on the Rust stack
+//! linked into a chain (as in the runtime's docs), statepoint slots are words whose
+//! addresses are handed over.
+
+use std::cell::Cell;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use locus_gc_runtime::mmtk::{MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
+use locus_gc_runtime::runtime::heap::{ObjectHeader, HEADER_MAGIC, STATE_LIVE, TAGGED_NPTRS};
+use locus_gc_runtime::runtime::GcFrame;
+
+const SCENARIO_ENV: &str = "LOCUS_MMTK_TEST_SCENARIO";
+const PLAN_ENV: &str = "LOCUS_MMTK_TEST_PLAN";
+const HEAP_BYTES: usize = 24 << 20;
+
+/// Runs `scenario` on `plan` in a child process; returns its combined output, or panics
+/// with it when the child fails.
+fn run_child(scenario: &str, plan: Plan) -> String {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = Command::new(exe)
+        .args([
+            "child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SCENARIO_ENV, scenario)
+        .env(PLAN_ENV, plan.name())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the test binary runs");
+    // A collector that deadlocks must fail the test, not hang it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("the child's status").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("the child's output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("scenario passed"),
+        "{scenario} on {plan} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
+
+fn run_on_every_plan(scenario: &str) {
+    // In parallel: each child is a process of its own with its own heap.
+    let children: Vec<_> = Plan::ALL
+        .into_iter()
+        .map(|plan| {
+            let scenario = scenario.to_string();
+            std::thread::spawn(move || (plan, run_child(&scenario, plan)))
+        })
+        .collect();
+    for child in children {
+        let (plan, text) = child.join().expect("a child runner");
+        for line in text.lines().filter(|l| l.starts_with("mmtk:")) {
+            println!("{plan}: {line}");
+        }
+    }
+}
+
+#[test]
+fn trees_and_lists_survive_many_collections_on_every_plan() {
+    run_on_every_plan("tree");
+}
+
+#[test]
+fn statepoint_slots_are_rewritten_when_objects_move() {
+    run_on_every_plan("slots");
+}
+
+#[test]
+fn tagged_objects_never_move_and_keep_their_targets() {
+    run_on_every_plan("tagged");
+}
+
+#[test]
+fn a_dropped_root_is_caught() {
+    // Mark-sweep never moves, so a lost object is caught by its reused memory.
+    run_child("lost", Plan::MarkSweep);
+    run_child("lost", Plan::SemiSpace);
+}
+
+#[test]
+fn broken_roots_are_faults_not_crashes() {
+    run_child("bad-roots", Plan::Immix);
+}
+
+#[test]
+fn plan_names() {
+    for plan in Plan::ALL {
+        assert_eq!(Plan::from_name(plan.name()), Ok(plan));
+    }
+    let err = Plan::from_name("g1").unwrap_err().to_string();
+    assert!(err.contains("unknown MMTk plan `g1`"), "{err}");
+}
+
+/// The child's entry: runs the scenario its environment names.
+#[test]
+#[ignore = "run by the other tests in a child process"]
+fn child() {
+    let scenario = std::env::var(SCENARIO_ENV).expect("a scenario");
+    let plan = Plan::from_name(&std::env::var(PLAN_ENV).expect("a plan")).expect("a plan");
+    let mut options = MmtkOptions::new(plan, HEAP_BYTES);
+    options.workers = 2;
+    // Immix moves objects only when it defragments: make it defragment every time.
+    options.always_defrag = scenario == "slots" || scenario == "tagged";
+    let heap = MmtkHeap::new(options).expect("the heap");
+    let mut m = heap.bind_mutator();
+    match scenario.as_str() {
+        "tree" => tree(&heap, &mut m),
+        "slots" => slots(&heap, &mut m),
+        "tagged" => tagged(&heap, &mut m),
+        "lost" => lost(&heap, &mut m),
+        "bad-roots" => bad_roots(&heap, &mut m),
+        other => panic!("unknown scenario {other}"),
+    }
+    println!("mmtk: {}", heap.stats().to_string().replace('\n', "; "));
+    println!("scenario passed");
+}
+
+/// The chain head (`*pgcstack`) as compiled code would keep it.
+struct Chain {
+    head: Cell<usize>,
+}
+
+impl Chain {
+    fn roots(&self) -> impl FnMut(&mut RootSet) + '_ {
+        move |set: &mut RootSet| set.frames.push(self.head.get())
+    }
+}
+
+/// A GC frame of `N` words (`N - 2` roots) on the Rust stack, linked while it lives.
+struct Frame<'c, const N: usize> {
+    words: [usize; N],
+    chain: &'c Chain,
+}
+
+impl<'c, const N: usize> Frame<'c, N> {
+    fn new(chain: &'c Chain) -> Frame<'c, N> {
+        let mut words = [0; N];
+        words[0] = GcFrame::header_word(N - 2);
+        Frame { words, chain }
+    }
+
+    /// Links the frame (its address must not change until `unlink`).
+    fn link(&mut self) {
+        self.set_word(1, self.chain.head.get());
+        self.chain.head.set(self.words.as_ptr() as usize);
+    }
+
+    fn unlink(&mut self) {
+        self.chain.head.set(self.word(1));
+    }
+
+    // Volatile: the collector reads and rewrites the words behind the compiler's back.
+    fn word(&self, i: usize) -> usize {
+        unsafe { std::ptr::read_volatile(&self.words[i]) }
+    }
+
+    fn set_word(&mut self, i: usize, v: usize) {
+        unsafe { std::ptr::write_volatile(&mut self.words[i], v) }
+    }
+
+    fn root(&self, i: usize) -> usize {
+        self.word(2 + i)
+    }
+
+    fn set_root(&mut self, i: usize, v: usize) {
+        self.set_word(2 + i, v)
+    }
+}
+
+fn read(addr: usize) -> usize {
+    unsafe { (addr as *const usize).read_volatile() }
+}
+
+fn write(addr: usize, v: usize) {
+    unsafe { (addr as *mut usize).write_volatile(v) }
+}
+
+fn header(obj: usize) -> ObjectHeader {
+    unsafe { ((obj - 32) as *const ObjectHeader).read_volatile() }
+}
+
+/// Checks the header the runtime's heap would have written.
+fn check_header(obj: usize, nptrs: u64, nbytes: u64) -> Result<(), String> {
+    let h = header(obj);
+    if h.magic != HEADER_MAGIC || h.state != STATE_LIVE || h.nptrs != nptrs || h.nbytes != nbytes {
+        return Err(format!("object {obj:#x}: header {h:?}"));
+    }
+    Ok(())
+}
+
+const NODE_VALUE: usize = 16; // after two pointer fields
+
+/// Builds a tree of `depth` levels, node `id`'s value `id`, rooted through a frame per
+/// level as a compiled recursive function would.
+fn build(m: &mut MmtkMutator, chain: &Chain, depth: u32, id: usize) -> usize {
+    let mut f = Frame::<4>::new(chain);
+    f.link();
+    if depth > 0 {
+        let left = build(m, chain, depth - 1, 2 * id);
+        f.set_root(0, left);
+        let right = build(m, chain, depth - 1, 2 * id + 1);
+        f.set_root(1, right);
+    }
+    let node = m.alloc(2, 8, &mut chain.roots()).expect("a node");
+    // Reload the children: a copying plan may have moved them.
+    unsafe {
+        m.write_field(node, 0, f.root(0));
+        m.write_field(node, 1, f.root(1));
+    }
+    write(node + NODE_VALUE, id);
+    f.unlink();
+    node
+}
+
+fn check_tree(heap: &MmtkHeap, node: usize, depth: u32, id: usize) -> Result<(), String> {
+    if !heap.is_object(node) {
+        return Err(format!("tree node {id} at {node:#x} is not an object"));
+    }
+    check_header(node, 2, 8)?;
+    if read(node + NODE_VALUE) != id {
+        return Err(format!(
+            "tree node {id} at {node:#x} holds {}",
+            read(node + NODE_VALUE)
+        ));
+    }
+    let (l, r) = (read(node), read(node + 8));
+    if depth == 0 {
+        return if l == 0 && r == 0 {
+            Ok(())
+        } else {
+            Err(format!("leaf {id} has children"))
+        };
+    }
+    check_tree(heap, l, depth - 1, 2 * id)?;
+    check_tree(heap, r, depth - 1, 2 * id + 1)
+}
+
+/// A list of `n` nodes (one field, 8 bytes: the value), head value `n - 1`, built by
+/// prepending; the head goes into root 0 of `f`.
+fn build_list<const N: usize>(m: &mut MmtkMutator, f: &mut Frame<N>, slot: usize, n: usize) {
+    for v in 0..n {
+        let chain = f.chain;
+        let node = m.alloc(1, 8, &mut chain.roots()).expect("a list node");
+        unsafe { m.write_field(node, 0, f.root(slot)) };
+        write(node + 8, v);
+        f.set_root(slot, node);
+    }
+}
+
+fn check_list(heap: &MmtkHeap, mut node: usize, n: usize) -> Result<(), String> {
+    for v in (0..n).rev() {
+        if !heap.is_object(node) {
+            return Err(format!("list node {v} at {node:#x} is not an object"));
+        }
+        check_header(node, 1, 8)?;
+        if read(node + 8) != v {
+            return Err(format!(
+                "list node {v} at {node:#x} holds {}",
+                read(node + 8)
+            ));
+        }
+        node = read(node);
+    }
+    if node != 0 {
+        return Err("the list is longer than built".into());
+    }
+    Ok(())
+}
+
+/// Short-lived objects of varied sizes (some for the large object space).
+fn churn(m: &mut MmtkMutator, roots: &mut dyn FnMut(&mut RootSet), count: usize, seed: usize) {
+    for k in 0..count {
+        let size = match (k + seed) % 97 {
+            0 => 20_000,
+            n => 8 * (n % 13),
+        };
+        let obj = m.alloc((k % 3) + 1, size, roots).expect("garbage");
+        write(obj, 0);
+    }
+}
+
+const DEPTH: u32 = 9;
+const LIST: usize = 400;
+const ROUNDS: usize = 24;
+
+fn tree(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    let chain = Chain { head: Cell::new(0) };
+    let mut outer = Frame::<4>::new(&chain);
+    outer.link();
+    let t = build(m, &chain, DEPTH, 1);
+    outer.set_root(0, t);
+    build_list(m, &mut outer, 1, LIST);
+    let before = heap.stats().collections;
+    for round in 0..ROUNDS {
+        churn(m, &mut chain.roots(), 3000, round);
+        m.collect(&mut chain.roots());
+        check_tree(heap, outer.root(0), DEPTH, 1).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        check_list(heap, outer.root(1), LIST).unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+    let collections = heap.stats().collections - before;
+    assert!(collections >= ROUNDS as u64, "{collections} collections");
+    outer.unlink();
+    assert_eq!(heap.take_faults(), Vec::<String>::new());
+}
+
+/// Statepoint-style roots: words whose addresses are handed over as slots (and a derived
+/// slot into one object); copying plans rewrite them when the objects move.
+fn slots(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    const N: usize = 64;
+    let stack = vec![Cell::new(0usize); N + 1];
+    let derived = N; // stack[N] points 16 bytes into the object of stack[0]
+    let mut roots = |set: &mut RootSet| {
+        set.slots.extend((0..N).map(|i| stack[i].as_ptr() as usize));
+        set.derived
+            .push((stack[0].as_ptr() as usize, stack[derived].as_ptr() as usize));
+    };
+    for i in 0..N {
+        let obj = m.alloc(1, 24, &mut roots).expect("an object");
+        write(obj + 8, i * 7);
+        stack[i].set(obj);
+        if i > 0 {
+            // Each object points to the one before: fields are rewritten too.
+            unsafe { m.write_field(obj, 0, stack[i - 1].get()) };
+        }
+    }
+    stack[derived].set(stack[0].get() + 16);
+    let first: Vec<usize> = stack.iter().map(Cell::get).collect();
+    let mut moved = 0;
+    for round in 0..8 {
+        m.collect(&mut roots);
+        for i in 0..N {
+            let obj = stack[i].get();
+            assert!(
+                heap.is_object(obj),
+                "round {round}: slot {i} lost its object"
+            );
+            check_header(obj, 1, 24).unwrap();
+            assert_eq!(read(obj + 8), i * 7, "round {round}: object {i}");
+            let prev = if i > 0 { stack[i - 1].get() } else { 0 };
+            assert_eq!(read(obj), prev, "round {round}: field of object {i}");
+        }
+        assert_eq!(
+            stack[derived].get(),
+            stack[0].get() + 16,
+            "the derived slot"
+        );
+        moved += (0..N).filter(|&i| stack[i].get() != first[i]).count();
+        churn(m, &mut roots, 500, round);
+    }
+    println!("mmtk: objects seen moved: {moved}");
+    match heap.plan() {
+        Plan::MarkSweep => assert_eq!(moved, 0, "mark-sweep moved objects"),
+        Plan::SemiSpace | Plan::GenCopy | Plan::Immix => {
+            assert!(moved > 0, "{} moved nothing", heap.plan())
+        }
+        // Sticky Immix copies young objects opportunistically: no promise.
+        Plan::StickyImmix => {}
+    }
+    assert_eq!(heap.take_faults(), Vec::<String>::new());
+}
+
+/// A tagged object (Julia's layout: words only the program knows, the tag at obj - 8)
+/// naming untagged objects; it stays where it is, and what it names stays alive and
+/// correct.
+fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    const WORDS: usize = 16;
+    const TAG: u64 = 0x7a6_0000;
+    let chain = Chain { head: Cell::new(0) };
+    let mut f = Frame::<3>::new(&chain);
+    f.link();
+    let t = m
+        .alloc_tagged(8 * WORDS, TAG, &mut chain.roots())
+        .expect("a tagged object");
+    f.set_root(0, t);
+    assert_eq!(read(t - 8), TAG as usize, "the tag word");
+    let h = header(t);
+    assert_eq!((h.magic, h.nptrs), (HEADER_MAGIC, TAGGED_NPTRS));
+    // Even words: objects; odd words: integers.
+    for w in 0..WORDS {
+        if w % 2 == 0 {
+            let target = m.alloc(0, 8, &mut chain.roots()).expect("a target");
+            write(target, 1000 + w);
+            write(f.root(0) + 8 * w, target);
+            m.write_barrier(f.root(0));
+        } else {
+            write(f.root(0) + 8 * w, 0x1234_5678 + w);
+        }
+    }
+    let targets: Vec<usize> = (0..WORDS).step_by(2).map(|w| read(t + 8 * w)).collect();
+    for round in 0..16 {
+        churn(m, &mut chain.roots(), 1500, round);
+        m.collect(&mut chain.roots());
+        assert_eq!(f.root(0), t, "round {round}: the tagged object moved");
+        assert!(heap.is_object(t));
+        assert_eq!(read(t - 8), TAG as usize);
+        for w in 0..WORDS {
+            let word = read(t + 8 * w);
+            if w % 2 == 0 {
+                assert!(
+                    heap.is_object(word),
+                    "round {round}: word {w} lost its object"
+                );
+                assert_eq!(read(word), 1000 + w, "round {round}: target of word {w}");
+                if heap.plan().pins() {
+                    assert_eq!(word, targets[w / 2], "round {round}: a pinned target moved");
+                }
+            } else {
+                assert_eq!(
+                    word,
+                    0x1234_5678 + w,
+                    "round {round}: an integer word changed"
+                );
+            }
+        }
+    }
+    f.unlink();
+    assert_eq!(heap.take_faults(), Vec::<String>::new());
+}
+
+/// The checks above can fail: a list whose root is dropped before collections is reported
+/// lost (its memory reused or unmapped), and so is one kept only through an integer.
+fn lost(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    let chain = Chain { head: Cell::new(0) };
+    let mut f = Frame::<4>::new(&chain);
+    f.link();
+    build_list(m, &mut f, 0, LIST);
+    build_list(m, &mut f, 1, LIST);
+    check_list(heap, f.root(0), LIST).unwrap();
+    // Drop list 1's root but remember where it was, as a stale copy in a register would.
+    let stale = f.root(1);
+    f.set_root(1, 0);
+    for round in 0..6 {
+        churn(m, &mut chain.roots(), 3000, round);
+        m.collect(&mut chain.roots());
+    }
+    check_list(heap, f.root(0), LIST).expect("the rooted list");
+    let caught = check_list(heap, stale, LIST);
+    println!("mmtk: the unrooted list: {caught:?}");
+    assert!(
+        caught.is_err(),
+        "an unrooted list survived {} collections",
+        6
+    );
+    f.unlink();
+}
+
+/// A frame root that is not an object, and a broken frame: faults, nothing traced from them,
+/// the run goes on.
+fn bad_roots(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    let chain = Chain { head: Cell::new(0) };
+    let mut good = Frame::<3>::new(&chain);
+    good.link();
+    let obj = m.alloc(0, 8, &mut chain.roots()).expect("an object");
+    write(obj, 77);
+    good.set_root(0, obj);
+    let mut bad = Frame::<4>::new(&chain);
+    bad.link();
+    bad.set_root(0, 0x1000); // not an object
+    bad.set_root(1, obj + 8); // inside one
+    m.collect(&mut chain.roots());
+    let faults = heap.take_faults();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].contains("root 0 of frame #0"), "{faults:?}");
+    assert!(faults[1].contains("not an object's address"), "{faults:?}");
+    assert_eq!(read(good.root(0)), 77);
+    bad.unlink();
+    // Flag bits set in a frame's header word: the walk stops there (the frames beyond it
+    // cannot be trusted), so `good`'s root is not seen in this collection.
+    let mut flagged = Frame::<3>::new(&chain);
+    flagged.link();
+    flagged.set_word(0, GcFrame::header_word(1) | 1);
+    m.collect(&mut chain.roots());
+    let faults = heap.take_faults();
+    assert!(
+        faults.len() == 1 && faults[0].contains("flag bits"),
+        "{faults:?}"
+    );
+    flagged.unlink();
+    good.unlink();
+}
