@@ -82,6 +82,33 @@
 //! parked with the roots it left (see `park`): exactly what MMTk's `stop_all_mutators`
 //! waits for here.
 //!
+//! # The seam with the runtime
+//!
+//! What the runtime's entry points call when its collector is an MMTk plan (per thread, a
+//! [`MmtkMutator`] in the thread's runtime; `roots` a closure over that runtime which
+//! pushes `*pgcstack` to [`RootSet::frames`], and with statepoint roots walks the stack
+//! from the `locus_gc_sp_*` frame address as `runtime::statepoints` does, pushing each
+//! lane's base slot address to [`RootSet::slots`] and each (base, derived) pair whose
+//! slots differ to [`RootSet::derived`], the pushed `locus_gc_push_region` ranges and the
+//! global root regions to [`RootSet::regions`]):
+//!
+//! | entry point | calls |
+//! |---|---|
+//! | `locus_gc_init` / thread attach | [`MmtkHeap::new`] once per process (else [`MmtkHeap::get`]), then [`MmtkHeap::bind_mutator`]; detach drops the mutator |
+//! | `locus_gc_alloc(nptrs, nbytes)` | [`MmtkMutator::alloc`]`(nptrs, nbytes, roots)` |
+//! | `locus_gc_alloc_bytes(ptls, size, tag)` | [`MmtkMutator::alloc_tagged`]`(size, tag, roots)` |
+//! | `locus_gc_alloc_genericmemory(ptls, n, tag)` | `alloc_tagged(16 + n, tag, roots)`, then word 1 = `obj + 16` |
+//! | `locus_gc_safepoint`, `locus_gc_poll` | nothing on one thread (MMTk collects when an allocation finds the heap full); with several, [`MmtkMutator::park`]`(roots)` when another thread's collection is pending |
+//! | `locus_gc_write_barrier(parent)` | [`MmtkMutator::write_barrier`]`(parent)` |
+//! | `locus_gc_pin` / `unpin` / `pin_forever` | [`MmtkHeap::pin`] / [`MmtkHeap::unpin`] / `pin` never undone (the object's address: resolve an interior pointer first) |
+//! | stats, faults | [`MmtkHeap::stats`], [`MmtkHeap::take_faults`] (each a `GcFault` for the handler) |
+//!
+//! Several mutator threads need, besides: a cheap "collection pending" flag for polls
+//! (set where `stop_all_mutators` sets `in_gc`, before it waits), and safe regions that
+//! count as parked: entering one publishes the thread's roots and counts it parked without
+//! waiting; leaving waits for a running collection to end, then uncounts it. Binding and
+//! unbinding already wait for a running collection.
+//!
 //! # One heap per process
 //!
 //! MMTk keeps process-wide state (its address-space map, side metadata), and its binding
