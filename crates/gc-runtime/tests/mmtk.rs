@@ -23,7 +23,7 @@ const HEAP_BYTES: usize = 24 << 20;
 /// Runs `scenario` on `plan` in a child process; returns its combined output, or panics
 /// with it when the child fails.
 fn run_child(scenario: &str, plan: Plan) -> String {
-    let exe = std::env::current_exe().expect("the test binary's path");
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("the test binary's path: {e}"));
     let mut child = Command::new(exe)
         .args([
             "child",
@@ -37,17 +37,23 @@ fn run_child(scenario: &str, plan: Plan) -> String {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the test binary runs");
+        .unwrap_or_else(|e| panic!("the test binary runs: {e}"));
     // A collector that deadlocks must fail the test, not hang it.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("the child's status").is_none() {
+    while child
+        .try_wait()
+        .unwrap_or_else(|e| panic!("the child's status: {e}"))
+        .is_none()
+    {
         if Instant::now() > deadline {
             let _ = child.kill();
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().expect("the child's output");
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("the child's output: {e}"));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -71,7 +77,9 @@ fn run_on_every_plan(scenario: &str) {
         })
         .collect();
     for child in children {
-        let (plan, text) = child.join().expect("a child runner");
+        let (plan, text) = child
+            .join()
+            .unwrap_or_else(|_| panic!("a child runner panicked"));
         for line in text.lines().filter(|l| l.starts_with("mmtk:")) {
             println!("{plan}: {line}");
         }
@@ -122,12 +130,13 @@ fn child() {
     let Ok(scenario) = std::env::var(SCENARIO_ENV) else {
         return;
     };
-    let plan = Plan::from_name(&std::env::var(PLAN_ENV).expect("a plan")).expect("a plan");
+    let plan = Plan::from_name(&std::env::var(PLAN_ENV).unwrap_or_else(|e| panic!("a plan: {e}")))
+        .unwrap_or_else(|e| panic!("a plan: {e}"));
     let mut options = MmtkOptions::new(plan, HEAP_BYTES);
     options.workers = 2;
     // Immix moves objects only when it defragments: make it defragment every time.
     options.always_defrag = scenario == "slots" || scenario == "tagged";
-    let heap = MmtkHeap::new(options).expect("the heap");
+    let heap = MmtkHeap::new(options).unwrap_or_else(|e| panic!("the heap: {e}"));
     let mut m = heap.bind_mutator();
     match scenario.as_str() {
         "tree" => tree(&heap, &mut m),
@@ -177,10 +186,12 @@ impl<'c, const N: usize> Frame<'c, N> {
 
     // Volatile: the collector reads and rewrites the words behind the compiler's back.
     fn word(&self, i: usize) -> usize {
+        // SAFETY: a reference to one of our words.
         unsafe { std::ptr::read_volatile(&self.words[i]) }
     }
 
     fn set_word(&mut self, i: usize, v: usize) {
+        // SAFETY: as in `word`.
         unsafe { std::ptr::write_volatile(&mut self.words[i], v) }
     }
 
@@ -193,15 +204,22 @@ impl<'c, const N: usize> Frame<'c, N> {
     }
 }
 
+/// Reads a word of an object (tests only: every caller passes a live object's word, or
+/// first checked `is_object`).
 fn read(addr: usize) -> usize {
+    // SAFETY: as above.
     unsafe { (addr as *const usize).read_volatile() }
 }
 
+/// Writes a word of a live object (tests only, as `read`).
 fn write(addr: usize, v: usize) {
+    // SAFETY: as above.
     unsafe { (addr as *mut usize).write_volatile(v) }
 }
 
+/// The header of a live object (tests only, as `read`).
 fn header(obj: usize) -> ObjectHeader {
+    // SAFETY: as above.
     unsafe { ((obj - 32) as *const ObjectHeader).read_volatile() }
 }
 
@@ -227,12 +245,14 @@ fn build(m: &mut MmtkMutator, chain: &Chain, depth: u32, id: usize) -> usize {
         let right = build(m, chain, depth - 1, 2 * id + 1);
         f.set_root(1, right);
     }
-    let node = m.alloc(2, 8, &mut chain.roots()).expect("a node");
+    let node = m
+        .alloc(2, 8, &mut chain.roots())
+        .unwrap_or_else(|e| panic!("a node: {e}"));
     // Reload the children: a copying plan may have moved them.
-    unsafe {
-        m.write_field(node, 0, f.root(0));
-        m.write_field(node, 1, f.root(1));
-    }
+    // SAFETY: a fresh node with two fields.
+    unsafe { m.write_field(node, 0, f.root(0)) };
+    // SAFETY: as above.
+    unsafe { m.write_field(node, 1, f.root(1)) };
     write(node + NODE_VALUE, id);
     f.unlink();
     node
@@ -266,7 +286,10 @@ fn check_tree(heap: &MmtkHeap, node: usize, depth: u32, id: usize) -> Result<(),
 fn build_list<const N: usize>(m: &mut MmtkMutator, f: &mut Frame<N>, slot: usize, n: usize) {
     for v in 0..n {
         let chain = f.chain;
-        let node = m.alloc(1, 8, &mut chain.roots()).expect("a list node");
+        let node = m
+            .alloc(1, 8, &mut chain.roots())
+            .unwrap_or_else(|e| panic!("a list node: {e}"));
+        // SAFETY: a fresh node with one field.
         unsafe { m.write_field(node, 0, f.root(slot)) };
         write(node + 8, v);
         f.set_root(slot, node);
@@ -300,7 +323,9 @@ fn churn(m: &mut MmtkMutator, roots: &mut dyn FnMut(&mut RootSet), count: usize,
             0 => 20_000,
             n => 8 * (n % 13),
         };
-        let obj = m.alloc((k % 3) + 1, size, roots).expect("garbage");
+        let obj = m
+            .alloc((k % 3) + 1, size, roots)
+            .unwrap_or_else(|e| panic!("garbage: {e}"));
         write(obj, 0);
     }
 }
@@ -341,11 +366,14 @@ fn slots(heap: &MmtkHeap, m: &mut MmtkMutator) {
             .push((stack[0].as_ptr() as usize, stack[derived].as_ptr() as usize));
     };
     for i in 0..N {
-        let obj = m.alloc(1, 24, &mut roots).expect("an object");
+        let obj = m
+            .alloc(1, 24, &mut roots)
+            .unwrap_or_else(|e| panic!("an object: {e}"));
         write(obj + 8, i * 7);
         stack[i].set(obj);
         if i > 0 {
             // Each object points to the one before: fields are rewritten too.
+            // SAFETY: a fresh object with one field.
             unsafe { m.write_field(obj, 0, stack[i - 1].get()) };
         }
     }
@@ -360,7 +388,7 @@ fn slots(heap: &MmtkHeap, m: &mut MmtkMutator) {
                 heap.is_object(obj),
                 "round {round}: slot {i} lost its object"
             );
-            check_header(obj, 1, 24).unwrap();
+            check_header(obj, 1, 24).unwrap_or_else(|e| panic!("round {round}: {e}"));
             assert_eq!(read(obj + 8), i * 7, "round {round}: object {i}");
             let prev = if i > 0 { stack[i - 1].get() } else { 0 };
             assert_eq!(read(obj), prev, "round {round}: field of object {i}");
@@ -396,7 +424,7 @@ fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
     f.link();
     let t = m
         .alloc_tagged(8 * WORDS, TAG, &mut chain.roots())
-        .expect("a tagged object");
+        .unwrap_or_else(|e| panic!("a tagged object: {e}"));
     f.set_root(0, t);
     assert_eq!(read(t - 8), TAG as usize, "the tag word");
     let h = header(t);
@@ -404,7 +432,9 @@ fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
     // Even words: objects; odd words: integers.
     for w in 0..WORDS {
         if w % 2 == 0 {
-            let target = m.alloc(0, 8, &mut chain.roots()).expect("a target");
+            let target = m
+                .alloc(0, 8, &mut chain.roots())
+                .unwrap_or_else(|e| panic!("a target: {e}"));
             write(target, 1000 + w);
             write(f.root(0) + 8 * w, target);
             m.write_barrier(f.root(0));
@@ -451,7 +481,7 @@ fn lost(heap: &MmtkHeap, m: &mut MmtkMutator) {
     f.link();
     build_list(m, &mut f, 0, LIST);
     build_list(m, &mut f, 1, LIST);
-    check_list(heap, f.root(0), LIST).unwrap();
+    check_list(heap, f.root(0), LIST).unwrap_or_else(|e| panic!("{e}"));
     // Drop list 1's root but remember where it was, as a stale copy in a register would.
     let stale = f.root(1);
     f.set_root(1, 0);
@@ -459,7 +489,7 @@ fn lost(heap: &MmtkHeap, m: &mut MmtkMutator) {
         churn(m, &mut chain.roots(), 3000, round);
         m.collect(&mut chain.roots());
     }
-    check_list(heap, f.root(0), LIST).expect("the rooted list");
+    check_list(heap, f.root(0), LIST).unwrap_or_else(|e| panic!("the rooted list: {e}"));
     let caught = check_list(heap, stale, LIST);
     println!("mmtk: the unrooted list: {caught:?}");
     assert!(
@@ -476,7 +506,9 @@ fn bad_roots(heap: &MmtkHeap, m: &mut MmtkMutator) {
     let chain = Chain { head: Cell::new(0) };
     let mut good = Frame::<3>::new(&chain);
     good.link();
-    let obj = m.alloc(0, 8, &mut chain.roots()).expect("an object");
+    let obj = m
+        .alloc(0, 8, &mut chain.roots())
+        .unwrap_or_else(|e| panic!("an object: {e}"));
     write(obj, 77);
     good.set_root(0, obj);
     let mut bad = Frame::<4>::new(&chain);

@@ -21,13 +21,13 @@ const MIN_DEPTH: u32 = 4;
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture, in release"]
 fn binary_trees_per_plan() {
-    let exe = std::env::current_exe().expect("the bench binary");
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("the bench binary: {e}"));
     for plan in Plan::ALL {
         let out = Command::new(&exe)
             .args(["child", "--exact", "--ignored", "--nocapture"])
             .env(PLAN_ENV, plan.name())
             .output()
-            .expect("the bench binary runs");
+            .unwrap_or_else(|e| panic!("the bench binary runs: {e}"));
         let text = String::from_utf8_lossy(&out.stdout);
         let line = text.lines().find(|l| l.starts_with("mmtk-bench"));
         match line {
@@ -48,10 +48,10 @@ fn child() {
     let Ok(name) = std::env::var(PLAN_ENV) else {
         return;
     };
-    let plan = Plan::from_name(&name).expect("a plan");
+    let plan = Plan::from_name(&name).unwrap_or_else(|e| panic!("a plan: {e}"));
     let mut options = MmtkOptions::new(plan, HEAP_BYTES);
     options.workers = 2;
-    let heap = MmtkHeap::new(options).expect("the heap");
+    let heap = MmtkHeap::new(options).unwrap_or_else(|e| panic!("the heap: {e}"));
     let mut m = heap.bind_mutator();
     let chain = Chain { head: Cell::new(0) };
     let mut outer = [GcFrame::header_word(1), 0, 0];
@@ -119,12 +119,13 @@ fn build(m: &mut MmtkMutator, chain: &Chain, depth: u32) -> usize {
         set(&mut frame, 3, r);
     }
     let mut roots = |s: &mut RootSet| s.frames.push(chain.head.get());
-    let node = m.alloc(2, 8, &mut roots).expect("a node");
+    let node = m
+        .alloc(2, 8, &mut roots)
+        .unwrap_or_else(|e| panic!("a node: {e}"));
     // SAFETY: a fresh node with two fields.
-    unsafe {
-        m.write_field(node, 0, get(&frame, 2));
-        m.write_field(node, 1, get(&frame, 3));
-    }
+    unsafe { m.write_field(node, 0, get(&frame, 2)) };
+    // SAFETY: as above.
+    unsafe { m.write_field(node, 1, get(&frame, 3)) };
     chain.head.set(get(&frame, 1));
     node
 }
@@ -134,11 +135,8 @@ fn count(node: usize) -> usize {
         return 0;
     }
     // SAFETY: a live node's two fields.
-    let (l, r) = unsafe {
-        (
-            (node as *const usize).read(),
-            ((node + 8) as *const usize).read(),
-        )
-    };
+    let l = unsafe { (node as *const usize).read() };
+    // SAFETY: as above.
+    let r = unsafe { ((node + 8) as *const usize).read() };
     1 + count(l) + count(r)
 }

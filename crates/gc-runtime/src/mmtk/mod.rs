@@ -47,8 +47,8 @@
 //!
 //! A root that is neither null nor an object's address is a fault: it is recorded
 //! ([`MmtkHeap::take_faults`]) and not traced; so is a broken frame (misaligned, flag bits
-//! set, a root count over [`MAX_FRAME_ROOTS`](crate::runtime::frames::MAX_FRAME_ROOTS),
-//! linked twice, a chain over [`MAX_FRAMES`](crate::runtime::frames::MAX_FRAMES)). Fields
+//! set, a root count over [`MAX_FRAME_ROOTS`],
+//! linked twice, a chain over [`MAX_FRAMES`]). Fields
 //! are traced as MMTk traces them: a field holding garbage is undefined behaviour, as in
 //! compiled code (MMTk's debug assertions catch some in a debug build).
 //!
