@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use locus_gc::build::{self, BuildOptions};
-use locus_gc::lower::{lower_module, FunctionReport, LowerOptions};
-use locus_gc::run::{lower_statepoints, prepare_with_roots, Roots};
+use locus_gc::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions};
+use locus_gc::run::{lower_statepoints, prepare_with_threads, Roots};
 use locus_gc::runtime::OnFault;
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
@@ -50,6 +50,11 @@ pub enum Command {
         /// build --roots statepoint --emit-ir` also adds a main.
         #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
         roots: RootsArg,
+        /// Put a safepoint poll (a call of the runtime's locus_gc_poll) at every loop back
+        /// edge of the functions that take part, so that a thread looping without calls
+        /// cannot hold the other threads' collections up (frames only).
+        #[arg(long)]
+        safepoint_polls: bool,
     },
     /// Check the GC invariants of spec 003 that root placement relies on.
     ///
@@ -157,6 +162,11 @@ pub enum Command {
         passes: Option<String>,
         #[arg(long, value_name = "SECONDS", value_parser = crate::watchdog::parse_seconds, help = crate::watchdog::HELP)]
         timeout: Option<std::time::Duration>,
+        /// Put a safepoint poll (a call of the runtime's locus_gc_poll) at every loop back
+        /// edge of the functions that take part, so that a thread looping without calls
+        /// cannot hold the other threads' collections up (frames only).
+        #[arg(long)]
+        safepoint_polls: bool,
     },
     /// Lower, compile ahead of time with LLVM 19 and link the GC runtime into an executable
     /// that behaves as `locus gc run` on the same module.
@@ -203,6 +213,11 @@ pub enum Command {
         /// text, for doing the remaining steps by hand (llc-19, clang-19).
         #[arg(long, value_name = "OUT.ll")]
         emit_ir: Option<PathBuf>,
+        /// Put a safepoint poll (a call of the runtime's locus_gc_poll) at every loop back
+        /// edge of the functions that take part, so that a thread looping without calls
+        /// cannot hold the other threads' collections up (frames only).
+        #[arg(long)]
+        safepoint_polls: bool,
     },
 }
 
@@ -316,14 +331,17 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             strict,
             passes,
             roots,
+            safepoint_polls,
         } => {
             let bytes = read(input, file)?;
             let ctx = Context::new();
             let shown = file.display().to_string();
             if *roots == RootsArg::Statepoint {
-                if *intermediate || *report || *strict {
+                if *intermediate || *report || *strict || *safepoint_polls {
                     return Err(Failure::Message(
-                        "--intermediate, --report and --strict go with --roots frames".into(),
+                        "--intermediate, --report, --strict and --safepoint-polls go with \
+                         --roots frames"
+                            .into(),
                     ));
                 }
                 let (module, _) = lower_statepoints(&ctx, &shown, &bytes)
@@ -337,11 +355,12 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             let module = Module::parse_ir(&ctx, &shown, &bytes)
                 .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             check_invariants(&shown, &module, *strict, &mut std::io::stderr().lock())?;
-            let reports = lower_module(
+            let reports = lower_module_with(
                 &module,
                 LowerOptions {
                     intermediate_only: *intermediate,
                 },
+                ThreadOptions::safepoint_polls(*safepoint_polls),
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             if let Some(pipeline) = passes {
@@ -393,6 +412,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             moving,
             passes,
             timeout,
+            safepoint_polls,
         } => {
             if *moving && *roots != RootsArg::Statepoint {
                 return Err(Failure::Message(
@@ -404,9 +424,15 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             let _watchdog = crate::watchdog::start(*timeout, &file.display().to_string());
             let bytes = read(input, file)?;
             let shown = file.display().to_string();
-            let prepared =
-                prepare_with_roots(&shown, &bytes, entry, passes.as_deref(), (*roots).into())
-                    .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+            let prepared = prepare_with_threads(
+                &shown,
+                &bytes,
+                entry,
+                passes.as_deref(),
+                (*roots).into(),
+                ThreadOptions::safepoint_polls(*safepoint_polls),
+            )
+            .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             crate::sigpipe_for_program();
             // SAFETY: running the user's module is what this command is for; the module is
             // the user's to make sound. A fault in it ends the process with one line and
@@ -426,6 +452,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             passes,
             runtime,
             emit_ir,
+            safepoint_polls,
         } => {
             let bytes = read(input, file)?;
             let shown = file.display().to_string();
@@ -434,6 +461,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 entry: entry.clone(),
                 passes: passes.clone(),
                 runtime: runtime.clone(),
+                safepoint_polls: *safepoint_polls,
                 ..BuildOptions::default()
             };
             let fail = |e: &dyn std::fmt::Display| Failure::Message(format!("{shown}: {e}"));

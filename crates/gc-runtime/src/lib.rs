@@ -29,7 +29,10 @@
 //!   `locus gc run` installs ([`signals`]) and [`OnFault::Exit`]: a broken GC
 //!   contract prints one `locus: gc: ...` line and exits with status 2, a fatal signal in
 //!   the program prints one `locus: SIGNAL ...` line and exits with status 3;
-//! - [`locus_gc_thread_detach`]: free the calling thread's runtime and its heap;
+//! - [`locus_gc_thread_attach_heap`]: attach the calling thread to another thread's heap
+//!   (`locus_gc_heap()`), one more mutator of it;
+//! - [`locus_gc_thread_detach`]: detach the calling thread (the heap is freed with its last
+//!   thread);
 //! - [`locus_gc_main`]: what the `main` of a `locus gc build` executable calls: init, call
 //!   the program's `int64_t entry(void)`, print its result on a line of its own (as
 //!   `locus gc run` prints it; with `LOCUS_GC_STATS=1` the collector's counters follow, as
@@ -37,11 +40,20 @@
 //!
 //! # Threads
 //!
-//! Each thread's runtime is its own (its heap, its frame chain): the thread-local runtime
-//! of [`runtime`]. Several mutator threads sharing one heap are not supported
-//! yet: a second thread may attach, but then has a heap of its own, and an object of one
-//! thread must never be reached from another (its collector would not see that thread's
-//! roots).
+//! Several threads may share one heap (see "Threads" in [`runtime`]). The first thread
+//! makes the runtime ([`locus_gc_init`], or `locus_gc_main`'s); it passes
+//! `locus_gc_heap()` to each thread it creates, which calls
+//! [`locus_gc_thread_attach_heap`]`(heap)` before it runs Locus code and
+//! [`locus_gc_thread_detach`] before it ends. Each thread has its own chain head
+//! (`locus_gc_get_pgcstack`); a collection by any of them stops the others at their next
+//! safepoint and scans every thread's frames. A thread that waits or blocks outside Locus
+//! code (`pthread_join`, a lock, a read: anything that may wait for another thread that
+//! allocates) must do it between `locus_gc_enter_safe_region()` and
+//! `locus_gc_leave_safe_region()`, or a collection waits for it for ever; a loop without
+//! calls needs `--safepoint-polls`. Objects shared through memory outside every frame (a
+//! global table) are roots only if that memory is registered with
+//! `locus_gc_add_root_region(start, end)`. [`locus_gc_thread_attach`] still makes a heap of
+//! the thread's own, which must share no object with another heap.
 //!
 //! # Roots
 //!

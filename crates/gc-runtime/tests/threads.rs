@@ -34,7 +34,7 @@ impl<'a> Frame<'a> {
         buf[2..].fill(0);
         let words = buf.as_mut_ptr();
         // SAFETY: as above; the frame stays linked until it is dropped.
-        unsafe { *pgcstack = words.cast() };
+        unsafe { pgcstack.write(words.cast()) };
         Frame {
             words,
             nroots,
@@ -45,21 +45,25 @@ impl<'a> Frame<'a> {
 
     fn set(&self, slot: usize, obj: *mut u8) {
         assert!(slot < self.nroots);
+        let at = self.words.wrapping_add(2 + slot);
         // SAFETY: a root slot of the frame's buffer.
-        unsafe { self.words.add(2 + slot).write_volatile(obj as usize) }
+        unsafe { at.write_volatile(obj as usize) }
     }
 
     fn get(&self, slot: usize) -> *mut u8 {
         assert!(slot < self.nroots);
+        let at = self.words.wrapping_add(2 + slot);
         // SAFETY: as in `set`.
-        unsafe { self.words.add(2 + slot).read_volatile() as *mut u8 }
+        unsafe { at.read_volatile() as *mut u8 }
     }
 }
 
 impl Drop for Frame<'_> {
     fn drop(&mut self) {
-        // SAFETY: the frame's link word and the thread's head slot.
-        unsafe { *self.pgcstack = self.words.add(1).read() as *mut GcFrame };
+        // SAFETY: the frame's link word.
+        let prev = unsafe { self.words.wrapping_add(1).read() } as *mut GcFrame;
+        // SAFETY: the thread's head slot.
+        unsafe { self.pgcstack.write(prev) };
     }
 }
 
@@ -71,18 +75,18 @@ fn next(obj: *mut u8) -> *mut u8 {
 
 /// The value of a node (its raw word).
 fn value(obj: *mut u8) -> i64 {
+    let at = obj.wrapping_add(8).cast::<i64>();
     // SAFETY: `obj` is a live node: one pointer field, then 8 raw bytes.
-    unsafe { obj.add(8).cast::<i64>().read_volatile() }
+    unsafe { at.read_volatile() }
 }
 
 /// Pushes a node with `v` on the list in `frame`'s root 0.
 fn push(frame: &Frame, v: i64) {
     let node = locus_gc_alloc(1, 8);
-    // SAFETY: a new node.
-    unsafe {
-        node.cast::<*mut u8>().write(frame.get(0));
-        node.add(8).cast::<i64>().write(v);
-    }
+    // SAFETY: a new node: its pointer field.
+    unsafe { node.cast::<*mut u8>().write(frame.get(0)) };
+    // SAFETY: and its raw word.
+    unsafe { node.wrapping_add(8).cast::<i64>().write(v) };
     frame.set(0, node);
 }
 
@@ -98,12 +102,6 @@ fn list(mut node: *mut u8) -> Vec<i64> {
 fn stress() -> Guard {
     Runtime::enter(Config::stress().on_fault(OnFault::Record))
 }
-
-/// A raw pointer that may cross threads (the tests synchronize its use).
-#[derive(Clone, Copy)]
-struct Shared(*mut u8);
-// SAFETY: only an address; the tests order its uses with barriers and joins.
-unsafe impl Send for Shared {}
 
 const THREADS: usize = 4;
 const NODES: i64 = 120;
@@ -287,8 +285,8 @@ fn spin_while_collecting(polls: bool) -> (bool, usize) {
             false
         }
     };
-    spinner.join().unwrap();
-    collector.join().unwrap();
+    assert!(spinner.join().is_ok(), "the spinner panicked");
+    assert!(collector.join().is_ok(), "the collector panicked");
     locus_gc_leave_safe_region();
     assert!(main.faults().is_empty());
     (ended_first, polled.load(Ordering::Relaxed))

@@ -31,7 +31,8 @@ use std::process::Command;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
-use crate::run::{lower_frames, lower_statepoints, Roots};
+use crate::lower::ThreadOptions;
+use crate::run::{lower_frames, lower_statepoints, refuse_statepoint_polls, Roots};
 use crate::Error;
 
 /// The file name of the static runtime library (`cargo build -p locus-gc-runtime`).
@@ -59,6 +60,9 @@ pub struct BuildOptions {
     pub runtime: Option<PathBuf>,
     /// The C compiler driver that links ([`DEFAULT_LINKER`]).
     pub linker: String,
+    /// Put a safepoint poll at every loop back edge (`--safepoint-polls`, frames only; see
+    /// [`crate::lower::polls`]).
+    pub safepoint_polls: bool,
 }
 
 impl Default for BuildOptions {
@@ -70,6 +74,7 @@ impl Default for BuildOptions {
             passes: None,
             runtime: None,
             linker: DEFAULT_LINKER.into(),
+            safepoint_polls: false,
         }
     }
 }
@@ -197,10 +202,17 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
     let module = match options.roots {
         Roots::Frames => {
             let module = Module::parse_ir(&ctx, name, ir)?;
-            lower_frames(&module)?;
+            lower_frames(
+                &module,
+                ThreadOptions::safepoint_polls(options.safepoint_polls),
+            )?;
             module
         }
         Roots::Statepoint => {
+            refuse_statepoint_polls(
+                &options.entry,
+                ThreadOptions::safepoint_polls(options.safepoint_polls),
+            )?;
             if !cfg!(target_arch = "x86_64") {
                 return Err(Error::Entry {
                     name: options.entry.clone(),

@@ -30,7 +30,7 @@ use locus_stackmap::{Location, StatepointRecord};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
 use crate::lower::statepoint::{rewrite_for_statepoints, StatepointReport};
-use crate::lower::{lower_module, FunctionReport, LowerOptions};
+use crate::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions};
 use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Slot, SlotPair, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
@@ -67,6 +67,10 @@ pub struct RunOptions {
     /// before it is compiled, so that the collector checks the frames as the optimizer
     /// left them ([`prepare_with_passes`]).
     pub passes: Option<String>,
+    /// Put a safepoint poll at every loop back edge ([`crate::lower::polls`]), so that a
+    /// thread looping without calls cannot hold the other threads' collections up
+    /// (`--safepoint-polls`; frames only).
+    pub safepoint_polls: bool,
 }
 
 impl Default for RunOptions {
@@ -79,6 +83,7 @@ impl Default for RunOptions {
             stress: false,
             on_fault: OnFault::Exit,
             passes: None,
+            safepoint_polls: false,
         }
     }
 }
@@ -155,7 +160,10 @@ fn refuse_julia_runtime_calls(module: &Module<'_>) -> Result<()> {
 /// Checks `module`'s GC invariants and lowers it in place with GC frames, as
 /// [`prepare_with_roots`] and [`crate::build`] do: a module with errors is refused with
 /// [`Error::Invariants`], and so is a `julia.*` call left after lowering.
-pub(crate) fn lower_frames(module: &Module<'_>) -> Result<Vec<FunctionReport>> {
+pub(crate) fn lower_frames(
+    module: &Module<'_>,
+    threads: ThreadOptions,
+) -> Result<Vec<FunctionReport>> {
     module.verify()?;
     // A function that already calls the runtime's `locus_gc_get_pgcstack` was lowered
     // before (and checked then): its frame stores and lowered intrinsics (a
@@ -180,9 +188,24 @@ pub(crate) fn lower_frames(module: &Module<'_>) -> Result<Vec<FunctionReport>> {
     if !violations.is_empty() {
         return Err(Error::Invariants(violations));
     }
-    let reports = lower_module(module, LowerOptions::default())?;
+    let reports = lower_module_with(module, LowerOptions::default(), threads)?;
     refuse_julia_runtime_calls(module)?;
     Ok(reports)
+}
+
+/// Safepoint polls with statepoint roots are refused: the statepoint rewrite does not wrap
+/// `locus_gc_poll` yet, so a thread stopped at a poll would not have its compiled frames
+/// walked.
+pub(crate) fn refuse_statepoint_polls(entry: &str, threads: ThreadOptions) -> Result<()> {
+    if threads.safepoint_polls {
+        return Err(Error::Entry {
+            name: entry.to_owned(),
+            message: "--safepoint-polls goes with --roots frames: the statepoint rewrite \
+                      does not wrap locus_gc_poll yet"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
@@ -226,12 +249,30 @@ pub fn prepare_with_roots(
     passes: Option<&str>,
     roots: Roots,
 ) -> Result<Prepared> {
+    prepare_with_threads(name, ir, entry, passes, roots, ThreadOptions::default())
+}
+
+/// [`prepare_with_roots`], with what the lowering adds for several threads (`threads`:
+/// safepoint polls).
+///
+/// # Errors
+/// As [`prepare_with_roots`], and [`Error::Entry`] for safepoint polls with statepoint
+/// roots (not supported yet: see [`crate::lower::polls`]).
+pub fn prepare_with_threads(
+    name: &str,
+    ir: impl AsRef<[u8]>,
+    entry: &str,
+    passes: Option<&str>,
+    roots: Roots,
+    threads: ThreadOptions,
+) -> Result<Prepared> {
     if roots == Roots::Statepoint {
+        refuse_statepoint_polls(entry, threads)?;
         return prepare_statepoints(name, ir.as_ref(), entry, passes);
     }
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
-    let reports = lower_frames(&module)?;
+    let reports = lower_frames(&module, threads)?;
     if let Some(pipeline) = passes {
         run_passes(&module, pipeline)?;
     }
@@ -372,12 +413,13 @@ pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Resu
                 .into(),
         });
     }
-    let prepared = prepare_with_roots(
+    let prepared = prepare_with_threads(
         name,
         ir,
         &options.entry,
         options.passes.as_deref(),
         options.roots,
+        ThreadOptions::safepoint_polls(options.safepoint_polls),
     )?;
     // SAFETY: the caller's promise.
     Ok(unsafe { prepared.call_with(options.stress, options.moving, options.on_fault) })

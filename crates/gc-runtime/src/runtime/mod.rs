@@ -80,6 +80,19 @@
 //! regions `locus_gc_region_depth`, `locus_gc_push_region`, `locus_gc_region_reset`; none
 //! of those six collects.
 //!
+//! For threads (see "Threads" below), also in [`symbols`]:
+//!
+//! | symbol | IR declaration | does |
+//! |---|---|---|
+//! | `locus_gc_poll` | `declare void @locus_gc_poll()` | parks while another thread collects; never starts a collection |
+//! | `locus_gc_enter_safe_region` | `declare void @locus_gc_enter_safe_region()` | the thread counts as stopped until it leaves; never collects |
+//! | `locus_gc_leave_safe_region` | `declare void @locus_gc_leave_safe_region()` | waits for a running collection, then runs again; never collects |
+//! | `locus_gc_heap` | `declare ptr @locus_gc_heap()` | the thread's heap, for `locus_gc_thread_attach_heap` |
+//! | `locus_gc_thread_attach_heap` | `declare i32 @locus_gc_thread_attach_heap(ptr %heap)` | attaches the calling thread to that heap (crate root) |
+//! | `locus_gc_thread_detach` | `declare i32 @locus_gc_thread_detach()` | detaches it (crate root) |
+//! | `locus_gc_add_root_region` | `declare void @locus_gc_add_root_region(ptr %start, ptr %end)` | a global root table: its aligned words are roots (null or live objects, never moved) at every collection |
+//! | `locus_gc_remove_root_region` | `declare i32 @locus_gc_remove_root_region(ptr %start)` | drops it; 1 if there was one |
+//!
 //! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
 //! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
 //! and the bytes that survived it.
@@ -126,15 +139,66 @@
 //! entry point call or [`Runtime::faults`], [`Runtime::take_faults`] or [`Runtime::stats`];
 //! only the first access to each freed object is caught this way.
 //!
-//! # Per-thread state
+//! # Threads
 //!
-//! The one piece of global state is a thread-local pointer to the current thread's
-//! [`Runtime`], unavoidable because the `extern "C"` functions have fixed signatures.
-//! [`Runtime::enter`] installs a runtime and returns a [`Guard`] that owns it; dropping the
-//! guard restores the runtime that was current before and frees the heap. Guards nest, and
-//! each runtime has its own heap and its own chain head, so every thread (and every nested
-//! run) is independent. Calling an entry point on a thread with no runtime aborts with a
-//! message.
+//! One heap may be shared by several mutator threads. [`Runtime::enter`] makes a heap and
+//! its first mutator, the calling thread; [`Runtime::heap`] gives a [`HeapHandle`]
+//! (`Send`, `Sync`) with which another thread joins it ([`HeapHandle::attach`]; from C,
+//! `locus_gc_heap` on a thread already attached and `locus_gc_thread_attach_heap(heap)`
+//! on the new one, see the crate docs). Each [`Runtime`] is one thread's view: the heap,
+//! the collector, the configuration, the counters, the faults and the global root
+//! regions are the heap's, shared; the chain head (its task-shaped block: what
+//! `locus_gc_get_pgcstack` returns is per thread, as Julia's `pgcstack`), the stack bounds,
+//! the statepoint walk's frame address and the registered stack regions are the thread's.
+//!
+//! A collection stops the world, as Julia's does with its per-thread `gc_state`: every
+//! mutator is *running* or *safe*. The thread whose safepoint decides to collect sets the
+//! heap's `stopping` flag, waits until every other attached thread is safe, scans every
+//! thread's frames (numbered on from the collecting thread's innermost frame, `#0`, to the
+//! next thread's, in attach order), its statepoint stack (from the frame address of the
+//! `locus_gc_sp_*` entry it is stopped in) and its regions, and the global root regions,
+//! sweeps (moves, with statepoint roots), clears the flag and wakes the others. A thread
+//! is safe
+//! - while it is parked at a safepoint: every entry point that may collect first checks
+//!   the flag and, when it is set, parks until the collection ends (a second thread that
+//!   wanted to collect at the same time parks and then collects only if one is still due);
+//! - at `locus_gc_poll`, which parks in the same way but never starts a collection (even in
+//!   stress mode): what `--safepoint-polls` puts at loop back edges;
+//! - between `locus_gc_enter_safe_region` and `locus_gc_leave_safe_region`: the frontend
+//!   (or host) calls them around a foreign call that may block or run long (`pthread_join`,
+//!   a barrier, I/O), as Julia's code marks itself gc-safe around such calls. Leaving waits
+//!   for a running collection to end. In a safe region the thread may not touch its chain
+//!   or call another entry point (one that does is a fatal error naming the call); the
+//!   objects the foreign code uses must be held by the thread's frames (values live across
+//!   the call, its `jl_roots` bundle: the lowering roots them there) or pinned;
+//! - while it attaches or detaches, and while a nested runtime of the same thread is
+//!   installed over its own.
+//!
+//! A thread that loops without reaching any of these holds every collection up (the
+//! collecting thread waits); `--safepoint-polls` is the cure.
+//!
+//! What is not supported: a thread in a safe region with statepoint roots has only its
+//! chain, pins and regions scanned, not its compiled frames (the statepoint rewrite does
+//! not wrap `locus_gc_enter_safe_region`; objects it holds across the region must be
+//! pinned), and `--safepoint-polls` is refused with statepoint roots until the rewrite
+//! wraps `locus_gc_poll` (the runtime has `locus_gc_sp_poll` for it); the collector itself
+//! is one thread (no parallel marking); there is no allocation buffer per thread (every
+//! allocation takes the heap's lock); signals are not used to stop threads (a thread stops
+//! only at the points above).
+//!
+//! The only global state is a thread-local pointer to the current thread's [`Runtime`],
+//! unavoidable because the `extern "C"` functions have fixed signatures.
+//! [`Runtime::enter`] and [`HeapHandle::attach`] install a runtime and return a [`Guard`]
+//! that owns it; dropping the guard detaches the thread, restores the runtime that was
+//! current before, and frees the heap when no thread or handle is left. Guards nest (each
+//! nested [`Runtime::enter`] is an independent heap). Calling an entry point on a thread
+//! with no runtime aborts with a message.
+//!
+//! Inside the runtime, the collector is reached at two places only, the seam where another
+//! collector plugs in: every allocation goes through one method (the heap's `alloc` and
+//! `alloc_tagged` under the heap's lock), and every collection through one (the world
+//! stopped, it is handed each thread's roots, `frames::ThreadRoots`, and the global root
+//! regions, and runs `collector::collect` or `statepoints::collect`).
 //!
 //! # Example
 //!
@@ -495,12 +559,10 @@ impl HeapHandle {
     /// this returns.
     pub unsafe fn from_ptr(ptr: *const u8) -> HeapHandle {
         let raw = ptr.cast::<Shared>();
-        // SAFETY: the caller's promise: `raw` is `Arc::as_ptr` of a live `Arc<Shared>`; one
-        // more count is taken before it is owned again.
-        unsafe {
-            Arc::increment_strong_count(raw);
-            HeapHandle(Arc::from_raw(raw))
-        }
+        // SAFETY: the caller's promise: `raw` is `Arc::as_ptr` of a live `Arc<Shared>`.
+        unsafe { Arc::increment_strong_count(raw) };
+        // SAFETY: as above, and the count just taken is the one this handle owns.
+        HeapHandle(unsafe { Arc::from_raw(raw) })
     }
 }
 
@@ -967,7 +1029,7 @@ impl Runtime {
 
     /// Records a fault and hands it to the handler.
     fn report(&self, fault: GcFault) {
-        lock(&self.shared.faults).push(fault.clone());
+        lock(&self.shared.faults).push(fault);
         match &self.shared.on_fault {
             OnFault::Exit => {
                 print_fault(&fault);

@@ -33,6 +33,7 @@ pub mod liveness;
 pub mod memory;
 pub mod model;
 pub mod place;
+pub mod polls;
 pub mod scan;
 pub mod statepoint;
 mod tbaa;
@@ -108,12 +109,43 @@ fn already_has_frame(f: locus_llvm::ir::Function<'_>) -> bool {
     })
 }
 
+/// What the lowering adds for several mutator threads, besides [`LowerOptions`] (kept
+/// apart so that code naming `LowerOptions`' fields stays as it is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ThreadOptions {
+    /// Put a `locus_gc_poll` call at every loop back edge of the functions that take part
+    /// ([`polls`], `--safepoint-polls`), so a thread in a loop without calls cannot hold a
+    /// collection up.
+    pub safepoint_polls: bool,
+}
+
+impl ThreadOptions {
+    /// With or without safepoint polls.
+    pub fn safepoint_polls(safepoint_polls: bool) -> ThreadOptions {
+        ThreadOptions { safepoint_polls }
+    }
+}
+
 /// Lowers every function of `module` that takes part. The module is changed in place; on
 /// success it passes LLVM's verifier.
 pub fn lower_module<'m>(
     module: &'m Module<'m>,
     options: LowerOptions,
 ) -> Result<Vec<FunctionReport>> {
+    lower_module_with(module, options, ThreadOptions::default())
+}
+
+/// [`lower_module`], with the polls of `threads` inserted first (where the lowering sees
+/// them as calls that may collect).
+pub fn lower_module_with<'m>(
+    module: &'m Module<'m>,
+    options: LowerOptions,
+    threads: ThreadOptions,
+) -> Result<Vec<FunctionReport>> {
+    if threads.safepoint_polls {
+        polls::insert_module_polls(module)?;
+    }
     let b = Builder::new(module);
     let mut reports = Vec::new();
     // Before anything is lowered: a safepoint that promises not to read the frame would
