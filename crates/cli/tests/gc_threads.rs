@@ -5,7 +5,9 @@
 //! all under the stress collector, which finds every missed root (the same program without
 //! the bundle is caught). A thread looping without calls holds a collection up unless the
 //! lowering put safepoint polls at its back edges (`--safepoint-polls`): a watchdog ends
-//! the run that is held up instead of letting the test hang.
+//! the run that is held up instead of letting the test hang. With statepoint roots each
+//! thread's compiled frames are walked from its own frame address, and the moving
+//! collector rewrites them all.
 //!
 //! The runtime library is built as `tests/gc_build.rs` builds it (`cargo build -p
 //! locus-gc-runtime` into `target/gc-runtime-alone`).
@@ -162,6 +164,35 @@ fn threads_share_one_heap_ahead_of_time_and_in_the_jit() {
         text(&out.stderr)
     );
     assert_eq!(counter(&stdout, "collections"), 1400);
+}
+
+/// Statepoint roots with threads: each thread stopped in a `locus_gc_sp_*` entry has its
+/// own compiled frames walked from its own frame address, and the moving collector
+/// rewrites every thread's slots (old copies made inaccessible under stress); the
+/// holder's list is pinned by its `jl_roots` bundle, the table's heads as global roots.
+#[test]
+fn statepoint_roots_walk_every_threads_stack_and_move() {
+    let tmp = TempDir::new("gc-threads-statepoint");
+    let prog = tmp.path("share-sp");
+    build(&fixture("share"), &prog, &["--roots", "statepoint"]);
+    let mut cmd = stressed(&prog);
+    cmd.env("LOCUS_GC_MOVING", "1");
+    let out = run_watched(cmd, ENDS).expect("share-sp: held up");
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.starts_with("202250\n"),
+        "{:?}\n{stdout}{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(counter(&stdout, "collections"), 1400);
+    assert!(counter(&stdout, "objects moved") > 100_000, "{stdout}");
+    let mut cmd = Command::new(LOCUS);
+    cmd.args(["gc", "run", "--stress", "--moving", "--roots", "statepoint"])
+        .arg(fixture("share"));
+    let out = run_watched(cmd, ENDS).expect("gc run share-sp: held up");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "202250\n");
 }
 
 /// Without the `jl_roots` bundle, nothing keeps the holder's list alive while its foreign
