@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use locus_sme::attrs::Attrs;
 use locus_sme::audit::{audit, AuditReport};
 use locus_sme::check::{check_ir, insns, CallReport, FunctionReport, Report};
-use locus_sme::rules::{Change, Severity};
+use locus_sme::rules::{changes_text, Severity};
 use serde_json::{json, Value};
 
 use crate::input::Input;
@@ -266,18 +266,6 @@ fn call_json(c: &CallReport) -> Value {
     })
 }
 
-fn list(changes: &[Change]) -> String {
-    if changes.is_empty() {
-        "-".to_string()
-    } else {
-        changes
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
 fn yes(b: bool) -> &'static str {
     if b {
         "yes"
@@ -305,36 +293,15 @@ pub(crate) fn write_text(report: &Report, out: &mut dyn Write) -> std::io::Resul
             yes(m.vectorize)
         )?;
         if !m.entry.is_empty() || !m.exit.is_empty() {
-            writeln!(out, "  entry: {}; exit: {}", list(&m.entry), list(&m.exit))?;
+            writeln!(
+                out,
+                "  entry: {}; exit: {}",
+                changes_text(&m.entry),
+                changes_text(&m.exit)
+            )?;
         }
         for c in &f.calls {
-            let cm = &c.model;
-            let callee = match &c.hidden {
-                Some(h) => format!("{} ({} for `{}`)", h.symbol, h.kind.as_str(), c.instruction),
-                None if c.callee.starts_with('(') => c.callee.clone(),
-                None => format!("@{}", c.callee),
-            };
-            let mut line = format!(
-                "  call {callee}: before {}; after {}",
-                list(&cm.before),
-                list(&cm.after)
-            );
-            if c.invoke {
-                line.push_str(&format!("; after exception {}", list(&cm.after_exception)));
-            }
-            line.push_str(&format!(
-                "; lazy ZA save {}; inline {}; tail call {}",
-                yes(cm.lazy_za_save),
-                yes(cm.inline),
-                yes(cm.tail_call)
-            ));
-            if cm.preserve_zt0 {
-                line.push_str("; ZT0 spill/fill yes");
-            }
-            if cm.disable_za {
-                line.push_str("; ZA off around the call yes");
-            }
-            writeln!(out, "{line}")?;
+            writeln!(out, "  {c}")?;
         }
     }
     for d in &report.diagnostics {

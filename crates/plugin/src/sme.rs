@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use locus_llvm::Module;
 use locus_sme::attrs::Attrs;
 use locus_sme::check::{check_module, function_attrs, CallReport, FunctionReport};
-use locus_sme::rules::{Change, Severity};
+use locus_sme::rules::{changes_text, Severity};
 
 use crate::{Kind, Reporter, Scope, FINDINGS, UNCHANGED};
 
@@ -22,27 +22,6 @@ pub(crate) fn applies(module: &Module<'_>) -> bool {
     }
 }
 
-/// `A, B` or `-`, as `locus sme check` lists changes.
-fn list(changes: &[Change]) -> String {
-    if changes.is_empty() {
-        "-".to_owned()
-    } else {
-        changes
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn yes(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
-    }
-}
-
 /// A function's remark, when its entry or exit changes modes.
 fn function_remark(f: &FunctionReport) -> Option<String> {
     let m = &f.model;
@@ -52,8 +31,8 @@ fn function_remark(f: &FunctionReport) -> Option<String> {
     Some(format!(
         "@{}: entry: {}; exit: {}",
         f.name,
-        list(&m.entry),
-        list(&m.exit)
+        changes_text(&m.entry),
+        changes_text(&m.exit)
     ))
 }
 
@@ -70,32 +49,7 @@ fn call_remark(caller: &str, c: &CallReport) -> Option<String> {
     {
         return None;
     }
-    let callee = match &c.hidden {
-        Some(h) => format!("{} ({} for `{}`)", h.symbol, h.kind.as_str(), c.instruction),
-        None if c.callee.starts_with('(') => c.callee.clone(),
-        None => format!("@{}", c.callee),
-    };
-    let mut line = format!(
-        "@{caller}: call {callee}: before {}; after {}",
-        list(&m.before),
-        list(&m.after)
-    );
-    if c.invoke {
-        line.push_str(&format!("; after exception {}", list(&m.after_exception)));
-    }
-    line.push_str(&format!(
-        "; lazy ZA save {}; inline {}; tail call {}",
-        yes(m.lazy_za_save),
-        yes(m.inline),
-        yes(m.tail_call)
-    ));
-    if m.preserve_zt0 {
-        line.push_str("; ZT0 spill/fill yes");
-    }
-    if m.disable_za {
-        line.push_str("; ZA off around the call yes");
-    }
-    Some(line)
+    Some(format!("@{caller}: {c}"))
 }
 
 /// `locus-sme-check` on the module, or on one function (its findings and remarks only).

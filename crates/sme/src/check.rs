@@ -59,6 +59,47 @@ pub struct CallReport {
     pub model: rules::CallModel,
 }
 
+/// The line `locus sme check` prints for a call (and the `locus-sme-check` pass's remark
+/// after its function): `call CALLEE: before ...; after ...` with the changes around it
+/// (`-` for none), the lazy ZA save, whether it may be inlined or tail-called, and the ZT0
+/// spill and ZA-off notes when they apply.
+impl std::fmt::Display for CallReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = &self.model;
+        let list = rules::changes_text;
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        match &self.hidden {
+            Some(h) => write!(
+                f,
+                "call {} ({} for `{}`)",
+                h.symbol,
+                h.kind.as_str(),
+                self.instruction
+            )?,
+            None if self.callee.starts_with('(') => write!(f, "call {}", self.callee)?,
+            None => write!(f, "call @{}", self.callee)?,
+        }
+        write!(f, ": before {}; after {}", list(&m.before), list(&m.after))?;
+        if self.invoke {
+            write!(f, "; after exception {}", list(&m.after_exception))?;
+        }
+        write!(
+            f,
+            "; lazy ZA save {}; inline {}; tail call {}",
+            yes(m.lazy_za_save),
+            yes(m.inline),
+            yes(m.tail_call)
+        )?;
+        if m.preserve_zt0 {
+            write!(f, "; ZT0 spill/fill yes")?;
+        }
+        if m.disable_za {
+            write!(f, "; ZA off around the call yes")?;
+        }
+        Ok(())
+    }
+}
+
 /// One defined function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionReport {

@@ -97,6 +97,19 @@ impl fmt::Display for Change {
     }
 }
 
+/// Changes as `locus sme check` lists them: `A, B`, or `-` for none.
+pub fn changes_text(changes: &[Change]) -> String {
+    if changes.is_empty() {
+        "-".to_owned()
+    } else {
+        changes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// The mode a body runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BodyMode {
