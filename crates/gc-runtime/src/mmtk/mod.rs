@@ -107,7 +107,10 @@
 //! (set where `stop_all_mutators` sets `in_gc`, before it waits), and safe regions that
 //! count as parked: entering one publishes the thread's roots and counts it parked without
 //! waiting; leaving waits for a running collection to end, then uncounts it. Binding and
-//! unbinding already wait for a running collection.
+//! unbinding already wait for a running collection. And `block_for_gc` must stop waiting
+//! for "the next epoch" alone: a second thread whose request MMTk merged into a collection
+//! that ended before it parked would wait for one nobody asks for (wait instead until a
+//! collection has ended since its request, or none is pending or running).
 //!
 //! # One heap per process
 //!
