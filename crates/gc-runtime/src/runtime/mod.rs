@@ -343,7 +343,7 @@ pub struct Stats {
     pub collections: u64,
     /// Frames walked, summed over the collections that completed.
     pub frames_walked: u64,
-    /// The longest frame chain walked.
+    /// The most frames one collection walked (every thread's chain together).
     pub deepest_chain: usize,
     /// The largest root count of one frame walked.
     pub max_roots_in_frame: usize,
