@@ -75,3 +75,55 @@ fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The threaded host (`tests/fixtures/host_threads.c`): four threads attached to one heap
+/// through the header, sharing lists through a registered global root table; without
+/// the registration the stress collector catches the freed list.
+#[test]
+fn a_c_host_runs_four_threads_on_one_heap() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("locus-gc-c-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let prog = dir.join("host_threads");
+    let out = Command::new("clang-19")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/fixtures/host_threads.c"))
+        .arg(static_library())
+        .args(["-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
+        .arg(&prog)
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is required (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "clang-19: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stress in ["0", "1"] {
+        let out = Command::new(&prog)
+            .env("LOCUS_GC_STRESS", stress)
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(0), "619800"),
+            "stress {stress}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(&prog)
+        .arg("unregistered")
+        .env("LOCUS_GC_STRESS", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("locus: gc: dangling reference: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
