@@ -1243,6 +1243,16 @@ pub extern "C" fn locus_gc_safepoint() {
 /// another thread collects; never starts a collection itself, even in stress mode.
 #[no_mangle]
 pub extern "C" fn locus_gc_poll() {
+    // The common case, no collection wanted, without the entry's bookkeeping: a
+    // thread-local read and a relaxed load (a stop is seen at a later poll at worst).
+    let rt = CURRENT.try_with(Cell::get).unwrap_or(ptr::null());
+    if !rt.is_null() {
+        // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+        let rt = unsafe { &*rt };
+        if !rt.shared.stopping.load(Ordering::Relaxed) && !rt.is_safe() {
+            return;
+        }
+    }
     entry(RUNTIME_POLL, Runtime::poll)
 }
 
