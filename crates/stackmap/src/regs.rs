@@ -100,7 +100,10 @@ pub fn register_name(arch: Arch, dwarf_reg: u16) -> Option<alloc::borrow::Cow<'s
 /// for general-purpose registers, the stack and frame pointers).
 pub fn register_number(arch: Arch, name: &str) -> Option<u16> {
     match arch {
-        Arch::X86_64 => X86_64_GPR_NAMES.iter().position(|&n| n == name).map(|i| i as u16),
+        Arch::X86_64 => X86_64_GPR_NAMES
+            .iter()
+            .position(|&n| n == name)
+            .map(|i| i as u16),
         Arch::AArch64 => match name {
             "sp" => Some(31),
             "fp" => Some(29),
