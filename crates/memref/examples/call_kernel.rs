@@ -16,8 +16,8 @@
 use std::process::ExitCode;
 
 use locus_memref::{
-    compile, CallOptions, Library, MemRefArg, Error, MemRefView, MemRefViewMut, Origin,
-    Scalar, Signature, Value,
+    compile, CallOptions, Error, Library, MemRefArg, MemRefView, MemRefViewMut, Origin, Scalar,
+    Signature, Value,
 };
 
 const KERNEL: &str = r#"

@@ -25,7 +25,7 @@
 //! instead of unwinding into compiled code.
 
 use crate::owned::{view_from_descriptor, view_mut_from_descriptor};
-use crate::{MemRefDescriptor, Error, MemRefView, MemRefViewMut};
+use crate::{Error, MemRefDescriptor, MemRefView, MemRefViewMut};
 
 /// A copy of the descriptor a callback received, refusing a null pointer.
 ///

@@ -103,11 +103,7 @@ pub fn host_triple() -> &'static str {
 
 /// Runs `program args...`, feeding `stdin`, and returns its standard output.
 /// Errors name the program and carry its standard error.
-pub(crate) fn run(
-    program: &str,
-    args: &[&str],
-    stdin: Option<&[u8]>,
-) -> Result<Vec<u8>, Error> {
+pub(crate) fn run(program: &str, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, Error> {
     use std::io::Write;
     let mut child = Command::new(program)
         .args(args)

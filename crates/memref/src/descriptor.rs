@@ -257,9 +257,7 @@ impl UnrankedMemRefDescriptor {
     ///
     /// A non-null `descriptor` must point to a valid, readable
     /// `MemRefDescriptor<T, N>` whose element type is `T`.
-    pub unsafe fn read_ranked<T, const N: usize>(
-        &self,
-    ) -> Result<MemRefDescriptor<T, N>, Error> {
+    pub unsafe fn read_ranked<T, const N: usize>(&self) -> Result<MemRefDescriptor<T, N>, Error> {
         if self.rank != N as i64 {
             return Err(Error::RankMismatch {
                 expected: N,

@@ -42,9 +42,7 @@ where
     S: Data<Elem = T>,
     Dim<[usize; N]>: Dimension,
 {
-    let slice = a
-        .as_slice_memory_order()
-        .ok_or(Error::NotContiguous)?;
+    let slice = a.as_slice_memory_order().ok_or(Error::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         a.shape(),
         a.strides(),
@@ -66,9 +64,7 @@ where
     let shape = a.shape().to_vec();
     let strides = a.strides().to_vec();
     let first = a.as_ptr() as usize;
-    let slice = a
-        .as_slice_memory_order_mut()
-        .ok_or(Error::NotContiguous)?;
+    let slice = a.as_slice_memory_order_mut().ok_or(Error::NotContiguous)?;
     let (offset, sizes, strides) = layout::<N>(
         &shape,
         &strides,

@@ -284,11 +284,7 @@ fn reorder(src: &[u8], shape: &[usize], esz: usize, to_fortran: bool) -> Vec<u8>
 
 impl NpyArray {
     /// An array from C-order native-endian bytes.
-    pub fn from_bytes(
-        dtype: Dtype,
-        shape: Vec<usize>,
-        bytes: &[u8],
-    ) -> Result<NpyArray, Error> {
+    pub fn from_bytes(dtype: Dtype, shape: Vec<usize>, bytes: &[u8]) -> Result<NpyArray, Error> {
         // Sizes become memref indices: with a zero elsewhere in the shape the
         // byte count below does not bound them.
         if let Some(&big) = shape.iter().find(|&&s| i64::try_from(s).is_err()) {

@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::{
-    Element, MemRefDescriptor, Error, MemRefView, MemRefViewMut, UnrankedMemRefDescriptor,
+    Element, Error, MemRefDescriptor, MemRefView, MemRefViewMut, UnrankedMemRefDescriptor,
 };
 
 /// A deallocation function with the signature of C's `free`.
@@ -186,11 +186,7 @@ impl std::fmt::Debug for Allocation {
 
 /// Lowest and highest linear index reachable from `offset` with these sizes
 /// and strides, or `None` for an empty memref. Errors on overflow.
-pub fn reachable(
-    offset: i64,
-    sizes: &[i64],
-    strides: &[i64],
-) -> Result<Option<(i64, i64)>, Error> {
+pub fn reachable(offset: i64, sizes: &[i64], strides: &[i64]) -> Result<Option<(i64, i64)>, Error> {
     if let Some(dim) = sizes.iter().position(|&s| s < 0) {
         return Err(Error::NegativeSize {
             dim,
@@ -206,22 +202,16 @@ pub fn reachable(
             .checked_mul(size - 1)
             .ok_or(Error::Overflow { dim })?;
         if extent < 0 {
-            lo = lo
-                .checked_add(extent)
-                .ok_or(Error::Overflow { dim })?;
+            lo = lo.checked_add(extent).ok_or(Error::Overflow { dim })?;
         } else {
-            hi = hi
-                .checked_add(extent)
-                .ok_or(Error::Overflow { dim })?;
+            hi = hi.checked_add(extent).ok_or(Error::Overflow { dim })?;
         }
     }
     Ok(Some((lo, hi)))
 }
 
 /// The slice start, length and view offset covering a descriptor's reachable elements.
-fn span<T, const N: usize>(
-    d: &MemRefDescriptor<T, N>,
-) -> Result<(*mut T, usize, i64), Error> {
+fn span<T, const N: usize>(d: &MemRefDescriptor<T, N>) -> Result<(*mut T, usize, i64), Error> {
     match reachable(d.offset, &d.sizes, &d.strides)? {
         None => Ok((std::ptr::NonNull::<T>::dangling().as_ptr(), 0, 0)),
         Some((lo, hi)) => {

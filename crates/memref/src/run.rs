@@ -62,10 +62,7 @@ impl Default for RunOptions {
 ///
 /// The kernel's code runs in this process, with the libraries named: it must not touch
 /// memory it does not own, as any native code the caller chooses to run.
-pub unsafe fn run_kernel(
-    source: &str,
-    options: &RunOptions,
-) -> Result<Option<Scalar>, Error> {
+pub unsafe fn run_kernel(source: &str, options: &RunOptions) -> Result<Option<Scalar>, Error> {
     let entry = &options.entry;
     let signature = match Signature::from_mlir_with(source, entry, &options.compile.tools) {
         Ok(signature) => signature,

@@ -710,11 +710,7 @@ impl Signature {
     }
 
     /// [`Signature::from_mlir`] with the `mlir-opt` of `tools`.
-    pub fn from_mlir_with(
-        source: &str,
-        name: &str,
-        tools: &Tools,
-    ) -> Result<Signature, Error> {
+    pub fn from_mlir_with(source: &str, name: &str, tools: &Tools) -> Result<Signature, Error> {
         let mlir_opt = &tools.mlir_opt;
         let printed = match crate::compile::run(mlir_opt, PRINT_GENERIC, Some(source.as_bytes())) {
             Ok(out) => String::from_utf8(out).map_err(|e| Error::Tool {

@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 
-use crate::{MemRefDescriptor, Error};
+use crate::{Error, MemRefDescriptor};
 
 /// Offset, sizes and strides of a view, validated against a buffer length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,9 +41,7 @@ impl<const N: usize> Layout<N> {
         }
         let mut count: i64 = 1;
         for (d, &size) in self.sizes.iter().enumerate() {
-            count = count
-                .checked_mul(size)
-                .ok_or(Error::Overflow { dim: d })?;
+            count = count.checked_mul(size).ok_or(Error::Overflow { dim: d })?;
         }
         let ilen = i64::try_from(len).unwrap_or(i64::MAX);
         if self.offset < 0 || self.offset >= ilen {
@@ -59,14 +57,10 @@ impl<const N: usize> Layout<N> {
                 .checked_mul(size - 1)
                 .ok_or(Error::Overflow { dim: d })?;
             let reached = if extent < 0 {
-                lo = lo
-                    .checked_add(extent)
-                    .ok_or(Error::Overflow { dim: d })?;
+                lo = lo.checked_add(extent).ok_or(Error::Overflow { dim: d })?;
                 lo
             } else {
-                hi = hi
-                    .checked_add(extent)
-                    .ok_or(Error::Overflow { dim: d })?;
+                hi = hi.checked_add(extent).ok_or(Error::Overflow { dim: d })?;
                 hi
             };
             if lo < 0 || hi >= ilen {

@@ -13,9 +13,8 @@ use crate::common;
 use common::{function, library};
 use locus_memref::owned::libc_free;
 use locus_memref::{
-    CallOptions, Element, MemRefArg, MemRefDescriptor, Error, MemRefView, MemRefViewMut,
-    Origin, OwnedMemRef, OwnedUnranked, Ownership, ReturnedMemRef, Scalar,
-    UnrankedMemRefDescriptor, Value,
+    CallOptions, Element, Error, MemRefArg, MemRefDescriptor, MemRefView, MemRefViewMut, Origin,
+    OwnedMemRef, OwnedUnranked, Ownership, ReturnedMemRef, Scalar, UnrankedMemRefDescriptor, Value,
 };
 
 type D<T, const N: usize> = MemRefDescriptor<T, N>;

@@ -12,7 +12,7 @@ use common::{function, library};
 use locus_memref::owned::libc_free;
 use locus_memref::signature::{ElemType, Type};
 use locus_memref::{
-    Arg, CallOptions, Element, MemRefArg, MemRefDescriptor, Error, MemRefView, MemRefViewMut,
+    Arg, CallOptions, Element, Error, MemRefArg, MemRefDescriptor, MemRefView, MemRefViewMut,
     Origin, OwnedMemRef, OwnedUnranked, Ownership, Scalar, UnrankedMemRefDescriptor, Value,
 };
 

@@ -1,6 +1,6 @@
 //! View tests: linearization, strides, rank 0, transpose, subview, errors, iteration.
 
-use locus_memref::{MemRefDescriptor, Error, MemRefView, MemRefViewMut};
+use locus_memref::{Error, MemRefDescriptor, MemRefView, MemRefViewMut};
 use proptest::prelude::*;
 
 /// Naive reference: all indices of the box in row-major order.
