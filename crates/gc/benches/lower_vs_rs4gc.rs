@@ -56,12 +56,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode};
-use locus_gc::lower::{
-    color, emit, final_lower, liveness, lower_module, place, scan, FunctionReport, LowerOptions,
-};
+use locus_gc::lower::{lower_module, lower_module_observed, FunctionReport, LowerOptions, Phase};
 use locus_gc::run::{run, RunOptions};
 use locus_gc::runtime::OnFault;
-use locus_llvm::builder::Builder;
 use locus_llvm::{Context, Module};
 
 mod gen;
@@ -296,70 +293,57 @@ struct Phases {
     slots: usize,
 }
 
-/// `lower_module`'s pipeline, phase by phase (the same calls in the same order), timed on
-/// `clock`: where the time goes at one size.
+/// `lower_module`'s phases timed on `clock` through `lower_module_observed` (the same
+/// lowering; each phase lasts until the next one starts): where the time goes at one size.
 fn phases(text: &str, clock: Clock) -> Phases {
     let ctx = Context::new();
     let module = parse(&ctx, text);
-    let b = Builder::new(&module);
     let mut times: Vec<(&'static str, Duration)> = Vec::new();
-    let mut add = |name: &'static str, start: Stamp| {
+    let mut current: Option<(Phase, Stamp)> = None;
+    let mut add = |phase: Phase, start: Stamp| {
+        let name = phase_name(phase);
         let d = start.elapsed(clock);
         match times.iter_mut().find(|(n, _)| *n == name) {
             Some((_, t)) => *t += d,
             None => times.push((name, d)),
         }
     };
-    let fail = |e: locus_gc::Error| -> ! { panic!("{e}") };
-    let mut slots = 0;
-    for f in module.function_list() {
-        if f.is_declaration() {
-            continue;
-        }
-        let s = clock.now();
-        let scan = match scan::scan(&b, f) {
-            Ok(Some(scan)) => scan,
-            Ok(None) => continue,
-            Err(e) => fail(e),
+    let reports = {
+        let mut at = |phase: Phase| {
+            if let Some((p, start)) = current.take() {
+                add(p, start);
+            }
+            current = Some((phase, clock.now()));
         };
-        add("scan", s);
-        let s = clock.now();
-        let mut live = liveness::analyze(&scan.model);
-        add("liveness", s);
-        let s = clock.now();
-        liveness::refine(&scan.model, &mut live);
-        add("refine", s);
-        let s = clock.now();
-        let coloring = color::color(&scan.model, &live);
-        add("color", s);
-        let s = clock.now();
-        let plans = place::place(&scan.model, &live, &coloring);
-        add("place", s);
-        if f.name() == "big" {
-            slots = coloring.num_slots;
+        match lower_module_observed(&module, LowerOptions::default(), &mut at) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
         }
-        let s = clock.now();
-        if let Err(e) = emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans) {
-            fail(e);
-        }
-        add("emit", s);
-        let s = clock.now();
-        if let Err(e) = emit::rewrite_helpers(&b, f) {
-            fail(e);
-        }
-        add("helpers", s);
-        let s = clock.now();
-        if let Err(e) = final_lower::final_lower(&b, f) {
-            fail(e);
-        }
-        add("final", s);
+    };
+    if let Some((p, start)) = current {
+        add(p, start);
     }
-    let s = clock.now();
-    if let Err(e) = module.verify() {
-        panic!("{e}");
-    }
-    add("verify", s);
+    let slots = reports
+        .iter()
+        .find(|r| r.function == "big")
+        .map_or(0, |r| r.slots);
     Phases { times, slots }
+}
+
+/// How the table names a phase.
+fn phase_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Effects => "effects",
+        Phase::Scan => "scan",
+        Phase::Liveness => "liveness",
+        Phase::Refine => "refine",
+        Phase::Color => "color",
+        Phase::Place => "place",
+        Phase::Emit => "emit",
+        Phase::Finish => "finish",
+        Phase::Verify => "verify",
+        _ => "other",
+    }
 }
 
 /// Runs [`phases`] `runs` times and prints each phase's median.

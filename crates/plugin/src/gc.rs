@@ -3,14 +3,11 @@
 
 use std::ffi::c_int;
 
-use locus_gc::contract::{
-    GCSTACK_ATTR, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, NEW_GC_FRAME, RUNTIME_GET_PGCSTACK,
-};
+use locus_gc::contract::{GCSTACK_ATTR, GET_PGCSTACK, GET_PGCSTACK_OR_NEW};
 use locus_gc::lower::{
-    color, effects, emit, final_lower, liveness, lower_module, place, scan, LowerOptions,
+    already_has_frame, finish_function, lower_function, lower_module, LowerOptions,
 };
 use locus_gc::verify::{verify_function, verify_module, VerifyOptions, Violation};
-use locus_llvm::builder::Builder;
 use locus_llvm::ir::{AttributeIndex, Function};
 use locus_llvm::Module;
 
@@ -131,7 +128,7 @@ pub(crate) fn lower(
     let lowered = match scope {
         Scope::Module => lower_module(module, LowerOptions { intermediate_only }).map(|_| ()),
         Scope::Function(name) => match function(module, name) {
-            Ok(f) => lower_function(module, f, intermediate_only),
+            Ok(f) => lower_function(module, f, LowerOptions { intermediate_only }).map(|_| ()),
             Err(e) => {
                 reporter.error(&e);
                 return FAILED;
@@ -154,14 +151,10 @@ pub(crate) fn finish(module: &Module<'_>, scope: Scope<'_>, reporter: &Reporter)
             }
         },
     };
-    let b = Builder::new(module);
     let finished = functions
         .into_iter()
         .filter(|f| !f.is_declaration())
-        .try_for_each(|f| {
-            emit::rewrite_helpers(&b, f)?;
-            final_lower::final_lower(&b, f)
-        })
+        .try_for_each(|f| finish_function(module, f))
         .and_then(|()| Ok(module.verify()?));
     outcome(finished, reporter)
 }
@@ -196,46 +189,4 @@ fn outcome(lowered: locus_gc::Result<()>, reporter: &Reporter) -> c_int {
             FAILED
         }
     }
-}
-
-/// True if `f` already has a frame, as `locus_gc::lower` decides: it calls
-/// `julia.new_gc_frame` (the intermediate form) or the runtime's `locus_gc_get_pgcstack`.
-fn already_has_frame(f: Function<'_>) -> bool {
-    f.instructions().into_iter().any(|i| {
-        i.as_call()
-            .and_then(|c| c.callee_name())
-            .is_some_and(|n| n == NEW_GC_FRAME || n == RUNTIME_GET_PGCSTACK)
-    })
-}
-
-/// Lowers one function the way [`lower_module`] lowers each (its loop body, which the
-/// crate does not offer on its own): the safepoints' memory promises are dropped over the
-/// whole module first (idempotent, so every function sees the callees `lower_module` would
-/// show it), then the function is scanned, its roots placed and, unless
-/// `intermediate_only`, its frame made real. The module is verified afterwards.
-fn lower_function(
-    module: &Module<'_>,
-    f: Function<'_>,
-    intermediate_only: bool,
-) -> locus_gc::Result<()> {
-    let b = Builder::new(module);
-    effects::forget_safepoint_effects(module);
-    let scanned = if already_has_frame(f) {
-        None
-    } else {
-        scan::scan(&b, f)?
-    };
-    if let Some(scan) = scanned {
-        let mut live = liveness::analyze(&scan.model);
-        liveness::refine(&scan.model, &mut live);
-        let coloring = color::color(&scan.model, &live);
-        let plans = place::place(&scan.model, &live, &coloring);
-        emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans)?;
-    }
-    emit::rewrite_helpers(&b, f)?;
-    if !intermediate_only {
-        final_lower::final_lower(&b, f)?;
-    }
-    module.verify()?;
-    Ok(())
 }

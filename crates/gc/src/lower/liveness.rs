@@ -8,8 +8,10 @@
 
 use super::model::{FnModel, Step, ValueId};
 
-/// The result of the analysis. Every set is sorted.
+/// The result of the analysis. Every set is sorted. The per-block sets are the analysis's
+/// own result, which its tests check; the lowering uses the sets at safepoints.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub struct Liveness {
     /// Values live on entry to each block.
     pub live_in: Vec<Vec<ValueId>>,

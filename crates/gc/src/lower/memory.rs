@@ -306,11 +306,6 @@ fn holds_tracked(alloca: Instruction<'_>) -> bool {
 }
 
 impl<'m> FrameMemory<'m> {
-    /// True if nothing needs a slot.
-    pub fn is_empty(&self) -> bool {
-        self.allocas.is_empty() && self.shadows.is_empty()
-    }
-
     /// The frame slots these take, alignment padding included.
     pub fn num_slots(&self) -> usize {
         let mut next = 0usize;

@@ -1,46 +1,49 @@
 //! Late GC root placement: from IR with tracked pointers to IR with a GC frame.
 //!
-//! First, [`effects`] takes every memory promise from the module's safepoints (so that
+//! First, `effects` takes every memory promise from the module's safepoints (so that
 //! no optimizer run afterwards can drop the frame's stores). Then the pipeline, per
 //! function that takes part (its entry block calls
-//! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): [`scan`] reduces it to a
-//! [`model::FnModel`] (finding tracked values, the bases of derived ones and the
+//! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): `scan` reduces it to a
+//! a model (`model::FnModel`) (finding tracked values, the bases of derived ones and the
 //! safepoints), with `lift` making `%gclift` phis and selects over the bases of phis and
 //! selects of derived pointers (lane by lane for vectors, field by field for aggregates),
-//! [`memory`] finding the `alloca`s that become frame slots and
-//! `immutable` the loads that need no root of their own; [`liveness`] finds the values to
-//! root at each safepoint and drops those refined to others rooted there; [`color`]
-//! assigns frame slots; [`place`] decides where stores and nulls go; [`emit`] writes them
+//! `memory` finding the `alloca`s that become frame slots and
+//! `immutable` the loads that need no root of their own; `liveness` finds the values to
+//! root at each safepoint and drops those refined to others rooted there; `color`
+//! assigns frame slots; `place` decides where stores and nulls go; `emit` writes them
 //! with Julia's `julia.*_gc_frame*` intrinsics and cleans up the helper constructs (the
 //! jlcall convention, `julia.gc_alloc_obj`, `julia.gc_alloc_memory` and `julia.typeof`
 //! expanded by `alloc`, Julia's TBAA tags from `tbaa`, write barriers that store nothing
-//! new); [`final_lower`] turns the intrinsics into a real frame linked into
+//! new); `final_lower` turns the intrinsics into a real frame linked into
 //! the thread's chain. A function already framed (by Julia's own pass, or an earlier run)
 //! gets no second frame: it is only finished.
+//!
+//! The phases are this module's own: [`lower_module`], [`lower_function`] and
+//! [`finish_function`] run them, and [`lower_module_observed`] names each as it starts, for
+//! a benchmark that times them.
 //!
 //! How this compares with Julia's own LateLowerGCFrame on Julia's tests is measured by
 //! `scripts/julia-gc-conformance`; `tests/filecheck.rs` checks Locus's own fixtures.
 
 mod alloc;
 mod bitset;
-pub mod color;
-pub mod effects;
-pub mod emit;
-pub mod final_lower;
+mod color;
+mod effects;
+mod emit;
+mod final_lower;
 mod immutable;
 mod lift;
-pub mod liveness;
-pub mod memory;
-pub mod model;
-pub mod place;
+mod liveness;
+mod memory;
+mod model;
+mod place;
 pub mod polls;
-pub mod scan;
+mod scan;
 pub mod statepoint;
 mod tbaa;
 
-pub use bitset::BitSet;
-
 use locus_llvm::builder::Builder;
+use locus_llvm::ir::Function;
 use locus_llvm::Module;
 
 use crate::contract::{NEW_GC_FRAME, RUNTIME_GET_PGCSTACK};
@@ -100,8 +103,9 @@ fn leaf_name(leaf: &scan::Leaf<'_>) -> String {
 }
 
 /// True if `f` already has a frame: it calls `julia.new_gc_frame` (the intermediate form)
-/// or the runtime's `locus_gc_get_pgcstack` (fully lowered).
-fn already_has_frame(f: locus_llvm::ir::Function<'_>) -> bool {
+/// or the runtime's `locus_gc_get_pgcstack` (fully lowered). The lowering only finishes
+/// such a function, and the verifier's findings in it are about the lowering's own output.
+pub fn already_has_frame(f: Function<'_>) -> bool {
     f.instructions().into_iter().any(|i| {
         i.as_call()
             .and_then(|c| c.callee_name())
@@ -146,73 +150,160 @@ pub fn lower_module_with<'m>(
     if threads.safepoint_polls {
         polls::insert_module_polls(module)?;
     }
+    lower_module_observed(module, options, &mut |_| {})
+}
+
+/// One phase of the lowering, as [`lower_module_observed`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// The safepoints lose their memory promises (once per module).
+    Effects,
+    /// One function reduced to a model: tracked values, bases, safepoints, slots' allocas.
+    Scan,
+    /// What is live at each safepoint.
+    Liveness,
+    /// Julia's refinements: values kept alive by something rooted dropped.
+    Refine,
+    /// Frame slots assigned.
+    Color,
+    /// Where the stores and nulls go.
+    Place,
+    /// The frame written in Julia's intermediate form.
+    Emit,
+    /// Julia's helper constructs rewritten, and the frame made real unless only the
+    /// intermediate form is wanted.
+    Finish,
+    /// LLVM's verifier on the module (once, at the end).
+    Verify,
+}
+
+/// [`lower_module`], calling `at(phase)` as each phase starts (on each function that takes
+/// part; [`Phase::Effects`] and [`Phase::Verify`] once): a phase lasts until the next call,
+/// the last until this function returns. For benchmarks that time the phases with their
+/// own clock; the lowering itself is the same.
+pub fn lower_module_observed<'m>(
+    module: &'m Module<'m>,
+    options: LowerOptions,
+    at: &mut dyn FnMut(Phase),
+) -> Result<Vec<FunctionReport>> {
     let b = Builder::new(module);
     let mut reports = Vec::new();
     // Before anything is lowered: a safepoint that promises not to read the frame would
     // let the optimizer drop the frame's stores.
+    at(Phase::Effects);
     effects::forget_safepoint_effects(module);
     for f in module.function_list() {
         if f.is_declaration() {
             continue;
         }
-        // Already framed (by an earlier run, or by Julia's own LateLowerGCFrame): a second
-        // frame would be wrong, so only finish it.
-        let scanned = if already_has_frame(f) {
-            None
-        } else {
-            scan::scan(&b, f)?
-        };
-        let Some(scan) = scanned else {
-            // Julia cleans up every function, framed or not.
-            emit::rewrite_helpers(&b, f)?;
-            if !options.intermediate_only {
-                final_lower::final_lower(&b, f)?;
-            }
-            continue;
-        };
-        let mut live = liveness::analyze(&scan.model);
-        liveness::refine(&scan.model, &mut live);
-        let coloring = color::color(&scan.model, &live);
-        let plans = place::place(&scan.model, &live, &coloring);
-        let report = FunctionReport {
-            function: f.name(),
-            slots: coloring.num_slots + scan.memory.num_slots(),
-            max_live: coloring.max_live + scan.memory.num_slots(),
-            safepoints: plans
-                .iter()
-                .enumerate()
-                .map(|(id, p)| SafepointReport {
-                    call: scan
-                        .safepoints
-                        .get(id)
-                        .map(|c| c.print().trim().to_string())
-                        .unwrap_or_default(),
-                    live: p
-                        .live
-                        .iter()
-                        .filter_map(|&v| {
-                            Some((
-                                leaf_name(scan.leaves.get(v)?),
-                                coloring.slot_of.get(v).copied().flatten()?,
-                            ))
-                        })
-                        .collect(),
-                    stored: p
-                        .stores
-                        .iter()
-                        .filter_map(|&(v, _)| scan.leaves.get(v).map(leaf_name))
-                        .collect(),
-                    nulled: p.nulls.clone(),
-                })
-                .collect(),
-        };
-        emit::emit_frame(&b, f, &scan, coloring.num_slots, &plans)?;
-        emit::rewrite_helpers(&b, f)?;
-        if !options.intermediate_only {
-            final_lower::final_lower(&b, f)?;
-        }
-        reports.push(report);
+        reports.extend(lower_one(&b, f, options, at)?);
     }
+    at(Phase::Verify);
     module.verify()?;
     Ok(reports)
+}
+
+/// Lowers one defined function `f` of `module` in place (what an LLVM function pass does:
+/// `LateLowerGCFrame` and `FinalLowerGC` at function level), and checks the module with
+/// LLVM's verifier. Its report, or `None` when `f` does not take part or already has its
+/// frame (then only Julia's helpers are rewritten and, for the final form, finished).
+/// Safepoints anywhere in the module lose their memory promises first, as in
+/// [`lower_module`].
+pub fn lower_function<'m>(
+    module: &'m Module<'m>,
+    f: Function<'m>,
+    options: LowerOptions,
+) -> Result<Option<FunctionReport>> {
+    let b = Builder::new(module);
+    effects::forget_safepoint_effects(module);
+    let report = lower_one(&b, f, options, &mut |_| {})?;
+    module.verify()?;
+    Ok(report)
+}
+
+/// Finishes one function of a module the intermediate lowering went through, as
+/// `FinalLowerGC` does after `LateLowerGCFrame`: Julia's helpers rewritten and the frame
+/// intrinsics made a real frame, nothing placed again (a function that needed no frame stays
+/// without one). The module is not verified here.
+pub fn finish_function<'m>(module: &'m Module<'m>, f: Function<'m>) -> Result<()> {
+    finish(&Builder::new(module), f, LowerOptions::default())
+}
+
+/// Julia's helpers rewritten and, unless only the intermediate form is wanted, the frame
+/// made real.
+fn finish<'m>(b: &Builder<'m>, f: Function<'m>, options: LowerOptions) -> Result<()> {
+    emit::rewrite_helpers(b, f)?;
+    if !options.intermediate_only {
+        final_lower::final_lower(b, f)?;
+    }
+    Ok(())
+}
+
+/// The work of [`lower_module`] on one function.
+fn lower_one<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    options: LowerOptions,
+    at: &mut dyn FnMut(Phase),
+) -> Result<Option<FunctionReport>> {
+    at(Phase::Scan);
+    // Already framed (by an earlier run, or by Julia's own LateLowerGCFrame): a second
+    // frame would be wrong, so only finish it.
+    let scanned = if already_has_frame(f) {
+        None
+    } else {
+        scan::scan(b, f)?
+    };
+    let Some(scan) = scanned else {
+        // Julia cleans up every function, framed or not.
+        at(Phase::Finish);
+        finish(b, f, options)?;
+        return Ok(None);
+    };
+    at(Phase::Liveness);
+    let mut live = liveness::analyze(&scan.model);
+    at(Phase::Refine);
+    liveness::refine(&scan.model, &mut live);
+    at(Phase::Color);
+    let coloring = color::color(&scan.model, &live);
+    at(Phase::Place);
+    let plans = place::place(&scan.model, &live, &coloring);
+    let report = FunctionReport {
+        function: f.name(),
+        slots: coloring.num_slots + scan.memory.num_slots(),
+        max_live: coloring.max_live + scan.memory.num_slots(),
+        safepoints: plans
+            .iter()
+            .enumerate()
+            .map(|(id, p)| SafepointReport {
+                call: scan
+                    .safepoints
+                    .get(id)
+                    .map(|c| c.print().trim().to_string())
+                    .unwrap_or_default(),
+                live: p
+                    .live
+                    .iter()
+                    .filter_map(|&v| {
+                        Some((
+                            leaf_name(scan.leaves.get(v)?),
+                            coloring.slot_of.get(v).copied().flatten()?,
+                        ))
+                    })
+                    .collect(),
+                stored: p
+                    .stores
+                    .iter()
+                    .filter_map(|&(v, _)| scan.leaves.get(v).map(leaf_name))
+                    .collect(),
+                nulled: p.nulls.clone(),
+            })
+            .collect(),
+    };
+    at(Phase::Emit);
+    emit::emit_frame(b, f, &scan, coloring.num_slots, &plans)?;
+    at(Phase::Finish);
+    finish(b, f, options)?;
+    Ok(Some(report))
 }
