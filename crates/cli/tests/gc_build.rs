@@ -12,10 +12,11 @@
 //! no outer cargo holds locked while tests run.
 
 mod common;
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use common::*;
 
@@ -37,26 +38,9 @@ fn gc_fixture(sub: &str, name: &str) -> PathBuf {
         .join(format!("{name}.ll"))
 }
 
-/// The directory holding `liblocus_gc_runtime.{a,so}`, built once per test binary.
+/// The directory holding `liblocus_gc_runtime.{a,so}`, built as a user builds them.
 fn runtime_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let target = workspace.join("target/gc-runtime-alone");
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let out = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "locus-gc-runtime"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&workspace)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
-        assert!(
-            out.status.success(),
-            "cargo build -p locus-gc-runtime: {}",
-            text(&out.stderr)
-        );
-        target.join("debug")
-    })
+    runtime_library::runtime_dir(false)
 }
 
 fn locus_gc(args: &[&str]) -> Output {

@@ -13,10 +13,11 @@
 //! locus-gc-runtime` into `target/gc-runtime-alone`).
 
 mod common;
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -27,26 +28,9 @@ fn fixture(name: &str) -> PathBuf {
         .join(format!("{name}.ll"))
 }
 
-/// The directory holding `liblocus_gc_runtime.{a,so}`, built once per test binary.
+/// The directory holding `liblocus_gc_runtime.{a,so}`, built as a user builds them.
 fn runtime_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let target = workspace.join("target/gc-runtime-alone");
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let out = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "locus-gc-runtime"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&workspace)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
-        assert!(
-            out.status.success(),
-            "cargo build -p locus-gc-runtime: {}",
-            text(&out.stderr)
-        );
-        target.join("debug")
-    })
+    runtime_library::runtime_dir(false)
 }
 
 /// `locus gc build FILE -o PROG --runtime DIR EXTRA...`, which must succeed.

@@ -6,23 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The static library, built by this test alone (see tests/exports.rs for why).
+#[path = "support/runtime_library.rs"]
+mod runtime_library;
+
+/// The static library, built as a user builds it (tests/support).
 fn static_library() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = workspace.join("target/gc-runtime-alone");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let out = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "locus-gc-runtime"])
-        .env("CARGO_TARGET_DIR", &target)
-        .current_dir(&workspace)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
-    assert!(
-        out.status.success(),
-        "cargo build -p locus-gc-runtime: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join("debug/liblocus_gc_runtime.a")
+    runtime_library::runtime_dir(false).join("liblocus_gc_runtime.a")
 }
 
 #[test]

@@ -3,30 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
-/// Where this crate's libraries are, built by this test as a user builds them (`cargo build
-/// -p locus-gc-runtime`), into a target directory of its own (`target/gc-runtime-alone`),
-/// which no outer cargo holds locked while tests run.
+#[path = "support/runtime_library.rs"]
+mod runtime_library;
+
+/// Where this crate's libraries are, built as a user builds them (tests/support).
 fn profile_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let target = workspace.join("target/gc-runtime-alone");
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let out = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "locus-gc-runtime"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&workspace)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
-        assert!(
-            out.status.success(),
-            "cargo build -p locus-gc-runtime: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        target.join("debug")
-    })
+    runtime_library::runtime_dir(false)
 }
 
 fn tool(name: &str, args: &[&str]) -> String {

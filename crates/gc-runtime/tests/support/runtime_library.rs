@@ -1,0 +1,57 @@
+//! `liblocus_gc_runtime.{a,so}` as a user builds them (`cargo build [--release] -p
+//! locus-gc-runtime`), for the tests and benchmarks of several crates, which include this
+//! file with `#[path]`.
+//!
+//! The build goes to a target directory of its own (`target/gc-runtime-alone`), which no
+//! outer cargo holds locked while tests run; cargo's own lock orders the test processes
+//! that build at once. Each process then links against a copy of its own, so that no
+//! other process's build can rewrite the library under it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The directory holding this process's copy of `liblocus_gc_runtime.a` and `.so`, built
+/// (debug, or optimized when `release`) and copied once per process.
+pub fn runtime_dir(release: bool) -> &'static Path {
+    static DEBUG: OnceLock<PathBuf> = OnceLock::new();
+    static RELEASE: OnceLock<PathBuf> = OnceLock::new();
+    let cell = if release { &RELEASE } else { &DEBUG };
+    cell.get_or_init(|| build(release))
+}
+
+fn build(release: bool) -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = workspace.join("target/gc-runtime-alone");
+    let cargo = option_env!("CARGO").unwrap_or("cargo");
+    let mut args = vec!["build", "--quiet", "-p", "locus-gc-runtime"];
+    if release {
+        args.push("--release");
+    }
+    let out = Command::new(cargo)
+        .args(&args)
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&workspace)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let built = target.join(if release { "release" } else { "debug" });
+    let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "gc-runtime-{}-{}",
+        if release { "release" } else { "debug" },
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+    for name in ["liblocus_gc_runtime.a", "liblocus_gc_runtime.so"] {
+        std::fs::copy(built.join(name), copy.join(name))
+            .unwrap_or_else(|e| panic!("copying {}: {e}", built.join(name).display()));
+    }
+    copy
+}
