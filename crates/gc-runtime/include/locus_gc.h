@@ -50,11 +50,12 @@ int32_t locus_gc_thread_attach(void);
 // process's fault handlers are installed and the thread is in a fault scope, as
 // [`locus_gc_init`] does. Waits while a collection runs. Returns 0 ([`LOCUS_GC_OK`]), or 1
 // ([`LOCUS_GC_ALREADY_ATTACHED`]) when the thread has a runtime already (nothing changes
-// then). Detach with [`locus_gc_thread_detach`] before the thread ends.
+// then), or 4 ([`LOCUS_GC_NO_HEAP`]) when `heap` is null. Detach with
+// [`locus_gc_thread_detach`] before the thread ends.
 //
 // # Safety
-// `heap` must be what [`runtime::locus_gc_heap`] returned, and a thread must still be
-// attached to that heap (the one that returned it, say, waiting in a safe region for
+// `heap` must be null or what [`runtime::locus_gc_heap`] returned, and a thread must still
+// be attached to that heap (the one that returned it, say, waiting in a safe region for
 // this thread to end).
 int32_t locus_gc_thread_attach_heap(const uint8_t *heap);
 

@@ -96,6 +96,9 @@ pub const LOCUS_GC_OUTPUT_FAILED: i32 = 1;
 /// What [`locus_gc_init_statepoints`] returns when the executable's stack maps cannot be
 /// read (after one `locus: gc: ...` line on standard error).
 pub const LOCUS_GC_NO_STACK_MAPS: i32 = 3;
+/// What [`locus_gc_thread_attach_heap`] returns when the heap it is given is null (the
+/// thread is not attached).
+pub const LOCUS_GC_NO_HEAP: i32 = 4;
 /// The environment variable that turns the moving collector on with statepoint roots
 /// (value `1`).
 pub const MOVING_ENV: &str = "LOCUS_GC_MOVING";
@@ -184,14 +187,18 @@ pub extern "C" fn locus_gc_thread_attach() -> i32 {
 /// process's fault handlers are installed and the thread is in a fault scope, as
 /// [`locus_gc_init`] does. Waits while a collection runs. Returns 0 ([`LOCUS_GC_OK`]), or 1
 /// ([`LOCUS_GC_ALREADY_ATTACHED`]) when the thread has a runtime already (nothing changes
-/// then). Detach with [`locus_gc_thread_detach`] before the thread ends.
+/// then), or 4 ([`LOCUS_GC_NO_HEAP`]) when `heap` is null. Detach with
+/// [`locus_gc_thread_detach`] before the thread ends.
 ///
 /// # Safety
-/// `heap` must be what [`runtime::locus_gc_heap`] returned, and a thread must still be
-/// attached to that heap (the one that returned it, say, waiting in a safe region for
+/// `heap` must be null or what [`runtime::locus_gc_heap`] returned, and a thread must still
+/// be attached to that heap (the one that returned it, say, waiting in a safe region for
 /// this thread to end).
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_thread_attach_heap(heap: *const u8) -> i32 {
+    if heap.is_null() {
+        return LOCUS_GC_NO_HEAP;
+    }
     attach(|| {
         // SAFETY: the caller's promise.
         Ok(Make::Join(unsafe { HeapHandle::from_ptr(heap) }))
