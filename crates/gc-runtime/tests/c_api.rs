@@ -76,6 +76,8 @@ fn every_entry_point_on_good_input_and_the_attach_api_codes() {
     run("statuses", End::Exit(0, "ok"));
     run("main", End::Exit(0, "42"));
     run("write-barrier-null", End::Exit(0, "ok"));
+    // The statepoint wrappers' entry points, on a runtime without stack maps.
+    run("statepoint-calls", End::Exit(0, "7 7"));
 }
 
 #[test]
@@ -132,6 +134,15 @@ fn bad_inputs_end_with_one_locus_line() {
         (
             "main-null",
             End::Reported(3, "SIGSEGV (null pointer dereference)"),
+        ),
+        // No stack maps in the executable: a status code after one line.
+        (
+            "statepoints-without-stack-maps",
+            End::Reported(3, "has no .llvm_stackmaps section"),
+        ),
+        (
+            "main-statepoints-without-stack-maps",
+            End::Reported(1, "has no .llvm_stackmaps section"),
         ),
         // A null heap is refused with a status code.
         ("attach-heap-null", End::Exit(4, "")),

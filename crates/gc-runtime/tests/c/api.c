@@ -87,6 +87,8 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "no-runtime")) { locus_gc_alloc(1, 8); return 0; }
   if (!strcmp(c, "no-runtime-safepoint")) { locus_gc_safepoint(); return 0; }
   if (!strcmp(c, "attach-heap-null")) return locus_gc_thread_attach_heap(NULL);
+  if (!strcmp(c, "statepoints-without-stack-maps")) return locus_gc_init_statepoints();
+  if (!strcmp(c, "main-statepoints-without-stack-maps")) return locus_gc_main_statepoints(forty_two);
   CHECK(locus_gc_init() == 0);
   if (!strcmp(c, "negative-size")) { locus_gc_alloc(-1, 0); return 0; }
   if (!strcmp(c, "huge-size")) { locus_gc_alloc(0, INT64_MAX); return 0; }
@@ -144,6 +146,29 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(c, "write-barrier-null")) { locus_gc_write_barrier(NULL); printf("ok\n"); return 0; }
+  if (!strcmp(c, "statepoint-calls")) {
+    /* The statepoint wrappers' entry points on a runtime without stack maps: a C caller
+     * has no GC pointers in its frames, so each works as its plain counterpart. */
+    size_t fp = (size_t)__builtin_frame_address(0);
+    void *frame[3] = {(void *)(uintptr_t)(1 << 2), 0, 0};
+    GcFrame **head = locus_gc_get_pgcstack();
+    frame[1] = *head;
+    *head = (GcFrame *)frame;
+    uint8_t *o = locus_gc_sp_alloc(0, 8, fp);
+    frame[2] = o;
+    memcpy(o, &(int64_t){7}, 8);
+    locus_gc_pin(o);
+    uint8_t *t = locus_gc_sp_alloc_bytes(NULL, 16, 3, fp);
+    uint8_t *m = locus_gc_sp_alloc_genericmemory(NULL, 8, t, fp);
+    locus_gc_sp_safepoint(fp);
+    locus_gc_sp_poll(fp);
+    int64_t a = locus_gc_sp_foreign_read(o, 0, fp);
+    int64_t b = locus_gc_sp_callee_rooted_read(o, 0, fp);
+    locus_gc_unpin(o);
+    locus_gc_pin_forever(m);
+    printf("%lld %lld\n", (long long)a, (long long)b);
+    return 0;
+  }
   fprintf(stderr, "no case %s\n", c);
   return 64;
 }
