@@ -78,6 +78,8 @@ fn every_entry_point_on_good_input_and_the_attach_api_codes() {
     run("write-barrier-null", End::Exit(0, "ok"));
     // The statepoint wrappers' entry points, on a runtime without stack maps.
     run("statepoint-calls", End::Exit(0, "7 7"));
+    // A pinned object is a root, with frame roots too.
+    run("pinned-is-a-root", End::Exit(0, "9"));
 }
 
 #[test]

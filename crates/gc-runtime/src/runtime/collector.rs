@@ -110,6 +110,12 @@ fn mark(
             trace(heap, target, root, from, &mut stack, done)?;
         }
     }
+    // What a host pinned (`locus_gc_pin`) is a root here too, as with statepoint roots.
+    for addr in heap.pinned_objects() {
+        done.roots += 1;
+        let from = |_: &Heap| Referrer::Pinned { object: addr };
+        trace(heap, addr, (usize::MAX, 0), from, &mut stack, done)?;
+    }
     while let Some(grey) = stack.pop() {
         let (words, precise) = match grey.scan {
             Scan::Fields(n) => (n, true),

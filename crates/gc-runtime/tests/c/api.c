@@ -146,6 +146,18 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(c, "write-barrier-null")) { locus_gc_write_barrier(NULL); printf("ok\n"); return 0; }
+  if (!strcmp(c, "pinned-is-a-root")) {
+    /* In no frame, only pinned: it survives collections until unpinned. */
+    uint8_t *o = locus_gc_alloc(0, 8);
+    memcpy(o, &(int64_t){9}, 8);
+    locus_gc_pin(o);
+    locus_gc_safepoint();
+    locus_gc_safepoint();
+    int64_t v = locus_gc_foreign_read(o, 0);
+    locus_gc_unpin(o);
+    printf("%lld\n", (long long)v);
+    return 0;
+  }
   if (!strcmp(c, "statepoint-calls")) {
     /* The statepoint wrappers' entry points on a runtime without stack maps: a C caller
      * has no GC pointers in its frames, so each works as its plain counterpart. */
