@@ -64,6 +64,17 @@
 //!   requests from one, so that no caller writes it again; the
 //!   pause-and-resume API stays for callers that answer otherwise.
 //!
+//! Speed (`cargo bench -p locus-dwarf --bench gimli_vs_locus`: 13,979
+//! expressions of a clang-19 -O2 binary, gimli 0.31 on the same inputs; 2
+//! shared cores, three runs, load below 1): restarting one evaluation per
+//! expression 2.38-2.39x gimli's throughput, a fresh evaluation 1.74-1.75x,
+//! pre-decoded operations 1.69-1.70x; callgrind 284 instructions per
+//! expression restarting (gimli 798). By class (restart / fresh /
+//! pre-decoded): lone register 2.00 / 1.35 / 1.27, frame-base offset 2.97 /
+//! 1.93 / 2.03, entry values 2.84 / 1.98 / 1.88, pieces 1.41 / 1.03 / 1.08,
+//! stack values 2.87 / 2.13 / 2.02, other (lone `DW_OP_implicit_value`)
+//! 1.43 / 1.12 / 0.99-1.00, location-list entries 2.49 / 1.80 / 1.78.
+//!
 //! # Real targets (feature `binary`)
 //!
 //! * `binary`: the variables in scope at a PC of an ELF file's DWARF (gimli
