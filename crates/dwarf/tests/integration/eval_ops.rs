@@ -3,7 +3,7 @@
 //! worked examples (DWARF 5 §2.5; the AMD extension's `DW_OP_LLVM_*`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod eval_support;
+use crate::eval_support;
 
 use eval_support::{evaluate, run_text, Ctx};
 use locus_dwarf::value::encoding as ate;

@@ -3,7 +3,7 @@
 //! bytes, undefined storage, nested composites, multiple places.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod eval_support;
+use crate::eval_support;
 
 use eval_support::{evaluate, Ctx};
 use locus_dwarf::access::{read, write, Bits};

@@ -11,7 +11,7 @@ use locus_dwarf::{
     Location, Op, Part, Storage,
 };
 
-mod eval_support;
+use crate::eval_support;
 
 use eval_support::{run_text, Ctx};
 

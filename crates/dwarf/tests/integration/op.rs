@@ -1,6 +1,6 @@
 //! Binary and text forms of DWARF expression operations.
 
-mod common;
+use crate::common;
 
 use locus_dwarf::{decode, encode, parse_text, to_text, Encoding, Error, ExtensionEncoding, Op};
 use proptest::prelude::*;

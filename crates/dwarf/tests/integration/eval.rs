@@ -8,8 +8,8 @@ use locus_dwarf::{
     SingleLocation, Storage, Value, ValueType,
 };
 
-mod common;
-mod eval_support;
+use crate::common;
+use crate::eval_support;
 
 use common::{resolve, MIXED, MULTI_LANE, SGPR0, SGPR3, VGPR0, VGPR1};
 use eval_support::Ctx;

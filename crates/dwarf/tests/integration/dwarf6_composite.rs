@@ -13,7 +13,7 @@ use locus_dwarf::{
     encode, parse_text, to_text, Encoding, Entry, Error, EvalError, Location, Op, Part, Storage,
 };
 
-mod eval_support;
+use crate::eval_support;
 
 use eval_support::{run_text, Ctx};
 
