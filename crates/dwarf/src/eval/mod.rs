@@ -418,6 +418,7 @@ enum RootOffsets<'a> {
     /// evaluations): checked at the first branch, then `Borrowed`, or
     /// `Unknown` (re-encoded) if they do not fit the operations. Checking
     /// them up front cost every evaluation a pass over them.
+    #[cfg_attr(not(feature = "binary"), allow(dead_code))]
     Unchecked(&'a [usize]),
 }
 
