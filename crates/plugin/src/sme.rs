@@ -5,10 +5,10 @@ use std::ffi::c_int;
 
 use locus_llvm::Module;
 use locus_sme::attrs::Attrs;
-use locus_sme::check::{check_module, function_attrs, CallReport, FunctionReport};
+use locus_sme::check::{check_function, check_module, function_attrs, CallReport, FunctionReport};
 use locus_sme::rules::{changes_text, Severity};
 
-use crate::{Kind, Reporter, Scope, FINDINGS, UNCHANGED};
+use crate::{Kind, Reporter, Scope, FAILED, FINDINGS, UNCHANGED};
 
 /// Whether the default-pipeline pass checks the module: it is for AArch64, or a function
 /// has an SME attribute.
@@ -54,7 +54,18 @@ fn call_remark(caller: &str, c: &CallReport) -> Option<String> {
 
 /// `locus-sme-check` on the module, or on one function (its findings and remarks only).
 pub(crate) fn check(module: &Module<'_>, scope: Scope<'_>, reporter: &Reporter) -> c_int {
-    let report = check_module(module);
+    // At function level only that function is checked: a function pass must not walk the
+    // whole module each time.
+    let report = match scope {
+        Scope::Module => check_module(module),
+        Scope::Function(name) => match crate::gc::function(module, name) {
+            Ok(f) => check_function(module, f),
+            Err(e) => {
+                reporter.error(&e);
+                return FAILED;
+            }
+        },
+    };
     let wanted = |name: &str| match scope {
         Scope::Module => true,
         Scope::Function(f) => f == name,

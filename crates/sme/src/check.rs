@@ -203,133 +203,147 @@ pub fn check_module(module: &Module<'_>) -> Report {
     let mut report = Report::default();
     let triple = module.target_triple();
     for f in module.function_list() {
-        if f.is_intrinsic() {
-            continue;
-        }
-        let name = f.name();
-        let attrs = function_attrs(f);
-        let declaration = f.is_declaration();
-        let mut push = |finding: Finding, instruction: Option<String>| {
-            report.diagnostics.push(Diagnostic {
-                severity: finding.severity,
-                function: name.clone(),
-                instruction,
-                message: finding.message,
-            });
-        };
-        for finding in rules::attr_findings(&attrs, declaration, "the function") {
-            push(finding, None);
-        }
-        if attrs.sm_body
-            && attrs.interface() != Interface::Streaming
-            && passes_scalable(f.function_type())
-        {
-            push(rules::scalable_body_finding(attrs.interface()), None);
-        }
-        if let Some(finding) = rules::sve_pcs_finding(&attrs, f.calling_convention()) {
-            push(finding, None);
-        }
-        if let Some(finding) = rules::routine_attrs_finding(&name, &attrs) {
-            push(finding, None);
-        }
-        if declaration {
-            continue;
-        }
-        let mut calls = Vec::new();
-        let may_stream = attrs.sm_enabled || attrs.sm_compatible || attrs.sm_body;
-        let lowering = hidden::lowering(f, may_stream, &triple);
-        let mut hidden_calls = hidden::function_hidden_calls(f, &lowering)
-            .into_iter()
-            .peekable();
-        for inst in f.instructions() {
-            if let Some((_, made)) = hidden_calls.next_if(|(i, _)| *i == inst) {
-                calls.extend(hidden_reports(
-                    &attrs,
-                    inst.print().trim().to_string(),
-                    made,
-                ));
-            }
-            let Some(call) = inst.as_call() else { continue };
-            if call.is_intrinsic() || call.called_value().kind() == ValueKind::InlineAsm {
-                continue;
-            }
-            let printed = inst.print().trim().to_string();
-            let site = call_site_attrs(call);
-            let direct = call.called_function();
-            let callee = match direct {
-                Some(g) => g.name(),
-                None => {
-                    let v = call.called_value().name();
-                    if v.is_empty() {
-                        "(indirect)".to_string()
-                    } else {
-                        format!("(indirect %{v})")
-                    }
-                }
-            };
-            let decl = direct.map(function_attrs).unwrap_or_default();
-            let known = Attrs::known_routine(&callee).unwrap_or_default();
-            let declared = decl.combine_llvm19(&known);
-            for finding in rules::attr_findings(&site, false, "the call site") {
-                push(finding, Some(printed.clone()));
-            }
-            if direct.is_some() {
-                for finding in rules::call_site_findings(&site, &declared, &callee) {
-                    push(finding, Some(printed.clone()));
-                }
-            }
-            // The callee's `sm_body` is its own business, not part of what the caller sees
-            // (except for inlining, which the model handles).
-            let effective = site.combine_llvm19(&declared);
-            let from = rules::body_mode(&attrs);
-            if rules::may_differ_in_vl(from, effective.interface())
-                && passes_scalable(call.function_type())
-            {
-                push(
-                    rules::scalable_call_finding(&callee, from, effective.interface()),
-                    Some(printed.clone()),
-                );
-            }
-            for finding in rules::shared_state_findings(&attrs, &effective, &callee) {
-                push(finding, Some(printed.clone()));
-            }
-            let plain = direct.is_some_and(plain_body);
-            let model = rules::call_model_with_body(&attrs, &effective, call.is_invoke(), plain);
-            if marked_tail(&printed) && inst.next().is_some_and(|n| n.opcode() == Opcode::Ret) {
-                if let Some(finding) = rules::zt0_tail_call_finding(&attrs, &model, &callee) {
-                    push(finding, Some(printed.clone()));
-                }
-            }
-            calls.push(CallReport {
-                callee,
-                instruction: printed,
-                hidden: None,
-                invoke: call.is_invoke(),
-                noreturn: call.has_fn_attribute("noreturn"),
-                callee_attrs: effective,
-                model,
-            });
-        }
-        let unchained = calls
-            .iter()
-            .filter(|c| {
-                c.model.lazy_za_save
-                    && c.hidden
-                        .as_ref()
-                        .is_some_and(|h| h.kind == hidden::HiddenKind::Libcall)
-            })
-            .count();
-        if unchained > 1 {
-            push(rules::unchained_lazy_save_finding(unchained), None);
-        }
-        report.functions.push(FunctionReport {
-            name: name.clone(),
-            attrs,
-            model: rules::function_model(&attrs),
-            calls,
-        });
+        check_into(&mut report, f, &triple);
     }
     report
+}
+
+/// Checks one function of `module` (its own findings and calls: what a function pass
+/// reports, without walking the rest of the module).
+#[must_use]
+pub fn check_function(module: &Module<'_>, f: Function<'_>) -> Report {
+    let mut report = Report::default();
+    check_into(&mut report, f, &module.target_triple());
+    report
+}
+
+/// Adds `f`'s findings and model to `report`; `triple` is its module's target.
+fn check_into(report: &mut Report, f: Function<'_>, triple: &str) {
+    if f.is_intrinsic() {
+        return;
+    }
+    let name = f.name();
+    let attrs = function_attrs(f);
+    let declaration = f.is_declaration();
+    let mut push = |finding: Finding, instruction: Option<String>| {
+        report.diagnostics.push(Diagnostic {
+            severity: finding.severity,
+            function: name.clone(),
+            instruction,
+            message: finding.message,
+        });
+    };
+    for finding in rules::attr_findings(&attrs, declaration, "the function") {
+        push(finding, None);
+    }
+    if attrs.sm_body
+        && attrs.interface() != Interface::Streaming
+        && passes_scalable(f.function_type())
+    {
+        push(rules::scalable_body_finding(attrs.interface()), None);
+    }
+    if let Some(finding) = rules::sve_pcs_finding(&attrs, f.calling_convention()) {
+        push(finding, None);
+    }
+    if let Some(finding) = rules::routine_attrs_finding(&name, &attrs) {
+        push(finding, None);
+    }
+    if declaration {
+        return;
+    }
+    let mut calls = Vec::new();
+    let may_stream = attrs.sm_enabled || attrs.sm_compatible || attrs.sm_body;
+    let lowering = hidden::lowering(f, may_stream, triple);
+    let mut hidden_calls = hidden::function_hidden_calls(f, &lowering)
+        .into_iter()
+        .peekable();
+    for inst in f.instructions() {
+        if let Some((_, made)) = hidden_calls.next_if(|(i, _)| *i == inst) {
+            calls.extend(hidden_reports(
+                &attrs,
+                inst.print().trim().to_string(),
+                made,
+            ));
+        }
+        let Some(call) = inst.as_call() else { continue };
+        if call.is_intrinsic() || call.called_value().kind() == ValueKind::InlineAsm {
+            continue;
+        }
+        let printed = inst.print().trim().to_string();
+        let site = call_site_attrs(call);
+        let direct = call.called_function();
+        let callee = match direct {
+            Some(g) => g.name(),
+            None => {
+                let v = call.called_value().name();
+                if v.is_empty() {
+                    "(indirect)".to_string()
+                } else {
+                    format!("(indirect %{v})")
+                }
+            }
+        };
+        let decl = direct.map(function_attrs).unwrap_or_default();
+        let known = Attrs::known_routine(&callee).unwrap_or_default();
+        let declared = decl.combine_llvm19(&known);
+        for finding in rules::attr_findings(&site, false, "the call site") {
+            push(finding, Some(printed.clone()));
+        }
+        if direct.is_some() {
+            for finding in rules::call_site_findings(&site, &declared, &callee) {
+                push(finding, Some(printed.clone()));
+            }
+        }
+        // The callee's `sm_body` is its own business, not part of what the caller sees
+        // (except for inlining, which the model handles).
+        let effective = site.combine_llvm19(&declared);
+        let from = rules::body_mode(&attrs);
+        if rules::may_differ_in_vl(from, effective.interface())
+            && passes_scalable(call.function_type())
+        {
+            push(
+                rules::scalable_call_finding(&callee, from, effective.interface()),
+                Some(printed.clone()),
+            );
+        }
+        for finding in rules::shared_state_findings(&attrs, &effective, &callee) {
+            push(finding, Some(printed.clone()));
+        }
+        let plain = direct.is_some_and(plain_body);
+        let model = rules::call_model_with_body(&attrs, &effective, call.is_invoke(), plain);
+        if marked_tail(&printed) && inst.next().is_some_and(|n| n.opcode() == Opcode::Ret) {
+            if let Some(finding) = rules::zt0_tail_call_finding(&attrs, &model, &callee) {
+                push(finding, Some(printed.clone()));
+            }
+        }
+        calls.push(CallReport {
+            callee,
+            instruction: printed,
+            hidden: None,
+            invoke: call.is_invoke(),
+            noreturn: call.has_fn_attribute("noreturn"),
+            callee_attrs: effective,
+            model,
+        });
+    }
+    let unchained = calls
+        .iter()
+        .filter(|c| {
+            c.model.lazy_za_save
+                && c.hidden
+                    .as_ref()
+                    .is_some_and(|h| h.kind == hidden::HiddenKind::Libcall)
+        })
+        .count();
+    if unchained > 1 {
+        push(rules::unchained_lazy_save_finding(unchained), None);
+    }
+    report.functions.push(FunctionReport {
+        name: name.clone(),
+        attrs,
+        model: rules::function_model(&attrs),
+        calls,
+    });
 }
 
 /// Whether a printed call is marked `tail` or `musttail` (the word before `call`).

@@ -15,6 +15,7 @@
 //! arguments. This runs over the whole module before any function is lowered, so every
 //! function sees the same callees.
 
+use locus_llvm::ir::Function;
 use locus_llvm::passes::forget_memory_effects;
 use locus_llvm::Module;
 
@@ -23,13 +24,21 @@ use super::scan::is_safepoint;
 /// Removes the memory promises of every safepoint in `module`'s defined functions.
 /// Returns how many calls (or their callees) lost one.
 pub fn forget_safepoint_effects(module: &Module<'_>) -> usize {
+    module
+        .function_list()
+        .into_iter()
+        .map(forget_function_safepoint_effects)
+        .sum()
+}
+
+/// [`forget_safepoint_effects`] for the safepoints of one function (what lowering that
+/// function alone needs: a function-level pass must not walk the whole module each time).
+pub fn forget_function_safepoint_effects(f: Function<'_>) -> usize {
     let mut changed = 0;
-    for f in module.function_list() {
-        for inst in f.instructions() {
-            let Some(call) = inst.as_call() else { continue };
-            if is_safepoint(call) && forget_memory_effects(call) {
-                changed += 1;
-            }
+    for inst in f.instructions() {
+        let Some(call) = inst.as_call() else { continue };
+        if is_safepoint(call) && forget_memory_effects(call) {
+            changed += 1;
         }
     }
     changed

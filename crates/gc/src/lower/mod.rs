@@ -205,20 +205,30 @@ pub fn lower_module_observed<'m>(
 }
 
 /// Lowers one defined function `f` of `module` in place (what an LLVM function pass does:
-/// `LateLowerGCFrame` and `FinalLowerGC` at function level), and checks the module with
-/// LLVM's verifier. Its report, or `None` when `f` does not take part or already has its
+/// `LateLowerGCFrame` and `FinalLowerGC` at function level), and checks it with LLVM's
+/// verifier. Its report, or `None` when `f` does not take part or already has its
 /// frame (then only Julia's helpers are rewritten and, for the final form, finished).
-/// Safepoints anywhere in the module lose their memory promises first, as in
-/// [`lower_module`].
+/// The function's safepoints lose their memory promises first, as in [`lower_module`]
+/// (only this function's: the work stays proportional to the function, as a function pass's
+/// must).
 pub fn lower_function<'m>(
     module: &'m Module<'m>,
     f: Function<'m>,
     options: LowerOptions,
 ) -> Result<Option<FunctionReport>> {
     let b = Builder::new(module);
-    effects::forget_safepoint_effects(module);
+    effects::forget_function_safepoint_effects(f);
     let report = lower_one(&b, f, options, &mut |_| {})?;
-    module.verify()?;
+    // The function alone (a function pass's work stays proportional to its function); the
+    // module's verifier only to name what is wrong.
+    if !f.verifies() {
+        module.verify()?;
+        return Err(crate::Error::Lower {
+            function: f.name(),
+            instruction: None,
+            message: "LLVM's verifier refuses the lowered function".into(),
+        });
+    }
     Ok(report)
 }
 

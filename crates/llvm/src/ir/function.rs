@@ -92,6 +92,22 @@ impl<'m> Function<'m> {
         flag(unsafe { LLVMIsDeclaration(self.raw) })
     }
 
+    /// Whether LLVM's verifier accepts this function alone (`LLVMVerifyFunction`): what a
+    /// function pass checks without walking the whole module. It says no more than yes or
+    /// no; [`Module::verify`] names what is wrong.
+    #[must_use]
+    pub fn verifies(self) -> bool {
+        // SAFETY: `self.raw` is a live function; ReturnStatusAction prints nothing and
+        // does not abort.
+        let broken = unsafe {
+            llvm_sys::analysis::LLVMVerifyFunction(
+                self.raw,
+                llvm_sys::analysis::LLVMVerifierFailureAction::LLVMReturnStatusAction,
+            )
+        };
+        !flag(broken)
+    }
+
     /// Whether the function has a name reserved for intrinsics (`llvm.*`), as LLVM's
     /// `Function::isIntrinsic`; this includes names LLVM does not know, such as Julia's
     /// `llvm.julia.gc_preserve_begin`.
