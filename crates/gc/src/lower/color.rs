@@ -90,6 +90,11 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
     let mut num_slots = 0;
     // Slots handed to exclusive values, which nobody else may take.
     let mut reserved: Vec<bool> = Vec::new();
+    // Per safepoint, the slots of the values coloured so far that are rooted there (bit s
+    // of word s / 64): a value's taken slots are the union over its safepoints, which costs
+    // a few words per safepoint rather than a pass over every value live there (cubic in
+    // the values live at once, seconds for a thousand).
+    let mut used: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
     for v in definition_order(m) {
         if !rooted.contains(v) {
             continue;
@@ -97,20 +102,22 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
         let slot = if exclusive.contains(v) {
             None
         } else {
-            let taken: BitSet = {
-                let mut t = BitSet::new(num_slots.max(1));
-                for &sp in &at[v] {
-                    for &u in &members[sp] {
-                        if u != v {
-                            if let Some(s) = slot_of[u] {
-                                t.insert(s);
-                            }
-                        }
-                    }
+            let mut taken: Vec<u64> = Vec::new();
+            for &sp in &at[v] {
+                let words = &used[sp];
+                if taken.len() < words.len() {
+                    taken.resize(words.len(), 0);
                 }
-                t
+                for (t, w) in taken.iter_mut().zip(words) {
+                    *t |= w;
+                }
+            }
+            let is_taken = |s: usize| {
+                taken
+                    .get(s / 64)
+                    .is_some_and(|w| w & (1u64 << (s % 64)) != 0)
             };
-            (0..num_slots).find(|&s| !taken.contains(s) && !reserved[s])
+            (0..num_slots).find(|&s| !is_taken(s) && !reserved[s])
         };
         let slot = slot.unwrap_or_else(|| {
             num_slots += 1;
@@ -118,6 +125,13 @@ pub fn color(m: &FnModel, live: &Liveness) -> Coloring {
             num_slots - 1
         });
         slot_of[v] = Some(slot);
+        for &sp in &at[v] {
+            let words = &mut used[sp];
+            if words.len() <= slot / 64 {
+                words.resize(slot / 64 + 1, 0);
+            }
+            words[slot / 64] |= 1u64 << (slot % 64);
+        }
     }
     Coloring {
         slot_of,
