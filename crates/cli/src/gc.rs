@@ -7,7 +7,7 @@ use clap::Subcommand;
 use locus_gc::build::{self, BuildOptions};
 use locus_gc::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions};
 use locus_gc::run::{lower_statepoints, prepare_with_threads, Roots};
-use locus_gc::runtime::OnFault;
+use locus_gc::runtime::{Collector, OnFault};
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
 
@@ -140,6 +140,12 @@ pub enum Command {
         /// to a freed object, ends the run with exit status 2.
         #[arg(long)]
         stress: bool,
+        /// The collector: `stress` (as --stress), `locus` (the runtime's own mark-sweep,
+        /// the default) or `mmtk:PLAN`, an MMTk plan: marksweep, immix or stickyimmix
+        /// (frame roots; objects the frames name are pinned). The copying plans
+        /// (semispace, gencopy) and statepoint roots with MMTk are refused.
+        #[arg(long, value_name = "NAME", value_parser = parse_collector)]
+        collector: Option<Collector>,
         /// Print the collector's counters after the result.
         #[arg(long)]
         stats: bool,
@@ -219,6 +225,11 @@ pub enum Command {
         #[arg(long)]
         safepoint_polls: bool,
     },
+}
+
+/// `--collector`.
+fn parse_collector(name: &str) -> Result<Collector, String> {
+    Collector::from_name(name)
 }
 
 /// `--roots`.
@@ -407,6 +418,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             file,
             entry,
             stress,
+            collector,
             stats,
             roots,
             moving,
@@ -414,6 +426,23 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             timeout,
             safepoint_polls,
         } => {
+            let collector = match (*collector, *stress) {
+                (Some(Collector::Mmtk(plan)), true) => {
+                    return Err(Failure::Message(format!(
+                        "gc: --stress conflicts with --collector mmtk:{plan} (the stress collector \
+                         is the runtime's own)"
+                    )))
+                }
+                (Some(c), false) => c,
+                (_, true) => Collector::Stress,
+                (None, false) => Collector::Locus,
+            };
+            if let (Collector::Mmtk(plan), true) = (collector, *moving) {
+                return Err(Failure::Message(format!(
+                    "gc: --moving is the runtime's own moving collector: it conflicts with \
+                     --collector mmtk:{plan}"
+                )));
+            }
             if *moving && *roots != RootsArg::Statepoint {
                 return Err(Failure::Message(
                     "--moving needs --roots statepoint: Julia-style frames keep pointers in \
@@ -437,7 +466,17 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             // SAFETY: running the user's module is what this command is for; the module is
             // the user's to make sound. A fault in it ends the process with one line and
             // exit status 3 (2 for an access to a freed object under --stress).
-            let outcome = unsafe { prepared.call_with(*stress, *moving, OnFault::Exit) };
+            let outcome = match collector {
+                Collector::Mmtk(plan) => {
+                    // SAFETY: as above.
+                    let done = unsafe { prepared.call_mmtk(plan, OnFault::Exit) };
+                    done.map_err(|message| Failure::Message(format!("gc: {message} ({shown})")))?
+                }
+                // SAFETY: as above.
+                own => unsafe {
+                    prepared.call_with(own == Collector::Stress, *moving, OnFault::Exit)
+                },
+            };
             writeln!(out, "{}", outcome.value).map_err(io)?;
             if *stats {
                 write!(out, "{}", outcome.stats).map_err(io)?;

@@ -74,7 +74,8 @@ int32_t locus_gc_thread_detach(void);
 // The `main` of a program built by `locus gc build`: [`locus_gc_init`], calls `entry`,
 // writes its result and a newline to standard output (as `locus gc run` prints it),
 // [`locus_gc_thread_detach`], and returns 0 (or 1, [`LOCUS_GC_OUTPUT_FAILED`], after one
-// `locus: ...` line on standard error when the result cannot be written). A fault while
+// `locus: ...` line on standard error when the result cannot be written, or without
+// calling `entry` when the collector refuses the runtime). A fault while
 // `entry` runs ends the process as [`locus_gc_init`] says, without returning.
 //
 // # Safety

@@ -74,7 +74,7 @@ use std::cell::RefCell;
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::runtime::{Config, Guard, HeapHandle, OnFault, Runtime};
+use crate::runtime::{Collector, Config, Guard, HeapHandle, OnFault, Runtime};
 use crate::signals::FaultScope;
 
 /// The environment variable that turns the stress collector on (value `1`).
@@ -99,6 +99,15 @@ pub const LOCUS_GC_NO_STACK_MAPS: i32 = 3;
 /// What [`locus_gc_thread_attach_heap`] returns when the heap it is given is null (the
 /// thread is not attached).
 pub const LOCUS_GC_NO_HEAP: i32 = 4;
+/// What [`locus_gc_init`] (and the other attach functions) return when the collector
+/// refuses the runtime (after one `locus: gc: ...` line on standard error): an unknown
+/// `LOCUS_GC_COLLECTOR`, an MMTk plan the roots do not allow, a second MMTk plan or a
+/// second thread on an MMTk heap in one process.
+pub const LOCUS_GC_REFUSED: i32 = 5;
+/// The environment variable that chooses the collector: `stress`, `locus` or `mmtk:PLAN`
+/// (PLAN one of marksweep, immix, stickyimmix; see [`runtime::Collector`]). Unset: the
+/// stress collector if `LOCUS_GC_STRESS=1`, else `locus`.
+pub const COLLECTOR_ENV: &str = "LOCUS_GC_COLLECTOR";
 /// The environment variable that turns the moving collector on with statepoint roots
 /// (value `1`).
 pub const MOVING_ENV: &str = "LOCUS_GC_MOVING";
@@ -122,6 +131,44 @@ pub fn stress_from_env() -> bool {
     std::env::var_os(STRESS_ENV).is_some_and(|v| v == "1")
 }
 
+/// The collector the environment asks for ([`COLLECTOR_ENV`], [`STRESS_ENV`]).
+///
+/// # Errors
+/// An unknown collector name, or `LOCUS_GC_STRESS=1` with another collector than `stress`.
+pub fn collector_from_env() -> Result<Collector, String> {
+    let stress = stress_from_env();
+    let Some(name) = std::env::var_os(COLLECTOR_ENV) else {
+        return Ok(if stress {
+            Collector::Stress
+        } else {
+            Collector::Locus
+        });
+    };
+    let name = name.to_string_lossy();
+    let collector = Collector::from_name(&name).map_err(|e| format!("{COLLECTOR_ENV}: {e}"))?;
+    if stress && collector != Collector::Stress {
+        return Err(format!(
+            "{STRESS_ENV}=1 conflicts with {COLLECTOR_ENV}={name} (the stress collector is the runtime's own)"
+        ));
+    }
+    Ok(collector)
+}
+
+/// A runtime configuration for the environment's collector, or [`LOCUS_GC_REFUSED`]
+/// after one `locus: gc:` line.
+fn env_config(config: Config) -> Result<Config, i32> {
+    match collector_from_env() {
+        Ok(collector) => Ok(config.with_collector(collector)),
+        Err(message) => Err(refused(&message)),
+    }
+}
+
+/// Prints `message` as one `locus: gc:` line; returns [`LOCUS_GC_REFUSED`].
+fn refused(message: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "locus: gc: {message}");
+    LOCUS_GC_REFUSED
+}
+
 /// How [`attach`] makes a thread's runtime.
 enum Make {
     /// A new heap with this configuration.
@@ -143,8 +190,12 @@ fn attach(make: impl FnOnce() -> Result<Make, i32>) -> i32 {
         signals::install();
         // Not under the slot's borrow: joining may wait for a collection.
         let runtime = match make {
-            Make::New(config) => Runtime::enter(config),
-            Make::Join(heap) => heap.attach(),
+            Make::New(config) => Runtime::try_enter(config),
+            Make::Join(heap) => heap.try_attach(),
+        };
+        let runtime = match runtime {
+            Ok(runtime) => runtime,
+            Err(message) => return refused(&message),
         };
         *slot.borrow_mut() = Some(Attached {
             _scope: signals::fault_scope(false),
@@ -173,11 +224,11 @@ pub extern "C" fn locus_gc_init() -> i32 {
 #[no_mangle]
 pub extern "C" fn locus_gc_thread_attach() -> i32 {
     attach(|| {
-        Ok(Make::New(Config {
-            stress: stress_from_env(),
+        env_config(Config {
             on_fault: OnFault::Exit,
             ..Config::default()
-        }))
+        })
+        .map(Make::New)
     })
 }
 
@@ -213,13 +264,13 @@ pub unsafe extern "C" fn locus_gc_thread_attach_heap(heap: *const u8) -> i32 {
 #[no_mangle]
 pub extern "C" fn locus_gc_init_statepoints() -> i32 {
     attach(|| match stackmaps::from_executable() {
-        Ok(maps) => Ok(Make::New(Config {
-            stress: stress_from_env(),
+        Ok(maps) => env_config(Config {
             on_fault: OnFault::Exit,
             stack_maps: Some(Arc::new(maps)),
             moving: std::env::var_os(MOVING_ENV).is_some_and(|v| v == "1"),
             ..Config::default()
-        })),
+        })
+        .map(Make::New),
         Err(message) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -251,7 +302,8 @@ pub extern "C" fn locus_gc_thread_detach() -> i32 {
 /// The `main` of a program built by `locus gc build`: [`locus_gc_init`], calls `entry`,
 /// writes its result and a newline to standard output (as `locus gc run` prints it),
 /// [`locus_gc_thread_detach`], and returns 0 (or 1, [`LOCUS_GC_OUTPUT_FAILED`], after one
-/// `locus: ...` line on standard error when the result cannot be written). A fault while
+/// `locus: ...` line on standard error when the result cannot be written, or without
+/// calling `entry` when the collector refuses the runtime). A fault while
 /// `entry` runs ends the process as [`locus_gc_init`] says, without returning.
 ///
 /// # Safety
@@ -260,7 +312,9 @@ pub extern "C" fn locus_gc_thread_detach() -> i32 {
 /// lowered code, or anything that keeps the runtime's contract.
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_main(entry: unsafe extern "C" fn() -> i64) -> i32 {
-    locus_gc_init();
+    if locus_gc_init() == LOCUS_GC_REFUSED {
+        return LOCUS_GC_OUTPUT_FAILED;
+    }
     // SAFETY: the caller's promise.
     unsafe { call_and_print(entry) }
 }
@@ -274,7 +328,10 @@ pub unsafe extern "C" fn locus_gc_main(entry: unsafe extern "C" fn() -> i64) -> 
 /// As for [`locus_gc_main`].
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_main_statepoints(entry: unsafe extern "C" fn() -> i64) -> i32 {
-    if locus_gc_init_statepoints() == LOCUS_GC_NO_STACK_MAPS {
+    if matches!(
+        locus_gc_init_statepoints(),
+        LOCUS_GC_NO_STACK_MAPS | LOCUS_GC_REFUSED
+    ) {
         return LOCUS_GC_OUTPUT_FAILED;
     }
     // SAFETY: the caller's promise.

@@ -71,6 +71,11 @@ pub struct RunOptions {
     /// thread looping without calls cannot hold the other threads' collections up
     /// (`--safepoint-polls`; frames only).
     pub safepoint_polls: bool,
+    /// Collect with this MMTk plan instead of the runtime's own collector
+    /// ([`locus_gc_runtime::runtime::Collector::Mmtk`]; `--collector mmtk:PLAN`): frame
+    /// roots and a plan that pins only, without `stress` or `moving`. One MMTk heap per
+    /// process: a process runs programs under one plan.
+    pub mmtk: Option<locus_gc_runtime::mmtk::Plan>,
 }
 
 impl Default for RunOptions {
@@ -84,6 +89,7 @@ impl Default for RunOptions {
             on_fault: OnFault::Exit,
             passes: None,
             safepoint_polls: false,
+            mmtk: None,
         }
     }
 }
@@ -365,19 +371,57 @@ impl Prepared {
     ///
     /// As for [`Prepared::call`].
     pub unsafe fn call_with(&self, stress: bool, moving: bool, on_fault: OnFault) -> RunOutcome {
-        let abort = matches!(on_fault, OnFault::Abort);
-        signals::install();
-        let _code = signals::register_code(self.code.iter().cloned());
-        // SAFETY: `prepare` checked the entry is a defined `i64 ()` function (C calling
-        // convention) and looked its address up in `self.jit`, which outlives the call.
-        let entry: extern "C" fn() -> i64 = unsafe { std::mem::transmute(self.address) };
-        let rt = Runtime::enter(Config {
+        let config = Config {
             stress,
             on_fault,
             stack_maps: self.stack_maps.clone(),
             moving: moving && self.stack_maps.is_some(),
             ..Config::default()
-        });
+        };
+        // SAFETY: the caller's promise. The runtime's own collector is never refused.
+        match unsafe { self.call_config(config) } {
+            Ok(outcome) => outcome,
+            Err(message) => panic!("the runtime refused its own collector: {message}"),
+        }
+    }
+
+    /// [`Prepared::call`] with the MMTk plan `plan` as the collector.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Prepared::call`].
+    ///
+    /// # Errors
+    /// Why the runtime refused the collector (statepoint roots, a plan that cannot pin, a
+    /// process whose MMTk heap has another plan).
+    pub unsafe fn call_mmtk(
+        &self,
+        plan: locus_gc_runtime::mmtk::Plan,
+        on_fault: OnFault,
+    ) -> std::result::Result<RunOutcome, String> {
+        let config = Config {
+            on_fault,
+            stack_maps: self.stack_maps.clone(),
+            mmtk: Some(plan),
+            ..Config::default()
+        };
+        // SAFETY: the caller's promise.
+        unsafe { self.call_config(config) }
+    }
+
+    /// Calls the entry under a runtime of `config`, or says why the runtime refused it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Prepared::call`].
+    unsafe fn call_config(&self, config: Config) -> std::result::Result<RunOutcome, String> {
+        let abort = matches!(config.on_fault, OnFault::Abort);
+        signals::install();
+        let _code = signals::register_code(self.code.iter().cloned());
+        // SAFETY: `prepare` checked the entry is a defined `i64 ()` function (C calling
+        // convention) and looked its address up in `self.jit`, which outlives the call.
+        let entry: extern "C" fn() -> i64 = unsafe { std::mem::transmute(self.address) };
+        let rt = Runtime::try_enter(config)?;
         let value = {
             let _scope = signals::fault_scope(abort);
             // The caller's promise (see `# Safety`) makes the call sound; the runtime its
@@ -387,12 +431,12 @@ impl Prepared {
         let stats = rt.stats();
         let faults = rt.take_faults();
         drop(rt);
-        RunOutcome {
+        Ok(RunOutcome {
             value,
             stats,
             faults,
             reports: self.reports.clone(),
-        }
+        })
     }
 }
 
@@ -403,8 +447,16 @@ impl Prepared {
 /// As for [`Prepared::call`]: the module's code must be sound to run in this process.
 ///
 /// # Errors
-/// As [`prepare`].
+/// As [`prepare`], and [`Error::Entry`] when the runtime refuses [`RunOptions::mmtk`].
 pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Result<RunOutcome> {
+    if let (Some(plan), true) = (options.mmtk, options.stress || options.moving) {
+        return Err(Error::Entry {
+            name: options.entry,
+            message: format!(
+                "the MMTk collector (plan {plan}) does not combine with the stress or moving collector"
+            ),
+        });
+    }
     if options.moving && options.roots == Roots::Frames {
         return Err(Error::Entry {
             name: options.entry,
@@ -421,8 +473,22 @@ pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Resu
         options.roots,
         ThreadOptions::safepoint_polls(options.safepoint_polls),
     )?;
-    // SAFETY: the caller's promise.
-    Ok(unsafe { prepared.call_with(options.stress, options.moving, options.on_fault) })
+    match options.mmtk {
+        Some(plan) => {
+            // SAFETY: the caller's promise.
+            let done = unsafe { prepared.call_mmtk(plan, options.on_fault) };
+            done.map_err(|message| Error::Entry {
+                name: options.entry,
+                message,
+            })
+        }
+        None => {
+            // SAFETY: the caller's promise.
+            let done =
+                unsafe { prepared.call_with(options.stress, options.moving, options.on_fault) };
+            Ok(done)
+        }
+    }
 }
 
 /// Parses and checks `ir` as [`prepare`] does and rewrites it for statepoint roots,

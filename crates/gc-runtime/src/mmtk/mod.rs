@@ -390,6 +390,8 @@ struct Instance {
     plan: Plan,
     sync: Mutex<SyncState>,
     cond: Condvar,
+    /// Set while a mutator of [`MmtkHeap::bind_sole_mutator`] is bound: no other may bind.
+    sole: AtomicBool,
     /// Tagged objects (address, serial) not yet seen dead: their words are pinned before
     /// each trace on a pinning plan.
     tagged: Mutex<Vec<(usize, u64)>>,
@@ -542,6 +544,7 @@ impl MmtkHeap {
                 in_gc: false,
             }),
             cond: Condvar::new(),
+            sole: AtomicBool::new(false),
             tagged: Mutex::new(Vec::new()),
             pins: Mutex::new(HashMap::new()),
             temp_pins: Mutex::new(Vec::new()),
@@ -600,8 +603,30 @@ impl MmtkHeap {
         MmtkMutator {
             record,
             heap: *self,
+            sole: false,
             _not_send: PhantomData,
         }
+    }
+
+    /// [`MmtkHeap::bind_mutator`] for a heap that takes one mutator thread (the runtime's,
+    /// until the safepoint protocol several need is built): `None` when a mutator is bound
+    /// already; none other can bind until this one is dropped.
+    pub fn bind_sole_mutator(&self) -> Option<MmtkMutator> {
+        if self
+            .inst
+            .sole
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return None;
+        }
+        if !lock(&self.inst.sync).mutators.is_empty() {
+            self.inst.sole.store(false, Ordering::SeqCst);
+            return None;
+        }
+        let mut m = self.bind_mutator();
+        m.sole = true;
+        Some(m)
     }
 
     /// Whether `addr` is the address of an object of this heap that is live (allocated and
@@ -671,6 +696,8 @@ impl MmtkHeap {
 pub struct MmtkMutator {
     record: Box<MutatorRecord>,
     heap: MmtkHeap,
+    /// Bound by [`MmtkHeap::bind_sole_mutator`].
+    sole: bool,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -863,5 +890,8 @@ impl Drop for MmtkMutator {
         sync.mutators.retain(|&a| a != addr);
         drop(sync);
         memory_manager::destroy_mutator(self.mutator());
+        if self.sole {
+            inst.sole.store(false, Ordering::SeqCst);
+        }
     }
 }

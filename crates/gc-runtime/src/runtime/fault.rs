@@ -288,6 +288,13 @@ pub enum GcFault {
         /// The collection that found it.
         collection: u64,
     },
+    /// The MMTk collector ([`crate::mmtk`]) recorded faults (a root that is not an object,
+    /// a broken frame, running out of memory); each was printed on a line of its own
+    /// before this one.
+    Mmtk {
+        /// How many.
+        count: usize,
+    },
     /// Something read or wrote the memory of an object a collection freed (or the old copy
     /// of one the moving collector moved), and stress mode's page protection caught the
     /// access as a fault (see [`crate::runtime::pages`]). Reported by the signal handler
@@ -447,6 +454,12 @@ impl fmt::Display for GcFault {
                 "corrupt stack: compiled frame #{frame} (return address {return_address:#x}) \
                  {problem} (found in collection {collection})"
             ),
+            GcFault::Mmtk { count } => {
+                write!(
+                    f,
+                    "the MMTk collector reported {count} fault(s) (printed above)"
+                )
+            }
             GcFault::FreedAccess { addr, object } => {
                 let start = object.addr;
                 let end = start + object.size();

@@ -242,7 +242,7 @@ use crate::contract::{
     RUNTIME_THREAD_ATTACH_HEAP, RUNTIME_THREAD_DETACH, RUNTIME_WRITE_BARRIER, TASK_GCSTACK_WORD,
     TASK_PTLS_WORD,
 };
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io::Write;
 use std::marker::PhantomData;
@@ -260,10 +260,62 @@ pub use heap::{Lookup, ObjectInfo};
 pub use statepoints::{Slot, SlotPair, StackMaps};
 
 use heap::{Heap, POISON_WORD};
+
+use crate::mmtk::{MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
 use pages::Mode;
 
 /// The default for [`Config::heap_threshold`]: 4 MiB.
 pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
+
+/// The size of the MMTk heap a runtime with [`Collector::Mmtk`] makes: MMTk collects when
+/// it is full.
+pub const MMTK_HEAP_BYTES: usize = 16 << 20;
+
+/// Which collector a runtime runs (see [`Config::collector`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collector {
+    /// The runtime's own mark-sweep, collecting at [`Config::heap_threshold`].
+    Locus,
+    /// The runtime's own collector in stress mode ([`Config::stress`]).
+    Stress,
+    /// An MMTk plan ([`crate::mmtk`]) in a heap of [`MMTK_HEAP_BYTES`]. One MMTk heap per
+    /// process: a second runtime must ask for the same plan. Frame roots only (statepoint
+    /// roots are not wired to MMTk yet), so only the plans that pin (MarkSweep, Immix,
+    /// StickyImmix), and one mutator thread per heap.
+    Mmtk(Plan),
+}
+
+impl Collector {
+    /// The collector named `name`: `stress`, `locus` (or `marksweep`), or `mmtk:PLAN`.
+    ///
+    /// # Errors
+    /// A sentence naming what was expected.
+    pub fn from_name(name: &str) -> Result<Collector, String> {
+        match name {
+            "stress" => Ok(Collector::Stress),
+            "locus" | "marksweep" => Ok(Collector::Locus),
+            _ => match name.strip_prefix("mmtk:") {
+                Some(plan) => Plan::from_name(plan)
+                    .map(Collector::Mmtk)
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "unknown collector `{name}` (expected stress, locus, mmtk:marksweep, \
+                     mmtk:immix, mmtk:stickyimmix, mmtk:semispace or mmtk:gencopy)"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Collector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Collector::Locus => f.write_str("locus"),
+            Collector::Stress => f.write_str("stress"),
+            Collector::Mmtk(plan) => write!(f, "mmtk:{plan}"),
+        }
+    }
+}
 
 /// What the `extern "C"` functions do with a fault after recording it.
 pub enum OnFault {
@@ -306,6 +358,9 @@ pub struct Config {
     /// collection; the old copy is kept and made inaccessible in stress mode, as stress mode
     /// frees objects, and otherwise its block is given back for reuse.
     pub moving: bool,
+    /// Collect with this MMTk plan instead of the runtime's own collector (see
+    /// [`Collector::Mmtk`]); `stress` and `moving` must be off then.
+    pub mmtk: Option<Plan>,
 }
 
 impl Default for Config {
@@ -317,6 +372,7 @@ impl Default for Config {
             on_fault: OnFault::Exit,
             stack_maps: None,
             moving: false,
+            mmtk: None,
         }
     }
 }
@@ -327,6 +383,29 @@ impl Config {
         Config {
             stress: true,
             ..Config::default()
+        }
+    }
+
+    /// The collector this configuration runs.
+    pub fn collector(&self) -> Collector {
+        match (self.mmtk, self.stress) {
+            (Some(plan), _) => Collector::Mmtk(plan),
+            (None, true) => Collector::Stress,
+            (None, false) => Collector::Locus,
+        }
+    }
+
+    /// The same configuration with `collector`.
+    pub fn with_collector(self, collector: Collector) -> Config {
+        let (stress, mmtk) = match collector {
+            Collector::Locus => (false, None),
+            Collector::Stress => (true, None),
+            Collector::Mmtk(plan) => (false, Some(plan)),
+        };
+        Config {
+            stress,
+            mmtk,
+            ..self
         }
     }
 
@@ -501,6 +580,9 @@ struct Shared {
     /// The global root regions (`locus_gc_add_root_region`): `[start, end)` of memory
     /// whose aligned words are roots.
     globals: Mutex<Vec<(usize, usize)>>,
+    /// The process's MMTk heap, when the collector is an MMTk plan: allocation and
+    /// collection go there instead of [`State::heap`].
+    mmtk: Option<MmtkHeap>,
 }
 
 impl Shared {
@@ -536,12 +618,36 @@ impl HeapHandle {
     /// Attaches the calling thread to this heap as a new mutator, with a chain head of its
     /// own, and installs its runtime as the thread's current one until the guard is
     /// dropped (as [`Runtime::enter`] does). Waits while a collection runs.
+    ///
+    /// Ends the process after one `locus: gc:` line when the heap refuses another thread
+    /// (see [`HeapHandle::try_attach`]).
     pub fn attach(&self) -> Guard {
-        install(Runtime {
+        self.try_attach()
+            .unwrap_or_else(|message| fatal(format_args!("{message}")))
+    }
+
+    /// [`HeapHandle::attach`], or why not.
+    ///
+    /// # Errors
+    /// An MMTk heap takes one mutator thread (the safepoint protocol several need with
+    /// MMTk is not built): a second thread is refused.
+    pub fn try_attach(&self) -> Result<Guard, String> {
+        let mm = match self.0.mmtk {
+            Some(heap) => Some(heap.bind_sole_mutator().ok_or_else(|| {
+                format!(
+                    "the MMTk collector (plan {}) takes one mutator thread per process: \
+                     another thread cannot attach",
+                    heap.plan()
+                )
+            })?),
+            None => None,
+        };
+        Ok(install(Runtime {
             shared: Arc::clone(&self.0),
             me: Arc::new(Mutator::new(StackBounds::current_thread())),
             prev: Cell::new(ptr::null()),
-        })
+            mm: RefCell::new(mm),
+        }))
     }
 
     /// The address [`locus_gc_heap`] returns for this heap, which
@@ -574,6 +680,8 @@ pub struct Runtime {
     shared: Arc<Shared>,
     me: Arc<Mutator>,
     prev: Cell<*const Runtime>,
+    /// This thread's MMTk mutator, when the collector is an MMTk plan.
+    mm: RefCell<Option<MmtkMutator>>,
 }
 
 thread_local! {
@@ -623,7 +731,24 @@ impl Runtime {
     /// others attach). Records the thread's stack bounds for checking frames. In stress
     /// mode, also installs the process's fault handlers ([`crate::signals::install`]),
     /// which report an access to a freed object.
+    ///
+    /// Ends the process after one `locus: gc:` line when the collector cannot be made (see
+    /// [`Runtime::try_enter`]).
     pub fn enter(config: Config) -> Guard {
+        Runtime::try_enter(config).unwrap_or_else(|message| fatal(format_args!("{message}")))
+    }
+
+    /// [`Runtime::enter`], or why the collector cannot be made: MMTk with statepoint roots
+    /// (not wired yet), a copying MMTk plan with frame roots (frames cannot be updated),
+    /// stress or moving with MMTk, or a process whose MMTk heap has another plan.
+    ///
+    /// # Errors
+    /// A sentence saying what was refused.
+    pub fn try_enter(config: Config) -> Result<Guard, String> {
+        let mmtk = match config.mmtk {
+            Some(plan) => Some(mmtk_heap(plan, &config)?),
+            None => None,
+        };
         let mode = match config.on_fault {
             OnFault::Exit => Mode::Exit,
             OnFault::Abort => Mode::Abort,
@@ -653,8 +778,9 @@ impl Runtime {
             world: Mutex::new(()),
             changed: Condvar::new(),
             globals: Mutex::new(Vec::new()),
+            mmtk,
         });
-        HeapHandle(shared).attach()
+        HeapHandle(shared).try_attach()
     }
 
     /// The handle other threads attach to this runtime's heap with.
@@ -740,6 +866,12 @@ impl Runtime {
     /// # Errors
     /// The first fault found in a chain or the heap; the collection then frees nothing.
     pub fn collect(&self) -> Result<Collection, GcFault> {
+        if let Some(done) = self.mmtk_do(|m, roots| {
+            m.collect(roots);
+            Ok(Collection::default())
+        }) {
+            return done;
+        }
         self.collect_when(false)
             .map(|done| done.unwrap_or_default())
     }
@@ -839,6 +971,11 @@ impl Runtime {
     /// # Errors
     /// A fault found by the collection, as for [`Runtime::collect`].
     pub fn safepoint(&self) -> Result<Option<Collection>, GcFault> {
+        if self.shared.mmtk.is_some() {
+            // MMTk collects when an allocation finds its heap full; one thread, no one
+            // else to wait for.
+            return Ok(None);
+        }
         self.poll();
         self.collect_when(true)
     }
@@ -897,6 +1034,21 @@ impl Runtime {
             nbytes: i64::try_from(nbytes).unwrap_or(i64::MAX),
             problem,
         };
+        if let Some(done) = self.mmtk_do(|m, roots| {
+            let made = match tag {
+                Some(tag) => m.alloc_tagged(nbytes, tag, roots),
+                None => m.alloc(nptrs, nbytes, roots),
+            };
+            made.map_err(|e| {
+                fault(match e {
+                    crate::mmtk::MmtkError::TooLarge { .. } => AllocProblem::TooLarge,
+                    _ => AllocProblem::OutOfMemory,
+                })
+            })
+        }) {
+            let addr = done?;
+            return NonNull::new(addr as *mut u8).ok_or(fault(AllocProblem::OutOfMemory));
+        }
         let mut st = lock(&self.shared.state);
         let made = match tag {
             Some(tag) => st.heap.alloc_tagged(nbytes, tag),
@@ -906,6 +1058,42 @@ impl Runtime {
         st.since_gc += (nptrs * 8 + nbytes) as u64;
         // Never null: the address is 32 bytes into a block.
         NonNull::new(addr as *mut u8).ok_or(fault(AllocProblem::OutOfMemory))
+    }
+
+    /// Runs `body` with this thread's MMTk mutator and a closure giving its roots (the
+    /// frame chain, the pushed regions, the global root regions), then reports the faults
+    /// MMTk recorded meanwhile. `None` when the collector is not MMTk.
+    fn mmtk_do<R>(
+        &self,
+        body: impl FnOnce(&mut MmtkMutator, &mut dyn FnMut(&mut RootSet)) -> Result<R, GcFault>,
+    ) -> Option<Result<R, GcFault>> {
+        let heap = self.shared.mmtk?;
+        let mut mm = self.mm.borrow_mut();
+        let m = mm.as_mut()?;
+        let me = &self.me;
+        let globals = &self.shared.globals;
+        let mut roots = |set: &mut RootSet| {
+            set.frames.push(me.head() as usize);
+            set.regions.extend(lock(&me.regions).iter().copied());
+            set.regions.extend(lock(globals).iter().copied());
+        };
+        let done = body(m, &mut roots);
+        drop(mm);
+        self.report_mmtk_faults(heap);
+        Some(done)
+    }
+
+    /// Prints MMTk's recorded faults, one line each, then reports them as one
+    /// [`GcFault::Mmtk`].
+    fn report_mmtk_faults(&self, heap: MmtkHeap) {
+        let lines = heap.take_faults();
+        if lines.is_empty() {
+            return;
+        }
+        for line in &lines {
+            let _ = writeln!(std::io::stderr(), "  mmtk: {line}");
+        }
+        self.report(GcFault::Mmtk { count: lines.len() });
     }
 
     /// What `locus_gc_foreign_read` does: [`Runtime::safepoint`], then the `i64` at
@@ -942,6 +1130,24 @@ impl Runtime {
         };
         // SAFETY: only called below for 8 bytes inside the body of a live object.
         let read = |at: usize| unsafe { (at as *const i64).read_unaligned() };
+        if let Some(heap) = self.shared.mmtk {
+            // MMTk's objects are not in the runtime's heap: `raw` must be an object's
+            // address, and an untagged object's size (in its header) bounds the read.
+            if !heap.is_object(raw) {
+                return (0, fault(ReadProblem::NotInHeap));
+            }
+            // SAFETY: a live object of MMTk's has the runtime's 32-byte header before it.
+            let header = unsafe { &*((raw - heap::HEADER_BYTES) as *const heap::ObjectHeader) };
+            let size = if header.nptrs == heap::TAGGED_NPTRS {
+                usize::MAX
+            } else {
+                (header.nptrs as usize * 8).saturating_add(header.nbytes as usize)
+            };
+            return match at.checked_sub(raw) {
+                Some(off) if off.saturating_add(8) <= size => (read(at), None),
+                _ => (0, fault(ReadProblem::NotInHeap)),
+            };
+        }
         match self.lookup(at) {
             Lookup::Nothing => (0, fault(ReadProblem::NotInHeap)),
             Lookup::Live(object) | Lookup::Freed(object) | Lookup::Inside { object, .. } => {
@@ -988,6 +1194,17 @@ impl Runtime {
         self.report_freed_accesses();
         let faults = lock(&self.shared.faults).len() as u64;
         let st = lock(&self.shared.state);
+        if let Some(mmtk) = self.shared.mmtk {
+            let m = mmtk.stats();
+            return Stats {
+                collections: m.collections,
+                objects_allocated: m.objects_allocated,
+                bytes_allocated: m.bytes_allocated,
+                bytes_live: m.used_bytes as u64,
+                faults,
+                ..st.stats
+            };
+        }
         let heap = &st.heap;
         Stats {
             objects_allocated: heap.objects_allocated,
@@ -1042,6 +1259,36 @@ impl Runtime {
             OnFault::Record => {}
             OnFault::Call(handler) => handler(&fault),
         }
+    }
+}
+
+/// The process's MMTk heap for `plan`, made now if there is none yet.
+fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
+    if config.stack_maps.is_some() {
+        return Err(format!(
+            "the MMTk collector (plan {plan}) is not wired to statepoint roots yet: use frame roots"
+        ));
+    }
+    if !plan.pins() {
+        return Err(format!(
+            "MMTk plan {plan} copies every object and cannot pin: frame roots cannot be \
+             updated (use marksweep, immix or stickyimmix)"
+        ));
+    }
+    if config.stress || config.moving {
+        return Err(format!(
+            "the MMTk collector (plan {plan}) does not combine with stress or moving mode"
+        ));
+    }
+    match MmtkHeap::get() {
+        Some(heap) if heap.plan() == plan => Ok(heap),
+        Some(heap) => Err(format!(
+            "this process has an MMTk heap with plan {} already: MMTk allows one heap per \
+             process, so a runtime with plan {plan} cannot be made",
+            heap.plan()
+        )),
+        None => MmtkHeap::new(MmtkOptions::new(plan, MMTK_HEAP_BYTES))
+            .map_err(|e| format!("cannot make the MMTk heap: {e}")),
     }
 }
 
@@ -1367,9 +1614,11 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 /// ([`Stats::write_barriers`]). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
-    let _ = parent;
     entry(RUNTIME_WRITE_BARRIER, |rt| {
         lock(&rt.shared.state).stats.write_barriers += 1;
+        if let Some(m) = rt.mm.borrow_mut().as_mut() {
+            m.write_barrier(parent as usize);
+        }
     })
 }
 
@@ -1449,6 +1698,10 @@ pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp
 #[no_mangle]
 pub extern "C" fn locus_gc_pin(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN, |rt| {
+        if let Some(heap) = rt.shared.mmtk {
+            heap.pin(addr as usize);
+            return;
+        }
         lock(&rt.shared.state).heap.pin(addr as usize);
     })
 }
@@ -1457,6 +1710,10 @@ pub extern "C" fn locus_gc_pin(addr: *const u8) {
 #[no_mangle]
 pub extern "C" fn locus_gc_unpin(addr: *const u8) {
     entry(crate::contract::RUNTIME_UNPIN, |rt| {
+        if let Some(heap) = rt.shared.mmtk {
+            heap.unpin(addr as usize);
+            return;
+        }
         lock(&rt.shared.state).heap.unpin(addr as usize);
     })
 }
@@ -1466,6 +1723,10 @@ pub extern "C" fn locus_gc_unpin(addr: *const u8) {
 #[no_mangle]
 pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN_FOREVER, |rt| {
+        if let Some(heap) = rt.shared.mmtk {
+            heap.pin(addr as usize);
+            return;
+        }
         lock(&rt.shared.state).heap.pin_forever(addr as usize);
     })
 }

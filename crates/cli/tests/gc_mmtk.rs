@@ -1,0 +1,190 @@
+//! `locus gc run --collector mmtk:PLAN`: the GC suite's programs under MMTk's pinning
+//! plans give their `; expect:` results, a program that allocates past MMTk's heap makes
+//! it collect (and keeps its list), and the collectors MMTk cannot run are refused with
+//! one `locus: gc:` line. Each run is a process of its own (one MMTk heap per process).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// MMTk's plans that pin frame roots (the only ones frame roots allow).
+const PLANS: [&str; 3] = ["marksweep", "immix", "stickyimmix"];
+
+/// A list of 2000 nodes kept in a frame root while 20 garbage objects of 1 KiB are made
+/// per node (40 MB, past MMTk's 16 MiB heap), then summed: 2000 * 2001 / 2.
+const CHURN: &str = r#"; expect: 2001000
+declare ptr @julia.get_pgcstack()
+declare noalias nonnull ptr addrspace(10) @locus_gc_alloc(i64, i64)
+
+define i64 @main() {
+entry:
+  %pgcstack = call ptr @julia.get_pgcstack()
+  br label %build
+
+build:
+  %i = phi i64 [ 1, %entry ], [ %i.next, %churn.done ]
+  %head = phi ptr addrspace(10) [ null, %entry ], [ %node, %churn.done ]
+  %node = call ptr addrspace(10) @locus_gc_alloc(i64 1, i64 8)
+  %node.d = addrspacecast ptr addrspace(10) %node to ptr addrspace(11)
+  store ptr addrspace(10) %head, ptr addrspace(11) %node.d
+  %val.p = getelementptr i8, ptr addrspace(11) %node.d, i64 8
+  store i64 %i, ptr addrspace(11) %val.p
+  br label %churn
+
+churn:
+  %j = phi i64 [ 0, %build ], [ %j.next, %churn ]
+  %junk = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 1024)
+  %j.next = add i64 %j, 1
+  %j.done = icmp eq i64 %j.next, 20
+  br i1 %j.done, label %churn.done, label %churn
+
+churn.done:
+  %i.next = add i64 %i, 1
+  %done = icmp eq i64 %i, 2000
+  br i1 %done, label %sum, label %build
+
+sum:
+  %cur = phi ptr addrspace(10) [ %node, %churn.done ], [ %next, %sum.body ]
+  %acc = phi i64 [ 0, %churn.done ], [ %acc.next, %sum.body ]
+  %end = icmp eq ptr addrspace(10) %cur, null
+  br i1 %end, label %exit, label %sum.body
+
+sum.body:
+  %cur.d = addrspacecast ptr addrspace(10) %cur to ptr addrspace(11)
+  %v.p = getelementptr i8, ptr addrspace(11) %cur.d, i64 8
+  %v = load i64, ptr addrspace(11) %v.p
+  %acc.next = add i64 %acc, %v
+  %next = load ptr addrspace(10), ptr addrspace(11) %cur.d
+  br label %sum
+
+exit:
+  ret i64 %acc
+}
+"#;
+
+fn programs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc/fixtures/programs");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ll"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn expected_value(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("; expect: ").map(|v| v.trim().to_string()))
+}
+
+fn gc_run(args: &[&str]) -> Output {
+    Command::new(LOCUS)
+        .args(["gc", "run", "--timeout", "60"])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {LOCUS}: {e}"))
+}
+
+/// Every program of the suite under `plan`, its result the one `; expect:` says.
+fn suite_under(plan: &str) {
+    let collector = format!("mmtk:{plan}");
+    let mut failures = Vec::new();
+    for p in programs() {
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let Some(expected) = expected_value(&text) else {
+            continue;
+        };
+        let out = gc_run(&["--collector", &collector, path_str(&p)]);
+        let got = text_of(&out.stdout);
+        if !out.status.success() || got.trim() != expected {
+            failures.push(format!(
+                "{}: want {expected}, got {:?} ({}, {})",
+                p.display(),
+                got.trim(),
+                out.status,
+                text_of(&out.stderr).trim()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{collector}:\n{}", failures.join("\n"));
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn suite_under_mmtk_marksweep() {
+    suite_under("marksweep");
+}
+
+#[test]
+fn suite_under_mmtk_immix() {
+    suite_under("immix");
+}
+
+#[test]
+fn suite_under_mmtk_stickyimmix() {
+    suite_under("stickyimmix");
+}
+
+/// Past the heap: MMTk collects (the stats say so) and the list in the frame survives.
+#[test]
+fn mmtk_collects_and_keeps_frame_roots() {
+    let dir = TempDir::new("gc_mmtk_churn");
+    let file = dir.path("churn.ll");
+    std::fs::write(&file, CHURN).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let expected = expected_value(CHURN).unwrap_or_default();
+    for plan in PLANS {
+        let out = gc_run(&[
+            "--collector",
+            &format!("mmtk:{plan}"),
+            "--stats",
+            path_str(&file),
+        ]);
+        let stdout = text_of(&out.stdout);
+        assert!(out.status.success(), "{plan}: {}", text_of(&out.stderr));
+        assert_eq!(stdout.lines().next(), Some(expected.as_str()), "{plan}");
+        let collections: u64 = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("collections: "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{plan}: no collections line in {stdout}"));
+        assert!(collections >= 1, "{plan}: MMTk never collected:\n{stdout}");
+    }
+}
+
+/// What MMTk cannot run is refused before the program runs, with one `locus: gc:` line.
+#[test]
+fn refusals() {
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc/fixtures/programs/tree.ll");
+    let tree = path_str(&tree);
+    for (args, needle) in [
+        (vec!["--collector", "mmtk:semispace", tree], "cannot pin"),
+        (vec!["--collector", "mmtk:gencopy", tree], "cannot pin"),
+        (
+            vec!["--collector", "mmtk:immix", "--stress", tree],
+            "--stress conflicts",
+        ),
+        (
+            vec!["--collector", "mmtk:immix", "--roots", "statepoint", tree],
+            "statepoint roots",
+        ),
+    ] {
+        let out = gc_run(&args);
+        let stderr = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("locus: gc: ") && stderr.contains(needle),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = gc_run(&["--collector", "mmtk:nope", tree]);
+    assert!(!out.status.success());
+}
