@@ -4,6 +4,8 @@
 //! one `locus: gc:` line. Each run is a process of its own (one MMTk heap per process).
 
 mod common;
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -187,4 +189,82 @@ fn refusals() {
     }
     let out = gc_run(&["--collector", "mmtk:nope", tree]);
     assert!(!out.status.success());
+}
+
+/// Ahead of time: a sample of the suite and the churn built by `locus gc build`, run with
+/// `LOCUS_GC_COLLECTOR=mmtk:PLAN`, print what the stress collector's run prints; the churn
+/// collects; an unknown collector and a copying plan are refused (one `locus: gc:` line).
+#[test]
+fn built_programs_under_mmtk() {
+    let dir = TempDir::new("gc_mmtk_build");
+    let churn = dir.path("churn.ll");
+    std::fs::write(&churn, CHURN).unwrap_or_else(|e| panic!("{}: {e}", churn.display()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc/fixtures/programs");
+    let mut files: Vec<PathBuf> = ["tree", "list_sum", "julia_alloc", "gc_preserve"]
+        .iter()
+        .map(|n| root.join(format!("{n}.ll")))
+        .collect();
+    files.push(churn.clone());
+    let runtime = runtime_library::runtime_dir(false);
+    for file in &files {
+        let prog = dir.path(&format!("{}.bin", stem(file)));
+        let out = Command::new(LOCUS)
+            .args([
+                "gc",
+                "build",
+                path_str(file),
+                "-o",
+                path_str(&prog),
+                "--runtime",
+            ])
+            .arg(runtime)
+            .output()
+            .unwrap_or_else(|e| panic!("run {LOCUS}: {e}"));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            file.display(),
+            text_of(&out.stderr)
+        );
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{e}"));
+        let expected = expected_value(&text).unwrap_or_default();
+        for plan in PLANS {
+            let out = Command::new(&prog)
+                .env("LOCUS_GC_COLLECTOR", format!("mmtk:{plan}"))
+                .env("LOCUS_GC_STATS", "1")
+                .output()
+                .unwrap_or_else(|e| panic!("run {}: {e}", prog.display()));
+            let stdout = text_of(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{} {plan}: {}",
+                file.display(),
+                text_of(&out.stderr)
+            );
+            assert_eq!(
+                stdout.lines().next(),
+                Some(expected.as_str()),
+                "{} {plan}",
+                file.display()
+            );
+            if file == &churn {
+                assert!(
+                    !stdout.contains("collections: 0\n"),
+                    "{plan}: MMTk never collected:\n{stdout}"
+                );
+            }
+        }
+    }
+    let prog = dir.path("tree.bin");
+    for value in ["mmtk:semispace", "nope"] {
+        let out = Command::new(&prog)
+            .env("LOCUS_GC_COLLECTOR", value)
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", prog.display()));
+        let stderr = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{value}: {stderr}");
+        assert!(out.stdout.is_empty(), "{value}");
+        assert_eq!(stderr.lines().count(), 1, "{value}: {stderr}");
+        assert!(stderr.starts_with("locus: gc: "), "{value}: {stderr}");
+    }
 }
