@@ -189,7 +189,10 @@ pub enum Command {
     /// a broken GC contract found while it runs prints one `locus: gc: ...` line and
     /// exits with 2, a fatal signal one `locus: SIGNAL ...` line and exits with 3, as
     /// `locus gc run` does. LOCUS_GC_STRESS=1 in its environment turns the stress
-    /// collector on (as `locus gc run --stress`).
+    /// collector on (as `locus gc run --stress`); LOCUS_GC_COLLECTOR=NAME chooses the
+    /// collector as `locus gc run --collector NAME` does (mmtk:marksweep, mmtk:immix or
+    /// mmtk:stickyimmix with frame roots; a refused one ends the executable with one
+    /// `locus: gc: ...` line and exit status 1 before the program runs).
     ///
     /// Exit status of `locus gc build`: 0 when the executable was written, 1 otherwise
     /// (`locus: FILE: ...` on standard error).

@@ -25,7 +25,9 @@
 //!   allocations, the statepoint wrappers' `locus_gc_sp_*`, the pins and root regions
 //!   (the table in the [`runtime`] docs says what each does);
 //! - [`locus_gc_init`] / [`locus_gc_thread_attach`]: make the calling thread's runtime,
-//!   in stress mode when the environment has `LOCUS_GC_STRESS=1`, with the fault handlers
+//!   in stress mode when the environment has `LOCUS_GC_STRESS=1` (or with the collector
+//!   `LOCUS_GC_COLLECTOR` names: `stress`, `locus`, `mmtk:PLAN`; a refused one is one
+//!   `locus: gc:` line and [`LOCUS_GC_REFUSED`]), with the fault handlers
 //!   `locus gc run` installs ([`signals`]) and [`OnFault::Exit`]: a broken GC
 //!   contract prints one `locus: gc: ...` line and exits with status 2, a fatal signal in
 //!   the program prints one `locus: SIGNAL ...` line and exits with status 3;

@@ -1,8 +1,10 @@
 //! MMTk behind the runtime (issue 26 §3): the `mmtk` crate's production plans collecting
 //! objects of the runtime's layout, with roots from frame chains and statepoint slots.
 //!
-//! Nothing in the runtime calls this module yet: it is the collector the runtime's entry
-//! points can switch to. It allocates objects exactly as [`crate::runtime`] lays them out
+//! The runtime runs on it when its collector is [`crate::runtime::Collector::Mmtk`]
+//! (`locus gc run --collector mmtk:PLAN`, `LOCUS_GC_COLLECTOR=mmtk:PLAN` for a built
+//! executable): frame roots only, a pinning plan only, one mutator thread per process
+//! (see "The seam with the runtime" for what is not wired yet). It allocates objects exactly as [`crate::runtime`] lays them out
 //! (the 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader) before the object, the
 //! same words the runtime's heap writes, `nptrs` tracked pointer fields then raw bytes;
 //! tagged objects with the type tag at `obj - 8`), so compiled code and the frame walk
@@ -102,6 +104,11 @@
 //! | `locus_gc_write_barrier(parent)` | [`MmtkMutator::write_barrier`]`(parent)` |
 //! | `locus_gc_pin` / `unpin` / `pin_forever` | [`MmtkHeap::pin`] / [`MmtkHeap::unpin`] / `pin` never undone (the object's address: resolve an interior pointer first) |
 //! | stats, faults | [`MmtkHeap::stats`], [`MmtkHeap::take_faults`] (each a `GcFault` for the handler) |
+//!
+//! Wired today ([`crate::runtime`]): the allocation entries, `locus_gc_collect`-style
+//! collections, write barriers, pins, foreign reads, stats and faults, with frame roots on
+//! MarkSweep, Immix and StickyImmix. Not yet: statepoint roots (the runtime refuses them
+//! with MMTk) and several mutator threads (a second thread's attach is refused).
 //!
 //! Several mutator threads need, besides: a cheap "collection pending" flag for polls
 //! (set where `stop_all_mutators` sets `in_gc`, before it waits), and safe regions that
