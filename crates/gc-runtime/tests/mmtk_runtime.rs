@@ -23,10 +23,9 @@ fn one_plan_one_thread_per_process() {
     let head = rt.pgcstack();
     let mut frame = [GcFrame::header_word(1), 0, 0];
     // SAFETY: the chain head slot of this thread's runtime; unlinked below.
-    unsafe {
-        frame[1] = *head as usize;
-        *head = frame.as_mut_ptr().cast();
-    }
+    frame[1] = unsafe { *head } as usize;
+    // SAFETY: as above; the frame outlives the link.
+    unsafe { *head = frame.as_mut_ptr().cast() };
     let kept = rt.alloc(0, 8).unwrap_or_else(|e| panic!("{e}"));
     // SAFETY: a fresh object of 8 raw bytes.
     unsafe { kept.as_ptr().cast::<u64>().write(42) };
