@@ -217,8 +217,9 @@ pub(crate) fn refuse_statepoint_polls(entry: &str, threads: ThreadOptions) -> Re
 /// Parses `ir`, checks its GC invariants ([`crate::verify`]: a module with errors is refused
 /// with [`Error::Invariants`]; warnings do not stop it; functions already lowered, which
 /// call the runtime's `locus_gc_get_pgcstack`, are not checked), lowers it (functions that
-/// are already lowered pass through, as [`lower_module`] decides), checks that `entry` is a
-/// defined `i64 ()` function and JIT-compiles the module. Runs none of its code.
+/// are already lowered pass through, as [`lower_module`](crate::lower::lower_module)
+/// decides), checks that `entry` is a defined `i64 ()` function and JIT-compiles the
+/// module. Runs none of its code.
 ///
 /// # Errors
 /// LLVM's ([`Error::Llvm`]: parsing, verifying, compiling), the invariants, the lowering's,
