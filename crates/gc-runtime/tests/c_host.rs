@@ -14,16 +14,17 @@ fn static_library() -> PathBuf {
     runtime_library::runtime_dir(false).join("liblocus_gc_runtime.a")
 }
 
-#[test]
-fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
+/// `tests/fixtures/NAME.c` compiled by clang-19 against the header and the static library,
+/// into a directory of this process's own.
+fn build_host(name: &str) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("locus-gc-c-host-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("locus-gc-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let prog = dir.join("host");
+    let prog = dir.join(name);
     let out = Command::new("clang-19")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
         .arg(crate_dir.join("include"))
-        .arg(crate_dir.join("tests/fixtures/host.c"))
+        .arg(crate_dir.join(format!("tests/fixtures/{name}.c")))
         .arg(static_library())
         .args(["-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
         .arg(&prog)
@@ -34,8 +35,13 @@ fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
         "clang-19: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    prog
+}
+
+/// `prog` prints `expected` and exits 0, with and without the stress collector.
+fn prints_under_both_collectors(prog: &Path, expected: &str) {
     for stress in ["0", "1"] {
-        let out = Command::new(&prog)
+        let out = Command::new(prog)
             .env("LOCUS_GC_STRESS", stress)
             .output()
             .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
@@ -44,11 +50,17 @@ fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
                 out.status.code(),
                 String::from_utf8_lossy(&out.stdout).trim()
             ),
-            (Some(0), "42"),
+            (Some(0), expected),
             "stress {stress}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
+    let prog = build_host("host");
+    prints_under_both_collectors(&prog, "42");
     let out = Command::new(&prog)
         .arg("drop")
         .env("LOCUS_GC_STRESS", "1")
@@ -62,7 +74,9 @@ fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
             && err.lines().count() == 1,
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(dir) = prog.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// The threaded host (`tests/fixtures/host_threads.c`): four threads attached to one heap
@@ -70,39 +84,8 @@ fn a_c_host_allocates_collects_and_is_told_of_a_dangling_read() {
 /// the registration the stress collector catches the freed list.
 #[test]
 fn a_c_host_runs_four_threads_on_one_heap() {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("locus-gc-c-threads-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let prog = dir.join("host_threads");
-    let out = Command::new("clang-19")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
-        .arg(crate_dir.join("include"))
-        .arg(crate_dir.join("tests/fixtures/host_threads.c"))
-        .arg(static_library())
-        .args(["-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
-        .arg(&prog)
-        .output()
-        .unwrap_or_else(|e| panic!("clang-19 is required (scripts/install-deps): {e}"));
-    assert!(
-        out.status.success(),
-        "clang-19: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for stress in ["0", "1"] {
-        let out = Command::new(&prog)
-            .env("LOCUS_GC_STRESS", stress)
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
-        assert_eq!(
-            (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout).trim()
-            ),
-            (Some(0), "619800"),
-            "stress {stress}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let prog = build_host("host_threads");
+    prints_under_both_collectors(&prog, "619800");
     let out = Command::new(&prog)
         .arg("unregistered")
         .env("LOCUS_GC_STRESS", "1")
@@ -114,5 +97,7 @@ fn a_c_host_runs_four_threads_on_one_heap() {
         err.starts_with("locus: gc: dangling reference: ") && err.lines().count() == 1,
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(dir) = prog.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
