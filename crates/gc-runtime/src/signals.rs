@@ -1,6 +1,6 @@
 //! Fatal signals in code Locus runs: one `locus:` line and a documented exit status.
 //!
-//! The handler itself knows nothing of the collector ([`install`], [`fault_scope`],
+//! The handler is [`locus_signals`], which knows nothing of the collector ([`install`], [`fault_scope`],
 //! [`register_code`], [`program_pthread_create`]: see [`FaultClaimer`] for the one hook
 //! it has). What this module adds is the GC's claim: the stress collector's page
 //! protection makes an access to a freed object fault, and such a fault is a dangling
@@ -16,22 +16,20 @@ use std::fmt;
 use crate::runtime::pages::{self, Mode};
 use crate::runtime::GcFault;
 
-mod handler;
-
-pub use handler::*;
+pub use locus_signals::*;
 
 /// The exit status after a dangling reference, found by the collector or caught by the
 /// stress collector's page protection.
 pub const DANGLING_EXIT_STATUS: i32 = 2;
 
 /// Sets the GC's [claimer](set_claimer) (an access to a freed object of a stress heap),
-/// installs the handlers (once per process) and prepares the calling thread (the
-/// handler's own `install`). Returns false if the handlers could not be installed.
+/// installs the handlers (once per process) and prepares the calling thread
+/// ([`locus_signals::install`]). Returns false if the handlers could not be installed.
 pub fn install() -> bool {
     // Another claimer set first keeps its place: freed objects are then reported as plain
     // faults.
     set_claimer(claim_freed_access);
-    handler::install()
+    locus_signals::install()
 }
 
 /// The GC's claimer: a SIGSEGV or SIGBUS at an address in a freed object of a stress-mode

@@ -182,7 +182,7 @@ impl fmt::Debug for Readers {
 /// returns, which waits until no handler is running.
 ///
 /// ```
-/// use locus_gc_runtime::signals::HandlerTable;
+/// use locus_signals::HandlerTable;
 ///
 /// static RANGES: HandlerTable<(usize, usize)> = HandlerTable::new();
 /// let range = Box::new((0x1000, 0x2000));
