@@ -1,9 +1,9 @@
-//! `locus_gc_runtime::signals` without LLVM: each case runs in a child process (this test binary,
+//! `locus_signals`: each case runs in a child process (this test binary,
 //! re-run on one test with an environment variable set), since a fault ends the process.
 
 use std::process::{Command, Output};
 
-use locus_gc_runtime::signals::{self, CodeRange, FAULT_EXIT_STATUS};
+use locus_signals::{self as signals, CodeRange, FAULT_EXIT_STATUS};
 
 const CHILD: &str = "LOCUS_GC_SIGNALS_CHILD";
 
