@@ -1,9 +1,11 @@
-//! Fatal signals in code Locus runs: one `locus:` line and a documented exit status.
+//! Fatal signals in code a process runs for someone else: one `locus:` line naming the
+//! signal, the address and the function, and a documented exit status, instead of a
+//! silent death.
 //!
-//! Code that Locus runs in its own process (JIT-compiled IR under `locus_gc::run`, and the
-//! runtime it calls) can fault. This module turns a SIGSEGV, SIGBUS, SIGILL, SIGFPE or
-//! SIGTRAP raised by such code, stack overflow included, into one line on standard error
-//! and an exit status, instead of a silent death:
+//! A process that runs code it did not write (JIT-compiled IR, an MLIR kernel from a
+//! shared library, a program under a garbage collector) dies without a word when that code
+//! faults. This crate turns a SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGTRAP raised by such
+//! code, stack overflow included, into one line on standard error and an exit status:
 //!
 //! ```text
 //! locus: SIGSEGV (null pointer dereference) at address 0x0 in function `deref` (JIT-compiled code, pc 0x7f2a6c1c5013 = deref+0x13)
@@ -11,11 +13,36 @@
 //! locus: SIGFPE (integer divide by zero) at address 0x7f2a6c1c501a in function `divide` (JIT-compiled code, pc 0x7f2a6c1c501a = divide+0x1a)
 //! ```
 //!
+//! A host installs the handlers once, names the code it compiled, and opens a scope around
+//! each call into foreign code; outside a scope and registered code, faults go to the
+//! handler that was there before (Rust's own, say):
+//!
+//! ```
+//! use locus_signals::{fault_scope, install, register_code, CodeRange};
+//!
+//! extern "C" fn kernel(x: u64) -> u64 {
+//!     x + 1
+//! }
+//!
+//! assert!(install());
+//! let start = kernel as extern "C" fn(u64) -> u64 as usize;
+//! // Names the code in the line (a JIT's functions have no symbol `dladdr` could find).
+//! let _code = register_code([CodeRange { start, len: 16, name: "kernel".into() }]);
+//! let result = {
+//!     // While the scope lives, a fault on this thread (or on a thread the code made)
+//!     // prints the line and exits with status 3.
+//!     let _scope = fault_scope(false);
+//!     kernel(41)
+//! };
+//! assert_eq!(result, 42);
+//! ```
+//!
 //! The exit status is [`FAULT_EXIT_STATUS`] (3).
 //!
-//! This module is independent of LLVM and of the collector: the GC runtime, memref
-//! kernels and the JIT runtime use [`install`], [`fault_scope`] and [`register_code`] the
-//! same way. A component that makes some faults expected (the stress collector protects
+//! The crate is independent of LLVM and of the collector: Locus's GC runtime
+//! (`locus_gc_runtime::signals`), memref kernels (`locus_memref::CallOptions::report_faults`)
+//! and JIT runtime (`locus_jit::Options::report_faults`) use [`install`], [`fault_scope`]
+//! and [`register_code`] the same way. A component that makes some faults expected (the stress collector protects
 //! the pages of freed objects, so that an access to one faults) claims them through one
 //! [`FaultClaimer`] ([`set_claimer`]), which says what the fault is and how the process
 //! ends, or lets the access run again.
