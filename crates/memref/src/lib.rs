@@ -56,6 +56,13 @@
 //! writable pointer: [`MemRefArg::from_view`] passes a copy of its elements,
 //! [`MemRefArg::from_view_mut`] the buffer itself.
 //!
+//! A kernel that faults (a wild access, a stack overflow) kills the process without a
+//! word; with [`CallOptions::report_faults`], [`Function::call`] ends it instead with one
+//! `locus:` line naming the signal, the address and the kernel's function, and exit status
+//! 3, through the fault handler of [`locus_signals`]. Hosts calling the typed pointers
+//! ([`Library::ciface`], [`Library::typed`]) open a [`locus_signals::fault_scope`]
+//! themselves.
+//!
 //! # Which kernels go through which convention
 //!
 //! * [`Function::call`] (and `locus memref call`) uses the C wrapper

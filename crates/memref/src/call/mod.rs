@@ -48,16 +48,19 @@ pub use results::{Origin, ReturnedMemRef};
 pub struct CallOptions {
     copy_strided: bool,
     borrow_results: bool,
+    report_faults: bool,
     free: FreeFn,
 }
 
 impl Default for CallOptions {
     /// Strided views given to identity-layout parameters are refused; fresh
-    /// results are freed with C's `free`.
+    /// results are freed with C's `free`; a fault in the kernel is the process's
+    /// business (no handler is installed).
     fn default() -> Self {
         CallOptions {
             copy_strided: false,
             borrow_results: false,
+            report_faults: false,
             free: libc_free(),
         }
     }
@@ -95,6 +98,28 @@ impl CallOptions {
         self
     }
 
+    /// A fault in the kernel (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, a stack
+    /// overflow; on this thread or on one the kernel makes) ends the process with one
+    /// `locus:` line naming the signal, the address and the function (the kernel's symbol,
+    /// as `dladdr` finds it), and exit status 3 ([`locus_signals::FAULT_EXIT_STATUS`]),
+    /// instead of a silent death. The call installs the process's fault handlers
+    /// ([`locus_signals::install`], once per process; they pass on every fault outside
+    /// such a call) and opens a [`locus_signals::fault_scope`] around the kernel alone:
+    /// not around the argument checks, whose errors stay errors.
+    ///
+    /// ```text
+    /// locus: SIGSEGV (null pointer dereference) at address 0x0 in function `deref` (pc 0x7f0c2e1b5106 = deref+0x6) in /tmp/kernel.so
+    /// ```
+    pub fn report_faults(mut self, report: bool) -> Self {
+        self.report_faults = report;
+        self
+    }
+
+    /// Whether a fault in the kernel is reported ([`CallOptions::report_faults`]).
+    pub fn reports_faults(&self) -> bool {
+        self.report_faults
+    }
+
     /// Whether strided views are copied for identity-layout parameters.
     pub fn copies_strided(&self) -> bool {
         self.copy_strided
@@ -104,6 +129,13 @@ impl CallOptions {
     pub fn borrows_results(&self) -> bool {
         self.borrow_results
     }
+}
+
+/// Installs the fault handlers (once per process) and prepares this thread, then opens
+/// the scope a kernel runs in ([`CallOptions::report_faults`]).
+fn kernel_fault_scope() -> locus_signals::FaultScope {
+    locus_signals::install();
+    locus_signals::fault_scope(false)
 }
 
 /// A result of a dynamic call.
@@ -369,11 +401,13 @@ impl<'lib> Function<'lib> {
             });
         };
         let ffi_args: Vec<FfiArg> = slots.iter().map(Slot::arg).collect();
+        let scope = options.report_faults.then(kernel_fault_scope);
         // SAFETY: `Library::function`'s contract makes the signature the
         // function's type; the cif follows the C wrapper's convention for it;
         // every pointer passed points to storage alive until after the call.
         // libffi writes at most a full register (8 bytes) of return value.
         let ret: [u64; 2] = unsafe { cif.call(CodePtr(code), &ffi_args) };
+        drop(scope);
         // An error here is reported once the results are read (and their buffers
         // guarded, so dropping them frees what is the kernel's).
         let written = write_back(&prepared, args);

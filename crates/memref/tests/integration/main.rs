@@ -9,6 +9,7 @@ mod abi;
 mod aliasing;
 mod callback;
 mod dialects;
+mod faults;
 mod float;
 mod kernels;
 mod layout;
