@@ -292,11 +292,27 @@ pub struct Options {
     /// a stub no site calls any more is kept until [`Runtime::reclaim_stubs`]. Off, the program runs and is patched only on the thread
     /// that made the runtime.
     pub concurrent_patching: bool,
+    /// A fault in the program (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, a stack overflow;
+    /// on the calling thread or on one the program makes) ends the process with one
+    /// `locus:` line naming the signal, the address and the program's function, and exit
+    /// status 3 ([`locus_signals::FAULT_EXIT_STATUS`]), instead of a silent death:
+    ///
+    /// ```text
+    /// locus: SIGSEGV (null pointer dereference) at address 0x0 in function `read` (JIT-compiled code, pc 0x7f2a6c1c5013 = read+0x13)
+    /// ```
+    ///
+    /// The runtime registers the program's functions with [`locus_signals::register_code`]
+    /// for as long as it lives, resolves the program's `pthread_create` to
+    /// [`locus_signals::program_pthread_create`] (unless the host names its own), and
+    /// [`Runtime::call`] installs the process's handlers ([`locus_signals::install`], once
+    /// per process) and opens a [`locus_signals::fault_scope`] around the call. Off, a
+    /// fault is the process's business.
+    pub report_faults: bool,
 }
 
 impl Default for Options {
     /// Caching on, hits counted, fast paths inline where they fit, up to 4 shapes a site,
-    /// patching for one thread.
+    /// patching for one thread, faults not reported.
     fn default() -> Self {
         Options {
             caching: true,
@@ -304,6 +320,7 @@ impl Default for Options {
             inline_fast_path: true,
             max_shapes: 4,
             concurrent_patching: false,
+            report_faults: false,
         }
     }
 }
@@ -312,6 +329,9 @@ impl Default for Options {
 ///
 /// See the [module documentation](self).
 pub struct Runtime {
+    /// The program's functions as the fault handler names them ([`Options::report_faults`]);
+    /// kept for its `Drop`, and first, so that it is withdrawn before the code is freed.
+    _code: Option<locus_signals::CodeRegistration>,
     jit: StackMapJit,
     /// Patch points and stack maps of the program, by ID.
     sites: HashMap<u64, Site>,
@@ -437,12 +457,29 @@ impl Runtime {
                 "host symbol `{clash}` is one of the runtime's entry points"
             )));
         }
-        let symbols: Vec<(&str, usize)> = surface.iter().chain(host).copied().collect();
+        let mut symbols: Vec<(&str, usize)> = surface.iter().chain(host).copied().collect();
+        if options.report_faults {
+            // The program's threads get an alternate signal stack, so that their stack
+            // overflows are reported too; a host's own `pthread_create` comes first.
+            for (name, address) in locus_signals::thread_symbols() {
+                if !host.iter().any(|(h, _)| *h == name) {
+                    symbols.push((name, address));
+                }
+            }
+        }
         let jit = StackMapJit::without_patchpoint_liveness(name, text, &symbols)?;
         let deopt_stub = jit
             .function_address("locus.deopt.stub")
             .ok_or_else(|| jit_error("the deopt stub was not compiled"))?;
+        let code = options.report_faults.then(|| {
+            locus_signals::register_code(jit.functions().iter().map(|f| locus_signals::CodeRange {
+                start: f.address as usize,
+                len: f.end.saturating_sub(f.address) as usize,
+                name: f.name.clone(),
+            }))
+        });
         Ok(Runtime {
+            _code: code,
             jit,
             sites,
             continuations,
@@ -530,9 +567,14 @@ impl Runtime {
             .map_err(|e| jit_error(&format!("`{function}`: {e}")))?;
         let mut frame = x86_64::EnterFrame::new(address, args)
             .ok_or_else(|| jit_error(&format!("`{function}`: more than six arguments")))?;
+        let scope = self.options.report_faults.then(|| {
+            locus_signals::install();
+            locus_signals::fault_scope(false)
+        });
         // SAFETY: the caller's contract on `function` and `args`; `self` outlives the call
         // and is the active runtime for it.
         let (result, error) = unsafe { x86_64::enter(self, &mut frame) };
+        drop(scope);
         match error {
             Some(message) => Err(jit_error(&format!("`{function}`: {message}"))),
             None => Ok(result),

@@ -2468,3 +2468,70 @@ fn run_aarch64_harness() -> TestResult {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+/// The environment variable that makes this binary a child running one fault case
+/// (`report` or `quiet`), since a fault ends the process.
+const FAULT_CHILD: &str = "LOCUS_JIT_FAULT_CHILD";
+
+/// A program whose `read` loads through the pointer it is given.
+const FAULT_PROGRAM: &str = "define i64 @read(ptr %p) {\n  \
+                             %v = load volatile i64, ptr %p\n  ret i64 %v\n}\n";
+
+/// With `Options::report_faults`, a function of the program that reads through null ends
+/// the process with one `locus:` line naming SIGSEGV, address 0 and the function (from the
+/// runtime's registration: JIT code has no symbol `dladdr` knows), status 3; without it
+/// the child dies by SIGSEGV with no line. A call that does not fault returns its value.
+#[test]
+fn a_fault_in_a_call_is_one_line_naming_the_function() -> TestResult {
+    use std::process::Command;
+    const NAME: &str = "a_fault_in_a_call_is_one_line_naming_the_function";
+    if let Ok(mode) = std::env::var(FAULT_CHILD) {
+        let options = Options {
+            report_faults: mode == "report",
+            ..Options::default()
+        };
+        let rt = Runtime::with_options("fault.ll", FAULT_PROGRAM, options)?;
+        let word = 42u64;
+        // SAFETY: `read` takes one pointer, here to a live word.
+        let v = unsafe { rt.call("read", &[&word as *const u64 as u64])? };
+        println!("read {v}");
+        // SAFETY: none: the fault is the test.
+        let _ = unsafe { rt.call("read", &[0]) };
+        std::process::exit(0);
+    }
+    let child = |mode: &str| {
+        Command::new(std::env::current_exe()?)
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(FAULT_CHILD, mode)
+            .output()
+    };
+    let locus_lines = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("locus: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let out = child("report")?;
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("read 42"),
+        "{out:?}"
+    );
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0")
+            && lines[0].contains(" in function `read` (JIT-compiled code, pc 0x"),
+        "{}",
+        lines[0]
+    );
+    let out = child("quiet")?;
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGSEGV),
+        "{out:?}"
+    );
+    assert!(locus_lines(&out).is_empty(), "{out:?}");
+    Ok(())
+}
