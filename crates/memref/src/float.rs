@@ -9,6 +9,9 @@
 //!   overflow rounds to NaN of the value's sign;
 //! - finite, unsigned zero (`f8E5M2FNUZ`, `f8E4M3FNUZ`, `f8E4M3B11FNUZ`): no infinity, no
 //!   negative zero; NaN is the sign bit alone; overflow rounds to NaN.
+//!
+//! The types are listed once, in [`Format::of`] (each with its format); [`NARROW_FLOATS`],
+//! an element's size ([`ElemType::size`]) and how a call passes one are derived from it.
 
 use std::fmt;
 
@@ -31,8 +34,34 @@ pub struct Format {
     specials: Specials,
 }
 
+/// Every narrow floating-point type, in the order of [`ElemType::SCALARS`]: the scalar
+/// types [`Format::of`] has a format for (derived, not written again; a ninth type there
+/// fails to compile here until the count is raised).
+pub const NARROW_FLOATS: [ElemType; 8] = {
+    let mut out = [ElemType::F16; 8];
+    let mut found = 0;
+    let mut i = 0;
+    while i < ElemType::SCALARS.len() {
+        if Format::of(ElemType::SCALARS[i]).is_some() {
+            assert!(
+                found < out.len(),
+                "more narrow floats than NARROW_FLOATS holds"
+            );
+            out[found] = ElemType::SCALARS[i];
+            found += 1;
+        }
+        i += 1;
+    }
+    assert!(
+        found == out.len(),
+        "fewer narrow floats than NARROW_FLOATS holds"
+    );
+    out
+};
+
 impl Format {
-    /// The format of `elem`, if it is one of the narrow floating-point types.
+    /// The format of `elem`, if it is one of the narrow floating-point types: the one list
+    /// of them (see the [module documentation](self)).
     pub const fn of(elem: ElemType) -> Option<Format> {
         let (exponent_bits, mantissa_bits, bias, specials) = match elem {
             ElemType::F16 => (5, 10, 15, Specials::Ieee),
@@ -51,6 +80,11 @@ impl Format {
             bias,
             specials,
         })
+    }
+
+    /// Bytes of one value: 2 for `f16` and `bf16`, 1 for the `f8` types.
+    pub const fn bytes(self) -> usize {
+        ((1 + self.exponent_bits + self.mantissa_bits) / 8) as usize
     }
 
     fn sign_bit(self) -> u16 {
@@ -298,17 +332,7 @@ mod tests {
 
     #[test]
     fn every_bit_pattern_round_trips() {
-        use ElemType::*;
-        for elem in [
-            F16,
-            BF16,
-            F8E5M2,
-            F8E4M3,
-            F8E4M3FN,
-            F8E5M2FNUZ,
-            F8E4M3FNUZ,
-            F8E4M3B11FNUZ,
-        ] {
+        for elem in NARROW_FLOATS {
             let width = 8 * elem.size() as u32;
             for b in 0..(1u32 << width) {
                 let v = SmallFloat::from_bits(elem, b as u16).map(SmallFloat::to_f64);

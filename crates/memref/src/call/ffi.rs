@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use libffi::middle::{Arg as FfiArg, Cif, Type as FfiType};
 
 use super::args::Scalar;
+use crate::float::Format;
 use crate::signature::{ElemType, Signature, Type};
 
 /// Whether the C wrapper returns its results through a first pointer argument.
@@ -109,15 +110,13 @@ pub(super) fn scalar_ffi_type(e: ElemType) -> Option<FfiType> {
         ElemType::I16 => FfiType::i16(),
         ElemType::I32 => FfiType::i32(),
         ElemType::I64 | ElemType::Index => FfiType::i64(),
-        // See `Slot::scalar`: the low 16 bits of a float register.
-        ElemType::F16 | ElemType::BF16 => FfiType::f32(),
         ElemType::ComplexF32 | ElemType::ComplexF64 | ElemType::Vector { .. } => return None,
-        ElemType::F8E5M2
-        | ElemType::F8E4M3
-        | ElemType::F8E4M3FN
-        | ElemType::F8E5M2FNUZ
-        | ElemType::F8E4M3FNUZ
-        | ElemType::F8E4M3B11FNUZ => FfiType::u8(),
+        // The narrow floats (listed in `float`). See `Slot::scalar`: `f16` and `bf16` in
+        // the low 16 bits of a float register, an `f8` as an `i8`.
+        narrow => match Format::of(narrow)?.bytes() {
+            2 => FfiType::f32(),
+            _ => FfiType::u8(),
+        },
     })
 }
 

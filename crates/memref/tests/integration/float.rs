@@ -7,19 +7,8 @@
 
 use std::process::Command;
 
-use locus_memref::float::SmallFloat;
+use locus_memref::float::{SmallFloat, NARROW_FLOATS};
 use locus_memref::ElemType;
-
-const TYPES: [ElemType; 8] = [
-    ElemType::F16,
-    ElemType::BF16,
-    ElemType::F8E5M2,
-    ElemType::F8E4M3,
-    ElemType::F8E4M3FN,
-    ElemType::F8E5M2FNUZ,
-    ElemType::F8E4M3FNUZ,
-    ElemType::F8E4M3B11FNUZ,
-];
 
 /// Finite values of `elem` worth converting: random magnitudes and signs, and the midpoint
 /// of each pair of neighbouring finite values (sampled for the 16-bit types).
@@ -59,7 +48,7 @@ fn narrow_floats_round_as_apfloat_does() {
     let scratch = locus_memref::compile::private_dir().unwrap();
     let dir = scratch.path();
     let mut checked = 0;
-    for elem in TYPES {
+    for elem in NARROW_FLOATS {
         let vals = values(elem);
         // Every f64 has a finite decimal expansion; 800 digits print all of it.
         let literals: Vec<String> = vals.iter().map(|v| format!("{v:.800e}")).collect();
@@ -101,4 +90,32 @@ fn narrow_floats_round_as_apfloat_does() {
         }
     }
     println!("narrow floats: {checked} conversions agree with APFloat");
+}
+
+/// The narrow floats are derived from their formats, not listed again: exactly MLIR 19's
+/// eight, by name, each as wide as its name says (`f16`, `bf16`: 16 bits; `f8...`: 8), and
+/// no scalar type is left without a size.
+#[test]
+fn the_narrow_floats_are_mlirs_and_sized_by_their_names() {
+    let names: Vec<&str> = NARROW_FLOATS.iter().map(|e| e.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "f16",
+            "bf16",
+            "f8E5M2",
+            "f8E4M3",
+            "f8E4M3FN",
+            "f8E5M2FNUZ",
+            "f8E4M3FNUZ",
+            "f8E4M3B11FNUZ"
+        ]
+    );
+    for elem in NARROW_FLOATS {
+        let bits = if elem.name().starts_with("f8") { 8 } else { 16 };
+        assert_eq!(8 * elem.size(), bits, "{elem}");
+    }
+    for elem in ElemType::SCALARS {
+        assert!(elem.size() > 0, "{elem}");
+    }
 }
