@@ -1,15 +1,16 @@
 //! Fatal signals in code Locus runs: one `locus:` line and a documented exit status.
 //!
-//! The handler is [`locus_signals`], which knows nothing of the collector ([`install`], [`fault_scope`],
-//! [`register_code`], [`program_pthread_create`]: see [`FaultClaimer`] for the one hook
-//! it has). What this module adds is the GC's claim: the stress collector's page
-//! protection makes an access to a freed object fault, and such a fault is a dangling
-//! reference, reported as `locus: gc: dangling reference: ..., caught as SIGSEGV` with
-//! exit status [`DANGLING_EXIT_STATUS`] (2), as every other dangling reference the runtime
-//! finds; or, under a runtime whose [`OnFault`](crate::runtime::OnFault) lets the run
-//! continue, the object's pages are made accessible again (they read poison), the access
-//! is recorded as a [`GcFault::FreedAccess`] for the runtime to report at its next call,
-//! and the access proceeds. [`install`] here sets that claimer and installs the handlers.
+//! The handler is [`locus_signals`], re-exported here ([`install`], [`fault_scope`],
+//! [`register_code`], [`program_pthread_create`]), which knows nothing of the collector
+//! but for one hook, [`FaultClaimer`]. What this module adds is the GC's claim: the stress
+//! collector's page protection makes an access to a freed object fault, and such a fault
+//! is a dangling reference, reported as `locus: gc: dangling reference: ..., caught as
+//! SIGSEGV` with exit status [`DANGLING_EXIT_STATUS`] (2), as every other dangling
+//! reference the runtime finds; or, under a runtime whose
+//! [`OnFault`](crate::runtime::OnFault) lets the run continue, the object's pages are made
+//! accessible again (they read poison), the access is recorded as a
+//! [`GcFault::FreedAccess`] for the runtime to report at its next call, and the access
+//! proceeds. [`install`] here sets that claimer and installs the handlers.
 
 use std::fmt;
 
