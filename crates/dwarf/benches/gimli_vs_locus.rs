@@ -226,7 +226,7 @@ fn locus_answer(eval: &mut Evaluation<'_>, encoding: Encoding) -> Option<usize> 
             _ => return None,
         };
     }
-    Some(match eval.result_ref()? {
+    Some(match eval.result()? {
         Entry::Location(l) => match l.places.first().map(|p| &p.storage) {
             Some(locus_dwarf::Storage::Composite(parts)) => parts.len(),
             _ => 1,
@@ -324,7 +324,7 @@ fn pass<'a>(way: Way, xs: &[&'a LocationExpression], ds: &[&Decoded], spare: &mu
         }
         Way::Fresh => {
             for x in xs {
-                let mut eval = Evaluation::from_bytes(black_box(&x.bytes), x.encoding);
+                let mut eval = Evaluation::new(black_box(&x.bytes), x.encoding);
                 black_box(locus_answer(&mut eval, x.encoding));
             }
         }
@@ -362,7 +362,7 @@ fn main() {
         .iter()
         .filter(|x| {
             let g = gimli_eval(x);
-            let l = locus_eval(x, &mut Evaluation::from_bytes(&[], Encoding::default()));
+            let l = locus_eval(x, &mut Evaluation::new(&[0u8; 0], Encoding::default()));
             // Both complete and agree on the piece count (gimli reports one piece for a
             // non-composite result).
             g.is_some() && g == l
@@ -386,7 +386,7 @@ fn main() {
         .collect();
     // The pre-decoded path gives the same answers as from the bytes.
     for (x, d) in both.iter().zip(&decoded) {
-        let mut spare = Evaluation::from_bytes(&[], Encoding::default());
+        let mut spare = Evaluation::new(&[0u8; 0], Encoding::default());
         assert_eq!(
             locus_eval_decoded(d, x.encoding),
             locus_eval(x, &mut spare),
@@ -428,7 +428,7 @@ fn main() {
         let (xs, ds): (Vec<&LocationExpression>, Vec<&Decoded>) =
             both.iter().zip(&decoded).filter(|(x, _)| keep(x)).unzip();
         println!("{} expressions", xs.len());
-        let mut spare = Evaluation::from_bytes(&[], Encoding::default());
+        let mut spare = Evaluation::new(&[0u8; 0], Encoding::default());
         // Each pass timed, the best kept (for timing without criterion).
         let mut best = Duration::MAX;
         for _ in 0..passes {
@@ -450,11 +450,11 @@ fn main() {
                 Way::Gimli,
                 &every,
                 &every_decoded,
-                &mut Evaluation::from_bytes(&[], Encoding::default()),
+                &mut Evaluation::new(&[0u8; 0], Encoding::default()),
             )
         })
     });
-    let mut spare = Evaluation::from_bytes(&[], Encoding::default());
+    let mut spare = Evaluation::new(&[0u8; 0], Encoding::default());
     c.bench_function("locus: all location expressions", |b| {
         b.iter(|| pass(Way::Restart, &every, &every_decoded, &mut spare))
     });

@@ -63,7 +63,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::error::Error;
-use crate::eval::EvalError;
+use crate::eval::ErrorKind;
 use crate::location::{LocationDescription, Part, Storage};
 
 /// The most bits one read or write may cover (128 MiB), so that no request
@@ -85,9 +85,9 @@ pub struct Bits {
 
 impl Bits {
     /// `bit_len` undefined (zero) bits.
-    pub fn undefined(bit_len: u64) -> Result<Bits, EvalError> {
+    pub fn undefined(bit_len: u64) -> Result<Bits, ErrorKind> {
         if bit_len > MAX_ACCESS_BITS {
-            return Err(EvalError::TooLarge("access of more than 2^30 bits"));
+            return Err(ErrorKind::TooLarge("access of more than 2^30 bits"));
         }
         let n = bit_len.div_ceil(8) as usize;
         Ok(Bits {
@@ -231,12 +231,12 @@ pub(crate) struct Fetch {
 
 impl Fetch {
     /// The whole bytes covering the access: first byte and count.
-    pub fn span(&self) -> Result<(u64, u64), EvalError> {
+    pub fn span(&self) -> Result<(u64, u64), ErrorKind> {
         let first = self.src_bit / 8;
         let end = self.src_bit.saturating_add(u128::from(self.len));
         let last = end.saturating_sub(1) / 8;
-        let first = u64::try_from(first).map_err(|_| EvalError::OffsetOutOfRange)?;
-        let last = u64::try_from(last).map_err(|_| EvalError::OffsetOutOfRange)?;
+        let first = u64::try_from(first).map_err(|_| ErrorKind::OffsetOutOfRange)?;
+        let last = u64::try_from(last).map_err(|_| ErrorKind::OffsetOutOfRange)?;
         Ok((first, last - first + 1))
     }
 
@@ -274,9 +274,9 @@ pub(crate) fn plan_read(
     bits: &mut Bits,
     fetches: &mut Vec<Fetch>,
     depth: usize,
-) -> Result<(), EvalError> {
+) -> Result<(), ErrorKind> {
     if depth > MAX_NESTING {
-        return Err(EvalError::TooLarge("composite nesting too deep"));
+        return Err(ErrorKind::TooLarge("composite nesting too deep"));
     }
     if len == 0 {
         return Ok(());
@@ -334,9 +334,9 @@ fn plan_write(
     len: u64,
     stores: &mut Vec<Fetch>,
     depth: usize,
-) -> Result<(), EvalError> {
+) -> Result<(), ErrorKind> {
     if depth > MAX_NESTING {
-        return Err(EvalError::TooLarge("composite nesting too deep"));
+        return Err(ErrorKind::TooLarge("composite nesting too deep"));
     }
     if len == 0 {
         return Ok(());
@@ -355,9 +355,9 @@ fn plan_write(
             len,
         }),
         Storage::Implicit(_) | Storage::ImplicitPointer { .. } => {
-            return Err(EvalError::NotWritable("implicit storage"))
+            return Err(ErrorKind::NotWritable("implicit storage"))
         }
-        Storage::Undefined => return Err(EvalError::NotWritable("undefined storage")),
+        Storage::Undefined => return Err(ErrorKind::NotWritable("undefined storage")),
         Storage::Composite(parts) => {
             let (start, end) = (offset, offset.saturating_add(u128::from(len)));
             for (part, s, e, ps) in overlapping(parts, start, end) {
@@ -376,7 +376,7 @@ fn plan_write(
                 .iter()
                 .fold(0u128, |n, p| n.saturating_add(u128::from(p.bit_size)));
             if size < end {
-                return Err(EvalError::NotWritable("bits past the end of a composite"));
+                return Err(ErrorKind::NotWritable("bits past the end of a composite"));
             }
         }
     }
@@ -389,7 +389,7 @@ fn read_span(
     place: Place,
     first: u64,
     buf: &mut [u8],
-) -> Result<(), EvalError> {
+) -> Result<(), ErrorKind> {
     let ok = match place {
         Place::Memory(space) => target.read_memory(space, first, buf),
         Place::Register(r) => target.read_register(r, first, buf),
@@ -401,23 +401,23 @@ fn read_span(
     }
 }
 
-fn unavailable(place: Place, first: u64, size: usize) -> EvalError {
+fn unavailable(place: Place, first: u64, size: usize) -> ErrorKind {
     match place {
-        Place::Memory(address_space) => EvalError::MemoryUnavailable {
+        Place::Memory(address_space) => ErrorKind::MemoryUnavailable {
             address_space,
             address: first,
             size: size as u64,
         },
-        Place::Register(register) => EvalError::RegisterUnavailable { register },
+        Place::Register(register) => ErrorKind::RegisterUnavailable { register },
     }
 }
 
-fn span_len(n: u64) -> Result<usize, EvalError> {
-    usize::try_from(n).map_err(|_| EvalError::TooLarge("access span"))
+fn span_len(n: u64) -> Result<usize, ErrorKind> {
+    usize::try_from(n).map_err(|_| ErrorKind::TooLarge("access span"))
 }
 
-fn access_error(error: EvalError) -> Error {
-    Error::Access { error }
+fn access_error(error: ErrorKind) -> Error {
+    Error::Access { kind: error }
 }
 
 /// Reads `bit_len` bits through `location`.
@@ -433,7 +433,7 @@ pub fn read(
     bit_len: u64,
     target: &mut (impl Target + ?Sized),
 ) -> Result<Bits, Error> {
-    let mut last = EvalError::UndefinedRead;
+    let mut last = ErrorKind::UndefinedRead;
     for place in &location.places {
         match read_place(&place.storage, place.bit_offset, bit_len, target) {
             Ok(bits) => return Ok(bits),
@@ -451,7 +451,7 @@ fn read_place(
     offset: u128,
     bit_len: u64,
     target: &mut (impl Target + ?Sized),
-) -> Result<Bits, EvalError> {
+) -> Result<Bits, ErrorKind> {
     let mut bits = Bits::undefined(bit_len)?;
     let mut fetches = Vec::new();
     plan_read(storage, offset, 0, bit_len, &mut bits, &mut fetches, 0)?;
@@ -482,10 +482,10 @@ pub fn write(
     target: &mut (impl Target + ?Sized),
 ) -> Result<(), Error> {
     if bit_len > data.len() as u64 * 8 {
-        return Err(access_error(EvalError::BadSize(bit_len)));
+        return Err(access_error(ErrorKind::BadSize(bit_len)));
     }
     if bit_len > MAX_ACCESS_BITS {
-        return Err(access_error(EvalError::TooLarge(
+        return Err(access_error(ErrorKind::TooLarge(
             "access of more than 2^30 bits",
         )));
     }
@@ -506,7 +506,7 @@ fn store(
     s: &Fetch,
     data: &[u8],
     buf: &mut Vec<u8>,
-) -> Result<(), EvalError> {
+) -> Result<(), ErrorKind> {
     let (first, n) = s.span()?;
     buf.clear();
     buf.resize(span_len(n)?, 0);

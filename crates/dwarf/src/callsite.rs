@@ -636,7 +636,7 @@ fn evaluate<T: Target + ?Sized>(
     let mut eval = decoded.evaluation(encoding);
     eval.evaluate_with(target).map_err(|e| e.to_string())?;
     let result = eval
-        .into_result()
+        .take_result()
         .ok_or_else(|| "the expression left an empty stack".to_owned())?;
     if let Some(value) = result.to_value(encoding.address_size) {
         return Ok(value.to_bytes(encoding.address_size));

@@ -1,8 +1,11 @@
 //! The crate's one error enum: decoding, encoding, the text syntax,
 //! evaluation, access and (feature `binary`) reading binaries.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt;
+
+use crate::target::Unavailable;
 
 /// Everything that can go wrong in this crate: an ill-formed expression
 /// (found while decoding bytes, encoding operations or assembling text), an
@@ -86,7 +89,7 @@ pub enum Error {
     /// ([`access`](crate::access)).
     Access {
         /// What went wrong.
-        error: crate::eval::EvalError,
+        kind: ErrorKind,
     },
     /// (`binary`) The file is not an object file `object` can parse, or has
     /// no DWARF.
@@ -106,20 +109,22 @@ pub enum Error {
         index: usize,
         /// Its name.
         op: &'static str,
-        /// What was missing.
-        what: String,
+        /// What it asked for.
+        request: Request,
+        /// Why the target has no answer.
+        reason: Unavailable,
     },
     /// An evaluation error: the operation at `index` could not be evaluated.
     /// Errors inside an expression run by `DW_OP_call*` name the call
     /// operation here and the callee's operation in
-    /// [`EvalError::InCall`](crate::eval::EvalError::InCall).
+    /// [`ErrorKind::InCall`].
     Eval {
         /// Index of the operation in the evaluated slice.
         index: usize,
         /// The operation's name.
         op: &'static str,
         /// What went wrong.
-        error: crate::eval::EvalError,
+        kind: ErrorKind,
     },
 }
 
@@ -144,13 +149,22 @@ impl Error {
         }
     }
 
+    /// The kind of an evaluation or access error ([`Error::Eval`],
+    /// [`Error::Access`]).
+    pub fn kind(&self) -> Option<&ErrorKind> {
+        match self {
+            Error::Eval { kind, .. } | Error::Access { kind } => Some(kind),
+            _ => None,
+        }
+    }
+
     /// Whether the expression itself is ill-formed (undecodable bytes, bad
     /// text, an operand no evaluation could accept, a branch into the middle
     /// of an operation), as opposed to an evaluation error that depends on
     /// the stack, the target's registers and memory or the caller's answers.
     pub fn is_ill_formed(&self) -> bool {
         match self {
-            Error::Eval { error, .. } => error.is_ill_formed(),
+            Error::Eval { kind, .. } => kind.is_ill_formed(),
             Error::Access { .. }
             | Error::Object { .. }
             | Error::Dwarf { .. }
@@ -184,11 +198,19 @@ impl fmt::Display for Error {
             Error::Unencodable { index, op, reason } => {
                 write!(f, "op #{index} {op}: cannot encode: {reason}")
             }
-            Error::Eval { index, op, error } => write!(f, "op #{index} {op}: {error}"),
-            Error::Access { error } => write!(f, "access: {error}"),
+            Error::Eval { index, op, kind } => write!(f, "op #{index} {op}: {kind}"),
+            Error::Access { kind } => write!(f, "access: {kind}"),
             Error::Object { what } => write!(f, "cannot read the object file: {what}"),
             Error::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
-            Error::Unanswered { index, op, what } => write!(f, "op #{index} {op}: {what}"),
+            Error::Unanswered {
+                index,
+                op,
+                request,
+                reason,
+            } => {
+                write!(f, "op #{index} {op}: ")?;
+                reason.describe(request, f)
+            }
             Error::Syntax {
                 offset,
                 token,
@@ -205,11 +227,259 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {
-    /// The evaluator's [`EvalError`](crate::EvalError) of an evaluation or access error.
+    /// The callee's decoding error of [`ErrorKind::IllFormedCallee`], the
+    /// nested evaluation's error of [`Unavailable::Failed`].
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            Error::Eval { error, .. } | Error::Access { error } => Some(error),
+        let mut kind = match self {
+            Error::Eval { kind, .. } | Error::Access { kind } => kind,
+            Error::Unanswered {
+                reason: Unavailable::Failed(e),
+                ..
+            } => return Some(&**e),
+            _ => return None,
+        };
+        while let ErrorKind::InCall { error, .. } = kind {
+            kind = error;
+        }
+        match kind {
+            ErrorKind::IllFormedCallee(e) => Some(&**e),
             _ => None,
+        }
+    }
+}
+
+/// What an evaluation asked of its target when the target could not answer
+/// ([`Error::Unanswered`]): the request, with what names the thing asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// A register's whole contents.
+    Register(u16),
+    /// Bytes of memory.
+    Memory {
+        /// Address space (0: global memory).
+        address_space: u64,
+        /// First byte.
+        address: u64,
+        /// Number of bytes.
+        size: u8,
+    },
+    /// The current lane.
+    Lane,
+    /// The current concurrent loop iteration.
+    Iteration,
+    /// The frame base.
+    FrameBase,
+    /// The canonical frame address.
+    CallFrameCfa,
+    /// The object's address or location.
+    ObjectAddress,
+    /// The base type DIE at this unit offset.
+    BaseType(u64),
+    /// An entry value (`DW_OP_entry_value`).
+    EntryValue,
+    /// The entry value of the formal parameter at this unit offset
+    /// (`DW_OP_GNU_parameter_ref`).
+    ParameterRef(u64),
+    /// The value of the variable DIE at this `.debug_info` offset
+    /// (`DW_OP_GNU_variable_value`).
+    VariableValue(u64),
+    /// Where this register's value on entry is (`DW_OP_call_frame_entry_reg`).
+    EntryRegister(u16),
+    /// The location expression of the DIE at this offset (`DW_OP_call*`).
+    Callee(u64),
+    /// This `.debug_addr` entry.
+    IndexedAddress(u64),
+    /// The thread-local storage at this offset.
+    TlsAddress(u64),
+}
+
+impl fmt::Display for Request {
+    /// The thing asked for, as a noun phrase.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Request::Register(r) => write!(f, "register {r}"),
+            Request::Memory {
+                address_space,
+                address,
+                size,
+            } => write!(
+                f,
+                "memory {address:#x} (space {address_space}, {size} bytes)"
+            ),
+            Request::Lane => write!(f, "lane"),
+            Request::Iteration => write!(f, "iteration"),
+            Request::FrameBase => write!(f, "frame base"),
+            Request::CallFrameCfa => write!(f, "CFA"),
+            Request::ObjectAddress => write!(f, "object address"),
+            Request::BaseType(o) => write!(f, "base type DIE at unit offset {o:#x}"),
+            Request::EntryValue => write!(f, "entry value"),
+            Request::ParameterRef(o) => {
+                write!(f, "entry value of the parameter at unit offset {o:#x}")
+            }
+            Request::VariableValue(o) => write!(f, "value of the variable DIE at {o:#x}"),
+            Request::EntryRegister(r) => write!(f, "CFI for register {r}"),
+            Request::Callee(o) => write!(f, "DIE at {o:#x} to call"),
+            Request::IndexedAddress(i) => write!(f, ".debug_addr entry {i}"),
+            Request::TlsAddress(o) => write!(f, "thread-local storage (offset {o:#x})"),
+        }
+    }
+}
+
+/// What went wrong while evaluating one operation or accessing a location:
+/// the kind of an [`Error::Eval`] (which names the operation) or an
+/// [`Error::Access`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The operation needs more stack entries than there are.
+    StackUnderflow,
+    /// An operand of the wrong kind or type.
+    TypeMismatch(&'static str),
+    /// Division or modulo by zero.
+    DivisionByZero,
+    /// The evaluation executed more operations than allowed (a loop).
+    StepLimitExceeded(u64),
+    /// A register number that does not fit in 16 bits.
+    BadRegister(u64),
+    /// An offset moved a location outside its storage.
+    OffsetOutOfRange,
+    /// A branch to a byte offset that is not an operation boundary.
+    BadBranchTarget(i64),
+    /// A read of undefined storage.
+    UndefinedRead,
+    /// A read past the end of a register or implicit storage.
+    ReadOutOfRange,
+    /// A size operand larger than the address size or than its type, a
+    /// `DW_OP_const_type` block of the wrong size, or a piece too large.
+    BadSize(u64),
+    /// The caller answered a request wrongly (wrong method, too few bytes).
+    BadResume(&'static str),
+    /// Not supported by this evaluator (yet).
+    Unsupported(&'static str),
+    /// The base type DIE the caller described cannot be computed with
+    /// (unknown encoding, a size other than 1, 2, 4, 8, or 4/8 for floats).
+    UnsupportedBaseType {
+        /// Unit offset of the DIE.
+        offset: u64,
+        /// Its `DW_AT_encoding`.
+        encoding: u8,
+        /// Its `DW_AT_byte_size`.
+        byte_size: u64,
+    },
+    /// The target could not read or write this memory.
+    MemoryUnavailable {
+        /// Address space.
+        address_space: u64,
+        /// First byte.
+        address: u64,
+        /// Number of bytes.
+        size: u64,
+    },
+    /// The target could not read or write this register (unknown, or the
+    /// access goes past its end).
+    RegisterUnavailable {
+        /// DWARF register number.
+        register: u16,
+    },
+    /// `DW_OP_overlay`/`DW_OP_bit_overlay` with a negative size or offset,
+    /// or an overlay past the end of the base location's storage.
+    BadOverlay(&'static str),
+    /// An expression the normative text calls ill-formed, in its words: a
+    /// part past the end of its storage, a composite larger than an address
+    /// space, `DW_OP_extend`/`DW_OP_select_bit_piece` with a zero size or
+    /// count, an incomplete composite where a stack operation, a value or a
+    /// location description is needed, a lane outside the lanes set with
+    /// [`Evaluation::set_lane_count`](crate::Evaluation::set_lane_count).
+    IllFormed(&'static str),
+    /// A write to storage that cannot be written (implicit, undefined).
+    NotWritable(&'static str),
+    /// A limit on the size of the stack, of a location description or of an
+    /// access was reached.
+    TooLarge(&'static str),
+    /// `DW_OP_call*` nested deeper than [`MAX_CALL_DEPTH`](crate::eval::MAX_CALL_DEPTH) (recursion).
+    CallDepthExceeded(usize),
+    /// The callee's expression bytes do not decode: the decoding error
+    /// (its byte offset and operation within the callee).
+    IllFormedCallee(Box<Error>),
+    /// An error inside an expression run by `DW_OP_call*`: the callee's
+    /// operation index and name, and the error.
+    InCall {
+        /// Index of the operation within the callee's expression.
+        index: usize,
+        /// The operation's name.
+        op: &'static str,
+        /// What went wrong.
+        error: Box<ErrorKind>,
+    },
+}
+
+impl ErrorKind {
+    /// Whether the error shows the expression is ill-formed (an operand no
+    /// evaluation could accept) rather than a failure of this evaluation.
+    pub fn is_ill_formed(&self) -> bool {
+        match self {
+            ErrorKind::BadBranchTarget(_)
+            | ErrorKind::BadRegister(_)
+            | ErrorKind::BadSize(_)
+            | ErrorKind::BadOverlay(_)
+            | ErrorKind::IllFormed(_)
+            | ErrorKind::IllFormedCallee(_) => true,
+            ErrorKind::InCall { error, .. } => error.is_ill_formed(),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::StackUnderflow => write!(f, "stack underflow"),
+            ErrorKind::TypeMismatch(what) => write!(f, "type mismatch: {what}"),
+            ErrorKind::DivisionByZero => write!(f, "division by zero"),
+            ErrorKind::StepLimitExceeded(n) => {
+                write!(f, "step limit of {n} operations exceeded (infinite loop?)")
+            }
+            ErrorKind::BadRegister(r) => write!(f, "register number {r} is too large"),
+            ErrorKind::OffsetOutOfRange => {
+                write!(f, "offset moves the location outside its storage")
+            }
+            ErrorKind::BadBranchTarget(t) => {
+                write!(f, "branch target byte {t} is not an operation boundary")
+            }
+            ErrorKind::UndefinedRead => write!(f, "read of an undefined location"),
+            ErrorKind::ReadOutOfRange => write!(f, "read past the end of the storage"),
+            ErrorKind::BadSize(n) => write!(f, "bad size {n}"),
+            ErrorKind::BadOverlay(what) => write!(f, "ill-formed overlay: {what}"),
+            ErrorKind::IllFormed(what) => write!(f, "ill-formed: {what}"),
+            ErrorKind::BadResume(what) => write!(f, "bad resume: {what}"),
+            ErrorKind::Unsupported(what) => write!(f, "unsupported: {what}"),
+            ErrorKind::UnsupportedBaseType {
+                offset,
+                encoding,
+                byte_size,
+            } => write!(
+                f,
+                "base type DIE {offset:#x} (encoding {encoding:#x}, {byte_size} bytes) is not supported"
+            ),
+            ErrorKind::MemoryUnavailable {
+                address_space,
+                address,
+                size,
+            } => write!(
+                f,
+                "cannot access {size} bytes of memory at {address:#x} (address space {address_space})"
+            ),
+            ErrorKind::RegisterUnavailable { register } => {
+                write!(f, "cannot access register {register}")
+            }
+            ErrorKind::NotWritable(what) => write!(f, "cannot write to {what}"),
+            ErrorKind::TooLarge(what) => write!(f, "too large: {what}"),
+            ErrorKind::CallDepthExceeded(n) => {
+                write!(f, "DW_OP_call nesting deeper than {n} (recursion?)")
+            }
+            ErrorKind::IllFormedCallee(e) => write!(f, "ill-formed callee expression: {e}"),
+            ErrorKind::InCall { index, op, error } => {
+                write!(f, "in the called expression, op #{index} {op}: {error}")
+            }
         }
     }
 }

@@ -14,8 +14,11 @@
 //! expressions, `.debug_addr`, TLS) is asked of the caller. No input panics
 //! or runs forever: ill-formed input is an [`Error`] naming its byte offset or
 //! operation, every evaluation error names the operation's index and name
-//! ([`Error::is_ill_formed`] tells the two apart), and loops, stack depth,
-//! location size and call nesting are bounded.
+//! with an [`ErrorKind`] ([`Error::is_ill_formed`] tells the two apart), a
+//! request the [`Target`] cannot answer names the [`Request`] and an
+//! [`Unavailable`] reason, and loops, stack depth, location size and call
+//! nesting are bounded. [`Error`] is the crate's one error type: decoding,
+//! text, evaluation, access and reading binaries.
 //!
 //! # Layers, and the spec sections they implement
 //!
@@ -27,11 +30,14 @@
 //!   standard opcodes) and text → ops → text round-trip; [`parse_text`]
 //!   also reads what llvm-dwarfdump and gdb print (`DW_OP_breg7 RSP+8,
 //!   DW_OP_entry_value(DW_OP_reg5 RDI)`, `2: DW_OP_breg7 8 [$rsp]`), with
-//!   their x86-64 and AArch64 register names ([`register_number`]). Callers that
-//!   evaluate many encoded expressions use [`Evaluation::from_bytes`] (no
-//!   decoding pass: each operation is decoded as it runs) with
-//!   [`Evaluation::restart`] to reuse the stack; [`decode_into`] and
-//!   [`Evaluation::with_offsets`] reuse buffers for decoded operations.
+//!   their x86-64 and AArch64 register names ([`register_number`]). One
+//!   constructor, [`Evaluation::new`], takes an [`Expression`]: encoded
+//!   bytes (no decoding pass: each operation is decoded as it runs) or
+//!   decoded operations ([`Expression::with_offsets`] with the offsets
+//!   [`decode_into`] gives into reused buffers); callers that evaluate many
+//!   expressions [`Evaluation::restart`] one evaluation (or carry its
+//!   [`Buffers`] to [`Evaluation::new_in`], as gimli's `new_in`), and read
+//!   the one [`Evaluation::result`], borrowed.
 //! * [`value`]: typed values (generic, signed, unsigned, float) and DWARF 5's
 //!   arithmetic, comparisons, `DW_OP_convert` and `DW_OP_reinterpret`;
 //!   [`Value::number`] prints one as gdb prints a number of its type.
@@ -139,7 +145,7 @@
 //!
 //! ```
 //! use locus_dwarf::access::{read, Target};
-//! use locus_dwarf::{decode, encode, parse_text, Encoding, Evaluation, EvaluationResult};
+//! use locus_dwarf::{decode, encode, parse_text, Encoding, Evaluation, EvaluationResult, Unavailable};
 //!
 //! // VGPR0 is DWARF register 2560 on AMDGPU; lanes are 4 bytes.
 //! let regs = |name: &str| (name == "VGPR0").then_some(2560u16);
@@ -170,7 +176,7 @@
 //!         }
 //!     }
 //!     // The current lane, for `Evaluation::evaluate_with`.
-//!     fn lane(&mut self) -> Result<u64, String> { Ok(3) }
+//!     fn lane(&mut self) -> Result<u64, Unavailable> { Ok(3) }
 //! }
 //! let mut target = Snapshot {
 //!     vgpr0: (0..64u32).flat_map(|i| (i * 0x100).to_le_bytes()).collect(),
@@ -229,12 +235,12 @@ pub mod unwind;
 pub mod value;
 
 pub use access::Bits;
-pub use error::Error;
-pub use eval::{Buffers, Entry, EvalError, Evaluation, EvaluationResult};
+pub use error::{Error, ErrorKind, Request};
+pub use eval::{Buffers, Entry, Evaluation, EvaluationResult, Expression};
 pub use location::{Bytes, Location, LocationDescription, Part, Places, SingleLocation, Storage};
 pub use number::Number;
 pub use op::{decode, decode_into, encode, Encoding, ExtensionEncoding, Op};
 pub use regnames::register_number;
-pub use target::Target;
+pub use target::{Target, Unavailable};
 pub use text::{parse_text, parse_text_with, to_text, Syntax};
 pub use value::{Value, ValueType};

@@ -12,8 +12,8 @@
 //! address or location, base types, entry values, the location of a register at entry,
 //! called expressions, `.debug_addr`, TLS) has a default that cannot answer, so
 //! a target implements what it knows. An unanswered request ends the evaluation
-//! with [`Error::Unanswered`] naming the operation that asked and the target's
-//! reason.
+//! with [`Error::Unanswered`] naming the operation that asked, the [`Request`]
+//! and the target's reason, an [`Unavailable`].
 //!
 //! Implementations in this crate (feature `binary`): `binary::Snapshot` (a JSON
 //! snapshot's registers and memory), `binary::State` (the same, borrowed: one
@@ -22,7 +22,7 @@
 //! types to any target).
 //!
 //! ```
-//! use locus_dwarf::{parse_text, Encoding, Entry, Evaluation, Target, Value};
+//! use locus_dwarf::{parse_text, Encoding, Entry, Evaluation, Target, Unavailable, Value};
 //!
 //! /// rsp (DWARF 7) is 0x1000; memory holds 0x2a at 0x1008; the lane is 3.
 //! struct Thread;
@@ -42,7 +42,7 @@
 //!     fn register_size(&mut self, register: u16) -> Option<u64> {
 //!         (register == 7).then_some(8)
 //!     }
-//!     fn lane(&mut self) -> Result<u64, String> {
+//!     fn lane(&mut self) -> Result<u64, Unavailable> {
 //!         Ok(3)
 //!     }
 //! }
@@ -50,7 +50,7 @@
 //! let ops = parse_text("DW_OP_breg7 8; DW_OP_deref; DW_OP_push_lane; DW_OP_plus", |_| None)?;
 //! let mut eval = Evaluation::new(&ops, Encoding::default());
 //! eval.evaluate_with(&mut Thread)?;
-//! assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x2d, 8))));
+//! assert_eq!(eval.result(), Some(&Entry::Value(Value::generic(0x2d, 8))));
 //!
 //! // A request the target cannot answer names the operation that asked.
 //! let ops = parse_text("DW_OP_call_frame_cfa", |_| None)?;
@@ -60,12 +60,13 @@
 //! # Ok::<(), locus_dwarf::Error>(())
 //! ```
 
-use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::fmt;
 
-use crate::error::Error;
+use crate::error::{Error, Request};
 use crate::eval::{Entry, Evaluation, EvaluationResult};
 use crate::location::LocationDescription;
 use crate::op::Encoding;
@@ -76,8 +77,9 @@ use crate::op::Encoding;
 /// The access methods return `false` if the access is impossible (unknown
 /// register, offset past its end, unmapped memory, read-only target); the
 /// request methods return `Err` with the reason they cannot answer (by
-/// default: the target does not know). [`crate::access`] uses the four access
-/// methods; [`Evaluation::evaluate_with`] all of them.
+/// default [`Unavailable::Unsupported`]). [`crate::access`] uses the four access
+/// methods; [`Evaluation::evaluate_with`] all of them. Request methods
+/// answer `Err` with an [`Unavailable`] reason.
 pub trait Target {
     /// Fills `buf` from `address` in `address_space` (0: global memory).
     fn read_memory(&mut self, address_space: u64, address: u64, buf: &mut [u8]) -> bool;
@@ -119,29 +121,29 @@ pub trait Target {
     }
 
     /// The current lane (`DW_OP_LLVM_push_lane`).
-    fn lane(&mut self) -> Result<u64, String> {
-        Err("the target has no lane".to_string())
+    fn lane(&mut self) -> Result<u64, Unavailable> {
+        Err(Unavailable::Unsupported)
     }
 
     /// The current concurrent loop iteration (`DW_OP_LLVM_push_iteration`).
-    fn iteration(&mut self) -> Result<u64, String> {
-        Err("the target has no iteration".to_string())
+    fn iteration(&mut self) -> Result<u64, Unavailable> {
+        Err(Unavailable::Unsupported)
     }
 
     /// The frame base address (`DW_OP_fbreg`).
-    fn frame_base(&mut self) -> Result<u64, String> {
-        Err("the target has no frame base".to_string())
+    fn frame_base(&mut self) -> Result<u64, Unavailable> {
+        Err(Unavailable::Unsupported)
     }
 
     /// The canonical frame address (`DW_OP_call_frame_cfa`).
-    fn call_frame_cfa(&mut self) -> Result<u64, String> {
-        Err("the target has no CFA".to_string())
+    fn call_frame_cfa(&mut self) -> Result<u64, Unavailable> {
+        Err(Unavailable::Unsupported)
     }
 
     /// The object's address in global memory (`DW_OP_push_object_address`),
     /// asked when [`Target::object_location`] has none.
-    fn object_address(&mut self) -> Result<u64, String> {
-        Err("the target has no object address".to_string())
+    fn object_address(&mut self) -> Result<u64, Unavailable> {
+        Err(Unavailable::Unsupported)
     }
 
     /// The object's location description (`DW_OP_push_object_address`) when
@@ -157,8 +159,9 @@ pub trait Target {
 
     /// The `DW_AT_encoding` and `DW_AT_byte_size` of the base type DIE at
     /// unit offset `offset` (typed operations).
-    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
-        Err(no_base_type(offset))
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), Unavailable> {
+        let _ = offset;
+        Err(Unavailable::Unsupported)
     }
 
     /// What `expression` (encoded in `encoding`) had on entry to the current
@@ -169,54 +172,52 @@ pub trait Target {
         expression: &[u8],
         register: Option<u16>,
         encoding: Encoding,
-    ) -> Result<Entry, String> {
+    ) -> Result<Entry, Unavailable> {
         let _ = (expression, register, encoding);
-        Err("the target has no entry values".to_string())
+        Err(Unavailable::Unsupported)
     }
 
     /// Where register `register`'s value on entry to the current function is
     /// (`DW_OP_LLVM_call_frame_entry_reg`): [`LocationDescription::undefined`] if
     /// unknown, [`LocationDescription::register`] if it was not saved.
-    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
-        Err(format!("the target has no CFI for register {register}"))
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
+        let _ = register;
+        Err(Unavailable::Unsupported)
     }
 
     /// The value on entry of the formal parameter at unit offset `offset`
     /// (`DW_OP_GNU_parameter_ref`), from the caller's call site.
-    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
-        Err(format!(
-            "the target has no entry value of the parameter at unit offset {offset:#x}"
-        ))
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, Unavailable> {
+        let _ = offset;
+        Err(Unavailable::Unsupported)
     }
 
     /// The value of the variable at `.debug_info` offset `offset` in the
     /// current frame (`DW_OP_GNU_variable_value`).
-    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
-        Err(format!(
-            "the target has no value of the variable DIE at {offset:#x}"
-        ))
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, Unavailable> {
+        let _ = offset;
+        Err(Unavailable::Unsupported)
     }
 
     /// The encoded `DW_AT_location` of the DIE at `offset` (`DW_OP_call*`;
     /// unit-relative unless `call_ref`); empty if it has none.
-    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
-        let _ = unit_relative;
-        Err(format!("the target has no DIE at {offset:#x} to call"))
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, Unavailable> {
+        let _ = (offset, unit_relative);
+        Err(Unavailable::Unsupported)
     }
 
     /// Entry `index` of the unit's `.debug_addr` (`DW_OP_addrx`, or
     /// `DW_OP_constx` when `!is_address`).
-    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
-        let _ = is_address;
-        Err(format!("the target has no .debug_addr entry {index}"))
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, Unavailable> {
+        let _ = (index, is_address);
+        Err(Unavailable::Unsupported)
     }
 
     /// The address of the thread-local storage at `offset` for the current
     /// thread (`DW_OP_form_tls_address`).
-    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
-        Err(format!(
-            "the target has no thread-local storage (offset {offset:#x})"
-        ))
+    fn tls_address(&mut self, offset: u64) -> Result<u64, Unavailable> {
+        let _ = offset;
+        Err(Unavailable::Unsupported)
     }
 }
 
@@ -239,25 +240,25 @@ impl<T: Target + ?Sized> Target for &mut T {
     fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
         (**self).register_sizes(each)
     }
-    fn lane(&mut self) -> Result<u64, String> {
+    fn lane(&mut self) -> Result<u64, Unavailable> {
         (**self).lane()
     }
-    fn iteration(&mut self) -> Result<u64, String> {
+    fn iteration(&mut self) -> Result<u64, Unavailable> {
         (**self).iteration()
     }
-    fn frame_base(&mut self) -> Result<u64, String> {
+    fn frame_base(&mut self) -> Result<u64, Unavailable> {
         (**self).frame_base()
     }
-    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+    fn call_frame_cfa(&mut self) -> Result<u64, Unavailable> {
         (**self).call_frame_cfa()
     }
-    fn object_address(&mut self) -> Result<u64, String> {
+    fn object_address(&mut self) -> Result<u64, Unavailable> {
         (**self).object_address()
     }
     fn object_location(&mut self) -> Option<LocationDescription> {
         (**self).object_location()
     }
-    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), Unavailable> {
         (**self).base_type(offset)
     }
     fn entry_value(
@@ -265,25 +266,25 @@ impl<T: Target + ?Sized> Target for &mut T {
         expression: &[u8],
         register: Option<u16>,
         encoding: Encoding,
-    ) -> Result<Entry, String> {
+    ) -> Result<Entry, Unavailable> {
         (**self).entry_value(expression, register, encoding)
     }
-    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
         (**self).entry_register(register)
     }
-    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, Unavailable> {
         (**self).parameter_ref(offset)
     }
-    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, Unavailable> {
         (**self).variable_value(offset)
     }
-    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, Unavailable> {
         (**self).callee(offset, unit_relative)
     }
-    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, Unavailable> {
         (**self).indexed_address(index, is_address)
     }
-    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
+    fn tls_address(&mut self, offset: u64) -> Result<u64, Unavailable> {
         (**self).tls_address(offset)
     }
 }
@@ -332,38 +333,52 @@ impl<'a> Evaluation<'a> {
                     let mut buf = [0u8; 255];
                     let buf = &mut buf[..usize::from(size)];
                     if !target.read_memory(address_space, address, buf) {
-                        return Err(self.unanswered(format!(
-                            "memory {address:#x} (space {address_space}, {size} bytes) is not readable"
-                        )));
+                        let request = Request::Memory {
+                            address_space,
+                            address,
+                            size,
+                        };
+                        return Err(self.unanswered(request, Unavailable::Missing));
                     }
                     self.resume_with_memory(buf)?
                 }
                 EvaluationResult::RequiresLane => {
-                    let lane = target.lane().map_err(|w| self.unanswered(w))?;
+                    let lane = target
+                        .lane()
+                        .map_err(|w| self.unanswered(Request::Lane, w))?;
                     self.resume_with_lane(lane)?
                 }
                 EvaluationResult::RequiresIteration => {
-                    let it = target.iteration().map_err(|w| self.unanswered(w))?;
+                    let it = target
+                        .iteration()
+                        .map_err(|w| self.unanswered(Request::Iteration, w))?;
                     self.resume_with_iteration(it)?
                 }
                 EvaluationResult::RequiresFrameBase => {
-                    let fb = target.frame_base().map_err(|w| self.unanswered(w))?;
+                    let fb = target
+                        .frame_base()
+                        .map_err(|w| self.unanswered(Request::FrameBase, w))?;
                     self.resume_with_frame_base(fb)?
                 }
                 EvaluationResult::RequiresCallFrameCfa => {
-                    let cfa = target.call_frame_cfa().map_err(|w| self.unanswered(w))?;
+                    let cfa = target
+                        .call_frame_cfa()
+                        .map_err(|w| self.unanswered(Request::CallFrameCfa, w))?;
                     self.resume_with_call_frame_cfa(cfa)?
                 }
                 EvaluationResult::RequiresObjectAddress => match target.object_location() {
                     Some(l) => self.resume_with_object_location(l)?,
                     None => {
-                        let a = target.object_address().map_err(|w| self.unanswered(w))?;
+                        let a = target
+                            .object_address()
+                            .map_err(|w| self.unanswered(Request::ObjectAddress, w))?;
                         self.resume_with_object_address(a)?
                     }
                 },
                 EvaluationResult::RequiresBaseType { offset } => {
-                    let (encoding, size) =
-                        target.base_type(offset).map_err(|w| self.unanswered(w))?;
+                    let (encoding, size) = target
+                        .base_type(offset)
+                        .map_err(|w| self.unanswered(Request::BaseType(offset), w))?;
                     self.resume_with_base_type(encoding, size)?
                 }
                 EvaluationResult::RequiresEntryValue {
@@ -372,25 +387,25 @@ impl<'a> Evaluation<'a> {
                 } => {
                     let entry = target
                         .entry_value(&expression, register, self.encoding())
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::EntryValue, w))?;
                     self.resume_with_entry_value(entry)?
                 }
                 EvaluationResult::RequiresParameterRef { offset } => {
                     let entry = target
                         .parameter_ref(offset)
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::ParameterRef(offset), w))?;
                     self.resume_with_entry_value(entry)?
                 }
                 EvaluationResult::RequiresVariableValue { offset } => {
                     let entry = target
                         .variable_value(offset)
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::VariableValue(offset), w))?;
                     self.resume_with_entry_value(entry)?
                 }
                 EvaluationResult::RequiresEntryRegister { register } => {
                     let l = target
                         .entry_register(register)
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::EntryRegister(register), w))?;
                     self.resume_with_entry_register(l)?
                 }
                 EvaluationResult::RequiresCallee {
@@ -399,17 +414,19 @@ impl<'a> Evaluation<'a> {
                 } => {
                     let bytes = target
                         .callee(offset, unit_relative)
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::Callee(offset), w))?;
                     self.resume_with_callee(&bytes)?
                 }
                 EvaluationResult::RequiresIndexedAddress { index, is_address } => {
                     let a = target
                         .indexed_address(index, is_address)
-                        .map_err(|w| self.unanswered(w))?;
+                        .map_err(|w| self.unanswered(Request::IndexedAddress(index), w))?;
                     self.resume_with_indexed_address(a)?
                 }
                 EvaluationResult::RequiresTlsAddress { offset } => {
-                    let a = target.tls_address(offset).map_err(|w| self.unanswered(w))?;
+                    let a = target
+                        .tls_address(offset)
+                        .map_err(|w| self.unanswered(Request::TlsAddress(offset), w))?;
                     self.resume_with_tls_address(a)?
                 }
             };
@@ -422,7 +439,7 @@ impl<'a> Evaluation<'a> {
         register: u16,
         target: &mut T,
     ) -> Result<EvaluationResult, Error> {
-        let missing = |e: &Self| e.unanswered(format!("register {register} is not in the target"));
+        let missing = |e: &Self| e.unanswered(Request::Register(register), Unavailable::Missing);
         let size = target
             .register_size(register)
             .ok_or_else(|| missing(self))?;
@@ -443,18 +460,90 @@ impl<'a> Evaluation<'a> {
     }
 
     /// [`Error::Unanswered`] for the request the evaluation is waiting on.
-    pub(crate) fn unanswered(&self, what: String) -> Error {
+    pub(crate) fn unanswered(&self, request: Request, reason: Unavailable) -> Error {
         let index = self.pc();
         Error::Unanswered {
             index,
             op: self.root_name(index),
-            what,
+            request,
+            reason,
         }
     }
 }
 
-/// Why [`Target::base_type`] has no answer for the DIE at unit offset
-/// `offset` (the default's message, and the snapshot's for an unlisted one).
-pub(crate) fn no_base_type(offset: u64) -> String {
-    format!("no base type DIE at unit offset {offset:#x}")
+/// Why a [`Target`] cannot answer a request: what its request methods
+/// return instead of an answer, and what [`Error::Unanswered`] reports with
+/// the [`Request`]. A debugger shows the variables such errors leave unknown
+/// as `<optimized out>`, as gdb does, and the others as errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unavailable {
+    /// The target has no such thing at all: every request method's default
+    /// (no lanes, no CFI, no entry values, ...).
+    Unsupported,
+    /// The target has such things, but not this one: a register or memory
+    /// it does not hold, a context without a frame base, an unlisted base
+    /// type DIE.
+    Missing,
+    /// It cannot be known at this point of the program (gdb's `<optimized
+    /// out>`): why, in words for the user (e.g. no call site provably gives
+    /// this entry value, and which).
+    OptimizedOut(String),
+    /// An evaluation made to answer (a frame base, an entry-value
+    /// expression, a caller's `DW_AT_call_value`, another variable) failed
+    /// with this error.
+    Failed(Box<Error>),
+    /// What an evaluation made to answer gave is not an address (a frame
+    /// base that is neither a memory location nor a readable register).
+    NotAnAddress,
+    /// Evaluations made to answer were nested too deeply.
+    NestedTooDeeply,
+    /// More than this many nested evaluations for one evaluation (each has
+    /// its own step limit: a loop around `DW_OP_entry_value` would multiply
+    /// it).
+    TooManyNested(u32),
+}
+
+impl Unavailable {
+    /// The message for `request`.
+    pub(crate) fn describe(&self, request: &Request, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Unsupported => write!(f, "the target has no {request}"),
+            Unavailable::Missing => match request {
+                Request::Memory { .. } => write!(f, "{request} is not readable"),
+                _ => write!(f, "{request} is not in the target"),
+            },
+            Unavailable::OptimizedOut(why) => f.write_str(why),
+            Unavailable::Failed(e) => write!(f, "{request}: {e}"),
+            Unavailable::NotAnAddress => {
+                write!(
+                    f,
+                    "{request}: the {request} is not an address or a register"
+                )
+            }
+            Unavailable::NestedTooDeeply => write!(f, "{request}: nested too deeply"),
+            Unavailable::TooManyNested(n) => write!(
+                f,
+                "{request}: more than {n} nested evaluations (frame bases and entry values)"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Unavailable {
+    /// The reason without the request it answers.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Unsupported => f.write_str("not supported by the target"),
+            Unavailable::Missing => f.write_str("not in the target"),
+            Unavailable::OptimizedOut(why) => f.write_str(why),
+            Unavailable::Failed(e) => write!(f, "{e}"),
+            Unavailable::NotAnAddress => f.write_str("not an address or a register"),
+            Unavailable::NestedTooDeeply => f.write_str("nested too deeply"),
+            Unavailable::TooManyNested(n) => write!(
+                f,
+                "more than {n} nested evaluations (frame bases and entry values)"
+            ),
+        }
+    }
 }

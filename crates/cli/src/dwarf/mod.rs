@@ -14,11 +14,11 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 use locus_dwarf::binary::{self, Decoded, VariableKind, VariableLocation};
-use locus_dwarf::eval::EvalError;
 use locus_dwarf::{
     access, decode, encode, parse_text_with, to_text, Encoding, Entry, Error, Evaluation,
     ExtensionEncoding, Location, Op, Storage, Syntax,
 };
+use locus_dwarf::{ErrorKind, Request, Unavailable};
 use serde_json::{json, Value as Json};
 
 pub use context::Context;
@@ -448,7 +448,7 @@ pub fn eval(
     }
     let mut ev = evaluation(expr, enc);
     ev.evaluate_with(&mut ctx.snapshot.state()).map_err(fail)?;
-    let top = ev.into_result();
+    let top = ev.result().cloned();
     let want_location = request.result == Some(ResultKind::Location)
         || (request.result.is_none()
             && (request.read.is_some()
@@ -524,12 +524,7 @@ fn trace(ctx: &Context, expr: &Decoded, enc: Encoding, out: &mut dyn Write) -> R
     });
     written?;
     match r {
-        Err(e)
-            if matches!(
-                binary::eval_error(&e),
-                Some(EvalError::StepLimitExceeded(_))
-            ) =>
-        {
+        Err(e) if matches!(e.kind(), Some(ErrorKind::StepLimitExceeded(_))) => {
             write_out(out, format!("(trace stops after {TRACE_LIMIT} operations)"))
         }
         // Any other error: the real evaluation reports it.
@@ -741,21 +736,18 @@ fn optimized_out(e: &Error) -> Option<String> {
     };
     match e {
         // A register the frame does not have (`DW_OP_bregN` of a caller frame's scratch one).
-        Error::Unanswered { what, .. }
-            if what.starts_with("register ") && what.ends_with(" is not in the target") =>
-        {
-            let r = what
-                .trim_start_matches("register ")
-                .trim_end_matches(" is not in the target");
-            Some(r.parse().map_or_else(|_| e.to_string(), register))
-        }
+        Error::Unanswered {
+            request: Request::Register(r),
+            reason: Unavailable::Missing,
+            ..
+        } => Some(register(*r)),
         Error::Unanswered { .. } => Some(e.to_string()),
         Error::Eval {
-            error: EvalError::RegisterUnavailable { register: r },
+            kind: ErrorKind::RegisterUnavailable { register: r },
             ..
         }
         | Error::Access {
-            error: EvalError::RegisterUnavailable { register: r },
+            kind: ErrorKind::RegisterUnavailable { register: r },
         } => Some(register(*r)),
         _ => None,
     }

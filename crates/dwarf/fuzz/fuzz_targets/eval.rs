@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use locus_dwarf::access::{read, write, Target};
 use locus_dwarf::{
     decode, decode_into, encode, parse_text, to_text, Encoding, Entry, Error, Evaluation,
-    EvaluationResult, ExtensionEncoding, Location, Value,
+    EvaluationResult, Expression, ExtensionEncoding, Location, Value,
 };
 
 /// Every register is 16 bytes of its number; memory below 0x10000 reads as
@@ -83,7 +83,8 @@ fuzz_target!(|data: &[u8]| {
     let (mut ops2, mut offsets2) = (Vec::new(), Vec::new());
     decode_into(bytes, encoding, &mut ops2, &mut offsets2).expect("decodes like decode");
     assert_eq!((&ops2, &offsets2), (&ops, &offsets));
-    let mut eval = Evaluation::with_offsets(&ops2, &offsets2, encoding).expect("decode's offsets");
+    let expression = Expression::with_offsets(&ops2, &offsets2).expect("decode's offsets");
+    let mut eval = Evaluation::new(expression, encoding);
     eval.set_max_steps(2_000);
     let mut r = eval.evaluate();
     for _ in 0..2_000 {

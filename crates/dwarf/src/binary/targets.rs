@@ -5,15 +5,18 @@
 extern crate std;
 
 use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use super::variable::{evaluate_nested, BaseType, Decoded, Variable};
 use crate::access::Target;
 use crate::callsite::EntryValues;
-use crate::{Encoding, Entry, Evaluation, LocationDescription, Op, Storage, Value, ValueType};
+use crate::{
+    Encoding, Entry, Evaluation, LocationDescription, Op, Storage, Unavailable, Value, ValueType,
+};
 
 /// A block of target memory: `bytes` at `address` of `space`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -135,14 +138,12 @@ pub(super) struct Nesting {
 impl Nesting {
     /// One more nested evaluation, one level deeper; refused past
     /// [`MAX_NESTING`] or [`MAX_NESTED_EVALUATIONS`].
-    fn enter(&mut self) -> Result<Nesting, String> {
+    fn enter(&mut self) -> Result<Nesting, Unavailable> {
         if self.depth >= MAX_NESTING {
-            return Err("nested too deeply".to_owned());
+            return Err(Unavailable::NestedTooDeeply);
         }
         if self.started >= MAX_NESTED_EVALUATIONS {
-            return Err(format!(
-                "more than {MAX_NESTED_EVALUATIONS} nested evaluations (frame bases and entry values)"
-            ));
+            return Err(Unavailable::TooManyNested(MAX_NESTED_EVALUATIONS));
         }
         self.started += 1;
         Ok(Nesting {
@@ -250,18 +251,25 @@ impl<'s> State<'s> {
 
     /// The value of `expression` (not a lone register) on entry: evaluated
     /// against this state with the registers at entry.
-    fn entry_expression(&mut self, expression: &[u8], encoding: Encoding) -> Result<Entry, String> {
+    fn entry_expression(
+        &mut self,
+        expression: &[u8],
+        encoding: Encoding,
+    ) -> Result<Entry, Unavailable> {
         let mut inner = State {
             registers: self.entry_registers,
             nesting: self.nesting.enter()?,
             ..self.clone()
         };
-        let mut eval = Evaluation::from_bytes(expression, encoding);
+        let mut eval = Evaluation::new(expression, encoding);
         let done = eval.evaluate_with(&mut inner);
         self.nesting.leave(inner.nesting);
-        done.map_err(|e| format!("entry value: {e}"))?;
-        eval.into_result()
-            .ok_or_else(|| "entry value: the entry-value expression left an empty stack".to_owned())
+        done.map_err(|e| Unavailable::Failed(Box::new(e)))?;
+        eval.take_result().ok_or_else(|| {
+            Unavailable::OptimizedOut(
+                "entry value: the entry-value expression left an empty stack".to_owned(),
+            )
+        })
     }
 }
 
@@ -325,16 +333,16 @@ fn entry_register_value(
     entry_registers: &BTreeMap<u16, Vec<u8>>,
     r: u16,
     address_size: u8,
-) -> Result<Entry, String> {
+) -> Result<Entry, Unavailable> {
     match entry_registers.get(&r) {
         Some(bytes) => Ok(Entry::Value(Value::from_bytes(
             ValueType::Generic,
             bytes,
             address_size,
         ))),
-        None => Err(format!(
+        None => Err(Unavailable::OptimizedOut(format!(
             "entry value: register {r} at function entry is not in the snapshot"
-        )),
+        ))),
     }
 }
 
@@ -370,37 +378,34 @@ impl Target for State<'_> {
         }
     }
 
-    fn lane(&mut self) -> Result<u64, String> {
-        self.lane.ok_or_else(|| "no lane in the context".to_owned())
+    fn lane(&mut self) -> Result<u64, Unavailable> {
+        self.lane.ok_or(Unavailable::Missing)
     }
 
-    fn iteration(&mut self) -> Result<u64, String> {
-        self.iteration
-            .ok_or_else(|| "no iteration in the context".to_owned())
+    fn iteration(&mut self) -> Result<u64, Unavailable> {
+        self.iteration.ok_or(Unavailable::Missing)
     }
 
-    fn frame_base(&mut self) -> Result<u64, String> {
-        self.frame_base
-            .ok_or_else(|| "no frame base in the context".to_owned())
+    fn frame_base(&mut self) -> Result<u64, Unavailable> {
+        self.frame_base.ok_or(Unavailable::Missing)
     }
 
-    fn call_frame_cfa(&mut self) -> Result<u64, String> {
-        self.cfa.ok_or_else(|| "no CFA in the context".to_owned())
+    fn call_frame_cfa(&mut self) -> Result<u64, Unavailable> {
+        self.cfa.ok_or(Unavailable::Missing)
     }
 
-    fn object_address(&mut self) -> Result<u64, String> {
-        self.object_address
-            .ok_or_else(|| "no object address in the context".to_owned())
+    fn object_address(&mut self) -> Result<u64, Unavailable> {
+        self.object_address.ok_or(Unavailable::Missing)
     }
 
     fn object_location(&mut self) -> Option<LocationDescription> {
         self.object_location.cloned()
     }
 
-    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), Unavailable> {
         match self.base_types.iter().find(|b| b.offset == offset) {
             Some(b) => Ok((b.encoding, b.byte_size)),
-            None => Err(crate::target::no_base_type(offset)),
+            None => Err(Unavailable::Missing),
         }
     }
 
@@ -409,35 +414,44 @@ impl Target for State<'_> {
         expression: &[u8],
         register: Option<u16>,
         encoding: Encoding,
-    ) -> Result<Entry, String> {
+    ) -> Result<Entry, Unavailable> {
         let size = encoding.address_size;
         match (self.entry, register) {
-            (Some(entry), Some(r)) => entry.register(r).map(|b| generic(b, size)),
+            (Some(entry), Some(r)) => entry
+                .register(r)
+                .map(|b| generic(b, size))
+                .map_err(Unavailable::OptimizedOut),
             (Some(entry), None) => match pointee_register(expression, encoding) {
-                Some((r, n)) => entry.pointee(r).map(|b| generic(b.get(..n).unwrap_or(b), size)),
-                None => Err(format!(
+                Some((r, n)) => entry
+                    .pointee(r)
+                    .map(|b| generic(b.get(..n).unwrap_or(b), size))
+                    .map_err(Unavailable::OptimizedOut),
+                None => Err(Unavailable::OptimizedOut(format!(
                     "DW_OP_entry_value of {}: gdb takes only a register's value or its pointee's on entry",
                     crate::decode(expression, encoding)
                         .map(|ops| crate::to_text(&ops.into_iter().map(|(_, op)| op).collect::<Vec<_>>()))
                         .unwrap_or_else(|e| e.to_string())
-                )),
+                ))),
             },
             (None, Some(r)) => entry_register_value(self.entry_registers, r, size),
             (None, None) => self.entry_expression(expression, encoding),
         }
     }
 
-    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, Unavailable> {
         let Some(entry) = self.entry else {
-            return Err(format!(
+            return Err(Unavailable::OptimizedOut(format!(
                 "no call site is known for the entry value of the parameter at unit offset {offset:#x}"
-            ));
+            )));
         };
         let die = self.unit_offset.wrapping_add(offset);
-        entry.parameter(die).map(|b| generic(b, self.address_size))
+        entry
+            .parameter(die)
+            .map(|b| generic(b, self.address_size))
+            .map_err(Unavailable::OptimizedOut)
     }
 
-    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
         Ok(entry_register_location(self.entry_registers, register))
     }
 }
@@ -486,7 +500,7 @@ impl<'f, T: Target> WithFrame<'f, T> {
 
     /// Evaluates the `DW_AT_frame_base` expression to an address: a register
     /// location gives the register's value, a memory location its address.
-    fn frame_base_address(&mut self, expr: &Decoded, enc: Encoding) -> Result<u64, String> {
+    fn frame_base_address(&mut self, expr: &Decoded, enc: Encoding) -> Result<u64, Unavailable> {
         // `dyn`: one instantiation however deep frame bases would nest.
         let target: &mut dyn Target = &mut self.target;
         let mut inner = WithFrame {
@@ -500,8 +514,8 @@ impl<'f, T: Target> WithFrame<'f, T> {
         let mut eval = expr.evaluation(enc);
         let done = eval.evaluate_with(&mut inner);
         self.nesting.leave(inner.nesting);
-        done.map_err(|e| format!("frame base: {e}"))?;
-        let bad = || "frame base: the frame base is not an address or a register".to_owned();
+        done.map_err(|e| Unavailable::Failed(Box::new(e)))?;
+        let bad = || Unavailable::NotAnAddress;
         let loc = eval.location_result();
         let place = loc
             .as_ref()
@@ -542,29 +556,29 @@ impl<T: Target> Target for WithFrame<'_, T> {
     fn register_sizes(&mut self, each: &mut dyn FnMut(u16, u64)) {
         self.target.register_sizes(each)
     }
-    fn lane(&mut self) -> Result<u64, String> {
+    fn lane(&mut self) -> Result<u64, Unavailable> {
         self.target.lane()
     }
-    fn iteration(&mut self) -> Result<u64, String> {
+    fn iteration(&mut self) -> Result<u64, Unavailable> {
         self.target.iteration()
     }
-    fn frame_base(&mut self) -> Result<u64, String> {
+    fn frame_base(&mut self) -> Result<u64, Unavailable> {
         match (self.target.frame_base(), self.frame.frame_base) {
             (Ok(fb), _) => Ok(fb),
             (Err(_), Some((expr, enc))) => self.frame_base_address(expr, enc),
             (Err(e), None) => Err(e),
         }
     }
-    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+    fn call_frame_cfa(&mut self) -> Result<u64, Unavailable> {
         self.target.call_frame_cfa()
     }
-    fn object_address(&mut self) -> Result<u64, String> {
+    fn object_address(&mut self) -> Result<u64, Unavailable> {
         self.target.object_address()
     }
     fn object_location(&mut self) -> Option<LocationDescription> {
         self.target.object_location()
     }
-    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), String> {
+    fn base_type(&mut self, offset: u64) -> Result<(u8, u64), Unavailable> {
         match self.frame.base_types.iter().find(|b| b.offset == offset) {
             Some(b) => Ok((b.encoding, b.byte_size)),
             None => self.target.base_type(offset),
@@ -575,18 +589,18 @@ impl<T: Target> Target for WithFrame<'_, T> {
         expression: &[u8],
         register: Option<u16>,
         encoding: Encoding,
-    ) -> Result<Entry, String> {
+    ) -> Result<Entry, Unavailable> {
         self.target.entry_value(expression, register, encoding)
     }
-    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
         self.target.entry_register(register)
     }
-    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, String> {
+    fn parameter_ref(&mut self, offset: u64) -> Result<Entry, Unavailable> {
         self.target.parameter_ref(offset)
     }
     /// The value of a variable in scope ([`Frame::variables`]), evaluated in this frame
     /// (nested as entry values are); others are asked of the target.
-    fn variable_value(&mut self, offset: u64) -> Result<Entry, String> {
+    fn variable_value(&mut self, offset: u64) -> Result<Entry, Unavailable> {
         let scope = self.frame.variables;
         let Some(v) = scope.iter().find(|v| v.die == offset) else {
             return self.target.variable_value(offset);
@@ -594,11 +608,14 @@ impl<T: Target> Target for WithFrame<'_, T> {
         let inner = self.nesting.enter()?;
         let target: &mut dyn Target = &mut self.target;
         let (evaluated, inner) = evaluate_nested(v, scope, target, inner)
-            .map_err(|e| format!("the value of `{}`: {e}", v.name))?;
+            .map_err(|e| Unavailable::Failed(Box::new(e)))?;
         self.nesting.leave(inner);
         let bits = &evaluated.bits;
         if !bits.is_fully_defined() || bits.bytes().is_empty() {
-            return Err(format!("the value of `{}` is optimized out", v.name));
+            return Err(Unavailable::OptimizedOut(format!(
+                "the value of `{}` is optimized out",
+                v.name
+            )));
         }
         let n = bits.bytes().len().min(8);
         let size = v.encoding.address_size;
@@ -608,13 +625,13 @@ impl<T: Target> Target for WithFrame<'_, T> {
             size,
         )))
     }
-    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, String> {
+    fn callee(&mut self, offset: u64, unit_relative: bool) -> Result<Vec<u8>, Unavailable> {
         self.target.callee(offset, unit_relative)
     }
-    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, String> {
+    fn indexed_address(&mut self, index: u64, is_address: bool) -> Result<u64, Unavailable> {
         self.target.indexed_address(index, is_address)
     }
-    fn tls_address(&mut self, offset: u64) -> Result<u64, String> {
+    fn tls_address(&mut self, offset: u64) -> Result<u64, Unavailable> {
         self.target.tls_address(offset)
     }
 }
@@ -664,19 +681,19 @@ impl Target for Snapshot {
         self.state().register_sizes(each)
     }
 
-    fn lane(&mut self) -> Result<u64, String> {
+    fn lane(&mut self) -> Result<u64, Unavailable> {
         self.state().lane()
     }
 
-    fn frame_base(&mut self) -> Result<u64, String> {
+    fn frame_base(&mut self) -> Result<u64, Unavailable> {
         self.state().frame_base()
     }
 
-    fn call_frame_cfa(&mut self) -> Result<u64, String> {
+    fn call_frame_cfa(&mut self) -> Result<u64, Unavailable> {
         self.state().call_frame_cfa()
     }
 
-    fn object_address(&mut self) -> Result<u64, String> {
+    fn object_address(&mut self) -> Result<u64, Unavailable> {
         self.state().object_address()
     }
 
@@ -689,17 +706,16 @@ impl Target for Snapshot {
         _expression: &[u8],
         register: Option<u16>,
         encoding: Encoding,
-    ) -> Result<Entry, String> {
+    ) -> Result<Entry, Unavailable> {
         match register {
             Some(r) => entry_register_value(&self.entry_registers, r, encoding.address_size),
-            None => Err(
-                "entry value: only a lone register's is answered by a Snapshot itself (evaluate with Snapshot::state())"
-                    .to_owned(),
-            ),
+            // Other expressions need the nesting bounds of a `State`
+            // (`Snapshot::state`).
+            None => Err(Unavailable::Unsupported),
         }
     }
 
-    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, String> {
+    fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
         Ok(entry_register_location(&self.entry_registers, register))
     }
 }

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use super::targets::{Frame, Nesting, Snapshot, WithFrame};
 use crate::access::{self, Bits, Target};
 use crate::{
-    decode, Encoding, Error, EvalError, Evaluation, LocationDescription, Op, Value, ValueType,
+    decode, Encoding, Error, Evaluation, Expression, LocationDescription, Op, Value, ValueType,
 };
 
 /// A base type DIE the typed operations may name: unit offset,
@@ -27,7 +27,7 @@ pub struct BaseType {
 
 /// An expression decoded from bytes: its operations and the byte offset of
 /// each (then the length), so that branches are resolved against the
-/// original bytes ([`Evaluation::set_byte_offsets`]).
+/// original bytes ([`Expression::with_offsets`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decoded {
     /// The operations.
@@ -57,7 +57,10 @@ impl Decoded {
         // `Decoded::new`'s offsets (increasing, one per operation plus the
         // length); others may not (the fields are public): branches then
         // re-encode instead.
-        Evaluation::with_unchecked_offsets(&self.ops, &self.offsets, encoding)
+        Evaluation::new(
+            Expression::with_unchecked_offsets(&self.ops, &self.offsets),
+            encoding,
+        )
     }
 }
 
@@ -228,7 +231,7 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
         VariableLocation::None => {
-            let bits = Bits::undefined(bit_len).map_err(|error| Error::Access { error })?;
+            let bits = Bits::undefined(bit_len).map_err(|kind| Error::Access { kind })?;
             return Ok((
                 Evaluated {
                     location: None,
@@ -269,7 +272,7 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
     eval.evaluate_with(&mut with_frame)?;
     let nesting = with_frame.nesting;
     // The result is moved out, not cloned.
-    let location = match eval.into_result() {
+    let location = match eval.take_result() {
         Some(e) => e.into_location(enc.address_size),
         None => LocationDescription::undefined(),
     };
@@ -342,12 +345,4 @@ fn gdb_char(b: u8) -> String {
         _ => return format!("'\\{b:03o}'"),
     };
     format!("'{escaped}'")
-}
-
-/// The evaluator's error inside an [`Error`], if that is what it is.
-pub fn eval_error(e: &Error) -> Option<&EvalError> {
-    match e {
-        Error::Eval { error, .. } => Some(error),
-        _ => None,
-    }
 }

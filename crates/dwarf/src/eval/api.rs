@@ -4,10 +4,14 @@
 use super::*;
 
 impl<'a> Evaluation<'a> {
-    /// A new evaluation of `ops` (branch displacements are in bytes of
-    /// `encoding`), with an empty initial stack.
-    pub fn new(ops: &'a [Op], encoding: Encoding) -> Evaluation<'a> {
-        Evaluation::start(ops, None, RootOffsets::Unknown, encoding)
+    /// A new evaluation of `expression` (encoded bytes or decoded
+    /// operations, see [`Expression`]; branch displacements are in bytes of
+    /// `encoding`), with an empty initial stack. An invalid [`Encoding`] is
+    /// reported by the first [`Evaluation::evaluate`].
+    #[inline]
+    pub fn new(expression: impl Into<Expression<'a>>, encoding: Encoding) -> Evaluation<'a> {
+        let e = expression.into();
+        Evaluation::start(e.ops, e.bytes, e.root_offsets(), encoding)
     }
 
     /// A new evaluation with every field given at once: setting one after
@@ -49,46 +53,14 @@ impl<'a> Evaluation<'a> {
         }
     }
 
-    /// A new evaluation of the encoded expression `bytes`, decoding each
-    /// operation as it is executed (as gimli does): nothing is materialised
-    /// and, with [`Evaluation::restart`], nothing is allocated for
-    /// expressions whose stack entries are values, single places and short
-    /// implicit bytes. An invalid [`Encoding`] is reported by the first
-    /// [`Evaluation::evaluate`]. Operation indices
-    /// ([`Evaluation::pc`], errors) count operations from the start, as for
-    /// [`Evaluation::new`] on the decoded operations. Unlike [`decode`],
-    /// bytes are only checked as they are reached: an ill-formed operation
-    /// (or branch target) is reported when executed, as the decoding
-    /// [`Error`] naming its byte offset.
-    pub fn from_bytes(bytes: &'a [u8], encoding: Encoding) -> Evaluation<'a> {
-        Evaluation::start(&[], Some(bytes), RootOffsets::Unknown, encoding)
-    }
-
-    /// A fresh evaluation of `bytes` (as [`Evaluation::from_bytes`]) that
-    /// reuses this one's buffers (stack, call returns, base types), so that
-    /// a caller evaluating many expressions allocates them once. Keeps the
-    /// step limit, the trace setting, the register sizes and the lane and
-    /// iteration counts; forgets the base types.
-    pub fn reuse<'b>(mut self, bytes: &'b [u8], encoding: Encoding) -> Evaluation<'b> {
-        let (max_steps, trace) = (self.max_steps, self.trace);
-        let (lanes, iterations) = (self.lanes, self.iterations);
-        let register_sizes = core::mem::take(&mut self.register_sizes);
-        let mut eval = Evaluation::from_bytes_in(bytes, encoding, self.into_buffers());
-        eval.max_steps = max_steps;
-        eval.trace = trace;
-        eval.register_sizes = register_sizes;
-        eval.lanes = lanes;
-        eval.iterations = iterations;
-        eval
-    }
-
-    /// Starts over on `bytes` (as [`Evaluation::from_bytes`]) in place,
+    /// Starts over on `expression` (as [`Evaluation::new`]) in place,
     /// keeping this evaluation's buffers, step limit, trace setting, register
     /// sizes and lane count, and forgetting its base types: the cheapest way to evaluate many
     /// expressions that live as long as the evaluation (e.g. all borrowed
     /// from one loaded binary).
     #[inline]
-    pub fn restart(&mut self, bytes: &'a [u8], encoding: Encoding) {
+    pub fn restart(&mut self, expression: impl Into<Expression<'a>>, encoding: Encoding) {
+        let e = expression.into();
         // After an evaluation almost everything is already empty: one test
         // of it all, and the clearing out of line, keep this small enough to
         // inline into the caller's loop.
@@ -97,8 +69,15 @@ impl<'a> Evaluation<'a> {
         }
         // Nothing to free (`needs_clearing`): skip the drop code.
         core::mem::forget(self.top.take());
-        self.ops = &[];
-        self.bytes = Some(bytes);
+        if let Some((o, checked)) = e.offsets {
+            self.root_offsets = if checked {
+                RootOffsets::Borrowed(o)
+            } else {
+                RootOffsets::Unchecked(o)
+            };
+        }
+        self.ops = e.ops;
+        self.bytes = e.bytes;
         self.byte_pc = 0;
         self.next_byte = 0;
         self.encoding = encoding;
@@ -166,9 +145,9 @@ impl<'a> Evaluation<'a> {
         self.top = None;
     }
 
-    /// The evaluation's buffers, emptied, for
-    /// [`Evaluation::from_bytes_in`]: keep them between expressions so
-    /// that evaluating many allocates the stack once.
+    /// The evaluation's buffers, emptied, for [`Evaluation::new_in`]: keep
+    /// them between expressions so that evaluating many allocates the stack
+    /// once.
     pub fn into_buffers(self) -> Buffers {
         let Evaluation {
             mut returns,
@@ -188,9 +167,14 @@ impl<'a> Evaluation<'a> {
         }
     }
 
-    /// [`Evaluation::from_bytes`] using `buffers` (from
-    /// [`Evaluation::into_buffers`], or [`Buffers::default`]).
-    pub fn from_bytes_in(bytes: &'a [u8], encoding: Encoding, buffers: Buffers) -> Evaluation<'a> {
+    /// [`Evaluation::new`] using `buffers` (from
+    /// [`Evaluation::into_buffers`], or [`Buffers::default`]), as gimli's
+    /// `Evaluation::new_in` uses its storage.
+    pub fn new_in(
+        expression: impl Into<Expression<'a>>,
+        encoding: Encoding,
+        buffers: Buffers,
+    ) -> Evaluation<'a> {
         let Buffers {
             mut stack,
             mut returns,
@@ -201,14 +185,15 @@ impl<'a> Evaluation<'a> {
         returns.clear();
         base_types.clear();
         parts.clear();
+        let e = expression.into();
         Evaluation {
-            ops: &[],
-            bytes: Some(bytes),
+            ops: e.ops,
+            bytes: e.bytes,
             byte_pc: 0,
             next_byte: 0,
             encoding,
             address_size: encoding.address_size.clamp(1, 8),
-            root_offsets: RootOffsets::Unknown,
+            root_offsets: e.root_offsets(),
             callee: None,
             returns,
             pc: 0,
@@ -257,7 +242,7 @@ impl<'a> Evaluation<'a> {
     /// remains of it are errors when they are evaluated (the normative
     /// text's rules), not when the location is later read. Registers whose
     /// size is not given are not checked until read. Kept by
-    /// [`Evaluation::restart`] and [`Evaluation::reuse`]: sizes belong to the
+    /// [`Evaluation::restart`]: sizes belong to the
     /// target, not to one expression.
     pub fn set_register_size(&mut self, register: u16, bytes: u64) {
         let bits = bytes.saturating_mul(8);
@@ -286,51 +271,10 @@ impl<'a> Evaluation<'a> {
         self.iterations = Some(iterations);
     }
 
-    /// Gives the byte offset of each operation in the original expression,
-    /// then its total length, as [`decode`] returns them:
-    /// branch targets are then found in these offsets instead of by
-    /// re-encoding the operations (which differ from the original when it
-    /// used non-minimal LEB128 operands). Also saves the re-encoding. Fails
-    /// unless there is one offset per operation plus the length, strictly
-    /// increasing.
-    pub fn set_byte_offsets(&mut self, offsets: Vec<usize>) -> Result<(), Error> {
-        check_offsets(self.ops, &offsets)?;
-        self.root_offsets = RootOffsets::Computed(Some(offsets));
-        Ok(())
-    }
-
-    /// [`Evaluation::new`] with the operations' byte offsets borrowed (see
-    /// [`Evaluation::set_byte_offsets`]), as [`decode_into`](crate::decode_into)
-    /// gives them: with reused buffers, nothing is allocated before the
-    /// first push.
-    pub fn with_offsets(
-        ops: &'a [Op],
-        offsets: &'a [usize],
-        encoding: Encoding,
-    ) -> Result<Evaluation<'a>, Error> {
-        check_offsets(ops, offsets)?;
-        let mut eval = Evaluation::new(ops, encoding);
-        eval.root_offsets = RootOffsets::Borrowed(offsets);
-        Ok(eval)
-    }
-
-    /// [`Evaluation::with_offsets`] with the offsets checked only if a
-    /// branch needs them (and, if they do not fit, the operations
-    /// re-encoded instead, as [`Evaluation::new`] would): for offsets that
-    /// are right by construction, without a pass over them and a `Result`
-    /// (moving the evaluation out of it was a 464-byte copy) per evaluation.
-    #[cfg(feature = "binary")]
-    #[inline]
-    pub(crate) fn with_unchecked_offsets(
-        ops: &'a [Op],
-        offsets: &'a [usize],
-        encoding: Encoding,
-    ) -> Evaluation<'a> {
-        Evaluation::start(ops, None, RootOffsets::Unchecked(offsets), encoding)
-    }
-
-    /// The result, as [`Evaluation::result`], moved out instead of cloned.
-    pub fn into_result(self) -> Option<Entry> {
+    /// The result moved out (the evaluation is done with): for this crate's
+    /// callers that keep the result, where cloning it cost an allocation.
+    #[cfg_attr(not(feature = "binary"), allow(dead_code))]
+    pub(crate) fn take_result(self) -> Option<Entry> {
         if !self.complete {
             return None;
         }
@@ -376,7 +320,7 @@ impl<'a> Evaluation<'a> {
     #[inline]
     pub fn evaluate(&mut self) -> Result<EvaluationResult, Error> {
         if self.pending.is_some() {
-            return Err(self.error(EvalError::BadResume(
+            return Err(self.error(ErrorKind::BadResume(
                 "evaluate() called while a request is outstanding",
             )));
         }
@@ -389,17 +333,11 @@ impl<'a> Evaluation<'a> {
     }
 
     /// The result once [`EvaluationResult::Complete`]: the top stack entry
-    /// (an incomplete composite is completed). `None` before completion or if
-    /// the stack is empty.
-    pub fn result(&self) -> Option<Entry> {
-        if !self.complete {
-            return None;
-        }
-        self.top.clone()
-    }
-
-    /// The result, as [`Evaluation::result`], borrowed instead of cloned.
-    pub fn result_ref(&self) -> Option<&Entry> {
+    /// (an incomplete composite is completed), borrowed (clone it to keep
+    /// it past the next [`Evaluation::restart`]). `None` before completion or
+    /// if the stack is empty.
+    #[inline]
+    pub fn result(&self) -> Option<&Entry> {
         if !self.complete {
             return None;
         }
@@ -414,7 +352,7 @@ impl<'a> Evaluation<'a> {
         }
         match self.result() {
             None => Some(LocationDescription::undefined()),
-            Some(Entry::Location(l)) => Some(l),
+            Some(Entry::Location(l)) => Some(l.clone()),
             Some(Entry::Value(v)) if v.ty == ValueType::Generic => {
                 Some(LocationDescription::memory(0, v.bits))
             }
@@ -426,7 +364,7 @@ impl<'a> Evaluation<'a> {
     /// contents (little-endian, the register's full size).
     pub fn resume_with_register(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
         if self.reading_from(|p| matches!(p, Place::Memory(_))) {
-            return Err(self.error(EvalError::BadResume("no register was requested")));
+            return Err(self.error(ErrorKind::BadResume("no register was requested")));
         }
         let a = self.address_size;
         let r = match self.pending.take() {
@@ -442,7 +380,7 @@ impl<'a> Evaluation<'a> {
                     self.push_value(Value::from_bytes(ty, b, a));
                     self.advance()
                 }
-                None => Err(EvalError::ReadOutOfRange.into()),
+                None => Err(ErrorKind::ReadOutOfRange.into()),
             },
             Some(Pending::Breg {
                 offset,
@@ -458,7 +396,7 @@ impl<'a> Evaluation<'a> {
             }
             Some(Pending::Regval { ty }) => {
                 if bytes.len() < usize::from(ty.size(a)) {
-                    Err(EvalError::ReadOutOfRange.into())
+                    Err(ErrorKind::ReadOutOfRange.into())
                 } else {
                     self.push_value(Value::from_bytes(ty, bytes, a));
                     self.advance()
@@ -478,11 +416,11 @@ impl<'a> Evaluation<'a> {
                 ) => {
                     let got = f.span().and_then(|(first, n)| {
                         let first =
-                            usize::try_from(first).map_err(|_| EvalError::ReadOutOfRange)?;
+                            usize::try_from(first).map_err(|_| ErrorKind::ReadOutOfRange)?;
                         first
                             .checked_add(n as usize)
                             .and_then(|end| bytes.get(first..end))
-                            .ok_or(EvalError::ReadOutOfRange)
+                            .ok_or(ErrorKind::ReadOutOfRange)
                     });
                     match got {
                         Ok(span) => {
@@ -492,7 +430,7 @@ impl<'a> Evaluation<'a> {
                         Err(e) => Err(e.into()),
                     }
                 }
-                _ => Err(EvalError::BadResume("no register was requested").into()),
+                _ => Err(ErrorKind::BadResume("no register was requested").into()),
             },
             other => self.wrong(other, "no register was requested"),
         };
@@ -503,7 +441,7 @@ impl<'a> Evaluation<'a> {
     /// requested number of bytes.
     pub fn resume_with_memory(&mut self, bytes: &[u8]) -> Result<EvaluationResult, Error> {
         if self.reading_from(|p| matches!(p, Place::Register(_))) {
-            return Err(self.error(EvalError::BadResume("no memory was requested")));
+            return Err(self.error(ErrorKind::BadResume("no memory was requested")));
         }
         if let Some(Pending::Read { fetches, next, .. }) = &self.pending {
             let short = fetches
@@ -511,7 +449,7 @@ impl<'a> Evaluation<'a> {
                 .and_then(|f| f.span().ok())
                 .is_some_and(|(_, n)| (bytes.len() as u64) < n);
             if short {
-                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+                return Err(self.error(ErrorKind::BadResume("fewer bytes than requested")));
             }
         }
         if let Some(Pending::ReadSimple {
@@ -521,7 +459,7 @@ impl<'a> Evaluation<'a> {
         }) = &self.pending
         {
             if bytes.len() < usize::from(*size) {
-                return Err(self.error(EvalError::BadResume("fewer bytes than requested")));
+                return Err(self.error(ErrorKind::BadResume("fewer bytes than requested")));
             }
         }
         let r = match self.pending.take() {
@@ -551,11 +489,11 @@ impl<'a> Evaluation<'a> {
                             bits.fill(span, f.shift(), f.dst_bit, f.len);
                             self.continue_read(ty, bits, fetches, next + 1)
                         }
-                        None => Err(EvalError::BadResume("fewer bytes than requested").into()),
+                        None => Err(ErrorKind::BadResume("fewer bytes than requested").into()),
                     },
                     Err(e) => Err(e.into()),
                 },
-                _ => Err(EvalError::BadResume("no memory was requested").into()),
+                _ => Err(ErrorKind::BadResume("no memory was requested").into()),
             },
             other => self.wrong(other, "no memory was requested"),
         };
@@ -614,7 +552,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_AT_LLVM_iterations`): then `too_large`.
     fn push_counter(&mut self, n: u64, bound: Option<u64>, too_large: &'static str) -> Step {
         if bound.is_some_and(|b| n >= b) {
-            return Err(EvalError::IllFormed(too_large).into());
+            return Err(ErrorKind::IllFormed(too_large).into());
         }
         self.push_generic(n)
     }
@@ -684,7 +622,7 @@ impl<'a> Evaluation<'a> {
                         self.steps = self.steps.saturating_sub(1);
                         return self.run();
                     }
-                    None => Err(EvalError::UnsupportedBaseType {
+                    None => Err(ErrorKind::UnsupportedBaseType {
                         offset,
                         encoding,
                         byte_size,
@@ -823,7 +761,7 @@ impl<'a> Evaluation<'a> {
 
     pub(super) fn wrong(&mut self, other: Option<Pending>, what: &'static str) -> Step {
         self.pending = other;
-        Err(EvalError::BadResume(what).into())
+        Err(ErrorKind::BadResume(what).into())
     }
 
     pub(super) fn advance(&mut self) -> Step {
@@ -869,7 +807,7 @@ impl<'a> Evaluation<'a> {
         }
     }
 
-    pub(super) fn error(&self, error: EvalError) -> Error {
+    pub(super) fn error(&self, error: ErrorKind) -> Error {
         let here = match &self.callee {
             Some(code) => code.ops.get(self.pc).map_or("end of expression", Op::name),
             None => self.root_name(self.pc),
@@ -878,12 +816,12 @@ impl<'a> Evaluation<'a> {
             None => Error::Eval {
                 index: self.pc,
                 op: here,
-                error,
+                kind: error,
             },
             Some(&(_, site)) => Error::Eval {
                 index: site,
                 op: self.root_name(site),
-                error: EvalError::InCall {
+                kind: ErrorKind::InCall {
                     index: self.pc,
                     op: here,
                     error: Box::new(error),

@@ -27,7 +27,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_OP_implicit_value` and composites of registers and constants
     /// (`composite_shortcut`, from bytes), from bytes or decoded, evaluated
     /// without entering the loop up to the end or to their first request. For a fresh evaluation ([`Evaluation::new`],
-    /// [`Evaluation::from_bytes`], [`Evaluation::restart`]; nothing pushed,
+    /// [`Evaluation::restart`]; nothing pushed,
     /// not run) without trace, with a valid encoding and room for the
     /// operations in the step limit; `None` (nothing done) otherwise.
     /// Leaves exactly the state the loop leaves after the same operations

@@ -18,14 +18,14 @@
 //! callee. Stack slots are 32 bytes, written in place: pushing and popping
 //! them is most of the hot loop's memory traffic.
 //!
-//! Two ways in: [`Evaluation::new`] runs decoded [`Op`]s (from
-//! [`parse_text`](crate::parse_text) or [`decode`]);
-//! [`Evaluation::from_bytes`] runs the encoded bytes directly, decoding each
-//! operation as it executes it (the common ones without building an `Op`),
-//! as gimli does. For many expressions, [`Evaluation::restart`] (or
-//! [`Evaluation::into_buffers`] and [`Evaluation::from_bytes_in`]) keeps the
-//! stack's allocation from one to the next, and [`Evaluation::result_ref`]
-//! borrows the result instead of cloning it.
+//! One way in: [`Evaluation::new`] of an [`Expression`], either decoded
+//! [`Op`]s (from [`parse_text`](crate::parse_text) or [`decode`]) or the
+//! encoded bytes, run directly, each operation decoded as it executes (the
+//! common ones without building an `Op`), as gimli does. For many
+//! expressions, [`Evaluation::restart`] (or [`Evaluation::into_buffers`] and
+//! [`Evaluation::new_in`], gimli's shape) keeps the stack's allocation from
+//! one to the next. One way out: [`Evaluation::result`] borrows the result
+//! ([`Evaluation::location_result`] reads it where a location is needed).
 //!
 //! Each stack entry is an [`Entry`]: a typed [`Value`] or a [`LocationDescription`]
 //! description. Generic values convert implicitly to memory locations in
@@ -63,15 +63,13 @@
 //! assert_eq!(eval.evaluate()?, EvaluationResult::RequiresLane);
 //! assert_eq!(eval.resume_with_lane(5)?, EvaluationResult::Complete);
 //! let part = Part { location: Location::single(Storage::Register(2560), 5 * 32), bit_size: 32 };
-//! assert_eq!(eval.result(), Some(Entry::Location(Location::composite(vec![part]))));
+//! assert_eq!(eval.result(), Some(&Entry::Location(Location::composite(vec![part]))));
 //! # Ok::<(), locus_dwarf::Error>(())
 //! ```
 
 use alloc::boxed::Box;
-use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::fmt;
 
 use crate::access::{plan_read, Bits, Fetch, Place};
 use crate::error::Error;
@@ -80,13 +78,13 @@ use crate::op::{byte_offsets, decode, decode_at, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
 
 mod api;
-mod error;
+
 mod fast;
 mod run;
 mod stack;
 mod step;
 
-pub use error::EvalError;
+pub use crate::error::ErrorKind;
 
 /// Default maximum number of operations one evaluation may execute.
 pub const DEFAULT_MAX_STEPS: u64 = 100_000;
@@ -432,6 +430,121 @@ fn check_offsets(ops: &[Op], offsets: &[usize]) -> Result<(), Error> {
     Ok(())
 }
 
+/// What an [`Evaluation`] runs: the encoded bytes of an expression (each
+/// operation decoded as it is executed, as gimli does) or decoded [`Op`]s,
+/// with the byte offsets of the original bytes when the caller has them.
+/// Built with `From` (`&[u8]`, `&Vec<u8>`, `&[u8; N]`, `&[Op]`, `&Vec<Op>`,
+/// `&[Op; N]`) or [`Expression::with_offsets`]; given to
+/// [`Evaluation::new`], [`Evaluation::new_in`] and [`Evaluation::restart`].
+///
+/// From bytes, nothing is materialised and, with [`Evaluation::restart`],
+/// nothing is allocated for expressions whose stack entries are values,
+/// single places and short implicit bytes; bytes are only checked as they
+/// are reached: an ill-formed operation (or branch target) is reported when
+/// executed, as the decoding [`Error`] naming its byte offset. Operation
+/// indices ([`Evaluation::pc`], errors) count operations from the start
+/// either way.
+#[derive(Clone, Copy, Debug)]
+pub struct Expression<'a> {
+    ops: &'a [Op],
+    /// The encoded expression (`ops` is then empty).
+    bytes: Option<&'a [u8]>,
+    /// The operations' byte offsets, then the length; `bool`: checked.
+    offsets: Option<(&'a [usize], bool)>,
+}
+
+impl<'a> Expression<'a> {
+    /// Decoded operations with the byte offset of each in the original
+    /// expression, then its total length, as [`decode`] and
+    /// [`decode_into`](crate::decode_into) give them: branch targets are
+    /// found in these offsets instead of by re-encoding the operations
+    /// (which differ from the original when it used non-minimal LEB128
+    /// operands). Fails unless there is one offset per operation plus the
+    /// length, strictly increasing.
+    pub fn with_offsets(ops: &'a [Op], offsets: &'a [usize]) -> Result<Expression<'a>, Error> {
+        check_offsets(ops, offsets)?;
+        Ok(Expression {
+            ops,
+            bytes: None,
+            offsets: Some((offsets, true)),
+        })
+    }
+
+    /// [`Expression::with_offsets`] with the offsets checked only if a
+    /// branch needs them (and, if they do not fit, the operations
+    /// re-encoded instead): for offsets that are right by construction,
+    /// without a pass over them and a `Result` per evaluation.
+    #[cfg_attr(not(feature = "binary"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn with_unchecked_offsets(ops: &'a [Op], offsets: &'a [usize]) -> Expression<'a> {
+        Expression {
+            ops,
+            bytes: None,
+            offsets: Some((offsets, false)),
+        }
+    }
+
+    /// The root offsets an evaluation of this expression starts with.
+    #[inline(always)]
+    fn root_offsets(self) -> RootOffsets<'a> {
+        match self.offsets {
+            None => RootOffsets::Unknown,
+            Some((o, true)) => RootOffsets::Borrowed(o),
+            Some((o, false)) => RootOffsets::Unchecked(o),
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for Expression<'a> {
+    #[inline(always)]
+    fn from(bytes: &'a [u8]) -> Expression<'a> {
+        Expression {
+            ops: &[],
+            bytes: Some(bytes),
+            offsets: None,
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Expression<'a> {
+    #[inline(always)]
+    fn from(bytes: &'a Vec<u8>) -> Expression<'a> {
+        Expression::from(bytes.as_slice())
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Expression<'a> {
+    #[inline(always)]
+    fn from(bytes: &'a [u8; N]) -> Expression<'a> {
+        Expression::from(bytes.as_slice())
+    }
+}
+
+impl<'a> From<&'a [Op]> for Expression<'a> {
+    #[inline(always)]
+    fn from(ops: &'a [Op]) -> Expression<'a> {
+        Expression {
+            ops,
+            bytes: None,
+            offsets: None,
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<Op>> for Expression<'a> {
+    #[inline(always)]
+    fn from(ops: &'a Vec<Op>) -> Expression<'a> {
+        Expression::from(ops.as_slice())
+    }
+}
+
+impl<'a, const N: usize> From<&'a [Op; N]> for Expression<'a> {
+    #[inline(always)]
+    fn from(ops: &'a [Op; N]) -> Expression<'a> {
+        Expression::from(ops.as_slice())
+    }
+}
+
 /// A called expression (`DW_OP_call*`), decoded.
 #[derive(Clone, Debug)]
 struct Code {
@@ -441,7 +554,10 @@ struct Code {
 
 /// The reusable allocations of an [`Evaluation`] (its stack, call returns and
 /// the vector of a composite's parts), carried from one expression to the next with
-/// [`Evaluation::into_buffers`] and [`Evaluation::from_bytes_in`].
+/// [`Evaluation::into_buffers`] and [`Evaluation::new_in`] (as gimli's
+/// `Evaluation::new_in` takes its storage): for expressions that do not all
+/// live as long as one evaluation ([`Evaluation::restart`] reuses an
+/// evaluation in place otherwise).
 #[derive(Debug, Default)]
 pub struct Buffers {
     stack: Vec<Slot>,
@@ -455,7 +571,7 @@ pub struct Buffers {
 pub struct Evaluation<'a> {
     ops: &'a [Op],
     /// The root expression's bytes when evaluating straight from them
-    /// ([`Evaluation::from_bytes`]); `ops` is then empty.
+    /// ([`Expression`] from bytes); `ops` is then empty.
     bytes: Option<&'a [u8]>,
     /// From bytes: the byte offset of the root operation at `pc` (or waiting
     /// at a call), and of the one after it.
@@ -506,7 +622,7 @@ pub struct Evaluation<'a> {
 /// the request it stored in `Evaluation::asked`. One pointer wide on purpose
 /// (the error is boxed, the request kept aside): the hot loop passes one of
 /// these per operation, and a larger result type made that copy stall.
-type Step = Result<(), Box<EvalError>>;
+type Step = Result<(), Box<ErrorKind>>;
 
 /// The size in bits of an address space's memory with `address_size`-byte
 /// addresses.

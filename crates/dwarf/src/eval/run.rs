@@ -41,7 +41,7 @@ impl<'a> Evaluation<'a> {
     pub(super) fn count_step(&mut self) -> Result<(), Error> {
         self.steps += 1;
         if self.steps > self.max_steps {
-            return Err(self.error(EvalError::StepLimitExceeded(self.max_steps)));
+            return Err(self.error(ErrorKind::StepLimitExceeded(self.max_steps)));
         }
         Ok(())
     }
@@ -74,7 +74,7 @@ impl<'a> Evaluation<'a> {
         if self.stack.len() > MAX_STACK {
             // Report it at the operation that overflowed.
             (self.pc, self.byte_pc) = at;
-            return Err(self.error(EvalError::TooLarge("more than 1024 stack entries")));
+            return Err(self.error(ErrorKind::TooLarge("more than 1024 stack entries")));
         }
         Ok(None)
     }
@@ -151,7 +151,7 @@ impl<'a> Evaluation<'a> {
 
     /// Ends the evaluation: the result moves off the stack as an `Entry`
     /// (an incomplete composite is completed), so it can be borrowed
-    /// (`result_ref`). Compact slots are read field by field where they lie
+    /// (`result`). Compact slots are read field by field where they lie
     /// and each kind's entry is written straight into `top` (building one
     /// `Entry` for all kinds and then moving it copied it byte by byte).
     #[inline(always)]

@@ -74,16 +74,16 @@ impl<'a> Evaluation<'a> {
         self.stack.push(Slot::location(l));
     }
 
-    pub(super) fn pop_slot(&mut self) -> Result<Slot, EvalError> {
+    pub(super) fn pop_slot(&mut self) -> Result<Slot, ErrorKind> {
         // A `match`, not `ok_or`: that built the error and ran its drop
         // code on every pop.
         match self.stack.pop() {
             Some(s) => Ok(s),
-            None => Err(EvalError::StackUnderflow),
+            None => Err(ErrorKind::StackUnderflow),
         }
     }
 
-    pub(super) fn pop_value(&mut self) -> Result<Value, EvalError> {
+    pub(super) fn pop_value(&mut self) -> Result<Value, ErrorKind> {
         // A value owns nothing: forgetting it skips the drop code the
         // compiler would otherwise call for every popped slot.
         match self.stack.pop() {
@@ -95,14 +95,14 @@ impl<'a> Evaluation<'a> {
                     self.slot_value(s)
                 }
             }
-            None => Err(EvalError::StackUnderflow),
+            None => Err(ErrorKind::StackUnderflow),
         }
     }
 
     /// [`Evaluation::pop_value`] of a slot that is not a value.
     #[inline(never)]
-    pub(super) fn slot_value(&self, s: Slot) -> Result<Value, EvalError> {
-        const NOT_AN_ADDRESS: EvalError = EvalError::TypeMismatch(
+    pub(super) fn slot_value(&self, s: Slot) -> Result<Value, ErrorKind> {
+        const NOT_AN_ADDRESS: ErrorKind = ErrorKind::TypeMismatch(
             "expected a value, found a location description that is not a memory address",
         );
         match s {
@@ -122,27 +122,27 @@ impl<'a> Evaluation<'a> {
                     None => Err(NOT_AN_ADDRESS),
                 },
             },
-            Slot::Incomplete(..) => Err(EvalError::TypeMismatch(
+            Slot::Incomplete(..) => Err(ErrorKind::TypeMismatch(
                 "expected a value, found an incomplete composite",
             )),
         }
     }
 
     /// Pops an integral value (address spaces, offsets, masks).
-    pub(super) fn pop_integral(&mut self) -> Result<Value, EvalError> {
+    pub(super) fn pop_integral(&mut self) -> Result<Value, ErrorKind> {
         let v = self.pop_value()?;
         if v.ty.is_integral() {
             Ok(v)
         } else {
-            Err(EvalError::TypeMismatch("expected an integral value"))
+            Err(ErrorKind::TypeMismatch("expected an integral value"))
         }
     }
 
-    pub(super) fn pop_location(&mut self) -> Result<LocationDescription, EvalError> {
+    pub(super) fn pop_location(&mut self) -> Result<LocationDescription, ErrorKind> {
         let v = match self.pop_slot()? {
             Slot::Value(v) => v,
             Slot::Incomplete(..) => {
-                return Err(EvalError::IllFormed(
+                return Err(ErrorKind::IllFormed(
                     "a location description is needed, found an incomplete composite",
                 ))
             }
@@ -154,30 +154,30 @@ impl<'a> Evaluation<'a> {
         if v.ty == ValueType::Generic {
             Ok(LocationDescription::memory(0, v.bits))
         } else {
-            Err(EvalError::TypeMismatch(
+            Err(ErrorKind::TypeMismatch(
                 "expected a location description, found a non-generic value",
             ))
         }
     }
 
-    pub(super) fn peek(&self, depth: usize) -> Result<Slot, EvalError> {
+    pub(super) fn peek(&self, depth: usize) -> Result<Slot, ErrorKind> {
         let len = self.stack.len();
         if depth >= len {
-            return Err(EvalError::StackUnderflow);
+            return Err(ErrorKind::StackUnderflow);
         }
         match &self.stack[len - 1 - depth] {
-            Slot::Incomplete(..) => Err(EvalError::IllFormed(STACK_OP_ON_INCOMPLETE)),
+            Slot::Incomplete(..) => Err(ErrorKind::IllFormed(STACK_OP_ON_INCOMPLETE)),
             s => Ok(s.clone()),
         }
     }
 
     /// The normative text's rule for the stack operations: none may touch
     /// an incomplete composite (copies would share its storage).
-    pub(super) fn need_complete(&self, n: usize) -> Result<(), EvalError> {
+    pub(super) fn need_complete(&self, n: usize) -> Result<(), ErrorKind> {
         self.need(n)?;
         let top = &self.stack[self.stack.len() - n..];
         if top.iter().any(|s| matches!(s, Slot::Incomplete(..))) {
-            return Err(EvalError::IllFormed(STACK_OP_ON_INCOMPLETE));
+            return Err(ErrorKind::IllFormed(STACK_OP_ON_INCOMPLETE));
         }
         Ok(())
     }
@@ -200,7 +200,7 @@ impl<'a> Evaluation<'a> {
 
     /// The offset rule for registers of known size; `offset_bits` checked
     /// every other storage.
-    pub(super) fn check_register_offsets(&self, l: &LocationDescription) -> Result<(), EvalError> {
+    pub(super) fn check_register_offsets(&self, l: &LocationDescription) -> Result<(), ErrorKind> {
         if self.register_sizes.is_empty() {
             return Ok(());
         }
@@ -210,7 +210,7 @@ impl<'a> Evaluation<'a> {
                     .register_bits(r)
                     .is_some_and(|size| p.bit_offset >= u128::from(size))
                 {
-                    return Err(EvalError::OffsetOutOfRange);
+                    return Err(ErrorKind::OffsetOutOfRange);
                 }
             }
         }
@@ -223,11 +223,11 @@ impl<'a> Evaluation<'a> {
         &self,
         l: &LocationDescription,
         bit_size: u64,
-    ) -> Result<(), EvalError> {
+    ) -> Result<(), ErrorKind> {
         for p in l.places.iter() {
             if let Some(size) = self.storage_bits(&p.storage) {
                 if p.bit_offset.saturating_add(u128::from(bit_size)) > size {
-                    return Err(EvalError::IllFormed(
+                    return Err(ErrorKind::IllFormed(
                         "a part is larger than what remains of its location storage",
                     ));
                 }
@@ -238,40 +238,40 @@ impl<'a> Evaluation<'a> {
 
     /// A composite of `bits` bits may be no larger than the memory of an
     /// address space.
-    pub(super) fn check_composite_bits(&self, bits: u128) -> Result<(), EvalError> {
+    pub(super) fn check_composite_bits(&self, bits: u128) -> Result<(), ErrorKind> {
         if bits > address_space_bits(self.address_size) {
-            return Err(EvalError::IllFormed(
+            return Err(ErrorKind::IllFormed(
                 "the composite is larger than the largest address space",
             ));
         }
         Ok(())
     }
 
-    pub(super) fn need(&self, n: usize) -> Result<(), EvalError> {
+    pub(super) fn need(&self, n: usize) -> Result<(), ErrorKind> {
         if self.stack.len() < n {
-            Err(EvalError::StackUnderflow)
+            Err(ErrorKind::StackUnderflow)
         } else {
             Ok(())
         }
     }
 
-    pub(super) fn reg(r: u64) -> Result<u16, EvalError> {
-        u16::try_from(r).map_err(|_| EvalError::BadRegister(r))
+    pub(super) fn reg(r: u64) -> Result<u16, ErrorKind> {
+        u16::try_from(r).map_err(|_| ErrorKind::BadRegister(r))
     }
 
-    pub(super) fn value_err(e: ValueError) -> EvalError {
+    pub(super) fn value_err(e: ValueError) -> ErrorKind {
         match e {
             ValueError::TypeMismatch => {
-                EvalError::TypeMismatch("operands have different base types")
+                ErrorKind::TypeMismatch("operands have different base types")
             }
-            ValueError::DivisionByZero => EvalError::DivisionByZero,
+            ValueError::DivisionByZero => ErrorKind::DivisionByZero,
             ValueError::IntegralRequired => {
-                EvalError::TypeMismatch("the operation needs integral operands")
+                ErrorKind::TypeMismatch("the operation needs integral operands")
             }
-            ValueError::BadConversion => EvalError::TypeMismatch(
+            ValueError::BadConversion => ErrorKind::TypeMismatch(
                 "cannot convert or reinterpret to that type (sizes differ?)",
             ),
-            ValueError::UnsupportedForType => EvalError::TypeMismatch(
+            ValueError::UnsupportedForType => ErrorKind::TypeMismatch(
                 "not defined for this type (neg of unsigned, shr of signed, shra of unsigned, negative shift)",
             ),
         }

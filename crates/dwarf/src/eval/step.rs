@@ -4,7 +4,7 @@
 use super::*;
 
 impl<'a> Evaluation<'a> {
-    pub(super) fn binary(&mut self, op: BinaryOp) -> Result<(), EvalError> {
+    pub(super) fn binary(&mut self, op: BinaryOp) -> Result<(), ErrorKind> {
         self.need(2)?;
         let b = self.pop_value()?;
         let a = self.pop_value()?;
@@ -19,7 +19,7 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
-    pub(super) fn compare(&mut self, op: CompareOp) -> Result<(), EvalError> {
+    pub(super) fn compare(&mut self, op: CompareOp) -> Result<(), ErrorKind> {
         self.need(2)?;
         let b = self.pop_value()?;
         let a = self.pop_value()?;
@@ -30,14 +30,14 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
-    pub(super) fn unary(&mut self, op: UnaryOp) -> Result<(), EvalError> {
+    pub(super) fn unary(&mut self, op: UnaryOp) -> Result<(), ErrorKind> {
         let a = self.pop_value()?;
         let r = a.unary(op, self.address_size).map_err(Self::value_err)?;
         self.push_value(r);
         Ok(())
     }
 
-    pub(super) fn branch(&mut self, displacement: i16) -> Result<(), EvalError> {
+    pub(super) fn branch(&mut self, displacement: i16) -> Result<(), ErrorKind> {
         let offsets: &[usize] = match &self.callee {
             Some(code) => &code.offsets,
             None => {
@@ -57,7 +57,7 @@ impl<'a> Evaluation<'a> {
                     RootOffsets::Computed(Some(o)) => o,
                     RootOffsets::Borrowed(o) => o,
                     _ => {
-                        return Err(EvalError::Unsupported(
+                        return Err(ErrorKind::Unsupported(
                             "branch in an expression that cannot be encoded",
                         ))
                     }
@@ -69,7 +69,7 @@ impl<'a> Evaluation<'a> {
         let idx = usize::try_from(target)
             .ok()
             .and_then(|t| offsets.binary_search(&t).ok())
-            .ok_or(EvalError::BadBranchTarget(target))?;
+            .ok_or(ErrorKind::BadBranchTarget(target))?;
         let byte = offsets.get(idx).copied();
         if self.callee.is_none() {
             self.byte_pc = byte.unwrap_or(usize::MAX);
@@ -86,16 +86,16 @@ impl<'a> Evaluation<'a> {
         }
     }
 
-    pub(super) fn offset(&mut self, bits: i128) -> Result<(), EvalError> {
+    pub(super) fn offset(&mut self, bits: i128) -> Result<(), ErrorKind> {
         let mut l = self.pop_location()?;
         l.offset_bits(bits, self.address_size)
-            .map_err(|_| EvalError::OffsetOutOfRange)?;
+            .map_err(|_| ErrorKind::OffsetOutOfRange)?;
         self.check_register_offsets(&l)?;
         self.push_loc(l);
         Ok(())
     }
 
-    pub(super) fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), EvalError> {
+    pub(super) fn piece(&mut self, bit_size: u64, bit_offset: u64) -> Result<(), ErrorKind> {
         // Not traced: a traced evaluation is the shortcuts' reference.
         if bit_offset == 0 && !self.trace && self.compact_piece(bit_size) {
             return Ok(());
@@ -108,7 +108,7 @@ impl<'a> Evaluation<'a> {
         };
         if bit_offset != 0 {
             loc.offset_bits(i128::from(bit_offset), self.address_size)
-                .map_err(|_| EvalError::OffsetOutOfRange)?;
+                .map_err(|_| ErrorKind::OffsetOutOfRange)?;
             self.check_register_offsets(&loc)?;
         }
         self.check_part(&loc, bit_size)?;
@@ -123,7 +123,7 @@ impl<'a> Evaluation<'a> {
         };
         let weight = (weight as usize).saturating_add(1 + loc.weight());
         if weight > MAX_LOCATION_WEIGHT {
-            return Err(EvalError::TooLarge("composite with too many parts"));
+            return Err(ErrorKind::TooLarge("composite with too many parts"));
         }
         parts.push(Part {
             location: loc,
@@ -215,11 +215,11 @@ impl<'a> Evaluation<'a> {
         ty: ValueType,
     ) -> Step {
         let Some(place) = loc.places.first() else {
-            return Err(EvalError::UndefinedRead.into());
+            return Err(ErrorKind::UndefinedRead.into());
         };
         if matches!(place.storage, Storage::ImplicitPointer { .. }) {
             return Err(
-                EvalError::Unsupported("dereferencing an implicit pointer location").into(),
+                ErrorKind::Unsupported("dereferencing an implicit pointer location").into(),
             );
         }
         // Bits past the end of any place's storage are an evaluation error
@@ -228,7 +228,7 @@ impl<'a> Evaluation<'a> {
         for p in loc.places.iter() {
             if let Some(bits) = self.storage_bits(&p.storage) {
                 if p.bit_offset.saturating_add(len) > bits {
-                    return Err(EvalError::ReadOutOfRange.into());
+                    return Err(ErrorKind::ReadOutOfRange.into());
                 }
             }
         }
@@ -292,7 +292,7 @@ impl<'a> Evaluation<'a> {
                 Place::Memory(address_space) => EvaluationResult::RequiresMemory {
                     address: first,
                     // At most 8 bytes are read, so a span is at most 9.
-                    size: u8::try_from(n).map_err(|_| EvalError::BadSize(n))?,
+                    size: u8::try_from(n).map_err(|_| ErrorKind::BadSize(n))?,
                     address_space,
                 },
                 Place::Register(register) => EvaluationResult::RequiresRegister { register },
@@ -306,7 +306,7 @@ impl<'a> Evaluation<'a> {
             return self.ask(request);
         }
         if !bits.is_fully_defined() {
-            return Err(EvalError::UndefinedRead.into());
+            return Err(ErrorKind::UndefinedRead.into());
         }
         self.push_value(Value::from_bytes(ty, bits.bytes(), self.address_size));
         self.advance()
@@ -315,7 +315,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_OP_deref*` of `size` bytes with result type `ty`.
     pub(super) fn deref(&mut self, size: u8, ty: ValueType) -> Step {
         if size == 0 || size > ty.size(self.address_size) {
-            return Err(EvalError::BadSize(u64::from(size)).into());
+            return Err(ErrorKind::BadSize(u64::from(size)).into());
         }
         // Whole bytes of memory or of one register, straight from a compact
         // slot: as `start_read` does, without building the location.
@@ -349,7 +349,7 @@ impl<'a> Evaluation<'a> {
         ty: ValueType,
     ) -> Step {
         if u128::from(address) + u128::from(size) > address_space_bits(self.address_size) / 8 {
-            return Err(EvalError::ReadOutOfRange.into());
+            return Err(ErrorKind::ReadOutOfRange.into());
         }
         self.pending = Some(Pending::ReadSimple {
             ty,
@@ -365,7 +365,7 @@ impl<'a> Evaluation<'a> {
 
     pub(super) fn xderef(&mut self, size: u8, ty: ValueType) -> Step {
         if size == 0 || size > ty.size(self.address_size) {
-            return Err(EvalError::BadSize(u64::from(size)).into());
+            return Err(ErrorKind::BadSize(u64::from(size)).into());
         }
         self.need(2)?;
         // DWARF 5 §2.5.1.3: the address is on top, the address space below.
@@ -400,11 +400,11 @@ impl<'a> Evaluation<'a> {
     pub(super) fn take_asked(&mut self) -> Result<EvaluationResult, Error> {
         match self.asked.take() {
             Some(r) => Ok(r),
-            None => Err(self.error(EvalError::BadResume("no request was made"))),
+            None => Err(self.error(ErrorKind::BadResume("no request was made"))),
         }
     }
 
-    pub(super) fn plus_uconst(&mut self, n: u64) -> Result<(), EvalError> {
+    pub(super) fn plus_uconst(&mut self, n: u64) -> Result<(), ErrorKind> {
         let a = self.address_size;
         let v = self.pop_value()?;
         // The constant is taken in the popped value's type (DWARF 5
@@ -424,16 +424,16 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
-    pub(super) fn piece_bytes(&mut self, n: u64) -> Result<(), EvalError> {
+    pub(super) fn piece_bytes(&mut self, n: u64) -> Result<(), ErrorKind> {
         // A `match`, not `ok_or` (see `pop_slot`).
         let Some(bits) = n.checked_mul(8) else {
-            return Err(EvalError::BadSize(n));
+            return Err(ErrorKind::BadSize(n));
         };
         self.piece(bits, 0)
     }
 
     #[inline(always)]
-    pub(super) fn stack_value(&mut self) -> Result<(), EvalError> {
+    pub(super) fn stack_value(&mut self) -> Result<(), ErrorKind> {
         let a = self.address_size;
         // A value on top (the usual case) becomes its implicit bytes where
         // it lies: the value's bits are masked to its size, its first `len`
@@ -473,12 +473,12 @@ impl<'a> Evaluation<'a> {
 
     pub(super) fn enter_call(&mut self, bytes: &[u8]) -> Step {
         let decoded =
-            decode(bytes, self.encoding).map_err(|e| EvalError::IllFormedCallee(e.to_string()))?;
+            decode(bytes, self.encoding).map_err(|e| ErrorKind::IllFormedCallee(Box::new(e)))?;
         if decoded.is_empty() {
             return self.advance();
         }
         if self.returns.len() >= MAX_CALL_DEPTH {
-            return Err(EvalError::CallDepthExceeded(MAX_CALL_DEPTH).into());
+            return Err(ErrorKind::CallDepthExceeded(MAX_CALL_DEPTH).into());
         }
         let mut offsets: Vec<usize> = decoded.iter().map(|(o, _)| *o).collect();
         offsets.push(bytes.len());
@@ -490,9 +490,9 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
-    pub(super) fn extend(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+    pub(super) fn extend(&mut self, bit_size: u64, count: u64) -> Result<(), ErrorKind> {
         if bit_size == 0 || count == 0 {
-            return Err(EvalError::IllFormed(
+            return Err(ErrorKind::IllFormed(
                 "the element bit size or count of DW_OP_LLVM_extend is 0",
             ));
         }
@@ -501,7 +501,7 @@ impl<'a> Evaluation<'a> {
         self.check_composite_bits(u128::from(bit_size) * u128::from(count))?;
         let weight = (loc.weight() as u128 + 1).saturating_mul(u128::from(count));
         if weight >= MAX_LOCATION_WEIGHT as u128 {
-            return Err(EvalError::TooLarge("DW_OP_extend makes too many parts"));
+            return Err(ErrorKind::TooLarge("DW_OP_extend makes too many parts"));
         }
         let parts = (0..count)
             .map(|_| Part {
@@ -513,9 +513,9 @@ impl<'a> Evaluation<'a> {
         Ok(())
     }
 
-    pub(super) fn select_bit_piece(&mut self, bit_size: u64, count: u64) -> Result<(), EvalError> {
+    pub(super) fn select_bit_piece(&mut self, bit_size: u64, count: u64) -> Result<(), ErrorKind> {
         if bit_size == 0 || count == 0 {
-            return Err(EvalError::IllFormed(
+            return Err(ErrorKind::IllFormed(
                 "the element bit size or count of DW_OP_LLVM_select_bit_piece is 0",
             ));
         }
@@ -525,13 +525,13 @@ impl<'a> Evaluation<'a> {
         let zero = self.pop_location()?;
         // The mask must have a bit for every part.
         if count > u64::from(mask.ty.size(self.address_size)) * 8 {
-            return Err(EvalError::BadSize(count));
+            return Err(ErrorKind::BadSize(count));
         }
         self.check_composite_bits(u128::from(bit_size) * u128::from(count))?;
         let weight =
             (one.weight().max(zero.weight()) as u128 + 1).saturating_mul(u128::from(count));
         if weight >= MAX_LOCATION_WEIGHT as u128 {
-            return Err(EvalError::TooLarge(
+            return Err(ErrorKind::TooLarge(
                 "DW_OP_select_bit_piece makes too many parts",
             ));
         }
@@ -545,7 +545,7 @@ impl<'a> Evaluation<'a> {
                 != 0;
             let mut l = if selected { one.clone() } else { zero.clone() };
             l.offset_bits(i128::from(i) * i128::from(bit_size), self.address_size)
-                .map_err(|_| EvalError::OffsetOutOfRange)?;
+                .map_err(|_| ErrorKind::OffsetOutOfRange)?;
             self.check_register_offsets(&l)?;
             self.check_part(&l, bit_size)?;
             parts.push(Part {
@@ -576,7 +576,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_OP_overlay` (`unit` 8) and `DW_OP_bit_overlay` (`unit` 1): the
     /// base location BL with the overlay OL over `size` units from `offset`
     /// units, as the composite the normative text's four steps build.
-    pub(super) fn overlay(&mut self, unit: u64) -> Result<(), EvalError> {
+    pub(super) fn overlay(&mut self, unit: u64) -> Result<(), ErrorKind> {
         self.need(4)?;
         let size = self.pop_integral()?;
         let offset = self.pop_integral()?;
@@ -584,11 +584,11 @@ impl<'a> Evaluation<'a> {
         let overlay = self.pop_location()?;
         let base = self.pop_location()?;
         if size < 0 || offset < 0 {
-            return Err(EvalError::BadOverlay(
+            return Err(ErrorKind::BadOverlay(
                 "the overlay's size or offset is negative",
             ));
         }
-        let too_large = EvalError::TooLarge("overlay larger than 2^64 bits");
+        let too_large = ErrorKind::TooLarge("overlay larger than 2^64 bits");
         let scale = |n: i128| u64::try_from(n).ok().and_then(|n| n.checked_mul(unit));
         let (Some(bs), Some(bo)) = (scale(size), scale(offset)) else {
             return Err(too_large);
@@ -602,7 +602,7 @@ impl<'a> Evaluation<'a> {
             Storage::Register(r) => self.register_bits(r).is_none(),
             _ => false,
         }) {
-            return Err(EvalError::BadOverlay(
+            return Err(ErrorKind::BadOverlay(
                 "the base location is a register whose size is not known (give it with Target::register_sizes or Evaluation::set_register_size)",
             ));
         }
@@ -610,7 +610,7 @@ impl<'a> Evaluation<'a> {
         // (undefined storage): that is not checked.
         let rbss = self.remaining_bits(&base);
         if rbss.is_some_and(|r| r < end) {
-            return Err(EvalError::BadOverlay(
+            return Err(ErrorKind::BadOverlay(
                 "the overlay extends past the end of the base location's storage",
             ));
         }
@@ -630,7 +630,7 @@ impl<'a> Evaluation<'a> {
         let tail = rbss.unwrap_or(u128::MAX).min(u128::from(u64::MAX)) as u64 - end;
         let weight = 2 * base.weight() + overlay.weight() + 3;
         if weight >= MAX_LOCATION_WEIGHT {
-            return Err(EvalError::TooLarge("DW_OP_overlay makes too many parts"));
+            return Err(ErrorKind::TooLarge("DW_OP_overlay makes too many parts"));
         }
         let mut parts = Vec::with_capacity(3);
         if bo != 0 {
@@ -646,7 +646,7 @@ impl<'a> Evaluation<'a> {
         if tail != 0 {
             let mut rest = base;
             rest.offset_bits(i128::from(end), self.address_size)
-                .map_err(|_| EvalError::OffsetOutOfRange)?;
+                .map_err(|_| ErrorKind::OffsetOutOfRange)?;
             parts.push(Part {
                 location: rest,
                 bit_size: tail,
@@ -687,7 +687,7 @@ impl<'a> Evaluation<'a> {
                     return self.need_type(*type_offset);
                 };
                 if value.len() != usize::from(ty.size(a)) {
-                    return Err(EvalError::BadSize(value.len() as u64).into());
+                    return Err(ErrorKind::BadSize(value.len() as u64).into());
                 }
                 self.push_value(Value::from_bytes(ty, value, a));
             }
@@ -830,7 +830,7 @@ impl<'a> Evaluation<'a> {
                 };
                 // S must be the type's byte size (deref_size may be smaller).
                 if *size != ty.size(a) {
-                    return Err(EvalError::BadSize(u64::from(*size)).into());
+                    return Err(ErrorKind::BadSize(u64::from(*size)).into());
                 }
                 return self.deref(*size, ty);
             }
@@ -841,7 +841,7 @@ impl<'a> Evaluation<'a> {
                     return self.need_type(*type_offset);
                 };
                 if *size != ty.size(a) {
-                    return Err(EvalError::BadSize(u64::from(*size)).into());
+                    return Err(ErrorKind::BadSize(u64::from(*size)).into());
                 }
                 return self.xderef(*size, ty);
             }
@@ -917,7 +917,7 @@ impl<'a> Evaluation<'a> {
                     Slot::Incomplete(parts, ..) | Slot::Open(parts, ..) => {
                         self.push_loc(LocationDescription::composite(parts))
                     }
-                    _ => return Err(EvalError::IllFormed(
+                    _ => return Err(ErrorKind::IllFormed(
                         "the top of the stack is not an incomplete composite location description",
                     )
                     .into()),

@@ -223,7 +223,7 @@ pub(super) fn check_branches<'o>(
 /// [`decode`] into caller-owned buffers, so that decoding many expressions
 /// allocates nothing once the buffers are large enough: `ops` gets the
 /// operations, `offsets` the byte offset of each, then `bytes.len()` (the
-/// form [`Evaluation::with_offsets`](crate::Evaluation::with_offsets)
+/// form [`Expression::with_offsets`](crate::Expression::with_offsets)
 /// takes). Both are cleared first; on error their contents are unspecified.
 pub fn decode_into(
     bytes: &[u8],

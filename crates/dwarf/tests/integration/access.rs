@@ -8,7 +8,7 @@ use crate::eval_support;
 use eval_support::{evaluate, Ctx};
 use locus_dwarf::access::{read, write, Bits};
 use locus_dwarf::{
-    parse_text, Encoding, Error, EvalError, Location, Part, SingleLocation, Storage,
+    parse_text, Encoding, Error, ErrorKind, Location, Part, SingleLocation, Storage,
 };
 
 fn ctx() -> Ctx {
@@ -129,8 +129,8 @@ fn multiple_places_read_the_first_readable() {
     let loc = Location::memory(0, 0x9000);
     match read(&loc, 8, &mut c) {
         Err(Error::Access {
-            error:
-                EvalError::MemoryUnavailable {
+            kind:
+                ErrorKind::MemoryUnavailable {
                     address_space: 0,
                     address: 0x9000,
                     size: 1,
@@ -187,7 +187,7 @@ fn writes_to_implicit_or_undefined_storage_fail_before_writing() {
             matches!(
                 e,
                 Error::Access {
-                    error: EvalError::NotWritable(_)
+                    kind: ErrorKind::NotWritable(_)
                 }
             ),
             "{e:?}"

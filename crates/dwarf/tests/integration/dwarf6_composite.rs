@@ -10,7 +10,7 @@
 
 use locus_dwarf::access::read;
 use locus_dwarf::{
-    encode, parse_text, to_text, Encoding, Entry, Error, EvalError, Location, Op, Part, Storage,
+    encode, parse_text, to_text, Encoding, Entry, Error, ErrorKind, Location, Op, Part, Storage,
 };
 
 use crate::eval_support;
@@ -79,7 +79,7 @@ fn draft_composite_is_a_location_before_the_end() {
         &mut ctx,
     ) {
         Err(Error::Eval {
-            error: EvalError::IllFormed(_),
+            kind: ErrorKind::IllFormed(_),
             ..
         }) => {}
         other => panic!("expected ill-formed, got {other:?}"),

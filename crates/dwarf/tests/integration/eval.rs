@@ -4,7 +4,7 @@
 
 use locus_dwarf::eval::DEFAULT_MAX_STEPS;
 use locus_dwarf::{
-    parse_text, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult, Location, Part,
+    parse_text, Encoding, Entry, Error, ErrorKind, Evaluation, EvaluationResult, Location, Part,
     SingleLocation, Storage, Value, ValueType,
 };
 
@@ -58,7 +58,7 @@ fn evaluate<'a>(ops: &'a [locus_dwarf::Op], ctx: &Ctx) -> Result<Evaluation<'a>,
 fn run(text: &str, ctx: &Ctx) -> Result<Entry, Error> {
     let ops = parse_text(text, resolve).unwrap();
     let eval = evaluate(&ops, ctx)?;
-    Ok(eval.result().expect("empty stack"))
+    Ok(eval.result().cloned().expect("empty stack"))
 }
 
 fn location(text: &str) -> Location {
@@ -84,10 +84,10 @@ fn composite(parts: Vec<Part>, bit_offset: u128) -> Location {
     Location::single(Storage::Composite(parts), bit_offset)
 }
 
-fn eval_error(text: &str) -> (usize, &'static str, EvalError, String) {
+fn eval_error(text: &str) -> (usize, &'static str, ErrorKind, String) {
     match run(text, &Ctx::standard()) {
         Err(e @ Error::Eval { index, op, .. }) => {
-            let Error::Eval { error, .. } = e.clone() else {
+            let Error::Eval { kind: error, .. } = e.clone() else {
                 unreachable!()
             };
             (index, op, error, e.to_string())
@@ -123,7 +123,7 @@ fn variable_in_memory() {
     .unwrap();
     let eval = evaluate(&ops, &Ctx::standard()).unwrap();
     // The stack holds a generic value ...
-    assert_eq!(eval.result(), Some(Entry::Value(generic(0x1010))));
+    assert_eq!(eval.result().cloned(), Some(Entry::Value(generic(0x1010))));
     // ... which, in a location context, is a global memory location.
     assert_eq!(eval.location_result(), Some(Location::memory(0, 0x1010)));
 }
@@ -152,7 +152,7 @@ fn offsetting_a_composite_with_plus_fails() {
     let text = format!("{COMPOSITE}\nDW_OP_plus_uconst 5");
     let (index, op, error, msg) = eval_error(&text);
     assert_eq!((index, op), (5, "DW_OP_plus_uconst"));
-    assert!(matches!(error, EvalError::TypeMismatch(_)), "{error:?}");
+    assert!(matches!(error, ErrorKind::TypeMismatch(_)), "{error:?}");
     assert!(
         msg.starts_with("op #5 DW_OP_plus_uconst: type mismatch"),
         "{msg}"
@@ -261,7 +261,7 @@ fn address_spaces() {
     let (index, _, error, _) =
         eval_error("DW_OP_lit0\nDW_OP_lit1\nDW_OP_form_aspace_address\nDW_OP_plus_uconst 1");
     assert_eq!(index, 3);
-    assert!(matches!(error, EvalError::TypeMismatch(_)));
+    assert!(matches!(error, ErrorKind::TypeMismatch(_)));
 }
 
 #[test]
@@ -318,7 +318,7 @@ fn deref_through_register_and_implicit_locations() {
         Entry::Value(generic(0x3322))
     );
     let (_, op, error, _) = eval_error("DW_OP_undefined\nDW_OP_deref");
-    assert_eq!((op, error), ("DW_OP_deref", EvalError::UndefinedRead));
+    assert_eq!((op, error), ("DW_OP_deref", ErrorKind::UndefinedRead));
 }
 
 #[test]
@@ -378,7 +378,7 @@ fn arithmetic_logic_and_comparisons() {
     assert_eq!(v("DW_OP_lit2 DW_OP_lit2 DW_OP_le"), 1);
     assert_eq!(v("DW_OP_lit2 DW_OP_lit1 DW_OP_ne"), 1);
     let (_, _, error, _) = eval_error("DW_OP_lit1 DW_OP_lit0 DW_OP_div");
-    assert_eq!(error, EvalError::DivisionByZero);
+    assert_eq!(error, ErrorKind::DivisionByZero);
 }
 
 #[test]
@@ -430,18 +430,18 @@ fn branches() {
     )
     .unwrap();
     let eval = evaluate(&ops, &c).unwrap();
-    assert_eq!(eval.result(), Some(Entry::Value(generic(0))));
+    assert_eq!(eval.result().cloned(), Some(Entry::Value(generic(0))));
     // A branch into the middle of an operation.
     let (_, op, error, _) = eval_error("DW_OP_skip 1 DW_OP_constu 300");
     assert_eq!(op, "DW_OP_skip");
-    assert_eq!(error, EvalError::BadBranchTarget(4));
+    assert_eq!(error, ErrorKind::BadBranchTarget(4));
 }
 
 #[test]
 fn infinite_loop_is_an_error() {
     let (index, op, error, msg) = eval_error("DW_OP_skip -3");
     assert_eq!((index, op), (0, "DW_OP_skip"));
-    assert_eq!(error, EvalError::StepLimitExceeded(DEFAULT_MAX_STEPS));
+    assert_eq!(error, ErrorKind::StepLimitExceeded(DEFAULT_MAX_STEPS));
     assert!(msg.starts_with("op #0 DW_OP_skip: step limit"), "{msg}");
 
     let ops = parse_text("DW_OP_nop DW_OP_skip -4", resolve).unwrap();
@@ -450,7 +450,7 @@ fn infinite_loop_is_an_error() {
     assert!(matches!(
         eval.evaluate(),
         Err(Error::Eval {
-            error: EvalError::StepLimitExceeded(10),
+            kind: ErrorKind::StepLimitExceeded(10),
             ..
         })
     ));
@@ -479,7 +479,7 @@ fn stack_underflow_is_an_error() {
         let (i, o, error, msg) = eval_error(text);
         assert_eq!(
             (i, o, error),
-            (index, op, EvalError::StackUnderflow),
+            (index, op, ErrorKind::StackUnderflow),
             "{text}"
         );
         assert_eq!(msg, format!("op #{index} {op}: stack underflow"));
@@ -490,11 +490,11 @@ fn stack_underflow_is_an_error() {
 fn piece_end_without_composite_and_type_mismatches() {
     // Ill-formed, as the normative text says.
     let (_, _, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_piece_end");
-    assert!(matches!(error, EvalError::IllFormed(_)), "{error:?}");
+    assert!(matches!(error, ErrorKind::IllFormed(_)), "{error:?}");
     assert!(error.is_ill_formed());
     let (index, op, error, _) = eval_error("DW_OP_regx SGPR3 DW_OP_lit1 DW_OP_plus");
     assert_eq!((index, op), (2, "DW_OP_plus"));
-    assert!(matches!(error, EvalError::TypeMismatch(_)));
+    assert!(matches!(error, ErrorKind::TypeMismatch(_)));
 }
 
 #[test]
@@ -543,7 +543,7 @@ fn requests_must_be_answered_by_the_right_method() {
             .unwrap(),
         EvaluationResult::Complete
     );
-    assert_eq!(eval.result(), Some(Entry::Value(generic(1))));
+    assert_eq!(eval.result().cloned(), Some(Entry::Value(generic(1))));
 }
 
 /// Answers every request with something plausible; used to check that no
@@ -640,12 +640,12 @@ fn from_bytes_reports_ill_formed_bytes_like_decode() {
         address_size: 3,
         ..locus_dwarf::Encoding::default()
     };
-    let mut eval = Evaluation::from_bytes(&[0x30], bad);
+    let mut eval = Evaluation::new(&[0x30], bad);
     let e = eval.evaluate().unwrap_err();
     assert_eq!(e, locus_dwarf::decode(&[0x30], bad).unwrap_err());
     // DW_OP_lit1, then DW_OP_const4u with two of its four bytes.
     let truncated = [0x31, 0x0c, 0x01, 0x02];
-    let mut eval = Evaluation::from_bytes(&truncated, locus_dwarf::Encoding::default());
+    let mut eval = Evaluation::new(&truncated, locus_dwarf::Encoding::default());
     let e = eval.evaluate().unwrap_err();
     assert_eq!(
         e,
@@ -655,7 +655,8 @@ fn from_bytes_reports_ill_formed_bytes_like_decode() {
     assert!(e.is_ill_formed());
 }
 
-/// `EvalError` is a `std::error::Error`, and the crate's `Error` names it as its source;
+/// Evaluation errors are the crate's one `Error` (a `std::error::Error`) with an
+/// `ErrorKind`; an undecodable callee's decoding error is its source;
 /// `Location` is the former name of `LocationDescription`.
 #[test]
 fn eval_errors_are_std_errors() {
@@ -663,13 +664,10 @@ fn eval_errors_are_std_errors() {
     let ops = parse_text("DW_OP_plus", |_| None).unwrap();
     let mut eval = Evaluation::new(&ops, Encoding::default());
     let e = eval.evaluate().unwrap_err();
-    let source = e.source().expect("an evaluation error has a source");
-    assert_eq!(
-        source.downcast_ref::<locus_dwarf::EvalError>(),
-        Some(&locus_dwarf::EvalError::StackUnderflow)
-    );
-    let boxed: Box<dyn std::error::Error> = Box::new(locus_dwarf::EvalError::StackUnderflow);
-    assert!(!boxed.to_string().is_empty());
+    assert_eq!(e.kind(), Some(&locus_dwarf::ErrorKind::StackUnderflow));
+    assert!(e.source().is_none());
+    let boxed: Box<dyn std::error::Error> = Box::new(e);
+    assert_eq!(boxed.to_string(), "op #0 DW_OP_plus: stack underflow");
     let l: locus_dwarf::Location = locus_dwarf::LocationDescription::register(3);
     assert_eq!(l, locus_dwarf::Location::register(3));
 }
@@ -680,19 +678,19 @@ fn eval_errors_are_std_errors() {
 #[test]
 fn lone_register_is_the_loop_result() {
     let reg5 = Entry::Location(locus_dwarf::Location::register(5));
-    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    let mut eval = Evaluation::new(&[0x55], Encoding::default());
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
-    assert_eq!(eval.result(), Some(reg5.clone()));
+    assert_eq!(eval.result().cloned(), Some(reg5.clone()));
     assert_eq!(eval.pc(), 1);
     // Evaluating again after completion changes nothing.
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
-    assert_eq!(eval.result(), Some(reg5.clone()));
+    assert_eq!(eval.result().cloned(), Some(reg5.clone()));
 
-    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    let mut eval = Evaluation::new(&[0x55], Encoding::default());
     eval.set_max_steps(0);
     assert!(eval.evaluate().is_err());
 
-    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    let mut eval = Evaluation::new(&[0x55], Encoding::default());
     eval.push(Entry::Value(Value::generic(7, 8)));
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
     assert_eq!(
@@ -704,13 +702,13 @@ fn lone_register_is_the_loop_result() {
         address_size: 3,
         ..Encoding::default()
     };
-    assert!(Evaluation::from_bytes(&[0x55], bad).evaluate().is_err());
+    assert!(Evaluation::new(&[0x55], bad).evaluate().is_err());
 
-    let mut eval = Evaluation::from_bytes(&[0x55], Encoding::default());
+    let mut eval = Evaluation::new(&[0x55], Encoding::default());
     eval.set_trace(true);
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Stepped);
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
-    assert_eq!(eval.result(), Some(reg5));
+    assert_eq!(eval.result().cloned(), Some(reg5));
 }
 
 /// A constant then `DW_OP_stack_value` (the other shortcut past the loop) ends as the
@@ -741,11 +739,15 @@ fn constant_stack_value_is_the_loop_result() {
             .collect();
         let mut general = Evaluation::new(&ops, enc);
         general.evaluate().unwrap();
-        let mut fast = Evaluation::from_bytes(bytes, enc);
+        let mut fast = Evaluation::new(bytes, enc);
         assert_eq!(fast.evaluate().unwrap(), EvaluationResult::Complete);
-        assert_eq!(fast.result(), general.result(), "{bytes:02x?}");
+        assert_eq!(
+            fast.result().cloned(),
+            general.result().cloned(),
+            "{bytes:02x?}"
+        );
         assert_eq!(fast.pc(), ops.len());
-        let mut limited = Evaluation::from_bytes(bytes, enc);
+        let mut limited = Evaluation::new(bytes, enc);
         limited.set_max_steps(1);
         let e = limited.evaluate().unwrap_err();
         assert!(
@@ -753,7 +755,7 @@ fn constant_stack_value_is_the_loop_result() {
                 e,
                 Error::Eval {
                     index: 1,
-                    error: EvalError::StepLimitExceeded(1),
+                    kind: ErrorKind::StepLimitExceeded(1),
                     ..
                 }
             ),

@@ -21,7 +21,7 @@ fn outcome(eval: &mut Evaluation<'_>) -> String {
         match r {
             Ok(EvaluationResult::Stepped) => r = eval.evaluate(),
             Ok(EvaluationResult::Complete) => {
-                return format!("{:?} at {}", eval.result(), eval.pc())
+                return format!("{:?} at {}", eval.result().cloned(), eval.pc())
             }
             Ok(other) => return format!("{other:?} at {} with {:?}", eval.pc(), eval.stack()),
             Err(e) => return format!("error {e} at {}", eval.pc()),
@@ -50,10 +50,10 @@ fn check(ops: &[Op], address_size: u8) {
     let Ok(bytes) = encode(ops, enc) else {
         return;
     };
-    let mut reference = Evaluation::from_bytes(&bytes, enc);
+    let mut reference = Evaluation::new(&bytes, enc);
     reference.set_trace(true);
     let expected = outcome(&mut reference);
-    let mut eval = Evaluation::from_bytes(&bytes, enc);
+    let mut eval = Evaluation::new(&bytes, enc);
     assert_eq!(outcome(&mut eval), expected, "bytes {bytes:02x?}");
     let mut eval = Evaluation::new(ops, enc);
     assert_eq!(outcome(&mut eval), expected, "ops {ops:?}");
@@ -64,7 +64,7 @@ fn check(ops: &[Op], address_size: u8) {
         for i in 0..earlier {
             first.extend([0x50 + (i % 32) as u8, 0x93, 0x04]);
         }
-        let mut eval = Evaluation::from_bytes(&first, enc);
+        let mut eval = Evaluation::new(&first, enc);
         let _ = outcome(&mut eval);
         eval.restart(&bytes, enc);
         assert_eq!(outcome(&mut eval), expected, "restart {bytes:02x?}");

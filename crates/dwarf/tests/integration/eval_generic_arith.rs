@@ -31,7 +31,7 @@ const OPS: [(Op, BinaryOp); 11] = [
 /// The value an evaluation ends with, or `None` if it fails.
 fn value_of(eval: &mut Evaluation<'_>) -> Option<Value> {
     match eval.evaluate() {
-        Ok(EvaluationResult::Complete) => match eval.result() {
+        Ok(EvaluationResult::Complete) => match eval.result().cloned() {
             Some(Entry::Value(v)) => Some(v),
             other => panic!("not a value: {other:?}"),
         },
@@ -48,7 +48,7 @@ fn check(ops: &[Op], address_size: u8, expected: Option<Value>) {
     };
     let bytes = encode(ops, enc).unwrap();
     assert_eq!(
-        value_of(&mut Evaluation::from_bytes(&bytes, enc)),
+        value_of(&mut Evaluation::new(&bytes, enc)),
         expected,
         "bytes {ops:?}"
     );

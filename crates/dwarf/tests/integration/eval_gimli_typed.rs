@@ -315,7 +315,7 @@ fn locus_eval(ops: &[Op], target: &Target) -> Option<(Vec<u8>, bool)> {
             other => panic!("unexpected request {other:?}"),
         };
     }
-    let Some(Entry::Location(Location { places })) = eval.result() else {
+    let Some(Entry::Location(Location { places })) = eval.result().cloned() else {
         return None;
     };
     let [place] = places.as_slice() else {

@@ -8,8 +8,8 @@ use crate::eval_support;
 use eval_support::{evaluate, run_text, Ctx};
 use locus_dwarf::value::encoding as ate;
 use locus_dwarf::{
-    decode, encode, parse_text, to_text, Encoding, Entry, Error, EvalError, Evaluation,
-    EvaluationResult, Location, Op, Part, SingleLocation, Storage, Value, ValueType,
+    decode, encode, parse_text, to_text, Encoding, Entry, Error, ErrorKind, Evaluation,
+    EvaluationResult, Expression, Location, Op, Part, SingleLocation, Storage, Value, ValueType,
 };
 
 const INT: u64 = 0x30; // int, 4 bytes
@@ -54,9 +54,9 @@ fn location(text: &str) -> Location {
     }
 }
 
-fn eval_error(text: &str) -> (usize, &'static str, EvalError) {
+fn eval_error(text: &str) -> (usize, &'static str, ErrorKind) {
     match run_text(text, &mut ctx()) {
-        Err(Error::Eval { index, op, error }) => (index, op, error),
+        Err(Error::Eval { index, op, kind }) => (index, op, kind),
         other => panic!("{text}: expected an evaluation error, got {other:?}"),
     }
 }
@@ -107,12 +107,12 @@ fn const_type_regval_type_and_deref_type() {
     let (i, op, e) = eval_error("DW_OP_const_type 0x30 [0102]");
     assert_eq!(
         (i, op, e.clone()),
-        (0, "DW_OP_const_type", EvalError::BadSize(2))
+        (0, "DW_OP_const_type", ErrorKind::BadSize(2))
     );
     assert!(e.is_ill_formed());
     // deref_type larger than its type.
     let (_, _, e) = eval_error("DW_OP_addr 0x1000 DW_OP_deref_type 4 0x44");
-    assert_eq!(e, EvalError::BadSize(4));
+    assert_eq!(e, ErrorKind::BadSize(4));
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn base_types_are_requested_once_and_can_be_preset() {
     let mut c = ctx();
     let eval = evaluate(&ops, &mut c, Encoding::default()).unwrap();
     assert_eq!(
-        eval.result(),
+        eval.result().cloned(),
         Some(Entry::Value(t(ValueType::Signed(4), 3)))
     );
     let asked: Vec<_> = c
@@ -144,7 +144,7 @@ fn base_types_are_requested_once_and_can_be_preset() {
     assert_eq!(op, "DW_OP_const_type");
     assert_eq!(
         e,
-        EvalError::UnsupportedBaseType {
+        ErrorKind::UnsupportedBaseType {
             offset: I128,
             encoding: ate::SIGNED,
             byte_size: 16
@@ -176,12 +176,12 @@ fn typed_arithmetic_needs_equal_types() {
     // Mixed types.
     let (i, op, e) = eval_error("DW_OP_const_type 0x30 [01000000] DW_OP_lit1 DW_OP_plus");
     assert_eq!((i, op), (2, "DW_OP_plus"));
-    assert!(matches!(e, EvalError::TypeMismatch(_)), "{e:?}");
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)), "{e:?}");
     assert!(!e.is_ill_formed());
     // A typed value is not an address.
     let (_, op, e) = eval_error("DW_OP_const_type 0x40 [0010000000000000] DW_OP_deref");
     assert_eq!(op, "DW_OP_deref");
-    assert!(matches!(e, EvalError::TypeMismatch(_)));
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)));
 }
 
 #[test]
@@ -203,9 +203,9 @@ fn float_arithmetic_and_comparisons() {
     // Logic needs integers.
     let (_, op, e) = eval_error(&format!("{one_and_half} {two} DW_OP_and"));
     assert_eq!(op, "DW_OP_and");
-    assert!(matches!(e, EvalError::TypeMismatch(_)));
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)));
     let (_, _, e) = eval_error(&format!("{one_and_half} DW_OP_not"));
-    assert!(matches!(e, EvalError::TypeMismatch(_)));
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)));
     // Float division by zero is IEEE, not an error.
     let zero = "DW_OP_const_type 0x34 [00000000]";
     let v = value(&format!("{one_and_half} {zero} DW_OP_div"));
@@ -251,7 +251,7 @@ fn convert_and_reinterpret() {
     );
     let (_, op, e) = eval_error("DW_OP_regval_type 2 0x34 DW_OP_reinterpret 0x38");
     assert_eq!(op, "DW_OP_reinterpret");
-    assert!(matches!(e, EvalError::TypeMismatch(_)));
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)));
 }
 
 #[test]
@@ -297,7 +297,7 @@ fn entry_value_asks_the_caller() {
         }
     );
     assert_eq!(
-        eval.result(),
+        eval.result().cloned(),
         Some(Entry::Location(Location::single(
             Storage::Implicit(78u64.to_le_bytes().to_vec().into()),
             0
@@ -374,7 +374,7 @@ fn gnu_parameter_ref_and_variable_value() {
         EvaluationResult::RequiresVariableValue { offset: 0x2010 }
     );
     assert_eq!(
-        eval.result(),
+        eval.result().cloned(),
         Some(Entry::Location(Location::single(
             Storage::Implicit(12u64.to_le_bytes().to_vec().into()),
             0
@@ -424,16 +424,21 @@ fn errors_in_callees_name_both_operations() {
     c.callees.insert((0x50, true), vec![0x96, 0x22]); // nop plus
     match run_text("DW_OP_nop DW_OP_call2 0x50", &mut c) {
         Err(e @ Error::Eval { .. }) => {
-            let Error::Eval { index, op, error } = &e else {
+            let Error::Eval {
+                index,
+                op,
+                kind: error,
+            } = &e
+            else {
                 unreachable!()
             };
             assert_eq!((*index, *op), (1, "DW_OP_call2"));
             assert_eq!(
                 *error,
-                EvalError::InCall {
+                ErrorKind::InCall {
                     index: 1,
                     op: "DW_OP_plus",
-                    error: Box::new(EvalError::StackUnderflow)
+                    error: Box::new(ErrorKind::StackUnderflow)
                 }
             );
             assert_eq!(
@@ -445,13 +450,13 @@ fn errors_in_callees_name_both_operations() {
     }
     // Recursion ends at the call depth limit (or the step limit).
     c.callees.insert((0x80, true), vec![0x98, 0x80, 0x00]);
-    let Err(Error::Eval { error, .. }) = run_text("DW_OP_call2 0x80", &mut c) else {
+    let Err(Error::Eval { kind: error, .. }) = run_text("DW_OP_call2 0x80", &mut c) else {
         panic!()
     };
-    let EvalError::InCall { error, .. } = error else {
+    let ErrorKind::InCall { error, .. } = error else {
         panic!("{error:?}")
     };
-    assert_eq!(*error, EvalError::CallDepthExceeded(64));
+    assert_eq!(*error, ErrorKind::CallDepthExceeded(64));
     // Undecodable callee bytes are ill-formed.
     c.callees.insert((0x90, true), vec![0x0c, 0x01]);
     let Err(e @ Error::Eval { .. }) = run_text("DW_OP_call2 0x90", &mut c) else {
@@ -514,7 +519,7 @@ fn extend_repeats_a_location() {
     // Too many parts is an error, not an allocation.
     let (_, op, e) = eval_error("DW_OP_regx 3 DW_OP_extend 1 1000000");
     assert_eq!(op, "DW_OP_extend");
-    assert!(matches!(e, EvalError::TooLarge(_)));
+    assert!(matches!(e, ErrorKind::TooLarge(_)));
 }
 
 #[test]
@@ -540,7 +545,7 @@ fn select_bit_piece_picks_per_lane() {
     let (_, _, e) = eval_error(
         "DW_OP_regx 3 DW_OP_regx 3 DW_OP_const_type 0x3c [01] DW_OP_select_bit_piece 1 9",
     );
-    assert_eq!(e, EvalError::BadSize(9));
+    assert_eq!(e, ErrorKind::BadSize(9));
 }
 
 #[test]
@@ -577,7 +582,7 @@ fn call_frame_entry_reg_and_aspace_implicit_pointer() {
     ];
     let eval = evaluate(&ops, &mut c, Encoding::default()).unwrap();
     assert_eq!(
-        eval.result(),
+        eval.result().cloned(),
         Some(Entry::Location(Location::single(
             Storage::ImplicitPointer {
                 die: 0x99,
@@ -606,9 +611,9 @@ fn offsets_and_aspace_operations() {
 #[test]
 fn offset_before_the_start_is_an_error() {
     let (i, op, e) = eval_error("DW_OP_regx 3 DW_OP_consts -1 DW_OP_offset");
-    assert_eq!((i, op, e), (2, "DW_OP_offset", EvalError::OffsetOutOfRange));
+    assert_eq!((i, op, e), (2, "DW_OP_offset", ErrorKind::OffsetOutOfRange));
     let (_, op, e) = eval_error("DW_OP_regx 3 DW_OP_consts -1 DW_OP_bit_offset");
-    assert_eq!((op, e), ("DW_OP_bit_offset", EvalError::OffsetOutOfRange));
+    assert_eq!((op, e), ("DW_OP_bit_offset", ErrorKind::OffsetOutOfRange));
     // aspace_bregx pops the address space.
     assert_eq!(
         location("DW_OP_lit1 DW_OP_aspace_bregx 0 0x20"),
@@ -618,7 +623,7 @@ fn offset_before_the_start_is_an_error() {
     let (_, op, e) =
         eval_error("DW_OP_lit0 DW_OP_const_type 0x34 [00000000] DW_OP_form_aspace_address");
     assert_eq!(op, "DW_OP_form_aspace_address");
-    assert!(matches!(e, EvalError::TypeMismatch(_)));
+    assert!(matches!(e, ErrorKind::TypeMismatch(_)));
 }
 
 // ---------------------------------------------------------------------------
@@ -655,13 +660,13 @@ fn deref_through_composites_and_bit_offsets() {
     }));
     let expect = u128::from_le_bytes(core::array::from_fn(|i| if i < 9 { i as u8 } else { 0 }));
     assert_eq!(
-        eval.result(),
+        eval.result().cloned(),
         Some(Entry::Value(Value::generic((expect >> 4) as u64, 8)))
     );
     // An undefined byte inside the composite is an undefined read.
     let (_, op, e) =
         eval_error("DW_OP_regx 3 DW_OP_piece 1 DW_OP_piece 1 DW_OP_piece_end DW_OP_deref_size 2");
-    assert_eq!((op, e), ("DW_OP_deref_size", EvalError::UndefinedRead));
+    assert_eq!((op, e), ("DW_OP_deref_size", ErrorKind::UndefinedRead));
     // A multi-place location reads its first place.
     let mut eval_ops = parse_text("DW_OP_deref_size 2", |_| None).unwrap();
     let mut eval = Evaluation::new(&eval_ops, Encoding::default());
@@ -676,7 +681,10 @@ fn deref_through_composites_and_bit_offsets() {
         .into(),
     }));
     assert_eq!(eval.evaluate().unwrap(), EvaluationResult::Complete);
-    assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x0807, 8))));
+    assert_eq!(
+        eval.result().cloned(),
+        Some(Entry::Value(Value::generic(0x0807, 8)))
+    );
     eval_ops.clear();
 }
 
@@ -698,7 +706,7 @@ fn legacy_encoding_and_branch_offsets_agree() {
         };
         encode(&ops, enc).unwrap();
         let eval = evaluate(&ops, &mut ctx(), enc).unwrap();
-        assert_eq!(eval.result(), Some(Entry::Location(reg(3, 8))));
+        assert_eq!(eval.result().cloned(), Some(Entry::Location(reg(3, 8))));
     }
 }
 
@@ -720,12 +728,12 @@ fn branches_over_padded_leb128_use_the_original_offsets() {
     assert!(locus_dwarf::decode(&again, Encoding::default()).is_err());
     // With the original offsets, the loop runs (and hits the step limit:
     // 0x12 is never 0) instead of failing on a bad target.
-    let mut eval = Evaluation::new(&ops, Encoding::default());
-    eval.set_byte_offsets(offsets.clone()).unwrap();
+    let expression = Expression::with_offsets(&ops, &offsets).unwrap();
+    let mut eval = Evaluation::new(expression, Encoding::default());
     eval.set_max_steps(40);
     match eval.evaluate() {
         Err(Error::Eval {
-            error: EvalError::StepLimitExceeded(40),
+            kind: ErrorKind::StepLimitExceeded(40),
             ..
         }) => {}
         other => panic!("{other:?}"),
@@ -734,14 +742,13 @@ fn branches_over_padded_leb128_use_the_original_offsets() {
     eval.set_max_steps(40);
     match eval.evaluate() {
         Err(Error::Eval {
-            error: EvalError::BadBranchTarget(-1),
+            kind: ErrorKind::BadBranchTarget(-1),
             ..
         }) => {}
         other => panic!("{other:?}"),
     }
     // Offsets must match the operations.
-    let mut eval = Evaluation::new(&ops, Encoding::default());
-    assert!(eval.set_byte_offsets(offsets[1..].to_vec()).is_err());
+    assert!(Expression::with_offsets(&ops, &offsets[1..]).is_err());
 }
 
 #[test]
@@ -784,7 +791,10 @@ fn trace_stops_after_every_operation() {
     }
     // One stop per operation, with the stack depth after it.
     assert_eq!(seen, [(1, 1), (2, 2), (3, 1), (4, 2), (5, 1)]);
-    assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x1005, 8))));
+    assert_eq!(
+        eval.result().cloned(),
+        Some(Entry::Value(Value::generic(0x1005, 8)))
+    );
 }
 
 #[test]
@@ -796,7 +806,7 @@ fn typed_operations_gimli_rejects_are_errors() {
         "DW_OP_lit1 DW_OP_const_type 0x30 [ffffffff] DW_OP_shl",
     ] {
         let (_, _, e) = eval_error(text);
-        assert!(matches!(e, EvalError::TypeMismatch(_)), "{text}: {e:?}");
+        assert!(matches!(e, ErrorKind::TypeMismatch(_)), "{text}: {e:?}");
     }
     // plus_uconst takes the constant in the value's type, floats included.
     let v = value("DW_OP_const_type 0x34 [0000c03f] DW_OP_plus_uconst 2");
@@ -809,7 +819,7 @@ fn limits_and_error_kinds() {
     // limit, reported at the dup.
     let (i, op, e) = eval_error("DW_OP_lit1 DW_OP_dup DW_OP_skip -4");
     assert_eq!((i, op), (1, "DW_OP_dup"));
-    assert!(matches!(e, EvalError::TooLarge(_)), "{e:?}");
+    assert!(matches!(e, ErrorKind::TooLarge(_)), "{e:?}");
     // Ill-formed: undecodable bytes, bad operands; not: stack underflow.
     assert!(locus_dwarf::decode(&[0x0c, 1], Encoding::default())
         .unwrap_err()
@@ -817,7 +827,7 @@ fn limits_and_error_kinds() {
     let (_, _, e) = eval_error("DW_OP_deref_size 0");
     assert!(e.is_ill_formed());
     let (_, _, e) = eval_error("DW_OP_regx 0x10000");
-    assert_eq!(e, EvalError::BadRegister(0x10000));
+    assert_eq!(e, ErrorKind::BadRegister(0x10000));
     assert!(e.is_ill_formed());
     let (_, _, e) = eval_error("DW_OP_plus");
     assert!(!e.is_ill_formed());
@@ -853,7 +863,10 @@ fn a_wrong_answer_to_a_read_keeps_the_request() {
         eval.resume_with_register(&[1, 2]).unwrap(),
         EvaluationResult::Complete
     );
-    assert_eq!(eval.result(), Some(Entry::Value(Value::generic(0x201, 8))));
+    assert_eq!(
+        eval.result().cloned(),
+        Some(Entry::Value(Value::generic(0x201, 8)))
+    );
 }
 
 #[test]
@@ -879,7 +892,8 @@ fn decode_into_reuses_buffers_and_with_offsets_borrows_them() {
                 .collect::<Vec<_>>(),
             ops
         );
-        let mut eval = Evaluation::with_offsets(&ops, &offsets, Encoding::default()).unwrap();
+        let expression = Expression::with_offsets(&ops, &offsets).unwrap();
+        let mut eval = Evaluation::new(expression, Encoding::default());
         let mut r = eval.evaluate().unwrap();
         while r != EvaluationResult::Complete {
             r = match r {
@@ -889,8 +903,8 @@ fn decode_into_reuses_buffers_and_with_offsets_borrows_them() {
                 other => panic!("{other:?}"),
             };
         }
-        assert_eq!(eval.into_result(), Some(want));
+        assert_eq!(eval.result(), Some(&want));
     }
-    assert!(Evaluation::with_offsets(&ops, &[0], Encoding::default()).is_err());
+    assert!(Expression::with_offsets(&ops, &[0]).is_err());
     c.log.clear();
 }

@@ -5,8 +5,8 @@
 
 use locus_dwarf::access::{read, write, Target};
 use locus_dwarf::{
-    decode, encode, Encoding, Entry, Error, Evaluation, EvaluationResult, ExtensionEncoding,
-    Location, Op, Value,
+    decode, encode, Encoding, Entry, Error, Evaluation, EvaluationResult, Expression,
+    ExtensionEncoding, Location, Op, Value,
 };
 use proptest::prelude::*;
 
@@ -141,7 +141,11 @@ fn check(ops: &[Op], encoding: Encoding) {
     for _ in 0..1000 {
         r = match r {
             Ok(EvaluationResult::Complete) => break,
-            Err(Error::Eval { index, op, error }) => {
+            Err(Error::Eval {
+                index,
+                op,
+                kind: error,
+            }) => {
                 assert!(index < ops.len(), "index {index} of {}", ops.len());
                 assert_eq!(op, ops[index].name());
                 let _ = error.to_string();
@@ -212,8 +216,8 @@ fn transcript(mut eval: Evaluation<'_>) -> Vec<String> {
             Ok(EvaluationResult::Complete) => {
                 out.push(format!(
                     "{:?} {:?}",
-                    eval.result(),
-                    eval.result_ref().cloned()
+                    eval.result().cloned(),
+                    eval.result().cloned()
                 ));
                 return out;
             }
@@ -242,22 +246,22 @@ proptest! {
             let mut reference = Evaluation::new(&ops, encoding);
             reference.set_trace(trace);
             let expected = transcript(reference);
-            let mut fresh = Evaluation::from_bytes(&bytes, encoding);
+            let mut fresh = Evaluation::new(&bytes, encoding);
             fresh.set_trace(trace);
             prop_assert_eq!(&transcript(fresh), &expected);
             // A reused evaluation that left a dirty stack behind.
-            let mut used = Evaluation::from_bytes(&[0x30, 0x31, 0x93, 0x04], encoding);
+            let mut used = Evaluation::new(&[0x30, 0x31, 0x93, 0x04], encoding);
             let _ = used.evaluate();
-            let mut reused = used.reuse(&bytes, encoding);
+            let mut reused = Evaluation::new_in(&bytes, encoding, used.into_buffers());
             reused.set_trace(trace);
             prop_assert_eq!(&transcript(reused), &expected);
-            let mut restarted = Evaluation::from_bytes(&[0x30, 0x31, 0x93, 0x04], encoding);
+            let mut restarted = Evaluation::new(&[0x30, 0x31, 0x93, 0x04], encoding);
             let _ = restarted.evaluate();
             restarted.restart(&bytes, encoding);
             restarted.set_trace(trace);
             prop_assert_eq!(&transcript(restarted), &expected);
             // Restarted while a request was outstanding (DW_OP_breg0 0).
-            let mut asking = Evaluation::from_bytes(&[0x70, 0x00], encoding);
+            let mut asking = Evaluation::new(&[0x70, 0x00], encoding);
             let _ = asking.evaluate();
             asking.restart(&bytes, encoding);
             asking.set_trace(trace);
@@ -265,15 +269,15 @@ proptest! {
             // Restarted after a composite of two parts (whose vector the next
             // composite reuses) and an entry value.
             let mut composite =
-                Evaluation::from_bytes(&[0x50, 0x93, 0x04, 0x51, 0x93, 0x04], encoding);
+                Evaluation::new(&[0x50, 0x93, 0x04, 0x51, 0x93, 0x04], encoding);
             let _ = composite.evaluate();
             composite.restart(&[0xa3, 0x01, 0x55, 0x9f], encoding);
             let _ = composite.evaluate();
             composite.restart(&bytes, encoding);
             composite.set_trace(trace);
             prop_assert_eq!(&transcript(composite), &expected);
-            let buffers = Evaluation::from_bytes(&[0x30, 0x31], encoding).into_buffers();
-            let mut rebuilt = Evaluation::from_bytes_in(&bytes, encoding, buffers);
+            let buffers = Evaluation::new(&[0x30, 0x31], encoding).into_buffers();
+            let mut rebuilt = Evaluation::new_in(&bytes, encoding, buffers);
             rebuilt.set_trace(trace);
             prop_assert_eq!(&transcript(rebuilt), &expected);
         }
@@ -291,15 +295,15 @@ proptest! {
                 offsets.push(bytes.len());
                 let ops: Vec<Op> = decoded.into_iter().map(|(_, op)| op).collect();
                 check(&ops, encoding);
-                let reference = Evaluation::with_offsets(&ops, &offsets, encoding).unwrap();
+                let reference = Evaluation::new(Expression::with_offsets(&ops, &offsets).unwrap(), encoding);
                 prop_assert_eq!(
-                    transcript(Evaluation::from_bytes(&bytes, encoding)),
+                    transcript(Evaluation::new(&bytes, encoding)),
                     transcript(reference)
                 );
             }
             Err(e) => {
                 // From bytes, an ill-formed operation is only found when reached.
-                let _ = transcript(Evaluation::from_bytes(&bytes, encoding));
+                let _ = transcript(Evaluation::new(&bytes, encoding));
                 prop_assert!(e.is_ill_formed());
                 if let Some(offset) = e.offset() {
                     prop_assert!(offset < bytes.len());

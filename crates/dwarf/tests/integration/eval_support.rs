@@ -186,5 +186,5 @@ pub fn evaluate<'a>(
 pub fn run_text(text: &str, ctx: &mut Ctx) -> Result<Entry, Error> {
     let ops = parse_text(text, |_| None).unwrap();
     let eval = evaluate(&ops, ctx, Encoding::default())?;
-    Ok(eval.result().expect("empty stack"))
+    Ok(eval.result().cloned().expect("empty stack"))
 }

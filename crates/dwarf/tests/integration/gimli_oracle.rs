@@ -388,7 +388,7 @@ fn locus_eval(bytes: &[u8], t: &Target) -> Result<Vec<Piece>, String> {
         }
         .map_err(|e| e.to_string())?;
     }
-    let loc: Location = match eval.result() {
+    let loc: Location = match eval.result().cloned() {
         Some(Entry::Location(l)) => l,
         Some(Entry::Value(v)) => Location::memory(0, v.to_u64()),
         None => Location::undefined(),

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use locus_dwarf::{
-    decode, parse_text, Encoding, Entry, Error, EvalError, Evaluation, EvaluationResult,
+    decode, parse_text, Encoding, Entry, Error, ErrorKind, Evaluation, EvaluationResult,
     ExtensionEncoding, Location, Part, Storage,
 };
 
@@ -58,7 +58,7 @@ fn run_with(text: &str, setup: impl FnOnce(&mut Evaluation<'_>)) -> Result<Entry
     while r != EvaluationResult::Complete {
         r = answer(&mut eval, r)?;
     }
-    Ok(eval.result().expect("empty stack"))
+    Ok(eval.result().cloned().expect("empty stack"))
 }
 
 fn run(text: &str) -> Result<Entry, Error> {
@@ -79,14 +79,14 @@ fn location(text: &str) -> Location {
 
 /// Evaluates, expecting an evaluation error at operation `index` named `op`;
 /// returns it, after checking the message names both.
-fn fails(text: &str, index: usize, op: &str) -> EvalError {
+fn fails(text: &str, index: usize, op: &str) -> ErrorKind {
     match run(text) {
         Err(e @ Error::Eval { .. }) => {
             let msg = e.to_string();
             let Error::Eval {
                 index: i,
                 op: o,
-                error,
+                kind: error,
             } = e
             else {
                 unreachable!()
@@ -102,7 +102,7 @@ fn fails(text: &str, index: usize, op: &str) -> EvalError {
 /// Expects the normative text's "ill-formed" at operation `index`.
 fn ill_formed(text: &str, index: usize, op: &str) {
     let e = fails(text, index, op);
-    assert!(matches!(e, EvalError::IllFormed(_)), "{text}: {e:?}");
+    assert!(matches!(e, ErrorKind::IllFormed(_)), "{text}: {e:?}");
     assert!(e.is_ill_formed(), "{text}");
 }
 
@@ -167,11 +167,11 @@ fn control_flow() {
     // operation" (one past the last completes the evaluation).
     assert!(matches!(
         fails("DW_OP_skip 1 DW_OP_const2u 7", 0, "DW_OP_skip"),
-        EvalError::BadBranchTarget(4)
+        ErrorKind::BadBranchTarget(4)
     ));
     assert!(matches!(
         fails("DW_OP_lit1 DW_OP_bra -5", 1, "DW_OP_bra"),
-        EvalError::BadBranchTarget(-1)
+        ErrorKind::BadBranchTarget(-1)
     ));
     let e = fails("DW_OP_lit1 DW_OP_bra 5 DW_OP_lit2", 1, "DW_OP_bra");
     assert!(e.is_ill_formed(), "{e:?}");
@@ -187,7 +187,7 @@ fn values() {
     // DW_OP_const_type: "ill-formed ... if TS divided by 8 ... is not equal to S."
     assert_eq!(
         fails("DW_OP_const_type 0x30 [0102]", 0, "DW_OP_const_type"),
-        EvalError::BadSize(2)
+        ErrorKind::BadSize(2)
     );
     assert!(matches!(
         ok("DW_OP_const_type 0x30 [01020304]"),
@@ -200,7 +200,7 @@ fn values() {
     ] {
         let e = fails(text, 1, "DW_OP_deref_type");
         assert!(
-            matches!(e, EvalError::BadSize(_)) && e.is_ill_formed(),
+            matches!(e, ErrorKind::BadSize(_)) && e.is_ill_formed(),
             "{e:?}"
         );
     }
@@ -210,7 +210,7 @@ fn values() {
             2,
             "DW_OP_xderef_type"
         ),
-        EvalError::BadSize(2)
+        ErrorKind::BadSize(2)
     ));
     assert!(matches!(
         ok("DW_OP_addr 0x1000 DW_OP_deref_type 4 0x44"),
@@ -225,7 +225,7 @@ fn values() {
     // the size of the location storage".
     assert_eq!(
         fails("DW_OP_undefined DW_OP_deref_size 1", 1, "DW_OP_deref_size"),
-        EvalError::UndefinedRead
+        ErrorKind::UndefinedRead
     );
     for (text, index, op) in [
         // 4 implicit bytes, 8 read.
@@ -259,7 +259,7 @@ fn values() {
             "DW_OP_deref_size",
         ),
     ] {
-        assert_eq!(fails(text, index, op), EvalError::ReadOutOfRange, "{text}");
+        assert_eq!(fails(text, index, op), ErrorKind::ReadOutOfRange, "{text}");
     }
     // Exactly what remains reads.
     for (text, bits) in [
@@ -288,7 +288,7 @@ fn values() {
             1,
             "DW_OP_deref"
         ),
-        EvalError::Unsupported(_)
+        ErrorKind::Unsupported(_)
     ));
     // DW_OP_LLVM_push_lane: "The value must be greater than or equal to 0 and
     // less than the value of the DW_AT_LLVM_lanes attribute, otherwise the
@@ -299,7 +299,7 @@ fn values() {
             e @ Error::Eval {
                 index: 0,
                 op: "DW_OP_push_lane",
-                error: EvalError::IllFormed(_),
+                kind: ErrorKind::IllFormed(_),
             },
         ) => assert!(e.is_ill_formed()),
         other => panic!("{other:?}"),
@@ -315,7 +315,7 @@ fn values() {
                 e @ Error::Eval {
                     index: 0,
                     op: "DW_OP_push_iteration",
-                    error: EvalError::IllFormed(_),
+                    kind: ErrorKind::IllFormed(_),
                 },
             ) => assert!(e.is_ill_formed()),
             other => panic!("{other:?}"),
@@ -368,7 +368,7 @@ fn offsets() {
         ("DW_OP_reg3 DW_OP_bit_piece 1 64", 1, "DW_OP_bit_piece"),
     ] {
         let e = fails(text, index, op);
-        assert_eq!(e, EvalError::OffsetOutOfRange, "{text}");
+        assert_eq!(e, ErrorKind::OffsetOutOfRange, "{text}");
         assert!(!e.is_ill_formed(), "an evaluation error, not ill-formed");
     }
     // Section 2.4: "the offset operation define that integer overflow is
@@ -380,7 +380,7 @@ fn offsets() {
             2,
             "DW_OP_offset"
         ),
-        EvalError::OffsetOutOfRange
+        ErrorKind::OffsetOutOfRange
     );
     // Neighbours: the last bit of each storage.
     let implicit = |b: &[u8], at| Location::single(Storage::Implicit(b.into()), at);
@@ -496,7 +496,7 @@ fn pieces() {
     match Evaluation::new(&ops, small).evaluate() {
         Err(Error::Eval {
             index: 1,
-            error: EvalError::IllFormed(_),
+            kind: ErrorKind::IllFormed(_),
             ..
         }) => {}
         other => panic!("{other:?}"),
@@ -523,7 +523,7 @@ fn pieces() {
             1,
             "DW_OP_piece"
         ),
-        EvalError::TypeMismatch(_)
+        ErrorKind::TypeMismatch(_)
     ));
     // DW_OP_LLVM_piece_end: "If the top stack entry is not a location
     // description L comprised of one incomplete composite location
@@ -569,14 +569,14 @@ fn extend_and_select() {
             3,
             "DW_OP_select_bit_piece"
         ),
-        EvalError::BadSize(33)
+        ErrorKind::BadSize(33)
     );
     // Part N is at N * S of L0 or L1: past the end of an 8-byte register
     // (an evaluation error, as DW_OP_LLVM_bit_offset), and a part running
     // past it (ill-formed).
     assert_eq!(
         fails(&select(32, 3, "DW_OP_lit5"), 3, "DW_OP_select_bit_piece"),
-        EvalError::OffsetOutOfRange
+        ErrorKind::OffsetOutOfRange
     );
     ill_formed(&select(24, 3, "DW_OP_lit5"), 3, "DW_OP_select_bit_piece");
     // Neighbours: the mask's 32 bits, and parts to the registers' ends.
@@ -616,7 +616,7 @@ fn overlays() {
         ),
     ] {
         let e = fails(text, 4, op);
-        assert!(matches!(e, EvalError::BadOverlay(_)), "{text}: {e:?}");
+        assert!(matches!(e, ErrorKind::BadOverlay(_)), "{text}: {e:?}");
         assert!(e.is_ill_formed());
     }
     // Exactly to the end of the base register.
@@ -637,7 +637,7 @@ fn kinds_and_results() {
     // location is no value, a typed value no location.
     assert!(matches!(
         fails("DW_OP_reg0 DW_OP_lit1 DW_OP_plus", 2, "DW_OP_plus"),
-        EvalError::TypeMismatch(_)
+        ErrorKind::TypeMismatch(_)
     ));
     assert!(matches!(
         fails(
@@ -645,7 +645,7 @@ fn kinds_and_results() {
             1,
             "DW_OP_offset_uconst"
         ),
-        EvalError::TypeMismatch(_)
+        ErrorKind::TypeMismatch(_)
     ));
     // A memory location in address space 0 converts to its address.
     assert!(

@@ -45,8 +45,8 @@ impl Target for Object {
             each(*r, bytes.len() as u64);
         }
     }
-    fn object_address(&mut self) -> Result<u64, String> {
-        self.address.ok_or_else(|| "no object here".to_string())
+    fn object_address(&mut self) -> Result<u64, locus_dwarf::Unavailable> {
+        self.address.ok_or(locus_dwarf::Unavailable::Missing)
     }
     fn object_location(&mut self) -> Option<LocationDescription> {
         self.location.clone()
@@ -71,7 +71,7 @@ fn evaluate(text: &str, target: &mut Object, encoding: Encoding) -> Result<Entry
     let ops = parse_text(text, |_| None)?;
     let mut eval = Evaluation::new(&ops, encoding);
     eval.evaluate_with(target)?;
-    Ok(eval.result().unwrap())
+    Ok(eval.result().cloned().unwrap())
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn without_an_object_location_the_address_answers() {
     let e = evaluate("DW_OP_push_object_address", &mut none, Encoding::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "op #0 DW_OP_push_object_address: no object here"
+        "op #0 DW_OP_push_object_address: object address is not in the target"
     );
 }
 

@@ -7,7 +7,7 @@
 
 use locus_dwarf::access::{read, write};
 use locus_dwarf::{
-    decode, encode, parse_text, to_text, Encoding, Entry, Error, EvalError, ExtensionEncoding,
+    decode, encode, parse_text, to_text, Encoding, Entry, Error, ErrorKind, ExtensionEncoding,
     Location, Op, Part, Storage,
 };
 
@@ -32,9 +32,9 @@ fn location(text: &str, ctx: &mut Ctx) -> Location {
     }
 }
 
-fn eval_error(text: &str) -> EvalError {
+fn eval_error(text: &str) -> ErrorKind {
     match run_text(text, &mut Ctx::default()) {
-        Err(Error::Eval { error, .. }) => error,
+        Err(Error::Eval { kind, .. }) => kind,
         other => panic!("expected an evaluation error, got {other:?}"),
     }
 }
@@ -251,7 +251,7 @@ fn every_place_of_a_multi_place_base_is_kept() {
         matches!(
             err,
             Error::Eval {
-                error: EvalError::BadOverlay(_),
+                kind: ErrorKind::BadOverlay(_),
                 ..
             }
         ),
@@ -272,8 +272,12 @@ fn ill_formed_overlays() {
         "DW_OP_const8u 0xfffffffffffffffe DW_OP_reg1 DW_OP_lit0 DW_OP_lit4 DW_OP_overlay",
     ] {
         let e = eval_error(text);
-        assert!(matches!(e, EvalError::BadOverlay(_)), "{text}: {e:?}");
-        assert!(Error::Eval { index: 0, op: "", error: e }.is_ill_formed());
+        assert!(matches!(e, ErrorKind::BadOverlay(_)), "{text}: {e:?}");
+        assert!(Error::Eval {
+            index: 0,
+            op: "",
+            kind: e
+        }.is_ill_formed());
     }
     // Negative size or offset.
     for text in [
@@ -281,7 +285,7 @@ fn ill_formed_overlays() {
         "DW_OP_addr 0x10 DW_OP_reg1 DW_OP_consts -8 DW_OP_lit1 DW_OP_bit_overlay",
     ] {
         assert!(
-            matches!(eval_error(text), EvalError::BadOverlay(_)),
+            matches!(eval_error(text), ErrorKind::BadOverlay(_)),
             "{text}"
         );
     }
@@ -289,16 +293,16 @@ fn ill_formed_overlays() {
     // composite where a location is needed, a non-generic value as a location.
     assert_eq!(
         eval_error("DW_OP_reg1 DW_OP_lit0 DW_OP_lit4 DW_OP_overlay"),
-        EvalError::StackUnderflow
+        ErrorKind::StackUnderflow
     );
     assert!(matches!(
         eval_error("DW_OP_addr 0x10 DW_OP_reg1 DW_OP_lit0 DW_OP_reg2 DW_OP_overlay"),
-        EvalError::TypeMismatch(_)
+        ErrorKind::TypeMismatch(_)
     ));
     // (ill-formed by the normative text's composite rules)
     assert!(matches!(
         eval_error("DW_OP_reg0 DW_OP_piece 4 DW_OP_reg1 DW_OP_lit0 DW_OP_lit4 DW_OP_overlay"),
-        EvalError::IllFormed(_)
+        ErrorKind::IllFormed(_)
     ));
 }
 
@@ -364,7 +368,7 @@ fn llvm_nop_decodes() {
     assert_eq!(Op::LlvmNop.name(), "DW_OP_LLVM_nop");
     // It evaluates to nothing, from bytes as from ops.
     let bytes = [0xe9, 0x01, 0x35, 0xe9, 0x01, 0x9f];
-    let mut eval = locus_dwarf::Evaluation::from_bytes(&bytes, USER);
+    let mut eval = locus_dwarf::Evaluation::new(&bytes, USER);
     assert_eq!(
         eval.evaluate().unwrap(),
         locus_dwarf::EvaluationResult::Complete
@@ -443,7 +447,7 @@ fn overlay_on_a_register_base_uses_its_size() {
     match eval.evaluate_with(&mut SizedRegister) {
         Err(Error::Eval {
             index: 4,
-            error: EvalError::BadOverlay(what),
+            kind: ErrorKind::BadOverlay(what),
             ..
         }) => assert!(what.contains("past the end"), "{what}"),
         other => panic!("expected an ill-formed overlay, got {other:?}"),
@@ -460,7 +464,7 @@ fn overlay_on_a_register_base_of_unknown_size_is_refused() {
         "DW_OP_regx 70 DW_OP_lit1 DW_OP_offset DW_OP_addr 0x100 DW_OP_lit2 DW_OP_lit4 DW_OP_bit_overlay",
     ] {
         match eval_error(text) {
-            EvalError::BadOverlay(what) => {
+            ErrorKind::BadOverlay(what) => {
                 assert!(what.contains("register whose size is not known"), "{text}: {what}")
             }
             other => panic!("{text}: expected an ill-formed overlay, got {other:?}"),

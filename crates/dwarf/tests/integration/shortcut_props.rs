@@ -57,7 +57,11 @@ fn transcript(eval: &mut Evaluation<'_>, answer: EntryAnswer) -> Vec<String> {
         ));
         r = match request {
             EvaluationResult::Complete => {
-                seen.push(format!("{:?} {:?}", eval.result(), eval.location_result()));
+                seen.push(format!(
+                    "{:?} {:?}",
+                    eval.result().cloned(),
+                    eval.location_result()
+                ));
                 return seen;
             }
             EvaluationResult::RequiresRegister { register } => {
@@ -149,7 +153,7 @@ fn check(ops: &[Op], address_size: u8, max_steps: u64, pushed: bool, answer: Ent
             eval.push(entry.clone());
         }
     };
-    let mut reference = Evaluation::from_bytes(&bytes, enc);
+    let mut reference = Evaluation::new(&bytes, enc);
     prepare(&mut reference, true);
     let expected = transcript(&mut reference, answer);
     let mut traced_ops = Evaluation::new(ops, enc);
@@ -159,7 +163,7 @@ fn check(ops: &[Op], address_size: u8, max_steps: u64, pushed: bool, answer: Ent
     let mut eval = Evaluation::new(ops, enc);
     prepare(&mut eval, false);
     assert_eq!(transcript(&mut eval, answer), expected, "ops");
-    let mut eval = Evaluation::from_bytes(&bytes, enc);
+    let mut eval = Evaluation::new(&bytes, enc);
     prepare(&mut eval, false);
     assert_eq!(transcript(&mut eval, answer), expected, "bytes");
     // Restarted after an evaluation that left a composite, a request
@@ -170,7 +174,7 @@ fn check(ops: &[Op], address_size: u8, max_steps: u64, pushed: bool, answer: Ent
         &[0x55],
     ];
     for first in earlier {
-        let mut eval = Evaluation::from_bytes(first, enc);
+        let mut eval = Evaluation::new(first, enc);
         eval.set_max_steps(max_steps);
         let _ = eval.evaluate();
         eval.restart(&bytes, enc);
@@ -245,11 +249,11 @@ fn unusual_bytes_give_what_the_loop_gives() {
                 };
                 for max_steps in [0, 1, 2, 100] {
                     for answer in [EntryAnswer::Generic, EntryAnswer::Register] {
-                        let mut reference = Evaluation::from_bytes(bytes, enc);
+                        let mut reference = Evaluation::new(bytes, enc);
                         reference.set_trace(true);
                         reference.set_max_steps(max_steps);
                         let expected = transcript(&mut reference, answer);
-                        let mut eval = Evaluation::from_bytes(bytes, enc);
+                        let mut eval = Evaluation::new(bytes, enc);
                         eval.set_max_steps(max_steps);
                         assert_eq!(transcript(&mut eval, answer), expected, "{bytes:02x?}");
                     }
@@ -278,10 +282,10 @@ fn pieces_give_what_the_loop_gives() {
                 ops.push(Op::Piece(if kind == 3 && i == n - 1 { 9 } else { 1 }));
             }
             let bytes = encode(&ops, enc).unwrap();
-            let mut reference = Evaluation::from_bytes(&bytes, enc);
+            let mut reference = Evaluation::new(&bytes, enc);
             reference.set_trace(true);
             let expected = transcript(&mut reference, EntryAnswer::Generic);
-            let mut eval = Evaluation::from_bytes(&bytes, enc);
+            let mut eval = Evaluation::new(&bytes, enc);
             assert_eq!(
                 transcript(&mut eval, EntryAnswer::Generic),
                 expected,

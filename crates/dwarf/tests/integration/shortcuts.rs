@@ -16,7 +16,7 @@ fn run(eval: &mut Evaluation<'_>) -> Result<(Option<Entry>, usize), String> {
         r = eval.evaluate().map_err(|e| e.to_string())?;
     }
     assert_eq!(r, EvaluationResult::Complete);
-    Ok((eval.result(), eval.pc()))
+    Ok((eval.result().cloned(), eval.pc()))
 }
 
 /// Every way in for `ops`: decoded, decoded and traced, from the bytes, from
@@ -27,7 +27,7 @@ fn all_ways(ops: &[Op], enc: Encoding, max_steps: u64, pushed: Option<&Entry>) {
     let mut answers = Vec::new();
     for (from_bytes, trace) in [(false, true), (false, false), (true, true), (true, false)] {
         let mut eval = if from_bytes {
-            Evaluation::from_bytes(&bytes, enc)
+            Evaluation::new(&bytes, enc)
         } else {
             Evaluation::new(ops, enc)
         };
