@@ -412,3 +412,103 @@ fn pthread_exit_passes_through() {
     let out = child("pthread_exit_passes_through");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// The page [`page_claimer`] answers for (0: none yet), and its answer: 0 pass, 1 make the
+/// page readable and retry, 2 end with status 7.
+static CLAIMED_PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static ANSWER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A claimer as a component would write one: faults in its own page are its business.
+fn page_claimer(fault: &signals::Fault<'_>, message: &mut dyn std::fmt::Write) -> signals::Claim {
+    use std::sync::atomic::Ordering::SeqCst;
+    let page = CLAIMED_PAGE.load(SeqCst);
+    if page == 0 || fault.signal != libc::SIGSEGV || !(page..page + 4096).contains(&fault.addr) {
+        return signals::Claim::Pass;
+    }
+    match ANSWER.load(SeqCst) {
+        1 => {
+            // SAFETY: the test's own page; `mprotect` is async-signal-safe.
+            unsafe { libc::mprotect(page as *mut _, 4096, libc::PROT_READ) };
+            signals::Claim::Retry
+        }
+        2 => {
+            let _ = write!(message, "test: page {page:#x} is the claimer's");
+            signals::Claim::Exit(7)
+        }
+        _ => signals::Claim::Pass,
+    }
+}
+
+/// A claimer is asked first: `Exit` prints its message with `, caught as SIGSEGV` and ends
+/// with its status; `Retry` lets the access run again once it made the page readable (the
+/// read then gives the page's 0); `Pass` leaves the fault to the scope (status 3). The
+/// claimer is set once: the same one again is accepted, another refused.
+#[test]
+fn a_claimer_is_asked_first() {
+    const NAME: &str = "a_claimer_is_asked_first";
+    const MODE: &str = "LOCUS_SIGNALS_CLAIM";
+    use std::sync::atomic::Ordering::SeqCst;
+    if in_child() {
+        let answer: usize = std::env::var(MODE)
+            .ok()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        assert!(signals::install());
+        assert!(signals::set_claimer(page_claimer));
+        assert!(signals::set_claimer(page_claimer));
+        assert!(!signals::set_claimer(|_, _| signals::Claim::Pass));
+        // SAFETY: a fresh anonymous mapping, touching nothing else.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        ANSWER.store(answer, SeqCst);
+        CLAIMED_PAGE.store(page as usize, SeqCst);
+        let _scope = signals::fault_scope(false);
+        let v = read_through(std::hint::black_box(page.cast()));
+        println!("read {v}");
+        std::process::exit(0);
+    }
+    let run = |answer: &str| {
+        let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+        Command::new(exe)
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .env(MODE, answer)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = run("2");
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: test: page 0x")
+            && lines[0].contains(" is the claimer's, caught as SIGSEGV"),
+        "{}",
+        lines[0]
+    );
+    let out = run("1");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("read 0"),
+        "{out:?}"
+    );
+    assert!(locus_lines(&out).is_empty(), "{out:?}");
+    let out = run("0");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (access not permitted) at address 0x"),
+        "{}",
+        lines[0]
+    );
+}
