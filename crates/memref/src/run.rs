@@ -37,6 +37,10 @@ pub struct RunOptions {
     pub shared_libs: Vec<PathBuf>,
     /// How to compile the kernel.
     pub compile: Options,
+    /// Whether a fault in the kernel ends the process with one `locus:` line and exit
+    /// status 3, as [`CallOptions::report_faults`] (off by default: a host's own handlers
+    /// stay in charge).
+    pub report_faults: bool,
 }
 
 impl Default for RunOptions {
@@ -45,6 +49,7 @@ impl Default for RunOptions {
             entry: "main".into(),
             shared_libs: Vec::new(),
             compile: Options::default(),
+            report_faults: false,
         }
     }
 }
@@ -102,7 +107,10 @@ pub unsafe fn run_kernel(source: &str, options: &RunOptions) -> Result<Option<Sc
     let loaded = unsafe { compile_and_load(source, options) }?;
     // SAFETY: the signature is the kernel's own, as mlir-opt-19 parsed it.
     let function = unsafe { loaded.kernel.function(entry, signature) }?;
-    let results = function.call(Vec::new(), CallOptions::default());
+    let results = function.call(
+        Vec::new(),
+        CallOptions::default().report_faults(options.report_faults),
+    );
     // The kernel printed through C's buffered stdout; the caller's output comes after.
     // SAFETY: fflush(NULL) flushes every C output stream.
     unsafe { libc::fflush(std::ptr::null_mut()) };
@@ -159,6 +167,7 @@ unsafe fn run_llvm_func(
     let entry = options.entry.as_str();
     // `llvm_func_entry` read the function's type from the kernel as mlir-opt-19 parsed it:
     // no arguments, this result; each pointer below has that type.
+    let scope = options.report_faults.then(crate::call::kernel_fault_scope);
     let value = match result {
         None => {
             // SAFETY: see above.
@@ -192,6 +201,7 @@ unsafe fn run_llvm_func(
             Some(Scalar::F64(unsafe { f() }))
         }
     };
+    drop(scope);
     // SAFETY: fflush(NULL) flushes every C output stream.
     unsafe { libc::fflush(std::ptr::null_mut()) };
     Ok(value)

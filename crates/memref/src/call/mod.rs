@@ -133,7 +133,7 @@ impl CallOptions {
 
 /// Installs the fault handlers (once per process) and prepares this thread, then opens
 /// the scope a kernel runs in ([`CallOptions::report_faults`]).
-fn kernel_fault_scope() -> locus_signals::FaultScope {
+pub(crate) fn kernel_fault_scope() -> locus_signals::FaultScope {
     locus_signals::install();
     locus_signals::fault_scope(false)
 }
