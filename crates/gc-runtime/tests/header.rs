@@ -5,41 +5,19 @@
 
 use std::path::Path;
 
+// Written once for both crates' headers (locus-capi's test binary includes it too).
+#[path = "../../capi/tests/support/cbindgen_header.rs"]
+mod cbindgen_header;
+
 #[test]
 fn header_matches_the_code() {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
-        .unwrap_or_else(|e| panic!("reading cbindgen.toml: {e}"));
-    let bindings = cbindgen::Builder::new()
-        .with_crate(crate_dir)
-        .with_config(config)
-        .generate()
-        .unwrap_or_else(|e| panic!("cbindgen failed: {e}"));
-    let mut generated = Vec::new();
-    bindings.write(&mut generated);
-    let generated = String::from_utf8(generated).unwrap_or_else(|e| panic!("not UTF-8: {e}"));
-    let path = crate_dir.join("include/locus_gc.h");
-    if std::env::var_os("LOCUS_UPDATE_HEADER").is_some() {
-        std::fs::write(&path, &generated)
-            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    let regenerate = "LOCUS_UPDATE_HEADER=1 cargo test -p locus-gc-runtime --test header";
+    let Some(generated) =
+        cbindgen_header::generated_matches_checked_in(crate_dir, "include/locus_gc.h", regenerate)
+    else {
         return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    if checked_in != generated {
-        let first = checked_in
-            .lines()
-            .zip(generated.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(checked_in.lines().count().min(generated.lines().count()));
-        panic!(
-            "{} differs from what cbindgen generates now (first difference at line {}:\n  checked in: {:?}\n  generated:  {:?}).\n\
-             Regenerate it: LOCUS_UPDATE_HEADER=1 cargo test -p locus-gc-runtime --test header",
-            path.display(),
-            first + 1,
-            checked_in.lines().nth(first).unwrap_or("<end>"),
-            generated.lines().nth(first).unwrap_or("<end>"),
-        );
-    }
+    };
     // Every function the libraries export is declared, and nothing else is: the header and
     // the symbol table agree (the shared library's dynamic symbols, by llvm-nm-19).
     let declared: Vec<&str> = generated
@@ -56,26 +34,5 @@ fn header_matches_the_code() {
         declared.len()
     );
     // The header is self-contained C and C++: compile it alone with clang-19.
-    for (lang, std_) in [("c", "-std=c11"), ("c++", "-std=c++17")] {
-        let out = std::process::Command::new("clang-19")
-            .args([
-                "-fsyntax-only",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                std_,
-                "-x",
-                lang,
-            ])
-            .arg(&path)
-            .output();
-        match out {
-            Ok(o) => assert!(
-                o.status.success(),
-                "clang-19 -x {lang} rejects the header:\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => panic!("clang-19 is required (scripts/install-deps): {e}"),
-        }
-    }
+    cbindgen_header::compiles_alone_as_c_and_cxx(&crate_dir.join("include/locus_gc.h"));
 }
