@@ -192,7 +192,9 @@ pub enum Command {
     /// collector on (as `locus gc run --stress`); LOCUS_GC_COLLECTOR=NAME chooses the
     /// collector as `locus gc run --collector NAME` does (mmtk:marksweep, mmtk:immix or
     /// mmtk:stickyimmix with frame roots; a refused one ends the executable with one
-    /// `locus: gc: ...` line and exit status 1 before the program runs).
+    /// `locus: gc: ...` line and exit status 1 before the program runs). --collector NAME
+    /// makes NAME the executable's collector when its environment names none (its main
+    /// sets LOCUS_GC_COLLECTOR=NAME unless that is set or LOCUS_GC_STRESS=1).
     ///
     /// Exit status of `locus gc build`: 0 when the executable was written, 1 otherwise
     /// (`locus: FILE: ...` on standard error).
@@ -227,6 +229,13 @@ pub enum Command {
         /// cannot hold the other threads' collections up (frames only).
         #[arg(long)]
         safepoint_polls: bool,
+        /// The executable's collector when its environment names none: `stress`, `locus`
+        /// or `mmtk:PLAN` (marksweep, immix or stickyimmix with frame roots), as `locus gc
+        /// run --collector` takes. LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the
+        /// executable's environment still chooses another. An unknown name, or a plan that
+        /// cannot pin with frame roots, is refused (status 1, nothing written).
+        #[arg(long, value_name = "NAME")]
+        collector: Option<String>,
     },
 }
 
@@ -495,18 +504,31 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             runtime,
             emit_ir,
             safepoint_polls,
+            collector,
         } => {
-            let bytes = read(input, file)?;
             let shown = file.display().to_string();
+            let fail = |e: &dyn std::fmt::Display| Failure::Message(format!("{shown}: {e}"));
+            // Parsed here, not by clap, so that a bad name is status 1 as every other
+            // refusal of `gc build` (clap's usage errors are status 2).
+            let collector = collector
+                .as_deref()
+                .map(|name| {
+                    Collector::from_name(name).map_err(|e| fail(&format!("--collector: {e}")))
+                })
+                .transpose()?;
+            if let Some(c) = collector {
+                build::check_collector(c, (*roots).into()).map_err(|e| fail(&e))?;
+            }
+            let bytes = read(input, file)?;
             let options = BuildOptions {
                 roots: (*roots).into(),
                 entry: entry.clone(),
                 passes: passes.clone(),
                 runtime: runtime.clone(),
                 safepoint_polls: *safepoint_polls,
+                collector,
                 ..BuildOptions::default()
             };
-            let fail = |e: &dyn std::fmt::Display| Failure::Message(format!("{shown}: {e}"));
             if let Some(path) = emit_ir {
                 let lowered =
                     build::lower_for_build(&shown, &bytes, &options).map_err(|e| fail(&e))?;

@@ -3,6 +3,8 @@
 
 mod common;
 // Shared with the tour, which deletes a root store the same way.
+#[path = "support/dropped_relocation.rs"]
+mod dropped_relocation;
 #[path = "../src/tour/root_stores.rs"]
 mod root_stores;
 
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::*;
+use dropped_relocation::lower_and_drop_first_relocation;
 use root_stores::{root_stores, without_line};
 
 fn programs() -> Vec<PathBuf> {
@@ -398,43 +401,6 @@ fn passes_run_the_optimizer_on_the_lowered_module() {
     }
 }
 
-/// The `gc.relocate` lines of a module `gc lower --roots statepoint` wrote: (line number,
-/// relocated name, the pre-call derived value it replaces).
-fn relocations(rewritten: &str) -> Vec<(usize, String, String)> {
-    rewritten
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains("@llvm.experimental.gc.relocate"))
-        .filter_map(|(i, l)| {
-            let lhs = l.trim().split(' ').next()?.to_owned();
-            let (_, derived) = l.rsplit_once(", ")?;
-            let derived = derived.trim_end_matches(')').to_owned();
-            (lhs.starts_with('%') && derived.starts_with('%')).then_some((i, lhs, derived))
-        })
-        .collect()
-}
-
-/// `text` with every whole `from` token after line `at` replaced by `to`.
-fn use_stale(text: &str, at: usize, from: &str, to: &str) -> String {
-    let mut out = String::new();
-    for (i, l) in text.lines().enumerate() {
-        let mut rest = l;
-        if i != at {
-            while let Some(k) = rest.find(from) {
-                let after = &rest[k + from.len()..];
-                let whole =
-                    !after.starts_with(|c: char| c.is_alphanumeric() || c == '.' || c == '_');
-                out.push_str(&rest[..k]);
-                out.push_str(if whole { to } else { from });
-                rest = after;
-            }
-        }
-        out.push_str(rest);
-        out.push('\n');
-    }
-    out
-}
-
 /// Statepoint roots and the moving collector, from the command line: `gc lower --roots
 /// statepoint` writes a module opt-19 verifies and `gc run` runs as it is; and a relocation dropped
 /// from it (each use of the relocated value given the value from before the call) either
@@ -446,21 +412,7 @@ fn statepoint_roots_and_a_dropped_relocation() {
     let mut caught = 0;
     let mut tried = 0;
     for p in programs() {
-        let rewritten = tmp.path(&format!("{}.ll", stem(&p)));
-        let out = locus_gc(&[
-            "lower",
-            "--roots",
-            "statepoint",
-            "-o",
-            path_str(&rewritten),
-            path_str(&p),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            p.display(),
-            text(&out.stderr)
-        );
+        let (rewritten, dropped) = lower_and_drop_first_relocation(LOCUS, &p, &tmp.0);
         let verdict = Command::new("opt-19")
             .args(["-passes=verify", "-disable-output", path_str(&rewritten)])
             .output()
@@ -471,13 +423,9 @@ fn statepoint_roots_and_a_dropped_relocation() {
             p.display(),
             text(&verdict.stderr)
         );
-        let lowered = std::fs::read_to_string(&rewritten).unwrap_or_else(|e| panic!("{e}"));
         // The first relocation of each program: enough to see the oracle fail (every
         // program's result under statepoint roots is checked by locus-gc's tests).
-        for (k, (line, lhs, derived)) in relocations(&lowered).into_iter().take(1).enumerate() {
-            let edited = tmp.path(&format!("{}-{k}.ll", stem(&p)));
-            std::fs::write(&edited, use_stale(&lowered, line, &lhs, &derived))
-                .unwrap_or_else(|e| panic!("{e}"));
+        if let Some((lhs, edited)) = dropped {
             let out = locus_gc(&[
                 "run",
                 "--roots",

@@ -12,6 +12,8 @@
 //! no outer cargo holds locked while tests run.
 
 mod common;
+#[path = "support/dropped_relocation.rs"]
+mod dropped_relocation;
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
 
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::*;
+use dropped_relocation::lower_and_drop_first_relocation;
 
 /// A sample of the GC suite's programs: a tree, a list, Julia's allocations, callee-rooted
 /// arguments, preserved objects, vectors.
@@ -270,43 +273,6 @@ fn statepoint_programs_read_their_stack_maps_and_print_what_gc_run_prints() {
     );
 }
 
-/// The `gc.relocate` lines of a rewritten module: (line, relocated name, the value from
-/// before the call it replaces). (As in tests/gc.rs.)
-fn relocations(rewritten: &str) -> Vec<(usize, String, String)> {
-    rewritten
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains("@llvm.experimental.gc.relocate"))
-        .filter_map(|(i, l)| {
-            let lhs = l.trim().split(' ').next()?.to_owned();
-            let (_, derived) = l.rsplit_once(", ")?;
-            let derived = derived.trim_end_matches(')').to_owned();
-            (lhs.starts_with('%') && derived.starts_with('%')).then_some((i, lhs, derived))
-        })
-        .collect()
-}
-
-/// `text` with every whole `from` token after line `at` replaced by `to`.
-fn use_stale(text: &str, at: usize, from: &str, to: &str) -> String {
-    let mut out = String::new();
-    for (i, l) in text.lines().enumerate() {
-        let mut rest = l;
-        if i != at {
-            while let Some(k) = rest.find(from) {
-                let after = &rest[k + from.len()..];
-                let whole =
-                    !after.starts_with(|c: char| c.is_alphanumeric() || c == '.' || c == '_');
-                out.push_str(&rest[..k]);
-                out.push_str(if whole { to } else { from });
-                rest = after;
-            }
-        }
-        out.push_str(rest);
-        out.push('\n');
-    }
-    out
-}
-
 /// The oracle can fail ahead of time too: a relocation dropped from the rewritten module
 /// (its uses given the pre-call value) ends the executable under the moving collector as
 /// it ends `gc run --moving --stress`: status 2 and the same line, or the same result.
@@ -315,25 +281,12 @@ fn a_dropped_relocation_is_caught_in_the_executable_as_in_gc_run() {
     let tmp = TempDir::new("gc-build-stale");
     let (mut caught, mut tried) = (0, 0);
     for name in STATEPOINT_PROGRAMS {
-        let rewritten = tmp.path(&format!("{name}.ll"));
-        let out = locus_gc(&[
-            "lower",
-            "--roots",
-            "statepoint",
-            "-o",
-            path_str(&rewritten),
-            path_str(&gc_fixture("programs", name)),
-        ]);
-        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
-        let lowered = std::fs::read_to_string(&rewritten).unwrap_or_else(|e| panic!("{e}"));
+        let file = gc_fixture("programs", name);
         // (jl_roots pins its object: nothing is relocated.)
-        let Some((line, lhs, derived)) = relocations(&lowered).into_iter().next() else {
+        let (_, Some((lhs, edited))) = lower_and_drop_first_relocation(LOCUS, &file, &tmp.0) else {
             continue;
         };
         tried += 1;
-        let edited = tmp.path(&format!("{name}-stale.ll"));
-        std::fs::write(&edited, use_stale(&lowered, line, &lhs, &derived))
-            .unwrap_or_else(|e| panic!("{e}"));
         let prog = tmp.path(&format!("{name}-stale"));
         build(&edited, &prog, &["--roots", "statepoint"]);
         let jit = locus_gc(&[
@@ -538,4 +491,99 @@ fn the_statepoint_lowering_links_against_the_runtime_as_it_is() {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).lines().next(), expected.lines().next());
+}
+
+/// Runs `prog` with `LOCUS_GC_STATS=1` and the environment `env` (each name set to its
+/// value, or removed when the value is `None`); the output must be a success.
+fn run_with(prog: &Path, env: &[(&str, Option<&str>)]) -> String {
+    let mut cmd = Command::new(prog);
+    cmd.env("LOCUS_GC_STATS", "1")
+        .env_remove("LOCUS_GC_COLLECTOR")
+        .env_remove("LOCUS_GC_STRESS");
+    for (name, value) in env {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{} {env:?}: {:?} {}",
+        prog.display(),
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// `--collector mmtk:immix`: the executable runs MMTk Immix when its environment names no
+/// collector, and prints what the default build prints under `LOCUS_GC_COLLECTOR=mmtk:immix`
+/// (the oracle; MMTk's counters differ from the runtime's own mark-sweep's, so the two
+/// cannot be confused); `LOCUS_GC_COLLECTOR` and `LOCUS_GC_STRESS=1` in its environment
+/// still win. An unknown name and a plan that cannot pin with frame roots are refused:
+/// status 1, one `locus:` line, nothing written.
+#[test]
+fn the_collector_option_sets_the_executables_default_collector() {
+    let tmp = TempDir::new("gc-build-collector");
+    let file = gc_fixture("programs", "tree");
+    let (immix, plain) = (tmp.path("tree-immix"), tmp.path("tree"));
+    build(&file, &immix, &["--collector", "mmtk:immix"]);
+    build(&file, &plain, &[]);
+    let under = |prog: &Path, collector: Option<&str>, stress: Option<&str>| {
+        run_with(
+            prog,
+            &[
+                ("LOCUS_GC_COLLECTOR", collector),
+                ("LOCUS_GC_STRESS", stress),
+            ],
+        )
+    };
+    let mmtk = under(&plain, Some("mmtk:immix"), None);
+    let own = under(&plain, None, None);
+    assert_ne!(mmtk, own, "MMTk's counters look like the runtime's own");
+    assert_eq!(under(&immix, None, None), mmtk, "the default collector");
+    // LOCUS_GC_STRESS=0 is no stress: the built-in default still holds.
+    assert_eq!(under(&immix, None, Some("0")), mmtk);
+    assert_eq!(
+        under(&immix, Some("locus"), None),
+        own,
+        "LOCUS_GC_COLLECTOR wins"
+    );
+    assert_eq!(
+        under(&immix, None, Some("1")),
+        under(&plain, None, Some("1")),
+        "LOCUS_GC_STRESS=1 wins"
+    );
+    assert_eq!(
+        under(&immix, Some("mmtk:marksweep"), None),
+        under(&plain, Some("mmtk:marksweep"), None)
+    );
+
+    for (name, needle) in [
+        ("nope", "unknown collector `nope`"),
+        ("mmtk:nope", "nope"),
+        ("mmtk:semispace", "cannot pin"),
+    ] {
+        let prog = tmp.path("refused");
+        let out = locus_gc(&[
+            "build",
+            path_str(&file),
+            "-o",
+            path_str(&prog),
+            "--runtime",
+            path_str(runtime_dir()),
+            "--collector",
+            name,
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.starts_with("locus: ") && err.contains(needle) && err.lines().count() == 1,
+            "{name}: {err}"
+        );
+        assert!(!prog.exists(), "{name}");
+    }
 }

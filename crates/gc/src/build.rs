@@ -25,6 +25,17 @@
 //! `LOCUS_GC_COLLECTOR=stress|locus|mmtk:PLAN` chooses the collector (an MMTk plan that
 //! pins with frame roots: marksweep, immix, stickyimmix; see the crate
 //! `locus-gc-runtime`).
+//!
+//! # The executable's default collector
+//!
+//! [`BuildOptions::collector`] (`locus gc build --collector NAME`) makes NAME the
+//! collector the executable runs when its environment names none. The runtime reads its
+//! collector from the environment only (`LOCUS_GC_COLLECTOR`, at `locus_gc_init`), so the
+//! `main` Locus adds sets that variable before it calls `locus_gc_main`, without
+//! overwriting it (`setenv(..., 0)`), and not when `LOCUS_GC_STRESS=1` asks for the stress
+//! collector: what the environment says still wins. (Processes the program starts inherit
+//! the variable.) A plan that cannot pin is refused with frame roots at build time
+//! ([`check_collector`]); everything else the runtime checks when the executable starts.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,6 +46,7 @@ use locus_llvm::{Context, Module};
 
 use crate::lower::ThreadOptions;
 use crate::run::{lower_frames, lower_statepoints, refuse_statepoint_polls, Roots};
+use crate::runtime::Collector;
 use crate::Error;
 
 /// The file name of the static runtime library (`cargo build -p locus-gc-runtime`).
@@ -65,10 +77,14 @@ pub struct BuildOptions {
     /// Put a safepoint poll at every loop back edge (`--safepoint-polls`, frames only; see
     /// [`crate::lower::polls`]).
     pub safepoint_polls: bool,
+    /// The collector the executable runs unless its environment names one
+    /// (`LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`); `None`: the runtime's default.
+    pub collector: Option<Collector>,
 }
 
 impl Default for BuildOptions {
-    /// Frames, entry `main` (as `locus gc run`), no passes, the runtime found, clang-19.
+    /// Frames, entry `main` (as `locus gc run`), no passes, the runtime found, clang-19,
+    /// the runtime's default collector.
     fn default() -> BuildOptions {
         BuildOptions {
             roots: Roots::Frames,
@@ -77,6 +93,7 @@ impl Default for BuildOptions {
             runtime: None,
             linker: DEFAULT_LINKER.into(),
             safepoint_polls: false,
+            collector: None,
         }
     }
 }
@@ -97,6 +114,13 @@ pub enum BuildError {
         /// The file.
         path: PathBuf,
         /// What went wrong.
+        message: String,
+    },
+    /// The collector asked for cannot run the program with these roots.
+    Collector {
+        /// The collector.
+        collector: Collector,
+        /// Why not.
         message: String,
     },
     /// The linker could not be run, or failed.
@@ -137,6 +161,9 @@ impl fmt::Display for BuildError {
                 Ok(())
             }
             BuildError::Io { path, message } => write!(f, "{}: {message}", path.display()),
+            BuildError::Collector { collector, message } => {
+                write!(f, "--collector {collector}: {message}")
+            }
             BuildError::Link { command, message } => {
                 write!(f, "linking failed: `{command}`: {}", message.trim_end())
             }
@@ -173,6 +200,87 @@ fn rename_global(text: &str, from: &str, to: &str) -> String {
     }
     out.push_str(&text[last..]);
     out
+}
+
+/// Whether `collector` can be the default collector of an executable with `roots`: an
+/// MMTk plan that cannot pin (semispace, gencopy) cannot keep objects that Julia-style
+/// frames name in place. (The runtime refuses what is not wired yet when the executable
+/// starts, as it does for `LOCUS_GC_COLLECTOR`.)
+///
+/// # Errors
+/// [`BuildError::Collector`], saying why.
+pub fn check_collector(collector: Collector, roots: Roots) -> Result<(), BuildError> {
+    match collector {
+        Collector::Mmtk(plan) if roots == Roots::Frames && !plan.pins() => {
+            Err(BuildError::Collector {
+                collector,
+                message: format!(
+                    "MMTk plan {plan} moves every object it keeps and cannot pin, and the \
+                     objects Julia-style frames name must stay in place (use mmtk:marksweep, \
+                     mmtk:immix or mmtk:stickyimmix)"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The text of the executable's `main`: it sets the default collector (see the module
+/// docs) and calls `start` (`locus_gc_main` or `locus_gc_main_statepoints`) with `entry`.
+/// `declare` holds the C functions the module does not declare already.
+fn main_text(start: &str, entry: &str, collector: Option<Collector>, declare: &[&str]) -> String {
+    let mut text = format!(
+        "\n; The executable's main (locus gc build): the runtime calls @{entry} and prints its result.\n\
+         declare i32 @{start}(ptr)\n"
+    );
+    let Some(collector) = collector else {
+        text.push_str(&format!(
+            "\ndefine i32 @main() {{\n  %status = call i32 @{start}(ptr @{entry})\n  ret i32 %status\n}}\n"
+        ));
+        return text;
+    };
+    let name = collector.to_string();
+    let cstr = |s: &str| format!("[{} x i8] c\"{s}\\00\"", s.len() + 1);
+    let collector_env = locus_gc_runtime::COLLECTOR_ENV;
+    let stress_env = locus_gc_runtime::STRESS_ENV;
+    for f in declare {
+        text.push_str(match *f {
+            "getenv" => "declare ptr @getenv(ptr)\n",
+            _ => "declare i32 @setenv(ptr, ptr, i32)\n",
+        });
+    }
+    text.push_str(&format!(
+        "@locus.build.collector_env = private unnamed_addr constant {}\n\
+         @locus.build.stress_env = private unnamed_addr constant {}\n\
+         @locus.build.collector = private unnamed_addr constant {}\n\n\
+         ; The default collector `{name}` (locus gc build --collector): {collector_env} is set unless\n\
+         ; it is set already or {stress_env}=1 asks for the stress collector.\n\
+         define i32 @main() {{\n\
+         entry:\n  \
+           %stress = call ptr @getenv(ptr @locus.build.stress_env)\n  \
+           %unset = icmp eq ptr %stress, null\n  \
+           br i1 %unset, label %set, label %first\n\
+         first:\n  \
+           %c0 = load i8, ptr %stress\n  \
+           %one = icmp eq i8 %c0, 49\n  \
+           br i1 %one, label %second, label %set\n\
+         second:\n  \
+           %c1.p = getelementptr i8, ptr %stress, i64 1\n  \
+           %c1 = load i8, ptr %c1.p\n  \
+           %end = icmp eq i8 %c1, 0\n  \
+           br i1 %end, label %start, label %set\n\
+         set:\n  \
+           %kept = call i32 @setenv(ptr @locus.build.collector_env, ptr @locus.build.collector, i32 0)\n  \
+           br label %start\n\
+         start:\n  \
+           %status = call i32 @{start}(ptr @{entry})\n  \
+           ret i32 %status\n\
+         }}\n",
+        cstr(collector_env),
+        cstr(stress_env),
+        cstr(&name),
+    ));
+    text
 }
 
 fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
@@ -249,11 +357,28 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         Roots::Frames => "locus_gc_main",
         Roots::Statepoint => "locus_gc_main_statepoints",
     };
-    text.push_str(&format!(
-        "\n; The executable's main (locus gc build): the runtime calls @{entry} and prints its result.\n\
-         declare i32 @{start}(ptr)\n\n\
-         define i32 @main() {{\n  %status = call i32 @{start}(ptr @{entry})\n  ret i32 %status\n}}\n"
-    ));
+    // The default collector's main calls the C library's getenv and setenv: declared
+    // unless the module declares them (a call names its own function type), refused if
+    // the module defines one.
+    let mut declare = Vec::new();
+    if options.collector.is_some() {
+        for f in ["getenv", "setenv"] {
+            match module.function(f) {
+                None => declare.push(f),
+                Some(g) if g.is_declaration() => {}
+                Some(_) => {
+                    return Err(Error::Entry {
+                        name: options.entry.clone(),
+                        message: format!(
+                            "the module defines @{f}; the executable's main, which sets the \
+                             default collector, calls the C library's"
+                        ),
+                    })
+                }
+            }
+        }
+    }
+    text.push_str(&main_text(start, &entry, options.collector, &declare));
     Ok(text)
 }
 
@@ -361,14 +486,17 @@ pub struct Built {
 /// removed after linking.
 ///
 /// # Errors
-/// Those of [`lower_for_build`], [`compile`], [`find_runtime`] and [`link`], and
-/// [`BuildError::Io`] for the object file.
+/// Those of [`check_collector`], [`lower_for_build`], [`compile`], [`find_runtime`] and
+/// [`link`], and [`BuildError::Io`] for the object file.
 pub fn build(
     name: &str,
     ir: &[u8],
     output: &Path,
     options: &BuildOptions,
 ) -> Result<Built, BuildError> {
+    if let Some(collector) = options.collector {
+        check_collector(collector, options.roots)?;
+    }
     let runtime = find_runtime(options.runtime.as_deref())?;
     let lowered = lower_for_build(name, ir, options)?;
     let object = compile(name, &lowered)?;
