@@ -84,11 +84,18 @@ fn expected_value(text: &str) -> Option<String> {
 }
 
 fn gc_run(args: &[&str]) -> Output {
-    Command::new(LOCUS)
-        .args(["gc", "run", "--timeout", "60"])
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("run {LOCUS}: {e}"))
+    gc_run_with_heap(None, args)
+}
+
+/// `locus gc run ARGS` with `LOCUS_GC_HEAP_SIZE=heap` (unset when `None`).
+fn gc_run_with_heap(heap: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(LOCUS);
+    cmd.args(["gc", "run", "--timeout", "60"]).args(args);
+    match heap {
+        Some(size) => cmd.env("LOCUS_GC_HEAP_SIZE", size),
+        None => cmd.env_remove("LOCUS_GC_HEAP_SIZE"),
+    };
+    cmd.output().unwrap_or_else(|e| panic!("run {LOCUS}: {e}"))
 }
 
 /// Every program of the suite under `plan`, its result the one `; expect:` says.
@@ -142,12 +149,16 @@ fn mmtk_collects_and_keeps_frame_roots() {
     std::fs::write(&file, CHURN).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let expected = expected_value(CHURN).unwrap_or_default();
     for plan in PLANS {
-        let out = gc_run(&[
-            "--collector",
-            &format!("mmtk:{plan}"),
-            "--stats",
-            path_str(&file),
-        ]);
+        // A heap smaller than the churn's 40 MB, so that MMTk must collect.
+        let out = gc_run_with_heap(
+            Some("16M"),
+            &[
+                "--collector",
+                &format!("mmtk:{plan}"),
+                "--stats",
+                path_str(&file),
+            ],
+        );
         let stdout = text_of(&out.stdout);
         assert!(out.status.success(), "{plan}: {}", text_of(&out.stderr));
         assert_eq!(stdout.lines().next(), Some(expected.as_str()), "{plan}");
@@ -231,6 +242,7 @@ fn built_programs_under_mmtk() {
         for plan in PLANS {
             let out = Command::new(&prog)
                 .env("LOCUS_GC_COLLECTOR", format!("mmtk:{plan}"))
+                .env("LOCUS_GC_HEAP_SIZE", "16M")
                 .env("LOCUS_GC_STATS", "1")
                 .output()
                 .unwrap_or_else(|e| panic!("run {}: {e}", prog.display()));
@@ -266,5 +278,51 @@ fn built_programs_under_mmtk() {
         assert!(out.stdout.is_empty(), "{value}");
         assert_eq!(stderr.lines().count(), 1, "{value}: {stderr}");
         assert!(stderr.starts_with("locus: gc: "), "{value}: {stderr}");
+    }
+}
+
+/// `LOCUS_GC_HEAP_SIZE` sizes MMTk's heap: a program with about 29 MB live
+/// (gc-runtime's fixtures/big_live.ll, 100000 nodes of 256 bytes) runs under mmtk:immix
+/// and mmtk:marksweep in the default heap (grown by MMTk) and in a fixed 64M one, and runs
+/// out of memory in a fixed 16M one with one `locus: gc:` line naming the limit (status 2);
+/// a size that is not one is refused before the program runs (status 1).
+#[test]
+fn heap_size_from_environment() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc-runtime/tests/fixtures/big_live.ll");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let expected = expected_value(&text).unwrap_or_default();
+    for plan in ["immix", "marksweep"] {
+        let collector = format!("mmtk:{plan}");
+        for heap in [None, Some("64M"), Some("67108864")] {
+            let out = gc_run_with_heap(heap, &["--collector", &collector, path_str(&file)]);
+            assert!(
+                out.status.success(),
+                "{plan} {heap:?}: {}",
+                text_of(&out.stderr)
+            );
+            assert_eq!(text_of(&out.stdout).trim(), expected, "{plan} {heap:?}");
+        }
+        let out = gc_run_with_heap(Some("16m"), &["--collector", &collector, path_str(&file)]);
+        let stderr = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{plan} 16m: {stderr}");
+        assert!(out.stdout.is_empty(), "{plan} 16m");
+        assert_eq!(stderr.lines().count(), 1, "{plan} 16m: {stderr}");
+        assert!(
+            stderr.starts_with("locus: gc: allocation: ")
+                && stderr
+                    .contains("out of memory: the heap is full at its limit of 16777216 bytes"),
+            "{plan} 16m: {stderr}"
+        );
+    }
+    for bad in ["x12", "12T", "0", "", "99999999999999999999G"] {
+        let out = gc_run_with_heap(Some(bad), &["--collector", "mmtk:immix", path_str(&file)]);
+        let stderr = text_of(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{bad:?}: {stderr}");
+        assert!(
+            stderr.starts_with("locus: gc: LOCUS_GC_HEAP_SIZE="),
+            "{bad:?}: {stderr}"
+        );
     }
 }

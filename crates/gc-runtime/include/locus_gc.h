@@ -31,7 +31,9 @@ typedef struct GcFrame {
 extern "C" {
 #endif // __cplusplus
 
-// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1`, faults reported
+// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1` (the collector
+// `LOCUS_GC_COLLECTOR` names otherwise, with an MMTk heap of `LOCUS_GC_HEAP_SIZE` bytes
+// if set, e.g. `256M`), faults reported
 // as `locus gc run` reports them ([`OnFault::Exit`]: one `locus: gc: ...` line, exit status
 // 2), the process's fault handlers installed and the thread in a fault scope (a fatal
 // signal prints one `locus: ...` line and exits with status 3).

@@ -27,7 +27,10 @@
 //! - [`locus_gc_init`] / [`locus_gc_thread_attach`]: make the calling thread's runtime,
 //!   in stress mode when the environment has `LOCUS_GC_STRESS=1` (or with the collector
 //!   `LOCUS_GC_COLLECTOR` names: `stress`, `locus`, `mmtk:PLAN`; a refused one is one
-//!   `locus: gc:` line and [`LOCUS_GC_REFUSED`]), with the fault handlers
+//!   `locus: gc:` line and [`LOCUS_GC_REFUSED`]; with an MMTk plan, `LOCUS_GC_HEAP_SIZE`
+//!   fixes the heap's size, bytes or a number with `K`, `M` or `G`, e.g. `256M`; unset,
+//!   MMTk sizes the heap between 32 MiB and half the physical memory; a value that is not
+//!   a size is refused the same way), with the fault handlers
 //!   `locus gc run` installs ([`signals`]) and [`OnFault::Exit`]: a broken GC
 //!   contract prints one `locus: gc: ...` line and exits with status 2, a fatal signal in
 //!   the program prints one `locus: SIGNAL ...` line and exits with status 3;
@@ -104,12 +107,21 @@ pub const LOCUS_GC_NO_HEAP: i32 = 4;
 /// What [`locus_gc_init`] (and the other attach functions) return when the collector
 /// refuses the runtime (after one `locus: gc: ...` line on standard error): an unknown
 /// `LOCUS_GC_COLLECTOR`, an MMTk plan the roots do not allow, a second MMTk plan or a
-/// second thread on an MMTk heap in one process.
+/// second thread on an MMTk heap in one process, a `LOCUS_GC_HEAP_SIZE` that is not a
+/// size.
 pub const LOCUS_GC_REFUSED: i32 = 5;
 /// The environment variable that chooses the collector: `stress`, `locus` or `mmtk:PLAN`
 /// (PLAN one of marksweep, immix, stickyimmix; see [`runtime::Collector`]). Unset: the
 /// stress collector if `LOCUS_GC_STRESS=1`, else `locus`.
 pub const COLLECTOR_ENV: &str = "LOCUS_GC_COLLECTOR";
+/// The environment variable that fixes the MMTk heap's size (bytes, or a number with `K`,
+/// `M` or `G`, e.g. `256M`); unset, MMTk sizes the heap between 32 MiB and half the
+/// physical memory (see [`runtime::Config::heap_bytes`]). A value that is not a size makes
+/// [`locus_gc_init`] refuse the runtime ([`LOCUS_GC_REFUSED`], one `locus: gc:` line);
+/// an allocation that does not fit in a full heap after a collection ends the program
+/// with one `locus: gc: allocation: ... out of memory: the heap is full at its limit of N
+/// bytes ...` line and exit status 2.
+pub const HEAP_SIZE_ENV: &str = runtime::HEAP_SIZE_ENV;
 /// The environment variable that turns the moving collector on with statepoint roots
 /// (value `1`).
 pub const MOVING_ENV: &str = "LOCUS_GC_MOVING";
@@ -209,7 +221,9 @@ fn attach(make: impl FnOnce() -> Result<Make, i32>) -> i32 {
     made.unwrap_or(LOCUS_GC_NOT_ATTACHED)
 }
 
-/// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1`, faults reported
+/// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1` (the collector
+/// `LOCUS_GC_COLLECTOR` names otherwise, with an MMTk heap of `LOCUS_GC_HEAP_SIZE` bytes
+/// if set, e.g. `256M`), faults reported
 /// as `locus gc run` reports them ([`OnFault::Exit`]: one `locus: gc: ...` line, exit status
 /// 2), the process's fault handlers installed and the thread in a fault scope (a fatal
 /// signal prints one `locus: ...` line and exits with status 3).

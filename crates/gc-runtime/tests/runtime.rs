@@ -1286,3 +1286,28 @@ fn freed_objects_under_stress_give_their_pages_back() {
     );
     assert!(rt.faults().is_empty());
 }
+
+/// `LOCUS_GC_HEAP_SIZE`'s syntax: bytes, or a number with K, M or G (powers of 1024, either
+/// case); anything else (an empty value, another suffix, 0, an overflow) is a sentence.
+#[test]
+fn heap_sizes_parse() {
+    use locus_gc_runtime::runtime::parse_heap_size;
+    assert_eq!(parse_heap_size("4096"), Ok(4096));
+    assert_eq!(parse_heap_size("64k"), Ok(64 << 10));
+    assert_eq!(parse_heap_size("256M"), Ok(256 << 20));
+    assert_eq!(parse_heap_size(" 2G "), Ok(2 << 30));
+    for bad in [
+        "",
+        "M",
+        "12T",
+        "1.5G",
+        "-1",
+        "0",
+        "0M",
+        "99999999999999999999",
+        "9999999999999G",
+    ] {
+        let err = parse_heap_size(bad).expect_err(bad);
+        assert!(!err.is_empty(), "{bad:?}");
+    }
+}

@@ -407,9 +407,15 @@ impl Collection<Locus> for Collect {
     }
 
     fn out_of_memory(_tls: VMThread, err_kind: mmtk::util::alloc::AllocationError) {
-        // The allocation then returns null, which the allocating call reports.
+        // The allocation then returns null, which the allocating call reports (as
+        // `MmtkError::OutOfMemory`); only a failure to map memory is worth a line more.
         instance().out_of_memory.store(true, Ordering::Relaxed);
-        super::record_fault(instance(), format!("out of memory ({err_kind:?})"));
+        if !matches!(
+            err_kind,
+            mmtk::util::alloc::AllocationError::HeapOutOfMemory
+        ) {
+            super::record_fault(instance(), format!("out of memory ({err_kind:?})"));
+        }
     }
 }
 

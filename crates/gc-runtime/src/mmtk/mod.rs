@@ -54,6 +54,18 @@
 //! are traced as MMTk traces them: a field holding garbage is undefined behaviour, as in
 //! compiled code (MMTk's debug assertions catch some in a debug build).
 //!
+//! # Heap size
+//!
+//! [`MmtkOptions::heap`]: a fixed size ([`HeapSize::Fixed`]: a collection when it is full)
+//! or one MMTk's memory balancer grows and shrinks within bounds ([`HeapSize::Dynamic`]).
+//! The runtime makes a fixed heap when its `Config::heap_bytes` or `LOCUS_GC_HEAP_SIZE`
+//! (e.g. `256M`) asks for one, else [`HeapSize::default_dynamic`] (32 MiB up to half the
+//! physical memory, MMTk's own default limit). An allocation that does not fit after a
+//! collection is [`MmtkError::OutOfMemory`]. MMTk 0.33's StickyImmix does not get there:
+//! when its heap is exhausted a GC worker panics inside MMTk (an index out of bounds in
+//! its free list of pages), which ends the process with `locus: mmtk: an MMTk GC worker
+//! thread panicked`.
+//!
 //! # Tagged objects
 //!
 //! A tagged object (Julia's `gc_alloc_bytes`: a layout only the program knows) is
@@ -254,13 +266,74 @@ impl fmt::Display for Plan {
     }
 }
 
+/// How large MMTk's heap may grow, and so when it collects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapSize {
+    /// A fixed size in bytes: a collection starts when the heap is full, and an
+    /// allocation that does not fit after one is out of memory.
+    Fixed(usize),
+    /// Sized by MMTk's heuristics (its memory balancer) between `min` and `max` bytes:
+    /// the heap grows when collections are frequent and shrinks when they are not; an
+    /// allocation that does not fit in `max` after a collection is out of memory.
+    Dynamic {
+        /// The smallest size (where it starts).
+        min: usize,
+        /// The largest.
+        max: usize,
+    },
+}
+
+impl HeapSize {
+    /// The default: [`HeapSize::Dynamic`] from [`HeapSize::DEFAULT_MIN`] up to MMTk's own
+    /// default limit, half the machine's physical memory (4 GiB if MMTk cannot tell).
+    pub fn default_dynamic() -> HeapSize {
+        let max = match *MMTKBuilder::new_no_env_vars().options.gc_trigger {
+            GCTriggerSelector::FixedHeapSize(n) | GCTriggerSelector::DynamicHeapSize(_, n) => n,
+            GCTriggerSelector::Delegated => 4 << 30,
+        };
+        HeapSize::Dynamic {
+            min: HeapSize::DEFAULT_MIN.min(max),
+            max,
+        }
+    }
+
+    /// Where [`HeapSize::default_dynamic`] starts: 32 MiB.
+    pub const DEFAULT_MIN: usize = 32 << 20;
+
+    /// The largest size the heap may reach.
+    pub fn max_bytes(self) -> usize {
+        match self {
+            HeapSize::Fixed(n) => n,
+            HeapSize::Dynamic { max, .. } => max,
+        }
+    }
+
+    fn trigger(self) -> GCTriggerSelector {
+        match self {
+            HeapSize::Fixed(n) => GCTriggerSelector::FixedHeapSize(n),
+            HeapSize::Dynamic { min, max } => GCTriggerSelector::DynamicHeapSize(min, max),
+        }
+    }
+}
+
+impl fmt::Display for HeapSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeapSize::Fixed(n) => write!(f, "a fixed heap of {n} bytes"),
+            HeapSize::Dynamic { min, max } => {
+                write!(f, "a heap sized between {min} and {max} bytes")
+            }
+        }
+    }
+}
+
 /// How [`MmtkHeap::new`] makes the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MmtkOptions {
     /// The plan.
     pub plan: Plan,
-    /// The heap's fixed size in bytes: a collection starts when it is full.
-    pub heap_bytes: usize,
+    /// The heap's size: fixed, or grown and shrunk by MMTk within bounds.
+    pub heap: HeapSize,
     /// GC worker threads.
     pub workers: usize,
     /// Immix and StickyImmix: defragment at every collection (moving objects; for tests).
@@ -268,13 +341,18 @@ pub struct MmtkOptions {
 }
 
 impl MmtkOptions {
-    /// `plan` with a heap of `heap_bytes`, one GC worker per core (at most 4), no forced
-    /// defragmentation.
+    /// `plan` with a fixed heap of `heap_bytes`, one GC worker per core (at most 4), no
+    /// forced defragmentation.
     pub fn new(plan: Plan, heap_bytes: usize) -> MmtkOptions {
+        MmtkOptions::with_heap(plan, HeapSize::Fixed(heap_bytes))
+    }
+
+    /// [`MmtkOptions::new`] with a heap of `heap`.
+    pub fn with_heap(plan: Plan, heap: HeapSize) -> MmtkOptions {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         MmtkOptions {
             plan,
-            heap_bytes,
+            heap,
             workers: cores.min(4),
             always_defrag: false,
         }
@@ -395,6 +473,7 @@ struct SyncState {
 struct Instance {
     mmtk: &'static MMTK<Locus>,
     plan: Plan,
+    heap: HeapSize,
     sync: Mutex<SyncState>,
     cond: Condvar,
     /// Set while a mutator of [`MmtkHeap::bind_sole_mutator`] is bound: no other may bind.
@@ -518,11 +597,7 @@ impl MmtkHeap {
         let o = &mut builder.options;
         let set = [
             ("plan", o.plan.set(options.plan.selector())),
-            (
-                "gc_trigger",
-                o.gc_trigger
-                    .set(GCTriggerSelector::FixedHeapSize(options.heap_bytes)),
-            ),
+            ("gc_trigger", o.gc_trigger.set(options.heap.trigger())),
             ("threads", o.threads.set(options.workers.max(1))),
             ("no_finalizer", o.no_finalizer.set(true)),
             ("no_reference_types", o.no_reference_types.set(true)),
@@ -544,6 +619,7 @@ impl MmtkHeap {
         let inst = Instance {
             mmtk,
             plan: options.plan,
+            heap: options.heap,
             sync: Mutex::new(SyncState {
                 mutators: Vec::new(),
                 parked: 0,
@@ -584,6 +660,11 @@ impl MmtkHeap {
     /// Its plan.
     pub fn plan(&self) -> Plan {
         self.inst.plan
+    }
+
+    /// Its size, as [`MmtkOptions::heap`] asked.
+    pub fn heap_size(&self) -> HeapSize {
+        self.inst.heap
     }
 
     /// Binds the calling thread as a mutator; waits while a collection runs.

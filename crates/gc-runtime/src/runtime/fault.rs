@@ -211,6 +211,12 @@ pub enum AllocProblem {
     TooLarge,
     /// The global allocator returned null.
     OutOfMemory,
+    /// The MMTk heap is full even after a collection: it may not grow past `limit` bytes
+    /// (see [`crate::runtime::Config::heap_bytes`], `LOCUS_GC_HEAP_SIZE`).
+    HeapFull {
+        /// The heap's largest size in bytes.
+        limit: usize,
+    },
 }
 
 /// A broken contract found by the runtime. See the module documentation of
@@ -538,6 +544,11 @@ impl fmt::Display for GcFault {
                         write!(f, "larger than the limit of {MAX_OBJECT_BYTES} bytes")
                     }
                     AllocProblem::OutOfMemory => write!(f, "out of memory"),
+                    AllocProblem::HeapFull { limit } => write!(
+                        f,
+                        "out of memory: the heap is full at its limit of {limit} bytes \
+                         (LOCUS_GC_HEAP_SIZE sets the limit)"
+                    ),
                 }
             }
         }

@@ -261,15 +261,16 @@ pub use statepoints::{Slot, SlotPair, StackMaps};
 
 use heap::{Heap, POISON_WORD};
 
-use crate::mmtk::{MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
+use crate::mmtk::{HeapSize, MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
 use pages::Mode;
 
 /// The default for [`Config::heap_threshold`]: 4 MiB.
 pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
 
-/// The size of the MMTk heap a runtime with [`Collector::Mmtk`] makes: MMTk collects when
-/// it is full.
-pub const MMTK_HEAP_BYTES: usize = 16 << 20;
+/// The environment variable that sets the MMTk heap's size when [`Config::heap_bytes`] is
+/// `None`: bytes, or a number with a suffix `K`, `M` or `G` (powers of 1024, either case),
+/// e.g. `256M` (see [`parse_heap_size`]).
+pub const HEAP_SIZE_ENV: &str = "LOCUS_GC_HEAP_SIZE";
 
 /// Which collector a runtime runs (see [`Config::collector`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,7 +279,7 @@ pub enum Collector {
     Locus,
     /// The runtime's own collector in stress mode ([`Config::stress`]).
     Stress,
-    /// An MMTk plan ([`crate::mmtk`]) in a heap of [`MMTK_HEAP_BYTES`]. One MMTk heap per
+    /// An MMTk plan ([`crate::mmtk`]) in a heap of [`Config::heap_bytes`]. One MMTk heap per
     /// process: a second runtime must ask for the same plan. Frame roots only (statepoint
     /// roots are not wired to MMTk yet), so only the plans that pin (MarkSweep, Immix,
     /// StickyImmix), and one mutator thread per heap.
@@ -361,6 +362,13 @@ pub struct Config {
     /// Collect with this MMTk plan instead of the runtime's own collector (see
     /// [`Collector::Mmtk`]); `stress` and `moving` must be off then.
     pub mmtk: Option<Plan>,
+    /// With [`Config::mmtk`]: the MMTk heap's fixed size in bytes (MMTk collects when it is
+    /// full; an allocation that does not fit after a collection is out of memory).
+    /// `None` (the default): the size [`HEAP_SIZE_ENV`] (`LOCUS_GC_HEAP_SIZE`) gives if the
+    /// environment sets it, else [`HeapSize::default_dynamic`]: MMTk grows and shrinks the
+    /// heap between 32 MiB and half the physical memory. The first runtime of a process
+    /// makes its one MMTk heap: later ones share it, whatever size they ask for.
+    pub heap_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -373,6 +381,7 @@ impl Default for Config {
             stack_maps: None,
             moving: false,
             mmtk: None,
+            heap_bytes: None,
         }
     }
 }
@@ -1042,6 +1051,9 @@ impl Runtime {
             made.map_err(|e| {
                 fault(match e {
                     crate::mmtk::MmtkError::TooLarge { .. } => AllocProblem::TooLarge,
+                    crate::mmtk::MmtkError::OutOfMemory { .. } => AllocProblem::HeapFull {
+                        limit: m.heap().heap_size().max_bytes(),
+                    },
                     _ => AllocProblem::OutOfMemory,
                 })
             })
@@ -1287,9 +1299,72 @@ fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
              process, so a runtime with plan {plan} cannot be made",
             heap.plan()
         )),
-        None => MmtkHeap::new(MmtkOptions::new(plan, MMTK_HEAP_BYTES))
-            .map_err(|e| format!("cannot make the MMTk heap: {e}")),
+        None => {
+            let heap = match config.heap_bytes {
+                Some(0) => return Err("the MMTk heap size must not be 0".into()),
+                Some(bytes) => HeapSize::Fixed(bytes),
+                None => match heap_size_from_env()? {
+                    Some(bytes) => HeapSize::Fixed(bytes),
+                    None => HeapSize::default_dynamic(),
+                },
+            };
+            MmtkHeap::new(MmtkOptions::with_heap(plan, heap))
+                .map_err(|e| format!("cannot make the MMTk heap: {e}"))
+        }
     }
+}
+
+/// The heap size [`HEAP_SIZE_ENV`] sets, `None` when it is unset.
+///
+/// # Errors
+/// A sentence naming the variable when its value is not a size ([`parse_heap_size`]).
+pub fn heap_size_from_env() -> Result<Option<usize>, String> {
+    match std::env::var_os(HEAP_SIZE_ENV) {
+        None => Ok(None),
+        Some(value) => {
+            let text = value.to_string_lossy();
+            parse_heap_size(&text)
+                .map(Some)
+                .map_err(|e| format!("{HEAP_SIZE_ENV}={text}: {e}"))
+        }
+    }
+}
+
+/// A heap size: decimal bytes, optionally followed by `K`, `M` or `G` (either case; powers
+/// of 1024), e.g. `4096`, `64k`, `256M`, `2G`. Not 0.
+///
+/// # Errors
+/// A sentence saying what is wrong (empty, not a number, an unknown suffix, 0, too large).
+pub fn parse_heap_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last() {
+        None => return Err("an empty heap size (expected bytes, or e.g. 256M)".into()),
+        Some((i, c)) if c.is_ascii_alphabetic() => match c.to_ascii_uppercase() {
+            'K' => (&text[..i], 10),
+            'M' => (&text[..i], 20),
+            'G' => (&text[..i], 30),
+            _ => {
+                return Err(format!(
+                    "unknown size suffix `{c}` (expected bytes, or a number with K, M or G)"
+                ))
+            }
+        },
+        Some(_) => (text, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "`{text}` is not a heap size (expected bytes, or a number with K, M or G, e.g. 256M)"
+        ));
+    }
+    let bytes = digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1usize << shift))
+        .ok_or_else(|| format!("heap size `{text}` is too large"))?;
+    if bytes == 0 {
+        return Err("the heap size must not be 0".into());
+    }
+    Ok(bytes)
 }
 
 fn print_fault(fault: &GcFault) {
