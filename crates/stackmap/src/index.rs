@@ -43,9 +43,10 @@
 //! one puts in flight. So the common case is kept short: the cell and the block are
 //! computed without branches on the address, the four keys are compared with one SIMD
 //! compare, the rarer cases (a cell that spans blocks, an index without compact slots) are
-//! out of line, and a slot's record is made without bounds checks: the builder checks
-//! every record it puts in a slot (once, against its table, which was validated when
-//! parsed), so the lookup need not. On request ([`IndexOptions::huge_pages`]) the blocks of
+//! out of line, and a slot's record is made without bounds checks: the slots (the crate's
+//! one audited unsafe module, `pod`) check every record put in a slot once, against its
+//! function's records region, so the lookup need not (a check there, on data that arrives
+//! with the block's cache miss, made single lookups up to a third slower). On request ([`IndexOptions::huge_pages`]) the blocks of
 //! a huge table are advised onto 2 MiB pages (Linux), since each lookup would otherwise
 //! also miss the TLB; that is a change to the process's memory the caller chooses.
 //!
@@ -66,7 +67,7 @@ use once_cell::race::OnceBox;
 
 use crate::endian::Endian;
 use crate::parse::{Function, Record, RecordSource, Table};
-use crate::prefetch::prefetch;
+use crate::pod::{prefetch, Block, CellTable, Slot, Slots, BLOCK_SLOTS, EMPTY};
 
 /// One record found by the index, with where it came from.
 #[derive(Clone, Copy, Debug)]
@@ -100,73 +101,9 @@ struct FunctionRef<'a, E: Endian> {
     source: RecordSource<'a, E>,
 }
 
-/// Slots per block: one 64-byte cache line of 16-byte slots.
-const BLOCK_SLOTS: usize = 4;
-
-/// [`Block::key`] of a slot that holds nothing.
-const EMPTY: u32 = 0;
 /// The key of an address too far from [`StackMapIndex::base`] to be indexed: no slot
 /// holds it (the compact slots take only addresses whose key is below it).
 const NO_KEY: u32 = u32::MAX;
-
-/// Four slots, stored field by field so that the four keys are compared at once. Slots fill
-/// from the first; only the last slots of a block can be empty.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
-struct Block {
-    /// Address minus [`StackMapIndex::base`], plus 1; [`EMPTY`] in an empty slot.
-    key: [u32; BLOCK_SLOTS],
-    /// Where the record is in its table's records region.
-    at: [u32; BLOCK_SLOTS],
-    /// Position in [`StackMapIndex::functions`].
-    function: [u32; BLOCK_SLOTS],
-    /// NumLocations | NumLiveOuts << 16.
-    counts: [u32; BLOCK_SLOTS],
-}
-
-impl Block {
-    /// The slots that hold `key` (never [`EMPTY`]), one bit each, found without branches:
-    /// which slot it is varies from lookup to lookup, and a branch on it would hold up the
-    /// next lookup until this one's cache miss is served.
-    #[inline(always)]
-    fn hits(&self, key: u32) -> u32 {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        {
-            use core::arch::x86_64::{
-                __m128i, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_movemask_ps, _mm_set1_epi32,
-            };
-            // One compare of all four keys: the fewer instructions wait for the block's
-            // cache miss, the more lookups the processor keeps in flight.
-            // SAFETY: `[u32; 4]` and `__m128i` have the same size, and any bits are valid
-            // for both.
-            let keys = unsafe { core::mem::transmute::<[u32; BLOCK_SLOTS], __m128i>(self.key) };
-            // SAFETY: the target has SSE2 (the `cfg` above: x86-64 targets without it, such
-            // as kernels', take the loop below).
-            let wanted = unsafe { _mm_set1_epi32(key as i32) };
-            // SAFETY: as above.
-            let equal = unsafe { _mm_cmpeq_epi32(keys, wanted) };
-            // SAFETY: as above.
-            let equal = unsafe { _mm_castsi128_ps(equal) };
-            // SAFETY: as above.
-            unsafe { _mm_movemask_ps(equal) as u32 }
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-        {
-            let mut hits = 0u32;
-            for i in 0..BLOCK_SLOTS {
-                hits |= u32::from(self.key[i] == key) << i;
-            }
-            hits
-        }
-    }
-
-    const VACANT: Block = Block {
-        key: [EMPTY; BLOCK_SLOTS],
-        at: [0; BLOCK_SLOTS],
-        function: [0; BLOCK_SLOTS],
-        counts: [0; BLOCK_SLOTS],
-    };
-}
 
 /// [`Directory::offsets`] of a cell whose records may not all be in the block it names:
 /// they run into the next block(s), or the block is too far from the base to be named.
@@ -181,23 +118,28 @@ const UNNAMED: u8 = 0x7f;
 /// in cache, where a word per cell would not.
 #[derive(Clone, Debug)]
 struct Directory {
-    /// Per 64 cells, the block the first of them begins in.
-    bases: Vec<u32>,
-    /// Per cell, the block it begins in minus its word's base, below [`UNNAMED`] (or
-    /// `UNNAMED`), with [`LEAVES`] set if the cell's records do not all lie in that block.
-    /// An empty cell names the block the records before it end in (no slot there holds
-    /// its keys).
-    offsets: Vec<u8>,
+    /// Per 64 cells, the block the first of them begins in (the words); per cell, the
+    /// block it begins in minus its word's base, below [`UNNAMED`] (or `UNNAMED`), with
+    /// [`LEAVES`] set if the cell's records do not all lie in that block (the bytes). An
+    /// empty cell names the block the records before it end in (no slot there holds its
+    /// keys). Reads clamp to the last cell, so that an address past the indexed ones lands
+    /// there (where no slot holds its key) without a bounds check.
+    cells: CellTable,
 }
 
 impl Directory {
     /// The directory of an index with no compact slots: one cell that leaves the common
     /// path.
     fn unnamed() -> Self {
-        Directory {
-            bases: vec![0],
-            offsets: vec![LEAVES | UNNAMED],
-        }
+        Directory::of(vec![0], vec![LEAVES | UNNAMED])
+    }
+
+    /// The directory of these words and bytes; one cell that leaves the common path if
+    /// they do not make a [`CellTable`] (never: `new` builds a word per 64 bytes).
+    fn of(words: Vec<u32>, bytes: Vec<u8>) -> Self {
+        let cells =
+            CellTable::new(words, bytes).unwrap_or_else(|| CellTable::one(0, LEAVES | UNNAMED));
+        Directory { cells }
     }
 
     /// The directory of the cells whose records begin at slot `cells[c]` and end before
@@ -205,10 +147,8 @@ impl Directory {
     /// every entry without [`LEAVES`] names one of them.
     fn new(cells: &[u32], blocks: usize) -> Self {
         let n = cells.len().saturating_sub(1);
-        let mut d = Directory {
-            bases: Vec::with_capacity(n.div_ceil(64).max(1)),
-            offsets: Vec::with_capacity(n.max(1)),
-        };
+        let mut bases = Vec::with_capacity(n.div_ceil(64).max(1));
+        let mut offsets = Vec::with_capacity(n.max(1));
         // The last block holding a record so far.
         let mut last = 0u32;
         let mut base = 0u32;
@@ -223,24 +163,31 @@ impl Directory {
             };
             if c % 64 == 0 {
                 base = first;
-                d.bases.push(base);
+                bases.push(base);
             }
             let named = (first as usize) < blocks;
-            d.offsets.push(match first.wrapping_sub(base) {
+            offsets.push(match first.wrapping_sub(base) {
                 o if o < u32::from(UNNAMED) && named => o as u8 | if leaves { LEAVES } else { 0 },
                 _ => LEAVES | UNNAMED,
             });
         }
         if n == 0 {
-            d.bases.push(0);
-            d.offsets
-                .push(if blocks > 0 { 0 } else { LEAVES | UNNAMED });
+            bases.push(0);
+            offsets.push(if blocks > 0 { 0 } else { LEAVES | UNNAMED });
         }
-        d
+        // One base per 64 cells (pushed above at every 64th).
+        debug_assert_eq!(bases.len(), offsets.len().div_ceil(64));
+        Directory::of(bases, offsets)
+    }
+
+    /// The base and the byte of cell `c`; a cell past the last reads the last one's.
+    #[inline(always)]
+    fn entry(&self, c: usize) -> (u32, u8) {
+        self.cells.get(c)
     }
 
     fn heap_bytes(&self) -> usize {
-        self.bases.capacity() * 4 + self.offsets.capacity()
+        self.cells.heap_bytes()
     }
 }
 
@@ -259,14 +206,14 @@ pub struct StackMapIndex<'a, E: Endian> {
     /// The lowest indexed address: slot keys are relative to it.
     base: u64,
     /// The records in address order (records at one address in section order), four slots
-    /// a block, then one vacant block. Only the vacant block when `compact` is false.
-    blocks: Vec<Block>,
+    /// a block, then one vacant block; a slot's key is the record's address minus `base`,
+    /// plus 1 ([`EMPTY`] in an empty slot), its region the record's function's position in
+    /// `functions`. Only the vacant block when `compact` is false.
+    slots: Slots<'a, FunctionRef<'a, E>>,
     /// Which block the records of each cell begin in (cell `c` holds the keys - 1 in
     /// `c << shift .. (c + 1) << shift`), and whether they end in it. When `compact` is
     /// false, one cell that leaves the common path.
     directory: Directory,
-    /// The last cell: addresses past the indexed ones are clamped to it.
-    last_cell: usize,
     /// log2 of the bytes of code a cell covers.
     shift: u32,
     /// The position after the last record (in `blocks`' slots, or in `sorted`).
@@ -313,9 +260,8 @@ impl IndexOptions {
 }
 
 /// Lays records out in blocks and the cell directory, fed in address order.
-struct Layout<'f, 'a, E: Endian> {
-    functions: &'f [FunctionRef<'a, E>],
-    blocks: Vec<Block>,
+struct Layout<'a, E: Endian> {
+    slots: Slots<'a, FunctionRef<'a, E>>,
     cells: Vec<u32>,
     shift: u32,
     /// The directory grows no longer than this: beyond it, cells are merged pairwise.
@@ -336,23 +282,23 @@ fn shift_for(span: u64, cells: usize) -> u32 {
     shift
 }
 
-impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
-    /// A layout for about `records` records over about `span` bytes of code.
+impl<'a, E: Endian> Layout<'a, E> {
+    /// A layout for about `records` records of `functions` over about `span` bytes of code.
     fn new(
-        functions: &'f [FunctionRef<'a, E>],
+        functions: &[FunctionRef<'a, E>],
         records: usize,
         span: u64,
         options: IndexOptions,
     ) -> Self {
         // Blocks hold four records each, less the slots left empty where a cell would
         // otherwise straddle two blocks.
-        let mut blocks = Vec::with_capacity(records / BLOCK_SLOTS + records / 16 + 2);
-        if options.huge_pages {
-            advise_huge_pages(&mut blocks);
-        }
+        let slots = Slots::new(
+            functions.iter().map(|f| (*f, f.source.region())),
+            records / BLOCK_SLOTS + records / 16 + 1,
+            options.huge_pages,
+        );
         Layout {
-            functions,
-            blocks,
+            slots,
             cells: Vec::with_capacity(records + 2),
             shift: shift_for(span, records),
             max_cells: 2 * records + 64,
@@ -374,17 +320,11 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
         }
         self.last = address;
         let distance = address - self.base;
-        // The lookup hands out a slot's record without bounds checks
-        // (`StackMapIndex::slot_record`), so each is checked here; the records of a
-        // validated table always pass.
+        // `Slots::set` checks the record against its function's records region below (the
+        // records of a validated table always pass).
         let fits = distance < u64::from(NO_KEY - 1)
             && u32::try_from(e.at).is_ok()
-            && self.next < (u32::MAX as usize) - 2 * BLOCK_SLOTS
-            && self.functions.get(e.function as usize).is_some_and(|f| {
-                f.source
-                    .record(e.at, e.num_locations, e.num_live_outs)
-                    .is_some()
-            });
+            && self.next < (u32::MAX as usize) - 2 * BLOCK_SLOTS;
         if !fits {
             return Err(Stop::Wide);
         }
@@ -409,14 +349,20 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
             }
         }
         if self.next.is_multiple_of(BLOCK_SLOTS) {
-            self.blocks.push(Block::VACANT);
+            self.slots.push_block();
         }
         let (b, s) = (self.next / BLOCK_SLOTS, self.next % BLOCK_SLOTS);
-        if let Some(block) = self.blocks.get_mut(b) {
-            block.key[s] = distance as u32 + 1;
-            block.at[s] = e.at as u32;
-            block.function[s] = e.function;
-            block.counts[s] = u32::from(e.num_locations) | u32::from(e.num_live_outs) << 16;
+        let slot = Slot {
+            key: distance as u32 + 1,
+            at: e.at as u32,
+            region: e.function,
+            num_locations: e.num_locations,
+            num_live_outs: e.num_live_outs,
+        };
+        if !self.slots.set(b, s, slot) {
+            // Not inside its function's records region (or too many functions): the
+            // layout is dropped.
+            return Err(Stop::Wide);
         }
         self.next += 1;
         Ok(())
@@ -426,27 +372,20 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
     /// (full) block, to the first slots of a new block.
     #[cold]
     fn move_to_fresh_block(&mut self, from: usize, moved: usize) {
-        let to = self.blocks.len() * BLOCK_SLOTS;
-        let (Some(&old), true) = (self.blocks.last(), moved > 0) else {
+        let pushed = self.slots.pushed();
+        let (Some(old), true) = (pushed.checked_sub(1), moved > 0) else {
             return;
         };
-        let mut fresh = Block::VACANT;
-        let mut emptied = old;
+        let to = pushed * BLOCK_SLOTS;
+        self.slots.push_block();
         for i in 0..moved {
             let s = (from + i) % BLOCK_SLOTS;
-            fresh.key[i] = old.key[s];
-            fresh.at[i] = old.at[s];
-            fresh.function[i] = old.function[s];
-            fresh.counts[i] = old.counts[s];
-            emptied.key[s] = EMPTY;
-            emptied.at[s] = 0;
-            emptied.function[s] = 0;
-            emptied.counts[s] = 0;
+            if let Some(slot) = self.slots.slot(old, s) {
+                // Checked when it was set; the same record passes again.
+                self.slots.set(pushed, i, slot);
+            }
+            self.slots.clear(old, s);
         }
-        if let Some(last) = self.blocks.last_mut() {
-            *last = emptied;
-        }
-        self.blocks.push(fresh);
         // The cell, and the empty cells just before it, now begin in the new block.
         for c in self.cells.iter_mut().rev() {
             if *c as usize != from {
@@ -473,12 +412,10 @@ impl<'f, 'a, E: Endian> Layout<'f, 'a, E> {
 
     /// Lays the index out: the blocks (a vacant one after the records) and the directory.
     fn finish(mut self, index: &mut StackMapIndex<'a, E>) {
-        self.blocks.push(Block::VACANT);
         let end = self.next;
         self.cells.push(end as u32);
-        index.directory = Directory::new(&self.cells, self.blocks.len());
-        index.last_cell = self.cells.len().saturating_sub(2);
-        index.blocks = self.blocks;
+        index.directory = Directory::new(&self.cells, self.slots.blocks().len());
+        index.slots = self.slots;
         index.shift = self.shift;
         index.base = self.base;
         index.end = end;
@@ -601,9 +538,8 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             functions: Vec::new(),
             len: 0,
             base: 0,
-            blocks: vec![Block::VACANT],
+            slots: Slots::new([], 0, false),
             directory: Directory::new(&[0], 1),
-            last_cell: 0,
             shift: 0,
             end: 0,
             compact: true,
@@ -693,42 +629,23 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             .map_or(0, |v| bytes(v) + core::mem::size_of::<Vec<(u64, usize)>>());
         bytes(&self.tables)
             + bytes(&self.functions)
-            + bytes(&self.blocks)
+            + self.slots.heap_bytes()
             + self.directory.heap_bytes()
             + bytes(&self.sorted)
             + ids
     }
 
-    /// The record of a slot, without bounds checks.
-    ///
-    /// # Safety
-    ///
-    /// `(at, function, counts)` must be the fields of a filled slot of `self.blocks`:
-    /// [`Layout::push`] only fills a slot with a function position and a record that it has
-    /// checked.
+    /// The record of slot `s` of `block` ([`Slots::record`]), with its function. Never
+    /// `None` for a filled slot ([`Layout::push`] fills slots with records of `functions`).
     #[inline(always)]
-    unsafe fn slot_record(
-        &self,
-        address: u64,
-        at: u32,
-        function: u32,
-        counts: u32,
-    ) -> IndexedRecord<'a, E> {
-        // SAFETY: `Layout::push` made sure that `function` is a position in
-        // `self.functions`; the blocks are never changed after that.
-        let f = unsafe { self.functions.get_unchecked(function as usize) };
-        // SAFETY: `Layout::push` also made sure that `record(at, counts)` of its source is
-        // `Some`.
-        let record = unsafe {
-            f.source
-                .record_unchecked(at as usize, counts as u16, (counts >> 16) as u16)
-        };
-        IndexedRecord {
+    fn slot_record(&self, address: u64, block: &Block, s: usize) -> Option<IndexedRecord<'a, E>> {
+        let (f, pieces) = self.slots.record(block, s)?;
+        Some(IndexedRecord {
             address,
             function: f.function,
             table: f.table as usize,
-            record,
-        }
+            record: f.source.assemble(pieces),
+        })
     }
 
     /// The record at position `p` in address order (a slot of the blocks, or a place in
@@ -736,16 +653,14 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     #[inline]
     fn get(&self, p: usize) -> Option<IndexedRecord<'a, E>> {
         if self.compact {
-            let b = self.blocks.get(p / BLOCK_SLOTS)?;
-            let s = p % BLOCK_SLOTS;
-            let key = b.key[s];
+            let (b, s) = (p / BLOCK_SLOTS, p % BLOCK_SLOTS);
+            let block = self.slots.blocks().get(b)?;
+            let key = block.key[s];
             if key == EMPTY || p >= self.end() {
                 return None;
             }
             let address = self.base.wrapping_add(u64::from(key - 1));
-            // SAFETY: a filled slot of `self.blocks` (the vacant block after the records is
-            // past `end`).
-            Some(unsafe { self.slot_record(address, b.at[s], b.function[s], b.counts[s]) })
+            self.slot_record(address, block, s)
         } else {
             let &(address, e) = self.sorted.get(p)?;
             let f = self.functions.get(e.function as usize)?;
@@ -766,7 +681,8 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     /// The key of position `p` ([`EMPTY`] for an empty slot), compact indexes only.
     #[inline]
     fn key_at(&self, p: usize) -> u32 {
-        self.blocks
+        self.slots
+            .blocks()
             .get(p / BLOCK_SLOTS)
             .map_or(EMPTY, |b| b.key[p % BLOCK_SLOTS])
     }
@@ -782,25 +698,17 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         }
     }
 
-    /// The cell of `key`: addresses past the indexed ones land on the last cell (where no
-    /// slot holds their key).
+    /// The cell of `key`. Addresses past the indexed ones give cells past the last one,
+    /// which the directory reads as the last cell (where no slot holds their key).
     #[inline(always)]
     fn cell(&self, key: u32) -> usize {
-        let c = (u64::from(key) - 1) >> self.shift;
-        (c as usize).min(self.last_cell)
+        ((u64::from(key) - 1) >> self.shift) as usize
     }
 
     /// The block cell `c` (from [`StackMapIndex::cell`]) begins in and its directory byte.
     #[inline(always)]
     fn block_of(&self, c: usize) -> (usize, u8) {
-        let d = &self.directory;
-        debug_assert!(c < d.offsets.len() && c / 64 < d.bases.len());
-        // SAFETY: `c` is at most `last_cell`, and the directory has a byte for every cell up
-        // to it and a base for every 64 (`Directory::new`; one cell when `compact` is
-        // false, where `last_cell` is 0); none of them changes after `new`.
-        let base = unsafe { *d.bases.get_unchecked(c / 64) };
-        // SAFETY: as above.
-        let offset = unsafe { *d.offsets.get_unchecked(c) };
+        let (base, offset) = self.directory.entry(c);
         (base as usize + usize::from(offset & !LEAVES), offset)
     }
 
@@ -808,14 +716,14 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     #[inline(always)]
     fn prefetch_cell(&self, address: u64) {
         let c = self.cell(self.key(address));
-        prefetch(self.directory.offsets.as_ptr().wrapping_add(c));
+        prefetch(self.directory.cells.byte_address(c));
     }
 
     /// Starts bringing the block of `address` into the cache (reading its directory entry).
     #[inline(always)]
     fn prefetch_block(&self, address: u64) {
         let (b, _) = self.block_of(self.cell(self.key(address)));
-        prefetch(self.blocks.as_ptr().wrapping_add(b));
+        prefetch(self.slots.block_address(b));
     }
 
     /// The records at each of `addresses`, in order: what [`StackMapIndex::lookup`] gives for
@@ -878,7 +786,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         let (b, offset) = self.block_of(c);
         let mut l = Lookup {
             index: self,
-            block: &Block::VACANT,
+            block: self.slots.block(usize::MAX),
             hits: 0,
             next: usize::MAX,
             key,
@@ -886,8 +794,8 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         };
         if offset & LEAVES == 0 {
             // A directory entry without LEAVES names one of the blocks (`Directory::new`);
-            // the vacant block's empty slots would answer if it did not.
-            let block = self.blocks.get(b).unwrap_or(&Block::VACANT);
+            // the vacant last block's empty slots would answer if it did not.
+            let block = self.slots.block(b);
             // The cell's records (none, or all of them) are in this block, and no other
             // cell's record has this key.
             l.block = block;
@@ -912,7 +820,8 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
             // The first record with the key is in the last block whose first key is below
             // it, or first in the next one (first slots are never empty).
             let real = self
-                .blocks
+                .slots
+                .blocks()
                 .get(..self.end.div_ceil(BLOCK_SLOTS))
                 .unwrap_or(&[]);
             real.partition_point(|block| block.key[0] < key)
@@ -973,7 +882,11 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         let end = self.end();
         // The last position whose key is below `key`: in the last block whose first key is
         // below it (first slots are never empty).
-        let real = self.blocks.get(..end.div_ceil(BLOCK_SLOTS)).unwrap_or(&[]);
+        let real = self
+            .slots
+            .blocks()
+            .get(..end.div_ceil(BLOCK_SLOTS))
+            .unwrap_or(&[]);
         let b = real.partition_point(|b| b.key[0] < key).checked_sub(1)?;
         let mut p = ((b + 1) * BLOCK_SLOTS).min(end);
         let below = loop {
@@ -1002,36 +915,6 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
     pub fn iter(&self) -> impl Iterator<Item = IndexedRecord<'a, E>> + '_ {
         (0..self.end()).filter_map(move |p| self.get(p))
     }
-}
-
-/// Asks Linux to back the (not yet touched) capacity of `blocks` with 2 MiB pages where it
-/// can. Each lookup lands on a random block, so with 4 KiB pages nearly every lookup in a
-/// large index also misses the TLB; on the benchmark's 1M-record index the hint took
-/// roughly 5-15% off the lookup time (a noisy shared machine). It is only a hint: memory
-/// and results are the same without it.
-fn advise_huge_pages(blocks: &mut Vec<Block>) {
-    #[cfg(all(feature = "std", target_os = "linux"))]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = blocks.as_mut_ptr() as usize;
-        let end = start + blocks.capacity() * core::mem::size_of::<Block>();
-        // Only whole huge pages inside the allocation.
-        let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-        if first < last {
-            // SAFETY: the range lies inside the vector's own allocation, and MADV_HUGEPAGE
-            // changes how the kernel backs those pages, never their contents. A failure
-            // (no transparent huge pages) leaves everything as it was.
-            unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-    #[cfg(not(all(feature = "std", target_os = "linux")))]
-    let _ = blocks;
 }
 
 /// How many addresses ahead [`StackMapIndex::lookup_all`] fetches blocks (and twice as many
@@ -1103,11 +986,9 @@ impl<'a, E: Endian> Iterator for Lookup<'_, 'a, E> {
             // drop the bounds checks.
             let i = self.hits.trailing_zeros() as usize & (BLOCK_SLOTS - 1);
             self.hits &= self.hits - 1;
-            let b = self.block;
-            let (at, function, counts) = (b.at[i], b.function[i], b.counts[i]);
-            // SAFETY: `self.block` is one of the index's blocks and slot `i` holds the key
-            // looked up, so it is filled.
-            return Some(unsafe { self.index.slot_record(self.address, at, function, counts) });
+            // Slot `i` of `self.block` holds the key looked up, so it is filled: never
+            // `None`.
+            return self.index.slot_record(self.address, self.block, i);
         }
         if self.next != usize::MAX {
             return self.step();
@@ -1414,7 +1295,7 @@ mod tests {
         fn arrays(index: &StackMapIndex<'_, LittleEndian>) -> usize {
             index.tables.capacity() * core::mem::size_of::<Table<'_, LittleEndian>>()
                 + index.functions.capacity() * core::mem::size_of::<FunctionRef<'_, LittleEndian>>()
-                + index.blocks.capacity() * 64
+                + index.slots.heap_bytes()
                 + index.directory.heap_bytes()
                 + index.sorted.capacity() * core::mem::size_of::<(u64, Entry)>()
         }
@@ -1423,7 +1304,7 @@ mod tests {
         // One vacant block, the directory's two words, and nothing else.
         assert_eq!(index.heap_bytes(), arrays(&index));
         assert_eq!(
-            (index.blocks.len(), index.directory.offsets.as_slice()),
+            (index.slots.blocks().len(), index.directory.cells.bytes()),
             (1, &[0][..])
         );
 
@@ -1435,7 +1316,7 @@ mod tests {
         // 100 records: at least 25 full blocks and the vacant one, and a directory word
         // per cell; at most 2 blocks of every 5 records' slots (growth) and 2 words per
         // record.
-        let bytes = index.heap_bytes() - arrays(&index) + index.blocks.capacity() * 64;
+        let bytes = index.heap_bytes() - arrays(&index) + index.slots.capacity() * 64;
         assert!(bytes >= 26 * 64, "{bytes}");
         assert!(
             index.heap_bytes() < 100 * 40 + 1024,

@@ -33,6 +33,12 @@
 //! checking that the section can hold it. Every failure is an [`Error`] that names the
 //! table, the byte offset and the field.
 //!
+//! Unsafe code is confined to two private modules: `pod`, where the index's speed-motivated
+//! unsafety lives behind a small safe API (slots read back without bounds checks, the
+//! cell directory, the SIMD key compare, the prefetch hint and the opt-in huge-page advice),
+//! and the patch writer ([`patch::write_code`]), whose contract is unsafe by nature; the
+//! crate root denies `unsafe_code` everywhere else.
+//!
 //! A [`StackMapIndex`] borrows the section its tables were parsed from and copies no record:
 //! it keeps, in address order, where each record is (about 24 bytes per record), reads each
 //! record's header once to build that (no sort when the records are in address order, as
@@ -93,6 +99,9 @@
 
 #![no_std]
 #![warn(missing_docs)]
+// Unsafe code lives in two modules only: `pod`, the audited home of what the crate does
+// unsafely for speed, and `patch`'s code writer, whose contract is unsafe by nature.
+#![deny(unsafe_code)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
@@ -108,7 +117,8 @@ pub mod names;
 pub mod object;
 pub mod parse;
 pub mod patch;
-mod prefetch;
+#[allow(unsafe_code)]
+mod pod;
 pub mod regs;
 pub mod statepoint;
 

@@ -613,41 +613,22 @@ impl<'a, E: Endian> RecordSource<'a, E> {
         ))
     }
 
-    /// [`RecordSource::record`] without its bounds checks, for the index's lookup path: a
-    /// branch per check there would limit how many lookups the processor can overlap.
-    ///
-    /// # Safety
-    ///
-    /// `self.record(at, n, m)` must be `Some`: the record with these counts must lie inside
-    /// the records region.
+    /// The records region, which [`crate::pod::Slots`] checks records against.
+    pub(crate) fn region(&self) -> &'a [u8] {
+        self.records
+    }
+
+    /// The record [`crate::pod::Slots::record`] sliced out of this source's region.
     #[inline(always)]
-    pub(crate) unsafe fn record_unchecked(&self, at: usize, n: u16, m: u16) -> Record<'a, E> {
-        let locations = usize::from(n) * LOCATION_SIZE;
-        let live_outs = RECORD_HEADER_SIZE + locations + usize::from(n & 1) * 4 + 4;
-        // The caller guarantees that the header, the `n` locations and, after the padding and
-        // the NumLiveOuts word, the `m` live-outs are all inside `records`, as
-        // `Parts::with_counts` would have checked; the pointers below come from that slice
-        // and keep its lifetime, and `[u8; N]` has alignment 1.
-        // SAFETY: the record starts inside `records` (see above).
-        let base = unsafe { self.records.as_ptr().add(at) };
-        // SAFETY: its header is inside `records`.
-        let header = unsafe { &*base.cast::<[u8; RECORD_HEADER_SIZE]>() };
-        // SAFETY: its locations start inside `records`, after the header.
-        let locations_start = unsafe { base.add(RECORD_HEADER_SIZE) };
-        // SAFETY: and all `n` of them (`locations` bytes) are inside it.
-        let locations = unsafe { core::slice::from_raw_parts(locations_start, locations) };
-        // SAFETY: its live-outs start inside `records`.
-        let live_outs_start = unsafe { base.add(live_outs) }.cast::<[u8; LIVE_OUT_SIZE]>();
-        // SAFETY: and all `m` of them are inside it.
-        let live_outs = unsafe { core::slice::from_raw_parts(live_outs_start, usize::from(m)) };
+    pub(crate) fn assemble(&self, p: crate::pod::Pieces<'a>) -> Record<'a, E> {
         Record {
-            header,
-            locations,
-            live_outs,
+            header: p.header,
+            locations: p.locations,
+            live_outs: p.live_outs,
             constants: self.constants,
-            offset: self.records_start + at,
-            num_locations: n,
-            num_live_outs: m,
+            offset: self.records_start + p.at as usize,
+            num_locations: p.num_locations,
+            num_live_outs: p.num_live_outs,
             endian: self.endian,
         }
     }
@@ -772,7 +753,7 @@ fn skip_valid_records<E: Endian>(
 #[inline(always)]
 fn prefetch_ahead(s: &[u8]) {
     // The pointer is computed with wrapping arithmetic and never dereferenced.
-    crate::prefetch::prefetch(s.as_ptr().wrapping_add(PREFETCH_DISTANCE));
+    crate::pod::prefetch(s.as_ptr().wrapping_add(PREFETCH_DISTANCE));
 }
 
 /// How far ahead [`prefetch_ahead`] looks: some 25 records of a typical table (about 75

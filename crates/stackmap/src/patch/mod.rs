@@ -58,7 +58,10 @@ use crate::error::{Error, Result};
 pub mod aarch64;
 pub mod x86_64;
 
+// The crate's one module besides `pod` allowed `unsafe`: writing into live code pages is
+// unsafe by its contract (see its functions' `# Safety`).
 #[cfg(all(feature = "std", unix))]
+#[allow(unsafe_code)]
 mod write;
 
 #[cfg(all(feature = "std", unix))]
