@@ -142,36 +142,27 @@ fn run_with_runtime(
     invalidate: &[String],
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    use locus_gc::signals::{fault_scope, install, register_code, thread_symbols, CodeRange};
     use locus_jit::Options;
 
-    // A fault in the compiled code (or in LLVM compiling it) ends the process with one
-    // `locus:` line naming the signal, the address and the function, and exit status 3.
-    install();
-    let scope = fault_scope(false);
+    // A fault in the compiled code ends the process with one `locus:` line naming the
+    // signal, the address and the function, and exit status 3 (the runtime registers the
+    // functions and opens the scope around the call; the program's threads get an
+    // alternate signal stack, so their overflows are reported too). A crash of LLVM
+    // compiling it is main's crash scope's.
     let runtime_options = Options {
         caching: options.caching,
         max_shapes: options.max_shapes,
+        report_faults: true,
         ..Options::default()
     };
-    // The program's threads get an alternate signal stack, so their overflows are
-    // reported too.
-    let rt =
-        Runtime::with_host_symbols(name, text, runtime_options, &thread_symbols()).map_err(fail)?;
+    let rt = Runtime::with_options(name, text, runtime_options).map_err(fail)?;
     for function in invalidate {
         rt.invalidate(function).map_err(fail)?;
     }
-    let code = register_code(rt.jit().functions().iter().map(|f| CodeRange {
-        start: f.address as usize,
-        len: f.end.saturating_sub(f.address) as usize,
-        name: f.name.clone(),
-    }));
     crate::sigpipe_for_program();
     // SAFETY: `check_entry` found `entry` defined as `i64 ()` with the C calling
     // convention. What the code does is the module's business, as with any program run.
     let result = unsafe { rt.call(entry, &[]) };
-    drop(code);
-    drop(scope);
     let result = result.map_err(fail)?;
     writeln!(out, "{result}").map_err(fail)?;
     if options.stats {

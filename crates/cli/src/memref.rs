@@ -317,18 +317,16 @@ pub fn run_command(
                 entry: entry.clone(),
                 shared_libs: shared_libs.clone(),
                 compile: lowering.options(kernel),
+                // A kernel that faults ends the process with one `locus:` line naming the
+                // signal, the address and the function, and exit status 3.
+                report_faults: true,
             };
-            // A kernel that faults ends the process with one `locus:` line naming the
-            // signal, the address and the function, and exit status 3.
-            locus_gc::signals::install();
-            let scope = locus_gc::signals::fault_scope(false);
             // A reader that stops early ends the kernel as it ends `cat`, as in `jit run`
             // (the compiler's tools run on this thread before the kernel does, so SIGPIPE
             // cannot simply get its default action after them).
             crate::sigpipe_for_program_beside_tools();
             // SAFETY: the user runs the kernel they name; this is the command's purpose.
             let result = unsafe { run_kernel(&source, &options) };
-            drop(scope);
             let result = result.map_err(|e| match e {
                 MemRefError::Parse { .. } => source_error("", kernel, &source, e),
                 other => fail(other.to_string()),
@@ -616,9 +614,12 @@ fn call(
     // it once the last of them is written and dropped.
     // A slice given to an identity-layout parameter goes as a row-major copy (written
     // back with --inout); a strided parameter gets the file's buffer itself.
+    // A kernel that faults ends the process with one `locus:` line naming the signal, the
+    // address and the function, and exit status 3 (locus-signals, as for `gc run`).
     let options = CallOptions::default()
         .borrow_results(borrow_results)
-        .copy_strided(true);
+        .copy_strided(true)
+        .report_faults(true);
     // One argument per file over its whole array; every argument naming the file is a
     // view of it (`alias`): the kernel gets one buffer, as numpy passes one array.
     let mut whole = Vec::with_capacity(files.len());
@@ -647,17 +648,12 @@ fn call(
             }
         }
     }
-    // A kernel that faults ends the process with one `locus:` line naming the signal, the
-    // address and the function, and exit status 3 (the same handler as `gc run`'s).
-    locus_gc::signals::install();
-    let scope = locus_gc::signals::fault_scope(false);
     // No tool runs after this point: a reader that stops early ends the kernel as it ends
     // `cat`, as in `jit run`.
     crate::sigpipe_for_program();
     let results = function
         .call(call_args, options)
         .map_err(|e| fail(e.to_string()))?;
-    drop(scope);
     let mut outs = outs.iter();
     for (k, value) in results.into_iter().enumerate() {
         match value {
