@@ -4,27 +4,49 @@
 //! default<O2>`, `clang-19 -O2 -lgc`), and each executable is run as a user runs it.
 //!
 //! Run with `cargo bench -p locus-gc --bench gcbench`. For every program it prints, per
-//! build (Boehm, the anchor; Locus with frames; Locus with statepoint roots), the median
-//! wall time of `LOCUS_GC_BENCH_RUNS` runs (default 3), the largest peak resident set of
-//! those runs (`wait4`'s `ru_maxrss`), and the ratios to Boehm in the same run. No heap
-//! limit is set for either collector: each grows its heap as it needs (Boehm from its own
-//! heuristics, Locus from `Config::heap_threshold`'s default and what survived).
+//! build (Boehm, the anchor; Locus with frames and its own mark-sweep; Locus with statepoint
+//! roots; Locus with frames on each MMTk plan that pins: `--collector mmtk:marksweep`,
+//! `mmtk:immix`, `mmtk:stickyimmix`), the median wall time of `LOCUS_GC_BENCH_RUNS` runs
+//! (default 3; the builds take turns, run by run, so that a change in the machine's load
+//! falls on all of them), the largest peak resident set of those runs (`wait4`'s
+//! `ru_maxrss`), the collections the Locus runtime counted (`LOCUS_GC_STATS=1`) and the
+//! ratios to Boehm in the same run. A build the runtime refuses (one `locus: gc:` line,
+//! status 1: say, several threads on MMTk before the runtime supports them) or that fails
+//! is printed as such, and the other rows still run.
+//!
+//! Heap limit: each program has one (`LOCUS_GC_BENCH_HEAP=SIZE` overrides it for all,
+//! bytes with an optional K, M or G), given to Boehm as `GC_MAXIMUM_HEAP_SIZE` and to the
+//! Locus runtime as `LOCUS_GC_HEAP_SIZE`, the size of the MMTk heap. The runtime's own
+//! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
+//! survived.
+//!
+//! Pause times: neither the runtime's counters (`Stats`) nor MMTk's (`MmtkStats`) report
+//! them yet, so none are printed.
 //!
 //! Run as a test (`cargo test -p locus-gc --benches`) it builds each program with smaller
-//! sizes and checks that every build prints the expected result, without timing.
+//! sizes and checks that every build prints the expected result (or is refused by the
+//! runtime with one `locus: gc:` line), without timing.
 //!
 //! Programs:
 //! - `gcbench`: Boehm's GCBench (binary trees top-down and bottom-up, a long-lived tree
 //!   and an array kept to the end);
 //! - `table`: a table of many small objects (a chained hash table of 500,000 entries and
-//!   their value boxes, every seventh value replaced in each of 10 rounds).
+//!   their value boxes, every seventh value replaced in each of 10 rounds);
+//! - `churn`: a linked structure churned by 4 threads (each keeps a binary tree of 131,071
+//!   nodes in its frames and replaces 100,000 random subtrees of 31 nodes).
 
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
+
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use locus_gc::build::{build, BuildOptions};
 use locus_gc::run::Roots;
+use locus_gc::runtime::Collector;
+use locus_gc_runtime::mmtk::Plan;
 
 /// A program of the benchmark: its sources, the sizes a test run uses, and what it prints.
 struct Program {
@@ -33,7 +55,12 @@ struct Program {
     small: &'static [(&'static str, &'static str, i64)],
     /// The result of the full program, and of the small one.
     expect: (i64, i64),
+    /// The heap limit of the full program, in bytes (Boehm's maximum heap, MMTk's heap):
+    /// about three times the most it keeps live at once.
+    heap: u64,
 }
+
+const MIB: u64 = 1 << 20;
 
 const PROGRAMS: &[Program] = &[
     Program {
@@ -44,36 +71,46 @@ const PROGRAMS: &[Program] = &[
             ("max_depth", "MAX_DEPTH", 8),
         ],
         expect: (131_071, 511),
+        heap: 96 * MIB,
     },
     Program {
         name: "table",
         small: &[("keys", "KEYS", 5000), ("rounds", "ROUNDS", 2)],
         expect: (303_570_821_420, 16_071_070),
+        heap: 128 * MIB,
+    },
+    Program {
+        name: "churn",
+        small: &[
+            ("depth", "DEPTH", 8),
+            ("sub", "SUB", 3),
+            ("rounds", "ROUNDS", 200),
+        ],
+        expect: (48_702_401_820, 326_490),
+        heap: 96 * MIB,
     },
 ];
+
+/// The heap limit of a test run (small sizes).
+const SMALL_HEAP: u64 = 64 * MIB;
+
+/// The MMTk plans that pin, so run with Julia-style frames.
+const PLANS: [Plan; 3] = [Plan::MarkSweep, Plan::Immix, Plan::StickyImmix];
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bench")
 }
 
-/// `liblocus_gc_runtime.a`, built optimized as a user builds it, in a target directory of
-/// its own (no outer cargo holds it locked).
-fn runtime_dir() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = workspace.join("target/gc-runtime-alone");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let out = Command::new(cargo)
-        .args(["build", "--quiet", "--release", "-p", "locus-gc-runtime"])
-        .env("CARGO_TARGET_DIR", &target)
-        .current_dir(&workspace)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
-    assert!(
-        out.status.success(),
-        "cargo build --release -p locus-gc-runtime: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target.join("release")
+/// `SIZE`: bytes with an optional K, M or G (powers of 1024).
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().last()? {
+        (i, 'K' | 'k') => (&text[..i], 1 << 10),
+        (i, 'M' | 'm') => (&text[..i], 1 << 20),
+        (i, 'G' | 'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 /// The IR with each of `sizes`' globals set to its value.
@@ -92,8 +129,14 @@ fn resized_ir(ir: &str, sizes: &[(&str, &str, i64)]) -> String {
     out
 }
 
-/// The executables of one program: (label, path).
-fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<(String, PathBuf)> {
+/// An executable of one program.
+struct Exe {
+    label: String,
+    path: PathBuf,
+}
+
+/// The executables of one program: Boehm's first.
+fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<Exe> {
     let sizes: &[(&str, &str, i64)] = if small { program.small } else { &[] };
     let c = fixtures().join(format!("{}.c", program.name));
     let boehm = dir.join(format!("{}-boehm", program.name));
@@ -103,7 +146,7 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
         cc.arg(format!("-D{mac}={v}"));
     }
     let out = cc
-        .arg("-lgc")
+        .args(["-lgc", "-lpthread"])
         .output()
         .unwrap_or_else(|e| panic!("clang-19 is required (scripts/install-deps): {e}"));
     assert!(
@@ -112,59 +155,122 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
         c.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut built = vec![("boehm".to_string(), boehm)];
+    let mut built = vec![Exe {
+        label: "boehm".into(),
+        path: boehm,
+    }];
 
     let ll = fixtures().join(format!("{}.ll", program.name));
     let ir = std::fs::read_to_string(&ll).unwrap_or_else(|e| panic!("{}: {e}", ll.display()));
     let ir = resized_ir(&ir, sizes);
-    for (label, roots) in [
-        ("locus frames", Roots::Frames),
-        ("locus statepoints", Roots::Statepoint),
-    ] {
-        let exe = dir.join(format!("{}-{}", program.name, label.replace(' ', "-")));
+    let mut variants = vec![
+        ("locus frames".to_string(), Roots::Frames, None),
+        ("locus statepoints".to_string(), Roots::Statepoint, None),
+    ];
+    for plan in PLANS {
+        variants.push((
+            format!("mmtk:{plan} frames"),
+            Roots::Frames,
+            Some(Collector::Mmtk(plan)),
+        ));
+    }
+    for (label, roots, collector) in variants {
+        let exe = dir.join(format!(
+            "{}-{}",
+            program.name,
+            label.replace([' ', ':'], "-")
+        ));
         let options = BuildOptions {
             roots,
             passes: Some("default<O2>".into()),
             runtime: Some(runtime.to_path_buf()),
+            collector,
             ..BuildOptions::default()
         };
         build(&ll.display().to_string(), ir.as_bytes(), &exe, &options)
             .unwrap_or_else(|e| panic!("locus gc build {} ({label}): {e}", ll.display()));
-        built.push((label.to_string(), exe));
+        built.push(Exe { label, path: exe });
     }
     built
 }
 
-/// One run: wall time, peak resident set in KiB, and what it printed.
-fn run_once(exe: &Path) -> (Duration, u64, String) {
+/// One finished run.
+struct Run {
+    time: Duration,
+    /// Peak resident set, KiB.
+    rss: u64,
+    /// The first line printed: the result.
+    result: String,
+    /// The runtime's collection count, when it printed one.
+    collections: Option<u64>,
+}
+
+/// One run with the heap limit `heap` (bytes): the run, or why it did not finish well
+/// (its exit status and standard error).
+fn run_once(exe: &Exe, heap: u64) -> Result<Run, String> {
     let start = Instant::now();
+    let mut cmd = Command::new(&exe.path);
+    cmd.env("GC_MAXIMUM_HEAP_SIZE", heap.to_string())
+        .env("LOCUS_GC_HEAP_SIZE", heap.to_string())
+        .env("LOCUS_GC_STATS", "1")
+        .env_remove("LOCUS_GC_COLLECTOR")
+        .env_remove("LOCUS_GC_STRESS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // Reaped below by wait4, which also gives its resource usage (Child::wait would not).
     #[allow(clippy::zombie_processes)]
-    let child = Command::new(exe)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+    let mut child = cmd
         .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", exe.display()));
+        .unwrap_or_else(|e| panic!("{}: {e}", exe.path.display()));
     let pid = child.id() as libc::pid_t;
-    let Some(mut stdout) = child.stdout else {
-        panic!("{}: no standard output pipe", exe.display())
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        panic!("{}: no output pipes", exe.path.display())
     };
+    // Standard error is short (a `locus:` line at most); read it on a thread of its own
+    // so that neither pipe can fill while the other is read.
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
     let mut printed = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut printed)
-        .unwrap_or_else(|e| panic!("{}: {e}", exe.display()));
+    stdout
+        .read_to_string(&mut printed)
+        .unwrap_or_else(|e| panic!("{}: {e}", exe.path.display()));
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value of the plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `pid` is our own child, not yet waited for; both pointers are to locals.
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let elapsed = start.elapsed();
-    assert_eq!(waited, pid, "wait4 {}", exe.display());
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{} ended with status {status:#x}",
-        exe.display()
-    );
-    (elapsed, usage.ru_maxrss as u64, printed)
+    let time = start.elapsed();
+    let errors = errors.join().unwrap_or_default();
+    assert_eq!(waited, pid, "wait4 {}", exe.path.display());
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        let why = errors.lines().next().unwrap_or("no message");
+        return Err(if libc::WIFEXITED(status) {
+            format!("status {}: {why}", libc::WEXITSTATUS(status))
+        } else {
+            format!("signal {}: {why}", libc::WTERMSIG(status))
+        });
+    }
+    let collections = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("collections: "))
+        .and_then(|n| n.trim().parse().ok());
+    Ok(Run {
+        time,
+        rss: usage.ru_maxrss as u64,
+        result: printed.lines().next().unwrap_or_default().to_string(),
+        collections,
+    })
+}
+
+/// What one build did over all its runs.
+enum Row {
+    /// Median time, largest peak RSS (KiB), largest collection count.
+    Ran(Duration, u64, Option<u64>),
+    /// Refused by the runtime or failed, with why.
+    Failed(String),
 }
 
 fn main() {
@@ -174,51 +280,112 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
         .unwrap_or(3);
+    let heap_override = std::env::var("LOCUS_GC_BENCH_HEAP")
+        .ok()
+        .map(|v| parse_size(&v).unwrap_or_else(|| panic!("LOCUS_GC_BENCH_HEAP={v}: not a size")));
+    let only: Option<Vec<String>> = std::env::var("LOCUS_GC_BENCH_PROGRAMS")
+        .ok()
+        .map(|v| v.split(',').map(str::to_owned).collect());
     let dir = std::env::temp_dir().join(format!("locus-gcbench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let runtime = runtime_dir();
+    let runtime = runtime_library::runtime_dir(true);
+    if timing {
+        println!("pause times: not reported (neither Stats nor MmtkStats counts them)");
+    }
     for program in PROGRAMS {
-        let expect = if timing {
-            program.expect.0
-        } else {
-            program.expect.1
-        };
-        let built = build_all(program, &dir, &runtime, !timing);
-        let mut rows = Vec::new();
-        for (label, exe) in &built {
-            let mut times = Vec::new();
-            let mut peak = 0;
-            for _ in 0..if timing { runs } else { 1 } {
-                let (t, rss, printed) = run_once(exe);
-                assert_eq!(
-                    printed.trim(),
-                    expect.to_string(),
-                    "{} ({label}) printed {printed:?}",
-                    program.name
-                );
-                times.push(t);
-                peak = peak.max(rss);
-            }
-            times.sort();
-            rows.push((label.clone(), times[times.len() / 2], peak));
-        }
-        if !timing {
-            println!("{}: every build printed {expect}", program.name);
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == program.name))
+        {
             continue;
         }
-        let (_, boehm_time, boehm_rss) = rows[0].clone();
+        let (expect, heap) = if timing {
+            (program.expect.0, heap_override.unwrap_or(program.heap))
+        } else {
+            (program.expect.1, heap_override.unwrap_or(SMALL_HEAP))
+        };
+        let built = build_all(program, &dir, runtime, !timing);
+        let mut results: Vec<Result<Vec<Run>, String>> = built.iter().map(|_| Ok(vec![])).collect();
+        // The builds take turns, run by run.
+        for _ in 0..if timing { runs } else { 1 } {
+            for (exe, result) in built.iter().zip(results.iter_mut()) {
+                let Ok(done) = result else { continue };
+                match run_once(exe, heap) {
+                    Ok(run) => {
+                        assert_eq!(
+                            run.result,
+                            expect.to_string(),
+                            "{} ({}) printed the wrong result",
+                            program.name,
+                            exe.label
+                        );
+                        done.push(run);
+                    }
+                    Err(why) => {
+                        // Only a Locus build on MMTk may be refused (or fail) without
+                        // failing the benchmark: the rest must run.
+                        let refused = why.starts_with("status 1: locus: gc:");
+                        assert!(
+                            exe.label.starts_with("mmtk:") && (timing || refused),
+                            "{} ({}): {why}",
+                            program.name,
+                            exe.label
+                        );
+                        *result = Err(why);
+                    }
+                }
+            }
+        }
+        let rows: Vec<(String, Row)> = built
+            .iter()
+            .zip(results)
+            .map(|(exe, result)| {
+                let row = match result {
+                    Ok(mut done) => {
+                        done.sort_by_key(|r| r.time);
+                        let time = done[done.len() / 2].time;
+                        let rss = done.iter().map(|r| r.rss).max().unwrap_or(0);
+                        let collections = done.iter().filter_map(|r| r.collections).max();
+                        Row::Ran(time, rss, collections)
+                    }
+                    Err(why) => Row::Failed(why),
+                };
+                (exe.label.clone(), row)
+            })
+            .collect();
+        if !timing {
+            for (label, row) in &rows {
+                if let Row::Failed(why) = row {
+                    println!("{} ({label}): refused: {why}", program.name);
+                }
+            }
+            println!("{}: every other build printed {expect}", program.name);
+            continue;
+        }
+        let Row::Ran(boehm_time, boehm_rss, _) = rows[0].1 else {
+            unreachable!("Boehm's build runs or the benchmark stops")
+        };
         println!(
-            "{} ({runs} runs each, median time, largest peak RSS):",
-            program.name
+            "{} ({runs} runs each, median time, largest peak RSS, heap limit {} MiB):",
+            program.name,
+            heap / MIB
         );
-        for (label, time, rss) in &rows {
-            println!(
-                "  {label:<18} {:>9.3} s  {:>9} KiB   time {:>6.2}x  memory {:>5.2}x Boehm",
-                time.as_secs_f64(),
-                rss,
-                time.as_secs_f64() / boehm_time.as_secs_f64(),
-                *rss as f64 / boehm_rss as f64
-            );
+        for (label, row) in &rows {
+            match row {
+                Row::Ran(time, rss, collections) => {
+                    let collections = collections
+                        .map(|c| format!("{c:>6} collections"))
+                        .unwrap_or_default();
+                    println!(
+                        "  {label:<22} {:>8.3} s {:>9} KiB   time {:>5.2}x  memory {:>5.2}x Boehm  {collections}",
+                        time.as_secs_f64(),
+                        rss,
+                        time.as_secs_f64() / boehm_time.as_secs_f64(),
+                        *rss as f64 / boehm_rss as f64
+                    );
+                }
+                Row::Failed(why) => println!("  {label:<22} not run: {why}"),
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
