@@ -34,7 +34,6 @@ impl<'a> Evaluation<'a> {
             address_size: encoding.address_size.clamp(1, 8),
             root_offsets,
             callee: None,
-            returns: Vec::new(),
             pc: 0,
             stack: Vec::new(),
             steps: 0,
@@ -44,12 +43,9 @@ impl<'a> Evaluation<'a> {
             complete: false,
             fresh: true,
             top: None,
-            base_types: Vec::new(),
             parts: Vec::new(),
             trace: false,
-            register_sizes: Vec::new(),
-            lanes: None,
-            iterations: None,
+            rare: None,
         }
     }
 
@@ -80,8 +76,14 @@ impl<'a> Evaluation<'a> {
         self.bytes = e.bytes;
         self.byte_pc = 0;
         self.next_byte = 0;
-        self.encoding = encoding;
-        self.address_size = encoding.address_size.clamp(1, 8);
+        // Usually the same encoding (one unit's expressions): then not
+        // stored again. Its byte-wide stores were read back by the shortcut
+        // in one wider load, which could not be forwarded from them (a
+        // stall per expression).
+        if self.encoding != encoding {
+            self.encoding = encoding;
+            self.address_size = encoding.address_size.clamp(1, 8);
+        }
         self.pc = 0;
         self.steps = 0;
         self.complete = false;
@@ -93,11 +95,13 @@ impl<'a> Evaluation<'a> {
     pub(super) fn needs_clearing(&self) -> bool {
         !matches!(self.root_offsets, RootOffsets::Unknown)
             | self.callee.is_some()
-            | !self.returns.is_empty()
             | !self.stack.is_empty()
             | self.pending.is_some()
             | self.asked.is_some()
-            | !self.base_types.is_empty()
+            | self
+                .rare
+                .as_ref()
+                .is_some_and(|r| !r.returns.is_empty() | !r.base_types.is_empty())
             | self.top.as_ref().is_some_and(owns_memory)
     }
 
@@ -111,7 +115,10 @@ impl<'a> Evaluation<'a> {
         if self.callee.is_some() {
             self.callee = None;
         }
-        self.returns.clear();
+        if let Some(r) = &mut self.rare {
+            r.returns.clear();
+            r.base_types.clear();
+        }
         self.stack.clear();
         if self.pending.is_some() {
             self.pending = None;
@@ -119,7 +126,6 @@ impl<'a> Evaluation<'a> {
         if self.asked.is_some() {
             self.asked = None;
         }
-        self.base_types.clear();
         // A composite result's vector of parts is kept for the next one.
         if let Some(Entry::Location(l)) = &mut self.top {
             if let [p] = l.places.as_mut_slice() {
@@ -150,21 +156,20 @@ impl<'a> Evaluation<'a> {
     /// once.
     pub fn into_buffers(self) -> Buffers {
         let Evaluation {
-            mut returns,
             mut stack,
-            mut base_types,
             parts,
+            mut rare,
             ..
         } = self;
-        returns.clear();
         stack.clear();
-        base_types.clear();
-        Buffers {
-            stack,
-            returns,
-            base_types,
-            parts,
+        if let Some(r) = &mut rare {
+            r.returns.clear();
+            r.base_types.clear();
+            r.register_sizes.clear();
+            r.lanes = None;
+            r.iterations = None;
         }
+        Buffers { stack, parts, rare }
     }
 
     /// [`Evaluation::new`] using `buffers` (from
@@ -177,41 +182,23 @@ impl<'a> Evaluation<'a> {
     ) -> Evaluation<'a> {
         let Buffers {
             mut stack,
-            mut returns,
-            mut base_types,
             mut parts,
+            mut rare,
         } = buffers;
         stack.clear();
-        returns.clear();
-        base_types.clear();
         parts.clear();
-        let e = expression.into();
-        Evaluation {
-            ops: e.ops,
-            bytes: e.bytes,
-            byte_pc: 0,
-            next_byte: 0,
-            encoding,
-            address_size: encoding.address_size.clamp(1, 8),
-            root_offsets: e.root_offsets(),
-            callee: None,
-            returns,
-            pc: 0,
-            stack,
-            steps: 0,
-            max_steps: DEFAULT_MAX_STEPS,
-            pending: None,
-            asked: None,
-            complete: false,
-            fresh: true,
-            top: None,
-            base_types,
-            parts,
-            trace: false,
-            register_sizes: Vec::new(),
-            lanes: None,
-            iterations: None,
+        if let Some(r) = &mut rare {
+            r.returns.clear();
+            r.base_types.clear();
+            r.register_sizes.clear();
+            r.lanes = None;
+            r.iterations = None;
         }
+        let mut eval = Evaluation::new(expression, encoding);
+        eval.stack = stack;
+        eval.parts = parts;
+        eval.rare = rare;
+        eval
     }
 
     /// Sets the maximum number of operations to execute (default
@@ -231,9 +218,10 @@ impl<'a> Evaluation<'a> {
     /// `offset`, so that it does not ask with
     /// [`EvaluationResult::RequiresBaseType`].
     pub fn set_base_type(&mut self, offset: u64, ty: ValueType) {
-        match self.base_types.iter_mut().find(|(o, _)| *o == offset) {
+        let base_types = &mut self.rare_mut().base_types;
+        match base_types.iter_mut().find(|(o, _)| *o == offset) {
             Some(slot) => slot.1 = ty,
-            None => self.base_types.push((offset, ty)),
+            None => base_types.push((offset, ty)),
         }
     }
 
@@ -246,9 +234,10 @@ impl<'a> Evaluation<'a> {
     /// target, not to one expression.
     pub fn set_register_size(&mut self, register: u16, bytes: u64) {
         let bits = bytes.saturating_mul(8);
-        match self.register_sizes.iter_mut().find(|(r, _)| *r == register) {
+        let sizes = &mut self.rare_mut().register_sizes;
+        match sizes.iter_mut().find(|(r, _)| *r == register) {
             Some(slot) => slot.1 = bits,
-            None => self.register_sizes.push((register, bits)),
+            None => sizes.push((register, bits)),
         }
     }
 
@@ -259,7 +248,7 @@ impl<'a> Evaluation<'a> {
     /// `DW_OP_LLVM_push_lane`). Unchecked unless given; kept as
     /// [`Evaluation::set_register_size`]'s sizes are.
     pub fn set_lane_count(&mut self, lanes: u64) {
-        self.lanes = Some(lanes);
+        self.rare_mut().lanes = Some(lanes);
     }
 
     /// Tells the evaluation the value of `DW_AT_LLVM_iterations` (how many
@@ -268,7 +257,7 @@ impl<'a> Evaluation<'a> {
     /// expression ill-formed (the rule for `DW_OP_LLVM_push_iteration`).
     /// Unchecked unless given; kept as the lane count is.
     pub fn set_iteration_count(&mut self, iterations: u64) {
-        self.iterations = Some(iterations);
+        self.rare_mut().iterations = Some(iterations);
     }
 
     /// The result moved out (the evaluation is done with): for this crate's
@@ -279,6 +268,29 @@ impl<'a> Evaluation<'a> {
             return None;
         }
         self.top
+    }
+
+    /// The boxed rare state, allocated if needed.
+    pub(super) fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Default::default)
+    }
+
+    /// Callers of the running expression (empty outside calls).
+    #[inline(always)]
+    pub(super) fn returns(&self) -> &[(Option<Arc<Code>>, usize)] {
+        self.rare.as_ref().map_or(&[], |r| &r.returns)
+    }
+
+    /// The register sizes given ([`Evaluation::set_register_size`]).
+    #[inline(always)]
+    pub(super) fn register_sizes(&self) -> &[(u16, u64)] {
+        self.rare.as_ref().map_or(&[], |r| &r.register_sizes)
+    }
+
+    /// The base types given or answered.
+    #[inline(always)]
+    pub(super) fn base_types(&self) -> &[(u64, ValueType)] {
+        self.rare.as_ref().map_or(&[], |r| &r.base_types)
     }
 
     /// The encoding the evaluation was created with.
@@ -305,7 +317,7 @@ impl<'a> Evaluation<'a> {
     /// request's answer); inside a called expression, the index of the
     /// outermost `DW_OP_call*`.
     pub fn pc(&self) -> usize {
-        self.returns.first().map_or(self.pc, |r| r.1)
+        self.returns().first().map_or(self.pc, |r| r.1)
     }
 
     /// The current stack, bottom first; incomplete composites are shown as
@@ -402,36 +414,39 @@ impl<'a> Evaluation<'a> {
                     self.advance()
                 }
             }
-            Some(Pending::Read {
-                ty,
-                mut bits,
-                fetches,
-                next,
-            }) => match fetches.get(next) {
-                Some(
-                    f @ Fetch {
-                        place: Place::Register(_),
-                        ..
-                    },
-                ) => {
-                    let got = f.span().and_then(|(first, n)| {
-                        let first =
-                            usize::try_from(first).map_err(|_| ErrorKind::ReadOutOfRange)?;
-                        first
-                            .checked_add(n as usize)
-                            .and_then(|end| bytes.get(first..end))
-                            .ok_or(ErrorKind::ReadOutOfRange)
-                    });
-                    match got {
-                        Ok(span) => {
-                            bits.fill(span, f.shift(), f.dst_bit, f.len);
-                            self.continue_read(ty, bits, fetches, next + 1)
+            Some(Pending::Read(read)) => {
+                let Read {
+                    ty,
+                    mut bits,
+                    fetches,
+                    next,
+                } = *read;
+                match fetches.get(next) {
+                    Some(
+                        f @ Fetch {
+                            place: Place::Register(_),
+                            ..
+                        },
+                    ) => {
+                        let got = f.span().and_then(|(first, n)| {
+                            let first =
+                                usize::try_from(first).map_err(|_| ErrorKind::ReadOutOfRange)?;
+                            first
+                                .checked_add(n as usize)
+                                .and_then(|end| bytes.get(first..end))
+                                .ok_or(ErrorKind::ReadOutOfRange)
+                        });
+                        match got {
+                            Ok(span) => {
+                                bits.fill(span, f.shift(), f.dst_bit, f.len);
+                                self.continue_read(ty, bits, fetches, next + 1)
+                            }
+                            Err(e) => Err(e.into()),
                         }
-                        Err(e) => Err(e.into()),
                     }
+                    _ => Err(ErrorKind::BadResume("no register was requested").into()),
                 }
-                _ => Err(ErrorKind::BadResume("no register was requested").into()),
-            },
+            }
             other => self.wrong(other, "no register was requested"),
         };
         self.after_resume(r)
@@ -443,9 +458,10 @@ impl<'a> Evaluation<'a> {
         if self.reading_from(|p| matches!(p, Place::Register(_))) {
             return Err(self.error(ErrorKind::BadResume("no memory was requested")));
         }
-        if let Some(Pending::Read { fetches, next, .. }) = &self.pending {
-            let short = fetches
-                .get(*next)
+        if let Some(Pending::Read(read)) = &self.pending {
+            let short = read
+                .fetches
+                .get(read.next)
                 .and_then(|f| f.span().ok())
                 .is_some_and(|(_, n)| (bytes.len() as u64) < n);
             if short {
@@ -472,29 +488,32 @@ impl<'a> Evaluation<'a> {
                 self.push_value(Value::from_bytes(ty, b, self.address_size));
                 self.advance()
             }
-            Some(Pending::Read {
-                ty,
-                mut bits,
-                fetches,
-                next,
-            }) => match fetches.get(next) {
-                Some(
-                    f @ Fetch {
-                        place: Place::Memory(_),
-                        ..
+            Some(Pending::Read(read)) => {
+                let Read {
+                    ty,
+                    mut bits,
+                    fetches,
+                    next,
+                } = *read;
+                match fetches.get(next) {
+                    Some(
+                        f @ Fetch {
+                            place: Place::Memory(_),
+                            ..
+                        },
+                    ) => match f.span() {
+                        Ok((_, n)) => match bytes.get(..n as usize) {
+                            Some(span) => {
+                                bits.fill(span, f.shift(), f.dst_bit, f.len);
+                                self.continue_read(ty, bits, fetches, next + 1)
+                            }
+                            None => Err(ErrorKind::BadResume("fewer bytes than requested").into()),
+                        },
+                        Err(e) => Err(e.into()),
                     },
-                ) => match f.span() {
-                    Ok((_, n)) => match bytes.get(..n as usize) {
-                        Some(span) => {
-                            bits.fill(span, f.shift(), f.dst_bit, f.len);
-                            self.continue_read(ty, bits, fetches, next + 1)
-                        }
-                        None => Err(ErrorKind::BadResume("fewer bytes than requested").into()),
-                    },
-                    Err(e) => Err(e.into()),
-                },
-                _ => Err(ErrorKind::BadResume("no memory was requested").into()),
-            },
+                    _ => Err(ErrorKind::BadResume("no memory was requested").into()),
+                }
+            }
             other => self.wrong(other, "no memory was requested"),
         };
         self.after_resume(r)
@@ -505,7 +524,7 @@ impl<'a> Evaluation<'a> {
         let r = match self.pending.take() {
             Some(Pending::Lane) => self.push_counter(
                 lane,
-                self.lanes,
+                self.rare.as_ref().and_then(|r| r.lanes),
                 "the lane is not less than DW_AT_LLVM_lanes",
             ),
             other => self.wrong(other, "no lane was requested"),
@@ -518,7 +537,7 @@ impl<'a> Evaluation<'a> {
         let r = match self.pending.take() {
             Some(Pending::Iteration) => self.push_counter(
                 iteration,
-                self.iterations,
+                self.rare.as_ref().and_then(|r| r.iterations),
                 "the iteration is not less than DW_AT_LLVM_iterations",
             ),
             other => self.wrong(other, "no iteration was requested"),
@@ -752,9 +771,7 @@ impl<'a> Evaluation<'a> {
     /// Whether a read is waiting for an access to a place matching `kind`.
     pub(super) fn reading_from(&self, kind: impl Fn(Place) -> bool) -> bool {
         match &self.pending {
-            Some(Pending::Read { fetches, next, .. }) => {
-                fetches.get(*next).is_some_and(|f| kind(f.place))
-            }
+            Some(Pending::Read(read)) => read.fetches.get(read.next).is_some_and(|f| kind(f.place)),
             _ => false,
         }
     }
@@ -812,7 +829,7 @@ impl<'a> Evaluation<'a> {
             Some(code) => code.ops.get(self.pc).map_or("end of expression", Op::name),
             None => self.root_name(self.pc),
         };
-        match self.returns.first() {
+        match self.returns().first() {
             None => Error::Eval {
                 index: self.pc,
                 op: here,

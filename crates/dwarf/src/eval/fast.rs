@@ -141,7 +141,7 @@ impl<'a> Evaluation<'a> {
     /// then runs. Leaves the loop's state (`shortcut`).
     #[inline(never)]
     fn composite_shortcut(&mut self, bytes: &[u8]) -> Option<EvaluationResult> {
-        if !self.register_sizes.is_empty() {
+        if !self.register_sizes().is_empty() {
             return None;
         }
         let a = self.address_size;
@@ -238,7 +238,7 @@ impl<'a> Evaluation<'a> {
     /// `composite_shortcut` of decoded operations.
     #[inline(never)]
     fn ops_composite_shortcut(&mut self) -> Option<EvaluationResult> {
-        if !self.register_sizes.is_empty() {
+        if !self.register_sizes().is_empty() {
             return None;
         }
         let a = self.address_size;

@@ -148,6 +148,7 @@ impl Entry {
 
 /// What [`Evaluation::evaluate`] (or a `resume_with_*`) stopped for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u64)]
 pub enum EvaluationResult {
     /// The expression ended; see [`Evaluation::result`].
     Complete,
@@ -377,13 +378,10 @@ enum Pending {
         size: u8,
         register_offset: Option<usize>,
     },
-    /// A deref: the bits so far and the register/memory accesses left.
-    Read {
-        ty: ValueType,
-        bits: Bits,
-        fetches: Vec<Fetch>,
-        next: usize,
-    },
+    /// A deref: the bits so far and the register/memory accesses left
+    /// (boxed: rare, and four times the size of the other requests, which
+    /// every evaluation wrote and dropped).
+    Read(Box<Read>),
     Lane,
     Iteration,
     FrameBase {
@@ -401,6 +399,15 @@ enum Pending {
     },
     Tls,
     EntryRegister,
+}
+
+/// A deref in progress ([`Pending::Read`]).
+#[derive(Clone, Debug)]
+struct Read {
+    ty: ValueType,
+    bits: Bits,
+    fetches: Vec<Fetch>,
+    next: usize,
 }
 
 /// Byte offsets of the root expression's operations, then its length.
@@ -561,9 +568,28 @@ struct Code {
 #[derive(Debug, Default)]
 pub struct Buffers {
     stack: Vec<Slot>,
+    parts: Vec<Part>,
+    rare: Option<Box<Rare>>,
+}
+
+/// The parts of an evaluation's state most expressions never use, boxed so
+/// that an [`Evaluation`] is small: building, restarting and dropping one
+/// wrote, tested and dropped each of them (five vectors and options) per
+/// expression. Allocated by the first call, base type or setting.
+#[derive(Clone, Debug, Default)]
+struct Rare {
+    /// Callers of the running expression: their code and the index of the
+    /// call operation.
     returns: Vec<(Option<Arc<Code>>, usize)>,
     base_types: Vec<(u64, ValueType)>,
-    parts: Vec<Part>,
+    /// Register sizes in bits the caller gave ([`Evaluation::set_register_size`]):
+    /// offsets and parts in these registers are checked against them.
+    register_sizes: Vec<(u16, u64)>,
+    /// `DW_AT_LLVM_lanes`, if the caller gave it ([`Evaluation::set_lane_count`]).
+    lanes: Option<u64>,
+    /// `DW_AT_LLVM_iterations`, if the caller gave it
+    /// ([`Evaluation::set_iteration_count`]).
+    iterations: Option<u64>,
 }
 
 /// A pause-and-resume evaluation of one expression.
@@ -584,9 +610,6 @@ pub struct Evaluation<'a> {
     root_offsets: RootOffsets<'a>,
     /// The called expression being run, if any.
     callee: Option<Arc<Code>>,
-    /// Callers of the running expression: their code and the index of the
-    /// call operation.
-    returns: Vec<(Option<Arc<Code>>, usize)>,
     pc: usize,
     stack: Vec<Slot>,
     steps: u64,
@@ -602,20 +625,13 @@ pub struct Evaluation<'a> {
     /// Once complete, the result, moved off the stack (so a compact slot
     /// becomes an [`Entry`] that can be borrowed).
     top: Option<Entry>,
-    base_types: Vec<(u64, ValueType)>,
     /// An empty vector with room for parts, from an earlier composite: the
     /// next `DW_OP_piece` starting a composite fills it instead of
     /// allocating one.
     parts: Vec<Part>,
     trace: bool,
-    /// Register sizes in bits the caller gave ([`Evaluation::set_register_size`]):
-    /// offsets and parts in these registers are checked against them.
-    register_sizes: Vec<(u16, u64)>,
-    /// `DW_AT_LLVM_lanes`, if the caller gave it ([`Evaluation::set_lane_count`]).
-    lanes: Option<u64>,
-    /// `DW_AT_LLVM_iterations`, if the caller gave it
-    /// ([`Evaluation::set_iteration_count`]).
-    iterations: Option<u64>,
+    /// Calls, base types and settings, if any.
+    rare: Option<Box<Rare>>,
 }
 
 /// What one operation (or an answer) led to: `Ok` goes on, or stops with

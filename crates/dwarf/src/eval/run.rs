@@ -104,7 +104,7 @@ impl<'a> Evaluation<'a> {
         self.restore_top();
         loop {
             if self.at_end() {
-                match self.returns.pop() {
+                match self.rare.as_mut().and_then(|r| r.returns.pop()) {
                     Some((code, site)) => {
                         self.callee = code;
                         self.pc = site + 1;

@@ -183,7 +183,7 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(super) fn register_bits(&self, register: u16) -> Option<u64> {
-        self.register_sizes
+        self.register_sizes()
             .iter()
             .find(|(r, _)| *r == register)
             .map(|(_, bits)| *bits)
@@ -201,7 +201,7 @@ impl<'a> Evaluation<'a> {
     /// The offset rule for registers of known size; `offset_bits` checked
     /// every other storage.
     pub(super) fn check_register_offsets(&self, l: &LocationDescription) -> Result<(), ErrorKind> {
-        if self.register_sizes.is_empty() {
+        if self.register_sizes().is_empty() {
             return Ok(());
         }
         for p in l.places.iter() {
@@ -282,7 +282,7 @@ impl<'a> Evaluation<'a> {
         if offset == 0 {
             return Some(ValueType::Generic);
         }
-        self.base_types
+        self.base_types()
             .iter()
             .find(|(o, _)| *o == offset)
             .map(|(_, t)| *t)

@@ -166,7 +166,7 @@ impl<'a> Evaluation<'a> {
             Some(&Slot::Register {
                 register,
                 bit_offset,
-            }) if self.register_sizes.is_empty() => {
+            }) if self.register_sizes().is_empty() => {
                 LocationDescription::single(Storage::Register(register), u128::from(bit_offset))
             }
             Some(&Slot::Implicit { len, bytes }) if bit_size <= u64::from(len) * 8 => {
@@ -297,12 +297,12 @@ impl<'a> Evaluation<'a> {
                 },
                 Place::Register(register) => EvaluationResult::RequiresRegister { register },
             };
-            self.pending = Some(Pending::Read {
+            self.pending = Some(Pending::Read(Box::new(Read {
                 ty,
                 bits,
                 fetches,
                 next,
-            });
+            })));
             return self.ask(request);
         }
         if !bits.is_fully_defined() {
@@ -477,14 +477,15 @@ impl<'a> Evaluation<'a> {
         if decoded.is_empty() {
             return self.advance();
         }
-        if self.returns.len() >= MAX_CALL_DEPTH {
+        if self.returns().len() >= MAX_CALL_DEPTH {
             return Err(ErrorKind::CallDepthExceeded(MAX_CALL_DEPTH).into());
         }
         let mut offsets: Vec<usize> = decoded.iter().map(|(o, _)| *o).collect();
         offsets.push(bytes.len());
         let ops = decoded.into_iter().map(|(_, op)| op).collect();
         let code = Arc::new(Code { ops, offsets });
-        self.returns.push((self.callee.take(), self.pc));
+        let caller = (self.callee.take(), self.pc);
+        self.rare_mut().returns.push(caller);
         self.callee = Some(code);
         self.pc = 0;
         Ok(())
