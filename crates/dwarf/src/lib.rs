@@ -72,14 +72,15 @@
 //!
 //! Speed (`cargo bench -p locus-dwarf --bench gimli_vs_locus`: 13,979
 //! expressions of a clang-19 -O2 binary, gimli 0.31 on the same inputs; 2
-//! shared cores, three runs, load below 1): restarting one evaluation per
-//! expression 2.38-2.39x gimli's throughput, a fresh evaluation 1.74-1.75x,
-//! pre-decoded operations 1.69-1.70x; callgrind 284 instructions per
-//! expression restarting (gimli 798). By class (restart / fresh /
-//! pre-decoded): lone register 2.00 / 1.35 / 1.27, frame-base offset 2.97 /
-//! 1.93 / 2.03, entry values 2.84 / 1.98 / 1.88, pieces 1.41 / 1.03 / 1.08,
-//! stack values 2.87 / 2.13 / 2.02, other (lone `DW_OP_implicit_value`)
-//! 1.43 / 1.12 / 0.99-1.00, location-list entries 2.49 / 1.80 / 1.78.
+//! shared cores under load 4-6, three runs): restarting one evaluation per
+//! expression 2.86-2.92x gimli's throughput (3.22 in a run where gimli was
+//! slowed most), a fresh evaluation 2.07-2.23x, pre-decoded operations
+//! 2.04-2.21x. By class (restart / fresh / pre-decoded, the two steadier
+//! runs): lone register 2.53 / 1.79 / 1.64, frame-base offset 3.85 / 2.44 /
+//! 2.37, entry values 2.90 / 2.15 / 1.92, pieces 1.45-1.48 / 1.09-1.11 /
+//! 1.21, stack values 3.62 / 2.57 / 2.39, other (lone
+//! `DW_OP_implicit_value`) 1.72 / 1.37 / 1.22, location-list entries 2.95 /
+//! 2.13 / 2.11.
 //!
 //! # Real targets (feature `binary`)
 //!
