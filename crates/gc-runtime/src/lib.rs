@@ -111,7 +111,8 @@ pub const LOCUS_GC_NO_HEAP: i32 = 4;
 /// size.
 pub const LOCUS_GC_REFUSED: i32 = 5;
 /// The environment variable that chooses the collector: `stress`, `locus` or `mmtk:PLAN`
-/// (PLAN one of marksweep, immix, stickyimmix; see [`runtime::Collector`]). Unset: the
+/// (PLAN one of marksweep, immix, stickyimmix, and with statepoint roots also semispace
+/// and gencopy; see [`runtime::Collector`]). Unset: the
 /// stress collector if `LOCUS_GC_STRESS=1`, else `locus`.
 pub const COLLECTOR_ENV: &str = "LOCUS_GC_COLLECTOR";
 /// The environment variable that fixes the MMTk heap's size (bytes, or a number with `K`,

@@ -53,6 +53,11 @@ pub(crate) struct Published {
     pub(crate) slots: Vec<SimpleSlot>,
     /// (base slot, derived slot, base before the collection): moved with their base after.
     pub(crate) derived: Vec<(usize, usize, usize)>,
+    /// Cells off the stack standing in as base slots for statepoint slots that hold a
+    /// pointer into an object on a copying plan: each holds the object's address, MMTk
+    /// rewrites it, and the real slots move by as much (entries of `derived`). Boxed
+    /// once, so that the addresses in `slots` and `derived` stay valid.
+    pub(crate) cells: Box<[usize]>,
 }
 
 /// A thread's root provider, its lifetime erased.
@@ -134,6 +139,7 @@ impl ObjectModel<Locus> for Objects {
         let start = unsafe { layout::start_of(obj) };
         // SAFETY: as above.
         let bytes = unsafe { layout::size_of(obj) };
+        instance().objects_moved.fetch_add(1, Ordering::Relaxed);
         let dst = copy_context.alloc_copy(from, bytes, OBJECT_ALIGN, 0, semantics);
         // SAFETY: `dst` is a fresh allocation of `bytes` bytes; the source is the object's
         // whole allocation.
@@ -290,9 +296,23 @@ impl Scanning<Locus> for Scan {
             .keys()
             .filter_map(|&addr| object_at(addr))
             .collect();
-        if !pins.is_empty() {
-            factory.create_process_pinning_roots_work(pins);
+        if pins.is_empty() {
+            return;
         }
+        if inst.plan.pins() {
+            factory.create_process_pinning_roots_work(pins);
+            return;
+        }
+        // A plan that cannot pin has no pinning trace: its pins are objects of the large
+        // object space (`MmtkHeap::pin` refuses the others), which never move, handed over
+        // as slots of cells that live until the next collection's roots replace them.
+        let cells: Box<[usize]> = pins.iter().map(|o| o.to_raw_address().as_usize()).collect();
+        let slots = cells
+            .iter()
+            .map(|c| SimpleSlot::from_address(address(c as *const usize as usize)))
+            .collect();
+        *lock(&inst.pin_cells) = cells;
+        factory.create_process_roots_work(slots);
     }
 
     fn supports_return_barrier() -> bool {
@@ -465,16 +485,63 @@ fn publish(inst: &Instance, rec: &MutatorRecord) {
         }
     }
     let mut slots: Vec<usize> = set.slots.clone();
-    for &(base, derived) in &set.derived {
-        slots.push(base);
-        // SAFETY: as for the slots.
-        let old = unsafe { (base as *const usize).read_volatile() };
-        if derived != base {
-            out.derived.push((base, derived, old));
+    let mut derived_pairs = set.derived.clone();
+    // Statepoint lanes: a base slot may hold a pointer into an object (RS4GC could not
+    // trace it to its object) or an address outside the heap (a constant object made
+    // from a plain pointer), which a precise slot may not.
+    let mut interior: Vec<(usize, usize, ObjectReference)> = Vec::new();
+    for &(base, derived) in &set.statepoint {
+        // SAFETY: the provider vouches for its slots: readable words.
+        let value = unsafe { (base as *const usize).read_volatile() };
+        if value == 0 {
+            continue;
         }
+        if object_at(value).is_some() {
+            derived_pairs.push((base, derived));
+        } else if let Some(obj) = super::object_containing(value) {
+            interior.push((base, derived, obj));
+        } else if super::in_heap(value) {
+            super::record_fault(
+                inst,
+                format!(
+                    "statepoint slot {base:#x} holds {value:#x}, in the heap but in no live \
+                     object (a dangling reference)"
+                ),
+            );
+        }
+    }
+    if pins {
+        out.pinned.extend(interior.iter().map(|&(_, _, obj)| obj));
+    } else if !interior.is_empty() {
+        out.cells = interior
+            .iter()
+            .map(|&(_, _, obj)| obj.to_raw_address().as_usize())
+            .collect();
+        for (k, &(base, derived, obj)) in interior.iter().enumerate() {
+            let cell = &out.cells[k] as *const usize as usize;
+            let old = obj.to_raw_address().as_usize();
+            out.slots.push(SimpleSlot::from_address(address(cell)));
+            out.derived.push((cell, base, old));
+            if derived != base {
+                out.derived.push((cell, derived, old));
+            }
+        }
+    }
+    for &(base, _) in &derived_pairs {
+        slots.push(base);
     }
     slots.sort_unstable();
     slots.dedup();
+    for &(base, derived) in &derived_pairs {
+        // A slot that is a base slot too holds an object's address, which MMTk rewrites
+        // itself: moving it again by another base's delta would break it.
+        if derived == base || slots.binary_search(&derived).is_ok() {
+            continue;
+        }
+        // SAFETY: as for the slots.
+        let old = unsafe { (base as *const usize).read_volatile() };
+        out.derived.push((base, derived, old));
+    }
     for slot in slots {
         if check(slot, &|| format!("root slot {slot:#x}")).is_some() {
             out.slots.push(SimpleSlot::from_address(address(slot)));
@@ -489,6 +556,19 @@ fn publish(inst: &Instance, rec: &MutatorRecord) {
                 if pins {
                     out.pinned.push(obj);
                 } else {
+                    if obj.is_movable() {
+                        // Traced all the same (so the object lives on), and rewritten.
+                        super::record_fault(
+                            inst,
+                            format!(
+                                "the root region [{start:#x}, {end:#x}) names object \
+                                 {word:#x} at {at:#x}, which MMTk plan {} moves: it cannot \
+                                 pin what root regions name (use immix, stickyimmix or \
+                                 marksweep)",
+                                inst.plan
+                            ),
+                        );
+                    }
                     out.slots.push(SimpleSlot::from_address(address(at)));
                 }
             }

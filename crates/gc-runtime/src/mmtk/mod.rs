@@ -3,8 +3,9 @@
 //!
 //! The runtime runs on it when its collector is [`crate::runtime::Collector::Mmtk`]
 //! (`locus gc run --collector mmtk:PLAN`, `LOCUS_GC_COLLECTOR=mmtk:PLAN` for a built
-//! executable): frame roots only, a pinning plan only, one mutator thread per process
-//! (see "The seam with the runtime" for what is not wired yet). It allocates objects exactly as [`crate::runtime`] lays them out
+//! executable): frame roots on a pinning plan, statepoint roots on every plan, one mutator
+//! thread per process (see "The seam with the runtime" for what is not wired yet). It
+//! allocates objects exactly as [`crate::runtime`] lays them out
 //! (the 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader) before the object, the
 //! same words the runtime's heap writes, `nptrs` tracked pointer fields then raw bytes;
 //! tagged objects with the type tag at `obj - 8`), so compiled code and the frame walk
@@ -39,13 +40,27 @@
 //! - [`RootSet::derived`]: (base slot, derived slot) pairs: the base is a root as above,
 //!   and the derived slot moves by as much as its base did (done by the thread itself when
 //!   the collection ends).
+//! - [`RootSet::statepoint`]: a statepoint's lanes as (base slot, derived slot): a base
+//!   holding an object's address as in `slots` and `derived`; one holding a pointer into
+//!   an object (RS4GC could not trace it to its object) keeps that object, pinned on a
+//!   pinning plan, and on a copying one both slots move by as much as the object (through
+//!   a cell off the stack that stands in as the base slot); one holding an address outside
+//!   MMTk's memory (a constant object made from a plain pointer) is skipped; anything else
+//!   in MMTk's memory is a fault (a dangling reference).
 //! - [`RootSet::regions`]: memory scanned conservatively (a `locus_gc_push_region`
 //!   alloca, a global root region): each aligned word that is an object's address is a
-//!   root, pinned on a pinning plan and rewritten on a copying one.
+//!   root, pinned on a pinning plan. The contract of these regions is that what they name
+//!   stays in place (the lowering keeps values across `setjmp` in them, and the code keeps
+//!   using the values it stored): on a copying plan, a region naming an object that moves
+//!   is a fault (the word is rewritten and the object kept, but the program may hold the
+//!   old address), as a pin is.
 //!
-//! Besides, [`MmtkHeap::pin`] makes an object a root that never moves until
-//! [`MmtkHeap::unpin`] (`gc_preserve`, `jl_roots` under statepoints): on a pinning plan
-//! only (SemiSpace and GenCopy refuse).
+//! Besides, [`MmtkHeap::pin`] makes the object holding an address a root that never moves
+//! until [`MmtkHeap::unpin`] (`gc_preserve`, `jl_roots` and `pointer_from_objref` under
+//! statepoints): on a pinning plan any object, on SemiSpace and GenCopy only one in the
+//! large object space, which never moves ([`PinRefused::Moves`] for the others: the
+//! runtime reports it as a fault at the pin, one `locus: gc: pin: ...` line, rather than
+//! let the program's raw pointer go stale).
 //!
 //! A root that is neither null nor an object's address is a fault: it is recorded
 //! ([`MmtkHeap::take_faults`]) and not traced; so is a broken frame (misaligned, flag bits
@@ -118,9 +133,17 @@
 //! | stats, faults | [`MmtkHeap::stats`], [`MmtkHeap::take_faults`] (each a `GcFault` for the handler) |
 //!
 //! Wired today ([`crate::runtime`]): the allocation entries, `locus_gc_collect`-style
-//! collections, write barriers, pins, foreign reads, stats and faults, with frame roots on
-//! MarkSweep, Immix and StickyImmix. Not yet: statepoint roots (the runtime refuses them
-//! with MMTk) and several mutator threads (a second thread's attach is refused).
+//! collections, write barriers, pins, foreign reads, stats (objects moved included) and
+//! faults, with frame roots on MarkSweep, Immix and StickyImmix and statepoint roots on all
+//! five plans. Tested (cli `gc_mmtk`, MMTk collecting at every call that may collect,
+//! `LOCUS_GC_MMTK_COLLECT_EVERY=1`): with statepoint roots, the GC suite's 38 programs
+//! give the stress collector's results under MarkSweep and Immix (38 of 38) and SemiSpace
+//! (27; the other 11 are refused with one line: 5 pin objects, 6 keep values in stack
+//! root regions); GenCopy refuses the same 11, and on it and StickyImmix 3 programs
+//! (`callee_rooted_field`, `vector_loaded`, `vector_masked_loads`) give wrong results
+//! because they store a young object into an old one without the write barrier those
+//! plans need (with the barriers added, `vector_loaded` gives its 4242). Not yet: several
+//! mutator threads (a second thread's attach is refused).
 //!
 //! Several mutator threads need, besides: a cheap "collection pending" flag for polls
 //! (set where `stop_all_mutators` sets `in_gc`, before it waits), and safe regions that
@@ -408,6 +431,55 @@ impl fmt::Display for MmtkError {
 
 impl std::error::Error for MmtkError {}
 
+/// Why [`MmtkHeap::pin`] did not pin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinRefused {
+    /// No live object holds the address.
+    NotAnObject,
+    /// The plan moves the object and cannot pin it (SemiSpace, GenCopy).
+    Moves(Plan),
+}
+
+impl fmt::Display for PinRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PinRefused::NotAnObject => f.write_str("no live object holds the address"),
+            PinRefused::Moves(plan) => write!(
+                f,
+                "MMTk plan {plan} moves every object it keeps and cannot pin one (use \
+                 mmtk:immix, mmtk:stickyimmix or mmtk:marksweep, which pin)"
+            ),
+        }
+    }
+}
+
+/// The most bytes an interior pointer may lie past its object's start for
+/// [`object_containing`] to find the object: MMTk searches its valid-object bits
+/// backwards that far.
+const MAX_INTERIOR_SEARCH: usize = 1 << 20;
+
+/// The live object whose address is `addr` or which holds `addr` (its header excluded),
+/// if any.
+fn object_containing(addr: usize) -> Option<ObjectReference> {
+    if addr == 0 {
+        return None;
+    }
+    if addr.is_multiple_of(OBJECT_ALIGN) {
+        if let Some(obj) = memory_manager::is_mmtk_object(address(addr)) {
+            return Some(obj);
+        }
+    }
+    if !in_heap(addr) {
+        return None;
+    }
+    memory_manager::find_object_from_internal_pointer(address(addr), MAX_INTERIOR_SEARCH)
+}
+
+/// Whether `addr` is in memory MMTk mapped for its spaces.
+fn in_heap(addr: usize) -> bool {
+    memory_manager::is_mapped_address(address(addr))
+}
+
 /// Roots a thread hands over when a collection stops it (see "Roots" in the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RootSet {
@@ -419,6 +491,13 @@ pub struct RootSet {
     pub derived: Vec<(usize, usize)>,
     /// `[start, end)` ranges scanned conservatively.
     pub regions: Vec<(usize, usize)>,
+    /// Statepoint lanes: (base slot, derived slot), the derived slot the base slot itself
+    /// when the lane has none. A base slot holding an object's address is as in
+    /// [`RootSet::derived`]; one holding a pointer into an object keeps that object (pinned
+    /// on a pinning plan; on a copying one both slots move by as much as the object did);
+    /// one holding an address outside MMTk's memory (a constant object the program made
+    /// from a plain pointer) is skipped; anything else in MMTk's memory is a fault.
+    pub statepoint: Vec<(usize, usize)>,
 }
 
 impl RootSet {
@@ -428,6 +507,7 @@ impl RootSet {
         self.slots.clear();
         self.derived.clear();
         self.regions.clear();
+        self.statepoint.clear();
     }
 }
 
@@ -446,6 +526,9 @@ pub struct MmtkStats {
     pub total_bytes: usize,
     /// Faults recorded.
     pub faults: u64,
+    /// Objects copied by collections (SemiSpace, GenCopy, Immix's defragmentation,
+    /// StickyImmix's nursery).
+    pub objects_moved: u64,
 }
 
 impl fmt::Display for MmtkStats {
@@ -454,7 +537,8 @@ impl fmt::Display for MmtkStats {
         writeln!(f, "objects allocated: {}", self.objects_allocated)?;
         writeln!(f, "bytes allocated: {}", self.bytes_allocated)?;
         writeln!(f, "bytes used: {} of {}", self.used_bytes, self.total_bytes)?;
-        writeln!(f, "faults: {}", self.faults)
+        writeln!(f, "faults: {}", self.faults)?;
+        writeln!(f, "objects moved: {}", self.objects_moved)
     }
 }
 
@@ -483,6 +567,9 @@ struct Instance {
     tagged: Mutex<Vec<(usize, u64)>>,
     /// [`MmtkHeap::pin`] counts.
     pins: Mutex<HashMap<usize, u32>>,
+    /// On a plan that cannot pin: the cells whose slots hand [`Instance::pins`] to the
+    /// running collection (see `scan_vm_specific_roots`).
+    pin_cells: Mutex<Box<[usize]>>,
     /// Objects pinned for the running collection only.
     temp_pins: Mutex<Vec<ObjectReference>>,
     faults: Mutex<Vec<String>>,
@@ -491,6 +578,7 @@ struct Instance {
     objects_allocated: AtomicU64,
     bytes_allocated: AtomicU64,
     collections: AtomicU64,
+    objects_moved: AtomicU64,
     workers_spawned: AtomicUsize,
     out_of_memory: AtomicBool,
     /// Larger allocations go to the large object space.
@@ -630,6 +718,7 @@ impl MmtkHeap {
             sole: AtomicBool::new(false),
             tagged: Mutex::new(Vec::new()),
             pins: Mutex::new(HashMap::new()),
+            pin_cells: Mutex::new(Box::default()),
             temp_pins: Mutex::new(Vec::new()),
             faults: Mutex::new(Vec::new()),
             fault_count: AtomicU64::new(0),
@@ -637,6 +726,7 @@ impl MmtkHeap {
             objects_allocated: AtomicU64::new(0),
             bytes_allocated: AtomicU64::new(0),
             collections: AtomicU64::new(0),
+            objects_moved: AtomicU64::new(0),
             workers_spawned: AtomicUsize::new(0),
             out_of_memory: AtomicBool::new(false),
             max_default,
@@ -725,34 +815,45 @@ impl MmtkHeap {
             && memory_manager::is_mmtk_object(address(addr)).is_some()
     }
 
-    /// Pins the object at `addr` once more: a root that does not move until
-    /// [`MmtkHeap::unpin`]. Returns false (and does nothing) when `addr` is not an object
-    /// or the plan cannot pin (SemiSpace, GenCopy). Never collects.
-    pub fn pin(&self, addr: usize) -> bool {
-        if !self.inst.plan.pins() || !self.is_object(addr) {
-            return false;
+    /// Pins the object holding `addr` (its address, or a place inside it) once more: a
+    /// root that does not move until [`MmtkHeap::unpin`]. Never collects.
+    ///
+    /// # Errors
+    /// [`PinRefused::NotAnObject`] when no live object holds `addr`, and
+    /// [`PinRefused::Moves`] when the plan cannot pin (SemiSpace, GenCopy) and the object
+    /// is in a space that moves (an object in the large object space, which never moves,
+    /// can be pinned under every plan). Nothing is pinned then.
+    pub fn pin(&self, addr: usize) -> Result<usize, PinRefused> {
+        let obj = object_containing(addr).ok_or(PinRefused::NotAnObject)?;
+        let movable = obj.is_movable();
+        if movable && !self.inst.plan.pins() {
+            return Err(PinRefused::Moves(self.inst.plan));
         }
+        let at = obj.to_raw_address().as_usize();
         let mut pins = lock(&self.inst.pins);
-        let count = pins.entry(addr).or_insert(0);
+        let count = pins.entry(at).or_insert(0);
         *count += 1;
-        if *count == 1 {
-            if let Some(obj) = ObjectReference::from_raw_address(address(addr)) {
-                memory_manager::pin_object(obj);
-            }
+        if *count == 1 && movable {
+            memory_manager::pin_object(obj);
         }
-        true
+        Ok(at)
     }
 
-    /// Undoes one [`MmtkHeap::pin`]; false when `addr` was not pinned. Never collects.
+    /// Undoes one [`MmtkHeap::pin`] of the object holding `addr`; false when it was not
+    /// pinned. Never collects.
     pub fn unpin(&self, addr: usize) -> bool {
+        let Some(obj) = object_containing(addr) else {
+            return false;
+        };
+        let at = obj.to_raw_address().as_usize();
         let mut pins = lock(&self.inst.pins);
-        let Some(count) = pins.get_mut(&addr) else {
+        let Some(count) = pins.get_mut(&at) else {
             return false;
         };
         *count -= 1;
         if *count == 0 {
-            pins.remove(&addr);
-            if let Some(obj) = ObjectReference::from_raw_address(address(addr)) {
+            pins.remove(&at);
+            if obj.is_movable() {
                 memory_manager::unpin_object(obj);
             }
         }
@@ -775,6 +876,7 @@ impl MmtkHeap {
             used_bytes: memory_manager::used_bytes(i.mmtk),
             total_bytes: memory_manager::total_bytes(i.mmtk),
             faults: i.fault_count.load(Ordering::Relaxed),
+            objects_moved: i.objects_moved.load(Ordering::Relaxed),
         }
     }
 }

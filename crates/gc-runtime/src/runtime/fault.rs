@@ -301,6 +301,16 @@ pub enum GcFault {
         /// How many.
         count: usize,
     },
+    /// `gc_preserve`, a `jl_roots` bundle or `julia.pointer_from_objref` (under statepoint
+    /// roots, `locus_gc_pin` / `locus_gc_pin_forever`) asked to pin an object that the MMTk
+    /// plan moves and cannot pin (SemiSpace, GenCopy): the program's raw pointers into it
+    /// would go stale at the next collection.
+    PinRefused {
+        /// The address the pin named.
+        addr: usize,
+        /// The plan.
+        plan: crate::mmtk::Plan,
+    },
     /// Something read or wrote the memory of an object a collection freed (or the old copy
     /// of one the moving collector moved), and stress mode's page protection caught the
     /// access as a fault (see [`crate::runtime::pages`]). Reported by the signal handler
@@ -459,6 +469,12 @@ impl fmt::Display for GcFault {
                 f,
                 "corrupt stack: compiled frame #{frame} (return address {return_address:#x}) \
                  {problem} (found in collection {collection})"
+            ),
+            GcFault::PinRefused { addr, plan } => write!(
+                f,
+                "pin: gc_preserve, a jl_roots bundle or pointer_from_objref pins the object at \
+                 {addr:#x}, but MMTk plan {plan} moves every object it keeps and cannot pin \
+                 one (use mmtk:immix, mmtk:stickyimmix or mmtk:marksweep)"
             ),
             GcFault::Mmtk { count } => {
                 write!(

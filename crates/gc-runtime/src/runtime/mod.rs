@@ -272,6 +272,10 @@ pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
 /// e.g. `256M` (see [`parse_heap_size`]).
 pub const HEAP_SIZE_ENV: &str = "LOCUS_GC_HEAP_SIZE";
 
+/// The environment variable that sets [`Config::mmtk_collect_every`] when that is 0: a
+/// positive number `N`, MMTk collects at every `N`th call that may collect.
+pub const MMTK_COLLECT_EVERY_ENV: &str = "LOCUS_GC_MMTK_COLLECT_EVERY";
+
 /// Which collector a runtime runs (see [`Config::collector`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Collector {
@@ -280,9 +284,11 @@ pub enum Collector {
     /// The runtime's own collector in stress mode ([`Config::stress`]).
     Stress,
     /// An MMTk plan ([`crate::mmtk`]) in a heap of [`Config::heap_bytes`]. One MMTk heap per
-    /// process: a second runtime must ask for the same plan. Frame roots only (statepoint
-    /// roots are not wired to MMTk yet), so only the plans that pin (MarkSweep, Immix,
-    /// StickyImmix), and one mutator thread per heap.
+    /// process: a second runtime must ask for the same plan. With frame roots only the
+    /// plans that pin (MarkSweep, Immix, StickyImmix: frame code does not reload a rooted
+    /// value); with statepoint roots every plan, SemiSpace and GenCopy moving objects
+    /// (then a pin, or a stack or global root region naming an object that moves, is a
+    /// fault: see the [`crate::mmtk`] docs). One mutator thread per heap.
     Mmtk(Plan),
 }
 
@@ -369,6 +375,12 @@ pub struct Config {
     /// heap between 32 MiB and half the physical memory. The first runtime of a process
     /// makes its one MMTk heap: later ones share it, whatever size they ask for.
     pub heap_bytes: Option<usize>,
+    /// With [`Config::mmtk`]: collect at every `n`th call that may collect (an allocation,
+    /// `locus_gc_safepoint`, a foreign read), as stress mode collects at every one: what
+    /// tests run programs with so that MMTk collects (and, on a copying plan, moves) where
+    /// it would otherwise not. 0 (the default): only when MMTk's heap is full, unless the
+    /// environment's [`MMTK_COLLECT_EVERY_ENV`] (`LOCUS_GC_MMTK_COLLECT_EVERY=N`) says.
+    pub mmtk_collect_every: u64,
 }
 
 impl Default for Config {
@@ -382,6 +394,7 @@ impl Default for Config {
             moving: false,
             mmtk: None,
             heap_bytes: None,
+            mmtk_collect_every: 0,
         }
     }
 }
@@ -592,6 +605,10 @@ struct Shared {
     /// The process's MMTk heap, when the collector is an MMTk plan: allocation and
     /// collection go there instead of [`State::heap`].
     mmtk: Option<MmtkHeap>,
+    /// [`Config::mmtk_collect_every`] (or its environment variable's).
+    mmtk_every: u64,
+    /// Calls that may collect so far, counted for `mmtk_every`.
+    mmtk_calls: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -747,9 +764,10 @@ impl Runtime {
         Runtime::try_enter(config).unwrap_or_else(|message| fatal(format_args!("{message}")))
     }
 
-    /// [`Runtime::enter`], or why the collector cannot be made: MMTk with statepoint roots
-    /// (not wired yet), a copying MMTk plan with frame roots (frames cannot be updated),
-    /// stress or moving with MMTk, or a process whose MMTk heap has another plan.
+    /// [`Runtime::enter`], or why the collector cannot be made: a copying MMTk plan with
+    /// frame roots (frames cannot be updated), stress or moving with MMTk, a process whose
+    /// MMTk heap has another plan, or a bad `LOCUS_GC_HEAP_SIZE` or
+    /// `LOCUS_GC_MMTK_COLLECT_EVERY`.
     ///
     /// # Errors
     /// A sentence saying what was refused.
@@ -757,6 +775,11 @@ impl Runtime {
         let mmtk = match config.mmtk {
             Some(plan) => Some(mmtk_heap(plan, &config)?),
             None => None,
+        };
+        let mmtk_every = match (mmtk, config.mmtk_collect_every) {
+            (None, _) => 0,
+            (Some(_), 0) => mmtk_collect_every_from_env()?,
+            (Some(_), n) => n,
         };
         let mode = match config.on_fault {
             OnFault::Exit => Mode::Exit,
@@ -788,6 +811,8 @@ impl Runtime {
             changed: Condvar::new(),
             globals: Mutex::new(Vec::new()),
             mmtk,
+            mmtk_every,
+            mmtk_calls: std::sync::atomic::AtomicU64::new(0),
         });
         HeapHandle(shared).try_attach()
     }
@@ -981,8 +1006,15 @@ impl Runtime {
     /// A fault found by the collection, as for [`Runtime::collect`].
     pub fn safepoint(&self) -> Result<Option<Collection>, GcFault> {
         if self.shared.mmtk.is_some() {
-            // MMTk collects when an allocation finds its heap full; one thread, no one
-            // else to wait for.
+            // MMTk collects when an allocation finds its heap full, and here only when
+            // asked to collect every so many calls.
+            let every = self.shared.mmtk_every;
+            if every > 0
+                && (self.shared.mmtk_calls.fetch_add(1, Ordering::Relaxed) + 1)
+                    .is_multiple_of(every)
+            {
+                return self.collect().map(Some);
+            }
             return Ok(None);
         }
         self.poll();
@@ -1084,13 +1116,32 @@ impl Runtime {
         let m = mm.as_mut()?;
         let me = &self.me;
         let globals = &self.shared.globals;
+        let maps = self.shared.stack_maps.as_deref();
+        let walk_fault: Cell<Option<GcFault>> = Cell::new(None);
         let mut roots = |set: &mut RootSet| {
             set.frames.push(me.head() as usize);
-            set.regions.extend(lock(&me.regions).iter().copied());
+            let sp = frames::approx_stack_pointer();
+            // A region below the stack pointer belongs to a function that returned
+            // without dropping it (a `longjmp` past it): skipped, as the own collector does.
+            set.regions
+                .extend(lock(&me.regions).iter().copied().filter(|&(start, end)| {
+                    start >= sp && me.stack.is_none_or(|b| start >= b.low && end <= b.high)
+                }));
             set.regions.extend(lock(globals).iter().copied());
+            let fp = me.sp_frame.load(Ordering::Acquire);
+            if let (Some(maps), true) = (maps, fp != 0) {
+                let number = heap.stats().collections + 1;
+                match statepoints::slot_lanes(maps, fp, me.stack, number) {
+                    Ok((lanes, _)) => set.statepoint.extend(lanes),
+                    Err(fault) => walk_fault.set(Some(fault)),
+                }
+            }
         };
         let done = body(m, &mut roots);
         drop(mm);
+        if let Some(fault) = walk_fault.take() {
+            self.report(fault);
+        }
         self.report_mmtk_faults(heap);
         Some(done)
     }
@@ -1213,6 +1264,7 @@ impl Runtime {
                 objects_allocated: m.objects_allocated,
                 bytes_allocated: m.bytes_allocated,
                 bytes_live: m.used_bytes as u64,
+                objects_moved: m.objects_moved,
                 faults,
                 ..st.stats
             };
@@ -1276,12 +1328,7 @@ impl Runtime {
 
 /// The process's MMTk heap for `plan`, made now if there is none yet.
 fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
-    if config.stack_maps.is_some() {
-        return Err(format!(
-            "the MMTk collector (plan {plan}) is not wired to statepoint roots yet: use frame roots"
-        ));
-    }
-    if !plan.pins() {
+    if !plan.pins() && config.stack_maps.is_none() {
         return Err(format!(
             "MMTk plan {plan} copies every object and cannot pin: frame roots cannot be \
              updated (use marksweep, immix or stickyimmix)"
@@ -1310,6 +1357,26 @@ fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
             };
             MmtkHeap::new(MmtkOptions::with_heap(plan, heap))
                 .map_err(|e| format!("cannot make the MMTk heap: {e}"))
+        }
+    }
+}
+
+/// What [`MMTK_COLLECT_EVERY_ENV`] sets: 0 when it is unset.
+///
+/// # Errors
+/// A sentence naming the variable when its value is not a positive number.
+pub fn mmtk_collect_every_from_env() -> Result<u64, String> {
+    match std::env::var_os(MMTK_COLLECT_EVERY_ENV) {
+        None => Ok(0),
+        Some(value) => {
+            let text = value.to_string_lossy();
+            match text.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!(
+                    "{MMTK_COLLECT_EVERY_ENV}={text}: expected a positive number N (collect at \
+                     every Nth call that may collect)"
+                )),
+            }
         }
     }
 }
@@ -1673,7 +1740,11 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
         if let Err(fault) = rt.safepoint() {
             rt.report(fault);
         }
-        let (value, fault) = rt.read_checked(raw, offset);
+        // Reloaded from the frame: a copying collector (MMTk's SemiSpace, GenCopy) moves
+        // the object and rewrites the root, as compiled code reloads a rooted value.
+        // SAFETY: the frame is this function's own, still linked.
+        let obj = unsafe { std::ptr::read_volatile(&frame[2]) };
+        let (value, fault) = rt.read_checked(obj, offset);
         // SAFETY: as above.
         unsafe { *head = frame[1] as *mut GcFrame };
         if let Some(fault) = fault {
@@ -1774,11 +1845,19 @@ pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp
 pub extern "C" fn locus_gc_pin(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN, |rt| {
         if let Some(heap) = rt.shared.mmtk {
-            heap.pin(addr as usize);
+            mmtk_pin(rt, heap, addr as usize);
             return;
         }
         lock(&rt.shared.state).heap.pin(addr as usize);
     })
+}
+
+/// A pin on the MMTk heap: an address in no live object is ignored (as the own collector
+/// does); an object a copying plan cannot pin is a [`GcFault::PinRefused`].
+fn mmtk_pin(rt: &Runtime, heap: MmtkHeap, addr: usize) {
+    if let Err(crate::mmtk::PinRefused::Moves(plan)) = heap.pin(addr) {
+        rt.report(GcFault::PinRefused { addr, plan });
+    }
 }
 
 /// Undoes one [`locus_gc_pin`]. Never collects.
@@ -1799,7 +1878,7 @@ pub extern "C" fn locus_gc_unpin(addr: *const u8) {
 pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN_FOREVER, |rt| {
         if let Some(heap) = rt.shared.mmtk {
-            heap.pin(addr as usize);
+            mmtk_pin(rt, heap, addr as usize);
             return;
         }
         lock(&rt.shared.state).heap.pin_forever(addr as usize);

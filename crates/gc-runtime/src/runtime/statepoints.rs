@@ -320,6 +320,28 @@ fn walk(
     Ok((out, walked))
 }
 
+/// The lanes of every statepoint frame from the wrapper frame `fp` outwards, as (base
+/// slot, derived slot) addresses (the derived slot the base one when the lane has none; a
+/// constant lane is left out), and how many compiled frames were walked: the roots an MMTk
+/// collection is handed (`crate::mmtk::RootSet::statepoint`).
+///
+/// # Errors
+/// A frame the walk cannot follow, numbered for collection `number`.
+pub(crate) fn slot_lanes(
+    maps: &StackMaps,
+    fp: usize,
+    bounds: Option<StackBounds>,
+    number: u64,
+) -> Result<(Vec<(usize, usize)>, usize), GcFault> {
+    let (walked, frames) = walk(maps, fp, bounds, number)?;
+    let lanes = walked
+        .lanes
+        .iter()
+        .filter_map(|&(base, derived)| base.map(|b| (b, derived.unwrap_or(b))))
+        .collect();
+    Ok((lanes, frames))
+}
+
 /// Reads a slot.
 ///
 /// # Safety
