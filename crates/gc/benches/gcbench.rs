@@ -8,8 +8,8 @@
 //! roots; Locus with frames on each MMTk plan that pins: `--collector mmtk:marksweep`,
 //! `mmtk:immix`, `mmtk:stickyimmix`), the median wall time of `LOCUS_GC_BENCH_RUNS` runs
 //! (default 3; the builds take turns, run by run, so that a change in the machine's load
-//! falls on all of them), the largest peak resident set of those runs (`wait4`'s
-//! `ru_maxrss`), the collections the Locus runtime counted (`LOCUS_GC_STATS=1`) and the
+//! falls on all of them), the largest peak resident set of those runs (`ru_maxrss`, read by
+//! `fixtures/bench/measure.c`, a small process that forks each run), the collections the Locus runtime counted (`LOCUS_GC_STATS=1`) and the
 //! ratios to Boehm in the same run. A build the runtime refuses (one `locus: gc:` line,
 //! status 1: say, several threads on MMTk before the runtime supports them) or that fails
 //! is printed as such, and the other rows still run.
@@ -38,10 +38,9 @@
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use locus_gc::build::{build, BuildOptions};
 use locus_gc::run::Roots;
@@ -71,13 +70,13 @@ const PROGRAMS: &[Program] = &[
             ("max_depth", "MAX_DEPTH", 8),
         ],
         expect: (131_071, 511),
-        heap: 96 * MIB,
+        heap: 64 * MIB,
     },
     Program {
         name: "table",
         small: &[("keys", "KEYS", 5000), ("rounds", "ROUNDS", 2)],
         expect: (303_570_821_420, 16_071_070),
-        heap: 128 * MIB,
+        heap: 64 * MIB,
     },
     Program {
         name: "churn",
@@ -87,7 +86,7 @@ const PROGRAMS: &[Program] = &[
             ("rounds", "ROUNDS", 200),
         ],
         expect: (48_702_401_820, 326_490),
-        heap: 96 * MIB,
+        heap: 64 * MIB,
     },
 ];
 
@@ -205,61 +204,64 @@ struct Run {
     collections: Option<u64>,
 }
 
-/// One run with the heap limit `heap` (bytes): the run, or why it did not finish well
-/// (its exit status and standard error).
-fn run_once(exe: &Exe, heap: u64) -> Result<Run, String> {
-    let start = Instant::now();
-    let mut cmd = Command::new(&exe.path);
-    cmd.env("GC_MAXIMUM_HEAP_SIZE", heap.to_string())
+/// `measure` (`fixtures/bench/measure.c`), built into `dir`: it runs a program and
+/// writes its peak resident set and wall time, measured from a small process of its own
+/// (the benchmark's own size would otherwise be the floor of every peak RSS read).
+fn build_measure(dir: &Path) -> PathBuf {
+    let c = fixtures().join("measure.c");
+    let exe = dir.join("measure");
+    let out = Command::new("clang-19")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .output()
+        .unwrap_or_else(|e| panic!("clang-19 is required (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "clang-19 {}: {}",
+        c.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// One run with the heap limit `heap` (bytes), through `measure`: the run, or why it did
+/// not finish well (its exit status and the first line of its standard error).
+fn run_once(measure: &Path, exe: &Exe, heap: u64) -> Result<Run, String> {
+    let report = exe.path.with_extension("measured");
+    let out = Command::new(measure)
+        .arg(&report)
+        .arg(&exe.path)
+        .env("GC_MAXIMUM_HEAP_SIZE", heap.to_string())
         .env("LOCUS_GC_HEAP_SIZE", heap.to_string())
         .env("LOCUS_GC_STATS", "1")
         .env_remove("LOCUS_GC_COLLECTOR")
         .env_remove("LOCUS_GC_STRESS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Reaped below by wait4, which also gives its resource usage (Child::wait would not).
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", exe.path.display()));
-    let pid = child.id() as libc::pid_t;
-    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        panic!("{}: no output pipes", exe.path.display())
-    };
-    // Standard error is short (a `locus:` line at most); read it on a thread of its own
-    // so that neither pipe can fill while the other is read.
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let mut printed = String::new();
-    stdout
-        .read_to_string(&mut printed)
-        .unwrap_or_else(|e| panic!("{}: {e}", exe.path.display()));
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value of the plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet waited for; both pointers are to locals.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let time = start.elapsed();
-    let errors = errors.join().unwrap_or_default();
-    assert_eq!(waited, pid, "wait4 {}", exe.path.display());
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", measure.display()));
+    let errors = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
         let why = errors.lines().next().unwrap_or("no message");
-        return Err(if libc::WIFEXITED(status) {
-            format!("status {}: {why}", libc::WEXITSTATUS(status))
-        } else {
-            format!("signal {}: {why}", libc::WTERMSIG(status))
+        return Err(match out.status.code() {
+            Some(n) if n > 128 => format!("signal {}: {why}", n - 128),
+            Some(n) => format!("status {n}: {why}"),
+            None => format!("{}: {why}", out.status),
         });
     }
+    let measured =
+        std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
+    let mut fields = measured.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let (Some(Some(rss)), Some(Some(ns))) = (fields.next(), fields.next()) else {
+        panic!("{}: not `KIB NS`: {measured:?}", report.display())
+    };
+    let printed = String::from_utf8_lossy(&out.stdout);
     let collections = printed
         .lines()
         .find_map(|l| l.strip_prefix("collections: "))
         .and_then(|n| n.trim().parse().ok());
     Ok(Run {
-        time,
-        rss: usage.ru_maxrss as u64,
+        time: Duration::from_nanos(ns),
+        rss,
         result: printed.lines().next().unwrap_or_default().to_string(),
         collections,
     })
@@ -289,6 +291,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("locus-gcbench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let runtime = runtime_library::runtime_dir(true);
+    let measure = build_measure(&dir);
     if timing {
         println!("pause times: not reported (neither Stats nor MmtkStats counts them)");
     }
@@ -310,7 +313,7 @@ fn main() {
         for _ in 0..if timing { runs } else { 1 } {
             for (exe, result) in built.iter().zip(results.iter_mut()) {
                 let Ok(done) = result else { continue };
-                match run_once(exe, heap) {
+                match run_once(&measure, exe, heap) {
                     Ok(run) => {
                         assert_eq!(
                             run.result,
