@@ -67,7 +67,7 @@ use once_cell::race::OnceBox;
 
 use crate::endian::Endian;
 use crate::parse::{Function, Record, RecordSource, Table};
-use crate::pod::{prefetch, Block, CellTable, Slot, Slots, BLOCK_SLOTS, EMPTY};
+use crate::pod::{prefetch, Block, CellTable, Slot, Slots, BLOCK_SLOTS, EMPTY, NO_BLOCK};
 
 /// One record found by the index, with where it came from.
 #[derive(Clone, Copy, Debug)]
@@ -786,7 +786,7 @@ impl<'a, E: Endian> StackMapIndex<'a, E> {
         let (b, offset) = self.block_of(c);
         let mut l = Lookup {
             index: self,
-            block: self.slots.block(usize::MAX),
+            block: &NO_BLOCK,
             hits: 0,
             next: usize::MAX,
             key,

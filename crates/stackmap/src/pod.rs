@@ -118,6 +118,15 @@ pub(crate) struct Block {
     counts: [u32; BLOCK_SLOTS],
 }
 
+/// A block of empty slots that belongs to no [`Slots`] (so [`Slots::record`] reads it as
+/// its own vacant block): where a lookup starts before it knows its block.
+pub(crate) static NO_BLOCK: Block = Block {
+    key: [EMPTY; BLOCK_SLOTS],
+    at: [0; BLOCK_SLOTS],
+    region: [0; BLOCK_SLOTS],
+    counts: [0; BLOCK_SLOTS],
+};
+
 impl Block {
     /// A block of empty slots, each naming the vacant record, region `vacant`.
     fn vacant(vacant: u32) -> Block {
@@ -168,12 +177,18 @@ pub(crate) struct Pieces<'a> {
     pub(crate) num_live_outs: u16,
 }
 
+/// Where the live-outs of a record with `n` locations start: records start 8-aligned, so 4
+/// bytes of padding follow the locations when `n` is odd, then the 4-byte NumLiveOuts word.
+#[inline(always)]
+fn record_live_outs(n: u16) -> usize {
+    RECORD_HEADER + usize::from(n) * 12 + usize::from(n & 1) * 4 + 4
+}
+
 /// The bytes of a record with `n` locations and `m` live-outs from its start to the end
-/// of its live-outs, and where its live-outs start: records start 8-aligned, so 4 bytes of
-/// padding follow the locations when `n` is odd, then the 4-byte NumLiveOuts word.
+/// of its live-outs, and where its live-outs start.
 #[inline(always)]
 fn record_extent(n: u16, m: u16) -> (usize, usize) {
-    let live_outs = RECORD_HEADER + usize::from(n) * 12 + usize::from(n & 1) * 4 + 4;
+    let live_outs = record_live_outs(n);
     (live_outs + usize::from(m) * 4, live_outs)
 }
 
@@ -327,7 +342,7 @@ impl<'a, O: Copy> Slots<'a, O> {
     /// contents or a branch on them. `None` when there are no owners. `block` must be one
     /// of this store's ([`Slots::block`]); any other reads as the vacant last block.
     #[inline(always)]
-    pub(crate) fn record(&self, block: &Block, s: usize) -> Option<(O, Pieces<'a>)> {
+    pub(crate) fn record(&self, block: &Block, s: usize) -> Option<(&O, Pieces<'a>)> {
         // Both branches here test what is known long before the block's bytes arrive (the
         // store's own fields and the block's address), so they hold nothing up.
         if self.owners.is_empty() {
@@ -346,12 +361,13 @@ impl<'a, O: Copy> Slots<'a, O> {
         debug_assert!(region < self.owners.len());
         // SAFETY: `block` is one of `self.blocks` (just above) and `owners` is not empty,
         // so by the invariant of `Slots` the slot names an entry of `self.owners`.
-        let &(owner, bytes) = unsafe { self.owners.get_unchecked(region) };
-        let (len, live_outs) = record_extent(n, m);
+        let (owner, bytes) = unsafe { self.owners.get_unchecked(region) };
+        let bytes: &'a [u8] = bytes;
+        let live_outs = record_live_outs(n);
         // By the same invariant `at + len <= bytes.len()` (`set` checked it; the vacant
         // record is 24 bytes, an empty slot's `len` 20): the pointers below stay inside
         // `bytes` and keep its lifetime, and `[u8; N]` has alignment 1.
-        debug_assert!(at as usize + len <= bytes.len());
+        debug_assert!(at as usize + record_extent(n, m).0 <= bytes.len());
         let base = bytes.as_ptr().wrapping_add(at as usize);
         // SAFETY: the header's `RECORD_HEADER` bytes are inside `bytes` (see above).
         let header = unsafe { &*base.cast::<[u8; RECORD_HEADER]>() };
@@ -395,6 +411,8 @@ pub(crate) struct CellTable {
     words: Box<[u32]>,
     /// Never empty.
     bytes: Box<[u8]>,
+    /// `bytes.len() - 1`, the last cell.
+    last: usize,
 }
 
 impl CellTable {
@@ -402,6 +420,7 @@ impl CellTable {
     /// least one byte and exactly that many words.
     pub(crate) fn new(words: Vec<u32>, bytes: Vec<u8>) -> Option<Self> {
         (!bytes.is_empty() && words.len() == bytes.len().div_ceil(64)).then(|| CellTable {
+            last: bytes.len() - 1,
             words: words.into_boxed_slice(),
             bytes: bytes.into_boxed_slice(),
         })
@@ -412,6 +431,7 @@ impl CellTable {
         CellTable {
             words: Box::new([word]),
             bytes: Box::new([byte]),
+            last: 0,
         }
     }
 
@@ -424,8 +444,8 @@ impl CellTable {
     /// The word and the byte of cell `c`, or of the last cell when `c` is past it.
     #[inline(always)]
     pub(crate) fn get(&self, c: usize) -> (u32, u8) {
-        // `bytes` is never empty (`new`), so the subtraction cannot wrap.
-        let c = c.min(self.bytes.len() - 1);
+        // `last` is `bytes.len() - 1` (`new`, `one`).
+        let c = c.min(self.last);
         debug_assert!(c < self.bytes.len() && c / 64 < self.words.len());
         // SAFETY: `words` has a word for every 64 bytes (`new`), so `c / 64 <
         // self.words.len()` for `c < self.bytes.len()` (just above); neither changes after
@@ -439,9 +459,7 @@ impl CellTable {
     /// Where the byte [`CellTable::get`] reads for `c` is: for [`prefetch`].
     #[inline(always)]
     pub(crate) fn byte_address(&self, c: usize) -> *const u8 {
-        self.bytes
-            .as_ptr()
-            .wrapping_add(c.min(self.bytes.len() - 1))
+        self.bytes.as_ptr().wrapping_add(c.min(self.last))
     }
 
     /// The bytes.
@@ -575,13 +593,13 @@ mod tests {
         assert_eq!(block.hits(1), 0b01);
         let (owner, p) = slots.record(block, 0).unwrap_or_else(|| panic!());
         assert_eq!(
-            (owner, p.at, p.num_locations, p.num_live_outs),
+            (*owner, p.at, p.num_locations, p.num_live_outs),
             (10, 0, 2, 5)
         );
         assert_eq!(p.header[0], 1);
         assert_eq!((p.locations.len(), p.live_outs.len()), (24, 5));
         let (owner, p) = slots.record(block, 1).unwrap_or_else(|| panic!());
-        assert_eq!((owner, p.at, p.header[0]), (20, 44, 0xee));
+        assert_eq!((*owner, p.at, p.header[0]), (20, 44, 0xee));
         // An empty slot gives the vacant record: no locations, no live-outs.
         let (_, p) = slots.record(block, 2).unwrap_or_else(|| panic!());
         assert_eq!(
@@ -591,6 +609,8 @@ mod tests {
         // A block that is not the store's (a copy of one) reads as the vacant block.
         let copy = *block;
         let (_, p) = slots.record(&copy, 0).unwrap_or_else(|| panic!());
+        assert_eq!((p.at, p.num_locations, p.num_live_outs), (0, 0, 0));
+        let (_, p) = slots.record(&NO_BLOCK, 1).unwrap_or_else(|| panic!());
         assert_eq!((p.at, p.num_locations, p.num_live_outs), (0, 0, 0));
         // Blocks past the end read as the vacant last block.
         assert_eq!(slots.block(usize::MAX).hits(1), 0);
