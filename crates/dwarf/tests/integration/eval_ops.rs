@@ -908,3 +908,78 @@ fn decode_into_reuses_buffers_and_with_offsets_borrows_them() {
     assert!(Expression::with_offsets(&ops, &[0]).is_err());
     c.log.clear();
 }
+
+/// One evaluation restarted in turn on decoded operations with their original byte
+/// offsets (a branch over a padded LEB128: the offsets matter), encoded bytes, decoded
+/// operations without offsets, an expression that needs a base type (the boxed rare
+/// state) and bytes again gives each time what a new evaluation gives, and so does one
+/// built with `new_in` from its buffers: nothing leaks from one expression to the next.
+#[test]
+fn a_restarted_evaluation_answers_as_a_new_one() {
+    // skip +4 @0; constu 1 (padded: 81 80 00) @3; lit6 @7.
+    let padded = [0x2f, 0x04, 0x00, 0x10, 0x81, 0x80, 0x00, 0x36];
+    let decoded = locus_dwarf::decode(&padded, Encoding::default()).unwrap();
+    let mut offsets: Vec<usize> = decoded.iter().map(|(o, _)| *o).collect();
+    offsets.push(padded.len());
+    let ops: Vec<Op> = decoded.into_iter().map(|(_, op)| op).collect();
+    let typed = parse_text(
+        "DW_OP_const_type 0x30 [01000000] DW_OP_const_type 0x30 [01000000] DW_OP_plus",
+        |_| None,
+    )
+    .unwrap();
+    let regs = [0x53u8];
+    let sum = [0x31u8, 0x32, 0x22];
+    let run = |eval: &mut Evaluation<'_>| -> Result<Option<Entry>, Error> {
+        let c = ctx();
+        let mut r = eval.evaluate()?;
+        while r != EvaluationResult::Complete {
+            r = match r {
+                EvaluationResult::RequiresRegister { register } => {
+                    eval.resume_with_register(&c.registers[&register])?
+                }
+                EvaluationResult::RequiresBaseType { offset } => {
+                    let (encoding, size) = c.base_types[&offset];
+                    eval.resume_with_base_type(encoding, size)?
+                }
+                other => panic!("{other:?}"),
+            };
+        }
+        Ok(eval.result().cloned())
+    };
+    let with_offsets = || Expression::with_offsets(&ops, &offsets).unwrap();
+    let expressions: Vec<Expression<'_>> = vec![
+        with_offsets(),
+        Expression::from(&padded),
+        Expression::from(&ops),
+        Expression::from(&typed),
+        Expression::from(&regs),
+        with_offsets(),
+        Expression::from(&sum),
+    ];
+    let mut restarted = Evaluation::new(&[0x30u8, 0x31], Encoding::default());
+    let _ = restarted.evaluate();
+    for (i, e) in expressions.iter().enumerate() {
+        let fresh = run(&mut Evaluation::new(*e, Encoding::default()));
+        restarted.restart(*e, Encoding::default());
+        assert_eq!(run(&mut restarted), fresh, "expression #{i}");
+        let buffers = restarted.clone().into_buffers();
+        let mut rebuilt = Evaluation::new_in(*e, Encoding::default(), buffers);
+        assert_eq!(run(&mut rebuilt), fresh, "expression #{i}, new_in");
+    }
+    // With their offsets the decoded operations branch right; re-encoded (shorter)
+    // the branch target is past the end.
+    let six = Some(Entry::Value(Value::generic(6, 8)));
+    assert_eq!(
+        run(&mut Evaluation::new(with_offsets(), Encoding::default())),
+        Ok(six.clone())
+    );
+    assert_eq!(
+        run(&mut Evaluation::new(&padded, Encoding::default())),
+        Ok(six)
+    );
+    assert!(run(&mut Evaluation::new(&ops, Encoding::default())).is_err());
+    assert_eq!(
+        run(&mut Evaluation::new(&typed, Encoding::default())),
+        Ok(Some(Entry::Value(Value::new(ValueType::Signed(4), 2, 8))))
+    );
+}
