@@ -46,7 +46,7 @@ pub(crate) fn prefetch<T>(p: *const T) {
 /// Which of the four `keys` equal `key`: bit `i` set when `keys[i] == key`. Without
 /// branches, so that which slot matches (different on every lookup) holds nothing up.
 #[inline(always)]
-pub(crate) fn eq_mask4(keys: &[u32; 4], key: u32) -> u32 {
+pub(crate) fn eq_mask4(block: &Block, key: u32) -> u32 {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     {
         use core::arch::x86_64::{
@@ -55,8 +55,9 @@ pub(crate) fn eq_mask4(keys: &[u32; 4], key: u32) -> u32 {
         // One compare of all four keys: the fewer instructions wait for the block's cache
         // miss, the more lookups the processor keeps in flight.
         // SAFETY: `[u32; 4]` and `__m128i` have the same size, and any bits are valid for
-        // both (a copy of the value, so alignment does not matter).
-        let keys = unsafe { core::mem::transmute::<[u32; 4], __m128i>(*keys) };
+        // both (a copy of the value). Read as the block's field, it is known to be 64-byte
+        // aligned, so the compare takes it straight from memory.
+        let keys = unsafe { core::mem::transmute::<[u32; 4], __m128i>(block.key) };
         // SAFETY: the target has SSE2 (the `cfg` above: x86-64 targets without it, such as
         // kernels', take the loop below); no memory is touched.
         let wanted = unsafe { _mm_set1_epi32(key as i32) };
@@ -69,7 +70,7 @@ pub(crate) fn eq_mask4(keys: &[u32; 4], key: u32) -> u32 {
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     {
-        eq_mask4_portable(keys, key)
+        eq_mask4_portable(&block.key, key)
     }
 }
 
@@ -141,7 +142,7 @@ impl Block {
     /// The slots that hold `key`, one bit each ([`eq_mask4`]).
     #[inline(always)]
     pub(crate) fn hits(&self, key: u32) -> u32 {
-        eq_mask4(&self.key, key)
+        eq_mask4(self, key)
     }
 }
 
@@ -518,13 +519,21 @@ mod tests {
             [7, 7, 9, 7],
             [u32::MAX, 0, u32::MAX, 5],
         ];
+        let block = |key| Block {
+            key,
+            ..Block::vacant(0)
+        };
         for k in &keys {
             for key in [0, 1, 2, 3, 4, 5, 7, 9, u32::MAX, 0x8000_0000] {
-                assert_eq!(eq_mask4(k, key), eq_mask4_portable(k, key), "{k:?} {key}");
+                assert_eq!(
+                    eq_mask4(&block(*k), key),
+                    eq_mask4_portable(k, key),
+                    "{k:?} {key}"
+                );
             }
         }
-        assert_eq!(eq_mask4(&[7, 7, 9, 7], 7), 0b1011);
-        assert_eq!(eq_mask4(&[1, 2, 3, 4], 5), 0);
+        assert_eq!(eq_mask4(&block([7, 7, 9, 7]), 7), 0b1011);
+        assert_eq!(eq_mask4(&block([1, 2, 3, 4]), 5), 0);
     }
 
     #[test]
