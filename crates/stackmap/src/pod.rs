@@ -330,12 +330,11 @@ impl<'a, O: Copy> Slots<'a, O> {
         unsafe { self.blocks.get_unchecked(b) }
     }
 
-    /// Where [`Slots::block`] of `b` is: for [`prefetch`].
+    /// Where block `b` is (or would be): for [`prefetch`], which never dereferences it, so
+    /// no clamp (one instruction less per address in `lookup_all`).
     #[inline(always)]
     pub(crate) fn block_address(&self, b: usize) -> *const Block {
-        self.blocks
-            .as_ptr()
-            .wrapping_add(b.min(self.blocks.len() - 1))
+        self.blocks.as_ptr().wrapping_add(b)
     }
 
     /// The owner and the record of slot `s & 3` of `block`, filled or not (an empty slot
