@@ -321,3 +321,65 @@ fn threads_run_against_the_shared_runtime_library() {
     );
     assert_eq!(counter(&stdout, "collections"), 1400);
 }
+
+/// The threaded programs under MMTk's mark-sweep and Immix (`LOCUS_GC_COLLECTOR`), MMTk
+/// collecting at every call that may collect (`LOCUS_GC_MMTK_COLLECT_EVERY=1`): share
+/// gives the stress collector's 202250 built ahead of time (frames, and statepoint roots
+/// under Immix) and in the JIT, every collection stopping the other threads at their
+/// safepoints and counting the main thread, joining in a safe region, as parked; the
+/// spinner with `--safepoint-polls` parks at its back edge (42), and without polls holds
+/// the collection up (the watchdog ends the run).
+#[test]
+fn threads_under_mmtk() {
+    let tmp = TempDir::new("gc-threads-mmtk");
+    let share = tmp.path("share");
+    let share_sp = tmp.path("share-sp");
+    let (plain, polled) = (tmp.path("spin"), tmp.path("spin-polls"));
+    build(&fixture("share"), &share, &[]);
+    build(&fixture("share"), &share_sp, &["--roots", "statepoint"]);
+    build(&fixture("spin"), &plain, &[]);
+    build(&fixture("spin"), &polled, &["--safepoint-polls"]);
+    let mmtk = |prog: &Path, plan: &str| {
+        let mut cmd = Command::new(prog);
+        cmd.env("LOCUS_GC_COLLECTOR", format!("mmtk:{plan}"))
+            .env("LOCUS_GC_MMTK_COLLECT_EVERY", "1")
+            .env("LOCUS_GC_STATS", "1")
+            .env_remove("LOCUS_GC_STRESS")
+            .env_remove("LOCUS_GC_HEAP_SIZE");
+        cmd
+    };
+    let mut runs = vec![("immix", &share_sp)];
+    for plan in ["marksweep", "immix"] {
+        runs.push((plan, &share));
+    }
+    for (plan, prog) in runs {
+        let out = run_watched(mmtk(prog, plan), ENDS).expect("share under MMTk: held up");
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success() && stdout.starts_with("202250\n"),
+            "{plan} {}: {:?}\n{stdout}{}",
+            prog.display(),
+            out.status,
+            text(&out.stderr)
+        );
+        assert_eq!(counter(&stdout, "faults"), 0, "{plan}: {stdout}");
+        assert!(counter(&stdout, "collections") >= 100, "{plan}: {stdout}");
+
+        if prog == &share {
+            let out = run_watched(mmtk(&polled, plan), ENDS).expect("spin with polls: held up");
+            assert!(out.status.success(), "{plan}: {}", text(&out.stderr));
+            assert!(text(&out.stdout).starts_with("42\n"), "{plan}");
+        }
+    }
+    assert!(
+        run_watched(mmtk(&plain, "immix"), Duration::from_secs(2)).is_none(),
+        "without polls an MMTk collection cannot end while the spinner spins"
+    );
+    let mut cmd = Command::new(LOCUS);
+    cmd.args(["gc", "run", "--collector", "mmtk:immix"])
+        .arg(fixture("share"))
+        .env("LOCUS_GC_MMTK_COLLECT_EVERY", "1");
+    let out = run_watched(cmd, ENDS).expect("gc run share under MMTk: held up");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "202250\n");
+}

@@ -106,9 +106,8 @@ pub const LOCUS_GC_NO_STACK_MAPS: i32 = 3;
 pub const LOCUS_GC_NO_HEAP: i32 = 4;
 /// What [`locus_gc_init`] (and the other attach functions) return when the collector
 /// refuses the runtime (after one `locus: gc: ...` line on standard error): an unknown
-/// `LOCUS_GC_COLLECTOR`, an MMTk plan the roots do not allow, a second MMTk plan or a
-/// second thread on an MMTk heap in one process, a `LOCUS_GC_HEAP_SIZE` that is not a
-/// size.
+/// `LOCUS_GC_COLLECTOR`, an MMTk plan the roots do not allow, a second MMTk plan in one
+/// process, a `LOCUS_GC_HEAP_SIZE` that is not a size.
 pub const LOCUS_GC_REFUSED: i32 = 5;
 /// The environment variable that chooses the collector: `stress`, `locus` or `mmtk:PLAN`
 /// (PLAN one of marksweep, immix, stickyimmix, and with statepoint roots also semispace

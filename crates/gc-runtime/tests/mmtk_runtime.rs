@@ -2,7 +2,7 @@
 //! what one MMTk heap per process cannot do is refused with a sentence, not a panic.
 
 use locus_gc_runtime::mmtk::Plan;
-use locus_gc_runtime::runtime::{Collector, Config, GcFrame, OnFault, Runtime};
+use locus_gc_runtime::runtime::{self, Collector, Config, GcFrame, OnFault, Runtime};
 
 fn mmtk(plan: Plan) -> Config {
     Config::default()
@@ -11,7 +11,7 @@ fn mmtk(plan: Plan) -> Config {
 }
 
 #[test]
-fn one_plan_one_thread_per_process() {
+fn one_plan_per_process_and_a_second_thread() {
     // A copying plan cannot take frame roots: refused before any MMTk heap is made.
     let err = Runtime::try_enter(mmtk(Plan::SemiSpace))
         .err()
@@ -41,13 +41,46 @@ fn one_plan_one_thread_per_process() {
     assert!(stats.objects_allocated >= 40_001, "{stats:?}");
     assert!(rt.take_faults().is_empty());
 
-    // A second thread on the MMTk heap: refused (the multi-thread protocol is not built).
+    // A second thread on the MMTk heap: it attaches, allocates and collects while this
+    // one waits in a safe region (counted as parked, its frame's root handed over).
     let heap = rt.heap();
-    let attached = std::thread::spawn(move || heap.try_attach().map(drop))
-        .join()
-        .unwrap_or_else(|_| Err("the thread panicked".into()));
-    let err = attached.err().unwrap_or_default();
-    assert!(err.contains("one mutator thread"), "{err}");
+    let kept_addr = kept.as_ptr() as usize;
+    runtime::locus_gc_enter_safe_region();
+    let other = std::thread::spawn(move || -> Result<(u64, u64, usize), String> {
+        let rt2 = heap.try_attach()?;
+        let mine = rt2.alloc(0, 8).map_err(|e| e.to_string())?;
+        let head = rt2.pgcstack();
+        let mut frame = [GcFrame::header_word(1), 0, mine.as_ptr() as usize];
+        // SAFETY: this thread's chain head slot; unlinked below.
+        frame[1] = unsafe { *head } as usize;
+        // SAFETY: as above.
+        unsafe { *head = frame.as_mut_ptr().cast() };
+        // SAFETY: a fresh object of 8 raw bytes.
+        unsafe { mine.as_ptr().cast::<u64>().write(7) };
+        let before = rt2.stats().collections;
+        rt2.collect().map_err(|e| e.to_string())?;
+        for _ in 0..20_000 {
+            rt2.alloc(0, 1024).map_err(|e| e.to_string())?;
+        }
+        let collections = rt2.stats().collections - before;
+        // SAFETY: kept by the frame root.
+        let seven = unsafe { (frame[2] as *const u64).read() };
+        // SAFETY: as above.
+        unsafe { *head = frame[1] as *mut GcFrame };
+        Ok((collections, seven, rt2.mutators()))
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the thread panicked".into()));
+    runtime::locus_gc_leave_safe_region();
+    let (collections, seven, mutators) = other.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        collections >= 1,
+        "the second thread's collections: {collections}"
+    );
+    assert_eq!((seven, mutators), (7, 2));
+    // SAFETY: the safe region handed this thread's frame root over: still alive, in place.
+    assert_eq!(unsafe { (kept_addr as *const u64).read() }, 42);
+    assert!(rt.take_faults().is_empty());
 
     // Another plan in the same process: refused; the same plan again, once this is gone: fine.
     // SAFETY: as above.

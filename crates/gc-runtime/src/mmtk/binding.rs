@@ -6,6 +6,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
 
 use mmtk::util::copy::{CopySemantics, GCWorkerCopyContext};
 use mmtk::util::opaque_pointer::{OpaquePointer, VMMutatorThread, VMThread, VMWorkerThread};
@@ -73,6 +74,9 @@ pub(crate) struct MutatorRecord {
     pub(crate) roots: UnsafeCell<Option<RootsFn>>,
     /// Written by the thread before it parks, read by GC workers while it is parked.
     pub(crate) published: UnsafeCell<Published>,
+    /// The collections ended (the heap's epoch) when the thread's current
+    /// allocation or request began: a collection it asked for ends after that.
+    pub(crate) epoch_before: std::sync::atomic::AtomicU64,
 }
 
 impl MutatorRecord {
@@ -334,6 +338,8 @@ impl Collection<Locus> for Collect {
         let records = {
             let mut sync = lock(&inst.sync);
             sync.in_gc = true;
+            // Other threads' polls see it and park.
+            inst.pending.store(true, Ordering::SeqCst);
             while sync.parked < sync.mutators.len() {
                 sync = inst
                     .cond
@@ -364,7 +370,9 @@ impl Collection<Locus> for Collect {
         });
         let mut sync = lock(&inst.sync);
         sync.epoch += 1;
+        inst.epoch.store(sync.epoch, Ordering::Release);
         sync.in_gc = false;
+        inst.pending.store(false, Ordering::SeqCst);
         inst.collections.fetch_add(1, Ordering::Relaxed);
         inst.cond.notify_all();
     }
@@ -372,37 +380,8 @@ impl Collection<Locus> for Collect {
     fn block_for_gc(tls: VMMutatorThread) {
         // SAFETY: MMTk calls this on a bound mutator's own thread.
         let rec = unsafe { record(tls) };
-        let inst = instance();
-        publish(inst, rec);
-        {
-            let mut sync = lock(&inst.sync);
-            let epoch = sync.epoch;
-            sync.parked += 1;
-            inst.cond.notify_all();
-            while sync.epoch == epoch {
-                sync = inst
-                    .cond
-                    .wait(sync)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-            sync.parked -= 1;
-        }
-        // SAFETY: the collection is over; the thread owns its record again.
-        let published = unsafe { &mut *rec.published.get() };
-        for &(base_slot, derived_slot, old) in &published.derived {
-            // SAFETY: the slots were published as the thread's live stack slots, and the
-            // thread has not run since.
-            let new = unsafe { layout::read_word(base_slot) };
-            if new != old {
-                // SAFETY: as above.
-                let derived = unsafe { layout::read_word(derived_slot) };
-                // SAFETY: as above.
-                unsafe {
-                    layout::write_word(derived_slot, derived.wrapping_add(new.wrapping_sub(old)))
-                };
-            }
-        }
-        *published = Published::default();
+        let asked = rec.epoch_before.load(Ordering::Relaxed);
+        park(instance(), rec, Some(asked));
     }
 
     fn spawn_gc_thread(_tls: VMThread, ctx: GCThreadContext<Locus>) {
@@ -439,9 +418,51 @@ impl Collection<Locus> for Collect {
     }
 }
 
+/// Parks the calling thread, the owner of `rec`, for a collection: publishes its roots,
+/// counts it parked, and waits until no collection runs and, when it asked for one
+/// (`asked`: the collections ended before it asked), one has ended since. Waiting for
+/// "the next collection" alone could wait for ever: a request MMTk merged into a
+/// collection that ended before this thread got here is served already. Then moves its
+/// derived slots after their bases.
+pub(crate) fn park(inst: &Instance, rec: &MutatorRecord, asked: Option<u64>) {
+    publish(inst, rec);
+    {
+        let mut sync = lock(&inst.sync);
+        sync.parked += 1;
+        inst.cond.notify_all();
+        while sync.in_gc || asked.is_some_and(|e| sync.epoch == e) {
+            sync = inst.cond.wait(sync).unwrap_or_else(PoisonError::into_inner);
+        }
+        sync.parked -= 1;
+        rec.epoch_before.store(sync.epoch, Ordering::Relaxed);
+    }
+    finish_published(rec);
+}
+
+/// After the collections the thread was parked for: moves each derived slot it published
+/// by as much as its base moved, and forgets what it published.
+pub(crate) fn finish_published(rec: &MutatorRecord) {
+    // SAFETY: no collection runs and the thread is not counted parked: it owns its record.
+    let published = unsafe { &mut *rec.published.get() };
+    for &(base_slot, derived_slot, old) in &published.derived {
+        // SAFETY: the slots were published as the thread's live stack slots (or its own
+        // cells), and the thread has not run since.
+        let new = unsafe { layout::read_word(base_slot) };
+        if new != old {
+            // SAFETY: as above.
+            let derived = unsafe { layout::read_word(derived_slot) };
+            // SAFETY: as above.
+            unsafe {
+                layout::write_word(derived_slot, derived.wrapping_add(new.wrapping_sub(old)))
+            };
+        }
+    }
+    *published = Published::default();
+}
+
 /// Collects what the thread `rec` must publish before it parks: its frame roots (pinned,
 /// or as slots on a copying plan), its slots, its derived pairs and conservative regions.
-fn publish(inst: &Instance, rec: &MutatorRecord) {
+pub(crate) fn publish(inst: &Instance, rec: &MutatorRecord) {
     let mut set = RootSet::default();
     // SAFETY: only this thread touches its own provider; it is set for the duration of
     // the allocation or request that got here.

@@ -3,8 +3,8 @@
 //!
 //! The runtime runs on it when its collector is [`crate::runtime::Collector::Mmtk`]
 //! (`locus gc run --collector mmtk:PLAN`, `LOCUS_GC_COLLECTOR=mmtk:PLAN` for a built
-//! executable): frame roots on a pinning plan, statepoint roots on every plan, one mutator
-//! thread per process (see "The seam with the runtime" for what is not wired yet). It
+//! executable): frame roots on a pinning plan, statepoint roots on every plan, any number
+//! of mutator threads (see "The seam with the runtime" for what is wired and tested). It
 //! allocates objects exactly as [`crate::runtime`] lays them out
 //! (the 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader) before the object, the
 //! same words the runtime's heap writes, `nptrs` tracked pointer fields then raw bytes;
@@ -105,11 +105,16 @@
 //! MMTk's GC work runs on worker threads of its own ([`MmtkOptions::workers`]). A mutator
 //! thread that triggers a collection (in an allocation, or [`MmtkMutator::collect`])
 //! publishes its roots and blocks until the collection ends; the workers start tracing once
-//! every bound mutator is so parked. With one mutator thread that is all it takes. With
-//! several, the runtime must make each other thread come to a safepoint soon (its polls
-//! see a flag, then call [`MmtkMutator::park`]) and count a thread in a safe region as
-//! parked with the roots it left (see `park`): exactly what MMTk's `stop_all_mutators`
-//! waits for here.
+//! every bound mutator is so parked. With several threads, a collection sets a flag when
+//! it starts stopping them ([`MmtkHeap::collection_pending`], one relaxed load), which
+//! every safepoint and `locus_gc_poll` reads: the thread then [`MmtkMutator::park`]s,
+//! handing over its roots, until the collection ends. A thread in a safe region
+//! ([`MmtkMutator::enter_safe_region`]) handed its roots over when it entered and counts
+//! as parked, so collections run without it; leaving waits for a running collection to
+//! end. A thread that asked for a collection waits until one has ended since it asked
+//! (not for "the next one": MMTk may have merged its request into a collection that
+//! ended before it parked), or none is pending. Binding and unbinding wait for a running
+//! collection.
 //!
 //! # The seam with the runtime
 //!
@@ -127,7 +132,8 @@
 //! | `locus_gc_alloc(nptrs, nbytes)` | [`MmtkMutator::alloc`]`(nptrs, nbytes, roots)` |
 //! | `locus_gc_alloc_bytes(ptls, size, tag)` | [`MmtkMutator::alloc_tagged`]`(size, tag, roots)` |
 //! | `locus_gc_alloc_genericmemory(ptls, n, tag)` | `alloc_tagged(16 + n, tag, roots)`, then word 1 = `obj + 16` |
-//! | `locus_gc_safepoint`, `locus_gc_poll` | nothing on one thread (MMTk collects when an allocation finds the heap full); with several, [`MmtkMutator::park`]`(roots)` when another thread's collection is pending |
+//! | `locus_gc_safepoint`, `locus_gc_poll` | [`MmtkMutator::park`]`(roots)` when [`MmtkHeap::collection_pending`] (another thread's collection); MMTk itself collects when an allocation finds the heap full |
+//! | `locus_gc_enter_safe_region` / `leave` | [`MmtkMutator::enter_safe_region`]`(roots)` / [`MmtkMutator::leave_safe_region`] |
 //! | `locus_gc_write_barrier(parent)` | [`MmtkMutator::write_barrier`]`(parent)` |
 //! | `locus_gc_pin` / `unpin` / `pin_forever` | [`MmtkHeap::pin`] / [`MmtkHeap::unpin`] / `pin` never undone (the object's address: resolve an interior pointer first) |
 //! | stats, faults | [`MmtkHeap::stats`], [`MmtkHeap::take_faults`] (each a `GcFault` for the handler) |
@@ -142,17 +148,13 @@
 //! root regions); GenCopy refuses the same 11, and on it and StickyImmix 3 programs
 //! (`callee_rooted_field`, `vector_loaded`, `vector_masked_loads`) give wrong results
 //! because they store a young object into an old one without the write barrier those
-//! plans need (with the barriers added, `vector_loaded` gives its 4242). Not yet: several
-//! mutator threads (a second thread's attach is refused).
-//!
-//! Several mutator threads need, besides: a cheap "collection pending" flag for polls
-//! (set where `stop_all_mutators` sets `in_gc`, before it waits), and safe regions that
-//! count as parked: entering one publishes the thread's roots and counts it parked without
-//! waiting; leaving waits for a running collection to end, then uncounts it. Binding and
-//! unbinding already wait for a running collection. And `block_for_gc` must stop waiting
-//! for "the next epoch" alone: a second thread whose request MMTk merged into a collection
-//! that ended before it parked would wait for one nobody asks for (wait instead until a
-//! collection has ended since its request, or none is pending or running).
+//! plans need (with the barriers added, `vector_loaded` gives its 4242). Several mutator
+//! threads (cli `gc_threads`, gc-runtime `mmtk_runtime`): the threaded `share` program (5
+//! threads, a global root table, a holder blocked in a foreign call under `jl_roots`, main
+//! joining in a safe region) gives the stress collector's 202250 under MarkSweep and Immix
+//! with frame roots, and under Immix with statepoint roots; `spin` with
+//! `--safepoint-polls` ends, without polls it holds the collection up. On SemiSpace and
+//! GenCopy `share` is refused at its `jl_roots` pin.
 //!
 //! # One heap per process
 //!
@@ -562,6 +564,11 @@ struct Instance {
     cond: Condvar,
     /// Set while a mutator of [`MmtkHeap::bind_sole_mutator`] is bound: no other may bind.
     sole: AtomicBool,
+    /// Set from when a collection starts stopping the mutators until it resumes them:
+    /// what a safepoint poll reads ([`MmtkHeap::collection_pending`]).
+    pending: AtomicBool,
+    /// [`SyncState::epoch`], readable without the lock.
+    epoch: AtomicU64,
     /// Tagged objects (address, serial) not yet seen dead: their words are pinned before
     /// each trace on a pinning plan.
     tagged: Mutex<Vec<(usize, u64)>>,
@@ -716,6 +723,8 @@ impl MmtkHeap {
             }),
             cond: Condvar::new(),
             sole: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
             tagged: Mutex::new(Vec::new()),
             pins: Mutex::new(HashMap::new()),
             pin_cells: Mutex::new(Box::default()),
@@ -752,6 +761,13 @@ impl MmtkHeap {
         self.inst.plan
     }
 
+    /// Whether a collection is stopping the mutators or running: a thread that reaches a
+    /// safepoint then [`MmtkMutator::park`]s (one relaxed load: cheap enough for every
+    /// loop back edge).
+    pub fn collection_pending(&self) -> bool {
+        self.inst.pending.load(Ordering::Relaxed)
+    }
+
     /// Its size, as [`MmtkOptions::heap`] asked.
     pub fn heap_size(&self) -> HeapSize {
         self.inst.heap
@@ -763,6 +779,7 @@ impl MmtkHeap {
             mutator: std::cell::UnsafeCell::new(None),
             roots: std::cell::UnsafeCell::new(None),
             published: std::cell::UnsafeCell::new(Default::default()),
+            epoch_before: AtomicU64::new(0),
         });
         let mutator = memory_manager::bind_mutator(self.inst.mmtk, record.tls());
         // SAFETY: not registered yet: no one else sees the record.
@@ -782,13 +799,13 @@ impl MmtkHeap {
             record,
             heap: *self,
             sole: false,
+            in_safe: false,
             _not_send: PhantomData,
         }
     }
 
-    /// [`MmtkHeap::bind_mutator`] for a heap that takes one mutator thread (the runtime's,
-    /// until the safepoint protocol several need is built): `None` when a mutator is bound
-    /// already; none other can bind until this one is dropped.
+    /// [`MmtkHeap::bind_mutator`] for a host that wants one mutator thread only: `None`
+    /// when a mutator is bound already; none other can bind until this one is dropped.
     pub fn bind_sole_mutator(&self) -> Option<MmtkMutator> {
         if self
             .inst
@@ -888,6 +905,8 @@ pub struct MmtkMutator {
     heap: MmtkHeap,
     /// Bound by [`MmtkHeap::bind_sole_mutator`].
     sole: bool,
+    /// In a safe region ([`MmtkMutator::enter_safe_region`]): counted as parked.
+    in_safe: bool,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -919,6 +938,11 @@ impl MmtkMutator {
             unsafe { std::mem::transmute(provider) };
         // SAFETY: only this thread uses its record's provider.
         unsafe { *self.record.roots.get() = Some(provider) };
+        // A collection this call asks for is one that ends after this.
+        self.record.epoch_before.store(
+            self.heap.inst.epoch.load(Ordering::Acquire),
+            Ordering::Relaxed,
+        );
         let r = body(self);
         // SAFETY: as above.
         unsafe { *self.record.roots.get() = None };
@@ -1037,11 +1061,52 @@ impl MmtkMutator {
     /// Parks this thread for a collection another thread started, handing over `roots`,
     /// and returns when it ends: what a safepoint poll calls when a collection is
     /// requested (MMTk's `block_for_gc`, for a thread that did not trigger it).
+    /// Does nothing when no collection is pending or running.
     pub fn park(&mut self, roots: &mut dyn FnMut(&mut RootSet)) {
-        let tls = self.record.tls();
-        self.with_roots(roots, |_| {
-            <binding::Collect as mmtk::vm::Collection<Locus>>::block_for_gc(tls)
-        });
+        if !self.heap.collection_pending() {
+            return;
+        }
+        let inst = self.heap.inst;
+        self.with_roots(roots, |me| binding::park(inst, &me.record, None));
+    }
+
+    /// Enters a safe region: the thread's roots are handed over now (`roots` is called
+    /// once, here), and until [`MmtkMutator::leave_safe_region`] the thread counts as
+    /// parked, so collections run without waiting for it. The thread must not touch what
+    /// it handed over meanwhile, nor allocate. Entering twice is entering once.
+    pub fn enter_safe_region(&mut self, roots: &mut dyn FnMut(&mut RootSet)) {
+        if self.in_safe {
+            return;
+        }
+        let inst = self.heap.inst;
+        self.with_roots(roots, |me| binding::publish(inst, &me.record));
+        let mut sync = lock(&inst.sync);
+        sync.parked += 1;
+        inst.cond.notify_all();
+        self.in_safe = true;
+    }
+
+    /// Leaves the safe region, first waiting for a running collection to end; moves the
+    /// derived slots it handed over by as much as their bases moved meanwhile. Outside a
+    /// safe region, does nothing.
+    pub fn leave_safe_region(&mut self) {
+        if !self.in_safe {
+            return;
+        }
+        let inst = self.heap.inst;
+        let mut sync = lock(&inst.sync);
+        while sync.in_gc {
+            sync = inst.cond.wait(sync).unwrap_or_else(PoisonError::into_inner);
+        }
+        sync.parked -= 1;
+        drop(sync);
+        self.in_safe = false;
+        binding::finish_published(&self.record);
+    }
+
+    /// Whether it is in a safe region.
+    pub fn in_safe_region(&self) -> bool {
+        self.in_safe
     }
 
     /// The write barrier after storing a pointer into `parent` (any of its fields, or a
@@ -1077,7 +1142,11 @@ impl Drop for MmtkMutator {
         while sync.in_gc {
             sync = inst.cond.wait(sync).unwrap_or_else(PoisonError::into_inner);
         }
+        if self.in_safe {
+            sync.parked -= 1;
+        }
         sync.mutators.retain(|&a| a != addr);
+        inst.cond.notify_all();
         drop(sync);
         memory_manager::destroy_mutator(self.mutator());
         if self.sole {

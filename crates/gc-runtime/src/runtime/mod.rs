@@ -177,6 +177,12 @@
 //! A thread that loops without reaching any of these holds every collection up (the
 //! collecting thread waits); `--safepoint-polls` is the cure.
 //!
+//! With an MMTk collector ([`Config::mmtk`]) the protocol is the same, MMTk's own: a
+//! collection (an allocation found the heap full, or [`Runtime::collect`]) raises a flag
+//! that every safepoint and `locus_gc_poll` reads; a thread that sees it hands its roots
+//! over and parks until the collection ends; a thread in a safe region handed its roots
+//! over when it entered and counts as stopped (see the [`crate::mmtk`] docs).
+//!
 //! What is not supported: a thread in a safe region with statepoint roots has only its
 //! chain, pins and regions scanned, not its compiled frames (the statepoint rewrite does
 //! not wrap `locus_gc_enter_safe_region`; objects it holds across the region must be
@@ -288,7 +294,8 @@ pub enum Collector {
     /// plans that pin (MarkSweep, Immix, StickyImmix: frame code does not reload a rooted
     /// value); with statepoint roots every plan, SemiSpace and GenCopy moving objects
     /// (then a pin, or a stack or global root region naming an object that moves, is a
-    /// fault: see the [`crate::mmtk`] docs). One mutator thread per heap.
+    /// fault: see the [`crate::mmtk`] docs). Several mutator threads, as with the
+    /// runtime's own collector (see "Threads").
     Mmtk(Plan),
 }
 
@@ -655,19 +662,21 @@ impl HeapHandle {
     /// [`HeapHandle::attach`], or why not.
     ///
     /// # Errors
-    /// An MMTk heap takes one mutator thread (the safepoint protocol several need with
-    /// MMTk is not built): a second thread is refused.
+    /// None today (the signature leaves room for a collector that refuses a thread).
     pub fn try_attach(&self) -> Result<Guard, String> {
-        let mm = match self.0.mmtk {
-            Some(heap) => Some(heap.bind_sole_mutator().ok_or_else(|| {
-                format!(
-                    "the MMTk collector (plan {}) takes one mutator thread per process: \
-                     another thread cannot attach",
-                    heap.plan()
-                )
-            })?),
-            None => None,
-        };
+        if self.0.mmtk.is_some() {
+            // Binding waits while an MMTk collection runs, which may be waiting for the
+            // runtime this thread runs now: that one is parked first (as `install` parks
+            // it anyway).
+            let _ = CURRENT.try_with(|cur| {
+                let before = cur.get();
+                if !before.is_null() {
+                    // SAFETY: `CURRENT` only holds runtimes owned by live guards here.
+                    unsafe { &*before }.enter_safe();
+                }
+            });
+        }
+        let mm = self.0.mmtk.map(|heap| heap.bind_mutator());
         Ok(install(Runtime {
             shared: Arc::clone(&self.0),
             me: Arc::new(Mutator::new(StackBounds::current_thread())),
@@ -857,12 +866,22 @@ impl Runtime {
             .store(frames::approx_stack_pointer(), Ordering::SeqCst);
         self.me.state.store(SAFE, Ordering::SeqCst);
         self.shared.notify();
+        // MMTk: the thread's roots are handed over now, and it counts as parked.
+        let _ = self.mmtk_do(|m, roots| {
+            m.enter_safe_region(roots);
+            Ok(())
+        });
     }
 
     /// Marks this thread running again, first waiting for a collection that runs (or is
     /// stopping the world) to end.
     fn leave_safe(&self) {
         let sh = &*self.shared;
+        if let Ok(mut mm) = self.mm.try_borrow_mut() {
+            if let Some(m) = mm.as_mut() {
+                m.leave_safe_region();
+            }
+        }
         loop {
             // Dekker-style with the collector, which sets `stopping` and then reads each
             // thread's state: one of the two sees the other's store.
@@ -886,6 +905,15 @@ impl Runtime {
 
     /// Stops here while another thread collects (what `locus_gc_poll` does).
     pub fn poll(&self) {
+        if let Some(heap) = self.shared.mmtk {
+            if heap.collection_pending() {
+                let _ = self.mmtk_do(|m, roots| {
+                    m.park(roots);
+                    Ok(())
+                });
+            }
+            return;
+        }
         if self.shared.stopping.load(Ordering::SeqCst) {
             self.enter_safe();
             self.leave_safe();
@@ -1006,6 +1034,8 @@ impl Runtime {
     /// A fault found by the collection, as for [`Runtime::collect`].
     pub fn safepoint(&self) -> Result<Option<Collection>, GcFault> {
         if self.shared.mmtk.is_some() {
+            // Another thread's collection first.
+            self.poll();
             // MMTk collects when an allocation finds its heap full, and here only when
             // asked to collect every so many calls.
             let every = self.shared.mmtk_every;
@@ -1638,7 +1668,10 @@ pub extern "C" fn locus_gc_poll() {
     if !rt.is_null() {
         // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
         let rt = unsafe { &*rt };
-        if !rt.shared.stopping.load(Ordering::Relaxed) && !rt.is_safe() {
+        if !rt.shared.stopping.load(Ordering::Relaxed)
+            && !rt.is_safe()
+            && !rt.shared.mmtk.is_some_and(|h| h.collection_pending())
+        {
             return;
         }
     }
