@@ -142,7 +142,8 @@
 //! collections, write barriers, pins, foreign reads, stats (objects moved included) and
 //! faults, with frame roots on MarkSweep, Immix and StickyImmix and statepoint roots on all
 //! five plans. Tested (cli `gc_mmtk`, MMTk collecting at every call that may collect,
-//! `LOCUS_GC_MMTK_COLLECT_EVERY=1`): with statepoint roots, the GC suite's 38 programs
+//! `LOCUS_GC_MMTK_COLLECT_EVERY=1`, Immix and StickyImmix defragmenting at each,
+//! `LOCUS_GC_MMTK_DEFRAG=1`): with statepoint roots, the GC suite's 38 programs
 //! give the stress collector's results under MarkSweep and Immix (38 of 38) and SemiSpace
 //! (27; the other 11 are refused with one line: 5 pin objects, 6 keep values in stack
 //! root regions); GenCopy refuses the same 11, and on it and StickyImmix 3 programs

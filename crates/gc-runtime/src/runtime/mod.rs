@@ -278,6 +278,12 @@ pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
 /// e.g. `256M` (see [`parse_heap_size`]).
 pub const HEAP_SIZE_ENV: &str = "LOCUS_GC_HEAP_SIZE";
 
+/// The environment variable that makes MMTk's Immix and StickyImmix defragment at every
+/// collection (value `1`), moving objects that nothing pins: what tests run statepoint
+/// programs with so that Immix moves objects (it otherwise defragments only when its
+/// blocks are fragmented).
+pub const MMTK_DEFRAG_ENV: &str = "LOCUS_GC_MMTK_DEFRAG";
+
 /// The environment variable that sets [`Config::mmtk_collect_every`] when that is 0: a
 /// positive number `N`, MMTk collects at every `N`th call that may collect.
 pub const MMTK_COLLECT_EVERY_ENV: &str = "LOCUS_GC_MMTK_COLLECT_EVERY";
@@ -1385,8 +1391,9 @@ fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
                     None => HeapSize::default_dynamic(),
                 },
             };
-            MmtkHeap::new(MmtkOptions::with_heap(plan, heap))
-                .map_err(|e| format!("cannot make the MMTk heap: {e}"))
+            let mut options = MmtkOptions::with_heap(plan, heap);
+            options.always_defrag = std::env::var_os(MMTK_DEFRAG_ENV).is_some_and(|v| v == "1");
+            MmtkHeap::new(options).map_err(|e| format!("cannot make the MMTk heap: {e}"))
         }
     }
 }
