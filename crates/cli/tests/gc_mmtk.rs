@@ -523,3 +523,24 @@ fn statepoint_slots_and_derived_pointers_move() {
         }
     }
 }
+
+/// Frame roots on Immix defragmenting at every collection: compiled code keeps pointers it
+/// loaded from a rooted object's fields (Loaded, addrspace 13, here from masked loads and
+/// gathers) in registers while only that object is in its frame, so what a frame names is
+/// pinned transitively. With the frame's objects alone pinned, defragmentation moved 16
+/// objects and the program returned 4240.
+#[test]
+fn frame_roots_pin_what_code_loaded_from_them_under_immix_defrag() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gc/fixtures/programs/vector_masked_loads.ll");
+    let out = Command::new(LOCUS)
+        .args(["gc", "run", "--timeout", "60", "--collector", "mmtk:immix"])
+        .arg(&file)
+        .env("LOCUS_GC_MMTK_COLLECT_EVERY", "1")
+        .env("LOCUS_GC_MMTK_DEFRAG", "1")
+        .env_remove("LOCUS_GC_HEAP_SIZE")
+        .output()
+        .unwrap_or_else(|e| panic!("run {LOCUS}: {e}"));
+    assert!(out.status.success(), "{}", text_of(&out.stderr));
+    assert_eq!(text_of(&out.stdout), "4242\n");
+}

@@ -284,7 +284,11 @@ impl Scanning<Locus> for Scan {
         // SAFETY: the thread wrote it before parking and waits until the collection ends.
         let published = unsafe { &*rec.published.get() };
         if !published.pinned.is_empty() {
-            factory.create_process_pinning_roots_work(published.pinned.clone());
+            // Transitively: compiled code keeps in registers pointers it loaded from a
+            // rooted object's fields (Julia's Loaded, addrspace 13) and from what those
+            // point to, while only the object it loaded them from is in its frame; Immix's
+            // defragmentation and StickyImmix's nursery copying must not move any of them.
+            factory.create_process_tpinning_roots_work(published.pinned.clone());
         }
         if !published.slots.is_empty() {
             factory.create_process_roots_work(published.slots.clone());

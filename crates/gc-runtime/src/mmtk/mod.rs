@@ -18,8 +18,8 @@
 //! | plan | moves objects | frame roots | generational (needs write barriers) |
 //! |---|---|---|---|
 //! | MarkSweep | never | pinned (nothing moves anyway) | no |
-//! | Immix | when it defragments | pinned for the collection | no |
-//! | StickyImmix | nursery objects, and when it defragments | pinned for the collection | yes |
+//! | Immix | when it defragments | pinned, with all they reach, for the collection | no |
+//! | StickyImmix | nursery objects, and when it defragments | pinned, with all they reach, for the collection | yes |
 //! | SemiSpace | every live object, every collection | rewritten (cannot pin) | no |
 //! | GenCopy | every live object it collects | rewritten (cannot pin) | yes |
 //!
@@ -31,7 +31,13 @@
 //!   `*pgcstack` holds); every object a linked frame names is a root. On a plan that can
 //!   pin (MarkSweep, Immix, StickyImmix) it is pinned for that collection, as Julia's MMTk
 //!   binding pins its frame roots, because lowered code keeps using the value it stored
-//!   in the frame. SemiSpace and GenCopy cannot pin: they rewrite the frame's slot, so on
+//!   in the frame; transitively (with every object it reaches), because the code also
+//!   keeps in registers pointers it loaded from the object's fields (Julia's Loaded
+//!   pointers, addrspace 13) and from what those point to, rooted only by the object in
+//!   the frame (with only the frame's objects pinned, Immix's defragmentation moved such
+//!   a pointer's target and `vector_masked_loads` returned 4240 for 4242). The same holds
+//!   for objects pinned for a region or an interior statepoint base. SemiSpace and GenCopy
+//!   cannot pin: they rewrite the frame's slot, so on
 //!   those plans code must reload a rooted value from its slot after a call that may
 //!   collect (statepoint code does, frame code does not: use a pinning plan for it).
 //! - [`RootSet::slots`]: statepoint slots (a `[sp + off]` / `[fp + off]` the stack maps
