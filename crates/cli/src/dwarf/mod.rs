@@ -5,7 +5,6 @@
 //! `locus_dwarf`'s, and its requests (registers, memory, lane, frame base) are answered
 //! from the context file by `Evaluation::evaluate_with` on the snapshot's `State`.
 
-mod context;
 pub(crate) mod render;
 mod target;
 
@@ -21,7 +20,9 @@ use locus_dwarf::{
 use locus_dwarf::{ErrorKind, Request, Unavailable};
 use serde_json::{json, Value as Json};
 
-pub use context::Context;
+// The CTX.json / SNAP.json format is locus-dwarf's.
+use locus_dwarf::binary::json as context;
+pub use locus_dwarf::binary::json::Context;
 
 use crate::input::Input;
 use crate::Failure;

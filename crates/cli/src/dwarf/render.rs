@@ -4,17 +4,9 @@
 use std::collections::BTreeMap;
 
 use locus_dwarf::{Entry, Location, SingleLocation, Storage, Value, ValueType};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
-use super::context::hex;
-
-/// A number that may not fit JSON's usual u64 range.
-fn big(n: u128) -> Json {
-    match u64::try_from(n) {
-        Ok(n) => json!(n),
-        Err(_) => json!(n.to_string()),
-    }
-}
+use locus_dwarf::binary::json::hex;
 
 /// `generic`, `signed 4`, `unsigned 8`, ...: the value type's debug name,
 /// lowercased, so new kinds of types print without changes here.
@@ -25,49 +17,7 @@ pub fn type_name(ty: ValueType) -> String {
         .replace(')', "")
 }
 
-/// The JSON of one single location.
-pub fn single_json(p: &SingleLocation) -> Json {
-    match &p.storage {
-        Storage::Memory { address_space } => json!({
-            "storage": "memory", "space": address_space, "bit_offset": big(p.bit_offset),
-            "address": format!("{:#x}", p.bit_offset / 8)
-        }),
-        Storage::Register(r) => json!({
-            "storage": "register", "register": r, "bit_offset": big(p.bit_offset)
-        }),
-        Storage::Implicit(bytes) => json!({
-            "storage": "implicit", "bytes": hex(bytes), "bit_offset": big(p.bit_offset)
-        }),
-        Storage::ImplicitPointer {
-            die,
-            byte_offset,
-            address_space,
-        } => {
-            let mut place = json!({
-                "storage": "implicit_pointer", "die": die, "byte_offset": byte_offset,
-                "bit_offset": big(p.bit_offset)
-            });
-            // DW_OP_aspace_implicit_pointer's address space (none for DW_OP_implicit_pointer).
-            if let Some(space) = address_space {
-                place["space"] = json!(space);
-            }
-            place
-        }
-        Storage::Undefined => json!({"storage": "undefined", "bit_offset": big(p.bit_offset)}),
-        Storage::Composite(parts) => {
-            let parts: Vec<Json> = parts
-                .iter()
-                .map(|part| json!({"bit_size": part.bit_size, "location": location_json(&part.location)}))
-                .collect();
-            json!({"storage": "composite", "bit_offset": big(p.bit_offset), "parts": parts})
-        }
-    }
-}
-
-/// The JSON list of a location description's places.
-pub fn location_json(l: &Location) -> Json {
-    Json::Array(l.places.iter().map(single_json).collect())
-}
+pub use locus_dwarf::binary::json::location_json;
 
 /// A value as target-order hex bytes.
 pub fn value_hex(v: &Value, address_size: u8) -> String {

@@ -1,19 +1,11 @@
 //! Fuzzes the CTX.json / SNAP.json reader of `locus dwarf eval --context` and `vars
-//! --snapshot` (`crates/cli/src/dwarf/context.rs`, compiled in here as it is, with the
-//! `render.rs` it writes object locations with): the input is
-//! the file's text. A context that parses is written back with `Context::to_json` and read
+//! --snapshot` (`locus_dwarf::binary::json`, feature `json`): the input is the file's text. A context that parses is written back with `Context::to_json` and read
 //! again, which must give the same snapshot. Nothing may panic or allocate without bound.
 
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../../cli/src/dwarf/context.rs"]
-mod context;
-#[allow(dead_code)]
-#[path = "../../../cli/src/dwarf/render.rs"]
-mod render;
-
 use libfuzzer_sys::fuzz_target;
+use locus_dwarf::binary::json as context;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -53,6 +53,8 @@ impl From<gimli::Error> for Error {
 }
 
 mod file;
+#[cfg(feature = "json")]
+pub mod json;
 mod scopes;
 mod targets;
 mod variable;

@@ -24,11 +24,17 @@
 //! `vars --snapshot` uses when `--pc`/`--load-bias` are not given), "thread",
 //! "tid", "frame" and "module"; other keys are ignored.
 
-use std::collections::BTreeMap;
+extern crate std;
 
-use locus_dwarf::binary::{MemoryBlock, Snapshot};
-use locus_dwarf::{LocationDescription, Part, Places, SingleLocation, Storage};
-use serde_json::Value;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{MemoryBlock, Snapshot};
+use crate::{Location, LocationDescription, Part, Places, SingleLocation, Storage};
+use serde_json::{json, Value};
 
 /// A parsed context: the snapshot plus the register names it defines.
 #[derive(Default)]
@@ -60,7 +66,7 @@ pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     digits
         .chunks(2)
         .map(|p| {
-            std::str::from_utf8(p)
+            core::str::from_utf8(p)
                 .ok()
                 .and_then(|t| u8::from_str_radix(t, 16).ok())
                 .ok_or_else(|| format!("`{s}`: not hex"))
@@ -369,8 +375,60 @@ impl Context {
             }
         }
         if let Some(l) = &snapshot.object_location {
-            doc["object_location"] = super::render::location_json(l);
+            doc["object_location"] = location_json(l);
         }
         doc
     }
+}
+
+/// A number that may not fit JSON's usual u64 range.
+fn big(n: u128) -> Value {
+    match u64::try_from(n) {
+        Ok(n) => json!(n),
+        Err(_) => json!(n.to_string()),
+    }
+}
+
+/// The JSON of one single location.
+pub fn single_json(p: &SingleLocation) -> Value {
+    match &p.storage {
+        Storage::Memory { address_space } => json!({
+            "storage": "memory", "space": address_space, "bit_offset": big(p.bit_offset),
+            "address": format!("{:#x}", p.bit_offset / 8)
+        }),
+        Storage::Register(r) => json!({
+            "storage": "register", "register": r, "bit_offset": big(p.bit_offset)
+        }),
+        Storage::Implicit(bytes) => json!({
+            "storage": "implicit", "bytes": hex(bytes), "bit_offset": big(p.bit_offset)
+        }),
+        Storage::ImplicitPointer {
+            die,
+            byte_offset,
+            address_space,
+        } => {
+            let mut place = json!({
+                "storage": "implicit_pointer", "die": die, "byte_offset": byte_offset,
+                "bit_offset": big(p.bit_offset)
+            });
+            // DW_OP_aspace_implicit_pointer's address space (none for DW_OP_implicit_pointer).
+            if let Some(space) = address_space {
+                place["space"] = json!(space);
+            }
+            place
+        }
+        Storage::Undefined => json!({"storage": "undefined", "bit_offset": big(p.bit_offset)}),
+        Storage::Composite(parts) => {
+            let parts: Vec<Value> = parts
+                .iter()
+                .map(|part| json!({"bit_size": part.bit_size, "location": location_json(&part.location)}))
+                .collect();
+            json!({"storage": "composite", "bit_offset": big(p.bit_offset), "parts": parts})
+        }
+    }
+}
+
+/// The JSON list of a location description's places.
+pub fn location_json(l: &Location) -> Value {
+    Value::Array(l.places.iter().map(single_json).collect())
 }
