@@ -33,7 +33,8 @@
 //! - `table`: a table of many small objects (a chained hash table of 500,000 entries and
 //!   their value boxes, every seventh value replaced in each of 10 rounds);
 //! - `churn`: a linked structure churned by 4 threads (each keeps a binary tree of 131,071
-//!   nodes in its frames and replaces 100,000 random subtrees of 31 nodes).
+//!   nodes in its frames and replaces 100,000 random subtrees of 31 nodes), and
+//!   `churn-1thread`, the same on the main thread alone with 400,000 rounds.
 
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
@@ -50,6 +51,11 @@ use locus_gc_runtime::mmtk::Plan;
 /// A program of the benchmark: its sources, the sizes a test run uses, and what it prints.
 struct Program {
     name: &'static str,
+    /// The sources: `fixtures/bench/SOURCE.ll` and `.c`.
+    source: &'static str,
+    /// (IR global, C macro, value) triples that set the full program's sizes where they
+    /// differ from the sources'.
+    full: &'static [(&'static str, &'static str, i64)],
     /// For a test run: (IR global, C macro, value) triples that shrink the program.
     small: &'static [(&'static str, &'static str, i64)],
     /// The result of the full program, and of the small one.
@@ -64,6 +70,8 @@ const MIB: u64 = 1 << 20;
 const PROGRAMS: &[Program] = &[
     Program {
         name: "gcbench",
+        source: "gcbench",
+        full: &[],
         small: &[
             ("stretch_depth", "STRETCH_DEPTH", 10),
             ("long_lived_depth", "LONG_LIVED_DEPTH", 8),
@@ -74,18 +82,37 @@ const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "table",
+        source: "table",
+        full: &[],
         small: &[("keys", "KEYS", 5000), ("rounds", "ROUNDS", 2)],
         expect: (303_570_821_420, 16_071_070),
         heap: 64 * MIB,
     },
     Program {
         name: "churn",
+        source: "churn",
+        full: &[],
         small: &[
             ("depth", "DEPTH", 8),
             ("sub", "SUB", 3),
             ("rounds", "ROUNDS", 200),
         ],
         expect: (48_702_401_820, 326_490),
+        heap: 64 * MIB,
+    },
+    // The same churn on one thread (the main one, no pthread_create), 400,000 rounds: what
+    // a runtime that takes one mutator thread per heap can run.
+    Program {
+        name: "churn-1thread",
+        source: "churn",
+        full: &[("threads", "THREADS", 1), ("rounds", "ROUNDS", 400_000)],
+        small: &[
+            ("threads", "THREADS", 1),
+            ("depth", "DEPTH", 8),
+            ("sub", "SUB", 3),
+            ("rounds", "ROUNDS", 200),
+        ],
+        expect: (50_271_815_663, 80_730),
         heap: 64 * MIB,
     },
 ];
@@ -136,8 +163,8 @@ struct Exe {
 
 /// The executables of one program: Boehm's first.
 fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<Exe> {
-    let sizes: &[(&str, &str, i64)] = if small { program.small } else { &[] };
-    let c = fixtures().join(format!("{}.c", program.name));
+    let sizes: &[(&str, &str, i64)] = if small { program.small } else { program.full };
+    let c = fixtures().join(format!("{}.c", program.source));
     let boehm = dir.join(format!("{}-boehm", program.name));
     let mut cc = Command::new("clang-19");
     cc.args(["-O2", "-o"]).arg(&boehm).arg(&c);
@@ -159,7 +186,7 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
         path: boehm,
     }];
 
-    let ll = fixtures().join(format!("{}.ll", program.name));
+    let ll = fixtures().join(format!("{}.ll", program.source));
     let ir = std::fs::read_to_string(&ll).unwrap_or_else(|e| panic!("{}: {e}", ll.display()));
     let ir = resized_ir(&ir, sizes);
     let mut variants = vec![
