@@ -6,7 +6,8 @@
 //! Run with `cargo bench -p locus-gc --bench gcbench`. For every program it prints, per
 //! build (Boehm, the anchor; Locus with frames and its own mark-sweep; Locus with statepoint
 //! roots; Locus with frames on each MMTk plan that pins: `--collector mmtk:marksweep`,
-//! `mmtk:immix`, `mmtk:stickyimmix`), the median wall time of `LOCUS_GC_BENCH_RUNS` runs
+//! `mmtk:immix`, `mmtk:stickyimmix`; and with statepoint roots on every MMTk plan, `stpts`
+//! in the labels), the median wall time of `LOCUS_GC_BENCH_RUNS` runs
 //! (default 3; the builds take turns, run by run, so that a change in the machine's load
 //! falls on all of them), the largest peak resident set of those runs (`ru_maxrss`, read by
 //! `fixtures/bench/measure.c`, a small process that forks each run), the collections the Locus runtime counted (`LOCUS_GC_STATS=1`) and the
@@ -197,6 +198,13 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
         variants.push((
             format!("mmtk:{plan} frames"),
             Roots::Frames,
+            Some(Collector::Mmtk(plan)),
+        ));
+    }
+    for plan in Plan::ALL {
+        variants.push((
+            format!("mmtk:{plan} stpts"),
+            Roots::Statepoint,
             Some(Collector::Mmtk(plan)),
         ));
     }
