@@ -102,6 +102,17 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// (`json`) A CTX.json / SNAP.json snapshot, or a location description in the JSON
+    /// `locus dwarf eval` prints, that cannot be read
+    /// ([`binary::json`](crate::binary::json)).
+    Json {
+        /// Where: the key path of the offending value, e.g. `registers.rsp.value` or
+        /// `object_location[0].parts[1].bit_size`; empty for the document itself or for
+        /// text given on its own ([`parse_hex`](crate::binary::json::parse_hex)).
+        at: String,
+        /// What is wrong there.
+        kind: JsonErrorKind,
+    },
     /// The target cannot answer the evaluator's request
     /// ([`Evaluation::evaluate_with`](crate::Evaluation::evaluate_with)).
     Unanswered {
@@ -145,6 +156,7 @@ impl Error {
             | Error::Access { .. }
             | Error::Object { .. }
             | Error::Dwarf { .. }
+            | Error::Json { .. }
             | Error::Unanswered { .. } => None,
         }
     }
@@ -168,6 +180,7 @@ impl Error {
             Error::Access { .. }
             | Error::Object { .. }
             | Error::Dwarf { .. }
+            | Error::Json { .. }
             | Error::Unanswered { .. } => false,
             _ => true,
         }
@@ -202,6 +215,8 @@ impl fmt::Display for Error {
             Error::Access { kind } => write!(f, "access: {kind}"),
             Error::Object { what } => write!(f, "cannot read the object file: {what}"),
             Error::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
+            Error::Json { at, kind } if at.is_empty() => write!(f, "{kind}"),
+            Error::Json { at, kind } => write!(f, "{at}: {kind}"),
             Error::Unanswered {
                 index,
                 op,
@@ -222,6 +237,66 @@ impl fmt::Display for Error {
                     write!(f, "text offset {offset}: `{token}`: {message}")
                 }
             }
+        }
+    }
+}
+
+/// What is wrong with a JSON snapshot or location description ([`Error::Json`], which
+/// names where).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JsonErrorKind {
+    /// The text is not JSON: serde_json's message, with its line and column.
+    NotJson(String),
+    /// A value of the wrong JSON type; names what was expected (`an object`,
+    /// `a number`, `an array`, `a hex string`, `a list of places`).
+    Expected(&'static str),
+    /// A key the object must have is missing.
+    Missing(&'static str),
+    /// A string that is neither a decimal nor a `0x` hex number.
+    NotANumber(String),
+    /// A number the field cannot hold; names what it holds (`a u64`, `a u16`, `an i64`,
+    /// `4 or 8`).
+    OutOfRange(&'static str),
+    /// Hex bytes with an odd number of digits (the text).
+    OddHexDigits(String),
+    /// Hex bytes with a character that is not a hex digit (the text).
+    NotHex(String),
+    /// A memory place whose "address" is not its "bit_offset" divided by 8.
+    AddressMismatch {
+        /// The "address".
+        address: u64,
+        /// The "bit_offset".
+        bit_offset: u128,
+    },
+    /// A "storage" that is none of memory, register, implicit, implicit_pointer,
+    /// undefined, composite.
+    UnknownStorage(String),
+    /// A location description with no places (it has at least one).
+    NoPlaces,
+}
+
+impl fmt::Display for JsonErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonErrorKind::NotJson(message) => write!(f, "not JSON: {message}"),
+            JsonErrorKind::Expected(what) => write!(f, "expected {what}"),
+            JsonErrorKind::Missing(key) => write!(f, "no \"{key}\""),
+            JsonErrorKind::NotANumber(s) => write!(f, "`{s}` is not a number"),
+            JsonErrorKind::OutOfRange(what) => write!(f, "out of range: must be {what}"),
+            JsonErrorKind::OddHexDigits(s) => write!(f, "`{s}`: odd number of hex digits"),
+            JsonErrorKind::NotHex(s) => write!(f, "`{s}`: not hex"),
+            JsonErrorKind::AddressMismatch {
+                address,
+                bit_offset,
+            } => write!(
+                f,
+                "\"address\" {address:#x} and \"bit_offset\" {bit_offset} disagree (bit_offset is the address times 8)"
+            ),
+            JsonErrorKind::UnknownStorage(s) => write!(
+                f,
+                "unknown storage `{s}` (memory, register, implicit, implicit_pointer, undefined, composite)"
+            ),
+            JsonErrorKind::NoPlaces => write!(f, "a location description has at least one place"),
         }
     }
 }

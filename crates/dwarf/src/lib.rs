@@ -101,6 +101,9 @@
 //!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,
 //!   `NT_FILE`, `NT_AUXV`, `PT_LOAD`; x86-64 and AArch64), `ptrace` (feature
 //!   `ptrace`, Linux) from a live process, stopped and let go again.
+//! * `binary::json` (feature `json`, on by default): the CTX.json / SNAP.json snapshot
+//!   format `locus dwarf` reads and writes, and the JSON of location descriptions;
+//!   its errors ([`Error::Json`]) name the key path at fault.
 //! * `unwind`: frames beyond the innermost from each mapped file's
 //!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
 //!   registers); `callsite`: what a frame's function got on entry
@@ -236,7 +239,7 @@ pub mod unwind;
 pub mod value;
 
 pub use access::Bits;
-pub use error::{Error, ErrorKind, Request};
+pub use error::{Error, ErrorKind, JsonErrorKind, Request};
 pub use eval::{Buffers, Entry, Evaluation, EvaluationResult, Expression};
 pub use location::{Bytes, Location, LocationDescription, Part, Places, SingleLocation, Storage};
 pub use number::Number;

@@ -403,11 +403,7 @@ pub fn parse_ops(
 ) -> Result<Decoded, Error> {
     match hex {
         Some(h) => {
-            let bytes = context::parse_hex(h).map_err(|message| Error::Syntax {
-                offset: 0,
-                token: message,
-                message: "expected hex bytes",
-            })?;
+            let bytes = context::parse_hex(h)?;
             Decoded::new(&bytes, encoding_of(encoding, ctx.snapshot.address_size))
         }
         None => {

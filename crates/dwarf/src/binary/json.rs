@@ -23,6 +23,38 @@
 //! (`eval --write`) go to every place. `locus dwarf snapshot` adds "pc", "load_bias" (which
 //! `vars --snapshot` uses when `--pc`/`--load-bias` are not given), "thread",
 //! "tid", "frame" and "module"; other keys are ignored.
+//!
+//! Errors are [`Error::Json`]: a [`JsonErrorKind`] and the key path of the value at
+//! fault.
+//!
+//! ```
+//! use locus_dwarf::binary::json::{location_json, Context};
+//! use locus_dwarf::{Error, JsonErrorKind};
+//!
+//! let ctx = Context::parse(
+//!     r#"{"registers": {"rsp": {"number": 7, "value": "00e0ffffff7f0000"}},
+//!         "memory": [{"address": "0x7fffffffe000", "bytes": "2a000000"}],
+//!         "object_location": [{"storage": "register", "register": "rsp"}]}"#,
+//! )?;
+//! assert_eq!(ctx.names["rsp"], 7);
+//! assert_eq!(ctx.snapshot.memory[0].bytes, [42, 0, 0, 0]);
+//! let object = ctx.snapshot.object_location.as_ref().expect("given");
+//! assert_eq!(location_json(object)[0]["register"], 7);
+//! // What `Context::to_json` writes reads back as the same snapshot.
+//! let again = Context::parse(&Context::to_json(&ctx.snapshot, &ctx.names).to_string())?;
+//! assert_eq!(again.snapshot, ctx.snapshot);
+//!
+//! let e = Context::parse(r#"{"memory": [{"address": 16, "bytes": "2a0"}]}"#).unwrap_err();
+//! assert_eq!(
+//!     e,
+//!     Error::Json {
+//!         at: "memory[0].bytes".into(),
+//!         kind: JsonErrorKind::OddHexDigits("2a0".into()),
+//!     }
+//! );
+//! assert_eq!(e.to_string(), "memory[0].bytes: `2a0`: odd number of hex digits");
+//! # Ok::<(), Error>(())
+//! ```
 
 extern crate std;
 
@@ -33,11 +65,13 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{MemoryBlock, Snapshot};
-use crate::{Location, LocationDescription, Part, Places, SingleLocation, Storage};
+use crate::{
+    Error, JsonErrorKind, Location, LocationDescription, Part, Places, SingleLocation, Storage,
+};
 use serde_json::{json, Value};
 
 /// A parsed context: the snapshot plus the register names it defines.
-#[derive(Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Context {
     /// What the evaluator's requests are answered from.
     pub snapshot: Snapshot,
@@ -54,14 +88,28 @@ pub fn parse_number(s: &str) -> Option<u64> {
     }
 }
 
-/// Parses hex bytes, ignoring whitespace.
-pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+/// The error at key path `at`.
+fn error(at: &str, kind: JsonErrorKind) -> Error {
+    Error::Json {
+        at: at.to_string(),
+        kind,
+    }
+}
+
+/// Parses hex bytes (target order, an optional `0x` first), ignoring whitespace. Errors
+/// are [`Error::Json`] with an empty key path.
+pub fn parse_hex(s: &str) -> Result<Vec<u8>, Error> {
+    hex_at(s, "")
+}
+
+/// [`parse_hex`] of the value at key path `at`.
+fn hex_at(s: &str, at: &str) -> Result<Vec<u8>, Error> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     let digits = digits
         .strip_prefix(b"0x".as_slice())
         .unwrap_or(digits.as_slice());
     if digits.len() % 2 != 0 {
-        return Err(format!("`{s}`: odd number of hex digits"));
+        return Err(error(at, JsonErrorKind::OddHexDigits(s.to_string())));
     }
     digits
         .chunks(2)
@@ -69,7 +117,7 @@ pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
             core::str::from_utf8(p)
                 .ok()
                 .and_then(|t| u8::from_str_radix(t, 16).ok())
-                .ok_or_else(|| format!("`{s}`: not hex"))
+                .ok_or_else(|| error(at, JsonErrorKind::NotHex(s.to_string())))
         })
         .collect()
 }
@@ -79,35 +127,51 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn number(v: &Value, what: &str) -> Result<u64, String> {
+fn number(v: &Value, what: &str) -> Result<u64, Error> {
     match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| format!("{what}: not a u64")),
-        Value::String(s) => parse_number(s).ok_or_else(|| format!("{what}: `{s}` is not a number")),
-        _ => Err(format!("{what}: expected a number")),
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| error(what, JsonErrorKind::OutOfRange("a u64"))),
+        Value::String(s) => {
+            parse_number(s).ok_or_else(|| error(what, JsonErrorKind::NotANumber(s.clone())))
+        }
+        _ => Err(error(what, JsonErrorKind::Expected("a number"))),
     }
+}
+
+/// The value of `key` in `v`; `what` is `v`'s key path.
+fn field<'a>(v: &'a Value, key: &'static str, what: &str) -> Result<&'a Value, Error> {
+    v.get(key)
+        .ok_or_else(|| error(what, JsonErrorKind::Missing(key)))
+}
+
+/// The hex string of `key` in `v`, as bytes.
+fn hex_field(v: &Value, key: &'static str, what: &str) -> Result<Vec<u8>, Error> {
+    let at = format!("{what}.{key}");
+    match field(v, key, what)? {
+        Value::String(s) => hex_at(s, &at),
+        _ => Err(error(&at, JsonErrorKind::Expected("a hex string"))),
+    }
+}
+
+/// A DWARF register number.
+fn register_number(v: &Value, what: &str) -> Result<u16, Error> {
+    u16::try_from(number(v, what)?).map_err(|_| error(what, JsonErrorKind::OutOfRange("a u16")))
 }
 
 fn registers(
     v: &Value,
     what: &str,
     names: &mut BTreeMap<String, u16>,
-) -> Result<BTreeMap<u16, Vec<u8>>, String> {
+) -> Result<BTreeMap<u16, Vec<u8>>, Error> {
     let mut out = BTreeMap::new();
     let Some(map) = v.as_object() else {
-        return Err(format!("{what}: expected an object"));
+        return Err(error(what, JsonErrorKind::Expected("an object")));
     };
     for (name, r) in map {
-        let n = r
-            .get("number")
-            .ok_or_else(|| format!("{what}.{name}: no \"number\""))?;
-        let n = number(n, &format!("{what}.{name}.number"))?;
-        let n =
-            u16::try_from(n).map_err(|_| format!("{what}.{name}: register number too large"))?;
-        let value = r
-            .get("value")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{what}.{name}: no \"value\" hex string"))?;
-        out.insert(n, parse_hex(value)?);
+        let at = format!("{what}.{name}");
+        let n = register_number(field(r, "number", &at)?, &format!("{at}.number"))?;
+        out.insert(n, hex_field(r, "value", &at)?);
         names.insert(name.clone(), n);
     }
     Ok(out)
@@ -115,127 +179,124 @@ fn registers(
 
 /// A bit offset: a number, or a bigger one as a decimal string (as
 /// `eval` prints them).
-fn bit_offset(v: &Value, what: &str) -> Result<u128, String> {
+fn bit_offset(v: &Value, what: &str) -> Result<u128, Error> {
     match v {
         Value::String(s) if !s.trim().starts_with("0x") && !s.trim().starts_with("0X") => s
             .trim()
             .parse()
-            .map_err(|_| format!("{what}: `{s}` is not a number")),
+            .map_err(|_| error(what, JsonErrorKind::NotANumber(s.clone()))),
         other => number(other, what).map(u128::from),
     }
 }
 
+/// The number of an optional key, checked if present.
+fn optional(v: &Value, key: &str, what: &str) -> Result<Option<u64>, Error> {
+    v.get(key)
+        .map(|n| number(n, &format!("{what}.{key}")))
+        .transpose()
+}
+
 /// One place of a location description in the JSON shape `eval` prints
-/// (`render::single_json`); register names are those of `names`.
-fn place(v: &Value, what: &str, names: &BTreeMap<String, u16>) -> Result<SingleLocation, String> {
-    let storage = v
-        .get("storage")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("{what}: no \"storage\" string"))?;
+/// ([`single_json`]); register names are those of `names`.
+fn place(v: &Value, what: &str, names: &BTreeMap<String, u16>) -> Result<SingleLocation, Error> {
+    let storage = match field(v, "storage", what)? {
+        Value::String(s) => s.as_str(),
+        _ => {
+            return Err(error(
+                &format!("{what}.storage"),
+                JsonErrorKind::Expected("a string"),
+            ))
+        }
+    };
     let offset = match v.get("bit_offset") {
         Some(b) => Some(bit_offset(b, &format!("{what}.bit_offset"))?),
         None => None,
     };
     let (storage, bit_offset) = match storage {
         "memory" => {
-            let space = match v.get("space") {
-                Some(s) => number(s, &format!("{what}.space"))?,
-                None => 0,
-            };
-            let address = match v.get("address") {
-                Some(a) => Some(number(a, &format!("{what}.address"))?),
-                None => None,
-            };
+            let space = optional(v, "space", what)?.unwrap_or(0);
+            let address = optional(v, "address", what)?;
             let bits = match (address, offset) {
                 (Some(a), Some(b)) if u128::from(a) != b / 8 => {
-                    return Err(format!(
-                        "{what}: \"address\" {a:#x} and \"bit_offset\" {b} disagree (bit_offset is the address times 8)"
+                    return Err(error(
+                        what,
+                        JsonErrorKind::AddressMismatch {
+                            address: a,
+                            bit_offset: b,
+                        },
                     ))
                 }
                 (_, Some(b)) => b,
                 (Some(a), None) => u128::from(a) * 8,
-                (None, None) => return Err(format!("{what}: no \"address\"")),
+                (None, None) => return Err(error(what, JsonErrorKind::Missing("address"))),
             };
-            (Storage::Memory { address_space: space }, bits)
+            (
+                Storage::Memory {
+                    address_space: space,
+                },
+                bits,
+            )
         }
         "register" => {
-            let r = v
-                .get("register")
-                .ok_or_else(|| format!("{what}: no \"register\""))?;
+            let r = field(v, "register", what)?;
             let n = match r.as_str().and_then(|name| names.get(name)) {
                 Some(&n) => n,
-                None => {
-                    let n = number(r, &format!("{what}.register"))?;
-                    u16::try_from(n).map_err(|_| format!("{what}: register number too large"))?
-                }
+                None => register_number(r, &format!("{what}.register"))?,
             };
             (Storage::Register(n), offset.unwrap_or(0))
         }
-        "implicit" => {
-            let bytes = v
-                .get("bytes")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("{what}: no \"bytes\" hex string"))?;
-            (
-                Storage::Implicit(parse_hex(bytes)?.into()),
-                offset.unwrap_or(0),
-            )
-        }
+        "implicit" => (
+            Storage::Implicit(hex_field(v, "bytes", what)?.into()),
+            offset.unwrap_or(0),
+        ),
         "implicit_pointer" => {
-            let die = number(
-                v.get("die").ok_or_else(|| format!("{what}: no \"die\""))?,
-                &format!("{what}.die"),
-            )?;
+            let die = number(field(v, "die", what)?, &format!("{what}.die"))?;
+            let at = format!("{what}.byte_offset");
             let byte_offset = match v.get("byte_offset") {
                 None => 0,
                 Some(Value::Number(n)) => n
                     .as_i64()
-                    .ok_or_else(|| format!("{what}.byte_offset: not an i64"))?,
-                Some(o) => number(o, &format!("{what}.byte_offset"))? as i64,
-            };
-            let address_space = match v.get("space") {
-                Some(s) => Some(number(s, &format!("{what}.space"))?),
-                None => None,
+                    .ok_or_else(|| error(&at, JsonErrorKind::OutOfRange("an i64")))?,
+                // As a string: the i64's bits, as DW_OP_implicit_pointer's operand.
+                Some(o) => number(o, &at)? as i64,
             };
             (
                 Storage::ImplicitPointer {
                     die,
                     byte_offset,
-                    address_space,
+                    address_space: optional(v, "space", what)?,
                 },
                 offset.unwrap_or(0),
             )
         }
         "undefined" => (Storage::Undefined, offset.unwrap_or(0)),
         "composite" => {
-            let parts = v
-                .get("parts")
-                .and_then(Value::as_array)
-                .ok_or_else(|| format!("{what}: no \"parts\" array"))?;
+            let parts = match field(v, "parts", what)? {
+                Value::Array(parts) => parts,
+                _ => {
+                    return Err(error(
+                        &format!("{what}.parts"),
+                        JsonErrorKind::Expected("an array"),
+                    ))
+                }
+            };
             let parts = parts
                 .iter()
                 .enumerate()
                 .map(|(i, p)| {
                     let at = format!("{what}.parts[{i}]");
-                    let bit_size = number(
-                        p.get("bit_size")
-                            .ok_or_else(|| format!("{at}: no \"bit_size\""))?,
-                        &format!("{at}.bit_size"),
-                    )?;
-                    let location = location(
-                        p.get("location")
-                            .ok_or_else(|| format!("{at}: no \"location\""))?,
-                        &format!("{at}.location"),
-                        names,
-                    )?;
+                    let bit_size = number(field(p, "bit_size", &at)?, &format!("{at}.bit_size"))?;
+                    let location =
+                        location(field(p, "location", &at)?, &format!("{at}.location"), names)?;
                     Ok(Part { location, bit_size })
                 })
-                .collect::<Result<Vec<Part>, String>>()?;
+                .collect::<Result<Vec<Part>, Error>>()?;
             (Storage::Composite(parts), offset.unwrap_or(0))
         }
         other => {
-            return Err(format!(
-                "{what}: unknown storage `{other}` (memory, register, implicit, implicit_pointer, undefined, composite)"
+            return Err(error(
+                &format!("{what}.storage"),
+                JsonErrorKind::UnknownStorage(other.to_string()),
             ))
         }
     };
@@ -246,12 +307,13 @@ fn place(v: &Value, what: &str, names: &BTreeMap<String, u16>) -> Result<SingleL
 }
 
 /// A location description: a list of places (or one place), as `eval`
-/// prints a location.
+/// prints a location ([`location_json`]). `what` is its key path, named by errors;
+/// register names are those of `names` (or DWARF numbers).
 pub fn location(
     v: &Value,
     what: &str,
     names: &BTreeMap<String, u16>,
-) -> Result<LocationDescription, String> {
+) -> Result<LocationDescription, Error> {
     let places: Vec<SingleLocation> = match v {
         Value::Array(list) => list
             .iter()
@@ -259,12 +321,10 @@ pub fn location(
             .map(|(i, p)| place(p, &format!("{what}[{i}]"), names))
             .collect::<Result<_, _>>()?,
         Value::Object(_) => vec![place(v, what, names)?],
-        _ => return Err(format!("{what}: expected a list of places")),
+        _ => return Err(error(what, JsonErrorKind::Expected("a list of places"))),
     };
     if places.is_empty() {
-        return Err(format!(
-            "{what}: a location description has at least one place"
-        ));
+        return Err(error(what, JsonErrorKind::NoPlaces));
     }
     Ok(LocationDescription {
         places: Places::from(places),
@@ -272,19 +332,21 @@ pub fn location(
 }
 
 impl Context {
-    /// Parses the JSON text of a context file.
-    pub fn parse(text: &str) -> Result<Context, String> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// Parses the JSON text of a context file. Errors are [`Error::Json`], naming the key
+    /// path of the value at fault.
+    pub fn parse(text: &str) -> Result<Context, Error> {
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| error("", JsonErrorKind::NotJson(e.to_string())))?;
         if !doc.is_object() {
-            return Err("expected a JSON object".into());
+            return Err(error("", JsonErrorKind::Expected("an object")));
         }
         let mut c = Context::default();
         if let Some(a) = doc.get("address_size") {
             let a = number(a, "address_size")?;
-            if a != 4 && a != 8 {
-                return Err("address_size must be 4 or 8".into());
-            }
-            c.snapshot.address_size = a as u8;
+            c.snapshot.address_size = match a {
+                4 | 8 => a as u8,
+                _ => return Err(error("address_size", JsonErrorKind::OutOfRange("4 or 8"))),
+            };
         }
         if let Some(r) = doc.get("registers") {
             c.snapshot.registers = registers(r, "registers", &mut c.names)?;
@@ -294,25 +356,17 @@ impl Context {
             c.snapshot.entry_registers = registers(r, "entry_registers", &mut ignored)?;
         }
         if let Some(m) = doc.get("memory") {
-            let list = m.as_array().ok_or("memory: expected an array")?;
+            let list = m
+                .as_array()
+                .ok_or_else(|| error("memory", JsonErrorKind::Expected("an array")))?;
             for (i, b) in list.iter().enumerate() {
-                let space = match b.get("space") {
-                    Some(s) => number(s, &format!("memory[{i}].space"))?,
-                    None => 0,
-                };
-                let address = number(
-                    b.get("address")
-                        .ok_or_else(|| format!("memory[{i}]: no \"address\""))?,
-                    &format!("memory[{i}].address"),
-                )?;
-                let bytes = b
-                    .get("bytes")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("memory[{i}]: no \"bytes\" hex string"))?;
+                let at = format!("memory[{i}]");
+                let space = optional(b, "space", &at)?.unwrap_or(0);
+                let address = number(field(b, "address", &at)?, &format!("{at}.address"))?;
                 c.snapshot.memory.push(MemoryBlock {
                     space,
                     address,
-                    bytes: parse_hex(bytes)?,
+                    bytes: hex_field(b, "bytes", &at)?,
                 });
             }
         }
@@ -431,4 +485,79 @@ pub fn single_json(p: &SingleLocation) -> Value {
 /// The JSON list of a location description's places.
 pub fn location_json(l: &Location) -> Value {
     Value::Array(l.places.iter().map(single_json).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key path and kind of the error parsing `text`.
+    fn at(text: &str) -> (String, JsonErrorKind) {
+        match Context::parse(text) {
+            Err(Error::Json { at, kind }) => (at, kind),
+            other => panic!("{text}: {:?}", other.map(|c| c.snapshot)),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key_path() {
+        let missing = |key| JsonErrorKind::Missing(key);
+        assert_eq!(
+            at(r#"{"registers": {"rsp": {"value": "00"}}}"#),
+            ("registers.rsp".into(), missing("number"))
+        );
+        assert_eq!(
+            at(r#"{"entry_registers": {"rdi": {"number": 70000, "value": "00"}}}"#),
+            (
+                "entry_registers.rdi.number".into(),
+                JsonErrorKind::OutOfRange("a u16")
+            )
+        );
+        assert_eq!(
+            at(r#"{"memory": [{"address": "x", "bytes": ""}]}"#),
+            (
+                "memory[0].address".into(),
+                JsonErrorKind::NotANumber("x".into())
+            )
+        );
+        assert_eq!(
+            at(r#"{"address_size": 2}"#),
+            ("address_size".into(), JsonErrorKind::OutOfRange("4 or 8"))
+        );
+        let composite = r#"{"object_location": [{"storage": "undefined"},
+            {"storage": "composite", "parts": [{"bit_size": 8, "location": []}]}]}"#;
+        assert_eq!(
+            at(composite),
+            (
+                "object_location[1].parts[0].location".into(),
+                JsonErrorKind::NoPlaces
+            )
+        );
+        assert_eq!(
+            at(r#"{"object_location": {"storage": "memory", "address": 2, "bit_offset": 8}}"#),
+            (
+                "object_location".into(),
+                JsonErrorKind::AddressMismatch {
+                    address: 2,
+                    bit_offset: 8
+                }
+            )
+        );
+        assert_eq!(
+            at(r#"{"object_location": {"storage": "tape"}}"#),
+            (
+                "object_location.storage".into(),
+                JsonErrorKind::UnknownStorage("tape".into())
+            )
+        );
+        assert!(matches!(at("{"), (p, JsonErrorKind::NotJson(_)) if p.is_empty()));
+        assert_eq!(
+            at("[]"),
+            (String::new(), JsonErrorKind::Expected("an object"))
+        );
+        assert_eq!(
+            parse_hex("0x1g"),
+            Err(error("", JsonErrorKind::NotHex("0x1g".into())))
+        );
+    }
 }
