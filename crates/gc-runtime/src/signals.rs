@@ -29,7 +29,10 @@ pub const DANGLING_EXIT_STATUS: i32 = 2;
 pub fn install() -> bool {
     // Another claimer set first keeps its place: freed objects are then reported as plain
     // faults.
-    set_claimer(claim_freed_access);
+    // SAFETY: `claim_freed_access` is async-signal-safe (see its docs: it reads the
+    // chunks' HandlerTable and atomics, formats into the handler's buffer, and calls
+    // mprotect before answering Retry), and never removes from a table.
+    unsafe { set_claimer(claim_freed_access) };
     locus_signals::install()
 }
 

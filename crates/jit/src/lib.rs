@@ -305,8 +305,10 @@ pub struct Options {
     /// for as long as it lives, resolves the program's `pthread_create` to
     /// [`locus_signals::program_pthread_create`] (unless the host names its own), and
     /// [`Runtime::call`] installs the process's handlers ([`locus_signals::install`], once
-    /// per process) and opens a [`locus_signals::fault_scope`] around the call. Off, a
-    /// fault is the process's business.
+    /// per process) and opens a [`locus_signals::fault_scope`] around the call. While a
+    /// call runs, a fault on any thread of the process is reported so: a host that relies
+    /// on its own SIGSEGV handling on other threads (guard pages) should leave this off.
+    /// Off, a fault is the process's business.
     pub report_faults: bool,
 }
 

@@ -354,10 +354,20 @@ pub type FaultClaimer = fn(fault: &Fault<'_>, message: &mut dyn fmt::Write) -> C
 static CLAIMER: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes `claimer` the process's: the handler asks it first about every fault. Set once:
-/// false (and nothing changes) if another claimer is set already; true if it is this one.
-/// The GC runtime sets its own (an access to a freed object of a stress heap) when it
-/// installs the handlers.
-pub fn set_claimer(claimer: FaultClaimer) -> bool {
+/// false (and nothing changes) if another claimer is set already; true if the one set is
+/// this one (compared by address: the same function is expected to have one). The GC
+/// runtime sets its own (an access to a freed object of a stress heap) when it installs
+/// the handlers.
+///
+/// # Safety
+///
+/// `claimer` runs inside the signal handler, on whatever thread faulted, possibly in the
+/// middle of `malloc` or while that thread holds a lock. It must be async-signal-safe: no
+/// allocation, no lock, no panic or unwinding; what it reads lives in [`HandlerTable`]s
+/// or atomics. It must not call [`HandlerTable::remove`] (its own [`Readers`] are live,
+/// so that would wait forever), and it answers [`Claim::Retry`] only after making the
+/// faulting access possible (else the instruction faults again, forever).
+pub unsafe fn set_claimer(claimer: FaultClaimer) -> bool {
     let address = claimer as usize;
     match CLAIMER.compare_exchange(0, address, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => true,
@@ -404,6 +414,7 @@ static CODE: HandlerTable<CodeTable> = HandlerTable::new();
 /// Code registered with [`register_code`]; dropping it withdraws the code (the signal
 /// handler no longer names it, nor claims faults in it).
 #[derive(Debug)]
+#[must_use = "the registration ends when dropped"]
 pub struct CodeRegistration {
     table: Option<Box<CodeTableOwner>>,
 }
@@ -472,6 +483,7 @@ thread_local! {
 /// (see the [module documentation](self)), with [`FAULT_EXIT_STATUS`], or by `abort` if
 /// `abort` is true. Scopes nest; dropping one restores the one before. Not `Send`.
 #[derive(Debug)]
+#[must_use = "the scope ends when dropped"]
 pub struct FaultScope {
     prev: u8,
     abort: bool,

@@ -454,9 +454,14 @@ fn a_claimer_is_asked_first() {
             .and_then(|m| m.parse().ok())
             .unwrap_or(0);
         assert!(signals::install());
-        assert!(signals::set_claimer(page_claimer));
-        assert!(signals::set_claimer(page_claimer));
-        assert!(!signals::set_claimer(|_, _| signals::Claim::Pass));
+        // page_claimer reads one atomic and calls mprotect before Retry; the closure does
+        // nothing.
+        // SAFETY: as just said.
+        assert!(unsafe { signals::set_claimer(page_claimer) });
+        // SAFETY: as above.
+        assert!(unsafe { signals::set_claimer(page_claimer) });
+        // SAFETY: as above.
+        assert!(!unsafe { signals::set_claimer(|_, _| signals::Claim::Pass) });
         // SAFETY: a fresh anonymous mapping, touching nothing else.
         let page = unsafe {
             libc::mmap(

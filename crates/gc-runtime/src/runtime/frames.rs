@@ -68,27 +68,8 @@ impl GcFrame {
     }
 }
 
-/// The address range of a thread's stack: `low..high`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StackBounds {
-    /// The lowest address of the stack.
-    pub low: usize,
-    /// One past the highest address of the stack.
-    pub high: usize,
-}
-
-impl StackBounds {
-    /// The current thread's stack, where the platform can tell (Linux and Android through
-    /// `pthread_getattr_np`, macOS through `pthread_get_stackaddr_np`); `None` elsewhere.
-    pub fn current_thread() -> Option<StackBounds> {
-        sys::current()
-    }
-
-    /// Whether `len` bytes at `addr` lie inside the stack.
-    pub fn contains(&self, addr: usize, len: usize) -> bool {
-        addr >= self.low && addr.checked_add(len).is_some_and(|end| end <= self.high)
-    }
-}
+/// The address range of a thread's stack (the fault handler's own type: one definition).
+pub use locus_signals::StackBounds;
 
 /// One frame of a walked chain: where it is and how many roots it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,89 +260,4 @@ pub(crate) fn walk(
         cur = prev;
     }
     Ok(frames)
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-mod sys {
-    use super::StackBounds;
-    use std::ffi::c_void;
-
-    /// Room for a `pthread_attr_t` (56 or 64 bytes on the 64-bit targets of glibc, musl
-    /// and bionic).
-    #[repr(C, align(16))]
-    struct Attr([u8; 256]);
-
-    extern "C" {
-        fn pthread_self() -> usize;
-        fn pthread_getattr_np(thread: usize, attr: *mut Attr) -> i32;
-        fn pthread_attr_getstack(
-            attr: *const Attr,
-            addr: *mut *mut c_void,
-            size: *mut usize,
-        ) -> i32;
-        fn pthread_attr_destroy(attr: *mut Attr) -> i32;
-    }
-
-    pub(super) fn current() -> Option<StackBounds> {
-        let mut attr = Attr([0; 256]);
-        let mut addr: *mut c_void = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: no preconditions.
-        let thread = unsafe { pthread_self() };
-        // SAFETY: `pthread_t` is pointer-sized on these targets; `attr` is large enough and
-        // aligned for a `pthread_attr_t`.
-        if unsafe { pthread_getattr_np(thread, &mut attr) } != 0 {
-            return None;
-        }
-        // SAFETY: `attr` was initialized by `pthread_getattr_np` just above.
-        let rc = unsafe { pthread_attr_getstack(&attr, &mut addr, &mut size) };
-        // SAFETY: `attr` is initialized, and destroyed once.
-        unsafe { pthread_attr_destroy(&mut attr) };
-        let ok = rc == 0;
-        let low = addr as usize;
-        if !ok || low == 0 || size == 0 {
-            return None;
-        }
-        Some(StackBounds {
-            low,
-            high: low.checked_add(size)?,
-        })
-    }
-}
-
-#[cfg(target_os = "macos")]
-mod sys {
-    use super::StackBounds;
-    use std::ffi::c_void;
-
-    extern "C" {
-        fn pthread_self() -> usize;
-        fn pthread_get_stackaddr_np(thread: usize) -> *mut c_void;
-        fn pthread_get_stacksize_np(thread: usize) -> usize;
-    }
-
-    pub(super) fn current() -> Option<StackBounds> {
-        // SAFETY: no preconditions.
-        let me = unsafe { pthread_self() };
-        // SAFETY: `pthread_t` is a pointer; this only reads the current thread's descriptor.
-        let top = unsafe { pthread_get_stackaddr_np(me) } as usize;
-        // SAFETY: as above.
-        let size = unsafe { pthread_get_stacksize_np(me) };
-        if top == 0 || size == 0 {
-            return None;
-        }
-        Some(StackBounds {
-            low: top.checked_sub(size)?,
-            high: top,
-        })
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
-mod sys {
-    use super::StackBounds;
-
-    pub(super) fn current() -> Option<StackBounds> {
-        None
-    }
 }

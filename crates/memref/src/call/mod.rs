@@ -105,7 +105,9 @@ impl CallOptions {
     /// instead of a silent death. The call installs the process's fault handlers
     /// ([`locus_signals::install`], once per process; they pass on every fault outside
     /// such a call) and opens a [`locus_signals::fault_scope`] around the kernel alone:
-    /// not around the argument checks, whose errors stay errors.
+    /// not around the argument checks, whose errors stay errors. While the kernel runs, a
+    /// fault on any thread of the process is reported so: a host that relies on its own
+    /// SIGSEGV handling on other threads (guard pages) should leave this off.
     ///
     /// ```text
     /// locus: SIGSEGV (null pointer dereference) at address 0x0 in function `deref` (pc 0x7f0c2e1b5106 = deref+0x6) in /tmp/kernel.so
