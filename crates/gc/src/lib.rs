@@ -114,13 +114,23 @@
 //! | churn-1thread | mmtk:stickyimmix | 64 MiB / 24 MiB | 4.83 / out of memory | 7.89 / — |
 //! | churn (4 threads) | locus, frames | none | 25.3 | 7.58 |
 //! | churn (4 threads) | locus, statepoints | none | 26.3 | 7.65 |
-//! | churn (4 threads) | every MMTk plan | | refused: one mutator thread per MMTk heap | |
+//! | churn (4 threads) | mmtk:marksweep, frames / statepoints | 64 MiB | 7.84 / 9.85 | 1.99 / 1.99 |
+//! | churn (4 threads) | mmtk:immix, frames / statepoints | 64 MiB | out of memory / 14.2 | — / 2.00 |
+//! | churn (4 threads) | mmtk:stickyimmix, frames / statepoints | 64 MiB | out of memory / 13.3 | — / 2.93 |
+//! | churn (4 threads) | mmtk:semispace, mmtk:gencopy (statepoints) | 64 MiB | out of memory | |
 //!
 //! (GCBench: Boehm's, trees of depth 4-16, stretch 18. table: a chained hash table of
 //! 500,000 entries and their boxes, every seventh value replaced in 10 rounds. churn: 4
 //! threads each keep a tree of 131,071 nodes in their frames and replace 100,000 random
-//! subtrees of 31 nodes; churn-1thread: the same on one thread, 400,000 rounds.) No plan
-//! reports pause times yet (neither the runtime's `Stats` nor `MmtkStats` counts them).
+//! subtrees of 31 nodes; churn-1thread: the same on one thread, 400,000 rounds.) The
+//! 4-thread churn rows on MMTk are from a later run (2 runs each, after the runtime took
+//! several mutator threads and statepoint roots on MMTk). GCBench at 64 MiB in a run after
+//! that (3 runs each; Boehm 0.467 s): frames on marksweep 4.65x time / 2.10x memory, immix
+//! 4.34x / 2.02x, stickyimmix 4.04x / 2.20x; statepoint roots on marksweep 4.91x / 2.10x,
+//! immix 3.98x / 2.02x, stickyimmix 4.25x / 2.30x (frames against statepoints: within
+//! 10%, either way); semispace and gencopy ran out of memory at 64 MiB; own mark-sweep
+//! 20.3x (frames) and 21.2x (statepoints). No plan reports pause times yet (neither the
+//! runtime's `Stats` nor `MmtkStats` counts them).
 //!
 //! Nothing reaches the goal (the best MMTk plan at most as slow as Boehm on
 //! GCBench in no more memory): the best, Immix, is 2.6x Boehm's time at 128 MiB (3.7x its
@@ -136,16 +146,18 @@
 //! heap is fixed and touched as it fills, so its peak RSS follows the limit.
 //!
 //! **The default collector stays `locus`** (the runtime's own mark-sweep) for `gc run` and
-//! `gc build`, although every MMTk plan beats it wherever MMTk runs (GCBench 2.6-5.5x Boehm
-//! against 16-27x; table 4.6-5.6x against 10-11x, except Immix at the tight 64 MiB;
-//! churn-1thread 4.0-6.2x against 20-25x), because MMTk cannot yet run what the default
-//! must: a second mutator thread is refused (the 4-thread churn, the threaded programs of
-//! the GC suite), statepoint roots are not wired to it, a fixed-size heap ends a program
-//! that outgrows it where `locus` grows (StickyImmix and Immix ran out of memory above),
-//! and the suite's tests compare the own collector's counters. When the MMTk binding takes
-//! several threads and statepoint roots, Immix is the plan to make the default (fastest on
-//! GCBench and churn-1thread, least memory on GCBench and table; it wants more headroom
-//! than MarkSweep: table at 64 MiB took 33 collections). Choose it per
+//! `gc build` for now, although every MMTk plan beats it wherever MMTk runs (GCBench
+//! 2.6-5.5x Boehm against 16-27x; table 4.6-5.6x against 10-11x, except Immix at the tight
+//! 64 MiB; churn-1thread 4.0-6.2x against 20-25x; churn 7.8-14x against 22-26x, in a
+//! quarter of the memory). The measurements were taken while the MMTk binding was still
+//! gaining several threads and statepoint roots, a plan's heap limit ends a program that
+//! outgrows it where `locus` grows (Immix, StickyImmix, SemiSpace and GenCopy ran out of
+//! memory at 64 MiB above; MarkSweep ran everything), and the GC suite's tests compare the
+//! own collector's counters and use it as their oracle's baseline; making MMTk the default
+//! is a change across those tests. The plan to make the default then is MarkSweep, the one
+//! that ran every program at the same limit as Boehm (churn in 2.0x Boehm's memory), with
+//! Immix the faster where it has headroom (GCBench and churn-1thread; table at 64 MiB took
+//! it 33 collections). Choose a plan per
 //! executable with `locus gc build --collector mmtk:immix` (or per run,
 //! `LOCUS_GC_COLLECTOR=mmtk:immix`, `locus gc run --collector mmtk:immix`).
 //!
