@@ -5,13 +5,11 @@
 // The runtime's trampolines are x86-64 assembly; elsewhere `jit run` refuses.
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
-mod common;
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// `@main` computes 6 * 7 through `@mul`; each has a stack map, `@mul` in a section of its
 /// own, and a patch point with no target (nops) in `@main`.

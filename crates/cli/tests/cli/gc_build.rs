@@ -11,17 +11,12 @@
 //! locus-gc-runtime`), into a target directory of its own (`target/gc-runtime-alone`), which
 //! no outer cargo holds locked while tests run.
 
-mod common;
-#[path = "support/dropped_relocation.rs"]
-mod dropped_relocation;
-#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
-mod runtime_library;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
-use dropped_relocation::lower_and_drop_first_relocation;
+use crate::common::*;
+use crate::dropped_relocation::lower_and_drop_first_relocation;
+use crate::runtime_library;
 
 /// A sample of the GC suite's programs: a tree, a list, Julia's allocations, callee-rooted
 /// arguments, preserved objects, vectors.

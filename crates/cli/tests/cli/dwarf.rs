@@ -3,12 +3,12 @@
 //! error line on bad input, and `vars` on a binary clang-19 builds at test time.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{TempDir, LOCUS};
+use crate::common::{TempDir, LOCUS};
 use locus_stackmap::regs::register_number;
 use locus_stackmap::Arch;
 use serde_json::{json, Value};

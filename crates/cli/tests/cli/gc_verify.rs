@@ -3,12 +3,10 @@
 //! violation naming its rule, function and instruction; bad input is one `locus: FILE: ...`
 //! error with exit status 1; bitcode works like text.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use locus_gc::verify::{Rule, Severity};
 
 fn ll_files(dir: &str) -> Vec<PathBuf> {

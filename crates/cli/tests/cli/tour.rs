@@ -1,10 +1,8 @@
 //! `locus tour` (what `make run` shows) runs every chapter and every cross-check passes.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn the_tour_passes_every_cross_check() {

@@ -9,18 +9,15 @@
 //! thread's compiled frames are walked from its own frame address, and the moving
 //! collector rewrites them all.
 //!
-//! The runtime library is built as `tests/gc_build.rs` builds it (`cargo build -p
+//! The runtime library is built as `gc_build.rs` builds it (`cargo build -p
 //! locus-gc-runtime` into `target/gc-runtime-alone`).
-
-mod common;
-#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
-mod runtime_library;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
+use crate::runtime_library;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

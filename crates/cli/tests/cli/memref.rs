@@ -5,17 +5,13 @@
 // Test helpers may panic.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-#[path = "../../memref/tests/integration/tools.rs"]
-mod tools;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
+use crate::tools::numpy_python;
 use locus_memref::npy::{Dtype, NpyArray};
-use tools::numpy_python;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

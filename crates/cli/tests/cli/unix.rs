@@ -2,14 +2,12 @@
 //! stderr ends it quietly; an endless or huge input fails with `locus: FILE: ...` and
 //! bounded memory; `-` is standard input; options may follow positional arguments.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 fn program(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,13 +8,11 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// The `locus:` line of a stack overflow.
 const OVERFLOW: &str = "locus: SIGSEGV (stack overflow) at address 0x";

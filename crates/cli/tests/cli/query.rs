@@ -4,12 +4,10 @@
 //! The JSON is checked against llvm-readobj-19's text for every fixture; lookups are checked
 //! against the symbol table of an executable linked by ld.lld-19.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const TRIPLES: &[&str] = &["x86_64-linux-gnu", "aarch64-linux-gnu"];

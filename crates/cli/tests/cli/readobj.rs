@@ -12,9 +12,7 @@
 //! The LLVM 19 tools are required: when one is missing the tests fail and say so.
 //! The exact text format is described in `tests/fixtures/stackmap/FORMAT.md`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 

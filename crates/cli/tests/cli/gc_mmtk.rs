@@ -5,14 +5,11 @@
 //! heap; and the collectors MMTk cannot run are refused with one `locus: gc:` line. Each
 //! run is a process of its own (one MMTk heap per process).
 
-mod common;
-#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
-mod runtime_library;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
+use crate::runtime_library;
 
 /// MMTk's plans that pin frame roots (the only ones frame roots allow).
 const PLANS: [&str; 3] = ["marksweep", "immix", "stickyimmix"];

@@ -1,19 +1,14 @@
 //! `locus gc`: the dropped-root oracle, faults in the code run (exit statuses 2 and 3),
 //! lowered modules checked by `opt-19 -passes=verify`, the report, and errors.
 
-mod common;
 // Shared with the tour, which deletes a root store the same way.
-#[path = "support/dropped_relocation.rs"]
-mod dropped_relocation;
-#[path = "../src/tour/root_stores.rs"]
-mod root_stores;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
-use dropped_relocation::lower_and_drop_first_relocation;
-use root_stores::{root_stores, without_line};
+use crate::common::*;
+use crate::dropped_relocation::lower_and_drop_first_relocation;
+use crate::root_stores::{root_stores, without_line};
 
 fn programs() -> Vec<PathBuf> {
     fixtures_in("programs")

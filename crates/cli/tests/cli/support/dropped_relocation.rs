@@ -1,5 +1,5 @@
 //! A relocation dropped from a module `locus gc lower --roots statepoint` wrote, the
-//! set-up the oracle tests of `gc run` (tests/gc.rs) and `gc build` (tests/gc_build.rs)
+//! set-up the oracle tests of `gc run` (`gc.rs`) and `gc build` (`gc_build.rs`)
 //! share: each use of the relocated value after the statepoint is given the value from
 //! before the call, as a lowering that forgot the relocation would leave it.
 

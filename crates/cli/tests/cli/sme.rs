@@ -1,12 +1,10 @@
 //! `locus sme check`: the JSON and text reports, the exit status, and one negative test per
 //! diagnostic (the modules in crates/sme/fixtures/diagnostics, each with `; expect:` lines).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn fixtures(dir: &str) -> PathBuf {
