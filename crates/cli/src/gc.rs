@@ -142,8 +142,9 @@ pub enum Command {
         stress: bool,
         /// The collector: `stress` (as --stress), `locus` (the runtime's own mark-sweep,
         /// the default) or `mmtk:PLAN`, an MMTk plan: marksweep, immix or stickyimmix
-        /// (frame roots; objects the frames name are pinned). The copying plans
-        /// (semispace, gencopy) and statepoint roots with MMTk are refused.
+        /// with either roots (objects frames name are pinned), semispace or gencopy with
+        /// --roots statepoint (they cannot pin). LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the
+        /// MMTk heap (default: it grows from 32 MiB up to half the memory).
         #[arg(long, value_name = "NAME", value_parser = parse_collector)]
         collector: Option<Collector>,
         /// Print the collector's counters after the result.
@@ -190,9 +191,10 @@ pub enum Command {
     /// exits with 2, a fatal signal one `locus: SIGNAL ...` line and exits with 3, as
     /// `locus gc run` does. LOCUS_GC_STRESS=1 in its environment turns the stress
     /// collector on (as `locus gc run --stress`); LOCUS_GC_COLLECTOR=NAME chooses the
-    /// collector as `locus gc run --collector NAME` does (mmtk:marksweep, mmtk:immix or
-    /// mmtk:stickyimmix with frame roots; a refused one ends the executable with one
-    /// `locus: gc: ...` line and exit status 1 before the program runs). --collector NAME
+    /// collector as `locus gc run --collector NAME` does (any mmtk:PLAN with statepoint
+    /// roots; marksweep, immix or stickyimmix with frame roots; a refused one ends the
+    /// executable with one `locus: gc: ...` line and exit status 1 before the program
+    /// runs), and LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the MMTk heap. --collector NAME
     /// makes NAME the executable's collector when its environment names none (its main
     /// sets LOCUS_GC_COLLECTOR=NAME unless that is set or LOCUS_GC_STRESS=1).
     ///
@@ -230,8 +232,8 @@ pub enum Command {
         #[arg(long)]
         safepoint_polls: bool,
         /// The executable's collector when its environment names none: `stress`, `locus`
-        /// or `mmtk:PLAN` (marksweep, immix or stickyimmix with frame roots), as `locus gc
-        /// run --collector` takes. LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the
+        /// or `mmtk:PLAN` (any plan with --roots statepoint; marksweep, immix or
+        /// stickyimmix with frame roots), as `locus gc run --collector` takes. LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the
         /// executable's environment still chooses another. An unknown name, or a plan that
         /// cannot pin with frame roots, is refused (status 1, nothing written).
         #[arg(long, value_name = "NAME")]

@@ -22,9 +22,9 @@
 //! output and exit status 0; a broken GC contract prints one `locus: gc: ...` line and
 //! exits with status 2, a fatal signal one `locus: SIGNAL ...` line and status 3;
 //! `LOCUS_GC_STRESS=1` in its environment turns the stress collector on, and
-//! `LOCUS_GC_COLLECTOR=stress|locus|mmtk:PLAN` chooses the collector (an MMTk plan that
-//! pins with frame roots: marksweep, immix, stickyimmix; see the crate
-//! `locus-gc-runtime`).
+//! `LOCUS_GC_COLLECTOR=stress|locus|mmtk:PLAN` chooses the collector (any MMTk plan with
+//! statepoint roots; one that pins with frame roots: marksweep, immix, stickyimmix; see
+//! the crate `locus-gc-runtime`) and `LOCUS_GC_HEAP_SIZE` the MMTk heap's limit.
 //!
 //! # The executable's default collector
 //!
