@@ -86,7 +86,7 @@ fn rs4gc_cases_give_their_results_moved_at_every_collection() {
             };
             // SAFETY: the fixtures only touch the objects the runtime gives them, while they
             // are live (checked by the stress collector and the old copies' protection).
-            match unsafe { run(&name, &text, options) } {
+            match unsafe { run(&name, text, options) } {
                 Ok(out)
                     if out.faults.is_empty()
                         && out.value == want
