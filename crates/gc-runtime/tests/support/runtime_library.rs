@@ -43,7 +43,9 @@ fn build(release: bool) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let built = target.join(if release { "release" } else { "debug" });
-    let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    remove_copies_of_ended_processes(tmp);
+    let copy = tmp.join(format!(
         "gc-runtime-{}-{}",
         if release { "release" } else { "debug" },
         std::process::id()
@@ -54,4 +56,26 @@ fn build(release: bool) -> PathBuf {
             .unwrap_or_else(|e| panic!("copying {}: {e}", built.join(name).display()));
     }
     copy
+}
+
+/// Removes the copies made by test processes that have ended (each is about 190 MB in a
+/// debug build, and nothing else removes them): a directory `gc-runtime-PROFILE-PID` whose
+/// process is gone. Copies of running processes stay, whatever their age.
+fn remove_copies_of_ended_processes(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("gc-runtime-")) else {
+            continue;
+        };
+        let Some((_, pid)) = rest.split_once('-') else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            // Another process may be removing it too: a failure is harmless.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
