@@ -6,6 +6,9 @@
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
+#[path = "../../signals/tests/support/fault_child.rs"]
+mod fault_child;
+
 use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 
@@ -2483,7 +2486,7 @@ const FAULT_PROGRAM: &str = "define i64 @read(ptr %p) {\n  \
 /// the child dies by SIGSEGV with no line. A call that does not fault returns its value.
 #[test]
 fn a_fault_in_a_call_is_one_line_naming_the_function() -> TestResult {
-    use std::process::Command;
+    use fault_child::locus_lines;
     const NAME: &str = "a_fault_in_a_call_is_one_line_naming_the_function";
     if let Ok(mode) = std::env::var(FAULT_CHILD) {
         let options = Options {
@@ -2499,19 +2502,7 @@ fn a_fault_in_a_call_is_one_line_naming_the_function() -> TestResult {
         let _ = unsafe { rt.call("read", &[0]) };
         std::process::exit(0);
     }
-    let child = |mode: &str| {
-        Command::new(std::env::current_exe()?)
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-            .env(FAULT_CHILD, mode)
-            .output()
-    };
-    let locus_lines = |out: &std::process::Output| -> Vec<String> {
-        String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| l.starts_with("locus: "))
-            .map(str::to_owned)
-            .collect()
-    };
+    let child = |mode: &str| fault_child::run(NAME, FAULT_CHILD, mode);
     let out = child("report")?;
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     assert!(

@@ -1,7 +1,12 @@
 //! `locus_signals`: each case runs in a child process (this test binary,
 //! re-run on one test with an environment variable set), since a fault ends the process.
 
+#[path = "support/fault_child.rs"]
+mod fault_child;
+
 use std::process::{Command, Output};
+
+use fault_child::locus_lines;
 
 use locus_signals::{self as signals, CodeRange, FAULT_EXIT_STATUS};
 
@@ -27,25 +32,11 @@ pub unsafe extern "C" fn pthread_create(
 
 /// Runs test `name` of this binary in a child process with [`CHILD`] set.
 fn child(name: &str) -> Output {
-    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
-    Command::new(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"))
+    fault_child::run(name, CHILD, "1").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn in_child() -> bool {
     std::env::var_os(CHILD).is_some()
-}
-
-/// The `locus:` lines of a child's standard error.
-fn locus_lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.starts_with("locus: "))
-        .map(str::to_owned)
-        .collect()
 }
 
 #[inline(never)]

@@ -6,36 +6,23 @@
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use locus_memref::{CallOptions, Scalar, Value};
 
 use crate::common::function;
+use crate::fault_child::{self, locus_lines};
 
 const CHILD: &str = "LOCUS_MEMREF_FAULTS_CHILD";
 
 /// Runs test `name` of this binary in a child process with [`CHILD`] set to `mode`.
 fn child(name: &str, mode: &str) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    Command::new(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(CHILD, mode)
-        .output()
-        .unwrap()
+    fault_child::run(name, CHILD, mode).unwrap()
 }
 
 /// The mode this process runs a test in as a child, if it is one.
 fn child_mode() -> Option<String> {
     std::env::var(CHILD).ok()
-}
-
-/// The `locus:` lines of a child's standard error.
-fn locus_lines(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.starts_with("locus: "))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// A kernel reading through null, called with `report_faults`: one line naming SIGSEGV,

@@ -3,6 +3,8 @@
 //! `tests/c`, and the oracles each module names.
 
 mod common;
+#[path = "../../../signals/tests/support/fault_child.rs"]
+mod fault_child;
 mod tools;
 
 mod abi;
