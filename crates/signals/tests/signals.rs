@@ -10,7 +10,7 @@ use fault_child::locus_lines;
 
 use locus_signals::{self as signals, CodeRange, FAULT_EXIT_STATUS};
 
-const CHILD: &str = "LOCUS_GC_SIGNALS_CHILD";
+const CHILD: &str = "LOCUS_SIGNALS_CHILD";
 
 /// Every thread of this test binary is made through `program_pthread_create`, as every
 /// thread of the `locus` binary is: Rust's `std::thread` (libtest's threads included)
