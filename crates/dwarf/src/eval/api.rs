@@ -156,20 +156,11 @@ impl<'a> Evaluation<'a> {
     /// once.
     pub fn into_buffers(self) -> Buffers {
         let Evaluation {
-            mut stack,
-            parts,
-            mut rare,
-            ..
+            stack, parts, rare, ..
         } = self;
-        stack.clear();
-        if let Some(r) = &mut rare {
-            r.returns.clear();
-            r.base_types.clear();
-            r.register_sizes.clear();
-            r.lanes = None;
-            r.iterations = None;
-        }
-        Buffers { stack, parts, rare }
+        let mut buffers = Buffers { stack, parts, rare };
+        buffers.clear();
+        buffers
     }
 
     /// [`Evaluation::new`] using `buffers` (from
@@ -180,20 +171,9 @@ impl<'a> Evaluation<'a> {
         encoding: Encoding,
         buffers: Buffers,
     ) -> Evaluation<'a> {
-        let Buffers {
-            mut stack,
-            mut parts,
-            mut rare,
-        } = buffers;
-        stack.clear();
-        parts.clear();
-        if let Some(r) = &mut rare {
-            r.returns.clear();
-            r.base_types.clear();
-            r.register_sizes.clear();
-            r.lanes = None;
-            r.iterations = None;
-        }
+        let mut buffers = buffers;
+        buffers.clear();
+        let Buffers { stack, parts, rare } = buffers;
         let mut eval = Evaluation::new(expression, encoding);
         eval.stack = stack;
         eval.parts = parts;

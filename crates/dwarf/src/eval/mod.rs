@@ -572,6 +572,21 @@ pub struct Buffers {
     rare: Option<Box<Rare>>,
 }
 
+impl Buffers {
+    /// Empties every buffer, keeping its allocation.
+    fn clear(&mut self) {
+        self.stack.clear();
+        self.parts.clear();
+        if let Some(r) = &mut self.rare {
+            r.returns.clear();
+            r.base_types.clear();
+            r.register_sizes.clear();
+            r.lanes = None;
+            r.iterations = None;
+        }
+    }
+}
+
 /// The parts of an evaluation's state most expressions never use, boxed so
 /// that an [`Evaluation`] is small: building, restarting and dropping one
 /// wrote, tested and dropped each of them (five vectors and options) per
