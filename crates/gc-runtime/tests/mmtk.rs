@@ -170,7 +170,9 @@ struct Chain {
 
 impl Chain {
     fn roots(&self) -> impl FnMut(&mut RootSet) + '_ {
-        move |set: &mut RootSet| set.frames.push(self.head.get())
+        // SAFETY: the head of the frames the tests link on their own stack ([`Frame`]),
+        // alive while linked and touched by no one else during a collection.
+        move |set: &mut RootSet| unsafe { set.push_frame(self.head.get()) }
     }
 }
 
@@ -374,9 +376,12 @@ fn slots(heap: &MmtkHeap, m: &mut MmtkMutator) {
     let stack = vec![Cell::new(0usize); N + 1];
     let derived = N; // stack[N] points 16 bytes into the object of stack[0]
     let mut roots = |set: &mut RootSet| {
-        set.slots.extend((0..N).map(|i| stack[i].as_ptr() as usize));
-        set.derived
-            .push((stack[0].as_ptr() as usize, stack[derived].as_ptr() as usize));
+        for slot in &stack[..N] {
+            // SAFETY: a word of `stack`, alive for the whole test.
+            unsafe { set.push_slot(slot.as_ptr() as usize) };
+        }
+        // SAFETY: as above.
+        unsafe { set.push_derived(stack[0].as_ptr() as usize, stack[derived].as_ptr() as usize) };
     };
     for i in 0..N {
         let obj = m
@@ -450,7 +455,8 @@ fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
                 .unwrap_or_else(|e| panic!("a target: {e}"));
             write(target, 1000 + w);
             write(f.root(0) + 8 * w, target);
-            m.write_barrier(f.root(0));
+            // SAFETY: the frame's root 0 is a live object (allocated above, rooted).
+            unsafe { m.write_barrier(f.root(0)) };
         } else {
             write(f.root(0) + 8 * w, 0x1234_5678 + w);
         }

@@ -118,7 +118,8 @@ fn build(m: &mut MmtkMutator, chain: &Chain, depth: u32) -> usize {
         let r = build(m, chain, depth - 1);
         set(&mut frame, 3, r);
     }
-    let mut roots = |s: &mut RootSet| s.frames.push(chain.head.get());
+    // SAFETY: the head of the bench's frame chain, alive while linked.
+    let mut roots = |s: &mut RootSet| unsafe { s.push_frame(chain.head.get()) };
     let node = m
         .alloc(2, 8, &mut roots)
         .unwrap_or_else(|e| panic!("a node: {e}"));

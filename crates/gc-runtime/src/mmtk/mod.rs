@@ -27,7 +27,7 @@
 //!
 //! A thread's roots are asked for only when a collection stops it: each allocation (and
 //! [`MmtkMutator::collect`]) takes a closure that fills a [`RootSet`]:
-//! - [`RootSet::frames`]: the innermost frame of a Julia-style frame chain (what
+//! - [`RootSet::push_frame`]: the innermost frame of a Julia-style frame chain (what
 //!   `*pgcstack` holds); every object a linked frame names is a root. On a plan that can
 //!   pin (MarkSweep, Immix, StickyImmix) it is pinned for that collection, as Julia's MMTk
 //!   binding pins its frame roots, because lowered code keeps using the value it stored
@@ -40,20 +40,20 @@
 //!   cannot pin: they rewrite the frame's slot, so on
 //!   those plans code must reload a rooted value from its slot after a call that may
 //!   collect (statepoint code does, frame code does not: use a pinning plan for it).
-//! - [`RootSet::slots`]: statepoint slots (a `[sp + off]` / `[fp + off]` the stack maps
+//! - [`RootSet::push_slot`]: statepoint slots (a `[sp + off]` / `[fp + off]` the stack maps
 //!   name, resolved to an address), each null or an object's address, rewritten when the
 //!   object moves.
-//! - [`RootSet::derived`]: (base slot, derived slot) pairs: the base is a root as above,
+//! - [`RootSet::push_derived`]: (base slot, derived slot) pairs: the base is a root as above,
 //!   and the derived slot moves by as much as its base did (done by the thread itself when
 //!   the collection ends).
-//! - [`RootSet::statepoint`]: a statepoint's lanes as (base slot, derived slot): a base
+//! - [`RootSet::push_statepoint`]: a statepoint's lanes as (base slot, derived slot): a base
 //!   holding an object's address as in `slots` and `derived`; one holding a pointer into
 //!   an object (RS4GC could not trace it to its object) keeps that object, pinned on a
 //!   pinning plan, and on a copying one both slots move by as much as the object (through
 //!   a cell off the stack that stands in as the base slot); one holding an address outside
 //!   MMTk's memory (a constant object made from a plain pointer) is skipped; anything else
 //!   in MMTk's memory is a fault (a dangling reference).
-//! - [`RootSet::regions`]: memory scanned conservatively (a `locus_gc_push_region`
+//! - [`RootSet::push_region`]: memory scanned conservatively (a `locus_gc_push_region`
 //!   alloca, a global root region): each aligned word that is an object's address is a
 //!   root, pinned on a pinning plan. The contract of these regions is that what they name
 //!   stays in place (the lowering keeps values across `setjmp` in them, and the code keeps
@@ -126,11 +126,11 @@
 //!
 //! What the runtime's entry points call when its collector is an MMTk plan (per thread, a
 //! [`MmtkMutator`] in the thread's runtime; `roots` a closure over that runtime which
-//! pushes `*pgcstack` to [`RootSet::frames`], and with statepoint roots walks the stack
+//! pushes `*pgcstack` to [`RootSet::push_frame`], and with statepoint roots walks the stack
 //! from the `locus_gc_sp_*` frame address as `runtime::statepoints` does, pushing each
-//! lane's base slot address to [`RootSet::slots`] and each (base, derived) pair whose
-//! slots differ to [`RootSet::derived`], the pushed `locus_gc_push_region` ranges and the
-//! global root regions to [`RootSet::regions`]):
+//! lane's base slot address to [`RootSet::push_slot`] and each (base, derived) pair whose
+//! slots differ to [`RootSet::push_derived`], the pushed `locus_gc_push_region` ranges and the
+//! global root regions to [`RootSet::push_region`]):
 //!
 //! | entry point | calls |
 //! |---|---|
@@ -182,7 +182,9 @@
 //! let mut m = heap.bind_mutator();
 //! let mut frame = [GcFrame::header_word(1), 0, 0]; // [1 << 2, prev, root 0]
 //! let fp = frame.as_mut_ptr() as usize;
-//! let mut roots = |set: &mut RootSet| set.frames.push(fp);
+//! // SAFETY: `frame` is a GC frame with an empty `prev` link, alive and touched by no
+//! // one else while the collections below run.
+//! let mut roots = |set: &mut RootSet| unsafe { set.push_frame(fp) };
 //! let obj = m.alloc(1, 8, &mut roots).unwrap(); // one pointer field, 8 raw bytes
 //! unsafe { ((obj + 8) as *mut u64).write(42) };
 //! frame[2] = obj; // root it
@@ -493,23 +495,80 @@ fn in_heap(addr: usize) -> bool {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RootSet {
     /// Innermost frames (`*pgcstack`) of Julia-style frame chains, 0 for an empty chain.
-    pub frames: Vec<usize>,
+    pub(crate) frames: Vec<usize>,
     /// Addresses of root slots that may be rewritten: each holds null or an object.
-    pub slots: Vec<usize>,
+    pub(crate) slots: Vec<usize>,
     /// (base slot, derived slot): the base as in `slots`; the derived slot moves with it.
-    pub derived: Vec<(usize, usize)>,
+    pub(crate) derived: Vec<(usize, usize)>,
     /// `[start, end)` ranges scanned conservatively.
-    pub regions: Vec<(usize, usize)>,
+    pub(crate) regions: Vec<(usize, usize)>,
     /// Statepoint lanes: (base slot, derived slot), the derived slot the base slot itself
     /// when the lane has none. A base slot holding an object's address is as in
-    /// [`RootSet::derived`]; one holding a pointer into an object keeps that object (pinned
+    /// [`RootSet::push_derived`]; one holding a pointer into an object keeps that object (pinned
     /// on a pinning plan; on a copying one both slots move by as much as the object did);
     /// one holding an address outside MMTk's memory (a constant object the program made
     /// from a plain pointer) is skipped; anything else in MMTk's memory is a fault.
-    pub statepoint: Vec<(usize, usize)>,
+    pub(crate) statepoint: Vec<(usize, usize)>,
 }
 
+/// The contract of every method that adds a root: the collector reads (and on a copying
+/// plan writes) the memory a root names, from its own threads, until the collection the
+/// set is handed to has ended (for [`MmtkMutator::enter_safe_region`], until
+/// [`MmtkMutator::leave_safe_region`] returns). Whatever a collection finds there that
+/// breaks the layout (a frame's header, a slot's value) is a recorded fault; that the
+/// memory exists is not something it can check.
 impl RootSet {
+    /// Adds the innermost frame of a frame chain (`*pgcstack`; 0 for an empty chain).
+    ///
+    /// # Safety
+    ///
+    /// Until the collection ends (see above), `frame` is 0 or the address of a GC frame
+    /// ([`GcFrame`]) whose chain of `prev` links ends in 0 and whose frames and root
+    /// words stay readable and writable, touched by no one else.
+    pub unsafe fn push_frame(&mut self, frame: usize) {
+        self.frames.push(frame);
+    }
+
+    /// Adds a root slot the collector may rewrite ([`RootSet::push_slot`]).
+    ///
+    /// # Safety
+    ///
+    /// Until the collection ends, `slot` is the address of an aligned, writable word
+    /// touched by no one else.
+    pub unsafe fn push_slot(&mut self, slot: usize) {
+        self.slots.push(slot);
+    }
+
+    /// Adds a (base slot, derived slot) pair ([`RootSet::push_derived`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`RootSet::push_slot`], for both slots, until the mutator that handed the
+    /// set over has moved the derived slot (after the collection).
+    pub unsafe fn push_derived(&mut self, base: usize, derived: usize) {
+        self.derived.push((base, derived));
+    }
+
+    /// Adds `[start, end)`, scanned conservatively ([`RootSet::push_region`]).
+    ///
+    /// # Safety
+    ///
+    /// Until the collection ends, every aligned word of the range is readable and, on a
+    /// copying plan, writable, touched by no one else.
+    pub unsafe fn push_region(&mut self, start: usize, end: usize) {
+        self.regions.push((start, end));
+    }
+
+    /// Adds a statepoint lane (base slot, derived slot; the derived slot the base slot
+    /// itself when the lane has none; see [`RootSet::push_statepoint`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`RootSet::push_derived`].
+    pub unsafe fn push_statepoint(&mut self, base: usize, derived: usize) {
+        self.statepoint.push((base, derived));
+    }
+
     /// Empties it, keeping its capacity.
     pub fn clear(&mut self) {
         self.frames.clear();
@@ -1118,7 +1177,14 @@ impl MmtkMutator {
 
     /// The write barrier after storing a pointer into `parent` (any of its fields, or a
     /// word of a tagged object): generational plans remember `parent`. Never collects.
-    pub fn write_barrier(&mut self, parent: usize) {
+    ///
+    /// # Safety
+    ///
+    /// `parent` is 0 or the address of a live object of this heap (one
+    /// [`MmtkMutator::alloc`] or [`MmtkMutator::alloc_tagged`] returned, kept by the
+    /// collections since): MMTk reads and writes its metadata, and the next collection
+    /// traces it.
+    pub unsafe fn write_barrier(&mut self, parent: usize) {
         if !self.heap.inst.plan.generational() || parent == 0 {
             return;
         }
@@ -1137,7 +1203,8 @@ impl MmtkMutator {
     pub unsafe fn write_field(&mut self, obj: usize, index: usize, value: usize) {
         // SAFETY: the caller's promise.
         unsafe { ((obj + 8 * index) as *mut usize).write(value) };
-        self.write_barrier(obj);
+        // SAFETY: a live object of this heap (the caller's promise).
+        unsafe { self.write_barrier(obj) };
     }
 }
 

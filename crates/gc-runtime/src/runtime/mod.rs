@@ -1154,21 +1154,39 @@ impl Runtime {
         let globals = &self.shared.globals;
         let maps = self.shared.stack_maps.as_deref();
         let walk_fault: Cell<Option<GcFault>> = Cell::new(None);
+        // The roots are what the program gave the runtime under the entry points' contract
+        // (the chain head `julia.get_pgcstack` returns, `locus_gc_push_region` ranges on
+        // its stack, `locus_gc_add_root_region` ranges, the statepoint slots of the frames
+        // the stack maps describe): memory the program keeps for the runtime while a
+        // collection runs, as the runtime's own collector also assumes.
         let mut roots = |set: &mut RootSet| {
-            set.frames.push(me.head() as usize);
+            // SAFETY: this thread's chain head (see above).
+            unsafe { set.push_frame(me.head() as usize) };
             let sp = frames::approx_stack_pointer();
             // A region below the stack pointer belongs to a function that returned
             // without dropping it (a `longjmp` past it): skipped, as the own collector does.
-            set.regions
-                .extend(lock(&me.regions).iter().copied().filter(|&(start, end)| {
-                    start >= sp && me.stack.is_none_or(|b| start >= b.low && end <= b.high)
-                }));
-            set.regions.extend(lock(globals).iter().copied());
+            for &(start, end) in lock(&me.regions).iter() {
+                if start >= sp && me.stack.is_none_or(|b| start >= b.low && end <= b.high) {
+                    // SAFETY: a pushed region still on this thread's stack (see above).
+                    unsafe { set.push_region(start, end) };
+                }
+            }
+            for &(start, end) in lock(globals).iter() {
+                // SAFETY: a global root region (see above).
+                unsafe { set.push_region(start, end) };
+            }
             let fp = me.sp_frame.load(Ordering::Acquire);
             if let (Some(maps), true) = (maps, fp != 0) {
                 let number = heap.stats().collections + 1;
                 match statepoints::slot_lanes(maps, fp, me.stack, number) {
-                    Ok((lanes, _)) => set.statepoint.extend(lanes),
+                    Ok((lanes, _)) => {
+                        for (base, derived) in lanes {
+                            // SAFETY: slots of this thread's frames that the stack maps
+                            // name, below the frame that called into the runtime, which
+                            // waits for the collection (see above).
+                            unsafe { set.push_statepoint(base, derived) };
+                        }
+                    }
                     Err(fault) => walk_fault.set(Some(fault)),
                 }
             }
@@ -1803,7 +1821,14 @@ pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     entry(RUNTIME_WRITE_BARRIER, |rt| {
         lock(&rt.shared.state).stats.write_barriers += 1;
         if let Some(m) = rt.mm.borrow_mut().as_mut() {
-            m.write_barrier(parent as usize);
+            let (heap, parent) = (m.heap(), parent as usize);
+            // MMTk's barrier reads and writes the metadata of whatever address it is
+            // given: compiled code's promise that `parent` is an object is checked first
+            // (on the plans that remember anything).
+            if parent != 0 && heap.plan().generational() && heap.is_object(parent) {
+                // SAFETY: a live object of this heap (just checked).
+                unsafe { m.write_barrier(parent) };
+            }
         }
     })
 }
