@@ -196,7 +196,8 @@ pub enum Command {
     /// executable with one `locus: gc: ...` line and exit status 1 before the program
     /// runs), and LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the MMTk heap. --collector NAME
     /// makes NAME the executable's collector when its environment names none (its main
-    /// sets LOCUS_GC_COLLECTOR=NAME unless that is set or LOCUS_GC_STRESS=1).
+    /// passes NAME to the runtime, which uses it unless LOCUS_GC_COLLECTOR is set or
+    /// LOCUS_GC_STRESS=1).
     ///
     /// Exit status of `locus gc build`: 0 when the executable was written, 1 otherwise
     /// (`locus: FILE: ...` on standard error).
@@ -233,8 +234,9 @@ pub enum Command {
         safepoint_polls: bool,
         /// The executable's collector when its environment names none: `stress`, `locus`
         /// or `mmtk:PLAN` (any plan with --roots statepoint; marksweep, immix or
-        /// stickyimmix with frame roots), as `locus gc run --collector` takes. LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the
-        /// executable's environment still chooses another. An unknown name, or a plan that
+        /// stickyimmix with frame roots), as `locus gc run --collector` takes.
+        /// LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the executable's environment still
+        /// chooses another. An unknown name, or a plan that
         /// cannot pin with frame roots, is refused (status 1, nothing written).
         #[arg(long, value_name = "NAME")]
         collector: Option<String>,

@@ -86,6 +86,18 @@ int32_t locus_gc_thread_detach(void);
 // lowered code, or anything that keeps the runtime's contract.
 int32_t locus_gc_main(int64_t (*entry)(void));
 
+// [`locus_gc_main`] with `collector` (`stress`, `locus` or `mmtk:PLAN`, as
+// [`COLLECTOR_ENV`] takes) as the collector when the environment names none
+// (`locus gc build --collector`): `LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`, still
+// wins, and nothing is written to the environment. A null `collector` is the runtime's
+// default; a name the runtime does not know returns 1 ([`LOCUS_GC_OUTPUT_FAILED`]) after
+// one `locus: gc:` line, without calling `entry`.
+//
+// # Safety
+//
+// As for [`locus_gc_main`]; `collector` is null or a NUL-terminated string.
+int32_t locus_gc_main_with_collector(int64_t (*entry)(void), const char *collector);
+
 // [`locus_gc_main`] for a program compiled with statepoint roots: the runtime is made by
 // [`locus_gc_init_statepoints`]. Returns 1 without calling `entry` when the stack maps
 // cannot be read.
@@ -94,6 +106,14 @@ int32_t locus_gc_main(int64_t (*entry)(void));
 //
 // As for [`locus_gc_main`].
 int32_t locus_gc_main_statepoints(int64_t (*entry)(void));
+
+// [`locus_gc_main_statepoints`] with `collector` as the collector when the environment
+// names none, as [`locus_gc_main_with_collector`].
+//
+// # Safety
+//
+// As for [`locus_gc_main_with_collector`].
+int32_t locus_gc_main_statepoints_with_collector(int64_t (*entry)(void), const char *collector);
 
 // Returns the address of the current thread's chain head slot. Never collects.
 GcFrame **locus_gc_get_pgcstack(void);

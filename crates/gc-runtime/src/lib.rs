@@ -41,7 +41,9 @@
 //! - [`locus_gc_main`]: what the `main` of a `locus gc build` executable calls: init, call
 //!   the program's `int64_t entry(void)`, print its result on a line of its own (as
 //!   `locus gc run` prints it; with `LOCUS_GC_STATS=1` the collector's counters follow, as
-//!   `locus gc run --stats` prints them), detach, return 0.
+//!   `locus gc run --stats` prints them), detach, return 0;
+//!   [`locus_gc_main_with_collector`] the same with a built-in default collector (what
+//!   `locus gc build --collector` bakes in; the environment still wins).
 //!
 //! # Threads
 //!
@@ -76,6 +78,7 @@ pub mod signals;
 pub mod stackmaps;
 
 use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -145,18 +148,24 @@ pub fn stress_from_env() -> bool {
     std::env::var_os(STRESS_ENV).is_some_and(|v| v == "1")
 }
 
-/// The collector the environment asks for ([`COLLECTOR_ENV`], [`STRESS_ENV`]).
+/// The collector the environment asks for ([`COLLECTOR_ENV`], [`STRESS_ENV`]), `locus`
+/// when it names none.
 ///
 /// # Errors
 /// An unknown collector name, or `LOCUS_GC_STRESS=1` with another collector than `stress`.
 pub fn collector_from_env() -> Result<Collector, String> {
+    collector_from_env_or(Collector::Locus)
+}
+
+/// The collector the environment asks for ([`COLLECTOR_ENV`], [`STRESS_ENV`]), `default`
+/// when it names none: what the environment says wins over a built-in default.
+///
+/// # Errors
+/// As [`collector_from_env`].
+pub fn collector_from_env_or(default: Collector) -> Result<Collector, String> {
     let stress = stress_from_env();
     let Some(name) = std::env::var_os(COLLECTOR_ENV) else {
-        return Ok(if stress {
-            Collector::Stress
-        } else {
-            Collector::Locus
-        });
+        return Ok(if stress { Collector::Stress } else { default });
     };
     let name = name.to_string_lossy();
     let collector = Collector::from_name(&name).map_err(|e| format!("{COLLECTOR_ENV}: {e}"))?;
@@ -168,10 +177,10 @@ pub fn collector_from_env() -> Result<Collector, String> {
     Ok(collector)
 }
 
-/// A runtime configuration for the environment's collector, or [`LOCUS_GC_REFUSED`]
-/// after one `locus: gc:` line.
-fn env_config(config: Config) -> Result<Config, i32> {
-    match collector_from_env() {
+/// A runtime configuration for the environment's collector (`default` if it names none),
+/// or [`LOCUS_GC_REFUSED`] after one `locus: gc:` line.
+fn env_config(config: Config, default: Collector) -> Result<Config, i32> {
+    match collector_from_env_or(default) {
         Ok(collector) => Ok(config.with_collector(collector)),
         Err(message) => Err(refused(&message)),
     }
@@ -239,11 +248,20 @@ pub extern "C" fn locus_gc_init() -> i32 {
 /// that shares another's heap attaches with [`locus_gc_thread_attach_heap`] instead).
 #[no_mangle]
 pub extern "C" fn locus_gc_thread_attach() -> i32 {
+    attach_frames(Collector::Locus)
+}
+
+/// [`locus_gc_thread_attach`] with `default` as the collector when the environment names
+/// none.
+fn attach_frames(default: Collector) -> i32 {
     attach(|| {
-        env_config(Config {
-            on_fault: OnFault::Exit,
-            ..Config::default()
-        })
+        env_config(
+            Config {
+                on_fault: OnFault::Exit,
+                ..Config::default()
+            },
+            default,
+        )
         .map(Make::New)
     })
 }
@@ -279,13 +297,22 @@ pub unsafe extern "C" fn locus_gc_thread_attach_heap(heap: *const u8) -> i32 {
 /// stack maps cannot be read (no runtime is made then).
 #[no_mangle]
 pub extern "C" fn locus_gc_init_statepoints() -> i32 {
+    attach_statepoints(Collector::Locus)
+}
+
+/// [`locus_gc_init_statepoints`] with `default` as the collector when the environment
+/// names none.
+fn attach_statepoints(default: Collector) -> i32 {
     attach(|| match stackmaps::from_executable() {
-        Ok(maps) => env_config(Config {
-            on_fault: OnFault::Exit,
-            stack_maps: Some(Arc::new(maps)),
-            moving: std::env::var_os(MOVING_ENV).is_some_and(|v| v == "1"),
-            ..Config::default()
-        })
+        Ok(maps) => env_config(
+            Config {
+                on_fault: OnFault::Exit,
+                stack_maps: Some(Arc::new(maps)),
+                moving: std::env::var_os(MOVING_ENV).is_some_and(|v| v == "1"),
+                ..Config::default()
+            },
+            default,
+        )
         .map(Make::New),
         Err(message) => {
             let _ = writeln!(
@@ -328,11 +355,50 @@ pub extern "C" fn locus_gc_thread_detach() -> i32 {
 /// lowered code, or anything that keeps the runtime's contract.
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_main(entry: unsafe extern "C" fn() -> i64) -> i32 {
-    if locus_gc_init() == LOCUS_GC_REFUSED {
+    // SAFETY: the caller's promise; no default collector named.
+    unsafe { locus_gc_main_with_collector(entry, std::ptr::null()) }
+}
+
+/// [`locus_gc_main`] with `collector` (`stress`, `locus` or `mmtk:PLAN`, as
+/// [`COLLECTOR_ENV`] takes) as the collector when the environment names none
+/// (`locus gc build --collector`): `LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`, still
+/// wins, and nothing is written to the environment. A null `collector` is the runtime's
+/// default; a name the runtime does not know returns 1 ([`LOCUS_GC_OUTPUT_FAILED`]) after
+/// one `locus: gc:` line, without calling `entry`.
+///
+/// # Safety
+///
+/// As for [`locus_gc_main`]; `collector` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_main_with_collector(
+    entry: unsafe extern "C" fn() -> i64,
+    collector: *const c_char,
+) -> i32 {
+    // SAFETY: the caller's promise.
+    let Ok(default) = (unsafe { default_collector(collector) }) else {
+        return LOCUS_GC_OUTPUT_FAILED;
+    };
+    if attach_frames(default) == LOCUS_GC_REFUSED {
         return LOCUS_GC_OUTPUT_FAILED;
     }
     // SAFETY: the caller's promise.
     unsafe { call_and_print(entry) }
+}
+
+/// The collector a `main`'s `collector` argument names ([`Collector::Locus`] if null), or
+/// [`LOCUS_GC_REFUSED`] after one `locus: gc:` line.
+///
+/// # Safety
+///
+/// `collector` is null or a NUL-terminated string.
+unsafe fn default_collector(collector: *const c_char) -> Result<Collector, i32> {
+    if collector.is_null() {
+        return Ok(Collector::Locus);
+    }
+    // SAFETY: the caller's promise.
+    let name = unsafe { CStr::from_ptr(collector) }.to_string_lossy();
+    Collector::from_name(&name)
+        .map_err(|e| refused(&format!("the executable's default collector: {e}")))
 }
 
 /// [`locus_gc_main`] for a program compiled with statepoint roots: the runtime is made by
@@ -344,8 +410,27 @@ pub unsafe extern "C" fn locus_gc_main(entry: unsafe extern "C" fn() -> i64) -> 
 /// As for [`locus_gc_main`].
 #[no_mangle]
 pub unsafe extern "C" fn locus_gc_main_statepoints(entry: unsafe extern "C" fn() -> i64) -> i32 {
+    // SAFETY: the caller's promise; no default collector named.
+    unsafe { locus_gc_main_statepoints_with_collector(entry, std::ptr::null()) }
+}
+
+/// [`locus_gc_main_statepoints`] with `collector` as the collector when the environment
+/// names none, as [`locus_gc_main_with_collector`].
+///
+/// # Safety
+///
+/// As for [`locus_gc_main_with_collector`].
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_main_statepoints_with_collector(
+    entry: unsafe extern "C" fn() -> i64,
+    collector: *const c_char,
+) -> i32 {
+    // SAFETY: the caller's promise.
+    let Ok(default) = (unsafe { default_collector(collector) }) else {
+        return LOCUS_GC_OUTPUT_FAILED;
+    };
     if matches!(
-        locus_gc_init_statepoints(),
+        attach_statepoints(default),
         LOCUS_GC_NO_STACK_MAPS | LOCUS_GC_REFUSED
     ) {
         return LOCUS_GC_OUTPUT_FAILED;

@@ -75,6 +75,8 @@ fn run(case: &str, end: End) {
 fn every_entry_point_on_good_input_and_the_attach_api_codes() {
     run("statuses", End::Exit(0, "ok"));
     run("main", End::Exit(0, "42"));
+    // A built-in default collector; LOCUS_GC_STRESS=1 (set by `run`) still wins.
+    run("main-with-collector", End::Exit(0, "42"));
     run("write-barrier-null", End::Exit(0, "ok"));
     // The statepoint wrappers' entry points, on a runtime without stack maps.
     run("statepoint-calls", End::Exit(0, "7 7"));
@@ -100,6 +102,10 @@ fn bad_inputs_end_with_one_locus_line() {
                 abort,
                 "locus_gc_safepoint was called on a thread with no runtime",
             ),
+        ),
+        (
+            "main-with-unknown-collector",
+            End::Reported(1, "the executable's default collector: unknown collector `nope`"),
         ),
         (
             "negative-size",

@@ -29,13 +29,12 @@
 //! # The executable's default collector
 //!
 //! [`BuildOptions::collector`] (`locus gc build --collector NAME`) makes NAME the
-//! collector the executable runs when its environment names none. The runtime reads its
-//! collector from the environment only (`LOCUS_GC_COLLECTOR`, at `locus_gc_init`), so the
-//! `main` Locus adds sets that variable before it calls `locus_gc_main`, without
-//! overwriting it (`setenv(..., 0)`), and not when `LOCUS_GC_STRESS=1` asks for the stress
-//! collector: what the environment says still wins. (Processes the program starts inherit
-//! the variable.) A plan that cannot pin is refused with frame roots at build time
-//! ([`check_collector`]); everything else the runtime checks when the executable starts.
+//! collector the executable runs when its environment names none: the `main` Locus adds
+//! passes NAME to `locus_gc_main_with_collector` (or `..._statepoints_with_collector`),
+//! so `LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`, still wins, and nothing is written to
+//! the environment (processes the program starts do not inherit the choice). A plan that
+//! cannot pin is refused with frame roots at build time ([`check_collector`]); everything
+//! else the runtime checks when the executable starts.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -225,60 +224,30 @@ pub fn check_collector(collector: Collector, roots: Roots) -> Result<(), BuildEr
     }
 }
 
-/// The text of the executable's `main`: it sets the default collector (see the module
-/// docs) and calls `start` (`locus_gc_main` or `locus_gc_main_statepoints`) with `entry`.
-/// `declare` holds the C functions the module does not declare already.
-fn main_text(start: &str, entry: &str, collector: Option<Collector>, declare: &[&str]) -> String {
+/// The text of the executable's `main`: it calls `start` (`locus_gc_main` or
+/// `locus_gc_main_statepoints`, their `_with_collector` forms with a default collector)
+/// with `entry`.
+fn main_text(start: &str, entry: &str, collector: Option<Collector>) -> String {
     let mut text = format!(
-        "\n; The executable's main (locus gc build): the runtime calls @{entry} and prints its result.\n\
-         declare i32 @{start}(ptr)\n"
+        "\n; The executable's main (locus gc build): the runtime calls @{entry} and prints its result.\n"
     );
     let Some(collector) = collector else {
         text.push_str(&format!(
-            "\ndefine i32 @main() {{\n  %status = call i32 @{start}(ptr @{entry})\n  ret i32 %status\n}}\n"
+            "declare i32 @{start}(ptr)\n\n\
+             define i32 @main() {{\n  %status = call i32 @{start}(ptr @{entry})\n  ret i32 %status\n}}\n"
         ));
         return text;
     };
     let name = collector.to_string();
-    let cstr = |s: &str| format!("[{} x i8] c\"{s}\\00\"", s.len() + 1);
-    let collector_env = locus_gc_runtime::COLLECTOR_ENV;
-    let stress_env = locus_gc_runtime::STRESS_ENV;
-    for f in declare {
-        text.push_str(match *f {
-            "getenv" => "declare ptr @getenv(ptr)\n",
-            _ => "declare i32 @setenv(ptr, ptr, i32)\n",
-        });
-    }
     text.push_str(&format!(
-        "@locus.build.collector_env = private unnamed_addr constant {}\n\
-         @locus.build.stress_env = private unnamed_addr constant {}\n\
-         @locus.build.collector = private unnamed_addr constant {}\n\n\
-         ; The default collector `{name}` (locus gc build --collector): {collector_env} is set unless\n\
-         ; it is set already or {stress_env}=1 asks for the stress collector.\n\
-         define i32 @main() {{\n\
-         entry:\n  \
-           %stress = call ptr @getenv(ptr @locus.build.stress_env)\n  \
-           %unset = icmp eq ptr %stress, null\n  \
-           br i1 %unset, label %set, label %first\n\
-         first:\n  \
-           %c0 = load i8, ptr %stress\n  \
-           %one = icmp eq i8 %c0, 49\n  \
-           br i1 %one, label %second, label %set\n\
-         second:\n  \
-           %c1.p = getelementptr i8, ptr %stress, i64 1\n  \
-           %c1 = load i8, ptr %c1.p\n  \
-           %end = icmp eq i8 %c1, 0\n  \
-           br i1 %end, label %start, label %set\n\
-         set:\n  \
-           %kept = call i32 @setenv(ptr @locus.build.collector_env, ptr @locus.build.collector, i32 0)\n  \
-           br label %start\n\
-         start:\n  \
-           %status = call i32 @{start}(ptr @{entry})\n  \
+        "; Its collector is `{name}` unless the environment names one (locus gc build --collector).\n\
+         declare i32 @{start}_with_collector(ptr, ptr)\n\
+         @locus.build.collector = private unnamed_addr constant [{len} x i8] c\"{name}\\00\"\n\n\
+         define i32 @main() {{\n  \
+           %status = call i32 @{start}_with_collector(ptr @{entry}, ptr @locus.build.collector)\n  \
            ret i32 %status\n\
          }}\n",
-        cstr(collector_env),
-        cstr(stress_env),
-        cstr(&name),
+        len = name.len() + 1,
     ));
     text
 }
@@ -357,28 +326,7 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         Roots::Frames => "locus_gc_main",
         Roots::Statepoint => "locus_gc_main_statepoints",
     };
-    // The default collector's main calls the C library's getenv and setenv: declared
-    // unless the module declares them (a call names its own function type), refused if
-    // the module defines one.
-    let mut declare = Vec::new();
-    if options.collector.is_some() {
-        for f in ["getenv", "setenv"] {
-            match module.function(f) {
-                None => declare.push(f),
-                Some(g) if g.is_declaration() => {}
-                Some(_) => {
-                    return Err(Error::Entry {
-                        name: options.entry.clone(),
-                        message: format!(
-                            "the module defines @{f}; the executable's main, which sets the \
-                             default collector, calls the C library's"
-                        ),
-                    })
-                }
-            }
-        }
-    }
-    text.push_str(&main_text(start, &entry, options.collector, &declare));
+    text.push_str(&main_text(start, &entry, options.collector));
     Ok(text)
 }
 

@@ -84,6 +84,8 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "statuses")) return statuses();
   if (!strcmp(c, "main")) return locus_gc_main(forty_two);
   if (!strcmp(c, "main-null")) return locus_gc_main(NULL);
+  if (!strcmp(c, "main-with-collector")) return locus_gc_main_with_collector(forty_two, "mmtk:marksweep");
+  if (!strcmp(c, "main-with-unknown-collector")) return locus_gc_main_with_collector(forty_two, "nope");
   if (!strcmp(c, "no-runtime")) { locus_gc_alloc(1, 8); return 0; }
   if (!strcmp(c, "no-runtime-safepoint")) { locus_gc_safepoint(); return 0; }
   if (!strcmp(c, "attach-heap-null")) return locus_gc_thread_attach_heap(NULL);
