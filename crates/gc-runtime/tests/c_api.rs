@@ -105,7 +105,10 @@ fn bad_inputs_end_with_one_locus_line() {
         ),
         (
             "main-with-unknown-collector",
-            End::Reported(1, "the executable's default collector: unknown collector `nope`"),
+            End::Reported(
+                1,
+                "the executable's default collector: unknown collector `nope`",
+            ),
         ),
         (
             "negative-size",
