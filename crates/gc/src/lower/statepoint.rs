@@ -28,12 +28,38 @@
 //! 5. every other defined function gets `gc "statepoint-example"` and
 //!    `"frame-pointer"="all"`, the runtime functions that never collect `"gc-leaf-function"`,
 //!    and RS4GC runs in process (`LLVMRunPasses`).
+//!
+//! # `invoke`
+//!
+//! RS4GC makes an `invoke` an invoked `gc.statepoint`: it gives the invoke a normal
+//! destination of its own (a critical edge split, a destination with several predecessors
+//! or `phi`s given a new block) where the relocations take the statepoint's token, and a
+//! landing pad of its own (a pad shared by several invokes split per edge, its `phi`s moved
+//! after) where they take the landing pad: `gc.relocate(token %pad, ...)`. LLVM's verifier
+//! wants that pad to be `landingpad token` (`gc.relocate`'s first parameter is a `token`
+//! and every landing pad of a function has one type), and a token pad carries no exception.
+//! So, for the functions that take part:
+//!
+//! - a `landingpad token` is LLVM's form and is kept: values live into it are relocated
+//!   there;
+//! - when every landing pad of a function is of another type (`{ ptr, i32 }`) and nothing
+//!   uses their value, they become `landingpad token` (as the OpenJDK port Jeandle does in
+//!   its RS4GC), and the same holds;
+//! - when a landing pad's value (the exception: `__cxa_begin_catch`, `resume`) is used, it
+//!   keeps its type, and each object live into it is pinned right before the invoke and
+//!   unpinned first thing in both destinations: it cannot move during the call, so the
+//!   value from before the call is right on the unwind path and replaces RS4GC's
+//!   relocation there (relocations nothing uses are dropped). The copying MMTk plans that
+//!   cannot pin report such a pin as a fault, as they do for `gc_preserve`.
+//!
+//! Root regions are dropped before a `resume` as before a `ret`. Refused, naming the
+//! function and instruction: a `jl_roots` bundle on an invoke.
 
 use std::collections::HashMap;
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
-use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Use, Value};
+use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, TypeKind, Use, Value};
 use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
 use locus_llvm::{Context, Module};
 
@@ -92,6 +118,11 @@ pub struct StatepointReport {
     pub wrappers: usize,
     /// `alloca`s of GC pointers left in memory, registered as conservative root regions.
     pub regions: usize,
+    /// Landing pads made `landingpad token` (their value, the exception, was unused).
+    pub token_landing_pads: usize,
+    /// Objects pinned across an `invoke` because they are live into a landing pad whose
+    /// value is used (see the [module documentation](self)).
+    pub landing_pad_pins: usize,
 }
 
 /// Rewrites `module` (Julia-style, already checked against the GC invariants) for
@@ -103,6 +134,37 @@ pub struct StatepointReport {
 /// [`Error::Lower`] naming the function and instruction the rewrite cannot handle, and
 /// LLVM's errors (the retyped text or RS4GC's output failing to verify).
 pub fn rewrite_for_statepoints<'c>(
+    ctx: &'c Context,
+    module: &Module<'_>,
+) -> Result<(Module<'c>, StatepointReport)> {
+    let (out, mut report) = prepare_for_rs4gc(ctx, module)?;
+    // `out` is verified, so a verifier error here is about RS4GC's output: its relocations
+    // tied to a landing pad that is not a `token` fail until fixed up below, and the
+    // verification after the fix-up reports anything else.
+    match run_passes(&out, "rewrite-statepoints-for-gc") {
+        Ok(()) | Err(locus_llvm::Error::Verify { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    {
+        let b = Builder::new(&out);
+        for f in out.function_list() {
+            if !f.is_declaration() && f.gc().as_deref() == Some(GC_STRATEGY) {
+                report.landing_pad_pins += pin_into_typed_landing_pads(&b, f)?;
+            }
+        }
+    }
+    out.verify()?;
+    Ok((out, report))
+}
+
+/// Steps 1 to 5 of [`rewrite_for_statepoints`] but RS4GC itself: the module as it is handed
+/// to `rewrite-statepoints-for-gc` (so that LLVM's own pass, `opt-19
+/// -passes=rewrite-statepoints-for-gc`, can be run on the same input), parsed in `ctx` and
+/// verified.
+///
+/// # Errors
+/// As [`rewrite_for_statepoints`].
+pub fn prepare_for_rs4gc<'c>(
     ctx: &'c Context,
     module: &Module<'_>,
 ) -> Result<(Module<'c>, StatepointReport)> {
@@ -138,7 +200,13 @@ pub fn rewrite_for_statepoints<'c>(
             wrappers.push((runtime, suffix, f.function_type()));
         }
     }
+    let token_functions = token_landing_pad_functions(module);
     let mut text = retype(&module.print());
+    for name in &token_functions {
+        let (retyped, n) = token_landing_pads(&text, name);
+        text = retyped;
+        report.token_landing_pads += n;
+    }
     let mut defs = String::new();
     for (runtime, suffix, ty) in &wrappers {
         text = drop_declaration(&text, runtime);
@@ -168,7 +236,6 @@ pub fn rewrite_for_statepoints<'c>(
         set_gc(f, Some(GC_STRATEGY));
         report.functions += 1;
     }
-    run_passes(&out, "rewrite-statepoints-for-gc")?;
     Ok((out, report))
 }
 
@@ -379,7 +446,8 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     let reset_ty = b.function_type(b.void_type(), &[i64t], false)?;
     let reset_fn = b.declare_function(RUNTIME_REGION_RESET, reset_ty)?;
     for inst in f.instructions() {
-        if inst.opcode() == Opcode::Ret {
+        // Unwinding out of the function (`resume`) leaves it as a return does.
+        if matches!(inst.opcode(), Opcode::Ret | Opcode::Resume) {
             b.position_before(inst)?;
             b.call(reset_ty, reset_fn, &[depth], &[], "")?;
         }
@@ -487,6 +555,168 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// The defined functions of `module` that have landing pads, each of a type other than
+/// `token` and with a value (the exception) nothing uses: their landing pads can become
+/// `landingpad token`, which LLVM ties the unwind path's `gc.relocate`s to (its verifier
+/// wants the token of a relocation there to be the landing pad, and `gc.relocate` takes a
+/// `token`; every landing pad of a function has one type).
+fn token_landing_pad_functions(module: &Module<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in module.function_list() {
+        let pads: Vec<Instruction<'_>> = f
+            .instructions()
+            .into_iter()
+            .filter(|i| i.opcode() == Opcode::LandingPad)
+            .collect();
+        if !pads.is_empty()
+            && pads
+                .iter()
+                .all(|p| p.ty().kind() != TypeKind::Token && !p.as_value().has_uses())
+        {
+            out.push(f.name());
+        }
+    }
+    out
+}
+
+/// `text` (a printed module) with the type of every `landingpad` in the definition of
+/// `@name` made `token`, and how many. A landing pad's clauses are printed on lines of
+/// their own, so its first line ends with its type.
+fn token_landing_pads(text: &str, name: &str) -> (String, usize) {
+    const PAD: &str = " = landingpad ";
+    let plain = format!("{name}(");
+    let quoted = format!("\"{name}\"(");
+    let mut inside = false;
+    let mut count = 0;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with("define ") {
+            // The first `@` of a definition's line starts the function's name.
+            inside = line.find('@').is_some_and(|at| {
+                let rest = &line[at + 1..];
+                rest.starts_with(&plain) || rest.starts_with(&quoted)
+            });
+        } else if line.starts_with('}') {
+            inside = false;
+        }
+        match line.find(PAD).filter(|_| inside) {
+            Some(at) => {
+                out.push_str(&line[..at + PAD.len()]);
+                out.push_str("token");
+                count += 1;
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    (out, count)
+}
+
+/// Whether `inst` calls `llvm.experimental.gc.relocate.*`.
+fn is_relocate(inst: Instruction<'_>) -> bool {
+    inst.as_call()
+        .and_then(|c| c.callee_name())
+        .is_some_and(|n| n.starts_with("llvm.experimental.gc.relocate"))
+}
+
+/// After RS4GC: the `gc.relocate`s it tied to a landing pad that is not a `token` (the
+/// exception is used, so the pad keeps its `{ ptr, i32 }`) fail LLVM's verifier. Unused
+/// ones go. For each used one, the object it relocates is pinned across the `invoke`
+/// (pinned right before it, unpinned first thing in both destinations): it cannot move
+/// during the call, so on the unwind path the value from before the call is still right
+/// and replaces the relocation. Returns how many pins.
+fn pin_into_typed_landing_pads<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+    let mut pins = 0;
+    for invoke in f.instructions() {
+        let Some(call) = invoke.as_call().filter(|c| c.is_invoke()) else {
+            continue;
+        };
+        let (Some(normal), Some(unwind)) = (call.normal_dest(), call.unwind_dest()) else {
+            continue;
+        };
+        let Some(pad) = unwind
+            .first_non_phi()
+            .filter(|p| p.opcode() == Opcode::LandingPad && p.ty().kind() != TypeKind::Token)
+        else {
+            continue;
+        };
+        let relocates: Vec<Instruction<'m>> = pad
+            .as_value()
+            .users()
+            .into_iter()
+            .filter_map(|u| u.as_instruction())
+            .filter(|&i| is_relocate(i))
+            .collect();
+        if relocates.is_empty() {
+            continue;
+        }
+        let live = call
+            .operand_bundle("gc-live")
+            .map(|bundle| bundle.args)
+            .unwrap_or_default();
+        let mut bases: Vec<Value<'m>> = Vec::new();
+        for r in relocates {
+            let args = r.as_call().map(|c| c.arguments()).unwrap_or_default();
+            let live_at = |k: usize| {
+                args.get(k)
+                    .and_then(|v| v.const_uint())
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| live.get(i).copied())
+            };
+            let (Some(base), Some(derived)) = (live_at(1), live_at(2)) else {
+                return Err(refuse(
+                    f,
+                    r,
+                    "a gc.relocate whose indices name no gc-live value of its invoke",
+                ));
+            };
+            if r.as_value().has_uses() {
+                if !bases.contains(&base) {
+                    bases.push(base);
+                }
+                b.replace_all_uses_with(r, derived)?;
+            }
+            b.erase(r)?;
+        }
+        if bases.is_empty() {
+            continue;
+        }
+        // RS4GC gave each rewritten invoke destinations of their own; an unpin in a
+        // destination with other predecessors would undo a pin never made.
+        for dest in [normal, unwind] {
+            let entries = f
+                .blocks()
+                .into_iter()
+                .filter(|bb| bb.successors().contains(&dest))
+                .count();
+            if entries != 1 {
+                return Err(refuse(
+                    f,
+                    invoke,
+                    "an invoke destination with several predecessors after RS4GC",
+                ));
+            }
+        }
+        let raw = b.ptr_type(UNTRACKED)?;
+        b.position_before(invoke)?;
+        let raws = bases
+            .iter()
+            .map(|&v| Ok(b.addrspacecast(v, raw, "")?))
+            .collect::<Result<Vec<_>>>()?;
+        for &r in &raws {
+            call_pin(b, PIN, r)?;
+            pins += 1;
+        }
+        for dest in [normal, unwind] {
+            b.position_at_first_insertion_point(dest)?;
+            for &r in &raws {
+                call_pin(b, UNPIN, r)?;
+            }
+        }
+    }
+    Ok(pins)
 }
 
 fn refuse(f: Function<'_>, inst: Instruction<'_>, message: &str) -> Error {
