@@ -5,7 +5,9 @@
 //! `; mode: final`, `FinalLowerGC`) does with it: which values get a slot, how many slots
 //! the frame has, where the stores and null stores go, the lifted `%gclift` selects and
 //! phis, and the frame's layout and linking. Its first line is `; mode: intermediate`
-//! (stop at `julia.new_gc_frame` and friends) or `; mode: final`.
+//! (stop at `julia.new_gc_frame` and friends) or `; mode: final`; a second line
+//! `; barriers: frontend|insert|auto` picks who places the write barriers (default `auto`,
+//! the lowering's default).
 //!
 //! Each fixture is lowered in process, LLVM's verifier must accept the result, and
 //! `FileCheck-19 FIXTURE --input-file OUT` must accept the printed module. A fixture on
@@ -23,7 +25,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use locus_gc::lower::{lower_module, LowerOptions};
+use locus_gc::lower::{lower_module_with, LowerOptions, ThreadOptions, WriteBarriers};
 use locus_llvm::{Context, Module};
 
 use common::ll_files;
@@ -80,13 +82,28 @@ fn check_fixture(path: &Path, filecheck: &Path, out_dir: &Path) -> Result<(), St
             ))
         }
     };
+    let barriers = match text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("; barriers: "))
+    {
+        None | Some("auto") => WriteBarriers::Auto,
+        Some("frontend") => WriteBarriers::Frontend,
+        Some("insert") => WriteBarriers::Insert,
+        Some(other) => {
+            return Err(format!(
+                "`; barriers:` takes frontend, insert or auto, not {other:?}"
+            ))
+        }
+    };
     let ctx = Context::new();
     let shown = path.display().to_string();
     let module = Module::parse_ir(&ctx, &shown, &text).map_err(|e| format!("parse: {e}"))?;
     module
         .verify()
         .map_err(|e| format!("the fixture itself does not verify: {e}"))?;
-    lower_module(&module, LowerOptions { intermediate_only })
+    let threads = ThreadOptions::default().with_write_barriers(barriers);
+    lower_module_with(&module, LowerOptions { intermediate_only }, threads)
         .map_err(|e| format!("lowering failed: {e}"))?;
     let printed = module.print();
     let out = out_dir.join(file_name(path));

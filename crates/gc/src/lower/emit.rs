@@ -9,12 +9,15 @@
 //! for the analysis go: `jl_roots` bundles are dropped, `julia.pointer_from_objref` becomes
 //! an addrspacecast to 0, `gc_preserve_begin/end` are erased, and `julia.call(fptr, F,
 //! args...)` becomes the jlcall convention `fptr(F, argv, nargs)` with the arguments in a
-//! stack array (spec 003, "Соглашение о вызовах jlcall").
+//! stack array (spec 003, "Соглашение о вызовах jlcall"). Before that, the write barriers
+//! generational collectors need are placed where the frontend placed none
+//! ([`super::barriers`]).
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Opcode, Value};
 
 use super::alloc;
+use super::barriers::WriteBarriers;
 use super::place::SafepointPlan;
 use super::scan::Scan;
 use crate::addrspace::{LeafPath, TRACKED, UNTRACKED};
@@ -131,8 +134,20 @@ pub fn emit_frame<'m>(
     Ok(())
 }
 
-/// Removes what only the analysis needed and lowers `julia.call`.
+/// Removes what only the analysis needed and lowers `julia.call`, after placing the write
+/// barriers [`WriteBarriers::default`] asks for ([`super::barriers`]).
 pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
+    rewrite_helpers_with(b, f, WriteBarriers::default())
+}
+
+/// [`rewrite_helpers`], with the write barriers `barriers` asks for placed first (so that
+/// they are lowered with the frontend's, on either root strategy).
+pub fn rewrite_helpers_with<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    barriers: WriteBarriers,
+) -> Result<()> {
+    super::barriers::insert_write_barriers(b, f, barriers)?;
     let mut preserve_begins: Vec<Instruction<'m>> = Vec::new();
     for inst in f.instructions() {
         // A load through a GC pointer is invariant only while the object is rooted, which

@@ -11,7 +11,9 @@
 //! `immutable` the loads that need no root of their own; `liveness` finds the values to
 //! root at each safepoint and drops those refined to others rooted there; `color`
 //! assigns frame slots; `place` decides where stores and nulls go; `emit` writes them
-//! with Julia's `julia.*_gc_frame*` intrinsics and cleans up the helper constructs (the
+//! with Julia's `julia.*_gc_frame*` intrinsics and cleans up the helper constructs (after
+//! `barriers` placed the write barriers generational collectors need where the frontend
+//! placed none, [`WriteBarriers`]; the
 //! jlcall convention, `julia.gc_alloc_obj`, `julia.gc_alloc_memory` and `julia.typeof`
 //! expanded by `alloc`, Julia's TBAA tags from `tbaa`, write barriers that store nothing
 //! new); `final_lower` turns the intrinsics into a real frame linked into
@@ -26,6 +28,7 @@
 //! `scripts/julia-gc-conformance`; `tests/filecheck.rs` checks Locus's own fixtures.
 
 mod alloc;
+mod barriers;
 mod bitset;
 mod color;
 mod effects;
@@ -48,6 +51,8 @@ use locus_llvm::Module;
 
 use crate::contract::{NEW_GC_FRAME, RUNTIME_GET_PGCSTACK};
 use crate::Result;
+
+pub use barriers::WriteBarriers;
 
 /// How far to lower.
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,8 +118,9 @@ pub fn already_has_frame(f: Function<'_>) -> bool {
     })
 }
 
-/// What the lowering adds for several mutator threads, besides [`LowerOptions`] (kept
-/// apart so that code naming `LowerOptions`' fields stays as it is).
+/// What the lowering adds for the runtime's collectors besides [`LowerOptions`] (kept
+/// apart so that code naming `LowerOptions`' fields stays as it is): safepoint polls for
+/// several mutator threads, write barriers for generational plans.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ThreadOptions {
@@ -122,12 +128,27 @@ pub struct ThreadOptions {
     /// ([`polls`], `--safepoint-polls`), so a thread in a loop without calls cannot hold a
     /// collection up.
     pub safepoint_polls: bool,
+    /// Who places the write barriers generational collectors need (default
+    /// [`WriteBarriers::Auto`]: the lowering, in every function where the frontend placed
+    /// none).
+    pub write_barriers: WriteBarriers,
 }
 
 impl ThreadOptions {
-    /// With or without safepoint polls.
+    /// With or without safepoint polls (and the default write barriers).
     pub fn safepoint_polls(safepoint_polls: bool) -> ThreadOptions {
-        ThreadOptions { safepoint_polls }
+        ThreadOptions {
+            safepoint_polls,
+            ..ThreadOptions::default()
+        }
+    }
+
+    /// The same, with the write barriers `barriers` asks for.
+    pub fn with_write_barriers(self, barriers: WriteBarriers) -> ThreadOptions {
+        ThreadOptions {
+            write_barriers: barriers,
+            ..self
+        }
     }
 }
 
@@ -150,7 +171,7 @@ pub fn lower_module_with<'m>(
     if threads.safepoint_polls {
         polls::insert_module_polls(module)?;
     }
-    lower_module_observed(module, options, &mut |_| {})
+    lower_observed(module, options, threads.write_barriers, &mut |_| {})
 }
 
 /// One phase of the lowering, as [`lower_module_observed`] names it.
@@ -187,6 +208,16 @@ pub fn lower_module_observed<'m>(
     options: LowerOptions,
     at: &mut dyn FnMut(Phase),
 ) -> Result<Vec<FunctionReport>> {
+    lower_observed(module, options, WriteBarriers::default(), at)
+}
+
+/// [`lower_module_observed`], with the write barriers `barriers` asks for.
+fn lower_observed<'m>(
+    module: &'m Module<'m>,
+    options: LowerOptions,
+    barriers: WriteBarriers,
+    at: &mut dyn FnMut(Phase),
+) -> Result<Vec<FunctionReport>> {
     let b = Builder::new(module);
     let mut reports = Vec::new();
     // Before anything is lowered: a safepoint that promises not to read the frame would
@@ -197,7 +228,7 @@ pub fn lower_module_observed<'m>(
         if f.is_declaration() {
             continue;
         }
-        reports.extend(lower_one(&b, f, options, at)?);
+        reports.extend(lower_one(&b, f, options, barriers, at)?);
     }
     at(Phase::Verify);
     module.verify()?;
@@ -218,7 +249,7 @@ pub fn lower_function<'m>(
 ) -> Result<Option<FunctionReport>> {
     let b = Builder::new(module);
     effects::forget_function_safepoint_effects(f);
-    let report = lower_one(&b, f, options, &mut |_| {})?;
+    let report = lower_one(&b, f, options, WriteBarriers::default(), &mut |_| {})?;
     // The function alone (a function pass's work stays proportional to its function); the
     // module's verifier only to name what is wrong.
     if !f.verifies() {
@@ -237,13 +268,23 @@ pub fn lower_function<'m>(
 /// intrinsics made a real frame, nothing placed again (a function that needed no frame stays
 /// without one). The module is not verified here.
 pub fn finish_function<'m>(module: &'m Module<'m>, f: Function<'m>) -> Result<()> {
-    finish(&Builder::new(module), f, LowerOptions::default())
+    finish(
+        &Builder::new(module),
+        f,
+        LowerOptions::default(),
+        WriteBarriers::default(),
+    )
 }
 
-/// Julia's helpers rewritten and, unless only the intermediate form is wanted, the frame
-/// made real.
-fn finish<'m>(b: &Builder<'m>, f: Function<'m>, options: LowerOptions) -> Result<()> {
-    emit::rewrite_helpers(b, f)?;
+/// The write barriers placed, Julia's helpers rewritten and, unless only the intermediate
+/// form is wanted, the frame made real.
+fn finish<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    options: LowerOptions,
+    barriers: WriteBarriers,
+) -> Result<()> {
+    emit::rewrite_helpers_with(b, f, barriers)?;
     if !options.intermediate_only {
         final_lower::final_lower(b, f)?;
     }
@@ -255,6 +296,7 @@ fn lower_one<'m>(
     b: &Builder<'m>,
     f: Function<'m>,
     options: LowerOptions,
+    barriers: WriteBarriers,
     at: &mut dyn FnMut(Phase),
 ) -> Result<Option<FunctionReport>> {
     at(Phase::Scan);
@@ -268,7 +310,7 @@ fn lower_one<'m>(
     let Some(scan) = scanned else {
         // Julia cleans up every function, framed or not.
         at(Phase::Finish);
-        finish(b, f, options)?;
+        finish(b, f, options, barriers)?;
         return Ok(None);
     };
     at(Phase::Liveness);
@@ -314,6 +356,6 @@ fn lower_one<'m>(
     at(Phase::Emit);
     emit::emit_frame(b, f, &scan, coloring.num_slots, &plans)?;
     at(Phase::Finish);
-    finish(b, f, options)?;
+    finish(b, f, options, barriers)?;
     Ok(Some(report))
 }
