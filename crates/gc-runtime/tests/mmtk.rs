@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use locus_gc_runtime::mmtk::{MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
-use locus_gc_runtime::runtime::heap::{ObjectHeader, HEADER_MAGIC, STATE_LIVE, TAGGED_NPTRS};
+use locus_gc_runtime::runtime::heap::TAGGED_NPTRS;
 use locus_gc_runtime::runtime::GcFrame;
 
 const SCENARIO_ENV: &str = "LOCUS_MMTK_TEST_SCENARIO";
@@ -232,17 +232,18 @@ fn write(addr: usize, v: usize) {
     unsafe { (addr as *mut usize).write_volatile(v) }
 }
 
-/// The header of a live object (tests only, as `read`).
-fn header(obj: usize) -> ObjectHeader {
-    // SAFETY: as above.
-    unsafe { ((obj - 32) as *const ObjectHeader).read_volatile() }
+/// The two header words of a live object (tests only, as `read`): `nptrs` at `obj - 16`
+/// (`TAGGED_NPTRS` for a tagged object) and `nbytes` (or the type tag) at `obj - 8`, where
+/// the runtime's own header keeps them too.
+fn header(obj: usize) -> (u64, u64) {
+    (read(obj - 16) as u64, read(obj - 8) as u64)
 }
 
-/// Checks the header the runtime's heap would have written.
+/// Checks the header words of an untagged object.
 fn check_header(obj: usize, nptrs: u64, nbytes: u64) -> Result<(), String> {
     let h = header(obj);
-    if h.magic != HEADER_MAGIC || h.state != STATE_LIVE || h.nptrs != nptrs || h.nbytes != nbytes {
-        return Err(format!("object {obj:#x}: header {h:?}"));
+    if h != (nptrs, nbytes) {
+        return Err(format!("object {obj:#x}: header words {h:?}"));
     }
     Ok(())
 }
@@ -363,8 +364,33 @@ fn tree(heap: &MmtkHeap, m: &mut MmtkMutator) {
         check_tree(heap, outer.root(0), DEPTH, 1).unwrap_or_else(|e| panic!("round {round}: {e}"));
         check_list(heap, outer.root(1), LIST).unwrap_or_else(|e| panic!("round {round}: {e}"));
     }
-    let collections = heap.stats().collections - before;
+    let stats = heap.stats();
+    let collections = stats.collections - before;
     assert!(collections >= ROUNDS as u64, "{collections} collections");
+    // Every collection's stop-the-world pause is measured.
+    assert_eq!(stats.pauses, stats.collections, "{stats}");
+    assert!(
+        0 < stats.pause_median_ns
+            && stats.pause_median_ns <= stats.pause_max_ns
+            && stats.pause_max_ns <= stats.pause_total_ns,
+        "{stats}"
+    );
+    // Objects are counted, 48 bytes for a node of 2 pointers and 8 raw bytes (a 16-byte
+    // header, 24 bytes of body, padded to 16) wherever the plan allocates.
+    let (objects, bytes) = (stats.objects_allocated, stats.bytes_allocated);
+    let a = m
+        .alloc(2, 8, &mut chain.roots())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = heap.stats();
+    assert_eq!(
+        (
+            stats.objects_allocated - objects,
+            stats.bytes_allocated - bytes
+        ),
+        (1, 48),
+        "{stats}"
+    );
+    check_header(a, 2, 8).unwrap_or_else(|e| panic!("{e}"));
     outer.unlink();
     assert_eq!(heap.take_faults(), Vec::<String>::new());
 }
@@ -445,8 +471,11 @@ fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
         .unwrap_or_else(|e| panic!("a tagged object: {e}"));
     f.set_root(0, t);
     assert_eq!(read(t - 8), TAG as usize, "the tag word");
-    let h = header(t);
-    assert_eq!((h.magic, h.nptrs), (HEADER_MAGIC, TAGGED_NPTRS));
+    assert_eq!(
+        header(t),
+        (TAGGED_NPTRS, TAG),
+        "the tagged object's header words"
+    );
     // Even words: objects; odd words: integers.
     for w in 0..WORDS {
         if w % 2 == 0 {

@@ -21,8 +21,9 @@ use mmtk::vm::{
 use mmtk::{memory_manager, Mutator};
 
 use super::layout;
+use super::layout::HEADER_BYTES;
 use super::{address, instance, lock, Instance, RootSet};
-use crate::runtime::heap::{HEADER_BYTES, OBJECT_ALIGN};
+use crate::runtime::heap::OBJECT_ALIGN;
 
 /// The runtime, as MMTk knows it.
 #[derive(Default)]
@@ -77,6 +78,10 @@ pub(crate) struct MutatorRecord {
     /// The collections ended (the heap's epoch) when the thread's current
     /// allocation or request began: a collection it asked for ends after that.
     pub(crate) epoch_before: std::sync::atomic::AtomicU64,
+    /// Objects and bytes this mutator allocated: written by its thread only, read by
+    /// [`super::MmtkHeap::stats`] under the heap's lock.
+    pub(crate) objects: std::sync::atomic::AtomicU64,
+    pub(crate) bytes: std::sync::atomic::AtomicU64,
 }
 
 impl MutatorRecord {
@@ -112,14 +117,14 @@ unsafe fn mutator_of(rec: &MutatorRecord) -> &'static mut Mutator<Locus> {
     }
 }
 
-/// The object model: the runtime's header before each object, metadata on the side but
-/// for the forwarding pointer, which overwrites a from-space copy's first header word.
+/// The object model: the header of [`layout`] before each object, metadata on the side
+/// but for the forwarding pointer, which overwrites a from-space copy's first body word.
 pub struct Objects;
 
 impl ObjectModel<Locus> for Objects {
     const GLOBAL_LOG_BIT_SPEC: VMGlobalLogBitSpec = VMGlobalLogBitSpec::side_first();
     const LOCAL_FORWARDING_POINTER_SPEC: VMLocalForwardingPointerSpec =
-        VMLocalForwardingPointerSpec::in_header(0);
+        VMLocalForwardingPointerSpec::in_header(layout::FORWARDING_POINTER_BITS);
     const LOCAL_FORWARDING_BITS_SPEC: VMLocalForwardingBitsSpec =
         VMLocalForwardingBitsSpec::side_first();
     const LOCAL_MARK_BIT_SPEC: VMLocalMarkBitSpec =
@@ -211,8 +216,8 @@ impl ObjectModel<Locus> for Objects {
     fn dump_object(object: ObjectReference) {
         let obj = object.to_raw_address().as_usize();
         // SAFETY: MMTk asks only about its objects.
-        let header = unsafe { layout::header_of(obj) };
-        eprintln!("locus: mmtk: object {obj:#x}: {header:?}");
+        let (nptrs, nbytes) = unsafe { layout::header_of(obj) };
+        eprintln!("locus: mmtk: object {obj:#x}: header words {nptrs:#x} {nbytes:#x}");
     }
 }
 
@@ -342,6 +347,7 @@ impl Collection<Locus> for Collect {
         let records = {
             let mut sync = lock(&inst.sync);
             sync.in_gc = true;
+            sync.stopped_at = Some(std::time::Instant::now());
             // Other threads' polls see it and park.
             inst.pending.store(true, Ordering::SeqCst);
             while sync.parked < sync.mutators.len() {
@@ -368,11 +374,18 @@ impl Collection<Locus> for Collect {
         }
         // Forget the tagged objects this collection freed (before anything reuses them).
         lock(&inst.tagged).retain(|&(addr, serial)| {
-            object_at(addr)
+            object_at(addr).is_some_and(|_| {
                 // SAFETY: a live object this module allocated.
-                .is_some_and(|_| unsafe { layout::header_of(addr) }.serial == serial)
+                let tagged = unsafe { layout::is_tagged(addr) };
+                // SAFETY: as above, and the object is tagged.
+                tagged && unsafe { layout::tagged_serial(addr) } == serial
+            })
         });
         let mut sync = lock(&inst.sync);
+        if let Some(at) = sync.stopped_at.take() {
+            let nanos = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            sync.pauses.record(nanos);
+        }
         sync.epoch += 1;
         inst.epoch.store(sync.epoch, Ordering::Release);
         sync.in_gc = false;

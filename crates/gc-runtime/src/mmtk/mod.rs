@@ -4,12 +4,16 @@
 //! The runtime runs on it when its collector is [`crate::runtime::Collector::Mmtk`]
 //! (`locus gc run --collector mmtk:PLAN`, `LOCUS_GC_COLLECTOR=mmtk:PLAN` for a built
 //! executable): frame roots on a pinning plan, statepoint roots on every plan, any number
-//! of mutator threads (see "The seam with the runtime" for what is wired and tested). It
-//! allocates objects exactly as [`crate::runtime`] lays them out
-//! (the 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader) before the object, the
-//! same words the runtime's heap writes, `nptrs` tracked pointer fields then raw bytes;
-//! tagged objects with the type tag at `obj - 8`), so compiled code and the frame walk
-//! cannot tell which heap made an object.
+//! of mutator threads (see "The seam with the runtime" for what is wired and tested). Its
+//! objects have the runtime's layout with a shorter header: `nptrs` tracked pointer fields
+//! then raw bytes, with the two header words the runtime's heap keeps last in its 32-byte
+//! [`ObjectHeader`](crate::runtime::heap::ObjectHeader) (`nptrs` at `obj - 16`, `nbytes`
+//! at `obj - 8`; tagged objects with the type tag at `obj - 8`) and no more (the own
+//! heap's magic, state and serial serve its freed-object detection), so compiled code and
+//! the frame walk cannot tell which heap made an object. An allocation that fits in the
+//! thread's allocation buffer takes a fast path ([`MmtkMutator::try_alloc`]: a bump
+//! pointer, the header, the valid-object bit). Each collection's stop-the-world pause is
+//! measured ([`MmtkStats::pause_median_ns`], [`MmtkStats::pause_max_ns`]).
 //!
 //! # Plans
 //!
@@ -201,9 +205,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Write;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use mmtk::util::alloc::{AllocatorSelector, BumpAllocator, BumpPointer, ImmixAllocator};
 use mmtk::util::options::{GCTriggerSelector, PlanSelector};
 use mmtk::util::{Address, ObjectReference};
 use mmtk::vm::slot::SimpleSlot;
@@ -213,7 +218,7 @@ pub use binding::Locus;
 use binding::MutatorRecord;
 
 use crate::runtime::frames::{GcFrame, MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
-use crate::runtime::heap::{HEADER_BYTES, OBJECT_ALIGN};
+use crate::runtime::heap::OBJECT_ALIGN;
 
 /// An MMTk plan the runtime can collect with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -597,6 +602,16 @@ pub struct MmtkStats {
     /// Objects copied by collections (SemiSpace, GenCopy, Immix's defragmentation,
     /// StickyImmix's nursery).
     pub objects_moved: u64,
+    /// Stop-the-world pauses measured: from when a collection starts stopping the
+    /// mutators (MMTk's `stop_all_mutators`) to when it lets them run
+    /// (`resume_mutators`), waiting for every thread to park included.
+    pub pauses: u64,
+    /// The median pause, nanoseconds (of the first million pauses); 0 before any.
+    pub pause_median_ns: u64,
+    /// The longest pause, nanoseconds.
+    pub pause_max_ns: u64,
+    /// All pauses together, nanoseconds.
+    pub pause_total_ns: u64,
 }
 
 impl fmt::Display for MmtkStats {
@@ -606,7 +621,11 @@ impl fmt::Display for MmtkStats {
         writeln!(f, "bytes allocated: {}", self.bytes_allocated)?;
         writeln!(f, "bytes used: {} of {}", self.used_bytes, self.total_bytes)?;
         writeln!(f, "faults: {}", self.faults)?;
-        writeln!(f, "objects moved: {}", self.objects_moved)
+        writeln!(f, "objects moved: {}", self.objects_moved)?;
+        writeln!(f, "pauses: {}", self.pauses)?;
+        writeln!(f, "pause median: {} ns", self.pause_median_ns)?;
+        writeln!(f, "pause max: {} ns", self.pause_max_ns)?;
+        writeln!(f, "pause total: {} ns", self.pause_total_ns)
     }
 }
 
@@ -619,6 +638,44 @@ struct SyncState {
     /// Collections ended.
     epoch: u64,
     in_gc: bool,
+    /// When the running collection began stopping the mutators.
+    stopped_at: Option<std::time::Instant>,
+    /// The stop-the-world pauses (stop_all_mutators to resume_mutators), nanoseconds.
+    pauses: Pauses,
+}
+
+/// The stop-the-world pauses of the heap: every one, up to [`Pauses::KEPT`] (then only
+/// the count and the longest grow), for the median and the maximum.
+#[derive(Default)]
+struct Pauses {
+    kept: Vec<u64>,
+    count: u64,
+    max: u64,
+    total: u64,
+}
+
+impl Pauses {
+    /// Pauses kept for the median: 8 MiB of them.
+    const KEPT: usize = 1 << 20;
+
+    fn record(&mut self, nanos: u64) {
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(nanos);
+        }
+        self.count += 1;
+        self.max = self.max.max(nanos);
+        self.total = self.total.saturating_add(nanos);
+    }
+
+    /// The median of the kept pauses (the upper one of an even count), 0 when none.
+    fn median(&self) -> u64 {
+        if self.kept.is_empty() {
+            return 0;
+        }
+        let mut sorted = self.kept.clone();
+        let mid = sorted.len() / 2;
+        *sorted.select_nth_unstable(mid).1
+    }
 }
 
 /// The process's MMTk heap and what the binding keeps beside it.
@@ -647,15 +704,23 @@ struct Instance {
     temp_pins: Mutex<Vec<ObjectReference>>,
     faults: Mutex<Vec<String>>,
     fault_count: AtomicU64,
+    /// Faults [`MmtkHeap::take_faults`] has handed out: equal to `fault_count` when
+    /// there is nothing to take (checked without the lock, at every allocation).
+    faults_taken: AtomicU64,
+    /// The next tagged object's serial.
     next_serial: AtomicU64,
-    objects_allocated: AtomicU64,
-    bytes_allocated: AtomicU64,
+    /// Objects and bytes allocated by mutators that have been dropped (the bound ones
+    /// count their own, in their records).
+    retired_objects: AtomicU64,
+    retired_bytes: AtomicU64,
     collections: AtomicU64,
     objects_moved: AtomicU64,
     workers_spawned: AtomicUsize,
     out_of_memory: AtomicBool,
     /// Larger allocations go to the large object space.
     max_default: usize,
+    /// MMTk's valid-object bit table (its address).
+    vo_base: usize,
     max_nonmoving: usize,
 }
 
@@ -691,8 +756,72 @@ fn fatal(message: &str) -> ! {
 }
 
 fn record_fault(inst: &Instance, fault: String) {
-    inst.fault_count.fetch_add(1, Ordering::Relaxed);
-    lock(&inst.faults).push(fault);
+    let mut faults = lock(&inst.faults);
+    faults.push(fault);
+    inst.fault_count.fetch_add(1, Ordering::Release);
+}
+
+/// Zeroes a fresh allocation: reused Immix lines and mark-sweep cells hold old objects
+/// (zeroed as the runtime's heap does). Small ones (most) with word stores of its own,
+/// without a call into libc.
+///
+/// # Safety
+/// `[start, start + bytes)` must be writable, `start` 8-byte aligned, `bytes` a multiple
+/// of 8.
+#[inline]
+unsafe fn zero(start: usize, bytes: usize) {
+    if bytes > 128 {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, bytes) };
+        return;
+    }
+    let mut at = start;
+    while at < start + bytes {
+        // Volatile so that LLVM keeps the stores rather than making them a memset call.
+        // SAFETY: the caller's promise.
+        unsafe { (at as *mut u64).write_volatile(0) };
+        at += 8;
+    }
+}
+
+/// Sets the valid-object (VO) bit of `obj` as MMTk's `set_vo_bit` does, without its
+/// compare-and-swap loop: one bit per 8 bytes of heap, the lowest bit of a metadata byte
+/// for the lowest address (MMTk's contiguous global side metadata, 64-bit). The bits of
+/// one byte cover 64 bytes of heap, which only one thread's allocation buffer holds at a
+/// time, but MMTk sets other bits with atomics too: an atomic `or`.
+///
+/// # Safety
+/// `base` must be MMTk's VO bit table and `obj` an object address in MMTk's heap.
+#[inline]
+unsafe fn set_vo_bit(base: usize, obj: usize) {
+    let byte = base + (obj >> 6);
+    // SAFETY: the caller's promise: MMTk maps the table for its heap.
+    let byte = unsafe { &*(byte as *const AtomicU8) };
+    byte.fetch_or(1 << ((obj >> 3) & 7), Ordering::Relaxed);
+}
+
+/// The bump pointer of `record`'s allocator for the default space, when it has one.
+fn bump_pointer_of(inst: &Instance, record: &MutatorRecord) -> *mut BumpPointer {
+    let selector = memory_manager::get_allocator_mapping(inst.mmtk, AllocationSemantics::Default);
+    // SAFETY: set at binding, and this thread alone uses it.
+    let Some(m) = (unsafe { (*record.mutator.get()).as_deref_mut() }) else {
+        return std::ptr::null_mut();
+    };
+    match selector {
+        // SAFETY: the selector's allocator is of this type (MMTk's mapping says so).
+        AllocatorSelector::Immix(_) => unsafe {
+            &mut m
+                .allocator_impl_mut::<ImmixAllocator<Locus>>(selector)
+                .bump_pointer
+        },
+        // SAFETY: as above.
+        AllocatorSelector::BumpPointer(_) => unsafe {
+            &mut m
+                .allocator_impl_mut::<BumpAllocator<Locus>>(selector)
+                .bump_pointer
+        },
+        _ => std::ptr::null_mut(),
+    }
 }
 
 /// Walks a frame chain from `first`, appending (frame number, root number, slot address)
@@ -786,6 +915,8 @@ impl MmtkHeap {
                 parked: 0,
                 epoch: 0,
                 in_gc: false,
+                stopped_at: None,
+                pauses: Pauses::default(),
             }),
             cond: Condvar::new(),
             sole: AtomicBool::new(false),
@@ -797,14 +928,16 @@ impl MmtkHeap {
             temp_pins: Mutex::new(Vec::new()),
             faults: Mutex::new(Vec::new()),
             fault_count: AtomicU64::new(0),
+            faults_taken: AtomicU64::new(0),
             next_serial: AtomicU64::new(1),
-            objects_allocated: AtomicU64::new(0),
-            bytes_allocated: AtomicU64::new(0),
+            retired_objects: AtomicU64::new(0),
+            retired_bytes: AtomicU64::new(0),
             collections: AtomicU64::new(0),
             objects_moved: AtomicU64::new(0),
             workers_spawned: AtomicUsize::new(0),
             out_of_memory: AtomicBool::new(false),
             max_default,
+            vo_base: mmtk::util::metadata::vo_bit::vo_bit_side_metadata_addr().as_usize(),
             // The non-moving space is an Immix space: half a 32 KiB block at most.
             max_nonmoving: max_default.min(16 << 10),
         };
@@ -846,6 +979,8 @@ impl MmtkHeap {
             roots: std::cell::UnsafeCell::new(None),
             published: std::cell::UnsafeCell::new(Default::default()),
             epoch_before: AtomicU64::new(0),
+            objects: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
         });
         let mutator = memory_manager::bind_mutator(self.inst.mmtk, record.tls());
         // SAFETY: not registered yet: no one else sees the record.
@@ -861,9 +996,11 @@ impl MmtkHeap {
         sync.mutators
             .push(&*record as *const MutatorRecord as usize);
         drop(sync);
+        let bump = bump_pointer_of(self.inst, &record);
         MmtkMutator {
             record,
             heap: *self,
+            bump,
             sole: false,
             in_safe: false,
             _not_send: PhantomData,
@@ -896,6 +1033,17 @@ impl MmtkHeap {
         addr.is_multiple_of(OBJECT_ALIGN)
             && addr != 0
             && memory_manager::is_mmtk_object(address(addr)).is_some()
+    }
+
+    /// The bytes a read may cover from `addr` on, when it is the address of a live object
+    /// of this heap: an untagged object's body (`8 * nptrs + nbytes`), `usize::MAX` for a
+    /// tagged one (its size is the program's business); `None` for anything else.
+    pub(crate) fn readable_bytes(&self, addr: usize) -> Option<usize> {
+        if !self.is_object(addr) {
+            return None;
+        }
+        // SAFETY: a live object of this heap has its header before it.
+        Some(unsafe { layout::untagged_body(addr) }.unwrap_or(usize::MAX))
     }
 
     /// Pins the object holding `addr` (its address, or a place inside it) once more: a
@@ -946,20 +1094,46 @@ impl MmtkHeap {
     /// Faults recorded since the last call (broken frames, roots that are not objects,
     /// running out of memory), one line each.
     pub fn take_faults(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.inst.faults))
+        let inst = self.inst;
+        // The common case, nothing recorded, without the lock (the runtime asks after
+        // every allocation). A fault a worker records during this thread's collection is
+        // seen: the thread resumed through the heap's lock after the worker released it.
+        if inst.fault_count.load(Ordering::Acquire) == inst.faults_taken.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let taken = std::mem::take(&mut *lock(&inst.faults));
+        inst.faults_taken
+            .fetch_add(taken.len() as u64, Ordering::Relaxed);
+        taken
     }
 
     /// The counters.
     pub fn stats(&self) -> MmtkStats {
         let i = self.inst;
+        let sync = lock(&i.sync);
+        let (mut objects, mut bytes) = (
+            i.retired_objects.load(Ordering::Relaxed),
+            i.retired_bytes.load(Ordering::Relaxed),
+        );
+        for &addr in &sync.mutators {
+            // SAFETY: registered records are live while the lock is held (a mutator
+            // unregisters under it before its record goes).
+            let rec = unsafe { &*(addr as *const MutatorRecord) };
+            objects += rec.objects.load(Ordering::Relaxed);
+            bytes += rec.bytes.load(Ordering::Relaxed);
+        }
         MmtkStats {
             collections: i.collections.load(Ordering::Relaxed),
-            objects_allocated: i.objects_allocated.load(Ordering::Relaxed),
-            bytes_allocated: i.bytes_allocated.load(Ordering::Relaxed),
+            objects_allocated: objects,
+            bytes_allocated: bytes,
             used_bytes: memory_manager::used_bytes(i.mmtk),
             total_bytes: memory_manager::total_bytes(i.mmtk),
             faults: i.fault_count.load(Ordering::Relaxed),
             objects_moved: i.objects_moved.load(Ordering::Relaxed),
+            pauses: sync.pauses.count,
+            pause_median_ns: sync.pauses.median(),
+            pause_max_ns: sync.pauses.max,
+            pause_total_ns: sync.pauses.total,
         }
     }
 }
@@ -969,6 +1143,11 @@ impl MmtkHeap {
 pub struct MmtkMutator {
     record: Box<MutatorRecord>,
     heap: MmtkHeap,
+    /// The bump pointer of the allocator of the default space when it is one (Immix,
+    /// StickyImmix, SemiSpace, GenCopy; null for MarkSweep's free lists): the allocation
+    /// fast path, [`MmtkMutator::try_alloc`]. It lives in the boxed MMTk mutator, as long
+    /// as this.
+    bump: *mut BumpPointer,
     /// Bound by [`MmtkHeap::bind_sole_mutator`].
     sole: bool,
     /// In a safe region ([`MmtkMutator::enter_safe_region`]): counted as parked.
@@ -1036,13 +1215,9 @@ impl MmtkMutator {
         if start.is_zero() {
             return Err(MmtkError::OutOfMemory { bytes });
         }
-        // Reused Immix lines and mark-sweep cells hold old objects: zero as the runtime does.
         // SAFETY: MMTk gave us `bytes` bytes at `start`.
-        unsafe { std::ptr::write_bytes(start.to_mut_ptr::<u8>(), 0, bytes) };
-        let inst = self.heap.inst;
-        inst.objects_allocated.fetch_add(1, Ordering::Relaxed);
-        inst.bytes_allocated
-            .fetch_add(bytes as u64, Ordering::Relaxed);
+        unsafe { zero(start.as_usize(), bytes) };
+        self.count(bytes);
         Ok(start.as_usize())
     }
 
@@ -1050,6 +1225,52 @@ impl MmtkMutator {
         // SAFETY: `obj` is inside a fresh allocation, so not zero.
         let r = unsafe { ObjectReference::from_raw_address_unchecked(address(obj)) };
         memory_manager::post_alloc(self.mutator(), r, bytes, semantics);
+    }
+
+    /// [`MmtkMutator::alloc`] when the object fits in the thread's allocation buffer (the
+    /// common case on the bump-pointer plans, all but MarkSweep): never collects, so it
+    /// needs no roots; `None` when the object must take the slow path (a new buffer, the
+    /// large object space, a collection, an error), which [`MmtkMutator::alloc`] takes.
+    #[inline]
+    pub fn try_alloc(&mut self, nptrs: usize, nbytes: usize) -> Option<usize> {
+        if self.bump.is_null() {
+            return None;
+        }
+        let bytes = layout::untagged_size(nptrs, nbytes)?;
+        // SAFETY: `bump` points into the boxed MMTk mutator this owns, which nothing else
+        // touches while this thread runs (GC workers only while it is parked).
+        let bp = unsafe { &mut *self.bump };
+        let start = bp.cursor.as_usize();
+        // Cursor and sizes are multiples of 16 (the binding's minimum alignment): no gap
+        // to fill. A cursor of 0 (no buffer yet) has a limit of 0 too.
+        let end = start.checked_add(bytes)?;
+        if start == 0 || end > bp.limit.as_usize() || bytes > self.heap.inst.max_default {
+            return None;
+        }
+        bp.cursor = address(end);
+        // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
+        unsafe { zero(start, bytes) };
+        // SAFETY: as above.
+        let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
+        // What `post_alloc` does in these spaces (ImmixSpace and CopySpace
+        // `initialize_object_metadata`): the object's valid-object bit.
+        // SAFETY: `obj` is a fresh object of MMTk's heap, covered by the VO bit table.
+        unsafe { set_vo_bit(self.heap.inst.vo_base, obj) };
+        self.count(bytes);
+        Some(obj)
+    }
+
+    /// Counts an allocation of `bytes` (only this thread writes its counters: no
+    /// read-modify-write needed).
+    #[inline]
+    fn count(&self, bytes: usize) {
+        let rec = &self.record;
+        rec.objects
+            .store(rec.objects.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        rec.bytes.store(
+            rec.bytes.load(Ordering::Relaxed) + bytes as u64,
+            Ordering::Relaxed,
+        );
     }
 
     /// Allocates an object of the runtime's layout with `nptrs` null pointer fields and
@@ -1061,6 +1282,9 @@ impl MmtkMutator {
         nbytes: usize,
         roots: &mut dyn FnMut(&mut RootSet),
     ) -> Result<usize, MmtkError> {
+        if let Some(obj) = self.try_alloc(nptrs, nbytes) {
+            return Ok(obj);
+        }
         let bytes =
             layout::untagged_size(nptrs, nbytes).ok_or(MmtkError::TooLarge { nptrs, nbytes })?;
         let semantics = if bytes > self.heap.inst.max_default {
@@ -1069,13 +1293,8 @@ impl MmtkMutator {
             AllocationSemantics::Default
         };
         let start = self.alloc_raw(bytes, semantics, roots)?;
-        let serial = self.heap.inst.next_serial.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the header's 32 bytes start the allocation.
-        unsafe {
-            (start as *mut crate::runtime::heap::ObjectHeader)
-                .write(layout::untagged_header(serial, nptrs, nbytes))
-        };
-        let obj = start + HEADER_BYTES;
+        // SAFETY: a fresh allocation of `untagged_size(nptrs, nbytes)` bytes.
+        let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
         self.finish(obj, bytes, semantics);
         Ok(obj)
     }
@@ -1104,12 +1323,8 @@ impl MmtkMutator {
         };
         let start = self.alloc_raw(bytes, semantics, roots)?;
         let serial = self.heap.inst.next_serial.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the prefix and header start the allocation.
-        unsafe { layout::write_word(start, bytes) };
-        let header = (start + layout::TAGGED_PREFIX) as *mut crate::runtime::heap::ObjectHeader;
-        // SAFETY: as above.
-        unsafe { header.write(layout::tagged_header(serial, tag)) };
-        let obj = start + layout::TAGGED_PREFIX + HEADER_BYTES;
+        // SAFETY: a fresh allocation of `tagged_size(size)` bytes.
+        let obj = unsafe { layout::write_tagged(start, bytes, serial, tag) };
         self.finish(obj, bytes, semantics);
         lock(&self.heap.inst.tagged).push((obj, serial));
         Ok(obj)
@@ -1220,6 +1435,13 @@ impl Drop for MmtkMutator {
             sync.parked -= 1;
         }
         sync.mutators.retain(|&a| a != addr);
+        // Its counts outlive it (under the lock, so that `stats` counts them once).
+        inst.retired_objects.fetch_add(
+            self.record.objects.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        inst.retired_bytes
+            .fetch_add(self.record.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
         inst.cond.notify_all();
         drop(sync);
         memory_manager::destroy_mutator(self.mutator());

@@ -482,6 +482,11 @@ pub struct Stats {
     pub write_barriers: u64,
     /// Objects moved by the moving collector, summed over its collections.
     pub objects_moved: u64,
+    /// The median stop-the-world pause, nanoseconds, where the collector reports pauses
+    /// (the MMTk plans: [`crate::mmtk::MmtkStats::pause_median_ns`]); 0 otherwise.
+    pub pause_median_ns: u64,
+    /// The longest stop-the-world pause, nanoseconds, as `pause_median_ns`.
+    pub pause_max_ns: u64,
 }
 
 impl fmt::Display for Stats {
@@ -504,7 +509,13 @@ impl fmt::Display for Stats {
         writeln!(f, "bytes live: {}", self.bytes_live)?;
         writeln!(f, "faults: {}", self.faults)?;
         writeln!(f, "write barriers: {}", self.write_barriers)?;
-        writeln!(f, "objects moved: {}", self.objects_moved)
+        writeln!(f, "objects moved: {}", self.objects_moved)?;
+        // Only a collector that reports its pauses has these lines.
+        if self.pause_max_ns > 0 {
+            writeln!(f, "pause median: {} ns", self.pause_median_ns)?;
+            writeln!(f, "pause max: {} ns", self.pause_max_ns)?;
+        }
+        Ok(())
     }
 }
 
@@ -1111,6 +1122,18 @@ impl Runtime {
             nbytes: i64::try_from(nbytes).unwrap_or(i64::MAX),
             problem,
         };
+        // MMTk's fast path first: an object that fits in the thread's allocation buffer
+        // never collects, so it needs neither the roots nor the fault report after.
+        if tag.is_none() && self.shared.mmtk.is_some() {
+            if let Some(obj) = self
+                .mm
+                .borrow_mut()
+                .as_mut()
+                .and_then(|m| m.try_alloc(nptrs, nbytes))
+            {
+                return NonNull::new(obj as *mut u8).ok_or(fault(AllocProblem::OutOfMemory));
+            }
+        }
         if let Some(done) = self.mmtk_do(|m, roots| {
             let made = match tag {
                 Some(tag) => m.alloc_tagged(nbytes, tag, roots),
@@ -1250,15 +1273,8 @@ impl Runtime {
         if let Some(heap) = self.shared.mmtk {
             // MMTk's objects are not in the runtime's heap: `raw` must be an object's
             // address, and an untagged object's size (in its header) bounds the read.
-            if !heap.is_object(raw) {
+            let Some(size) = heap.readable_bytes(raw) else {
                 return (0, fault(ReadProblem::NotInHeap));
-            }
-            // SAFETY: a live object of MMTk's has the runtime's 32-byte header before it.
-            let header = unsafe { &*((raw - heap::HEADER_BYTES) as *const heap::ObjectHeader) };
-            let size = if header.nptrs == heap::TAGGED_NPTRS {
-                usize::MAX
-            } else {
-                (header.nptrs as usize * 8).saturating_add(header.nbytes as usize)
             };
             return match at.checked_sub(raw) {
                 Some(off) if off.saturating_add(8) <= size => (read(at), None),
@@ -1319,6 +1335,8 @@ impl Runtime {
                 bytes_allocated: m.bytes_allocated,
                 bytes_live: m.used_bytes as u64,
                 objects_moved: m.objects_moved,
+                pause_median_ns: m.pause_median_ns,
+                pause_max_ns: m.pause_max_ns,
                 faults,
                 ..st.stats
             };
@@ -1587,7 +1605,11 @@ fn entry_in<R>(name: &'static str, safe_ok: bool, body: impl FnOnce(&Runtime) ->
                 "{name} was called inside a safe region (locus_gc_enter_safe_region without locus_gc_leave_safe_region)"
             ));
         }
-        rt.report_freed_accesses();
+        // Freed objects are the runtime's own heap's (stress mode poisons them); MMTk's
+        // heap has none, and its allocations should not take the own heap's lock.
+        if rt.shared.mmtk.is_none() {
+            rt.report_freed_accesses();
+        }
         body(rt)
     }));
     match result {
