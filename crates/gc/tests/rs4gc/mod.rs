@@ -18,6 +18,7 @@
 //! | `phi_select_cycle` | meetBDVState-hangs.ll | base inference over a cycle of phis and selects |
 //! | `vector_null_lane` | constants.ll | a select of a vector of objects and the null vector |
 //! | `atomic_xchg_base` | base-atomicrmw.ll | the old value of an atomic exchange is a base |
+//! | `invoke_landing_pad` | invokes.ll | an invoke that throws: relocated in its `landingpad token` |
 //!
 //! Each must give its `; expect:` value with no fault and with objects moved: as lowered,
 //! with LLVM's O2 pipeline run on the rewritten module (`RunOptions::passes`), and with
