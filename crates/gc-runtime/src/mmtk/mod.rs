@@ -156,10 +156,17 @@
 //! `LOCUS_GC_MMTK_DEFRAG=1`): with statepoint roots, the GC suite's 38 programs
 //! give the stress collector's results under MarkSweep and Immix (38 of 38) and SemiSpace
 //! (27; the other 11 are refused with one line: 5 pin objects, 6 keep values in stack
-//! root regions); GenCopy refuses the same 11, and on it and StickyImmix 3 programs
-//! (`callee_rooted_field`, `vector_loaded`, `vector_masked_loads`) give wrong results
-//! because they store a young object into an old one without the write barrier those
-//! plans need (with the barriers added, `vector_loaded` gives its 4242). Several mutator
+//! root regions); GenCopy refuses the same 11 and gives the others' results, and so does
+//! StickyImmix for all: the lowering places the write barriers these two plans need where
+//! the frontend placed none (`locus_gc::lower::WriteBarriers`; without them
+//! `callee_rooted_field`, `vector_loaded` and `vector_masked_loads` stored young objects
+//! into old ones unremembered and gave wrong results). With frame roots, StickyImmix
+//! collecting at every call still gives `vector_loaded` 4200 and `vector_masked_loads` a
+//! wrong sum, barriers or not: a nursery collection does not trace the old object a frame
+//! names, so the transitive pin of frame roots stops there; the young objects its fields
+//! refer to are reached through the remembered set instead, and the nursery copies them
+//! (2 and 4 objects moved) while the code still holds the Loaded (13) pointers it read
+//! from those fields. Several mutator
 //! threads (cli `gc_threads`, gc-runtime `mmtk_runtime`): the threaded `share` program (5
 //! threads, a global root table, a holder blocked in a foreign call under `jl_roots`, main
 //! joining in a safe region) gives the stress collector's 202250 under MarkSweep and Immix
