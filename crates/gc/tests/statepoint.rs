@@ -508,3 +508,41 @@ fn a_dropped_unwind_relocation_or_pin_is_caught() {
         );
     }
 }
+
+/// What statepoint roots cannot handle around `invoke` is refused with an error naming the
+/// function and instruction (`fixtures/statepoint/refused_*.ll`, each with a `; refused:
+/// TEXT` line the error must contain), never handed to RS4GC, which crashed the process on
+/// two of them.
+#[test]
+fn what_rs4gc_cannot_rewrite_is_refused() {
+    let files: Vec<_> = ll_files("fixtures/statepoint")
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("refused_"))
+        })
+        .collect();
+    assert!(files.len() >= 3, "{files:?}");
+    for path in files {
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let want = text
+            .lines()
+            .find_map(|l| l.strip_prefix("; refused: "))
+            .unwrap_or_else(|| panic!("{}: no `; refused:` line", path.display()));
+        let ctx = locus_llvm::Context::new();
+        let result =
+            locus_gc::run::lower_statepoints(&ctx, &path.display().to_string(), text.as_bytes());
+        match result {
+            Err(e @ locus_gc::Error::Lower { .. }) => {
+                let got = e.to_string();
+                assert!(
+                    got.contains(want) && got.contains("function @main, instruction `"),
+                    "{}: {got}",
+                    path.display()
+                );
+            }
+            Err(e) => panic!("{}: not a refusal: {e}", path.display()),
+            Ok(_) => panic!("{}: lowered instead of refused", path.display()),
+        }
+    }
+}

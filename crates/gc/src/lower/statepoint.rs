@@ -53,7 +53,9 @@
 //!   cannot pin report such a pin as a fault, as they do for `gc_preserve`.
 //!
 //! Root regions are dropped before a `resume` as before a `ret`. Refused, naming the
-//! function and instruction: a `jl_roots` bundle on an invoke.
+//! function and instruction (LLVM's RS4GC crashes on the last two): a `jl_roots` bundle on
+//! an invoke, an invoke that unwinds to a funclet pad (`cleanuppad`, `catchswitch`: no
+//! `landingpad` to tie relocations to), and `callbr`.
 
 use std::collections::HashMap;
 
@@ -175,6 +177,7 @@ pub fn prepare_for_rs4gc<'c>(
             if f.is_declaration() {
                 continue;
             }
+            refuse_unsupported_calls(f)?;
             report.pins += pin_contract(&b, f)?;
             super::emit::rewrite_helpers(&b, f)?;
             super::final_lower::final_lower(&b, f)?;
@@ -612,6 +615,40 @@ fn token_landing_pads(text: &str, name: &str) -> (String, usize) {
         out.push('\n');
     }
     (out, count)
+}
+
+/// Refuses the calls LLVM 19's RS4GC cannot rewrite, which crash it (a null landing pad,
+/// an unexpected call kind) rather than fail: a `callbr`, and an `invoke` whose unwind
+/// destination is a funclet pad (`cleanuppad`, `catchswitch`), since RS4GC ties the unwind
+/// path's relocations to a `landingpad`.
+fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
+    for inst in f.instructions() {
+        match inst.opcode() {
+            Opcode::CallBr => {
+                return Err(refuse(
+                    f,
+                    inst,
+                    "callbr (RS4GC rewrites calls and invokes only)",
+                ))
+            }
+            Opcode::Invoke => {
+                let pad = inst
+                    .as_call()
+                    .and_then(|c| c.unwind_dest())
+                    .and_then(|d| d.first_non_phi());
+                if !pad.is_some_and(|p| p.opcode() == Opcode::LandingPad) {
+                    return Err(refuse(
+                        f,
+                        inst,
+                        "an invoke that unwinds to a funclet pad (cleanuppad, catchswitch), \
+                         not a landingpad, which RS4GC ties the unwind path's relocations to",
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether `inst` calls `llvm.experimental.gc.relocate.*`.
