@@ -21,8 +21,11 @@
 //! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
 //! survived.
 //!
-//! Pause times: neither the runtime's counters (`Stats`) nor MMTk's (`MmtkStats`) report
-//! them yet, so none are printed.
+//! Pause times: for the builds whose collector reports them (the MMTk plans: each
+//! collection's stop-the-world pause, from when it starts stopping the mutators until it
+//! lets them run, `pause median:` and `pause max:` in the `LOCUS_GC_STATS=1` counters), the
+//! median pause (the median over the runs of each run's median) and the longest pause of
+//! all runs. Boehm's and the runtime's own collectors report none.
 //!
 //! Run as a test (`cargo test -p locus-gc --benches`) it builds each program with smaller
 //! sizes and checks that every build prints the expected result (or is refused by the
@@ -237,6 +240,8 @@ struct Run {
     result: String,
     /// The runtime's collection count, when it printed one.
     collections: Option<u64>,
+    /// The median and longest stop-the-world pause, when the collector reports them.
+    pauses: Option<(Duration, Duration)>,
 }
 
 /// `measure` (`fixtures/bench/measure.c`), built into `dir`: it runs a program and
@@ -290,22 +295,30 @@ fn run_once(measure: &Path, exe: &Exe, heap: u64) -> Result<Run, String> {
         panic!("{}: not `KIB NS`: {measured:?}", report.display())
     };
     let printed = String::from_utf8_lossy(&out.stdout);
-    let collections = printed
-        .lines()
-        .find_map(|l| l.strip_prefix("collections: "))
-        .and_then(|n| n.trim().parse().ok());
+    let counter = |name: &str| {
+        printed
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|n| n.trim().trim_end_matches(" ns").parse::<u64>().ok())
+    };
+    let collections = counter("collections: ");
+    let pauses = counter("pause median: ")
+        .zip(counter("pause max: "))
+        .map(|(median, max)| (Duration::from_nanos(median), Duration::from_nanos(max)));
     Ok(Run {
         time: Duration::from_nanos(ns),
         rss,
         result: printed.lines().next().unwrap_or_default().to_string(),
         collections,
+        pauses,
     })
 }
 
 /// What one build did over all its runs.
 enum Row {
-    /// Median time, largest peak RSS (KiB), largest collection count.
-    Ran(Duration, u64, Option<u64>),
+    /// Median time, largest peak RSS (KiB), largest collection count, and the median of
+    /// the runs' median pauses with the longest pause of all runs.
+    Ran(Duration, u64, Option<u64>, Option<(Duration, Duration)>),
     /// Refused by the runtime or failed, with why.
     Failed(String),
 }
@@ -327,9 +340,6 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let runtime = runtime_library::runtime_dir(true);
     let measure = build_measure(&dir);
-    if timing {
-        println!("pause times: not reported (neither Stats nor MmtkStats counts them)");
-    }
     for program in PROGRAMS {
         if only
             .as_ref()
@@ -384,7 +394,12 @@ fn main() {
                         let time = done[done.len() / 2].time;
                         let rss = done.iter().map(|r| r.rss).max().unwrap_or(0);
                         let collections = done.iter().filter_map(|r| r.collections).max();
-                        Row::Ran(time, rss, collections)
+                        let mut medians: Vec<Duration> =
+                            done.iter().filter_map(|r| r.pauses.map(|p| p.0)).collect();
+                        medians.sort();
+                        let longest = done.iter().filter_map(|r| r.pauses.map(|p| p.1)).max();
+                        let pauses = medians.get(medians.len() / 2).copied().zip(longest);
+                        Row::Ran(time, rss, collections, pauses)
                     }
                     Err(why) => Row::Failed(why),
                 };
@@ -393,14 +408,23 @@ fn main() {
             .collect();
         if !timing {
             for (label, row) in &rows {
-                if let Row::Failed(why) = row {
-                    println!("{} ({label}): refused: {why}", program.name);
+                match row {
+                    Row::Failed(why) => println!("{} ({label}): refused: {why}", program.name),
+                    // An MMTk plan that collected reports its pauses.
+                    Row::Ran(_, _, Some(c), pauses) if *c > 0 && label.starts_with("mmtk:") => {
+                        assert!(
+                            pauses.is_some(),
+                            "{} ({label}): {c} collections but no pause times printed",
+                            program.name
+                        );
+                    }
+                    Row::Ran(..) => {}
                 }
             }
             println!("{}: every other build printed {expect}", program.name);
             continue;
         }
-        let Row::Ran(boehm_time, boehm_rss, _) = rows[0].1 else {
+        let Row::Ran(boehm_time, boehm_rss, _, _) = rows[0].1 else {
             unreachable!("Boehm's build runs or the benchmark stops")
         };
         println!(
@@ -410,12 +434,21 @@ fn main() {
         );
         for (label, row) in &rows {
             match row {
-                Row::Ran(time, rss, collections) => {
+                Row::Ran(time, rss, collections, pauses) => {
                     let collections = collections
                         .map(|c| format!("{c:>6} collections"))
                         .unwrap_or_default();
+                    let pauses = pauses
+                        .map(|(median, max)| {
+                            format!(
+                                "  pause median {:>7.2} ms  max {:>7.2} ms",
+                                median.as_secs_f64() * 1e3,
+                                max.as_secs_f64() * 1e3
+                            )
+                        })
+                        .unwrap_or_default();
                     println!(
-                        "  {label:<22} {:>8.3} s {:>9} KiB   time {:>5.2}x  memory {:>5.2}x Boehm  {collections}",
+                        "  {label:<22} {:>8.3} s {:>9} KiB   time {:>5.2}x  memory {:>5.2}x Boehm  {collections}{pauses}",
                         time.as_secs_f64(),
                         rss,
                         time.as_secs_f64() / boehm_time.as_secs_f64(),

@@ -794,17 +794,20 @@ unsafe fn zero(start: usize, bytes: usize) {
 /// Sets the valid-object (VO) bit of `obj` as MMTk's `set_vo_bit` does, without its
 /// compare-and-swap loop: one bit per 8 bytes of heap, the lowest bit of a metadata byte
 /// for the lowest address (MMTk's contiguous global side metadata, 64-bit). The bits of
-/// one byte cover 64 bytes of heap, which only one thread's allocation buffer holds at a
-/// time, but MMTk sets other bits with atomics too: an atomic `or`.
+/// one byte cover 64 bytes of heap, all in one allocation buffer (whole 256-byte Immix
+/// lines, whole copy-space blocks), which only its thread writes while it runs (the
+/// plans here stop the world): a plain load and store of the byte, no locked `or`.
 ///
 /// # Safety
-/// `base` must be MMTk's VO bit table and `obj` an object address in MMTk's heap.
+/// `base` must be MMTk's VO bit table and `obj` an object address in one of this thread's
+/// allocation buffers.
 #[inline]
 unsafe fn set_vo_bit(base: usize, obj: usize) {
     let byte = base + (obj >> 6);
     // SAFETY: the caller's promise: MMTk maps the table for its heap.
     let byte = unsafe { &*(byte as *const AtomicU8) };
-    byte.fetch_or(1 << ((obj >> 3) & 7), Ordering::Relaxed);
+    let bit = 1 << ((obj >> 3) & 7);
+    byte.store(byte.load(Ordering::Relaxed) | bit, Ordering::Relaxed);
 }
 
 /// The bump pointer of `record`'s allocator for the default space, when it has one.
@@ -1261,7 +1264,7 @@ impl MmtkMutator {
         let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
         // What `post_alloc` does in these spaces (ImmixSpace and CopySpace
         // `initialize_object_metadata`): the object's valid-object bit.
-        // SAFETY: `obj` is a fresh object of MMTk's heap, covered by the VO bit table.
+        // SAFETY: `obj` is a fresh object in this thread's buffer.
         unsafe { set_vo_bit(self.heap.inst.vo_base, obj) };
         self.count(bytes);
         Some(obj)
