@@ -546,3 +546,64 @@ fn what_rs4gc_cannot_rewrite_is_refused() {
         }
     }
 }
+
+/// A function keeping `live` objects (its arguments) live across `calls` allocations,
+/// each of which relocates all of them.
+fn wide_live_set(live: usize, calls: usize) -> String {
+    let params: Vec<String> = (0..live)
+        .map(|i| format!("ptr addrspace(10) %p{i}"))
+        .collect();
+    let mut text = format!(
+        "declare ptr @julia.get_pgcstack()\n\
+         declare noalias nonnull ptr addrspace(10) @locus_gc_alloc(i64, i64)\n\
+         declare void @use(ptr addrspace(10))\n\
+         define void @wide({}) {{\n  %pgcstack = call ptr @julia.get_pgcstack()\n",
+        params.join(", ")
+    );
+    for k in 0..calls {
+        text.push_str(&format!(
+            "  %a{k} = call ptr addrspace(10) @locus_gc_alloc(i64 0, i64 8)\n"
+        ));
+    }
+    for i in 0..live {
+        text.push_str(&format!("  call void @use(ptr addrspace(10) %p{i})\n"));
+    }
+    text.push_str("  ret void\n}\n");
+    text
+}
+
+/// A function with more `gc.relocate` calls than
+/// [`locus_gc::lower::statepoint::MAX_RELOCATIONS_PER_FUNCTION`] is refused, naming it and
+/// the count, rather than handed to LLVM's code generator for minutes (499,501 relocations
+/// took `llc-19 -O2` 71 s); one just under the limit is lowered.
+#[test]
+fn a_very_wide_live_set_is_refused_not_compiled_for_minutes() {
+    use locus_gc::lower::statepoint::MAX_RELOCATIONS_PER_FUNCTION as LIMIT;
+    // 500 arguments live across each allocation (and the `use` calls after them).
+    let over = wide_live_set(500, LIMIT / 500 + 1);
+    let ctx = locus_llvm::Context::new();
+    let result = locus_gc::run::lower_statepoints(&ctx, "wide.ll", over.as_bytes());
+    match result {
+        Err(e @ locus_gc::Error::Lower { .. }) => {
+            let got = e.to_string();
+            assert!(
+                got.contains("function @wide")
+                    && got.contains("gc.relocate calls after RS4GC")
+                    && got.contains("its widest statepoint keeps 500 GC pointers"),
+                "{got}"
+            );
+        }
+        Err(e) => panic!("not a refusal: {e}"),
+        Ok((_, report)) => panic!("lowered: {report:?}"),
+    }
+    let under = wide_live_set(200, 100);
+    let ctx = locus_llvm::Context::new();
+    let (_, report) = locus_gc::run::lower_statepoints(&ctx, "wide.ll", under.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{report:?}");
+    assert!(
+        report.relocations > 30_000 && report.relocations <= LIMIT,
+        "{report:?}"
+    );
+    assert_eq!(report.widest_statepoint, 200, "{report:?}");
+}
