@@ -362,7 +362,8 @@ fn lowered(path: &Path) -> String {
 }
 
 /// `invoke` under statepoint roots: every invoke program gives its `; expect:` value under
-/// the stress collector, moving and not, with no fault (two of them unwind through a C++
+/// the stress collector, moving and not, with no fault (moving also with LLVM's O2 run after
+/// the rewrite, and with `opt-19 -passes=default<O2>` run before Locus sees it) (two of them unwind through a C++
 /// exception thrown after a collection, one through a `resume` in a frame between); LLVM's
 /// verifier (`opt-19 -passes=verify`) and code generator (`llc-19 -O0` and `-O2`) accept the
 /// lowered module, whose landing pads carry no `gc.relocate` tied to a pad that is not a
@@ -382,6 +383,30 @@ fn invokes_give_their_results_and_llvm_accepts_the_lowered_modules() {
                     out.value, out.faults
                 )),
                 Err(e) => failed.push(format!("{name} moving {moving}: {e}")),
+            }
+        }
+        // With LLVM's O2 run on the rewritten module, and run on the program before.
+        let before = rs4gc::optimized(&text, &name);
+        for (program, passes, how) in [
+            (&text, Some("default<O2>"), "O2 after the rewrite"),
+            (&before, None, "opt-19 O2 before Locus"),
+        ] {
+            let options = RunOptions {
+                roots: Roots::Statepoint,
+                moving: true,
+                stress: true,
+                on_fault: OnFault::Record,
+                passes: passes.map(Into::into),
+                ..RunOptions::default()
+            };
+            // SAFETY: as in `run_statepoint`.
+            match unsafe { run(&name, program, options) } {
+                Ok(out) if out.faults.is_empty() && out.value == want => {}
+                Ok(out) => failed.push(format!(
+                    "{name} ({how}): value {} (want {want}) faults {:?}",
+                    out.value, out.faults
+                )),
+                Err(e) => failed.push(format!("{name} ({how}): {e}")),
             }
         }
         let out = lowered(&path);

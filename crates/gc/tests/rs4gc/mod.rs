@@ -37,7 +37,7 @@ use crate::common::ll_files;
 use crate::{drop_relocate_line, expected, run_statepoint};
 
 /// `text` after `opt-19 -S -passes=default<O2>`.
-fn optimized(text: &str, name: &str) -> String {
+pub fn optimized(text: &str, name: &str) -> String {
     let mut child = Command::new("opt-19")
         .args(["-S", "-passes=default<O2>", "-"])
         .stdin(Stdio::piped())
