@@ -792,10 +792,20 @@ fn pin_into_typed_landing_pads<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<u
         }
         let raw = b.ptr_type(UNTRACKED)?;
         b.position_before(invoke)?;
-        let raws = bases
-            .iter()
-            .map(|&v| Ok(b.addrspacecast(v, raw, "")?))
-            .collect::<Result<Vec<_>>>()?;
+        // A vector of objects is pinned lane by lane (a null lane is in no object: ignored).
+        let mut raws = Vec::new();
+        for &v in &bases {
+            if v.ty().is_vector() {
+                let i32t = b.int_type(32)?;
+                for lane in 0..v.ty().vector_len().unwrap_or(0) {
+                    let index = b.const_int(i32t, i64::from(lane))?;
+                    let x = b.extract_element(v, index, "")?;
+                    raws.push(b.addrspacecast(x, raw, "")?);
+                }
+            } else {
+                raws.push(b.addrspacecast(v, raw, "")?);
+            }
+        }
         for &r in &raws {
             call_pin(b, PIN, r)?;
             pins += 1;
