@@ -17,7 +17,13 @@ use crate::target::Unavailable;
 /// e.g. `DW_OP_offset_uconst`). Encoding errors name the index of the
 /// operation in the slice. Text errors name the byte offset of the token in
 /// the source text.
+///
+/// `Display` prints this error's own layer; the error it wraps (a nested
+/// evaluation's, an undecodable callee's) is its
+/// [`source`](core::error::Error::source), and [`Error::report`] prints the
+/// whole chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// An operand runs past the end of the expression.
     Truncated {
@@ -187,6 +193,30 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error and each of its [`source`](core::error::Error::source)s,
+    /// joined by `: ` (what a user should be shown: `Display` prints one
+    /// layer, so that chain printers print each cause once).
+    pub fn report(&self) -> impl fmt::Display + '_ {
+        Report(self)
+    }
+}
+
+/// [`Error::report`]'s printer.
+struct Report<'a>(&'a Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = core::error::Error::source(self.0);
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -244,6 +274,7 @@ impl fmt::Display for Error {
 /// What is wrong with a JSON snapshot or location description ([`Error::Json`], which
 /// names where).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JsonErrorKind {
     /// The text is not JSON: serde_json's message, with its line and column.
     NotJson(String),
@@ -303,12 +334,13 @@ impl fmt::Display for JsonErrorKind {
 
 impl core::error::Error for Error {
     /// The callee's decoding error of [`ErrorKind::IllFormedCallee`], the
-    /// nested evaluation's error of [`Unavailable::Failed`].
+    /// nested evaluation's error of [`Unavailable::Failed`] and
+    /// [`Unavailable::VariableFailed`].
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         let mut kind = match self {
             Error::Eval { kind, .. } | Error::Access { kind } => kind,
             Error::Unanswered {
-                reason: Unavailable::Failed(e),
+                reason: Unavailable::Failed(e) | Unavailable::VariableFailed { error: e, .. },
                 ..
             } => return Some(&**e),
             _ => return None,
@@ -326,6 +358,7 @@ impl core::error::Error for Error {
 /// What an evaluation asked of its target when the target could not answer
 /// ([`Error::Unanswered`]): the request, with what names the thing asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Request {
     /// A register's whole contents.
     Register(u16),
@@ -403,7 +436,12 @@ impl fmt::Display for Request {
 /// What went wrong while evaluating one operation or accessing a location:
 /// the kind of an [`Error::Eval`] (which names the operation) or an
 /// [`Error::Access`].
+///
+/// `Display` prints this kind's own layer: an undecodable callee's error
+/// ([`ErrorKind::IllFormedCallee`]) is the [`Error`]'s
+/// [`source`](core::error::Error::source).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The operation needs more stack entries than there are.
     StackUnderflow,
@@ -551,7 +589,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::CallDepthExceeded(n) => {
                 write!(f, "DW_OP_call nesting deeper than {n} (recursion?)")
             }
-            ErrorKind::IllFormedCallee(e) => write!(f, "ill-formed callee expression: {e}"),
+            // The decoding error is the `Error`'s source.
+            ErrorKind::IllFormedCallee(_) => write!(f, "ill-formed callee expression"),
             ErrorKind::InCall { index, op, error } => {
                 write!(f, "in the called expression, op #{index} {op}: {error}")
             }

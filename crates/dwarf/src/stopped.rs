@@ -20,6 +20,7 @@ use crate::Error;
 
 /// The instruction sets whose register notes and unwinding rules are known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Arch {
     /// x86-64 (`EM_X86_64`): DWARF registers 0-16 (rip is 16), xmm0-15 17-32.
     X86_64,

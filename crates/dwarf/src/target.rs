@@ -493,6 +493,15 @@ pub enum Unavailable {
     /// expression, a caller's `DW_AT_call_value`, another variable) failed
     /// with this error.
     Failed(Box<Error>),
+    /// The evaluation of the variable a `DW_OP_GNU_variable_value` names
+    /// ([`Request::VariableValue`], which gives its DIE offset) failed with
+    /// this error.
+    VariableFailed {
+        /// The variable's name (`DW_AT_name`).
+        name: String,
+        /// Why its evaluation failed.
+        error: Box<Error>,
+    },
     /// What an evaluation made to answer gave is not an address (a frame
     /// base that is neither a memory location nor a readable register).
     NotAnAddress,
@@ -514,7 +523,14 @@ impl Unavailable {
                 _ => write!(f, "{request} is not in the target"),
             },
             Unavailable::OptimizedOut(why) => f.write_str(why),
-            Unavailable::Failed(e) => write!(f, "{request}: {e}"),
+            // The nested error is the `Error`'s source: one layer here.
+            Unavailable::Failed(_) => write!(f, "{request}"),
+            Unavailable::VariableFailed { name, .. } => match request {
+                Request::VariableValue(o) => {
+                    write!(f, "value of the variable `{name}` (DIE at {o:#x})")
+                }
+                _ => write!(f, "{request} (`{name}`)"),
+            },
             Unavailable::NotAnAddress => {
                 write!(
                     f,
@@ -537,7 +553,11 @@ impl fmt::Display for Unavailable {
             Unavailable::Unsupported => f.write_str("not supported by the target"),
             Unavailable::Missing => f.write_str("not in the target"),
             Unavailable::OptimizedOut(why) => f.write_str(why),
-            Unavailable::Failed(e) => write!(f, "{e}"),
+            // No `source` here: the whole chain.
+            Unavailable::Failed(e) => write!(f, "{}", e.report()),
+            Unavailable::VariableFailed { name, error } => {
+                write!(f, "`{name}`: {}", error.report())
+            }
             Unavailable::NotAnAddress => f.write_str("not an address or a register"),
             Unavailable::NestedTooDeeply => f.write_str("nested too deeply"),
             Unavailable::TooManyNested(n) => write!(

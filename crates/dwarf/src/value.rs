@@ -134,6 +134,7 @@ pub struct Value {
 
 /// Why a value operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ValueError {
     /// The two operands have different base types.
     TypeMismatch,

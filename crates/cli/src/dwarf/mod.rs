@@ -444,7 +444,8 @@ pub fn eval(
         trace(ctx, expr, enc, out)?;
     }
     let mut ev = evaluation(expr, enc);
-    ev.evaluate_with(&mut ctx.snapshot.state()).map_err(fail)?;
+    ev.evaluate_with(&mut ctx.snapshot.state())
+        .map_err(|e| fail(e.report()))?;
     let top = ev.result().cloned();
     let want_location = request.result == Some(ResultKind::Location)
         || (request.result.is_none()
@@ -494,7 +495,8 @@ pub fn eval(
         doc["context"] = Context::to_json(&target, &ctx.names);
     }
     if let Some(n) = request.read {
-        let bits = access::read(&loc, n.saturating_mul(8), &mut target).map_err(fail)?;
+        let bits =
+            access::read(&loc, n.saturating_mul(8), &mut target).map_err(|e| fail(e.report()))?;
         doc["read"] = json!(bits.to_hex());
     }
     Ok(doc)
@@ -738,7 +740,7 @@ fn optimized_out(e: &Error) -> Option<String> {
             reason: Unavailable::Missing,
             ..
         } => Some(register(*r)),
-        Error::Unanswered { .. } => Some(e.to_string()),
+        Error::Unanswered { .. } => Some(e.report().to_string()),
         Error::Eval {
             kind: ErrorKind::RegisterUnavailable { register: r },
             ..
@@ -751,5 +753,5 @@ fn optimized_out(e: &Error) -> Option<String> {
 }
 
 fn describe(e: &Error) -> String {
-    e.to_string()
+    e.report().to_string()
 }

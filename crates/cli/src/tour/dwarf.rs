@@ -91,7 +91,7 @@ fn spec_example(tour: &mut Tour<'_>) -> Result<(), Failure> {
         ))?;
     }
     let mut ev = Evaluation::new(&ops, Encoding::default());
-    binary::run(&mut ev, &ops, &snap, Frame::default()).map_err(fail)?;
+    binary::run(&mut ev, &ops, &snap, Frame::default()).map_err(|e| fail(e.report()))?;
     let loc = ev.location_result().ok_or_else(|| fail("no location"))?;
     let bits = binary::read(&loc, 64, &snap).map_err(fail)?;
     tour.line("  ... (the same for VGPR1), then the result: a composite of two 32-bit parts,")?;
@@ -252,7 +252,7 @@ fn against_gdb(tour: &mut Tour<'_>) -> Result<(), Failure> {
             }
             other => format!("{other:?}"),
         };
-        let value = binary::evaluate_variable(v, &snap).map_err(fail)?;
+        let value = binary::evaluate_variable(v, &snap).map_err(|e| fail(e.report()))?;
         let ours = render(name, &value.bits);
         let theirs = section(&gdb, &format!("@@{name}\n"), "@@")
             .trim()

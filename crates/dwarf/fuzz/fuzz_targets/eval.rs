@@ -135,6 +135,8 @@ fuzz_target!(|data: &[u8]| {
                 eval.resume_with_entry_register(Location::register(register))
             }
             Ok(EvaluationResult::Stepped) => eval.evaluate(),
+            // A request added later: the fuzzer should answer it.
+            Ok(other) => panic!("unanswered request {other:?}"),
         };
     }
     if let Some(loc) = eval.location_result() {

@@ -607,8 +607,12 @@ impl<T: Target> Target for WithFrame<'_, T> {
         };
         let inner = self.nesting.enter()?;
         let target: &mut dyn Target = &mut self.target;
-        let (evaluated, inner) = evaluate_nested(v, scope, target, inner)
-            .map_err(|e| Unavailable::Failed(Box::new(e)))?;
+        // Named, as the user knows it; the request keeps the DIE offset.
+        let (evaluated, inner) =
+            evaluate_nested(v, scope, target, inner).map_err(|e| Unavailable::VariableFailed {
+                name: v.name.clone(),
+                error: Box::new(e),
+            })?;
         self.nesting.leave(inner);
         let bits = &evaluated.bits;
         if !bits.is_fully_defined() || bits.bytes().is_empty() {

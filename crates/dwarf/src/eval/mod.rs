@@ -149,6 +149,7 @@ impl Entry {
 /// What [`Evaluation::evaluate`] (or a `resume_with_*`) stopped for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[repr(u64)]
+#[non_exhaustive]
 pub enum EvaluationResult {
     /// The expression ended; see [`Evaluation::result`].
     Complete,

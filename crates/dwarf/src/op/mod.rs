@@ -76,6 +76,7 @@ impl Encoding {
 /// a base type; 0 means the generic type. Little-endian byte order is assumed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)] // variants are named after the DWARF operations
+#[non_exhaustive]
 pub enum Op {
     Addr(u64),
     Deref,

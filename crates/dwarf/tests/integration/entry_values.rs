@@ -8,7 +8,7 @@ use locus_dwarf::binary::{
     evaluate_variable_in, MemoryBlock, Snapshot, Variable, VariableKind, VariableLocation,
 };
 use locus_dwarf::callsite::EntryValues;
-use locus_dwarf::{encode, parse_text, Encoding};
+use locus_dwarf::{encode, parse_text, Encoding, Error};
 
 fn variable(name: &str, die: u64, location: VariableLocation) -> Variable {
     Variable {
@@ -63,11 +63,19 @@ fn evaluate(
     entry: &EntryValues,
     snapshot: &Snapshot,
 ) -> Result<u64, String> {
+    evaluate_error(v, scope, entry, snapshot).map_err(|e| e.report().to_string())
+}
+
+/// [`evaluate`], the error as it is.
+fn evaluate_error(
+    v: &Variable,
+    scope: &[Variable],
+    entry: &EntryValues,
+    snapshot: &Snapshot,
+) -> Result<u64, Error> {
     let mut state = snapshot.state().with_variable(v);
     state.entry = Some(entry);
-    evaluate_variable_in(v, scope, &mut state)
-        .map(|e| long(e.bits.bytes()))
-        .map_err(|e| e.to_string())
+    evaluate_variable_in(v, scope, &mut state).map(|e| long(e.bits.bytes()))
 }
 
 #[test]
@@ -151,6 +159,24 @@ fn gnu_variable_value_is_the_value_of_a_variable_in_scope() {
     );
     let e = evaluate(&z, std::slice::from_ref(&z), &entry, &snapshot).unwrap_err();
     assert!(e.contains("nested"), "{e}");
+    // A variable in scope whose evaluation fails: named, with its DIE offset; the
+    // failure is the error's source, printed once in the chain.
+    let bad = variable("bad", 0x68, expression("DW_OP_plus DW_OP_stack_value"));
+    let w = variable(
+        "w",
+        0x70,
+        expression("DW_OP_lit1 DW_OP_GNU_variable_value 0x68 DW_OP_plus DW_OP_stack_value"),
+    );
+    let scope = [bad, w.clone()];
+    let e = evaluate_error(&w, &scope, &entry, &snapshot).unwrap_err();
+    let layer = "op #1 DW_OP_GNU_variable_value: value of the variable `bad` (DIE at 0x68)";
+    assert_eq!(e.to_string(), layer);
+    let cause = std::error::Error::source(&e).expect("the variable's error");
+    assert_eq!(cause.to_string(), "op #0 DW_OP_plus: stack underflow");
+    assert_eq!(
+        e.report().to_string(),
+        format!("{layer}: op #0 DW_OP_plus: stack underflow")
+    );
 }
 
 /// The file range of section `name` of a little-endian ELF64 file.

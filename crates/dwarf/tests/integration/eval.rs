@@ -591,6 +591,7 @@ fn evaluate_anything(ops: &[locus_dwarf::Op]) {
                 eval.resume_with_entry_register(Location::register(register))
             }
             Ok(EvaluationResult::Stepped) => eval.evaluate(),
+            Ok(other) => panic!("a request this test does not answer: {other:?}"),
         };
     }
     panic!("too many requests");

@@ -464,6 +464,12 @@ fn errors_in_callees_name_both_operations() {
     };
     assert!(e.is_ill_formed(), "{e}");
     assert!(e.to_string().contains("ill-formed callee"), "{e}");
+    // Display is one layer; the decoding error is the source, once in the chain.
+    let decoding = std::error::Error::source(&e).expect("the decoding error");
+    let decoding = decoding.to_string();
+    assert!(decoding.contains("DW_OP_const4u"), "{decoding}");
+    assert!(!e.to_string().contains(&decoding), "{e}");
+    assert_eq!(e.report().to_string().matches(&decoding).count(), 1);
 }
 
 #[test]

@@ -201,6 +201,7 @@ fn answer(eval: &mut Evaluation<'_>, request: EvaluationResult) -> Result<Evalua
             eval.resume_with_entry_register(Location::register(register))
         }
         EvaluationResult::Stepped => eval.evaluate(),
+        other => panic!("a request these tests do not answer: {other:?}"),
     }
 }
 
