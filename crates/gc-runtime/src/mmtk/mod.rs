@@ -1117,6 +1117,12 @@ impl MmtkHeap {
         taken
     }
 
+    /// Collections finished ([`MmtkStats::collections`], without the rest of
+    /// [`MmtkHeap::stats`]: no lock, no median).
+    pub fn collections(&self) -> u64 {
+        self.inst.collections.load(Ordering::Relaxed)
+    }
+
     /// The counters.
     pub fn stats(&self) -> MmtkStats {
         let i = self.inst;

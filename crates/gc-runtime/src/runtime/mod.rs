@@ -1200,7 +1200,7 @@ impl Runtime {
             }
             let fp = me.sp_frame.load(Ordering::Acquire);
             if let (Some(maps), true) = (maps, fp != 0) {
-                let number = heap.stats().collections + 1;
+                let number = heap.collections() + 1;
                 match statepoints::slot_lanes(maps, fp, me.stack, number) {
                     Ok((lanes, _)) => {
                         for (base, derived) in lanes {
@@ -1629,7 +1629,34 @@ pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
 /// and then aborts.
 #[no_mangle]
 pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
+    if let Some(obj) = fast_alloc(nptrs, nbytes) {
+        return obj;
+    }
     entry(RUNTIME_ALLOC, |rt| allocate(rt, nptrs, nbytes, None))
+}
+
+/// [`locus_gc_alloc`]'s common case on MMTk, without the entry's bookkeeping: a thread
+/// with a runtime, outside a safe region, no collection pending or asked for every so
+/// many calls, and an object that fits in the thread's allocation buffer
+/// ([`MmtkMutator::try_alloc`]). `None` sends the call the whole way, which does the same
+/// then (a safepoint that finds nothing to do, then the same fast path) or more. Never
+/// panics.
+#[inline]
+fn fast_alloc(nptrs: i64, nbytes: i64) -> Option<*mut u8> {
+    let rt = CURRENT.try_with(Cell::get).ok()?;
+    if rt.is_null() {
+        return None;
+    }
+    // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+    let rt = unsafe { &*rt };
+    let heap = rt.shared.mmtk?;
+    if heap.collection_pending() || rt.shared.mmtk_every > 0 || rt.is_safe() {
+        return None;
+    }
+    let (nptrs, nbytes) = (usize::try_from(nptrs).ok()?, usize::try_from(nbytes).ok()?);
+    let mut mm = rt.mm.try_borrow_mut().ok()?;
+    let obj = mm.as_mut()?.try_alloc(nptrs, nbytes)?;
+    Some(obj as *mut u8)
 }
 
 /// What `julia.gc_alloc_bytes(ptls, size, tag)` becomes: may collect, then returns a new
@@ -1875,6 +1902,10 @@ fn from_frame<R>(fp: usize, body: impl FnOnce() -> R) -> R {
 /// [`locus_gc_alloc`] called by a statepoint wrapper, `fp` its frame address.
 #[no_mangle]
 pub extern "C" fn locus_gc_sp_alloc(nptrs: i64, nbytes: i64, fp: usize) -> *mut u8 {
+    // The fast path never collects: no frame to record for a stack walk.
+    if let Some(obj) = fast_alloc(nptrs, nbytes) {
+        return obj;
+    }
     from_frame(fp, || locus_gc_alloc(nptrs, nbytes))
 }
 
