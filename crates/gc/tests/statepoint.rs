@@ -554,7 +554,7 @@ fn what_rs4gc_cannot_rewrite_is_refused() {
                 .is_some_and(|n| n.to_string_lossy().starts_with("refused_"))
         })
         .collect();
-    assert!(files.len() >= 3, "{files:?}");
+    assert!(files.len() >= 4, "{files:?}");
     for path in files {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         let want = text

@@ -53,9 +53,10 @@
 //!   cannot pin report such a pin as a fault, as they do for `gc_preserve`.
 //!
 //! Root regions are dropped before a `resume` as before a `ret`. Refused, naming the
-//! function and instruction (LLVM's RS4GC crashes on the last two): a `jl_roots` bundle on
-//! an invoke, an invoke that unwinds to a funclet pad (`cleanuppad`, `catchswitch`: no
-//! `landingpad` to tie relocations to), and `callbr`.
+//! function and instruction: a `jl_roots` bundle on an invoke, an invoke of one of Julia's
+//! helpers (`julia.gc_alloc_obj`, `julia.call`, ...: they are lowered as calls), and what
+//! LLVM's RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`,
+//! `catchswitch`: no `landingpad` to tie relocations to), and `callbr`.
 //!
 //! # Limit
 //!
@@ -73,10 +74,11 @@ use locus_llvm::{Context, Module};
 
 use crate::addrspace::is_gc;
 use crate::contract::{
-    GC_LOADED, JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END, RUNTIME_ALLOC,
-    RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ,
-    RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_PUSH_REGION, RUNTIME_REGION_DEPTH,
-    RUNTIME_REGION_RESET, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER, UNTRACKED,
+    ALLOC_ZEROINIT_INDIRECT, GC_LOADED, JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN,
+    PRESERVE_END, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY,
+    RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_PUSH_REGION,
+    RUNTIME_REGION_DEPTH, RUNTIME_REGION_RESET, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
+    UNTRACKED,
 };
 use crate::{Error, Result};
 
@@ -658,7 +660,8 @@ fn token_landing_pads(text: &str, name: &str) -> (String, usize) {
 /// Refuses the calls LLVM 19's RS4GC cannot rewrite, which crash it (a null landing pad,
 /// an unexpected call kind) rather than fail: a `callbr`, and an `invoke` whose unwind
 /// destination is a funclet pad (`cleanuppad`, `catchswitch`), since RS4GC ties the unwind
-/// path's relocations to a `landingpad`.
+/// path's relocations to a `landingpad`; and an `invoke` of one of Julia's helpers, which
+/// the lowering replaces as if it were a call.
 fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
     for inst in f.instructions() {
         match inst.opcode() {
@@ -670,6 +673,22 @@ fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
                 ))
             }
             Opcode::Invoke => {
+                let callee = inst
+                    .as_call()
+                    .and_then(|c| c.callee_name())
+                    .unwrap_or_default();
+                let zeroinit = inst
+                    .as_call()
+                    .is_some_and(|c| c.has_operand_bundle(ALLOC_ZEROINIT_INDIRECT));
+                if callee.starts_with("julia.") || callee.starts_with("llvm.julia.") || zeroinit {
+                    // Julia's helpers are lowered in place of a call (emit.rs): an invoke
+                    // would lose its terminator.
+                    return Err(refuse(
+                        f,
+                        inst,
+                        &format!("an invoke of Julia's helper @{callee} (the helpers are lowered as calls)"),
+                    ));
+                }
                 let pad = inst
                     .as_call()
                     .and_then(|c| c.unwind_dest())
