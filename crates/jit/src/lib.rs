@@ -569,10 +569,10 @@ impl Runtime {
             .map_err(|e| jit_error(&format!("`{function}`: {e}")))?;
         let mut frame = x86_64::EnterFrame::new(address, args)
             .ok_or_else(|| jit_error(&format!("`{function}`: more than six arguments")))?;
-        let scope = self.options.report_faults.then(|| {
-            locus_signals::install();
-            locus_signals::fault_scope(false)
-        });
+        let scope = self
+            .options
+            .report_faults
+            .then(locus_signals::reporting_scope);
         // SAFETY: the caller's contract on `function` and `args`; `self` outlives the call
         // and is the active runtime for it.
         let (result, error) = unsafe { x86_64::enter(self, &mut frame) };

@@ -167,7 +167,7 @@ unsafe fn run_llvm_func(
     let entry = options.entry.as_str();
     // `llvm_func_entry` read the function's type from the kernel as mlir-opt-19 parsed it:
     // no arguments, this result; each pointer below has that type.
-    let scope = options.report_faults.then(crate::call::kernel_fault_scope);
+    let scope = options.report_faults.then(locus_signals::reporting_scope);
     let value = match result {
         None => {
             // SAFETY: see above.

@@ -15,7 +15,8 @@
 //!
 //! A host installs the handlers once, names the code it compiled, and opens a scope around
 //! each call into foreign code; outside a scope and registered code, faults go to the
-//! handler that was there before (Rust's own, say):
+//! handler that was there before (Rust's own, say). [`reporting_scope`] does both the
+//! installing and the opening, for a caller that reports faults around one call:
 //!
 //! ```
 //! use locus_signals::{fault_scope, install, register_code, CodeRange};
@@ -41,8 +42,8 @@
 //!
 //! The crate is independent of LLVM and of the collector: Locus's GC runtime
 //! (`locus_gc_runtime::signals`), memref kernels (`locus_memref::CallOptions::report_faults`)
-//! and JIT runtime (`locus_jit::Options::report_faults`) use [`install`], [`fault_scope`]
-//! and [`register_code`] the same way. A component that makes some faults expected (the stress collector protects
+//! and JIT runtime (`locus_jit::Options::report_faults`) use [`install`] and [`fault_scope`]
+//! (through [`reporting_scope`]) and [`register_code`] the same way. A component that makes some faults expected (the stress collector protects
 //! the pages of freed objects, so that an access to one faults) claims them through one
 //! [`FaultClaimer`] ([`set_claimer`]), which says what the fault is and how the process
 //! ends, or lets the access run again.
@@ -91,7 +92,8 @@
 //! The handler allocates nothing and takes no lock: it formats into a fixed buffer on its
 //! own (alternate) stack with `core::fmt` (which neither allocates nor locks) and writes
 //! it with `write(2)`, then leaves with `_exit(2)` (or `abort`). What it looks up lives in
-//! fixed-size tables of atomic pointers ([`HandlerTable`]): the registered code, and the
+//! tables of atomic pointers ([`HandlerTable`], growing by linked blocks that are
+//! allocated when an entry is added, never by the handler): the registered code, and the
 //! claimer's own (the stress heaps' chunks). Each entry is immutable once published (apart from atomics), and an
 //! entry is only freed after it was removed from its table and no handler is still reading
 //! (a global count of handlers running, checked with sequentially consistent atomics). The
@@ -105,6 +107,15 @@
 //! again instead of a blocked signal, which the kernel answers by killing the process
 //! silently: the second fault is reported in one fixed line, `locus: SIGSEGV inside the
 //! fault handler (a second fault while reporting one)`, exit status 3.
+//!
+//! # Platforms
+//!
+//! Linux on x86-64 and AArch64: the tests run on `x86_64-unknown-linux-gnu`, and
+//! `scripts/ci-checks aarch64` type-checks the crate for `aarch64-unknown-linux-gnu`. The
+//! program counter and stack pointer at a fault (for `name+offset` and for telling a stack
+//! overflow by the stack pointer) and the `si_code` causes are read on Linux only. The
+//! code is written for other Unix systems too (`errno` through the `errno` crate, stack
+//! bounds on macOS), but no other target is compiled or tested, so none is claimed.
 //!
 //! # Limits
 //!
@@ -167,7 +178,8 @@ const ALT_STACK_BYTES: usize = 64 << 10;
 /// stack) and above it a fault still counts as a stack overflow.
 const STACK_SLACK: usize = 1 << 20;
 
-/// Entries of one [`HandlerTable`].
+/// Slots of one block of a [`HandlerTable`] (the first block is inline; more are linked
+/// when it is full).
 const TABLE_SLOTS: usize = 1024;
 
 /// The number of signal handlers running now, in any thread, that may be reading a
@@ -202,11 +214,14 @@ impl fmt::Debug for Readers {
     }
 }
 
-/// A fixed-size (1024 entries), lock-free table of pointers to entries a signal handler
-/// reads: what a [`FaultClaimer`] looks up (the stress heaps' chunks, for the GC runtime's)
-/// lives in one, as the registered code does. An entry must not change after it is
-/// inserted (apart from its atomics) and must stay valid until [`HandlerTable::remove`]
-/// returns, which waits until no handler is running.
+/// A lock-free table of pointers to entries a signal handler reads: what a
+/// [`FaultClaimer`] looks up (the stress heaps' chunks, for the GC runtime's) lives in one,
+/// as the registered code does. It holds 1024 entries inline and grows by blocks of 1024
+/// when full: [`HandlerTable::push`] allocates the next block (outside any handler) and
+/// links it with an atomic pointer, which a handler follows without allocating or locking;
+/// blocks are freed only when the table itself is dropped. An entry must not change after
+/// it is inserted (apart from its atomics) and must stay valid until
+/// [`HandlerTable::remove`] returns, which waits until no handler is running.
 ///
 /// ```
 /// use locus_signals::HandlerTable;
@@ -214,24 +229,34 @@ impl fmt::Debug for Readers {
 /// static RANGES: HandlerTable<(usize, usize)> = HandlerTable::new();
 /// let range = Box::new((0x1000, 0x2000));
 /// // SAFETY: the box is neither written nor dropped before `remove` returns.
-/// let slot = unsafe { RANGES.insert(&*range) }.ok_or("full")?;
+/// let slot = unsafe { RANGES.push(&*range) };
 /// RANGES.remove(slot);
 /// drop(range);
-/// # Ok::<(), &str>(())
 /// ```
 pub struct HandlerTable<T> {
     slots: [AtomicPtr<T>; TABLE_SLOTS],
+    /// The block that continues the table once these slots are full; null until then.
+    /// Set once (by `push`), freed only by `Drop`, so a handler may follow it.
+    next: AtomicPtr<HandlerTable<T>>,
 }
 
 impl<T> fmt::Debug for HandlerTable<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let used = self
-            .slots
-            .iter()
-            .filter(|s| !s.load(Ordering::Relaxed).is_null())
-            .count();
+        let mut used = 0;
+        let mut blocks = 0;
+        let mut block = Some(self);
+        while let Some(b) = block {
+            blocks += 1;
+            used += b
+                .slots
+                .iter()
+                .filter(|s| !s.load(Ordering::Relaxed).is_null())
+                .count();
+            block = b.next_block();
+        }
         f.debug_struct("HandlerTable")
             .field("entries", &used)
+            .field("blocks", &blocks)
             .finish()
     }
 }
@@ -242,40 +267,110 @@ impl<T> Default for HandlerTable<T> {
     }
 }
 
+impl<T> Drop for HandlerTable<T> {
+    fn drop(&mut self) {
+        let next = *self.next.get_mut();
+        if !next.is_null() {
+            // SAFETY: `next` came from `Box::into_raw` in `next_or_grow` and is owned by
+            // this table alone; `&mut self` means no handler can be reading it.
+            drop(unsafe { Box::from_raw(next) });
+        }
+    }
+}
+
 impl<T> HandlerTable<T> {
     /// An empty table (`const`: tables are statics, which a handler can reach).
     #[must_use]
     pub const fn new() -> HandlerTable<T> {
         HandlerTable {
             slots: [const { AtomicPtr::new(ptr::null_mut()) }; TABLE_SLOTS],
+            next: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
-    /// Publishes `entry`; `None` when the table is full.
+    /// The block after this one, if the table has grown past it.
+    fn next_block(&self) -> Option<&HandlerTable<T>> {
+        let next = self.next.load(Ordering::SeqCst);
+        // SAFETY: a non-null `next` is a live block owned by this table (see `next`).
+        unsafe { next.as_ref() }
+    }
+
+    /// The block after this one, allocated and linked if there is none yet.
+    fn next_or_grow(&self) -> &HandlerTable<T> {
+        if let Some(next) = self.next_block() {
+            return next;
+        }
+        let fresh = Box::into_raw(Box::new(HandlerTable::new()));
+        match self
+            .next
+            .compare_exchange(ptr::null_mut(), fresh, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            // SAFETY: just linked; freed only when this table is dropped.
+            Ok(_) => unsafe { &*fresh },
+            Err(current) => {
+                // Another thread linked a block first: ours was never published.
+                // SAFETY: `fresh` is from `Box::into_raw` above and nobody else saw it.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: `current` is non-null (the exchange from null failed) and live.
+                unsafe { &*current }
+            }
+        }
+    }
+
+    /// Publishes `entry` (non-null) and returns its slot, for [`HandlerTable::remove`].
+    /// The table grows when full, so this always succeeds (allocating a block of 1024
+    /// slots when every slot is taken).
     ///
     /// # Safety
     ///
-    /// `entry` points to a `T` that stays valid, and is not written, until
+    /// `entry` is non-null and points to a `T` that stays valid, and is not written, until
     /// [`HandlerTable::remove`] of the slot returned has returned (handlers on any thread
     /// read it until then, hence `T: Sync`).
+    pub unsafe fn push(&self, entry: *const T) -> usize
+    where
+        T: Sync,
+    {
+        let mut block = self;
+        let mut first = 0usize;
+        loop {
+            let free = block.slots.iter().position(|slot| {
+                slot.compare_exchange(
+                    ptr::null_mut(),
+                    entry.cast_mut(),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
+                .is_ok()
+            });
+            if let Some(i) = free {
+                return first + i;
+            }
+            block = block.next_or_grow();
+            first += TABLE_SLOTS;
+        }
+    }
+
+    /// [`HandlerTable::push`], for callers written when the table had a fixed size: always
+    /// `Some` now that the table grows.
+    ///
+    /// # Safety
+    ///
+    /// As for [`HandlerTable::push`].
     pub unsafe fn insert(&self, entry: *const T) -> Option<usize>
     where
         T: Sync,
     {
-        self.slots.iter().position(|slot| {
-            slot.compare_exchange(
-                ptr::null_mut(),
-                entry.cast_mut(),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            )
-            .is_ok()
-        })
+        // SAFETY: the caller's promise, forwarded.
+        Some(unsafe { self.push(entry) })
     }
 
     /// Withdraws the entry in `slot` and waits until no handler can still be reading it.
     pub fn remove(&self, slot: usize) {
-        if let Some(s) = self.slots.get(slot) {
+        let mut block = Some(self);
+        for _ in 0..slot / TABLE_SLOTS {
+            block = block.and_then(HandlerTable::next_block);
+        }
+        if let Some(s) = block.and_then(|b| b.slots.get(slot % TABLE_SLOTS)) {
             s.store(ptr::null_mut(), Ordering::SeqCst);
         }
         // A handler that loaded the entry incremented READERS before (both SeqCst), so
@@ -295,12 +390,20 @@ impl<T> HandlerTable<T> {
     where
         T: 'r,
     {
-        self.slots.iter().find_map(|slot| {
-            let entry = slot.load(Ordering::SeqCst);
-            // SAFETY: a non-null entry stays valid until `remove` returns, which waits for
-            // every `Readers`, and `_readers` lives for 'r.
-            (!entry.is_null()).then(|| f(unsafe { &*entry })).flatten()
-        })
+        let mut block = Some(self);
+        while let Some(b) = block {
+            let found = b.slots.iter().find_map(|slot| {
+                let entry = slot.load(Ordering::SeqCst);
+                // SAFETY: a non-null entry stays valid until `remove` returns, which waits
+                // for every `Readers`, and `_readers` lives for 'r.
+                (!entry.is_null()).then(|| f(unsafe { &*entry })).flatten()
+            });
+            if found.is_some() {
+                return found;
+            }
+            block = b.next_block();
+        }
+        None
     }
 }
 
@@ -422,14 +525,14 @@ pub struct CodeRegistration {
 /// Owns a registered table (boxed so its address is stable).
 struct CodeTableOwner {
     table: CodeTable,
-    slot: Option<usize>,
+    slot: usize,
 }
 
 impl fmt::Debug for CodeTableOwner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CodeTable")
             .field("ranges", &self.table.ranges)
-            .field("registered", &self.slot.is_some())
+            .field("slot", &self.slot)
             .finish()
     }
 }
@@ -437,28 +540,25 @@ impl fmt::Debug for CodeTableOwner {
 impl Drop for CodeRegistration {
     fn drop(&mut self) {
         if let Some(owner) = self.table.take() {
-            if let Some(slot) = owner.slot {
-                CODE.remove(slot);
-            }
+            CODE.remove(owner.slot);
         }
     }
 }
 
 /// Registers code (JIT-compiled functions, typically) so that a fault in it is reported
 /// with the function's name and `name+offset`, and claimed by the handler even outside a
-/// [`fault_scope`]. At most 1024 registrations are live at once in a process; beyond that
-/// the code is not registered (faults in it are still reported inside a scope, without
-/// the name unless `dladdr` knows it).
+/// [`fault_scope`]. Any number of registrations may be live at once (the handler's table
+/// grows by blocks of 1024); each lasts until its [`CodeRegistration`] is dropped.
 pub fn register_code(ranges: impl IntoIterator<Item = CodeRange>) -> CodeRegistration {
     let mut ranges: Vec<CodeRange> = ranges.into_iter().filter(|r| r.len > 0).collect();
     ranges.sort_by_key(|r| r.start);
     let mut owner = Box::new(CodeTableOwner {
         table: CodeTable { ranges },
-        slot: None,
+        slot: 0,
     });
     // SAFETY: the table lives in the box, which `CodeRegistration` keeps (never writing
     // the table) until its `Drop` removes the slot.
-    owner.slot = unsafe { CODE.insert(&owner.table) };
+    owner.slot = unsafe { CODE.push(&owner.table) };
     CodeRegistration { table: Some(owner) }
 }
 
@@ -496,7 +596,30 @@ pub struct FaultScope {
 static LIVE_SCOPES: AtomicUsize = AtomicUsize::new(0);
 static ABORT_SCOPES: AtomicUsize = AtomicUsize::new(0);
 
-/// Enters a [`FaultScope`] on this thread. Call [`install`] first.
+/// [`install`]s the handlers (once per process) and prepares this thread, then enters a
+/// [`FaultScope`] on it that ends the process with [`FAULT_EXIT_STATUS`] (not `abort`):
+/// what a caller reporting the faults of one call into foreign code (a kernel, a JIT's
+/// function) holds around that call. Should the handlers fail to install, the scope is
+/// still entered, and faults end the process as they would without this crate.
+///
+/// ```
+/// extern "C" fn kernel(x: u64) -> u64 {
+///     x * 2
+/// }
+///
+/// let result = {
+///     let _scope = locus_signals::reporting_scope();
+///     kernel(21)
+/// };
+/// assert_eq!(result, 42);
+/// ```
+pub fn reporting_scope() -> FaultScope {
+    install();
+    fault_scope(false)
+}
+
+/// Enters a [`FaultScope`] on this thread. Call [`install`] first (or use
+/// [`reporting_scope`], which does both).
 pub fn fault_scope(abort: bool) -> FaultScope {
     let mode = if abort {
         ScopeMode::Abort
@@ -765,8 +888,10 @@ pub struct StackBounds {
 }
 
 impl StackBounds {
-    /// The current thread's stack, where the platform can tell (Linux and Android through
-    /// `pthread_getattr_np`, macOS through `pthread_get_stackaddr_np`); `None` elsewhere.
+    /// The current thread's stack, where the platform can tell: Linux through
+    /// `pthread_getattr_np` (built and tested); Android and macOS have branches of their
+    /// own (`pthread_getattr_np`, `pthread_get_stackaddr_np`) that no check here compiles
+    /// (see [Platforms](crate#platforms)); `None` elsewhere.
     #[must_use]
     pub fn current_thread() -> Option<StackBounds> {
         stack::current()
@@ -974,18 +1099,16 @@ impl fmt::Write for Line {
     }
 }
 
+/// This thread's `errno`, through the `errno` crate: each C library names its location
+/// differently (`__errno_location` on Linux, `__errno` on Android, `__error` on macOS and
+/// the BSDs). A plain TLS read, async-signal-safe.
 fn errno() -> c_int {
-    // SAFETY: no preconditions.
-    let location = unsafe { libc::__errno_location() };
-    // SAFETY: the calling thread's errno location is always valid.
-    unsafe { *location }
+    errno::errno().0
 }
 
+/// Sets this thread's `errno` (the handler restores the interrupted code's).
 fn set_errno(value: c_int) {
-    // SAFETY: no preconditions.
-    let location = unsafe { libc::__errno_location() };
-    // SAFETY: the calling thread's errno location is always valid.
-    unsafe { *location = value };
+    errno::set_errno(errno::Errno(value));
 }
 
 thread_local! {
@@ -1348,5 +1471,65 @@ fn write_location(line: &mut Line, readers: &Readers, pc: usize) {
     if let Some(file) = file() {
         line.push_bytes(b" in ");
         line.push_bytes(file.to_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past one block, entries land in linked blocks; every one is found, removed ones
+    /// are not, and their slots are reused before the table grows again.
+    #[test]
+    fn a_table_grows_past_one_block() {
+        let table: HandlerTable<usize> = HandlerTable::new();
+        let values: Vec<Box<usize>> = (0..2 * TABLE_SLOTS + 5).map(Box::new).collect();
+        // SAFETY: the boxes outlive the table (dropped after it, below) and are not written.
+        let slots: Vec<usize> = values.iter().map(|v| unsafe { table.push(&**v) }).collect();
+        assert_eq!(slots, (0..values.len()).collect::<Vec<_>>());
+        assert!(format!("{table:?}").contains("blocks: 3"), "{table:?}");
+        let readers = Readers::enter();
+        for v in [0, TABLE_SLOTS - 1, TABLE_SLOTS, 2 * TABLE_SLOTS + 4] {
+            assert_eq!(table.find(&readers, |&x| (x == v).then_some(x)), Some(v));
+        }
+        drop(readers);
+        table.remove(TABLE_SLOTS + 7);
+        let readers = Readers::enter();
+        let wanted = TABLE_SLOTS + 7;
+        assert_eq!(table.find(&readers, |&x| (x == wanted).then_some(x)), None);
+        drop(readers);
+        let again = Box::new(usize::MAX);
+        // SAFETY: as above.
+        assert_eq!(unsafe { table.push(&*again) }, TABLE_SLOTS + 7);
+        assert!(format!("{table:?}").contains("blocks: 3"), "{table:?}");
+        drop(table);
+        drop(again);
+        drop(values);
+    }
+
+    /// More than a block of code registrations: the last one is found by the handler's
+    /// look-up, and dropping the registrations empties the table again.
+    #[test]
+    fn code_registrations_past_one_block_are_found() {
+        let base = 0x10_0000_0000usize;
+        let registrations: Vec<CodeRegistration> = (0..TABLE_SLOTS + 10)
+            .map(|i| {
+                register_code([CodeRange {
+                    start: base + i * 64,
+                    len: 64,
+                    name: format!("f{i}"),
+                }])
+            })
+            .collect();
+        let last = base + (TABLE_SLOTS + 9) * 64 + 3;
+        let readers = Readers::enter();
+        let name = CODE
+            .find(&readers, |t| t.find(last))
+            .map(|r| r.name.clone());
+        drop(readers);
+        assert_eq!(name.as_deref(), Some("f1033"));
+        drop(registrations);
+        let readers = Readers::enter();
+        assert!(CODE.find(&readers, |t| t.find(last)).is_none());
     }
 }

@@ -124,6 +124,63 @@ fn a_fault_in_registered_code_names_the_function() {
     assert!(lines[0].contains(" = my_reader+0x"), "{}", lines[0]);
 }
 
+/// Registrations past the table's first block of 1024 still count: with 1100 live (the
+/// first 1099 at low addresses no code has), a fault in the last one's function is claimed
+/// outside any scope and named. When the table held 1024, the last was silently dropped
+/// and the fault passed on (SIGSEGV, no line).
+#[test]
+fn registrations_past_1024_are_claimed_and_named() {
+    if in_child() {
+        assert!(signals::install());
+        let mut live: Vec<signals::CodeRegistration> = (0..1099usize)
+            .map(|i| {
+                signals::register_code([CodeRange {
+                    start: 0x1000 + i * 16,
+                    len: 16,
+                    name: format!("filler{i}"),
+                }])
+            })
+            .collect();
+        let start = load_in_asm as extern "C" fn(*const u64) -> u64 as usize;
+        live.push(signals::register_code([CodeRange {
+            start,
+            len: 256,
+            name: "reader_1100".into(),
+        }]));
+        load_in_asm(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("registrations_past_1024_are_claimed_and_named");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].contains(" in function `reader_1100` (JIT-compiled code, pc 0x"),
+        "{}",
+        lines[0]
+    );
+}
+
+/// `reporting_scope` installs the handlers itself: with no `install` before it, a fault
+/// in it is reported with status 3.
+#[test]
+fn a_reporting_scope_installs_and_claims() {
+    if in_child() {
+        let _scope = signals::reporting_scope();
+        read_through(std::hint::black_box(std::ptr::null()));
+        std::process::exit(0);
+    }
+    let out = child("a_reporting_scope_installs_and_claims");
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let lines = locus_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
+        "{}",
+        lines[0]
+    );
+}
+
 /// Stack overflow on a thread of its own: the handler runs on the alternate stack
 /// `install` gave the thread, and names the overflow.
 #[test]

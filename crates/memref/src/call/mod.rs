@@ -133,13 +133,6 @@ impl CallOptions {
     }
 }
 
-/// Installs the fault handlers (once per process) and prepares this thread, then opens
-/// the scope a kernel runs in ([`CallOptions::report_faults`]).
-pub(crate) fn kernel_fault_scope() -> locus_signals::FaultScope {
-    locus_signals::install();
-    locus_signals::fault_scope(false)
-}
-
 /// A result of a dynamic call.
 #[derive(Debug)]
 pub enum Value<'a> {
@@ -403,7 +396,7 @@ impl<'lib> Function<'lib> {
             });
         };
         let ffi_args: Vec<FfiArg> = slots.iter().map(Slot::arg).collect();
-        let scope = options.report_faults.then(kernel_fault_scope);
+        let scope = options.report_faults.then(locus_signals::reporting_scope);
         // SAFETY: `Library::function`'s contract makes the signature the
         // function's type; the cif follows the C wrapper's convention for it;
         // every pointer passed points to storage alive until after the call.
