@@ -61,13 +61,24 @@ use crate::contract::{
 };
 use crate::{Error, Result};
 
-/// Who places the write barriers generational collectors need.
+/// Who places the write barriers generational collectors need (MMTk's StickyImmix and
+/// GenCopy): `locus_gc_write_barrier(object)` after each store of tracked pointers into an
+/// object.
+///
+/// The lowering places one after every store (plain or atomic, `atomicrmw xchg`,
+/// `cmpxchg`, of a pointer, a vector or an aggregate holding tracked pointers;
+/// `llvm.masked.store`, `llvm.masked.scatter`, and `llvm.memcpy`/`llvm.memmove` of 8 bytes
+/// or more) whose address derives from a tracked object, on that object (for a store
+/// through a Loaded pointer, the object it was loaded from); none for constants, allocas,
+/// globals (root tables are scanned at every collection), memory reached through
+/// untracked pointers, or an object allocated since the last call that may collect (it is
+/// young). A Derived (11) argument's object is the caller's: such a store gets none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WriteBarriers {
     /// Only the frontend's `julia.write_barrier` calls (Julia's own codegen places them).
     Frontend,
     /// The lowering places one after every store of tracked pointers into an object that
-    /// no frontend barrier on that object follows ([module docs](self)).
+    /// no frontend barrier on that object follows (before a call that may collect).
     Insert,
     /// [`WriteBarriers::Insert`] in a function that calls no write barrier, else
     /// [`WriteBarriers::Frontend`] (a frontend that places barriers knows which stores need
