@@ -54,7 +54,8 @@
 //!
 //! Root regions are dropped before a `resume` as before a `ret`. Refused, naming the
 //! function and instruction: a `jl_roots` bundle on an invoke, an invoke of one of Julia's
-//! helpers (`julia.gc_alloc_obj`, `julia.call`, ...: they are lowered as calls), and what
+//! helpers but `julia.get_pgcstack` (`julia.gc_alloc_obj`, `julia.call`, ...: they are
+//! expanded as calls), and what
 //! LLVM's RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`,
 //! `catchswitch`: no `landingpad` to tie relocations to), and `callbr`.
 //!
@@ -74,11 +75,11 @@ use locus_llvm::{Context, Module};
 
 use crate::addrspace::is_gc;
 use crate::contract::{
-    ALLOC_ZEROINIT_INDIRECT, GC_LOADED, JL_ROOTS, POINTER_FROM_OBJREF, PRESERVE_BEGIN,
-    PRESERVE_END, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY,
-    RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_PUSH_REGION,
-    RUNTIME_REGION_DEPTH, RUNTIME_REGION_RESET, RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER,
-    UNTRACKED,
+    ALLOC_ZEROINIT_INDIRECT, GC_LOADED, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, JL_ROOTS,
+    POINTER_FROM_OBJREF, PRESERVE_BEGIN, PRESERVE_END, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES,
+    RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ, RUNTIME_FOREIGN_READ,
+    RUNTIME_GET_PGCSTACK, RUNTIME_PUSH_REGION, RUNTIME_REGION_DEPTH, RUNTIME_REGION_RESET,
+    RUNTIME_SAFEPOINT, RUNTIME_WRITE_BARRIER, UNTRACKED,
 };
 use crate::{Error, Result};
 
@@ -441,7 +442,8 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
 /// region: RS4GC relocates SSA values only, so a pointer kept in memory across a safepoint
 /// must stay where it is, and the collector scans the region conservatively and pins what it
 /// names. The function reads the region depth on entry and drops its regions before each
-/// return. Returns how many.
+/// return and `resume`, and in each landing pad drops those of the frames unwound. Returns
+/// how many.
 fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     keep_across_returns_twice(b, f)?;
     let allocas: Vec<Instruction<'m>> = f
@@ -456,7 +458,15 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     let Some(entry) = f.entry_block() else {
         return Ok(0);
     };
-    if allocas.is_empty() {
+    let pads: Vec<_> = f
+        .blocks()
+        .into_iter()
+        .filter(|bb| {
+            bb.first_non_phi()
+                .is_some_and(|i| i.opcode() == Opcode::LandingPad)
+        })
+        .collect();
+    if allocas.is_empty() && pads.is_empty() {
         return Ok(0);
     }
     let i64t = b.int_type(64)?;
@@ -469,6 +479,7 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
         .as_value();
     let push_ty = b.function_type(b.void_type(), &[raw, raw], false)?;
     let push_fn = b.declare_function(RUNTIME_PUSH_REGION, push_ty)?;
+    let mut last_push = None;
     for a in &allocas {
         let (Some(ty), Some(count)) = (a.allocated_type(), a.operand(0)) else {
             continue;
@@ -484,10 +495,29 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
                 b.addrspacecast(end, raw, "")?,
             )
         };
-        b.call(push_ty, push_fn, &[start, end], &[], "")?;
+        last_push = Some(b.call(push_ty, push_fn, &[start, end], &[], "")?);
     }
     let reset_ty = b.function_type(b.void_type(), &[i64t], false)?;
     let reset_fn = b.declare_function(RUNTIME_REGION_RESET, reset_ty)?;
+    // An exception that reaches a landing pad has unwound the frames in between without
+    // their `ret`s: their regions (stack memory now free) go, first thing in the pad, down
+    // to this function's own, known when they are all pushed in the entry block (with
+    // regions pushed elsewhere the unwound ones stay until a caller returns: kept, never
+    // dropped early).
+    if !pads.is_empty() && allocas.iter().all(|a| a.block() == Some(entry)) {
+        let own = match last_push {
+            Some(push) => {
+                b.position_after(push)?;
+                b.call(depth_ty, depth_fn, &[], &[], "gc.regions.own")?
+                    .as_value()
+            }
+            None => depth,
+        };
+        for pad in &pads {
+            b.position_at_first_insertion_point(*pad)?;
+            b.call(reset_ty, reset_fn, &[own], &[], "")?;
+        }
+    }
     for inst in f.instructions() {
         // Unwinding out of the function (`resume`) leaves it as a return does.
         if matches!(inst.opcode(), Opcode::Ret | Opcode::Resume) {
@@ -680,7 +710,11 @@ fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
                 let zeroinit = inst
                     .as_call()
                     .is_some_and(|c| c.has_operand_bundle(ALLOC_ZEROINIT_INDIRECT));
-                if callee.starts_with("julia.") || callee.starts_with("llvm.julia.") || zeroinit {
+                // `julia.get_pgcstack` is only renamed, so its invoke (which inlining makes
+                // of the call in a callee inlined at an invoke) stays one.
+                let renamed = callee == GET_PGCSTACK || callee == GET_PGCSTACK_OR_NEW;
+                let helper = callee.starts_with("julia.") || callee.starts_with("llvm.julia.");
+                if (helper && !renamed) || zeroinit {
                     // Julia's helpers are lowered in place of a call (emit.rs): an invoke
                     // would lose its terminator.
                     return Err(refuse(
