@@ -52,12 +52,14 @@
 //!   relocation there (relocations nothing uses are dropped). The copying MMTk plans that
 //!   cannot pin report such a pin as a fault, as they do for `gc_preserve`.
 //!
-//! Root regions are dropped before a `resume` as before a `ret`. Refused, naming the
-//! function and instruction: a `jl_roots` bundle on an invoke, an invoke of one of Julia's
-//! helpers but `julia.get_pgcstack` (`julia.gc_alloc_obj`, `julia.call`, ...: they are
-//! expanded as calls), and what
-//! LLVM's RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`,
-//! `catchswitch`: no `landingpad` to tie relocations to), and `callbr`.
+//! The objects of a `jl_roots` bundle on an invoke are pinned before it and unpinned first
+//! thing in both destinations (through a `phi` where a destination has other
+//! predecessors). Root regions are dropped before a `resume` as before a `ret`, and a
+//! landing pad drops those of the frames unwound to reach it. Refused, naming the function
+//! and instruction: an invoke of one of Julia's helpers but `julia.get_pgcstack`
+//! (`julia.gc_alloc_obj`, `julia.call`, ...: they are expanded as calls), and what LLVM's
+//! RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`, `catchswitch`:
+//! no `landingpad` to tie relocations to), and `callbr`.
 //!
 //! # Limit
 //!
@@ -406,9 +408,6 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
                 }
             }
         } else if let Some(bundle) = call.operand_bundle(JL_ROOTS) {
-            if call.is_invoke() {
-                return Err(refuse(f, inst, "a jl_roots bundle on an invoke"));
-            }
             b.position_before(inst)?;
             let mut raws = Vec::new();
             for v in bundle.args {
@@ -418,9 +417,21 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
                 call_pin(b, PIN, raw)?;
                 pins += 1;
             }
-            b.position_after(inst)?;
-            for &raw in &raws {
-                call_pin(b, UNPIN, raw)?;
+            if call.is_invoke() {
+                let from = inst
+                    .block()
+                    .ok_or_else(|| refuse(f, inst, "an invoke in no block"))?;
+                for dest in [call.normal_dest(), call.unwind_dest()]
+                    .into_iter()
+                    .flatten()
+                {
+                    unpin_after_edge(b, f, from, dest, &raws)?;
+                }
+            } else {
+                b.position_after(inst)?;
+                for &raw in &raws {
+                    call_pin(b, UNPIN, raw)?;
+                }
             }
         }
     }
@@ -435,6 +446,45 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
         }
     }
     Ok(pins)
+}
+
+/// Unpins `raws` (pinned at the end of block `from`) first thing in `dest`, a successor of
+/// `from`. When `dest` has other predecessors, what it unpins is a `phi` of each raw
+/// pointer from `from` and null from the others (an unpin of null is ignored), so a path
+/// that never pinned unpins nothing.
+fn unpin_after_edge<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    from: locus_llvm::ir::BasicBlock<'m>,
+    dest: locus_llvm::ir::BasicBlock<'m>,
+    raws: &[Value<'m>],
+) -> Result<()> {
+    // Each predecessor once per edge (a switch may reach `dest` twice).
+    let edges: Vec<_> = f
+        .blocks()
+        .into_iter()
+        .flat_map(|bb| {
+            let n = bb.successors().iter().filter(|&&s| s == dest).count();
+            std::iter::repeat_n(bb, n)
+        })
+        .collect();
+    let mut unpin = raws.to_vec();
+    if edges.iter().any(|&bb| bb != from) {
+        b.position_at_start(dest)?;
+        for v in &mut unpin {
+            let phi = b.phi(v.ty(), "gc.pinned")?;
+            let null = b.const_null(v.ty())?;
+            for &bb in &edges {
+                b.add_incoming(phi, if bb == from { *v } else { null }, bb)?;
+            }
+            *v = phi.as_value();
+        }
+    }
+    b.position_at_first_insertion_point(dest)?;
+    for &raw in &unpin {
+        call_pin(b, UNPIN, raw)?;
+    }
+    Ok(())
 }
 
 /// Registers each `alloca` of `f` that holds GC pointers (what `sroa,mem2reg` could not
