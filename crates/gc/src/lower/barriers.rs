@@ -30,7 +30,11 @@
 //! pointer remembers the object it was loaded from (the owner of the data, as Julia's
 //! arrays are). A phi of derived pointers has no base in the IR: the scanner's lifting
 //! ([`super::lift`]) makes the `%gclift` phis, once per function and only when such a store
-//! exists. A select may pick either operand: both bases are remembered (an extra barrier
+//! exists. On the frame path this runs after root placement, whose own lifts are not kept:
+//! such a function gets a second set of `%gclift` phis (and selects), used only by the
+//! barriers, the unused ones left for LLVM's dead code elimination. A function whose phis
+//! cannot be lifted is refused with the lifting's error (use [`WriteBarriers::Frontend`]
+//! to lower it without barriers). A select may pick either operand: both bases are remembered (an extra barrier
 //! only remembers an object). No barrier where none is needed:
 //! - the stored value is a constant (null, a permanent global);
 //! - the address is not in the heap: an `alloca`, a global (a root table registered with

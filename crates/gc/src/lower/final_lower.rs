@@ -11,7 +11,8 @@
 //! - `julia.get_pgcstack()` becomes a call to the runtime's `locus_gc_get_pgcstack()`, which
 //!   returns the address of the current thread's chain head (a `"gcstack"` parameter, if
 //!   the function has one, is the chain head instead);
-//! - Julia's write barriers left by the cleanup become `locus_gc_write_barrier(parent)`;
+//! - Julia's write barriers left by the cleanup (the frontend's and those the lowering
+//!   placed, [`super::barriers`]) become `locus_gc_write_barrier(parent)`;
 //! - Julia's allocations become the runtime's: `julia.gc_alloc_bytes(ptls, size[, tag])`
 //!   becomes `locus_gc_alloc_bytes(ptls, size, tag)` (tag 0 when absent), and
 //!   `jl_alloc_genericmemory_unchecked` becomes `locus_gc_alloc_genericmemory`, with the
