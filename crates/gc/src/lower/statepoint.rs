@@ -248,10 +248,10 @@ pub fn prepare_for_rs4gc<'c>(
     }
     let token_functions = token_landing_pad_functions(module);
     let mut text = retype(&module.print());
-    for name in &token_functions {
-        let (retyped, n) = token_landing_pads(&text, name);
+    if !token_functions.is_empty() {
+        let (retyped, n) = token_landing_pads(&text, &token_functions);
         text = retyped;
-        report.token_landing_pads += n;
+        report.token_landing_pads = n;
     }
     let mut defs = String::new();
     for (runtime, suffix, ty) in &wrappers {
@@ -704,22 +704,26 @@ fn token_landing_pad_functions(module: &Module<'_>) -> Vec<String> {
     out
 }
 
-/// `text` (a printed module) with the type of every `landingpad` in the definition of
-/// `@name` made `token`, and how many. A landing pad's clauses are printed on lines of
+/// `text` (a printed module) with the type of every `landingpad` in the definitions of
+/// `functions` made `token`, and how many. A landing pad's clauses are printed on lines of
 /// their own, so its first line ends with its type.
-fn token_landing_pads(text: &str, name: &str) -> (String, usize) {
+fn token_landing_pads(text: &str, functions: &[String]) -> (String, usize) {
     const PAD: &str = " = landingpad ";
-    let plain = format!("{name}(");
-    let quoted = format!("\"{name}\"(");
+    let names: std::collections::HashSet<&str> = functions.iter().map(String::as_str).collect();
     let mut inside = false;
     let mut count = 0;
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         if line.starts_with("define ") {
-            // The first `@` of a definition's line starts the function's name.
+            // The first `@` of a definition's line starts the function's name, quoted
+            // (`@"a b"(`) or not (`@name(`).
             inside = line.find('@').is_some_and(|at| {
                 let rest = &line[at + 1..];
-                rest.starts_with(&plain) || rest.starts_with(&quoted)
+                let name = match rest.strip_prefix('"') {
+                    Some(quoted) => quoted.split('"').next(),
+                    None => rest.split('(').next(),
+                };
+                name.is_some_and(|n| names.contains(n))
             });
         } else if line.starts_with('}') {
             inside = false;
@@ -1161,6 +1165,18 @@ fn wrapper(runtime: &str, suffix: &str, ty: Type<'_>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_landing_pads_only_in_the_functions_named() {
+        let text = "define void @f() personality ptr @p {\n  %l = landingpad { ptr, i32 }\n          cleanup\n}\n\
+                    define void @\"g h\"() personality ptr @p {\n  %0 = landingpad { ptr, i32 }\n          cleanup\n}\n\
+                    define void @k() personality ptr @p {\n  %l = landingpad { ptr, i32 }\n          cleanup\n}\n";
+        let (out, n) = token_landing_pads(text, &["f".into(), "g h".into()]);
+        assert_eq!(n, 2);
+        assert!(out.contains("  %l = landingpad token\n          cleanup\n}\ndefine void @\"g h\""));
+        assert!(out.contains("  %0 = landingpad token\n"));
+        assert!(out.contains("@k() personality ptr @p {\n  %l = landingpad { ptr, i32 }\n"));
+    }
 
     #[test]
     fn retype_leaves_strings_and_fixes_casts() {
