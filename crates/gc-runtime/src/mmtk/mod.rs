@@ -1265,9 +1265,10 @@ impl MmtkMutator {
         }
         bp.cursor = address(end);
         // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
-        unsafe { zero(start, bytes) };
-        // SAFETY: as above.
         let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
+        // The body only (the header words are written).
+        // SAFETY: as above.
+        unsafe { zero(obj, end - obj) };
         // What `post_alloc` does in these spaces (ImmixSpace and CopySpace
         // `initialize_object_metadata`): the object's valid-object bit.
         // SAFETY: `obj` is a fresh object in this thread's buffer.
