@@ -13,8 +13,9 @@
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
 //!    (`"frame-pointer"="all"`, which the rewrite adds).
-//! 3. [`link`]: `clang-19 OBJECT RUNTIME -o PROG -rdynamic -lpthread -ldl -lm -lgcc_s`
-//!    (`-no-pie` too for statepoint roots), `RUNTIME` being `liblocus_gc_runtime.a`
+//! 3. [`link`]: `clang-19 OBJECT RUNTIME -o PROG -rdynamic -lpthread -ldl -lm -lgcc_s
+//!    -Wl,--as-needed -lstdc++ -Wl,--no-as-needed` (the C++ runtime for programs that
+//!    unwind C++-style; `-no-pie` too for statepoint roots), `RUNTIME` being `liblocus_gc_runtime.a`
 //!    ([`find_runtime`]). `-rdynamic` exports the program's functions so that a fault line
 //!    can name the function (the handler asks `dladdr`).
 //!
@@ -400,6 +401,9 @@ pub fn link(
     // The runtime's own needs (Rust's std), and the program's functions exported so a
     // fault line can name them (dladdr reads the dynamic symbol table).
     cmd.args(["-rdynamic", "-lpthread", "-ldl", "-lm", "-lgcc_s"]);
+    // C++-style unwinding (`invoke` with __gxx_personality_v0, __cxa_throw) needs the C++
+    // runtime; linked only where the program uses it.
+    cmd.args(["-Wl,--as-needed", "-lstdc++", "-Wl,--no-as-needed"]);
     if roots == Roots::Statepoint {
         // The stack map section's function addresses are then final in the file, which
         // the runtime reads back at start-up.

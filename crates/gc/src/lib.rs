@@ -177,8 +177,9 @@
 //! - 3 ([`signals::FAULT_EXIT_STATUS`]) for a fatal signal in the code being run.
 //!
 //! Not yet: moving with Julia-style frames (roots are not reloaded after safepoints, as in
-//! Julia: use statepoint roots), `invoke` and unwinding; statepoint roots on hosts other
-//! than x86-64.
+//! Julia: use statepoint roots), `invoke` with frame roots (refused; with statepoint
+//! roots `invoke` and C++-style unwinding work, see [`lower::statepoint`]); statepoint
+//! roots on hosts other than x86-64.
 //!
 //! # Example
 //!

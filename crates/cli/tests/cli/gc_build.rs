@@ -582,3 +582,48 @@ fn the_collector_option_sets_the_executables_default_collector() {
         assert!(!prog.exists(), "{name}");
     }
 }
+
+/// Programs that throw and catch C++ exceptions through compiled frames (`invoke`, landing
+/// pads) build with statepoint roots, link the C++ runtime, and print their `; expect:`
+/// value under the moving stress collector; a program without C++ does not depend on
+/// libstdc++ (linked as needed), checked with llvm-readobj-19's dynamic section.
+#[test]
+fn statepoint_programs_that_unwind_cxx_style_build_and_run() {
+    let tmp = TempDir::new("gc-build-invoke");
+    for name in ["invoke_catch_exception", "invoke_cleanup_resume"] {
+        let file = gc_fixture("statepoint", name);
+        let source = std::fs::read_to_string(&file).expect("fixture");
+        let expect = source
+            .lines()
+            .find_map(|l| l.strip_prefix("; expect: "))
+            .unwrap_or_else(|| panic!("{name}: no `; expect:` line"))
+            .trim()
+            .to_owned();
+        let prog = tmp.path(name);
+        build(&file, &prog, &["--roots", "statepoint"]);
+        let out = Command::new(&prog)
+            .env("LOCUS_GC_STRESS", "1")
+            .env("LOCUS_GC_MOVING", "1")
+            .env_remove("LOCUS_GC_COLLECTOR")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim(), expect, "{name}");
+    }
+    let plain = tmp.path("tree");
+    build(
+        &gc_fixture("programs", "tree"),
+        &plain,
+        &["--roots", "statepoint"],
+    );
+    let dynamic = Command::new("llvm-readobj-19")
+        .arg("--needed-libs")
+        .arg(&plain)
+        .output()
+        .expect("llvm-readobj-19 is required (scripts/install-deps)");
+    assert!(
+        !text(&dynamic.stdout).contains("libstdc++"),
+        "{}",
+        text(&dynamic.stdout)
+    );
+}
