@@ -65,6 +65,7 @@ use alloc::vec::Vec;
 use crate::error::Error;
 use crate::eval::ErrorKind;
 use crate::location::{LocationDescription, Part, Storage};
+use crate::ErrorDetail;
 
 /// The most bits one read or write may cover (128 MiB), so that no request
 /// can make this layer allocate without bound.
@@ -417,7 +418,7 @@ fn span_len(n: u64) -> Result<usize, ErrorKind> {
 }
 
 fn access_error(error: ErrorKind) -> Error {
-    Error::Access { kind: error }
+    ErrorDetail::Access { kind: error }.into()
 }
 
 /// Reads `bit_len` bits through `location`.
@@ -427,7 +428,7 @@ fn access_error(error: ErrorKind) -> Error {
 /// last one is returned if none can). Within a composite, each part's first
 /// place is read. Undefined bits (see the module docs) are reported in the
 /// result's mask, not as an error; an unreadable register or memory range is
-/// an [`Error::Access`].
+/// an [`ErrorDetail::Access`].
 pub fn read(
     location: &LocationDescription,
     bit_len: u64,

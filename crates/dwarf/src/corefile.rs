@@ -27,6 +27,7 @@ use object::Endianness;
 use crate::binary::MemoryBlock;
 use crate::stopped::{Arch, Mapping, Placed, Stopped, Thread};
 use crate::Error;
+use crate::ErrorDetail;
 
 /// `NT_FILE` ("FILE" in the note type).
 const NT_FILE: u32 = 0x4649_4c45;
@@ -67,9 +68,10 @@ const X86_64_REGS: [(usize, u16); 26] = [
 ];
 
 fn bad(path: &str, what: String) -> Error {
-    Error::Object {
+    ErrorDetail::Object {
         what: format!("core file {path}: {what}"),
     }
+    .into()
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
@@ -333,7 +335,7 @@ pub fn check_binary(stopped: &Stopped, placed: &Placed, data: &[u8]) -> Result<(
         return Ok(()); // placing it already failed or will
     };
     let at = |address: u64| address.wrapping_add(placed.load_bias);
-    let mismatch = |what: String| Error::Object {
+    let mismatch = |what: String| ErrorDetail::Object {
         what: format!("not the file the target ran: {what} (another build?)"),
     };
     if let Some(section) = file.section_by_name(".note.gnu.build-id") {
@@ -344,7 +346,8 @@ pub fn check_binary(stopped: &Stopped, placed: &Placed, data: &[u8]) -> Result<(
                 "its build ID {} differs from the target's {} at {address:#x}",
                 build_id_hex(ours),
                 build_id_hex(theirs)
-            ))),
+            ))
+            .into()),
             _ => Ok(()),
         };
     }
@@ -373,7 +376,8 @@ pub fn check_binary(stopped: &Stopped, placed: &Placed, data: &[u8]) -> Result<(
                         "it has no build ID, and its bytes at file offset {:#x} differ from \
                          the target's at {address:#x}",
                         segment.p_offset(endian) + (i * PAGE) as u64
-                    )));
+                    ))
+                    .into());
                 }
             }
         }

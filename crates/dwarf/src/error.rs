@@ -1,4 +1,4 @@
-//! The crate's one error enum: decoding, encoding, the text syntax,
+//! The crate's one error type: decoding, encoding, the text syntax,
 //! evaluation, access and (feature `binary`) reading binaries.
 
 use alloc::boxed::Box;
@@ -10,21 +10,30 @@ use crate::target::Unavailable;
 /// Everything that can go wrong in this crate: an ill-formed expression
 /// (found while decoding bytes, encoding operations or assembling text), an
 /// evaluation or access error, or (feature `binary`) a binary that cannot be
-/// read or a snapshot that cannot answer.
+/// read or a snapshot that cannot answer. What went wrong is its
+/// [`ErrorDetail`] ([`Error::detail`]); [`Error::offset`], [`Error::kind`]
+/// and [`Error::is_ill_formed`] answer the usual questions.
 ///
-/// Binary errors name the byte offset of the offending operation within the
-/// input (always `< input.len()`) and the operation's name (spec spelling,
-/// e.g. `DW_OP_offset_uconst`). Encoding errors name the index of the
-/// operation in the slice. Text errors name the byte offset of the token in
-/// the source text.
+/// One pointer (the detail is boxed): `Result<EvaluationResult, Error>` is
+/// returned in two registers, and errors are rare.
 ///
 /// `Display` prints this error's own layer; the error it wraps (a nested
 /// evaluation's, an undecodable callee's) is its
 /// [`source`](core::error::Error::source), and [`Error::report`] prints the
 /// whole chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error(Box<ErrorDetail>);
+
+/// What went wrong ([`Error::detail`]).
+///
+/// Binary errors name the byte offset of the offending operation within the
+/// input (always `< input.len()`) and the operation's name (spec spelling,
+/// e.g. `DW_OP_offset_uconst`). Encoding errors name the index of the
+/// operation in the slice. Text errors name the byte offset of the token in
+/// the source text.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ErrorDetail {
     /// An operand runs past the end of the expression.
     Truncated {
         /// Byte offset of the operation's opcode.
@@ -145,33 +154,54 @@ pub enum Error {
     },
 }
 
+impl From<ErrorDetail> for Error {
+    fn from(detail: ErrorDetail) -> Error {
+        Error(Box::new(detail))
+    }
+}
+
 impl Error {
+    /// What went wrong.
+    pub fn detail(&self) -> &ErrorDetail {
+        &self.0
+    }
+
+    /// What went wrong, to amend (the operation's name once known).
+    pub(crate) fn detail_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
+
+    /// What went wrong, moved out.
+    pub fn into_detail(self) -> ErrorDetail {
+        *self.0
+    }
+
     /// The byte offset (binary errors) or text offset (syntax errors) the
     /// error names, if any. Encoding errors name an index instead.
     pub fn offset(&self) -> Option<usize> {
-        match self {
-            Error::Truncated { offset, .. }
-            | Error::UnknownOpcode { offset, .. }
-            | Error::UnknownUserOpcode { offset, .. }
-            | Error::BadLeb { offset, .. }
-            | Error::BadBranchTarget { offset, .. }
-            | Error::Syntax { offset, .. } => Some(*offset),
-            Error::BadEncoding { .. }
-            | Error::Unencodable { .. }
-            | Error::Eval { .. }
-            | Error::Access { .. }
-            | Error::Object { .. }
-            | Error::Dwarf { .. }
-            | Error::Json { .. }
-            | Error::Unanswered { .. } => None,
+        match self.detail() {
+            ErrorDetail::Truncated { offset, .. }
+            | ErrorDetail::UnknownOpcode { offset, .. }
+            | ErrorDetail::UnknownUserOpcode { offset, .. }
+            | ErrorDetail::BadLeb { offset, .. }
+            | ErrorDetail::BadBranchTarget { offset, .. }
+            | ErrorDetail::Syntax { offset, .. } => Some(*offset),
+            ErrorDetail::BadEncoding { .. }
+            | ErrorDetail::Unencodable { .. }
+            | ErrorDetail::Eval { .. }
+            | ErrorDetail::Access { .. }
+            | ErrorDetail::Object { .. }
+            | ErrorDetail::Dwarf { .. }
+            | ErrorDetail::Json { .. }
+            | ErrorDetail::Unanswered { .. } => None,
         }
     }
 
-    /// The kind of an evaluation or access error ([`Error::Eval`],
-    /// [`Error::Access`]).
+    /// The kind of an evaluation or access error ([`ErrorDetail::Eval`],
+    /// [`ErrorDetail::Access`]).
     pub fn kind(&self) -> Option<&ErrorKind> {
-        match self {
-            Error::Eval { kind, .. } | Error::Access { kind } => Some(kind),
+        match self.detail() {
+            ErrorDetail::Eval { kind, .. } | ErrorDetail::Access { kind } => Some(kind),
             _ => None,
         }
     }
@@ -181,13 +211,13 @@ impl Error {
     /// of an operation), as opposed to an evaluation error that depends on
     /// the stack, the target's registers and memory or the caller's answers.
     pub fn is_ill_formed(&self) -> bool {
-        match self {
-            Error::Eval { kind, .. } => kind.is_ill_formed(),
-            Error::Access { .. }
-            | Error::Object { .. }
-            | Error::Dwarf { .. }
-            | Error::Json { .. }
-            | Error::Unanswered { .. } => false,
+        match self.detail() {
+            ErrorDetail::Eval { kind, .. } => kind.is_ill_formed(),
+            ErrorDetail::Access { .. }
+            | ErrorDetail::Object { .. }
+            | ErrorDetail::Dwarf { .. }
+            | ErrorDetail::Json { .. }
+            | ErrorDetail::Unanswered { .. } => false,
             _ => true,
         }
     }
@@ -219,35 +249,42 @@ impl fmt::Display for Report<'_> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.detail(), f)
+    }
+}
+
+impl fmt::Display for ErrorDetail {
+    /// This error's own layer (see [`Error`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Truncated { offset, op } => {
+            ErrorDetail::Truncated { offset, op } => {
                 write!(f, "byte {offset}: {op}: operand runs past the end")
             }
-            Error::UnknownOpcode { offset, opcode } => {
+            ErrorDetail::UnknownOpcode { offset, opcode } => {
                 write!(f, "byte {offset}: unknown opcode {opcode:#04x}")
             }
-            Error::UnknownUserOpcode { offset, sub_opcode } => write!(
+            ErrorDetail::UnknownUserOpcode { offset, sub_opcode } => write!(
                 f,
                 "byte {offset}: DW_OP_LLVM_user: unknown sub-opcode {sub_opcode:#x}"
             ),
-            Error::BadLeb { offset, op } => {
+            ErrorDetail::BadLeb { offset, op } => {
                 write!(f, "byte {offset}: {op}: LEB128 operand overflows 64 bits")
             }
-            Error::BadBranchTarget { offset, op, target } => write!(
+            ErrorDetail::BadBranchTarget { offset, op, target } => write!(
                 f,
                 "byte {offset}: {op}: branch target {target} is outside the expression or not an operation boundary"
             ),
-            Error::BadEncoding { what } => write!(f, "invalid encoding: {what}"),
-            Error::Unencodable { index, op, reason } => {
+            ErrorDetail::BadEncoding { what } => write!(f, "invalid encoding: {what}"),
+            ErrorDetail::Unencodable { index, op, reason } => {
                 write!(f, "op #{index} {op}: cannot encode: {reason}")
             }
-            Error::Eval { index, op, kind } => write!(f, "op #{index} {op}: {kind}"),
-            Error::Access { kind } => write!(f, "access: {kind}"),
-            Error::Object { what } => write!(f, "cannot read the object file: {what}"),
-            Error::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
-            Error::Json { at, kind } if at.is_empty() => write!(f, "{kind}"),
-            Error::Json { at, kind } => write!(f, "{at}: {kind}"),
-            Error::Unanswered {
+            ErrorDetail::Eval { index, op, kind } => write!(f, "op #{index} {op}: {kind}"),
+            ErrorDetail::Access { kind } => write!(f, "access: {kind}"),
+            ErrorDetail::Object { what } => write!(f, "cannot read the object file: {what}"),
+            ErrorDetail::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
+            ErrorDetail::Json { at, kind } if at.is_empty() => write!(f, "{kind}"),
+            ErrorDetail::Json { at, kind } => write!(f, "{at}: {kind}"),
+            ErrorDetail::Unanswered {
                 index,
                 op,
                 request,
@@ -256,7 +293,7 @@ impl fmt::Display for Error {
                 write!(f, "op #{index} {op}: ")?;
                 reason.describe(request, f)
             }
-            Error::Syntax {
+            ErrorDetail::Syntax {
                 offset,
                 token,
                 message,
@@ -271,7 +308,7 @@ impl fmt::Display for Error {
     }
 }
 
-/// What is wrong with a JSON snapshot or location description ([`Error::Json`], which
+/// What is wrong with a JSON snapshot or location description ([`ErrorDetail::Json`], which
 /// names where).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -337,9 +374,9 @@ impl core::error::Error for Error {
     /// nested evaluation's error of [`Unavailable::Failed`] and
     /// [`Unavailable::VariableFailed`].
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        let mut kind = match self {
-            Error::Eval { kind, .. } | Error::Access { kind } => kind,
-            Error::Unanswered {
+        let mut kind = match self.detail() {
+            ErrorDetail::Eval { kind, .. } | ErrorDetail::Access { kind } => kind,
+            ErrorDetail::Unanswered {
                 reason: Unavailable::Failed(e) | Unavailable::VariableFailed { error: e, .. },
                 ..
             } => return Some(&**e),
@@ -356,7 +393,7 @@ impl core::error::Error for Error {
 }
 
 /// What an evaluation asked of its target when the target could not answer
-/// ([`Error::Unanswered`]): the request, with what names the thing asked for.
+/// ([`ErrorDetail::Unanswered`]): the request, with what names the thing asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Request {
@@ -434,8 +471,8 @@ impl fmt::Display for Request {
 }
 
 /// What went wrong while evaluating one operation or accessing a location:
-/// the kind of an [`Error::Eval`] (which names the operation) or an
-/// [`Error::Access`].
+/// the kind of an [`ErrorDetail::Eval`] (which names the operation) or an
+/// [`ErrorDetail::Access`].
 ///
 /// `Display` prints this kind's own layer: an undecodable callee's error
 /// ([`ErrorKind::IllFormedCallee`]) is the [`Error`]'s

@@ -72,15 +72,17 @@
 //!
 //! Speed (`cargo bench -p locus-dwarf --bench gimli_vs_locus`: 13,979
 //! expressions of a clang-19 -O2 binary, gimli 0.31 on the same inputs; 2
-//! shared cores under load 4-6, three runs): restarting one evaluation per
-//! expression 2.86-2.92x gimli's throughput (3.22 in a run where gimli was
-//! slowed most), a fresh evaluation 2.07-2.23x, pre-decoded operations
-//! 2.04-2.21x. By class (restart / fresh / pre-decoded, the two steadier
-//! runs): lone register 2.53 / 1.79 / 1.64, frame-base offset 3.85 / 2.44 /
-//! 2.37, entry values 2.90 / 2.15 / 1.92, pieces 1.45-1.48 / 1.09-1.11 /
-//! 1.21, stack values 3.62 / 2.57 / 2.39, other (lone
-//! `DW_OP_implicit_value`) 1.72 / 1.37 / 1.22, location-list entries 2.95 /
-//! 2.13 / 2.11.
+//! shared cores under load 6-7, three runs): restarting one evaluation per
+//! expression 3.04-3.14x gimli's throughput, a fresh evaluation 2.01-2.08x,
+//! pre-decoded operations 2.04-2.06x (1.27 in a run where the machine was
+//! busiest). By class (restart / fresh / pre-decoded, the two steadier
+//! runs): lone register 2.67-2.78 / 1.81 / 1.63, frame-base offset 3.88 /
+//! 2.46 / 2.38, entry values 3.75-3.79 / 2.46-2.49 / 2.26, pieces 1.71 /
+//! 1.16-1.18 / 1.25, stack values 3.61 / 2.46 / 2.33, other (lone
+//! `DW_OP_implicit_value`) 1.76 / 1.36 / 1.24, location-list entries
+//! 3.18-3.22 / 2.13 / 2.10-2.12. Requests and their results are returned in
+//! two registers ([`EvaluationResult`] is 16 bytes, [`Error`] one pointer):
+//! the answer loop copies nothing through memory.
 //!
 //! # Real targets (feature `binary`)
 //!
@@ -103,7 +105,7 @@
 //!   `ptrace`, Linux) from a live process, stopped and let go again.
 //! * `binary::json` (feature `json`, on by default): the CTX.json / SNAP.json snapshot
 //!   format `locus dwarf` reads and writes, and the JSON of location descriptions;
-//!   its errors ([`Error::Json`]) name the key path at fault.
+//!   its errors ([`ErrorDetail::Json`]) name the key path at fault.
 //! * `unwind`: frames beyond the innermost from each mapped file's
 //!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
 //!   registers); `callsite`: what a frame's function got on entry
@@ -239,7 +241,7 @@ pub mod unwind;
 pub mod value;
 
 pub use access::Bits;
-pub use error::{Error, ErrorKind, JsonErrorKind, Request};
+pub use error::{Error, ErrorDetail, ErrorKind, JsonErrorKind, Request};
 pub use eval::{Buffers, Entry, Evaluation, EvaluationResult, Expression};
 pub use location::{Bytes, Location, LocationDescription, Part, Places, SingleLocation, Storage};
 pub use number::Number;

@@ -18,6 +18,7 @@ use std::io::Read;
 use object::{CompressionFormat, ObjectSection};
 
 use crate::Error;
+use crate::ErrorDetail;
 
 /// The default bound on an object's decompressed sections, together: 256 MiB,
 /// the CLI's default `--max-input-bytes`.
@@ -35,7 +36,7 @@ pub(crate) fn section_bytes<'d>(
     used: &mut u64,
 ) -> Result<Cow<'d, [u8]>, Error> {
     let at = section.file_range().map_or(0, |r| r.0);
-    let fail = |what: String| Error::Object {
+    let fail = |what: String| ErrorDetail::Object {
         what: format!("section {name} (file offset {at:#x}): {what}"),
     };
     let compressed = section
@@ -55,7 +56,8 @@ pub(crate) fn section_bytes<'d>(
         return Err(fail(format!(
             "its compression header claims {claimed} bytes, more than the limit of {limit} \
              (--max-input-bytes){others}"
-        )));
+        ))
+        .into());
     }
     // `claimed <= limit`, which fits in memory's sizes on the targets Locus reads.
     let cap = usize::try_from(claimed).map_err(|_| fail("too large".into()))?;
@@ -68,7 +70,7 @@ pub(crate) fn section_bytes<'d>(
             .map(|_| ()),
         CompressionFormat::Zstandard => zstd_frames(compressed.data, bound, &mut out),
         other => {
-            return Err(fail(format!("unsupported compression {other:?}")));
+            return Err(fail(format!("unsupported compression {other:?}")).into());
         }
     };
     read.map_err(|e| fail(format!("cannot decompress ({:?}): {e}", compressed.format)))?;
@@ -81,7 +83,8 @@ pub(crate) fn section_bytes<'d>(
         return Err(fail(format!(
             "its {:?} stream decompresses to {got} bytes, but its header claims {claimed}",
             compressed.format
-        )));
+        ))
+        .into());
     }
     *used += claimed;
     Ok(Cow::Owned(out))
@@ -131,7 +134,7 @@ pub(crate) fn relocate(
 ) -> Result<(), Error> {
     use object::{Object as _, ObjectSymbol as _, RelocationKind, RelocationTarget};
     for (offset, r) in section.relocations() {
-        let fail = |what: String| Error::Object {
+        let fail = |what: String| ErrorDetail::Object {
             what: format!("section {name}, relocation at offset {offset:#x}: {what}"),
         };
         let size = usize::from(r.size() / 8);
@@ -140,7 +143,8 @@ pub(crate) fn relocate(
                 "unsupported relocation {:?} of {} bits in DWARF",
                 r.flags(),
                 r.size()
-            )));
+            ))
+            .into());
         }
         let target = match r.target() {
             RelocationTarget::Symbol(i) => file
@@ -148,7 +152,7 @@ pub(crate) fn relocate(
                 .map(|s| s.address())
                 .map_err(|e| fail(e.to_string()))?,
             RelocationTarget::Section(_) => 0,
-            other => return Err(fail(format!("unsupported target {other:?}"))),
+            other => return Err(fail(format!("unsupported target {other:?}")).into()),
         };
         let at = usize::try_from(offset)
             .ok()
@@ -166,7 +170,7 @@ pub(crate) fn relocate(
             .wrapping_add(r.addend() as u64)
             .wrapping_add(implicit);
         if size == 4 && u32::try_from(value).is_err() {
-            return Err(fail(format!("the value {value:#x} does not fit 32 bits")));
+            return Err(fail(format!("the value {value:#x} does not fit 32 bits")).into());
         }
         field.copy_from_slice(&value.to_le_bytes()[..size]);
     }

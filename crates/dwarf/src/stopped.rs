@@ -17,6 +17,7 @@ use object::{Object as _, ObjectSegment as _};
 
 use crate::binary::{MemoryBlock, Snapshot, State};
 use crate::Error;
+use crate::ErrorDetail;
 
 /// The instruction sets whose register notes and unwinding rules are known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +129,7 @@ pub struct Placed {
 }
 
 fn object_error(what: String) -> Error {
-    Error::Object { what }
+    ErrorDetail::Object { what }.into()
 }
 
 /// The lowest `PT_LOAD` virtual address of an ELF file, page-aligned down.

@@ -12,7 +12,7 @@
 //! address or location, base types, entry values, the location of a register at entry,
 //! called expressions, `.debug_addr`, TLS) has a default that cannot answer, so
 //! a target implements what it knows. An unanswered request ends the evaluation
-//! with [`Error::Unanswered`] naming the operation that asked, the [`Request`]
+//! with [`ErrorDetail::Unanswered`] naming the operation that asked, the [`Request`]
 //! and the target's reason, an [`Unavailable`].
 //!
 //! Implementations in this crate (feature `binary`): `binary::Snapshot` (a JSON
@@ -70,6 +70,7 @@ use crate::error::{Error, Request};
 use crate::eval::{Entry, Evaluation, EvaluationResult};
 use crate::location::LocationDescription;
 use crate::op::Encoding;
+use crate::ErrorDetail;
 
 /// Registers, memory and what else an evaluation may ask of the program
 /// being inspected.
@@ -299,7 +300,7 @@ impl<'a> Evaluation<'a> {
     /// evaluation the target's register sizes
     /// ([`Target::register_sizes`]). On success the result is in
     /// [`Evaluation::result`]; a request the target cannot answer is
-    /// [`Error::Unanswered`].
+    /// [`ErrorDetail::Unanswered`].
     pub fn evaluate_with<T: Target + ?Sized>(&mut self, target: &mut T) -> Result<(), Error> {
         self.evaluate_traced_with(target, &mut |_| {})
     }
@@ -330,6 +331,7 @@ impl<'a> Evaluation<'a> {
                     size,
                     address_space,
                 } => {
+                    let address_space = u64::from(address_space);
                     let mut buf = [0u8; 255];
                     let buf = &mut buf[..usize::from(size)];
                     if !target.read_memory(address_space, address, buf) {
@@ -381,12 +383,9 @@ impl<'a> Evaluation<'a> {
                         .map_err(|w| self.unanswered(Request::BaseType(offset), w))?;
                     self.resume_with_base_type(encoding, size)?
                 }
-                EvaluationResult::RequiresEntryValue {
-                    expression,
-                    register,
-                } => {
+                EvaluationResult::RequiresEntryValue { register } => {
                     let entry = target
-                        .entry_value(&expression, register, self.encoding())
+                        .entry_value(self.entry_value_expression(), register, self.encoding())
                         .map_err(|w| self.unanswered(Request::EntryValue, w))?;
                     self.resume_with_entry_value(entry)?
                 }
@@ -459,20 +458,21 @@ impl<'a> Evaluation<'a> {
         self.resume_with_register(buf)
     }
 
-    /// [`Error::Unanswered`] for the request the evaluation is waiting on.
+    /// [`ErrorDetail::Unanswered`] for the request the evaluation is waiting on.
     pub(crate) fn unanswered(&self, request: Request, reason: Unavailable) -> Error {
         let index = self.pc();
-        Error::Unanswered {
+        ErrorDetail::Unanswered {
             index,
             op: self.root_name(index),
             request,
             reason,
         }
+        .into()
     }
 }
 
 /// Why a [`Target`] cannot answer a request: what its request methods
-/// return instead of an answer, and what [`Error::Unanswered`] reports with
+/// return instead of an answer, and what [`ErrorDetail::Unanswered`] reports with
 /// the [`Request`]. A debugger shows the variables such errors leave unknown
 /// as `<optimized out>`, as gdb does, and the others as errors.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@ use object::{Object as _, ObjectSection as _};
 
 use crate::stopped::{register_u64, Stopped, Thread};
 use crate::Error;
+use crate::ErrorDetail;
 
 /// The most frames [`frames`] walks.
 pub const MAX_FRAMES: usize = 256;
@@ -246,7 +247,7 @@ impl Rules {
         let text = file.section_by_name(".text").map_or(0, |s| s.address());
         let mut ctx = gimli::UnwindContext::new();
         if let Some(section) = file.section_by_name(".eh_frame") {
-            let data = section.data().map_err(|e| Error::Object {
+            let data = section.data().map_err(|e| ErrorDetail::Object {
                 what: format!(".eh_frame: {e}"),
             })?;
             let eh = gimli::EhFrame::new(data, LittleEndian);
@@ -260,7 +261,7 @@ impl Rules {
             }
         }
         if let Some(section) = file.section_by_name(".debug_frame") {
-            let data = section.data().map_err(|e| Error::Object {
+            let data = section.data().map_err(|e| ErrorDetail::Object {
                 what: format!(".debug_frame: {e}"),
             })?;
             let mut debug: gimli::DebugFrame<Slice<'_>> =

@@ -17,7 +17,7 @@ use locus_dwarf::{
     access, decode, encode, parse_text_with, to_text, Encoding, Entry, Error, Evaluation,
     ExtensionEncoding, Location, Op, Storage, Syntax,
 };
-use locus_dwarf::{ErrorKind, Request, Unavailable};
+use locus_dwarf::{ErrorDetail, ErrorKind, Request, Unavailable};
 use serde_json::{json, Value as Json};
 
 // The CTX.json / SNAP.json format is locus-dwarf's.
@@ -733,19 +733,19 @@ fn optimized_out(e: &Error) -> Option<String> {
     let register = |r: u16| {
         format!("register {r} is not known in this frame (a caller frame has only the registers its callees saved)")
     };
-    match e {
+    match e.detail() {
         // A register the frame does not have (`DW_OP_bregN` of a caller frame's scratch one).
-        Error::Unanswered {
+        ErrorDetail::Unanswered {
             request: Request::Register(r),
             reason: Unavailable::Missing,
             ..
         } => Some(register(*r)),
-        Error::Unanswered { .. } => Some(e.report().to_string()),
-        Error::Eval {
+        ErrorDetail::Unanswered { .. } => Some(e.report().to_string()),
+        ErrorDetail::Eval {
             kind: ErrorKind::RegisterUnavailable { register: r },
             ..
         }
-        | Error::Access {
+        | ErrorDetail::Access {
             kind: ErrorKind::RegisterUnavailable { register: r },
         } => Some(register(*r)),
         _ => None,

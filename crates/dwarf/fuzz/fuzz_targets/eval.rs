@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use locus_dwarf::access::{read, write, Target};
+use locus_dwarf::ErrorDetail;
 use locus_dwarf::{
     decode, decode_into, encode, parse_text, to_text, Encoding, Entry, Error, Evaluation,
     EvaluationResult, Expression, ExtensionEncoding, Location, Value,
@@ -67,9 +68,9 @@ fuzz_target!(|data: &[u8]| {
     // Bytes -> ops -> bytes -> ops. Minimal LEB128s can move branch targets
     // of an input with padded LEB128s; nothing else may differ.
     let again = encode(&ops, encoding).expect("decoded ops encode");
-    match decode(&again, encoding) {
+    match decode(&again, encoding).map_err(Error::into_detail) {
         Ok(d) => assert_eq!(ops, d.into_iter().map(|(_, op)| op).collect::<Vec<_>>()),
-        Err(Error::BadBranchTarget { .. }) => assert!(again.len() < bytes.len()),
+        Err(ErrorDetail::BadBranchTarget { .. }) => assert!(again.len() < bytes.len()),
         Err(e) => panic!("re-encoded bytes do not decode: {e}"),
     }
     // Ops -> text -> ops.
@@ -90,8 +91,11 @@ fuzz_target!(|data: &[u8]| {
     for _ in 0..2_000 {
         r = match r {
             Ok(EvaluationResult::Complete) => break,
-            Err(Error::Eval { index, .. }) => {
-                assert!(index <= ops.len());
+            Err(e) if matches!(e.detail(), ErrorDetail::Eval { .. }) => {
+                let ErrorDetail::Eval { index, .. } = e.detail() else {
+                    unreachable!()
+                };
+                assert!(*index <= ops.len());
                 return;
             }
             Err(e) => panic!("unexpected error kind {e:?}"),

@@ -17,6 +17,7 @@ use super::scopes::{scan_dwo, scan_unit, Found};
 use super::variable::{LocationExpression, Variable};
 use crate::callsite::CallSites;
 use crate::sections::DEFAULT_MAX_SECTION_BYTES;
+use crate::ErrorDetail;
 use crate::{Encoding, Error};
 
 pub(crate) type R<'a> = EndianSlice<'a, LittleEndian>;
@@ -36,16 +37,17 @@ impl<'d> Sections<'d> {
     /// without `.debug_info` (unless `split`: a `.dwo`, whose sections end
     /// in `.dwo`).
     pub(crate) fn read(data: &'d [u8], split: bool, limit: u64) -> Result<Sections<'d>, Error> {
-        let file = object::File::parse(data).map_err(|e| Error::Object {
+        let file = object::File::parse(data).map_err(|e| ErrorDetail::Object {
             what: e.to_string(),
         })?;
         if !file.is_little_endian() {
-            return Err(Error::Object {
+            return Err(ErrorDetail::Object {
                 what: format!(
                     "a big-endian object ({:?}): only little-endian targets are supported",
                     file.architecture()
                 ),
-            });
+            }
+            .into());
         }
         if !split {
             check_debug_info(&file)?;
@@ -120,12 +122,13 @@ fn check_one_code_section(file: &object::File<'_>) -> Result<(), Error> {
     if code <= 1 {
         return Ok(());
     }
-    Err(Error::Object {
+    Err(ErrorDetail::Object {
         what: format!(
             "a relocatable object (.o) with {code} code sections: their addresses overlap \
              until linked; link it first"
         ),
-    })
+    }
+    .into())
 }
 
 /// Refuses a file without DWARF to read: no `.debug_info` (stripped, or
@@ -147,9 +150,10 @@ fn check_debug_info(file: &object::File<'_>) -> Result<(), Error> {
     } else {
         "built without -g, or its debug sections were stripped"
     };
-    Err(Error::Object {
+    Err(ErrorDetail::Object {
         what: format!("no DWARF: the file has no .debug_info section ({why})"),
-    })
+    }
+    .into())
 }
 
 /// Refuses a split-DWARF skeleton unit (`-gsplit-dwarf`) where its `.dwo` is
@@ -167,7 +171,7 @@ fn check_not_skeleton(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) ->
             }
         }
     }
-    Err(Error::Object {
+    Err(ErrorDetail::Object {
         what: format!(
             "split DWARF (-gsplit-dwarf): the unit at .debug_info offset {:#x} is a skeleton; \
              its variables are in {dwo} (.dwo/.dwp files are not read)",
@@ -176,7 +180,8 @@ fn check_not_skeleton(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) ->
                 .as_debug_info_offset()
                 .map_or(0, |o| o.0)
         ),
-    })
+    }
+    .into())
 }
 
 pub(crate) fn encoding_of(unit: &gimli::Unit<R<'_>>) -> Encoding {
@@ -362,7 +367,7 @@ impl<'d> Binary<'d> {
 /// The address of symbol `name` in the object's symbol table, if present.
 pub fn symbol_address(data: &[u8], name: &str) -> Result<Option<u64>, Error> {
     use object::ObjectSymbol as _;
-    let file = object::File::parse(data).map_err(|e| Error::Object {
+    let file = object::File::parse(data).map_err(|e| ErrorDetail::Object {
         what: e.to_string(),
     })?;
     Ok(file

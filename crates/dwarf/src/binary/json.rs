@@ -24,12 +24,12 @@
 //! `vars --snapshot` uses when `--pc`/`--load-bias` are not given), "thread",
 //! "tid", "frame" and "module"; other keys are ignored.
 //!
-//! Errors are [`Error::Json`]: a [`JsonErrorKind`] and the key path of the value at
+//! Errors are [`ErrorDetail::Json`]: a [`JsonErrorKind`] and the key path of the value at
 //! fault.
 //!
 //! ```
 //! use locus_dwarf::binary::json::{location_json, Context};
-//! use locus_dwarf::{Error, JsonErrorKind};
+//! use locus_dwarf::{Error, ErrorDetail, JsonErrorKind};
 //!
 //! let ctx = Context::parse(
 //!     r#"{"registers": {"rsp": {"number": 7, "value": "00e0ffffff7f0000"}},
@@ -46,8 +46,8 @@
 //!
 //! let e = Context::parse(r#"{"memory": [{"address": 16, "bytes": "2a0"}]}"#).unwrap_err();
 //! assert_eq!(
-//!     e,
-//!     Error::Json {
+//!     e.detail(),
+//!     &ErrorDetail::Json {
 //!         at: "memory[0].bytes".into(),
 //!         kind: JsonErrorKind::OddHexDigits("2a0".into()),
 //!     }
@@ -65,6 +65,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{MemoryBlock, Snapshot};
+use crate::ErrorDetail;
 use crate::{
     Error, JsonErrorKind, Location, LocationDescription, Part, Places, SingleLocation, Storage,
 };
@@ -90,14 +91,15 @@ pub fn parse_number(s: &str) -> Option<u64> {
 
 /// The error at key path `at`.
 fn error(at: &str, kind: JsonErrorKind) -> Error {
-    Error::Json {
+    ErrorDetail::Json {
         at: at.to_string(),
         kind,
     }
+    .into()
 }
 
 /// Parses hex bytes (target order, an optional `0x` first), ignoring whitespace. Errors
-/// are [`Error::Json`] with an empty key path.
+/// are [`ErrorDetail::Json`] with an empty key path.
 pub fn parse_hex(s: &str) -> Result<Vec<u8>, Error> {
     hex_at(s, "")
 }
@@ -332,7 +334,7 @@ pub fn location(
 }
 
 impl Context {
-    /// Parses the JSON text of a context file. Errors are [`Error::Json`], naming the key
+    /// Parses the JSON text of a context file. Errors are [`ErrorDetail::Json`], naming the key
     /// path of the value at fault.
     pub fn parse(text: &str) -> Result<Context, Error> {
         let doc: Value = serde_json::from_str(text)
@@ -493,8 +495,8 @@ mod tests {
 
     /// The key path and kind of the error parsing `text`.
     fn at(text: &str) -> (String, JsonErrorKind) {
-        match Context::parse(text) {
-            Err(Error::Json { at, kind }) => (at, kind),
+        match Context::parse(text).map_err(Error::into_detail) {
+            Err(ErrorDetail::Json { at, kind }) => (at, kind),
             other => panic!("{text}: {:?}", other.map(|c| c.snapshot)),
         }
     }

@@ -43,12 +43,14 @@ use alloc::string::ToString;
 
 pub use crate::sections::DEFAULT_MAX_SECTION_BYTES;
 use crate::Error;
+use crate::ErrorDetail;
 
 impl From<gimli::Error> for Error {
     fn from(e: gimli::Error) -> Self {
-        Error::Dwarf {
+        ErrorDetail::Dwarf {
             what: e.to_string(),
         }
+        .into()
     }
 }
 

@@ -12,6 +12,7 @@ use gimli::AttributeValue;
 
 use super::file::{encoding_of, Sections, R};
 use super::variable::{BaseType, Variable, VariableKind, VariableLocation};
+use crate::ErrorDetail;
 use crate::{decode, Encoding, Error, Op};
 
 /// Adds the variables in scope at `pc` (file address) of one unit to `out`.
@@ -49,7 +50,7 @@ pub(super) fn scan_dwo(
     out: &mut Found,
 ) -> Result<(), Error> {
     if let (Some(package), Some(id)) = (package, skeleton.dwo_id) {
-        let in_package = |e: gimli::Error| Error::Object {
+        let in_package = |e: gimli::Error| ErrorDetail::Object {
             what: format!("the DWARF package (.dwp), unit of DWO id {:#x}: {e}", id.0),
         };
         if let Some(dwo) = package.find_cu(id, dwarf).map_err(in_package)? {
@@ -67,7 +68,7 @@ pub(super) fn scan_dwo(
     } else {
         ""
     };
-    let fail = |what: String| Error::Object {
+    let fail = |what: String| ErrorDetail::Object {
         what: format!(
             "split DWARF (-gsplit-dwarf): the unit at .debug_info offset {:#x} is a skeleton \
              whose variables are in {path}: {what}{package_note}",
@@ -91,7 +92,7 @@ pub(super) fn scan_dwo(
         unit.copy_relocated_attributes(skeleton);
         return scan_unit(&dwo, &unit, pc, load_bias, out);
     }
-    Err(fail("no unit with the skeleton's DWO id".to_owned()))
+    Err(fail("no unit with the skeleton's DWO id".to_owned()).into())
 }
 
 /// Where a skeleton unit's `.dwo` is: `DW_AT_dwo_name` (`DW_AT_GNU_dwo_name`), under
@@ -106,7 +107,7 @@ fn dwo_path(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<St
             }
         }
     }
-    let name = name.ok_or_else(|| Error::Object {
+    let name = name.ok_or_else(|| ErrorDetail::Object {
         what: "split DWARF: a skeleton unit without DW_AT_dwo_name".to_owned(),
     })?;
     if name.starts_with('/') {
@@ -233,9 +234,10 @@ impl<'a> Scan<'_, 'a> {
         depth: u32,
     ) -> Result<(), Error> {
         if depth > MAX_SCOPE_DEPTH {
-            return Err(Error::Dwarf {
+            return Err(ErrorDetail::Dwarf {
                 what: format!("scopes nested more than {MAX_SCOPE_DEPTH} deep"),
-            });
+            }
+            .into());
         }
         let mut children = node.children();
         while let Some(child) = children.next()? {
@@ -545,7 +547,7 @@ impl<'a> Scan<'_, 'a> {
     }
 
     fn address(&self, index: u64) -> Result<u64, Error> {
-        let i = usize::try_from(index).map_err(|_| Error::Dwarf {
+        let i = usize::try_from(index).map_err(|_| ErrorDetail::Dwarf {
             what: "address index".into(),
         })?;
         Ok(self.dwarf.address(self.unit, gimli::DebugAddrIndex(i))?)

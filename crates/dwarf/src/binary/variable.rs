@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use super::targets::{Frame, Nesting, Snapshot, WithFrame};
 use crate::access::{self, Bits, Target};
+use crate::ErrorDetail;
 use crate::{
     decode, Encoding, Error, Evaluation, Expression, LocationDescription, Op, Value, ValueType,
 };
@@ -231,7 +232,7 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
         VariableLocation::None => {
-            let bits = Bits::undefined(bit_len).map_err(|kind| Error::Access { kind })?;
+            let bits = Bits::undefined(bit_len).map_err(|kind| ErrorDetail::Access { kind })?;
             return Ok((
                 Evaluated {
                     location: None,

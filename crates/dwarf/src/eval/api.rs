@@ -2,6 +2,7 @@
 //! results, and the `resume_with_*` answers to its requests.
 
 use super::*;
+use crate::ErrorDetail;
 
 impl<'a> Evaluation<'a> {
     /// A new evaluation of `expression` (encoded bytes or decoded
@@ -40,6 +41,7 @@ impl<'a> Evaluation<'a> {
             max_steps: DEFAULT_MAX_STEPS,
             pending: None,
             asked: None,
+            entry_expression: Bytes::from_le(0, 0),
             complete: false,
             fresh: true,
             top: None,
@@ -634,6 +636,13 @@ impl<'a> Evaluation<'a> {
         self.after_resume(r)
     }
 
+    /// The nested expression of the `DW_OP_entry_value` that asked
+    /// ([`EvaluationResult::RequiresEntryValue`]): encoded, in this
+    /// evaluation's [`Encoding`]; what it was last, once answered.
+    pub fn entry_value_expression(&self) -> &[u8] {
+        &self.entry_expression
+    }
+
     /// Answers [`EvaluationResult::RequiresEntryValue`] with the entry value
     /// (usually [`Entry::Value`] with a generic value).
     pub fn resume_with_entry_value(&mut self, entry: Entry) -> Result<EvaluationResult, Error> {
@@ -810,12 +819,13 @@ impl<'a> Evaluation<'a> {
             None => self.root_name(self.pc),
         };
         match self.returns().first() {
-            None => Error::Eval {
+            None => ErrorDetail::Eval {
                 index: self.pc,
                 op: here,
                 kind: error,
-            },
-            Some(&(_, site)) => Error::Eval {
+            }
+            .into(),
+            Some(&(_, site)) => ErrorDetail::Eval {
                 index: site,
                 op: self.root_name(site),
                 kind: ErrorKind::InCall {
@@ -823,7 +833,8 @@ impl<'a> Evaluation<'a> {
                     op: here,
                     error: Box::new(error),
                 },
-            },
+            }
+            .into(),
         }
     }
 }

@@ -121,8 +121,8 @@ impl<'a> Evaluation<'a> {
                     self.next_byte = 3;
                 }
                 self.pending = Some(Pending::EntryValue);
+                self.entry_expression = Bytes::from_le(u64::from(code), 1);
                 return Some(EvaluationResult::RequiresEntryValue {
-                    expression: Bytes::from_le(u64::from(code), 1),
                     register: Some(u16::from(code - 0x50)),
                 });
             }

@@ -76,6 +76,7 @@ use crate::error::Error;
 use crate::location::{Bytes, LocationDescription, Part, Storage};
 use crate::op::{byte_offsets, decode, decode_at, op_offsets, Encoding, Op};
 use crate::value::{BinaryOp, CompareOp, UnaryOp, Value, ValueError, ValueType};
+use crate::ErrorDetail;
 
 mod api;
 
@@ -105,6 +106,9 @@ const _: () = assert!(MAX_LOCATION_WEIGHT.is_power_of_two());
 
 // Slots are written in place in the hot loop: keep them 32 bytes.
 const _: () = assert!(core::mem::size_of::<Slot>() == 32);
+// Requests and their results are returned in two registers.
+const _: () = assert!(core::mem::size_of::<EvaluationResult>() <= 16);
+const _: () = assert!(core::mem::size_of::<Result<EvaluationResult, Error>>() <= 16);
 
 const STACK_OP_ON_INCOMPLETE: &str =
     "a stack operation accesses an incomplete composite location description";
@@ -147,8 +151,11 @@ impl Entry {
 }
 
 /// What [`Evaluation::evaluate`] (or a `resume_with_*`) stopped for.
+///
+/// At most 16 bytes, so that `Result<EvaluationResult, Error>` (the error
+/// is one pointer) is returned in two registers: the answer loop of a
+/// caller that evaluates many expressions copies no more.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[repr(u64)]
 #[non_exhaustive]
 pub enum EvaluationResult {
     /// The expression ended; see [`Evaluation::result`].
@@ -165,8 +172,9 @@ pub enum EvaluationResult {
         address: u64,
         /// Number of bytes.
         size: u8,
-        /// Address space (0: global memory).
-        address_space: u64,
+        /// Address space (0: global memory). 32 bits (LLVM's are 24): a
+        /// read in a larger one is [`ErrorKind::MemoryUnavailable`].
+        address_space: u32,
     },
     /// Answer with [`Evaluation::resume_with_lane`].
     RequiresLane,
@@ -191,12 +199,11 @@ pub enum EvaluationResult {
         offset: u64,
     },
     /// `DW_OP_entry_value`: answer with [`Evaluation::resume_with_entry_value`]
-    /// and what `expression` had on entry to the current function (from a
-    /// call site's `DW_AT_call_value`, or a debugger's saved state).
+    /// and what the nested expression,
+    /// [`Evaluation::entry_value_expression`], had on entry to the current
+    /// function (from a call site's `DW_AT_call_value`, or a debugger's saved
+    /// state).
     RequiresEntryValue {
-        /// The encoded nested expression (same [`Encoding`]); short ones,
-        /// the usual case, are stored inline (no allocation per request).
-        expression: Bytes,
         /// The register if the nested expression is only `DW_OP_regN` or
         /// `DW_OP_regx N` (the usual case: "register N's value on entry").
         register: Option<u16>,
@@ -431,9 +438,10 @@ enum RootOffsets<'a> {
 fn check_offsets(ops: &[Op], offsets: &[usize]) -> Result<(), Error> {
     let increasing = offsets.windows(2).all(|w| w[0] < w[1]);
     if offsets.len() != ops.len() + 1 || !increasing {
-        return Err(Error::BadEncoding {
+        return Err(ErrorDetail::BadEncoding {
             what: "byte offsets must be one per operation plus the length, increasing",
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -633,6 +641,10 @@ pub struct Evaluation<'a> {
     pending: Option<Pending>,
     /// The request the last step stopped for (see [`Step`]).
     asked: Option<EvaluationResult>,
+    /// The nested expression of a pending `DW_OP_entry_value`
+    /// ([`Evaluation::entry_value_expression`]; kept here, not in the
+    /// request, so that requests are two registers).
+    entry_expression: Bytes,
     complete: bool,
     /// Constructed or restarted, not run and nothing pushed: the state in
     /// which `shortcut` may stand for the loop (the stack, the call state

@@ -243,11 +243,7 @@ impl<'a> Evaluation<'a> {
                             size,
                             register_offset: None,
                         });
-                        return self.ask(EvaluationResult::RequiresMemory {
-                            address,
-                            size,
-                            address_space,
-                        });
+                        return self.ask(memory_request(address, size, address_space)?);
                     }
                 }
                 Storage::Register(register) => {
@@ -289,12 +285,12 @@ impl<'a> Evaluation<'a> {
         if let Some(f) = fetches.get(next).copied() {
             let (first, n) = f.span()?;
             let request = match f.place {
-                Place::Memory(address_space) => EvaluationResult::RequiresMemory {
-                    address: first,
+                Place::Memory(address_space) => memory_request(
+                    first,
                     // At most 8 bytes are read, so a span is at most 9.
-                    size: u8::try_from(n).map_err(|_| ErrorKind::BadSize(n))?,
+                    u8::try_from(n).map_err(|_| ErrorKind::BadSize(n))?,
                     address_space,
-                },
+                )?,
                 Place::Register(register) => EvaluationResult::RequiresRegister { register },
             };
             self.pending = Some(Pending::Read(Box::new(Read {
@@ -356,11 +352,7 @@ impl<'a> Evaluation<'a> {
             size,
             register_offset: None,
         });
-        self.ask(EvaluationResult::RequiresMemory {
-            address,
-            size,
-            address_space,
-        })
+        self.ask(memory_request(address, size, address_space)?)
     }
 
     pub(super) fn xderef(&mut self, size: u8, ty: ValueType) -> Step {
@@ -455,12 +447,10 @@ impl<'a> Evaluation<'a> {
 
     pub(super) fn entry_value(&mut self, expression: Bytes) -> Step {
         let register = entry_register(&expression);
+        self.entry_expression = expression;
         self.request(
             Pending::EntryValue,
-            EvaluationResult::RequiresEntryValue {
-                expression,
-                register,
-            },
+            EvaluationResult::RequiresEntryValue { register },
         )
     }
 
@@ -993,4 +983,25 @@ fn generic_binary(op: BinaryOp, x: Value, y: Value, address_size: u8) -> Option<
         BinaryOp::Div | BinaryOp::Mod => return None,
     };
     Some(Value::generic(r, address_size))
+}
+
+/// A memory request; address spaces past 32 bits cannot be asked for
+/// ([`EvaluationResult::RequiresMemory`] is kept to two registers).
+fn memory_request(
+    address: u64,
+    size: u8,
+    address_space: u64,
+) -> Result<EvaluationResult, ErrorKind> {
+    match u32::try_from(address_space) {
+        Ok(address_space) => Ok(EvaluationResult::RequiresMemory {
+            address,
+            size,
+            address_space,
+        }),
+        Err(_) => Err(ErrorKind::MemoryUnavailable {
+            address_space,
+            address,
+            size: u64::from(size),
+        }),
+    }
 }

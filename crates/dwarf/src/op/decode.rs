@@ -3,6 +3,7 @@
 //! extension encodings.
 
 use super::*;
+use crate::ErrorDetail;
 
 pub(super) struct Reader<'a> {
     bytes: &'a [u8],
@@ -13,10 +14,11 @@ pub(super) struct Reader<'a> {
 
 impl Reader<'_> {
     fn truncated(&self) -> Error {
-        Error::Truncated {
+        ErrorDetail::Truncated {
             offset: self.start,
             op: self.op,
         }
+        .into()
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], Error> {
@@ -50,10 +52,11 @@ impl Reader<'_> {
             let low = u64::from(b & 0x7f);
             if shift >= 64 || (shift == 63 && low > 1) {
                 if low != 0 {
-                    return Err(Error::BadLeb {
+                    return Err(ErrorDetail::BadLeb {
                         offset: self.start,
                         op: self.op,
-                    });
+                    }
+                    .into());
                 }
             } else {
                 result |= low << shift;
@@ -90,10 +93,11 @@ impl Reader<'_> {
     }
 
     fn bad_leb(&self) -> Error {
-        Error::BadLeb {
+        ErrorDetail::BadLeb {
             offset: self.start,
             op: self.op,
         }
+        .into()
     }
 
     fn block(&mut self, len: u64) -> Result<Vec<u8>, Error> {
@@ -116,7 +120,7 @@ impl Reader<'_> {
 /// `DW_OP_GNU_addr_index` 0xfb, `DW_OP_GNU_const_index` 0xfc,
 /// `DW_OP_GNU_push_tls_address` 0xe0) decode as the DWARF 5 operation, so
 /// [`encode`] writes them back with the standard opcode. Other GNU and vendor
-/// opcodes are [`Error::UnknownOpcode`]. Apart from those aliases and
+/// opcodes are [`ErrorDetail::UnknownOpcode`]. Apart from those aliases and
 /// non-minimal LEB128 padding, `encode(decode(b))` gives back `b`.
 pub fn decode(bytes: &[u8], encoding: Encoding) -> Result<Vec<(usize, Op)>, Error> {
     let mut out = Vec::new();
@@ -168,7 +172,7 @@ pub(crate) fn decode_at(bytes: &[u8], pos: &mut usize, encoding: Encoding) -> Re
     let raw = r.u8()?;
     let code = gnu_alias(raw).unwrap_or(raw);
     let op = decode_one(&mut r, code, encoding).map_err(|mut e| {
-        if let Error::Truncated { op, .. } | Error::BadLeb { op, .. } = &mut e {
+        if let ErrorDetail::Truncated { op, .. } | ErrorDetail::BadLeb { op, .. } = e.detail_mut() {
             if op.is_empty() {
                 *op = opcode_name(code, encoding.extension);
             }
@@ -210,11 +214,12 @@ pub(super) fn check_branches<'o>(
         let target = offset as i64 + 3 + i64::from(disp);
         let ok = target == len as i64 || usize::try_from(target).is_ok_and(&is_op);
         if !ok {
-            return Err(Error::BadBranchTarget {
+            return Err(ErrorDetail::BadBranchTarget {
                 offset,
                 op: name,
                 target,
-            });
+            }
+            .into());
         }
     }
     Ok(())
@@ -438,10 +443,11 @@ pub(super) fn decode_one(r: &mut Reader<'_>, code: u8, enc: Encoding) -> Result<
                     }
                 }
                 _ => {
-                    return Err(Error::UnknownUserOpcode {
+                    return Err(ErrorDetail::UnknownUserOpcode {
                         offset: r.start,
                         sub_opcode: sub,
-                    })
+                    }
+                    .into())
                 }
             }
         }
@@ -483,17 +489,19 @@ pub(super) fn decode_one(r: &mut Reader<'_>, code: u8, enc: Encoding) -> Result<
                 }
             }
             _ => {
-                return Err(Error::UnknownOpcode {
+                return Err(ErrorDetail::UnknownOpcode {
                     offset: r.start,
                     opcode: code,
-                })
+                }
+                .into())
             }
         },
         _ => {
-            return Err(Error::UnknownOpcode {
+            return Err(ErrorDetail::UnknownOpcode {
                 offset: r.start,
                 opcode: code,
-            })
+            }
+            .into())
         }
     })
 }

@@ -2,6 +2,7 @@
 //! (`op_offsets`).
 
 use super::*;
+use crate::ErrorDetail;
 
 pub(super) fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
     loop {
@@ -34,7 +35,7 @@ pub(super) fn put_fixed(out: &mut Vec<u8>, v: u64, n: usize) {
 
 /// Encodes operations into a binary DWARF expression.
 ///
-/// Fails with [`Error::Unencodable`] (naming the operation's index) when an
+/// Fails with [`ErrorDetail::Unencodable`] (naming the operation's index) when an
 /// operand does not fit its field in `encoding`, or when the operation has no
 /// opcode in `encoding.extension` (`DW_OP_aspace_implicit_pointer` under
 /// [`ExtensionEncoding::User`]). Branch displacements are written as given.
@@ -42,7 +43,7 @@ pub fn encode(ops: &[Op], encoding: Encoding) -> Result<Vec<u8>, Error> {
     encoding.check()?;
     let mut out = Vec::new();
     for (index, op) in ops.iter().enumerate() {
-        encode_one(&mut out, op, encoding).map_err(|reason| Error::Unencodable {
+        encode_one(&mut out, op, encoding).map_err(|reason| ErrorDetail::Unencodable {
             index,
             op: op.name(),
             reason,

@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use crate::error::Error;
+use crate::ErrorDetail;
 
 mod decode;
 mod encode;
@@ -53,14 +54,16 @@ impl Default for Encoding {
 impl Encoding {
     pub(crate) fn check(&self) -> Result<(), Error> {
         if !matches!(self.address_size, 4 | 8) {
-            return Err(Error::BadEncoding {
+            return Err(ErrorDetail::BadEncoding {
                 what: "address_size must be 4 or 8",
-            });
+            }
+            .into());
         }
         if !matches!(self.offset_size, 4 | 8) {
-            return Err(Error::BadEncoding {
+            return Err(ErrorDetail::BadEncoding {
                 what: "offset_size must be 4 or 8",
-            });
+            }
+            .into());
         }
         Ok(())
     }

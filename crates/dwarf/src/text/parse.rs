@@ -26,6 +26,7 @@ use alloc::vec::Vec;
 use crate::error::Error;
 use crate::op::{decode, encode, gnu_name, Encoding, Op};
 use crate::regnames::register_number;
+use crate::ErrorDetail;
 
 /// How [`parse_text_with`] reads names and nested expressions.
 pub struct Syntax<'r> {
@@ -145,11 +146,12 @@ struct Token<'a> {
 }
 
 fn syntax_error(offset: usize, token: &str, message: &'static str) -> Error {
-    Error::Syntax {
+    ErrorDetail::Syntax {
         offset,
         token: String::from(token),
         message,
     }
+    .into()
 }
 
 /// Where llvm-dwarfdump's location list prefix `[0x10, 0x37):` ends, if the

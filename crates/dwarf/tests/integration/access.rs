@@ -4,12 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use crate::eval_support;
+use locus_dwarf::ErrorDetail;
 
 use eval_support::{evaluate, Ctx};
 use locus_dwarf::access::{read, write, Bits};
-use locus_dwarf::{
-    parse_text, Encoding, Error, ErrorKind, Location, Part, SingleLocation, Storage,
-};
+use locus_dwarf::{parse_text, Encoding, ErrorKind, Location, Part, SingleLocation, Storage};
 
 fn ctx() -> Ctx {
     let mut c = Ctx::default();
@@ -127,8 +126,8 @@ fn multiple_places_read_the_first_readable() {
     assert_eq!(hex(&loc, 2, &mut c), "1122");
     // None readable: the error names the last one.
     let loc = Location::memory(0, 0x9000);
-    match read(&loc, 8, &mut c) {
-        Err(Error::Access {
+    match read(&loc, 8, &mut c).map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Access {
             kind:
                 ErrorKind::MemoryUnavailable {
                     address_space: 0,
@@ -185,8 +184,8 @@ fn writes_to_implicit_or_undefined_storage_fail_before_writing() {
         let e = write(&loc, &[1, 2], 16, &mut c).unwrap_err();
         assert!(
             matches!(
-                e,
-                Error::Access {
+                e.clone().into_detail(),
+                ErrorDetail::Access {
                     kind: ErrorKind::NotWritable(_)
                 }
             ),

@@ -6,6 +6,7 @@
 #![cfg(feature = "binary")]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use locus_dwarf::ErrorDetail;
 use std::time::{Duration, Instant};
 
 use locus_dwarf::binary::{
@@ -296,8 +297,10 @@ fn deeply_nested_scopes() {
         assert_eq!(vars.len(), 1, "depth {depth}");
     }
     for depth in [300, 100_000] {
-        match variables_at(&nested_blocks(depth), 0x401010, 0) {
-            Err(Error::Dwarf { what }) => assert!(what.contains("nested"), "{what}"),
+        match variables_at(&nested_blocks(depth), 0x401010, 0)
+            .map_err(locus_dwarf::Error::into_detail)
+        {
+            Err(ErrorDetail::Dwarf { what }) => assert!(what.contains("nested"), "{what}"),
             other => panic!("depth {depth}: {other:?}"),
         }
     }
@@ -374,8 +377,8 @@ fn nested_evaluations_in_a_loop_are_bounded() {
     let mut outer = counting_loop(&body, 14_000);
     outer.push(0x9f); // DW_OP_stack_value
     let (r, took) = evaluate_in_time(long_variable(outer, None), Snapshot::default());
-    match r {
-        Err(e @ Error::Unanswered { .. }) => {
+    match r.map_err(locus_dwarf::Error::into_detail) {
+        Err(e @ ErrorDetail::Unanswered { .. }) => {
             assert!(e.to_string().contains("nested evaluations"), "{e}")
         }
         other => panic!("{other:?} after {took:?}"),
@@ -386,8 +389,8 @@ fn nested_evaluations_in_a_loop_are_bounded() {
     let mut outer = counting_loop(&[0x91, 0, 0x13], 14_000); // DW_OP_fbreg 0, DW_OP_drop
     outer.push(0x9f);
     let (r, took) = evaluate_in_time(long_variable(outer, Some(frame_base)), Snapshot::default());
-    match r {
-        Err(e @ Error::Unanswered { .. }) => {
+    match r.map_err(locus_dwarf::Error::into_detail) {
+        Err(e @ ErrorDetail::Unanswered { .. }) => {
             assert!(e.to_string().contains("nested evaluations"), "{e}")
         }
         other => panic!("{other:?} after {took:?}"),

@@ -9,8 +9,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use locus_dwarf::access::read;
+use locus_dwarf::ErrorDetail;
 use locus_dwarf::{
-    encode, parse_text, to_text, Encoding, Entry, Error, ErrorKind, Location, Op, Part, Storage,
+    encode, parse_text, to_text, Encoding, Entry, ErrorKind, Location, Op, Part, Storage,
 };
 
 use crate::eval_support;
@@ -77,8 +78,10 @@ fn draft_composite_is_a_location_before_the_end() {
     match run_text(
         "DW_OP_reg3 DW_OP_piece 4 DW_OP_reg10 DW_OP_piece 2 DW_OP_lit3 DW_OP_offset",
         &mut ctx,
-    ) {
-        Err(Error::Eval {
+    )
+    .map_err(locus_dwarf::Error::into_detail)
+    {
+        Err(ErrorDetail::Eval {
             kind: ErrorKind::IllFormed(_),
             ..
         }) => {}
@@ -151,8 +154,8 @@ fn text_only_operation() {
     let ops = parse_text("DW_OP_composite, DW_OP_reg3, DW_OP_piece 4", |_| None).unwrap();
     assert_eq!(ops, [Op::Composite, Op::Reg(3), Op::Piece(4)]);
     assert_eq!(to_text(&ops), "DW_OP_composite\nDW_OP_reg3\nDW_OP_piece 4");
-    match encode(&ops, Encoding::default()) {
-        Err(Error::Unencodable { index: 0, op, .. }) => assert_eq!(op, "DW_OP_composite"),
+    match encode(&ops, Encoding::default()).map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Unencodable { index: 0, op, .. }) => assert_eq!(op, "DW_OP_composite"),
         other => panic!("expected Unencodable, got {other:?}"),
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use crate::eval_support;
+use locus_dwarf::ErrorDetail;
 
 use eval_support::{evaluate, run_text, Ctx};
 use locus_dwarf::value::encoding as ate;
@@ -55,8 +56,8 @@ fn location(text: &str) -> Location {
 }
 
 fn eval_error(text: &str) -> (usize, &'static str, ErrorKind) {
-    match run_text(text, &mut ctx()) {
-        Err(Error::Eval { index, op, kind }) => (index, op, kind),
+    match run_text(text, &mut ctx()).map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Eval { index, op, kind }) => (index, op, kind),
         other => panic!("{text}: expected an evaluation error, got {other:?}"),
     }
 }
@@ -291,11 +292,9 @@ fn entry_value_asks_the_caller() {
     let eval = evaluate(&ops, &mut c, Encoding::default()).unwrap();
     assert_eq!(
         c.log[0],
-        EvaluationResult::RequiresEntryValue {
-            expression: [0x55][..].into(),
-            register: Some(5)
-        }
+        EvaluationResult::RequiresEntryValue { register: Some(5) }
     );
+    assert_eq!(eval.entry_value_expression(), [0x55]);
     assert_eq!(
         eval.result().cloned(),
         Some(Entry::Location(Location::single(
@@ -309,20 +308,18 @@ fn entry_value_asks_the_caller() {
     assert_eq!(
         eval.evaluate().unwrap(),
         EvaluationResult::RequiresEntryValue {
-            expression: [0x90, 0x80, 0x14][..].into(),
             register: Some(2560)
         }
     );
+    assert_eq!(eval.entry_value_expression(), [0x90, 0x80, 0x14]);
     // Not a plain register: the caller gets the bytes only.
     let ops = parse_text("DW_OP_entry_value [7508]", |_| None).unwrap();
     let mut eval = Evaluation::new(&ops, Encoding::default());
     assert_eq!(
         eval.evaluate().unwrap(),
-        EvaluationResult::RequiresEntryValue {
-            expression: [0x75, 0x08][..].into(),
-            register: None
-        }
+        EvaluationResult::RequiresEntryValue { register: None }
     );
+    assert_eq!(eval.entry_value_expression(), [0x75, 0x08]);
 }
 
 /// gcc's `DW_OP_GNU_parameter_ref` (0xfa, a 4-byte unit offset) and
@@ -423,12 +420,12 @@ fn errors_in_callees_name_both_operations() {
     let mut c = ctx();
     c.callees.insert((0x50, true), vec![0x96, 0x22]); // nop plus
     match run_text("DW_OP_nop DW_OP_call2 0x50", &mut c) {
-        Err(e @ Error::Eval { .. }) => {
-            let Error::Eval {
+        Err(e) if matches!(e.detail(), ErrorDetail::Eval { .. }) => {
+            let ErrorDetail::Eval {
                 index,
                 op,
                 kind: error,
-            } = &e
+            } = e.detail()
             else {
                 unreachable!()
             };
@@ -450,7 +447,9 @@ fn errors_in_callees_name_both_operations() {
     }
     // Recursion ends at the call depth limit (or the step limit).
     c.callees.insert((0x80, true), vec![0x98, 0x80, 0x00]);
-    let Err(Error::Eval { kind: error, .. }) = run_text("DW_OP_call2 0x80", &mut c) else {
+    let Err(ErrorDetail::Eval { kind: error, .. }) =
+        run_text("DW_OP_call2 0x80", &mut c).map_err(locus_dwarf::Error::into_detail)
+    else {
         panic!()
     };
     let ErrorKind::InCall { error, .. } = error else {
@@ -459,9 +458,10 @@ fn errors_in_callees_name_both_operations() {
     assert_eq!(*error, ErrorKind::CallDepthExceeded(64));
     // Undecodable callee bytes are ill-formed.
     c.callees.insert((0x90, true), vec![0x0c, 0x01]);
-    let Err(e @ Error::Eval { .. }) = run_text("DW_OP_call2 0x90", &mut c) else {
+    let Err(e) = run_text("DW_OP_call2 0x90", &mut c) else {
         panic!()
     };
+    assert!(matches!(e.detail(), ErrorDetail::Eval { .. }), "{e}");
     assert!(e.is_ill_formed(), "{e}");
     assert!(e.to_string().contains("ill-formed callee"), "{e}");
     // Display is one layer; the decoding error is the source, once in the chain.
@@ -737,8 +737,8 @@ fn branches_over_padded_leb128_use_the_original_offsets() {
     let expression = Expression::with_offsets(&ops, &offsets).unwrap();
     let mut eval = Evaluation::new(expression, Encoding::default());
     eval.set_max_steps(40);
-    match eval.evaluate() {
-        Err(Error::Eval {
+    match eval.evaluate().map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Eval {
             kind: ErrorKind::StepLimitExceeded(40),
             ..
         }) => {}
@@ -746,8 +746,8 @@ fn branches_over_padded_leb128_use_the_original_offsets() {
     }
     let mut eval = Evaluation::new(&ops, Encoding::default());
     eval.set_max_steps(40);
-    match eval.evaluate() {
-        Err(Error::Eval {
+    match eval.evaluate().map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Eval {
             kind: ErrorKind::BadBranchTarget(-1),
             ..
         }) => {}

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use locus_dwarf::access::{read, write, Target};
+use locus_dwarf::ErrorDetail;
 use locus_dwarf::{
     decode, encode, Encoding, Entry, Error, Evaluation, EvaluationResult, Expression,
     ExtensionEncoding, Location, Op, Value,
@@ -139,9 +140,9 @@ fn check(ops: &[Op], encoding: Encoding) {
     eval.set_max_steps(500);
     let mut r = eval.evaluate();
     for _ in 0..1000 {
-        r = match r {
+        r = match r.map_err(locus_dwarf::Error::into_detail) {
             Ok(EvaluationResult::Complete) => break,
-            Err(Error::Eval {
+            Err(ErrorDetail::Eval {
                 index,
                 op,
                 kind: error,

@@ -129,7 +129,7 @@ pub fn evaluate<'a>(
                 address_space,
             } => {
                 let bytes = ctx
-                    .read(address_space, address, usize::from(size))
+                    .read(u64::from(address_space), address, usize::from(size))
                     .expect("unreadable memory");
                 eval.resume_with_memory(&bytes)?
             }

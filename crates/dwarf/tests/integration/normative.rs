@@ -7,6 +7,7 @@
 //! exactly as large as what remains, an offset to the last bit, ...).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use locus_dwarf::ErrorDetail;
 use std::collections::BTreeMap;
 
 use locus_dwarf::{
@@ -81,13 +82,13 @@ fn location(text: &str) -> Location {
 /// returns it, after checking the message names both.
 fn fails(text: &str, index: usize, op: &str) -> ErrorKind {
     match run(text) {
-        Err(e @ Error::Eval { .. }) => {
+        Err(e) if matches!(e.detail(), ErrorDetail::Eval { .. }) => {
             let msg = e.to_string();
-            let Error::Eval {
+            let ErrorDetail::Eval {
                 index: i,
                 op: o,
                 kind: error,
-            } = e
+            } = e.clone().into_detail()
             else {
                 unreachable!()
             };
@@ -295,13 +296,18 @@ fn values() {
     // DWARF expression is ill-formed" (the lane answered is 5).
     let lanes = |n| run_with("DW_OP_push_lane", move |e| e.set_lane_count(n));
     match lanes(5) {
-        Err(
-            e @ Error::Eval {
-                index: 0,
-                op: "DW_OP_push_lane",
-                kind: ErrorKind::IllFormed(_),
-            },
-        ) => assert!(e.is_ill_formed()),
+        Err(e)
+            if matches!(
+                e.detail(),
+                ErrorDetail::Eval {
+                    index: 0,
+                    op: "DW_OP_push_lane",
+                    kind: ErrorKind::IllFormed(_),
+                }
+            ) =>
+        {
+            assert!(e.is_ill_formed())
+        }
         other => panic!("{other:?}"),
     }
     assert!(matches!(lanes(6), Ok(Entry::Value(v)) if v.bits == 5));
@@ -311,13 +317,18 @@ fn values() {
     for text in ["DW_OP_LLVM_push_iteration", "DW_OP_push_iteration"] {
         let iterations = |n| run_with(text, move |e| e.set_iteration_count(n));
         match iterations(2) {
-            Err(
-                e @ Error::Eval {
-                    index: 0,
-                    op: "DW_OP_push_iteration",
-                    kind: ErrorKind::IllFormed(_),
-                },
-            ) => assert!(e.is_ill_formed()),
+            Err(e)
+                if matches!(
+                    e.detail(),
+                    ErrorDetail::Eval {
+                        index: 0,
+                        op: "DW_OP_push_iteration",
+                        kind: ErrorKind::IllFormed(_),
+                    }
+                ) =>
+            {
+                assert!(e.is_ill_formed())
+            }
             other => panic!("{other:?}"),
         }
         assert!(matches!(iterations(3), Ok(Entry::Value(v)) if v.bits == 2));
@@ -325,8 +336,8 @@ fn values() {
     }
     let ops = parse_text("DW_OP_LLVM_push_iteration", |_| None).unwrap();
     assert!(matches!(
-        locus_dwarf::encode(&ops, Encoding::default()),
-        Err(Error::Unencodable { index: 0, .. })
+        locus_dwarf::encode(&ops, Encoding::default()).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Unencodable { index: 0, .. })
     ));
 }
 
@@ -493,8 +504,11 @@ fn pieces() {
         address_size: 4,
         ..Encoding::default()
     };
-    match Evaluation::new(&ops, small).evaluate() {
-        Err(Error::Eval {
+    match Evaluation::new(&ops, small)
+        .evaluate()
+        .map_err(locus_dwarf::Error::into_detail)
+    {
+        Err(ErrorDetail::Eval {
             index: 1,
             kind: ErrorKind::IllFormed(_),
             ..
@@ -666,8 +680,8 @@ fn kinds_and_results() {
         ..Encoding::default()
     };
     assert!(matches!(
-        decode(&[0xe9, 0x00], user),
-        Err(Error::UnknownUserOpcode {
+        decode(&[0xe9, 0x00], user).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::UnknownUserOpcode {
             offset: 0,
             sub_opcode: 0
         })

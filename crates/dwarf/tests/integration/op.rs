@@ -1,8 +1,9 @@
 //! Binary and text forms of DWARF expression operations.
 
 use crate::common;
+use locus_dwarf::ErrorDetail;
 
-use locus_dwarf::{decode, encode, parse_text, to_text, Encoding, Error, ExtensionEncoding, Op};
+use locus_dwarf::{decode, encode, parse_text, to_text, Encoding, ExtensionEncoding, Op};
 use proptest::prelude::*;
 
 const USER: Encoding = Encoding {
@@ -211,8 +212,8 @@ fn aspace_implicit_pointer_has_no_user_sub_opcode() {
     let op = Op::AspaceImplicitPointer { die: 1, offset: 2 };
     let err = encode(&[Op::Nop, op.clone()], USER).unwrap_err();
     assert!(matches!(
-        err,
-        Error::Unencodable {
+        err.clone().into_detail(),
+        ErrorDetail::Unencodable {
             index: 1,
             op: "DW_OP_aspace_implicit_pointer",
             ..
@@ -295,12 +296,12 @@ fn standard_numbering() {
         [0x03, 0xef, 0xbe, 0, 0]
     );
     assert!(matches!(
-        encode(&[Op::Addr(1 << 32)], enc4),
-        Err(Error::Unencodable { index: 0, .. })
+        encode(&[Op::Addr(1 << 32)], enc4).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Unencodable { index: 0, .. })
     ));
     assert!(matches!(
-        encode(&[Op::Lit(32)], USER),
-        Err(Error::Unencodable { .. })
+        encode(&[Op::Lit(32)], USER).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Unencodable { .. })
     ));
     assert!(matches!(
         encode(
@@ -309,8 +310,9 @@ fn standard_numbering() {
                 value: vec![0; 256]
             }],
             USER
-        ),
-        Err(Error::Unencodable { .. })
+        )
+        .map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Unencodable { .. })
     ));
 }
 
@@ -370,24 +372,27 @@ fn extension_numbering() {
     // Legacy is aspace_implicit_pointer, truncated.
     assert_eq!(
         decode(&[0x30, 0xe1], USER),
-        Err(Error::UnknownOpcode {
+        Err(ErrorDetail::UnknownOpcode {
             offset: 1,
             opcode: 0xe1
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0xe9, 0x02], LEGACY),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 0,
             op: "DW_OP_aspace_implicit_pointer"
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0x96, 0xe9, 0x7f], USER),
-        Err(Error::UnknownUserOpcode {
+        Err(ErrorDetail::UnknownUserOpcode {
             offset: 1,
             sub_opcode: 0x7f
-        })
+        }
+        .into())
     );
 }
 
@@ -554,10 +559,11 @@ fn gnu_aliases_decode_as_dwarf5() {
     );
     assert_eq!(
         decode(&[0xf3, 0x02, 0x55], USER),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 0,
             op: "DW_OP_entry_value"
-        })
+        }
+        .into())
     );
 }
 
@@ -581,7 +587,10 @@ fn text_errors() {
     for (text, offset) in cases {
         let err = parse_text(text, common::resolve).unwrap_err();
         assert_eq!(err.offset(), Some(*offset), "{text}: {err}");
-        assert!(matches!(err, Error::Syntax { .. }));
+        assert!(matches!(
+            err.clone().into_detail(),
+            ErrorDetail::Syntax { .. }
+        ));
     }
 }
 
@@ -590,39 +599,43 @@ fn binary_errors() {
     // Truncated operands name the operation's opcode offset and name.
     assert_eq!(
         decode(&[0x30, 0x03, 1, 2, 3], USER),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 1,
             op: "DW_OP_addr"
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0x90, 0x80], USER),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 0,
             op: "DW_OP_regx"
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0xe9, 0x05, 0x80], USER),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 0,
             op: "DW_OP_offset_uconst"
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0x9e, 0x05, 1, 2], USER),
-        Err(Error::Truncated {
+        Err(ErrorDetail::Truncated {
             offset: 0,
             op: "DW_OP_implicit_value"
-        })
+        }
+        .into())
     );
     // Huge block length must not allocate or panic.
     let mut huge = vec![0x9e];
     huge.extend_from_slice(&[0xff; 9]);
     huge.push(0x01);
     assert!(matches!(
-        decode(&huge, USER),
-        Err(Error::Truncated { offset: 0, .. })
+        decode(&huge, USER).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Truncated { offset: 0, .. })
     ));
     // LEB overflow.
     let mut over = vec![0x10];
@@ -630,10 +643,11 @@ fn binary_errors() {
     over.push(0x02);
     assert_eq!(
         decode(&over, USER),
-        Err(Error::BadLeb {
+        Err(ErrorDetail::BadLeb {
             offset: 0,
             op: "DW_OP_constu"
-        })
+        }
+        .into())
     );
     let mut max = vec![0x10];
     max.extend_from_slice(&[0xff; 9]);
@@ -642,7 +656,10 @@ fn binary_errors() {
     let mut sover = vec![0x11];
     sover.extend_from_slice(&[0x80; 9]);
     sover.push(0x01);
-    assert!(matches!(decode(&sover, USER), Err(Error::BadLeb { .. })));
+    assert!(matches!(
+        decode(&sover, USER).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::BadLeb { .. })
+    ));
     let mut smin = vec![0x11];
     smin.extend_from_slice(&[0x80; 9]);
     smin.push(0x7f);
@@ -657,10 +674,11 @@ fn binary_errors() {
     ] {
         assert_eq!(
             decode(&[0x96, code], LEGACY),
-            Err(Error::UnknownOpcode {
+            Err(ErrorDetail::UnknownOpcode {
                 offset: 1,
                 opcode: code
-            })
+            }
+            .into())
         );
     }
     // Branches: to the end is fine, past it or into an operand is not.
@@ -668,23 +686,26 @@ fn binary_errors() {
     assert!(decode(&[0x30, 0x28, 0xfc, 0xff], USER).is_ok());
     assert_eq!(
         decode(&[0x2f, 0x01, 0x00], USER),
-        Err(Error::BadBranchTarget {
+        Err(ErrorDetail::BadBranchTarget {
             offset: 0,
             op: "DW_OP_skip",
             target: 4
-        })
+        }
+        .into())
     );
     assert_eq!(
         decode(&[0x30, 0x28, 0xfb, 0xff], USER),
-        Err(Error::BadBranchTarget {
+        Err(ErrorDetail::BadBranchTarget {
             offset: 1,
             op: "DW_OP_bra",
             target: -1
-        })
+        }
+        .into())
     );
     assert!(matches!(
-        decode(&[0x10, 0x80, 0x01, 0x2f, 0xfe, 0xff], USER),
-        Err(Error::BadBranchTarget { target: 4, .. })
+        decode(&[0x10, 0x80, 0x01, 0x2f, 0xfe, 0xff], USER)
+            .map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::BadBranchTarget { target: 4, .. })
     ));
     // Bad encodings.
     let bad = Encoding {
@@ -692,10 +713,13 @@ fn binary_errors() {
         ..USER
     };
     assert!(matches!(
-        decode(&[0x96], bad),
-        Err(Error::BadEncoding { .. })
+        decode(&[0x96], bad).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::BadEncoding { .. })
     ));
-    assert!(matches!(encode(&[], bad), Err(Error::BadEncoding { .. })));
+    assert!(matches!(
+        encode(&[], bad).map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::BadEncoding { .. })
+    ));
     assert_eq!(decode(&[], USER).unwrap(), vec![]);
 }
 
@@ -719,7 +743,10 @@ fn every_truncation_is_an_error_inside_the_input() {
                 // it leaves a branch pointing past the end (all branches here
                 // have displacement 0, i.e. point to the next op).
                 if let Err(e) = r {
-                    assert!(matches!(e, Error::BadBranchTarget { .. }), "{cut}: {e}");
+                    assert!(
+                        matches!(e.clone().into_detail(), ErrorDetail::BadBranchTarget { .. }),
+                        "{cut}: {e}"
+                    );
                 }
             } else {
                 let e = r.unwrap_err();

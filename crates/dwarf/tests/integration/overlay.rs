@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use locus_dwarf::access::{read, write};
+use locus_dwarf::ErrorDetail;
 use locus_dwarf::{
     decode, encode, parse_text, to_text, Encoding, Entry, Error, ErrorKind, ExtensionEncoding,
     Location, Op, Part, Storage,
@@ -33,8 +34,8 @@ fn location(text: &str, ctx: &mut Ctx) -> Location {
 }
 
 fn eval_error(text: &str) -> ErrorKind {
-    match run_text(text, &mut Ctx::default()) {
-        Err(Error::Eval { kind, .. }) => kind,
+    match run_text(text, &mut Ctx::default()).map_err(locus_dwarf::Error::into_detail) {
+        Err(ErrorDetail::Eval { kind, .. }) => kind,
         other => panic!("expected an evaluation error, got {other:?}"),
     }
 }
@@ -249,8 +250,8 @@ fn every_place_of_a_multi_place_base_is_kept() {
     let err = eval.evaluate().unwrap_err();
     assert!(
         matches!(
-            err,
-            Error::Eval {
+            err.clone().into_detail(),
+            ErrorDetail::Eval {
                 kind: ErrorKind::BadOverlay(_),
                 ..
             }
@@ -273,11 +274,12 @@ fn ill_formed_overlays() {
     ] {
         let e = eval_error(text);
         assert!(matches!(e, ErrorKind::BadOverlay(_)), "{text}: {e:?}");
-        assert!(Error::Eval {
+        assert!(Error::from(ErrorDetail::Eval {
             index: 0,
             op: "",
             kind: e
-        }.is_ill_formed());
+        })
+        .is_ill_formed());
     }
     // Negative size or offset.
     for text in [
@@ -341,12 +343,12 @@ fn text_round_trips_and_has_no_encoding() {
     // and there is no direct opcode for them.
     for op in [Op::Overlay, Op::BitOverlay] {
         assert!(matches!(
-            encode(std::slice::from_ref(&op), USER),
-            Err(Error::Unencodable { .. })
+            encode(std::slice::from_ref(&op), USER).map_err(locus_dwarf::Error::into_detail),
+            Err(ErrorDetail::Unencodable { .. })
         ));
         assert!(matches!(
-            encode(&[op], LEGACY),
-            Err(Error::Unencodable { .. })
+            encode(&[op], LEGACY).map_err(locus_dwarf::Error::into_detail),
+            Err(ErrorDetail::Unencodable { .. })
         ));
     }
 }
@@ -444,8 +446,11 @@ fn overlay_on_a_register_base_uses_its_size() {
     )
     .unwrap();
     let mut eval = locus_dwarf::Evaluation::new(&ops, USER);
-    match eval.evaluate_with(&mut SizedRegister) {
-        Err(Error::Eval {
+    match eval
+        .evaluate_with(&mut SizedRegister)
+        .map_err(locus_dwarf::Error::into_detail)
+    {
+        Err(ErrorDetail::Eval {
             index: 4,
             kind: ErrorKind::BadOverlay(what),
             ..

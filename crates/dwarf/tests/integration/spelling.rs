@@ -5,7 +5,8 @@
 //! must parse to the operations the bytes decode to.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use locus_dwarf::{decode, parse_text, parse_text_with, Encoding, Error, Op, Syntax};
+use locus_dwarf::ErrorDetail;
+use locus_dwarf::{decode, parse_text, parse_text_with, Encoding, Op, Syntax};
 
 fn ops_of(hex: &str) -> Vec<Op> {
     let bytes: Vec<u8> = (0..hex.len())
@@ -318,8 +319,9 @@ fn aarch64_register_names() {
 /// names of other architectures pass.
 #[test]
 fn register_names_are_checked() {
-    let err = |text: &str| match parse_text(text, |_| None) {
-        Err(Error::Syntax {
+    let err = |text: &str| match parse_text(text, |_| None).map_err(locus_dwarf::Error::into_detail)
+    {
+        Err(ErrorDetail::Syntax {
             offset, message, ..
         }) => (offset, message),
         other => panic!("{text}: {other:?}"),
@@ -358,8 +360,9 @@ fn register_names_are_checked() {
 fn gdb_limits() {
     // gdb prints the length of an implicit value, not its bytes.
     assert!(matches!(
-        parse_text("     0: DW_OP_implicit_value 4", |_| None),
-        Err(Error::Syntax { offset: 29, .. })
+        parse_text("     0: DW_OP_implicit_value 4", |_| None)
+            .map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Syntax { offset: 29, .. })
     ));
     // A branch target past 16 bits of displacement.
     assert!(parse_text("     0: DW_OP_skip to 70000", |_| None).is_err());
@@ -383,8 +386,9 @@ fn entry_value_block_with_its_operations() {
         ops_of("a301559f")
     );
     assert!(matches!(
-        parse_text("DW_OP_entry_value [55] (DW_OP_reg4)", |_| None),
-        Err(Error::Syntax { offset: 23, .. })
+        parse_text("DW_OP_entry_value [55] (DW_OP_reg4)", |_| None)
+            .map_err(locus_dwarf::Error::into_detail),
+        Err(ErrorDetail::Syntax { offset: 23, .. })
     ));
 }
 
