@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use locus_gc::build::{self, BuildOptions};
-use locus_gc::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions};
-use locus_gc::run::{lower_statepoints, prepare_with_threads, Roots};
+use locus_gc::lower::{
+    lower_module_with, FunctionReport, LowerOptions, ThreadOptions, WriteBarriers,
+};
+use locus_gc::run::{lower_statepoints_with, prepare_with_threads, Roots};
 use locus_gc::runtime::{Collector, OnFault};
 use locus_gc::verify::{verify_module, VerifyOptions};
 use locus_llvm::{Context, Module};
@@ -55,6 +57,14 @@ pub enum Command {
         /// cannot hold the other threads' collections up (frames only).
         #[arg(long)]
         safepoint_polls: bool,
+        /// Who places the write barriers generational collectors (mmtk:stickyimmix,
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
+        /// lowering, in every function where the frontend placed no julia.write_barrier),
+        /// `insert` (the lowering, after every such store no frontend barrier on that object
+        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
+        /// codegen places them).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        write_barriers: BarriersArg,
     },
     /// Check the GC invariants of spec 003 that root placement relies on.
     ///
@@ -174,6 +184,14 @@ pub enum Command {
         /// cannot hold the other threads' collections up (frames only).
         #[arg(long)]
         safepoint_polls: bool,
+        /// Who places the write barriers generational collectors (mmtk:stickyimmix,
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
+        /// lowering, in every function where the frontend placed no julia.write_barrier),
+        /// `insert` (the lowering, after every such store no frontend barrier on that object
+        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
+        /// codegen places them).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        write_barriers: BarriersArg,
     },
     /// Lower, compile ahead of time with LLVM 19 and link the GC runtime into an executable
     /// that behaves as `locus gc run` on the same module.
@@ -232,6 +250,14 @@ pub enum Command {
         /// cannot hold the other threads' collections up (frames only).
         #[arg(long)]
         safepoint_polls: bool,
+        /// Who places the write barriers generational collectors (mmtk:stickyimmix,
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
+        /// lowering, in every function where the frontend placed no julia.write_barrier),
+        /// `insert` (the lowering, after every such store no frontend barrier on that object
+        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
+        /// codegen places them).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        write_barriers: BarriersArg,
         /// The executable's collector when its environment names none: `stress`, `locus`
         /// or `mmtk:PLAN` (any plan with --roots statepoint; marksweep, immix or
         /// stickyimmix with frame roots), as `locus gc run --collector` takes.
@@ -246,6 +272,27 @@ pub enum Command {
 /// `--collector`.
 fn parse_collector(name: &str) -> Result<Collector, String> {
     Collector::from_name(name)
+}
+
+/// `--write-barriers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BarriersArg {
+    /// The lowering, in functions without frontend barriers.
+    Auto,
+    /// The lowering, after every store that needs one.
+    Insert,
+    /// The frontend's only.
+    Frontend,
+}
+
+impl From<BarriersArg> for WriteBarriers {
+    fn from(b: BarriersArg) -> WriteBarriers {
+        match b {
+            BarriersArg::Auto => WriteBarriers::Auto,
+            BarriersArg::Insert => WriteBarriers::Insert,
+            BarriersArg::Frontend => WriteBarriers::Frontend,
+        }
+    }
 }
 
 /// `--roots`.
@@ -359,6 +406,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             passes,
             roots,
             safepoint_polls,
+            write_barriers,
         } => {
             let bytes = read(input, file)?;
             let ctx = Context::new();
@@ -371,8 +419,9 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                             .into(),
                     ));
                 }
-                let (module, _) = lower_statepoints(&ctx, &shown, &bytes)
-                    .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
+                let (module, _) =
+                    lower_statepoints_with(&ctx, &shown, &bytes, (*write_barriers).into())
+                        .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
                 if let Some(pipeline) = passes {
                     locus_llvm::passes::run_passes(&module, pipeline)
                         .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
@@ -387,7 +436,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 LowerOptions {
                     intermediate_only: *intermediate,
                 },
-                ThreadOptions::safepoint_polls(*safepoint_polls),
+                ThreadOptions::safepoint_polls(*safepoint_polls)
+                    .with_write_barriers((*write_barriers).into()),
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             if let Some(pipeline) = passes {
@@ -441,6 +491,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             passes,
             timeout,
             safepoint_polls,
+            write_barriers,
         } => {
             let collector = match (*collector, *stress) {
                 (Some(Collector::Mmtk(plan)), true) => {
@@ -475,7 +526,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 entry,
                 passes.as_deref(),
                 (*roots).into(),
-                ThreadOptions::safepoint_polls(*safepoint_polls),
+                ThreadOptions::safepoint_polls(*safepoint_polls)
+                    .with_write_barriers((*write_barriers).into()),
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             crate::sigpipe_for_program();
@@ -508,6 +560,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             runtime,
             emit_ir,
             safepoint_polls,
+            write_barriers,
             collector,
         } => {
             let shown = file.display().to_string();
@@ -530,6 +583,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 passes: passes.clone(),
                 runtime: runtime.clone(),
                 safepoint_polls: *safepoint_polls,
+                write_barriers: (*write_barriers).into(),
                 collector,
                 ..BuildOptions::default()
             };

@@ -44,8 +44,8 @@ use std::process::Command;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
-use crate::lower::ThreadOptions;
-use crate::run::{lower_frames, lower_statepoints, refuse_statepoint_polls, Roots};
+use crate::lower::{ThreadOptions, WriteBarriers};
+use crate::run::{lower_frames, lower_statepoints_with, refuse_statepoint_polls, Roots};
 use crate::runtime::Collector;
 use crate::Error;
 
@@ -77,6 +77,8 @@ pub struct BuildOptions {
     /// Put a safepoint poll at every loop back edge (`--safepoint-polls`, frames only; see
     /// [`crate::lower::polls`]).
     pub safepoint_polls: bool,
+    /// Who places the write barriers generational plans need (`--write-barriers`).
+    pub write_barriers: WriteBarriers,
     /// The collector the executable runs unless its environment names one
     /// (`LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`); `None`: the runtime's default.
     pub collector: Option<Collector>,
@@ -93,6 +95,7 @@ impl Default for BuildOptions {
             runtime: None,
             linker: DEFAULT_LINKER.into(),
             safepoint_polls: false,
+            write_barriers: WriteBarriers::default(),
             collector: None,
         }
     }
@@ -279,27 +282,23 @@ fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
 /// function `main`, or statepoint roots on a host other than x86-64.
 pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<String, Error> {
     let ctx = Context::new();
+    let threads = ThreadOptions::safepoint_polls(options.safepoint_polls)
+        .with_write_barriers(options.write_barriers);
     let module = match options.roots {
         Roots::Frames => {
             let module = Module::parse_ir(&ctx, name, ir)?;
-            lower_frames(
-                &module,
-                ThreadOptions::safepoint_polls(options.safepoint_polls),
-            )?;
+            lower_frames(&module, threads)?;
             module
         }
         Roots::Statepoint => {
-            refuse_statepoint_polls(
-                &options.entry,
-                ThreadOptions::safepoint_polls(options.safepoint_polls),
-            )?;
+            refuse_statepoint_polls(&options.entry, threads)?;
             if !cfg!(target_arch = "x86_64") {
                 return Err(Error::Entry {
                     name: options.entry.clone(),
                     message: "statepoint roots walk x86-64 frames only".into(),
                 });
             }
-            lower_statepoints(&ctx, name, ir)?.0
+            lower_statepoints_with(&ctx, name, ir, options.write_barriers)?.0
         }
     };
     if let Some(pipeline) = &options.passes {

@@ -29,8 +29,8 @@ use locus_llvm::{Context, Module};
 use locus_stackmap::{Location, StatepointRecord};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
-use crate::lower::statepoint::{rewrite_for_statepoints, StatepointReport};
-use crate::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions};
+use crate::lower::statepoint::{rewrite_for_statepoints_with, StatepointReport};
+use crate::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions, WriteBarriers};
 use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Slot, SlotPair, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
@@ -71,6 +71,8 @@ pub struct RunOptions {
     /// thread looping without calls cannot hold the other threads' collections up
     /// (`--safepoint-polls`; frames only).
     pub safepoint_polls: bool,
+    /// Who places the write barriers generational plans need (`--write-barriers`).
+    pub write_barriers: WriteBarriers,
     /// Collect with this MMTk plan instead of the runtime's own collector
     /// ([`locus_gc_runtime::runtime::Collector::Mmtk`]; `--collector mmtk:PLAN`): frame
     /// roots and a plan that pins only, without `stress` or `moving`. One MMTk heap per
@@ -89,6 +91,7 @@ impl Default for RunOptions {
             on_fault: OnFault::Exit,
             passes: None,
             safepoint_polls: false,
+            write_barriers: WriteBarriers::default(),
             mmtk: None,
         }
     }
@@ -275,7 +278,7 @@ pub fn prepare_with_threads(
 ) -> Result<Prepared> {
     if roots == Roots::Statepoint {
         refuse_statepoint_polls(entry, threads)?;
-        return prepare_statepoints(name, ir.as_ref(), entry, passes);
+        return prepare_statepoints(name, ir.as_ref(), entry, passes, threads.write_barriers);
     }
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, ir)?;
@@ -472,7 +475,8 @@ pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Resu
         &options.entry,
         options.passes.as_deref(),
         options.roots,
-        ThreadOptions::safepoint_polls(options.safepoint_polls),
+        ThreadOptions::safepoint_polls(options.safepoint_polls)
+            .with_write_barriers(options.write_barriers),
     )?;
     match options.mmtk {
         Some(plan) => {
@@ -505,6 +509,19 @@ pub fn lower_statepoints<'c>(
     name: &str,
     ir: &[u8],
 ) -> Result<(Module<'c>, StatepointReport)> {
+    lower_statepoints_with(ctx, name, ir, WriteBarriers::default())
+}
+
+/// [`lower_statepoints`], with the write barriers `barriers` asks for.
+///
+/// # Errors
+/// As [`lower_statepoints`].
+pub fn lower_statepoints_with<'c>(
+    ctx: &'c Context,
+    name: &str,
+    ir: &[u8],
+    barriers: WriteBarriers,
+) -> Result<(Module<'c>, StatepointReport)> {
     let module = Module::parse_ir(ctx, name, ir)?;
     module.verify()?;
     let rewritten = module.function_list().into_iter().any(|f| {
@@ -520,7 +537,7 @@ pub fn lower_statepoints<'c>(
     if !violations.is_empty() {
         return Err(Error::Invariants(violations));
     }
-    let (out, report) = rewrite_for_statepoints(ctx, &module)?;
+    let (out, report) = rewrite_for_statepoints_with(ctx, &module, barriers)?;
     refuse_julia_runtime_calls(&out)?;
     Ok((out, report))
 }
@@ -540,6 +557,7 @@ fn prepare_statepoints(
     ir: &[u8],
     entry: &str,
     passes: Option<&str>,
+    barriers: WriteBarriers,
 ) -> Result<Prepared> {
     if !cfg!(target_arch = "x86_64") {
         return Err(Error::Lower {
@@ -549,7 +567,7 @@ fn prepare_statepoints(
         });
     }
     let ctx = Context::new();
-    let (module, _) = lower_statepoints(&ctx, name, ir)?;
+    let (module, _) = lower_statepoints_with(&ctx, name, ir, barriers)?;
     if let Some(pipeline) = passes {
         run_passes(&module, pipeline)?;
     }

@@ -471,3 +471,44 @@ fn moving_needs_statepoint_roots() {
         "{help}"
     );
 }
+
+/// `--write-barriers`: `gc lower` places the lowering's barriers by default and with
+/// `insert`, only the frontend's with `frontend`, on both root strategies; a bad value is
+/// clap's usage error.
+#[test]
+fn write_barriers_option_chooses_who_places_them() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gc/fixtures/filecheck/write_barriers_insert.ll");
+    let file = file.to_str().expect("utf-8 path");
+    let barriers = |roots: &str, who: Option<&str>| {
+        let mut args = vec!["lower", "--roots", roots, file];
+        if let Some(who) = who {
+            args.extend(["--write-barriers", who]);
+        }
+        let out = locus_gc(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("call void @locus_gc_write_barrier("))
+            .count()
+    };
+    for roots in ["frames", "statepoint"] {
+        let (auto, insert, frontend) = (
+            barriers(roots, None),
+            barriers(roots, Some("insert")),
+            barriers(roots, Some("frontend")),
+        );
+        // The fixture's frontend places one barrier; `insert` adds the lowering's.
+        assert!(
+            insert > frontend && frontend >= 1,
+            "{roots}: {insert} {frontend}"
+        );
+        assert_eq!(barriers(roots, Some("auto")), auto, "{roots}");
+    }
+    let out = locus_gc(&["lower", "--write-barriers", "sometimes", file]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -22,7 +22,7 @@
 //! whose address is derived from a tracked object, a `julia.write_barrier(base, stored)`
 //! call goes right after it, which the cleanup and the final lowering turn into
 //! `locus_gc_write_barrier(base)` like the frontend's own (so both root strategies get them:
-//! the frame path and the statepoint rewrite both run [`super::emit::rewrite_helpers`],
+//! the frame path and the statepoint rewrite both run [`super::emit::rewrite_helpers_with`],
 //! which starts here).
 //!
 //! The base is found back along the address's derivation (casts, getelementptrs, `freeze`,

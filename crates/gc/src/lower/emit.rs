@@ -135,13 +135,8 @@ pub fn emit_frame<'m>(
 }
 
 /// Removes what only the analysis needed and lowers `julia.call`, after placing the write
-/// barriers [`WriteBarriers::default`] asks for ([`super::barriers`]).
-pub fn rewrite_helpers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
-    rewrite_helpers_with(b, f, WriteBarriers::default())
-}
-
-/// [`rewrite_helpers`], with the write barriers `barriers` asks for placed first (so that
-/// they are lowered with the frontend's, on either root strategy).
+/// barriers `barriers` asks for ([`super::barriers`]; first, so that they are lowered with
+/// the frontend's, on either root strategy).
 pub fn rewrite_helpers_with<'m>(
     b: &Builder<'m>,
     f: Function<'m>,

@@ -75,6 +75,7 @@ use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, TypeKi
 use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
 use locus_llvm::{Context, Module};
 
+use super::WriteBarriers;
 use crate::addrspace::is_gc;
 use crate::contract::{
     ALLOC_ZEROINIT_INDIRECT, GC_LOADED, GET_PGCSTACK, GET_PGCSTACK_OR_NEW, JL_ROOTS,
@@ -164,7 +165,20 @@ pub fn rewrite_for_statepoints<'c>(
     ctx: &'c Context,
     module: &Module<'_>,
 ) -> Result<(Module<'c>, StatepointReport)> {
-    let (out, mut report) = prepare_for_rs4gc(ctx, module)?;
+    rewrite_for_statepoints_with(ctx, module, WriteBarriers::default())
+}
+
+/// [`rewrite_for_statepoints`], with the write barriers `barriers` asks for (see
+/// [`WriteBarriers`]).
+///
+/// # Errors
+/// As [`rewrite_for_statepoints`].
+pub fn rewrite_for_statepoints_with<'c>(
+    ctx: &'c Context,
+    module: &Module<'_>,
+    barriers: WriteBarriers,
+) -> Result<(Module<'c>, StatepointReport)> {
+    let (out, mut report) = prepare(ctx, module, barriers)?;
     // `out` is verified, so a verifier error here is about RS4GC's output: its relocations
     // tied to a landing pad that is not a `token` fail until fixed up below, and the
     // verification after the fix-up reports anything else.
@@ -213,6 +227,15 @@ pub fn prepare_for_rs4gc<'c>(
     ctx: &'c Context,
     module: &Module<'_>,
 ) -> Result<(Module<'c>, StatepointReport)> {
+    prepare(ctx, module, WriteBarriers::default())
+}
+
+/// [`prepare_for_rs4gc`] with the write barriers `barriers` asks for.
+fn prepare<'c>(
+    ctx: &'c Context,
+    module: &Module<'_>,
+    barriers: WriteBarriers,
+) -> Result<(Module<'c>, StatepointReport)> {
     let mut report = StatepointReport::default();
     {
         let b = Builder::new(module);
@@ -222,7 +245,7 @@ pub fn prepare_for_rs4gc<'c>(
             }
             refuse_unsupported_calls(f)?;
             report.pins += pin_contract(&b, f)?;
-            super::emit::rewrite_helpers(&b, f)?;
+            super::emit::rewrite_helpers_with(&b, f, barriers)?;
             super::final_lower::final_lower(&b, f)?;
         }
         module.verify()?;
