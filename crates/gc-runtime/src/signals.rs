@@ -10,7 +10,8 @@
 //! [`OnFault`](crate::runtime::OnFault) lets the run continue, the object's pages are made
 //! accessible again (they read poison), the access is recorded as a
 //! [`GcFault::FreedAccess`] for the runtime to report at its next call, and the access
-//! proceeds. [`install`] here sets that claimer and installs the handlers.
+//! proceeds. [`install`] here sets that claimer and installs the handlers, and
+//! [`reporting_scope`] here does that before it enters a fault scope.
 
 use std::fmt;
 
@@ -34,6 +35,14 @@ pub fn install() -> bool {
     // mprotect before answering Retry), and never removes from a table.
     unsafe { set_claimer(claim_freed_access) };
     locus_signals::install()
+}
+
+/// [`install`] (the GC's claimer set) and a fault scope on this thread: this module's
+/// form of [`locus_signals::reporting_scope`], which would install the handlers without
+/// the GC's claim.
+pub fn reporting_scope() -> FaultScope {
+    install();
+    fault_scope(false)
 }
 
 /// The GC's claimer: a SIGSEGV or SIGBUS at an address in a freed object of a stress-mode

@@ -350,20 +350,6 @@ impl<T> HandlerTable<T> {
         }
     }
 
-    /// [`HandlerTable::push`], for callers written when the table had a fixed size: always
-    /// `Some` now that the table grows.
-    ///
-    /// # Safety
-    ///
-    /// As for [`HandlerTable::push`].
-    pub unsafe fn insert(&self, entry: *const T) -> Option<usize>
-    where
-        T: Sync,
-    {
-        // SAFETY: the caller's promise, forwarded.
-        Some(unsafe { self.push(entry) })
-    }
-
     /// Withdraws the entry in `slot` and waits until no handler can still be reading it.
     pub fn remove(&self, slot: usize) {
         let mut block = Some(self);

@@ -50,10 +50,7 @@
 //! a freed region is a boundary between two kernel mappings (Linux allows 65,530 per
 //! process by default). When the kernel refuses to map or protect a region, the object
 //! comes from the global allocator instead (as outside stress mode) and is only poisoned
-//! when freed, as before: a read of it then returns poison instead of faulting. When the
-//! handler's table of chunks is full (1024 chunks in the process), a chunk is used
-//! unregistered: an access to one of its freed objects still faults, but is reported as a
-//! plain SIGSEGV.
+//! when freed, as before: a read of it then returns poison instead of faulting.
 
 use std::ptr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -214,8 +211,8 @@ struct Chunk {
     table_len: usize,
     /// Regions the table has room for.
     capacity: usize,
-    /// The slot in [`CHUNKS`], if it found one.
-    slot: Option<usize>,
+    /// The chunk's slot in [`CHUNKS`].
+    slot: usize,
 }
 
 impl Chunk {
@@ -245,7 +242,7 @@ impl Chunk {
         });
         // SAFETY: `shared` is boxed and kept by the chunk, whose `Drop` removes the slot
         // before freeing it; what handlers read of it is atomics or fixed at creation.
-        let slot = unsafe { CHUNKS.insert(&*shared) };
+        let slot = unsafe { CHUNKS.push(&*shared) };
         Some(Chunk {
             shared,
             used: 0,
@@ -265,10 +262,8 @@ impl Chunk {
 
 impl Drop for Chunk {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            // Waits for any handler still reading the chunk.
-            CHUNKS.remove(slot);
-        }
+        // Waits for any handler still reading the chunk.
+        CHUNKS.remove(self.slot);
         // SAFETY: both mappings were made by `reserve`, are no longer reachable from the
         // handler's table, and are released once.
         unsafe {
