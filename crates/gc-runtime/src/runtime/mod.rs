@@ -633,6 +633,9 @@ struct Shared {
     mmtk_every: u64,
     /// Calls that may collect so far, counted for `mmtk_every`.
     mmtk_calls: std::sync::atomic::AtomicU64,
+    /// [`Stats::write_barriers`], counted without the state's lock: compiled code calls
+    /// the barrier after most stores of a pointer.
+    write_barriers: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -839,6 +842,7 @@ impl Runtime {
             mmtk,
             mmtk_every,
             mmtk_calls: std::sync::atomic::AtomicU64::new(0),
+            write_barriers: std::sync::atomic::AtomicU64::new(0),
         });
         HeapHandle(shared).try_attach()
     }
@@ -1338,6 +1342,7 @@ impl Runtime {
                 pause_median_ns: m.pause_median_ns,
                 pause_max_ns: m.pause_max_ns,
                 faults,
+                write_barriers: self.shared.write_barriers.load(Ordering::Relaxed),
                 ..st.stats
             };
         }
@@ -1350,6 +1355,7 @@ impl Runtime {
             bytes_freed: heap.bytes_freed,
             bytes_live: heap.bytes_allocated - heap.bytes_freed,
             faults,
+            write_barriers: self.shared.write_barriers.load(Ordering::Relaxed),
             ..st.stats
         }
     }
@@ -1867,8 +1873,24 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 /// ([`Stats::write_barriers`]). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
+    // The common case without the entry's checks: a thread with a runtime whose collector
+    // remembers nothing only counts.
+    if let Ok(rt) = CURRENT.try_with(Cell::get) {
+        if !rt.is_null() {
+            // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
+            let rt = unsafe { &*rt };
+            if !rt
+                .shared
+                .mmtk
+                .is_some_and(|heap| heap.plan().generational())
+            {
+                rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
     entry(RUNTIME_WRITE_BARRIER, |rt| {
-        lock(&rt.shared.state).stats.write_barriers += 1;
+        rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
         if let Some(m) = rt.mm.borrow_mut().as_mut() {
             let (heap, parent) = (m.heap(), parent as usize);
             // MMTk's barrier reads and writes the metadata of whatever address it is
