@@ -23,7 +23,7 @@
 //! |---|---|---|---|
 //! | MarkSweep | never | pinned (nothing moves anyway) | no |
 //! | Immix | when it defragments | pinned, with all they reach, for the collection | no |
-//! | StickyImmix | nursery objects, and when it defragments | pinned, with all they reach, for the collection | yes |
+//! | StickyImmix | when a full-heap collection defragments (the nursery never copies) | pinned, with all they reach, for the collection | yes |
 //! | SemiSpace | every live object, every collection | rewritten (cannot pin) | no |
 //! | GenCopy | every live object it collects | rewritten (cannot pin) | yes |
 //!
@@ -160,13 +160,13 @@
 //! StickyImmix for all: the lowering places the write barriers these two plans need where
 //! the frontend placed none (`locus_gc::lower::WriteBarriers`; without them
 //! `callee_rooted_field`, `vector_loaded` and `vector_masked_loads` stored young objects
-//! into old ones unremembered and gave wrong results). With frame roots, StickyImmix
-//! collecting at every call still gives `vector_loaded` 4200 and `vector_masked_loads` a
-//! wrong sum, barriers or not: a nursery collection does not trace the old object a frame
-//! names, so the transitive pin of frame roots stops there; the young objects its fields
-//! refer to are reached through the remembered set instead, and the nursery copies them
-//! (2 and 4 objects moved) while the code still holds the Loaded (13) pointers it read
-//! from those fields. Several mutator
+//! into old ones unremembered and gave wrong results). StickyImmix's nursery does not copy
+//! (MMTk's feature `sticky_immix_non_moving_nursery`): with a copying nursery and frame
+//! roots, `vector_loaded` gave 4200 and `vector_masked_loads` and `gc_loaded` wrong
+//! results, barriers or not, because a nursery collection does not trace the old object
+//! a frame names, so the transitive pin of frame roots stops there; the young objects its
+//! fields refer to were reached through the remembered set instead and copied while the
+//! code still held the Loaded (13) pointers it had read from those fields. Several mutator
 //! threads (cli `gc_threads`, gc-runtime `mmtk_runtime`): the threaded `share` program (5
 //! threads, a global root table, a holder blocked in a foreign call under `jl_roots`, main
 //! joining in a safe region) gives the stress collector's 202250 under MarkSweep and Immix
