@@ -130,6 +130,7 @@ pub const NOT_SAFEPOINTS: &[&str] = &[
     TYPEOF,
     WRITE_BARRIER,
     OBJECT_WRITE_BARRIER,
+    RUNTIME_WRITE_BARRIER_INTERIOR,
     "julia.pop_handler_noexcept",
     "jl_egal__unboxed",
     "jl_lock_value",
@@ -171,6 +172,10 @@ pub const RUNTIME_FOREIGN_READ: &str = "locus_gc_foreign_read";
 pub const RUNTIME_CALLEE_ROOTED_READ: &str = "locus_gc_callee_rooted_read";
 /// `locus_gc_write_barrier(ptr addrspace(10) parent)`: what Julia's write barriers become.
 pub const RUNTIME_WRITE_BARRIER: &str = "locus_gc_write_barrier";
+/// `locus_gc_write_barrier_interior(ptr addr)`: the write barrier on the object holding
+/// `addr` (an address inside it, or outside the heap: no barrier), placed after a store
+/// whose object the lowering cannot name (through a Derived argument, say); never collects.
+pub const RUNTIME_WRITE_BARRIER_INTERIOR: &str = "locus_gc_write_barrier_interior";
 /// `locus_gc_alloc_bytes(ptr ptls, i64 size, i64 tag)`: a new tagged object; what
 /// [`GC_ALLOC_BYTES`] becomes; may collect first.
 pub const RUNTIME_ALLOC_BYTES: &str = "locus_gc_alloc_bytes";

@@ -47,21 +47,28 @@
 //! - with [`WriteBarriers::Insert`], a frontend barrier on the same object follows the
 //!   store in its block, before any call that may collect.
 //!
-//! What cannot be named is left without a barrier: a Derived (11) pointer that is a
-//! function's argument (its object is the caller's) or comes out of an operation the
-//! scanner refuses too. The runtime's barrier takes an object's address, never an interior
-//! pointer.
+//! What cannot be named is left to the runtime: when the address derives from a GC
+//! pointer (Derived, Loaded or CalleeRooted) with no object this function can name (a
+//! function's argument: its object is the caller's; a derived pointer loaded from memory
+//! or returned by a call; a Loaded pointer loaded from the stack or a global), the store
+//! is followed by `locus_gc_write_barrier_interior(addr)`, `addr` the store's address cast
+//! to a plain pointer (one call per lane of a scatter), which finds the object holding
+//! `addr` and runs the barrier on it (an address in no object is no barrier). It never
+//! collects, and is called directly: neither the cleanup nor the final lowering changes
+//! it. A store that reaches both a named object and an unnamed one (a select) gets both
+//! barriers. An address made from an integer, or an untracked pointer that comes from no
+//! GC pointer, still gets none (spec 003: the frontend answers for those).
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::Cfg;
 use locus_llvm::ir::{Function, Instruction, Opcode, Value};
 
 use super::scan::{is_derived_pointer, is_derived_vector, is_safepoint, HashMap, Scanner};
-use crate::addrspace::{holds_loaded, tracked_leaves, LOADED, TRACKED};
+use crate::addrspace::{holds_loaded, is_gc, tracked_leaves, LOADED, TRACKED, UNTRACKED};
 use crate::contract::{
     ALLOC_GENERICMEMORY, GC_ALLOC_BYTES, GC_ALLOC_MEMORY, GC_ALLOC_OBJ, GC_LOADED,
     POINTER_FROM_OBJREF, RUNTIME_ALLOC, RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY,
-    RUNTIME_WRITE_BARRIER, WRITE_BARRIER,
+    RUNTIME_WRITE_BARRIER, RUNTIME_WRITE_BARRIER_INTERIOR, WRITE_BARRIER,
 };
 use crate::{Error, Result};
 
@@ -76,7 +83,9 @@ use crate::{Error, Result};
 /// through a Loaded pointer, the object it was loaded from); none for constants, allocas,
 /// globals (root tables are scanned at every collection), memory reached through
 /// untracked pointers, or an object allocated since the last call that may collect (it is
-/// young). A Derived (11) argument's object is the caller's: such a store gets none.
+/// young). A store through a GC pointer whose object the function cannot name (a Derived
+/// (11) argument: the object is the caller's; a derived pointer loaded from memory) gets
+/// `locus_gc_write_barrier_interior(address)`, which finds the object at run time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WriteBarriers {
     /// Only the frontend's `julia.write_barrier` calls (Julia's own codegen places them).
@@ -120,6 +129,10 @@ struct Found<'m> {
     parents: Vec<Parent<'m>>,
     /// A phi of derived pointers was met before the function was lifted.
     needs_lift: bool,
+    /// The derivation reached a GC pointer whose object cannot be named (a Derived
+    /// argument, a derived pointer loaded from memory): the runtime finds the object
+    /// holding the address (`locus_gc_write_barrier_interior`).
+    interior: bool,
 }
 
 impl<'m> Found<'m> {
@@ -127,6 +140,23 @@ impl<'m> Found<'m> {
         if !self.parents.contains(&p) {
             self.parents.push(p);
         }
+    }
+
+    /// `v`, where the derivation stops, points into an object this function cannot name
+    /// if it is a GC pointer (a constant is in no object the heap holds).
+    fn unnamed(&mut self, v: Value<'m>) {
+        let ty = v.ty().scalar();
+        if !v.is_constant() && ty.is_pointer() && ty.address_space().is_some_and(is_gc) {
+            self.interior = true;
+        }
+    }
+
+    fn merge(&mut self, other: Found<'m>) {
+        for p in other.parents {
+            self.push(p);
+        }
+        self.needs_lift |= other.needs_lift;
+        self.interior |= other.interior;
     }
 }
 
@@ -142,7 +172,11 @@ struct Write<'m> {
 fn is_barrier_call(inst: Instruction<'_>) -> bool {
     inst.as_call()
         .and_then(|c| c.callee_name())
-        .is_some_and(|n| super::emit::is_write_barrier(&n) || n == RUNTIME_WRITE_BARRIER)
+        .is_some_and(|n| {
+            super::emit::is_write_barrier(&n)
+                || n == RUNTIME_WRITE_BARRIER
+                || n == RUNTIME_WRITE_BARRIER_INTERIOR
+        })
 }
 
 fn holds_tracked(v: Value<'_>) -> bool {
@@ -257,7 +291,9 @@ impl<'s, 'm> Placer<'s, 'm> {
             return;
         }
         let Some(inst) = v.as_instruction() else {
-            // Globals, constants, arguments: no object this function can name.
+            // Globals and constants are in no object; a GC pointer argument is in the
+            // caller's.
+            out.unnamed(v);
             return;
         };
         match inst.opcode() {
@@ -268,7 +304,7 @@ impl<'s, 'm> Placer<'s, 'm> {
             }
             Opcode::Load if ty.address_space() == Some(LOADED) => {
                 if let Some(p) = inst.operand(0) {
-                    self.scalar(p, depth + 1, out);
+                    self.owner(p, depth + 1, out);
                 }
             }
             Opcode::ExtractElement => {
@@ -297,17 +333,17 @@ impl<'s, 'm> Placer<'s, 'm> {
                 }
                 match agg.as_instruction() {
                     Some(a) if a.opcode() == Opcode::Phi && holds_gc_decayed(agg) => {
-                        out.needs_lift = true;
+                        self.phi(v, out);
                     }
                     Some(a) if a.opcode() == Opcode::Load && holds_loaded(agg.ty()) => {
                         if let Some(p) = a.operand(0) {
-                            self.scalar(p, depth + 1, out);
+                            self.owner(p, depth + 1, out);
                         }
                     }
                     Some(a) if a.opcode() == Opcode::InsertValue => {
                         self.field_of_insert(a, &path, depth + 1, out);
                     }
-                    _ => {}
+                    _ => out.unnamed(v),
                 }
             }
             // Either operand: both.
@@ -316,18 +352,42 @@ impl<'s, 'm> Placer<'s, 'm> {
                     self.scalar(op, depth + 1, out);
                 }
             }
-            Opcode::Phi if is_derived_pointer(v) => out.needs_lift = true,
+            Opcode::Phi if is_derived_pointer(v) => self.phi(v, out),
             Opcode::Call => {
                 let Some(call) = inst.as_call() else { return };
                 let name = call.callee_name().unwrap_or_default();
-                if name == GC_LOADED || name == POINTER_FROM_OBJREF {
-                    if let Some(&obj) = call.arguments().first() {
+                match call.arguments().first() {
+                    Some(&obj) if name == GC_LOADED || name == POINTER_FROM_OBJREF => {
                         self.scalar(obj, depth + 1, out);
                     }
+                    _ => out.unnamed(v),
                 }
             }
-            _ => {}
+            // A derived pointer loaded from memory, made from an integer, ...
+            _ => out.unnamed(v),
         }
+    }
+
+    /// A phi of derived pointers `v`: lifted, or to be lifted. One the lifting gave no
+    /// base (it gives every one it does not refuse) is left to the runtime.
+    fn phi(&self, v: Value<'m>, out: &mut Found<'m>) {
+        if self.lifted.is_some() {
+            out.unnamed(v);
+        } else {
+            out.needs_lift = true;
+        }
+    }
+
+    /// The objects owning the data a Loaded (13) pointer loaded through `p` points into:
+    /// those `p` points into. A Loaded pointer loaded from the stack or a global has no
+    /// owner this function can name: the runtime finds the object holding the address.
+    fn owner(&self, p: Value<'m>, depth: usize, out: &mut Found<'m>) {
+        let mut from = Found::default();
+        self.scalar(p, depth, &mut from);
+        if from.parents.is_empty() && !from.needs_lift {
+            from.interior = true;
+        }
+        out.merge(from);
     }
 
     /// The field at `path` of an `insertvalue` chain.
@@ -380,6 +440,7 @@ impl<'s, 'm> Placer<'s, 'm> {
             return;
         }
         let Some(inst) = v.as_instruction() else {
+            out.unnamed(v);
             return;
         };
         match inst.opcode() {
@@ -390,7 +451,7 @@ impl<'s, 'm> Placer<'s, 'm> {
             }
             Opcode::Load if holds_loaded(ty) => {
                 if let Some(p) = inst.operand(0) {
-                    self.scalar(p, depth + 1, out);
+                    self.owner(p, depth + 1, out);
                 }
             }
             Opcode::InsertElement => {
@@ -425,20 +486,26 @@ impl<'s, 'm> Placer<'s, 'm> {
                     self.lane(op, lane, depth + 1, out);
                 }
             }
-            Opcode::Phi if is_derived_vector(v) => out.needs_lift = true,
+            Opcode::Phi if is_derived_vector(v) => self.phi(v, out),
             Opcode::Call => {
                 let Some(call) = inst.as_call() else { return };
                 let name = call.callee_name().unwrap_or_default();
-                let Some(&p) = call.arguments().first() else {
-                    return;
-                };
-                if holds_loaded(ty) && name.starts_with("llvm.masked.load.") {
-                    self.scalar(p, depth + 1, out);
-                } else if holds_loaded(ty) && name.starts_with("llvm.masked.gather.") {
-                    self.lane(p, lane, depth + 1, out);
+                match call.arguments().first() {
+                    Some(&p) if holds_loaded(ty) && name.starts_with("llvm.masked.load.") => {
+                        self.owner(p, depth + 1, out);
+                    }
+                    Some(&p) if holds_loaded(ty) && name.starts_with("llvm.masked.gather.") => {
+                        let mut from = Found::default();
+                        self.lane(p, lane, depth + 1, &mut from);
+                        if from.parents.is_empty() && !from.needs_lift {
+                            from.interior = true;
+                        }
+                        out.merge(from);
+                    }
+                    _ => out.unnamed(v),
                 }
             }
-            _ => {}
+            _ => out.unnamed(v),
         }
     }
 
@@ -582,6 +649,9 @@ pub(super) fn insert_write_barriers<'m>(
     let tracked = b.ptr_type(TRACKED)?;
     let barrier_ty = b.function_type(b.void_type(), &[tracked], true)?;
     let mut barrier = None;
+    let raw = b.ptr_type(UNTRACKED)?;
+    let interior_ty = b.function_type(b.void_type(), &[raw], false)?;
+    let mut interior = None;
     let i32t = b.int_type(32)?;
     let mut placed = 0;
     for (w, found) in writes.iter().zip(found) {
@@ -612,6 +682,40 @@ pub(super) fn insert_write_barriers<'m>(
                 }
             };
             after = b.call(barrier_ty, callee, &[object, w.stored], &[], "")?;
+            placed += 1;
+        }
+        if !found.interior {
+            continue;
+        }
+        let callee = match interior {
+            Some(c) => c,
+            None => {
+                let c = b
+                    .declare_function(RUNTIME_WRITE_BARRIER_INTERIOR, interior_ty)
+                    .map_err(|e| Error::Lower {
+                        function: f.name(),
+                        instruction: Some(w.inst.print().trim().to_string()),
+                        message: format!("cannot declare the interior write barrier: {e}"),
+                    })?;
+                interior = Some(c);
+                c
+            }
+        };
+        b.position_after(after)?;
+        // The runtime takes a plain address (C's `uint8_t *`), one per lane of a scatter.
+        let addresses = match w.address.ty().vector_len() {
+            Some(n) if w.address.ty().is_vector() => (0..n)
+                .map(|i| b.extract_element(w.address, b.const_int(i32t, i64::from(i))?, ""))
+                .collect::<locus_llvm::Result<Vec<_>>>()?,
+            _ => vec![w.address],
+        };
+        for address in addresses {
+            let address = if address.ty().address_space() == Some(UNTRACKED) {
+                address
+            } else {
+                b.addrspacecast(address, raw, "")?
+            };
+            b.call(interior_ty, callee, &[address], &[], "")?;
             placed += 1;
         }
     }

@@ -108,9 +108,10 @@ pub const COLLECTING: [(&str, &str); 6] = [
 ];
 
 /// The runtime functions that never collect: no statepoint for calls to them.
-const LEAVES: [&str; 8] = [
+const LEAVES: [&str; 9] = [
     RUNTIME_GET_PGCSTACK,
     RUNTIME_WRITE_BARRIER,
+    crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR,
     PIN,
     UNPIN,
     PIN_FOREVER,
