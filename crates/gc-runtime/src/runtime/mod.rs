@@ -1627,7 +1627,12 @@ fn entry_in<R>(name: &'static str, safe_ok: bool, body: impl FnOnce(&Runtime) ->
 /// Returns the address of the current thread's chain head slot. Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
-    entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack)
+    // Compiled code asks at the start of every function that takes part: under MMTk,
+    // where there are no freed objects to report, a thread with a runtime outside a safe
+    // region gets its answer without the entry's other work.
+    let fast =
+        with_current(|rt| (rt.shared.mmtk.is_some() && !rt.is_safe()).then(|| rt.pgcstack()));
+    fast.unwrap_or_else(|| entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack))
 }
 
 /// May collect, then returns a new object with `nptrs` null pointer fields followed by
@@ -1649,20 +1654,27 @@ pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
 /// panics.
 #[inline]
 fn fast_alloc(nptrs: i64, nbytes: i64) -> Option<*mut u8> {
+    with_current(|rt| {
+        let heap = rt.shared.mmtk?;
+        if heap.collection_pending() || rt.shared.mmtk_every > 0 || rt.is_safe() {
+            return None;
+        }
+        let (nptrs, nbytes) = (usize::try_from(nptrs).ok()?, usize::try_from(nbytes).ok()?);
+        let mut mm = rt.mm.try_borrow_mut().ok()?;
+        let obj = mm.as_mut()?.try_alloc(nptrs, nbytes)?;
+        Some(obj as *mut u8)
+    })
+}
+
+/// `fast(rt)` with the calling thread's runtime, without an entry's checks and reports;
+/// `None` when the thread has none (the entry then says so) or `fast` declines.
+fn with_current<R>(fast: impl FnOnce(&Runtime) -> Option<R>) -> Option<R> {
     let rt = CURRENT.try_with(Cell::get).ok()?;
     if rt.is_null() {
         return None;
     }
     // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
-    let rt = unsafe { &*rt };
-    let heap = rt.shared.mmtk?;
-    if heap.collection_pending() || rt.shared.mmtk_every > 0 || rt.is_safe() {
-        return None;
-    }
-    let (nptrs, nbytes) = (usize::try_from(nptrs).ok()?, usize::try_from(nbytes).ok()?);
-    let mut mm = rt.mm.try_borrow_mut().ok()?;
-    let obj = mm.as_mut()?.try_alloc(nptrs, nbytes)?;
-    Some(obj as *mut u8)
+    fast(unsafe { &*rt })
 }
 
 /// What `julia.gc_alloc_bytes(ptls, size, tag)` becomes: may collect, then returns a new
@@ -1875,19 +1887,15 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     // The common case without the entry's checks: a thread with a runtime whose collector
     // remembers nothing only counts.
-    if let Ok(rt) = CURRENT.try_with(Cell::get) {
-        if !rt.is_null() {
-            // SAFETY: `CURRENT` only holds runtimes owned by live guards on this thread.
-            let rt = unsafe { &*rt };
-            if !rt
-                .shared
-                .mmtk
-                .is_some_and(|heap| heap.plan().generational())
-            {
-                rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-        }
+    let counted = with_current(|rt| {
+        let remembers = rt
+            .shared
+            .mmtk
+            .is_some_and(|heap| heap.plan().generational());
+        (!remembers).then(|| rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed))
+    });
+    if counted.is_some() {
+        return;
     }
     entry(RUNTIME_WRITE_BARRIER, |rt| {
         rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
