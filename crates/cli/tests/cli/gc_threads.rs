@@ -380,3 +380,25 @@ fn threads_under_mmtk() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "202250\n");
 }
+
+/// Four threads that run out of memory at about the same time (the churn benchmark under
+/// MMTk Immix with a 16 MiB heap): the run ends with exactly one `locus: gc:` line and
+/// status 2, not one line per thread (before, 1 to 4 lines).
+#[test]
+fn threads_out_of_memory_at_once_print_one_line() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc/fixtures/bench/churn.ll");
+    for _ in 0..4 {
+        let mut cmd = Command::new(LOCUS);
+        cmd.args(["gc", "run", "--collector", "mmtk:immix"])
+            .arg(&file)
+            .env("LOCUS_GC_HEAP_SIZE", "16M");
+        let out = run_watched(cmd, ENDS).expect("the run ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("locus: gc: ") && stderr.contains("out of memory"),
+            "{stderr}"
+        );
+    }
+}

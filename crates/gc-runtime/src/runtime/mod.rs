@@ -636,6 +636,10 @@ struct Shared {
     /// [`Stats::write_barriers`], counted without the state's lock: compiled code calls
     /// the barrier after most stores of a pointer.
     write_barriers: std::sync::atomic::AtomicU64,
+    /// Set by the first thread that ends the process for a fault ([`OnFault::Exit`],
+    /// [`OnFault::Abort`]): another thread's fault meanwhile (every thread out of memory at
+    /// once) waits for the end instead of printing a second line.
+    ending: AtomicBool,
 }
 
 impl Shared {
@@ -843,6 +847,7 @@ impl Runtime {
             mmtk_every,
             mmtk_calls: std::sync::atomic::AtomicU64::new(0),
             write_barriers: std::sync::atomic::AtomicU64::new(0),
+            ending: AtomicBool::new(false),
         });
         HeapHandle(shared).try_attach()
     }
@@ -1389,6 +1394,13 @@ impl Runtime {
     /// Records a fault and hands it to the handler.
     fn report(&self, fault: GcFault) {
         lock(&self.shared.faults).push(fault);
+        let ends = matches!(self.shared.on_fault, OnFault::Exit | OnFault::Abort);
+        if ends && self.shared.ending.swap(true, Ordering::SeqCst) {
+            // Another thread is ending the process with its line.
+            loop {
+                std::thread::park();
+            }
+        }
         match &self.shared.on_fault {
             OnFault::Exit => {
                 print_fault(&fault);
