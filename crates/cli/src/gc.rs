@@ -150,8 +150,9 @@ pub enum Command {
         /// to a freed object, ends the run with exit status 2.
         #[arg(long)]
         stress: bool,
-        /// The collector: `stress` (as --stress), `locus` (the runtime's own mark-sweep,
-        /// the default) or `mmtk:PLAN`, an MMTk plan: marksweep, immix or stickyimmix
+        /// The collector: `stress` (as --stress), `locus` (the runtime's own mark-sweep;
+        /// with --moving its moving collector) or `mmtk:PLAN`, an MMTk plan (default
+        /// mmtk:marksweep, or `locus` with --moving): marksweep, immix or stickyimmix
         /// with either roots (objects frames name are pinned), semispace or gencopy with
         /// --roots statepoint (they cannot pin). LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the
         /// MMTk heap (default: it grows from 32 MiB up to half the memory).
@@ -260,10 +261,10 @@ pub enum Command {
         write_barriers: BarriersArg,
         /// The executable's collector when its environment names none: `stress`, `locus`
         /// or `mmtk:PLAN` (any plan with --roots statepoint; marksweep, immix or
-        /// stickyimmix with frame roots), as `locus gc run --collector` takes.
-        /// LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the executable's environment still
-        /// chooses another. An unknown name, or a plan that
-        /// cannot pin with frame roots, is refused (status 1, nothing written).
+        /// stickyimmix with frame roots), as `locus gc run --collector` takes; default
+        /// mmtk:marksweep. LOCUS_GC_COLLECTOR (or LOCUS_GC_STRESS=1) in the executable's
+        /// environment still chooses another. An unknown name, or a plan that cannot pin
+        /// with frame roots, is refused (status 1, nothing written).
         #[arg(long, value_name = "NAME")]
         collector: Option<String>,
     },
@@ -273,6 +274,12 @@ pub enum Command {
 fn parse_collector(name: &str) -> Result<Collector, String> {
     Collector::from_name(name)
 }
+
+/// The collector of `gc run` and of `gc build`'s executables when none is named: MMTk's
+/// MarkSweep, the plan that ran every program of the GC suite with both kinds of roots and
+/// fitted every benchmark in Boehm's heap limit (the crate docs of locus-gc give the
+/// figures).
+pub const DEFAULT_COLLECTOR: Collector = Collector::Mmtk(locus_gc::mmtk::Plan::MarkSweep);
 
 /// `--write-barriers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -502,7 +509,10 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 }
                 (Some(c), false) => c,
                 (_, true) => Collector::Stress,
-                (None, false) => Collector::Locus,
+                // The runtime's own moving collector; otherwise MMTk's MarkSweep (see
+                // DEFAULT_COLLECTOR).
+                (None, false) if *moving => Collector::Locus,
+                (None, false) => DEFAULT_COLLECTOR,
             };
             if let (Collector::Mmtk(plan), true) = (collector, *moving) {
                 return Err(Failure::Message(format!(
@@ -572,10 +582,9 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 .map(|name| {
                     Collector::from_name(name).map_err(|e| fail(&format!("--collector: {e}")))
                 })
-                .transpose()?;
-            if let Some(c) = collector {
-                build::check_collector(c, (*roots).into()).map_err(|e| fail(&e))?;
-            }
+                .transpose()?
+                .unwrap_or(DEFAULT_COLLECTOR);
+            build::check_collector(collector, (*roots).into()).map_err(|e| fail(&e))?;
             let bytes = read(input, file)?;
             let options = BuildOptions {
                 roots: (*roots).into(),
@@ -584,7 +593,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 runtime: runtime.clone(),
                 safepoint_polls: *safepoint_polls,
                 write_barriers: (*write_barriers).into(),
-                collector,
+                collector: Some(collector),
                 ..BuildOptions::default()
             };
             if let Some(path) = emit_ir {

@@ -90,76 +90,55 @@
 //! (`GC_MAXIMUM_HEAP_SIZE` for Boehm, `LOCUS_GC_HEAP_SIZE` for the MMTk heap; the
 //! runtime's own mark-sweep has no limit). Ratios to Boehm in the same run (the builds take
 //! turns run by run): median wall time of 3 runs, largest peak RSS (read by a small process
-//! that forks each run). Measured 2026-11-28 on the shared 2-core development machine (load
-//! 2-3 from other work, so single times moved by up to 2x between runs; the ratios within a
-//! run are what to read). Boehm's own figures: GCBench 0.54-0.60 s and 37.6 MB, table
-//! 0.16 s and 38.2 MB, churn-1thread 0.37-0.46 s and 11.2 MB, churn 0.52 s and 40.1 MB.
+//! that forks each run), and each MMTk plan's median and longest stop-the-world pause
+//! (`MmtkStats`; the runtime's own collector does not report pauses).
 //!
-//! | program | collector | heap limit | time / Boehm | peak RSS / Boehm |
+//! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 after the MMTk
+//! objects' header went from 32 to 16 bytes and allocation got MMTk's bump-pointer fast
+//! path, on the 2-core machine at load 1.1-1.3 (Boehm 0.399 s and 36.7 MB at 64 MiB, 0.461 s
+//! at 128 MiB):
+//!
+//! | collector, roots | 64 MiB time / memory | pause median / max | 128 MiB time / memory | pause median / max |
 //! |---|---|---|---|---|
-//! | GCBench | locus (own mark-sweep), frames | none | 27.1 (16.3 at 128M) | 4.31 |
-//! | GCBench | locus, statepoints | none | 22.9 (16.4) | 4.28 |
-//! | GCBench | mmtk:marksweep | 64 MiB / 128 MiB | 5.49 / 3.07 | 2.12 / 3.91 |
-//! | GCBench | mmtk:immix | 64 MiB / 128 MiB | 4.12 / 2.62 | 2.04 / 3.73 |
-//! | GCBench | mmtk:stickyimmix | 64 MiB / 128 MiB | 5.12 / 2.62 | 2.45 / 3.90 |
-//! | table | locus, frames | none | 10.8 (9.7) | 7.79 |
-//! | table | locus, statepoints | none | 10.4 (9.8) | 7.78 |
-//! | table | mmtk:marksweep | 64 MiB / 128 MiB | 5.64 / 4.87 | 2.13 / 2.64 |
-//! | table | mmtk:immix | 64 MiB / 128 MiB | 18.8 (33 collections) / 4.93 | 2.02 / 2.65 |
-//! | table | mmtk:stickyimmix | 64 MiB / 128 MiB | out of memory / 4.55 | — / 2.64 |
-//! | churn-1thread | locus, frames | none | 25.3 (20.5) | 6.73 |
-//! | churn-1thread | locus, statepoints | none | 24.9 (20.8) | 7.11 |
-//! | churn-1thread | mmtk:marksweep | 64 MiB / 24 MiB | 5.21 / 6.19 | 7.11 / 3.27 |
-//! | churn-1thread | mmtk:immix | 64 MiB / 24 MiB | 3.99 / out of memory | 6.84 / — |
-//! | churn-1thread | mmtk:stickyimmix | 64 MiB / 24 MiB | 4.83 / out of memory | 7.89 / — |
-//! | churn (4 threads) | locus, frames | none | 25.3 | 7.58 |
-//! | churn (4 threads) | locus, statepoints | none | 26.3 | 7.65 |
-//! | churn (4 threads) | mmtk:marksweep, frames / statepoints | 64 MiB | 7.84 / 9.85 | 1.99 / 1.99 |
-//! | churn (4 threads) | mmtk:immix, frames / statepoints | 64 MiB | out of memory / 14.2 | — / 2.00 |
-//! | churn (4 threads) | mmtk:stickyimmix, frames / statepoints | 64 MiB | out of memory / 13.3 | — / 2.93 |
-//! | churn (4 threads) | mmtk:semispace, mmtk:gencopy (statepoints) | 64 MiB | out of memory | |
+//! | mmtk:marksweep, frames | 4.03 / 2.11 | 15.4 / 28.7 ms | 3.46 / 3.91 | 13.9 / 22.4 ms |
+//! | mmtk:immix, frames | 1.48 / 2.03 | 13.1 / 19.5 ms | 1.20 / 3.73 | 20.2 / 27.8 ms |
+//! | mmtk:stickyimmix, frames | 1.93 / 2.17 | 6.0 / 29.5 ms | 1.68 / 3.67 | 10.3 / 27.8 ms |
+//! | mmtk:marksweep, statepoints | 4.08 / 2.12 | 13.6 / 32.9 ms | 3.37 / 3.91 | 14.6 / 20.3 ms |
+//! | mmtk:immix, statepoints | 1.71 / 2.03 | 15.6 / 24.1 ms | 1.41 / 3.73 | 17.1 / 26.0 ms |
+//! | mmtk:stickyimmix, statepoints | 1.92 / 2.28 | 5.7 / 27.9 ms | 1.69 / 3.79 | 9.7 / 46.2 ms |
+//! | mmtk:semispace, statepoints | 2.27 / 2.10 | 12.0 / 25.7 ms | 1.53 / 3.80 | 15.4 / 25.3 ms |
+//! | mmtk:gencopy, statepoints | 1.89 / 2.29 | 3.6 / 25.1 ms | 1.50 / 2.36 | 4.1 / 29.5 ms |
+//! | locus (own mark-sweep), frames / statepoints | 23.4 / 22.5 (4.3 memory) | — | 21.3 / 20.5 | — |
 //!
-//! (GCBench: Boehm's, trees of depth 4-16, stretch 18. table: a chained hash table of
-//! 500,000 entries and their boxes, every seventh value replaced in 10 rounds. churn: 4
-//! threads each keep a tree of 131,071 nodes in their frames and replace 100,000 random
-//! subtrees of 31 nodes; churn-1thread: the same on one thread, 400,000 rounds.) The
-//! 4-thread churn rows on MMTk are from a later run (2 runs each, after the runtime took
-//! several mutator threads and statepoint roots on MMTk). GCBench at 64 MiB in a run after
-//! that (3 runs each; Boehm 0.467 s): frames on marksweep 4.65x time / 2.10x memory, immix
-//! 4.34x / 2.02x, stickyimmix 4.04x / 2.20x; statepoint roots on marksweep 4.91x / 2.10x,
-//! immix 3.98x / 2.02x, stickyimmix 4.25x / 2.30x (frames against statepoints: within
-//! 10%, either way); semispace and gencopy ran out of memory at 64 MiB; own mark-sweep
-//! 20.3x (frames) and 21.2x (statepoints). No plan reports pause times yet (neither the
-//! runtime's `Stats` nor `MmtkStats` counts them).
+//! (Before the header and fast-path work the best plan was 4.1x at 64 MiB and 2.6x at
+//! 128 MiB.) At 32 MiB (load 4-7) Immix took 3.1-3.9x and SemiSpace and GenCopy ran out
+//! of memory. The other two programs, measured before that work (load 2-3; table: a
+//! chained hash table of 500,000 entries, every seventh value replaced in 10 rounds;
+//! churn: 4 threads each keeping a tree of 131,071 nodes and replacing 100,000 random
+//! subtrees): table at 128 MiB marksweep 4.87x, immix 4.93x, stickyimmix 4.55x (2.6x
+//! memory), own mark-sweep 10.4-10.8x; churn at 64 MiB marksweep 7.84x (frames) / 9.85x
+//! (statepoints) in 2.0x memory, own mark-sweep 25-26x in 7.6x memory. Churn at 64 MiB
+//! still runs Immix and StickyImmix with frame roots out of memory after that work (the
+//! frames pin what they reach, so Immix cannot defragment a heap that the random subtree
+//! replacement fragments line by line); it runs in 96 MiB, and with statepoint roots.
 //!
-//! Nothing reaches the goal (the best MMTk plan at most as slow as Boehm on
-//! GCBench in no more memory): the best, Immix, is 2.6x Boehm's time at 128 MiB (3.7x its
-//! memory) and 4.1x at 64 MiB (2.0x its memory). Much of the gap is outside the
-//! collector: table under MMTk Immix at 128 MiB never collects and still takes 4.5-4.9x
-//! Boehm's time, and `perf record` puts 68% of that run in the program's own chain walk
-//! (one pointer-chasing `mov`/`cmp`/`jne` loop, the same loop as the C program's), 4% in
-//! MMTk's allocation and 6% in the kernel zeroing fresh pages. The likely cause is the
-//! layout: each object carries the runtime's 32-byte header, and entries and their boxes
-//! alternate in one space, about 100 bytes per entry, where Boehm packs the 24-byte entries
-//! into 32-byte slots and keeps the pointer-free boxes apart; the walk's working set is
-//! about three times Boehm's, so more of its steps miss the caches and the TLB. A plan's
-//! heap is fixed and touched as it fills, so its peak RSS follows the limit.
+//! The goal (the best MMTk plan at most as slow as Boehm on GCBench, in no more memory) is
+//! not met: Immix is 1.2-1.5x Boehm's time in 2.0x its memory at 64 MiB. What remains,
+//! from `perf` on Immix at 64 MiB: MMTk zeroing fresh blocks that allocation then zeroes
+//! again (10%), the call per allocation (an allocation fast path inlined into compiled
+//! code would remove it), and memory: a GCBench node takes 48 bytes (16-byte header) where
+//! Boehm's takes 32, MMTk's own footprint is about 10.5 MB against Boehm's 1.7 MB, and a
+//! fixed MMTk heap is touched up to its limit where Boehm's limit is only a maximum.
 //!
-//! **The default collector stays `locus`** (the runtime's own mark-sweep) for `gc run` and
-//! `gc build` for now, although every MMTk plan beats it wherever MMTk runs (GCBench
-//! 2.6-5.5x Boehm against 16-27x; table 4.6-5.6x against 10-11x, except Immix at the tight
-//! 64 MiB; churn-1thread 4.0-6.2x against 20-25x; churn 7.8-14x against 22-26x, in a
-//! quarter of the memory). The measurements were taken while the MMTk binding was still
-//! gaining several threads and statepoint roots, a plan's heap limit ends a program that
-//! outgrows it where `locus` grows (Immix, StickyImmix, SemiSpace and GenCopy ran out of
-//! memory at 64 MiB above; MarkSweep ran everything), and the GC suite's tests compare the
-//! own collector's counters and use it as their oracle's baseline; making MMTk the default
-//! is a change across those tests. The plan to make the default then is MarkSweep, the one
-//! that ran every program at the same limit as Boehm (churn in 2.0x Boehm's memory), with
-//! Immix the faster where it has headroom (GCBench and churn-1thread; table at 64 MiB took
-//! it 33 collections). Choose a plan per
-//! executable with `locus gc build --collector mmtk:immix` (or per run,
-//! `LOCUS_GC_COLLECTOR=mmtk:immix`, `locus gc run --collector mmtk:immix`).
+//! **The default collector** of `locus gc run` and of `locus gc build`'s executables is
+//! MMTk's MarkSweep (`mmtk:marksweep`): the plan that ran every program of the GC suite with
+//! both kinds of roots and every benchmark within Boehm's heap limit, 5-6x faster than the
+//! runtime's own mark-sweep. Immix is faster where it has headroom (GCBench above) and is
+//! one flag away (`locus gc build --collector mmtk:immix`, `LOCUS_GC_COLLECTOR=mmtk:immix`).
+//! `--stress` and `--moving` keep the runtime's own collectors (the stress collector is the
+//! oracle that catches missed roots). The library's [`runtime::Config::default`] and the C
+//! API's `locus_gc_init` keep `locus`: MMTk allows one heap per process, while a host may
+//! make a heap per thread; a host asks for MMTk by name.
 //!
 //! # Features
 //!
@@ -222,4 +201,4 @@ pub mod verify;
 pub use error::{Error, Result};
 // The runtime lowered code calls, its fault handling and the contract's names live in
 // locus-gc-runtime (no libLLVM); they keep their paths here.
-pub use locus_gc_runtime::{contract, runtime, signals};
+pub use locus_gc_runtime::{contract, mmtk, runtime, signals};

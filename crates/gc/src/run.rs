@@ -247,7 +247,7 @@ pub fn prepare_with_passes(
 }
 
 /// Parses, checks and lowers as [`prepare`] does (for statepoint roots, rewrites with
-/// [`rewrite_for_statepoints`] instead, then runs `passes` on the result), and compiles.
+/// [`rewrite_for_statepoints_with`] instead, then runs `passes` on the result), and compiles.
 ///
 /// # Errors
 /// As [`prepare_with_passes`]; [`Error::Lower`] for statepoint roots on a host other than

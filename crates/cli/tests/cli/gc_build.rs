@@ -515,18 +515,21 @@ fn run_with(prog: &Path, env: &[(&str, Option<&str>)]) -> String {
 }
 
 /// `--collector mmtk:immix`: the executable runs MMTk Immix when its environment names no
-/// collector, and prints what the default build prints under `LOCUS_GC_COLLECTOR=mmtk:immix`
-/// (the oracle; MMTk's counters differ from the runtime's own mark-sweep's, so the two
-/// cannot be confused); `LOCUS_GC_COLLECTOR` and `LOCUS_GC_STRESS=1` in its environment
-/// still win. An unknown name and a plan that cannot pin with frame roots are refused:
+/// collector, and prints what a `--collector locus` build prints under
+/// `LOCUS_GC_COLLECTOR=mmtk:immix` (the oracle; MMTk's counters differ from the runtime's
+/// own mark-sweep's, so the two cannot be confused); `LOCUS_GC_COLLECTOR` and
+/// `LOCUS_GC_STRESS=1` in its environment still win. Without `--collector` the executable
+/// runs MMTk's MarkSweep. An unknown name and a plan that cannot pin with frame roots are refused:
 /// status 1, one `locus:` line, nothing written.
 #[test]
 fn the_collector_option_sets_the_executables_default_collector() {
     let tmp = TempDir::new("gc-build-collector");
     let file = gc_fixture("programs", "tree");
     let (immix, plain) = (tmp.path("tree-immix"), tmp.path("tree"));
+    let unnamed = tmp.path("tree-default");
     build(&file, &immix, &["--collector", "mmtk:immix"]);
-    build(&file, &plain, &[]);
+    build(&file, &plain, &["--collector", "locus"]);
+    build(&file, &unnamed, &[]);
     let under = |prog: &Path, collector: Option<&str>, stress: Option<&str>| {
         run_with(
             prog,
@@ -555,6 +558,12 @@ fn the_collector_option_sets_the_executables_default_collector() {
     assert_eq!(
         under(&immix, Some("mmtk:marksweep"), None),
         under(&plain, Some("mmtk:marksweep"), None)
+    );
+    // Without --collector, MMTk's MarkSweep (the CLI's default collector).
+    assert_eq!(
+        under(&unnamed, None, None),
+        under(&plain, Some("mmtk:marksweep"), None),
+        "the default build's collector"
     );
 
     for (name, needle) in [
