@@ -426,6 +426,12 @@ pub enum MmtkError {
         /// The allocation's bytes, header included.
         bytes: usize,
     },
+    /// The process may not map the address space MMTk reserves for its spaces up front
+    /// (terabytes, reserved, not used): `ulimit -v` set a limit of this many bytes.
+    AddressSpace {
+        /// The process's address-space limit (`RLIMIT_AS`), bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for MmtkError {
@@ -448,11 +454,40 @@ impl fmt::Display for MmtkError {
             MmtkError::OutOfMemory { bytes } => {
                 write!(f, "out of memory: MMTk's heap cannot hold {bytes} more bytes")
             }
+            MmtkError::AddressSpace { limit } => write!(
+                f,
+                "MMTk reserves terabytes of address space for its spaces when it starts, and \
+                 this process may map only {limit} bytes (ulimit -v); lift the limit or use \
+                 the runtime's own collector (locus)"
+            ),
         }
     }
 }
 
 impl std::error::Error for MmtkError {}
+
+/// The address space MMTk 0.33 reserves on a 64-bit host when it starts: its spaces'
+/// ranges (2 TiB each, from 2 TiB up) and their side metadata; a smaller `RLIMIT_AS` makes
+/// its start-up fail.
+const ADDRESS_SPACE_NEEDED: u64 = 1 << 46;
+
+/// Whether this process may reserve the address space an MMTk heap needs: an error naming
+/// the limit when `ulimit -v` (`RLIMIT_AS`) is below it, where [`MmtkHeap::new`] would fail.
+pub fn address_space_for_mmtk() -> Result<(), MmtkError> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit to write.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 {
+        return Ok(());
+    }
+    match limit.rlim_cur {
+        libc::RLIM_INFINITY => Ok(()),
+        cur if cur >= ADDRESS_SPACE_NEEDED => Ok(()),
+        cur => Err(MmtkError::AddressSpace { limit: cur }),
+    }
+}
 
 /// Why [`MmtkHeap::pin`] did not pin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -893,6 +928,8 @@ impl MmtkHeap {
         if let Some(inst) = INSTANCE.get() {
             return Err(MmtkError::AlreadyMade(inst.plan));
         }
+        // MMTk panics when it cannot reserve its spaces: refuse first.
+        address_space_for_mmtk()?;
         let mut builder = MMTKBuilder::new_no_env_vars();
         let o = &mut builder.options;
         let set = [
