@@ -281,6 +281,15 @@ fn parse_collector(name: &str) -> Result<Collector, String> {
 /// figures).
 pub const DEFAULT_COLLECTOR: Collector = Collector::Mmtk(locus_gc::mmtk::Plan::MarkSweep);
 
+/// [`DEFAULT_COLLECTOR`], or the runtime's own mark-sweep where MMTk cannot start (an
+/// address-space limit, `ulimit -v`, below what it reserves).
+fn default_collector() -> Collector {
+    match locus_gc::mmtk::address_space_for_mmtk() {
+        Ok(()) => DEFAULT_COLLECTOR,
+        Err(_) => Collector::Locus,
+    }
+}
+
 /// `--write-barriers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BarriersArg {
@@ -512,7 +521,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 // The runtime's own moving collector; otherwise MMTk's MarkSweep (see
                 // DEFAULT_COLLECTOR).
                 (None, false) if *moving => Collector::Locus,
-                (None, false) => DEFAULT_COLLECTOR,
+                (None, false) => default_collector(),
             };
             if let (Collector::Mmtk(plan), true) = (collector, *moving) {
                 return Err(Failure::Message(format!(

@@ -158,14 +158,22 @@ pub fn collector_from_env() -> Result<Collector, String> {
 }
 
 /// The collector the environment asks for ([`COLLECTOR_ENV`], [`STRESS_ENV`]), `default`
-/// when it names none: what the environment says wins over a built-in default.
+/// when it names none: what the environment says wins over a built-in default (and `locus`
+/// replaces an MMTk default where MMTk cannot start, see
+/// [`mmtk::address_space_for_mmtk`]).
 ///
 /// # Errors
 /// As [`collector_from_env`].
 pub fn collector_from_env_or(default: Collector) -> Result<Collector, String> {
     let stress = stress_from_env();
     let Some(name) = std::env::var_os(COLLECTOR_ENV) else {
-        return Ok(if stress { Collector::Stress } else { default });
+        return Ok(match default {
+            _ if stress => Collector::Stress,
+            // A built-in MMTk default gives way to the own collector where MMTk cannot
+            // start (`ulimit -v`); a plan the environment names is refused there instead.
+            Collector::Mmtk(_) if mmtk::address_space_for_mmtk().is_err() => Collector::Locus,
+            _ => default,
+        });
     };
     let name = name.to_string_lossy();
     let collector = Collector::from_name(&name).map_err(|e| format!("{COLLECTOR_ENV}: {e}"))?;

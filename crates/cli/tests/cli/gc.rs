@@ -512,3 +512,38 @@ fn write_barriers_option_chooses_who_places_them() {
     let out = locus_gc(&["lower", "--write-barriers", "sometimes", file]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Under an address-space limit MMTk cannot start with (`ulimit -v 4 GiB`; it reserves
+/// terabytes up front, and panicked inside MMTk before): the default collector gives way
+/// to the runtime's own and the program runs; a plan named on the command line is refused
+/// with one `locus: gc:` line and status 1.
+#[test]
+fn mmtk_under_ulimit_v() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gc/fixtures/programs/tree.ll");
+    let under_limit = |extra: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 4194304 && exec \"$0\" gc run {extra} \"$1\""
+            ))
+            .arg(LOCUS)
+            .arg(&file)
+            .output()
+            .unwrap_or_else(|e| panic!("sh: {e}"))
+    };
+    let out = under_limit("");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected_value(&file)
+    );
+    let out = under_limit("--collector mmtk:immix");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("ulimit -v"), "{stderr}");
+}
