@@ -35,6 +35,14 @@ fn child(name: &str) -> Output {
     fault_child::run(name, CHILD, "1").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The one `locus:` line of a child that ended with [`FAULT_EXIT_STATUS`].
+fn fault_line(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
+    let mut lines = locus_lines(out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    lines.remove(0)
+}
+
 fn in_child() -> bool {
     std::env::var_os(CHILD).is_some()
 }
@@ -86,14 +94,11 @@ fn a_fault_in_a_scope_is_one_line_and_status_3() {
         read_through(std::hint::black_box(std::ptr::null()));
         std::process::exit(0);
     }
-    let out = child("a_fault_in_a_scope_is_one_line_and_status_3");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("a_fault_in_a_scope_is_one_line_and_status_3"));
     assert!(
-        lines[0].starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
+        line.starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -112,16 +117,13 @@ fn a_fault_in_registered_code_names_the_function() {
         load_in_asm(std::hint::black_box(std::ptr::null()));
         std::process::exit(0);
     }
-    let out = child("a_fault_in_registered_code_names_the_function");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("a_fault_in_registered_code_names_the_function"));
     assert!(
-        lines[0].contains(" in function `my_reader` (JIT-compiled code, pc 0x"),
+        line.contains(" in function `my_reader` (JIT-compiled code, pc 0x"),
         "{}",
-        lines[0]
+        line
     );
-    assert!(lines[0].contains(" = my_reader+0x"), "{}", lines[0]);
+    assert!(line.contains(" = my_reader+0x"), "{}", line);
 }
 
 /// Registrations past the table's first block of 1024 still count: with 1100 live (the
@@ -150,14 +152,11 @@ fn registrations_past_1024_are_claimed_and_named() {
         load_in_asm(std::hint::black_box(std::ptr::null()));
         std::process::exit(0);
     }
-    let out = child("registrations_past_1024_are_claimed_and_named");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("registrations_past_1024_are_claimed_and_named"));
     assert!(
-        lines[0].contains(" in function `reader_1100` (JIT-compiled code, pc 0x"),
+        line.contains(" in function `reader_1100` (JIT-compiled code, pc 0x"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -170,14 +169,11 @@ fn a_reporting_scope_installs_and_claims() {
         read_through(std::hint::black_box(std::ptr::null()));
         std::process::exit(0);
     }
-    let out = child("a_reporting_scope_installs_and_claims");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("a_reporting_scope_installs_and_claims"));
     assert!(
-        lines[0].starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
+        line.starts_with("locus: SIGSEGV (null pointer dereference) at address 0x0"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -197,14 +193,11 @@ fn a_stack_overflow_in_a_scope_is_reported() {
         let _ = worker.join();
         std::process::exit(0);
     }
-    let out = child("a_stack_overflow_in_a_scope_is_reported");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("a_stack_overflow_in_a_scope_is_reported"));
     assert!(
-        lines[0].starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
+        line.starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -364,14 +357,11 @@ fn a_program_thread_overflow_is_reported() {
         unsafe { libc::pthread_join(thread, std::ptr::null_mut()) };
         std::process::exit(0);
     }
-    let out = child("a_program_thread_overflow_is_reported");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&child("a_program_thread_overflow_is_reported"));
     assert!(
-        lines[0].starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
+        line.starts_with("locus: SIGSEGV (stack overflow) at address 0x"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -555,13 +545,9 @@ fn a_claimer_is_asked_first() {
         "{out:?}"
     );
     assert!(locus_lines(&out).is_empty(), "{out:?}");
-    let out = run("0");
-    assert_eq!(out.status.code(), Some(FAULT_EXIT_STATUS), "{out:?}");
-    let lines = locus_lines(&out);
-    assert_eq!(lines.len(), 1, "{out:?}");
+    let line = fault_line(&run("0"));
     assert!(
-        lines[0].starts_with("locus: SIGSEGV (access not permitted) at address 0x"),
-        "{}",
-        lines[0]
+        line.starts_with("locus: SIGSEGV (access not permitted) at address 0x"),
+        "{line}"
     );
 }
