@@ -189,6 +189,15 @@ int64_t locus_gc_callee_rooted_read(const uint8_t *obj, int64_t offset);
 // ([`Stats::write_barriers`]). Never collects.
 void locus_gc_write_barrier(const uint8_t *parent);
 
+// The write barrier after a store at `addr` into an object the compiled code could not
+// name (the lowering places it after a store through a Derived argument, the caller's
+// object): on a generational MMTk plan, the barrier on the live object holding `addr`
+// (its address or a place inside it); an address in no object (the stack, a global, C
+// memory) needs none: such memory is a root region or no GC memory. On the other plans
+// and the runtime's own collectors it only counts ([`Stats::write_barriers`]), without
+// looking `addr` up. Never collects.
+void locus_gc_write_barrier_interior(uint8_t *addr);
+
 // [`locus_gc_alloc`] called by a statepoint wrapper, `fp` its frame address.
 uint8_t *locus_gc_sp_alloc(int64_t nptrs, int64_t nbytes, size_t fp);
 

@@ -145,6 +145,7 @@
 //! | `locus_gc_safepoint`, `locus_gc_poll` | [`MmtkMutator::park`]`(roots)` when [`MmtkHeap::collection_pending`] (another thread's collection); MMTk itself collects when an allocation finds the heap full |
 //! | `locus_gc_enter_safe_region` / `leave` | [`MmtkMutator::enter_safe_region`]`(roots)` / [`MmtkMutator::leave_safe_region`] |
 //! | `locus_gc_write_barrier(parent)` | [`MmtkMutator::write_barrier`]`(parent)` |
+//! | `locus_gc_write_barrier_interior(addr)` | [`MmtkMutator::write_barrier_interior`]`(addr)` |
 //! | `locus_gc_pin` / `unpin` / `pin_forever` | [`MmtkHeap::pin`] / [`MmtkHeap::unpin`] / `pin` never undone (the object's address: resolve an interior pointer first) |
 //! | stats, faults | [`MmtkHeap::stats`], [`MmtkHeap::take_faults`] (each a `GcFault` for the handler) |
 //!
@@ -1462,6 +1463,20 @@ impl MmtkMutator {
         };
         let slot = SimpleSlot::from_address(address(parent));
         memory_manager::object_reference_write_post(self.mutator(), src, slot, None);
+    }
+
+    /// The write barrier after storing a pointer at `addr`, an address inside an object
+    /// (or its address) or anywhere else: generational plans remember the live object
+    /// holding `addr`; an address in no object of this heap (the stack, a global, C
+    /// memory) is no barrier. Never collects.
+    pub fn write_barrier_interior(&mut self, addr: usize) {
+        if !self.heap.inst.plan.generational() {
+            return;
+        }
+        if let Some(obj) = object_containing(addr) {
+            // SAFETY: a live object of this heap (MMTk's valid-object bits say so).
+            unsafe { self.write_barrier(obj.to_raw_address().as_usize()) };
+        }
     }
 
     /// Stores `value` (null or an object's address) into pointer field `index` of `obj`

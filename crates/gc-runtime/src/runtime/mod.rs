@@ -70,6 +70,7 @@
 //! | `locus_gc_safepoint` | `declare void @locus_gc_safepoint()` | may collect |
 //! | `locus_gc_foreign_read` | `declare i64 @locus_gc_foreign_read(ptr %raw, i64 %offset)` | may collect, then returns the (unaligned) `i64` at `raw + offset`, which must lie inside the body of a live object |
 //! | `locus_gc_write_barrier` | `declare void @locus_gc_write_barrier(ptr addrspace(10) %parent)` | what Julia's write barriers lower to: counts (`Stats::write_barriers`); never collects |
+//! | `locus_gc_write_barrier_interior` | `declare void @locus_gc_write_barrier_interior(ptr %addr)` | the barrier after a store whose object the lowering cannot name (through a Derived argument): on a generational MMTk plan, the barrier on the object holding `addr`, none for an address in no object; counts like the other; never collects |
 //! | `locus_gc_alloc_bytes` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_bytes(ptr %ptls, i64 %size, i64 %tag)` | may collect, then returns a new tagged object of `size` zero bytes; `ptls` is unused |
 //! | `locus_gc_alloc_genericmemory` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_genericmemory(ptr %ptls, i64 %nbytes, ptr %tag)` | may collect, then returns a new tagged `GenericMemory` with `nbytes` of inline data |
 //!
@@ -1924,6 +1925,36 @@ pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     })
 }
 
+/// The write barrier after a store at `addr` into an object the compiled code could not
+/// name (the lowering places it after a store through a Derived argument, the caller's
+/// object): on a generational MMTk plan, the barrier on the live object holding `addr`
+/// (its address or a place inside it); an address in no object (the stack, a global, C
+/// memory) needs none: such memory is a root region or no GC memory. On the other plans
+/// and the runtime's own collectors it only counts ([`Stats::write_barriers`]), without
+/// looking `addr` up. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_write_barrier_interior(addr: *mut u8) {
+    // As in `locus_gc_write_barrier`: a collector that remembers nothing only counts,
+    // without the entry's checks or the lookup.
+    let counted = with_current(|rt| {
+        let remembers = rt
+            .shared
+            .mmtk
+            .is_some_and(|heap| heap.plan().generational());
+        (!remembers).then(|| rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed))
+    });
+    if counted.is_some() {
+        return;
+    }
+    entry(crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR, |rt| {
+        rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = rt.mm.borrow_mut().as_mut() {
+            // Looked up in MMTk's object metadata: any address is safe to ask about.
+            m.write_barrier_interior(addr as usize);
+        }
+    })
+}
+
 /// Runs `body` with `fp` recorded as the frame the statepoint walk starts from.
 fn from_frame<R>(fp: usize, body: impl FnOnce() -> R) -> R {
     let set = |v: usize| {
@@ -2165,6 +2196,10 @@ pub fn symbols() -> Vec<(&'static str, usize)> {
         (
             RUNTIME_WRITE_BARRIER,
             locus_gc_write_barrier as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR,
+            locus_gc_write_barrier_interior as extern "C" fn(*mut u8) as usize,
         ),
         (
             RUNTIME_ALLOC_BYTES,
