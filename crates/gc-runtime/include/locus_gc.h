@@ -184,9 +184,10 @@ int64_t locus_gc_foreign_read(const uint8_t *raw, int64_t offset);
 int64_t locus_gc_callee_rooted_read(const uint8_t *obj, int64_t offset);
 
 // A write barrier: `parent` now refers to objects it may not have referred to before
-// (what Julia's `julia.write_barrier` and friends lower to). This collector neither moves
-// objects nor collects by generation, so there is nothing to remember: it only counts
-// ([`Stats::write_barriers`]). Never collects.
+// (what Julia's `julia.write_barrier` and friends lower to). On MMTk's generational plans
+// (StickyImmix, GenCopy) `parent` is remembered, so that a young object it now refers to
+// survives the next nursery collection; the other collectors have nothing to remember
+// and only count ([`Stats::write_barriers`]). Never collects.
 void locus_gc_write_barrier(const uint8_t *parent);
 
 // The write barrier after a store at `addr` into an object the compiled code could not

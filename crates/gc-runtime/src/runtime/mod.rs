@@ -478,8 +478,9 @@ pub struct Stats {
     pub bytes_live: u64,
     /// Faults reported by the `extern "C"` functions.
     pub faults: u64,
-    /// Write barriers run (`locus_gc_write_barrier`; a no-op for this non-moving,
-    /// non-generational collector, counted so a frontend's barriers can be seen).
+    /// Write barriers run (`locus_gc_write_barrier` and `locus_gc_write_barrier_interior`;
+    /// they remember anything only on MMTk's generational plans, and are counted on every
+    /// collector so that the barriers code runs can be seen).
     pub write_barriers: u64,
     /// Objects moved by the moving collector, summed over its collections.
     pub objects_moved: u64,
@@ -1893,9 +1894,10 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 }
 
 /// A write barrier: `parent` now refers to objects it may not have referred to before
-/// (what Julia's `julia.write_barrier` and friends lower to). This collector neither moves
-/// objects nor collects by generation, so there is nothing to remember: it only counts
-/// ([`Stats::write_barriers`]). Never collects.
+/// (what Julia's `julia.write_barrier` and friends lower to). On MMTk's generational plans
+/// (StickyImmix, GenCopy) `parent` is remembered, so that a young object it now refers to
+/// survives the next nursery collection; the other collectors have nothing to remember
+/// and only count ([`Stats::write_barriers`]). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     // The common case without the entry's checks: a thread with a runtime whose collector
