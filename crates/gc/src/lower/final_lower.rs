@@ -21,7 +21,7 @@
 //! The frame's words are 8-byte aligned and tagged `jtbaa_gcframe`, as Julia tags them.
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{AttributeIndex, Function, Instruction, Value};
+use locus_llvm::ir::{Function, Instruction, Value};
 
 use super::scan::pgcstack;
 use super::tbaa::{decorate, Tbaa};
@@ -59,14 +59,7 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
         let name = callee(inst);
         if name == GET_PGCSTACK || name == GET_PGCSTACK_OR_NEW {
             let get_fn = b.declare_function(RUNTIME_GET_PGCSTACK, get_ty)?;
-            let new = b.replace_callee(inst, get_ty, get_fn, &[])?;
-            // The thread's chain head does not change while its code runs: the optimizer
-            // may merge the calls of inlined functions (as Julia's get_pgcstack is
-            // `memory(none) nounwind`).
-            for (attr, value) in [("memory", 0), ("nounwind", 0), ("willreturn", 0)] {
-                b.add_call_attribute(new, AttributeIndex::Function, attr, value)?;
-            }
-            let call = new.as_value();
+            let call = b.replace_callee(inst, get_ty, get_fn, &[])?.as_value();
             if chosen == Some(inst.as_value()) {
                 head = Some(call);
             }

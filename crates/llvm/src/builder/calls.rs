@@ -40,10 +40,6 @@ const ENUM_OR_INT_ATTRIBUTES: &[&str] = &[
     "align",
     "dereferenceable",
     "dereferenceable_or_null",
-    "nounwind",
-    "willreturn",
-    // An integer attribute: the value is LLVM's MemoryEffects encoding (0 is `memory(none)`).
-    "memory",
 ];
 
 impl<'m> Builder<'m> {
