@@ -1900,8 +1900,22 @@ pub extern "C" fn locus_gc_callee_rooted_read(obj: *const u8, offset: i64) -> i6
 /// and only count ([`Stats::write_barriers`]). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
-    // The common case without the entry's checks: a thread with a runtime whose collector
-    // remembers nothing only counts.
+    barrier(RUNTIME_WRITE_BARRIER, |m| {
+        let (heap, parent) = (m.heap(), parent as usize);
+        // MMTk's barrier reads and writes the metadata of whatever address it is given:
+        // compiled code's promise that `parent` is an object is checked first (on the
+        // plans that remember anything).
+        if parent != 0 && heap.plan().generational() && heap.is_object(parent) {
+            // SAFETY: a live object of this heap (just checked).
+            unsafe { m.write_barrier(parent) };
+        }
+    });
+}
+
+/// What both write barriers share: every barrier is counted ([`Stats::write_barriers`]); a
+/// collector that remembers nothing only counts, without the entry's checks, and on a
+/// generational MMTk plan `remember` runs with the thread's mutator.
+fn barrier(name: &'static str, remember: impl FnOnce(&mut MmtkMutator)) {
     let counted = with_current(|rt| {
         let remembers = rt
             .shared
@@ -1912,17 +1926,10 @@ pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
     if counted.is_some() {
         return;
     }
-    entry(RUNTIME_WRITE_BARRIER, |rt| {
+    entry(name, |rt| {
         rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
         if let Some(m) = rt.mm.borrow_mut().as_mut() {
-            let (heap, parent) = (m.heap(), parent as usize);
-            // MMTk's barrier reads and writes the metadata of whatever address it is
-            // given: compiled code's promise that `parent` is an object is checked first
-            // (on the plans that remember anything).
-            if parent != 0 && heap.plan().generational() && heap.is_object(parent) {
-                // SAFETY: a live object of this heap (just checked).
-                unsafe { m.write_barrier(parent) };
-            }
+            remember(m);
         }
     })
 }
@@ -1936,25 +1943,10 @@ pub extern "C" fn locus_gc_write_barrier(parent: *const u8) {
 /// looking `addr` up. Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_write_barrier_interior(addr: *mut u8) {
-    // As in `locus_gc_write_barrier`: a collector that remembers nothing only counts,
-    // without the entry's checks or the lookup.
-    let counted = with_current(|rt| {
-        let remembers = rt
-            .shared
-            .mmtk
-            .is_some_and(|heap| heap.plan().generational());
-        (!remembers).then(|| rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed))
+    // Looked up in MMTk's object metadata: any address is safe to ask about.
+    barrier(crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR, |m| {
+        m.write_barrier_interior(addr as usize)
     });
-    if counted.is_some() {
-        return;
-    }
-    entry(crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR, |rt| {
-        rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
-        if let Some(m) = rt.mm.borrow_mut().as_mut() {
-            // Looked up in MMTk's object metadata: any address is safe to ask about.
-            m.write_barrier_interior(addr as usize);
-        }
-    })
 }
 
 /// Runs `body` with `fp` recorded as the frame the statepoint walk starts from.

@@ -63,7 +63,7 @@ use locus_llvm::builder::Builder;
 use locus_llvm::cfg::Cfg;
 use locus_llvm::ir::{Function, Instruction, Opcode, Value};
 
-use super::scan::{is_derived_pointer, is_derived_vector, is_safepoint, HashMap, Scanner};
+use super::scan::{is_derived_pointer, is_derived_vector, is_safepoint, Scanner};
 use crate::addrspace::{holds_loaded, is_gc, tracked_leaves, LOADED, TRACKED, UNTRACKED};
 use crate::contract::{
     ALLOC_GENERICMEMORY, GC_ALLOC_BYTES, GC_ALLOC_MEMORY, GC_ALLOC_OBJ, GC_LOADED,
@@ -185,49 +185,24 @@ fn holds_tracked(v: Value<'_>) -> bool {
 
 /// The write `inst` makes of tracked pointers (or of bytes that may hold them), if any.
 fn write_of<'m>(inst: Instruction<'m>) -> Option<Write<'m>> {
-    let w = |stored, address| {
-        Some(Write {
-            inst,
-            stored,
-            address,
-        })
+    let write = |stored, address| Write {
+        inst,
+        stored,
+        address,
     };
+    // A store of tracked pointers: `stored` at `address`.
+    let tracked = |stored, address| holds_tracked(stored).then(|| write(stored, address));
     match inst.opcode() {
-        Opcode::Store => {
-            let (v, p) = (inst.operand(0)?, inst.operand(1)?);
-            if holds_tracked(v) {
-                w(v, p)
-            } else {
-                None
-            }
-        }
+        Opcode::Store => tracked(inst.operand(0)?, inst.operand(1)?),
         // Only `xchg` takes pointers.
-        Opcode::AtomicRMW => {
-            let (p, v) = (inst.operand(0)?, inst.operand(1)?);
-            if holds_tracked(v) {
-                w(v, p)
-            } else {
-                None
-            }
-        }
-        Opcode::AtomicCmpXchg => {
-            let (p, v) = (inst.operand(0)?, inst.operand(2)?);
-            if holds_tracked(v) {
-                w(v, p)
-            } else {
-                None
-            }
-        }
+        Opcode::AtomicRMW => tracked(inst.operand(1)?, inst.operand(0)?),
+        Opcode::AtomicCmpXchg => tracked(inst.operand(2)?, inst.operand(0)?),
         Opcode::Call => {
             let call = inst.as_call()?;
             let name = call.callee_name()?;
             let args = call.arguments();
             if name.starts_with("llvm.masked.store.") || name.starts_with("llvm.masked.scatter.") {
-                let (v, p) = (*args.first()?, *args.get(1)?);
-                if holds_tracked(v) {
-                    return w(v, p);
-                }
-                return None;
+                return tracked(*args.first()?, *args.get(1)?);
             }
             let copies = ["llvm.memcpy.", "llvm.memcpy.inline.", "llvm.memmove."]
                 .iter()
@@ -238,7 +213,7 @@ fn write_of<'m>(inst: Instruction<'m>) -> Option<Write<'m>> {
                 if len.const_uint().is_some_and(|n| n < 8) {
                     return None;
                 }
-                return w(src, dst);
+                return Some(write(src, dst));
             }
             None
         }
@@ -528,16 +503,7 @@ impl<'s, 'm> Placer<'s, 'm> {
         if self.lifted.is_some() {
             return Ok(());
         }
-        let mut s = Scanner {
-            builder: self.b,
-            function: self.f,
-            leaves: Vec::new(),
-            leaf_ids: HashMap::default(),
-            bases: HashMap::default(),
-            base_of_derived: HashMap::default(),
-            lanes_of_derived: HashMap::default(),
-            fields_of_derived: HashMap::default(),
-        };
+        let mut s = Scanner::new(self.b, self.f);
         s.make_base_phis_and_selects(&Cfg::new(self.f))?;
         self.lifted = Some(s);
         Ok(())

@@ -385,6 +385,20 @@ pub(super) struct Scanner<'s, 'm> {
 }
 
 impl<'s, 'm> Scanner<'s, 'm> {
+    /// A scanner of `function` with nothing found yet.
+    pub(super) fn new(builder: &'s Builder<'m>, function: Function<'m>) -> Scanner<'s, 'm> {
+        Scanner {
+            builder,
+            function,
+            leaves: Vec::new(),
+            leaf_ids: HashMap::default(),
+            bases: HashMap::default(),
+            base_of_derived: HashMap::default(),
+            lanes_of_derived: HashMap::default(),
+            fields_of_derived: HashMap::default(),
+        }
+    }
+
     pub(super) fn error(&self, inst: Option<Instruction<'m>>, what: String) -> Error {
         Error::Lower {
             function: self.function.name(),
@@ -585,16 +599,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         None => pgcstack,
     };
     let cfg = Cfg::new(f);
-    let mut s = Scanner {
-        builder,
-        function: f,
-        leaves: Vec::new(),
-        leaf_ids: HashMap::default(),
-        bases: HashMap::default(),
-        base_of_derived: HashMap::default(),
-        lanes_of_derived: HashMap::default(),
-        fields_of_derived: HashMap::default(),
-    };
+    let mut s = Scanner::new(builder, f);
     s.make_base_phis_and_selects(&cfg)?;
     // The CFG of before: blocks and edges are unchanged, and instructions (the new phis
     // included) are read from the IR, not from the snapshot.
