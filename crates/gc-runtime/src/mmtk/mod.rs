@@ -207,6 +207,7 @@
 //! ```
 
 mod binding;
+mod fast_path;
 mod layout;
 
 use std::collections::{HashMap, HashSet};
