@@ -19,6 +19,14 @@
 //! [`GcFault::CorruptHeader`]. The first fault ends the collection before the sweep: the
 //! marks are cleared and nothing is freed, so a run that continues after a fault has lost
 //! nothing that was reachable.
+//!
+//! [`Pauses`] keeps the stop-the-world pauses of this collector and of the statepoint
+//! collector (both run by `Runtime::collect_when`, which stops the mutators): each from
+//! when the collecting thread starts stopping the other mutators to when it lets them run
+//! again, waiting for every thread to stop included, as the MMTk binding measures its
+//! pauses (`stop_all_mutators` to `resume_mutators`).
+
+use std::time::{Duration, Instant};
 
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, FrameRef, ThreadRoots};
@@ -43,6 +51,69 @@ pub struct Collection {
     pub freed_bytes: u64,
     /// Objects moved (the moving collector).
     pub moved: u64,
+}
+
+/// The stop-the-world pauses of a heap: every one is counted, the first [`Pauses::KEPT`]
+/// are kept for the median.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pauses {
+    kept: Vec<u64>,
+    count: u64,
+    max: u64,
+    total: u64,
+}
+
+impl Pauses {
+    /// Pauses kept for the median: 8 MiB of them.
+    pub const KEPT: usize = 1 << 20;
+
+    /// Starts timing a pause: call it when the collecting thread starts stopping the other
+    /// mutators, and [`Pauses::end`] once it lets them run.
+    pub fn start() -> Instant {
+        Instant::now()
+    }
+
+    /// Records the pause that began at `started` (from [`Pauses::start`]) and ends now.
+    pub fn end(&mut self, started: Instant) {
+        self.record(started.elapsed());
+    }
+
+    /// Records one pause.
+    pub fn record(&mut self, pause: Duration) {
+        let nanos = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(nanos);
+        }
+        self.count += 1;
+        self.max = self.max.max(nanos);
+        self.total = self.total.saturating_add(nanos);
+    }
+
+    /// Pauses recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The median of the kept pauses (the upper one of an even count), nanoseconds; 0 when
+    /// none was recorded.
+    pub fn median_ns(&self) -> u64 {
+        if self.kept.is_empty() {
+            return 0;
+        }
+        let mut sorted = self.kept.clone();
+        let mid = sorted.len() / 2;
+        *sorted.select_nth_unstable(mid).1
+    }
+
+    /// The longest pause, nanoseconds; 0 when none was recorded.
+    pub fn max_ns(&self) -> u64 {
+        self.max
+    }
+
+    /// Every pause together, nanoseconds (saturating).
+    pub fn total_ns(&self) -> u64 {
+        self.total
+    }
 }
 
 /// Collects: walks every thread's chain, marks from their roots and the global root
@@ -208,5 +279,47 @@ pub(crate) fn bad(
             stress: heap.is_stress(),
             collection,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The median is the middle pause (the upper of two), the maximum the longest; an
+    /// empty record has neither; `end` records the time since `start`.
+    #[test]
+    fn pauses_median_and_max() {
+        let mut p = Pauses::default();
+        assert_eq!((p.count(), p.median_ns(), p.max_ns()), (0, 0, 0));
+        for ns in [50, 10, 40, 20] {
+            p.record(Duration::from_nanos(ns));
+        }
+        assert_eq!(p.count(), 4);
+        assert_eq!(p.median_ns(), 40);
+        assert_eq!(p.max_ns(), 50);
+        assert_eq!(p.total_ns(), 120);
+        p.record(Duration::from_nanos(30));
+        assert_eq!(p.median_ns(), 30);
+        let started = Pauses::start();
+        std::thread::sleep(Duration::from_millis(2));
+        p.end(started);
+        assert_eq!(p.count(), 6);
+        assert!(p.max_ns() >= 2_000_000, "{p:?}");
+        assert_eq!(p.median_ns(), 40);
+    }
+
+    /// Past [`Pauses::KEPT`] pauses are still counted and the maximum still grows; the
+    /// median is of the kept ones.
+    #[test]
+    fn pauses_past_the_kept_ones_are_counted() {
+        let mut p = Pauses::default();
+        for _ in 0..Pauses::KEPT {
+            p.record(Duration::from_nanos(7));
+        }
+        p.record(Duration::from_secs(1));
+        assert_eq!(p.count(), Pauses::KEPT as u64 + 1);
+        assert_eq!(p.max_ns(), 1_000_000_000);
+        assert_eq!(p.median_ns(), 7);
     }
 }
