@@ -12,7 +12,9 @@ use std::cell::Cell;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use locus_gc_runtime::mmtk::{MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet};
+use locus_gc_runtime::mmtk::{
+    HeapSize, MmtkError, MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet,
+};
 use locus_gc_runtime::runtime::heap::TAGGED_NPTRS;
 use locus_gc_runtime::runtime::GcFrame;
 
@@ -23,6 +25,11 @@ const HEAP_BYTES: usize = 24 << 20;
 /// Runs `scenario` on `plan` in a child process; returns its combined output, or panics
 /// with it when the child fails.
 fn run_child(scenario: &str, plan: Plan) -> String {
+    run_child_with(scenario, plan, &[])
+}
+
+/// [`run_child`] with `env` added to the child's environment.
+fn run_child_with(scenario: &str, plan: Plan, env: &[(&str, &str)]) -> String {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("the test binary's path: {e}"));
     let mut child = Command::new(exe)
         .args([
@@ -34,6 +41,7 @@ fn run_child(scenario: &str, plan: Plan) -> String {
         ])
         .env(SCENARIO_ENV, scenario)
         .env(PLAN_ENV, plan.name())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -134,6 +142,106 @@ fn plan_names() {
     assert!(err.contains("unknown MMTk plan `g1`"), "{err}");
 }
 
+const HEAP_SIZE_ENV: &str = locus_gc_runtime::HEAP_SIZE_ENV;
+
+#[test]
+fn heap_sizes_parse() {
+    const M: usize = 1 << 20;
+    let ok = |text: &str| HeapSize::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(ok("64M"), HeapSize::Fixed(64 * M));
+    assert_eq!(ok(" 4096 "), HeapSize::Fixed(4096));
+    assert_eq!(
+        ok("16M..256M"),
+        HeapSize::Dynamic {
+            min: 16 * M,
+            max: 256 * M
+        }
+    );
+    assert_eq!(
+        ok("8m .. 8m"),
+        HeapSize::Dynamic {
+            min: 8 * M,
+            max: 8 * M
+        }
+    );
+    // An open end: MMTk's default limit above, the default start below.
+    let default_max = HeapSize::default_dynamic().max_bytes();
+    assert_eq!(
+        ok("8M.."),
+        HeapSize::Dynamic {
+            min: 8 * M,
+            max: default_max.max(8 * M)
+        }
+    );
+    assert_eq!(
+        ok("..1G"),
+        HeapSize::Dynamic {
+            min: HeapSize::DEFAULT_MIN,
+            max: 1 << 30
+        }
+    );
+    assert_eq!(
+        ok("..4M"),
+        HeapSize::Dynamic {
+            min: 4 * M,
+            max: 4 * M
+        }
+    );
+    assert_eq!(
+        "2G..4G".parse::<HeapSize>().map(HeapSize::max_bytes),
+        Ok(4 << 30)
+    );
+    // Each error names the text and what is wrong with it.
+    let err = |text: &str| HeapSize::parse(text).unwrap_err();
+    let e = err("64M..16M");
+    assert!(
+        e.contains("`64M..16M`") && e.contains("above the largest"),
+        "{e}"
+    );
+    let e = err("16M..lots");
+    assert!(
+        e.contains("largest heap size of `16M..lots`") && e.contains("lots"),
+        "{e}"
+    );
+    let e = err("0..16M");
+    assert!(
+        e.contains("smallest heap size of `0..16M`") && e.contains("not be 0"),
+        "{e}"
+    );
+    let e = err("..");
+    assert!(e.contains("`..` names no heap size"), "{e}");
+    let e = err("16M...32M");
+    assert!(e.contains("largest heap size of `16M...32M`"), "{e}");
+    let e = err("16Q");
+    assert!(e.contains("suffix `Q`"), "{e}");
+}
+
+/// A heap `MIN..MAX` starts at MIN and grows to hold what the program keeps: the list
+/// `grow` keeps is larger than MIN, and a fixed heap of MIN is out of memory with it.
+#[test]
+fn a_dynamic_heap_grows_where_a_fixed_one_of_its_minimum_runs_out() {
+    for plan in [Plan::Immix, Plan::MarkSweep] {
+        let text = run_child_with("grow", plan, &[(HEAP_SIZE_ENV, "4M..64M")]);
+        assert!(text.contains("grow: kept"), "{plan}: {text}");
+        let text = run_child_with("grow", plan, &[(HEAP_SIZE_ENV, "4M")]);
+        assert!(text.contains("grow: out of memory"), "{plan}: {text}");
+    }
+    // A bad value is an error naming the variable and the value (before any heap).
+    let out = Command::new(std::env::current_exe().unwrap_or_else(|e| panic!("{e}")))
+        .args(["child", "--exact", "--ignored", "--nocapture"])
+        .env(SCENARIO_ENV, "grow")
+        .env(PLAN_ENV, "immix")
+        .env(HEAP_SIZE_ENV, "64M..16M")
+        .output()
+        .unwrap_or_else(|e| panic!("the test binary runs: {e}"));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("LOCUS_GC_HEAP_SIZE=64M..16M: `64M..16M`: the smallest heap size"),
+        "{text}"
+    );
+}
+
 /// The child's entry: runs the scenario its environment names.
 #[test]
 #[ignore = "run by the other tests in a child process"]
@@ -144,7 +252,14 @@ fn child() {
     };
     let plan = Plan::from_name(&std::env::var(PLAN_ENV).unwrap_or_else(|e| panic!("a plan: {e}")))
         .unwrap_or_else(|e| panic!("a plan: {e}"));
-    let mut options = MmtkOptions::new(plan, HEAP_BYTES);
+    // The heap `LOCUS_GC_HEAP_SIZE` names for the scenarios about heap sizes.
+    let heap_size = match scenario.as_str() {
+        "grow" => HeapSize::from_env()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("{HEAP_SIZE_ENV} is set for this scenario")),
+        _ => HeapSize::Fixed(HEAP_BYTES),
+    };
+    let mut options = MmtkOptions::with_heap(plan, heap_size);
     options.workers = 2;
     // Immix moves objects only when it defragments: make it defragment every time.
     options.always_defrag = matches!(scenario.as_str(), "slots" | "tagged" | "pins");
@@ -157,6 +272,7 @@ fn child() {
         "lost" => lost(&heap, &mut m),
         "bad-roots" => bad_roots(&heap, &mut m),
         "pins" => pins(&heap, &mut m),
+        "grow" => grow(&heap, &mut m),
         other => panic!("unknown scenario {other}"),
     }
     println!("mmtk: {}", heap.stats().to_string().replace('\n', "; "));
@@ -659,4 +775,59 @@ fn pins(heap: &MmtkHeap, m: &mut MmtkMutator) {
     }
     f.unlink();
     assert_eq!(heap.take_faults(), Vec::<String>::new());
+}
+
+/// Nodes `grow` keeps: 200,000 of 32 bytes (a 16-byte header, one field, 8 bytes), 6.4 MB.
+const GROW_NODES: usize = 200_000;
+
+/// Keeps a list of [`GROW_NODES`] nodes while making as much garbage, then checks it: on a
+/// dynamic heap whose minimum is smaller, the heap must grow (and does not pass its
+/// maximum); on a fixed heap smaller than the list, an allocation is out of memory.
+fn grow(heap: &MmtkHeap, m: &mut MmtkMutator) {
+    let chain = Chain { head: Cell::new(0) };
+    let mut f = Frame::<3>::new(&chain);
+    f.link();
+    for v in 0..GROW_NODES {
+        let node = match m.alloc(1, 8, &mut chain.roots()) {
+            Ok(node) => node,
+            Err(e) => return out_of_memory(heap, e, v),
+        };
+        // SAFETY: a fresh node with one field.
+        unsafe { m.write_field(node, 0, f.root(0)) };
+        write(node + 8, v);
+        f.set_root(0, node);
+        // As much garbage.
+        match m.alloc(1, 8, &mut chain.roots()) {
+            Ok(garbage) => write(garbage + 8, v),
+            Err(e) => return out_of_memory(heap, e, v),
+        }
+    }
+    check_list(heap, f.root(0), GROW_NODES).unwrap_or_else(|e| panic!("{e}"));
+    f.unlink();
+    let stats = heap.stats();
+    let HeapSize::Dynamic { min, max } = heap.heap_size() else {
+        panic!("the list fit in {}: {stats}", heap.heap_size());
+    };
+    assert!(
+        min < stats.total_bytes && stats.total_bytes <= max && stats.collections > 0,
+        "the heap did not grow from {min} (or passed {max}): {stats}"
+    );
+    assert_eq!(heap.take_faults(), Vec::<String>::new());
+    println!(
+        "grow: kept {GROW_NODES} nodes in a heap of {} bytes",
+        stats.total_bytes
+    );
+}
+
+/// `grow`'s end when an allocation fails: only out of memory, and only on a fixed heap
+/// smaller than the list.
+fn out_of_memory(heap: &MmtkHeap, e: MmtkError, v: usize) {
+    assert!(
+        matches!(e, MmtkError::OutOfMemory { .. })
+            && matches!(heap.heap_size(), HeapSize::Fixed(n) if n < GROW_NODES * 32),
+        "node {v} on {}: {e}",
+        heap.heap_size()
+    );
+    println!("grow: out of memory at node {v}");
+    println!("scenario passed");
 }

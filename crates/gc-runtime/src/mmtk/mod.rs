@@ -362,6 +362,75 @@ impl HeapSize {
             HeapSize::Dynamic { min, max } => GCTriggerSelector::DynamicHeapSize(min, max),
         }
     }
+
+    /// The heap size a text names (what `LOCUS_GC_HEAP_SIZE` holds): a size
+    /// ([`crate::runtime::parse_heap_size`]: bytes, or a number with `K`, `M` or `G`) is
+    /// [`HeapSize::Fixed`]; `MIN..MAX` is [`HeapSize::Dynamic`] from `MIN` up to `MAX`
+    /// (e.g. `16M..256M`); `MIN..` grows up to [`HeapSize::default_dynamic`]'s limit, and
+    /// `..MAX` starts at [`HeapSize::DEFAULT_MIN`] (or `MAX` when smaller).
+    ///
+    /// # Errors
+    /// A sentence naming the part that is wrong: a bound that is not a size, `..` alone, or
+    /// a `MIN` above `MAX`.
+    pub fn parse(text: &str) -> Result<HeapSize, String> {
+        let text = text.trim();
+        let Some((lo, hi)) = text.split_once("..") else {
+            return crate::runtime::parse_heap_size(text).map(HeapSize::Fixed);
+        };
+        let (lo, hi) = (lo.trim(), hi.trim());
+        let bound = |part: &str, which: &str| {
+            crate::runtime::parse_heap_size(part)
+                .map_err(|e| format!("the {which} heap size of `{text}`: {e}"))
+        };
+        let (min, max) = match (lo.is_empty(), hi.is_empty()) {
+            (true, true) => {
+                return Err(format!(
+                    "`{text}` names no heap size (expected N, MIN..MAX, MIN.. or ..MAX, e.g. 16M..256M)"
+                ))
+            }
+            (false, false) => (bound(lo, "smallest")?, bound(hi, "largest")?),
+            (false, true) => {
+                let min = bound(lo, "smallest")?;
+                (min, HeapSize::default_dynamic().max_bytes().max(min))
+            }
+            (true, false) => {
+                let max = bound(hi, "largest")?;
+                (HeapSize::DEFAULT_MIN.min(max), max)
+            }
+        };
+        if min > max {
+            return Err(format!(
+                "`{text}`: the smallest heap size ({min} bytes) is above the largest ({max} bytes)"
+            ));
+        }
+        Ok(HeapSize::Dynamic { min, max })
+    }
+
+    /// The heap size [`crate::runtime::HEAP_SIZE_ENV`] (`LOCUS_GC_HEAP_SIZE`) names
+    /// ([`HeapSize::parse`]), `None` when it is unset.
+    ///
+    /// # Errors
+    /// A sentence naming the variable and its value when the value is not a heap size.
+    pub fn from_env() -> Result<Option<HeapSize>, String> {
+        let var = crate::runtime::HEAP_SIZE_ENV;
+        match std::env::var_os(var) {
+            None => Ok(None),
+            Some(value) => {
+                let text = value.to_string_lossy();
+                HeapSize::parse(&text)
+                    .map(Some)
+                    .map_err(|e| format!("{var}={text}: {e}"))
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for HeapSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<HeapSize, String> {
+        HeapSize::parse(s)
+    }
 }
 
 impl fmt::Display for HeapSize {
