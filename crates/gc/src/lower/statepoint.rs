@@ -516,8 +516,9 @@ fn unpin_after_edge<'m>(
 /// region: RS4GC relocates SSA values only, so a pointer kept in memory across a safepoint
 /// must stay where it is, and the collector scans the region conservatively and pins what it
 /// names. The function reads the region depth on entry and drops its regions before each
-/// return and `resume`, and in each landing pad drops those of the frames unwound. Returns
-/// how many.
+/// return and `resume`, and in each landing pad drops those of the frames unwound (down to
+/// the depth after its own latest push: kept in a stack slot, `gc.regions.own`, when a
+/// region is pushed outside the entry block). Returns how many.
 fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     keep_across_returns_twice(b, f)?;
     let allocas: Vec<Instruction<'m>> = f
@@ -548,9 +549,20 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     b.position_at_first_insertion_point(entry)?;
     let depth_ty = b.function_type(i64t, &[], false)?;
     let depth_fn = b.declare_function(RUNTIME_REGION_DEPTH, depth_ty)?;
-    let depth = b
-        .call(depth_ty, depth_fn, &[], &[], "gc.regions")?
-        .as_value();
+    let depth_call = b.call(depth_ty, depth_fn, &[], &[], "gc.regions")?;
+    let depth = depth_call.as_value();
+    // With landing pads and a region pushed outside the entry block, the depth a pad drops
+    // to (the function's own regions, the ones pushed so far) is only known at run time: a
+    // slot holds it, written on entry and after each push.
+    let own_slot = if !pads.is_empty() && allocas.iter().any(|a| a.block() != Some(entry)) {
+        b.position_before(depth_call)?;
+        let slot = b.alloca(i64t, None, "gc.regions.own")?.as_value();
+        b.position_after(depth_call)?;
+        b.store(depth, slot)?;
+        Some(slot)
+    } else {
+        None
+    };
     let push_ty = b.function_type(b.void_type(), &[raw, raw], false)?;
     let push_fn = b.declare_function(RUNTIME_PUSH_REGION, push_ty)?;
     let mut last_push = None;
@@ -570,15 +582,25 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             )
         };
         last_push = Some(b.call(push_ty, push_fn, &[start, end], &[], "")?);
+        if let Some(slot) = own_slot {
+            // An empty region is not pushed: the depth is read, not counted.
+            let now = b.call(depth_ty, depth_fn, &[], &[], "")?;
+            b.store(now.as_value(), slot)?;
+        }
     }
     let reset_ty = b.function_type(b.void_type(), &[i64t], false)?;
     let reset_fn = b.declare_function(RUNTIME_REGION_RESET, reset_ty)?;
     // An exception that reaches a landing pad has unwound the frames in between without
     // their `ret`s: their regions (stack memory now free) go, first thing in the pad, down
-    // to this function's own, known when they are all pushed in the entry block (with
-    // regions pushed elsewhere the unwound ones stay until a caller returns: kept, never
-    // dropped early).
-    if !pads.is_empty() && allocas.iter().all(|a| a.block() == Some(entry)) {
+    // to this function's own: those pushed so far, read from the slot, or, when they are
+    // all pushed in the entry block, the depth after the last of them.
+    if let Some(slot) = own_slot {
+        for pad in &pads {
+            b.position_at_first_insertion_point(*pad)?;
+            let own = b.load(i64t, slot, "gc.regions.own")?;
+            b.call(reset_ty, reset_fn, &[own.as_value()], &[], "")?;
+        }
+    } else if !pads.is_empty() {
         let own = match last_push {
             Some(push) => {
                 b.position_after(push)?;
