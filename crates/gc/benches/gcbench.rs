@@ -17,7 +17,9 @@
 //!
 //! Heap limit: each program has one (`LOCUS_GC_BENCH_HEAP=SIZE` overrides it for all,
 //! bytes with an optional K, M or G), given to Boehm as `GC_MAXIMUM_HEAP_SIZE` and to the
-//! Locus runtime as `LOCUS_GC_HEAP_SIZE`, the size of the MMTk heap. The runtime's own
+//! Locus runtime as `LOCUS_GC_HEAP_SIZE`, the size of the MMTk heap.
+//! `LOCUS_GC_BENCH_HEAP=MIN..MAX` gives MMTk a heap that its memory balancer grows from
+//! MIN up to MAX (`LOCUS_GC_HEAP_SIZE=MIN..MAX`) and Boehm the maximum MAX. The runtime's own
 //! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
 //! survived.
 //!
@@ -50,7 +52,7 @@ use std::time::Duration;
 use locus_gc::build::{build, BuildOptions};
 use locus_gc::run::Roots;
 use locus_gc::runtime::Collector;
-use locus_gc_runtime::mmtk::Plan;
+use locus_gc_runtime::mmtk::{HeapSize, Plan};
 
 /// A program of the benchmark: its sources, the sizes a test run uses, and what it prints.
 struct Program {
@@ -124,23 +126,38 @@ const PROGRAMS: &[Program] = &[
 /// The heap limit of a test run (small sizes).
 const SMALL_HEAP: u64 = 64 * MIB;
 
+/// The heap of a run: Boehm's maximum (`GC_MAXIMUM_HEAP_SIZE`) is `max`; MMTk's heap is
+/// fixed at `max`, or grows from `min` up to `max`.
+#[derive(Clone, Copy)]
+struct Heap {
+    min: Option<u64>,
+    max: u64,
+}
+
+impl Heap {
+    /// What `LOCUS_GC_HEAP_SIZE` gets.
+    fn locus(self) -> String {
+        match self.min {
+            Some(min) => format!("{min}..{}", self.max),
+            None => self.max.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Heap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.min {
+            Some(min) => write!(f, "heap {} to {} MiB", min / MIB, self.max / MIB),
+            None => write!(f, "heap limit {} MiB", self.max / MIB),
+        }
+    }
+}
+
 /// The MMTk plans that pin, so run with Julia-style frames.
 const PLANS: [Plan; 3] = [Plan::MarkSweep, Plan::Immix, Plan::StickyImmix];
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bench")
-}
-
-/// `SIZE`: bytes with an optional K, M or G (powers of 1024).
-fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let (digits, unit) = match text.char_indices().last()? {
-        (i, 'K' | 'k') => (&text[..i], 1 << 10),
-        (i, 'M' | 'm') => (&text[..i], 1 << 20),
-        (i, 'G' | 'g') => (&text[..i], 1 << 30),
-        _ => (text, 1),
-    };
-    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 /// The IR with each of `sizes`' globals set to its value.
@@ -265,15 +282,15 @@ fn build_measure(dir: &Path) -> PathBuf {
     exe
 }
 
-/// One run with the heap limit `heap` (bytes), through `measure`: the run, or why it did
-/// not finish well (its exit status and the first line of its standard error).
-fn run_once(measure: &Path, exe: &Exe, heap: u64) -> Result<Run, String> {
+/// One run with the heap `heap`, through `measure`: the run, or why it did not finish well
+/// (its exit status and the first line of its standard error).
+fn run_once(measure: &Path, exe: &Exe, heap: Heap) -> Result<Run, String> {
     let report = exe.path.with_extension("measured");
     let out = Command::new(measure)
         .arg(&report)
         .arg(&exe.path)
-        .env("GC_MAXIMUM_HEAP_SIZE", heap.to_string())
-        .env("LOCUS_GC_HEAP_SIZE", heap.to_string())
+        .env("GC_MAXIMUM_HEAP_SIZE", heap.max.to_string())
+        .env("LOCUS_GC_HEAP_SIZE", heap.locus())
         .env("LOCUS_GC_STATS", "1")
         .env_remove("LOCUS_GC_COLLECTOR")
         .env_remove("LOCUS_GC_STRESS")
@@ -330,9 +347,17 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
         .unwrap_or(3);
-    let heap_override = std::env::var("LOCUS_GC_BENCH_HEAP")
-        .ok()
-        .map(|v| parse_size(&v).unwrap_or_else(|| panic!("LOCUS_GC_BENCH_HEAP={v}: not a size")));
+    let heap_override = std::env::var("LOCUS_GC_BENCH_HEAP").ok().map(|v| {
+        let (min, max) = match HeapSize::parse(&v) {
+            Ok(HeapSize::Fixed(max)) => (None, max),
+            Ok(HeapSize::Dynamic { min, max }) => (Some(min as u64), max),
+            Err(e) => panic!("LOCUS_GC_BENCH_HEAP={v}: {e}"),
+        };
+        Heap {
+            min,
+            max: max as u64,
+        }
+    });
     let only: Option<Vec<String>> = std::env::var("LOCUS_GC_BENCH_PROGRAMS")
         .ok()
         .map(|v| v.split(',').map(str::to_owned).collect());
@@ -348,9 +373,21 @@ fn main() {
             continue;
         }
         let (expect, heap) = if timing {
-            (program.expect.0, heap_override.unwrap_or(program.heap))
+            (
+                program.expect.0,
+                heap_override.unwrap_or(Heap {
+                    min: None,
+                    max: program.heap,
+                }),
+            )
         } else {
-            (program.expect.1, heap_override.unwrap_or(SMALL_HEAP))
+            (
+                program.expect.1,
+                heap_override.unwrap_or(Heap {
+                    min: None,
+                    max: SMALL_HEAP,
+                }),
+            )
         };
         let built = build_all(program, &dir, runtime, !timing);
         let mut results: Vec<Result<Vec<Run>, String>> = built.iter().map(|_| Ok(vec![])).collect();
@@ -428,9 +465,8 @@ fn main() {
             unreachable!("Boehm's build runs or the benchmark stops")
         };
         println!(
-            "{} ({runs} runs each, median time, largest peak RSS, heap limit {} MiB):",
-            program.name,
-            heap / MIB
+            "{} ({runs} runs each, median time, largest peak RSS, {heap}):",
+            program.name
         );
         for (label, row) in &rows {
             match row {
