@@ -39,7 +39,11 @@
 //!   keeps in registers pointers it loaded from the object's fields (Julia's Loaded
 //!   pointers, addrspace 13) and from what those point to, rooted only by the object in
 //!   the frame (with only the frame's objects pinned, Immix's defragmentation moved such
-//!   a pointer's target and `vector_masked_loads` returned 4240 for 4242). The same holds
+//!   a pointer's target and `vector_masked_loads` returned 4240 for 4242). Julia's binding
+//!   does the same: the objects its shadow stacks name are transitively pinning roots
+//!   (mmtk-julia's `scan_roots_in_mutator_thread`). The cost: what frames keep is never
+//!   defragmented, so a program that keeps much in frames needs a larger Immix heap (the
+//!   4-thread `churn` bench fits in 96 MiB, not in 64). The same holds
 //!   for objects pinned for a region or an interior statepoint base. SemiSpace and GenCopy
 //!   cannot pin: they rewrite the frame's slot, so on
 //!   those plans code must reload a rooted value from its slot after a call that may
@@ -85,8 +89,28 @@
 //! or one MMTk's memory balancer grows and shrinks within bounds ([`HeapSize::Dynamic`]).
 //! The runtime makes a fixed heap when its `Config::heap_bytes` or `LOCUS_GC_HEAP_SIZE`
 //! (e.g. `256M`) asks for one, else [`HeapSize::default_dynamic`] (32 MiB up to half the
-//! physical memory, MMTk's own default limit). An allocation that does not fit after a
-//! collection is [`MmtkError::OutOfMemory`]. MMTk 0.33's StickyImmix does not get there:
+//! physical memory, MMTk's own default limit). [`HeapSize::parse`] reads the variable's
+//! text: `N` is fixed, `MIN..MAX` (or `MIN..`, `..MAX`) dynamic. An allocation that does
+//! not fit after a collection is [`MmtkError::OutOfMemory`].
+//!
+//! The balancer (MMTk 0.33's MemBalancer) sets the heap after each collection to the live
+//! size plus the square root of 5 x live size x allocation rate / collection rate: on
+//! GCBench that is within a few hundred KiB of the live data, so a dynamic
+//! heap collects about as often as a fixed heap of its minimum, and the minimum sets the
+//! time (16M..64M: 1.96 s, 175 collections; 32M..128M: 0.68 s; fixed 32M: 0.84 s). The
+//! default's minimum of 32 MiB is why. Neither kind gives memory back: MMTk 0.33 keeps
+//! freed blocks mapped and touched for reuse, so the resident set stays at its peak.
+//!
+//! What the resident set holds besides the heap, measured on GCBench with a fixed 27 MiB
+//! Immix heap (45 MB peak; Boehm's build 37.5 MB): the spaces' pages (32.6 MB: Immix
+//! touches every block of each 4 MiB chunk it takes before it reuses freed ones, so its
+//! space reaches whole chunks, 28.7 MB, and the large object space holds the 3.9 MB array;
+//! the limit counts the side metadata's estimate too); side metadata, 2.3 MB (7% of the
+//! spaces' pages: valid-object, mark, pinning and 2 forwarding bits per 8 bytes, line
+//! marks); 4.4 MB of `malloc` that MMTk makes at start-up whatever the heap (the state of
+//! each 4 MiB chunk of the 17 TiB it reserves for side metadata, 8 KiB per 32 GiB:
+//! mmtk-core issue 1220); the executable's and libraries' pages (5.9 MB). One GC worker
+//! thread instead of two saves under 0.5 MB and costs 15 to 25% of the time. MMTk 0.33's StickyImmix does not get there:
 //! when its heap is exhausted a GC worker panics inside MMTk (an index out of bounds in
 //! its free list of pages), which ends the process with `locus: mmtk: an MMTk GC worker
 //! thread panicked`.
