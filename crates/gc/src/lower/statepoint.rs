@@ -377,18 +377,27 @@ fn raw_leaves<'m>(b: &Builder<'m>, v: Value<'m>) -> Result<Vec<Value<'m>>> {
 }
 
 /// Calls `name(raw)` (declaring `void @name(ptr)` if needed) at the builder's position.
-fn call_pin<'m>(b: &Builder<'m>, name: &str, raw: Value<'m>) -> Result<()> {
+fn call_pin<'m>(b: &Builder<'m>, name: &str, raw: Value<'m>) -> Result<Instruction<'m>> {
     let ty = b.function_type(b.void_type(), &[b.ptr_type(UNTRACKED)?], false)?;
     let f = b.declare_function(name, ty)?;
-    b.call(ty, f, &[raw], &[], "")?;
-    Ok(())
+    Ok(b.call(ty, f, &[raw], &[], "")?)
+}
+
+/// A `gc_preserve_begin` as [`pin_contract`] lowered it: the call, the untracked addresses
+/// it pinned, the last pin call (where the pins are done), and its `gc_preserve_end`s.
+struct Preserve<'m> {
+    begin: Instruction<'m>,
+    raws: Vec<Value<'m>>,
+    pinned_at: Option<Instruction<'m>>,
+    ends: Vec<Instruction<'m>>,
 }
 
 /// Inserts the pin calls for `f`'s gc_preserve regions, `jl_roots` bundles and
 /// `pointer_from_objref` calls. Returns how many.
 fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     let mut pins = 0;
-    let mut preserved: HashMap<Value<'m>, Vec<Value<'m>>> = HashMap::new();
+    let mut preserved: HashMap<Value<'m>, Preserve<'m>> = HashMap::new();
+    let mut begins = Vec::new();
     let mut ends = Vec::new();
     for inst in f.instructions() {
         let Some(call) = inst.as_call() else { continue };
@@ -399,11 +408,21 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             for arg in call.arguments() {
                 raws.extend(raw_leaves(b, arg)?);
             }
+            let mut pinned_at = None;
             for &raw in &raws {
-                call_pin(b, PIN, raw)?;
+                pinned_at = Some(call_pin(b, PIN, raw)?);
                 pins += 1;
             }
-            preserved.insert(inst.as_value(), raws);
+            begins.push(inst.as_value());
+            preserved.insert(
+                inst.as_value(),
+                Preserve {
+                    begin: inst,
+                    raws,
+                    pinned_at,
+                    ends: Vec::new(),
+                },
+            );
         } else if name == PRESERVE_END {
             ends.push(inst);
         } else if name == GC_LOADED {
@@ -461,15 +480,142 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     }
     for end in ends {
         let token = end.as_call().and_then(|c| c.arguments().first().copied());
-        let Some(raws) = token.and_then(|t| preserved.get(&t)) else {
+        let Some(region) = token.and_then(|t| preserved.get_mut(&t)) else {
             continue;
         };
         b.position_before(end)?;
-        for &raw in raws {
+        for &raw in &region.raws {
             call_pin(b, UNPIN, raw)?;
         }
+        region.ends.push(end);
     }
+    let regions: Vec<Preserve<'m>> = begins.iter().filter_map(|t| preserved.remove(t)).collect();
+    unpin_preserves_left_by_unwinding(b, f, &regions)?;
     Ok(pins)
+}
+
+/// The blocks reachable from block `from` of `cfg` (itself included).
+fn reachable_from(cfg: &Cfg<'_>, from: usize) -> Vec<bool> {
+    let mut seen = vec![false; cfg.len()];
+    let mut work = vec![from];
+    while let Some(x) = work.pop() {
+        if !std::mem::replace(&mut seen[x], true) {
+            work.extend_from_slice(cfg.successors(x));
+        }
+    }
+    seen
+}
+
+/// An exception that reaches one of `f`'s landing pads from inside a `gc_preserve` region
+/// skips the region's `gc_preserve_end`, and with it the unpins: the objects would stay
+/// pinned (and, pinned, alive) for ever. For each region a landing pad can be reached
+/// from, each pinned address is kept in a slot (`gc.preserved`, null outside the region:
+/// set after the pins, cleared at each end), and what the slots still hold is unpinned
+///
+/// - first thing in each landing pad from which no end of the region is reachable (the
+///   pad leaves the region: it resumes unwinding, or catches and goes on elsewhere);
+/// - before each `ret` and `resume` reachable from a landing pad from which an end is
+///   reachable too (a path through a pad that could have come back to an end but did
+///   not);
+/// - right before the region is entered again from a landing pad (its old pins: the end of
+///   that entry was skipped), when the pad reaches the `gc_preserve_begin`.
+///
+/// Unpinning null does nothing, so a path that never pinned, or whose end ran, unpins
+/// nothing. `sroa,mem2reg` then turns the slots into SSA values. A function with no landing
+/// pad runs no code while an exception unwinds through it: its pins stay (see the module
+/// documentation).
+fn unpin_preserves_left_by_unwinding<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    regions: &[Preserve<'m>],
+) -> Result<()> {
+    let cfg = Cfg::new(f);
+    let pads: Vec<usize> = (0..cfg.len())
+        .filter(|&i| {
+            cfg.block(i)
+                .and_then(|bb| bb.first_non_phi())
+                .is_some_and(|i| i.opcode() == Opcode::LandingPad)
+        })
+        .collect();
+    if pads.is_empty() {
+        return Ok(());
+    }
+    let raw = b.ptr_type(UNTRACKED)?;
+    let null = b.const_null(raw)?;
+    let from_pad: HashMap<usize, Vec<bool>> =
+        pads.iter().map(|&p| (p, reachable_from(&cfg, p))).collect();
+    for region in regions {
+        let (Some(pinned_at), Some(home)) = (
+            region.pinned_at,
+            region.begin.block().and_then(|bb| cfg.index_of(bb)),
+        ) else {
+            continue;
+        };
+        let from_begin = reachable_from(&cfg, home);
+        let pads_in: Vec<usize> = pads.iter().copied().filter(|&p| from_begin[p]).collect();
+        if pads_in.is_empty() {
+            continue;
+        }
+        let end_blocks: Vec<usize> = region
+            .ends
+            .iter()
+            .filter_map(|e| e.block().and_then(|bb| cfg.index_of(bb)))
+            .collect();
+        b.position_after_allocas(f)?;
+        let mut slots = Vec::with_capacity(region.raws.len());
+        for _ in &region.raws {
+            let slot = b.alloca(raw, None, "gc.preserved")?.as_value();
+            b.store(null, slot)?;
+            slots.push(slot);
+        }
+        let unpin_slots = |clear: bool| -> Result<()> {
+            for &slot in &slots {
+                let held = b.load(raw, slot, "gc.preserved.held")?;
+                call_pin(b, UNPIN, held.as_value())?;
+                if clear {
+                    b.store(null, slot)?;
+                }
+            }
+            Ok(())
+        };
+        if pads_in.iter().any(|p| from_pad[p][home]) {
+            b.position_before(region.begin)?;
+            unpin_slots(true)?;
+        }
+        b.position_after(pinned_at)?;
+        for (&raw, &slot) in region.raws.iter().zip(&slots) {
+            b.store(raw, slot)?;
+        }
+        for &end in &region.ends {
+            b.position_after(end)?;
+            for &slot in &slots {
+                b.store(null, slot)?;
+            }
+        }
+        // Blocks after a pad that may come back to an end, but need not.
+        let mut after_staying = vec![false; cfg.len()];
+        for &p in &pads_in {
+            let reach = &from_pad[&p];
+            if end_blocks.iter().any(|&e| reach[e]) {
+                for (x, &r) in reach.iter().enumerate() {
+                    after_staying[x] |= r;
+                }
+            } else if let Some(pad) = cfg.block(p) {
+                b.position_at_first_insertion_point(pad)?;
+                unpin_slots(true)?;
+            }
+        }
+        for (x, _) in after_staying.iter().enumerate().filter(|(_, &l)| l) {
+            let Some(term) = cfg.block(x).and_then(|bb| bb.terminator()) else {
+                continue;
+            };
+            if matches!(term.opcode(), Opcode::Ret | Opcode::Resume) {
+                b.position_before(term)?;
+                unpin_slots(false)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Unpins `raws` (pinned at the end of block `from`) first thing in `dest`, a successor of
