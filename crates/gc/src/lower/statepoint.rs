@@ -55,13 +55,24 @@
 //! The objects of a `jl_roots` bundle on an invoke are pinned before it and unpinned first
 //! thing in both destinations (through a `phi` where a destination has other
 //! predecessors). Root regions are dropped before a `resume` as before a `ret`, and a
-//! landing pad drops those of the frames unwound to reach it. Refused, naming the function
+//! landing pad drops those of the frames unwound to reach it (down to the depth after its
+//! function's latest push). A `gc_preserve` region an exception leaves through one of the
+//! function's landing pads unpins what it pinned on the way out (see
+//! `unpin_preserves_left_by_unwinding`): in a pad that cannot come back to the region's
+//! end, before a `ret` or `resume` after a pad that could, and before the region is
+//! entered again. Refused, naming the function
 //! and instruction: an invoke of one of Julia's helpers but `julia.get_pgcstack`
 //! (`julia.gc_alloc_obj`, `julia.call`, ...: they are expanded as calls), and what LLVM's
 //! RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`, `catchswitch`:
 //! no `landingpad` to tie relocations to), and `callbr`.
 //!
-//! # Limit
+//! # Limits
+//!
+//! A frame with no landing pad runs no code while an exception unwinds through it: the
+//! pins of its open `gc_preserve` regions, and of a `jl_roots` bundle on a `call` (not an
+//! `invoke`) that unwinds, stay (the objects are kept, never freed early). Dropping them
+//! needs the runtime to record pins per thread as it records root regions, so that the
+//! catching frame's landing pad can drop those of the frames unwound.
 //!
 //! A function with more than [`MAX_RELOCATIONS_PER_FUNCTION`] `gc.relocate` calls after
 //! RS4GC is refused, naming it: LLVM's code generator takes minutes on such a function
