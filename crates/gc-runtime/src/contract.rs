@@ -82,6 +82,42 @@ pub const TASK_PTLS_WORD: i64 = 16;
 /// this word of a task-shaped block.
 pub const TASK_GCSTACK_WORD: usize = 12;
 
+// The allocation fast path: words of the runtime's task-shaped block, after `ptls`, that say
+// how to allocate on MMTk without calling the runtime (as Julia's MMTk binding lets compiled
+// code bump the thread's allocation buffer). Code finds them from the chain head
+// (`pgcstack + 8 * (word - TASK_GCSTACK_WORD)`). The runtime's own `locus_gc_alloc` takes
+// the same path first; compiled code that inlines it must do exactly what it does:
+//
+// 1. `bp = task[TASK_ALLOC_BUMP_WORD]`; null: call `locus_gc_alloc` (the runtime's own
+//    collector, a plan without a bump pointer, `LOCUS_GC_MMTK_COLLECT_EVERY`, a safe region);
+// 2. `*task[TASK_ALLOC_PENDING_WORD] != 0` (a byte: another thread's collection is
+//    stopping the world): call `locus_gc_alloc`, which parks the thread;
+// 3. `size` = 16 + (8 * nptrs + nbytes) rounded up to 8 (at least 8), rounded up to 16, at
+//    most [`INLINE_ALLOC_MAX_BYTES`]; `start = bp[0]` (the cursor), `end = start + size`;
+//    `start == 0 || end > bp[1]` (the limit): call `locus_gc_alloc`;
+// 4. `bp[0] = end`; the object is `obj = start + 16`: `nptrs` at `obj - 16`, `nbytes` at
+//    `obj - 8`, every body word `[obj, end)` zero;
+// 5. the valid-object bit: the byte at `task[TASK_ALLOC_VO_WORD] + (obj >> 6)` gets bit
+//    `(obj >> 3) & 7` (a plain load and store: only this thread writes it);
+// 6. the counters: the `u64` at `task[TASK_ALLOC_OBJECTS_WORD]` + 1, the one at
+//    `task[TASK_ALLOC_BYTES_WORD]` + `size` (plain: only this thread writes them).
+
+/// The task word holding the address of the thread's MMTk bump pointer (`{cursor, limit}`,
+/// two words), or null when an allocation must call `locus_gc_alloc`.
+pub const TASK_ALLOC_BUMP_WORD: usize = 17;
+/// The task word holding the address of MMTk's valid-object bit table.
+pub const TASK_ALLOC_VO_WORD: usize = 18;
+/// The task word holding the address of the thread's count of objects allocated (`u64`).
+pub const TASK_ALLOC_OBJECTS_WORD: usize = 19;
+/// The task word holding the address of the thread's count of bytes allocated (`u64`).
+pub const TASK_ALLOC_BYTES_WORD: usize = 20;
+/// The task word holding the address of the heap's collection-pending byte (nonzero: the
+/// allocation must call `locus_gc_alloc`).
+pub const TASK_ALLOC_PENDING_WORD: usize = 21;
+/// The largest allocation (header included) the fast path makes; larger ones call
+/// `locus_gc_alloc`.
+pub const INLINE_ALLOC_MAX_BYTES: usize = 256;
+
 // Julia's TBAA type tree, whose tags the lowering puts on the memory accesses it adds, as
 // Julia's passes do: `!{!"jtbaa"}` is the root, `!{!"jtbaa", root, i64 0}` the scalar type
 // every other one descends from.

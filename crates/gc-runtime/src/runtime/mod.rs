@@ -246,8 +246,8 @@ use crate::contract::{
     RUNTIME_ALLOC_BYTES, RUNTIME_ALLOC_GENERICMEMORY, RUNTIME_CALLEE_ROOTED_READ,
     RUNTIME_ENTER_SAFE_REGION, RUNTIME_FOREIGN_READ, RUNTIME_GET_PGCSTACK, RUNTIME_HEAP,
     RUNTIME_LEAVE_SAFE_REGION, RUNTIME_POLL, RUNTIME_REMOVE_ROOT_REGION, RUNTIME_SAFEPOINT,
-    RUNTIME_THREAD_ATTACH_HEAP, RUNTIME_THREAD_DETACH, RUNTIME_WRITE_BARRIER, TASK_GCSTACK_WORD,
-    TASK_PTLS_WORD,
+    RUNTIME_THREAD_ATTACH_HEAP, RUNTIME_THREAD_DETACH, RUNTIME_WRITE_BARRIER, TASK_ALLOC_BUMP_WORD,
+    TASK_ALLOC_PENDING_WORD, TASK_GCSTACK_WORD, TASK_PTLS_WORD,
 };
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -256,7 +256,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -541,8 +541,17 @@ struct State {
     live_after_gc: u64,
 }
 
-/// The words of a task-shaped block, enough for its `ptls` field.
-const TASK_WORDS: usize = TASK_PTLS_WORD as usize + 1;
+/// The words of a task-shaped block: enough for its `ptls` field and the allocation fast
+/// path's words after it (`TASK_ALLOC_*`).
+const TASK_WORDS: usize = {
+    let ptls = TASK_PTLS_WORD as usize + 1;
+    let alloc = TASK_ALLOC_PENDING_WORD + 1;
+    if ptls > alloc {
+        ptls
+    } else {
+        alloc
+    }
+};
 
 /// A mutator runs Locus code (or may, at any moment): a collection waits for it.
 const RUNNING: u8 = 0;
@@ -560,9 +569,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Mutator {
     /// Shaped like Julia's task, for code that finds its task from the chain head: the
     /// chain head is word [`TASK_GCSTACK_WORD`], `ptls` (null: nothing here needs it) word
-    /// [`TASK_PTLS_WORD`], every other word 0. Atomic words: the collector reads another
-    /// thread's chain head while that thread is stopped.
+    /// [`TASK_PTLS_WORD`], the allocation fast path's words (`TASK_ALLOC_*`, see
+    /// [`crate::contract`]) set while the thread runs on MMTk, every other word 0. Atomic
+    /// words: the collector reads another thread's chain head while that thread is stopped.
     task: [AtomicUsize; TASK_WORDS],
+    /// The write barriers this thread ran ([`Stats::write_barriers`]): written by the
+    /// thread alone (a load and a store, no read-modify-write), summed by `stats`.
+    barriers: AtomicU64,
     /// The thread's stack, where the platform tells.
     stack: Option<StackBounds>,
     /// [`RUNNING`] or [`SAFE`].
@@ -580,12 +593,19 @@ impl Mutator {
     fn new(stack: Option<StackBounds>) -> Mutator {
         Mutator {
             task: Default::default(),
+            barriers: AtomicU64::new(0),
             stack,
             state: AtomicU8::new(SAFE),
             sp: AtomicUsize::new(0),
             sp_frame: AtomicUsize::new(0),
             regions: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Counts a write barrier (only the thread itself calls this).
+    fn count_barrier(&self) {
+        let n = self.barriers.load(Ordering::Relaxed);
+        self.barriers.store(n + 1, Ordering::Relaxed);
     }
 
     /// The frame the chain head points to.
@@ -635,8 +655,8 @@ struct Shared {
     mmtk_every: u64,
     /// Calls that may collect so far, counted for `mmtk_every`.
     mmtk_calls: std::sync::atomic::AtomicU64,
-    /// [`Stats::write_barriers`], counted without the state's lock: compiled code calls
-    /// the barrier after most stores of a pointer.
+    /// [`Stats::write_barriers`] of the threads that detached (each attached one counts its
+    /// own, [`Mutator::barriers`]; added here under the mutators' lock when it detaches).
     write_barriers: std::sync::atomic::AtomicU64,
     /// Set by the first thread that ends the process for a fault ([`OnFault::Exit`],
     /// [`OnFault::Abort`]): another thread's fault meanwhile (every thread out of memory at
@@ -748,6 +768,11 @@ pub struct Runtime {
 thread_local! {
     /// The runtime installed on this thread, or null: the runtime's only per-thread state.
     static CURRENT: Cell<*const Runtime> = const { Cell::new(ptr::null()) };
+    /// The task block of [`CURRENT`] while its collector is an MMTk plan and the thread is
+    /// outside a safe region, else null: what `locus_gc_get_pgcstack` and `locus_gc_alloc`
+    /// read first (one thread-local load, no other check). Set by [`Runtime::leave_safe`],
+    /// cleared by [`Runtime::enter_safe`] (every change of [`CURRENT`] goes through them).
+    static FAST: Cell<*const AtomicUsize> = const { Cell::new(ptr::null()) };
 }
 
 impl fmt::Debug for Runtime {
@@ -889,6 +914,7 @@ impl Runtime {
     /// Marks this thread stopped (its frames may be scanned) until [`Runtime::leave_safe`]:
     /// the safe region of `locus_gc_enter_safe_region`, and how a thread parks.
     fn enter_safe(&self) {
+        self.set_fast(false);
         self.me
             .sp
             .store(frames::approx_stack_pointer(), Ordering::SeqCst);
@@ -915,6 +941,7 @@ impl Runtime {
             // thread's state: one of the two sees the other's store.
             self.me.state.store(RUNNING, Ordering::SeqCst);
             if !sh.stopping.load(Ordering::SeqCst) {
+                self.set_fast(true);
                 return;
             }
             self.me.state.store(SAFE, Ordering::SeqCst);
@@ -924,6 +951,44 @@ impl Runtime {
                 w = sh.changed.wait(w).unwrap_or_else(PoisonError::into_inner);
             }
         }
+    }
+
+    /// Publishes (`on`: the thread runs, and is this thread's current runtime) or withdraws
+    /// the fast paths of an MMTk runtime: [`FAST`], and the task block's allocation words
+    /// (see `TASK_ALLOC_BUMP_WORD` in [`crate::contract`]), which stay null when every
+    /// allocation must call the runtime (no MMTk, a plan without a bump pointer, a
+    /// collection every so many calls).
+    fn set_fast(&self, on: bool) {
+        let task = self.me.task.as_ptr();
+        if !on {
+            self.me.task[TASK_ALLOC_BUMP_WORD].store(0, Ordering::Release);
+            let _ = FAST.try_with(|f| {
+                if f.get() == task {
+                    f.set(ptr::null());
+                }
+            });
+            return;
+        }
+        if self.shared.mmtk.is_none() {
+            let _ = FAST.try_with(|f| f.set(ptr::null()));
+            return;
+        }
+        let words = match self.mm.try_borrow() {
+            Ok(mm) if self.shared.mmtk_every == 0 => {
+                mm.as_ref().and_then(MmtkMutator::fast_alloc_words)
+            }
+            _ => None,
+        };
+        if let Some(words) = words {
+            // The bump word last: it says the others are set.
+            for &(w, value) in words.words.iter().filter(|w| w.0 != TASK_ALLOC_BUMP_WORD) {
+                self.me.task[w].store(value, Ordering::Relaxed);
+            }
+            for &(w, value) in words.words.iter().filter(|w| w.0 == TASK_ALLOC_BUMP_WORD) {
+                self.me.task[w].store(value, Ordering::Release);
+            }
+        }
+        let _ = FAST.try_with(|f| f.set(task));
     }
 
     /// Whether this thread is in a safe region.
@@ -1349,7 +1414,7 @@ impl Runtime {
                 pause_median_ns: m.pause_median_ns,
                 pause_max_ns: m.pause_max_ns,
                 faults,
-                write_barriers: self.shared.write_barriers.load(Ordering::Relaxed),
+                write_barriers: self.write_barriers(),
                 ..st.stats
             };
         }
@@ -1362,9 +1427,19 @@ impl Runtime {
             bytes_freed: heap.bytes_freed,
             bytes_live: heap.bytes_allocated - heap.bytes_freed,
             faults,
-            write_barriers: self.shared.write_barriers.load(Ordering::Relaxed),
+            write_barriers: self.write_barriers(),
             ..st.stats
         }
+    }
+
+    /// [`Stats::write_barriers`]: the detached threads' and each attached thread's.
+    fn write_barriers(&self) -> u64 {
+        let mutators = lock(&self.shared.mutators);
+        let attached: u64 = mutators
+            .iter()
+            .map(|m| m.barriers.load(Ordering::Relaxed))
+            .sum();
+        self.shared.write_barriers.load(Ordering::Relaxed) + attached
     }
 
     /// The faults the `extern "C"` functions and the signal handler reported (on any thread
@@ -1575,7 +1650,14 @@ impl Drop for Guard {
         // Safe while it waits for the list: a collection running now may scan what is
         // still linked, and must not wait for this thread.
         self.enter_safe();
-        lock(&self.shared.mutators).retain(|m| !Arc::ptr_eq(m, &self.me));
+        {
+            let mut mutators = lock(&self.shared.mutators);
+            mutators.retain(|m| !Arc::ptr_eq(m, &self.me));
+            // Its barriers outlive it (under the lock, so that `stats` counts them once).
+            self.shared
+                .write_barriers
+                .fetch_add(self.me.barriers.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
         let prev = self.prev.get();
         let _ = CURRENT.try_with(|cur| {
             if cur.get() == me {
@@ -1643,10 +1725,13 @@ fn entry_in<R>(name: &'static str, safe_ok: bool, body: impl FnOnce(&Runtime) ->
 pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
     // Compiled code asks at the start of every function that takes part: under MMTk,
     // where there are no freed objects to report, a thread with a runtime outside a safe
-    // region gets its answer without the entry's other work.
-    let fast =
-        with_current(|rt| (rt.shared.mmtk.is_some() && !rt.is_safe()).then(|| rt.pgcstack()));
-    fast.unwrap_or_else(|| entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack))
+    // region gets its answer from one thread-local load ([`FAST`]).
+    let task = FAST.try_with(Cell::get).unwrap_or(ptr::null());
+    if !task.is_null() {
+        // Where `Runtime::pgcstack` points: word TASK_GCSTACK_WORD of the block.
+        return task.wrapping_add(TASK_GCSTACK_WORD).cast_mut().cast();
+    }
+    entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack)
 }
 
 /// May collect, then returns a new object with `nptrs` null pointer fields followed by
@@ -1654,6 +1739,20 @@ pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
 /// and then aborts.
 #[no_mangle]
 pub extern "C" fn locus_gc_alloc(nptrs: i64, nbytes: i64) -> *mut u8 {
+    // What compiled code may do inline (the `TASK_ALLOC_*` words), first.
+    let task = FAST.try_with(Cell::get).unwrap_or(ptr::null());
+    if let (false, Ok(p), Ok(b)) = (
+        task.is_null(),
+        usize::try_from(nptrs),
+        usize::try_from(nbytes),
+    ) {
+        // SAFETY: `FAST` holds the current runtime's task block while it runs on MMTk,
+        // whose allocation words are null or its mutator's (`Runtime::set_fast`), and the
+        // mutator is not in use: compiled code called in.
+        if let Some(obj) = unsafe { MmtkHeap::alloc_from_task(task, p, b) } {
+            return obj as *mut u8;
+        }
+    }
     if let Some(obj) = fast_alloc(nptrs, nbytes) {
         return obj;
     }
@@ -1921,13 +2020,13 @@ fn barrier(name: &'static str, remember: impl FnOnce(&mut MmtkMutator)) {
             .shared
             .mmtk
             .is_some_and(|heap| heap.plan().generational());
-        (!remembers).then(|| rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed))
+        (!remembers).then(|| rt.me.count_barrier())
     });
     if counted.is_some() {
         return;
     }
     entry(name, |rt| {
-        rt.shared.write_barriers.fetch_add(1, Ordering::Relaxed);
+        rt.me.count_barrier();
         if let Some(m) = rt.mm.borrow_mut().as_mut() {
             remember(m);
         }
