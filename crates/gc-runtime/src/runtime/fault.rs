@@ -5,11 +5,32 @@
 //! `allocation:`), names where the bad pointer was found (a root slot of a numbered frame, or
 //! a pointer field of an object and the root it was reached from), what it points to, and the
 //! collection that found it. The CLI prints it after `locus: gc: `.
+//!
+//! A fatal signal's line (`locus: SIGSEGV ... in function `NAME``) names the function with
+//! `dladdr`; in an executable of `locus gc build`, whose `main` is Locus's, the module's own
+//! `main` is the symbol [`RENAMED_MAIN`], which [`source_function_name`] turns back into
+//! `main` for that line.
 
 use std::fmt;
 
 use super::frames::{MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
 use super::heap::{ObjectInfo, HEADER_BYTES, MAX_OBJECT_BYTES};
+
+/// What `locus gc build` renames a module's own `main` to: the executable's `main` is the
+/// one the build adds (it makes the thread's runtime and calls the entry). The build's
+/// `RENAMED_MAIN` is this name.
+pub const RENAMED_MAIN: &str = "locus_entry";
+
+/// The name the program's source gives the function whose symbol is `symbol`, for a fault
+/// line: `main` for [`RENAMED_MAIN`], `symbol` itself otherwise. It only compares bytes, so
+/// a signal handler may call it.
+pub fn source_function_name(symbol: &[u8]) -> &[u8] {
+    if symbol == RENAMED_MAIN.as_bytes() {
+        b"main"
+    } else {
+        symbol
+    }
+}
 
 /// Where a traced pointer was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -567,6 +588,28 @@ impl fmt::Display for GcFault {
                     ),
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The renamed main reads as `main`; every other symbol, `main` and names that only
+    /// start or end like the renamed one included, reads as itself.
+    #[test]
+    fn the_renamed_main_reads_as_main() {
+        assert_eq!(source_function_name(b"locus_entry"), b"main");
+        for other in [
+            &b"main"[..],
+            b"deref",
+            b"locus_entry2",
+            b"_locus_entry",
+            b"locus_entr",
+            b"",
+        ] {
+            assert_eq!(source_function_name(other), other);
         }
     }
 }
