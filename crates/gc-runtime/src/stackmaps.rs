@@ -1,14 +1,19 @@
-//! The statepoint stack maps of the running executable, read back from its own file.
+//! The statepoint stack maps of the running executable, read from its own loaded image.
 //!
 //! A program built with statepoint roots carries LLVM's `.llvm_stackmaps` section (one
 //! table per object file linked, back to back). At start-up the runtime reads
-//! `/proc/self/exe`, finds the section with [`locus_stackmap::object::find_section`]
-//! (which applies the file's relocations of it, for a position-independent executable),
-//! adds the load bias of the main program (from `dl_iterate_phdr`), and turns each
-//! statepoint record into the (base, derived) slot pairs the collector reads
-//! ([`crate::runtime::statepoints`]). The code ranges that continue the stack walk
-//! are the functions the tables name, sized by the executable's symbol table (so the
-//! executable must not be stripped of it).
+//! `/proc/self/exe` for where the section is ([`locus_stackmap::object::find_section`])
+//! and for its symbol table, then reads the section's bytes from memory, at that address
+//! plus the main program's load bias (`dl_iterate_phdr`), inside one of its loaded
+//! segments. Those bytes are the ones the loader relocated: in a position-independent
+//! executable the function addresses the records name are run-time addresses already,
+//! whatever relocations the linker chose (`R_X86_64_RELATIVE` in `.rela.dyn` or packed in
+//! `.relr.dyn` for the writable section `locus gc build` links, a text relocation for
+//! LLVM's read-only one under GNU ld), and in a `-no-pie` executable they are the file's.
+//! The runtime thus applies no relocation itself. Each statepoint record becomes the
+//! (base, derived) slot pairs the collector reads ([`crate::runtime::statepoints`]). The
+//! code ranges that continue the stack walk are the functions the tables name, sized by
+//! the executable's symbol table (so the executable must not be stripped of it).
 
 use std::collections::HashMap;
 
@@ -17,23 +22,64 @@ use locus_stackmap::object::find_section;
 use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
 use object::{Object, ObjectSymbol};
 
-/// The load bias of the main program: what its addresses in the file are moved by.
-fn main_program_bias() -> u64 {
-    unsafe extern "C" fn first(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut libc::c_void,
-    ) -> libc::c_int {
-        // SAFETY: the loader passes a valid entry for the duration of the call.
-        let addr = unsafe { (*info).dlpi_addr };
-        // SAFETY: `data` is the `u64` of `main_program_bias`, alive during the call.
-        unsafe { *data.cast::<u64>() = addr };
-        1 // the first entry is the main program: stop
+/// The main program as loaded: its load bias (what its addresses in the file are moved
+/// by) and its readable loaded segments, at run-time addresses.
+struct MainProgram {
+    bias: u64,
+    readable: Vec<std::ops::Range<u64>>,
+}
+
+impl MainProgram {
+    fn find() -> MainProgram {
+        unsafe extern "C" fn first(
+            info: *mut libc::dl_phdr_info,
+            _size: libc::size_t,
+            data: *mut libc::c_void,
+        ) -> libc::c_int {
+            // SAFETY: the loader passes a valid entry for the duration of the call.
+            let info = unsafe { &*info };
+            // SAFETY: `data` is the `MainProgram` of `find`, alive and not otherwise borrowed.
+            let main = unsafe { &mut *data.cast::<MainProgram>() };
+            main.bias = info.dlpi_addr;
+            let count = usize::from(info.dlpi_phnum);
+            if !info.dlpi_phdr.is_null() {
+                // SAFETY: the loader's program headers, `dlpi_phnum` of them.
+                let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, count) };
+                for h in headers {
+                    if h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0 {
+                        let start = info.dlpi_addr.wrapping_add(h.p_vaddr);
+                        main.readable.push(start..start.saturating_add(h.p_memsz));
+                    }
+                }
+            }
+            1 // the first entry is the main program: stop
+        }
+        let mut main = MainProgram {
+            bias: 0,
+            readable: Vec::new(),
+        };
+        // SAFETY: the callback only writes `main`, which outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut main).cast()) };
+        main
     }
-    let mut bias: u64 = 0;
-    // SAFETY: the callback only writes `bias`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut bias).cast()) };
-    bias
+
+    /// The `len` bytes at run-time address `start`, when one readable loaded segment of
+    /// the main program holds them all.
+    fn loaded(&self, start: u64, len: usize) -> Option<&'static [u8]> {
+        let end = start.checked_add(u64::try_from(len).ok()?)?;
+        if !self
+            .readable
+            .iter()
+            .any(|r| r.start <= start && end <= r.end)
+        {
+            return None;
+        }
+        let at = usize::try_from(start).ok()?;
+        // SAFETY: the range lies in a readable segment of the main program, which stays
+        // mapped for the life of the process; the loader wrote it before `main` ran, and
+        // nothing writes the stack map section after that.
+        Some(unsafe { std::slice::from_raw_parts(at as *const u8, len) })
+    }
 }
 
 fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), String> {
@@ -60,11 +106,23 @@ pub fn from_executable() -> Result<StackMaps, String> {
     let section = section.ok_or_else(|| {
         format!("{path} has no .llvm_stackmaps section (built without statepoint roots?)")
     })?;
-    let tables = Tables::new(section.resolved(), section.endian, ParseOptions::default())
+    let main = MainProgram::find();
+    let bias = main.bias;
+    let loaded = main
+        .loaded(section.address.wrapping_add(bias), section.data.len())
+        .ok_or_else(|| {
+            format!(
+                "{path}: its .llvm_stackmaps section ({} bytes at {:#x}, load bias {bias:#x}) \
+                 is not in a loaded segment",
+                section.data.len(),
+                section.address
+            )
+        })?;
+    let tables = Tables::new(loaded, section.endian, ParseOptions::default())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{path}: .llvm_stackmaps: {e}"))?;
-    let bias = main_program_bias();
-    let index = StackMapIndex::new(tables, bias);
+    // The loaded bytes hold run-time addresses already.
+    let index = StackMapIndex::new(tables, 0);
     let file = object::File::parse(&*data).map_err(|e| format!("{path}: {e}"))?;
     let sizes: HashMap<u64, u64> = file
         .symbols()
@@ -74,14 +132,14 @@ pub fn from_executable() -> Result<StackMaps, String> {
     let mut maps = StackMaps::new();
     for table in index.tables() {
         for f in table.functions() {
-            let size = sizes.get(&f.address).ok_or_else(|| {
+            let in_file = f.address.wrapping_sub(bias);
+            let size = sizes.get(&in_file).ok_or_else(|| {
                 format!(
-                    "{path}: no symbol gives the size of the function at {:#x} (a stripped \
-                     executable?)",
-                    f.address
+                    "{path}: no symbol gives the size of the function at {in_file:#x} (a \
+                     stripped executable?)"
                 )
             })?;
-            let start = f.address.wrapping_add(bias);
+            let start = f.address;
             let (Ok(s), Ok(e)) = (
                 usize::try_from(start),
                 usize::try_from(start.saturating_add(*size)),

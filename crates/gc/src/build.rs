@@ -12,12 +12,30 @@
 //!    renamed [`RENAMED_MAIN`] first, so fault lines name it so.
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
-//!    (`"frame-pointer"="all"`, which the rewrite adds).
+//!    (`"frame-pointer"="all"`, which the rewrite adds). The object's `.llvm_stackmaps`
+//!    section is then made writable (see "Position-independent executables" below).
 //! 3. [`link`]: `clang-19 OBJECT RUNTIME -o PROG -rdynamic -lpthread -ldl -lm -lgcc_s
 //!    -Wl,--as-needed -lstdc++ -Wl,--no-as-needed` (the C++ runtime for programs that
-//!    unwind C++-style; `-no-pie` too for statepoint roots), `RUNTIME` being `liblocus_gc_runtime.a`
-//!    ([`find_runtime`]). `-rdynamic` exports the program's functions so that a fault line
-//!    can name the function (the handler asks `dladdr`).
+//!    unwind C++-style), `RUNTIME` being `liblocus_gc_runtime.a` ([`find_runtime`]), then
+//!    [`BuildOptions::link_args`] (`-fuse-ld=lld`, say). `-rdynamic` exports the program's
+//!    functions so that a fault line can name the function (the handler asks `dladdr`).
+//!
+//! # Position-independent executables
+//!
+//! The executable is a PIE (`ET_DYN`) with either linker, as distributions build by default,
+//! and has no text relocations. LLVM emits `.llvm_stackmaps` read-only, yet each function
+//! record holds the function's absolute address, which in a PIE the loader must write: GNU
+//! ld would make that a text relocation (`DT_TEXTREL`), and lld refuses it. So [`compile`]
+//! marks the section writable in the object
+//! ([`locus_stackmap::object::make_section_writable`], one bit of `sh_flags`); both
+//! linkers then put it in a writable segment with `R_X86_64_RELATIVE` dynamic relocations,
+//! and the runtime reads the section the loader relocated from its own memory
+//! (`locus_gc_runtime::stackmaps`). The other ways out were worse: `-no-pie` (what
+//! Locus did first) breaks hand linking on PIE-default toolchains and gives up ASLR;
+//! renaming the section to get `__start_`/`__stop_` symbols leaves it read-only (the same
+//! refusal), and reading link-time addresses from the file needs relocations the linker
+//! resolved, which it does not do in a PIE. By hand: `llvm-objcopy-19 --set-section-flags
+//! .llvm_stackmaps=alloc,load,contents,data prog.o` before linking.
 //!
 //! The executable behaves as `locus gc run` on the same module: the result on standard
 //! output and exit status 0; a broken GC contract prints one `locus: gc: ...` line and
@@ -82,11 +100,13 @@ pub struct BuildOptions {
     /// The collector the executable runs unless its environment names one
     /// (`LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`); `None`: the runtime's default.
     pub collector: Option<Collector>,
+    /// More arguments for the linker driver, after Locus's own (`-fuse-ld=lld`, `-static-pie`).
+    pub link_args: Vec<String>,
 }
 
 impl Default for BuildOptions {
-    /// Frames, entry `main` (as `locus gc run`), no passes, the runtime found, clang-19,
-    /// the runtime's default collector.
+    /// Frames, entry `main` (as `locus gc run`), no passes, the runtime found, clang-19
+    /// with no more arguments, the runtime's default collector.
     fn default() -> BuildOptions {
         BuildOptions {
             roots: Roots::Frames,
@@ -97,6 +117,7 @@ impl Default for BuildOptions {
             safepoint_polls: false,
             write_barriers: WriteBarriers::default(),
             collector: None,
+            link_args: Vec::new(),
         }
     }
 }
@@ -330,15 +351,25 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
     Ok(text)
 }
 
-/// Step 2: [`lower_for_build`]'s text compiled into an ELF object for the host, in process.
+/// Step 2: [`lower_for_build`]'s text compiled into an ELF object for the host, in process,
+/// its `.llvm_stackmaps` section (statepoint roots) made writable so that it links into a
+/// PIE without text relocations (see "Position-independent executables" above).
 ///
 /// # Errors
-/// LLVM's: parsing, verifying, code generation.
+/// LLVM's: parsing, verifying, code generation (also when the object LLVM wrote cannot
+/// be read back).
 pub fn compile(name: &str, lowered: &str) -> Result<Vec<u8>, Error> {
     let ctx = Context::new();
     let module = Module::parse_ir(&ctx, name, lowered)?;
     module.verify()?;
-    Ok(locus_llvm::emit_object(&module, "", "", "")?)
+    let mut object = locus_llvm::emit_object(&module, "", "", "")?;
+    // Only an object LLVM has just written is read here: an error means a broken emitter.
+    locus_stackmap::object::make_section_writable(&mut object).map_err(|e| {
+        Error::Llvm(locus_llvm::Error::Codegen {
+            message: format!("{name}: the object's .llvm_stackmaps section: {e}"),
+        })
+    })?;
+    Ok(object)
 }
 
 /// Where [`find_runtime`] looks for [`RUNTIME_LIBRARY`] when not told: the directory of
@@ -384,7 +415,9 @@ pub fn find_runtime(explicit: Option<&Path>) -> Result<PathBuf, BuildError> {
 }
 
 /// Step 3: links `object` with `runtime` into the executable `output` with `linker`
-/// (a C compiler driver such as clang-19 or cc).
+/// (a C compiler driver such as clang-19 or cc), `extra` after Locus's own arguments. The
+/// executable is position-independent when the driver makes PIEs by default (clang-19 and
+/// Debian's gcc do), with frame roots and statepoint roots alike.
 ///
 /// # Errors
 /// [`BuildError::Link`] when the linker cannot be run or fails, with its standard error.
@@ -392,8 +425,8 @@ pub fn link(
     object: &Path,
     runtime: &Path,
     output: &Path,
-    roots: Roots,
     linker: &str,
+    extra: &[String],
 ) -> Result<(), BuildError> {
     let mut cmd = Command::new(linker);
     cmd.arg(object).arg(runtime).arg("-o").arg(output);
@@ -403,11 +436,7 @@ pub fn link(
     // C++-style unwinding (`invoke` with __gxx_personality_v0, __cxa_throw) needs the C++
     // runtime; linked only where the program uses it.
     cmd.args(["-Wl,--as-needed", "-lstdc++", "-Wl,--no-as-needed"]);
-    if roots == Roots::Statepoint {
-        // The stack map section's function addresses are then final in the file, which
-        // the runtime reads back at start-up.
-        cmd.arg("-no-pie");
-    }
+    cmd.args(extra);
     let shown = format!("{cmd:?}").replace('"', "");
     let out = cmd.output().map_err(|e| BuildError::Link {
         command: shown.clone(),
@@ -462,8 +491,8 @@ pub fn build(
         &object_path,
         &runtime,
         output,
-        options.roots,
         &options.linker,
+        &options.link_args,
     );
     let removed = std::fs::remove_file(&object_path);
     linked?;

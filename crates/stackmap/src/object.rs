@@ -363,3 +363,188 @@ pub fn archive_members(data: &[u8]) -> Result<Option<Vec<ArchiveMember<'_>>>> {
     }
     Ok(Some(members))
 }
+
+/// Marks the `.llvm_stackmaps` section of the relocatable ELF object `data` writable
+/// (`SHF_WRITE`), in place, so that it can be linked into a position-independent
+/// executable without a text relocation. Returns `Ok(false)` when `data` has no such section,
+/// or is not ELF (Mach-O and COFF have no such restriction); `Ok(true)` once it is writable.
+///
+/// LLVM makes the section read-only (`SHF_ALLOC` alone), yet each function record holds the
+/// function's absolute address through an `R_X86_64_64` / `R_AARCH64_ABS64` relocation. A
+/// PIE's loader must then write the section: GNU ld accepts that as a text relocation
+/// (`DT_TEXTREL`, the page made writable at start-up), lld refuses it ("recompile with
+/// -fPIC"). In a writable section both linkers emit ordinary `R_*_RELATIVE` dynamic
+/// relocations into `.rela.dyn` (or `.relr.dyn`), and the loaded section holds run-time
+/// addresses. `llvm-objcopy-19 --set-section-flags .llvm_stackmaps=alloc,load,contents,data`
+/// does the same to a file.
+///
+/// # Errors
+/// [`Error::Object`] when `data` is ELF but cannot be read, or is not a relocatable object
+/// (a linked file's segments are laid out already: make the section writable before linking).
+pub fn make_section_writable(data: &mut [u8]) -> Result<bool> {
+    let (file_kind, flags_at, width, little) = {
+        let file = parse_file(data)?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Ok(false);
+        }
+        let kind = file.kind();
+        let found = match &file {
+            object::File::Elf64(f) => elf_flags_offset(f.elf_header(), f.endian(), data)?,
+            object::File::Elf32(f) => elf_flags_offset(f.elf_header(), f.endian(), data)?,
+            _ => None,
+        };
+        let width = if file.is_64() { 8 } else { 4 };
+        (kind, found, width, file.is_little_endian())
+    };
+    let Some(at) = flags_at else {
+        return Ok(false);
+    };
+    if file_kind != ObjectKind::Relocatable {
+        return Err(Error::Object {
+            message: alloc::format!(
+                "the stack map section can be made writable only in a relocatable object, \
+                 before linking; this file is {file_kind:?}"
+            ),
+        });
+    }
+    let field = usize::try_from(at)
+        .ok()
+        .and_then(|o| data.get_mut(o..o.checked_add(width)?))
+        .ok_or_else(|| Error::Object {
+            message: alloc::format!("the stack map section's header at {at:#x} is cut off"),
+        })?;
+    // SHF_WRITE is bit 0 of sh_flags, which is the low byte's: the first byte of a
+    // little-endian field, the last of a big-endian one.
+    let low = if little { 0 } else { width - 1 };
+    field[low] |= object::elf::SHF_WRITE as u8;
+    Ok(true)
+}
+
+/// The file offset of the `sh_flags` field of the ELF file's `.llvm_stackmaps` section
+/// header, or `None` when it has none.
+fn elf_flags_offset<Elf: object::read::elf::FileHeader>(
+    header: &Elf,
+    endian: Elf::Endian,
+    data: &[u8],
+) -> Result<Option<u64>> {
+    let bad = |e: object::read::Error| Error::Object {
+        message: String::from("cannot read the section headers: ") + &e.to_string(),
+    };
+    let sections = header.sections(endian, data).map_err(bad)?;
+    let Some((index, _)) = sections
+        .enumerate()
+        .find(|(_, s)| sections.section_name(endian, s) == Ok(b".llvm_stackmaps".as_slice()))
+    else {
+        return Ok(None);
+    };
+    let shoff: u64 = header.e_shoff(endian).into();
+    let entsize = u64::from(header.e_shentsize(endian));
+    // sh_name and sh_type (4 bytes each) precede sh_flags in both classes. The table was
+    // read whole from `data`, so this cannot overflow; the caller checks the range anyway.
+    Ok(Some(
+        shoff
+            .wrapping_add(entsize.wrapping_mul(index.0 as u64))
+            .wrapping_add(8),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    const IR: &str = "declare void @llvm.experimental.stackmap(i64, i32, ...)\n\
+        define void @f(i64 %x) {\n  call void (i64, i32, ...) @llvm.experimental.stackmap(i64 7, i32 0, i64 %x)\n  ret void\n}\n";
+
+    /// `ir` compiled by llc-19 for `triple` into an object file's bytes.
+    fn llc(ir: &str, triple: &str, tag: &str) -> Vec<u8> {
+        let dir = std::env::temp_dir().join(alloc::format!(
+            "locus-stackmap-writable-{tag}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ll, obj) = (dir.join("m.ll"), dir.join("m.o"));
+        std::fs::write(&ll, ir).unwrap();
+        let out = Command::new("llc-19")
+            .args(["-O2", "-filetype=obj", "-relocation-model=pic"])
+            .arg(alloc::format!("-mtriple={triple}"))
+            .arg(&ll)
+            .arg("-o")
+            .arg(&obj)
+            .output()
+            .expect("llc-19 runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = std::fs::read(&obj).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        bytes
+    }
+
+    /// The flags llvm-readobj-19 prints for the stack map section of `bytes`.
+    fn readobj_flags(bytes: &[u8], tag: &str) -> String {
+        let path = std::env::temp_dir().join(alloc::format!(
+            "locus-stackmap-readobj-{tag}-{}.o",
+            std::process::id()
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        let out = Command::new("llvm-readobj-19")
+            .arg("-S")
+            .arg(&path)
+            .output()
+            .expect("llvm-readobj-19 runs");
+        std::fs::remove_file(&path).unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let at = text
+            .find("Name: .llvm_stackmaps")
+            .expect("readobj lists the section");
+        let flags = &text[at..];
+        let end = flags.find(']').unwrap();
+        flags[..end]
+            .lines()
+            .filter(|l| l.trim_start().starts_with("SHF_"))
+            .map(|l| l.split_whitespace().next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_stack_map_section_is_made_writable_and_nothing_else_changes() {
+        for (triple, tag) in [("x86_64-linux-gnu", "x86"), ("aarch64-linux-gnu", "a64")] {
+            let before = llc(IR, triple, tag);
+            assert_eq!(readobj_flags(&before, tag), "SHF_ALLOC", "{triple}");
+            let mut after = before.clone();
+            assert!(make_section_writable(&mut after).unwrap(), "{triple}");
+            assert_eq!(
+                readobj_flags(&after, tag),
+                "SHF_ALLOC SHF_WRITE",
+                "{triple}"
+            );
+            let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+            assert_eq!(changed, 1, "{triple}: one byte of sh_flags changes");
+            // The stack maps read the same, and a second call keeps it so.
+            let (_, a) = find_section(&before).unwrap();
+            let (_, b) = find_section(&after).unwrap();
+            assert_eq!(a.unwrap().resolved(), b.unwrap().resolved(), "{triple}");
+            let again = after.clone();
+            assert!(make_section_writable(&mut after).unwrap());
+            assert_eq!(after, again);
+        }
+    }
+
+    #[test]
+    fn an_object_without_stack_maps_is_left_alone() {
+        let mut bytes = llc(
+            "define i64 @g() {\n  ret i64 1\n}\n",
+            "x86_64-linux-gnu",
+            "none",
+        );
+        let before = bytes.clone();
+        assert!(!make_section_writable(&mut bytes).unwrap());
+        assert_eq!(bytes, before);
+        let mut text = b"not an object".to_vec();
+        assert!(make_section_writable(&mut text).is_err());
+    }
+}
