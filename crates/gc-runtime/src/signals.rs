@@ -34,6 +34,8 @@ pub fn install() -> bool {
     // chunks' HandlerTable and atomics, formats into the handler's buffer, and calls
     // mprotect before answering Retry), and never removes from a table.
     unsafe { set_claimer(claim_freed_access) };
+    // SAFETY: `source_function_name` only compares bytes.
+    unsafe { set_symbol_namer(crate::runtime::fault::source_function_name) };
     locus_signals::install()
 }
 

@@ -42,8 +42,6 @@ fn build_and_run(roots: Roots, tag: &str) -> (Option<i32>, String) {
 /// One `locus: SIGSEGV (null pointer dereference) ... in function `main` (pc 0x... =
 /// locus_entry+0x...)` line and status 3, with frame roots and statepoint roots.
 #[test]
-#[ignore = "needs the symbol namer of locus-signals set by the runtime (the lead's part of \
-            issue 26's renamed main); without it the line names `locus_entry`"]
 fn a_fault_in_the_renamed_main_names_main() {
     let mut roots = vec![(Roots::Frames, "frames")];
     if cfg!(target_arch = "x86_64") {

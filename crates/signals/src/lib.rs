@@ -471,6 +471,38 @@ fn claimer() -> Option<FaultClaimer> {
     (address != 0).then(|| unsafe { std::mem::transmute::<usize, FaultClaimer>(address) })
 }
 
+/// Turns the symbol `dladdr` finds for a faulting instruction into the name the fault line
+/// shows (see [`set_symbol_namer`]).
+pub type SymbolNamer = fn(symbol: &[u8]) -> &[u8];
+
+/// The symbol namer, as an address (0: none); process-wide for the reason [`CLAIMER`] is.
+static NAMER: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes `namer` the process's: a fault line names a function found by `dladdr` (code not
+/// registered with [`register_code`]) by what `namer` answers for its symbol, and keeps the
+/// symbol in the `pc = SYMBOL+OFFSET` part. Set once, as [`set_claimer`]: false (and
+/// nothing changes) if another namer is set already. The GC runtime sets one that names
+/// the `main` a `locus gc build` executable renamed by its source name.
+///
+/// # Safety
+///
+/// `namer` runs inside the signal handler, as a [`FaultClaimer`] does, and must be
+/// async-signal-safe in the same way.
+pub unsafe fn set_symbol_namer(namer: SymbolNamer) -> bool {
+    let address = namer as usize;
+    match NAMER.compare_exchange(0, address, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => true,
+        Err(current) => current == address,
+    }
+}
+
+/// The symbol namer set, if any.
+fn symbol_namer() -> Option<SymbolNamer> {
+    let address = NAMER.load(Ordering::SeqCst);
+    // SAFETY: a non-zero value was stored by `set_symbol_namer` from a `SymbolNamer`.
+    (address != 0).then(|| unsafe { std::mem::transmute::<usize, SymbolNamer>(address) })
+}
+
 /// A function's code, for naming the function a fault happened in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeRange {
@@ -1448,7 +1480,7 @@ fn write_location(line: &mut Line, readers: &Readers, pc: usize) {
         // SAFETY: as above.
         let name = unsafe { CStr::from_ptr(info.dli_sname) }.to_bytes();
         line.push_bytes(b" in function `");
-        line.push_bytes(name);
+        line.push_bytes(symbol_namer().map_or(name, |namer| namer(name)));
         let _ = write!(line, "` (pc {pc:#x} = ");
         line.push_bytes(name);
         let _ = write!(line, "+{:#x}", pc.wrapping_sub(info.dli_saddr as usize));
