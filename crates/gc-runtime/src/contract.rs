@@ -91,7 +91,9 @@ pub const TASK_GCSTACK_WORD: usize = 12;
 // 1. `bp = task[TASK_ALLOC_BUMP_WORD]`; null: call `locus_gc_alloc` (the runtime's own
 //    collector, a plan without a bump pointer, `LOCUS_GC_MMTK_COLLECT_EVERY`, a safe region);
 // 2. `*task[TASK_ALLOC_PENDING_WORD] != 0` (a byte: another thread's collection is
-//    stopping the world): call `locus_gc_alloc`, which parks the thread;
+//    stopping the world): call `locus_gc_alloc`, which parks the thread (compiled code may
+//    skip this step, as Julia's inline allocation does: the thread then parks at its next
+//    safepoint or when its buffer runs out, which bounds the delay);
 // 3. `size` = 16 + (8 * nptrs + nbytes) rounded up to 8 (at least 8), rounded up to 16, at
 //    most [`INLINE_ALLOC_MAX_BYTES`]; `start = bp[0]` (the cursor), `end = start + size`;
 //    `start == 0 || end > bp[1]` (the limit): call `locus_gc_alloc`;

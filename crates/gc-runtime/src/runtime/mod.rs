@@ -188,13 +188,33 @@
 //! chain, pins and regions scanned, not its compiled frames (the statepoint rewrite does
 //! not wrap `locus_gc_enter_safe_region`; objects it holds across the region must be
 //! pinned), and `--safepoint-polls` is refused with statepoint roots until the rewrite
-//! wraps `locus_gc_poll` (the runtime has `locus_gc_sp_poll` for it); the collector itself
-//! is one thread (no parallel marking); there is no allocation buffer per thread (every
-//! allocation takes the heap's lock); signals are not used to stop threads (a thread stops
+//! wraps `locus_gc_poll` (the runtime has `locus_gc_sp_poll` for it); the runtime's own
+//! collector is one thread (no parallel marking) and has no allocation buffer per thread
+//! (every allocation takes the heap's lock; MMTk's plans have both); signals are not used to stop threads (a thread stops
 //! only at the points above).
 //!
-//! The only global state is a thread-local pointer to the current thread's [`Runtime`],
-//! unavoidable because the `extern "C"` functions have fixed signatures.
+//! # Fast paths on MMTk
+//!
+//! Compiled code calls `locus_gc_get_pgcstack`, `locus_gc_alloc` and the write barrier
+//! far more often than anything else, so on an MMTk plan they skip the entry's checks:
+//! - `locus_gc_get_pgcstack` answers from one thread-local load: the current runtime's
+//!   task block while it runs on MMTk outside a safe region (null otherwise: then the
+//!   entry answers, or refuses a call from a safe region);
+//! - the task block's `TASK_ALLOC_*` words ([`crate::contract`], which lists the steps)
+//!   hold the address of the thread's MMTk bump pointer (cursor, limit), the valid-object
+//!   bit table, the thread's allocation counters and the heap's collection-pending flag
+//!   while the thread runs on a plan with a bump pointer (Immix, StickyImmix, SemiSpace,
+//!   GenCopy); the bump word is null for the runtime's own collectors, MarkSweep,
+//!   [`Config::mmtk_collect_every`] and in a safe region. `locus_gc_alloc` takes that path
+//!   first (an object of at most `INLINE_ALLOC_MAX_BYTES` that fits the buffer: bump,
+//!   header, zeroed body, valid-object bit, counted), and a lowering may inline the same
+//!   steps, calling `locus_gc_alloc` when they say no;
+//! - a write barrier on a collector that remembers nothing only counts, in a per-thread
+//!   counter (a load and a store) that [`Runtime::stats`] sums.
+//!
+//! The only global state is a thread-local pointer to the current thread's [`Runtime`]
+//! (and, beside it, its task block while the MMTk fast paths are on), unavoidable because
+//! the `extern "C"` functions have fixed signatures.
 //! [`Runtime::enter`] and [`HeapHandle::attach`] install a runtime and return a [`Guard`]
 //! that owns it; dropping the guard detaches the thread, restores the runtime that was
 //! current before, and frees the heap when no thread or handle is left. Guards nest (each
