@@ -11,16 +11,23 @@
 //! `.relr.dyn` for the writable section `locus gc build` links, a text relocation for
 //! LLVM's read-only one under GNU ld), and in a `-no-pie` executable they are the file's.
 //! The runtime thus applies no relocation itself. Each statepoint record becomes the
-//! (base, derived) slot pairs the collector reads ([`crate::runtime::statepoints`]). The
+//! (base, derived) slot pairs the collector reads ([`crate::runtime::statepoints`]); on
+//! AArch64, whose stack pointer is no fixed distance from the frame record, each slot
+//! LLVM writes off the stack pointer (`[R#31 + off]`) is turned into one off `x29` with
+//! the function's frame size (the stack map's) and its CFA rule at the call (`CFA = x29 +
+//! N`, from `.eh_frame`: the `cfi` module), so the walk reads `x29`'s frame record chain
+//! alone, as on x86-64. The
 //! code ranges that continue the stack walk are the functions the tables name, sized by
 //! the executable's symbol table (so the executable must not be stripped of it).
+
+mod cfi;
 
 use std::collections::HashMap;
 
 use crate::runtime::{Slot, SlotPair, StackMaps};
 use locus_stackmap::object::find_section;
 use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
-use object::{Object, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 /// The main program as loaded: its load bias (what its addresses in the file are moved
 /// by) and its readable loaded segments, at run-time addresses.
@@ -82,13 +89,52 @@ impl MainProgram {
     }
 }
 
-fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), String> {
-    Slot::of_location(location).map_err(|what| {
+fn slot_of(
+    location: Location,
+    return_address: u64,
+    sp_from_fp: Option<i64>,
+) -> Result<(Slot, u16), String> {
+    let (slot, lanes) = Slot::of_location(location).map_err(|what| {
         format!(
             "the statepoint at {return_address:#x} keeps a GC pointer {what}; the collector \
              reads stack slots only"
         )
-    })
+    })?;
+    let Some(delta) = sp_from_fp else {
+        return Ok((slot, lanes));
+    };
+    match slot {
+        Slot::Sp(off) => i32::try_from(i64::from(off) + delta)
+            .map(|off| (Slot::Fp(off), lanes))
+            .map_err(|_| format!("the statepoint at {return_address:#x} has a slot too far away")),
+        _ => Ok((slot, lanes)),
+    }
+}
+
+/// Where a function's stack pointer is, from its frame pointer, at the call that returns to
+/// `return_address` (the file's address): `x29 + N - size` when its call frame information
+/// says `CFA = x29 + N` there and its frame is `stack_size` bytes (the stack map's function
+/// record: the CFA less the stack pointer in the body).
+fn sp_from_fp(eh: &cfi::EhFrame<'_>, return_address: u64, stack_size: u64) -> Result<i64, String> {
+    const X29: u64 = 29;
+    // The call itself: a call that ends its function returns to the next one's start.
+    let pc = return_address.wrapping_sub(1);
+    let size = i64::try_from(stack_size).map_err(|_| {
+        format!(
+            "the function of the statepoint at {return_address:#x} has a frame of variable \
+             size (a dynamic alloca): its stack slots cannot be placed"
+        )
+    })?;
+    match eh.cfa(pc)? {
+        Some(cfi::Cfa::RegisterOffset {
+            register: X29,
+            offset,
+        }) => Ok(offset - size),
+        other => Err(format!(
+            "the call frame information at the statepoint at {return_address:#x} does not \
+             define the frame as x29 + N ({other:?}): a function without its frame pointer?"
+        )),
+    }
 }
 
 /// The stack maps of the executable at `/proc/self/exe`, for [`crate::runtime::Config`].
@@ -97,8 +143,10 @@ fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), Strin
 /// A message naming what could not be read: the file, its stack map section (absent: the
 /// program was not compiled with statepoint roots), a table, a function's size.
 pub fn from_executable() -> Result<StackMaps, String> {
-    if !cfg!(target_arch = "x86_64") {
-        return Err("statepoint roots walk x86-64 frames only".into());
+    // AArch64 slots are placed through the call frame information (see `cfi`).
+    let through_cfi = cfg!(all(target_arch = "aarch64", target_os = "linux"));
+    if !cfg!(target_arch = "x86_64") && !through_cfi {
+        return Err("statepoint roots walk x86-64 and AArch64 Linux frames only".into());
     }
     let path = "/proc/self/exe";
     let data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
@@ -129,6 +177,20 @@ pub fn from_executable() -> Result<StackMaps, String> {
         .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
         .map(|s| (s.address(), s.size()))
         .collect();
+    let eh_frame = match file.section_by_name(".eh_frame") {
+        Some(section) if through_cfi => {
+            let data = section
+                .data()
+                .map_err(|e| format!("{path}: .eh_frame: {e}"))?;
+            Some(cfi::EhFrame::new(data, section.address()).map_err(|e| format!("{path}: {e}"))?)
+        }
+        None if through_cfi => {
+            return Err(format!(
+                "{path} has no .eh_frame section, which places AArch64 stack slots"
+            ))
+        }
+        _ => None,
+    };
     let mut maps = StackMaps::new();
     for table in index.tables() {
         for f in table.functions() {
@@ -153,10 +215,18 @@ pub fn from_executable() -> Result<StackMaps, String> {
         let Ok(sp) = StatepointRecord::new(r.record) else {
             continue; // a stackmap or patchpoint record: no GC pointers
         };
+        let in_file = r.address.wrapping_sub(bias);
+        let delta = match &eh_frame {
+            Some(eh) => Some(
+                sp_from_fp(eh, in_file, r.function.stack_size)
+                    .map_err(|e| format!("{path}: {e}"))?,
+            ),
+            None => None,
+        };
         let mut pairs = Vec::new();
         for p in sp.gc_pointers() {
-            let (base, lanes) = slot_of(p.base, r.address)?;
-            let (derived, _) = slot_of(p.derived, r.address)?;
+            let (base, lanes) = slot_of(p.base, r.address, delta)?;
+            let (derived, _) = slot_of(p.derived, r.address, delta)?;
             pairs.push(SlotPair {
                 base,
                 derived,

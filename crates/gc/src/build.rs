@@ -300,7 +300,7 @@ fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
 /// # Errors
 /// As [`crate::run::prepare_with_roots`]: LLVM's, the invariants, the lowering's, and
 /// [`Error::Entry`]; also [`Error::Entry`] when the module defines [`RENAMED_MAIN`] and a
-/// function `main`, or statepoint roots on a host other than x86-64.
+/// function `main`, or statepoint roots on a host other than x86-64 or AArch64 Linux.
 pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<String, Error> {
     let ctx = Context::new();
     let threads = ThreadOptions::safepoint_polls(options.safepoint_polls)
@@ -313,10 +313,14 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         }
         Roots::Statepoint => {
             refuse_statepoint_polls(&options.entry, threads)?;
-            if !cfg!(target_arch = "x86_64") {
+            // The runtime walks these (the AArch64 walk: `locus_gc_runtime::stackmaps`).
+            if !cfg!(any(
+                target_arch = "x86_64",
+                all(target_arch = "aarch64", target_os = "linux")
+            )) {
                 return Err(Error::Entry {
                     name: options.entry.clone(),
-                    message: "statepoint roots walk x86-64 frames only".into(),
+                    message: "statepoint roots walk x86-64 and AArch64 Linux frames only".into(),
                 });
             }
             lower_statepoints_with(&ctx, name, ir, options.write_barriers)?.0

@@ -11,7 +11,11 @@
 //!   frame pointer (`"frame-pointer"="all"`), so from there the chain of saved frame
 //!   pointers leads through every compiled frame: on x86-64 `[fp]` is the caller's frame
 //!   pointer, `[fp + 8]` the return address into the caller, and the caller's stack pointer
-//!   at the call was `fp + 16`;
+//!   at the call was `fp + 16`; AArch64's frame record (`x29`) is laid out the same, but
+//!   sits below the callee-saved registers, so the stack pointer is not a fixed distance
+//!   away: there the stack maps hold frame-pointer-relative slots only, made from the
+//!   stack-pointer-relative ones LLVM writes with each function's frame size and call frame
+//!   information (`crate::stackmaps`, ahead-of-time executables only);
 //! - each return address is looked up in the [`StackMaps`] built from the JIT's
 //!   `.llvm_stackmaps` section; a location `[rsp + off]` or `[rbp + off]` is a slot of the
 //!   caller's frame. A return address outside the compiled code ends the walk (the host's
@@ -52,17 +56,28 @@ use super::Collection;
 /// Where a statepoint keeps one value, relative to the caller's frame at the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {
-    /// `[sp + offset]`: the caller's stack pointer at the call.
+    /// `[sp + offset]`: the caller's stack pointer at the call. The x86-64 walk finds it
+    /// from the callee's frame pointer (+ 16); on AArch64 only the caller's frame layout
+    /// places it, so the stack maps of an AArch64 executable turn these into [`Slot::Fp`]
+    /// slots first (`crate::stackmaps`), and the walk refuses one that is left.
     Sp(i32),
-    /// `[fp + offset]`: the caller's frame pointer.
+    /// `[fp + offset]`: the caller's frame pointer (`rbp`, `x29`).
     Fp(i32),
     /// A constant (a null pointer): nothing to visit.
     Constant,
 }
 
-/// The DWARF numbers of x86-64's stack and frame pointers.
-const DWARF_RSP: u16 = 7;
-const DWARF_RBP: u16 = 6;
+/// The DWARF numbers of the stack and frame pointers: x86-64's `rsp` and `rbp`.
+#[cfg(not(target_arch = "aarch64"))]
+const DWARF_SP_FP: (u16, u16) = (7, 6);
+/// The DWARF numbers of the stack and frame pointers: AArch64's `sp` and `x29` (the
+/// numbers `llvm-readobj-19 --stackmap` prints as `R#31` and `R#29`).
+#[cfg(target_arch = "aarch64")]
+const DWARF_SP_FP: (u16, u16) = (31, 29);
+
+/// Whether the caller's stack pointer at a call is the callee's frame pointer + 16: on
+/// x86-64 the call pushes the return address and the callee pushes `rbp` right after.
+const SP_FROM_CALLEE_FP: bool = cfg!(target_arch = "x86_64");
 
 impl Slot {
     /// Where a statepoint record's location keeps a GC pointer, with its number of 8-byte
@@ -79,8 +94,8 @@ impl Slot {
             } => {
                 let lanes = (size / 8).max(1);
                 match dwarf_reg {
-                    DWARF_RSP => Ok((Slot::Sp(offset), lanes)),
-                    DWARF_RBP => Ok((Slot::Fp(offset), lanes)),
+                    r if r == DWARF_SP_FP.0 => Ok((Slot::Sp(offset), lanes)),
+                    r if r == DWARF_SP_FP.1 => Ok((Slot::Fp(offset), lanes)),
                     _ => Err(format!("in memory off DWARF register {dwarf_reg}")),
                 }
             }
@@ -277,6 +292,16 @@ fn walk(
         }
         let sp = fp + 16;
         if let Some(pairs) = index.pairs(ret) {
+            let off_sp =
+                |p: &SlotPair| matches!(p.base, Slot::Sp(_)) || matches!(p.derived, Slot::Sp(_));
+            if !SP_FROM_CALLEE_FP && pairs.iter().any(off_sp) {
+                return Err(frame_fault(
+                    walked,
+                    ret,
+                    "names a slot off the stack pointer, which this walk cannot place",
+                    number,
+                ));
+            }
             let at = |slot: Slot| match slot {
                 Slot::Sp(off) => sp.checked_add_signed(off as isize),
                 Slot::Fp(off) => caller_fp.checked_add_signed(off as isize),
