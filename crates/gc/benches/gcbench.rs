@@ -18,7 +18,7 @@
 //! Heap limit: each program has one (`LOCUS_GC_BENCH_HEAP=SIZE` overrides it for all,
 //! bytes with an optional K, M or G), given to Boehm as `GC_MAXIMUM_HEAP_SIZE` and to the
 //! Locus runtime as `LOCUS_GC_HEAP_SIZE`, the size of the MMTk heap.
-//! `LOCUS_GC_BENCH_HEAP=MIN..MAX` gives MMTk a heap that its memory balancer grows from
+//! `LOCUS_GC_BENCH_HEAP=MIN..MAX` gives MMTk a heap that grows from
 //! MIN up to MAX (`LOCUS_GC_HEAP_SIZE=MIN..MAX`) and Boehm the maximum MAX. The runtime's own
 //! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
 //! survived.

@@ -86,20 +86,26 @@
 //! # Heap size
 //!
 //! [`MmtkOptions::heap`]: a fixed size ([`HeapSize::Fixed`]: a collection when it is full)
-//! or one MMTk's memory balancer grows and shrinks within bounds ([`HeapSize::Dynamic`]).
+//! or one that grows within bounds ([`HeapSize::Dynamic`]).
 //! The runtime makes a fixed heap when its `Config::heap_bytes` or `LOCUS_GC_HEAP_SIZE`
 //! (e.g. `256M`) asks for one, else [`HeapSize::default_dynamic`] (32 MiB up to half the
 //! physical memory, MMTk's own default limit). [`HeapSize::parse`] reads the variable's
 //! text: `N` is fixed, `MIN..MAX` (or `MIN..`, `..MAX`) dynamic. An allocation that does
 //! not fit after a collection is [`MmtkError::OutOfMemory`].
 //!
-//! The balancer (MMTk 0.33's MemBalancer) sets the heap after each collection to the live
-//! size plus the square root of 5 x live size x allocation rate / collection rate: on
-//! GCBench that is within a few hundred KiB of the live data, so a dynamic
-//! heap collects about as often as a fixed heap of its minimum, and the minimum sets the
-//! time (16M..64M: 1.96 s, 175 collections; 32M..128M: 0.68 s; fixed 32M: 0.84 s). The
-//! default's minimum of 32 MiB is why. Neither kind gives memory back: MMTk 0.33 keeps
-//! freed blocks mapped and touched for reuse, so the resident set stays at its peak.
+//! A dynamic heap is sized by the binding's policy, as Boehm sizes its heap: it starts at
+//! MIN, and after each full-heap collection its limit grows to 1.5 times what the
+//! collection kept when that is more, up to MAX; it never shrinks, since MMTk 0.33 keeps
+//! every page it touched (freed blocks stay mapped for reuse) and a lower limit would
+//! cost collections without saving memory. MMTk's own MemBalancer, used before, set the
+//! limit to the live size plus a square-root term computed in pages that stayed within a
+//! few hundred KiB of it, so a program whose live data passed MIN collected after every
+//! few hundred KiB: GCBench at 16M..64M took 160 collections and 3.3 s (33 and 0.85 s
+//! now), and GCBench with a 100 MB long-lived tree in the default heap 696 collections
+//! and 118 s (59 and 6.7 s now; 21 and 10.9 s in a fixed 256M heap, 271 MB against
+//! 189 MB peak). GCBench's own live data at a collection is 10.5 MB at most (its 25 MB
+//! stretch tree is built between two collections), so any MIN from 27 MiB (the smallest
+//! heap it runs in) behaves as a fixed heap of MIN.
 //!
 //! What the resident set holds besides the heap, measured on GCBench with a fixed 27 MiB
 //! Immix heap (45 MB peak; Boehm's build 37.5 MB): the spaces' pages (32.6 MB: Immix
@@ -344,9 +350,11 @@ pub enum HeapSize {
     /// A fixed size in bytes: a collection starts when the heap is full, and an
     /// allocation that does not fit after one is out of memory.
     Fixed(usize),
-    /// Sized by MMTk's heuristics (its memory balancer) between `min` and `max` bytes:
-    /// the heap grows when collections are frequent and shrinks when they are not; an
-    /// allocation that does not fit in `max` after a collection is out of memory.
+    /// Sized between `min` and `max` bytes as Boehm sizes its heap: it starts at `min`, and
+    /// after each full-heap collection its limit grows to 1.5 times what the collection
+    /// kept (so the live data fills up to two thirds of it) when that is more, up to
+    /// `max`; it never shrinks. An allocation that does not fit in `max` after a
+    /// collection is out of memory.
     Dynamic {
         /// The smallest size (where it starts).
         min: usize,
@@ -383,7 +391,9 @@ impl HeapSize {
     fn trigger(self) -> GCTriggerSelector {
         match self {
             HeapSize::Fixed(n) => GCTriggerSelector::FixedHeapSize(n),
-            HeapSize::Dynamic { min, max } => GCTriggerSelector::DynamicHeapSize(min, max),
+            // The binding's own policy (binding::ProportionalTrigger), which reads the
+            // bounds `MmtkHeap::new` set.
+            HeapSize::Dynamic { .. } => GCTriggerSelector::Delegated,
         }
     }
 
@@ -1025,6 +1035,10 @@ impl MmtkHeap {
         }
         // MMTk panics when it cannot reserve its spaces: refuse first.
         address_space_for_mmtk()?;
+        if let HeapSize::Dynamic { min, max } = options.heap {
+            // Only the first heap's bounds count, and a second heap is refused below.
+            let _ = binding::TRIGGER_BOUNDS.set((min, max));
+        }
         let mut builder = MMTKBuilder::new_no_env_vars();
         let o = &mut builder.options;
         let set = [
