@@ -477,3 +477,146 @@ impl State {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Cfa, EhFrame};
+    use object::{Object, ObjectSection};
+    use std::process::Command;
+
+    /// Functions with different frames: one keeping its frame pointer with callee-saved
+    /// registers, one with a 5,000-byte frame, one without a frame pointer.
+    const IR: &str = r#"
+declare void @g(ptr)
+declare i64 @h(i64)
+define i64 @kept(i64 %a, i64 %b) "frame-pointer"="all" {
+  %x = call i64 @h(i64 %a)
+  %y = call i64 @h(i64 %b)
+  %z = add i64 %x, %y
+  %w = add i64 %z, %a
+  ret i64 %w
+}
+define void @big() "frame-pointer"="all" {
+  %buf = alloca [5000 x i8]
+  call void @g(ptr %buf)
+  call void @g(ptr %buf)
+  ret void
+}
+define i64 @nofp(i64 %a) "frame-pointer"="none" {
+  %buf = alloca [64 x i8]
+  call void @g(ptr %buf)
+  %x = call i64 @h(i64 %a)
+  %y = add i64 %x, %a
+  ret i64 %y
+}
+"#;
+
+    fn run(cmd: &mut Command) -> String {
+        let out = cmd
+            .output()
+            .expect("the LLVM 19 tools run (scripts/install-deps)");
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The DWARF number of a register as llvm-dwarfdump-19 names it.
+    fn number(name: &str) -> u64 {
+        match name {
+            "WSP" => 31,
+            "W29" => 29,
+            "RSP" => 7,
+            "RBP" => 6,
+            other => panic!("a CFA register this test does not know: {other}"),
+        }
+    }
+
+    /// A row of a CFA table: address, register, offset.
+    type Row = (u64, u64, i64);
+
+    /// Every row of llvm-dwarfdump-19's CFA table (`  0x103b4: CFA=W29+48: ...`), per
+    /// FDE, with the FDE's end: (address, register, offset).
+    fn rows(dump: &str) -> Vec<(Vec<Row>, u64)> {
+        let mut out: Vec<(Vec<Row>, u64)> = Vec::new();
+        for line in dump.lines() {
+            if let Some(pc) = line.split(" pc=").nth(1) {
+                let end = pc.split("...").nth(1).unwrap();
+                out.push((Vec::new(), u64::from_str_radix(end.trim(), 16).unwrap()));
+            } else if let Some(rest) = line.trim().strip_prefix("0x") {
+                let (addr, rule) = rest.split_once(": CFA=").unwrap();
+                let rule = rule.split(':').next().unwrap();
+                let (reg, off) = rule.split_once('+').unwrap_or((rule, "0"));
+                out.last_mut().unwrap().0.push((
+                    u64::from_str_radix(addr, 16).unwrap(),
+                    number(reg),
+                    off.parse().unwrap(),
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cfa_rules_match_llvm_dwarfdump() {
+        let dir = std::env::temp_dir().join(format!("locus-cfi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ll = dir.join("cfi.ll");
+        std::fs::write(&ll, IR).unwrap();
+        for triple in ["aarch64-linux-gnu", "x86_64-linux-gnu"] {
+            let (obj, so) = (
+                dir.join(format!("{triple}.o")),
+                dir.join(format!("{triple}.so")),
+            );
+            run(Command::new("llc-19")
+                .args(["-O2", "-relocation-model=pic", "-filetype=obj"])
+                .arg(format!("-mtriple={triple}"))
+                .arg(&ll)
+                .arg("-o")
+                .arg(&obj));
+            run(Command::new("ld.lld-19")
+                .arg("-shared")
+                .arg(&obj)
+                .arg("-o")
+                .arg(&so));
+            let dump = run(Command::new("llvm-dwarfdump-19").arg("--eh-frame").arg(&so));
+            let data = std::fs::read(&so).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let section = file.section_by_name(".eh_frame").unwrap();
+            let eh = EhFrame::new(section.data().unwrap(), section.address()).unwrap();
+            let fdes = rows(&dump);
+            assert_eq!(fdes.len(), 3, "{triple}: three functions\n{dump}");
+            let mut checked = 0;
+            for (rows, end) in &fdes {
+                for (k, &(addr, register, offset)) in rows.iter().enumerate() {
+                    let last = rows.get(k + 1).map_or(*end, |r| r.0) - 1;
+                    for pc in [addr, last] {
+                        assert_eq!(
+                            eh.cfa(pc).unwrap(),
+                            Some(Cfa::RegisterOffset { register, offset }),
+                            "{triple} at {pc:#x}\n{dump}"
+                        );
+                        checked += 1;
+                    }
+                }
+                assert_eq!(
+                    eh.cfa(*end).unwrap().is_some(),
+                    fdes.iter().any(|f| f.0[0].0 == *end)
+                );
+            }
+            assert!(checked >= 12, "{triple}: {checked} rows");
+            assert_eq!(eh.cfa(0).unwrap(), None, "{triple}: no function at 0");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_cut_off_section_is_an_error_naming_the_entry() {
+        // A CIE whose length runs past the section's end.
+        let data = [0x40, 0, 0, 0, 0, 0, 0, 0, 1, b'z', b'R', 0];
+        let e = EhFrame::new(&data, 0).unwrap_err();
+        assert!(e.contains("entry at 0x0") && e.contains("cut off"), "{e}");
+    }
+}
