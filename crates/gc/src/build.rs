@@ -28,7 +28,8 @@
 //! ld would make that a text relocation (`DT_TEXTREL`), and lld refuses it. So [`compile`]
 //! marks the section writable in the object
 //! ([`locus_stackmap::object::make_section_writable`], one bit of `sh_flags`); both
-//! linkers then put it in a writable segment with `R_X86_64_RELATIVE` dynamic relocations,
+//! linkers then put it in a writable segment with `R_X86_64_RELATIVE` (`R_AARCH64_RELATIVE`)
+//! dynamic relocations,
 //! and the runtime reads the section the loader relocated from its own memory
 //! (`locus_gc_runtime::stackmaps`). The other ways out were worse: `-no-pie` (what
 //! Locus did first) breaks hand linking on PIE-default toolchains and gives up ASLR;
@@ -36,6 +37,10 @@
 //! refusal), and reading link-time addresses from the file needs relocations the linker
 //! resolved, which it does not do in a PIE. By hand: `llvm-objcopy-19 --set-section-flags
 //! .llvm_stackmaps=alloc,load,contents,data prog.o` before linking.
+//!
+//! Statepoint roots build on x86-64 and AArch64 Linux hosts (the AArch64 runtime places
+//! LLVM's stack-pointer-relative slots through the executable's `.eh_frame`; tested by
+//! cross-building and running under qemu-aarch64-static: `tests/build_aarch64.rs`).
 //!
 //! The executable behaves as `locus gc run` on the same module: the result on standard
 //! output and exit status 0; a broken GC contract prints one `locus: gc: ...` line and
