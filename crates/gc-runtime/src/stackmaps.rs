@@ -130,6 +130,10 @@ fn sp_from_fp(eh: &cfi::EhFrame<'_>, return_address: u64, stack_size: u64) -> Re
             register: X29,
             offset,
         }) => Ok(offset - size),
+        None => Err(format!(
+            "no call frame information covers the statepoint at {return_address:#x} (LLVM \
+             writes none for a `nounwind` function without `uwtable`)"
+        )),
         other => Err(format!(
             "the call frame information at the statepoint at {return_address:#x} does not \
              define the frame as x29 + N ({other:?}): a function without its frame pointer?"
