@@ -13,20 +13,38 @@ use locus_gc_runtime::runtime::{self, Collector, Config, GcFrame, OnFault, Runti
 /// The task block word `w` of the calling thread's runtime, read as compiled code reads it
 /// (from the chain head `locus_gc_get_pgcstack` returns).
 fn task_word(w: usize) -> usize {
-    let head = runtime::locus_gc_get_pgcstack() as *const usize;
+    let head = runtime::locus_gc_get_pgcstack() as usize;
     // SAFETY: the chain head is word TASK_GCSTACK_WORD of the thread's task block, which
     // has every TASK_ALLOC_* word; the block lives as long as the runtime.
-    unsafe { head.sub(TASK_GCSTACK_WORD).add(w).read() }
+    unsafe { peek(head - 8 * TASK_GCSTACK_WORD + 8 * w) }
+}
+
+/// The word at `addr`.
+///
+/// # Safety
+/// `addr` must be readable and 8-byte aligned.
+unsafe fn peek(addr: usize) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { (addr as *const usize).read() }
+}
+
+/// Writes the word at `addr`.
+///
+/// # Safety
+/// `addr` must be writable and 8-byte aligned.
+unsafe fn poke(addr: usize, value: usize) {
+    // SAFETY: the caller's promise.
+    unsafe { (addr as *mut usize).write(value) }
 }
 
 /// The bump pointer's cursor (its first word), 0 when there is no fast path.
 fn cursor() -> usize {
-    let bp = task_word(TASK_ALLOC_BUMP_WORD) as *const usize;
-    if bp.is_null() {
+    let bp = task_word(TASK_ALLOC_BUMP_WORD);
+    if bp == 0 {
         return 0;
     }
     // SAFETY: the thread's MMTk bump pointer ({cursor, limit}), alive with its mutator.
-    unsafe { bp.read() }
+    unsafe { peek(bp) }
 }
 
 fn alloc(nptrs: i64, nbytes: i64) -> usize {
@@ -63,17 +81,16 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
         let node = alloc(1, 8);
         fast += u64::from(at != 0 && node == at + 16);
         // SAFETY: a fresh node: its pointer field, then 8 raw bytes, both zero.
-        unsafe {
-            assert_eq!(
-                (
-                    (node as *const u64).read(),
-                    (node as *const u64).add(1).read()
-                ),
-                (0, 0)
-            );
-            (node as *mut usize).write(std::ptr::read_volatile(&frame[2]));
-            (node as *mut u64).add(1).write(i);
-        }
+        let field = unsafe { peek(node) };
+        // SAFETY: as above.
+        let raw = unsafe { peek(node + 8) };
+        assert_eq!((field, raw), (0, 0));
+        // SAFETY: a plain local array.
+        let prev = unsafe { std::ptr::read_volatile(&frame[2]) };
+        // SAFETY: the fresh node's pointer field.
+        unsafe { poke(node, prev) };
+        // SAFETY: its raw word.
+        unsafe { poke(node + 8, i as usize) };
         // Volatile: the collector reads the root through the chain, not through `frame`.
         // SAFETY: a plain local array.
         unsafe { std::ptr::write_volatile(&mut frame[2], node) };
@@ -99,13 +116,10 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
     while node != 0 {
         n -= 1;
         // SAFETY: a node the frame root kept alive (Immix pins what frames reach).
-        let (next, value) = unsafe {
-            (
-                (node as *const usize).read(),
-                (node as *const u64).add(1).read(),
-            )
-        };
-        assert_eq!(value, n);
+        let next = unsafe { peek(node) };
+        // SAFETY: as above.
+        let value = unsafe { peek(node + 8) };
+        assert_eq!(value as u64, n);
         node = next;
     }
     assert_eq!(n, 0);
@@ -114,10 +128,10 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
 
     // A safe region withdraws the fast path (read from the block directly: the entry points
     // refuse a thread in a safe region), leaving gives it back.
-    let block = (rt.pgcstack() as *const usize).wrapping_sub(TASK_GCSTACK_WORD);
+    let block = rt.pgcstack() as usize - 8 * TASK_GCSTACK_WORD;
     runtime::locus_gc_enter_safe_region();
     // SAFETY: the runtime's task block, alive as it is.
-    let in_region = unsafe { block.add(TASK_ALLOC_BUMP_WORD).read() };
+    let in_region = unsafe { peek(block + 8 * TASK_ALLOC_BUMP_WORD) };
     runtime::locus_gc_leave_safe_region();
     assert_eq!(in_region, 0);
     assert_ne!(task_word(TASK_ALLOC_BUMP_WORD), 0);
