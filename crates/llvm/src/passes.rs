@@ -278,6 +278,28 @@ pub fn set_gc(f: Function<'_>, strategy: Option<&str>) {
     unsafe { llvm_sys::core::LLVMSetGC(f.as_raw(), ptr) };
 }
 
+/// Adds the enum or integer attribute `name` with `value` to `f` itself (such as
+/// `uwtable(async)`: `"uwtable"`, 2), replacing one of the same kind. Returns false, and
+/// adds nothing, when LLVM has no such attribute.
+pub fn add_function_enum_attribute(f: Function<'_>, name: &str, value: u64) -> bool {
+    let kind = kind(name);
+    if kind == 0 {
+        return false;
+    }
+    let raw = f.as_raw();
+    // SAFETY: a live function, whose module is live.
+    let module = unsafe { llvm_sys::core::LLVMGetGlobalParent(raw) };
+    // SAFETY: a live module, whose context is live.
+    let ctx = unsafe { llvm_sys::core::LLVMGetModuleContext(module) };
+    // SAFETY: a live context and a kind LLVM named.
+    let attr = unsafe { llvm_sys::core::LLVMCreateEnumAttribute(ctx, kind, value) };
+    // SAFETY: a live function and an attribute of its context.
+    unsafe {
+        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr)
+    };
+    true
+}
+
 /// Adds the string attribute `key="value"` to `f` itself (such as `"frame-pointer"="all"`
 /// or `"gc-leaf-function"`), replacing one with the same key.
 pub fn add_function_string_attribute(f: Function<'_>, key: &str, value: &str) {

@@ -83,7 +83,9 @@ use std::collections::HashMap;
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, TypeKind, Use, Value};
-use locus_llvm::passes::{add_function_string_attribute, run_passes, set_gc};
+use locus_llvm::passes::{
+    add_function_enum_attribute, add_function_string_attribute, run_passes, set_gc,
+};
 use locus_llvm::{Context, Module};
 
 use super::WriteBarriers;
@@ -311,6 +313,10 @@ fn prepare<'c>(
             continue;
         }
         add_function_string_attribute(f, "frame-pointer", "all");
+        // Call frame information at every instruction (`uwtable(async)`): the AArch64
+        // walk reads each frame's CFA rule from `.eh_frame`, which LLVM writes for a
+        // `nounwind` function only when asked.
+        add_function_enum_attribute(f, "uwtable", UWTABLE_ASYNC);
         if wrapper_names.contains(&fname.as_str()) {
             continue;
         }
@@ -319,6 +325,9 @@ fn prepare<'c>(
     }
     Ok((out, report))
 }
+
+/// `uwtable`'s value for asynchronous unwind tables (LLVM's `UWTableKind::Async`).
+const UWTABLE_ASYNC: u64 = 2;
 
 /// The GC pointer leaves of a value of type `ty` at the granularity RS4GC relocates: a
 /// pointer or a vector of pointers (in any GC address space), by `extractvalue` path.
