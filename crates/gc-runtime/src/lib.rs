@@ -12,9 +12,12 @@
 //! # Building and linking
 //!
 //! A program links with `liblocus_gc_runtime.a -lpthread -ldl -lm -lgcc_s` (and
-//! `-rdynamic`, so that fault lines can name its functions); a program with statepoint roots also with `-no-pie` (GNU ld
-//! accepts a PIE with a text relocation of `.llvm_stackmaps`, which the runtime handles;
-//! lld refuses it).
+//! `-rdynamic`, so that fault lines can name its functions), as a PIE or not. A program
+//! with statepoint roots needs its object's `.llvm_stackmaps` section made writable before
+//! linking (`locus gc build` does it; by hand `llvm-objcopy-19 --set-section-flags
+//! .llvm_stackmaps=alloc,load,contents,data prog.o`), so that the linker emits relative
+//! relocations for its function addresses rather than a text relocation (which lld
+//! refuses); the runtime reads the section as the loader relocated it.
 //!
 //! # Entry points
 //!
@@ -68,8 +71,8 @@
 //! roots (`--roots statepoint`) need the program's stack maps: [`locus_gc_init_statepoints`]
 //! (called by [`locus_gc_main_statepoints`]) reads them back from the executable's own
 //! `.llvm_stackmaps` section ([`stackmaps`]); `LOCUS_GC_MOVING=1` then turns the moving
-//! collector on (as `locus gc run --moving`). x86-64 only; the executable must keep its
-//! symbol table (not stripped).
+//! collector on (as `locus gc run --moving`). x86-64 and AArch64 Linux (AArch64 frames are
+//! found through `.eh_frame`); the executable must keep its symbol table (not stripped).
 
 pub mod contract;
 pub mod mmtk;

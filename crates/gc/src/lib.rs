@@ -60,7 +60,8 @@
 //!   reference, and otherwise gives its block back for reuse.
 //!   Pinned: what `gc_preserve`, `jl_roots` or `pointer_from_objref` hold, Julia's tagged
 //!   objects (scanned conservatively), and what sits in `alloca`s the rewrite could not turn
-//!   into SSA values (registered as conservative root regions). x86-64 only.
+//!   into SSA values (registered as conservative root regions). `gc run`: x86-64;
+//!   `gc build`: x86-64 and AArch64 Linux.
 //!
 //! The trade-off, measured by `cargo bench -p locus-gc --bench roots` (release build, one
 //! run on a shared 2-core machine; same input IR for both):
@@ -158,7 +159,8 @@
 //! Not yet: moving with Julia-style frames (roots are not reloaded after safepoints, as in
 //! Julia: use statepoint roots), `invoke` with frame roots (refused; with statepoint
 //! roots `invoke` and C++-style unwinding work, see [`lower::statepoint`]); statepoint
-//! roots on hosts other than x86-64.
+//! roots in `gc run`'s JIT on hosts other than x86-64 (`gc build` executables walk AArch64
+//! Linux frames too: the JIT would have to hand its `.eh_frame` to the runtime).
 //!
 //! # Example
 //!
