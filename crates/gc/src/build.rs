@@ -9,7 +9,7 @@
 //!    (`locus_gc_main_statepoints` for statepoint roots) with the entry, which makes the
 //!    thread's runtime, calls the entry and prints its `i64` result on a line of its own. A
 //!    function of the module named `main` (the entry of `locus gc run` by default) is
-//!    renamed [`RENAMED_MAIN`] first, so fault lines name it so.
+//!    renamed [`RENAMED_MAIN`] first (fault lines still name it `main`).
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
 //!    (`"frame-pointer"="all"`, which the rewrite adds). The object's `.llvm_stackmaps`
@@ -76,8 +76,9 @@ use crate::Error;
 pub const RUNTIME_LIBRARY: &str = "liblocus_gc_runtime.a";
 
 /// What a function named `main` in the input is renamed to: the executable's `main` is
-/// the one [`lower_for_build`] adds.
-pub const RENAMED_MAIN: &str = "locus_entry";
+/// the one [`lower_for_build`] adds. Fault lines name it `main` again
+/// ([`locus_gc_runtime::runtime::fault::source_function_name`]).
+pub const RENAMED_MAIN: &str = locus_gc_runtime::runtime::fault::RENAMED_MAIN;
 
 /// The linker driver used by default.
 pub const DEFAULT_LINKER: &str = "clang-19";
