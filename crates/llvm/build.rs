@@ -8,6 +8,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=src/subtarget.cpp");
     println!("cargo:rerun-if-changed=src/fatal.cpp");
+    println!("cargo:rerun-if-changed=src/cfg.cpp");
     println!("cargo:rerun-if-env-changed=DEP_LLVM_19_CONFIG_PATH");
     let llvm_config = match env::var("DEP_LLVM_19_CONFIG_PATH") {
         Ok(path) => path,
@@ -28,6 +29,7 @@ fn main() {
         .cpp(true)
         .file("src/subtarget.cpp")
         .file("src/fatal.cpp")
+        .file("src/cfg.cpp")
         .warnings(false);
     // Like llvm-sys, keep LLVM's own warning flags out: they may not suit this compiler.
     for flag in cxxflags.split_whitespace().filter(|f| !f.starts_with("-W")) {
