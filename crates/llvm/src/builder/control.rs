@@ -276,7 +276,10 @@ mod tests {
         let b = Builder::new(&module);
         let tail = b.split_block_before(ret)?;
         assert_eq!(f.blocks().len(), 2);
-        assert_eq!(tail.first_instruction().map(|i| i.opcode()), Some(Opcode::Ret));
+        assert_eq!(
+            tail.first_instruction().map(|i| i.opcode()),
+            Some(Opcode::Ret)
+        );
         // The head now ends in `br %tail`: make it a conditional branch through `slow`.
         let head = f.blocks()[0];
         let Some(br) = head.terminator() else {
