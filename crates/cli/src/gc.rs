@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use locus_gc::build::{self, BuildOptions};
 use locus_gc::lower::{
-    lower_module_with, FunctionReport, LowerOptions, ThreadOptions, WriteBarriers,
+    lower_module_with, FunctionReport, InlineAlloc, LowerOptions, ThreadOptions, WriteBarriers,
 };
 use locus_gc::run::{lower_statepoints_with, prepare_with_threads, Roots};
 use locus_gc::runtime::{Collector, OnFault};
@@ -65,6 +65,13 @@ pub enum Command {
         /// codegen places them).
         #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
         write_barriers: BarriersArg,
+        /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
+        /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer
+        /// itself when the runtime offers one and calls the runtime only when it must) or
+        /// leave every allocation a call (`never`; frame roots: statepoint roots always
+        /// inline).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+        inline_alloc: InlineArg,
     },
     /// Check the GC invariants of spec 003 that root placement relies on.
     ///
@@ -193,6 +200,13 @@ pub enum Command {
         /// codegen places them).
         #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
         write_barriers: BarriersArg,
+        /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
+        /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer
+        /// itself when the runtime offers one and calls the runtime only when it must) or
+        /// leave every allocation a call (`never`; frame roots: statepoint roots always
+        /// inline).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+        inline_alloc: InlineArg,
     },
     /// Lower, compile ahead of time with LLVM 19 and link the GC runtime into an executable
     /// that behaves as `locus gc run` on the same module.
@@ -259,6 +273,13 @@ pub enum Command {
         /// codegen places them).
         #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
         write_barriers: BarriersArg,
+        /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
+        /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer
+        /// itself when the runtime offers one and calls the runtime only when it must) or
+        /// leave every allocation a call (`never`; frame roots: statepoint roots always
+        /// inline).
+        #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+        inline_alloc: InlineArg,
         /// The executable's collector when its environment names none: `stress`, `locus`
         /// or `mmtk:PLAN` (any plan with --roots statepoint; marksweep, immix or
         /// stickyimmix with frame roots), as `locus gc run --collector` takes; default
@@ -307,6 +328,24 @@ impl From<BarriersArg> for WriteBarriers {
             BarriersArg::Auto => WriteBarriers::Auto,
             BarriersArg::Insert => WriteBarriers::Insert,
             BarriersArg::Frontend => WriteBarriers::Frontend,
+        }
+    }
+}
+
+/// `--inline-alloc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum InlineArg {
+    /// Inline the fast path of constant, small allocations.
+    Auto,
+    /// Leave every allocation a call.
+    Never,
+}
+
+impl From<InlineArg> for InlineAlloc {
+    fn from(i: InlineArg) -> InlineAlloc {
+        match i {
+            InlineArg::Auto => InlineAlloc::Auto,
+            InlineArg::Never => InlineAlloc::Never,
         }
     }
 }
@@ -423,6 +462,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             roots,
             safepoint_polls,
             write_barriers,
+            inline_alloc,
         } => {
             let bytes = read(input, file)?;
             let ctx = Context::new();
@@ -453,7 +493,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                     intermediate_only: *intermediate,
                 },
                 ThreadOptions::safepoint_polls(*safepoint_polls)
-                    .with_write_barriers((*write_barriers).into()),
+                    .with_write_barriers((*write_barriers).into())
+                    .with_inline_alloc((*inline_alloc).into()),
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             if let Some(pipeline) = passes {
@@ -508,6 +549,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             timeout,
             safepoint_polls,
             write_barriers,
+            inline_alloc,
         } => {
             let collector = match (*collector, *stress) {
                 (Some(Collector::Mmtk(plan)), true) => {
@@ -546,7 +588,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 passes.as_deref(),
                 (*roots).into(),
                 ThreadOptions::safepoint_polls(*safepoint_polls)
-                    .with_write_barriers((*write_barriers).into()),
+                    .with_write_barriers((*write_barriers).into())
+                    .with_inline_alloc((*inline_alloc).into()),
             )
             .map_err(|e| Failure::Message(format!("{shown}: {e}")))?;
             crate::sigpipe_for_program();
@@ -580,6 +623,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             emit_ir,
             safepoint_polls,
             write_barriers,
+            inline_alloc,
             collector,
         } => {
             let shown = file.display().to_string();
@@ -602,6 +646,7 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 runtime: runtime.clone(),
                 safepoint_polls: *safepoint_polls,
                 write_barriers: (*write_barriers).into(),
+                inline_alloc: (*inline_alloc).into(),
                 collector: Some(collector),
                 ..BuildOptions::default()
             };

@@ -103,6 +103,9 @@ pub struct BuildOptions {
     pub safepoint_polls: bool,
     /// Who places the write barriers generational plans need (`--write-barriers`).
     pub write_barriers: WriteBarriers,
+    /// Whether the lowering inlines the allocation fast path (`--inline-alloc`; frame
+    /// roots).
+    pub inline_alloc: crate::lower::InlineAlloc,
     /// The collector the executable runs unless its environment names one
     /// (`LOCUS_GC_COLLECTOR`, or `LOCUS_GC_STRESS=1`); `None`: the runtime's default.
     pub collector: Option<Collector>,
@@ -122,6 +125,7 @@ impl Default for BuildOptions {
             linker: DEFAULT_LINKER.into(),
             safepoint_polls: false,
             write_barriers: WriteBarriers::default(),
+            inline_alloc: crate::lower::InlineAlloc::default(),
             collector: None,
             link_args: Vec::new(),
         }
@@ -310,7 +314,8 @@ fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
 pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<String, Error> {
     let ctx = Context::new();
     let threads = ThreadOptions::safepoint_polls(options.safepoint_polls)
-        .with_write_barriers(options.write_barriers);
+        .with_write_barriers(options.write_barriers)
+        .with_inline_alloc(options.inline_alloc);
     let module = match options.roots {
         Roots::Frames => {
             let module = Module::parse_ir(&ctx, name, ir)?;

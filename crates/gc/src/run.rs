@@ -30,7 +30,9 @@ use locus_stackmap::{Location, StatepointRecord};
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
 use crate::lower::statepoint::{rewrite_for_statepoints_with, StatepointReport};
-use crate::lower::{lower_module_with, FunctionReport, LowerOptions, ThreadOptions, WriteBarriers};
+use crate::lower::{
+    lower_module_with, FunctionReport, InlineAlloc, LowerOptions, ThreadOptions, WriteBarriers,
+};
 use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Slot, SlotPair, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
@@ -73,6 +75,9 @@ pub struct RunOptions {
     pub safepoint_polls: bool,
     /// Who places the write barriers generational plans need (`--write-barriers`).
     pub write_barriers: WriteBarriers,
+    /// Whether the lowering inlines the allocation fast path (`--inline-alloc`; frame roots:
+    /// the statepoint rewrite always inlines it).
+    pub inline_alloc: InlineAlloc,
     /// Collect with this MMTk plan instead of the runtime's own collector
     /// ([`locus_gc_runtime::runtime::Collector::Mmtk`]; `--collector mmtk:PLAN`): frame
     /// roots and a plan that pins only, without `stress` or `moving`. One MMTk heap per
@@ -92,6 +97,7 @@ impl Default for RunOptions {
             passes: None,
             safepoint_polls: false,
             write_barriers: WriteBarriers::default(),
+            inline_alloc: InlineAlloc::default(),
             mmtk: None,
         }
     }
@@ -476,7 +482,8 @@ pub unsafe fn run(name: &str, ir: impl AsRef<[u8]>, options: RunOptions) -> Resu
         options.passes.as_deref(),
         options.roots,
         ThreadOptions::safepoint_polls(options.safepoint_polls)
-            .with_write_barriers(options.write_barriers),
+            .with_write_barriers(options.write_barriers)
+            .with_inline_alloc(options.inline_alloc),
     )?;
     match options.mmtk {
         Some(plan) => {

@@ -313,8 +313,16 @@ fn frame_stores_survive_opt_19() {
         let ctx = locus_llvm::Context::new();
         let module = locus_llvm::Module::parse_ir(&ctx, file, &text)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
-        locus_gc::lower::lower_module(&module, locus_gc::lower::LowerOptions::default())
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        // Without the inlined allocation fast path: its loads through the chain head would
+        // keep the frame store alive even with the promises left (the negative case below).
+        let threads = locus_gc::lower::ThreadOptions::default()
+            .with_inline_alloc(locus_gc::lower::InlineAlloc::Never);
+        locus_gc::lower::lower_module_with(
+            &module,
+            locus_gc::lower::LowerOptions::default(),
+            threads,
+        )
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
         let lowered = module.print();
         assert!(lowered.contains(stripped), "{file}: {lowered}");
         assert!(

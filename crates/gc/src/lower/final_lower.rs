@@ -23,6 +23,7 @@
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Value};
 
+use super::inline_alloc::{inline_allocations, InlineAlloc, ObjectFrom};
 use super::scan::pgcstack;
 use super::tbaa::{decorate, Tbaa};
 use crate::addrspace::{TRACKED, UNTRACKED};
@@ -40,8 +41,21 @@ fn callee(inst: Instruction<'_>) -> String {
         .unwrap_or_default()
 }
 
-/// Lowers the frame intrinsics and every `julia.get_pgcstack` call in `f`.
+/// Lowers the frame intrinsics and every `julia.get_pgcstack` call in `f`, and inlines the
+/// allocation fast path ([`super::inline_alloc`]) in the statepoint rewrite's form (what
+/// [`super::statepoint`] calls).
 pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
+    final_lower_with(b, f, InlineAlloc::Auto, ObjectFrom::Integer)
+}
+
+/// [`final_lower`], inlining the allocation fast path or not as `inline` says, its objects
+/// made as `from` says.
+pub fn final_lower_with<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    inline: InlineAlloc,
+    from: ObjectFrom,
+) -> Result<()> {
     let i64t = b.int_type(64)?;
     let i32t = b.int_type(32)?;
     let ptr = b.ptr_type(UNTRACKED)?;
@@ -202,6 +216,9 @@ pub fn final_lower<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
             }
             _ => {}
         }
+    }
+    if inline == InlineAlloc::Auto {
+        inline_allocations(b, f, head, from)?;
     }
     Ok(())
 }

@@ -17,7 +17,9 @@
 //! jlcall convention, `julia.gc_alloc_obj`, `julia.gc_alloc_memory` and `julia.typeof`
 //! expanded by `alloc`, Julia's TBAA tags from `tbaa`, write barriers that store nothing
 //! new); `final_lower` turns the intrinsics into a real frame linked into
-//! the thread's chain. A function already framed (by Julia's own pass, or an earlier run)
+//! the thread's chain, and `inline_alloc` inlines the allocation fast path of
+//! `locus_gc_alloc` calls with constant, small sizes (the thread's MMTk bump pointer, read
+//! from its task block; the call stays the slow path: [`InlineAlloc`]). A function already framed (by Julia's own pass, or an earlier run)
 //! gets no second frame: it is only finished.
 //!
 //! The phases are this module's own: [`lower_module`], [`lower_function`] and
@@ -35,6 +37,7 @@ mod effects;
 mod emit;
 mod final_lower;
 mod immutable;
+pub mod inline_alloc;
 mod lift;
 mod liveness;
 mod memory;
@@ -53,6 +56,7 @@ use crate::contract::{NEW_GC_FRAME, RUNTIME_GET_PGCSTACK};
 use crate::Result;
 
 pub use barriers::WriteBarriers;
+pub use inline_alloc::InlineAlloc;
 
 /// How far to lower.
 #[derive(Clone, Copy, Debug, Default)]
@@ -132,6 +136,8 @@ pub struct ThreadOptions {
     /// [`WriteBarriers::Auto`]: the lowering, in every function where the frontend placed
     /// none).
     pub write_barriers: WriteBarriers,
+    /// Whether the allocation fast path is inlined (default [`InlineAlloc::Auto`]).
+    pub inline_alloc: InlineAlloc,
 }
 
 impl ThreadOptions {
@@ -147,6 +153,14 @@ impl ThreadOptions {
     pub fn with_write_barriers(self, barriers: WriteBarriers) -> ThreadOptions {
         ThreadOptions {
             write_barriers: barriers,
+            ..self
+        }
+    }
+
+    /// The same, inlining the allocation fast path as `inline` says.
+    pub fn with_inline_alloc(self, inline: InlineAlloc) -> ThreadOptions {
+        ThreadOptions {
+            inline_alloc: inline,
             ..self
         }
     }
@@ -171,7 +185,13 @@ pub fn lower_module_with<'m>(
     if threads.safepoint_polls {
         polls::insert_module_polls(module)?;
     }
-    lower_observed(module, options, threads.write_barriers, &mut |_| {})
+    lower_observed(
+        module,
+        options,
+        threads.write_barriers,
+        threads.inline_alloc,
+        &mut |_| {},
+    )
 }
 
 /// One phase of the lowering, as [`lower_module_observed`] names it.
@@ -208,7 +228,13 @@ pub fn lower_module_observed<'m>(
     options: LowerOptions,
     at: &mut dyn FnMut(Phase),
 ) -> Result<Vec<FunctionReport>> {
-    lower_observed(module, options, WriteBarriers::default(), at)
+    lower_observed(
+        module,
+        options,
+        WriteBarriers::default(),
+        InlineAlloc::default(),
+        at,
+    )
 }
 
 /// [`lower_module_observed`], with the write barriers `barriers` asks for.
@@ -216,6 +242,7 @@ fn lower_observed<'m>(
     module: &'m Module<'m>,
     options: LowerOptions,
     barriers: WriteBarriers,
+    inline: InlineAlloc,
     at: &mut dyn FnMut(Phase),
 ) -> Result<Vec<FunctionReport>> {
     let b = Builder::new(module);
@@ -228,7 +255,7 @@ fn lower_observed<'m>(
         if f.is_declaration() {
             continue;
         }
-        reports.extend(lower_one(&b, f, options, barriers, at)?);
+        reports.extend(lower_one(&b, f, options, barriers, inline, at)?);
     }
     at(Phase::Verify);
     module.verify()?;
@@ -249,7 +276,14 @@ pub fn lower_function<'m>(
 ) -> Result<Option<FunctionReport>> {
     let b = Builder::new(module);
     effects::forget_function_safepoint_effects(f);
-    let report = lower_one(&b, f, options, WriteBarriers::default(), &mut |_| {})?;
+    let report = lower_one(
+        &b,
+        f,
+        options,
+        WriteBarriers::default(),
+        InlineAlloc::default(),
+        &mut |_| {},
+    )?;
     // The function alone (a function pass's work stays proportional to its function); the
     // module's verifier only to name what is wrong.
     if !f.verifies() {
@@ -273,6 +307,7 @@ pub fn finish_function<'m>(module: &'m Module<'m>, f: Function<'m>) -> Result<()
         f,
         LowerOptions::default(),
         WriteBarriers::default(),
+        InlineAlloc::default(),
     )
 }
 
@@ -283,10 +318,11 @@ fn finish<'m>(
     f: Function<'m>,
     options: LowerOptions,
     barriers: WriteBarriers,
+    inline: InlineAlloc,
 ) -> Result<()> {
     emit::rewrite_helpers_with(b, f, barriers)?;
     if !options.intermediate_only {
-        final_lower::final_lower(b, f)?;
+        final_lower::final_lower_with(b, f, inline, inline_alloc::ObjectFrom::Untracked)?;
     }
     Ok(())
 }
@@ -297,6 +333,7 @@ fn lower_one<'m>(
     f: Function<'m>,
     options: LowerOptions,
     barriers: WriteBarriers,
+    inline: InlineAlloc,
     at: &mut dyn FnMut(Phase),
 ) -> Result<Option<FunctionReport>> {
     at(Phase::Scan);
@@ -310,7 +347,7 @@ fn lower_one<'m>(
     let Some(scan) = scanned else {
         // Julia cleans up every function, framed or not.
         at(Phase::Finish);
-        finish(b, f, options, barriers)?;
+        finish(b, f, options, barriers, inline)?;
         return Ok(None);
     };
     at(Phase::Liveness);
@@ -356,6 +393,6 @@ fn lower_one<'m>(
     at(Phase::Emit);
     emit::emit_frame(b, f, &scan, coloring.num_slots, &plans)?;
     at(Phase::Finish);
-    finish(b, f, options, barriers)?;
+    finish(b, f, options, barriers, inline)?;
     Ok(Some(report))
 }
