@@ -161,8 +161,9 @@ pub enum Command {
         /// with --moving its moving collector) or `mmtk:PLAN`, an MMTk plan (default
         /// mmtk:marksweep, or `locus` with --moving): marksweep, immix or stickyimmix
         /// with either roots (objects frames name are pinned), semispace or gencopy with
-        /// --roots statepoint (they cannot pin). LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the
-        /// MMTk heap (default: it grows from 32 MiB up to half the memory).
+        /// --roots statepoint (they cannot pin). LOCUS_GC_HEAP_SIZE=N[K|M|G] fixes the
+        /// MMTk heap's size, MIN..MAX lets it grow from MIN up to MAX (default: from 32 MiB
+        /// up to half the memory).
         #[arg(long, value_name = "NAME", value_parser = parse_collector)]
         collector: Option<Collector>,
         /// Print the collector's counters after the result.
@@ -227,10 +228,10 @@ pub enum Command {
     /// collector as `locus gc run --collector NAME` does (any mmtk:PLAN with statepoint
     /// roots; marksweep, immix or stickyimmix with frame roots; a refused one ends the
     /// executable with one `locus: gc: ...` line and exit status 1 before the program
-    /// runs), and LOCUS_GC_HEAP_SIZE=N[K|M|G] limits the MMTk heap. --collector NAME
-    /// makes NAME the executable's collector when its environment names none (its main
-    /// passes NAME to the runtime, which uses it unless LOCUS_GC_COLLECTOR is set or
-    /// LOCUS_GC_STRESS=1).
+    /// runs), and LOCUS_GC_HEAP_SIZE=N[K|M|G] fixes the MMTk heap's size (MIN..MAX: it
+    /// grows from MIN up to MAX). --collector NAME makes NAME the executable's collector
+    /// when its environment names none (its main passes NAME to the runtime, which uses it
+    /// unless LOCUS_GC_COLLECTOR is set or LOCUS_GC_STRESS=1).
     ///
     /// Exit status of `locus gc build`: 0 when the executable was written, 1 otherwise
     /// (`locus: FILE: ...` on standard error).

@@ -31,8 +31,9 @@
 //!   in stress mode when the environment has `LOCUS_GC_STRESS=1` (or with the collector
 //!   `LOCUS_GC_COLLECTOR` names: `stress`, `locus`, `mmtk:PLAN`; a refused one is one
 //!   `locus: gc:` line and [`LOCUS_GC_REFUSED`]; with an MMTk plan, `LOCUS_GC_HEAP_SIZE`
-//!   fixes the heap's size, bytes or a number with `K`, `M` or `G`, e.g. `256M`; unset,
-//!   MMTk sizes the heap between 32 MiB and half the physical memory; a value that is not
+//!   fixes the heap's size, bytes or a number with `K`, `M` or `G`, e.g. `256M`, and
+//!   `MIN..MAX` lets it grow from MIN up to MAX; unset, it grows from 32 MiB up to half the
+//!   physical memory; a value that is not
 //!   a size is refused the same way), with the fault handlers
 //!   `locus gc run` installs ([`signals`]) and [`OnFault::Exit`]: a broken GC
 //!   contract prints one `locus: gc: ...` line and exits with status 2, a fatal signal in
@@ -243,7 +244,7 @@ fn attach(make: impl FnOnce() -> Result<Make, i32>) -> i32 {
 
 /// Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1` (the collector
 /// `LOCUS_GC_COLLECTOR` names otherwise, with an MMTk heap of `LOCUS_GC_HEAP_SIZE` bytes
-/// if set, e.g. `256M`), faults reported
+/// if set, e.g. `256M`, or `32M..1G`), faults reported
 /// as `locus gc run` reports them ([`OnFault::Exit`]: one `locus: gc: ...` line, exit status
 /// 2), the process's fault handlers installed and the thread in a fault scope (a fatal
 /// signal prints one `locus: ...` line and exits with status 3).

@@ -1329,3 +1329,23 @@ fn heap_sizes_parse() {
         assert!(!err.is_empty(), "{bad:?}");
     }
 }
+
+/// The own collector measures each stop-the-world pause: none before a collection, then
+/// a median no longer than the maximum, both printed with the counters.
+#[test]
+fn own_collector_reports_pauses() {
+    let rt = Runtime::enter(Config::stress());
+    assert_eq!(
+        (rt.stats().pause_median_ns, rt.stats().pause_max_ns),
+        (0, 0)
+    );
+    for _ in 0..5 {
+        rt.collect().expect("collect");
+    }
+    let stats = rt.stats();
+    assert!(
+        0 < stats.pause_median_ns && stats.pause_median_ns <= stats.pause_max_ns,
+        "{stats}"
+    );
+    assert!(stats.to_string().contains("pause max: "), "{stats}");
+}

@@ -23,11 +23,11 @@
 //! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
 //! survived.
 //!
-//! Pause times: for the builds whose collector reports them (the MMTk plans: each
-//! collection's stop-the-world pause, from when it starts stopping the mutators until it
-//! lets them run, `pause median:` and `pause max:` in the `LOCUS_GC_STATS=1` counters), the
-//! median pause (the median over the runs of each run's median) and the longest pause of
-//! all runs. Boehm's and the runtime's own collectors report none.
+//! Pause times: for the builds whose collector reports them (the MMTk plans and the
+//! runtime's own collectors: each collection's stop-the-world pause, from when it starts
+//! stopping the mutators until it lets them run, `pause median:` and `pause max:` in the
+//! `LOCUS_GC_STATS=1` counters), the median pause (the median over the runs of each run's
+//! median) and the longest pause of all runs. Boehm reports none.
 //!
 //! Run as a test (`cargo test -p locus-gc --benches`) it builds each program with smaller
 //! sizes and checks that every build prints the expected result (or is refused by the

@@ -92,7 +92,7 @@
 //! runtime's own mark-sweep has no limit). Ratios to Boehm in the same run (the builds take
 //! turns run by run): median wall time of 3 runs, largest peak RSS (read by a small process
 //! that forks each run), and each MMTk plan's median and longest stop-the-world pause
-//! (`MmtkStats`; the runtime's own collector does not report pauses).
+//! (`MmtkStats`; the runtime's own collectors' in `Stats` too).
 //!
 //! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 after the MMTk
 //! objects' header went from 32 to 16 bytes and allocation got MMTk's bump-pointer fast

@@ -290,7 +290,8 @@ fn built_programs_under_mmtk() {
 
 /// `LOCUS_GC_HEAP_SIZE` sizes MMTk's heap: a program with about 29 MB live
 /// (gc-runtime's fixtures/big_live.ll, 100000 nodes of 256 bytes) runs under mmtk:immix
-/// and mmtk:marksweep in the default heap (grown by MMTk) and in a fixed 64M one, and runs
+/// and mmtk:marksweep in the default heap (grown by the runtime), in a fixed 64M one and in
+/// one grown from 16M up to 256M, and runs
 /// out of memory in a fixed 16M one with one `locus: gc:` line naming the limit (status 2);
 /// a size that is not one is refused before the program runs (status 1).
 #[test]
@@ -301,7 +302,7 @@ fn heap_size_from_environment() {
     let expected = expected_value(&text).unwrap_or_default();
     for plan in ["immix", "marksweep"] {
         let collector = format!("mmtk:{plan}");
-        for heap in [None, Some("64M"), Some("67108864")] {
+        for heap in [None, Some("64M"), Some("67108864"), Some("16M..256M")] {
             let out = gc_run_with_heap(heap, &["--collector", &collector, path_str(&file)]);
             assert!(
                 out.status.success(),
@@ -322,7 +323,15 @@ fn heap_size_from_environment() {
             "{plan} 16m: {stderr}"
         );
     }
-    for bad in ["x12", "12T", "0", "", "99999999999999999999G"] {
+    for bad in [
+        "x12",
+        "12T",
+        "0",
+        "",
+        "99999999999999999999G",
+        "64M..16M",
+        "..",
+    ] {
         let out = gc_run_with_heap(Some(bad), &["--collector", "mmtk:immix", path_str(&file)]);
         let stderr = text_of(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{bad:?}: {stderr}");

@@ -296,7 +296,8 @@ pub const DEFAULT_HEAP_THRESHOLD: usize = 4 << 20;
 
 /// The environment variable that sets the MMTk heap's size when [`Config::heap_bytes`] is
 /// `None`: bytes, or a number with a suffix `K`, `M` or `G` (powers of 1024, either case),
-/// e.g. `256M` (see [`parse_heap_size`]).
+/// e.g. `256M` (see [`parse_heap_size`]), for a fixed heap; or `MIN..MAX` (`MIN..`,
+/// `..MAX`) for a heap that grows from MIN up to MAX ([`HeapSize::parse`]).
 pub const HEAP_SIZE_ENV: &str = "LOCUS_GC_HEAP_SIZE";
 
 /// The environment variable that makes MMTk's Immix and StickyImmix defragment at every
@@ -405,8 +406,8 @@ pub struct Config {
     /// With [`Config::mmtk`]: the MMTk heap's fixed size in bytes (MMTk collects when it is
     /// full; an allocation that does not fit after a collection is out of memory).
     /// `None` (the default): the size [`HEAP_SIZE_ENV`] (`LOCUS_GC_HEAP_SIZE`) gives if the
-    /// environment sets it, else [`HeapSize::default_dynamic`]: MMTk grows and shrinks the
-    /// heap between 32 MiB and half the physical memory. The first runtime of a process
+    /// environment sets it, else [`HeapSize::default_dynamic`]: the heap grows (never
+    /// shrinks) from 32 MiB up to half the physical memory. The first runtime of a process
     /// makes its one MMTk heap: later ones share it, whatever size they ask for.
     pub heap_bytes: Option<usize>,
     /// With [`Config::mmtk`]: collect at every `n`th call that may collect (an allocation,
@@ -504,8 +505,9 @@ pub struct Stats {
     pub write_barriers: u64,
     /// Objects moved by the moving collector, summed over its collections.
     pub objects_moved: u64,
-    /// The median stop-the-world pause, nanoseconds, where the collector reports pauses
-    /// (the MMTk plans: [`crate::mmtk::MmtkStats::pause_median_ns`]); 0 otherwise.
+    /// The median stop-the-world pause, nanoseconds (the MMTk plans:
+    /// [`crate::mmtk::MmtkStats::pause_median_ns`]; the own collectors:
+    /// [`collector::Pauses`]); 0 before the first collection.
     pub pause_median_ns: u64,
     /// The longest stop-the-world pause, nanoseconds, as `pause_median_ns`.
     pub pause_max_ns: u64,
@@ -559,6 +561,8 @@ struct State {
     since_gc: u64,
     /// Body bytes live after the last collection.
     live_after_gc: u64,
+    /// The own collectors' stop-the-world pauses ([`Runtime::collect_when`]).
+    pauses: collector::Pauses,
 }
 
 /// The words of a task-shaped block: enough for its `ptls` field and the allocation fast
@@ -883,6 +887,7 @@ impl Runtime {
                 stats: Stats::default(),
                 since_gc: 0,
                 live_after_gc: 0,
+                pauses: collector::Pauses::default(),
             }),
             faults: Mutex::new(Vec::new()),
             mutators: Mutex::new(Vec::new()),
@@ -1069,16 +1074,20 @@ impl Runtime {
             self.enter_safe();
             self.leave_safe();
         }
+        let started = collector::Pauses::start();
         let done = {
             let mutators = lock(&sh.mutators);
             self.wait_until_stopped(&mutators);
             self.collect_stopped(&mutators)
         };
-        {
+        let pause = {
             let _w = lock(&sh.world);
+            let pause = started.elapsed();
             sh.stopping.store(false, Ordering::SeqCst);
             sh.changed.notify_all();
-        }
+            pause
+        };
+        lock(&sh.state).pauses.record(pause);
         done.map(Some)
     }
 
@@ -1448,6 +1457,8 @@ impl Runtime {
             bytes_live: heap.bytes_allocated - heap.bytes_freed,
             faults,
             write_barriers: self.write_barriers(),
+            pause_median_ns: st.pauses.median_ns(),
+            pause_max_ns: st.pauses.max_ns(),
             ..st.stats
         }
     }
@@ -1537,10 +1548,7 @@ fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
             let heap = match config.heap_bytes {
                 Some(0) => return Err("the MMTk heap size must not be 0".into()),
                 Some(bytes) => HeapSize::Fixed(bytes),
-                None => match heap_size_from_env()? {
-                    Some(bytes) => HeapSize::Fixed(bytes),
-                    None => HeapSize::default_dynamic(),
-                },
+                None => HeapSize::from_env()?.unwrap_or_else(HeapSize::default_dynamic),
             };
             let mut options = MmtkOptions::with_heap(plan, heap);
             options.always_defrag = std::env::var_os(MMTK_DEFRAG_ENV).is_some_and(|v| v == "1");
@@ -1565,22 +1573,6 @@ pub fn mmtk_collect_every_from_env() -> Result<u64, String> {
                      every Nth call that may collect)"
                 )),
             }
-        }
-    }
-}
-
-/// The heap size [`HEAP_SIZE_ENV`] sets, `None` when it is unset.
-///
-/// # Errors
-/// A sentence naming the variable when its value is not a size ([`parse_heap_size`]).
-pub fn heap_size_from_env() -> Result<Option<usize>, String> {
-    match std::env::var_os(HEAP_SIZE_ENV) {
-        None => Ok(None),
-        Some(value) => {
-            let text = value.to_string_lossy();
-            parse_heap_size(&text)
-                .map(Some)
-                .map_err(|e| format!("{HEAP_SIZE_ENV}={text}: {e}"))
         }
     }
 }
