@@ -74,6 +74,14 @@
 //! `.llvm_stackmaps` section ([`stackmaps`]); `LOCUS_GC_MOVING=1` then turns the moving
 //! collector on (as `locus gc run --moving`). x86-64 and AArch64 Linux (AArch64 frames are
 //! found through `.eh_frame`); the executable must keep its symbol table (not stripped).
+//!
+//! # Fast paths
+//!
+//! On an MMTk plan with a bump pointer, the runtime publishes its allocation fast path in
+//! the thread's task block ([`contract::TASK_ALLOC_BUMP_WORD`] and the words after it):
+//! `locus_gc_alloc` takes it first, and the lowering inlines it into compiled code
+//! (`--inline-alloc`). `locus_gc_get_pgcstack` is one thread-local load there, and write
+//! barriers on plans that remember nothing are counted per thread.
 
 pub mod contract;
 pub mod mmtk;
