@@ -94,42 +94,53 @@
 //! that forks each run), and each MMTk plan's median and longest stop-the-world pause
 //! (`MmtkStats`; the runtime's own collectors' in `Stats` too).
 //!
-//! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 after the MMTk
-//! objects' header went from 32 to 16 bytes and allocation got MMTk's bump-pointer fast
-//! path, on the 2-core machine at load 1.1-1.3 (Boehm 0.399 s and 36.7 MB at 64 MiB, 0.461 s
-//! at 128 MiB):
+//! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 after the
+//! allocation fast path was inlined into compiled code (`--inline-alloc`, the task-block
+//! words of [`locus_gc_runtime::contract`]), `locus_gc_get_pgcstack` became one thread-local
+//! load and barriers count per thread, on the 2-core machine at load 1.0-1.3 (Boehm 0.342 s
+//! and 37.5 MB at 64 MiB, 0.371 s at 128 MiB):
 //!
 //! | collector, roots | 64 MiB time / memory | pause median / max | 128 MiB time / memory | pause median / max |
 //! |---|---|---|---|---|
-//! | mmtk:marksweep, frames | 4.03 / 2.11 | 15.4 / 28.7 ms | 3.46 / 3.91 | 13.9 / 22.4 ms |
-//! | mmtk:immix, frames | 1.48 / 2.03 | 13.1 / 19.5 ms | 1.20 / 3.73 | 20.2 / 27.8 ms |
-//! | mmtk:stickyimmix, frames | 1.93 / 2.17 | 6.0 / 29.5 ms | 1.68 / 3.67 | 10.3 / 27.8 ms |
-//! | mmtk:marksweep, statepoints | 4.08 / 2.12 | 13.6 / 32.9 ms | 3.37 / 3.91 | 14.6 / 20.3 ms |
-//! | mmtk:immix, statepoints | 1.71 / 2.03 | 15.6 / 24.1 ms | 1.41 / 3.73 | 17.1 / 26.0 ms |
-//! | mmtk:stickyimmix, statepoints | 1.92 / 2.28 | 5.7 / 27.9 ms | 1.69 / 3.79 | 9.7 / 46.2 ms |
-//! | mmtk:semispace, statepoints | 2.27 / 2.10 | 12.0 / 25.7 ms | 1.53 / 3.80 | 15.4 / 25.3 ms |
-//! | mmtk:gencopy, statepoints | 1.89 / 2.29 | 3.6 / 25.1 ms | 1.50 / 2.36 | 4.1 / 29.5 ms |
-//! | locus (own mark-sweep), frames / statepoints | 23.4 / 22.5 (4.3 memory) | — | 21.3 / 20.5 | — |
+//! | mmtk:marksweep, frames | 3.53 / 2.11 | 12.7 / 17.2 ms | 3.55 / 3.90 | 15.2 / 17.4 ms |
+//! | mmtk:immix, frames | 1.14 / 2.02 | 11.7 / 17.0 ms | 1.04 / 3.73 | 18.1 / 24.2 ms |
+//! | mmtk:stickyimmix, frames | 1.36 / 2.00 | 5.0 / 14.8 ms | 1.25 / 3.57 | 6.7 / 21.5 ms |
+//! | mmtk:marksweep, statepoints | 3.85 / 2.11 | 13.2 / 19.1 ms | 3.74 / 3.90 | 12.5 / 17.0 ms |
+//! | mmtk:immix, statepoints | 1.19 / 2.02 | 11.7 / 20.3 ms | 1.02 / 3.73 | 11.0 / 22.5 ms |
+//! | mmtk:stickyimmix, statepoints | 1.41 / 2.01 | 5.5 / 19.8 ms | 1.56 / 3.57 | 11.2 / 20.9 ms |
+//! | mmtk:semispace, statepoints | 1.37 / 2.10 | 6.3 / 17.9 ms | 1.30 / 3.80 | 12.9 / 20.0 ms |
+//! | mmtk:gencopy, statepoints | 1.58 / 2.27 | 3.1 / 23.8 ms | 1.56 / 2.36 | 3.1 / 24.0 ms |
+//! | locus (own mark-sweep), frames | 22.4 / 4.35 | 78.5 / 120.0 ms | 21.2 / 4.34 | 79.4 / 129.3 ms |
+//! | locus (own mark-sweep), statepoints | 21.8 / 4.32 | 73.6 / 130.1 ms | 21.3 / 4.31 | 78.2 / 145.5 ms |
 //!
-//! (Before the header and fast-path work the best plan was 4.1x at 64 MiB and 2.6x at
-//! 128 MiB.) At 32 MiB (load 4-7) Immix took 3.1-3.9x and SemiSpace and GenCopy ran out
-//! of memory. The other two programs, measured before that work (load 2-3; table: a
-//! chained hash table of 500,000 entries, every seventh value replaced in 10 rounds;
-//! churn: 4 threads each keeping a tree of 131,071 nodes and replacing 100,000 random
-//! subtrees): table at 128 MiB marksweep 4.87x, immix 4.93x, stickyimmix 4.55x (2.6x
-//! memory), own mark-sweep 10.4-10.8x; churn at 64 MiB marksweep 7.84x (frames) / 9.85x
-//! (statepoints) in 2.0x memory, own mark-sweep 25-26x in 7.6x memory. Churn at 64 MiB
-//! still runs Immix and StickyImmix with frame roots out of memory after that work (the
-//! frames pin what they reach, so Immix cannot defragment a heap that the random subtree
-//! replacement fragments line by line); it runs in 96 MiB, and with statepoint roots.
+//! (Immix with frames, 64 MiB: 4.1x before MMTk's bump-pointer path and the 16-byte
+//! header, 1.38x at the start of that day, 1.14x now; a perf profile before the inlining
+//! had the mutator's runtime calls at 43% of the time.) The other two programs, measured
+//! before this work (load 2-3; table: a chained hash table of 500,000 entries, every
+//! seventh value replaced in 10 rounds; churn: 4 threads each keeping a tree of 131,071
+//! nodes and replacing 100,000 random subtrees): table at 128 MiB marksweep 4.87x, immix
+//! 4.93x, stickyimmix 4.55x (2.6x memory), own mark-sweep 10.4-10.8x; churn at 64 MiB
+//! marksweep 7.84x (frames) / 9.85x (statepoints) in 2.0x memory, own mark-sweep 25-26x in
+//! 7.6x memory. Churn at a fixed 64 MiB runs Immix and StickyImmix with frame roots out of
+//! memory: frame roots pin every object they reach for the collection (as Julia's MMTk port
+//! pins its shadow-stack roots transitively; pinning only the named objects gave wrong
+//! answers), so Immix cannot defragment the heap the random replacement fragments (forced
+//! defragmentation moves 0 objects with frames, 678,868 with statepoints); it runs in
+//! 96 MiB, in the default growing heap, and with statepoint roots.
 //!
 //! The goal (the best MMTk plan at most as slow as Boehm on GCBench, in no more memory) is
-//! not met: Immix is 1.2-1.5x Boehm's time in 2.0x its memory at 64 MiB. What remains,
-//! from `perf` on Immix at 64 MiB: MMTk zeroing fresh blocks that allocation then zeroes
-//! again (10%), the call per allocation (an allocation fast path inlined into compiled
-//! code would remove it), and memory: a GCBench node takes 48 bytes (16-byte header) where
-//! Boehm's takes 32, MMTk's own footprint is about 10.5 MB against Boehm's 1.7 MB, and a
-//! fixed MMTk heap is touched up to its limit where Boehm's limit is only a maximum.
+//! not met. Time comes near only where MMTk has room: Immix is 1.02-1.04x Boehm at
+//! 128 MiB, 1.14-1.19x at 64 MiB, 2.3x at its smallest heap. Memory parity is out of reach with MMTk 0.33, by
+//! measurement: a GCBench node takes 48 bytes in both (Boehm's interior-pointer byte rounds
+//! 32 up to 48), and at Immix's smallest heap (27 MiB, 44.8 MB peak against Boehm's
+//! 37.5 MB, 1.19x) the heap pages and side metadata (34.9 MB) equal Boehm's heap (35.0 +
+//! 2.8 MB); the difference is fixed: MMTk's start-up table for the address space it
+//! reserves (4.4 MB of malloc, mmtk-core issue 1220) and about 4 MB more executable pages.
+//! The nearest meaningful goal: heap pages at Boehm's (met), peak memory within Boehm's plus
+//! MMTk's fixed ~8 MB, and time at most Boehm's where the heap has 2-3x room (within 4% at
+//! 128 MiB, not yet at or below). What remains of the time, from `perf` after the inlining: GC work (~35%),
+//! MMTk zeroing reused Immix lines (10%), and a `locus_gc_get_pgcstack` call in every
+//! function (6%; Julia passes the chain head as a parameter instead).
 //!
 //! **The default collector** of `locus gc run` and of `locus gc build`'s executables is
 //! MMTk's MarkSweep (`mmtk:marksweep`): the plan that ran every program of the GC suite with
