@@ -3,10 +3,10 @@
 //! block.
 
 use llvm_sys::core::{
-    LLVMBuildAdd, LLVMBuildBr, LLVMBuildCondBr, LLVMBuildICmp, LLVMBuildLShr, LLVMBuildOr,
-    LLVMBuildShl, LLVMBuildTrunc, LLVMGetInstructionParent, LLVMInsertBasicBlockInContext,
-    LLVMInsertIntoBuilder, LLVMInstructionRemoveFromParent, LLVMIsATerminatorInst,
-    LLVMPositionBuilderAtEnd,
+    LLVMBuildAdd, LLVMBuildAnd, LLVMBuildBr, LLVMBuildCondBr, LLVMBuildICmp, LLVMBuildLShr,
+    LLVMBuildOr, LLVMBuildShl, LLVMBuildTrunc, LLVMGetInstructionParent,
+    LLVMInsertBasicBlockInContext, LLVMInsertIntoBuilder, LLVMInstructionRemoveFromParent,
+    LLVMIsATerminatorInst, LLVMPositionBuilderAtEnd,
 };
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
 use llvm_sys::LLVMIntPredicate;
@@ -27,6 +27,8 @@ extern "C" {
 pub enum BinaryOp {
     /// `add`
     Add,
+    /// `and`
+    And,
     /// `lshr`
     LShr,
     /// `shl`
@@ -186,6 +188,7 @@ impl<'m> Builder<'m> {
         self.ready()?;
         let build = match op {
             BinaryOp::Add => LLVMBuildAdd,
+            BinaryOp::And => LLVMBuildAnd,
             BinaryOp::LShr => LLVMBuildLShr,
             BinaryOp::Shl => LLVMBuildShl,
             BinaryOp::Or => LLVMBuildOr,

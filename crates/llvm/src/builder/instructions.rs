@@ -1,9 +1,8 @@
 //! Other instructions: `phi`, `select`, `and`, vector and aggregate element access, `ret`.
 
 use llvm_sys::core::{
-    LLVMAddIncoming, LLVMBuildAnd, LLVMBuildExtractElement, LLVMBuildExtractValue,
-    LLVMBuildInsertElement, LLVMBuildInsertValue, LLVMBuildPhi, LLVMBuildRet, LLVMBuildRetVoid,
-    LLVMBuildSelect,
+    LLVMAddIncoming, LLVMBuildExtractElement, LLVMBuildExtractValue, LLVMBuildInsertElement,
+    LLVMBuildInsertValue, LLVMBuildPhi, LLVMBuildRet, LLVMBuildRetVoid, LLVMBuildSelect,
 };
 
 use super::check::{c_string, is_value_type, refuse, shape};
@@ -107,17 +106,7 @@ impl<'m> Builder<'m> {
         rhs: impl Into<Value<'m>>,
         name: &str,
     ) -> Result<Value<'m>> {
-        let (lhs, rhs) = (lhs.into(), rhs.into());
-        if lhs.ty() != rhs.ty() || !lhs.ty().scalar().is_integer() {
-            return refuse(format!("cannot `and` `{lhs}` with `{rhs}`"));
-        }
-        let (l, r) = (self.val(lhs)?, self.val(rhs)?);
-        let c_name = c_string("name", name)?;
-        self.ready()?;
-        // SAFETY: positioned builder; operands of one integer type.
-        let value = unsafe { LLVMBuildAnd(self.raw, l, r, c_name.as_ptr()) };
-        // SAFETY: a value LLVM just made or folded: of our module or its context.
-        Ok(unsafe { Value::from_raw(value) })
+        self.binary(super::BinaryOp::And, lhs, rhs, name)
     }
 
     /// `extractelement vector, index`.
