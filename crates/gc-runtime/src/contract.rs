@@ -198,6 +198,12 @@ pub const ROOT_COUNT_SHIFT: u32 = 2;
 
 // The runtime's symbols, which lowered code calls.
 
+/// A symbol `locus gc build` defines in an executable with statepoint roots: when the
+/// program has no statepoint at all (no call that may collect), LLVM writes no
+/// `.llvm_stackmaps` section, and the runtime, finding this symbol, walks no frames instead
+/// of refusing the program as one built without statepoint roots.
+pub const STATEPOINT_PROGRAM_MARKER: &str = "locus_gc_statepoint_program";
+
 /// Returns the address of this thread's chain head; replaces `julia.get_pgcstack`.
 pub const RUNTIME_GET_PGCSTACK: &str = "locus_gc_get_pgcstack";
 /// `locus_gc_alloc(i64 nptrs, i64 nbytes)`: a new object; may collect first.

@@ -24,6 +24,7 @@ mod cfi;
 
 use std::collections::HashMap;
 
+use crate::contract::STATEPOINT_PROGRAM_MARKER;
 use crate::runtime::{Slot, SlotPair, StackMaps};
 use locus_stackmap::object::find_section;
 use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
@@ -155,9 +156,20 @@ pub fn from_executable() -> Result<StackMaps, String> {
     let path = "/proc/self/exe";
     let data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let (_, section) = find_section(&data).map_err(|e| format!("{path}: {e}"))?;
-    let section = section.ok_or_else(|| {
-        format!("{path} has no .llvm_stackmaps section (built without statepoint roots?)")
-    })?;
+    let Some(section) = section else {
+        // A program without a single statepoint has no stack map and no frame to walk;
+        // `locus gc build` marks such a program as built with statepoint roots.
+        let file = object::File::parse(&*data).map_err(|e| format!("{path}: {e}"))?;
+        if file
+            .symbols()
+            .any(|s| s.name() == Ok(STATEPOINT_PROGRAM_MARKER))
+        {
+            return Ok(StackMaps::new());
+        }
+        return Err(format!(
+            "{path} has no .llvm_stackmaps section (built without statepoint roots?)"
+        ));
+    };
     let main = MainProgram::find();
     let bias = main.bias;
     let loaded = main

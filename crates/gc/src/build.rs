@@ -67,6 +67,7 @@ use std::process::Command;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
+use crate::contract::STATEPOINT_PROGRAM_MARKER;
 use crate::lower::{ThreadOptions, WriteBarriers};
 use crate::run::{lower_frames, lower_statepoints_with, refuse_statepoint_polls, Roots};
 use crate::runtime::Collector;
@@ -360,7 +361,11 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
     }
     let start = match options.roots {
         Roots::Frames => "locus_gc_main",
-        Roots::Statepoint => "locus_gc_main_statepoints",
+        Roots::Statepoint => {
+            // Says "statepoint roots" to the runtime also when LLVM writes no stack map.
+            text.push_str(&format!("\n@{STATEPOINT_PROGRAM_MARKER} = constant i8 1\n"));
+            "locus_gc_main_statepoints"
+        }
     };
     text.push_str(&main_text(start, &entry, options.collector));
     Ok(text)
