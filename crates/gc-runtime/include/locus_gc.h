@@ -33,7 +33,7 @@ extern "C" {
 
 // Makes the calling thread's runtime: stress mode if `LOCUS_GC_STRESS=1` (the collector
 // `LOCUS_GC_COLLECTOR` names otherwise, with an MMTk heap of `LOCUS_GC_HEAP_SIZE` bytes
-// if set, e.g. `256M`), faults reported
+// if set, e.g. `256M`, or `32M..1G`), faults reported
 // as `locus gc run` reports them ([`OnFault::Exit`]: one `locus: gc: ...` line, exit status
 // 2), the process's fault handlers installed and the thread in a fault scope (a fatal
 // signal prints one `locus: ...` line and exits with status 3).
