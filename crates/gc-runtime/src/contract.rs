@@ -120,6 +120,18 @@ pub const TASK_ALLOC_PENDING_WORD: usize = 21;
 /// `locus_gc_alloc`.
 pub const INLINE_ALLOC_MAX_BYTES: usize = 256;
 
+/// The bytes an untagged object of `nptrs` pointer fields and `nbytes` raw bytes takes on
+/// MMTk (step 3 above): a 16-byte header (`nptrs`, `nbytes`), the body in whole words (at
+/// least one), all rounded up to 16; `None` when that overflows.
+pub fn untagged_allocation_bytes(nptrs: u64, nbytes: u64) -> Option<u64> {
+    let body = nptrs.checked_mul(8)?.checked_add(nbytes)?;
+    let words = body.div_ceil(8).max(1);
+    words
+        .checked_mul(8)?
+        .checked_add(16)?
+        .checked_next_multiple_of(16)
+}
+
 // Julia's TBAA type tree, whose tags the lowering puts on the memory accesses it adds, as
 // Julia's passes do: `!{!"jtbaa"}` is the root, `!{!"jtbaa", root, i64 0}` the scalar type
 // every other one descends from.

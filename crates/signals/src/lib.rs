@@ -457,8 +457,12 @@ static CLAIMER: AtomicUsize = AtomicUsize::new(0);
 /// so that would wait forever), and it answers [`Claim::Retry`] only after making the
 /// faulting access possible (else the instruction faults again, forever).
 pub unsafe fn set_claimer(claimer: FaultClaimer) -> bool {
-    let address = claimer as usize;
-    match CLAIMER.compare_exchange(0, address, Ordering::SeqCst, Ordering::SeqCst) {
+    set_once(&CLAIMER, claimer as usize)
+}
+
+/// Stores `address` in `slot` if it holds none (0); true if the slot now holds `address`.
+fn set_once(slot: &AtomicUsize, address: usize) -> bool {
+    match slot.compare_exchange(0, address, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => true,
         Err(current) => current == address,
     }
@@ -489,11 +493,7 @@ static NAMER: AtomicUsize = AtomicUsize::new(0);
 /// `namer` runs inside the signal handler, as a [`FaultClaimer`] does, and must be
 /// async-signal-safe in the same way.
 pub unsafe fn set_symbol_namer(namer: SymbolNamer) -> bool {
-    let address = namer as usize;
-    match NAMER.compare_exchange(0, address, Ordering::SeqCst, Ordering::SeqCst) {
-        Ok(_) => true,
-        Err(current) => current == address,
-    }
+    set_once(&NAMER, namer as usize)
 }
 
 /// The symbol namer set, if any.

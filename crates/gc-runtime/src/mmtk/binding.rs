@@ -413,8 +413,7 @@ impl Collection<Locus> for Collect {
         });
         let mut sync = lock(&inst.sync);
         if let Some(at) = sync.stopped_at.take() {
-            let nanos = u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            sync.pauses.record(nanos);
+            sync.pauses.end(at);
         }
         sync.epoch += 1;
         inst.epoch.store(sync.epoch, Ordering::Release);

@@ -85,24 +85,18 @@ impl MmtkHeap {
         if pending.load(Ordering::Relaxed) {
             return None;
         }
-        let bytes =
-            layout::untagged_size(nptrs, nbytes).filter(|&b| b <= INLINE_ALLOC_MAX_BYTES)?;
         // SAFETY: the caller's promise: this thread's bump pointer, used by nothing else now.
         let bp = unsafe { &mut *bump };
-        let start = bp.cursor.as_usize();
-        // Cursor and sizes are multiples of 16: no gap to fill. A cursor of 0 (no buffer
-        // yet) has a limit of 0.
-        let end = start.checked_add(bytes)?;
-        if start == 0 || end > bp.limit.as_usize() {
-            return None;
-        }
-        bp.cursor = super::address(end);
-        // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
-        let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
-        // SAFETY: as above: the body, after the header.
-        unsafe { zero(obj, end - obj) };
-        // SAFETY: the heap's VO table and a fresh object in this thread's buffer.
-        unsafe { set_vo_bit(word(TASK_ALLOC_VO_WORD), obj) };
+        // SAFETY: as above, and the heap's VO table.
+        let (obj, bytes) = unsafe {
+            bump_untagged(
+                bp,
+                word(TASK_ALLOC_VO_WORD),
+                nptrs,
+                nbytes,
+                INLINE_ALLOC_MAX_BYTES,
+            )
+        }?;
         // Only this thread writes its counters: no read-modify-write.
         // SAFETY: the caller's promise: the mutator's counters, alive as it is.
         let objects = unsafe { &*(word(TASK_ALLOC_OBJECTS_WORD) as *const AtomicU64) };
@@ -115,4 +109,40 @@ impl MmtkHeap {
         );
         Some(obj)
     }
+}
+
+/// Bumps the allocation buffer `bp` for an untagged object of `nptrs` null pointer fields
+/// and `nbytes` zero bytes taking at most `max` bytes: writes its header, zeroes its body
+/// and sets its valid-object bit (what `post_alloc` does in ImmixSpace and CopySpace).
+/// Returns the object and the bytes it took; `None` when it does not fit (or is larger
+/// than `max`): the caller takes the slow path. Counting is the caller's.
+///
+/// # Safety
+/// `bp` must be the calling thread's bump pointer, used by nothing else meanwhile, and
+/// `vo_base` the base of the same heap's valid-object bit table.
+#[inline]
+pub(super) unsafe fn bump_untagged(
+    bp: &mut BumpPointer,
+    vo_base: usize,
+    nptrs: usize,
+    nbytes: usize,
+    max: usize,
+) -> Option<(usize, usize)> {
+    let bytes = layout::untagged_size(nptrs, nbytes).filter(|&b| b <= max)?;
+    let start = bp.cursor.as_usize();
+    // Cursor and sizes are multiples of 16 (the binding's minimum alignment): no gap to
+    // fill. A cursor of 0 (no buffer yet) has a limit of 0 too.
+    let end = start.checked_add(bytes)?;
+    if start == 0 || end > bp.limit.as_usize() {
+        return None;
+    }
+    bp.cursor = super::address(end);
+    // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
+    let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
+    // The body only (the header words are written).
+    // SAFETY: as above.
+    unsafe { zero(obj, end - obj) };
+    // SAFETY: the caller's promise: the heap's VO table; a fresh object in the buffer.
+    unsafe { set_vo_bit(vo_base, obj) };
+    Some((obj, bytes))
 }

@@ -28,6 +28,7 @@
 //! its old body (every untagged object has at least one; tagged objects never move), so
 //! the old copy's header stays readable.
 
+use crate::contract::untagged_allocation_bytes;
 use crate::runtime::heap::{MAX_OBJECT_BYTES, OBJECT_ALIGN, TAGGED_NPTRS};
 
 /// The bytes of an object's header: the `nptrs` word and the `nbytes` (or tag) word.
@@ -58,11 +59,13 @@ pub(crate) fn span(body: usize) -> usize {
 /// The bytes an untagged object of `nptrs` fields and `nbytes` raw bytes takes, header
 /// included; `None` when it is larger than the runtime allows.
 pub(crate) fn untagged_size(nptrs: usize, nbytes: usize) -> Option<usize> {
-    nptrs
-        .checked_mul(8)
-        .and_then(|p| p.checked_add(nbytes))
-        .filter(|&b| b <= MAX_OBJECT_BYTES)
-        .map(|b| allocation(HEADER_BYTES + span(b)))
+    let body = nptrs.checked_mul(8)?.checked_add(nbytes)?;
+    if body > MAX_OBJECT_BYTES {
+        return None;
+    }
+    // The contract's size (what compiled code that inlines the fast path computes).
+    let bytes = untagged_allocation_bytes(nptrs as u64, nbytes as u64)?;
+    usize::try_from(bytes).ok()
 }
 
 /// `bytes` rounded up to whole 16-byte units: MMTk allocates and copies in multiples of

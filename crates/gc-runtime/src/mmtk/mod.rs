@@ -260,6 +260,7 @@ use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, MMTK};
 pub use binding::Locus;
 use binding::MutatorRecord;
 
+use crate::runtime::collector::Pauses;
 use crate::runtime::frames::{GcFrame, MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
 use crate::runtime::heap::OBJECT_ALIGN;
 
@@ -795,40 +796,6 @@ struct SyncState {
     pauses: Pauses,
 }
 
-/// The stop-the-world pauses of the heap: every one, up to [`Pauses::KEPT`] (then only
-/// the count and the longest grow), for the median and the maximum.
-#[derive(Default)]
-struct Pauses {
-    kept: Vec<u64>,
-    count: u64,
-    max: u64,
-    total: u64,
-}
-
-impl Pauses {
-    /// Pauses kept for the median: 8 MiB of them.
-    const KEPT: usize = 1 << 20;
-
-    fn record(&mut self, nanos: u64) {
-        if self.kept.len() < Self::KEPT {
-            self.kept.push(nanos);
-        }
-        self.count += 1;
-        self.max = self.max.max(nanos);
-        self.total = self.total.saturating_add(nanos);
-    }
-
-    /// The median of the kept pauses (the upper one of an even count), 0 when none.
-    fn median(&self) -> u64 {
-        if self.kept.is_empty() {
-            return 0;
-        }
-        let mut sorted = self.kept.clone();
-        let mid = sorted.len() / 2;
-        *sorted.select_nth_unstable(mid).1
-    }
-}
-
 /// The process's MMTk heap and what the binding keeps beside it.
 struct Instance {
     mmtk: &'static MMTK<Locus>,
@@ -1296,10 +1263,10 @@ impl MmtkHeap {
             total_bytes: memory_manager::total_bytes(i.mmtk),
             faults: i.fault_count.load(Ordering::Relaxed),
             objects_moved: i.objects_moved.load(Ordering::Relaxed),
-            pauses: sync.pauses.count,
-            pause_median_ns: sync.pauses.median(),
-            pause_max_ns: sync.pauses.max,
-            pause_total_ns: sync.pauses.total,
+            pauses: sync.pauses.count(),
+            pause_median_ns: sync.pauses.median_ns(),
+            pause_max_ns: sync.pauses.max_ns(),
+            pause_total_ns: sync.pauses.total_ns(),
         }
     }
 }
@@ -1402,27 +1369,13 @@ impl MmtkMutator {
         if self.bump.is_null() {
             return None;
         }
-        let bytes = layout::untagged_size(nptrs, nbytes)?;
         // SAFETY: `bump` points into the boxed MMTk mutator this owns, which nothing else
         // touches while this thread runs (GC workers only while it is parked).
         let bp = unsafe { &mut *self.bump };
-        let start = bp.cursor.as_usize();
-        // Cursor and sizes are multiples of 16 (the binding's minimum alignment): no gap
-        // to fill. A cursor of 0 (no buffer yet) has a limit of 0 too.
-        let end = start.checked_add(bytes)?;
-        if start == 0 || end > bp.limit.as_usize() || bytes > self.heap.inst.max_default {
-            return None;
-        }
-        bp.cursor = address(end);
-        // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
-        let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
-        // The body only (the header words are written).
-        // SAFETY: as above.
-        unsafe { zero(obj, end - obj) };
-        // What `post_alloc` does in these spaces (ImmixSpace and CopySpace
-        // `initialize_object_metadata`): the object's valid-object bit.
-        // SAFETY: `obj` is a fresh object in this thread's buffer.
-        unsafe { set_vo_bit(self.heap.inst.vo_base, obj) };
+        let inst = self.heap.inst;
+        // SAFETY: as above, and `vo_base` is this heap's table.
+        let (obj, bytes) =
+            unsafe { fast_path::bump_untagged(bp, inst.vo_base, nptrs, nbytes, inst.max_default) }?;
         self.count(bytes);
         Some(obj)
     }

@@ -53,8 +53,8 @@ pub struct Collection {
     pub moved: u64,
 }
 
-/// The stop-the-world pauses of a heap: every one is counted, the first [`Pauses::KEPT`]
-/// are kept for the median.
+/// The stop-the-world pauses of a heap (the runtime's own or MMTk's): every one is
+/// counted, the first [`Pauses::KEPT`] are kept for the median.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pauses {
     kept: Vec<u64>,

@@ -35,8 +35,8 @@ use locus_llvm::ir::{BasicBlock, Function, Instruction, IntPredicate, Metadata, 
 
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
-    INLINE_ALLOC_MAX_BYTES, RUNTIME_ALLOC, TASK_ALLOC_BUMP_WORD, TASK_ALLOC_BYTES_WORD,
-    TASK_ALLOC_OBJECTS_WORD, TASK_ALLOC_VO_WORD, TASK_GCSTACK_WORD,
+    untagged_allocation_bytes, INLINE_ALLOC_MAX_BYTES, RUNTIME_ALLOC, TASK_ALLOC_BUMP_WORD,
+    TASK_ALLOC_BYTES_WORD, TASK_ALLOC_OBJECTS_WORD, TASK_ALLOC_VO_WORD, TASK_GCSTACK_WORD,
 };
 use crate::Result;
 
@@ -69,15 +69,6 @@ pub enum ObjectFrom {
     Integer,
 }
 
-/// The bytes an untagged object takes on MMTk (the runtime's `layout::untagged_size`): a
-/// 16-byte header, the body in whole words (at least one), all rounded up to 16.
-fn untagged_size(nptrs: u64, nbytes: u64) -> Option<u64> {
-    let body = nptrs.checked_mul(8)?.checked_add(nbytes)?;
-    let words = body.div_ceil(8).max(1);
-    let size = words.checked_mul(8)?.checked_add(16)?;
-    Some(size.next_multiple_of(16))
-}
-
 /// A call this lowering may inline: its two constant sizes and the allocation's size.
 fn candidate(inst: Instruction<'_>) -> Option<(u64, u64, u64)> {
     if inst.opcode() != Opcode::Call || inst.metadata(SLOW_ALLOC_MD).is_some() {
@@ -89,7 +80,7 @@ fn candidate(inst: Instruction<'_>) -> Option<(u64, u64, u64)> {
     }
     let args = call.arguments();
     let (nptrs, nbytes) = (args.first()?.const_uint()?, args.get(1)?.const_uint()?);
-    let size = untagged_size(nptrs, nbytes)?;
+    let size = untagged_allocation_bytes(nptrs, nbytes)?;
     (args.len() == 2 && size <= INLINE_ALLOC_MAX_BYTES as u64).then_some((nptrs, nbytes, size))
 }
 
