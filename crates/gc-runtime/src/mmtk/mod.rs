@@ -243,6 +243,7 @@
 mod binding;
 mod fast_path;
 mod layout;
+mod vm_layout;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -1030,6 +1031,7 @@ impl MmtkHeap {
         if let Some((name, _)) = set.iter().find(|(_, ok)| !ok) {
             return Err(MmtkError::BadOption(name, format!("{options:?}")));
         }
+        vm_layout::configure(&mut builder);
         let mmtk: &'static MMTK<Locus> = Box::leak(memory_manager::mmtk_init(&builder));
         let constraints = mmtk.get_plan().constraints();
         let max_default = constraints.max_non_los_default_alloc_bytes;
