@@ -524,20 +524,21 @@ fn counts(stdout: &[u8]) -> String {
         .collect()
 }
 
-/// `--collector mmtk:immix`: the executable runs MMTk Immix when its environment names no
-/// collector, and prints what a `--collector locus` build prints under
-/// `LOCUS_GC_COLLECTOR=mmtk:immix` (the oracle; MMTk's counters differ from the runtime's
-/// own mark-sweep's, so the two cannot be confused); `LOCUS_GC_COLLECTOR` and
+/// `--collector mmtk:marksweep`: the executable runs MMTk's MarkSweep when its environment
+/// names no collector, and prints what a `--collector locus` build prints under
+/// `LOCUS_GC_COLLECTOR=mmtk:marksweep` (the oracle; MMTk's counters differ from the
+/// runtime's own mark-sweep's, so the two cannot be confused); `LOCUS_GC_COLLECTOR` and
 /// `LOCUS_GC_STRESS=1` in its environment still win. Without `--collector` the executable
-/// runs MMTk's MarkSweep. An unknown name and a plan that cannot pin with frame roots are refused:
-/// status 1, one `locus:` line, nothing written.
+/// runs MMTk's Immix (its counters differ from MarkSweep's too). An unknown name and a plan
+/// that cannot pin with frame roots are refused: status 1, one `locus:` line, nothing
+/// written.
 #[test]
 fn the_collector_option_sets_the_executables_default_collector() {
     let tmp = TempDir::new("gc-build-collector");
     let file = gc_fixture("programs", "tree");
-    let (immix, plain) = (tmp.path("tree-immix"), tmp.path("tree"));
+    let (marksweep, plain) = (tmp.path("tree-marksweep"), tmp.path("tree"));
     let unnamed = tmp.path("tree-default");
-    build(&file, &immix, &["--collector", "mmtk:immix"]);
+    build(&file, &marksweep, &["--collector", "mmtk:marksweep"]);
     build(&file, &plain, &["--collector", "locus"]);
     build(&file, &unnamed, &[]);
     let under = |prog: &Path, collector: Option<&str>, stress: Option<&str>| {
@@ -549,30 +550,29 @@ fn the_collector_option_sets_the_executables_default_collector() {
             ],
         )
     };
-    let mmtk = under(&plain, Some("mmtk:immix"), None);
+    let mmtk = under(&plain, Some("mmtk:marksweep"), None);
     let own = under(&plain, None, None);
     assert_ne!(mmtk, own, "MMTk's counters look like the runtime's own");
-    assert_eq!(under(&immix, None, None), mmtk, "the default collector");
+    assert_eq!(under(&marksweep, None, None), mmtk, "the default collector");
     // LOCUS_GC_STRESS=0 is no stress: the built-in default still holds.
-    assert_eq!(under(&immix, None, Some("0")), mmtk);
+    assert_eq!(under(&marksweep, None, Some("0")), mmtk);
     assert_eq!(
-        under(&immix, Some("locus"), None),
+        under(&marksweep, Some("locus"), None),
         own,
         "LOCUS_GC_COLLECTOR wins"
     );
     assert_eq!(
-        under(&immix, None, Some("1")),
+        under(&marksweep, None, Some("1")),
         under(&plain, None, Some("1")),
         "LOCUS_GC_STRESS=1 wins"
     );
-    assert_eq!(
-        under(&immix, Some("mmtk:marksweep"), None),
-        under(&plain, Some("mmtk:marksweep"), None)
-    );
-    // Without --collector, MMTk's MarkSweep (the CLI's default collector).
+    let immix = under(&plain, Some("mmtk:immix"), None);
+    assert_ne!(immix, mmtk, "Immix's counters look like MarkSweep's");
+    assert_eq!(under(&marksweep, Some("mmtk:immix"), None), immix);
+    // Without --collector, MMTk's Immix (the CLI's default collector).
     assert_eq!(
         under(&unnamed, None, None),
-        under(&plain, Some("mmtk:marksweep"), None),
+        immix,
         "the default build's collector"
     );
 
