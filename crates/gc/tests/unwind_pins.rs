@@ -49,6 +49,38 @@ fn preserved_objects_left_by_an_exception_are_freed() {
     }
 }
 
+/// `fixtures/statepoint/invoke_unwound_pins.ll`: an exception unwinds through two frames
+/// without a landing pad, one holding a `jl_roots` pin (a plain call that throws), the
+/// other a `gc_preserve` pin and a root region; the catching frame's pad drops all three
+/// and keeps its own `gc_preserve` pin (it reads that object through a raw pointer after a
+/// collection). Moving or not: 42 (the depth after the catch is the depth before the
+/// invoke), and 1 object live at the end (3 before the runtime kept scoped pins on the
+/// region stack: the two objects pinned by the unwound frames stayed).
+#[test]
+fn pins_of_frames_without_landing_pads_are_dropped_by_the_catching_pad() {
+    let (path, text) = fixture("invoke_unwound_pins.ll");
+    for moving in [false, true] {
+        let options = RunOptions {
+            roots: Roots::Statepoint,
+            moving,
+            stress: true,
+            on_fault: OnFault::Record,
+            ..RunOptions::default()
+        };
+        // SAFETY: the fixture only touches objects the runtime gives it, while they are
+        // live (checked by the stress collector).
+        let out = unsafe { run(&path.display().to_string(), &text, options) }
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(out.faults.is_empty(), "moving {moving}: {:?}", out.faults);
+        assert_eq!(
+            (out.value, out.stats.objects_live),
+            (42, 1),
+            "moving {moving}: {}",
+            out.stats
+        );
+    }
+}
+
 /// The FileCheck binary: `FileCheck-19` on PATH, else LLVM 19's own directory (never
 /// skipped: scripts/install-deps installs it).
 fn filecheck() -> PathBuf {
@@ -94,13 +126,15 @@ fn check_lowered(path: &Path, text: &str) {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// FileCheck on the lowered `invoke_preserve_unwound.ll` (the unpins on the unwind paths)
-/// and `invoke_regions_pushed_later.ll` (the region depth slot).
+/// FileCheck on the lowered `invoke_preserve_unwound.ll` (the unpins on the unwind paths),
+/// `invoke_regions_pushed_later.ll` (the region depth slot) and `invoke_unwound_pins.ll`
+/// (scoped pins, and the slot a pad resets to, written after the function's own pin).
 #[test]
 fn filecheck_unwind_paths() {
     for name in [
         "invoke_preserve_unwound.ll",
         "invoke_regions_pushed_later.ll",
+        "invoke_unwound_pins.ll",
     ] {
         let (path, text) = fixture(name);
         assert!(

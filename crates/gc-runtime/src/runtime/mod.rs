@@ -77,9 +77,12 @@
 //! Code rewritten for statepoint roots ([`statepoints`]) calls, besides these, the
 //! `locus_gc_sp_*` variants of the functions that may collect (the same arguments and the
 //! caller's frame address last, where the stack walk starts; [`statepoint_symbols`]), the
-//! pins `locus_gc_pin`, `locus_gc_unpin`, `locus_gc_pin_forever` (`void (ptr)`) and the root
+//! pins `locus_gc_pin`, `locus_gc_unpin`, `locus_gc_pin_forever` (`void (ptr)`), the scoped
+//! pins `locus_gc_pin_scoped` and `locus_gc_unpin_scoped` (`i64 (ptr)`) and the root
 //! regions `locus_gc_region_depth`, `locus_gc_push_region`, `locus_gc_region_reset`; none
-//! of those six collects.
+//! of those eight collects. The root regions and the scoped pins share one stack per
+//! thread, so that a landing pad's reset drops both for the frames an exception unwound
+//! ([`scopes`]).
 //!
 //! For threads (see "Threads" below), also in [`symbols`]:
 //!
@@ -259,6 +262,7 @@ pub mod fault;
 pub mod frames;
 pub mod heap;
 pub mod pages;
+pub mod scopes;
 pub mod statepoints;
 
 use crate::contract::{
@@ -609,8 +613,9 @@ struct Mutator {
     sp: AtomicUsize,
     /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
     sp_frame: AtomicUsize,
-    /// Statepoint roots: stack memory registered by `locus_gc_push_region`, innermost last.
-    regions: Mutex<Vec<(usize, usize)>>,
+    /// Statepoint roots: stack memory registered by `locus_gc_push_region` and the scoped
+    /// pins, innermost last ([`scopes`]).
+    scopes: Mutex<scopes::Scopes>,
 }
 
 impl Mutator {
@@ -622,7 +627,7 @@ impl Mutator {
             state: AtomicU8::new(SAFE),
             sp: AtomicUsize::new(0),
             sp_frame: AtomicUsize::new(0),
-            regions: Mutex::new(Vec::new()),
+            scopes: Mutex::new(scopes::Scopes::default()),
         }
     }
 
@@ -644,7 +649,7 @@ impl Mutator {
             sp,
             bounds: self.stack,
             fp: self.sp_frame.load(Ordering::Acquire),
-            regions: lock(&self.regions).clone(),
+            regions: lock(&self.scopes).regions().collect(),
         }
     }
 }
@@ -1293,7 +1298,7 @@ impl Runtime {
             let sp = frames::approx_stack_pointer();
             // A region below the stack pointer belongs to a function that returned
             // without dropping it (a `longjmp` past it): skipped, as the own collector does.
-            for &(start, end) in lock(&me.regions).iter() {
+            for (start, end) in lock(&me.scopes).regions() {
                 if start >= sp && me.stack.is_none_or(|b| start >= b.low && end <= b.high) {
                     // SAFETY: a pushed region still on this thread's stack (see above).
                     unsafe { set.push_region(start, end) };
@@ -1659,6 +1664,9 @@ impl Deref for Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         let me = self.rt.as_ptr().cast_const();
+        // Scoped pins the thread's code left (a frame unwound past every landing pad, a
+        // `longjmp`) would keep their objects for the heap's life.
+        self.reset_scopes(0);
         // Safe while it waits for the list: a collection running now may scan what is
         // still linked, and must not wait for this thread.
         self.enter_safe();
@@ -2140,19 +2148,44 @@ pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp
 #[no_mangle]
 pub extern "C" fn locus_gc_pin(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN, |rt| {
-        if let Some(heap) = rt.shared.mmtk {
-            mmtk_pin(rt, heap, addr as usize);
-            return;
-        }
-        lock(&rt.shared.state).heap.pin(addr as usize);
+        rt.pin_in_heap(addr as usize);
     })
 }
 
 /// A pin on the MMTk heap: an address in no live object is ignored (as the own collector
-/// does); an object a copying plan cannot pin is a [`GcFault::PinRefused`].
-fn mmtk_pin(rt: &Runtime, heap: MmtkHeap, addr: usize) {
-    if let Err(crate::mmtk::PinRefused::Moves(plan)) = heap.pin(addr) {
-        rt.report(GcFault::PinRefused { addr, plan });
+/// does); an object a copying plan cannot pin is a [`GcFault::PinRefused`]. Whether the
+/// object was pinned.
+fn mmtk_pin(rt: &Runtime, heap: MmtkHeap, addr: usize) -> bool {
+    match heap.pin(addr) {
+        Ok(_) => true,
+        Err(crate::mmtk::PinRefused::Moves(plan)) => {
+            rt.report(GcFault::PinRefused { addr, plan });
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+impl Runtime {
+    /// Pins the live object holding `addr` once more (the heap's count, MMTk's or the
+    /// own collector's); whether there was one to pin.
+    fn pin_in_heap(&self, addr: usize) -> bool {
+        match self.shared.mmtk {
+            Some(heap) => mmtk_pin(self, heap, addr),
+            None => lock(&self.shared.state).heap.pin(addr),
+        }
+    }
+
+    /// Undoes one [`Runtime::pin_in_heap`] of the object holding `addr`.
+    fn unpin_in_heap(&self, addr: usize) {
+        match self.shared.mmtk {
+            Some(heap) => {
+                heap.unpin(addr);
+            }
+            None => {
+                lock(&self.shared.state).heap.unpin(addr);
+            }
+        }
     }
 }
 
@@ -2160,11 +2193,30 @@ fn mmtk_pin(rt: &Runtime, heap: MmtkHeap, addr: usize) {
 #[no_mangle]
 pub extern "C" fn locus_gc_unpin(addr: *const u8) {
     entry(crate::contract::RUNTIME_UNPIN, |rt| {
-        if let Some(heap) = rt.shared.mmtk {
-            heap.unpin(addr as usize);
-            return;
-        }
-        lock(&rt.shared.state).heap.unpin(addr as usize);
+        rt.unpin_in_heap(addr as usize)
+    })
+}
+
+/// Pins the live object holding `addr` as [`locus_gc_pin`] does, and records the pin on
+/// the calling thread's scope stack, beside its root regions: undone by
+/// [`locus_gc_unpin_scoped`], or by a [`locus_gc_region_reset`] below it, which is how a
+/// landing pad drops the pins of the frames an exception unwound. What `gc_preserve_begin`
+/// and a `jl_roots` bundle become under statepoint roots. Returns the depth after (nothing
+/// is recorded for an address in no live object). Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_pin_scoped(addr: *const u8) -> i64 {
+    entry(scopes::RUNTIME_PIN_SCOPED, |rt| {
+        scopes::depth_as_i64(rt.pin_scoped(addr as usize))
+    })
+}
+
+/// Undoes the innermost [`locus_gc_pin_scoped`] pin of `addr` still on the calling
+/// thread's scope stack; nothing when a reset has dropped it already. Returns the depth
+/// after. Never collects.
+#[no_mangle]
+pub extern "C" fn locus_gc_unpin_scoped(addr: *const u8) -> i64 {
+    entry(scopes::RUNTIME_UNPIN_SCOPED, |rt| {
+        scopes::depth_as_i64(rt.unpin_scoped(addr as usize))
     })
 }
 
@@ -2181,12 +2233,12 @@ pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
     })
 }
 
-/// The depth of the stack of memory root regions, for [`locus_gc_region_reset`]. Never
-/// collects.
+/// The depth of the calling thread's scope stack (its memory root regions and scoped pins,
+/// see [`locus_gc_pin_scoped`]), for [`locus_gc_region_reset`]. Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_region_depth() -> i64 {
     entry(crate::contract::RUNTIME_REGION_DEPTH, |rt| {
-        i64::try_from(lock(&rt.me.regions).len()).unwrap_or(i64::MAX)
+        scopes::depth_as_i64(rt.scope_depth())
     })
 }
 
@@ -2199,18 +2251,18 @@ pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
     entry(crate::contract::RUNTIME_PUSH_REGION, |rt| {
         let (start, end) = (start as usize, end as usize);
         if start < end {
-            lock(&rt.me.regions).push((start, end));
+            lock(&rt.me.scopes).push_region(start, end);
         }
     })
 }
 
 /// Drops the regions registered above `depth` (what [`locus_gc_region_depth`] returned
-/// when the function was entered). Never collects.
+/// when the function was entered), and undoes the scoped pins above it
+/// ([`locus_gc_pin_scoped`]). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_region_reset(depth: i64) {
     entry(crate::contract::RUNTIME_REGION_RESET, |rt| {
-        let depth = usize::try_from(depth).unwrap_or(0);
-        lock(&rt.me.regions).truncate(depth);
+        rt.reset_scopes(usize::try_from(depth).unwrap_or(0));
     })
 }
 
@@ -2259,6 +2311,14 @@ pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
         (
             crate::contract::RUNTIME_PIN_FOREVER,
             locus_gc_pin_forever as extern "C" fn(*const u8) as usize,
+        ),
+        (
+            scopes::RUNTIME_PIN_SCOPED,
+            locus_gc_pin_scoped as extern "C" fn(*const u8) -> i64 as usize,
+        ),
+        (
+            scopes::RUNTIME_UNPIN_SCOPED,
+            locus_gc_unpin_scoped as extern "C" fn(*const u8) -> i64 as usize,
         ),
         (
             crate::contract::RUNTIME_REGION_DEPTH,

@@ -10,9 +10,11 @@
 //!
 //! 1. the contract's pins become runtime calls, before the constructs that carry them are
 //!    cleaned up: each object a `llvm.julia.gc_preserve_begin` names is pinned until the
-//!    matching `gc_preserve_end` ([`PIN`], [`UNPIN`]), each object in a call's `jl_roots`
-//!    bundle for the call, and an object passed to `julia.pointer_from_objref` for the
-//!    rest of its life ([`PIN_FOREVER`]): its address escaped as a plain pointer;
+//!    matching `gc_preserve_end`, and each object in a call's `jl_roots` bundle for the
+//!    call, with scoped pins ([`PIN_SCOPED`], [`UNPIN_SCOPED`]: the runtime keeps them on
+//!    the thread's stack of root regions, see "Unwinding" below), and an object passed to
+//!    `julia.pointer_from_objref` for the rest of its life ([`PIN_FOREVER`]): its address
+//!    escaped as a plain pointer;
 //! 2. Julia's helpers are lowered as for frames (`julia.call`, the allocations,
 //!    `julia.typeof`, write barriers, `julia.get_pgcstack`), and `sroa,mem2reg` promotes the
 //!    function's `alloca`s of GC pointers to SSA values, which RS4GC can relocate;
@@ -66,13 +68,21 @@
 //! RS4GC crashes on: an invoke that unwinds to a funclet pad (`cleanuppad`, `catchswitch`:
 //! no `landingpad` to tie relocations to), and `callbr`.
 //!
-//! # Limits
+//! # Unwinding
 //!
 //! A frame with no landing pad runs no code while an exception unwinds through it: the
-//! pins of its open `gc_preserve` regions, and of a `jl_roots` bundle on a `call` (not an
-//! `invoke`) that unwinds, stay (the objects are kept, never freed early). Dropping them
-//! needs the runtime to record pins per thread as it records root regions, so that the
-//! catching frame's landing pad can drop those of the frames unwound.
+//! pins of its open `gc_preserve` regions, of a `jl_roots` bundle on a `call` (not an
+//! `invoke`) that unwinds, and its root regions stay. They are entries of one stack per
+//! thread in the runtime (`locus_gc_runtime::runtime::scopes`), and the landing pad that
+//! catches resets that stack (`locus_gc_region_reset`) to the depth after its own
+//! function's latest entry, read from a slot that each push, scoped pin and scoped unpin
+//! of the function updates (the scoped pin calls return the depth): what the unwound
+//! frames left goes, the catching function's own pins stay. The pins of an object live
+//! into a `{ ptr, i32 }` landing pad ([`PIN`], [`UNPIN`]) are undone in both destinations
+//! of their `invoke`, in the frame that made them, and are not on the stack.
+//!
+//! # Limits
+//!
 //!
 //! A function with more than [`MAX_RELOCATIONS_PER_FUNCTION`] `gc.relocate` calls after
 //! RS4GC is refused, naming it: LLVM's code generator takes minutes on such a function
@@ -106,6 +116,9 @@ pub const GC_ADDRESS_SPACE: u32 = 1;
 pub use crate::contract::{
     RUNTIME_PIN as PIN, RUNTIME_PIN_FOREVER as PIN_FOREVER, RUNTIME_UNPIN as UNPIN,
 };
+pub use crate::runtime::scopes::{
+    RUNTIME_PIN_SCOPED as PIN_SCOPED, RUNTIME_UNPIN_SCOPED as UNPIN_SCOPED,
+};
 /// The prefix of the runtime entries the wrappers call, with the frame address last.
 pub const SP_PREFIX: &str = "locus_gc_sp_";
 
@@ -121,13 +134,15 @@ pub const COLLECTING: [(&str, &str); 6] = [
 ];
 
 /// The runtime functions that never collect: no statepoint for calls to them.
-const LEAVES: [&str; 9] = [
+const LEAVES: [&str; 11] = [
     RUNTIME_GET_PGCSTACK,
     RUNTIME_WRITE_BARRIER,
     crate::contract::RUNTIME_WRITE_BARRIER_INTERIOR,
     PIN,
     UNPIN,
     PIN_FOREVER,
+    PIN_SCOPED,
+    UNPIN_SCOPED,
     RUNTIME_REGION_DEPTH,
     RUNTIME_PUSH_REGION,
     RUNTIME_REGION_RESET,
@@ -396,11 +411,23 @@ fn raw_leaves<'m>(b: &Builder<'m>, v: Value<'m>) -> Result<Vec<Value<'m>>> {
         .collect()
 }
 
-/// Calls `name(raw)` (declaring `void @name(ptr)` if needed) at the builder's position.
+/// Calls `name(raw)` (declaring `void @name(ptr)`, or `i64 @name(ptr)` for the scoped
+/// pins, which return the scope depth, if needed) at the builder's position.
 fn call_pin<'m>(b: &Builder<'m>, name: &str, raw: Value<'m>) -> Result<Instruction<'m>> {
-    let ty = b.function_type(b.void_type(), &[b.ptr_type(UNTRACKED)?], false)?;
+    let ret = if is_scoped_pin(name) {
+        b.int_type(64)?
+    } else {
+        b.void_type()
+    };
+    let ty = b.function_type(ret, &[b.ptr_type(UNTRACKED)?], false)?;
     let f = b.declare_function(name, ty)?;
     Ok(b.call(ty, f, &[raw], &[], "")?)
+}
+
+/// Whether `name` is one of the runtime's scoped pin calls, which return the scope depth
+/// after them.
+fn is_scoped_pin(name: &str) -> bool {
+    name == PIN_SCOPED || name == UNPIN_SCOPED
 }
 
 /// A `gc_preserve_begin` as [`pin_contract`] lowered it: the call, the untracked addresses
@@ -430,7 +457,7 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             }
             let mut pinned_at = None;
             for &raw in &raws {
-                pinned_at = Some(call_pin(b, PIN, raw)?);
+                pinned_at = Some(call_pin(b, PIN_SCOPED, raw)?);
                 pins += 1;
             }
             begins.push(inst.as_value());
@@ -477,7 +504,7 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
                 raws.extend(raw_leaves(b, v)?);
             }
             for &raw in &raws {
-                call_pin(b, PIN, raw)?;
+                call_pin(b, PIN_SCOPED, raw)?;
                 pins += 1;
             }
             if call.is_invoke() {
@@ -493,7 +520,7 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             } else {
                 b.position_after(inst)?;
                 for &raw in &raws {
-                    call_pin(b, UNPIN, raw)?;
+                    call_pin(b, UNPIN_SCOPED, raw)?;
                 }
             }
         }
@@ -505,7 +532,7 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
         };
         b.position_before(end)?;
         for &raw in &region.raws {
-            call_pin(b, UNPIN, raw)?;
+            call_pin(b, UNPIN_SCOPED, raw)?;
         }
         region.ends.push(end);
     }
@@ -591,7 +618,7 @@ fn unpin_preserves_left_by_unwinding<'m>(
         let unpin_slots = |clear: bool| -> Result<()> {
             for &slot in &slots {
                 let held = b.load(raw, slot, "gc.preserved.held")?;
-                call_pin(b, UNPIN, held.as_value())?;
+                call_pin(b, UNPIN_SCOPED, held.as_value())?;
                 if clear {
                     b.store(null, slot)?;
                 }
@@ -672,7 +699,7 @@ fn unpin_after_edge<'m>(
     }
     b.position_at_first_insertion_point(dest)?;
     for &raw in &unpin {
-        call_pin(b, UNPIN, raw)?;
+        call_pin(b, UNPIN_SCOPED, raw)?;
     }
     Ok(())
 }
@@ -682,9 +709,10 @@ fn unpin_after_edge<'m>(
 /// region: RS4GC relocates SSA values only, so a pointer kept in memory across a safepoint
 /// must stay where it is, and the collector scans the region conservatively and pins what it
 /// names. The function reads the region depth on entry and drops its regions before each
-/// return and `resume`, and in each landing pad drops those of the frames unwound (down to
-/// the depth after its own latest push: kept in a stack slot, `gc.regions.own`, when a
-/// region is pushed outside the entry block). Returns how many.
+/// return and `resume`, and in each landing pad drops the regions and scoped pins of the
+/// frames unwound (down to the depth after its own latest entry: kept in a stack slot,
+/// `gc.regions.own`, when a region is pushed outside the entry block or the function has
+/// scoped pins, whose calls return the depth after them). Returns how many regions.
 fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     keep_across_returns_twice(b, f)?;
     let allocas: Vec<Instruction<'m>> = f
@@ -710,6 +738,17 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     if allocas.is_empty() && pads.is_empty() {
         return Ok(0);
     }
+    // The function's scoped pins and unpins (`pin_contract`): entries of the scope stack
+    // its landing pads must keep.
+    let scoped: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| {
+            i.as_call()
+                .and_then(|c| c.callee_name())
+                .is_some_and(|n| is_scoped_pin(&n))
+        })
+        .collect();
     let i64t = b.int_type(64)?;
     let raw = b.ptr_type(UNTRACKED)?;
     b.position_at_first_insertion_point(entry)?;
@@ -717,10 +756,13 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
     let depth_fn = b.declare_function(RUNTIME_REGION_DEPTH, depth_ty)?;
     let depth_call = b.call(depth_ty, depth_fn, &[], &[], "gc.regions")?;
     let depth = depth_call.as_value();
-    // With landing pads and a region pushed outside the entry block, the depth a pad drops
-    // to (the function's own regions, the ones pushed so far) is only known at run time: a
-    // slot holds it, written on entry and after each push.
-    let own_slot = if !pads.is_empty() && allocas.iter().any(|a| a.block() != Some(entry)) {
+    // With landing pads and a region pushed outside the entry block, or scoped pins, the
+    // depth a pad drops to (the function's own entries, the ones made so far) is only
+    // known at run time: a slot holds it, written on entry and after each push, pin and
+    // unpin.
+    let own_slot = if !pads.is_empty()
+        && (!scoped.is_empty() || allocas.iter().any(|a| a.block() != Some(entry)))
+    {
         b.position_before(depth_call)?;
         let slot = b.alloca(i64t, None, "gc.regions.own")?.as_value();
         b.position_after(depth_call)?;
@@ -754,12 +796,19 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
             b.store(now.as_value(), slot)?;
         }
     }
+    if let Some(slot) = own_slot {
+        for &call in &scoped {
+            b.position_after(call)?;
+            b.store(call.as_value(), slot)?;
+        }
+    }
     let reset_ty = b.function_type(b.void_type(), &[i64t], false)?;
     let reset_fn = b.declare_function(RUNTIME_REGION_RESET, reset_ty)?;
     // An exception that reaches a landing pad has unwound the frames in between without
-    // their `ret`s: their regions (stack memory now free) go, first thing in the pad, down
-    // to this function's own: those pushed so far, read from the slot, or, when they are
-    // all pushed in the entry block, the depth after the last of them.
+    // their `ret`s: their regions (stack memory now free) and scoped pins go, first thing
+    // in the pad, down to this function's own: those made so far, read from the slot, or,
+    // when they are all regions pushed in the entry block, the depth after the last of
+    // them.
     if let Some(slot) = own_slot {
         for pad in &pads {
             b.position_at_first_insertion_point(*pad)?;
