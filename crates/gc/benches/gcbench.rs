@@ -3,7 +3,9 @@
 //! (`fixtures/bench/NAME.c`), both compiled ahead of time at -O2 (`locus gc build --passes
 //! default<O2>`, `clang-19 -O2 -lgc`), and each executable is run as a user runs it.
 //!
-//! Run with `cargo bench -p locus-gc --bench gcbench`. For every program it prints, per
+//! Run with `cargo bench -p locus-gc --bench gcbench` (`LOCUS_GC_BENCH_PROGRAMS=gcbench,table`
+//! runs only those programs, `LOCUS_GC_BENCH_BUILDS=immix,sticky` only the Locus builds
+//! whose label contains one of the parts; Boehm's always runs). For every program it prints, per
 //! build (Boehm, the anchor; Locus with frames and its own mark-sweep; Locus with statepoint
 //! roots; Locus with frames on each MMTk plan that pins: `--collector mmtk:marksweep`,
 //! `mmtk:immix`, `mmtk:stickyimmix`; and with statepoint roots on every MMTk plan, `stpts`
@@ -228,6 +230,13 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
             Some(Collector::Mmtk(plan)),
         ));
     }
+    // `LOCUS_GC_BENCH_BUILDS=A,B`: only the Locus builds whose label contains one of them.
+    let wanted = std::env::var("LOCUS_GC_BENCH_BUILDS").ok();
+    variants.retain(|(label, _, _)| {
+        wanted
+            .as_ref()
+            .is_none_or(|w| w.split(',').any(|part| label.contains(part)))
+    });
     for (label, roots, collector) in variants {
         let exe = dir.join(format!(
             "{}-{}",

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use mmtk::util::alloc::BumpPointer;
 
-use super::{layout, set_vo_bit, zero, MmtkHeap, MmtkMutator};
+use super::{layout, set_vo_bit, MmtkHeap, MmtkMutator};
 use crate::contract::{
     INLINE_ALLOC_MAX_BYTES, TASK_ALLOC_BUMP_WORD, TASK_ALLOC_BYTES_WORD, TASK_ALLOC_OBJECTS_WORD,
     TASK_ALLOC_PENDING_WORD, TASK_ALLOC_VO_WORD,
@@ -112,8 +112,12 @@ impl MmtkHeap {
 }
 
 /// Bumps the allocation buffer `bp` for an untagged object of `nptrs` null pointer fields
-/// and `nbytes` zero bytes taking at most `max` bytes: writes its header, zeroes its body
-/// and sets its valid-object bit (what `post_alloc` does in ImmixSpace and CopySpace).
+/// and `nbytes` zero bytes taking at most `max` bytes: writes its header and sets its
+/// valid-object bit (what `post_alloc` does in ImmixSpace and CopySpace). The body is zero
+/// already: a bump pointer's buffer is memory MMTk zeroed when it handed it out (its
+/// spaces are made `zeroed`: a clean block is zeroed when the space acquires it, and
+/// `ImmixAllocator::acquire_recyclable_lines` zeroes reused lines), and the part past the
+/// cursor has not been handed out since.
 /// Returns the object and the bytes it took; `None` when it does not fit (or is larger
 /// than `max`): the caller takes the slow path. Counting is the caller's.
 ///
@@ -139,10 +143,98 @@ pub(super) unsafe fn bump_untagged(
     bp.cursor = super::address(end);
     // SAFETY: the buffer's `bytes` bytes at `start` are this object's now.
     let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
-    // The body only (the header words are written).
-    // SAFETY: as above.
-    unsafe { zero(obj, end - obj) };
     // SAFETY: the caller's promise: the heap's VO table; a fresh object in the buffer.
     unsafe { set_vo_bit(vo_base, obj) };
     Some((obj, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mmtk::Plan;
+    use crate::runtime::{self, Collector, Config, GcFrame, OnFault, Runtime};
+
+    /// The word at `addr`.
+    ///
+    /// # Safety
+    /// `addr` must be readable and 8-byte aligned.
+    unsafe fn peek(addr: usize) -> usize {
+        // SAFETY: the caller's promise.
+        unsafe { (addr as *const usize).read() }
+    }
+
+    /// Writes the word at `addr`.
+    ///
+    /// # Safety
+    /// `addr` must be writable and 8-byte aligned.
+    unsafe fn poke(addr: usize, value: usize) {
+        // SAFETY: the caller's promise.
+        unsafe { (addr as *mut usize).write(value) }
+    }
+
+    /// Neither the fast path nor compiled code zeroes a body: what a bump pointer hands out
+    /// must be zero already, also where it reuses dead objects' memory (recyclable Immix
+    /// lines between survivors, and blocks released and acquired again). Every word of the
+    /// dead objects is non-zero here, and every new object's body must read zero.
+    #[test]
+    fn reused_memory_reads_zero_on_immix() {
+        let config = Config {
+            heap_bytes: Some(8 << 20),
+            on_fault: OnFault::Exit,
+            ..Config::default().with_collector(Collector::Mmtk(Plan::Immix))
+        };
+        let rt = Runtime::try_enter(config).unwrap_or_else(|e| panic!("{e}"));
+        let head = rt.pgcstack();
+        let mut frame = [GcFrame::header_word(1), 0, 0];
+        // SAFETY: this thread's chain head slot; unlinked below.
+        frame[1] = unsafe { *head } as usize;
+        // SAFETY: as above; the frame outlives the link.
+        unsafe { *head = frame.as_mut_ptr().cast() };
+        let (mut low, mut high) = (usize::MAX, 0);
+        // 4 MB of 48-byte objects whose every word is non-zero (pointer fields name the
+        // object itself); one in 40 stays alive on a list the frame roots, so that the
+        // collection leaves holes in most lines' blocks.
+        for i in 0..90_000usize {
+            let obj = runtime::locus_gc_alloc(2, 16) as usize;
+            (low, high) = (low.min(obj), high.max(obj));
+            let keep = i % 40 == 0;
+            // SAFETY: a plain local array.
+            let list = unsafe { std::ptr::read_volatile(&frame[2]) };
+            // SAFETY: the object's two pointer fields and two raw words.
+            unsafe {
+                poke(obj, if keep { list } else { obj });
+            }
+            // SAFETY: as above.
+            unsafe { poke(obj + 8, obj) };
+            // SAFETY: as above.
+            unsafe { poke(obj + 16, usize::MAX) };
+            // SAFETY: as above.
+            unsafe { poke(obj + 24, i | 1) };
+            if keep {
+                // SAFETY: a plain local array (volatile: the collector reads it).
+                unsafe { std::ptr::write_volatile(&mut frame[2], obj) };
+            }
+        }
+        let collections = rt.stats().collections;
+        rt.collect().unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(rt.stats().collections > collections);
+        // Allocate over the same heap again: every body zero, and some objects where dead
+        // ones were.
+        let mut reused = 0;
+        for _ in 0..150_000 {
+            let obj = runtime::locus_gc_alloc(2, 16) as usize;
+            reused += usize::from((low..=high).contains(&obj));
+            for w in 0..4 {
+                // SAFETY: a fresh object's body words.
+                let word = unsafe { peek(obj + 8 * w) };
+                assert_eq!(word, 0, "word {w} of a new object at {obj:#x}");
+            }
+        }
+        assert!(
+            reused > 10_000,
+            "{reused} objects reused dead objects' memory"
+        );
+        // SAFETY: as above.
+        unsafe { *head = frame[1] as *mut GcFrame };
+        assert!(rt.take_faults().is_empty());
+    }
 }

