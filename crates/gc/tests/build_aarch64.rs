@@ -10,26 +10,47 @@
 //! turns LLVM's `[sp + off]` slots into `[x29 + off']` through each function's call frame
 //! information) is a dangling reference or a wrong result.
 //!
-//! MMTk's plans are not run here: under qemu-user their address-space reservation gets the
-//! emulator killed.
+//! MMTk's plans run too (`mmtk_plans_run_on_aarch64_as_on_x86_64`, and a SemiSpace run of
+//! the four programs above), under a qemu-user of release 8.0 or later only. qemu-user 7.2
+//! (Debian 12's `qemu-user-static`) keeps a 24-byte page descriptor for every 4 KiB guest
+//! page a mapping covers, `PROT_NONE` and `MAP_NORESERVE` ones included (measured: a 64 GiB
+//! reservation raises its resident memory by 384 MiB, 24.0 bytes a page; qemu 10.0 adds 0),
+//! and MMTk 0.33 reserves 16.67 TiB of side metadata when it starts (18,333,139,206,144
+//! bytes, fixed when mmtk is compiled, whatever the VM layout: see the runtime's
+//! `mmtk::vm_layout`): about 100 GiB of descriptors, so the kernel's OOM killer ends qemu
+//! (status 137). Releases from 8.0 keep page flags in an interval tree, and an MMTk
+//! executable runs in about 40 MB. Where no such qemu is found the MMTk runs are skipped,
+//! with a note.
 //!
-//! The oracle, the JIT's statepoint run, walks x86-64 frames only: the test runs on x86-64
-//! hosts.
+//! The oracles, the JIT's statepoint run and the executables built for this host, run on
+//! x86-64: the test runs on x86-64 hosts.
 //!
 //! Tools: llc-19, clang-19, aarch64-linux-gnu-gcc (g++-aarch64-linux-gnu), qemu-aarch64-static
-//! and the Rust target aarch64-unknown-linux-gnu (scripts/install-deps).
+//! and the Rust target aarch64-unknown-linux-gnu (scripts/install-deps); for the MMTk runs,
+//! `qemu-aarch64` 8.0 or later (Debian 12's backports: `qemu-user`) on `PATH`, or its path in
+//! `LOCUS_QEMU_AARCH64`.
 
 #![cfg(target_arch = "x86_64")]
+
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use locus_gc::build::{lower_for_build, BuildOptions};
+use locus_gc::build::{build, lower_for_build, BuildOptions};
 use locus_gc::run::{run, Roots, RunOptions};
 use locus_gc::runtime::OnFault;
 
 const TARGET: &str = "aarch64-unknown-linux-gnu";
 const SYSROOT: &str = "/usr/aarch64-linux-gnu";
+
+/// The first qemu-user release whose page bookkeeping holds MMTk's reservations (see the
+/// module docs).
+const QEMU_FOR_MMTK: u32 = 8;
+
+/// The environment variable naming the qemu-aarch64 for the MMTk runs.
+const QEMU_ENV: &str = "LOCUS_QEMU_AARCH64";
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,9 +72,17 @@ fn check(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A path as an argument (the test's paths are UTF-8).
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 /// `liblocus_gc_runtime.a` built for AArch64 as a user cross-builds it, into the target
 /// directory the host runtime's tests use (`target/gc-runtime-alone`: no outer cargo holds
-/// it locked).
+/// it locked). MMTk and the runtime are optimized (`opt-level = 2`, debug assertions kept):
+/// unoptimized under qemu's emulation, MMTk's start-up walk of its chunk table for the
+/// reserved side metadata takes about 4 s per process and a MarkSweep run of
+/// `inline/trees.ll` 17 s (0.4 s and 1.2 s optimized).
 fn aarch64_runtime() -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target_dir = workspace.join("target/gc-runtime-alone");
@@ -67,6 +96,10 @@ fn aarch64_runtime() -> PathBuf {
                 "locus-gc-runtime",
                 "--target",
                 TARGET,
+                "--config",
+                "profile.dev.package.mmtk.opt-level=2",
+                "--config",
+                "profile.dev.package.locus-gc-runtime.opt-level=2",
             ])
             .env("CARGO_TARGET_DIR", &target_dir)
             // The shared library (cdylib) links with the cross compiler.
@@ -86,6 +119,109 @@ fn aarch64_runtime() -> PathBuf {
     copy
 }
 
+/// The release of a qemu from its `--version` line (`qemu-aarch64 version 10.0.2 (...)`);
+/// `None` when it does not run or says no version.
+fn qemu_major(program: &str) -> Option<u32> {
+    let out = Command::new(program).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split("version ").nth(1)?;
+    version.split('.').next()?.trim().parse().ok()
+}
+
+/// The qemu-aarch64 that runs MMTk plans: [`QEMU_ENV`]'s (which must be release
+/// [`QEMU_FOR_MMTK`] or later), else the first of `qemu-aarch64` and `qemu-aarch64-static`
+/// on `PATH` that is; `None` when none is.
+fn qemu_for_mmtk() -> Option<String> {
+    if let Some(named) = std::env::var_os(QEMU_ENV) {
+        let named = named.to_string_lossy().into_owned();
+        let major = qemu_major(&named);
+        assert!(
+            major.is_some_and(|m| m >= QEMU_FOR_MMTK),
+            "{QEMU_ENV}={named}: release {major:?}, MMTk needs {QEMU_FOR_MMTK}.0 or later"
+        );
+        return Some(named);
+    }
+    ["qemu-aarch64", "qemu-aarch64-static"]
+        .into_iter()
+        .find(|q| qemu_major(q).is_some_and(|m| m >= QEMU_FOR_MMTK))
+        .map(str::to_owned)
+}
+
+/// Why the MMTk runs did not run, on standard error.
+fn skip_mmtk(what: &str) {
+    eprintln!(
+        "{what}: MMTk runs skipped: no qemu-aarch64 of release {QEMU_FOR_MMTK}.0 or later \
+         (found {:?}; before 8.0 qemu-user's page descriptors for MMTk's 16.67 TiB of reserved \
+         side metadata take about 100 GiB); install Debian 12's backports `qemu-user` or set \
+         {QEMU_ENV}",
+        qemu_major("qemu-aarch64-static")
+    );
+}
+
+/// `name`'s IR lowered with `options` (its executable's main included), compiled by llc-19
+/// for AArch64 Linux and linked against `runtime` as a PIE, by lld when `lld`, by GNU ld
+/// otherwise; the executable's path in `dir`.
+fn cross_build(
+    name: &str,
+    ir: &[u8],
+    options: &BuildOptions,
+    lld: bool,
+    dir: &Path,
+    runtime: &Path,
+) -> PathBuf {
+    let lowered = lower_for_build(name, ir, options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let tag = format!("{name}-{:?}", options.roots);
+    let (ll, obj, exe) = (
+        dir.join(format!("{tag}.ll")),
+        dir.join(format!("{tag}.o")),
+        dir.join(format!("{tag}-aarch64")),
+    );
+    std::fs::write(&ll, &lowered).unwrap_or_else(|e| panic!("{}: {e}", ll.display()));
+    check(Command::new("llc-19").args([
+        "-O2",
+        "-mtriple=aarch64-linux-gnu",
+        "-filetype=obj",
+        "-relocation-model=pic",
+        &s(&ll),
+        "-o",
+        &s(&obj),
+    ]));
+    if options.roots == Roots::Statepoint {
+        let shown = obj.display();
+        let mut bytes = std::fs::read(&obj).unwrap_or_else(|e| panic!("{shown}: {e}"));
+        let found = locus_stackmap::object::make_section_writable(&mut bytes)
+            .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        assert!(found, "{shown}: no .llvm_stackmaps section");
+        std::fs::write(&obj, &bytes).unwrap_or_else(|e| panic!("{shown}: {e}"));
+    }
+    let mut link = if lld {
+        let mut c = Command::new("clang-19");
+        c.args(["--target=aarch64-linux-gnu", "-fuse-ld=lld"]);
+        c
+    } else {
+        Command::new("aarch64-linux-gnu-gcc")
+    };
+    check(link.args([&s(&obj), &s(runtime), "-o", &s(&exe)]).args([
+        "-rdynamic",
+        "-lpthread",
+        "-ldl",
+        "-lm",
+        "-lgcc_s",
+    ]));
+    let headers = check(Command::new("llvm-readobj-19").args([
+        "--file-headers",
+        "--dynamic-table",
+        &s(&exe),
+    ]));
+    assert!(
+        headers.contains("Machine: EM_AARCH64")
+            && headers.contains("Type: SharedObject")
+            && !headers.contains("TEXTREL"),
+        "{name}: not an AArch64 PIE without text relocations\n{headers}"
+    );
+    exe
+}
+
 /// The environment of every run: the moving stress collector, its counters printed.
 fn stress_env(cmd: &mut Command) -> &mut Command {
     for var in ["LOCUS_GC_COLLECTOR", "LOCUS_GC_HEAP_SIZE"] {
@@ -96,13 +232,32 @@ fn stress_env(cmd: &mut Command) -> &mut Command {
         .env("LOCUS_GC_STATS", "1")
 }
 
+/// The environment of an MMTk run: `plan` in a 4 MiB heap, its counters printed.
+fn mmtk_env<'c>(cmd: &'c mut Command, plan: &str) -> &'c mut Command {
+    cmd.env_remove("LOCUS_GC_STRESS")
+        .env_remove("LOCUS_GC_MOVING")
+        .env("LOCUS_GC_COLLECTOR", format!("mmtk:{plan}"))
+        .env("LOCUS_GC_HEAP_SIZE", "4M")
+        .env("LOCUS_GC_STATS", "1")
+}
+
+/// The number after `what` on a line of `text`.
+fn count(text: &str, what: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(what)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `{what}` in\n{text}"))
+}
+
 #[test]
 fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("build-aarch64-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let runtime = aarch64_runtime();
-    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let qemu = qemu_for_mmtk();
+    if qemu.is_none() {
+        skip_mmtk("statepoint programs");
+    }
     // A list rebuilt 200 times (9,900 moves), 10,000 frames deep with derived pointers,
     // vectors of pointers through a phi, derived pointers through selects and phis.
     let programs = [
@@ -139,50 +294,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
             format!("roots traced: {}", jit.stats.roots_traced),
             format!("objects moved: {}", jit.stats.objects_moved),
         ];
-        let lowered = lower_for_build(name, &ir, &options).unwrap();
-        let (ll, obj, exe) = (
-            dir.join(format!("{name}.ll")),
-            dir.join(format!("{name}.o")),
-            dir.join(format!("{name}-aarch64")),
-        );
-        std::fs::write(&ll, &lowered).unwrap();
-        check(Command::new("llc-19").args([
-            "-O2",
-            "-mtriple=aarch64-linux-gnu",
-            "-filetype=obj",
-            "-relocation-model=pic",
-            &s(&ll),
-            "-o",
-            &s(&obj),
-        ]));
-        let mut bytes = std::fs::read(&obj).unwrap();
-        assert!(locus_stackmap::object::make_section_writable(&mut bytes).unwrap());
-        std::fs::write(&obj, &bytes).unwrap();
-        let mut link = if lld {
-            let mut c = Command::new("clang-19");
-            c.args(["--target=aarch64-linux-gnu", "-fuse-ld=lld"]);
-            c
-        } else {
-            Command::new("aarch64-linux-gnu-gcc")
-        };
-        check(link.args([&s(&obj), &s(&runtime), "-o", &s(&exe)]).args([
-            "-rdynamic",
-            "-lpthread",
-            "-ldl",
-            "-lm",
-            "-lgcc_s",
-        ]));
-        let headers = check(Command::new("llvm-readobj-19").args([
-            "--file-headers",
-            "--dynamic-table",
-            &s(&exe),
-        ]));
-        assert!(
-            headers.contains("Machine: EM_AARCH64")
-                && headers.contains("Type: SharedObject")
-                && !headers.contains("TEXTREL"),
-            "{name}: not an AArch64 PIE without text relocations\n{headers}"
-        );
+        let exe = cross_build(name, &ir, &options, lld, &dir, &runtime);
         let got = check(stress_env(Command::new("qemu-aarch64-static").args([
             "-L",
             SYSROOT,
@@ -209,6 +321,86 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
             got.lines().next().unwrap_or_default(),
             if lld { "lld" } else { "GNU ld" }
         );
+        // The same executable under MMTk's SemiSpace gives the same result.
+        if let Some(qemu) = &qemu {
+            let got = check(mmtk_env(
+                Command::new(qemu).args(["-L", SYSROOT, &s(&exe)]),
+                "semispace",
+            ));
+            assert_eq!(
+                got.lines().next(),
+                Some(want[0].as_str()),
+                "{name} under mmtk:semispace on AArch64:\n{got}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `fixtures/inline/trees.ll` (21 trees of 8,191 nodes, 172,031 objects) built with frame
+/// roots and with statepoint roots, for AArch64 and for this host, run under MMTk plans in
+/// a 4 MiB heap: each plan collects, and the AArch64 executable under qemu prints what the
+/// host's prints: the result, the number of collections and of objects allocated. With
+/// statepoint roots SemiSpace moves every live object at each collection through the
+/// AArch64 frame walk. (The number moved is not compared: it depends on which objects
+/// are live at the allocation that triggers each collection, which the two builds place
+/// differently.)
+#[test]
+fn mmtk_plans_run_on_aarch64_as_on_x86_64() {
+    let Some(qemu) = qemu_for_mmtk() else {
+        skip_mmtk("trees");
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("build-aarch64-mmtk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let aarch64 = aarch64_runtime();
+    let host = runtime_library::runtime_dir(false).join("liblocus_gc_runtime.a");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/inline/trees.ll");
+    let ir = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let cases = [
+        (Roots::Frames, false, ["marksweep", "immix"]),
+        (Roots::Statepoint, true, ["semispace", "immix"]),
+    ];
+    for (roots, lld, plans) in cases {
+        let options = BuildOptions {
+            roots,
+            runtime: Some(host.clone()),
+            ..BuildOptions::default()
+        };
+        let native = dir.join(format!("trees-{roots:?}-x86_64"));
+        build("trees", &ir, &native, &options).unwrap_or_else(|e| panic!("trees: {e}"));
+        let emulated = cross_build("trees", &ir, &options, lld, &dir, &aarch64);
+        for plan in plans {
+            let want = check(mmtk_env(&mut Command::new(&native), plan));
+            let got = check(mmtk_env(
+                Command::new(&qemu).args(["-L", SYSROOT, &s(&emulated)]),
+                plan,
+            ));
+            let shown = format!("trees ({roots:?}) under mmtk:{plan}");
+            assert_eq!(want.lines().next(), Some("8191"), "{shown} on x86-64");
+            assert_eq!(
+                got.lines().next(),
+                Some("8191"),
+                "{shown} on AArch64:\n{got}"
+            );
+            for what in ["collections:", "objects allocated:"] {
+                assert_eq!(
+                    count(&got, what),
+                    count(&want, what),
+                    "{shown}: `{what}` on AArch64 and x86-64:\n{got}\n{want}"
+                );
+            }
+            assert!(count(&got, "collections:") > 0, "{shown}: no collection");
+            if plan == "semispace" {
+                assert!(count(&got, "objects moved:") > 0, "{shown}: nothing moved");
+            }
+            println!(
+                "{shown}: 8191, {} collections on AArch64 (qemu {}), as on x86-64",
+                count(&got, "collections:"),
+                qemu_major(&qemu).unwrap_or_default()
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
