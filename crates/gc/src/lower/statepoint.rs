@@ -77,9 +77,12 @@
 //! catches resets that stack (`locus_gc_region_reset`) to the depth after its own
 //! function's latest entry, read from a slot that each push, scoped pin and scoped unpin
 //! of the function updates (the scoped pin calls return the depth): what the unwound
-//! frames left goes, the catching function's own pins stay. The pins of an object live
-//! into a `{ ptr, i32 }` landing pad ([`PIN`], [`UNPIN`]) are undone in both destinations
-//! of their `invoke`, in the frame that made them, and are not on the stack.
+//! frames left goes, the catching function's own pins stay. A function that may return
+//! with a `gc_preserve` region open (an end on some paths only) resets the stack to its
+//! depth on entry before its returns, as a function with root regions does. The pins of
+//! an object live into a `{ ptr, i32 }` landing pad ([`PIN`], [`UNPIN`]) are undone in
+//! both destinations of their `invoke`, in the frame that made them, and are not on the
+//! stack.
 //!
 //! # Limits
 //!
@@ -88,7 +91,7 @@
 //! RS4GC is refused, naming it: LLVM's code generator takes minutes on such a function
 //! (measured there), where frame roots keep one slot per object.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
@@ -266,6 +269,8 @@ fn prepare<'c>(
     barriers: WriteBarriers,
 ) -> Result<(Module<'c>, StatepointReport)> {
     let mut report = StatepointReport::default();
+    // Functions with a `gc_preserve` region that may return without its end.
+    let mut reset_at_return = HashSet::new();
     {
         let b = Builder::new(module);
         for f in module.function_list() {
@@ -273,7 +278,11 @@ fn prepare<'c>(
                 continue;
             }
             refuse_unsupported_calls(f)?;
-            report.pins += pin_contract(&b, f)?;
+            let (pins, open_at_return) = pin_contract(&b, f)?;
+            report.pins += pins;
+            if open_at_return {
+                reset_at_return.insert(f.name());
+            }
             super::emit::rewrite_helpers_with(&b, f, barriers)?;
             super::final_lower::final_lower(&b, f)?;
         }
@@ -286,7 +295,7 @@ fn prepare<'c>(
         let b = Builder::new(module);
         for f in module.function_list() {
             if !f.is_declaration() {
-                report.regions += register_regions(&b, f)?;
+                report.regions += register_regions(&b, f, reset_at_return.contains(&f.name()))?;
                 report.aggregates += scalarize_aggregates(&b, f)?;
             }
         }
@@ -440,8 +449,10 @@ struct Preserve<'m> {
 }
 
 /// Inserts the pin calls for `f`'s gc_preserve regions, `jl_roots` bundles and
-/// `pointer_from_objref` calls. Returns how many.
-fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+/// `pointer_from_objref` calls. Returns how many, and whether a `gc_preserve` region may
+/// reach a `ret` without its end (then the function's returns drop what it left on the
+/// scope stack: [`register_regions`]).
+fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<(usize, bool)> {
     let mut pins = 0;
     let mut preserved: HashMap<Value<'m>, Preserve<'m>> = HashMap::new();
     let mut begins = Vec::new();
@@ -537,8 +548,53 @@ fn pin_contract<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
         region.ends.push(end);
     }
     let regions: Vec<Preserve<'m>> = begins.iter().filter_map(|t| preserved.remove(t)).collect();
+    let open_at_return = may_return_inside(f, &regions);
     unpin_preserves_left_by_unwinding(b, f, &regions)?;
-    Ok(pins)
+    Ok((pins, open_at_return))
+}
+
+/// Whether a path from one of `regions`' `gc_preserve_begin`s reaches a `ret` without
+/// passing one of its ends (spec 003 lets a region have an end on some paths only): its
+/// pins would outlive the function.
+fn may_return_inside<'m>(f: Function<'m>, regions: &[Preserve<'m>]) -> bool {
+    let cfg = Cfg::new(f);
+    regions.iter().any(|region| {
+        let Some(home) = region.begin.block().and_then(|bb| cfg.index_of(bb)) else {
+            return false;
+        };
+        let ends: Vec<usize> = region
+            .ends
+            .iter()
+            .filter_map(|e| e.block().and_then(|bb| cfg.index_of(bb)))
+            .collect();
+        // An end after the begin in its own block closes every path from it.
+        let closed_at_home = region
+            .ends
+            .iter()
+            .any(|&e| cfg.comes_before(region.begin, e) == Some(true));
+        if closed_at_home {
+            return false;
+        }
+        let mut seen = vec![false; cfg.len()];
+        let mut work = vec![home];
+        while let Some(x) = work.pop() {
+            if std::mem::replace(&mut seen[x], true) {
+                continue;
+            }
+            if x != home && ends.contains(&x) {
+                continue;
+            }
+            let returns = cfg
+                .block(x)
+                .and_then(|bb| bb.terminator())
+                .is_some_and(|t| t.opcode() == Opcode::Ret);
+            if returns {
+                return true;
+            }
+            work.extend_from_slice(cfg.successors(x));
+        }
+        false
+    })
 }
 
 /// The blocks reachable from block `from` of `cfg` (itself included).
@@ -712,8 +768,11 @@ fn unpin_after_edge<'m>(
 /// return and `resume`, and in each landing pad drops the regions and scoped pins of the
 /// frames unwound (down to the depth after its own latest entry: kept in a stack slot,
 /// `gc.regions.own`, when a region is pushed outside the entry block or the function has
-/// scoped pins, whose calls return the depth after them). Returns how many regions.
-fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+/// scoped pins, whose calls return the depth after them). With `reset_at_return` (a
+/// `gc_preserve` region may reach a `ret` without its end) a function with neither
+/// regions nor landing pads also reads the depth on entry and resets to it before each
+/// return, so that the region's pins end with its frame. Returns how many regions.
+fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool) -> Result<usize> {
     keep_across_returns_twice(b, f)?;
     let allocas: Vec<Instruction<'m>> = f
         .instructions()
@@ -735,7 +794,7 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
                 .is_some_and(|i| i.opcode() == Opcode::LandingPad)
         })
         .collect();
-    if allocas.is_empty() && pads.is_empty() {
+    if allocas.is_empty() && pads.is_empty() && !reset_at_return {
         return Ok(0);
     }
     // The function's scoped pins and unpins (`pin_contract`): entries of the scope stack
