@@ -19,8 +19,8 @@
 //! bytes, fixed when mmtk is compiled, whatever the VM layout: see the runtime's
 //! `mmtk::vm_layout`): about 100 GiB of descriptors, so the kernel's OOM killer ends qemu
 //! (status 137). Releases from 8.0 keep page flags in an interval tree, and an MMTk
-//! executable runs in about 40 MB. Where no such qemu is found the MMTk runs are skipped,
-//! with a note.
+//! executable runs in about 40 MB. scripts/install-deps installs one (Debian 12's
+//! backports); without one the test fails saying so.
 //!
 //! The oracles, the JIT's statepoint run and the executables built for this host, run on
 //! x86-64: the test runs on x86-64 hosts.
@@ -128,34 +128,27 @@ fn qemu_major(program: &str) -> Option<u32> {
     version.split('.').next()?.trim().parse().ok()
 }
 
-/// The qemu-aarch64 that runs MMTk plans: [`QEMU_ENV`]'s (which must be release
-/// [`QEMU_FOR_MMTK`] or later), else the first of `qemu-aarch64` and `qemu-aarch64-static`
-/// on `PATH` that is; `None` when none is.
-fn qemu_for_mmtk() -> Option<String> {
-    if let Some(named) = std::env::var_os(QEMU_ENV) {
-        let named = named.to_string_lossy().into_owned();
-        let major = qemu_major(&named);
-        assert!(
-            major.is_some_and(|m| m >= QEMU_FOR_MMTK),
-            "{QEMU_ENV}={named}: release {major:?}, MMTk needs {QEMU_FOR_MMTK}.0 or later"
-        );
-        return Some(named);
+/// The qemu-aarch64 that runs MMTk plans: [`QEMU_ENV`]'s, else the first of `qemu-aarch64`
+/// and `qemu-aarch64-static` on `PATH`; it must be release [`QEMU_FOR_MMTK`] or later
+/// (scripts/install-deps installs one), or the test fails saying so.
+fn qemu_for_mmtk() -> String {
+    let candidates = match std::env::var_os(QEMU_ENV) {
+        Some(named) => vec![named.to_string_lossy().into_owned()],
+        None => vec!["qemu-aarch64".to_owned(), "qemu-aarch64-static".to_owned()],
+    };
+    let found = candidates
+        .iter()
+        .find(|q| qemu_major(q).is_some_and(|m| m >= QEMU_FOR_MMTK));
+    match found {
+        Some(q) => q.clone(),
+        None => panic!(
+            "no qemu-aarch64 of release {QEMU_FOR_MMTK}.0 or later ({}: {:?}; before 8.0 \
+             qemu-user's page descriptors for MMTk's 16.67 TiB of reserved side metadata take \
+             about 100 GiB): run scripts/install-deps or set {QEMU_ENV}",
+            candidates.join(", "),
+            candidates.iter().map(|q| qemu_major(q)).collect::<Vec<_>>()
+        ),
     }
-    ["qemu-aarch64", "qemu-aarch64-static"]
-        .into_iter()
-        .find(|q| qemu_major(q).is_some_and(|m| m >= QEMU_FOR_MMTK))
-        .map(str::to_owned)
-}
-
-/// Why the MMTk runs did not run, on standard error.
-fn skip_mmtk(what: &str) {
-    eprintln!(
-        "{what}: MMTk runs skipped: no qemu-aarch64 of release {QEMU_FOR_MMTK}.0 or later \
-         (found {:?}; before 8.0 qemu-user's page descriptors for MMTk's 16.67 TiB of reserved \
-         side metadata take about 100 GiB); install Debian 12's backports `qemu-user` or set \
-         {QEMU_ENV}",
-        qemu_major("qemu-aarch64-static")
-    );
 }
 
 /// `name`'s IR lowered with `options` (its executable's main included), compiled by llc-19
@@ -255,9 +248,6 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
     std::fs::create_dir_all(&dir).unwrap();
     let runtime = aarch64_runtime();
     let qemu = qemu_for_mmtk();
-    if qemu.is_none() {
-        skip_mmtk("statepoint programs");
-    }
     // A list rebuilt 200 times (9,900 moves), 10,000 frames deep with derived pointers,
     // vectors of pointers through a phi, derived pointers through selects and phis.
     let programs = [
@@ -322,17 +312,15 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
             if lld { "lld" } else { "GNU ld" }
         );
         // The same executable under MMTk's SemiSpace gives the same result.
-        if let Some(qemu) = &qemu {
-            let got = check(mmtk_env(
-                Command::new(qemu).args(["-L", SYSROOT, &s(&exe)]),
-                "semispace",
-            ));
-            assert_eq!(
-                got.lines().next(),
-                Some(want[0].as_str()),
-                "{name} under mmtk:semispace on AArch64:\n{got}"
-            );
-        }
+        let got = check(mmtk_env(
+            Command::new(&qemu).args(["-L", SYSROOT, &s(&exe)]),
+            "semispace",
+        ));
+        assert_eq!(
+            got.lines().next(),
+            Some(want[0].as_str()),
+            "{name} under mmtk:semispace on AArch64:\n{got}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -346,10 +334,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
 /// either machine, 96,337 to 97,701 in three runs of the x86-64 build.)
 #[test]
 fn mmtk_plans_run_on_aarch64_as_on_x86_64() {
-    let Some(qemu) = qemu_for_mmtk() else {
-        skip_mmtk("trees");
-        return;
-    };
+    let qemu = qemu_for_mmtk();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("build-aarch64-mmtk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
