@@ -147,9 +147,9 @@ pub(crate) fn depth_as_i64(depth: usize) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        locus_gc_alloc, locus_gc_pin, locus_gc_pin_scoped, locus_gc_push_region,
-        locus_gc_region_depth, locus_gc_region_reset, locus_gc_safepoint, locus_gc_unpin,
-        locus_gc_unpin_scoped, Config, OnFault,
+        locus_gc_alloc, locus_gc_enter_safe_region, locus_gc_leave_safe_region, locus_gc_pin,
+        locus_gc_pin_scoped, locus_gc_push_region, locus_gc_region_depth, locus_gc_region_reset,
+        locus_gc_safepoint, locus_gc_unpin, locus_gc_unpin_scoped, Config, OnFault,
     };
     use super::*;
 
@@ -195,6 +195,28 @@ mod tests {
         locus_gc_unpin(both);
         assert_eq!(live(), 0);
         assert!(rt.faults().is_empty(), "{:?}", rt.faults());
+    }
+
+    /// A thread that detaches with scoped pins still on its stack (its code unwound past
+    /// every landing pad) does not leave their objects pinned in the heap it shares.
+    #[test]
+    fn a_detaching_thread_drops_its_scoped_pins() {
+        let rt = Runtime::enter(Config::stress().on_fault(OnFault::Record));
+        let heap = rt.heap();
+        // Safe while it waits: the other thread's allocations collect.
+        locus_gc_enter_safe_region();
+        let joined = std::thread::spawn(move || {
+            let _guard = heap.attach();
+            let obj = locus_gc_alloc(0, 8);
+            assert_eq!(locus_gc_pin_scoped(obj), 1);
+            locus_gc_safepoint();
+        })
+        .join();
+        locus_gc_leave_safe_region();
+        joined.unwrap_or_else(|_| panic!("the attached thread panicked"));
+        assert_eq!(rt.mutators(), 1);
+        locus_gc_safepoint();
+        assert_eq!(rt.stats().objects_live, 0, "{}", rt.stats());
     }
 
     #[test]
