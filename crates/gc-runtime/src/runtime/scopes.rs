@@ -11,6 +11,10 @@
 //! through it, and the landing pad that catches resets the stack to the depth after its
 //! own function's latest entry, dropping the regions and pins of every frame unwound.
 //!
+//! The same holds for a host that catches, in C++, an exception thrown through compiled
+//! frames: it reads `locus_gc_region_depth` before the call and resets to it in its
+//! handler (nothing else runs a reset for it). A thread that detaches drops what is left.
+//!
 //! The pins of [`locus_gc_pin`](super::locus_gc_pin) (a host's, or those the lowering
 //! holds across one `invoke` and undoes in both of its destinations) and of
 //! [`locus_gc_pin_forever`](super::locus_gc_pin_forever) are not on the stack: a reset
