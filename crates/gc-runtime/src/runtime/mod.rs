@@ -2142,9 +2142,10 @@ pub extern "C" fn locus_gc_sp_callee_rooted_read(obj: *const u8, offset: i64, fp
 }
 
 /// Pins the live object holding `addr` (its address or a place in it) once more: it is a
-/// root and does not move until [`locus_gc_unpin`]. What `gc_preserve_begin` and a
-/// `jl_roots` bundle become under statepoint roots. Never collects; an address in no live
-/// object is ignored.
+/// root and does not move until [`locus_gc_unpin`], whatever unwinds (a host's pin; under
+/// statepoint roots, an object live into a landing pad that uses the exception, pinned
+/// across its `invoke`; `gc_preserve` and `jl_roots` take [`locus_gc_pin_scoped`]). Never
+/// collects; an address in no live object is ignored.
 #[no_mangle]
 pub extern "C" fn locus_gc_pin(addr: *const u8) {
     entry(crate::contract::RUNTIME_PIN, |rt| {
