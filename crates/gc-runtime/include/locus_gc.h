@@ -224,20 +224,34 @@ int64_t locus_gc_sp_foreign_read(const uint8_t *raw, int64_t offset, size_t fp);
 int64_t locus_gc_sp_callee_rooted_read(const uint8_t *obj, int64_t offset, size_t fp);
 
 // Pins the live object holding `addr` (its address or a place in it) once more: it is a
-// root and does not move until [`locus_gc_unpin`]. What `gc_preserve_begin` and a
-// `jl_roots` bundle become under statepoint roots. Never collects; an address in no live
-// object is ignored.
+// root and does not move until [`locus_gc_unpin`], whatever unwinds (a host's pin; under
+// statepoint roots, an object live into a landing pad that uses the exception, pinned
+// across its `invoke`; `gc_preserve` and `jl_roots` take [`locus_gc_pin_scoped`]). Never
+// collects; an address in no live object is ignored.
 void locus_gc_pin(const uint8_t *addr);
 
 // Undoes one [`locus_gc_pin`]. Never collects.
 void locus_gc_unpin(const uint8_t *addr);
 
+// Pins the live object holding `addr` as [`locus_gc_pin`] does, and records the pin on
+// the calling thread's scope stack, beside its root regions: undone by
+// [`locus_gc_unpin_scoped`], or by a [`locus_gc_region_reset`] below it, which is how a
+// landing pad drops the pins of the frames an exception unwound. What `gc_preserve_begin`
+// and a `jl_roots` bundle become under statepoint roots. Returns the depth after (nothing
+// is recorded for an address in no live object). Never collects.
+int64_t locus_gc_pin_scoped(const uint8_t *addr);
+
+// Undoes the innermost [`locus_gc_pin_scoped`] pin of `addr` still on the calling
+// thread's scope stack; nothing when a reset has dropped it already. Returns the depth
+// after. Never collects.
+int64_t locus_gc_unpin_scoped(const uint8_t *addr);
+
 // The live object holding `addr` never moves again (its address escaped through
 // `julia.pointer_from_objref`); it is not made a root. Never collects.
 void locus_gc_pin_forever(const uint8_t *addr);
 
-// The depth of the stack of memory root regions, for [`locus_gc_region_reset`]. Never
-// collects.
+// The depth of the calling thread's scope stack (its memory root regions and scoped pins,
+// see [`locus_gc_pin_scoped`]), for [`locus_gc_region_reset`]. Never collects.
 int64_t locus_gc_region_depth(void);
 
 // Registers `[start, end)`, stack memory of the calling function that may hold GC
@@ -247,7 +261,8 @@ int64_t locus_gc_region_depth(void);
 void locus_gc_push_region(const uint8_t *start, const uint8_t *end);
 
 // Drops the regions registered above `depth` (what [`locus_gc_region_depth`] returned
-// when the function was entered). Never collects.
+// when the function was entered), and undoes the scoped pins above it
+// ([`locus_gc_pin_scoped`]). Never collects.
 void locus_gc_region_reset(int64_t depth);
 
 #ifdef __cplusplus
