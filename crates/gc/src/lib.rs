@@ -94,53 +94,82 @@
 //! that forks each run), and each MMTk plan's median and longest stop-the-world pause
 //! (`MmtkStats`; the runtime's own collectors' in `Stats` too).
 //!
-//! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 after the
-//! allocation fast path was inlined into compiled code (`--inline-alloc`, the task-block
-//! words of [`locus_gc_runtime::contract`]), `locus_gc_get_pgcstack` became one thread-local
-//! load and barriers count per thread, on the 2-core machine at load 1.0-1.3 (Boehm 0.342 s
-//! and 37.5 MB at 64 MiB, 0.371 s at 128 MiB):
+//! GCBench (Boehm's: trees of depth 4-16, stretch 18), measured 2026-11-28 (later the same
+//! day as the inlined allocation fast path: `--inline-alloc`, the task-block words of
+//! [`locus_gc_runtime::contract`]) after three runtime changes: no second zeroing of what an
+//! MMTk bump pointer hands out (MMTk zeroes it), MMTk's log calls compiled out of release
+//! builds, and transparent huge pages for MMTk's spaces; on the 2-core machine at load
+//! 1.5-2.0 (Boehm 0.321 s and 37.7 MB at 64 MiB, 0.327 s at 128 MiB). The runtime's own
+//! mark-sweep rows are the earlier run's (its code did not change).
 //!
 //! | collector, roots | 64 MiB time / memory | pause median / max | 128 MiB time / memory | pause median / max |
 //! |---|---|---|---|---|
-//! | mmtk:marksweep, frames | 3.53 / 2.11 | 12.7 / 17.2 ms | 3.55 / 3.90 | 15.2 / 17.4 ms |
-//! | mmtk:immix, frames | 1.14 / 2.02 | 11.7 / 17.0 ms | 1.04 / 3.73 | 18.1 / 24.2 ms |
-//! | mmtk:stickyimmix, frames | 1.36 / 2.00 | 5.0 / 14.8 ms | 1.25 / 3.57 | 6.7 / 21.5 ms |
-//! | mmtk:marksweep, statepoints | 3.85 / 2.11 | 13.2 / 19.1 ms | 3.74 / 3.90 | 12.5 / 17.0 ms |
-//! | mmtk:immix, statepoints | 1.19 / 2.02 | 11.7 / 20.3 ms | 1.02 / 3.73 | 11.0 / 22.5 ms |
-//! | mmtk:stickyimmix, statepoints | 1.41 / 2.01 | 5.5 / 19.8 ms | 1.56 / 3.57 | 11.2 / 20.9 ms |
-//! | mmtk:semispace, statepoints | 1.37 / 2.10 | 6.3 / 17.9 ms | 1.30 / 3.80 | 12.9 / 20.0 ms |
-//! | mmtk:gencopy, statepoints | 1.58 / 2.27 | 3.1 / 23.8 ms | 1.56 / 2.36 | 3.1 / 24.0 ms |
-//! | locus (own mark-sweep), frames | 22.4 / 4.35 | 78.5 / 120.0 ms | 21.2 / 4.34 | 79.4 / 129.3 ms |
-//! | locus (own mark-sweep), statepoints | 21.8 / 4.32 | 73.6 / 130.1 ms | 21.3 / 4.31 | 78.2 / 145.5 ms |
+//! | mmtk:marksweep, frames | 3.38 / 2.09 | 12.8 / 17.6 ms | 3.22 / 3.90 | 14.0 / 17.6 ms |
+//! | mmtk:immix, frames | 0.90 / 2.01 | 8.2 / 11.7 ms | 0.71 / 3.73 | 11.1 / 12.3 ms |
+//! | mmtk:stickyimmix, frames | 1.19 / 2.00 | 4.9 / 15.5 ms | 0.98 / 3.57 | 5.8 / 12.8 ms |
+//! | mmtk:marksweep, statepoints | 3.72 / 2.10 | 10.3 / 16.6 ms | 3.29 / 3.91 | 10.3 / 19.2 ms |
+//! | mmtk:immix, statepoints | 0.88 / 2.02 | 5.7 / 15.7 ms | 0.76 / 3.74 | 11.0 / 14.6 ms |
+//! | mmtk:stickyimmix, statepoints | 1.12 / 2.00 | 3.1 / 25.4 ms | 1.07 / 3.57 | 6.6 / 13.2 ms |
+//! | mmtk:semispace, statepoints | 1.13 / 2.18 | 4.8 / 15.6 ms | 0.98 / 3.83 | 9.4 / 18.0 ms |
+//! | mmtk:gencopy, statepoints | 1.20 / 2.12 | 2.6 / 15.6 ms | 1.03 / 2.45 | 3.3 / 19.1 ms |
+//! | locus (own mark-sweep), frames (earlier run) | 22.4 / 4.35 | 78.5 / 120.0 ms | 21.2 / 4.34 | 79.4 / 129.3 ms |
+//! | locus (own mark-sweep), statepoints (earlier run) | 21.8 / 4.32 | 73.6 / 130.1 ms | 21.3 / 4.31 | 78.2 / 145.5 ms |
 //!
+//! The same day's runs spread: Immix with frames at 64 MiB was 0.90x, 1.01x and 1.03x
+//! Boehm in three runs of the benchmark (load 1.5-4.7), statepoints 0.88-1.07x. What each
+//! change did (CPU time of GCBench on Immix at 64 MiB, 15 interleaved runs): 0.410 s before,
+//! 0.390 s without the second zeroing and the log-level tests, 0.340 s with huge pages
+//! (Boehm 0.330 s). Tried and left: one GC worker instead of two (less CPU, 0.29 against
+//! 0.33 s, but the wall time was better or worse by the load of the shared machine:
+//! 0.86x against 0.81x Boehm at 64 MiB, 0.68x against 0.80x at 128 MiB in one run), so the
+//! runtime keeps one worker per core.
 //! (Immix with frames, 64 MiB: 4.1x before MMTk's bump-pointer path and the 16-byte
-//! header, 1.38x at the start of that day, 1.14x now; a perf profile before the inlining
-//! had the mutator's runtime calls at 43% of the time.) The other two programs, measured
-//! before this work (load 2-3; table: a chained hash table of 500,000 entries, every
-//! seventh value replaced in 10 rounds; churn: 4 threads each keeping a tree of 131,071
-//! nodes and replacing 100,000 random subtrees): table at 128 MiB marksweep 4.87x, immix
-//! 4.93x, stickyimmix 4.55x (2.6x memory), own mark-sweep 10.4-10.8x; churn at 64 MiB
-//! marksweep 7.84x (frames) / 9.85x (statepoints) in 2.0x memory, own mark-sweep 25-26x in
-//! 7.6x memory. Churn at a fixed 64 MiB runs Immix and StickyImmix with frame roots out of
+//! header, 1.38x at the start of the day, 1.14x after the inlining, 0.90-1.03x now.)
+//!
+//! The other two programs at 64 MiB, same day (load 2.5-2.8; table: a chained hash table of
+//! 500,000 entries, every seventh value replaced in 10 rounds; churn: 4 threads each keeping
+//! a tree of 131,071 nodes and replacing 100,000 random subtrees; churn-1thread: the same on
+//! one thread, 400,000 rounds), time / memory against Boehm:
+//!
+//! | collector, roots | table | churn | churn-1thread |
+//! |---|---|---|---|
+//! | mmtk:marksweep, frames | 3.70 / 1.97 | 3.33 / 2.01 | 3.35 / 7.11 |
+//! | mmtk:immix, frames | 1.36 / 2.04 | out of memory | 1.16 / 6.84 |
+//! | mmtk:stickyimmix, frames | 3.46 / 1.95 | out of memory | 0.98 / 6.93 |
+//! | mmtk:marksweep, statepoints | 3.42 / 1.96 | 3.22 / 2.02 | 3.52 / 7.16 |
+//! | mmtk:immix, statepoints | 1.42 / 2.04 | 2.22 / 1.99 | 0.98 / 6.85 |
+//! | mmtk:stickyimmix, statepoints | 3.31 / 1.97 | 2.01 / 2.02 | 1.12 / 6.95 |
+//! | mmtk:semispace, statepoints | out of memory | 5.71 / 2.05 | 1.16 / 7.21 |
+//! | mmtk:gencopy, statepoints | out of memory | 6.15 / 2.61 | 1.32 / 7.66 |
+//!
+//! (Before the inlining, at load 2-3: table at 128 MiB marksweep 4.87x, immix 4.93x,
+//! stickyimmix 4.55x; churn at 64 MiB marksweep 7.84x / 9.85x; own mark-sweep 10-26x.)
+//! Boehm's churn-1thread peak is 11 MB: MMTk's fixed ~8 MB and its heap touched to the
+//! limit dominate there. SemiSpace and GenCopy run table out of memory at 64 MiB (a copying
+//! plan keeps half its heap free). Churn at a fixed 64 MiB runs Immix and StickyImmix with frame roots out of
 //! memory: frame roots pin every object they reach for the collection (as Julia's MMTk port
 //! pins its shadow-stack roots transitively; pinning only the named objects gave wrong
 //! answers), so Immix cannot defragment the heap the random replacement fragments (forced
 //! defragmentation moves 0 objects with frames, 678,868 with statepoints); it runs in
 //! 96 MiB, in the default growing heap, and with statepoint roots.
 //!
-//! The goal (the best MMTk plan at most as slow as Boehm on GCBench, in no more memory) is
-//! not met. Time comes near only where MMTk has room: Immix is 1.02-1.04x Boehm at
-//! 128 MiB, 1.14-1.19x at 64 MiB, 2.3x at its smallest heap. Memory parity is out of reach with MMTk 0.33, by
+//! The time goal (the best MMTk plan at most as slow as Boehm on GCBench) is met at
+//! 128 MiB (Immix 0.71-0.76x) and at 64 MiB within the machine's spread (0.88-1.07x); it is
+//! not met in memory. Memory parity is out of reach with MMTk 0.33, by
 //! measurement: a GCBench node takes 48 bytes in both (Boehm's interior-pointer byte rounds
 //! 32 up to 48), and at Immix's smallest heap (27 MiB, 44.8 MB peak against Boehm's
 //! 37.5 MB, 1.19x) the heap pages and side metadata (34.9 MB) equal Boehm's heap (35.0 +
 //! 2.8 MB); the difference is fixed: MMTk's start-up table for the address space it
 //! reserves (4.4 MB of malloc, mmtk-core issue 1220) and about 4 MB more executable pages.
 //! The nearest meaningful goal: heap pages at Boehm's (met), peak memory within Boehm's plus
-//! MMTk's fixed ~8 MB, and time at most Boehm's where the heap has 2-3x room (within 4% at
-//! 128 MiB, not yet at or below). What remains of the time, from `perf` after the inlining: GC work (~35%),
-//! MMTk zeroing reused Immix lines (10%), and a `locus_gc_get_pgcstack` call in every
-//! function (6%; Julia passes the chain head as a parameter instead).
+//! MMTk's fixed ~8 MB, and time at most Boehm's where the heap has 2-3x room (met at
+//! 128 MiB). What remains of the time, from `perf` on Immix at 64 MiB: MMTk zeroing each
+//! clean block it hands out (16% of samples: `Space::acquire`, unconditional in MMTk 0.33),
+//! GC tracing and side metadata (~25%), `locus_gc_get_pgcstack` (5%) and
+//! `locus_gc_write_barrier` (3%, a count on non-generational plans): both entry points set
+//! up a stack frame before their one-load fast path (moving the slow paths out of line gave
+//! 4-7% in interleaved runs; not applied yet); Julia passes the chain head as a parameter
+//! instead of asking for it in every function.
 //!
 //! **The default collector** of `locus gc run` and of `locus gc build`'s executables is
 //! MMTk's MarkSweep (`mmtk:marksweep`): the plan that ran every program of the GC suite with
