@@ -1751,6 +1751,15 @@ pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
         // Where `Runtime::pgcstack` points: word TASK_GCSTACK_WORD of the block.
         return task.wrapping_add(TASK_GCSTACK_WORD).cast_mut().cast();
     }
+    pgcstack_slow()
+}
+
+/// `locus_gc_get_pgcstack` without the one-load answer: out of line, so that the fast path
+/// needs no stack frame (with the entry's checks inlined it saved registers and made room
+/// on the stack before the load).
+#[cold]
+#[inline(never)]
+fn pgcstack_slow() -> *mut *mut GcFrame {
     entry(RUNTIME_GET_PGCSTACK, Runtime::pgcstack)
 }
 
@@ -2045,6 +2054,14 @@ fn barrier(name: &'static str, remember: impl FnOnce(&mut MmtkMutator)) {
     if counted.is_some() {
         return;
     }
+    remembering_barrier(name, remember);
+}
+
+/// [`barrier`] on a plan that remembers (or without a runtime): out of line, so that the
+/// counting path needs no stack frame (inlined, the entry's checks made every barrier save
+/// registers and make room on the stack first).
+#[inline(never)]
+fn remembering_barrier(name: &'static str, remember: impl FnOnce(&mut MmtkMutator)) {
     entry(name, |rt| {
         rt.me.count_barrier();
         if let Some(m) = rt.mm.borrow_mut().as_mut() {
