@@ -242,20 +242,29 @@ pub const RUNTIME_ALLOC_BYTES: &str = "locus_gc_alloc_bytes";
 /// `GenericMemory` with its data pointer set; what [`ALLOC_GENERICMEMORY`] becomes; may
 /// collect first.
 pub const RUNTIME_ALLOC_GENERICMEMORY: &str = "locus_gc_alloc_genericmemory";
-/// Statepoint roots: pins the live object holding an address (`void (ptr)`), what
-/// `gc_preserve_begin` and a `jl_roots` bundle become.
+/// Statepoint roots: pins the live object holding an address (`void (ptr)`) until
+/// [`RUNTIME_UNPIN`], whatever unwinds: the pin of an object live into a landing pad that
+/// uses the exception, across its `invoke`.
 pub const RUNTIME_PIN: &str = "locus_gc_pin";
 /// Statepoint roots: undoes one [`RUNTIME_PIN`].
 pub const RUNTIME_UNPIN: &str = "locus_gc_unpin";
 /// Statepoint roots: the object never moves again (`julia.pointer_from_objref`).
 pub const RUNTIME_PIN_FOREVER: &str = "locus_gc_pin_forever";
-/// Statepoint roots: the depth of the thread's stack of memory root regions (`i64 ()`),
-/// read on entry by a function that registers regions.
+/// Statepoint roots: pins the live object holding an address and records the pin on the
+/// thread's scope stack (`i64 (ptr)`, the depth after), what `gc_preserve_begin` and a
+/// `jl_roots` bundle become; a [`RUNTIME_REGION_RESET`] below it undoes it.
+pub const RUNTIME_PIN_SCOPED: &str = "locus_gc_pin_scoped";
+/// Statepoint roots: undoes the innermost [`RUNTIME_PIN_SCOPED`] of an address still on the
+/// stack (`i64 (ptr)`, the depth after).
+pub const RUNTIME_UNPIN_SCOPED: &str = "locus_gc_unpin_scoped";
+/// Statepoint roots: the depth of the thread's scope stack, its memory root regions and
+/// scoped pins (`i64 ()`), read on entry by a function that registers regions.
 pub const RUNTIME_REGION_DEPTH: &str = "locus_gc_region_depth";
 /// Statepoint roots: registers stack memory `[start, end)` holding GC pointers that
 /// stayed in memory (`void (ptr, ptr)`), scanned conservatively by each collection.
 pub const RUNTIME_PUSH_REGION: &str = "locus_gc_push_region";
-/// Statepoint roots: drops the regions above a depth (`void (i64)`), before a return.
+/// Statepoint roots: drops the regions and scoped pins above a depth (`void (i64)`), before
+/// a return and in a landing pad.
 pub const RUNTIME_REGION_RESET: &str = "locus_gc_region_reset";
 
 // Threads (the runtime's thread API; see the runtime's docs).

@@ -2223,7 +2223,7 @@ pub extern "C" fn locus_gc_unpin(addr: *const u8) {
 /// is recorded for an address in no live object). Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_pin_scoped(addr: *const u8) -> i64 {
-    entry(scopes::RUNTIME_PIN_SCOPED, |rt| {
+    entry(crate::contract::RUNTIME_PIN_SCOPED, |rt| {
         scopes::depth_as_i64(rt.pin_scoped(addr as usize))
     })
 }
@@ -2233,7 +2233,7 @@ pub extern "C" fn locus_gc_pin_scoped(addr: *const u8) -> i64 {
 /// after. Never collects.
 #[no_mangle]
 pub extern "C" fn locus_gc_unpin_scoped(addr: *const u8) -> i64 {
-    entry(scopes::RUNTIME_UNPIN_SCOPED, |rt| {
+    entry(crate::contract::RUNTIME_UNPIN_SCOPED, |rt| {
         scopes::depth_as_i64(rt.unpin_scoped(addr as usize))
     })
 }
@@ -2331,11 +2331,11 @@ pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
             locus_gc_pin_forever as extern "C" fn(*const u8) as usize,
         ),
         (
-            scopes::RUNTIME_PIN_SCOPED,
+            crate::contract::RUNTIME_PIN_SCOPED,
             locus_gc_pin_scoped as extern "C" fn(*const u8) -> i64 as usize,
         ),
         (
-            scopes::RUNTIME_UNPIN_SCOPED,
+            crate::contract::RUNTIME_UNPIN_SCOPED,
             locus_gc_unpin_scoped as extern "C" fn(*const u8) -> i64 as usize,
         ),
         (

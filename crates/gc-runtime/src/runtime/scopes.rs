@@ -3,7 +3,8 @@
 //!
 //! Code rewritten for statepoint roots registers stack memory that may hold GC pointers
 //! (`locus_gc_push_region`) and pins the objects of a `gc_preserve` region or a `jl_roots`
-//! bundle while it needs them ([`RUNTIME_PIN_SCOPED`], [`RUNTIME_UNPIN_SCOPED`]). Both go
+//! bundle while it needs them ([`RUNTIME_PIN_SCOPED`](crate::contract::RUNTIME_PIN_SCOPED),
+//! [`RUNTIME_UNPIN_SCOPED`](crate::contract::RUNTIME_UNPIN_SCOPED)). Both go
 //! on one stack per thread, innermost last, so that one depth says what a frame and its
 //! callers made: `locus_gc_region_depth` reads it, and `locus_gc_region_reset(depth)` drops
 //! every entry above it, undoing the pins among them. That is how an exception leaves no
@@ -21,13 +22,6 @@
 //! never undoes them.
 
 use super::{lock, Runtime};
-
-/// Statepoint roots: pins the object holding the address (as `locus_gc_pin`) and records
-/// the pin on the thread's scope stack; returns the depth after it (`i64 (ptr)`).
-pub const RUNTIME_PIN_SCOPED: &str = "locus_gc_pin_scoped";
-/// Statepoint roots: undoes the innermost [`RUNTIME_PIN_SCOPED`] pin of the address still
-/// on the stack, if there is one; returns the depth after it (`i64 (ptr)`).
-pub const RUNTIME_UNPIN_SCOPED: &str = "locus_gc_unpin_scoped";
 
 /// One entry of a scope stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -117,10 +117,8 @@ pub const GC_STRATEGY: &str = "statepoint-example";
 /// The address space of GC pointers for RS4GC.
 pub const GC_ADDRESS_SPACE: u32 = 1;
 pub use crate::contract::{
-    RUNTIME_PIN as PIN, RUNTIME_PIN_FOREVER as PIN_FOREVER, RUNTIME_UNPIN as UNPIN,
-};
-pub use crate::runtime::scopes::{
-    RUNTIME_PIN_SCOPED as PIN_SCOPED, RUNTIME_UNPIN_SCOPED as UNPIN_SCOPED,
+    RUNTIME_PIN as PIN, RUNTIME_PIN_FOREVER as PIN_FOREVER, RUNTIME_PIN_SCOPED as PIN_SCOPED,
+    RUNTIME_UNPIN as UNPIN, RUNTIME_UNPIN_SCOPED as UNPIN_SCOPED,
 };
 /// The prefix of the runtime entries the wrappers call, with the frame address last.
 pub const SP_PREFIX: &str = "locus_gc_sp_";
