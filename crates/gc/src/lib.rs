@@ -167,19 +167,22 @@
 //! clean block it hands out (16% of samples: `Space::acquire`, unconditional in MMTk 0.33),
 //! GC tracing and side metadata (~25%), `locus_gc_get_pgcstack` (5%) and
 //! `locus_gc_write_barrier` (3%, a count on non-generational plans): both entry points set
-//! up a stack frame before their one-load fast path (moving the slow paths out of line gave
-//! 4-7% in interleaved runs; not applied yet); Julia passes the chain head as a parameter
-//! instead of asking for it in every function.
+//! up a stack frame before their one-load fast path, until their slow paths moved out of
+//! line (4-7% in interleaved runs, after the table above); Julia passes the chain head as a
+//! parameter instead of asking for it in every function.
 //!
 //! **The default collector** of `locus gc run` and of `locus gc build`'s executables is
-//! MMTk's MarkSweep (`mmtk:marksweep`): the plan that ran every program of the GC suite with
-//! both kinds of roots and every benchmark within Boehm's heap limit, 5-6x faster than the
-//! runtime's own mark-sweep. Immix is faster where it has headroom (GCBench above) and is
-//! one flag away (`locus gc build --collector mmtk:immix`, `LOCUS_GC_COLLECTOR=mmtk:immix`).
-//! `--stress` and `--moving` keep the runtime's own collectors (the stress collector is the
-//! oracle that catches missed roots). The library's [`runtime::Config::default`] and the C
-//! API's `locus_gc_init` keep `locus`: MMTk allows one heap per process, while a host may
-//! make a heap per thread; a host asks for MMTk by name.
+//! MMTk's Immix (`mmtk:immix`): the fastest plan on GCBench and table above (3-4x
+//! MarkSweep's speed), and it runs every program of the GC suite with both kinds of roots
+//! (frame roots and what they reach pinned, statepoint roots moved when it defragments).
+//! The default heap grows (from 32 MiB up to half the memory), so the fixed-limit
+//! out-of-memory cases above (churn with frame roots) do not end a default run.
+//! MarkSweep, which never moves and fits a fragmenting heap with frame roots, is one flag
+//! away (`--collector mmtk:marksweep`, `LOCUS_GC_COLLECTOR=mmtk:marksweep`). `--stress`
+//! and `--moving` keep the runtime's own collectors (the stress collector is the oracle
+//! that catches missed roots). The library's [`runtime::Config::default`] and the C API's
+//! `locus_gc_init` keep `locus`: MMTk allows one heap per process, while a host may make a
+//! heap per thread; a host asks for MMTk by name.
 //!
 //! # Features
 //!
