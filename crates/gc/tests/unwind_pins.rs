@@ -22,15 +22,10 @@ fn fixture(name: &str) -> (PathBuf, String) {
     (path, text)
 }
 
-/// `fixtures/statepoint/invoke_preserve_unwound.ll`: a region left by a cleanup that
-/// resumes, one left by a pad that catches and returns, and one entered three times by a
-/// loop whose pad catches; main's last allocation collects with nothing reachable but the
-/// object it then allocates. Every preserved object is freed by then: 1 object live, moving
-/// or not (before the lowering unpinned on the unwind paths, 6: the five preserved objects
-/// stayed pinned).
-#[test]
-fn preserved_objects_left_by_an_exception_are_freed() {
-    let (path, text) = fixture("invoke_preserve_unwound.ll");
+/// Runs `name` under the stress collector with statepoint roots, moving and not: no fault,
+/// its result `value`, and `live` objects live at the end.
+fn runs_with_live(name: &str, value: i64, live: u64) {
+    let (path, text) = fixture(name);
     for moving in [false, true] {
         let options = RunOptions {
             roots: Roots::Statepoint,
@@ -39,14 +34,33 @@ fn preserved_objects_left_by_an_exception_are_freed() {
             on_fault: OnFault::Record,
             ..RunOptions::default()
         };
-        // SAFETY: the fixture only touches objects the runtime gives it, while they are
+        // SAFETY: the fixtures only touch objects the runtime gives them, while they are
         // live (checked by the stress collector).
         let out = unsafe { run(&path.display().to_string(), &text, options) }
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(out.faults.is_empty(), "moving {moving}: {:?}", out.faults);
-        assert_eq!(out.value, 19, "moving {moving}");
-        assert_eq!(out.stats.objects_live, 1, "moving {moving}: {}", out.stats);
+        assert!(
+            out.faults.is_empty(),
+            "{name} moving {moving}: {:?}",
+            out.faults
+        );
+        assert_eq!(
+            (out.value, out.stats.objects_live),
+            (value, live),
+            "{name} moving {moving}: {}",
+            out.stats
+        );
     }
+}
+
+/// `fixtures/statepoint/invoke_preserve_unwound.ll`: a region left by a cleanup that
+/// resumes, one left by a pad that catches and returns, and one entered three times by a
+/// loop whose pad catches; main's last allocation collects with nothing reachable but the
+/// object it then allocates. Every preserved object is freed by then: 1 object live, moving
+/// or not (before the lowering unpinned on the unwind paths, 6: the five preserved objects
+/// stayed pinned).
+#[test]
+fn preserved_objects_left_by_an_exception_are_freed() {
+    runs_with_live("invoke_preserve_unwound.ll", 19, 1);
 }
 
 /// `fixtures/statepoint/invoke_unwound_pins.ll`: an exception unwinds through two frames
@@ -58,27 +72,7 @@ fn preserved_objects_left_by_an_exception_are_freed() {
 /// region stack: the two objects pinned by the unwound frames stayed).
 #[test]
 fn pins_of_frames_without_landing_pads_are_dropped_by_the_catching_pad() {
-    let (path, text) = fixture("invoke_unwound_pins.ll");
-    for moving in [false, true] {
-        let options = RunOptions {
-            roots: Roots::Statepoint,
-            moving,
-            stress: true,
-            on_fault: OnFault::Record,
-            ..RunOptions::default()
-        };
-        // SAFETY: the fixture only touches objects the runtime gives it, while they are
-        // live (checked by the stress collector).
-        let out = unsafe { run(&path.display().to_string(), &text, options) }
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(out.faults.is_empty(), "moving {moving}: {:?}", out.faults);
-        assert_eq!(
-            (out.value, out.stats.objects_live),
-            (42, 1),
-            "moving {moving}: {}",
-            out.stats
-        );
-    }
+    runs_with_live("invoke_unwound_pins.ll", 42, 1);
 }
 
 /// `fixtures/statepoint/preserve_open_at_return.ll`: a `gc_preserve` region that one path
@@ -87,26 +81,7 @@ fn pins_of_frames_without_landing_pads_are_dropped_by_the_catching_pad() {
 /// returns: the object stayed pinned).
 #[test]
 fn preserved_objects_left_open_by_a_return_are_freed() {
-    let (path, text) = fixture("preserve_open_at_return.ll");
-    for moving in [false, true] {
-        let options = RunOptions {
-            roots: Roots::Statepoint,
-            moving,
-            stress: true,
-            on_fault: OnFault::Record,
-            ..RunOptions::default()
-        };
-        // SAFETY: as in `preserved_objects_left_by_an_exception_are_freed`.
-        let out = unsafe { run(&path.display().to_string(), &text, options) }
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(out.faults.is_empty(), "moving {moving}: {:?}", out.faults);
-        assert_eq!(
-            (out.value, out.stats.objects_live),
-            (4242, 1),
-            "moving {moving}: {}",
-            out.stats
-        );
-    }
+    runs_with_live("preserve_open_at_return.ll", 4242, 1);
 }
 
 /// The FileCheck binary: `FileCheck-19` on PATH, else LLVM 19's own directory (never
