@@ -242,8 +242,10 @@ void locus_gc_unpin(const uint8_t *addr);
 int64_t locus_gc_pin_scoped(const uint8_t *addr);
 
 // Undoes the innermost [`locus_gc_pin_scoped`] pin of `addr` still on the calling
-// thread's scope stack; nothing when a reset has dropped it already. Returns the depth
-// after. Never collects.
+// thread's scope stack, nothing when there is none. Returns the depth after. Never
+// collects. Call it only for a pin of the caller's own scope still in force: after a reset
+// dropped that pin, an outer frame's pin of the same address would be the innermost and
+// would be undone instead (lowered code never does this).
 int64_t locus_gc_unpin_scoped(const uint8_t *addr);
 
 // The live object holding `addr` never moves again (its address escaped through
@@ -262,7 +264,8 @@ void locus_gc_push_region(const uint8_t *start, const uint8_t *end);
 
 // Drops the regions registered above `depth` (what [`locus_gc_region_depth`] returned
 // when the function was entered), and undoes the scoped pins above it
-// ([`locus_gc_pin_scoped`]). Never collects.
+// ([`locus_gc_pin_scoped`]). Never collects. A negative depth is a
+// [`GcFault::RegionDepth`] and drops nothing.
 void locus_gc_region_reset(int64_t depth);
 
 #ifdef __cplusplus

@@ -99,9 +99,10 @@ pub const TASK_GCSTACK_WORD: usize = 12;
 //    `start == 0 || end > bp[1]` (the limit): call `locus_gc_alloc`;
 // 4. `bp[0] = end`; the object is `obj = start + 16`: `nptrs` at `obj - 16`, `nbytes` at
 //    `obj - 8`; the body `[obj, end)` is zero already (nothing to write): every plan that
-//    publishes a bump pointer allocates it from memory MMTk zeroed when it handed the
-//    buffer out (a clean block when its space acquired it, recyclable Immix lines when
-//    the allocator took them);
+//    publishes a bump pointer allocates it from memory MMTk 0.33.0 zeroed when it handed
+//    the buffer out (its plan constructors make every space `zeroed`: a clean block is
+//    zeroed when its space acquires it, recyclable Immix lines when the allocator takes
+//    them);
 // 5. the valid-object bit: the byte at `task[TASK_ALLOC_VO_WORD] + (obj >> 6)` gets bit
 //    `(obj >> 3) & 7` (a plain load and store: only this thread writes it);
 // 6. the counters: the `u64` at `task[TASK_ALLOC_OBJECTS_WORD]` + 1, the one at

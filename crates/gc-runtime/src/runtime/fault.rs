@@ -360,6 +360,13 @@ pub enum GcFault {
         /// What is wrong.
         problem: AllocProblem,
     },
+    /// `locus_gc_region_reset` was given a negative depth, which no
+    /// `locus_gc_region_depth` returns; nothing was dropped (dropping everything would
+    /// drop live callers' root regions and pins).
+    RegionDepth {
+        /// The `depth` argument.
+        depth: i64,
+    },
 }
 
 impl std::error::Error for GcFault {}
@@ -588,6 +595,11 @@ impl fmt::Display for GcFault {
                     ),
                 }
             }
+            GcFault::RegionDepth { depth } => write!(
+                f,
+                "locus_gc_region_reset: depth {depth} is negative (a depth \
+                 locus_gc_region_depth returned); nothing dropped"
+            ),
         }
     }
 }

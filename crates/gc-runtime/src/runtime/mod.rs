@@ -2229,8 +2229,10 @@ pub extern "C" fn locus_gc_pin_scoped(addr: *const u8) -> i64 {
 }
 
 /// Undoes the innermost [`locus_gc_pin_scoped`] pin of `addr` still on the calling
-/// thread's scope stack; nothing when a reset has dropped it already. Returns the depth
-/// after. Never collects.
+/// thread's scope stack, nothing when there is none. Returns the depth after. Never
+/// collects. Call it only for a pin of the caller's own scope still in force: after a reset
+/// dropped that pin, an outer frame's pin of the same address would be the innermost and
+/// would be undone instead (lowered code never does this).
 #[no_mangle]
 pub extern "C" fn locus_gc_unpin_scoped(addr: *const u8) -> i64 {
     entry(crate::contract::RUNTIME_UNPIN_SCOPED, |rt| {
@@ -2276,11 +2278,15 @@ pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
 
 /// Drops the regions registered above `depth` (what [`locus_gc_region_depth`] returned
 /// when the function was entered), and undoes the scoped pins above it
-/// ([`locus_gc_pin_scoped`]). Never collects.
+/// ([`locus_gc_pin_scoped`]). Never collects. A negative depth is a
+/// [`GcFault::RegionDepth`] and drops nothing.
 #[no_mangle]
 pub extern "C" fn locus_gc_region_reset(depth: i64) {
     entry(crate::contract::RUNTIME_REGION_RESET, |rt| {
-        rt.reset_scopes(usize::try_from(depth).unwrap_or(0));
+        match usize::try_from(depth) {
+            Ok(depth) => rt.reset_scopes(depth),
+            Err(_) => rt.report(GcFault::RegionDepth { depth }),
+        }
     })
 }
 

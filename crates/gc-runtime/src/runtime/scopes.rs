@@ -111,8 +111,9 @@ impl Runtime {
     }
 
     /// What `locus_gc_unpin_scoped` does: undoes the innermost pin of `addr` still on this
-    /// thread's scope stack; nothing when there is none (a reset dropped it already, or the
-    /// pin was never taken). Returns the depth after.
+    /// thread's scope stack; nothing when there is none. Callers unpin only their own pins
+    /// still in force: after a reset dropped this frame's pin, an outer frame's pin of the
+    /// same address would be the innermost. Returns the depth after.
     pub fn unpin_scoped(&self, addr: usize) -> usize {
         let (found, depth) = {
             let mut scopes = lock(&self.me.scopes);
@@ -193,6 +194,26 @@ mod tests {
         locus_gc_unpin(both);
         assert_eq!(live(), 0);
         assert!(rt.faults().is_empty(), "{:?}", rt.faults());
+    }
+
+    /// A negative depth (no `locus_gc_region_depth` returns one) is a fault naming it and
+    /// drops nothing: the region and the pin stay, and the object stays live.
+    #[test]
+    fn a_negative_depth_is_a_fault_and_drops_nothing() {
+        let rt = Runtime::enter(Config::stress().on_fault(OnFault::Record));
+        let words = [0usize; 2];
+        let range = words.as_ptr_range();
+        locus_gc_push_region(range.start.cast(), range.end.cast());
+        let obj = locus_gc_alloc(0, 8);
+        assert_eq!(locus_gc_pin_scoped(obj), 2);
+        locus_gc_region_reset(-1);
+        assert_eq!(locus_gc_region_depth(), 2);
+        locus_gc_safepoint();
+        assert_eq!(rt.stats().objects_live, 1, "{}", rt.stats());
+        let faults = rt.faults();
+        assert_eq!(faults, [crate::runtime::GcFault::RegionDepth { depth: -1 }]);
+        assert!(faults[0].to_string().contains("depth -1 is negative"));
+        locus_gc_region_reset(0);
     }
 
     /// A thread that detaches with scoped pins still on its stack (its code unwound past
