@@ -25,6 +25,9 @@
 //! mark-sweep has no limit: it grows its heap from `Config::heap_threshold` and what
 //! survived.
 //!
+//! `LOCUS_GC_BENCH_KEEP=1` keeps the executables and prints their directory, so that
+//! `perf` can run them directly (with `LOCUS_GC_HEAP_SIZE` as the benchmark gives it).
+//!
 //! Pause times: for the builds whose collector reports them (the MMTk plans and the
 //! runtime's own collectors: each collection's stop-the-world pause, from when it starts
 //! stopping the mutators until it lets them run, `pause median:` and `pause max:` in the
@@ -504,5 +507,10 @@ fn main() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    // `LOCUS_GC_BENCH_KEEP=1` keeps the executables (for `perf` on them).
+    if std::env::var_os("LOCUS_GC_BENCH_KEEP").is_some() {
+        println!("executables kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

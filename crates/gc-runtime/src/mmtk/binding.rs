@@ -226,6 +226,18 @@ impl ObjectModel<Locus> for Objects {
 /// roots from what each mutator published and the heap's pins.
 pub struct Scan;
 
+/// Asks the CPU to load the cache line at `addr` (any address: a prefetch never faults).
+#[inline(always)]
+fn prefetch(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 /// Whether `word` may be an object's address (non-zero, 16-byte aligned) and is one.
 fn object_at(word: usize) -> Option<ObjectReference> {
     if word == 0 || !word.is_multiple_of(OBJECT_ALIGN) {
@@ -280,6 +292,12 @@ impl Scanning<Locus> for Scan {
                 let Some(target) = ObjectReference::from_raw_address(address(word)) else {
                     continue;
                 };
+                // The field's target is scanned later (when its packet runs), and reading
+                // its header there was the GC's largest cost: a cache miss per object, 82%
+                // of this function's samples on churn (4 threads, Immix, 64 MiB). Asking
+                // for the line now: 10% less CPU time, 5% less wall time (8 interleaved
+                // runs each, user 1.16 -> 1.04 s, wall 0.63 -> 0.60 s).
+                prefetch(word.wrapping_sub(HEADER_BYTES));
                 let new = object_tracer.trace_object(target);
                 if new != target {
                     // SAFETY: as above.
