@@ -157,10 +157,15 @@ fn bad_inputs_end_with_one_locus_line() {
         ),
         // A null heap is refused with a status code.
         ("attach-heap-null", End::Exit(4, "")),
-        // Empty (reversed) regions and depths out of range change nothing.
+        // Empty (reversed) regions and a depth above the stack's change nothing.
         ("root-region-reversed", End::Exit(0, "ok")),
         ("push-region-reversed", End::Exit(0, "ok")),
-        ("region-reset-out-of-range", End::Exit(0, "0")),
+        ("region-reset-above-depth", End::Exit(0, "0")),
+        // A negative depth (no locus_gc_region_depth returns one) is a broken contract.
+        (
+            "region-reset-negative",
+            End::Reported(2, "locus_gc_region_reset: depth -1 is negative"),
+        ),
     ];
     for (case, end) in cases {
         let end = match end {

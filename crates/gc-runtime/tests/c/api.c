@@ -122,9 +122,13 @@ int main(int argc, char **argv) {
     printf("ok\n");
     return 0;
   }
-  if (!strcmp(c, "region-reset-out-of-range")) {
-    locus_gc_region_reset(-1);
+  if (!strcmp(c, "region-reset-above-depth")) {
     locus_gc_region_reset(1000);
+    printf("%lld\n", (long long)locus_gc_region_depth());
+    return 0;
+  }
+  if (!strcmp(c, "region-reset-negative")) {
+    locus_gc_region_reset(-1);
     printf("%lld\n", (long long)locus_gc_region_depth());
     return 0;
   }
