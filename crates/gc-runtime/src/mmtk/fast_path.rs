@@ -177,6 +177,7 @@ mod tests {
     /// dead objects is non-zero here, and every new object's body must read zero.
     #[test]
     fn reused_memory_reads_zero_on_immix() {
+        let _one = crate::mmtk::lock(&crate::mmtk::tests::ONE_HEAP_USER);
         let config = Config {
             heap_bytes: Some(8 << 20),
             on_fault: OnFault::Exit,

@@ -846,6 +846,10 @@ struct Instance {
 
 // MMTk's binding is reached through static functions only: the one unavoidable global.
 static INSTANCE: OnceLock<Instance> = OnceLock::new();
+/// Held while [`MmtkHeap::new`] makes the heap: MMTk panics when two threads initialize it
+/// at once (both quarantine the same address range), so the second must wait and find
+/// the first's.
+static MAKING: Mutex<()> = Mutex::new(());
 
 fn instance() -> &'static Instance {
     match INSTANCE.get() {
@@ -1011,6 +1015,7 @@ impl MmtkHeap {
     /// Makes the process's MMTk heap and starts its GC workers; fails when the process
     /// has one already ([`MmtkError::AlreadyMade`]) or MMTk refuses an option.
     pub fn new(options: MmtkOptions) -> Result<MmtkHeap, MmtkError> {
+        let _making = lock(&MAKING);
         if let Some(inst) = INSTANCE.get() {
             return Err(MmtkError::AlreadyMade(inst.plan));
         }
@@ -1586,12 +1591,18 @@ impl Drop for MmtkMutator {
         let addr = &*self.record as *const MutatorRecord as usize;
         let inst = self.heap.inst;
         let mut sync = lock(&inst.sync);
+        // A collection that is stopping the world waits for this mutator too: counted as
+        // parked meanwhile (with nothing published: its thread is leaving), or the two
+        // wait for each other (a thread detaching, or exiting through `exit`, while another
+        // thread's collection stops the world).
+        if !self.in_safe {
+            sync.parked += 1;
+            inst.cond.notify_all();
+        }
         while sync.in_gc {
             sync = inst.cond.wait(sync).unwrap_or_else(PoisonError::into_inner);
         }
-        if self.in_safe {
-            sync.parked -= 1;
-        }
+        sync.parked -= 1;
         sync.mutators.retain(|&a| a != addr);
         // Its counts outlive it (under the lock, so that `stats` counts them once).
         inst.retired_objects.fetch_add(
@@ -1606,5 +1617,88 @@ impl Drop for MmtkMutator {
         if self.sole {
             inst.sole.store(false, Ordering::SeqCst);
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::{lock, MmtkError, MmtkHeap, MmtkOptions, Plan};
+    use std::sync::{mpsc, Mutex};
+    use std::time::Duration;
+
+    /// Held by each unit test that uses the process's MMTk heap: the first makes it and
+    /// the others find it (the runtime refuses to make a second one when two make it at
+    /// once).
+    pub(crate) static ONE_HEAP_USER: Mutex<()> = Mutex::new(());
+
+    /// A mutator dropped (its thread detaching or exiting) while another thread's
+    /// collection stops the world: the collection waits for it, so it must count as
+    /// parked while it waits for the collection (both waited for ever before).
+    #[test]
+    fn a_mutator_dropped_while_the_world_stops_does_not_hold_the_collection() {
+        let _one = lock(&ONE_HEAP_USER);
+        // The process has one heap: another test may have made it.
+        let heap = match MmtkHeap::new(MmtkOptions::new(Plan::Immix, 8 << 20)) {
+            Ok(heap) => heap,
+            Err(MmtkError::AlreadyMade(_)) => match MmtkHeap::get() {
+                Some(heap) => heap,
+                None => panic!("a heap was made but MmtkHeap::get has none"),
+            },
+            Err(e) => panic!("{e}"),
+        };
+        let (bound_tx, bound_rx) = mpsc::channel();
+        let (drop_tx, drop_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel();
+        // A running mutator (never parks), dropped when told.
+        std::thread::spawn(move || {
+            let leaving = heap.bind_mutator();
+            let _ = bound_tx.send(());
+            let _ = drop_rx.recv();
+            drop(leaving);
+            let _ = done_tx.send("dropped");
+        });
+        bound_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("the leaving mutator did not bind: {e}"));
+        let collector_done = collect_on_another_thread(heap);
+        // Drop the running mutator once the collection is stopping the world.
+        let waited = std::time::Instant::now();
+        while !heap.collection_pending()
+            && !collector_done.1.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            assert!(
+                waited.elapsed() < Duration::from_secs(30),
+                "no collection started"
+            );
+            std::thread::yield_now();
+        }
+        let _ = drop_tx.send(());
+        done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("the mutator's drop waited for the collection: {e}"));
+        collector_done
+            .0
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("the collection waited for the dropped mutator: {e}"));
+    }
+
+    /// Starts a thread that binds a mutator and collects; returns a receiver told when the
+    /// collection ended, and a flag set then.
+    fn collect_on_another_thread(
+        heap: MmtkHeap,
+    ) -> (
+        mpsc::Receiver<()>,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        let (tx, rx) = mpsc::channel();
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let set = flag.clone();
+        std::thread::spawn(move || {
+            let mut collecting = heap.bind_mutator();
+            collecting.collect(&mut |_| {});
+            set.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = tx.send(());
+        });
+        (rx, flag)
     }
 }
