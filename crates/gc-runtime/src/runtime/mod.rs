@@ -1509,7 +1509,15 @@ impl Runtime {
         lock(&self.shared.faults).push(fault);
         let ends = matches!(self.shared.on_fault, OnFault::Exit | OnFault::Abort);
         if ends && self.shared.ending.swap(true, Ordering::SeqCst) {
-            // Another thread is ending the process with its line.
+            // Another thread is ending the process with its line. This one never runs
+            // compiled code again: counted as stopped, so that a collection started
+            // meanwhile (the ending thread's `exit` runs thread-local destructors that wait
+            // for one) does not wait for it. Not when the fault came from inside an MMTk
+            // call that holds this thread's mutator (handing it over needs it).
+            let mutator_free = self.mm.try_borrow_mut().is_ok();
+            if mutator_free {
+                self.enter_safe();
+            }
             loop {
                 std::thread::park();
             }
