@@ -114,10 +114,11 @@ impl MmtkHeap {
 /// Bumps the allocation buffer `bp` for an untagged object of `nptrs` null pointer fields
 /// and `nbytes` zero bytes taking at most `max` bytes: writes its header and sets its
 /// valid-object bit (what `post_alloc` does in ImmixSpace and CopySpace). The body is zero
-/// already: a bump pointer's buffer is memory MMTk zeroed when it handed it out (its
-/// spaces are made `zeroed`: a clean block is zeroed when the space acquires it, and
-/// `ImmixAllocator::acquire_recyclable_lines` zeroes reused lines), and the part past the
-/// cursor has not been handed out since.
+/// already: a bump pointer's buffer is memory MMTk 0.33.0 zeroed when it handed it out
+/// (its plan constructors make every space `zeroed`: a clean block is zeroed when the
+/// space acquires it, and `ImmixAllocator::acquire_recyclable_lines` zeroes reused lines;
+/// tests/mmtk_zeroed.rs checks every plan), and the part past the cursor has not been
+/// handed out since.
 /// Returns the object and the bytes it took; `None` when it does not fit (or is larger
 /// than `max`): the caller takes the slow path. Counting is the caller's.
 ///
