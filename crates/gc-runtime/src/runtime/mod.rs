@@ -2290,12 +2290,13 @@ pub extern "C" fn locus_gc_push_region(start: *const u8, end: *const u8) {
 /// [`GcFault::RegionDepth`] and drops nothing.
 #[no_mangle]
 pub extern "C" fn locus_gc_region_reset(depth: i64) {
-    entry(crate::contract::RUNTIME_REGION_RESET, |rt| {
-        match usize::try_from(depth) {
+    entry(
+        crate::contract::RUNTIME_REGION_RESET,
+        |rt| match usize::try_from(depth) {
             Ok(depth) => rt.reset_scopes(depth),
             Err(_) => rt.report(GcFault::RegionDepth { depth }),
-        }
-    })
+        },
+    )
 }
 
 /// The statepoint path's entry points by name and address: the `locus_gc_sp_*` entries the
