@@ -1,0 +1,130 @@
+//! A C++ host that catches an exception thrown through compiled frames drops their scoped
+//! pins itself, as the runtime's scope-stack docs ask (`locus_gc_runtime::runtime::scopes`):
+//! it reads `locus_gc_region_depth()` before calling compiled code and calls
+//! `locus_gc_region_reset(depth)` in its handler.
+//!
+//! `fixtures/host_catch/pinned_throw.ll` is lowered with statepoint roots and compiled in
+//! process; `fixtures/host_catch/host.cpp` is compiled by clang++-19 against the header and
+//! linked with that object and the runtime library. The host calls `@run`, which pins a
+//! fresh object for a `gc_preserve` region and calls the host's `host_throw`; the C++
+//! exception unwinds through `@run` (no landing pad) into the host's `catch`. Then `@after`
+//! allocates once (under the stress collector, after a collection) and the runtime prints
+//! its counters. With the reset, the pinned object dies: 1 object live (`@after`'s), depth
+//! back to 0. The negative control, `host keep`, skips the reset: the pin stays on the
+//! scope stack (depth 1) and keeps its object alive (2 objects live). Both with the
+//! moving collector (`LOCUS_GC_MOVING=1`) and without.
+
+#[path = "../../gc-runtime/tests/support/runtime_library.rs"]
+mod runtime_library;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use locus_gc::build::{compile, RUNTIME_LIBRARY};
+use locus_gc::run::lower_statepoints;
+use locus_gc_runtime::contract::STATEPOINT_PROGRAM_MARKER;
+
+/// The host executable, built into `dir`.
+fn build_host(dir: &Path) -> PathBuf {
+    let gc = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixtures = gc.join("fixtures/host_catch");
+    let src = fixtures.join("pinned_throw.ll");
+    let ir = std::fs::read(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let ctx = locus_llvm::Context::new();
+    let (module, _) = lower_statepoints(&ctx, "pinned_throw.ll", &ir)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    // As `locus gc build` marks a program with statepoint roots.
+    let lowered = format!(
+        "{}\n@{STATEPOINT_PROGRAM_MARKER} = constant i8 1\n",
+        module.print()
+    );
+    let object =
+        compile("pinned_throw.ll", &lowered).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let object_path = dir.join("pinned_throw.o");
+    std::fs::write(&object_path, object)
+        .unwrap_or_else(|e| panic!("{}: {e}", object_path.display()));
+    let prog = dir.join("host");
+    let out = Command::new("clang++-19")
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-I")
+        .arg(gc.join("../gc-runtime/include"))
+        .arg(fixtures.join("host.cpp"))
+        .arg(&object_path)
+        .arg(runtime_library::runtime_dir(false).join(RUNTIME_LIBRARY))
+        .args(["-rdynamic", "-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
+        .arg(&prog)
+        .output()
+        .unwrap_or_else(|e| panic!("clang++-19 is required (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "clang++-19: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    prog
+}
+
+/// The host's output in `mode` (`reset` or `keep`) under the stress collector, moving or
+/// not; it must exit 0.
+fn run_host(prog: &Path, mode: &str, moving: bool) -> String {
+    let mut cmd = Command::new(prog);
+    cmd.arg(mode)
+        .env_remove("LOCUS_GC_COLLECTOR")
+        .env_remove("LOCUS_GC_MOVING")
+        .env("LOCUS_GC_STRESS", "1")
+        .env(locus_gc_runtime::STATS_ENV, "1");
+    if moving {
+        cmd.env("LOCUS_GC_MOVING", "1");
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{mode}, moving {moving}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn a_cpp_host_that_catches_resets_the_scope_stack_and_drops_the_pin() {
+    if !cfg!(target_arch = "x86_64") {
+        return; // the statepoint walk of a host-built executable is tested on x86-64
+    }
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("host-catch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let prog = build_host(&dir);
+    for moving in [false, true] {
+        // (mode, the host's line, @after's depth, objects live at the end)
+        for (mode, caught, depth, live) in [
+            (
+                "reset",
+                "caught 7: depth 0 before the call, 1 in the handler, 0 after it",
+                "0",
+                "objects live: 1",
+            ),
+            (
+                "keep",
+                "caught 7: depth 0 before the call, 1 in the handler, 1 after it",
+                "1",
+                "objects live: 2",
+            ),
+        ] {
+            let stdout = run_host(&prog, mode, moving);
+            let mut lines = stdout.lines();
+            assert_eq!(
+                (lines.next(), lines.next()),
+                (Some(caught), Some(depth)),
+                "{mode}, moving {moving}: {stdout}"
+            );
+            assert!(
+                stdout.lines().any(|l| l == live),
+                "{mode}, moving {moving}: {stdout}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
