@@ -14,7 +14,8 @@
 //!
 //! The same holds for a host that catches, in C++, an exception thrown through compiled
 //! frames: it reads `locus_gc_region_depth` before the call and resets to it in its
-//! handler (nothing else runs a reset for it). A thread that detaches drops what is left.
+//! handler (nothing else runs a reset for it; locus-gc's `tests/host_catch.rs` does this
+//! from C++). A thread that detaches drops what is left.
 //!
 //! The pins of [`locus_gc_pin`](super::locus_gc_pin) (a host's, or those the lowering
 //! holds across one `invoke` and undoes in both of its destinations) and of
