@@ -16,9 +16,13 @@
 
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
+#[path = "support/stress.rs"]
+mod stress;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use stress::under_stress;
 
 use locus_gc::build::{compile, RUNTIME_LIBRARY};
 use locus_gc::run::lower_statepoints;
@@ -66,16 +70,7 @@ fn build_host(dir: &Path) -> PathBuf {
 /// The host's output in `mode` (`reset` or `keep`) under the stress collector, moving or
 /// not; it must exit 0.
 fn run_host(prog: &Path, mode: &str, moving: bool) -> String {
-    let mut cmd = Command::new(prog);
-    cmd.arg(mode)
-        .env_remove("LOCUS_GC_COLLECTOR")
-        .env_remove("LOCUS_GC_MOVING")
-        .env("LOCUS_GC_STRESS", "1")
-        .env(locus_gc_runtime::STATS_ENV, "1");
-    if moving {
-        cmd.env("LOCUS_GC_MOVING", "1");
-    }
-    let out = cmd
+    let out = under_stress(Command::new(prog).arg(mode), moving)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

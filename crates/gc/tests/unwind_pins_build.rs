@@ -7,9 +7,13 @@
 
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
+#[path = "support/stress.rs"]
+mod stress;
 
 use std::path::Path;
 use std::process::Command;
+
+use stress::under_stress;
 
 use locus_gc::build::{build, BuildOptions};
 use locus_gc::run::Roots;
@@ -34,15 +38,7 @@ fn an_executable_drops_the_pins_of_unwound_frames() {
     build("invoke_unwound_pins.ll", &ir, &prog, &options)
         .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     for moving in [false, true] {
-        let mut cmd = Command::new(&prog);
-        cmd.env_remove("LOCUS_GC_COLLECTOR")
-            .env_remove("LOCUS_GC_MOVING")
-            .env("LOCUS_GC_STRESS", "1")
-            .env(locus_gc_runtime::STATS_ENV, "1");
-        if moving {
-            cmd.env("LOCUS_GC_MOVING", "1");
-        }
-        let out = cmd
+        let out = under_stress(&mut Command::new(&prog), moving)
             .output()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
         let stderr = String::from_utf8_lossy(&out.stderr);
