@@ -2,7 +2,7 @@
 //!
 //! A program built with statepoint roots carries LLVM's `.llvm_stackmaps` section (one
 //! table per object file linked, back to back). At start-up the runtime reads
-//! `/proc/self/exe` for where the section is ([`locus_stackmap::object::find_section`])
+//! `/proc/self/exe` (its headers and symbol table, on demand) for where the section is
 //! and for its symbol table, then reads the section's bytes from memory, at that address
 //! plus the main program's load bias (`dl_iterate_phdr`), inside one of its loaded
 //! segments. Those bytes are the ones the loader relocated: in a position-independent
@@ -26,8 +26,11 @@ use std::collections::HashMap;
 
 use crate::contract::STATEPOINT_PROGRAM_MARKER;
 use crate::runtime::{Slot, SlotPair, StackMaps};
-use locus_stackmap::object::find_section;
-use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
+use locus_stackmap::object::SECTION_NAME;
+use locus_stackmap::{
+    Location, ParseOptions, RunTimeEndian, StackMapIndex, StatepointRecord, Tables,
+};
+use object::read::ReadCache;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 /// The main program as loaded: its load bias (what its addresses in the file are moved
@@ -154,12 +157,15 @@ pub fn from_executable() -> Result<StackMaps, String> {
         return Err("statepoint roots walk x86-64 and AArch64 Linux frames only".into());
     }
     let path = "/proc/self/exe";
-    let data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let (_, section) = find_section(&data).map_err(|e| format!("{path}: {e}"))?;
-    let Some(section) = section else {
+    // Read on demand: the symbol table and the section headers only, not the whole file
+    // (debug information included, about 12 MB for a small program, which a read of the
+    // whole file made part of every statepoint program's peak resident set).
+    let exe = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let cache = ReadCache::new(exe);
+    let file = object::File::parse(&cache).map_err(|e| format!("{path}: {e}"))?;
+    let Some(section) = file.section_by_name(SECTION_NAME) else {
         // A program without a single statepoint has no stack map and no frame to walk;
         // `locus gc build` marks such a program as built with statepoint roots.
-        let file = object::File::parse(&*data).map_err(|e| format!("{path}: {e}"))?;
         if file
             .symbols()
             .any(|s| s.name() == Ok(STATEPOINT_PROGRAM_MARKER))
@@ -167,27 +173,31 @@ pub fn from_executable() -> Result<StackMaps, String> {
             return Ok(StackMaps::new());
         }
         return Err(format!(
-            "{path} has no .llvm_stackmaps section (built without statepoint roots?)"
+            "{path} has no {SECTION_NAME} section (built without statepoint roots?)"
         ));
     };
+    let (address, len) = (section.address(), section.size());
     let main = MainProgram::find();
     let bias = main.bias;
-    let loaded = main
-        .loaded(section.address.wrapping_add(bias), section.data.len())
+    let loaded = usize::try_from(len)
+        .ok()
+        .and_then(|len| main.loaded(address.wrapping_add(bias), len))
         .ok_or_else(|| {
             format!(
-                "{path}: its .llvm_stackmaps section ({} bytes at {:#x}, load bias {bias:#x}) \
-                 is not in a loaded segment",
-                section.data.len(),
-                section.address
+                "{path}: its {SECTION_NAME} section ({len} bytes at {address:#x}, load bias \
+                 {bias:#x}) is not in a loaded segment"
             )
         })?;
-    let tables = Tables::new(loaded, section.endian, ParseOptions::default())
+    let endian = if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let tables = Tables::new(loaded, endian, ParseOptions::default())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{path}: .llvm_stackmaps: {e}"))?;
     // The loaded bytes hold run-time addresses already.
     let index = StackMapIndex::new(tables, 0);
-    let file = object::File::parse(&*data).map_err(|e| format!("{path}: {e}"))?;
     let sizes: HashMap<u64, u64> = file
         .symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)

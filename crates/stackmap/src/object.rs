@@ -17,6 +17,13 @@ use crate::endian::RunTimeEndian;
 use crate::error::{Error, Result};
 use crate::Arch;
 
+/// The stack map section's name in ELF and COFF files.
+pub const SECTION_NAME: &str = ".llvm_stackmaps";
+/// The stack map section's name in Mach-O files, in segment [`MACHO_SEGMENT_NAME`].
+pub const MACHO_SECTION_NAME: &str = "__llvm_stackmaps";
+/// The Mach-O segment of [`MACHO_SECTION_NAME`].
+pub const MACHO_SEGMENT_NAME: &str = "__LLVM_STACKMAPS";
+
 /// The stack map section of one object file.
 #[derive(Clone, Debug)]
 pub struct StackMapSection<'a> {
@@ -220,9 +227,9 @@ fn elf_soname<Elf: object::read::elf::FileHeader>(data: &[u8]) -> Option<String>
 fn is_stackmap_section(name: &str, segment: Option<&str>, format: object::BinaryFormat) -> bool {
     match format {
         object::BinaryFormat::MachO => {
-            name == "__llvm_stackmaps" && segment.is_none_or(|s| s == "__LLVM_STACKMAPS")
+            name == MACHO_SECTION_NAME && segment.is_none_or(|s| s == MACHO_SEGMENT_NAME)
         }
-        _ => name == ".llvm_stackmaps",
+        _ => name == SECTION_NAME,
     }
 }
 
@@ -433,7 +440,7 @@ fn elf_flags_offset<Elf: object::read::elf::FileHeader>(
     let sections = header.sections(endian, data).map_err(bad)?;
     let Some((index, _)) = sections
         .enumerate()
-        .find(|(_, s)| sections.section_name(endian, s) == Ok(b".llvm_stackmaps".as_slice()))
+        .find(|(_, s)| sections.section_name(endian, s) == Ok(SECTION_NAME.as_bytes()))
     else {
         return Ok(None);
     };
