@@ -13,7 +13,11 @@
 //! (default 3; the builds take turns, run by run, so that a change in the machine's load
 //! falls on all of them), the largest peak resident set of those runs (`ru_maxrss`, read by
 //! `fixtures/bench/measure.c`, a small process that forks each run), the collections the Locus runtime counted (`LOCUS_GC_STATS=1`) and the
-//! ratios to Boehm in the same run. A build the runtime refuses (one `locus: gc:` line,
+//! ratios to Boehm in the same run. Memory is also compared without each build's fixed
+//! cost: `fixtures/bench/startup.{ll,c}`, a program that allocates one object, is built
+//! and run the same way in the same run, and `added` is a program's peak less its build's
+//! start-up peak, over Boehm's (MMTk 0.33 alone takes about 8 MB more at start-up than
+//! libgc: the map-state table of its side-metadata reservation, its GC threads, its code). A build the runtime refuses (one `locus: gc:` line,
 //! status 1: say, several threads on MMTk before the runtime supports them) or that fails
 //! is printed as such, and the other rows still run.
 //!
@@ -187,11 +191,17 @@ struct Exe {
     path: PathBuf,
 }
 
-/// The executables of one program: Boehm's first.
-fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<Exe> {
-    let sizes: &[(&str, &str, i64)] = if small { program.small } else { program.full };
-    let c = fixtures().join(format!("{}.c", program.source));
-    let boehm = dir.join(format!("{}-boehm", program.name));
+/// The executables of one program, `name`, from `fixtures/bench/SOURCE.{ll,c}` resized by
+/// `sizes`: Boehm's first.
+fn build_all(
+    name: &str,
+    source: &str,
+    sizes: &[(&str, &str, i64)],
+    dir: &Path,
+    runtime: &Path,
+) -> Vec<Exe> {
+    let c = fixtures().join(format!("{source}.c"));
+    let boehm = dir.join(format!("{name}-boehm"));
     let mut cc = Command::new("clang-19");
     cc.args(["-O2", "-o"]).arg(&boehm).arg(&c);
     for (_, mac, v) in sizes {
@@ -212,7 +222,7 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
         path: boehm,
     }];
 
-    let ll = fixtures().join(format!("{}.ll", program.source));
+    let ll = fixtures().join(format!("{source}.ll"));
     let ir = std::fs::read_to_string(&ll).unwrap_or_else(|e| panic!("{}: {e}", ll.display()));
     let ir = resized_ir(&ir, sizes);
     let mut variants = vec![
@@ -241,11 +251,7 @@ fn build_all(program: &Program, dir: &Path, runtime: &Path, small: bool) -> Vec<
             .is_none_or(|w| w.split(',').any(|part| label.contains(part)))
     });
     for (label, roots, collector) in variants {
-        let exe = dir.join(format!(
-            "{}-{}",
-            program.name,
-            label.replace([' ', ':'], "-")
-        ));
+        let exe = dir.join(format!("{name}-{}", label.replace([' ', ':'], "-")));
         let options = BuildOptions {
             roots,
             passes: Some("default<O2>".into()),
@@ -343,6 +349,26 @@ fn run_once(measure: &Path, exe: &Exe, heap: Heap) -> Result<Run, String> {
     })
 }
 
+/// The largest peak resident set (KiB) of `runs` runs of each start-up executable with the
+/// heap `heap`, in `startup`'s order; `None` for one that failed (a plan the runtime
+/// refuses fails on the program too).
+fn startup_rss(measure: &Path, startup: &[Exe], heap: Heap, runs: usize) -> Vec<Option<u64>> {
+    startup
+        .iter()
+        .map(|exe| {
+            let rss: Option<Vec<u64>> = (0..runs)
+                .map(|_| {
+                    run_once(measure, exe, heap)
+                        .ok()
+                        .filter(|r| r.result == "1")
+                        .map(|r| r.rss)
+                })
+                .collect();
+            rss.and_then(|r| r.into_iter().max())
+        })
+        .collect()
+}
+
 /// What one build did over all its runs.
 enum Row {
     /// Median time, largest peak RSS (KiB), largest collection count, and the median of
@@ -377,6 +403,13 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let runtime = runtime_library::runtime_dir(true);
     let measure = build_measure(&dir);
+    // The start-up program, built as every program is: what each build costs before it
+    // allocates (timed runs only).
+    let startup = if timing {
+        build_all("startup", "startup", &[], &dir, runtime)
+    } else {
+        vec![]
+    };
     for program in PROGRAMS {
         if only
             .as_ref()
@@ -401,7 +434,8 @@ fn main() {
                 }),
             )
         };
-        let built = build_all(program, &dir, runtime, !timing);
+        let sizes = if timing { program.full } else { program.small };
+        let built = build_all(program.name, program.source, sizes, &dir, runtime);
         let mut results: Vec<Result<Vec<Run>, String>> = built.iter().map(|_| Ok(vec![])).collect();
         // The builds take turns, run by run.
         for _ in 0..if timing { runs } else { 1 } {
@@ -476,13 +510,28 @@ fn main() {
         let Row::Ran(boehm_time, boehm_rss, _, _) = rows[0].1 else {
             unreachable!("Boehm's build runs or the benchmark stops")
         };
+        let base = startup_rss(&measure, &startup, heap, runs);
+        let boehm_added = boehm_rss.saturating_sub(base[0].unwrap_or(0)).max(1);
         println!(
-            "{} ({runs} runs each, median time, largest peak RSS, {heap}):",
+            "{} ({runs} runs each, median time, largest peak RSS, {heap}; added: peak RSS \
+             less the start-up program's):",
             program.name
         );
-        for (label, row) in &rows {
+        let startups: Vec<String> = startup
+            .iter()
+            .zip(&base)
+            .filter_map(|(exe, b)| b.map(|b| format!("{} {b}", exe.label)))
+            .collect();
+        println!("  start-up peak RSS, KiB: {}", startups.join(", "));
+        for ((label, row), base) in rows.iter().zip(&base) {
             match row {
                 Row::Ran(time, rss, collections, pauses) => {
+                    let added = base
+                        .map(|b| {
+                            let added = rss.saturating_sub(b) as f64 / boehm_added as f64;
+                            format!("  added {added:>5.2}x")
+                        })
+                        .unwrap_or_default();
                     let collections = collections
                         .map(|c| format!("{c:>6} collections"))
                         .unwrap_or_default();
@@ -496,7 +545,7 @@ fn main() {
                         })
                         .unwrap_or_default();
                     println!(
-                        "  {label:<22} {:>8.3} s {:>9} KiB   time {:>5.2}x  memory {:>5.2}x Boehm  {collections}{pauses}",
+                        "  {label:<22} {:>8.3} s {:>9} KiB   time {:>5.2}x  memory {:>5.2}x{added} Boehm  {collections}{pauses}",
                         time.as_secs_f64(),
                         rss,
                         time.as_secs_f64() / boehm_time.as_secs_f64(),
