@@ -75,6 +75,16 @@ fn pins_of_frames_without_landing_pads_are_dropped_by_the_catching_pad() {
     runs_with_live("invoke_unwound_pins.ll", 42, 1);
 }
 
+/// `fixtures/statepoint/longjmp_unwound_pins.ll`: the same frames as
+/// `invoke_unwound_pins.ll`, left by a `longjmp` to the catching frame's `setjmp` instead
+/// of an exception; the function resets its scope stack after each return of the
+/// `returns_twice` call. Moving or not: 42, and 1 object live at the end (3 before: the
+/// skipped frames' pins stayed until main returned).
+#[test]
+fn pins_of_frames_a_longjmp_skips_are_dropped_after_the_setjmp() {
+    runs_with_live("longjmp_unwound_pins.ll", 42, 1);
+}
+
 /// `fixtures/statepoint/preserve_open_at_return.ll`: a `gc_preserve` region that one path
 /// leaves by returning, its end never run. 4242, and 1 object live at the end, moving or
 /// not (2 before functions with such a region dropped their scope stack entries at their
@@ -131,7 +141,8 @@ fn check_lowered(path: &Path, text: &str) {
 
 /// FileCheck on the lowered `invoke_preserve_unwound.ll` (the unpins on the unwind paths),
 /// `invoke_regions_pushed_later.ll` (the region depth slot), `invoke_unwound_pins.ll`
-/// (scoped pins, and the slot a pad resets to, written after the function's own pin) and
+/// (scoped pins, and the slot a pad resets to, written after the function's own pin),
+/// `longjmp_unwound_pins.ll` (the same reset after a `setjmp`) and
 /// `preserve_open_at_return.ll` (the reset before the returns of a function whose region
 /// may be left open, none where it cannot).
 #[test]
@@ -140,6 +151,7 @@ fn filecheck_unwind_paths() {
         "invoke_preserve_unwound.ll",
         "invoke_regions_pushed_later.ll",
         "invoke_unwound_pins.ll",
+        "longjmp_unwound_pins.ll",
         "preserve_open_at_return.ll",
     ] {
         let (path, text) = fixture(name);

@@ -95,12 +95,13 @@ use std::collections::{HashMap, HashSet};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
-use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, TypeKind, Use, Value};
+use locus_llvm::ir::{Function, Instruction, Opcode, Type, TypeKind, Use, Value};
 use locus_llvm::passes::{
     add_function_enum_attribute, add_function_string_attribute, run_passes, set_gc,
 };
 use locus_llvm::{Context, Module};
 
+use super::scan::is_returns_twice;
 use super::WriteBarriers;
 use crate::addrspace::is_gc;
 use crate::contract::{
@@ -763,8 +764,9 @@ fn unpin_after_edge<'m>(
 /// region: RS4GC relocates SSA values only, so a pointer kept in memory across a safepoint
 /// must stay where it is, and the collector scans the region conservatively and pins what it
 /// names. The function reads the region depth on entry and drops its regions before each
-/// return and `resume`, and in each landing pad drops the regions and scoped pins of the
-/// frames unwound (down to the depth after its own latest entry: kept in a stack slot,
+/// return and `resume`, and in each landing pad and right after each `returns_twice` call
+/// (where a `longjmp` comes back) drops the regions and scoped pins of the frames unwound
+/// or skipped (down to the depth after its own latest entry: kept in a stack slot,
 /// `gc.regions.own`, when a region is pushed outside the entry block or the function has
 /// scoped pins, whose calls return the depth after them). With `reset_at_return` (a
 /// `gc_preserve` region may reach a `ret` without its end) a function with neither
@@ -792,7 +794,15 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
                 .is_some_and(|i| i.opcode() == Opcode::LandingPad)
         })
         .collect();
-    if allocas.is_empty() && pads.is_empty() && !reset_at_return {
+    // A `longjmp` back to a `returns_twice` call (`setjmp`) skips frames as an exception
+    // does: after each such call the function drops what they left, as a pad does.
+    let resumes: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.as_call().is_some_and(is_returns_twice))
+        .collect();
+    let catches = !pads.is_empty() || !resumes.is_empty();
+    if allocas.is_empty() && !catches && !reset_at_return {
         return Ok(0);
     }
     // The function's scoped pins and unpins (`pin_contract`): entries of the scope stack
@@ -817,17 +827,16 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
     // depth a pad drops to (the function's own entries, the ones made so far) is only
     // known at run time: a slot holds it, written on entry and after each push, pin and
     // unpin.
-    let own_slot = if !pads.is_empty()
-        && (!scoped.is_empty() || allocas.iter().any(|a| a.block() != Some(entry)))
-    {
-        b.position_before(depth_call)?;
-        let slot = b.alloca(i64t, None, "gc.regions.own")?.as_value();
-        b.position_after(depth_call)?;
-        b.store(depth, slot)?;
-        Some(slot)
-    } else {
-        None
-    };
+    let own_slot =
+        if catches && (!scoped.is_empty() || allocas.iter().any(|a| a.block() != Some(entry))) {
+            b.position_before(depth_call)?;
+            let slot = b.alloca(i64t, None, "gc.regions.own")?.as_value();
+            b.position_after(depth_call)?;
+            b.store(depth, slot)?;
+            Some(slot)
+        } else {
+            None
+        };
     let push_ty = b.function_type(b.void_type(), &[raw, raw], false)?;
     let push_fn = b.declare_function(RUNTIME_PUSH_REGION, push_ty)?;
     let mut last_push = None;
@@ -866,25 +875,35 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
     // in the pad, down to this function's own: those made so far, read from the slot, or,
     // when they are all regions pushed in the entry block, the depth after the last of
     // them.
-    if let Some(slot) = own_slot {
-        for pad in &pads {
-            b.position_at_first_insertion_point(*pad)?;
-            let own = b.load(i64t, slot, "gc.regions.own")?;
-            b.call(reset_ty, reset_fn, &[own.as_value()], &[], "")?;
-        }
-    } else if !pads.is_empty() {
-        let own = match last_push {
-            Some(push) => {
-                b.position_after(push)?;
+    // The same right after each `returns_twice` call (a no-op on its first return).
+    let own = match (own_slot, last_push) {
+        _ if !catches => None,
+        (Some(_), _) => None,
+        (None, Some(push)) => {
+            b.position_after(push)?;
+            Some(
                 b.call(depth_ty, depth_fn, &[], &[], "gc.regions.own")?
-                    .as_value()
-            }
-            None => depth,
-        };
-        for pad in &pads {
-            b.position_at_first_insertion_point(*pad)?;
-            b.call(reset_ty, reset_fn, &[own], &[], "")?;
+                    .as_value(),
+            )
         }
+        (None, None) => Some(depth),
+    };
+    let reset_to_own = || -> Result<()> {
+        let own = match (own_slot, own) {
+            (Some(slot), _) => b.load(i64t, slot, "gc.regions.own")?.as_value(),
+            (None, Some(own)) => own,
+            (None, None) => return Ok(()),
+        };
+        b.call(reset_ty, reset_fn, &[own], &[], "")?;
+        Ok(())
+    };
+    for pad in &pads {
+        b.position_at_first_insertion_point(*pad)?;
+        reset_to_own()?;
+    }
+    for &call in &resumes {
+        b.position_after(call)?;
+        reset_to_own()?;
     }
     for inst in f.instructions() {
         // Unwinding out of the function (`resume`) leaves it as a return does.
@@ -910,13 +929,7 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
     let calls: Vec<Instruction<'m>> = f
         .instructions()
         .into_iter()
-        .filter(|i| {
-            i.as_call().is_some_and(|c| {
-                c.has_fn_attribute("returns_twice")
-                    || c.called_function()
-                        .is_some_and(|g| g.has_attribute(AttributeIndex::Function, "returns_twice"))
-            })
-        })
+        .filter(|i| i.as_call().is_some_and(is_returns_twice))
         .collect();
     if calls.is_empty() {
         return Ok(());
