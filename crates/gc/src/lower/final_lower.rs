@@ -8,6 +8,8 @@
 //!   `prev` and makes the frame the head;
 //! - `julia.get_gc_frame_slot(frame, k)` becomes the address of word `k + 2`;
 //! - `julia.pop_gc_frame(frame)` puts `prev` back as the head;
+//! - around each `returns_twice` call (`setjmp`) the head is saved and put back, since a
+//!   `longjmp` to it skips the pops of the frames in between;
 //! - `julia.get_pgcstack()` becomes a call to the runtime's `locus_gc_get_pgcstack()`, which
 //!   returns the address of the current thread's chain head (a `"gcstack"` parameter, if
 //!   the function has one, is the chain head instead);
@@ -21,10 +23,10 @@
 //! The frame's words are 8-byte aligned and tagged `jtbaa_gcframe`, as Julia tags them.
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{Function, Instruction, Value};
+use locus_llvm::ir::{Function, Instruction, Type, Value};
 
 use super::inline_alloc::{inline_allocations, InlineAlloc, ObjectFrom};
-use super::scan::pgcstack;
+use super::scan::{is_returns_twice, pgcstack};
 use super::tbaa::{decorate, Tbaa};
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
@@ -217,10 +219,64 @@ pub fn final_lower_with<'m>(
             _ => {}
         }
     }
+    let head = restore_head_after_returns_twice(b, f, head, get_ty)?;
     if inline == InlineAlloc::Auto {
         inline_allocations(b, f, head, from)?;
     }
     Ok(())
+}
+
+/// A `longjmp` back to a `returns_twice` call (`setjmp`) skips the frames in between, which
+/// linked themselves into the chain and never unlink: the chain head would name their dead
+/// stack memory. So the head is read before each such call and put back after it (a no-op
+/// on its first return), as Julia's runtime restores the task's `gcstack` when a `longjmp`
+/// reaches a handler. A function without a chain head gets one (the runtime's call) for
+/// this. Returns the chain head.
+fn restore_head_after_returns_twice<'m>(
+    b: &Builder<'m>,
+    f: Function<'m>,
+    head: Option<Value<'m>>,
+    get_ty: Type<'m>,
+) -> Result<Option<Value<'m>>> {
+    let calls: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.as_call().is_some_and(is_returns_twice))
+        .collect();
+    if calls.is_empty() {
+        return Ok(head);
+    }
+    let head = match head {
+        Some(head) => head,
+        None => {
+            let entry = f.entry_block().ok_or_else(|| Error::Lower {
+                function: f.name(),
+                instruction: None,
+                message: "a returns_twice call in a function without an entry block".into(),
+            })?;
+            b.position_at_first_insertion_point(entry)?;
+            let get_fn = b.declare_function(RUNTIME_GET_PGCSTACK, get_ty)?;
+            b.call(get_ty, get_fn, &[], &[], "pgcstack")?.as_value()
+        }
+    };
+    let ptr = b.ptr_type(UNTRACKED)?;
+    for call in calls {
+        if call.is_terminator() {
+            return Err(Error::Lower {
+                function: f.name(),
+                instruction: Some(call.print().trim().to_string()),
+                message: "a returns_twice call made by `invoke` is not supported (call it \
+                          and branch instead)"
+                    .into(),
+            });
+        }
+        b.position_before(call)?;
+        let saved = b.load(ptr, head, "gcstack.saved")?;
+        frame_word(b, saved)?;
+        b.position_after(call)?;
+        frame_word(b, b.store(saved.as_value(), head)?)?;
+    }
+    Ok(Some(head))
 }
 
 /// A load or store of a frame word or the chain head: 8-byte aligned and, as Julia tags
