@@ -94,11 +94,14 @@ pub const TASK_GCSTACK_WORD: usize = 12;
 //    stopping the world): call `locus_gc_alloc`, which parks the thread (compiled code may
 //    skip this step, as Julia's inline allocation does: the thread then parks at its next
 //    safepoint or when its buffer runs out, which bounds the delay);
-// 3. `size` = 16 + (8 * nptrs + nbytes) rounded up to 8 (at least 8), rounded up to 16, at
-//    most [`INLINE_ALLOC_MAX_BYTES`]; `start = bp[0]` (the cursor), `end = start + size`;
-//    `start == 0 || end > bp[1]` (the limit): call `locus_gc_alloc`;
-// 4. `bp[0] = end`; the object is `obj = start + 16`: `nptrs` at `obj - 16`, `nbytes` at
-//    `obj - 8`; the body `[obj, end)` is zero already (nothing to write): every plan that
+// 3. `size` = 8 + (8 * nptrs + nbytes) rounded up to 8 (at least 8), rounded up to 16, at
+//    most [`INLINE_ALLOC_MAX_BYTES`] ([`untagged_allocation_bytes`]); `start = bp[0] | 8`
+//    (the cursor, always a multiple of 8, moved to 8 past a multiple of 16, so that the
+//    object is 16-byte aligned), `end = start + size`; `bp[0] == 0 || end > bp[1]` (the
+//    limit): call `locus_gc_alloc` (no buffer has a cursor and a limit of 0);
+// 4. `bp[0] = end`; the object is `obj = start + 8`, its one header word
+//    [`untagged_header_word`]`(nptrs, nbytes)` at `start`; the body `[obj, end)` is zero
+//    already (nothing to write), and so are the 8 bytes the cursor skipped: every plan that
 //    publishes a bump pointer allocates it from memory MMTk 0.33.0 zeroed when it handed
 //    the buffer out (its plan constructors make every space `zeroed`: a clean block is
 //    zeroed when its space acquires it, recyclable Immix lines when the allocator takes
@@ -124,15 +127,40 @@ pub const TASK_ALLOC_PENDING_WORD: usize = 21;
 /// `locus_gc_alloc`.
 pub const INLINE_ALLOC_MAX_BYTES: usize = 256;
 
+/// The bit of an MMTk object's header word (the word before the object) that says the
+/// object is untagged: that word is then its [`untagged_header_word`]; in a tagged object
+/// it is the type tag, which must not have this bit set (a tag is a type's address or a
+/// small number: on MMTk `locus_gc_alloc_bytes` refuses one with this bit).
+pub const UNTAGGED_HEADER_FLAG: u64 = 1 << 63;
+
+/// The bytes of an untagged object's header on MMTk: one word, before the object (step 4
+/// above).
+pub const UNTAGGED_HEADER_BYTES: u64 = 8;
+
+/// The most pointer fields an untagged object may have on MMTk (31 bits of its header).
+pub const UNTAGGED_MAX_NPTRS: u64 = (1 << 31) - 1;
+
+/// The most raw bytes an untagged object may have on MMTk (32 bits of its header).
+pub const UNTAGGED_MAX_NBYTES: u64 = u32::MAX as u64;
+
+/// The one header word of an untagged object of `nptrs` pointer fields and `nbytes` raw
+/// bytes on MMTk (step 4 above): [`UNTAGGED_HEADER_FLAG`], `nptrs` in bits 32 to 62,
+/// `nbytes` in bits 0 to 31; `None` when a count does not fit.
+pub fn untagged_header_word(nptrs: u64, nbytes: u64) -> Option<u64> {
+    (nptrs <= UNTAGGED_MAX_NPTRS && nbytes <= UNTAGGED_MAX_NBYTES)
+        .then_some(UNTAGGED_HEADER_FLAG | nptrs << 32 | nbytes)
+}
+
 /// The bytes an untagged object of `nptrs` pointer fields and `nbytes` raw bytes takes on
-/// MMTk (step 3 above): a 16-byte header (`nptrs`, `nbytes`), the body in whole words (at
-/// least one), all rounded up to 16; `None` when that overflows.
+/// MMTk (step 3 above): its 8-byte header word, the body in whole words (at least one),
+/// all rounded up to 16; `None` when a count does not fit the header or that overflows.
 pub fn untagged_allocation_bytes(nptrs: u64, nbytes: u64) -> Option<u64> {
+    untagged_header_word(nptrs, nbytes)?;
     let body = nptrs.checked_mul(8)?.checked_add(nbytes)?;
     let words = body.div_ceil(8).max(1);
     words
         .checked_mul(8)?
-        .checked_add(16)?
+        .checked_add(UNTAGGED_HEADER_BYTES)?
         .checked_next_multiple_of(16)
 }
 

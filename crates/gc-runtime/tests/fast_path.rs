@@ -79,7 +79,9 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
     for i in 0..20_000u64 {
         let at = cursor();
         let node = alloc(1, 8);
-        fast += u64::from(at != 0 && node == at + 16);
+        // The header word at 8 past a multiple of 16, the node 16-byte aligned after it.
+        fast += u64::from(at != 0 && node == (at | 8) + 8);
+        assert!(node.is_multiple_of(16), "node {node:#x}");
         // SAFETY: a fresh node: its pointer field, then 8 raw bytes, both zero.
         let field = unsafe { peek(node) };
         // SAFETY: as above.

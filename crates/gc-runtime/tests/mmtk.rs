@@ -12,6 +12,7 @@ use std::cell::Cell;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use locus_gc_runtime::contract::untagged_header_word;
 use locus_gc_runtime::mmtk::{
     HeapSize, MmtkError, MmtkHeap, MmtkMutator, MmtkOptions, Plan, RootSet,
 };
@@ -348,18 +349,18 @@ fn write(addr: usize, v: usize) {
     unsafe { (addr as *mut usize).write_volatile(v) }
 }
 
-/// The two header words of a live object (tests only, as `read`): `nptrs` at `obj - 16`
-/// (`TAGGED_NPTRS` for a tagged object) and `nbytes` (or the type tag) at `obj - 8`, where
-/// the runtime's own header keeps them too.
+/// The two words before a live object (tests only, as `read`): `TAGGED_NPTRS` at
+/// `obj - 16` and the type tag at `obj - 8` for a tagged object.
 fn header(obj: usize) -> (u64, u64) {
     (read(obj - 16) as u64, read(obj - 8) as u64)
 }
 
-/// Checks the header words of an untagged object.
+/// Checks the header word of an untagged object (the contract's, at `obj - 8`) and that
+/// the object is 16-byte aligned.
 fn check_header(obj: usize, nptrs: u64, nbytes: u64) -> Result<(), String> {
-    let h = header(obj);
-    if h != (nptrs, nbytes) {
-        return Err(format!("object {obj:#x}: header words {h:?}"));
+    let word = read(obj - 8) as u64;
+    if Some(word) != untagged_header_word(nptrs, nbytes) || !obj.is_multiple_of(16) {
+        return Err(format!("object {obj:#x}: header word {word:#x}"));
     }
     Ok(())
 }
@@ -491,8 +492,8 @@ fn tree(heap: &MmtkHeap, m: &mut MmtkMutator) {
             && stats.pause_max_ns <= stats.pause_total_ns,
         "{stats}"
     );
-    // Objects are counted, 48 bytes for a node of 2 pointers and 8 raw bytes (a 16-byte
-    // header, 24 bytes of body, padded to 16) wherever the plan allocates.
+    // Objects are counted, 32 bytes for a node of 2 pointers and 8 raw bytes (an 8-byte
+    // header word and 24 bytes of body) wherever the plan allocates.
     let (objects, bytes) = (stats.objects_allocated, stats.bytes_allocated);
     let a = m
         .alloc(2, 8, &mut chain.roots())
@@ -503,7 +504,7 @@ fn tree(heap: &MmtkHeap, m: &mut MmtkMutator) {
             stats.objects_allocated - objects,
             stats.bytes_allocated - bytes
         ),
-        (1, 48),
+        (1, 32),
         "{stats}"
     );
     check_header(a, 2, 8).unwrap_or_else(|e| panic!("{e}"));
@@ -587,6 +588,13 @@ fn tagged(heap: &MmtkHeap, m: &mut MmtkMutator) {
         .unwrap_or_else(|e| panic!("a tagged object: {e}"));
     f.set_root(0, t);
     assert_eq!(read(t - 8), TAG as usize, "the tag word");
+    // A tag with bit 63 set would read as an untagged object's header word: refused.
+    let refused = m.alloc_tagged(8, TAG | 1 << 63, &mut chain.roots());
+    assert!(
+        matches!(refused, Err(MmtkError::BadTag { .. })),
+        "{:?}",
+        refused.map_err(|e| e.to_string())
+    );
     assert_eq!(
         header(t),
         (TAGGED_NPTRS, TAG),
@@ -777,7 +785,8 @@ fn pins(heap: &MmtkHeap, m: &mut MmtkMutator) {
     assert_eq!(heap.take_faults(), Vec::<String>::new());
 }
 
-/// Nodes `grow` keeps: 200,000 of 32 bytes (a 16-byte header, one field, 8 bytes), 6.4 MB.
+/// Nodes `grow` keeps: 200,000 of 32 bytes (an 8-byte header word, one field, 8 bytes,
+/// padded to 16), 6.4 MB.
 const GROW_NODES: usize = 200_000;
 
 /// Keeps a list of [`GROW_NODES`] nodes while making as much garbage, then checks it: on a

@@ -39,11 +39,13 @@ impl VMBinding for Locus {
     type VMSlot = SimpleSlot;
     type VMMemorySlice = UnimplementedMemorySlice<SimpleSlot>;
 
-    // Every object address is 16-byte aligned, and so is every allocation's start (the
-    // header and a tagged object's prefix are multiples of 16).
-    const MIN_ALIGNMENT: usize = OBJECT_ALIGN;
+    // Every object address is 16-byte aligned; an untagged object's allocation starts 8
+    // bytes before it (its one header word: allocation offset 8), a tagged object's 32
+    // (a multiple of 16). MMTk honours an offset only when the minimum alignment is below
+    // the maximum.
+    const MIN_ALIGNMENT: usize = 8;
     const MAX_ALIGNMENT: usize = OBJECT_ALIGN;
-    const USE_ALLOCATION_OFFSET: bool = false;
+    const USE_ALLOCATION_OFFSET: bool = true;
 }
 
 /// What one mutator thread published when it stopped for a collection.
@@ -150,7 +152,13 @@ impl ObjectModel<Locus> for Objects {
         // SAFETY: as above.
         let bytes = unsafe { layout::size_of(obj) };
         instance().objects_moved.fetch_add(1, Ordering::Relaxed);
-        let dst = copy_context.alloc_copy(from, bytes, OBJECT_ALIGN, 0, semantics);
+        let dst = copy_context.alloc_copy(
+            from,
+            bytes,
+            OBJECT_ALIGN,
+            Self::get_align_offset_when_copied(from),
+            semantics,
+        );
         // SAFETY: `dst` is a fresh allocation of `bytes` bytes; the source is the object's
         // whole allocation.
         unsafe { std::ptr::copy_nonoverlapping(start as *const u8, dst.to_mut_ptr::<u8>(), bytes) };
@@ -197,8 +205,12 @@ impl ObjectModel<Locus> for Objects {
         OBJECT_ALIGN
     }
 
-    fn get_align_offset_when_copied(_object: ObjectReference) -> usize {
-        0
+    fn get_align_offset_when_copied(object: ObjectReference) -> usize {
+        let obj = object.to_raw_address().as_usize();
+        // SAFETY: MMTk asks only about its objects.
+        let start = unsafe { layout::start_of(obj) };
+        // Untagged: 8; tagged (which never move): 0.
+        (obj - start) % OBJECT_ALIGN
     }
 
     fn get_type_descriptor(_reference: ObjectReference) -> &'static [i8] {
@@ -217,8 +229,8 @@ impl ObjectModel<Locus> for Objects {
     fn dump_object(object: ObjectReference) {
         let obj = object.to_raw_address().as_usize();
         // SAFETY: MMTk asks only about its objects.
-        let (nptrs, nbytes) = unsafe { layout::header_of(obj) };
-        eprintln!("locus: mmtk: object {obj:#x}: header words {nptrs:#x} {nbytes:#x}");
+        let word = unsafe { layout::word_before(obj) };
+        eprintln!("locus: mmtk: object {obj:#x}: header word {word:#x}");
     }
 }
 

@@ -134,11 +134,13 @@ pub(super) unsafe fn bump_untagged(
     max: usize,
 ) -> Option<(usize, usize)> {
     let bytes = layout::untagged_size(nptrs, nbytes).filter(|&b| b <= max)?;
-    let start = bp.cursor.as_usize();
-    // Cursor and sizes are multiples of 16 (the binding's minimum alignment): no gap to
-    // fill. A cursor of 0 (no buffer yet) has a limit of 0 too.
+    let cursor = bp.cursor.as_usize();
+    // The cursor is a multiple of 8: the object starts at 8 past a multiple of 16 (its
+    // header word, then a 16-byte aligned body), the 8 bytes skipped, if any, zero. A
+    // cursor of 0 (no buffer yet) has a limit of 0 too.
+    let start = cursor | layout::UNTAGGED_OFFSET;
     let end = start.checked_add(bytes)?;
-    if start == 0 || end > bp.limit.as_usize() {
+    if cursor == 0 || end > bp.limit.as_usize() {
         return None;
     }
     bp.cursor = super::address(end);

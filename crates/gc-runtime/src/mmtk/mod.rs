@@ -6,11 +6,12 @@
 //! executable): frame roots on a pinning plan, statepoint roots on every plan, any number
 //! of mutator threads (see "The seam with the runtime" for what is wired and tested). Its
 //! objects have the runtime's layout with a shorter header: `nptrs` tracked pointer fields
-//! then raw bytes, with the two header words the runtime's heap keeps last in its 32-byte
-//! [`ObjectHeader`](crate::runtime::heap::ObjectHeader) (`nptrs` at `obj - 16`, `nbytes`
-//! at `obj - 8`; tagged objects with the type tag at `obj - 8`) and no more (the own
-//! heap's magic, state and serial serve its freed-object detection), so compiled code and
-//! the frame walk cannot tell which heap made an object. An allocation that fits in the
+//! then raw bytes, 16-byte aligned, after one header word (`nptrs` and `nbytes` in the
+//! word at `obj - 8`, [`layout`]; tagged objects with the type tag there, as in the
+//! runtime's own 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader)) and no more
+//! (the own heap's magic, state and serial serve its freed-object detection): an object
+//! takes the bytes a Boehm-collected one of the same fields takes, and compiled code,
+//! which reads only a tagged object's tag, cannot tell which heap made it. An allocation that fits in the
 //! thread's allocation buffer takes a fast path ([`MmtkMutator::try_alloc`]: a bump
 //! pointer, the header, the valid-object bit). Each collection's stop-the-world pause is
 //! measured ([`MmtkStats::pause_median_ns`], [`MmtkStats::pause_max_ns`]).
@@ -262,6 +263,7 @@ use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, MMTK};
 pub use binding::Locus;
 use binding::MutatorRecord;
 
+use crate::contract::UNTAGGED_HEADER_FLAG;
 use crate::runtime::collector::Pauses;
 use crate::runtime::frames::{GcFrame, MAX_FRAMES, MAX_FRAME_ROOTS, ROOT_FLAGS_MASK};
 use crate::runtime::heap::OBJECT_ALIGN;
@@ -533,6 +535,12 @@ pub enum MmtkError {
         /// Raw bytes asked for (a tagged object's size).
         nbytes: usize,
     },
+    /// A type tag with [`UNTAGGED_HEADER_FLAG`] set: the MMTk heap reads that bit of the
+    /// word before an object as "untagged".
+    BadTag {
+        /// The tag asked for.
+        tag: u64,
+    },
     /// The heap is full even after a collection.
     OutOfMemory {
         /// The allocation's bytes, header included.
@@ -562,6 +570,11 @@ impl fmt::Display for MmtkError {
             MmtkError::TooLarge { nptrs, nbytes } => write!(
                 f,
                 "allocation too large: {nptrs} pointer fields and {nbytes} bytes"
+            ),
+            MmtkError::BadTag { tag } => write!(
+                f,
+                "type tag {tag:#x} has bit 63 set, which marks an untagged object's header on \
+                 the MMTk heap (a tag is a type's address or a small number)"
             ),
             MmtkError::OutOfMemory { bytes } => {
                 write!(f, "out of memory: MMTk's heap cannot hold {bytes} more bytes")
@@ -1363,11 +1376,12 @@ impl MmtkMutator {
     fn alloc_raw(
         &mut self,
         bytes: usize,
+        offset: usize,
         semantics: AllocationSemantics,
         roots: &mut dyn FnMut(&mut RootSet),
     ) -> Result<usize, MmtkError> {
         let start = self.with_roots(roots, |me| {
-            memory_manager::alloc(me.mutator(), bytes, OBJECT_ALIGN, 0, semantics)
+            memory_manager::alloc(me.mutator(), bytes, OBJECT_ALIGN, offset, semantics)
         });
         if start.is_zero() {
             return Err(MmtkError::OutOfMemory { bytes });
@@ -1441,8 +1455,9 @@ impl MmtkMutator {
         } else {
             AllocationSemantics::Default
         };
-        let start = self.alloc_raw(bytes, semantics, roots)?;
-        // SAFETY: a fresh allocation of `untagged_size(nptrs, nbytes)` bytes.
+        let start = self.alloc_raw(bytes, layout::UNTAGGED_OFFSET, semantics, roots)?;
+        // SAFETY: a fresh allocation of `untagged_size(nptrs, nbytes)` bytes, 8 past a
+        // multiple of 16.
         let obj = unsafe { layout::write_untagged(start, nptrs, nbytes) };
         self.finish(obj, bytes, semantics);
         Ok(obj)
@@ -1457,6 +1472,9 @@ impl MmtkMutator {
         tag: u64,
         roots: &mut dyn FnMut(&mut RootSet),
     ) -> Result<usize, MmtkError> {
+        if tag & UNTAGGED_HEADER_FLAG != 0 {
+            return Err(MmtkError::BadTag { tag });
+        }
         let bytes = layout::tagged_size(size).ok_or(MmtkError::TooLarge {
             nptrs: 0,
             nbytes: size,
@@ -1470,7 +1488,7 @@ impl MmtkMutator {
             // generational ones): the large object space, page-grained but never moving.
             _ => AllocationSemantics::Los,
         };
-        let start = self.alloc_raw(bytes, semantics, roots)?;
+        let start = self.alloc_raw(bytes, 0, semantics, roots)?;
         let serial = self.heap.inst.next_serial.fetch_add(1, Ordering::Relaxed);
         // SAFETY: a fresh allocation of `tagged_size(size)` bytes.
         let obj = unsafe { layout::write_tagged(start, bytes, serial, tag) };

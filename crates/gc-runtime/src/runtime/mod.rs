@@ -26,7 +26,10 @@
 //! Julia's allocations make *tagged* objects instead: `locus_gc_alloc_bytes(ptls, size,
 //! tag)` (what `julia.gc_alloc_bytes` becomes) returns `size` zero bytes laid out as the
 //! program likes, with the type tag `tag` in the word at `obj - 8`, which the program may
-//! rewrite (Julia's code stores the tag again) and `julia.typeof` reads. The collector scans
+//! rewrite (Julia's code stores the tag again) and `julia.typeof` reads. A tag never has
+//! bit 63 set ([`crate::contract::UNTAGGED_HEADER_FLAG`]: on MMTk that bit of the word
+//! marks an untagged object's header; the MMTk heap refuses such a tag at allocation, and
+//! a program must not store one there later). The collector scans
 //! every aligned word of a tagged object and follows those that are a live object's
 //! address (see [`collector`]). `locus_gc_alloc_genericmemory(ptls, nbytes, tag)` (what
 //! Julia's `jl_alloc_genericmemory_unchecked` becomes) is a tagged `GenericMemory`: length

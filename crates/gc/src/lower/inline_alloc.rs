@@ -9,12 +9,13 @@
 //!   %bp = load ptr, (pgcstack + 8 * (TASK_ALLOC_BUMP_WORD - TASK_GCSTACK_WORD))
 //!   br (%bp == null), %slow, %check
 //! check:
-//!   %cur = load i64 %bp; %lim = load i64 (%bp + 8); %end = add %cur, SIZE
+//!   %cur = load i64 %bp; %lim = load i64 (%bp + 8)
+//!   %start = or %cur, 8; %end = add %start, SIZE   ; the object 16-byte aligned
 //!   br (%end >u %lim), %slow, %fast           ; no buffer: cursor and limit are 0
 //! fast:
-//!   store %end, %bp; header words P and B at %cur (the body is zero already);
-//!   the valid-object bit of %cur + 16; the thread's two counters
-//!   %obj = inttoptr (%cur + 16) to ptr addrspace(10)   ; frames: to ptr, then addrspacecast
+//!   store %end, %bp; the header word of P and B at %start (the body is zero already);
+//!   the valid-object bit of %start + 8; the thread's two counters
+//!   %obj = inttoptr (%start + 8) to ptr addrspace(10)   ; frames: to ptr, then addrspacecast
 //!   br %join
 //! slow:
 //!   %n.slow = call @locus_gc_alloc(i64 P, i64 B), !locus.gc.slow_alloc !{}
@@ -35,8 +36,9 @@ use locus_llvm::ir::{BasicBlock, Function, Instruction, IntPredicate, Metadata, 
 
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
-    untagged_allocation_bytes, INLINE_ALLOC_MAX_BYTES, RUNTIME_ALLOC, TASK_ALLOC_BUMP_WORD,
-    TASK_ALLOC_BYTES_WORD, TASK_ALLOC_OBJECTS_WORD, TASK_ALLOC_VO_WORD, TASK_GCSTACK_WORD,
+    untagged_allocation_bytes, untagged_header_word, INLINE_ALLOC_MAX_BYTES, RUNTIME_ALLOC,
+    TASK_ALLOC_BUMP_WORD, TASK_ALLOC_BYTES_WORD, TASK_ALLOC_OBJECTS_WORD, TASK_ALLOC_VO_WORD,
+    TASK_GCSTACK_WORD, UNTAGGED_HEADER_BYTES,
 };
 use crate::Result;
 
@@ -69,8 +71,8 @@ pub enum ObjectFrom {
     Integer,
 }
 
-/// A call this lowering may inline: its two constant sizes and the allocation's size.
-fn candidate(inst: Instruction<'_>) -> Option<(u64, u64, u64)> {
+/// A call this lowering may inline: its object's header word and the allocation's size.
+fn candidate(inst: Instruction<'_>) -> Option<(u64, u64)> {
     if inst.opcode() != Opcode::Call || inst.metadata(SLOW_ALLOC_MD).is_some() {
         return None;
     }
@@ -81,7 +83,8 @@ fn candidate(inst: Instruction<'_>) -> Option<(u64, u64, u64)> {
     let args = call.arguments();
     let (nptrs, nbytes) = (args.first()?.const_uint()?, args.get(1)?.const_uint()?);
     let size = untagged_allocation_bytes(nptrs, nbytes)?;
-    (args.len() == 2 && size <= INLINE_ALLOC_MAX_BYTES as u64).then_some((nptrs, nbytes, size))
+    let header = untagged_header_word(nptrs, nbytes)?;
+    (args.len() == 2 && size <= INLINE_ALLOC_MAX_BYTES as u64).then_some((header, size))
 }
 
 /// Inlines the fast path of every candidate allocation of `f`, given its chain head (a
@@ -166,7 +169,7 @@ fn inline_one<'m>(
     b: &Builder<'m>,
     head: Value<'m>,
     call: Instruction<'m>,
-    (nptrs, nbytes, size): (u64, u64, u64),
+    (header, size): (u64, u64),
     from: ObjectFrom,
     prefix: &str,
 ) -> Result<()> {
@@ -197,26 +200,26 @@ fn inline_one<'m>(
     b.set_alignment(cur, 8)?;
     let lim = b.load(i64t, offset(b, bp, 8)?, &format!("{prefix}.limit"))?;
     b.set_alignment(lim, 8)?;
-    let end = b.binary(BinaryOp::Add, cur, c(size)?, "")?;
+    // The object's header word starts 8 past a multiple of 16 (step 3).
+    let at = b.binary(
+        BinaryOp::Or,
+        cur,
+        c(UNTAGGED_HEADER_BYTES)?,
+        &format!("{prefix}.start"),
+    )?;
+    let end = b.binary(BinaryOp::Add, at, c(size)?, "")?;
     let over = b.icmp(IntPredicate::Ugt, end, lim, "")?;
     b.cond_br(over, slow, fast)?;
 
     b.position_at_end(fast)?;
     let st = b.store(end, bp)?;
     b.set_alignment(st, 8)?;
-    let start = b.inttoptr(cur, raw, "")?;
+    let start = b.inttoptr(at, raw, "")?;
     // The header only: the body is zero already (MMTk zeroes a bump pointer's buffer when
     // it hands it out; step 4 of the fast path in the runtime's contract).
-    for (at, value) in [(0u64, c(nptrs)?), (8, c(nbytes)?)] {
-        let ptr = if at == 0 {
-            start
-        } else {
-            offset(b, start, at as i64)?
-        };
-        let st = b.store(value, ptr)?;
-        b.set_alignment(st, 8)?;
-    }
-    let obj = b.binary(BinaryOp::Add, cur, c(16)?, "")?;
+    let st = b.store(c(header)?, start)?;
+    b.set_alignment(st, 8)?;
+    let obj = b.binary(BinaryOp::Add, at, c(UNTAGGED_HEADER_BYTES)?, "")?;
     // The valid-object bit: bit (obj >> 3) & 7 of the byte at vo + (obj >> 6).
     let vo = task_word(b, head, TASK_ALLOC_VO_WORD, "")?;
     let index = b.binary(BinaryOp::LShr, obj, c(6)?, "")?;
