@@ -7,8 +7,9 @@
 //! of mutator threads (see "The seam with the runtime" for what is wired and tested). Its
 //! objects have the runtime's layout with a shorter header: `nptrs` tracked pointer fields
 //! then raw bytes, 16-byte aligned, after one header word (`nptrs` and `nbytes` in the
-//! word at `obj - 8`, [`layout`]; tagged objects with the type tag there, as in the
-//! runtime's own 32-byte [`ObjectHeader`](crate::runtime::heap::ObjectHeader)) and no more
+//! word at `obj - 8`, [`crate::contract::untagged_header_word`]; tagged objects with the
+//! type tag there, as in the runtime's own 32-byte
+//! [`ObjectHeader`](crate::runtime::heap::ObjectHeader)) and no more
 //! (the own heap's magic, state and serial serve its freed-object detection): an object
 //! takes the bytes a Boehm-collected one of the same fields takes, and compiled code,
 //! which reads only a tagged object's tag, cannot tell which heap made it. An allocation that fits in the
