@@ -116,6 +116,12 @@ int32_t locus_gc_main_statepoints(int64_t (*entry)(void));
 int32_t locus_gc_main_statepoints_with_collector(int64_t (*entry)(void), const char *collector);
 
 // Returns the address of the current thread's chain head slot. Never collects.
+//
+// A host that catches an exception thrown through code lowered with frame roots puts the
+// head back itself: the frames the exception unwound never unlinked, and the head still
+// names the innermost of them, stack memory the host's next calls reuse (the next
+// collection would walk it). Read `*locus_gc_get_pgcstack()` before calling compiled code
+// and store it back in the handler (locus-gc's `tests/host_catch.rs` does this from C++).
 GcFrame **locus_gc_get_pgcstack(void);
 
 // May collect, then returns a new object with `nptrs` null pointer fields followed by

@@ -13,6 +13,9 @@
 //! back to 0. The negative control, `host keep`, skips the reset: the pin stays on the
 //! scope stack (depth 1) and keeps its object alive (2 objects live). Both with the
 //! moving collector (`LOCUS_GC_MOVING=1`) and without.
+//!
+//! With frame roots there is no scope stack but a frame chain: the host puts the chain
+//! head back in its handler (`fixtures/host_catch/frame_throw.ll`, `host_frames.cpp`).
 
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
@@ -25,34 +28,47 @@ use std::process::Command;
 use stress::under_stress;
 
 use locus_gc::build::{compile, RUNTIME_LIBRARY};
-use locus_gc::run::lower_statepoints;
+use locus_gc::lower::{lower_module, LowerOptions};
+use locus_gc::run::{lower_statepoints, Roots};
 use locus_gc_runtime::contract::STATEPOINT_PROGRAM_MARKER;
 
-/// The host executable, built into `dir`.
-fn build_host(dir: &Path) -> PathBuf {
+/// The host executable of `fixtures/host_catch/HOST.cpp` and `SOURCE.ll`, lowered with
+/// `roots`, built into `dir`.
+fn build_host(dir: &Path, source: &str, host: &str, roots: Roots) -> PathBuf {
     let gc = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fixtures = gc.join("fixtures/host_catch");
-    let src = fixtures.join("pinned_throw.ll");
+    let name = format!("{source}.ll");
+    let src = fixtures.join(&name);
     let ir = std::fs::read(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let ctx = locus_llvm::Context::new();
-    let (module, _) = lower_statepoints(&ctx, "pinned_throw.ll", &ir)
-        .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    // As `locus gc build` marks a program with statepoint roots.
-    let lowered = format!(
-        "{}\n@{STATEPOINT_PROGRAM_MARKER} = constant i8 1\n",
-        module.print()
-    );
-    let object =
-        compile("pinned_throw.ll", &lowered).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    let object_path = dir.join("pinned_throw.o");
+    let lowered = match roots {
+        Roots::Statepoint => {
+            let (module, _) = lower_statepoints(&ctx, &name, &ir)
+                .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+            // As `locus gc build` marks a program with statepoint roots.
+            format!(
+                "{}\n@{STATEPOINT_PROGRAM_MARKER} = constant i8 1\n",
+                module.print()
+            )
+        }
+        _ => {
+            let module = locus_llvm::Module::parse_ir(&ctx, &name, &ir)
+                .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+            lower_module(&module, LowerOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+            module.print()
+        }
+    };
+    let object = compile(&name, &lowered).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let object_path = dir.join(format!("{source}.o"));
     std::fs::write(&object_path, object)
         .unwrap_or_else(|e| panic!("{}: {e}", object_path.display()));
-    let prog = dir.join("host");
+    let prog = dir.join(host);
     let out = Command::new("clang++-19")
         .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O1"])
         .arg("-I")
         .arg(gc.join("../gc-runtime/include"))
-        .arg(fixtures.join("host.cpp"))
+        .arg(fixtures.join(format!("{host}.cpp")))
         .arg(&object_path)
         .arg(runtime_library::runtime_dir(false).join(RUNTIME_LIBRARY))
         .args(["-rdynamic", "-lpthread", "-ldl", "-lm", "-lgcc_s", "-o"])
@@ -91,7 +107,7 @@ fn a_cpp_host_that_catches_resets_the_scope_stack_and_drops_the_pin() {
     let dir =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("host-catch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let prog = build_host(&dir);
+    let prog = build_host(&dir, "pinned_throw", "host", Roots::Statepoint);
     for moving in [false, true] {
         // (mode, the host's line, @after's depth, objects live at the end)
         for (mode, caught, depth, live) in [
@@ -120,6 +136,61 @@ fn a_cpp_host_that_catches_resets_the_scope_stack_and_drops_the_pin() {
                 "{mode}, moving {moving}: {stdout}"
             );
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same with frame roots (`fixtures/host_catch/frame_throw.ll`, `host_frames.cpp`):
+/// the exception leaves `@run`'s frame linked, and the host puts the chain head it read
+/// before the call back in its handler (`locus_gc_get_pgcstack`'s docs). Then `@after`
+/// collects at each allocation and returns 5, moving or not, and under MMTk's Immix. The
+/// negative control, `host keep`, leaves the stale head: the walk finds the dead frame
+/// (whose memory the host's later calls reused) and the runtime ends the program with one
+/// `locus:` line and status 2 (seen: "corrupt frame: ... lies outside this thread's
+/// stack" under the stress collector, "too many roots" under Immix).
+#[test]
+fn a_cpp_host_that_catches_through_frame_roots_restores_the_chain_head() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("host-catch-frames-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let prog = build_host(&dir, "frame_throw", "host_frames", Roots::Frames);
+    let runs: [(&str, Option<bool>); 3] = [
+        ("stress", Some(false)),
+        ("stress, moving", Some(true)),
+        ("mmtk:immix", None),
+    ];
+    for (label, stress) in runs {
+        let command = |mode: &str| {
+            let mut cmd = Command::new(&prog);
+            cmd.arg(mode);
+            match stress {
+                Some(moving) => {
+                    under_stress(&mut cmd, moving);
+                }
+                None => {
+                    cmd.env_remove("LOCUS_GC_STRESS")
+                        .env("LOCUS_GC_COLLECTOR", label);
+                }
+            }
+            cmd.output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()))
+        };
+        let out = command("restore");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            (out.status.code(), stdout.lines().next()),
+            (Some(0), Some("5")),
+            "{label}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = command("keep");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{label}, keep: {stderr}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("locus: ")).count(),
+            1,
+            "{label}, keep: {stderr}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

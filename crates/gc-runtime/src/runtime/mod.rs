@@ -1752,6 +1752,12 @@ fn entry_in<R>(name: &'static str, safe_ok: bool, body: impl FnOnce(&Runtime) ->
 }
 
 /// Returns the address of the current thread's chain head slot. Never collects.
+///
+/// A host that catches an exception thrown through code lowered with frame roots puts the
+/// head back itself: the frames the exception unwound never unlinked, and the head still
+/// names the innermost of them, stack memory the host's next calls reuse (the next
+/// collection would walk it). Read `*locus_gc_get_pgcstack()` before calling compiled code
+/// and store it back in the handler (locus-gc's `tests/host_catch.rs` does this from C++).
 #[no_mangle]
 pub extern "C" fn locus_gc_get_pgcstack() -> *mut *mut GcFrame {
     // Compiled code asks at the start of every function that takes part: under MMTk,

@@ -15,7 +15,9 @@
 //! The same holds for a host that catches, in C++, an exception thrown through compiled
 //! frames: it reads `locus_gc_region_depth` before the call and resets to it in its
 //! handler (nothing else runs a reset for it; locus-gc's `tests/host_catch.rs` does this
-//! from C++). A thread that detaches drops what is left.
+//! from C++). A thread that detaches drops what is left. (Code lowered with frame roots
+//! keeps no scope stack; there the host puts the frame chain's head back instead: see
+//! [`locus_gc_get_pgcstack`](super::locus_gc_get_pgcstack).)
 //!
 //! The pins of [`locus_gc_pin`](super::locus_gc_pin) (a host's, or those the lowering
 //! holds across one `invoke` and undoes in both of its destinations) and of
