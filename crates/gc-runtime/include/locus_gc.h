@@ -27,6 +27,35 @@ typedef struct GcFrame {
 } GcFrame;
 
 
+// What [`locus_gc_stats`] fills: the runtime's counters ([`Stats`]) for a C host. The
+// caller sets `size` to the bytes it allocated (`sizeof(GcStats)` of its header); the
+// runtime fills the counters that fit, so that a host built against an older, shorter
+// struct keeps working when counters are added at the end.
+typedef struct {
+  // The struct's size in bytes, set by the caller.
+  uint64_t size;
+  // Collections started.
+  uint64_t collections;
+  // Objects allocated.
+  uint64_t objects_allocated;
+  // Bytes allocated (the own collectors: body bytes; MMTk: whole allocations).
+  uint64_t bytes_allocated;
+  // Objects live after the last collection (the own collectors; 0 on MMTk).
+  uint64_t objects_live;
+  // Bytes live (the own collectors: body bytes; MMTk: the heap's used bytes).
+  uint64_t bytes_live;
+  // Objects the moving collectors moved.
+  uint64_t objects_moved;
+  // Write barriers run.
+  uint64_t write_barriers;
+  // Faults reported.
+  uint64_t faults;
+  // The median stop-the-world pause, nanoseconds (0 before the first collection).
+  uint64_t pause_median_ns;
+  // The longest stop-the-world pause, nanoseconds.
+  uint64_t pause_max_ns;
+} GcStats;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -257,6 +286,15 @@ int64_t locus_gc_unpin_scoped(const uint8_t *addr);
 // The live object holding `addr` never moves again (its address escaped through
 // `julia.pointer_from_objref`); it is not made a root. Never collects.
 void locus_gc_pin_forever(const uint8_t *addr);
+
+// Fills `*out` with the calling thread's runtime's counters, up to `out->size` bytes
+// (whole counters only; `size` itself is left as the caller set it). Returns 0, or 1 when
+// `out` is null or `out->size` holds no counter (less than 16). Never collects.
+//
+// # Safety
+// `out`, when not null, must point to `out->size` writable bytes, 8-byte aligned, whose
+// first 8 are the `size` field.
+int32_t locus_gc_stats(GcStats *out);
 
 // The depth of the calling thread's scope stack (its memory root regions and scoped pins,
 // see [`locus_gc_pin_scoped`]), for [`locus_gc_region_reset`]. Never collects.

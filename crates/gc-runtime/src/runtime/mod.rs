@@ -99,6 +99,7 @@
 //! | `locus_gc_thread_detach` | `declare i32 @locus_gc_thread_detach()` | detaches it (crate root) |
 //! | `locus_gc_add_root_region` | `declare void @locus_gc_add_root_region(ptr %start, ptr %end)` | a global root table: its aligned words are roots (null or live objects, never moved) at every collection |
 //! | `locus_gc_remove_root_region` | `declare i32 @locus_gc_remove_root_region(ptr %start)` | drops it; 1 if there was one |
+//! | `locus_gc_stats` | `declare i32 @locus_gc_stats(ptr %out)` | fills a [`GcStats`] (up to the `size` its caller set) with the runtime's counters; never collects |
 //!
 //! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
 //! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
@@ -2268,6 +2269,90 @@ pub extern "C" fn locus_gc_pin_forever(addr: *const u8) {
         }
         lock(&rt.shared.state).heap.pin_forever(addr as usize);
     })
+}
+
+/// What [`locus_gc_stats`] fills: the runtime's counters ([`Stats`]) for a C host. The
+/// caller sets `size` to the bytes it allocated (`sizeof(GcStats)` of its header); the
+/// runtime fills the counters that fit, so that a host built against an older, shorter
+/// struct keeps working when counters are added at the end.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    /// The struct's size in bytes, set by the caller.
+    pub size: u64,
+    /// Collections started.
+    pub collections: u64,
+    /// Objects allocated.
+    pub objects_allocated: u64,
+    /// Bytes allocated (the own collectors: body bytes; MMTk: whole allocations).
+    pub bytes_allocated: u64,
+    /// Objects live after the last collection (the own collectors; 0 on MMTk).
+    pub objects_live: u64,
+    /// Bytes live (the own collectors: body bytes; MMTk: the heap's used bytes).
+    pub bytes_live: u64,
+    /// Objects the moving collectors moved.
+    pub objects_moved: u64,
+    /// Write barriers run.
+    pub write_barriers: u64,
+    /// Faults reported.
+    pub faults: u64,
+    /// The median stop-the-world pause, nanoseconds (0 before the first collection).
+    pub pause_median_ns: u64,
+    /// The longest stop-the-world pause, nanoseconds.
+    pub pause_max_ns: u64,
+}
+
+impl GcStats {
+    /// The counters of `stats`, with `size` this struct's.
+    fn of(stats: &Stats) -> GcStats {
+        GcStats {
+            size: std::mem::size_of::<GcStats>() as u64,
+            collections: stats.collections,
+            objects_allocated: stats.objects_allocated,
+            bytes_allocated: stats.bytes_allocated,
+            objects_live: stats.objects_live,
+            bytes_live: stats.bytes_live,
+            objects_moved: stats.objects_moved,
+            write_barriers: stats.write_barriers,
+            faults: stats.faults,
+            pause_median_ns: stats.pause_median_ns,
+            pause_max_ns: stats.pause_max_ns,
+        }
+    }
+}
+
+/// Fills `*out` with the calling thread's runtime's counters, up to `out->size` bytes
+/// (whole counters only; `size` itself is left as the caller set it). Returns 0, or 1 when
+/// `out` is null or `out->size` holds no counter (less than 16). Never collects.
+///
+/// # Safety
+/// `out`, when not null, must point to `out->size` writable bytes, 8-byte aligned, whose
+/// first 8 are the `size` field.
+#[no_mangle]
+pub unsafe extern "C" fn locus_gc_stats(out: *mut GcStats) -> i32 {
+    if out.is_null() {
+        return 1;
+    }
+    // SAFETY: the caller's promise: `out` points to at least the `size` field.
+    let size = unsafe { out.cast::<u64>().read() };
+    let words = usize::try_from(size / 8).unwrap_or(usize::MAX);
+    if words < 2 {
+        return 1;
+    }
+    let stats = entry("locus_gc_stats", |rt| GcStats::of(&rt.stats()));
+    let total = std::mem::size_of::<GcStats>() / 8;
+    // SAFETY: `GcStats` is `repr(C)`, all `u64`: its words in order.
+    let source =
+        unsafe { std::slice::from_raw_parts((&stats as *const GcStats).cast::<u64>(), total) };
+    let base = out.cast::<u64>();
+    // Word 0 is `size`: the caller's.
+    for (k, word) in source.iter().enumerate().take(words.min(total)).skip(1) {
+        // SAFETY: the caller's promise: `size` bytes, so word `k < size / 8`, are in `*out`.
+        let at = unsafe { base.add(k) };
+        // SAFETY: as above: writable and aligned.
+        unsafe { at.write(*word) };
+    }
+    0
 }
 
 /// The depth of the calling thread's scope stack (its memory root regions and scoped pins,
