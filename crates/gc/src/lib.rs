@@ -210,10 +210,10 @@
 //! day): at a fixed 64 MiB 0.88x time, 2.01x memory, 1.77x added (MMTk's fixed heap is
 //! used up to its size before it collects; Boehm's grows as it needs); at a fixed 36 MiB
 //! 1.05x / 1.33x / 1.05x; 32 MiB 0.91x / 1.40x / 1.11x; with a heap growing from 4 to 64
-//! MiB (`LOCUS_GC_BENCH_HEAP=4M..64M`, MMTk's MemBalancer) 1.10x / 1.21x / 0.93x (46
-//! collections against 14: the balancer shrinks the heap when the live set does). So at
-//! Boehm's memory less the fixed start-up cost Immix is 5-10% slower, and at Boehm's time
-//! it uses 11-77% more. Where the start-up goes (12.3 MB, `smaps`): 4.4 MB of MMTk's map
+//! MiB (`LOCUS_GC_BENCH_HEAP=4M..64M`, the binding's policy: 1.5 times what a full
+//! collection kept) 1.10x / 1.21x / 0.93x (46 collections against 14: GCBench keeps at
+//! most 10.5 MB at a collection, so the limit stays low). So at Boehm's memory less the
+//! fixed start-up cost Immix is 5-10% slower, and at Boehm's time it uses 11-77% more. Where the start-up goes (12.3 MB, `smaps`): 4.4 MB of MMTk's map
 //! state for its side-metadata reservation (534 second-level tables of 8 KiB each, one per
 //! 32 GiB of the 16.67 TiB it quarantines; mmtk-core's `create_mmapper` has no smaller
 //! choice for 64-bit), 2 MB of a transparent huge page for the first Immix block, 3.3 MB
