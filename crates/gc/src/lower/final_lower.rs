@@ -26,7 +26,7 @@ use locus_llvm::builder::Builder;
 use locus_llvm::ir::{Function, Instruction, Type, Value};
 
 use super::inline_alloc::{inline_allocations, InlineAlloc, ObjectFrom};
-use super::scan::{is_returns_twice, pgcstack};
+use super::scan::{pgcstack, returns_twice_calls};
 use super::tbaa::{decorate, Tbaa};
 use crate::addrspace::{TRACKED, UNTRACKED};
 use crate::contract::{
@@ -238,11 +238,7 @@ fn restore_head_after_returns_twice<'m>(
     head: Option<Value<'m>>,
     get_ty: Type<'m>,
 ) -> Result<Option<Value<'m>>> {
-    let calls: Vec<Instruction<'m>> = f
-        .instructions()
-        .into_iter()
-        .filter(|i| i.as_call().is_some_and(is_returns_twice))
-        .collect();
+    let calls = returns_twice_calls(f);
     if calls.is_empty() {
         return Ok(head);
     }

@@ -169,6 +169,14 @@ pub fn is_returns_twice(call: Call<'_>) -> bool {
             .is_some_and(|f| f.has_attribute(AttributeIndex::Function, "returns_twice"))
 }
 
+/// The `returns_twice` calls of `f` (`setjmp` and its kin), in order.
+pub fn returns_twice_calls<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
+    f.instructions()
+        .into_iter()
+        .filter(|i| i.as_call().is_some_and(is_returns_twice))
+        .collect()
+}
+
 /// True if `call` returns pointers that live off what its first argument points into:
 /// `julia.gc_loaded(obj, ptr)`, and masked loads and gathers (and vector extracts) of Loaded
 /// (13) pointers, which read from the object their pointer operand is derived from.

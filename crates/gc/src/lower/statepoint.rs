@@ -101,7 +101,7 @@ use locus_llvm::passes::{
 };
 use locus_llvm::{Context, Module};
 
-use super::scan::is_returns_twice;
+use super::scan::returns_twice_calls;
 use super::WriteBarriers;
 use crate::addrspace::is_gc;
 use crate::contract::{
@@ -796,11 +796,7 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
         .collect();
     // A `longjmp` back to a `returns_twice` call (`setjmp`) skips frames as an exception
     // does: after each such call the function drops what they left, as a pad does.
-    let resumes: Vec<Instruction<'m>> = f
-        .instructions()
-        .into_iter()
-        .filter(|i| i.as_call().is_some_and(is_returns_twice))
-        .collect();
+    let resumes = returns_twice_calls(f);
     let catches = !pads.is_empty() || !resumes.is_empty();
     if allocas.is_empty() && !catches && !reset_at_return {
         return Ok(0);
@@ -926,11 +922,7 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
 /// incoming block. Reachability overestimates liveness only for values whose every path to
 /// a use passes their definition again (a loop); keeping those is safe (a pin).
 fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
-    let calls: Vec<Instruction<'m>> = f
-        .instructions()
-        .into_iter()
-        .filter(|i| i.as_call().is_some_and(is_returns_twice))
-        .collect();
+    let calls = returns_twice_calls(f);
     if calls.is_empty() {
         return Ok(());
     }
