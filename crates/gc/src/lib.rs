@@ -194,6 +194,10 @@
 //! with frame roots now runs at a fixed 64 MiB (its live trees are 16.8 MB instead of
 //! 25 MB). Measured first, to know the lever: Boehm's own churn with its node padded to
 //! Locus's old 48 bytes took 0.50 s against 0.32 s (1.56x), the whole gap Locus had.
+//! StickyImmix's table is slower with no collection at all: `perf` puts 89% (Immix) and
+//! 94% (StickyImmix) of the samples on the program's own chain walk, the load of each
+//! entry's key, and 2% on the write barriers, so the difference is where the objects lie,
+//! not the barrier.
 //!
 //! (Before the inlining, at load 2-3: table at 128 MiB marksweep 4.87x, immix 4.93x,
 //! stickyimmix 4.55x; churn at 64 MiB marksweep 7.84x / 9.85x; own mark-sweep 10-26x.)
