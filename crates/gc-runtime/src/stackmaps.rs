@@ -26,10 +26,8 @@ use std::collections::HashMap;
 
 use crate::contract::STATEPOINT_PROGRAM_MARKER;
 use crate::runtime::{Slot, SlotPair, StackMaps};
-use locus_stackmap::object::SECTION_NAME;
-use locus_stackmap::{
-    Location, ParseOptions, RunTimeEndian, StackMapIndex, StatepointRecord, Tables,
-};
+use locus_stackmap::object::{endian_of, SECTION_NAME};
+use locus_stackmap::{Location, ParseOptions, StackMapIndex, StatepointRecord, Tables};
 use object::read::ReadCache;
 use object::{Object, ObjectSection, ObjectSymbol};
 
@@ -188,12 +186,7 @@ pub fn from_executable() -> Result<StackMaps, String> {
                  {bias:#x}) is not in a loaded segment"
             )
         })?;
-    let endian = if file.is_little_endian() {
-        RunTimeEndian::Little
-    } else {
-        RunTimeEndian::Big
-    };
-    let tables = Tables::new(loaded, endian, ParseOptions::default())
+    let tables = Tables::new(loaded, endian_of(&file), ParseOptions::default())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{path}: .llvm_stackmaps: {e}"))?;
     // The loaded bytes hold run-time addresses already.

@@ -282,12 +282,17 @@ fn parse_file(data: &[u8]) -> Result<object::File<'_>> {
     })
 }
 
-fn info_of(file: &object::File<'_>, data: &[u8]) -> ObjectInfo {
-    let endian = if file.is_little_endian() {
+/// The byte order of an object file, as the stack map parsers take it.
+pub fn endian_of<'data>(file: &impl Object<'data>) -> RunTimeEndian {
+    if file.is_little_endian() {
         RunTimeEndian::Little
     } else {
         RunTimeEndian::Big
-    };
+    }
+}
+
+fn info_of(file: &object::File<'_>, data: &[u8]) -> ObjectInfo {
+    let endian = endian_of(file);
     let load_name = match file {
         object::File::Elf64(_) => elf_soname::<object::elf::FileHeader64<object::Endianness>>(data),
         object::File::Elf32(_) => elf_soname::<object::elf::FileHeader32<object::Endianness>>(data),

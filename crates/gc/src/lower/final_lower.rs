@@ -239,17 +239,13 @@ fn restore_head_after_returns_twice<'m>(
     get_ty: Type<'m>,
 ) -> Result<Option<Value<'m>>> {
     let calls = returns_twice_calls(f);
-    if calls.is_empty() {
+    // A function with a call has an entry block.
+    let (false, Some(entry)) = (calls.is_empty(), f.entry_block()) else {
         return Ok(head);
-    }
+    };
     let head = match head {
         Some(head) => head,
         None => {
-            let entry = f.entry_block().ok_or_else(|| Error::Lower {
-                function: f.name(),
-                instruction: None,
-                message: "a returns_twice call in a function without an entry block".into(),
-            })?;
             b.position_at_first_insertion_point(entry)?;
             let get_fn = b.declare_function(RUNTIME_GET_PGCSTACK, get_ty)?;
             b.call(get_ty, get_fn, &[], &[], "pgcstack")?.as_value()
