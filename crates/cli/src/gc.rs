@@ -247,7 +247,7 @@ pub enum Command {
         entry: String,
         /// Where the collector finds roots: `frames` (Julia-style GC frames) or
         /// `statepoint` (LLVM's gc.statepoint stack maps, which the runtime reads from the
-        /// executable's .llvm_stackmaps section at start-up; x86-64; linked -no-pie).
+        /// executable's .llvm_stackmaps section at start-up; x86-64 and AArch64 Linux).
         #[arg(long, value_enum, default_value = "frames", value_name = "HOW")]
         roots: RootsArg,
         /// Run this LLVM pass pipeline on the lowered module before it is compiled: opt's

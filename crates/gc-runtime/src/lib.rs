@@ -12,7 +12,10 @@
 //! # Building and linking
 //!
 //! A program links with `liblocus_gc_runtime.a -lpthread -ldl -lm -lgcc_s` (and
-//! `-rdynamic`, so that fault lines can name its functions), as a PIE or not. A program
+//! `-rdynamic`, so that fault lines can name its functions), as a PIE or not. (`locus gc
+//! build` exports only the program's own symbols and links with `--gc-sections`, which
+//! drops most of the library's code; a stack map section it keeps with `SHF_GNU_RETAIN`,
+//! [`locus_stackmap::object::retain_section`].) A program
 //! with statepoint roots needs its object's `.llvm_stackmaps` section made writable before
 //! linking (`locus gc build` does it; by hand `llvm-objcopy-19 --set-section-flags
 //! .llvm_stackmaps=alloc,load,contents,data prog.o`), so that the linker emits relative

@@ -171,7 +171,8 @@ pub fn from_executable() -> Result<StackMaps, String> {
             return Ok(StackMaps::new());
         }
         return Err(format!(
-            "{path} has no {SECTION_NAME} section (built without statepoint roots?)"
+            "{path} has no {SECTION_NAME} section (built without statepoint roots, or \
+             linked with --gc-sections and the section not retained?)"
         ));
     };
     let (address, len) = (section.address(), section.size());

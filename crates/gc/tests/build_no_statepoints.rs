@@ -2,7 +2,9 @@
 //! statepoint at all (it never calls anything that may collect): LLVM writes no
 //! `.llvm_stackmaps` section for it, and the executable still runs (`locus gc build` marks
 //! it, `contract::STATEPOINT_PROGRAM_MARKER`) instead of stopping with "no .llvm_stackmaps
-//! section". And what the runtime reads of its executable to find the stack maps.
+//! section". A program that has statepoints is not marked, so that one whose stack maps a
+//! link dropped stops at start-up rather than run without roots. And what the runtime
+//! reads of its executable to find the stack maps.
 
 #[path = "../../gc-runtime/tests/support/runtime_library.rs"]
 mod runtime_library;
@@ -10,8 +12,9 @@ mod runtime_library;
 use std::path::Path;
 use std::process::Command;
 
-use locus_gc::build::{build, BuildOptions};
+use locus_gc::build::{build, compile, find_runtime, link, lower_for_build, BuildOptions};
 use locus_gc::run::Roots;
+use locus_gc_runtime::contract::STATEPOINT_PROGRAM_MARKER;
 
 #[test]
 fn a_program_without_statepoints_runs_with_statepoint_roots() {
@@ -47,6 +50,58 @@ fn a_program_without_statepoints_runs_with_statepoint_roots() {
             "{collector:?}"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Only a program without statepoints is marked; one with statepoints whose stack map
+/// section is gone (as `--gc-sections` drops an unretained one; here removed by
+/// llvm-objcopy-19) stops before it runs, with one `locus: gc:` line and status 1.
+#[test]
+fn a_statepoint_program_without_its_stack_maps_stops() {
+    if !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let options = BuildOptions {
+        roots: Roots::Statepoint,
+        runtime: Some(runtime_library::runtime_dir(false).to_path_buf()),
+        ..BuildOptions::default()
+    };
+    let none = b"define i64 @main() {\n  ret i64 42\n}\n";
+    let lowered = lower_for_build("none.ll", none, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert!(lowered.contains(STATEPOINT_PROGRAM_MARKER), "{lowered}");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/programs/list_sum.ll");
+    let ir = std::fs::read(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
+    let lowered = lower_for_build("list_sum.ll", &ir, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!lowered.contains(STATEPOINT_PROGRAM_MARKER), "{lowered}");
+
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("build-dropped-stack-maps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let object = dir.join("list_sum.o");
+    let bytes = compile("list_sum.ll", &lowered).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&object, bytes).unwrap_or_else(|e| panic!("{}: {e}", object.display()));
+    let out = Command::new("llvm-objcopy-19")
+        .args(["--remove-section", ".llvm_stackmaps"])
+        .arg(&object)
+        .output()
+        .unwrap_or_else(|e| panic!("llvm-objcopy-19 is required (scripts/install-deps): {e}"));
+    assert!(out.status.success(), "{out:?}");
+    let prog = dir.join("list_sum");
+    let runtime = find_runtime(options.runtime.as_deref()).unwrap_or_else(|e| panic!("{e}"));
+    link(&object, &runtime, &prog, "clang-19", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(&prog)
+        .env_remove("LOCUS_GC_COLLECTOR")
+        .env_remove("LOCUS_GC_STRESS")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("locus: gc: ") && stderr.contains("no .llvm_stackmaps section"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

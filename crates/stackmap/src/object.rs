@@ -394,6 +394,36 @@ pub fn archive_members(data: &[u8]) -> Result<Option<Vec<ArchiveMember<'_>>>> {
 /// [`Error::Object`] when `data` is ELF but cannot be read, or is not a relocatable object
 /// (a linked file's segments are laid out already: make the section writable before linking).
 pub fn make_section_writable(data: &mut [u8]) -> Result<bool> {
+    or_section_flags(data, u64::from(object::elf::SHF_WRITE), "made writable")
+}
+
+/// Marks the `.llvm_stackmaps` section of the relocatable ELF object `data` retained
+/// (`SHF_GNU_RETAIN`, and the object's `EI_OSABI` GNU when it was "none", which GNU ld
+/// needs to read the flag), in place, so that a link with `--gc-sections` keeps it: no code
+/// refers to the section (the runtime that reads it finds it by name), so without the
+/// flag GNU ld and lld drop it as unused, and a program built with statepoint roots would
+/// run without its roots. Returns as [`make_section_writable`] does; GNU ld 2.36 and lld
+/// 13 honour the flag (older linkers ignore it).
+///
+/// # Errors
+/// As [`make_section_writable`].
+pub fn retain_section(data: &mut [u8]) -> Result<bool> {
+    let found = or_section_flags(data, object::elf::SHF_GNU_RETAIN.into(), "retained")?;
+    // The flag is in the OS-specific range: GNU ld reads it only in an object whose
+    // e_ident says GNU (as GNU as marks one that uses it); LLVM writes "none" (lld reads
+    // the flag either way). The linked executable's own e_ident is the linker's.
+    if found && data[EI_OSABI_AT] == object::elf::ELFOSABI_NONE {
+        data[EI_OSABI_AT] = object::elf::ELFOSABI_GNU;
+    }
+    Ok(found)
+}
+
+/// Where `e_ident[EI_OSABI]` is in an ELF file (both classes).
+const EI_OSABI_AT: usize = 7;
+
+/// Sets `bits` in the `sh_flags` of the `.llvm_stackmaps` section of the relocatable ELF
+/// object `data` (`what` names the change in an error).
+fn or_section_flags(data: &mut [u8], bits: u64, what: &str) -> Result<bool> {
     let (file_kind, flags_at, width, little) = {
         let file = parse_file(data)?;
         if file.format() != object::BinaryFormat::Elf {
@@ -414,7 +444,7 @@ pub fn make_section_writable(data: &mut [u8]) -> Result<bool> {
     if file_kind != ObjectKind::Relocatable {
         return Err(Error::Object {
             message: alloc::format!(
-                "the stack map section can be made writable only in a relocatable object, \
+                "the stack map section can be {what} only in a relocatable object, \
                  before linking; this file is {file_kind:?}"
             ),
         });
@@ -425,10 +455,11 @@ pub fn make_section_writable(data: &mut [u8]) -> Result<bool> {
         .ok_or_else(|| Error::Object {
             message: alloc::format!("the stack map section's header at {at:#x} is cut off"),
         })?;
-    // SHF_WRITE is bit 0 of sh_flags, which is the low byte's: the first byte of a
-    // little-endian field, the last of a big-endian one.
-    let low = if little { 0 } else { width - 1 };
-    field[low] |= object::elf::SHF_WRITE as u8;
+    // Byte `i` of the value is the field's byte `i` little-endian, `width - 1 - i` big.
+    for i in 0..width {
+        let at = if little { i } else { width - 1 - i };
+        field[at] |= (bits >> (8 * i)) as u8;
+    }
     Ok(true)
 }
 
@@ -547,6 +578,63 @@ mod tests {
     }
 
     #[test]
+    fn the_stack_map_section_is_marked_retained() {
+        for (triple, tag) in [("x86_64-linux-gnu", "x86r"), ("aarch64-linux-gnu", "a64r")] {
+            let mut bytes = llc(IR, triple, tag);
+            assert!(make_section_writable(&mut bytes).unwrap(), "{triple}");
+            assert_eq!(bytes[EI_OSABI_AT], object::elf::ELFOSABI_NONE, "{triple}");
+            assert!(retain_section(&mut bytes).unwrap(), "{triple}");
+            assert_eq!(
+                readobj_flags(&bytes, tag),
+                "SHF_ALLOC SHF_GNU_RETAIN SHF_WRITE",
+                "{triple}"
+            );
+            assert_eq!(bytes[EI_OSABI_AT], object::elf::ELFOSABI_GNU, "{triple}");
+        }
+    }
+
+    /// Links `object` with a `main` by clang-19 (`linker`: bfd or lld) and
+    /// `--gc-sections`: whether the executable kept its stack map section.
+    fn kept_by_gc_sections(object: &[u8], linker: &str) -> bool {
+        let dir = std::env::temp_dir().join(alloc::format!(
+            "locus-stackmap-retain-{linker}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (obj, exe) = (dir.join("m.o"), dir.join("m"));
+        std::fs::write(&obj, object).unwrap();
+        let out = Command::new("clang-19")
+            .arg(alloc::format!("-fuse-ld={linker}"))
+            .arg(&obj)
+            .args(["-Wl,--gc-sections", "-o"])
+            .arg(&exe)
+            .output()
+            .expect("clang-19 runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let linked = std::fs::read(&exe).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        find_section(&linked).unwrap().1.is_some()
+    }
+
+    #[test]
+    fn gc_sections_keeps_a_retained_stack_map_section_with_either_linker() {
+        const MAIN: &str = "define i32 @main() {\n  call void @f(i64 1)\n  ret i32 0\n}\n";
+        let ir = alloc::format!("{IR}{MAIN}");
+        let mut bytes = llc(&ir, "x86_64-linux-gnu", "gcs");
+        assert!(make_section_writable(&mut bytes).unwrap());
+        // What LLVM writes is dropped: no code refers to the section.
+        assert!(!kept_by_gc_sections(&bytes, "bfd"));
+        assert!(!kept_by_gc_sections(&bytes, "lld"));
+        assert!(retain_section(&mut bytes).unwrap());
+        assert!(kept_by_gc_sections(&bytes, "bfd"));
+        assert!(kept_by_gc_sections(&bytes, "lld"));
+    }
+
+    #[test]
     fn an_object_without_stack_maps_is_left_alone() {
         let mut bytes = llc(
             "define i64 @g() {\n  ret i64 1\n}\n",
@@ -555,6 +643,7 @@ mod tests {
         );
         let before = bytes.clone();
         assert!(!make_section_writable(&mut bytes).unwrap());
+        assert!(!retain_section(&mut bytes).unwrap());
         assert_eq!(bytes, before);
         let mut text = b"not an object".to_vec();
         assert!(make_section_writable(&mut text).is_err());

@@ -174,6 +174,21 @@ pub struct StatepointReport {
     pub widest_statepoint: usize,
 }
 
+/// The prefix of LLVM's statepoint intrinsics (`llvm.experimental.gc.statepoint.p0`),
+/// which RS4GC's output calls at every safepoint.
+pub const STATEPOINT_INTRINSIC: &str = "llvm.experimental.gc.statepoint";
+
+/// Whether `module` calls a statepoint intrinsic: code generation writes a
+/// `.llvm_stackmaps` section for it exactly when it does.
+pub fn calls_statepoints(module: &Module<'_>) -> bool {
+    module
+        .functions()
+        .iter()
+        .filter(|name| name.starts_with(STATEPOINT_INTRINSIC))
+        .filter_map(|name| module.function(name))
+        .any(|f| !f.as_value().uses().is_empty())
+}
+
 /// The most `gc.relocate` calls one function may have after RS4GC; more is refused
 /// ([`Error::Lower`] naming the function). A statepoint relocates every GC pointer live
 /// across it, so a function that keeps `n` objects live while allocating them has about
@@ -1127,7 +1142,7 @@ fn count_relocations(f: Function<'_>) -> (usize, usize) {
         let name = call.callee_name().unwrap_or_default();
         if name.starts_with("llvm.experimental.gc.relocate") {
             relocations += 1;
-        } else if name.starts_with("llvm.experimental.gc.statepoint") {
+        } else if name.starts_with(STATEPOINT_INTRINSIC) {
             let live = call.operand_bundle("gc-live").map_or(0, |b| b.args.len());
             widest = widest.max(live);
         }
