@@ -45,6 +45,22 @@ use locus_gc::runtime::OnFault;
 const TARGET: &str = "aarch64-unknown-linux-gnu";
 const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 
+/// qemu's arguments that run a dynamically linked AArch64 executable against the cross
+/// sysroot's C library: `-L` for its loader, and the loader told to take the sysroot's
+/// libraries first. Without the path the loader reads the host's `/etc/ld.so.cache`,
+/// which on a machine with Debian's multiarch AArch64 libraries (scripts/install-deps
+/// installs libllvm19:arm64) names those: the sysroot's `ld.so` with another release's
+/// `libc.so.6`, and MMTk's programs hung.
+fn sysroot_args(exe: &Path) -> [String; 5] {
+    [
+        "-L".into(),
+        SYSROOT.into(),
+        "-E".into(),
+        format!("LD_LIBRARY_PATH={SYSROOT}/lib"),
+        s(exe),
+    ]
+}
+
 /// The first qemu-user release whose page bookkeeping holds MMTk's reservations (see the
 /// module docs).
 const QEMU_FOR_MMTK: u32 = 8;
@@ -285,11 +301,9 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
             format!("objects moved: {}", jit.stats.objects_moved),
         ];
         let exe = cross_build(name, &ir, &options, lld, &dir, &runtime);
-        let got = check(stress_env(Command::new("qemu-aarch64-static").args([
-            "-L",
-            SYSROOT,
-            &s(&exe),
-        ])));
+        let got = check(stress_env(
+            Command::new("qemu-aarch64-static").args(sysroot_args(&exe)),
+        ));
         let lines: Vec<&str> = got.lines().collect();
         for line in &want {
             assert!(
@@ -313,7 +327,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
         );
         // The same executable under MMTk's SemiSpace gives the same result.
         let got = check(mmtk_env(
-            Command::new(&qemu).args(["-L", SYSROOT, &s(&exe)]),
+            Command::new(&qemu).args(sysroot_args(&exe)),
             "semispace",
         ));
         assert_eq!(
@@ -358,7 +372,7 @@ fn mmtk_plans_run_on_aarch64_as_on_x86_64() {
         for plan in plans {
             let want = check(mmtk_env(&mut Command::new(&native), plan));
             let got = check(mmtk_env(
-                Command::new(&qemu).args(["-L", SYSROOT, &s(&emulated)]),
+                Command::new(&qemu).args(sysroot_args(&emulated)),
                 plan,
             ));
             let shown = format!("trees ({roots:?}) under mmtk:{plan}");
