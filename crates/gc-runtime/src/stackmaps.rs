@@ -20,7 +20,7 @@
 //! code ranges that continue the stack walk are the functions the tables name, sized by
 //! the executable's symbol table (so the executable must not be stripped of it).
 
-mod cfi;
+pub mod cfi;
 
 use std::collections::HashMap;
 
@@ -91,40 +91,83 @@ impl MainProgram {
     }
 }
 
-fn slot_of(
-    location: Location,
+/// The (base, derived) slot pairs the collector reads for the statepoint `record` whose
+/// call returns to `return_address` (for messages). `frame`: on AArch64, the code's call
+/// frame information, the return address as it places it (the file's address for an
+/// executable's) and the function's frame size (the stack map's); when the record keeps a
+/// pointer off the stack pointer, [`sp_from_fp`] then makes each such slot one off the
+/// frame pointer (slots LLVM already wrote off `x29`, as in a frame of variable size,
+/// need nothing).
+///
+/// # Errors
+/// A GC pointer the record keeps somewhere other than a stack slot, or one off the stack
+/// pointer that [`sp_from_fp`] cannot place, or that no longer fits an `i32` off `x29`.
+pub fn statepoint_pairs<E: locus_stackmap::Endian>(
+    record: &StatepointRecord<'_, E>,
     return_address: u64,
-    sp_from_fp: Option<i64>,
-) -> Result<(Slot, u16), String> {
-    let (slot, lanes) = Slot::of_location(location).map_err(|what| {
+    frame: Option<(&cfi::EhFrame<'_>, u64, u64)>,
+) -> Result<Vec<SlotPair>, String> {
+    let mut pairs = Vec::new();
+    for p in record.gc_pointers() {
+        let (base, lanes) = slot_of(p.base, return_address)?;
+        let (derived, _) = slot_of(p.derived, return_address)?;
+        pairs.push(SlotPair {
+            base,
+            derived,
+            lanes,
+        });
+    }
+    let off_sp = |s: &Slot| matches!(s, Slot::Sp(_));
+    let Some((eh, at, stack_size)) = frame else {
+        return Ok(pairs);
+    };
+    if !pairs.iter().any(|p| off_sp(&p.base) || off_sp(&p.derived)) {
+        return Ok(pairs);
+    }
+    let delta = sp_from_fp(eh, at, stack_size)?;
+    let rebase = |slot: Slot| match slot {
+        Slot::Sp(off) => i32::try_from(i64::from(off) + delta)
+            .map(Slot::Fp)
+            .map_err(|_| format!("the statepoint at {return_address:#x} has a slot too far away")),
+        other => Ok(other),
+    };
+    for p in &mut pairs {
+        p.base = rebase(p.base)?;
+        p.derived = rebase(p.derived)?;
+    }
+    Ok(pairs)
+}
+
+fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), String> {
+    Slot::of_location(location).map_err(|what| {
         format!(
             "the statepoint at {return_address:#x} keeps a GC pointer {what}; the collector \
              reads stack slots only"
         )
-    })?;
-    let Some(delta) = sp_from_fp else {
-        return Ok((slot, lanes));
-    };
-    match slot {
-        Slot::Sp(off) => i32::try_from(i64::from(off) + delta)
-            .map(|off| (Slot::Fp(off), lanes))
-            .map_err(|_| format!("the statepoint at {return_address:#x} has a slot too far away")),
-        _ => Ok((slot, lanes)),
-    }
+    })
 }
 
 /// Where a function's stack pointer is, from its frame pointer, at the call that returns to
 /// `return_address` (the file's address): `x29 + N - size` when its call frame information
 /// says `CFA = x29 + N` there and its frame is `stack_size` bytes (the stack map's function
 /// record: the CFA less the stack pointer in the body).
-fn sp_from_fp(eh: &cfi::EhFrame<'_>, return_address: u64, stack_size: u64) -> Result<i64, String> {
+///
+/// # Errors
+/// No call frame information covers the call, or it does not define the CFA off `x29`, or
+/// the frame has no fixed size.
+pub fn sp_from_fp(
+    eh: &cfi::EhFrame<'_>,
+    return_address: u64,
+    stack_size: u64,
+) -> Result<i64, String> {
     const X29: u64 = 29;
     // The call itself: a call that ends its function returns to the next one's start.
     let pc = return_address.wrapping_sub(1);
     let size = i64::try_from(stack_size).map_err(|_| {
         format!(
             "the function of the statepoint at {return_address:#x} has a frame of variable \
-             size (a dynamic alloca): its stack slots cannot be placed"
+             size (a dynamic alloca, or its stack realigned for an over-aligned spill) and \
+             slots off its stack pointer: they cannot be placed"
         )
     })?;
     match eh.cfa(pc)? {
@@ -236,23 +279,10 @@ pub fn from_executable() -> Result<StackMaps, String> {
             continue; // a stackmap or patchpoint record: no GC pointers
         };
         let in_file = r.address.wrapping_sub(bias);
-        let delta = match &eh_frame {
-            Some(eh) => Some(
-                sp_from_fp(eh, in_file, r.function.stack_size)
-                    .map_err(|e| format!("{path}: {e}"))?,
-            ),
-            None => None,
-        };
-        let mut pairs = Vec::new();
-        for p in sp.gc_pointers() {
-            let (base, lanes) = slot_of(p.base, r.address, delta)?;
-            let (derived, _) = slot_of(p.derived, r.address, delta)?;
-            pairs.push(SlotPair {
-                base,
-                derived,
-                lanes,
-            });
-        }
+        let frame = eh_frame
+            .as_ref()
+            .map(|eh| (eh, in_file, r.function.stack_size));
+        let pairs = statepoint_pairs(&sp, r.address, frame).map_err(|e| format!("{path}: {e}"))?;
         maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
     }
     Ok(maps)

@@ -292,8 +292,11 @@
 //! Not yet: moving with Julia-style frames (roots are not reloaded after safepoints, as in
 //! Julia: use statepoint roots), `invoke` with frame roots (refused; with statepoint
 //! roots `invoke` and C++-style unwinding work, see [`lower::statepoint`]); statepoint
-//! roots in `gc run`'s JIT on hosts other than x86-64 (`gc build` executables walk AArch64
-//! Linux frames too: the JIT would have to hand its `.eh_frame` to the runtime).
+//! roots on hosts other than x86-64 and AArch64 Linux. On AArch64 (`gc run`'s JIT, which
+//! hands the runtime its `.eh_frame`, and `gc build` executables alike; tested by
+//! cross-building under qemu-aarch64) a frame of variable size (a dynamic alloca, a
+//! realigned stack) whose slots LLVM addresses off the stack pointer is refused by name:
+//! its stack map gives no frame size to place them.
 //!
 //! # Example
 //!

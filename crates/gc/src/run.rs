@@ -22,18 +22,20 @@
 
 use std::sync::Arc;
 
+use locus_gc_runtime::stackmaps::cfi::EhFrame;
+use locus_gc_runtime::stackmaps::statepoint_pairs;
 use locus_llvm::jit::Jit;
 use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
-use locus_stackmap::{Location, StatepointRecord};
+use locus_stackmap::StatepointRecord;
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
 use crate::lower::statepoint::{rewrite_for_statepoints_with, StatepointReport};
 use crate::lower::{
     lower_module_with, FunctionReport, InlineAlloc, LowerOptions, ThreadOptions, WriteBarriers,
 };
-use crate::runtime::{self, Config, GcFault, OnFault, Runtime, Slot, SlotPair, StackMaps, Stats};
+use crate::runtime::{self, Config, GcFault, OnFault, Runtime, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
 
@@ -549,16 +551,6 @@ pub fn lower_statepoints_with<'c>(
     Ok((out, report))
 }
 
-fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16)> {
-    Slot::of_location(location).map_err(|what| Error::Lower {
-        function: format!("(code at {return_address:#x})"),
-        instruction: None,
-        message: format!(
-            "a statepoint keeps a GC pointer {what}; the collector reads stack slots only"
-        ),
-    })
-}
-
 fn prepare_statepoints(
     name: &str,
     ir: &[u8],
@@ -566,11 +558,14 @@ fn prepare_statepoints(
     passes: Option<&str>,
     barriers: WriteBarriers,
 ) -> Result<Prepared> {
-    if !cfg!(target_arch = "x86_64") {
+    // AArch64 slots are placed through the code's call frame information, as in the
+    // runtime's reader of an executable's stack maps (`locus_gc_runtime::stackmaps`).
+    let through_cfi = cfg!(all(target_arch = "aarch64", target_os = "linux"));
+    if !cfg!(target_arch = "x86_64") && !through_cfi {
         return Err(Error::Lower {
             function: entry.to_owned(),
             instruction: None,
-            message: "statepoint roots walk x86-64 frames only".into(),
+            message: "statepoint roots walk x86-64 and AArch64 Linux frames only".into(),
         });
     }
     let ctx = Context::new();
@@ -613,20 +608,36 @@ fn prepare_statepoints(
             );
         }
     }
+    // What is wrong with the compiled code's stack maps, as a lowering error.
+    let bad = |message: String| Error::Lower {
+        function: entry.to_owned(),
+        instruction: None,
+        message,
+    };
+    let eh_frame = if through_cfi {
+        let section = jit
+            .sections()
+            .iter()
+            .find(|s| s.name == ".eh_frame")
+            .zip(jit.read_only_section(".eh_frame"))
+            .ok_or_else(|| {
+                bad("the compiled code has no .eh_frame, which places AArch64 stack slots".into())
+            })?;
+        Some(
+            EhFrame::new(section.1, section.0.address)
+                .map_err(|e| bad(format!(".eh_frame: {e}")))?,
+        )
+    } else {
+        None
+    };
     for r in jit.stack_maps().iter() {
         let Ok(sp) = StatepointRecord::new(r.record) else {
             continue;
         };
-        let mut pairs = Vec::new();
-        for p in sp.gc_pointers() {
-            let (base, lanes) = slot_of(p.base, r.address)?;
-            let (derived, _) = slot_of(p.derived, r.address)?;
-            pairs.push(SlotPair {
-                base,
-                derived,
-                lanes,
-            });
-        }
+        let frame = eh_frame
+            .as_ref()
+            .map(|eh| (eh, r.address, r.function.stack_size));
+        let pairs = statepoint_pairs(&sp, r.address, frame).map_err(bad)?;
         maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
     }
     let address = jit

@@ -296,6 +296,19 @@ impl StackMapJit {
             .map(|s| unsafe { section_bytes(s) })
     }
 
+    /// The bytes of the read-only data section `name` (`.eh_frame`, say), as relocated in
+    /// memory at its [`Section::address`]; `None` when the module has no such section or it
+    /// is writable data (which the compiled code may write while the slice lives).
+    #[must_use]
+    pub fn read_only_section(&self, name: &str) -> Option<&[u8]> {
+        self.sections()
+            .iter()
+            .find(|s| s.name == name && s.kind == SectionKind::ReadOnlyData)
+            // SAFETY: the section lies in the JIT's mapped memory, read-only since the code
+            // was finalized, until `self` is dropped.
+            .map(|s| unsafe { section_bytes(s) })
+    }
+
     /// Every section the linker placed, in the order it asked for them.
     #[must_use]
     pub fn sections(&self) -> &[Section] {
@@ -405,13 +418,29 @@ impl StackMapJit {
             // SAFETY: the section lies in memory that stays mapped, and is no longer
             // written, until the index (dropped first) is gone; see `StackMapJit`'s fields.
             let bytes = unsafe { section_bytes(section) };
+            let mut end = 0;
             for table in Tables::new(bytes, HostEndian::default(), ParseOptions::default()) {
-                tables.push(table.map_err(|e| {
-                    jit_error(&format!(
-                        "{name}: section {} at {:#x}: {e}",
-                        section.name, section.address
-                    ))
-                })?);
+                match table {
+                    Ok(table) => {
+                        end = table.offset() + table.len();
+                        tables.push(table);
+                    }
+                    // RuntimeDyld sizes a section for the stubs its relocations might need
+                    // and pads that end to the stubs' alignment (seen on AArch64: a table
+                    // of 0xd8 bytes in a bigger section): zeros after the last table.
+                    Err(_)
+                        if end > 0
+                            && bytes.get(end..).is_some_and(|t| t.iter().all(|&b| b == 0)) =>
+                    {
+                        break
+                    }
+                    Err(e) => {
+                        return Err(jit_error(&format!(
+                            "{name}: section {} at {:#x}: {e}",
+                            section.name, section.address
+                        )))
+                    }
+                }
             }
         }
         self.index = StackMapIndex::new(tables, 0);

@@ -13,6 +13,7 @@ mod tools;
 
 mod dwarf;
 mod gc;
+mod gc_aarch64;
 mod gc_barriers;
 mod gc_build;
 mod gc_mmtk;
