@@ -42,7 +42,9 @@ use locus_gc::build::{build, lower_for_build, BuildOptions};
 use locus_gc::run::{run, Roots, RunOptions};
 use locus_gc::runtime::OnFault;
 
-const TARGET: &str = "aarch64-unknown-linux-gnu";
+#[path = "support/cross_aarch64.rs"]
+mod cross_aarch64;
+use cross_aarch64::TARGET;
 const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 
 /// qemu's arguments that run a dynamically linked AArch64 executable against the cross
@@ -93,38 +95,12 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// `liblocus_gc_runtime.a` built for AArch64 as a user cross-builds it, into the target
-/// directory the host runtime's tests use (`target/gc-runtime-alone`: no outer cargo holds
-/// it locked). MMTk and the runtime are optimized (`opt-level = 2`, debug assertions kept):
-/// unoptimized under qemu's emulation, MMTk's start-up walk of its chunk table for the
-/// reserved side metadata takes about 4 s per process and a MarkSweep run of
-/// `inline/trees.ll` 17 s (0.4 s and 1.2 s optimized).
+/// `liblocus_gc_runtime.a` built for AArch64 as a user cross-builds it (see
+/// [`cross_aarch64::cargo`]).
 fn aarch64_runtime() -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target_dir = workspace.join("target/gc-runtime-alone");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    check(
-        Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "locus-gc-runtime",
-                "--target",
-                TARGET,
-                "--config",
-                "profile.dev.package.mmtk.opt-level=2",
-                "--config",
-                "profile.dev.package.locus-gc-runtime.opt-level=2",
-            ])
-            .env("CARGO_TARGET_DIR", &target_dir)
-            // The shared library (cdylib) links with the cross compiler.
-            .env(
-                "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
-                "aarch64-linux-gnu-gcc",
-            )
-            .current_dir(&workspace),
-    );
+    let target_dir = cross_aarch64::target_dir(&workspace);
+    check(cross_aarch64::cargo(&workspace, "build").args(["-p", "locus-gc-runtime"]));
     let built = target_dir.join(TARGET).join("debug/liblocus_gc_runtime.a");
     // A copy of this process's own: another test process may rebuild the library.
     let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(

@@ -16,54 +16,39 @@ use std::process::Command;
 
 use crate::common::{text, LOCUS};
 
-const TARGET: &str = "aarch64-unknown-linux-gnu";
+use crate::cross_aarch64::{self, TARGET};
 /// Where Debian's multiarch AArch64 libraries are (libLLVM-19.so, libffi.so).
 const MULTIARCH_LIBS: &str = "/usr/lib/aarch64-linux-gnu";
 
-/// `locus` built for AArch64 into the target directory the cross-built runtime of
-/// crates/gc/tests/build_aarch64.rs uses (`target/gc-runtime-alone`, with the same MMTk
-/// and runtime optimization, so the two share those builds). Only the final link is told
-/// where the AArch64 libraries are (`cargo rustc ... -- -L`), so the dependencies build
-/// as that test builds them.
+/// `locus` built for AArch64 as crates/gc/tests/build_aarch64.rs builds the runtime
+/// (`cross_aarch64::cargo`, so the two share MMTk's and the runtime's builds). Only the
+/// final link is told where the AArch64 libraries are (`cargo rustc ... -- -L`), so the
+/// dependencies build as that test builds them.
 fn aarch64_locus() -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target_dir = workspace.join("target/gc-runtime-alone");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let out = Command::new(cargo)
+    let out = cross_aarch64::cargo(&workspace, "rustc")
         .args([
-            "rustc",
-            "--quiet",
             "-p",
             "locus-cli",
             "--bin",
             "locus",
-            "--target",
-            TARGET,
-            "--config",
-            "profile.dev.package.mmtk.opt-level=2",
-            "--config",
-            "profile.dev.package.locus-gc-runtime.opt-level=2",
             "--",
             "-L",
             MULTIARCH_LIBS,
             "-C",
-            &format!("link-arg=-Wl,-rpath-link,{MULTIARCH_LIBS}"),
         ])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env(
-            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
-            "aarch64-linux-gnu-gcc",
-        )
-        .current_dir(&workspace)
+        .arg(format!("link-arg=-Wl,-rpath-link,{MULTIARCH_LIBS}"))
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {cargo}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
     assert!(
         out.status.success(),
         "cross-building locus for {TARGET} (needs libllvm19:arm64 and libffi-dev:arm64: run \
          scripts/install-deps): {}",
         text(&out.stderr)
     );
-    target_dir.join(TARGET).join("debug/locus")
+    cross_aarch64::target_dir(&workspace)
+        .join(TARGET)
+        .join("debug/locus")
 }
 
 /// What a run printed that both machines must agree on: its standard output without the

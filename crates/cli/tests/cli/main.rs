@@ -2,6 +2,8 @@
 //! a module per command group. Run one group with `cargo test -p locus-cli --test cli GROUP::`.
 
 mod common;
+#[path = "../../../gc/tests/support/cross_aarch64.rs"]
+mod cross_aarch64;
 #[path = "support/dropped_relocation.rs"]
 mod dropped_relocation;
 #[path = "../../src/tour/root_stores.rs"]
