@@ -5,7 +5,8 @@
 //! host's `locus` gives: its result, and the counts of collections, frames walked, roots
 //! traced and objects moved, under the stress collector, moving and not, and under MMTk's
 //! SemiSpace (qemu 8.0 or later, as scripts/install-deps installs: see
-//! crates/gc/tests/build_aarch64.rs).
+//! crates/gc/tests/build_aarch64.rs). Ignored in `make test` (the cross build would take
+//! CI past its time): `scripts/ci-checks aarch64-jit` runs them.
 //!
 //! What the AArch64 JIT needs beyond x86-64's: its stack slots are addressed off the stack
 //! pointer, which the walk places through the compiled code's `.eh_frame` (as the runtime
@@ -67,6 +68,7 @@ fn outcome(out: &std::process::Output) -> String {
 }
 
 #[test]
+#[ignore = "cross-builds locus for AArch64, about 5 minutes on 2 cores: scripts/ci-checks aarch64-jit"]
 fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
     if !cfg!(target_arch = "x86_64") {
         return; // the host half of the comparison
@@ -116,6 +118,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
 /// placed on AArch64 (the stack map gives no frame size): refused with one `locus:` line
 /// and status 1 before the program runs, never run without those roots.
 #[test]
+#[ignore = "cross-builds locus for AArch64, about 5 minutes on 2 cores: scripts/ci-checks aarch64-jit"]
 fn an_unplaceable_aarch64_frame_is_refused() {
     if !cfg!(target_arch = "x86_64") {
         return;
