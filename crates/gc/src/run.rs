@@ -615,18 +615,10 @@ fn prepare_statepoints(
         message,
     };
     let eh_frame = if through_cfi {
-        let section = jit
-            .sections()
-            .iter()
-            .find(|s| s.name == ".eh_frame")
-            .zip(jit.read_only_section(".eh_frame"))
-            .ok_or_else(|| {
-                bad("the compiled code has no .eh_frame, which places AArch64 stack slots".into())
-            })?;
-        Some(
-            EhFrame::new(section.1, section.0.address)
-                .map_err(|e| bad(format!(".eh_frame: {e}")))?,
-        )
+        let (section, bytes) = jit.read_only_section(".eh_frame").ok_or_else(|| {
+            bad("the compiled code has no .eh_frame, which places AArch64 stack slots".into())
+        })?;
+        Some(EhFrame::new(bytes, section.address).map_err(|e| bad(format!(".eh_frame: {e}")))?)
     } else {
         None
     };

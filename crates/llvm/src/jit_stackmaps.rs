@@ -296,17 +296,17 @@ impl StackMapJit {
             .map(|s| unsafe { section_bytes(s) })
     }
 
-    /// The bytes of the read-only data section `name` (`.eh_frame`, say), as relocated in
+    /// The read-only data section `name` (`.eh_frame`, say) and its bytes, as relocated in
     /// memory at its [`Section::address`]; `None` when the module has no such section or it
     /// is writable data (which the compiled code may write while the slice lives).
     #[must_use]
-    pub fn read_only_section(&self, name: &str) -> Option<&[u8]> {
+    pub fn read_only_section(&self, name: &str) -> Option<(&Section, &[u8])> {
         self.sections()
             .iter()
             .find(|s| s.name == name && s.kind == SectionKind::ReadOnlyData)
             // SAFETY: the section lies in the JIT's mapped memory, read-only since the code
             // was finalized, until `self` is dropped.
-            .map(|s| unsafe { section_bytes(s) })
+            .map(|s| (s, unsafe { section_bytes(s) }))
     }
 
     /// Every section the linker placed, in the order it asked for them.
