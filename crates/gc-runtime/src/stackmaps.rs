@@ -16,7 +16,8 @@
 //! LLVM writes off the stack pointer (`[R#31 + off]`) is turned into one off `x29` with
 //! the function's frame size (the stack map's) and its CFA rule at the call (`CFA = x29 +
 //! N`, from `.eh_frame`: the `cfi` module), so the walk reads `x29`'s frame record chain
-//! alone, as on x86-64. The
+//! alone, as on x86-64; a frame of no fixed size (realigned) keeps its slots off the
+//! stack pointer, which the walk finds at the CFA of the function it called. The
 //! code ranges that continue the stack walk are the functions the tables name, sized by
 //! the executable's symbol table (so the executable must not be stripped of it).
 
@@ -91,13 +92,65 @@ impl MainProgram {
     }
 }
 
+/// The DWARF number of AArch64's frame pointer, `x29`.
+const X29: u64 = 29;
+
+/// Adds every statepoint record of `index` to `maps` ([`statepoint_pairs`]). `bias` is what
+/// the records' addresses are moved by from those of `eh`, the code's call frame
+/// information, given on AArch64: with it each slot off the stack pointer of a frame of
+/// fixed size becomes one off the frame pointer, and when a frame of no fixed size keeps
+/// such a slot, each call's CFA rule is added too ([`StackMaps::add_cfa`]): the walk then
+/// finds that frame's stack pointer at the CFA of the function it called.
+///
+/// # Errors
+/// What [`statepoint_pairs`] cannot place, with the address of the record's function (as
+/// the index gives it, the bias added).
+pub fn add_statepoints<E: locus_stackmap::Endian>(
+    maps: &mut StackMaps,
+    index: &StackMapIndex<'_, E>,
+    bias: u64,
+    eh: Option<&cfi::EhFrame<'_>>,
+) -> Result<(), (u64, String)> {
+    let mut unplaced = false;
+    for r in index.iter() {
+        let Ok(sp) = StatepointRecord::new(r.record) else {
+            continue; // a stackmap or patchpoint record: no GC pointers
+        };
+        let in_file = r.address.wrapping_sub(bias);
+        let frame = eh.map(|eh| (eh, in_file, r.function.static_stack_size()));
+        let pairs = statepoint_pairs(&sp, r.address, frame).map_err(|e| (r.function.address, e))?;
+        unplaced |= pairs
+            .iter()
+            .any(|p| matches!(p.base, Slot::Sp(_)) || matches!(p.derived, Slot::Sp(_)));
+        maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
+    }
+    let Some(eh) = eh.filter(|_| unplaced) else {
+        return Ok(());
+    };
+    for r in index.iter() {
+        // The call itself: a call that ends its function returns to the next one's start.
+        let pc = r.address.wrapping_sub(bias).wrapping_sub(1);
+        if let Ok(Some(cfi::Cfa::RegisterOffset {
+            register: X29,
+            offset,
+        })) = eh.cfa(pc)
+        {
+            if let (Ok(at), Ok(offset)) = (usize::try_from(r.address), i32::try_from(offset)) {
+                maps.add_cfa(at, offset);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The (base, derived) slot pairs the collector reads for the statepoint `record` whose
 /// call returns to `return_address` (for messages). `frame`: on AArch64, the code's call
 /// frame information, the return address as it places it (the file's address for an
-/// executable's) and the function's frame size (the stack map's); when the record keeps a
-/// pointer off the stack pointer, [`sp_from_fp`] then makes each such slot one off the
-/// frame pointer (slots LLVM already wrote off `x29`, as in a frame of variable size,
-/// need nothing).
+/// executable's) and the function's frame size (the stack map's; `None` when the frame
+/// has no fixed size). When the record keeps a pointer off the stack pointer of a frame of
+/// fixed size, [`sp_from_fp`] makes each such slot one off the frame pointer. Slots LLVM
+/// already wrote off `x29` need nothing, and those off the stack pointer of a frame of no
+/// fixed size are left for the walk ([`add_statepoints`]).
 ///
 /// # Errors
 /// A GC pointer the record keeps somewhere other than a stack slot, or one off the stack
@@ -105,7 +158,7 @@ impl MainProgram {
 pub fn statepoint_pairs<E: locus_stackmap::Endian>(
     record: &StatepointRecord<'_, E>,
     return_address: u64,
-    frame: Option<(&cfi::EhFrame<'_>, u64, u64)>,
+    frame: Option<(&cfi::EhFrame<'_>, u64, Option<u64>)>,
 ) -> Result<Vec<SlotPair>, String> {
     let mut pairs = Vec::new();
     for p in record.gc_pointers() {
@@ -118,7 +171,7 @@ pub fn statepoint_pairs<E: locus_stackmap::Endian>(
         });
     }
     let off_sp = |s: &Slot| matches!(s, Slot::Sp(_));
-    let Some((eh, at, stack_size)) = frame else {
+    let Some((eh, at, Some(stack_size))) = frame else {
         return Ok(pairs);
     };
     if !pairs.iter().any(|p| off_sp(&p.base) || off_sp(&p.derived)) {
@@ -149,26 +202,20 @@ fn slot_of(location: Location, return_address: u64) -> Result<(Slot, u16), Strin
 
 /// Where a function's stack pointer is, from its frame pointer, at the call that returns to
 /// `return_address` (the file's address): `x29 + N - size` when its call frame information
-/// says `CFA = x29 + N` there and its frame is `stack_size` bytes (the stack map's function
-/// record: the CFA less the stack pointer in the body).
+/// says `CFA = x29 + N` there and its frame is a fixed `stack_size` bytes (the stack map's
+/// function record: the CFA less the stack pointer in the body).
 ///
 /// # Errors
-/// No call frame information covers the call, or it does not define the CFA off `x29`, or
-/// the frame has no fixed size.
+/// No call frame information covers the call, or it does not define the CFA off `x29`.
 pub fn sp_from_fp(
     eh: &cfi::EhFrame<'_>,
     return_address: u64,
     stack_size: u64,
 ) -> Result<i64, String> {
-    const X29: u64 = 29;
     // The call itself: a call that ends its function returns to the next one's start.
     let pc = return_address.wrapping_sub(1);
     let size = i64::try_from(stack_size).map_err(|_| {
-        format!(
-            "the function of the statepoint at {return_address:#x} has a frame of variable \
-             size (a dynamic alloca, or its stack realigned for an over-aligned spill) and \
-             slots off its stack pointer: they cannot be placed"
-        )
+        format!("the function of the statepoint at {return_address:#x} has a frame of {stack_size} bytes")
     })?;
     match eh.cfa(pc)? {
         Some(cfi::Cfa::RegisterOffset {
@@ -274,16 +321,14 @@ pub fn from_executable() -> Result<StackMaps, String> {
             maps.add_code(s, e);
         }
     }
-    for r in index.iter() {
-        let Ok(sp) = StatepointRecord::new(r.record) else {
-            continue; // a stackmap or patchpoint record: no GC pointers
-        };
-        let in_file = r.address.wrapping_sub(bias);
-        let frame = eh_frame
-            .as_ref()
-            .map(|eh| (eh, in_file, r.function.stack_size));
-        let pairs = statepoint_pairs(&sp, r.address, frame).map_err(|e| format!("{path}: {e}"))?;
-        maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
-    }
+    add_statepoints(&mut maps, &index, bias, eh_frame.as_ref()).map_err(|(function, e)| {
+        let in_file = function.wrapping_sub(bias);
+        let name = file
+            .symbols()
+            .find(|s| s.address() == in_file && s.kind() == object::SymbolKind::Text)
+            .and_then(|s| s.name().ok().map(str::to_owned))
+            .unwrap_or_else(|| format!("{in_file:#x}"));
+        format!("{path}: function {name}: {e}")
+    })?;
     Ok(maps)
 }

@@ -294,9 +294,11 @@
 //! roots `invoke` and C++-style unwinding work, see [`lower::statepoint`]); statepoint
 //! roots on hosts other than x86-64 and AArch64 Linux. On AArch64 (`gc run`'s JIT, which
 //! hands the runtime its `.eh_frame`, and `gc build` executables alike; tested by
-//! cross-building under qemu-aarch64) a frame of variable size (a dynamic alloca, a
-//! realigned stack) whose slots LLVM addresses off the stack pointer is refused by name:
-//! its stack map gives no frame size to place them.
+//! cross-building under qemu-aarch64) slots off the stack pointer are placed through the
+//! call frame information: by the frame's size, or, for a frame of no fixed size (a
+//! realigned stack), at the CFA of the function it called. On both machines a frame both
+//! realigned and of variable size, whose slots LLVM addresses off a base pointer (`rbx`,
+//! `x19`), is refused before the program runs, naming the function.
 //!
 //! # Example
 //!

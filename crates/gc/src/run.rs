@@ -22,13 +22,12 @@
 
 use std::sync::Arc;
 
+use locus_gc_runtime::stackmaps::add_statepoints;
 use locus_gc_runtime::stackmaps::cfi::EhFrame;
-use locus_gc_runtime::stackmaps::statepoint_pairs;
 use locus_llvm::jit::Jit;
 use locus_llvm::jit_stackmaps::StackMapJit;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
-use locus_stackmap::StatepointRecord;
 
 use crate::contract::RUNTIME_GET_PGCSTACK;
 use crate::lower::statepoint::{rewrite_for_statepoints_with, StatepointReport};
@@ -622,16 +621,18 @@ fn prepare_statepoints(
     } else {
         None
     };
-    for r in jit.stack_maps().iter() {
-        let Ok(sp) = StatepointRecord::new(r.record) else {
-            continue;
-        };
-        let frame = eh_frame
-            .as_ref()
-            .map(|eh| (eh, r.address, r.function.stack_size));
-        let pairs = statepoint_pairs(&sp, r.address, frame).map_err(bad)?;
-        maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
-    }
+    // The JIT's addresses are those its .eh_frame gives: no bias.
+    add_statepoints(&mut maps, jit.stack_maps(), 0, eh_frame.as_ref()).map_err(
+        |(function, message)| Error::Lower {
+            function: jit
+                .functions()
+                .iter()
+                .find(|f| f.address == function)
+                .map_or_else(|| entry.to_owned(), |f| f.name.clone()),
+            instruction: None,
+            message,
+        },
+    )?;
     let address = jit
         .function_address(entry)
         .and_then(|a| usize::try_from(a).ok())

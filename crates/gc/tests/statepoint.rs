@@ -641,3 +641,36 @@ fn a_very_wide_live_set_is_refused_not_compiled_for_minutes() {
     );
     assert_eq!(report.widest_statepoint, 200, "{report:?}");
 }
+
+/// A frame whose statepoint slots LLVM addresses off a base pointer (realigned and of
+/// variable size) is refused before the program runs, naming the function and the
+/// register, never run without those roots; frame roots run it.
+#[test]
+fn a_frame_off_a_base_pointer_is_refused_naming_its_function() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/statepoint/unplaceable_base_pointer_frame.ll");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let name = path.display().to_string();
+    let options = |roots| RunOptions {
+        roots,
+        stress: true,
+        on_fault: OnFault::Record,
+        ..RunOptions::default()
+    };
+    // SAFETY: the program only touches objects the runtime gives it, while they are live.
+    let frames =
+        unsafe { run(&name, &text, options(Roots::Frames)) }.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(frames.value, 4249);
+    // SAFETY: as above (it is refused before it runs).
+    let refused = unsafe { run(&name, &text, options(Roots::Statepoint)) };
+    let Err(e @ locus_gc::Error::Lower { .. }) = refused else {
+        panic!("not refused: {:?}", refused.map(|o| o.value));
+    };
+    let e = e.to_string();
+    let register = if cfg!(target_arch = "aarch64") { 19 } else { 3 };
+    assert!(
+        e.contains("function @realigned: ")
+            && e.contains(&format!("in memory off DWARF register {register};")),
+        "{e}"
+    );
+}

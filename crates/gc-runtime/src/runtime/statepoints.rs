@@ -13,9 +13,11 @@
 //!   pointer, `[fp + 8]` the return address into the caller, and the caller's stack pointer
 //!   at the call was `fp + 16`; AArch64's frame record (`x29`) is laid out the same, but
 //!   sits below the callee-saved registers, so the stack pointer is not a fixed distance
-//!   away: there the stack maps hold frame-pointer-relative slots only, made from the
-//!   stack-pointer-relative ones LLVM writes with each function's frame size and call frame
-//!   information (`crate::stackmaps`, ahead-of-time executables only);
+//!   away: there the stack maps turn the stack-pointer-relative slots LLVM writes into
+//!   frame-pointer-relative ones with each function's frame size and call frame
+//!   information (`crate::stackmaps`), and for a frame of no fixed size (its stack
+//!   realigned for an over-aligned spill) the walk takes the caller's stack pointer to be
+//!   the callee's CFA, which that information places off the callee's frame pointer;
 //! - each return address is looked up in the [`StackMaps`] built from the JIT's
 //!   `.llvm_stackmaps` section; a location `[rsp + off]` or `[rbp + off]` is a slot of the
 //!   caller's frame. A return address outside the compiled code ends the walk (the host's
@@ -56,10 +58,12 @@ use super::Collection;
 /// Where a statepoint keeps one value, relative to the caller's frame at the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {
-    /// `[sp + offset]`: the caller's stack pointer at the call. The x86-64 walk finds it
-    /// from the callee's frame pointer (+ 16); on AArch64 only the caller's frame layout
-    /// places it, so the stack maps of an AArch64 executable turn these into [`Slot::Fp`]
-    /// slots first (`crate::stackmaps`), and the walk refuses one that is left.
+    /// `[sp + offset]`: the caller's stack pointer at the call, which is the callee's CFA.
+    /// The x86-64 walk finds it from the callee's frame pointer (+ 16). On AArch64 the
+    /// callee's frame record is no fixed distance from its CFA, so the stack maps turn
+    /// these into [`Slot::Fp`] slots where the caller's frame has a fixed size
+    /// (`crate::stackmaps`); for the others the walk adds the callee's CFA offset at its
+    /// call ([`StackMaps::add_cfa`]).
     Sp(i32),
     /// `[fp + offset]`: the caller's frame pointer (`rbp`, `x29`).
     Fp(i32),
@@ -127,6 +131,8 @@ pub struct SlotPair {
 pub struct StackMaps {
     records: Vec<(usize, Vec<SlotPair>)>,
     code: Vec<(usize, usize)>,
+    /// (return address, N): the function's CFA at that call is its frame pointer + N.
+    cfas: Vec<(usize, i32)>,
     index: OnceLock<Index>,
 }
 
@@ -140,10 +146,13 @@ struct Index {
     pairs: Vec<SlotPair>,
     /// Code ranges sorted by start.
     code: Vec<(usize, usize)>,
+    /// CFA offsets from the frame pointer by return address, sorted.
+    cfas: Vec<(usize, i32)>,
 }
 
 impl Index {
-    fn new(records: &[(usize, Vec<SlotPair>)], code: &[(usize, usize)]) -> Index {
+    fn new(maps: &StackMaps) -> Index {
+        let records = &maps.records;
         let mut order: Vec<usize> = (0..records.len()).collect();
         // Stable: the pairs of one address stay in the order they were added.
         order.sort_by_key(|&k| records[k].0);
@@ -159,8 +168,10 @@ impl Index {
                 span.end = index.pairs.len();
             }
         }
-        index.code = code.to_vec();
+        index.code = maps.code.clone();
         index.code.sort_unstable();
+        index.cfas = maps.cfas.clone();
+        index.cfas.sort_unstable();
         index
     }
 
@@ -177,6 +188,16 @@ impl Index {
     fn pairs(&self, return_address: usize) -> Option<&[SlotPair]> {
         let k = self.returns.binary_search(&return_address).ok()?;
         self.pairs.get(self.spans.get(k)?.clone())
+    }
+
+    /// N where the CFA of the function stopped at the call returning to `return_address`
+    /// is its frame pointer + N.
+    fn cfa(&self, return_address: usize) -> Option<i32> {
+        let k = self
+            .cfas
+            .binary_search_by_key(&return_address, |&(r, _)| r)
+            .ok()?;
+        self.cfas.get(k).map(|&(_, n)| n)
     }
 }
 
@@ -198,6 +219,15 @@ impl StackMaps {
         self.index = OnceLock::new();
     }
 
+    /// Adds where the CFA of the function stopped at the call returning to `return_address`
+    /// is: its frame pointer + `offset`. An AArch64 caller's stack pointer at a call is the
+    /// callee's CFA, so this places the slots of a statepoint whose caller's frame has no
+    /// fixed size (see [`Slot::Sp`]).
+    pub fn add_cfa(&mut self, return_address: usize, offset: i32) {
+        self.cfas.push((return_address, offset));
+        self.index = OnceLock::new();
+    }
+
     /// Statepoints recorded (distinct return addresses).
     pub fn len(&self) -> usize {
         self.index().returns.len()
@@ -209,8 +239,7 @@ impl StackMaps {
     }
 
     fn index(&self) -> &Index {
-        self.index
-            .get_or_init(|| Index::new(&self.records, &self.code))
+        self.index.get_or_init(|| Index::new(self))
     }
 }
 
@@ -272,6 +301,9 @@ fn walk(
     let mut out = Walked::default();
     let mut fp = fp;
     let mut walked = 0;
+    // The return address into the function whose frame record `fp` is, `None` for the
+    // wrapper (the entry's caller, which the walk starts from).
+    let mut callee_return: Option<usize> = None;
     let in_stack = |a: usize| bounds.is_none_or(|b| a >= b.low && a + 16 <= b.high);
     loop {
         if fp == 0 || !fp.is_multiple_of(8) || !in_stack(fp) {
@@ -290,20 +322,29 @@ fn walk(
         if !index.in_code(ret) {
             break;
         }
-        let sp = fp + 16;
+        // The caller's stack pointer at the call: the callee's CFA.
+        let sp = match callee_return {
+            Some(r) if !SP_FROM_CALLEE_FP => {
+                index.cfa(r).and_then(|n| fp.checked_add_signed(n as isize))
+            }
+            // x86-64: the return address and the saved `rbp` lie right below the CFA. A
+            // wrapper keeps no register but its frame record, which AArch64 puts there too.
+            _ => Some(fp + 16),
+        };
         if let Some(pairs) = index.pairs(ret) {
             let off_sp =
                 |p: &SlotPair| matches!(p.base, Slot::Sp(_)) || matches!(p.derived, Slot::Sp(_));
-            if !SP_FROM_CALLEE_FP && pairs.iter().any(off_sp) {
+            if sp.is_none() && pairs.iter().any(off_sp) {
                 return Err(frame_fault(
                     walked,
                     ret,
-                    "names a slot off the stack pointer, which this walk cannot place",
+                    "names a slot off the stack pointer, and no call frame information \
+                     places the frame it called",
                     number,
                 ));
             }
             let at = |slot: Slot| match slot {
-                Slot::Sp(off) => sp.checked_add_signed(off as isize),
+                Slot::Sp(off) => sp?.checked_add_signed(off as isize),
                 Slot::Fp(off) => caller_fp.checked_add_signed(off as isize),
                 Slot::Constant => None,
             };
@@ -341,6 +382,7 @@ fn walk(
             ));
         }
         fp = caller_fp;
+        callee_return = Some(ret);
     }
     Ok((out, walked))
 }
