@@ -122,6 +122,11 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
 
 /// How `jit run` runs the module.
 #[derive(Clone, Copy)]
+// Read only by the runtime, which runs on x86-64 Linux alone.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
 struct RunOptions {
     /// Print the counts after the result.
     stats: bool,

@@ -1,12 +1,13 @@
 //! What of the JIT runtime carries over to AArch64, run for real under
 //! `qemu-aarch64-static`.
 //!
-//! The runtime itself (Rust, with x86-64 trampolines) cannot run on AArch64 here: the only
-//! Rust target installed is x86_64-unknown-linux-gnu (no AArch64 standard library, and no
-//! AArch64 C library or sysroot to link one against). What can run is the AArch64 half of
-//! the inline-cache contract, with Locus doing on the host what the runtime does, and a
-//! freestanding C harness (`fixtures/aarch64/harness.c`: its own `_start` and system
-//! calls) doing what the trampolines and stubs do:
+//! The runtime itself (crates/jit) cannot run on AArch64: its trampolines and the code it
+//! patches them with are x86-64 assembly. (The toolchain could build it: scripts/
+//! install-deps installs the AArch64 Rust target, the cross sysroot and Debian's AArch64
+//! LLVM 19, with which cli's `gc_aarch64` tests run `locus gc run` under qemu.) What runs
+//! here is the AArch64 half of the inline-cache contract, with Locus doing on the host
+//! what the runtime does, and a freestanding C harness (`fixtures/aarch64/harness.c`: its
+//! own `_start` and system calls) doing what the trampolines and stubs do:
 //!
 //! - `fixtures/aarch64/ic.ll` is compiled for `aarch64-linux-gnu` in process
 //!   ([`locus_llvm::emit_object`]); its stack maps print exactly as those of `llc-19`'s
