@@ -204,7 +204,10 @@ pub fn collector_from_env_or(default: Collector) -> Result<Collector, String> {
 /// or [`LOCUS_GC_REFUSED`] after one `locus: gc:` line.
 fn env_config(config: Config, default: Collector) -> Result<Config, i32> {
     match collector_from_env_or(default) {
-        Ok(collector) => Ok(config.with_collector(collector)),
+        Ok(collector) => Ok(Config {
+            collector,
+            ..config
+        }),
         Err(message) => Err(refused(&message)),
     }
 }

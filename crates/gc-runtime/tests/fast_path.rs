@@ -56,7 +56,8 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
     let config = Config {
         heap_bytes: Some(16 << 20),
         on_fault: OnFault::Exit,
-        ..Config::default().with_collector(Collector::Mmtk(Plan::Immix))
+        collector: Collector::Mmtk(Plan::Immix),
+        ..Config::default()
     };
     let rt = Runtime::try_enter(config).unwrap_or_else(|e| panic!("{e}"));
     // The one-load answer is the runtime's chain head.
@@ -166,9 +167,9 @@ fn immix_allocations_take_the_fast_path_and_are_counted() {
     // Collecting every so many calls: no fast path (each allocation must count as a call).
     let every = Config {
         mmtk_collect_every: 1000,
+        collector: Collector::Mmtk(Plan::Immix),
+        on_fault: OnFault::Record,
         ..Config::default()
-            .on_fault(OnFault::Record)
-            .with_collector(Collector::Mmtk(Plan::Immix))
     };
     let rt = Runtime::try_enter(every).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(task_word(TASK_ALLOC_BUMP_WORD), 0);

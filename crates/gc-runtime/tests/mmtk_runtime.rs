@@ -5,9 +5,11 @@ use locus_gc_runtime::mmtk::Plan;
 use locus_gc_runtime::runtime::{self, Collector, Config, GcFrame, OnFault, Runtime};
 
 fn mmtk(plan: Plan) -> Config {
-    Config::default()
-        .on_fault(OnFault::Record)
-        .with_collector(Collector::Mmtk(plan))
+    Config {
+        collector: Collector::Mmtk(plan),
+        on_fault: OnFault::Record,
+        ..Config::default()
+    }
 }
 
 #[test]

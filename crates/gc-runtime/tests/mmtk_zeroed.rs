@@ -38,7 +38,8 @@ fn child(plan: Plan) {
         heap_bytes: Some(16 << 20),
         stack_maps: copying.then(|| Arc::new(StackMaps::new())),
         on_fault: OnFault::Record,
-        ..Config::default().with_collector(Collector::Mmtk(plan))
+        collector: Collector::Mmtk(plan),
+        ..Config::default()
     };
     let rt = Runtime::try_enter(config).unwrap_or_else(|e| panic!("{e}"));
     let head = rt.pgcstack();

@@ -124,7 +124,6 @@ fn stress() -> Guard {
 
 fn normal(threshold: usize) -> Guard {
     Runtime::enter(Config {
-        stress: false,
         heap_threshold: threshold,
         on_fault: OnFault::Record,
         ..Config::default()

@@ -34,7 +34,7 @@ use crate::lower::statepoint::{rewrite_for_statepoints_with, StatepointReport};
 use crate::lower::{
     lower_module_with, FunctionReport, InlineAlloc, LowerOptions, ThreadOptions, WriteBarriers,
 };
-use crate::runtime::{self, Config, GcFault, OnFault, Runtime, StackMaps, Stats};
+use crate::runtime::{self, Collector, Config, GcFault, OnFault, Runtime, StackMaps, Stats};
 use crate::signals::{self, CodeRange};
 use crate::{Error, Result};
 
@@ -383,7 +383,11 @@ impl Prepared {
     /// As for [`Prepared::call`].
     pub unsafe fn call_with(&self, stress: bool, moving: bool, on_fault: OnFault) -> RunOutcome {
         let config = Config {
-            stress,
+            collector: if stress {
+                Collector::Stress
+            } else {
+                Collector::Locus
+            },
             on_fault,
             stack_maps: self.stack_maps.clone(),
             moving: moving && self.stack_maps.is_some(),
@@ -413,7 +417,7 @@ impl Prepared {
         let config = Config {
             on_fault,
             stack_maps: self.stack_maps.clone(),
-            mmtk: Some(plan),
+            collector: Collector::Mmtk(plan),
             ..Config::default()
         };
         // SAFETY: the caller's promise.

@@ -184,7 +184,8 @@ mod tests {
         let config = Config {
             heap_bytes: Some(8 << 20),
             on_fault: OnFault::Exit,
-            ..Config::default().with_collector(Collector::Mmtk(Plan::Immix))
+            collector: Collector::Mmtk(Plan::Immix),
+            ..Config::default()
         };
         let rt = Runtime::try_enter(config).unwrap_or_else(|e| panic!("{e}"));
         let head = rt.pgcstack();

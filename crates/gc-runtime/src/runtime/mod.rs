@@ -101,9 +101,9 @@
 //! | `locus_gc_remove_root_region` | `declare i32 @locus_gc_remove_root_region(ptr %start)` | drops it; 1 if there was one |
 //! | `locus_gc_stats` | `declare i32 @locus_gc_stats(ptr %out)` | fills a [`GcStats`] (up to the `size` its caller set) with the runtime's counters; never collects |
 //!
-//! "May collect" means: in stress mode ([`Config::stress`]), always; otherwise when the body
-//! bytes allocated since the last collection reach the larger of [`Config::heap_threshold`]
-//! and the bytes that survived it.
+//! "May collect" means: in stress mode ([`Collector::Stress`]), always; otherwise when the
+//! body bytes allocated since the last collection reach the larger of
+//! [`Config::heap_threshold`] and the bytes that survived it.
 //!
 //! # Faults
 //!
@@ -185,7 +185,7 @@
 //! A thread that loops without reaching any of these holds every collection up (the
 //! collecting thread waits); `--safepoint-polls` is the cure.
 //!
-//! With an MMTk collector ([`Config::mmtk`]) the protocol is the same, MMTk's own: a
+//! With an MMTk collector ([`Collector::Mmtk`]) the protocol is the same, MMTk's own: a
 //! collection (an allocation found the heap full, or [`Runtime::collect`]) raises a flag
 //! that every safepoint and `locus_gc_poll` reads; a thread that sees it hands its roots
 //! over and parks until the collection ends; a thread in a safe region handed its roots
@@ -323,7 +323,7 @@ pub const MMTK_COLLECT_EVERY_ENV: &str = "LOCUS_GC_MMTK_COLLECT_EVERY";
 pub enum Collector {
     /// The runtime's own mark-sweep, collecting at [`Config::heap_threshold`].
     Locus,
-    /// The runtime's own collector in stress mode ([`Config::stress`]).
+    /// The runtime's own collector in stress mode ([`Config::stress`] makes one).
     Stress,
     /// An MMTk plan ([`crate::mmtk`]) in a heap of [`Config::heap_bytes`]. One MMTk heap per
     /// process: a second runtime must ask for the same plan. With frame roots only the
@@ -393,9 +393,10 @@ impl fmt::Debug for OnFault {
 /// How a runtime collects and what it does on a fault.
 #[derive(Debug)]
 pub struct Config {
-    /// Collect at every call that may collect; poison freed objects, make them inaccessible
-    /// and never reuse them.
-    pub stress: bool,
+    /// The collector: the runtime's own (in stress mode, [`Collector::Stress`], it collects
+    /// at every call that may collect, poisons freed objects, makes them inaccessible and
+    /// never reuses them) or an MMTk plan.
+    pub collector: Collector,
     /// Outside stress mode, collect once this many body bytes were allocated since the last
     /// collection (or as many as survived it, if more).
     pub heap_threshold: usize,
@@ -408,17 +409,14 @@ pub struct Config {
     /// collection; the old copy is kept and made inaccessible in stress mode, as stress mode
     /// frees objects, and otherwise its block is given back for reuse.
     pub moving: bool,
-    /// Collect with this MMTk plan instead of the runtime's own collector (see
-    /// [`Collector::Mmtk`]); `stress` and `moving` must be off then.
-    pub mmtk: Option<Plan>,
-    /// With [`Config::mmtk`]: the MMTk heap's fixed size in bytes (MMTk collects when it is
+    /// With an MMTk plan: the MMTk heap's fixed size in bytes (MMTk collects when it is
     /// full; an allocation that does not fit after a collection is out of memory).
     /// `None` (the default): the size [`HEAP_SIZE_ENV`] (`LOCUS_GC_HEAP_SIZE`) gives if the
     /// environment sets it, else [`HeapSize::default_dynamic`]: the heap grows (never
     /// shrinks) from 32 MiB up to half the physical memory. The first runtime of a process
     /// makes its one MMTk heap: later ones share it, whatever size they ask for.
     pub heap_bytes: Option<usize>,
-    /// With [`Config::mmtk`]: collect at every `n`th call that may collect (an allocation,
+    /// With an MMTk plan: collect at every `n`th call that may collect (an allocation,
     /// `locus_gc_safepoint`, a foreign read), as stress mode collects at every one: what
     /// tests run programs with so that MMTk collects (and, on a copying plan, moves) where
     /// it would otherwise not. 0 (the default): only when MMTk's heap is full, unless the
@@ -427,15 +425,15 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// Normal mode, [`DEFAULT_HEAP_THRESHOLD`], [`OnFault::Exit`], frame roots.
+    /// The runtime's own collector, [`DEFAULT_HEAP_THRESHOLD`], [`OnFault::Exit`], frame
+    /// roots.
     fn default() -> Config {
         Config {
-            stress: false,
+            collector: Collector::Locus,
             heap_threshold: DEFAULT_HEAP_THRESHOLD,
             on_fault: OnFault::Exit,
             stack_maps: None,
             moving: false,
-            mmtk: None,
             heap_bytes: None,
             mmtk_collect_every: 0,
         }
@@ -446,31 +444,16 @@ impl Config {
     /// Stress mode with [`OnFault::Exit`].
     pub fn stress() -> Config {
         Config {
-            stress: true,
+            collector: Collector::Stress,
             ..Config::default()
         }
     }
 
-    /// The collector this configuration runs.
-    pub fn collector(&self) -> Collector {
-        match (self.mmtk, self.stress) {
-            (Some(plan), _) => Collector::Mmtk(plan),
-            (None, true) => Collector::Stress,
-            (None, false) => Collector::Locus,
-        }
-    }
-
-    /// The same configuration with `collector`.
-    pub fn with_collector(self, collector: Collector) -> Config {
-        let (stress, mmtk) = match collector {
-            Collector::Locus => (false, None),
-            Collector::Stress => (true, None),
-            Collector::Mmtk(plan) => (false, Some(plan)),
-        };
-        Config {
-            stress,
-            mmtk,
-            ..self
+    /// The MMTk plan it collects with, if any.
+    fn mmtk(&self) -> Option<Plan> {
+        match self.collector {
+            Collector::Mmtk(plan) => Some(plan),
+            Collector::Locus | Collector::Stress => None,
         }
     }
 
@@ -865,7 +848,8 @@ impl Runtime {
     /// # Errors
     /// A sentence saying what was refused.
     pub fn try_enter(config: Config) -> Result<Guard, String> {
-        let mmtk = match config.mmtk {
+        let stress = config.collector == Collector::Stress;
+        let mmtk = match config.mmtk() {
             Some(plan) => Some(mmtk_heap(plan, &config)?),
             None => None,
         };
@@ -880,11 +864,11 @@ impl Runtime {
             OnFault::Record | OnFault::Call(_) => Mode::Record,
         };
         let moving = config.moving && config.stack_maps.is_some();
-        if config.stress || moving {
+        if stress || moving {
             crate::signals::install();
         }
         let shared = Arc::new(Shared {
-            stress: config.stress,
+            stress,
             heap_threshold: config.heap_threshold,
             on_fault: config.on_fault,
             stack_maps: config.stack_maps,
@@ -892,7 +876,7 @@ impl Runtime {
             state: Mutex::new(State {
                 // The moving collector gives an old copy's block back for reuse; in stress
                 // mode it is kept and protected, as stress mode keeps what it frees.
-                heap: Heap::new(config.stress, mode),
+                heap: Heap::new(stress, mode),
                 stats: Stats::default(),
                 since_gc: 0,
                 live_after_gc: 0,
@@ -1549,9 +1533,9 @@ fn mmtk_heap(plan: Plan, config: &Config) -> Result<MmtkHeap, String> {
              updated (use marksweep, immix or stickyimmix)"
         ));
     }
-    if config.stress || config.moving {
+    if config.moving {
         return Err(format!(
-            "the MMTk collector (plan {plan}) does not combine with stress or moving mode"
+            "the MMTk collector (plan {plan}) does not combine with moving mode"
         ));
     }
     match MmtkHeap::get() {
