@@ -243,7 +243,8 @@ impl CallSites {
         let mut instances: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for sp in subprograms.values() {
             let Some(entry) = sp.entry else { continue };
-            for name in &sp.names {
+            let names = names_of(sp, &subprograms);
+            for name in names {
                 by_name.entry(name.as_str()).or_default().push(entry);
             }
             if let Some(o) = sp.origin {
@@ -253,7 +254,7 @@ impl CallSites {
                 out.ranges.push((*b, *e, entry));
             }
             out.functions.entry(entry).or_insert_with(|| Function {
-                name: sp.names.first().cloned().unwrap_or_else(|| "?".to_owned()),
+                name: names.first().cloned().unwrap_or_else(|| "?".to_owned()),
                 frame_base: sp.frame_base.clone(),
                 tail_calls: Vec::new(),
             });
@@ -664,6 +665,27 @@ fn moved(expr: &[u8], encoding: Encoding, load_bias: u64) -> Vec<u8> {
         binary::move_addresses(&mut out, encoding, load_bias);
     }
     out
+}
+
+/// The names of `sp`: its own, else those of the DIE it is a concrete instance or the
+/// definition of (`DW_AT_abstract_origin`, `DW_AT_specification`), as gcc's out-of-line
+/// copy of a function it also inlined names itself only through its abstract instance.
+/// The chain is followed a few steps at most: hostile DWARF may make it a loop.
+fn names_of<'a>(
+    sp: &'a SubprogramDie,
+    subprograms: &'a BTreeMap<u64, SubprogramDie>,
+) -> &'a [String] {
+    let mut at = sp;
+    for _ in 0..8 {
+        if !at.names.is_empty() {
+            return &at.names;
+        }
+        match at.origin.and_then(|o| subprograms.get(&o)) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    &[]
 }
 
 /// The callee of a call site whose origin is the DIE at `.debug_info` offset

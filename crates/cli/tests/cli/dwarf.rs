@@ -1893,6 +1893,47 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// A call site in another unit (gcc -O2, `fixtures/cross_unit.c` and
+/// `cross_unit_callee.c`): its DW_AT_call_origin is that unit's declaration of `work`,
+/// and the out-of-line copy of `work` (also inlined in its own unit) names itself only
+/// through its abstract instance. Its entry values come from main's call site, as gdb
+/// gives them (they were `<optimized out>`: "whose code has no DWARF here").
+#[test]
+fn entry_values_through_a_declaration_in_another_unit() {
+    let dir = TempDir::new("dwarf-cross-unit");
+    let exe = dir.path("cross_unit");
+    let out = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(fixture("cross_unit.c"))
+        .arg(fixture("cross_unit_callee.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("gcc is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Stop 1: stop_here <- work(a, 4, 7) <- main.
+    let (work, bt) = vars_at_stop(&exe, &dir, 1, 1);
+    assert!(bt.contains("work (p=p@entry=0x"), "{bt}");
+    assert!(bt.contains("n=n@entry=4, k=k@entry=7"), "{bt}");
+    for (name, value) in [("n", "4"), ("k", "7")] {
+        assert_eq!(
+            var_of(&work, "work", name).0.as_deref(),
+            Some(value),
+            "{work:#}"
+        );
+    }
+    let doc = gdb_compare(&exe, 1);
+    let count = |k: &str| doc[k].as_u64().unwrap_or(0);
+    assert_eq!(count("WRONG"), 0, "{doc:#}");
+    assert_eq!(count("stops"), 3, "{doc:#}");
+    for reason in doc["reasons"].as_object().unwrap().keys() {
+        assert!(reason.contains("not known in this frame"), "{reason}");
+    }
+}
+
 /// The cases one by one, gcc 12 -O2: a tail call's arguments are not the callee's
 /// (leaf() reached from main through relay()'s `jmp`: gdb's chain main -> relay -> leaf);
 /// two tail calls to leaf() from twice() leave no one chain; ping() and pong() tail-call
