@@ -119,9 +119,7 @@ pub fn add_statepoints<E: locus_stackmap::Endian>(
         let in_file = r.address.wrapping_sub(bias);
         let frame = eh.map(|eh| (eh, in_file, r.function.static_stack_size()));
         let pairs = statepoint_pairs(&sp, r.address, frame).map_err(|e| (r.function.address, e))?;
-        unplaced |= pairs
-            .iter()
-            .any(|p| matches!(p.base, Slot::Sp(_)) || matches!(p.derived, Slot::Sp(_)));
+        unplaced |= pairs.iter().any(SlotPair::off_sp);
         maps.add_record(usize::try_from(r.address).unwrap_or(usize::MAX), pairs);
     }
     let Some(eh) = eh.filter(|_| unplaced) else {
@@ -170,11 +168,10 @@ pub fn statepoint_pairs<E: locus_stackmap::Endian>(
             lanes,
         });
     }
-    let off_sp = |s: &Slot| matches!(s, Slot::Sp(_));
     let Some((eh, at, Some(stack_size))) = frame else {
         return Ok(pairs);
     };
-    if !pairs.iter().any(|p| off_sp(&p.base) || off_sp(&p.derived)) {
+    if !pairs.iter().any(SlotPair::off_sp) {
         return Ok(pairs);
     }
     let delta = sp_from_fp(eh, at, stack_size)?;

@@ -122,6 +122,13 @@ pub struct SlotPair {
     pub lanes: u16,
 }
 
+impl SlotPair {
+    /// Whether either slot is off the stack pointer ([`Slot::Sp`]).
+    pub fn off_sp(&self) -> bool {
+        matches!(self.base, Slot::Sp(_)) || matches!(self.derived, Slot::Sp(_))
+    }
+}
+
 /// The statepoint records of compiled code by return address, and where the code is.
 ///
 /// A walk looks each frame's return address up by binary search in vectors sorted by
@@ -322,27 +329,32 @@ fn walk(
         if !index.in_code(ret) {
             break;
         }
-        // The caller's stack pointer at the call: the callee's CFA.
-        let sp = match callee_return {
-            Some(r) if !SP_FROM_CALLEE_FP => {
-                index.cfa(r).and_then(|n| fp.checked_add_signed(n as isize))
-            }
-            // x86-64: the return address and the saved `rbp` lie right below the CFA. A
-            // wrapper keeps no register but its frame record, which AArch64 puts there too.
-            _ => Some(fp + 16),
-        };
         if let Some(pairs) = index.pairs(ret) {
-            let off_sp =
-                |p: &SlotPair| matches!(p.base, Slot::Sp(_)) || matches!(p.derived, Slot::Sp(_));
-            if sp.is_none() && pairs.iter().any(off_sp) {
-                return Err(frame_fault(
-                    walked,
-                    ret,
-                    "names a slot off the stack pointer, and no call frame information \
-                     places the frame it called",
-                    number,
-                ));
-            }
+            // The caller's stack pointer at the call, the callee's CFA: looked up only for
+            // a record that needs it (on AArch64, a realigned frame's).
+            let sp = if !pairs.iter().any(SlotPair::off_sp) {
+                None
+            } else {
+                match callee_return {
+                    Some(r) if !SP_FROM_CALLEE_FP => {
+                        index.cfa(r).and_then(|n| fp.checked_add_signed(n as isize))
+                    }
+                    // x86-64: the return address and the saved `rbp` lie right below the
+                    // CFA. A wrapper keeps no register but its frame record, which AArch64
+                    // puts there too.
+                    _ => Some(fp + 16),
+                }
+                .ok_or_else(|| {
+                    frame_fault(
+                        walked,
+                        ret,
+                        "names a slot off the stack pointer, and no call frame information \
+                         places the frame it called",
+                        number,
+                    )
+                })
+                .map(Some)?
+            };
             let at = |slot: Slot| match slot {
                 Slot::Sp(off) => sp?.checked_add_signed(off as isize),
                 Slot::Fp(off) => caller_fp.checked_add_signed(off as isize),
