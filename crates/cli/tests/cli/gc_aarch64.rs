@@ -90,6 +90,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
         ("programs/gc_preserve.ll", stress),
         ("programs/vector_derived_shuffle.ll", all),
         ("programs/vector_realigned_callee.ll", all),
+        ("programs/vector_dynamic_alloca.ll", all),
         ("statepoint/invoke_unwound_pins.ll", stress),
         ("statepoint/invoke_catch_exception.ll", stress),
     ];

@@ -67,7 +67,7 @@ fn all_tracked(ty: Type<'_>) -> bool {
 }
 
 /// The element count of a static `alloca`: in the entry block, with a constant size.
-fn static_count(inst: Instruction<'_>) -> Option<u64> {
+pub(super) fn static_count(inst: Instruction<'_>) -> Option<u64> {
     if inst.opcode() != Opcode::Alloca {
         return None;
     }
