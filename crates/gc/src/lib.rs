@@ -296,10 +296,11 @@
 //! hands the runtime its `.eh_frame`, and `gc build` executables alike; tested by
 //! cross-building under qemu-aarch64) slots off the stack pointer are placed through the
 //! call frame information: by the frame's size, or, for a frame of no fixed size (a
-//! realigned stack), at the CFA of the function it called. A frame of variable size is kept
-//! from realigning for its spills (`"no-realign-stack"`, see [`lower::statepoint`]), so its
-//! slots are off the frame pointer; on both machines a frame both of variable size and
-//! realigned for an over-aligned `alloca`, whose slots LLVM addresses off a base pointer
+//! realigned stack), at the CFA of the function it called. A function of variable size is
+//! kept from realigning its stack (`"no-realign-stack"`; its over-aligned `alloca`s aligned
+//! by hand, see [`lower::statepoint`]), so its slots are off the frame pointer; on both
+//! machines one that asks for realignment itself (`"stackrealign"`, `alignstack`, a `byval`
+//! argument aligned beyond 16 bytes), whose slots LLVM then addresses off a base pointer
 //! (`rbx`, `x19`), is refused before the program runs, naming the function.
 //!
 //! # Example

@@ -244,7 +244,8 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
     // vectors of pointers through a phi, derived pointers through selects and phis, and a
     // vector of three pointers whose 32-byte spill realigns the stack (a frame of no fixed
     // size with slots off the stack pointer: placed at the CFA of the function it calls),
-    // and that spill in a frame of variable size (kept from realigning: slots off x29).
+    // and that spill, and an alloca aligned to 64 bytes, in a frame of variable size (kept
+    // from realigning, the alloca aligned by hand: slots off x29).
     let programs = [
         ("list_sum", false),
         ("deep_recursion_derived", true),
@@ -253,6 +254,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
         ("vector_derived_shuffle", false),
         ("vector_realigned_callee", true),
         ("vector_dynamic_alloca", false),
+        ("aligned_alloca_dynamic", true),
     ];
     for (name, lld) in programs {
         let file = fixture(name);

@@ -91,6 +91,7 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
         ("programs/vector_derived_shuffle.ll", all),
         ("programs/vector_realigned_callee.ll", all),
         ("programs/vector_dynamic_alloca.ll", all),
+        ("programs/aligned_alloca_dynamic.ll", all),
         ("statepoint/invoke_unwound_pins.ll", stress),
         ("statepoint/invoke_catch_exception.ll", stress),
     ];
@@ -119,8 +120,8 @@ fn statepoint_programs_run_on_aarch64_as_on_x86_64() {
     }
 }
 
-/// A frame whose slots LLVM addresses off a base pointer (`x19`: realigned and of variable
-/// size) is refused with one `locus:` line naming the function and status 1 before the
+/// A frame whose slots LLVM addresses off a base pointer (`x19`: of variable size and asking
+/// for its stack realigned) is refused with one `locus:` line naming the function and status 1 before the
 /// program runs, never run without those roots.
 #[test]
 #[ignore = "cross-builds locus for AArch64, about 5 minutes on 2 cores: scripts/ci-checks aarch64-jit"]

@@ -44,6 +44,7 @@ mod memory;
 mod model;
 mod place;
 pub mod polls;
+mod realign;
 mod scan;
 pub mod statepoint;
 mod tbaa;

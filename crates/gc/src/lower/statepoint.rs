@@ -28,9 +28,16 @@
 //!    (`llvm.frameaddress`) to the runtime's `locus_gc_sp_*` entry: the walk of the
 //!    frame-pointer chain starts there ([`crate::runtime::statepoints`]);
 //! 5. every other defined function gets `gc "statepoint-example"` and
-//!    `"frame-pointer"="all"` (and `"no-realign-stack"` when it is of variable size and has
-//!    no over-aligned `alloca`, see `keeps_stack_alignment`), the runtime functions that
-//!    never collect `"gc-leaf-function"`, and RS4GC runs in process (`LLVMRunPasses`).
+//!    `"frame-pointer"="all"`, the runtime functions that never collect `"gc-leaf-function"`,
+//!    and RS4GC runs in process (`LLVMRunPasses`). A function of variable size (a dynamic
+//!    `alloca`) is also made `"no-realign-stack"`, its `alloca`s aligned beyond the stack's
+//!    16 bytes given their alignment by hand (a larger `alloca`, its address rounded up by
+//!    `llvm.ptrmask`): realigned (for such an `alloca`, or the 32-byte spill of a vector of
+//!    GC pointers), LLVM would address its statepoint slots off a base pointer (`rbx`,
+//!    `x19`), a callee-saved register the walk cannot recover; not realigned, they are off
+//!    the frame pointer. One that asks for realignment itself (`"stackrealign"`,
+//!    `alignstack`, an over-aligned `byval` argument) keeps it, and the runtime refuses its
+//!    records by name.
 //!
 //! # `invoke`
 //!
@@ -173,8 +180,9 @@ pub struct StatepointReport {
     pub relocations: usize,
     /// The most GC pointers one statepoint keeps (its `gc-live` list).
     pub widest_statepoint: usize,
-    /// Functions of variable size kept from realigning their stack (`"no-realign-stack"`),
-    /// so that their slots are off the frame pointer, not a base pointer.
+    /// Functions of variable size kept from realigning their stack (`"no-realign-stack"`,
+    /// see the [module documentation](self)), so that their slots are off the frame
+    /// pointer, not a base pointer.
     pub unrealigned: usize,
 }
 
@@ -346,55 +354,33 @@ fn prepare<'c>(
     let out = Module::parse_ir(ctx, &name, text)?;
     out.verify()?;
     let wrapper_names: Vec<&str> = wrappers.iter().map(|w| w.0).collect();
-    for f in out.function_list() {
-        let fname = f.name();
-        if f.is_declaration() {
-            if LEAVES.contains(&fname.as_str()) {
-                add_function_string_attribute(f, "gc-leaf-function", "");
+    {
+        let b = Builder::new(&out);
+        for f in out.function_list() {
+            let fname = f.name();
+            if f.is_declaration() {
+                if LEAVES.contains(&fname.as_str()) {
+                    add_function_string_attribute(f, "gc-leaf-function", "");
+                }
+                continue;
             }
-            continue;
-        }
-        add_function_string_attribute(f, "frame-pointer", "all");
-        // Call frame information at every instruction (`uwtable(async)`): the AArch64
-        // walk reads each frame's CFA rule from `.eh_frame`, which LLVM writes for a
-        // `nounwind` function only when asked.
-        add_function_enum_attribute(f, "uwtable", UWTABLE_ASYNC);
-        if wrapper_names.contains(&fname.as_str()) {
-            continue;
-        }
-        set_gc(f, Some(GC_STRATEGY));
-        report.functions += 1;
-        if keeps_stack_alignment(f) {
-            add_function_string_attribute(f, "no-realign-stack", "");
-            report.unrealigned += 1;
+            add_function_string_attribute(f, "frame-pointer", "all");
+            // Call frame information at every instruction (`uwtable(async)`): the AArch64
+            // walk reads each frame's CFA rule from `.eh_frame`, which LLVM writes for a
+            // `nounwind` function only when asked.
+            add_function_enum_attribute(f, "uwtable", UWTABLE_ASYNC);
+            if wrapper_names.contains(&fname.as_str()) {
+                continue;
+            }
+            set_gc(f, Some(GC_STRATEGY));
+            report.functions += 1;
+            if super::realign::keep_from_realigning(&b, f)? {
+                report.unrealigned += 1;
+            }
         }
     }
+    out.verify()?;
     Ok((out, report))
-}
-
-/// The alignment the stack keeps at calls on the targets the walk knows (x86-64 and
-/// AArch64): a stack object aligned beyond it makes LLVM realign the frame.
-const STACK_ALIGN: u32 = 16;
-
-/// Whether `f` has a variable-size `alloca` (outside the entry block, or of a size that is
-/// not constant) and none aligned beyond [`STACK_ALIGN`]: such a frame is made
-/// `"no-realign-stack"`. Realigned for an over-aligned spill (the 32 bytes of a vector of
-/// three GC pointers), a frame of variable size has its statepoint slots addressed off a
-/// base pointer (`rbx`, `x19`), a callee-saved register the walk cannot recover, and is
-/// refused; not realigned, LLVM spills with unaligned moves and addresses the slots off the
-/// frame pointer. An over-aligned `alloca` needs the realignment, so its frame keeps it.
-fn keeps_stack_alignment(f: Function<'_>) -> bool {
-    let allocas: Vec<Instruction<'_>> = f
-        .instructions()
-        .into_iter()
-        .filter(|i| i.opcode() == Opcode::Alloca)
-        .collect();
-    allocas
-        .iter()
-        .any(|&a| super::memory::static_count(a).is_none())
-        && allocas
-            .iter()
-            .all(|a| a.alignment().is_some_and(|n| n <= STACK_ALIGN))
 }
 
 /// `uwtable`'s value for asynchronous unwind tables (LLVM's `UWTableKind::Async`).
