@@ -750,7 +750,11 @@ define void @passes_byval(i64 %n) {
         let start = ir
             .find(&format!("@{name}("))
             .unwrap_or_else(|| panic!("no @{name} in\n{ir}"));
-        ir[start..].split("\n}\n").next().unwrap_or_default().to_owned()
+        ir[start..]
+            .split("\n}\n")
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     };
     // The 64-byte alloca by hand: 16-byte aligned, 48 bytes larger, rounded up to 64.
     let aligned = body("dynamic_aligned");
