@@ -97,7 +97,10 @@
 //!   as llvm-dwarfdump reads it; several code sections are refused).
 //!   Files it cannot read are refused with one message, never an empty list:
 //!   no `.debug_info` (stripped, or built without `-g`), a missing `.dwo`,
-//!   big-endian objects.
+//!   big-endian objects. What an implicit pointer points to is read as gdb's `*p`
+//!   reads it (`Binary::object_at` finds the DIE it names anywhere in the file, such
+//!   as gcc's `DW_TAG_dwarf_procedure` for a string literal; `evaluate_part_in` reads
+//!   the pointee type's bytes at its offset).
 //! * `stopped`: a stopped target (threads' registers by DWARF number, mapped
 //!   files, memory) and where a file was loaded in it (its load bias);
 //!   `corefile` builds one from an ELF core (`NT_PRSTATUS`, `NT_PRFPREG`,

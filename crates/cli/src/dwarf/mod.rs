@@ -189,10 +189,13 @@ pub enum Command {
         /// "die", "expression" or "const_value", and with a target "location", "value",
         /// "number" and "optimized_out" (why, when gdb would print `<optimized out>`: no
         /// location here, an entry value no call site provably gives, a register a caller
-        /// frame does not know) or "error"}. "entry_values" says which call site gave the
-        /// frame's entry values (DW_OP_entry_value, DW_OP_GNU_parameter_ref), or why none
-        /// can be trusted ("refused": the call site does not provably call this function,
-        /// it can tail-call itself, no caller).
+        /// frame does not know) or "error"; an implicit pointer (gdb's `<synthetic pointer>`)
+        /// has "synthetic_pointer" {"die", "byte_offset"} and "points_to": the object's
+        /// "name" and "function" when it is a variable, and "location", "value" and "number"
+        /// of what `*p` reads there, as gdb prints it}. "entry_values" says which call site
+        /// gave the frame's entry values (DW_OP_entry_value, DW_OP_GNU_parameter_ref), or why
+        /// none can be trusted ("refused": the call site does not provably call this
+        /// function, it can tail-call itself, no caller).
         #[arg(long)]
         json: bool,
     },
@@ -596,20 +599,23 @@ fn vars(
         }
     };
     let package = read_package(input, path)?;
-    let vars = open_binary(&data, package.as_deref(), path, input.limit)?
-        .with_load_bias(load_bias)
-        .variables_at(pc)
-        .map_err(|e| io_fail(path, e))?;
+    let bin = open_binary(&data, package.as_deref(), path, input.limit)?.with_load_bias(load_bias);
+    let vars = bin.variables_at(pc).map_err(|e| io_fail(path, e))?;
     let state = snap.as_ref().map(binary::Snapshot::state);
-    let list = variables_json(&vars, state.as_ref());
+    let list = variables_json(&vars, state.as_ref(), (&bin, pc));
     Ok(json!({"pc": format!("{pc:#x}"), "variables": list}))
 }
 
 /// Each variable as JSON: name, kind, function, type, byte_size, die, its expression (or
 /// const_value) and, given a snapshot, its location and value (or the error): `value` its
 /// bytes in hex (`??` where undefined), `number` as gdb prints a value of its base type
-/// (absent for other types and when some bit is undefined).
-fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) -> Vec<Json> {
+/// (absent for other types and when some bit is undefined). `at` is the binary and the pc
+/// the variables were found at (for the objects implicit pointers name).
+fn variables_json(
+    vars: &[binary::Variable],
+    state: Option<&binary::State<'_>>,
+    at: (&binary::Binary<'_>, u64),
+) -> Vec<Json> {
     let mut list = Vec::new();
     for v in vars {
         let mut item = json!({
@@ -636,9 +642,9 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
             VariableLocation::None => item["expression"] = Json::Null,
         }
         if let Some(state) = state {
-            let location = evaluate_into(&mut item, v, vars, state);
+            let location = evaluate_into(&mut item, v, vars, state, None);
             // gdb's `<synthetic pointer>`: the pointer has no bits, the object it points
-            // to (a variable in scope) has a value.
+            // to has a value.
             if let Some(Storage::ImplicitPointer {
                 die, byte_offset, ..
             }) = location
@@ -650,16 +656,54 @@ fn variables_json(vars: &[binary::Variable], state: Option<&binary::State<'_>>) 
                     map.remove("optimized_out");
                 }
                 item["synthetic_pointer"] = json!({"die": die, "byte_offset": byte_offset});
-                if let Some(target) = vars.iter().find(|t| t.die == *die) {
-                    let mut to = json!({"name": target.name, "function": target.function});
-                    evaluate_into(&mut to, target, vars, state);
-                    item["points_to"] = to;
-                }
+                item["points_to"] = points_to(v, (*die, *byte_offset), vars, state, at);
             }
         }
         list.push(item);
     }
     list
+}
+
+/// What the implicit pointer `pointer` points to, as gdb's `*pointer` reads it: the object
+/// the DIE `die` describes (a variable in scope, else the DIE looked up in the binary at
+/// the pc: gcc names a `DW_TAG_dwarf_procedure` for a pointer to a string literal), with
+/// its `name` and `function` when it has them, and the bytes the pointer's pointee type
+/// reads at `byte_offset` (the whole object when that type is unknown) as `location`,
+/// `value` and `number`; or `error`. An object that is an implicit pointer itself is not
+/// followed, so a cycle of them ends here.
+fn points_to(
+    pointer: &binary::Variable,
+    (die, byte_offset): (u64, i64),
+    scope: &[binary::Variable],
+    state: &binary::State<'_>,
+    (bin, pc): (&binary::Binary<'_>, u64),
+) -> Json {
+    let found;
+    let object = match scope.iter().find(|t| t.die == die) {
+        Some(t) => t,
+        None => match bin.object_at(die, pc) {
+            Ok(mut o) => {
+                // Evaluated in the pointer's frame, as gdb does (`DW_OP_fbreg` there is
+                // the frame's function's).
+                o.frame_base.clone_from(&pointer.frame_base);
+                found = o;
+                &found
+            }
+            Err(e) => return json!({"error": describe(&e)}),
+        },
+    };
+    let mut to = json!({});
+    for (key, text) in [("name", &object.name), ("function", &object.function)] {
+        if !text.is_empty() {
+            to[key] = json!(text);
+        }
+    }
+    let part = pointer
+        .pointee
+        .filter(|p| p.byte_size.is_some())
+        .map(|p| (p, byte_offset));
+    evaluate_into(&mut to, object, scope, state, part);
+    to
 }
 
 /// `--load-bias`: decimal or 0x hex.
@@ -688,20 +732,36 @@ fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
 
 /// Evaluates `v` in `state` (among the variables `scope`) into `item`: its `location`,
 /// `value`, `number` and `optimized_out`, or `error`; the location, if there is one.
+/// With `part`, only what a pointer to that type at that byte offset reads of it, as a
+/// number of that type.
 fn evaluate_into(
     item: &mut Json,
     v: &binary::Variable,
     scope: &[binary::Variable],
     state: &binary::State<'_>,
+    part: Option<(binary::Pointee, i64)>,
 ) -> Option<Location> {
     let mut state = state.clone().with_variable(v);
-    match binary::evaluate_variable_in(v, scope, &mut state) {
+    let evaluated = match part {
+        None => binary::evaluate_variable_in(v, scope, &mut state),
+        Some((p, offset)) => {
+            let size = p.byte_size.unwrap_or(0);
+            binary::evaluate_part_in(v, scope, offset, size, &mut state)
+        }
+    };
+    match evaluated {
         Ok(r) => {
             if let Some(l) = &r.location {
                 item["location"] = render::location_json(l);
             }
             item["value"] = json!(r.bits.to_hex());
-            if let Some(n) = v.number(&r.bits) {
+            let number = match part {
+                None => v.number(&r.bits),
+                Some((p, _)) => p
+                    .base_type
+                    .and_then(|b| b.number(&r.bits, v.encoding.address_size)),
+            };
+            if let Some(n) = number {
                 item["number"] = json!(n);
             } else if v.location == VariableLocation::None {
                 item["optimized_out"] = json!("no location at this pc");
@@ -713,7 +773,8 @@ fn evaluate_into(
         Err(e) => {
             match optimized_out(&e) {
                 Some(why) => {
-                    let size = v.byte_size.unwrap_or(0).min(4096) as usize;
+                    let size = part.map_or(v.byte_size, |(p, _)| p.byte_size);
+                    let size = size.unwrap_or(0).min(4096) as usize;
                     item["value"] = json!("??".repeat(size));
                     item["optimized_out"] = json!(why);
                 }

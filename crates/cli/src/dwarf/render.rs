@@ -335,12 +335,7 @@ fn variable_lines(vars: &Json, lines: &mut Vec<String>) {
     for v in vars {
         let name = v["name"].as_str().unwrap_or("?");
         let value = if v["synthetic_pointer"].is_object() {
-            let to = &v["points_to"];
-            Some(match (to["name"].as_str(), to["number"].as_str()) {
-                (Some(name), Some(n)) => format!("<synthetic pointer> (&{name}, = {n})"),
-                (Some(name), None) => format!("<synthetic pointer> (&{name})"),
-                _ => "<synthetic pointer>".to_string(),
-            })
+            Some(synthetic_pointer(v))
         } else if let Some(n) = v["number"].as_str() {
             Some(n.to_string())
         } else if let Some(e) = v["error"].as_str() {
@@ -365,5 +360,30 @@ fn variable_lines(vars: &Json, lines: &mut Vec<String>) {
             Some(value) => lines.push(format!("  {name} = {value}  ({kind} {ty}: {how})")),
             None => lines.push(format!("  {name}  ({kind} {ty}: {how})")),
         }
+    }
+}
+
+/// An implicit pointer as `<synthetic pointer> (&x, = 5)`: the object it points to (its
+/// name, else its DIE), the byte offset into it when not 0, and the value `*p` reads.
+fn synthetic_pointer(v: &Json) -> String {
+    let (to, at) = (&v["points_to"], &v["synthetic_pointer"]);
+    if let Some(e) = to["error"].as_str() {
+        return format!("<synthetic pointer> (<error: {e}>)");
+    }
+    if !to.is_object() {
+        return "<synthetic pointer>".to_string();
+    }
+    let mut object = match (to["name"].as_str(), at["die"].as_u64()) {
+        (Some(name), _) => format!("&{name}"),
+        (None, Some(die)) => format!("&<DIE {die:#x}>"),
+        (None, None) => "&?".to_string(),
+    };
+    match at["byte_offset"].as_i64() {
+        Some(0) | None => {}
+        Some(n) => object.push_str(&format!(" {n:+} bytes")),
+    }
+    match to["number"].as_str() {
+        Some(n) => format!("<synthetic pointer> ({object}, = {n})"),
+        None => format!("<synthetic pointer> ({object})"),
     }
 }

@@ -235,7 +235,7 @@ pub fn vars(
                     if let Some(e) = entry.first() {
                         item["entry_values"] = entry_json(e);
                     }
-                    item["variables"] = json!(variables_json(&vars, Some(&state)));
+                    item["variables"] = json!(variables_json(&vars, Some(&state), (&bin, at)));
                 } else {
                     item["variables"] = json!([]);
                     item["note"] = json!(format!(

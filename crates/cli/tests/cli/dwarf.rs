@@ -2011,6 +2011,103 @@ fn entry_values_only_from_a_call_that_enters_the_function() {
     assert!(site.contains("via_pointer"), "{direct:#}");
 }
 
+/// Implicit pointers to objects that are no variable in scope, against gdb 13 (gcc -O2,
+/// `fixtures/implicit_pointer.c`, DWARF 5's DW_OP_implicit_pointer and DWARF 4's
+/// DW_OP_GNU_implicit_pointer): main's `myVersion` and `tail` point into a string literal,
+/// a DW_TAG_dwarf_procedure (as llvm-dwarfdump-19 shows) whose location is the literal, at
+/// byte offsets 0 and 8; middle's `p` and `hi` point 4 bytes into an array and a struct.
+/// Each pointee is what the pointer's type reads there, as gdb prints `*p` (they had none,
+/// or the whole object), and `scripts/dwarf-gdb-compare` counts every one as agreeing.
+#[test]
+fn implicit_pointers_to_objects_out_of_scope_match_gdb() {
+    let dir = TempDir::new("dwarf-implicit-pointee");
+    for debug in ["-g", "-gdwarf-4"] {
+        let exe = dir.path(&format!("implicit_pointer{debug}"));
+        let out = std::process::Command::new("gcc")
+            .args(["-O2", debug, "-o"])
+            .arg(&exe)
+            .arg(fixture("implicit_pointer.c"))
+            .output()
+            .unwrap_or_else(|e| panic!("gcc is needed (scripts/install-deps): {e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dump = std::process::Command::new("llvm-dwarfdump-19")
+            .arg("--debug-info")
+            .arg(&exe)
+            .output()
+            .expect("llvm-dwarfdump-19 is needed (scripts/install-deps)");
+        let dump = String::from_utf8_lossy(&dump.stdout);
+        let exe_s = exe.to_str().unwrap();
+        let stops: [(u32, &[(&str, &str)]); 2] = [
+            (1, &[("myVersion", "49 '1'"), ("tail", "109 'm'")]),
+            (2, &[("p", "6"), ("hi", "15")]),
+        ];
+        for (stop, pointers) in stops {
+            // gdb's `*p` in the caller of stop_here, and a core there for Locus.
+            let core = dir.path(&format!("core{debug}-{stop}"));
+            let mut commands = vec!["break stop_here".to_owned(), "run".to_owned()];
+            if stop > 1 {
+                commands.push(format!("continue {}", stop - 1));
+            }
+            commands.push("up".to_owned());
+            for (name, _) in pointers {
+                commands.push(format!("echo @@{name}\\n"));
+                commands.push(format!("print *{name}"));
+            }
+            commands.extend([
+                "echo @@end\\n".to_owned(),
+                format!("gcore {}", core.display()),
+                "kill".to_owned(),
+            ]);
+            let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+            let gdb = run_gdb(&exe, &commands);
+            let core_s = core.to_str().unwrap();
+            let doc = locus_json(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", "1"]);
+            let thread = &doc["threads"][0];
+            let text = String::from_utf8_lossy(
+                &locus(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", "1"]).stdout,
+            )
+            .into_owned();
+            for &(name, expected) in pointers {
+                let theirs = between(&gdb, &format!("@@{name}\n"), "@@");
+                let theirs = theirs.split(" = ").nth(1).unwrap_or_default().trim();
+                assert_eq!(theirs, expected, "{debug}: gdb's *{name}:\n{gdb}");
+                let v = thread["variables"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|v| v["name"] == name)
+                    .unwrap_or_else(|| panic!("{debug}: no {name} in {thread:#}"));
+                let to = &v["points_to"];
+                assert_eq!(to["number"].as_str(), Some(theirs), "{debug}: {v:#}");
+                assert!(
+                    text.contains(&format!("= {theirs})")),
+                    "{debug}: {name}: {text}"
+                );
+                if stop == 1 {
+                    // Not a variable: gcc's DW_TAG_dwarf_procedure for the literal.
+                    let die = v["synthetic_pointer"]["die"].as_u64().unwrap();
+                    let tag = format!("0x{die:08x}:   DW_TAG_dwarf_procedure");
+                    assert!(dump.contains(&tag), "{debug}: {tag} in:\n{dump}");
+                    assert!(to.get("name").is_none(), "{debug}: {v:#}");
+                    assert_eq!(to["value"].as_str().map(str::len), Some(2), "{v:#}");
+                } else {
+                    assert_eq!(v["synthetic_pointer"]["byte_offset"], 4, "{v:#}");
+                    assert_eq!(to["value"].as_str().map(str::len), Some(8), "{v:#}");
+                }
+            }
+        }
+        let doc = gdb_compare(&exe, 2);
+        let count = |k: &str| doc[k].as_u64().unwrap_or(0);
+        assert_eq!(count("stops"), 3, "{debug}: {doc:#}");
+        assert!(count("compared") >= 12, "{debug}: {doc:#}");
+        assert_eq!(count("agree"), count("compared"), "{debug}: {doc:#}");
+    }
+}
+
 /// An implicit pointer place keeps its bit offset and address space when a context's
 /// `object_location` is printed back (`DW_OP_push_object_address`; was: both dropped, as
 /// the context fuzz target found).

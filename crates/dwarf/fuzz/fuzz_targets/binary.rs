@@ -2,8 +2,9 @@
 //! an object file (seeded from the fixtures built with clang-19 and gcc, see README.md). The
 //! variables in scope at a few PCs (spread over `.text` and at the middle of each function
 //! symbol, with and without a load bias) are found and every one is evaluated against a
-//! snapshot whose registers point into a readable stack; every location expression of the
-//! file is listed and decoded. Nothing may panic, hang or allocate without bound; what is
+//! snapshot whose registers point into a readable stack, and so is the object each implicit
+//! pointer names (looked up by its DIE offset); every location expression of the file is
+//! listed and decoded. Nothing may panic, hang or allocate without bound; what is
 //! read must have the size the variable's type gives it.
 
 #![no_main]
@@ -13,9 +14,10 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use locus_dwarf::access::MAX_ACCESS_BITS;
 use locus_dwarf::binary::{
-    evaluate_variable, location_expressions, symbol_address, variables_at, Binary, Decoded,
-    MemoryBlock, Snapshot, VariableLocation,
+    evaluate_part_in, evaluate_variable, location_expressions, symbol_address, variables_at,
+    Binary, Decoded, MemoryBlock, Snapshot, VariableLocation,
 };
+use locus_dwarf::Storage;
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, SectionKind, SymbolKind};
 
 /// Where the snapshot's stack is; every general register points into it.
@@ -31,6 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let pcs = pcs(data);
     for bias in [0, BIAS] {
         let snapshot = snapshot(data, bias);
+        let binary = Binary::parse(data).ok().map(|b| b.with_load_bias(bias));
         for &pc in &pcs {
             let Ok(vars) = variables_at(data, pc.wrapping_add(bias), bias) else {
                 continue;
@@ -39,6 +42,25 @@ fuzz_target!(|data: &[u8]| {
                 let Ok(e) = evaluate_variable(v, &snapshot) else {
                     continue;
                 };
+                // The object an implicit pointer names, looked up by its (untrusted) DIE
+                // offset and read as `*p` reads it.
+                let place = e.location.as_ref().and_then(|l| l.places.first());
+                let pointer = match (place.map(|p| &p.storage), &binary) {
+                    (
+                        Some(Storage::ImplicitPointer {
+                            die, byte_offset, ..
+                        }),
+                        Some(b),
+                    ) => Some((b, *die, *byte_offset)),
+                    _ => None,
+                };
+                if let Some((binary, die, byte_offset)) = pointer {
+                    if let Ok(object) = binary.object_at(die, pc.wrapping_add(bias)) {
+                        let size = v.pointee.and_then(|p| p.byte_size).unwrap_or(1);
+                        let mut state = snapshot.state();
+                        let _ = evaluate_part_in(&object, &vars, byte_offset, size, &mut state);
+                    }
+                }
                 // An object read through a location has its type's size (capped); a constant
                 // has the size of its bytes.
                 match &v.location {

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use gimli::{AttributeValue, EndianSlice, LittleEndian};
 use object::{Object as _, ObjectSection as _};
 
-use super::scopes::{scan_dwo, scan_unit, Found};
+use super::scopes::{object_in_unit, scan_dwo, scan_unit, Found};
 use super::variable::{LocationExpression, Variable};
 use crate::callsite::CallSites;
 use crate::sections::DEFAULT_MAX_SECTION_BYTES;
@@ -313,6 +313,45 @@ impl<'d> Binary<'d> {
             scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// The object the DIE at `.debug_info` offset `die` describes, as a [`Variable`] with
+    /// its location at `pc` (an address in the running program): a variable, parameter,
+    /// constant or `DW_TAG_dwarf_procedure` (gcc's for the object an implicit pointer to a
+    /// string literal names). The DIE an implicit pointer (`DW_OP_implicit_pointer`) names
+    /// need not be in scope; gdb reads it anywhere. It has no `function` and no frame base:
+    /// evaluate it in the frame of the pointer (whose function's frame base gdb uses for a
+    /// `DW_OP_fbreg` there). A DIE with no location at `pc` has
+    /// [`VariableLocation::None`](super::VariableLocation::None).
+    ///
+    /// The offset is untrusted: one that is no DIE of the file's units (outside them, in a
+    /// unit header, inside another DIE), a DIE of another kind, or a DIE of a split-DWARF
+    /// skeleton unit (whose DIEs are in its `.dwo`) is an error.
+    pub fn object_at(&self, die: u64, pc: u64) -> Result<Variable, Error> {
+        let dwarf = self.sections.dwarf(false)?;
+        let no_die = || ErrorDetail::Dwarf {
+            what: format!("no DIE at .debug_info offset {die:#x}"),
+        };
+        let offset = gimli::DebugInfoOffset(usize::try_from(die).map_err(|_| no_die())?);
+        let mut units = dwarf.units();
+        while let Some(header) = units.next()? {
+            let Some(in_unit) = offset.to_unit_offset(&header) else {
+                continue;
+            };
+            let unit = dwarf.unit(header)?;
+            if unit.dwo_id.is_some() {
+                return Err(ErrorDetail::Dwarf {
+                    what: format!(
+                        "DIE {die:#x} is in a split-DWARF skeleton unit: its objects are in the \
+                         .dwo and are not looked up by offset"
+                    ),
+                }
+                .into());
+            }
+            let pc = pc.wrapping_sub(self.load_bias);
+            return object_in_unit(&dwarf, &unit, in_unit, (pc, self.load_bias));
+        }
+        Err(no_die().into())
     }
 
     /// Every location expression in the binary, as [`location_expressions`].

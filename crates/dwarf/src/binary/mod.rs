@@ -66,6 +66,7 @@ pub use file::{location_expressions, symbol_address, variables_at, Binary};
 pub(crate) use scopes::{base_types, move_addresses};
 pub use targets::{Frame, MemoryBlock, Snapshot, State, WithFrame, MAX_NESTED_EVALUATIONS};
 pub use variable::{
-    evaluate_variable, evaluate_variable_in, evaluate_variable_with, read, run, run_traced,
-    BaseType, Decoded, Evaluated, LocationExpression, Variable, VariableKind, VariableLocation,
+    evaluate_part_in, evaluate_variable, evaluate_variable_in, evaluate_variable_with, read, run,
+    run_traced, BaseType, Decoded, Evaluated, LocationExpression, Pointee, Variable, VariableKind,
+    VariableLocation,
 };

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use gimli::AttributeValue;
 
 use super::file::{encoding_of, Sections, R};
-use super::variable::{BaseType, Variable, VariableKind, VariableLocation};
+use super::variable::{BaseType, Pointee, Variable, VariableKind, VariableLocation};
 use crate::ErrorDetail;
 use crate::{decode, Encoding, Error, Op};
 
@@ -93,6 +93,61 @@ pub(super) fn scan_dwo(
         return scan_unit(&dwo, &unit, pc, load_bias, out);
     }
     Err(fail("no unit with the skeleton's DWO id".to_owned()).into())
+}
+
+/// The object DIE at `die` of `unit` as a [`Variable`] with its location at `pc` (file
+/// address): no function, no frame base ([`Binary::object_at`](super::Binary::object_at)).
+/// `die` must be where the unit's walk finds a DIE (one read from the middle of another
+/// would be garbage) of a variable, parameter, constant or `DW_TAG_dwarf_procedure`.
+pub(super) fn object_in_unit(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    die: gimli::UnitOffset,
+    (pc, load_bias): (u64, u64),
+) -> Result<Variable, Error> {
+    let at = die
+        .to_debug_info_offset(&unit.header)
+        .map_or(0, |o| o.0 as u64);
+    let mut entries = unit.entries();
+    let mut found = false;
+    while let Some((_, entry)) = entries.next_dfs()? {
+        if entry.offset() >= die {
+            found = entry.offset() == die;
+            break;
+        }
+    }
+    if !found {
+        return Err(ErrorDetail::Dwarf {
+            what: format!("no DIE at .debug_info offset {at:#x}"),
+        }
+        .into());
+    }
+    let entry = unit.entry(die)?;
+    if !matches!(
+        entry.tag(),
+        gimli::DW_TAG_variable
+            | gimli::DW_TAG_formal_parameter
+            | gimli::DW_TAG_constant
+            | gimli::DW_TAG_dwarf_procedure
+    ) {
+        return Err(ErrorDetail::Dwarf {
+            what: format!(
+                "the DIE at .debug_info offset {at:#x} is a {}, not an object",
+                entry.tag()
+            ),
+        }
+        .into());
+    }
+    let mut out = Found::default();
+    let scan = Scan {
+        dwarf,
+        unit,
+        pc,
+        load_bias,
+        out: &mut out,
+        base_types: base_types(unit)?,
+    };
+    scan.variable(&entry, None, "")
 }
 
 /// Where a skeleton unit's `.dwo` is: `DW_AT_dwo_name` (`DW_AT_GNU_dwo_name`), under
@@ -346,10 +401,13 @@ impl<'a> Scan<'_, 'a> {
         Ok((name, self.type_size(offset, 0)?))
     }
 
-    /// The base type `entry`'s `DW_AT_type` is, through typedefs and
-    /// qualifiers (`const`, `volatile`, `restrict`, `_Atomic`); `None` for
-    /// any other type (pointers, enumerations, aggregates) or none.
-    fn base_type_of(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<BaseType>, Error> {
+    /// The type `entry`'s `DW_AT_type` is, through typedefs and qualifiers (`const`,
+    /// `volatile`, `restrict`, `_Atomic`; at most 32 of them: a file can make them a
+    /// cycle): the offset of its DIE; `None` for no type.
+    fn unqualified_type(
+        &self,
+        entry: &Die<'_, '_, 'a>,
+    ) -> Result<Option<gimli::UnitOffset>, Error> {
         let mut offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
             Some(AttributeValue::UnitRef(o)) => o,
             _ => return Ok(None),
@@ -357,20 +415,6 @@ impl<'a> Scan<'_, 'a> {
         for _ in 0..32 {
             let t = self.unit.entry(offset)?;
             match t.tag() {
-                gimli::DW_TAG_base_type => {
-                    let encoding = t.attr_value(gimli::DW_AT_encoding)?;
-                    let size = t
-                        .attr_value(gimli::DW_AT_byte_size)?
-                        .and_then(|v| v.udata_value());
-                    return Ok(match (encoding, size) {
-                        (Some(AttributeValue::Encoding(e)), Some(byte_size)) => Some(BaseType {
-                            offset: offset.0 as u64,
-                            encoding: e.0,
-                            byte_size,
-                        }),
-                        _ => None,
-                    });
-                }
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
@@ -379,10 +423,57 @@ impl<'a> Scan<'_, 'a> {
                     Some(AttributeValue::UnitRef(o)) => offset = o,
                     _ => return Ok(None),
                 },
-                _ => return Ok(None),
+                _ => return Ok(Some(offset)),
             }
         }
         Ok(None)
+    }
+
+    /// The base type `entry`'s `DW_AT_type` is, through typedefs and
+    /// qualifiers; `None` for any other type (pointers, enumerations,
+    /// aggregates) or none.
+    fn base_type_of(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<BaseType>, Error> {
+        let Some(offset) = self.unqualified_type(entry)? else {
+            return Ok(None);
+        };
+        let t = self.unit.entry(offset)?;
+        if t.tag() != gimli::DW_TAG_base_type {
+            return Ok(None);
+        }
+        let encoding = t.attr_value(gimli::DW_AT_encoding)?;
+        let size = t
+            .attr_value(gimli::DW_AT_byte_size)?
+            .and_then(|v| v.udata_value());
+        Ok(match (encoding, size) {
+            (Some(AttributeValue::Encoding(e)), Some(byte_size)) => Some(BaseType {
+                offset: offset.0 as u64,
+                encoding: e.0,
+                byte_size,
+            }),
+            _ => None,
+        })
+    }
+
+    /// What `entry`'s pointer or reference type (through typedefs and qualifiers) points
+    /// to: its size and base type. `None` for other types and `void *`.
+    fn pointee(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<Pointee>, Error> {
+        let Some(offset) = self.unqualified_type(entry)? else {
+            return Ok(None);
+        };
+        let t = self.unit.entry(offset)?;
+        let is_pointer = matches!(
+            t.tag(),
+            gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type
+        );
+        if !is_pointer || t.attr_value(gimli::DW_AT_type)?.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Pointee {
+            byte_size: self.type_info(&t)?.1,
+            base_type: self.base_type_of(&t)?,
+        }))
     }
 
     /// A type's size in bytes, through typedefs and qualifiers; arrays are
@@ -457,6 +548,7 @@ impl<'a> Scan<'_, 'a> {
         let name = self.name(entry)?.unwrap_or_default();
         let (type_name, byte_size) = self.type_info(entry)?;
         let base_type = self.base_type_of(entry)?;
+        let pointee = self.pointee(entry)?;
         let location = match entry.attr_value(gimli::DW_AT_location)? {
             Some(AttributeValue::Exprloc(e)) => {
                 VariableLocation::Expression(self.resolve(e.0.slice(), encoding)?)
@@ -499,6 +591,7 @@ impl<'a> Scan<'_, 'a> {
             type_name,
             byte_size,
             base_type,
+            pointee,
             location,
             encoding,
             frame_base,

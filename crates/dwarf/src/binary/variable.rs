@@ -11,7 +11,8 @@ use super::targets::{Frame, Nesting, Snapshot, WithFrame};
 use crate::access::{self, Bits, Target};
 use crate::ErrorDetail;
 use crate::{
-    decode, Encoding, Error, Evaluation, Expression, LocationDescription, Op, Value, ValueType,
+    decode, Encoding, Error, ErrorKind, Evaluation, Expression, LocationDescription, Op, Storage,
+    Value, ValueType,
 };
 
 /// A base type DIE the typed operations may name: unit offset,
@@ -24,6 +25,17 @@ pub struct BaseType {
     pub encoding: u8,
     /// Its size in bytes.
     pub byte_size: u64,
+}
+
+/// The type a pointer or reference points to, as far as `*p` needs it: how many bytes of
+/// the object an implicit pointer (`DW_OP_implicit_pointer`) names `*p` reads, and how gdb
+/// prints them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pointee {
+    /// Its size in bytes, if known.
+    pub byte_size: Option<u64>,
+    /// The base type it is, through typedefs and qualifiers (as [`Variable::base_type`]).
+    pub base_type: Option<BaseType>,
 }
 
 /// An expression decoded from bytes: its operations and the byte offset of
@@ -151,6 +163,9 @@ pub struct Variable {
     /// `None` for pointers, enumerations, aggregates and unknown types.
     /// [`Variable::number`] prints a value of it.
     pub base_type: Option<BaseType>,
+    /// For a pointer or reference type, the type it points to (`None` for `void *` and
+    /// every other type).
+    pub pointee: Option<Pointee>,
     /// Where it is.
     pub location: VariableLocation,
     /// The encoding of the expression bytes (address and offset size).
@@ -220,6 +235,29 @@ pub fn evaluate_variable_in<T: Target + ?Sized>(
     evaluate_nested(variable, scope, target, Nesting::default()).map(|(e, _)| e)
 }
 
+/// [`evaluate_variable_in`], reading `byte_size` bytes at `byte_offset` into the object
+/// instead of the whole of it: what `*p` reads when `p` is an implicit pointer
+/// (`DW_OP_implicit_pointer`) to `variable` with that byte offset, its pointee
+/// ([`Variable::pointee`]) that size. The location is offset by `byte_offset` (an offset
+/// outside its storage is an error, as is one outside a constant's bytes); bytes past the
+/// end of implicit storage are undefined.
+pub fn evaluate_part_in<T: Target + ?Sized>(
+    variable: &Variable,
+    scope: &[Variable],
+    byte_offset: i64,
+    byte_size: u64,
+    target: &mut T,
+) -> Result<Evaluated, Error> {
+    evaluate_span(
+        variable,
+        scope,
+        target,
+        Nesting::default(),
+        Some((byte_offset, byte_size)),
+    )
+    .map(|(e, _)| e)
+}
+
 /// [`evaluate_variable_in`] nested `nesting` deep (`DW_OP_GNU_variable_value`); also gives
 /// back the nested evaluations' count.
 pub(super) fn evaluate_nested<T: Target + ?Sized>(
@@ -228,7 +266,18 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
     target: &mut T,
     nesting: Nesting,
 ) -> Result<(Evaluated, Nesting), Error> {
-    let size = variable.byte_size.unwrap_or(0);
+    evaluate_span(variable, scope, target, nesting, None)
+}
+
+/// [`evaluate_nested`] reading the whole object, or `part`: (byte offset, byte size).
+fn evaluate_span<T: Target + ?Sized>(
+    variable: &Variable,
+    scope: &[Variable],
+    target: &mut T,
+    nesting: Nesting,
+    part: Option<(i64, u64)>,
+) -> Result<(Evaluated, Nesting), Error> {
+    let size = part.map_or(variable.byte_size.unwrap_or(0), |(_, n)| n);
     let bit_len = size.saturating_mul(8).min(access::MAX_ACCESS_BITS);
     let bytes = match &variable.location {
         VariableLocation::None => {
@@ -242,7 +291,17 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
             ));
         }
         VariableLocation::Const(b) => {
-            let bits = Bits::from_bytes(b);
+            let bits = match part {
+                None => Bits::from_bytes(b),
+                // Read as the implicit storage a constant is, so that offsets and sizes
+                // mean what they mean for `DW_OP_implicit_value`.
+                Some((offset, _)) => {
+                    let mut location =
+                        LocationDescription::single(Storage::Implicit(b.as_slice().into()), 0);
+                    offset_bytes(&mut location, offset, variable.encoding)?;
+                    access::read(&location, bit_len, target)?
+                }
+            };
             return Ok((
                 Evaluated {
                     location: None,
@@ -273,16 +332,35 @@ pub(super) fn evaluate_nested<T: Target + ?Sized>(
     eval.evaluate_with(&mut with_frame)?;
     let nesting = with_frame.nesting;
     // The result is moved out, not cloned.
-    let location = match eval.take_result() {
+    let mut location = match eval.take_result() {
         Some(e) => e.into_location(enc.address_size),
         None => LocationDescription::undefined(),
     };
+    if let Some((offset, _)) = part {
+        offset_bytes(&mut location, offset, enc)?;
+    }
     let bits = access::read(&location, bit_len, target)?;
     let evaluated = Evaluated {
         bits,
         location: Some(location),
     };
     Ok((evaluated, nesting))
+}
+
+/// Moves `location` by `byte_offset` bytes (an implicit pointer's offset).
+fn offset_bytes(
+    location: &mut LocationDescription,
+    byte_offset: i64,
+    encoding: Encoding,
+) -> Result<(), Error> {
+    location
+        .offset_bits(i128::from(byte_offset) * 8, encoding.address_size)
+        .map_err(|_| {
+            ErrorDetail::Access {
+                kind: ErrorKind::OffsetOutOfRange,
+            }
+            .into()
+        })
 }
 
 impl Variable {
@@ -295,8 +373,15 @@ impl Variable {
     /// type, or its size or encoding is one of the others (`long double`,
     /// 128-bit integers, UTF characters, complex, decimal floats).
     pub fn number(&self, bits: &Bits) -> Option<String> {
-        let base = self.base_type?;
-        let size = u8::try_from(base.byte_size).ok()?;
+        self.base_type?.number(bits, self.encoding.address_size)
+    }
+}
+
+impl BaseType {
+    /// `bits` as gdb prints a value of this type ([`Variable::number`]; `address_size` is
+    /// the unit's).
+    pub fn number(&self, bits: &Bits, address_size: u8) -> Option<String> {
+        let size = u8::try_from(self.byte_size).ok()?;
         if !matches!(size, 1 | 2 | 4 | 8)
             || !bits.is_fully_defined()
             || bits.bit_len() != u64::from(size) * 8
@@ -307,9 +392,8 @@ impl Variable {
         raw.get_mut(..usize::from(size))?
             .copy_from_slice(bits.bytes().get(..usize::from(size))?);
         let raw = u64::from_le_bytes(raw);
-        let address_size = self.encoding.address_size;
         let number = |ty| Value::new(ty, raw, address_size).number(address_size);
-        Some(match gimli::DwAte(base.encoding) {
+        Some(match gimli::DwAte(self.encoding) {
             gimli::DW_ATE_boolean if raw <= 1 => String::from(["false", "true"][raw as usize]),
             gimli::DW_ATE_boolean | gimli::DW_ATE_unsigned => {
                 number(ValueType::Unsigned(size)).to_string()
@@ -317,7 +401,7 @@ impl Variable {
             gimli::DW_ATE_signed => number(ValueType::Signed(size)).to_string(),
             gimli::DW_ATE_float if size >= 4 => number(ValueType::Float(size)).to_string(),
             gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char if size == 1 => {
-                let ty = if base.encoding == gimli::DW_ATE_signed_char.0 {
+                let ty = if self.encoding == gimli::DW_ATE_signed_char.0 {
                     ValueType::Signed(1)
                 } else {
                     ValueType::Unsigned(1)

@@ -342,6 +342,7 @@ fn long_variable(location: Vec<u8>, frame_base: Option<Vec<u8>>) -> Variable {
         type_name: "long".into(),
         byte_size: Some(8),
         base_type: None,
+        pointee: None,
         location: VariableLocation::Expression(location),
         encoding: Encoding::default(),
         frame_base,
@@ -465,4 +466,128 @@ fn variable_numbers_as_gdb_prints_them() {
     );
     v.base_type = None;
     assert_eq!(v.number(&Bits::from_bytes(&5i64.to_le_bytes())), None);
+}
+
+/// `Binary::object_at` with the DIE offsets an implicit pointer may carry: the object (a
+/// `DW_TAG_dwarf_procedure`, as gcc names for a pointer to a string literal) read at byte
+/// offsets as `*p` reads it; a procedure that is an implicit pointer to itself (read once,
+/// not followed); one without a location (undefined); and offsets that are no object DIE
+/// (outside the unit, its header, inside a DIE, a subprogram), each an error.
+#[test]
+fn implicit_pointer_targets_by_offset() {
+    use locus_dwarf::binary::{evaluate_part_in, Binary};
+    use locus_dwarf::Storage;
+    const DW_TAG_POINTER_TYPE: u8 = 0x0f;
+    const DW_TAG_DWARF_PROCEDURE: u8 = 0x36;
+    const POINTER: Abbrev = (
+        5,
+        DW_TAG_POINTER_TYPE,
+        false,
+        &[(DW_AT_BYTE_SIZE, DW_FORM_DATA1), (DW_AT_TYPE, DW_FORM_REF4)],
+    );
+    const PROCEDURE: Abbrev = (
+        6,
+        DW_TAG_DWARF_PROCEDURE,
+        false,
+        &[(DW_AT_LOCATION, DW_FORM_EXPRLOC)],
+    );
+    const EMPTY_PROCEDURE: Abbrev = (7, DW_TAG_DWARF_PROCEDURE, false, &[]);
+    // DW_OP_implicit_pointer to the DIE at `die` (4-byte offset: DWARF 4, 32-bit), +`by`.
+    let implicit_pointer = |die: u32, by: u8| {
+        let mut e = vec![0xa0];
+        e.extend(die.to_le_bytes());
+        e.push(by);
+        e
+    };
+
+    let mut dies = vec![UNIT.0];
+    dies.extend(cstr("cu"));
+    let int_at = FIRST_DIE + dies.len() as u32;
+    dies.extend(base_type());
+    let pointer_at = FIRST_DIE + dies.len() as u32;
+    dies.extend([POINTER.0, 8]);
+    dies.extend(int_at.to_le_bytes());
+    let subprogram_at = FIRST_DIE + dies.len() as u32;
+    dies.extend(subprogram("f", 0x401000, 0x100));
+    // After the subprogram: its variable (code, "p", type, length, 6-byte expression) and
+    // the end of its children.
+    let literal_at = FIRST_DIE + dies.len() as u32 + 1 + 2 + 4 + 1 + 6 + 1;
+    dies.push(VARIABLE.0);
+    dies.extend(cstr("p"));
+    dies.extend(pointer_at.to_le_bytes());
+    let expr = implicit_pointer(literal_at, 1);
+    dies.push(expr.len() as u8);
+    dies.extend(&expr);
+    dies.push(0);
+    assert_eq!(FIRST_DIE + dies.len() as u32, literal_at);
+    dies.extend([PROCEDURE.0, 5, 0x9e, 3]); // DW_OP_implicit_value 3 "abc"
+    dies.extend(b"abc");
+    let itself_at = FIRST_DIE + dies.len() as u32;
+    let expr = implicit_pointer(itself_at, 0);
+    dies.extend([PROCEDURE.0, expr.len() as u8]);
+    dies.extend(&expr);
+    let empty_at = FIRST_DIE + dies.len() as u32;
+    dies.push(EMPTY_PROCEDURE.0);
+    dies.push(0);
+    let info = unit(&dies);
+    let file = elf(
+        &abbrevs(&[
+            UNIT,
+            SUBPROGRAM,
+            VARIABLE,
+            BASE_TYPE,
+            POINTER,
+            PROCEDURE,
+            EMPTY_PROCEDURE,
+        ]),
+        &info,
+    );
+    let binary = Binary::parse(&file).expect("reads");
+    let pc = 0x401010;
+
+    // The pointer's pointee is its type's target: 4 bytes.
+    let vars = binary.variables_at(pc).expect("reads");
+    let [p] = vars.as_slice() else {
+        panic!("{vars:?}")
+    };
+    assert_eq!(p.pointee.and_then(|t| t.byte_size), Some(4));
+
+    let snapshot = Snapshot::default();
+    let part = |die: u32, at: (i64, u64)| {
+        let object = binary.object_at(u64::from(die), pc).expect("an object");
+        evaluate_part_in(&object, &[], at.0, at.1, &mut snapshot.state())
+    };
+    let literal = part(literal_at, (1, 1)).expect("reads");
+    assert_eq!(literal.bits.bytes(), b"b");
+    // Past the end of the literal: undefined; outside it: an error.
+    let tail = part(literal_at, (2, 4)).expect("reads");
+    assert_eq!(tail.bits.byte(0), Some(b'c'));
+    assert!(!tail.bits.is_fully_defined());
+    for outside in [3, -1, i64::MAX, i64::MIN] {
+        let e = part(literal_at, (outside, 1)).expect_err("outside");
+        assert!(e.to_string().contains("outside its storage"), "{e}");
+    }
+    let itself = part(itself_at, (0, 4)).expect("reads");
+    assert!(!itself.bits.is_fully_defined());
+    assert!(matches!(
+        itself.location.as_ref().map(|l| &l.places[0].storage),
+        Some(Storage::ImplicitPointer { die, .. }) if *die == u64::from(itself_at)
+    ));
+    let object = binary
+        .object_at(u64::from(empty_at), pc)
+        .expect("an object");
+    assert_eq!(object.location, VariableLocation::None);
+    let empty = part(empty_at, (0, 4)).expect("reads");
+    assert_eq!(empty.bits.bit_len(), 32);
+    assert!(!empty.bits.is_fully_defined());
+
+    let len = info.len() as u64;
+    for die in [0, 5, u64::from(literal_at) + 1, len, len + 100, u64::MAX] {
+        let e = binary.object_at(die, pc).expect_err("no DIE");
+        assert!(e.to_string().contains("no DIE at"), "{die:#x}: {e}");
+    }
+    let e = binary
+        .object_at(u64::from(subprogram_at), pc)
+        .expect_err("not an object");
+    assert!(e.to_string().contains("DW_TAG_subprogram"), "{e}");
 }

@@ -19,6 +19,7 @@ fn variable(name: &str, die: u64, location: VariableLocation) -> Variable {
         type_name: "long".into(),
         byte_size: Some(8),
         base_type: None,
+        pointee: None,
         location,
         encoding: Encoding::default(),
         frame_base: None,
