@@ -22,6 +22,10 @@ pub fn cargo(workspace: &Path, subcommand: &str) -> Command {
             "profile.dev.package.mmtk.opt-level=2",
             "--config",
             "profile.dev.package.locus-gc-runtime.opt-level=2",
+            // Line tables only, as the host's runtime library for the tests
+            // (runtime_library.rs): less to compile and to link.
+            "--config",
+            "profile.dev.debug=\"line-tables-only\"",
         ])
         .env("CARGO_TARGET_DIR", target_dir(workspace))
         .env(
