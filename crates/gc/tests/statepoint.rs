@@ -670,7 +670,9 @@ fn a_frame_off_a_base_pointer_is_refused_naming_its_function() {
     let register = if cfg!(target_arch = "aarch64") { 19 } else { 3 };
     assert!(
         e.contains("function @realigned: ")
-            && e.contains(&format!("in memory off DWARF register {register};")),
+            && e.contains(&format!(
+                "in memory off DWARF register {register} (a base pointer"
+            )),
         "{e}"
     );
 }

@@ -145,7 +145,7 @@ fn a_frame_off_a_base_pointer_is_refused() {
     assert!(
         stderr.starts_with("locus: ")
             && stderr.contains("function @realigned: ")
-            && stderr.contains("off DWARF register 19;"),
+            && stderr.contains("off DWARF register 19 (a base pointer"),
         "{stderr}"
     );
 }

@@ -100,7 +100,12 @@ impl Slot {
                 match dwarf_reg {
                     r if r == DWARF_SP_FP.0 => Ok((Slot::Sp(offset), lanes)),
                     r if r == DWARF_SP_FP.1 => Ok((Slot::Fp(offset), lanes)),
-                    _ => Err(format!("in memory off DWARF register {dwarf_reg}")),
+                    // LLVM addresses a frame's slots off a third register only when it is
+                    // both realigned and of variable size: a base pointer.
+                    _ => Err(format!(
+                        "in memory off DWARF register {dwarf_reg} (a base pointer: the frame \
+                         is both realigned and of variable size)"
+                    )),
                 }
             }
             Location::Constant { .. } | Location::ConstantIndex { .. } => Ok((Slot::Constant, 1)),
