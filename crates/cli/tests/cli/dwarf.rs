@@ -378,17 +378,7 @@ fn vars_lists_the_variables_in_scope() {
     let dir = TempDir::new("dwarf-vars");
     let exe = dir.path("pieces");
     let src = fixture("pieces.c");
-    let out = std::process::Command::new("clang-19")
-        .args(["-g", "-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile("clang-19", &["-g", "-O2"], &[&src], &exe);
     // The PC of the call to `sink` inside `split`: its address from the symbol table.
     let nm = std::process::Command::new("nm").arg(&exe).output().unwrap();
     let nm = String::from_utf8_lossy(&nm.stdout);
@@ -510,13 +500,12 @@ fn between<'t>(text: &'t str, from: &str, to: &str) -> &'t str {
 fn vars_with_a_gdb_snapshot_match_gdb() {
     let dir = TempDir::new("dwarf-vars-gdb");
     let exe = dir.path("pieces");
-    let out = std::process::Command::new("clang-19")
-        .args(["-g", "-O2", "-no-pie", "-o"])
-        .arg(&exe)
-        .arg(fixture("pieces.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("clang-19 is needed (scripts/install-deps): {e}"));
-    assert!(out.status.success());
+    compile(
+        "clang-19",
+        &["-g", "-O2", "-no-pie"],
+        &[&fixture("pieces.c")],
+        &exe,
+    );
     let src = std::fs::read_to_string(fixture("pieces.c")).unwrap();
     let line = src.lines().position(|l| l.contains("BREAK split")).unwrap() + 1;
     let stack = dir.path("stack.bin");
@@ -602,17 +591,8 @@ fn vars_in_a_pie_with_its_load_bias_match_gdb() {
 fn pie_vars_match_gdb(compiler: &str) {
     let dir = TempDir::new(&format!("dwarf-vars-pie-{compiler}"));
     let exe = dir.path("statics");
-    let out = std::process::Command::new(compiler)
-        .args(["-g", "-O1", "-fPIE", "-pie", "-o"])
-        .arg(&exe)
-        .arg(fixture("statics.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("{compiler} is needed (scripts/install-deps): {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let flags = ["-g", "-O1", "-fPIE", "-pie"];
+    compile(compiler, &flags, &[&fixture("statics.c")], &exe);
     let counter = dir.path("counter.bin");
     let dump = format!(
         "dump binary memory {} &counter ((char *)&counter)+4",
@@ -1273,6 +1253,7 @@ fn clang(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> PathBuf {
     let src = dir.path(&format!("{name}.c"));
     std::fs::write(&src, source).unwrap();
     let out_path = dir.path(name);
+    // Run in `dir`: the binary's DW_AT_comp_dir, under which a relative DW_AT_dwo_name is.
     let out = std::process::Command::new("clang-19")
         .args(flags)
         .arg("-o")
@@ -1287,6 +1268,23 @@ fn clang(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     out_path
+}
+
+/// Compiles `sources` with `compiler` and `flags` into `exe` (`compiler FLAGS -o EXE
+/// SOURCES`), which must succeed.
+fn compile(compiler: &str, flags: &[&str], sources: &[&Path], exe: &Path) {
+    let out = std::process::Command::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(exe)
+        .args(sources)
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} is needed (scripts/install-deps): {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A core of `exe` aborting: the kernel's (`ulimit -c unlimited`, written where
@@ -1778,16 +1776,11 @@ fn vars_on_an_aarch64_core() {
 /// Builds `crates/dwarf/fixtures/entry_values.c` with `compiler` at -O2 -g into `dir`.
 fn build_entry_values(compiler: &str, dir: &TempDir) -> PathBuf {
     let exe = dir.path(&format!("entry_values-{compiler}"));
-    let out = std::process::Command::new(compiler)
-        .args(["-O2", "-g", "-o"])
-        .arg(&exe)
-        .arg(fixture("entry_values.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("{compiler} is needed (scripts/install-deps): {e}"));
-    assert!(
-        out.status.success(),
-        "{compiler}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    compile(
+        compiler,
+        &["-O2", "-g"],
+        &[&fixture("entry_values.c")],
+        &exe,
     );
     exe
 }
@@ -1902,18 +1895,8 @@ fn entry_values_against_gdb() {
 fn entry_values_through_a_declaration_in_another_unit() {
     let dir = TempDir::new("dwarf-cross-unit");
     let exe = dir.path("cross_unit");
-    let out = std::process::Command::new("gcc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&exe)
-        .arg(fixture("cross_unit.c"))
-        .arg(fixture("cross_unit_callee.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("gcc is needed (scripts/install-deps): {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let sources = [fixture("cross_unit.c"), fixture("cross_unit_callee.c")];
+    compile("gcc", &["-O2", "-g"], &[&sources[0], &sources[1]], &exe);
     // Stop 1: stop_here <- work(a, 4, 7) <- main.
     let (work, bt) = vars_at_stop(&exe, &dir, 1, 1);
     assert!(bt.contains("work (p=p@entry=0x"), "{bt}");
@@ -2023,16 +2006,11 @@ fn implicit_pointers_to_objects_out_of_scope_match_gdb() {
     let dir = TempDir::new("dwarf-implicit-pointee");
     for debug in ["-g", "-gdwarf-4"] {
         let exe = dir.path(&format!("implicit_pointer{debug}"));
-        let out = std::process::Command::new("gcc")
-            .args(["-O2", debug, "-o"])
-            .arg(&exe)
-            .arg(fixture("implicit_pointer.c"))
-            .output()
-            .unwrap_or_else(|e| panic!("gcc is needed (scripts/install-deps): {e}"));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        compile(
+            "gcc",
+            &["-O2", debug],
+            &[&fixture("implicit_pointer.c")],
+            &exe,
         );
         let dump = std::process::Command::new("llvm-dwarfdump-19")
             .arg("--debug-info")
