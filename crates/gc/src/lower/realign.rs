@@ -47,8 +47,8 @@ pub(super) fn keep_from_realigning<'m>(b: &Builder<'m>, f: Function<'m>) -> Resu
     }
     for a in allocas {
         let align = a.alignment().unwrap_or(0);
-        if align > STACK_ALIGN && static_count(a).is_some() {
-            align_by_hand(b, a, align)?;
+        if let (true, Some(count)) = (align > STACK_ALIGN, static_count(a)) {
+            align_by_hand(b, a, count, align)?;
         }
     }
     locus_llvm::passes::add_function_string_attribute(f, NO_REALIGN_STACK, "");
@@ -75,11 +75,11 @@ fn asks_for_realignment(f: Function<'_>) -> bool {
         })
 }
 
-/// Replaces the static `alloca` `a`, aligned to `align` bytes, by one aligned to
-/// [`STACK_ALIGN`] with `align - STACK_ALIGN` bytes more, and its address rounded up to
-/// `align` (`llvm.ptrmask`).
-fn align_by_hand<'m>(b: &Builder<'m>, a: Instruction<'m>, align: u32) -> Result<()> {
-    let (Some(ty), Some(count)) = (a.allocated_type(), static_count(a)) else {
+/// Replaces the static `alloca` `a` of `count` elements, aligned to `align` bytes, by one
+/// aligned to [`STACK_ALIGN`] with `align - STACK_ALIGN` bytes more, and its address
+/// rounded up to `align` (`llvm.ptrmask`).
+fn align_by_hand<'m>(b: &Builder<'m>, a: Instruction<'m>, count: u64, align: u32) -> Result<()> {
+    let Some(ty) = a.allocated_type() else {
         return Ok(());
     };
     let i8_ty = b.int_type(8)?;
