@@ -2,7 +2,9 @@
 //! what one MMTk heap per process cannot do is refused with a sentence, not a panic.
 
 use locus_gc_runtime::mmtk::Plan;
-use locus_gc_runtime::runtime::{self, Collector, Config, GcFrame, OnFault, Runtime};
+use locus_gc_runtime::runtime::{
+    self, Collector, Config, FrameProblem, GcFault, GcFrame, OnFault, Runtime,
+};
 
 fn mmtk(plan: Plan) -> Config {
     Config {
@@ -94,4 +96,54 @@ fn one_plan_per_process_and_a_second_thread() {
     assert!(err.contains("one heap per"), "{err}");
     let again = Runtime::try_enter(mmtk(Plan::Immix)).unwrap_or_else(|e| panic!("{e}"));
     assert!(again.alloc(1, 8).is_ok());
+
+    // A chain the runtime's own collector refuses is refused before MMTk reads it, with
+    // the same fault: a frame a returned function left linked (below the stack pointer of
+    // the collection), and a frame off the stack.
+    let head = again.pgcstack();
+    // SAFETY: this thread's chain head slot.
+    let saved = unsafe { *head };
+    leave_a_frame_linked(head, 64);
+    let mut off_stack = vec![GcFrame::header_word(0), saved as usize];
+    for (what, expected) in [("a returned function's", "below"), ("a heap", "outside")] {
+        if expected == "outside" {
+            // SAFETY: as above; put back below.
+            unsafe { *head = off_stack.as_mut_ptr().cast() };
+        }
+        again.collect().unwrap_or_else(|e| panic!("{e}"));
+        let faults = again.take_faults();
+        let problem = match faults.as_slice() {
+            [GcFault::CorruptFrame {
+                frame: 0, problem, ..
+            }] => *problem,
+            other => panic!("{what} frame: {other:?}"),
+        };
+        let matched = match problem {
+            FrameProblem::BelowStackPointer { .. } => "below",
+            FrameProblem::OutsideStack { .. } => "outside",
+            _ => "other",
+        };
+        assert_eq!(matched, expected, "{what} frame: {problem}");
+        // SAFETY: as above.
+        unsafe { *head = saved };
+    }
+    assert!(again.collect().is_ok());
+    assert!(again.take_faults().is_empty());
+}
+
+/// Links a frame 64 KiB down the stack and returns without unlinking it.
+#[inline(never)]
+fn leave_a_frame_linked(head: *mut *mut GcFrame, depth: usize) {
+    let pad = [0u8; 1024];
+    std::hint::black_box(&pad);
+    if depth > 0 {
+        leave_a_frame_linked(head, depth - 1);
+        std::hint::black_box(&pad); // no tail call: each level keeps its 1 KiB
+        return;
+    }
+    // SAFETY: the thread's chain head slot; the frame is left linked on purpose (the
+    // caller puts the head back).
+    let mut frame = [GcFrame::header_word(0), unsafe { *head } as usize];
+    // SAFETY: as above.
+    unsafe { *head = std::hint::black_box(frame.as_mut_ptr()).cast() };
 }

@@ -166,7 +166,9 @@
 //!
 //! What the runtime's entry points call when its collector is an MMTk plan (per thread, a
 //! [`MmtkMutator`] in the thread's runtime; `roots` a closure over that runtime which
-//! pushes `*pgcstack` to [`RootSet::push_frame`], and with statepoint roots walks the stack
+//! pushes `*pgcstack` to [`RootSet::push_frame`] once the chain passed the runtime's own
+//! checks (`runtime::frames`: on this thread's stack, above the stack pointer; a chain that
+//! fails them is the runtime's `corrupt frame` fault), and with statepoint roots walks the stack
 //! from the `locus_gc_sp_*` frame address as `runtime::statepoints` does, pushing each
 //! lane's base slot address to [`RootSet::push_slot`] and each (base, derived) pair whose
 //! slots differ to [`RootSet::push_derived`], the pushed `locus_gc_push_region` ranges and the

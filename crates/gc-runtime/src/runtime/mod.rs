@@ -674,10 +674,12 @@ struct Shared {
     /// [`Stats::write_barriers`] of the threads that detached (each attached one counts its
     /// own, [`Mutator::barriers`]; added here under the mutators' lock when it detaches).
     write_barriers: std::sync::atomic::AtomicU64,
-    /// Set by the first thread that ends the process for a fault ([`OnFault::Exit`],
-    /// [`OnFault::Abort`]): another thread's fault meanwhile (every thread out of memory at
-    /// once) waits for the end instead of printing a second line.
-    ending: AtomicBool,
+    /// The thread that ends the process for a fault ([`OnFault::Exit`], [`OnFault::Abort`]),
+    /// by the address of its [`Mutator`], 0 before: another thread's fault meanwhile (every
+    /// thread out of memory at once) waits for the end instead of printing a second line,
+    /// and a fault the ending thread's own `exit` finds (its thread-local destructors hand
+    /// its roots over once more) is only recorded.
+    ending: AtomicUsize,
 }
 
 impl Shared {
@@ -892,7 +894,7 @@ impl Runtime {
             mmtk_every,
             mmtk_calls: std::sync::atomic::AtomicU64::new(0),
             write_barriers: std::sync::atomic::AtomicU64::new(0),
-            ending: AtomicBool::new(false),
+            ending: AtomicUsize::new(0),
         });
         HeapHandle(shared).try_attach()
     }
@@ -1280,10 +1282,23 @@ impl Runtime {
         // its stack, `locus_gc_add_root_region` ranges, the statepoint slots of the frames
         // the stack maps describe): memory the program keeps for the runtime while a
         // collection runs, as the runtime's own collector also assumes.
+        // The first broken root a walk finds (a later one would only repeat the news).
+        let found = |fault: GcFault| {
+            let first = walk_fault.take().unwrap_or(fault);
+            walk_fault.set(Some(first));
+        };
         let mut roots = |set: &mut RootSet| {
-            // SAFETY: this thread's chain head (see above).
-            unsafe { set.push_frame(me.head() as usize) };
+            let number = heap.collections() + 1;
             let sp = frames::approx_stack_pointer();
+            // The chain is checked as the runtime's own collector checks it (aligned, on
+            // this thread's stack above the stack pointer, no cycle) before MMTk reads it:
+            // a stale or damaged head is the same `corrupt frame` fault under every
+            // collector, not a read of whatever memory its `prev` words name.
+            match frames::walk(me.head(), sp, me.stack, number) {
+                // SAFETY: this thread's chain head (see above), checked.
+                Ok(_) => unsafe { set.push_frame(me.head() as usize) },
+                Err(fault) => found(fault),
+            }
             // A region below the stack pointer belongs to a function that returned
             // without dropping it (a `longjmp` past it): skipped, as the own collector does.
             for (start, end) in lock(&me.scopes).regions() {
@@ -1298,7 +1313,6 @@ impl Runtime {
             }
             let fp = me.sp_frame.load(Ordering::Acquire);
             if let (Some(maps), true) = (maps, fp != 0) {
-                let number = heap.collections() + 1;
                 match statepoints::slot_lanes(maps, fp, me.stack, number) {
                     Ok((lanes, _)) => {
                         for (base, derived) in lanes {
@@ -1308,7 +1322,7 @@ impl Runtime {
                             unsafe { set.push_statepoint(base, derived) };
                         }
                     }
-                    Err(fault) => walk_fault.set(Some(fault)),
+                    Err(fault) => found(fault),
                 }
             }
         };
@@ -1496,7 +1510,19 @@ impl Runtime {
     fn report(&self, fault: GcFault) {
         lock(&self.shared.faults).push(fault);
         let ends = matches!(self.shared.on_fault, OnFault::Exit | OnFault::Abort);
-        if ends && self.shared.ending.swap(true, Ordering::SeqCst) {
+        let me = Arc::as_ptr(&self.me) as usize;
+        let ending = match ends {
+            true => {
+                (self.shared.ending).compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst)
+            }
+            false => Ok(0),
+        };
+        if ending == Err(me) {
+            // This thread is ending the process already: the fault came from its own
+            // `exit` (thread-local destructors handing its roots over). Recorded above.
+            return;
+        }
+        if ending.is_err() {
             // Another thread is ending the process with its line. This one never runs
             // compiled code again: counted as stopped, so that a collection started
             // meanwhile (the ending thread's `exit` runs thread-local destructors that wait
