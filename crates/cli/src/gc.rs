@@ -289,6 +289,14 @@ pub enum Command {
         /// with frame roots, is refused (status 1, nothing written).
         #[arg(long, value_name = "NAME")]
         collector: Option<String>,
+        /// The C compiler driver that links the executable (it is given the object, the
+        /// runtime library and the system libraries the runtime needs, as `cc` takes them).
+        #[arg(long, default_value = build::DEFAULT_LINKER, value_name = "CMD")]
+        linker: String,
+        /// One more argument for the linker driver, after Locus's own (repeatable; e.g.
+        /// `--link-arg=-fuse-ld=lld`, `--link-arg=-static-pie`).
+        #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+        link_arg: Vec<String>,
     },
 }
 
@@ -626,6 +634,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
             write_barriers,
             inline_alloc,
             collector,
+            linker,
+            link_arg,
         } => {
             let shown = file.display().to_string();
             let fail = |e: &dyn std::fmt::Display| Failure::Message(format!("{shown}: {e}"));
@@ -649,7 +659,8 @@ pub fn run_command(command: &Command, input: &Input, out: &mut dyn Write) -> Res
                 write_barriers: (*write_barriers).into(),
                 inline_alloc: (*inline_alloc).into(),
                 collector: Some(collector),
-                ..BuildOptions::default()
+                linker: linker.clone(),
+                link_args: link_arg.clone(),
             };
             if let Some(path) = emit_ir {
                 let lowered =

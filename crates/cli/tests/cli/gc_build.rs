@@ -49,7 +49,8 @@ fn locus_gc(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
 }
 
-/// `locus gc build FILE -o PROG --runtime DIR EXTRA...`, which must succeed.
+/// `locus gc build FILE -o PROG --runtime DIR EXTRA...`, which must succeed; linked with
+/// lld ([`FAST_LINK`]) unless `extra` names a `--linker`.
 fn build(file: &Path, prog: &Path, extra: &[&str]) {
     let mut args = vec![
         "build",
@@ -59,6 +60,9 @@ fn build(file: &Path, prog: &Path, extra: &[&str]) {
         "--runtime",
         path_str(runtime_dir()),
     ];
+    if !extra.contains(&"--linker") {
+        args.push(FAST_LINK);
+    }
     args.extend_from_slice(extra);
     let out = locus_gc(&args);
     assert!(
@@ -196,12 +200,24 @@ fn faults_end_the_executable_as_they_end_gc_run() {
 }
 
 /// The runtime library and what it links need no libLLVM: llvm-readobj-19's list of needed
-/// libraries of the shared library and of a built executable.
+/// libraries of the shared library and of a built executable, linked by the default
+/// linker driver (clang-19 with the system's linker) and run.
 #[test]
 fn neither_the_runtime_nor_the_program_needs_libllvm() {
     let tmp = TempDir::new("gc-build-needed");
     let prog = tmp.path("tree");
-    build(&gc_fixture("programs", "tree"), &prog, &[]);
+    build(
+        &gc_fixture("programs", "tree"),
+        &prog,
+        &["--linker", "clang-19"],
+    );
+    let out = run_prog(&prog, false);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout).lines().next()),
+        (Some(0), Some("511")),
+        "{}",
+        text(&out.stderr)
+    );
     let so = runtime_dir().join("liblocus_gc_runtime.so");
     for file in [so.as_path(), prog.as_path()] {
         let needed = text(&run_ok(READOBJ, &["--needed-libs", path_str(file)]));
@@ -377,6 +393,33 @@ fn a_missing_runtime_and_a_bad_entry_are_one_line_and_status_1() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("entry @no_such_function"), "{err}");
     assert!(!tmp.path("p").exists());
+    // A linker driver that is not there, and one that fails on an argument given to it.
+    let prog = tmp.path("p");
+    for (extra, needle) in [
+        (
+            ["--linker", "/nonexistent/cc"],
+            "cannot run /nonexistent/cc",
+        ),
+        (["--link-arg", "-fuse-ld=nonexistent"], "nonexistent"),
+    ] {
+        let mut args = vec![
+            "build",
+            path_str(&file),
+            "-o",
+            path_str(&prog),
+            "--runtime",
+            path_str(runtime_dir()),
+        ];
+        args.extend(extra);
+        let out = locus_gc(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.starts_with("locus: ") && err.contains(needle),
+            "{extra:?}: {err}"
+        );
+        assert!(!prog.exists(), "{extra:?}");
+    }
 }
 
 /// The by-hand route gives the same program: `--emit-ir` writes the module that is

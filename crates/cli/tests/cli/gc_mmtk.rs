@@ -233,6 +233,7 @@ fn built_programs_under_mmtk() {
                 path_str(file),
                 "-o",
                 path_str(&prog),
+                FAST_LINK,
                 "--runtime",
             ])
             .arg(runtime)

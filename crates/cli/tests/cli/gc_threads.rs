@@ -40,6 +40,7 @@ fn build(file: &Path, prog: &Path, extra: &[&str]) {
         path_str(prog),
         "--runtime",
         path_str(runtime_dir()),
+        FAST_LINK,
     ];
     args.extend_from_slice(extra);
     let out = run(LOCUS, &args);
