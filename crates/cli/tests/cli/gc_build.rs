@@ -379,23 +379,11 @@ fn a_missing_runtime_and_a_bad_entry_are_one_line_and_status_1() {
         err.contains("liblocus_gc_runtime.a was not found") && err.contains("nowhere.a"),
         "{err}"
     );
-    let out = locus_gc(&[
-        "build",
-        path_str(&file),
-        "-o",
-        path_str(&tmp.path("p")),
-        "--runtime",
-        path_str(runtime_dir()),
-        "--entry",
-        "no_such_function",
-    ]);
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("entry @no_such_function"), "{err}");
-    assert!(!tmp.path("p").exists());
-    // A linker driver that is not there, and one that fails on an argument given to it.
+    // An entry that is not there, a linker driver that is not there, and one that fails on
+    // an argument given to it.
     let prog = tmp.path("p");
     for (extra, needle) in [
+        (["--entry", "no_such_function"], "entry @no_such_function"),
         (
             ["--linker", "/nonexistent/cc"],
             "cannot run /nonexistent/cc",
