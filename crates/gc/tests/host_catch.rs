@@ -188,7 +188,7 @@ fn a_cpp_host_that_catches_through_frame_roots_restores_the_chain_head() {
                     under_stress(&mut cmd, moving);
                 }
                 None => {
-                    // A collection at every allocation, so that each of @after's walks the chain.
+                    // A collection at every allocation: each of @after's walks the chain.
                     cmd.env_remove("LOCUS_GC_STRESS")
                         .env("LOCUS_GC_COLLECTOR", label)
                         .env("LOCUS_GC_MMTK_COLLECT_EVERY", "1");

@@ -17,7 +17,7 @@ pub const LLD: &str = "ld.lld-19";
 pub const LOCUS: &str = env!("CARGO_BIN_EXE_locus");
 /// What the tests give `locus gc build` to link with lld (`ld.lld` of clang-19's, from
 /// scripts/install-deps): GNU ld takes 1.6 s to link a program against the debug runtime
-/// library, lld 0.45 s, and the tests link a hundred. One test links with the default.
+/// library, lld 0.45 s, and the tests link many. One test links with the default.
 pub const FAST_LINK: &str = "--link-arg=-fuse-ld=lld";
 // ---------------------------------------------------------------------------------------------
 // Small helpers: temporary directories, running tools, diffs.

@@ -49,17 +49,22 @@ fn locus_gc(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {LOCUS}: {e}"))
 }
 
-/// `locus gc build FILE -o PROG --runtime DIR EXTRA...`, which must succeed; linked with
-/// lld ([`FAST_LINK`]) unless `extra` names a `--linker`.
-fn build(file: &Path, prog: &Path, extra: &[&str]) {
-    let mut args = vec![
+/// `build FILE -o PROG --runtime DIR`: the arguments of `locus gc` every build here gives.
+fn build_args<'a>(file: &'a Path, prog: &'a Path) -> Vec<&'a str> {
+    vec![
         "build",
         path_str(file),
         "-o",
         path_str(prog),
         "--runtime",
         path_str(runtime_dir()),
-    ];
+    ]
+}
+
+/// `locus gc build FILE -o PROG --runtime DIR EXTRA...`, which must succeed; linked with
+/// lld ([`FAST_LINK`]) unless `extra` names a `--linker`.
+fn build(file: &Path, prog: &Path, extra: &[&str]) {
+    let mut args = build_args(file, prog);
     if !extra.contains(&"--linker") {
         args.push(FAST_LINK);
     }
@@ -390,14 +395,7 @@ fn a_missing_runtime_and_a_bad_entry_are_one_line_and_status_1() {
         ),
         (["--link-arg", "-fuse-ld=nonexistent"], "nonexistent"),
     ] {
-        let mut args = vec![
-            "build",
-            path_str(&file),
-            "-o",
-            path_str(&prog),
-            "--runtime",
-            path_str(runtime_dir()),
-        ];
+        let mut args = build_args(&file, &prog);
         args.extend(extra);
         let out = locus_gc(&args);
         let err = text(&out.stderr);
@@ -613,16 +611,9 @@ fn the_collector_option_sets_the_executables_default_collector() {
         ("mmtk:semispace", "cannot pin"),
     ] {
         let prog = tmp.path("refused");
-        let out = locus_gc(&[
-            "build",
-            path_str(&file),
-            "-o",
-            path_str(&prog),
-            "--runtime",
-            path_str(runtime_dir()),
-            "--collector",
-            name,
-        ]);
+        let mut args = build_args(&file, &prog);
+        args.extend(["--collector", name]);
+        let out = locus_gc(&args);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {err}");
         assert!(

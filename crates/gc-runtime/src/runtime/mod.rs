@@ -1511,11 +1511,11 @@ impl Runtime {
         lock(&self.shared.faults).push(fault);
         let ends = matches!(self.shared.on_fault, OnFault::Exit | OnFault::Abort);
         let me = Arc::as_ptr(&self.me) as usize;
-        let ending = match ends {
-            true => {
-                (self.shared.ending).compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst)
-            }
-            false => Ok(0),
+        let ending = if ends {
+            let ending = &self.shared.ending;
+            ending.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst)
+        } else {
+            Ok(0)
         };
         if ending == Err(me) {
             // This thread is ending the process already: the fault came from its own
