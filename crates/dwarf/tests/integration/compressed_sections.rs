@@ -3,7 +3,6 @@
 //! (`--compress-debug-sections=zlib-gnu`: `.zdebug_*`) and llvm-objcopy-19 (a section of
 //! zeros that inflates past the limit), some with their compression header patched.
 
-#![cfg(feature = "binary")]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::PathBuf;

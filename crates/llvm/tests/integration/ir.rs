@@ -453,7 +453,7 @@ fn printing_and_positions() {
     assert_eq!(i["slot"].prev(), None);
     assert_eq!(f.params()[0].print(), "ptr addrspace(10) %obj");
     assert_eq!(f.blocks()[3].label(), "%join");
-    assert!(format!("{:?}", f).contains("@shapes"));
+    assert!(format!("{f:?}").contains("@shapes"));
     assert!(f.print().starts_with("define ptr addrspace(10) @shapes("));
 }
 

@@ -119,63 +119,80 @@ macro_rules! compare_rank {
         let lib: &CLib = $lib;
         let (offs, size, align) = rust_layout!($n);
         // SAFETY: signatures match tests/c/layout.c.
-        unsafe {
-            let c_size: SizeFn = lib.sym(concat!("locus_sizeof_", $n));
-            let c_align: SizeFn = lib.sym(concat!("locus_alignof_", $n));
-            let c_off: OffsetFn = lib.sym(concat!("locus_offsetof_", $n));
-            assert_eq!(c_size(), size, "sizeof rank {}", $n);
-            assert_eq!(c_align(), align, "alignof rank {}", $n);
-            let fields = if $n == 0 { 3 } else { 5 };
-            for f in 0..fields {
-                assert_eq!(c_off(f as i32), offs[f], "offsetof field {} rank {}", f, $n);
-            }
-            // The rank-0 Rust struct has its (empty) arrays at the end: nothing
-            // follows `offset`, as in the C struct.
-            if $n == 0 {
-                assert_eq!(offs[3], c_size());
-                assert_eq!(offs[4], c_size());
-            }
-
-            // C reads every field of a Rust descriptor passed by pointer.
-            let mut buf = vec![0f32; 64];
-            let base = buf.as_mut_ptr();
-            let mut sizes = [0i64; $n];
-            let mut strides = [0i64; $n];
-            for k in 0..$n {
-                sizes[k] = (2 + k as i64) + (1 << 40); // high bits catch narrow C fields
-                strides[k] = -(7 + k as i64) - (1 << 41);
-            }
-            let d = D::<$n>::new(base, base.wrapping_add(3), 5 + (1 << 42), sizes, strides);
-            let field: unsafe extern "C" fn(*const D<$n>, i32, i32) -> i64 =
-                lib.sym(concat!("locus_field_", $n));
-            assert_eq!(field(&d, 0, 0), base as i64);
-            assert_eq!(field(&d, 1, 0), base.wrapping_add(3) as i64);
-            assert_eq!(field(&d, 2, 0), 5 + (1 << 42));
-            for k in 0..$n {
-                assert_eq!(field(&d, 3, k as i32), sizes[k]);
-                assert_eq!(field(&d, 4, k as i32), strides[k]);
-            }
-
-            // C writes a descriptor through a pointer (as a ciface result) and Rust reads it.
-            let fill: unsafe extern "C" fn(*mut D<$n>, *mut f32) =
-                lib.sym(concat!("locus_fill_", $n));
-            let mut out = D::<$n>::new(
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                -1, // all-ones: a C field narrower than 64 bits leaves bits set
-                [-1; $n],
-                [-1; $n],
-            );
-            fill(&mut out, base);
-            assert_eq!(out.allocated, base);
-            assert_eq!(out.aligned, base.wrapping_add(1));
-            assert_eq!(out.offset, $n + 2);
-            for k in 0..$n {
-                assert_eq!(out.sizes[k], 10 * k as i64 + 1);
-                assert_eq!(out.strides[k], -(k as i64 + 3));
-            }
-            drop(buf);
+        let c_size: SizeFn = unsafe { lib.sym(concat!("locus_sizeof_", $n)) };
+        // SAFETY: as above.
+        let c_align: SizeFn = unsafe { lib.sym(concat!("locus_alignof_", $n)) };
+        // SAFETY: as above.
+        let c_off: OffsetFn = unsafe { lib.sym(concat!("locus_offsetof_", $n)) };
+        // SAFETY: the C functions take no pointers.
+        let c_size = unsafe { c_size() };
+        // SAFETY: as above.
+        let c_align = unsafe { c_align() };
+        assert_eq!(c_size, size, "sizeof rank {}", $n);
+        assert_eq!(c_align, align, "alignof rank {}", $n);
+        let fields = if $n == 0 { 3 } else { 5 };
+        for f in 0..fields {
+            // SAFETY: as above.
+            let c = unsafe { c_off(f as i32) };
+            assert_eq!(c, offs[f], "offsetof field {} rank {}", f, $n);
         }
+        // The rank-0 Rust struct has its (empty) arrays at the end: nothing
+        // follows `offset`, as in the C struct.
+        if $n == 0 {
+            assert_eq!(offs[3], c_size);
+            assert_eq!(offs[4], c_size);
+        }
+
+        // C reads every field of a Rust descriptor passed by pointer.
+        let mut buf = vec![0f32; 64];
+        let base = buf.as_mut_ptr();
+        let mut sizes = [0i64; $n];
+        let mut strides = [0i64; $n];
+        for k in 0..$n {
+            sizes[k] = (2 + k as i64) + (1 << 40); // high bits catch narrow C fields
+            strides[k] = -(7 + k as i64) - (1 << 41);
+        }
+        let d = D::<$n>::new(base, base.wrapping_add(3), 5 + (1 << 42), sizes, strides);
+        let field: unsafe extern "C" fn(*const D<$n>, i32, i32) -> i64 =
+            // SAFETY: as above.
+            unsafe { lib.sym(concat!("locus_field_", $n)) };
+        // SAFETY: `d` is a live descriptor of rank $n; C reads its scalar fields and
+        // nothing through its pointers.
+        let scalars = [0, 1, 2].map(|f| unsafe { field(&d, f, 0) });
+        assert_eq!(
+            scalars,
+            [base as i64, base.wrapping_add(3) as i64, 5 + (1 << 42)]
+        );
+        for k in 0..$n {
+            // SAFETY: as above; C reads entry `k`, below the rank, of `sizes`.
+            let size = unsafe { field(&d, 3, k as i32) };
+            // SAFETY: as above, of `strides`.
+            let stride = unsafe { field(&d, 4, k as i32) };
+            assert_eq!((size, stride), (sizes[k], strides[k]));
+        }
+
+        // C writes a descriptor through a pointer (as a ciface result) and Rust reads it.
+        let fill: unsafe extern "C" fn(*mut D<$n>, *mut f32) =
+            // SAFETY: as above.
+            unsafe { lib.sym(concat!("locus_fill_", $n)) };
+        let mut out = D::<$n>::new(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            -1, // all-ones: a C field narrower than 64 bits leaves bits set
+            [-1; $n],
+            [-1; $n],
+        );
+        // SAFETY: C writes every field of `out`, a live descriptor of rank $n, and
+        // stores `base` (and `base + 1`) in it without reading through them.
+        unsafe { fill(&mut out, base) };
+        assert_eq!(out.allocated, base);
+        assert_eq!(out.aligned, base.wrapping_add(1));
+        assert_eq!(out.offset, $n + 2);
+        for k in 0..$n {
+            assert_eq!(out.sizes[k], 10 * k as i64 + 1);
+            assert_eq!(out.strides[k], -(k as i64 + 3));
+        }
+        drop(buf);
     }};
 }
 
@@ -210,15 +227,15 @@ fn rust_layout_equals_c_layout() {
 macro_rules! c_loads_match_view {
     ($lib:expr, $view:expr, $n:literal) => {{
         let v = $view;
-        // SAFETY: signature matches tests/c/layout.c; the descriptor points into
-        // a live slice and every index passed is inside the view's box.
-        unsafe {
-            let load: unsafe extern "C" fn(*const D<$n>, *const i64) -> f32 =
-                $lib.sym(concat!("locus_load_", $n));
-            let d = v.to_descriptor();
-            for (ix, x) in v.indices().zip(v.iter()) {
-                assert_eq!(load(&d, ix.as_ptr()), *x, "index {ix:?}");
-            }
+        let load: unsafe extern "C" fn(*const D<$n>, *const i64) -> f32 =
+            // SAFETY: signature matches tests/c/layout.c.
+            unsafe { $lib.sym(concat!("locus_load_", $n)) };
+        let d = v.to_descriptor();
+        for (ix, x) in v.indices().zip(v.iter()) {
+            // SAFETY: the descriptor points into a live slice and `ix` is inside the
+            // view's box.
+            let c = unsafe { load(&d, ix.as_ptr()) };
+            assert_eq!(c, *x, "index {ix:?}");
         }
     }};
 }
@@ -254,11 +271,11 @@ fn c_linearization_reads_the_view_elements() {
     // Unranked: C reads the rank and loads through the type-erased pointer.
     let mut d = t.to_descriptor();
     let u = d.as_unranked();
-    // SAFETY: the signature matches tests/c/layout.c.
     let rank: unsafe extern "C" fn(*const UnrankedMemRefDescriptor) -> i64 =
+        // SAFETY: the signature matches tests/c/layout.c.
         unsafe { lib.sym("locus_unranked_rank") };
-    // SAFETY: as above.
     let load: unsafe extern "C" fn(*const UnrankedMemRefDescriptor, *const i64) -> f32 =
+        // SAFETY: as above.
         unsafe { lib.sym("locus_unranked_load_2") };
     // SAFETY: `u` points at `d`, alive for the call.
     assert_eq!(unsafe { rank(&u) }, 2);

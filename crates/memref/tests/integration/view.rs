@@ -338,10 +338,11 @@ proptest! {
                 }
                 for (i, &l) in idx.iter().zip(&lin) {
                     let a = [i[0], i[1], i[2]];
-                    prop_assert_eq!(v.get(&a), Some(&(l as usize)));
-                    prop_assert_eq!(v.linear_index(&a), Some(l as usize));
+                    let l = l as usize;
+                    prop_assert_eq!(v.get(&a), Some(&l));
+                    prop_assert_eq!(v.linear_index(&a), Some(l));
                     // SAFETY: `a` is inside the box.
-                    prop_assert_eq!(unsafe { *v.get_unchecked(&a) }, l as usize);
+                    prop_assert_eq!(unsafe { *v.get_unchecked(&a) }, l);
                 }
                 prop_assert_eq!(v.indices().map(|a| a.to_vec()).collect::<Vec<_>>(), idx);
             }
