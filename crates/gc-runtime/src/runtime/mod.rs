@@ -2164,18 +2164,12 @@ pub extern "C" fn locus_gc_sp_alloc_genericmemory(
 
 /// [`locus_gc_safepoint`] called by a statepoint wrapper.
 #[no_mangle]
-// Clippy 1.88 (the MSRV, which lints) would pass `locus_gc_safepoint` itself, which does not
-// compile: only Rust-ABI functions implement `FnOnce`.
-#[allow(clippy::redundant_closure)]
 pub extern "C" fn locus_gc_sp_safepoint(fp: usize) {
     from_frame(fp, || locus_gc_safepoint())
 }
 
 /// [`locus_gc_poll`] called by a statepoint wrapper.
 #[no_mangle]
-// Clippy 1.88 (the MSRV, which lints) would pass `locus_gc_poll` itself, which does not
-// compile: only Rust-ABI functions implement `FnOnce`.
-#[allow(clippy::redundant_closure)]
 pub extern "C" fn locus_gc_sp_poll(fp: usize) {
     from_frame(fp, || locus_gc_poll())
 }
