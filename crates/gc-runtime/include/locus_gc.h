@@ -181,7 +181,10 @@ void locus_gc_poll(void);
 // are now). Call it before a foreign call that may block or run long (a `pthread_join`, a
 // read, a lock); the foreign code must not touch the chain, call the runtime's other entry
 // points, or use an object the thread's frames (its roots, `jl_roots`) or a pin do not
-// hold. Never collects.
+// hold. Under a collector that moves objects, it may read only the bytes of a pinned
+// object (`jl_roots`, `gc_preserve`, a pin): not its pointer fields, which a collection
+// may rewrite at any time, nor an object they name, which may move (a pin holds the object
+// it names in place, not what that reaches). Never collects.
 void locus_gc_enter_safe_region(void);
 
 // Leaves the safe region [`locus_gc_enter_safe_region`] entered, first waiting for a

@@ -371,13 +371,19 @@ impl Pages {
                 end = next_end;
                 j += 1;
             }
+            // Inaccessible first, then given back: a thread in a safe region may be running
+            // foreign code that reads a freed object (a contract it breaks), and given back
+            // first, the pages would read as zeros until protected (a wrong answer, not a
+            // fault: a list read there ended early).
             // SAFETY: whole freed regions of our chunks; nothing in the runtime reads a freed
-            // object's memory again, and the program is not running. (A refusal leaves the
-            // pages resident, nothing else.)
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-            // SAFETY: as above.
+            // object's memory again.
             let protected = unsafe { protect(start, end - start, libc::PROT_NONE) };
-            if !protected {
+            if protected {
+                // SAFETY: as above. (A refusal leaves the pages resident, nothing else.)
+                unsafe {
+                    libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED)
+                };
+            } else {
                 for &(_, region_end, addr) in &freed[i..j] {
                     // SAFETY: an object's body and padding, in its region, still writable.
                     unsafe { poison(addr, region_end) };
