@@ -9,7 +9,8 @@
 //!
 //! The runtime library is built by this test as a user builds it (`cargo build -p
 //! locus-gc-runtime`), into a target directory of its own (`target/gc-runtime-alone`), which
-//! no outer cargo holds locked while tests run.
+//! no outer cargo holds locked while tests run, or taken from `make test`'s workspace build
+//! (crates/gc-runtime/tests/support/runtime_library.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
