@@ -10,11 +10,10 @@ pub const TARGET: &str = "aarch64-unknown-linux-gnu";
 
 /// `cargo build`/`cargo rustc` for [`TARGET`] in `workspace`: the target directory
 /// `target/gc-runtime-alone` (no outer cargo holds it locked), the cross linker, and the
-/// runtime optimized as the workspace optimizes MMTk (`opt-level = 2`, debug assertions
-/// kept; Cargo.toml): unoptimized under
-/// qemu's emulation, MMTk's start-up walk of its chunk table for the reserved side
-/// metadata takes about 4 s per process and a MarkSweep run of `inline/trees.ll` 17 s
-/// (0.4 s and 1.2 s optimized).
+/// runtime optimized as the workspace's profile optimizes MMTk (`opt-level = 2`, debug
+/// assertions kept): unoptimized under qemu's emulation, MMTk's start-up walk of its chunk
+/// table for the reserved side metadata takes about 4 s per process and a MarkSweep run of
+/// `inline/trees.ll` 17 s (0.4 s and 1.2 s optimized).
 pub fn cargo(workspace: &Path, subcommand: &str) -> Command {
     let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
     cmd.args([subcommand, "--quiet", "--target", TARGET])
