@@ -86,8 +86,7 @@ fn every_program_gives_its_result_with_statepoint_roots() {
 /// rewrites.
 #[test]
 fn opt_verifies_every_rewritten_module() {
-    let dir = std::env::temp_dir().join(format!("locus-gc-statepoint-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let dir = scratch_dir("statepoint");
     let mut checked = 0;
     for path in ll_files("fixtures/programs") {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -115,8 +114,8 @@ fn opt_verifies_every_rewritten_module() {
         ] {
             assert!(!out.contains(space), "{}: {space} left", path.display());
         }
-        let file = dir.join(path.file_name().unwrap_or_default());
-        fs::write(&file, &out).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let file = scratch(&dir, &name, &out);
         let verdict = std::process::Command::new("opt-19")
             .args(["-passes=verify", "-disable-output"])
             .arg(&file)
@@ -130,7 +129,6 @@ fn opt_verifies_every_rewritten_module() {
         );
         checked += 1;
     }
-    let _ = fs::remove_dir_all(&dir);
     println!("opt-19 -passes=verify accepted {checked} rewritten modules");
 }
 
@@ -328,11 +326,17 @@ fn invoke_fixtures() -> Vec<std::path::PathBuf> {
     v
 }
 
-/// `text` written to a file of its own in a fresh directory (removed by the caller).
-fn scratch(tag: &str, name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("locus-gc-{tag}-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let file = dir.join(name);
+/// A fresh directory for a test's files, removed when it is dropped.
+fn scratch_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("locus-gc-{tag}-"))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("a temporary directory: {e}"))
+}
+
+/// `text` written to `dir/name`.
+fn scratch(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let file = dir.path().join(name);
     fs::write(&file, text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     file
 }
@@ -370,6 +374,7 @@ fn lowered(path: &Path) -> String {
 /// `token`.
 #[test]
 fn invokes_give_their_results_and_llvm_accepts_the_lowered_modules() {
+    let dir = scratch_dir("invoke");
     let mut failed = Vec::new();
     for path in invoke_fixtures() {
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -414,7 +419,7 @@ fn invokes_give_their_results_and_llvm_accepts_the_lowered_modules() {
             out.contains("invoke token"),
             "{name}: no invoked statepoint"
         );
-        let file = scratch("invoke", &name, &out);
+        let file = scratch(&dir, &name, &out);
         for (program, args) in [
             ("opt-19", &["-passes=verify", "-disable-output"][..]),
             ("llc-19", &["-O0", "-filetype=obj", "-o", "/dev/null"][..]),
@@ -425,7 +430,6 @@ fn invokes_give_their_results_and_llvm_accepts_the_lowered_modules() {
                 failed.push(format!("{name}: {program} {args:?}: {err}"));
             }
         }
-        let _ = fs::remove_file(&file);
     }
     assert!(
         failed.is_empty(),
@@ -443,6 +447,7 @@ fn invokes_give_their_results_and_llvm_accepts_the_lowered_modules() {
 /// path taking the pad's value as a token, and Locus's (pinned across the invoke) passes.
 #[test]
 fn llvm_rs4gc_on_the_same_input_fails_only_where_locus_pins() {
+    let dir = scratch_dir("rs4gc-input");
     let (mut same, mut pinned, mut on_unwind_paths) = (0, 0, 0);
     for path in invoke_fixtures() {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -453,7 +458,7 @@ fn llvm_rs4gc_on_the_same_input_fails_only_where_locus_pins() {
         let out_ctx = locus_llvm::Context::new();
         let (prepared, report) = locus_gc::lower::statepoint::prepare_for_rs4gc(&out_ctx, &module)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let input = scratch("rs4gc-input", &name, &prepared.print());
+        let input = scratch(&dir, &name, &prepared.print());
         // opt-19 verifies the module after the pass.
         let (verifies, theirs, err) = tool(
             "opt-19",
@@ -492,7 +497,6 @@ fn llvm_rs4gc_on_the_same_input_fails_only_where_locus_pins() {
             assert_eq!(report.landing_pad_pins, 0, "{name}");
             same += 1;
         }
-        let _ = fs::remove_file(&input);
     }
     println!("LLVM's RS4GC: {same} the same as Locus, {pinned} rejected by the verifier");
     assert!(

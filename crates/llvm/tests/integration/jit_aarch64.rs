@@ -52,10 +52,11 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("locus-jit-aarch64-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for the test's files, removed when it is dropped.
+fn scratch() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("locus-jit-aarch64-")
+        .tempdir()
 }
 
 /// Runs `program` and returns its standard output; fails if it does not succeed.
@@ -263,13 +264,14 @@ fn readobj_records(file: &Path) -> Result<Printed, Box<dyn StdError>> {
 
 #[test]
 fn aarch64_patch_points_are_found_patched_and_put_back_under_qemu() -> TestResult {
-    let dir = scratch();
+    let scratch = scratch()?;
+    let dir = scratch.path();
     // Link once to learn where the miss handler is, then with it as the target; the
     // harness comes first and the program's size does not change, so it stays put.
-    let exe = build(&dir, &program(0x1000)?)?;
+    let exe = build(dir, &program(0x1000)?)?;
     let miss = symbol(&exe, "locus_ic_miss")?;
     let ir = program(miss)?;
-    let exe = build(&dir, &ir)?;
+    let exe = build(dir, &ir)?;
     assert_eq!(symbol(&exe, "locus_ic_miss")?, miss);
 
     // In-process code generation gives the stack maps llc-19 gives.
@@ -346,7 +348,7 @@ fn aarch64_patch_points_are_found_patched_and_put_back_under_qemu() -> TestResul
         let stub = symbol(&exe, &format!("stub_s0_k{}", id - 1))?;
         let n = reserved(*id);
         let bytes = encode_call(Arch::AArch64, stub, n)?;
-        assert_eq!(bytes, assemble(&call_text(stub, n), &dir)?, "site {id}");
+        assert_eq!(bytes, assemble(&call_text(stub, n), dir)?, "site {id}");
         patches.push((*site, bytes));
         back.push((*site, encode_call(Arch::AArch64, miss, n)?));
     }
