@@ -28,7 +28,11 @@
 //!   cannot keep is refused with an error naming the instruction, never lowered with an
 //!   object unrooted. Safepoints lose their memory promises (`memory(argmem: read)`,
 //!   `readnone` arguments), as in Julia's pass, so the frame's stores survive LLVM's
-//!   optimizer run on the lowered module (`opt -O2`, or [`run::RunOptions::passes`]);
+//!   optimizer run on the lowered module (`opt -O2`, or [`run::RunOptions::passes`]).
+//!   The optimizer may also run first, as Julia runs it before LateLowerGCFrame: every
+//!   program of `fixtures/programs` optimized by `opt-19` at -O2 and -O3 (with Julia's
+//!   non-integral address spaces in its data layout) gives its result under the stress
+//!   collector with frames and the moving collector with statepoints;
 //! - [`runtime`] is what lowered code calls: the frame chain, an allocator (for Julia's
 //!   tagged objects too: `julia.gc_alloc_obj`, `julia.gc_alloc_memory`), and a
 //!   mark-sweep collector that finds roots only by walking the frames, with a stress mode
