@@ -358,8 +358,13 @@ fn collect_every(program: &Path) -> &'static str {
 /// stay in place (pinned by gc_preserve / jl_roots, named by a stack root region: an
 /// alloca the rewrite keeps in memory, a value kept across setjmp), and the start of the
 /// one line that refuses each.
-const COPYING_REFUSED: [(&str, &str); 11] = [
+const COPYING_REFUSED: [(&str, &str); 18] = [
     ("alloca_dynamic", "  mmtk: the root region"),
+    ("alloca_out_param", "  mmtk: the root region"),
+    ("alloca_punned_escaped", "  mmtk: the root region"),
+    ("alloca_punned_masked", "  mmtk: the root region"),
+    ("alloca_punned_memcpy", "  mmtk: the root region"),
+    ("alloca_variable_offset", "  mmtk: the root region"),
     ("gc_loaded", "locus: gc: pin: "),
     ("gc_preserve", "locus: gc: pin: "),
     ("jl_roots", "locus: gc: pin: "),
@@ -369,6 +374,8 @@ const COPYING_REFUSED: [(&str, &str); 11] = [
     ("preserve_no_end", "locus: gc: pin: "),
     ("returns_twice_longjmp", "  mmtk: the root region"),
     ("returns_twice_predecessor", "  mmtk: the root region"),
+    ("sret_mixed", "  mmtk: the root region"),
+    ("sret_punned", "  mmtk: the root region"),
     ("sret_tracked", "  mmtk: the root region"),
 ];
 

@@ -116,8 +116,8 @@ impl Pauses {
     }
 }
 
-/// Collects: walks every thread's chain, marks from their roots and the global root
-/// regions, sweeps.
+/// Collects: walks every thread's chain, marks from their roots, their root regions and
+/// the global root regions, sweeps.
 pub(crate) fn collect(
     heap: &mut Heap,
     threads: &[ThreadRoots],
@@ -130,7 +130,8 @@ pub(crate) fn collect(
         frames: chain.len(),
         ..Collection::default()
     };
-    if let Err(fault) = mark(heap, &chain, globals, &mut done) {
+    let regions: Vec<usize> = threads.iter().flat_map(frames::region_words).collect();
+    if let Err(fault) = mark(heap, &chain, &regions, globals, &mut done) {
         heap.clear_marks();
         return Err(fault);
     }
@@ -151,10 +152,20 @@ struct Grey {
 fn mark(
     heap: &mut Heap,
     chain: &[FrameRef],
+    regions: &[usize],
     globals: &[(usize, usize)],
     done: &mut Collection,
 ) -> Result<(), GcFault> {
     let mut stack: Vec<Grey> = Vec::new();
+    // The threads' root regions are scanned conservatively: a word that is no live
+    // object's address is plain data.
+    for &word in regions {
+        if heap.is_live(word) {
+            done.roots += 1;
+            let from = |_: &Heap| Referrer::Pinned { object: word };
+            trace(heap, word, (usize::MAX, 0), from, &mut stack, done)?;
+        }
+    }
     // SAFETY: the promise of `locus_gc_add_root_region`.
     for (region, word, target) in unsafe { frames::global_roots(globals) } {
         done.roots += 1;

@@ -108,7 +108,7 @@ pub(crate) struct ThreadRoots {
     /// Statepoint roots: the frame address of the `locus_gc_sp_*` entry it is stopped in,
     /// or 0.
     pub(crate) fp: usize,
-    /// Statepoint roots: its registered stack regions.
+    /// Its registered stack regions (`locus_gc_push_region`).
     pub(crate) regions: Vec<(usize, usize)>,
 }
 
@@ -163,6 +163,33 @@ pub(crate) unsafe fn global_roots(globals: &[(usize, usize)]) -> Vec<(usize, usi
             }
             at += WORD_BYTES;
             word += 1;
+        }
+    }
+    found
+}
+
+/// The non-null aligned words of `thread`'s registered root regions (stack memory that may
+/// hold GC pointers: `locus_gc_push_region`), each a candidate for a conservative root. A
+/// region outside the stack, or below the stack pointer (its function returned without
+/// dropping it: a `longjmp` past it), is skipped.
+pub(crate) fn region_words(thread: &ThreadRoots) -> Vec<usize> {
+    let mut found = Vec::new();
+    for &(start, end) in &thread.regions {
+        let inside = thread
+            .bounds
+            .is_some_and(|b| start >= b.low && end <= b.high);
+        if !inside || start < thread.sp {
+            continue;
+        }
+        let mut at = start.next_multiple_of(WORD_BYTES);
+        while at.checked_add(WORD_BYTES).is_some_and(|e| e <= end) {
+            // SAFETY: an aligned word of stack memory of a running function: inside the
+            // thread's stack, above its stack pointer.
+            let value = unsafe { (at as *const usize).read_volatile() };
+            if value != 0 {
+                found.push(value);
+            }
+            at += WORD_BYTES;
         }
     }
     found

@@ -76,15 +76,17 @@
 //! | `locus_gc_write_barrier_interior` | `declare void @locus_gc_write_barrier_interior(ptr %addr)` | the barrier after a store whose object the lowering cannot name (through a Derived argument): on a generational MMTk plan, the barrier on the object holding `addr`, none for an address in no object; counts like the other; never collects |
 //! | `locus_gc_alloc_bytes` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_bytes(ptr %ptls, i64 %size, i64 %tag)` | may collect, then returns a new tagged object of `size` zero bytes; `ptls` is unused |
 //! | `locus_gc_alloc_genericmemory` | `declare noalias nonnull ptr addrspace(10) @locus_gc_alloc_genericmemory(ptr %ptls, i64 %nbytes, ptr %tag)` | may collect, then returns a new tagged `GenericMemory` with `nbytes` of inline data |
+//! | `locus_gc_region_depth` | `declare i64 @locus_gc_region_depth()` | the depth of this thread's scope stack (its root regions and scoped pins); never collects |
+//! | `locus_gc_push_region` | `declare void @locus_gc_push_region(ptr %start, ptr %end)` | a root region: stack memory `[start, end)` that may hold GC pointers (an `alloca` the frame does not hold), scanned conservatively at every collection, what it names pinned; never collects |
+//! | `locus_gc_region_reset` | `declare void @locus_gc_region_reset(i64 %depth)` | drops the regions and scoped pins above `depth` (before a return, in a landing pad); never collects |
 //!
 //! Code rewritten for statepoint roots ([`statepoints`]) calls, besides these, the
 //! `locus_gc_sp_*` variants of the functions that may collect (the same arguments and the
 //! caller's frame address last, where the stack walk starts; [`statepoint_symbols`]), the
-//! pins `locus_gc_pin`, `locus_gc_unpin`, `locus_gc_pin_forever` (`void (ptr)`), the scoped
-//! pins `locus_gc_pin_scoped` and `locus_gc_unpin_scoped` (`i64 (ptr)`) and the root
-//! regions `locus_gc_region_depth`, `locus_gc_push_region`, `locus_gc_region_reset`; none
-//! of those eight collects. The root regions and the scoped pins share one stack per
-//! thread, so that a landing pad's reset drops both for the frames an exception unwound
+//! pins `locus_gc_pin`, `locus_gc_unpin`, `locus_gc_pin_forever` (`void (ptr)`) and the
+//! scoped pins `locus_gc_pin_scoped` and `locus_gc_unpin_scoped` (`i64 (ptr)`); none of
+//! those five collects. The root regions and the scoped pins share one stack per thread,
+//! so that a landing pad's reset drops both for the frames an exception unwound
 //! ([`scopes`]).
 //!
 //! For threads (see "Threads" below), also in [`symbols`]:
@@ -2460,18 +2462,6 @@ pub fn statepoint_symbols() -> Vec<(&'static str, usize)> {
             crate::contract::RUNTIME_UNPIN_SCOPED,
             locus_gc_unpin_scoped as extern "C" fn(*const u8) -> i64 as usize,
         ),
-        (
-            crate::contract::RUNTIME_REGION_DEPTH,
-            locus_gc_region_depth as extern "C" fn() -> i64 as usize,
-        ),
-        (
-            crate::contract::RUNTIME_PUSH_REGION,
-            locus_gc_push_region as extern "C" fn(*const u8, *const u8) as usize,
-        ),
-        (
-            crate::contract::RUNTIME_REGION_RESET,
-            locus_gc_region_reset as extern "C" fn(i64) as usize,
-        ),
     ]
 }
 
@@ -2514,6 +2504,18 @@ pub fn symbols() -> Vec<(&'static str, usize)> {
             RUNTIME_ALLOC_GENERICMEMORY,
             locus_gc_alloc_genericmemory as extern "C" fn(*const u8, i64, *const u8) -> *mut u8
                 as usize,
+        ),
+        (
+            crate::contract::RUNTIME_REGION_DEPTH,
+            locus_gc_region_depth as extern "C" fn() -> i64 as usize,
+        ),
+        (
+            crate::contract::RUNTIME_PUSH_REGION,
+            locus_gc_push_region as extern "C" fn(*const u8, *const u8) as usize,
+        ),
+        (
+            crate::contract::RUNTIME_REGION_RESET,
+            locus_gc_region_reset as extern "C" fn(i64) as usize,
         ),
         (RUNTIME_POLL, locus_gc_poll as extern "C" fn() as usize),
         (

@@ -583,7 +583,7 @@ pub(crate) fn collect(
     let marked = roots
         .threads
         .iter()
-        .try_for_each(|t| mark_regions(&mut m, &t.regions, t.sp, t.bounds))
+        .try_for_each(|t| mark_regions(&mut m, t))
         .and_then(|()| mark_globals(&mut m, roots.globals))
         .and_then(|()| mark_all(&mut m, &chain, &sp_frames));
     let Marker {
@@ -617,31 +617,13 @@ fn mark_globals(m: &mut Marker<'_>, globals: &[(usize, usize)]) -> Result<(), Gc
     m.drain()
 }
 
-/// Marks and pins every live object a word of a registered region names. A region outside
-/// the stack, or below the stack pointer (its function returned without dropping it: a
-/// `longjmp` past it), is skipped.
-fn mark_regions(
-    m: &mut Marker<'_>,
-    regions: &[(usize, usize)],
-    sp: usize,
-    bounds: Option<StackBounds>,
-) -> Result<(), GcFault> {
-    for &(start, end) in regions {
-        let inside = bounds.is_some_and(|b| start >= b.low && end <= b.high);
-        if !inside || start < sp {
-            continue;
-        }
-        let mut at = start.next_multiple_of(8);
-        while at + 8 <= end {
-            // SAFETY: an aligned word of stack memory of a running function (inside the
-            // thread's stack, above the stack pointer).
-            let word = unsafe { read(at) };
-            if m.heap.is_live(word) {
-                m.done.roots += 1;
-                let from = |_: &Heap| Referrer::Pinned { object: word };
-                m.trace(word, (usize::MAX, 0), true, from)?;
-            }
-            at += 8;
+/// Marks and pins every live object a word of `thread`'s registered regions names.
+fn mark_regions(m: &mut Marker<'_>, thread: &frames::ThreadRoots) -> Result<(), GcFault> {
+    for word in frames::region_words(thread) {
+        if m.heap.is_live(word) {
+            m.done.roots += 1;
+            let from = |_: &Heap| Referrer::Pinned { object: word };
+            m.trace(word, (usize::MAX, 0), true, from)?;
         }
     }
     m.drain()

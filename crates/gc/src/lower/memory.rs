@@ -6,24 +6,28 @@
 //! - a static `alloca` (entry block, constant size) whose every word is a tracked pointer
 //!   becomes frame slots itself: it is replaced by `julia.get_gc_frame_slot`, so the frame
 //!   push nulls it and every collection traces it;
-//! - a store of tracked pointers into any other static `alloca` (one that mixes them with
-//!   other data) also stores each pointer into a *shadow* slot of its own, which keeps the
-//!   object alive for as long as the frame lives.
-//!
 //! - the buffer a call gets as its `"julia.return_roots"="N"` argument (where it returns the
 //!   tracked pointers of an aggregate result) becomes N frame slots.
-//! - an `sret` buffer a call fills with an aggregate holding tracked pointers, without such
-//!   an argument, must be frame slots itself (all tracked pointers, as above); any other is
-//!   refused, naming the callee, since the pointers would be unrooted while the callee runs.
 //!
-//! These slots come first in the frame, before the slots of SSA values.
+//! These slots come first in the frame, before the slots of SSA values. Any other `alloca`
+//! that may hold GC pointers, whatever its type says ([`allocas_holding_gc`]: the optimizer
+//! types allocas as it likes, `[16 x i8]` or `i64`):
+//! - when a GC pointer gets into it only by a store of one, at a constant offset, that
+//!   store also stores each pointer into a *shadow* slot of its own, which keeps the object
+//!   alive for as long as the frame lives;
+//! - otherwise (it is handed to a call or a copy, say an `sret` buffer a callee fills, or
+//!   it is read as a GC pointer and written with other values, or stored into at a
+//!   variable offset) it is a root region ([`super::regions`]): registered with the
+//!   runtime, which scans it conservatively at every collection.
+
+use std::collections::HashSet;
 
 use locus_llvm::builder::Builder;
-use locus_llvm::ir::{AttributeIndex, Function, Instruction, Opcode, Type, Value};
+use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Type, Value};
 
-use crate::addrspace::{tracked_leaves, LeafPath};
+use crate::addrspace::{is_gc, tracked_leaves, LeafPath};
 use crate::contract::{RETURN_ROOTS, TRACKED, UNTRACKED};
-use crate::{Error, Result};
+use crate::Result;
 
 /// An `alloca` that becomes frame slots.
 #[derive(Clone, Debug)]
@@ -52,6 +56,8 @@ pub struct FrameMemory<'m> {
     pub allocas: Vec<FrameAlloca<'m>>,
     /// Stores that also go to a shadow slot.
     pub shadows: Vec<ShadowedStore<'m>>,
+    /// `alloca`s that may hold GC pointers and stay in memory: root regions.
+    pub regions: Vec<Instruction<'m>>,
 }
 
 /// True if every word of a `ty` is a tracked pointer.
@@ -78,17 +84,22 @@ pub(super) fn static_count(inst: Instruction<'_>) -> Option<u64> {
     inst.operand(0)?.const_uint()
 }
 
-/// The `alloca`s a pointer may point into, through in-bounds offsets, casts, phis and
-/// selects; empty if it may point anywhere else.
-fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
-    walk_to_allocas(ptr).0
+/// Where a pointer may point, followed back through offsets, casts, phis and selects.
+struct Origins<'m> {
+    /// The `alloca`s it may point into.
+    allocas: Vec<Instruction<'m>>,
+    /// Whether it may point anywhere else too (an argument, a load, a global, ...).
+    elsewhere: bool,
+    /// Whether every `getelementptr` on the way has constant indices.
+    constant_offset: bool,
 }
 
-/// [`alloca_bases`] of `ptr`, and whether `ptr` is at a fixed offset from them (every
-/// getelementptr on the way has constant indices).
-fn walk_to_allocas(ptr: Value<'_>) -> (Vec<Instruction<'_>>, bool) {
-    let mut found = Vec::new();
-    let mut constant_offset = true;
+fn origins(ptr: Value<'_>) -> Origins<'_> {
+    let mut o = Origins {
+        allocas: Vec::new(),
+        elsewhere: false,
+        constant_offset: true,
+    };
     let mut seen = Vec::new();
     let mut work = vec![ptr];
     while let Some(v) = work.pop() {
@@ -97,35 +108,46 @@ fn walk_to_allocas(ptr: Value<'_>) -> (Vec<Instruction<'_>>, bool) {
         }
         seen.push(v);
         let Some(inst) = v.as_instruction() else {
-            return (Vec::new(), constant_offset);
+            o.elsewhere = true;
+            continue;
         };
         match inst.opcode() {
-            Opcode::Alloca => found.push(inst),
+            Opcode::Alloca => o.allocas.push(inst),
             Opcode::GetElementPtr => {
                 let indices = inst.operands();
-                constant_offset &= indices.iter().skip(1).all(|i| i.const_int().is_some());
+                o.constant_offset &= indices.iter().skip(1).all(|i| i.const_int().is_some());
                 work.extend(inst.operand(0));
             }
             Opcode::BitCast | Opcode::AddrSpaceCast => work.extend(inst.operand(0)),
             Opcode::Phi => work.extend(inst.phi_incoming().into_iter().map(|(v, _)| v)),
             Opcode::Select => work.extend([inst.operand(1), inst.operand(2)].into_iter().flatten()),
-            _ => return (Vec::new(), constant_offset),
+            _ => o.elsewhere = true,
         }
     }
-    (found, constant_offset)
+    o
 }
 
-/// Finds the `alloca`s and stores of `f` that need frame slots.
-///
-/// # Errors
-///
-/// [`Error::Lower`] for tracked pointers put into the function's memory in a way whose
-/// roots could not be kept: copied in bulk into an alloca that is not frame slots, or
-/// stored at a variable offset into one.
-pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
+/// The `alloca`s a pointer may point into; empty if it may point anywhere else.
+fn alloca_bases(ptr: Value<'_>) -> Vec<Instruction<'_>> {
+    let o = origins(ptr);
+    if o.elsewhere {
+        Vec::new()
+    } else {
+        o.allocas
+    }
+}
+
+/// Every `alloca` a pointer may point into, whatever else it may point to.
+fn reachable_allocas(ptr: Value<'_>) -> Vec<Instruction<'_>> {
+    origins(ptr).allocas
+}
+
+/// Finds the `alloca`s and stores of `f` that need frame slots, and the `alloca`s that
+/// must be root regions.
+pub fn find<'m>(f: Function<'m>) -> FrameMemory<'m> {
     let mut memory = FrameMemory::default();
     let Some(entry) = f.entry_block() else {
-        return Ok(memory);
+        return memory;
     };
     for inst in entry.instructions() {
         let (Some(count), Some(ty)) = (static_count(inst), inst.allocated_type()) else {
@@ -176,35 +198,20 @@ pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
             }
         }
     }
-    let refuse = |inst: Instruction<'m>, message: &str| Error::Lower {
-        function: f.name(),
-        instruction: Some(inst.print().trim().to_string()),
-        message: message.into(),
-    };
-    let in_frame = |memory: &FrameMemory<'m>, a: Instruction<'m>| {
-        memory.allocas.iter().any(|fa| fa.alloca == a)
-    };
+    // Memory that may hold GC pointers and is not frame slots becomes a root region when a
+    // GC pointer may get into it other than by a store of one (which a shadow slot follows):
+    // it is handed to anything but the function's own loads and stores (a call, a copy,
+    // whose writes are not seen here), or it is read as a GC pointer and also written with
+    // other values (the optimizer copies a pointer as an `i64`).
+    let holding = allocas_holding_gc(f);
+    let untyped_writes = allocas_written_untyped(f);
+    memory.regions = holding
+        .iter()
+        .copied()
+        .filter(|&a| !memory.allocas.iter().any(|fa| fa.alloca == a))
+        .filter(|&a| escapes(a) || (read_as_gc(a) && untyped_writes.contains(&a)))
+        .collect();
     for inst in f.instructions() {
-        if let Some(message) = unrooted_sret(inst, |a| in_frame(&memory, a)) {
-            return Err(refuse(inst, &message));
-        }
-    }
-    for inst in f.instructions() {
-        // Tracked pointers copied into the function's memory in bulk: kept only where the
-        // memory is frame slots.
-        if let Some(dest) = bulk_copy_destination(inst) {
-            let unrooted = alloca_bases(dest)
-                .into_iter()
-                .any(|a| holds_tracked(a) && !in_frame(&memory, a));
-            if unrooted {
-                return Err(refuse(
-                    inst,
-                    "a copy into an alloca that holds tracked pointers along with other data is \
-                     not supported: the pointers it copies could not be kept rooted",
-                ));
-            }
-            continue;
-        }
         if inst.opcode() != Opcode::Store {
             continue;
         }
@@ -215,94 +222,245 @@ pub fn find<'m>(f: Function<'m>) -> Result<FrameMemory<'m>> {
         if leaves.is_empty() {
             continue;
         }
-        let (bases, constant_offset) = walk_to_allocas(ptr);
-        if bases.iter().all(|&a| in_frame(&memory, a)) {
+        let kept = |a: &Instruction<'m>| {
+            memory.allocas.iter().any(|fa| fa.alloca == *a) || memory.regions.contains(a)
+        };
+        let o = origins(ptr);
+        let reached: Vec<_> = o.allocas.into_iter().filter(|a| !kept(a)).collect();
+        if reached.is_empty() {
             continue;
         }
-        // One shadow slot per store keeps the last value stored; a store that writes
-        // different places of the alloca each time it runs would need one per place.
-        if !constant_offset {
-            return Err(refuse(
-                inst,
-                "a store of tracked pointers into an alloca at a variable offset is not \
-                 supported: each place it writes would need a root of its own",
-            ));
+        // One shadow slot per store keeps the last value stored. A store that writes a
+        // different place each time it runs, or may write elsewhere too (a phi of an alloca
+        // and an argument), makes the allocas regions instead.
+        if o.elsewhere || !o.constant_offset {
+            memory.regions.extend(reached);
+            continue;
         }
         memory.shadows.push(ShadowedStore {
             store: inst,
             leaves,
         });
     }
-    Ok(memory)
+    memory
 }
 
-/// Why `inst` cannot be lowered, if it is a call that returns an aggregate holding tracked
-/// pointers through an `sret` argument, without Julia's `"julia.return_roots"` buffer,
-/// into an `alloca` that is not frame slots (`in_frame` tells which are).
-///
-/// Before return roots existed Julia's pass rooted such a buffer only when it held nothing
-/// but tracked pointers: it then became frame slots, which the callee fills directly, so
-/// every pointer is rooted from the moment it is written. A buffer that mixes them with
-/// other data cannot be frame slots (the collector would read the other data as pointers),
-/// and rooting its pointers after the call returns leaves them unrooted while the callee
-/// may still collect: refused, naming the callee, rather than lowered with them unrooted.
-/// A buffer that is not the function's own memory (its own `sret` parameter, say) is the
-/// caller's to root.
-fn unrooted_sret<'m>(
-    inst: Instruction<'m>,
-    in_frame: impl Fn(Instruction<'m>) -> bool,
-) -> Option<String> {
-    let call = inst.as_call()?;
-    let args = call.arguments();
-    let index = |i: usize| u32::try_from(i).ok().map(AttributeIndex::Param);
-    let return_roots = (0..args.len())
-        .filter_map(index)
-        .any(|i| call.string_attribute(i, RETURN_ROOTS).is_some());
-    if return_roots {
-        return None;
-    }
-    for (i, &arg) in args.iter().enumerate() {
-        let Some(at) = index(i) else { continue };
-        let ty = call.type_attribute(at, "sret").or_else(|| {
-            call.called_function()
-                .and_then(|f| f.type_attribute(at, "sret"))
-        });
-        let Some(ty) = ty.filter(|t| t.holds_pointer_in(|a| a == TRACKED)) else {
-            continue;
-        };
-        if alloca_bases(arg).into_iter().all(&in_frame) {
+/// The `alloca`s some store writes a value holding no GC pointer into.
+fn allocas_written_untyped(f: Function<'_>) -> HashSet<Instruction<'_>> {
+    let mut out = HashSet::new();
+    for inst in f.instructions() {
+        if inst.opcode() != Opcode::Store {
             continue;
         }
-        let callee = call
-            .callee_name()
-            .map_or_else(|| "an indirect callee".to_string(), |n| format!("@{n}"));
-        return Some(format!(
-            "{callee} returns `{}` through `sret` into an alloca that mixes tracked pointers \
-             with other data, and without a \"{RETURN_ROOTS}\" buffer: its tracked pointers \
-             could not be kept rooted (give the call a \"{RETURN_ROOTS}\" argument, as \
-             Julia does, or return only tracked pointers through sret)",
-            ty.print()
-        ));
+        let (Some(value), Some(ptr)) = (inst.operand(0), inst.operand(1)) else {
+            continue;
+        };
+        if !value.ty().holds_pointer_in(is_gc) {
+            out.extend(reachable_allocas(ptr));
+        }
     }
-    None
+    out
 }
 
-/// The destination of an `llvm.memcpy`/`llvm.memmove`, if `inst` is one.
-fn bulk_copy_destination<'m>(inst: Instruction<'m>) -> Option<Value<'m>> {
+/// The uses of the `alloca` past offsets, casts, phis and selects: (the pointer used, its
+/// user).
+fn uses_through_offsets(alloca: Instruction<'_>) -> Vec<(Value<'_>, Value<'_>)> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let mut work = vec![alloca.as_value()];
+    while let Some(v) = work.pop() {
+        if seen.contains(&v) {
+            continue;
+        }
+        seen.push(v);
+        for user in v.users() {
+            let through = user.as_instruction().is_some_and(|i| {
+                matches!(
+                    i.opcode(),
+                    Opcode::GetElementPtr
+                        | Opcode::BitCast
+                        | Opcode::AddrSpaceCast
+                        | Opcode::Phi
+                        | Opcode::Select
+                )
+            });
+            if through {
+                work.push(user);
+            } else {
+                out.push((v, user));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a load (or a call: `llvm.masked.load`) reads a value holding GC pointers from
+/// the `alloca`.
+fn read_as_gc(alloca: Instruction<'_>) -> bool {
+    uses_through_offsets(alloca).into_iter().any(|(_, user)| {
+        user.as_instruction().is_some_and(|i| {
+            matches!(i.opcode(), Opcode::Load | Opcode::Call) && i.ty().holds_pointer_in(is_gc)
+        })
+    })
+}
+
+/// Whether the `alloca` is used other than by loads from it, stores into it, lifetime
+/// markers and as a call's `sret` buffer whose GC pointers return roots keep: passed to a
+/// call or a copy, or its address stored or turned into an integer.
+fn escapes(alloca: Instruction<'_>) -> bool {
+    uses_through_offsets(alloca).into_iter().any(|(v, user)| {
+        let Some(inst) = user.as_instruction() else {
+            return true;
+        };
+        match inst.opcode() {
+            Opcode::Load => false,
+            // Stored into, not stored somewhere.
+            Opcode::Store => inst.operand(0) == Some(v),
+            _ => inst.as_call().is_none_or(|call| {
+                let lifetime = call
+                    .callee_name()
+                    .is_some_and(|n| n.starts_with("llvm.lifetime."));
+                !lifetime && !rooted_sret(&call, v)
+            }),
+        }
+    })
+}
+
+/// The destination and source of an `llvm.memcpy`/`llvm.memmove`, if `inst` is one.
+fn bulk_copy<'m>(inst: Instruction<'m>) -> Option<(Value<'m>, Value<'m>)> {
     let call = inst.as_call()?;
     let name = call.callee_name()?;
     if name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove") {
-        call.arguments().first().copied()
+        let args = call.arguments();
+        Some((*args.first()?, *args.get(1)?))
     } else {
         None
     }
 }
 
-/// True if the `alloca`'s type holds tracked pointers.
-fn holds_tracked(alloca: Instruction<'_>) -> bool {
-    alloca
-        .allocated_type()
-        .is_some_and(|t| t.holds_pointer_in(|a| a == TRACKED))
+/// Whether `call` takes `v` only as its `sret` buffer and returns the GC pointers it writes
+/// there in a `"julia.return_roots"` buffer too (Julia's convention), which roots them.
+fn rooted_sret<'m>(call: &Call<'m>, v: Value<'m>) -> bool {
+    let args = call.arguments();
+    let at = |i: usize| u32::try_from(i).ok().map(AttributeIndex::Param);
+    let return_roots = (0..args.len())
+        .filter_map(at)
+        .any(|i| call.string_attribute(i, RETURN_ROOTS).is_some());
+    return_roots
+        && args
+            .iter()
+            .enumerate()
+            .all(|(i, &arg)| arg != v || at(i).is_some_and(|i| sret_type(call, i).is_some()))
+}
+
+/// The `sret` type of argument `at` of `call`, from the call or its callee.
+fn sret_type<'m>(call: &Call<'m>, at: AttributeIndex) -> Option<Type<'m>> {
+    call.type_attribute(at, "sret").or_else(|| {
+        call.called_function()
+            .and_then(|f| f.type_attribute(at, "sret"))
+    })
+}
+
+/// The `alloca`s of `f` that may hold GC pointers (address spaces 10 to 13), whatever
+/// their type says: typed with them; a GC pointer stored into, or loaded from, also by a
+/// call (`llvm.masked.store` of GC pointers, any call that returns GC pointers);
+/// the buffer of a call's `sret` of a type that holds them or its `"julia.return_roots"`
+/// argument; or filled by `llvm.memcpy`/`llvm.memmove` from another such `alloca`. A type such as
+/// `[16 x i8]` says nothing: the optimizer makes such allocas, and a callee may write GC
+/// pointers into any memory it is handed. Bytes copied from a GC object into an `alloca`
+/// that nothing reads as a GC pointer are taken to hold none, as Julia's types promise for
+/// its plain-data values (copied that way all the time).
+pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
+    /// Adds the allocas `ptr` may point into; whether there were new ones.
+    fn add<'m>(holding: &mut Vec<Instruction<'m>>, ptr: Value<'m>) -> bool {
+        let mut grew = false;
+        for a in reachable_allocas(ptr) {
+            if !holding.contains(&a) {
+                holding.push(a);
+                grew = true;
+            }
+        }
+        grew
+    }
+    let mut holding = Vec::new();
+    let instructions = f.instructions();
+    let mut copies = Vec::new();
+    for &inst in &instructions {
+        match inst.opcode() {
+            Opcode::Alloca => {
+                if inst
+                    .allocated_type()
+                    .is_some_and(|t| t.holds_pointer_in(is_gc))
+                    && !holding.contains(&inst)
+                {
+                    holding.push(inst);
+                }
+            }
+            Opcode::Store => {
+                if let (Some(value), Some(ptr)) = (inst.operand(0), inst.operand(1)) {
+                    if value.ty().holds_pointer_in(is_gc) {
+                        add(&mut holding, ptr);
+                    }
+                }
+            }
+            Opcode::Load => {
+                if let Some(ptr) = inst
+                    .operand(0)
+                    .filter(|_| inst.ty().holds_pointer_in(is_gc))
+                {
+                    add(&mut holding, ptr);
+                }
+            }
+            _ => {
+                if let Some(copy) = bulk_copy(inst) {
+                    copies.push(copy);
+                    continue;
+                }
+                let Some(call) = inst.as_call() else { continue };
+                let args = call.arguments();
+                // A call that returns GC pointers may read them from memory it is handed
+                // (`llvm.masked.load`, a callee reading an argument array); one of LLVM's
+                // masked stores of GC pointers writes them into it. (Any callee handed GC
+                // pointers and a buffer could write them there, but so could it write them
+                // anywhere: such a buffer counts once the caller reads a GC pointer from
+                // it. A `jmp_buf` handed along with GC pointers is no root region.)
+                let stores_gc = call.callee_name().is_some_and(|n| {
+                    [
+                        "llvm.masked.store",
+                        "llvm.masked.scatter",
+                        "llvm.masked.compressstore",
+                    ]
+                    .iter()
+                    .any(|m| n.starts_with(m))
+                }) && args.iter().any(|a| a.ty().holds_pointer_in(is_gc));
+                let handles_gc = stores_gc || inst.ty().holds_pointer_in(is_gc);
+                for (i, &arg) in args.iter().enumerate() {
+                    let Ok(i) = u32::try_from(i) else { break };
+                    let at = AttributeIndex::Param(i);
+                    let returns_gc = call.string_attribute(at, RETURN_ROOTS).is_some()
+                        || sret_type(&call, at).is_some_and(|t| t.holds_pointer_in(is_gc));
+                    if returns_gc || handles_gc {
+                        add(&mut holding, arg);
+                    }
+                }
+            }
+        }
+    }
+    // A copy out of such an alloca makes another; repeat until none does.
+    loop {
+        let mut grew = false;
+        for &(dest, source) in &copies {
+            if reachable_allocas(source)
+                .iter()
+                .any(|a| holding.contains(a))
+            {
+                grew |= add(&mut holding, dest);
+            }
+        }
+        if !grew {
+            return holding;
+        }
+    }
 }
 
 impl<'m> FrameMemory<'m> {

@@ -45,6 +45,7 @@ mod model;
 mod place;
 pub mod polls;
 mod realign;
+mod regions;
 mod scan;
 pub mod statepoint;
 mod tbaa;
@@ -393,6 +394,7 @@ fn lower_one<'m>(
     };
     at(Phase::Emit);
     emit::emit_frame(b, f, &scan, coloring.num_slots, &plans)?;
+    regions::register(b, f, &scan.memory.regions, false)?;
     at(Phase::Finish);
     finish(b, f, options, barriers, inline)?;
     Ok(Some(report))

@@ -779,7 +779,7 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
         leaves: s.leaves,
         safepoints,
         pgcstack,
-        memory: super::memory::find(f)?,
+        memory: super::memory::find(f),
     }))
 }
 
