@@ -630,10 +630,15 @@ fn results_aliasing_arguments_are_written_and_never_freed() {
     assert_eq!(read_f32(&pm), (vec![2, 3], m));
 }
 
-/// Every aliasing case under valgrind: no invalid read or free, nothing
-/// definitely lost. Today `arg_unranked` leaks its 56-byte heap descriptor
-/// (the result aliases the argument, so nothing at all was freed) and
-/// `twice` reads freed memory and frees it twice.
+/// The CLI's ways of handing results back, under valgrind: no invalid read or
+/// free, nothing definitely lost. Ranked and unranked results aliasing each
+/// other, an argument written back (`--inout`) that a result aliases, and
+/// `--borrow-results`. (Every aliasing kernel of fixtures/aliasing.mlir runs
+/// under valgrind through the library in locus-memref's `aliasing_under_valgrind`;
+/// here each case is a process that loads libLLVM under valgrind, 6-7 s.)
+/// Before the fixes `arg_unranked` leaked its 56-byte heap descriptor (the
+/// result aliases the argument, so nothing at all was freed) and `twice` read
+/// freed memory and freed it twice.
 #[test]
 fn aliasing_results_under_valgrind() {
     let t = TempDir::new("memref-alias-valgrind");
@@ -645,11 +650,8 @@ fn aliasing_results_under_valgrind() {
     type Case<'a> = (&'a str, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
     let cases: Vec<Case<'_>> = vec![
         ("twice", vec!["5"], vec![&x, &y], vec![]),
-        ("with_tail", vec!["5"], vec![&x, &y], vec![]),
         ("grid_both", vec!["4"], vec![&x, &y, &z], vec![]),
-        ("unranked_twice", vec!["3"], vec![&x, &y], vec![]),
         ("arg_and_tail", vec![&pa], vec![&x, &y], vec!["--inout"]),
-        ("arg_unranked", vec![&pm], vec![&x], vec![]),
         // Nothing of the kernel's is freed, but the heap descriptor is.
         (
             "arg_unranked",
