@@ -96,12 +96,17 @@ fn s(p: &Path) -> String {
 }
 
 /// `liblocus_gc_runtime.a` built for AArch64 as a user cross-builds it (see
-/// [`cross_aarch64::cargo`]).
+/// [`cross_aarch64::cargo`]), or as [`cross_aarch64::RUNTIME_DIR_VARIABLE`] names it.
 fn aarch64_runtime() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target_dir = cross_aarch64::target_dir(&workspace);
-    check(cross_aarch64::cargo(&workspace, "build").args(["-p", "locus-gc-runtime"]));
-    let built = target_dir.join(TARGET).join("debug/liblocus_gc_runtime.a");
+    let built = match std::env::var_os(cross_aarch64::RUNTIME_DIR_VARIABLE) {
+        Some(dir) => Path::new(&dir).join("liblocus_gc_runtime.a"),
+        None => {
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let target_dir = cross_aarch64::target_dir(&workspace);
+            check(cross_aarch64::cargo(&workspace, "build").args(["-p", "locus-gc-runtime"]));
+            target_dir.join(TARGET).join("debug/liblocus_gc_runtime.a")
+        }
+    };
     // A copy of this process's own: another test process may rebuild the library.
     let copy = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "liblocus_gc_runtime-aarch64-{}.a",

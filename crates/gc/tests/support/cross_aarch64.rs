@@ -34,6 +34,13 @@ pub fn cargo(workspace: &Path, subcommand: &str) -> Command {
     cmd
 }
 
+/// The environment variable naming a directory that holds `liblocus_gc_runtime.a` built
+/// for [`TARGET`] with [`cargo`]'s options before the tests ran: `make test` builds it in
+/// the workspace's target directory (`target/aarch64-unknown-linux-gnu/debug`), where the
+/// host's build scripts are built already (MMTk's needs libgit2's C: about 45 s more in a
+/// directory of its own).
+pub const RUNTIME_DIR_VARIABLE: &str = "LOCUS_TEST_GC_RUNTIME_AARCH64_DIR";
+
 /// Where [`cargo`] builds: the debug outputs are in `TARGET/debug` under it.
 pub fn target_dir(workspace: &Path) -> PathBuf {
     workspace.join("target/gc-runtime-alone")
