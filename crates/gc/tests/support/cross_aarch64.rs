@@ -39,6 +39,8 @@ pub fn cargo(workspace: &Path, subcommand: &str) -> Command {
 /// the workspace's target directory (`target/aarch64-unknown-linux-gnu/debug`), where the
 /// host's build scripts are built already (MMTk's needs libgit2's C: about 45 s more in a
 /// directory of its own).
+// The CLI's gc_aarch64 includes this module too; it builds `locus`, not the runtime.
+#[allow(dead_code)]
 pub const RUNTIME_DIR_VARIABLE: &str = "LOCUS_TEST_GC_RUNTIME_AARCH64_DIR";
 
 /// Where [`cargo`] builds: the debug outputs are in `TARGET/debug` under it.
