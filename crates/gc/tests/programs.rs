@@ -50,10 +50,20 @@ fn every_program_gives_its_result_under_stress() {
 /// compiled (issue 23, section 3): the stress collector then checks the frames as the
 /// optimizer left them, so a frame store the optimizer dropped frees a live object.
 #[test]
-fn every_program_gives_its_result_through_the_optimizer_under_stress() {
-    for level in ["default<O1>", "default<O2>", "default<O3>"] {
-        every_program_gives_its_result_through(Some(level));
-    }
+fn every_program_gives_its_result_through_o1_under_stress() {
+    every_program_gives_its_result_through(Some("default<O1>"));
+}
+
+/// As above at -O2 (a test of its own, so that the levels run at once).
+#[test]
+fn every_program_gives_its_result_through_o2_under_stress() {
+    every_program_gives_its_result_through(Some("default<O2>"));
+}
+
+/// As above at -O3.
+#[test]
+fn every_program_gives_its_result_through_o3_under_stress() {
+    every_program_gives_its_result_through(Some("default<O3>"));
 }
 
 fn every_program_gives_its_result_through(passes: Option<&str>) {
@@ -103,37 +113,47 @@ const JULIA_DATA_LAYOUT: &str =
 /// the program (values kept in registers across calls, loads forwarded, code inlined and
 /// duplicated). Each level's output runs with frame roots under the stress collector and
 /// with statepoint roots under the moving one.
+///
+/// O2 is Julia's default level, O3 adds the vectorizers (O1 is left out for CI time); a
+/// test each, so that they run at once.
 #[test]
-fn every_program_gives_its_result_optimized_before_the_lowering() {
+fn every_program_gives_its_result_at_o2_before_the_lowering() {
+    every_program_gives_its_result_optimized_before_the_lowering("default<O2>");
+}
+
+/// See [`every_program_gives_its_result_at_o2_before_the_lowering`].
+#[test]
+fn every_program_gives_its_result_at_o3_before_the_lowering() {
+    every_program_gives_its_result_optimized_before_the_lowering("default<O3>");
+}
+
+fn every_program_gives_its_result_optimized_before_the_lowering(level: &str) {
     let layout = format!("--data-layout={JULIA_DATA_LAYOUT}");
     let mut failed = Vec::new();
     let mut runs = 0;
-    // O2 is Julia's default level, O3 adds the vectorizers; O1 is left out for CI time.
-    for level in ["default<O2>", "default<O3>"] {
-        let passes = format!("-passes={level}");
-        for path in ll_files("fixtures/programs") {
-            let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-            let want = expected(&text, &path);
-            let optimized = opt(&text, &[&layout, &passes]);
-            let name = format!("{} ({level} before)", path.display());
-            for (roots, moving) in [(Roots::Frames, false), (Roots::Statepoint, true)] {
-                let options = RunOptions {
-                    roots,
-                    moving,
-                    stress: true,
-                    on_fault: OnFault::Record,
-                    ..RunOptions::default()
-                };
-                runs += 1;
-                // SAFETY: as in `run_file_with`; the optimizer keeps the programs' meaning.
-                match unsafe { run(&name, &optimized, options) } {
-                    Ok(out) if out.faults.is_empty() && out.value == want => {}
-                    Ok(out) => failed.push(format!(
-                        "{name} {roots:?}: value {} (want {want}), faults {:?}",
-                        out.value, out.faults
-                    )),
-                    Err(e) => failed.push(format!("{name} {roots:?}: {e}")),
-                }
+    let passes = format!("-passes={level}");
+    for path in ll_files("fixtures/programs") {
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let want = expected(&text, &path);
+        let optimized = opt(&text, &[&layout, &passes]);
+        let name = format!("{} ({level} before)", path.display());
+        for (roots, moving) in [(Roots::Frames, false), (Roots::Statepoint, true)] {
+            let options = RunOptions {
+                roots,
+                moving,
+                stress: true,
+                on_fault: OnFault::Record,
+                ..RunOptions::default()
+            };
+            runs += 1;
+            // SAFETY: as in `run_file_with`; the optimizer keeps the programs' meaning.
+            match unsafe { run(&name, &optimized, options) } {
+                Ok(out) if out.faults.is_empty() && out.value == want => {}
+                Ok(out) => failed.push(format!(
+                    "{name} {roots:?}: value {} (want {want}), faults {:?}",
+                    out.value, out.faults
+                )),
+                Err(e) => failed.push(format!("{name} {roots:?}: {e}")),
             }
         }
     }
