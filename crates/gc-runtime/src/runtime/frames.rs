@@ -172,27 +172,28 @@ pub(crate) unsafe fn global_roots(globals: &[(usize, usize)]) -> Vec<(usize, usi
 /// hold GC pointers: `locus_gc_push_region`), each a candidate for a conservative root. A
 /// region outside the stack, or below the stack pointer (its function returned without
 /// dropping it: a `longjmp` past it), is skipped.
-pub(crate) fn region_words(thread: &ThreadRoots) -> Vec<usize> {
-    let mut found = Vec::new();
-    for &(start, end) in &thread.regions {
+pub(crate) fn region_words(thread: &ThreadRoots) -> impl Iterator<Item = usize> + '_ {
+    let on_stack = |&&(start, end): &&(usize, usize)| {
         let inside = thread
             .bounds
             .is_some_and(|b| start >= b.low && end <= b.high);
-        if !inside || start < thread.sp {
-            continue;
-        }
-        let mut at = start.next_multiple_of(WORD_BYTES);
-        while at.checked_add(WORD_BYTES).is_some_and(|e| e <= end) {
+        inside && start >= thread.sp
+    };
+    thread
+        .regions
+        .iter()
+        .filter(on_stack)
+        .flat_map(|&(start, end)| {
+            let first = start.next_multiple_of(WORD_BYTES);
+            let words = end.saturating_sub(first) / WORD_BYTES;
+            (0..words).map(move |i| first + i * WORD_BYTES)
+        })
+        .map(|at| {
             // SAFETY: an aligned word of stack memory of a running function: inside the
             // thread's stack, above its stack pointer.
-            let value = unsafe { (at as *const usize).read_volatile() };
-            if value != 0 {
-                found.push(value);
-            }
-            at += WORD_BYTES;
-        }
-    }
-    found
+            unsafe { (at as *const usize).read_volatile() }
+        })
+        .filter(|&value| value != 0)
 }
 
 /// An approximation of the stack pointer: the address of a local in a function that is not

@@ -502,7 +502,7 @@ impl<'m> FrameMemory<'m> {
             let k = b.const_int(i32t, next as i64)?;
             let name = a.alloca.name();
             let slot = b.call(slot_ty, slot_fn, &[frame.as_value(), k], &[], "")?;
-            for lifetime in lifetime_markers(a.alloca.as_value()) {
+            for lifetime in lifetime_markers(a.alloca) {
                 b.erase(lifetime)?;
             }
             b.replace_all_uses_with(a.alloca, slot)?;
@@ -528,31 +528,20 @@ impl<'m> FrameMemory<'m> {
     }
 }
 
-/// The `llvm.lifetime.*` calls on `v` or pointers derived from it: an `alloca` that becomes
+/// The `llvm.lifetime.*` calls on the `alloca` or pointers derived from it: an `alloca` that becomes
 /// frame slots lives as long as the frame, so they must go.
-fn lifetime_markers(v: Value<'_>) -> Vec<Instruction<'_>> {
+fn lifetime_markers(alloca: Instruction<'_>) -> Vec<Instruction<'_>> {
     let mut out = Vec::new();
-    let mut work = vec![v];
-    while let Some(v) = work.pop() {
-        for user in v.users() {
-            let Some(inst) = user.as_instruction() else {
-                continue;
-            };
-            match inst.opcode() {
-                Opcode::GetElementPtr | Opcode::BitCast | Opcode::AddrSpaceCast => {
-                    work.push(user);
-                }
-                Opcode::Call => {
-                    let lifetime = inst
-                        .as_call()
-                        .and_then(|c| c.callee_name())
-                        .is_some_and(|n| n.starts_with("llvm.lifetime."));
-                    if lifetime && !out.contains(&inst) {
-                        out.push(inst);
-                    }
-                }
-                _ => {}
-            }
+    for (_, user) in uses_through_offsets(alloca) {
+        let Some(call) = user.as_instruction().filter(|i| i.opcode() == Opcode::Call) else {
+            continue;
+        };
+        let lifetime = call
+            .as_call()
+            .and_then(|c| c.callee_name())
+            .is_some_and(|n| n.starts_with("llvm.lifetime."));
+        if lifetime && !out.contains(&call) {
+            out.push(call);
         }
     }
     out
