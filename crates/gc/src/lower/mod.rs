@@ -395,6 +395,7 @@ fn lower_one<'m>(
     at(Phase::Emit);
     emit::emit_frame(b, f, &scan, coloring.num_slots, &plans)?;
     regions::register(b, f, &scan.memory.regions, false)?;
+    regions::drop_tail_markers(b, f)?;
     at(Phase::Finish);
     finish(b, f, options, barriers, inline)?;
     Ok(Some(report))

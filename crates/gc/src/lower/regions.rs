@@ -157,3 +157,17 @@ pub(super) fn register<'m>(
     }
     Ok(allocas.len())
 }
+
+/// Drops the `tail` markers of `f`'s calls, once `f` has a GC frame or root regions: the
+/// collector reads them during a callee's safepoint, which `tail` says the callee does not
+/// do (passes run after the lowering would drop or sink the stores into them).
+pub(super) fn drop_tail_markers<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
+    for call in f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.opcode() == Opcode::Call)
+    {
+        b.drop_tail_marker(call)?;
+    }
+    Ok(())
+}

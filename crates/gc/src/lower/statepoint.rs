@@ -805,7 +805,11 @@ fn unpin_after_edge<'m>(
 fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool) -> Result<usize> {
     keep_across_returns_twice(b, f)?;
     let allocas = super::memory::allocas_holding_gc(f);
-    super::regions::register(b, f, &allocas, reset_at_return)
+    let count = super::regions::register(b, f, &allocas, reset_at_return)?;
+    if count > 0 {
+        super::regions::drop_tail_markers(b, f)?;
+    }
+    Ok(count)
 }
 
 /// A `longjmp` comes back to a `returns_twice` call (`setjmp`) from a path where RS4GC saw

@@ -192,6 +192,30 @@ impl<'m> Builder<'m> {
         }
     }
 
+    /// Drops a `tail` marker from `call` (a `call` without one, or `musttail` or
+    /// `notail`, is left as it is). `tail` promises that the callee reads no `alloca` of
+    /// the caller, which stops being true once the caller's stack holds what the callee
+    /// may read through another path (a GC frame or root region the collector scans): the
+    /// optimizer would move or drop the stores into them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Edit`](crate::Error::Edit) if `call` is not a `call` or `invoke`, is
+    /// erased, or belongs to another module.
+    pub fn drop_tail_marker(&self, call: Instruction<'m>) -> Result<()> {
+        let site = self.call_site(call)?;
+        if site.instruction().opcode() != Opcode::Call {
+            return Ok(());
+        }
+        let raw = call.as_raw();
+        // SAFETY: `raw` is a live `call` of our module.
+        if unsafe { LLVMGetTailCallKind(raw) } == LLVMTailCallKind::LLVMTailCallKindTail {
+            // SAFETY: as above.
+            unsafe { LLVMSetTailCallKind(raw, LLVMTailCallKind::LLVMTailCallKindNone) };
+        }
+        Ok(())
+    }
+
     /// Rebuilds `call` without its operand bundles tagged `tag` (the last step of GC root
     /// placement drops `"jl_roots"`), returning the new call; `call` itself is returned
     /// unchanged when it has no such bundle. The new call has the same callee, function
