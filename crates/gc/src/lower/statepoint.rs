@@ -969,10 +969,18 @@ fn token_landing_pads(text: &str, functions: &[String]) -> (String, usize) {
 /// an unexpected call kind) rather than fail: a `callbr`, and an `invoke` whose unwind
 /// destination is a funclet pad (`cleanuppad`, `catchswitch`), since RS4GC ties the unwind
 /// path's relocations to a `landingpad`; and an `invoke` of one of Julia's helpers, which
-/// the lowering replaces as if it were a call.
+/// the lowering replaces as if it were a call. Also a `va_arg` of a GC pointer, which
+/// LLVM 19's RS4GC takes for a derived pointer whose base it cannot find (it crashes).
 fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
     for inst in f.instructions() {
         match inst.opcode() {
+            Opcode::VAArg if inst.ty().holds_pointer_in(is_gc) => {
+                return Err(refuse(
+                    f,
+                    inst,
+                    "va_arg of a GC pointer (RS4GC cannot find its base; frame roots read it)",
+                ))
+            }
             Opcode::CallBr => {
                 return Err(refuse(
                     f,
