@@ -84,7 +84,13 @@ pub enum Command {
         /// apply to it): the kernel works on the file's pages, and with --inout writes the
         /// file itself. A file given for several parameters is one array, as numpy passes
         /// one array twice: what the kernel writes through one is read through the others
-        /// and kept.
+        /// and kept (a row-major slice at an offset, `A.npy[1:]`, reaches an
+        /// identity-layout parameter without a copy). Except a view that reaches an
+        /// identity-layout parameter as a row-major copy (a transpose, a step, a
+        /// reversal): through it the kernel reads the array as it was before the call, as
+        /// numpy's `a += a.T` copies the overlapping operand, and what it writes into it
+        /// is written back where changed (an element written through both is an error);
+        /// for the kernel's loops on one memory, declare that parameter strided.
         #[arg(long = "arg", value_name = "VALUE", allow_hyphen_values = true)]
         args: Vec<String>,
         /// One per memref result, in order, each a file of its own: not the library, a

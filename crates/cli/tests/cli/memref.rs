@@ -1760,6 +1760,21 @@ fn one_file_for_two_parameters_is_one_array_as_in_numpy() {
         numpy_agrees(dir, &format!("{make}\n{loop_}"), file, "a");
         cases += 1;
     }
+    // Row-major slices at offsets reach the identity-layout parameters without a copy:
+    // one memory, each step reading what the one before wrote (they were copies once,
+    // which read the array as it was).
+    let make = "a0 = np.array([1, -2, 3.5, 4, 0.25, 6], dtype='<f4')";
+    numpy(dir, &format!("{make}\nnp.save('a.npy', a0)"));
+    let a = file_in(dir, "a.npy");
+    ok(&call(
+        "shift_into",
+        &[&format!("{a}[:-1]"), &format!("{a}[1:]")],
+        &["--inout"],
+    ));
+    let loop_ = "a = a0.copy(); d = a[:-1]; s = a[1:]\n\
+                 for i in range(len(d) - 1): d[i] = s[i + 1] + s[i]";
+    numpy_agrees(dir, &format!("{make}\n{loop_}"), "a.npy", "a");
+    cases += 1;
     // 2-D: A and A.T. To an identity-layout parameter A.T is a row-major copy made before
     // the kernel runs, as numpy's `a += a.T` copies the overlapping operand; to a strided
     // one it is the buffer itself, as numpy's loop on two views of one array.
@@ -1844,7 +1859,7 @@ fn one_file_for_two_parameters_is_one_array_as_in_numpy() {
         "the kernel itself",
     );
     assert_eq!(std::fs::read(&kernel).unwrap(), std::fs::read(&k).unwrap());
-    assert_eq!(cases, 11);
+    assert_eq!(cases, 12);
 }
 
 /// `dir/name` as a string.

@@ -223,10 +223,13 @@ impl<'a> MemRefArg<'a> {
     /// parameters: the kernel sees one memory through both, and a write through one is
     /// read through the other (and kept: nothing is copied back over it). For a shared
     /// view ([`MemRefArg::from_view`]) each argument is still a copy of its own. Slice either
-    /// with [`MemRefArg::sliced`]. A row-major copy made for an identity-layout parameter
-    /// ([`CallOptions::copy_strided`](super::CallOptions::copy_strided)) is written back only
-    /// where the kernel changed it;
-    /// an element changed both through it and otherwise is an error.
+    /// with [`MemRefArg::sliced`]; a row-major slice at an offset reaches an identity-layout
+    /// parameter without a copy. A row-major copy made for an identity-layout parameter
+    /// ([`CallOptions::copy_strided`](super::CallOptions::copy_strided)) is not the same
+    /// memory: through it the kernel reads the buffer as it was before the call (numpy's
+    /// `a += a.T` copies the overlapping operand alike), and it is written back only
+    /// where the kernel changed it; an element changed both through it and otherwise is
+    /// an error. For the kernel's loops on one memory, declare such a parameter strided.
     ///
     /// # Safety
     ///
@@ -525,6 +528,28 @@ pub(super) fn prepare_memref<'a>(
                 copy: Some(copy),
                 gathered: false,
                 pristine: None,
+            })
+        }
+        // A row-major view at an offset, for an identity layout (which reads no offset):
+        // the aligned pointer moved to its first element, so it needs no copy and stays
+        // one memory with the other arguments reaching its buffer.
+        Err(Mismatch::Layout(_))
+            if m.writable && t.check(m.elem, 0, &m.sizes, &m.strides).is_ok() =>
+        {
+            let byte = i128::from(m.offset) * m.elem.size() as i128;
+            let aligned = isize::try_from(byte)
+                .ok()
+                .map(|b| m.aligned.wrapping_offset(b))
+                .ok_or(Error::Overflow { dim: 0 })?;
+            Ok(Prepared {
+                aligned,
+                offset: 0,
+                sizes: &m.sizes,
+                strides: std::borrow::Cow::Borrowed(&m.strides),
+                copy: None,
+                gathered: false,
+                pristine: None,
+                span: m.buffer,
             })
         }
         Err(Mismatch::Layout(_)) if copy_strided && t.accepts_row_major(&m.sizes) => {
