@@ -472,7 +472,7 @@ pub unsafe extern "C" fn locus_gc_main_statepoints_with_collector(
 /// As for [`locus_gc_main`].
 unsafe fn call_and_print(entry: unsafe extern "C" fn() -> i64) -> i32 {
     // SAFETY: the caller's promise.
-    let value = unsafe { entry() };
+    let value = Runtime::call_compiled(|| unsafe { entry() });
     let stats = std::env::var_os(STATS_ENV)
         .is_some_and(|v| v == "1")
         .then(|| {

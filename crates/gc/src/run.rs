@@ -441,7 +441,7 @@ impl Prepared {
             let _scope = signals::fault_scope(abort);
             // The caller's promise (see `# Safety`) makes the call sound; the runtime its
             // code calls into is installed on this thread by the guard above.
-            entry()
+            Runtime::call_compiled(|| entry())
         };
         let stats = rt.stats();
         let faults = rt.take_faults();

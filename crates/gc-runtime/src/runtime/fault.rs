@@ -315,6 +315,24 @@ pub enum GcFault {
         /// The collection that found it.
         collection: u64,
     },
+    /// A statepoint walk met a frame of foreign code below compiled frames it cannot walk
+    /// past: compiled code called back from foreign code (`qsort` calling a compiled
+    /// comparator). The frame-pointer chain does not lead through foreign frames, so the
+    /// roots of the compiled frames that called the foreign code would be missed; the
+    /// collection ends here instead. Found only below the point where the host called the
+    /// compiled code through [`crate::runtime::Runtime::call_compiled`].
+    ForeignFrame {
+        /// The number of the compiled frame the foreign code called, counted from the
+        /// innermost (0).
+        frame: usize,
+        /// The return address into the foreign code.
+        return_address: usize,
+        /// An address of compiled code found above it: the return address into the
+        /// compiled frame that called the foreign code.
+        compiled_return: usize,
+        /// The collection that found it.
+        collection: u64,
+    },
     /// The MMTk collector ([`crate::mmtk`]) recorded faults (a root that is not an object,
     /// a broken frame, running out of memory); each was printed on a line of its own
     /// before this one.
@@ -497,6 +515,19 @@ impl fmt::Display for GcFault {
                 f,
                 "corrupt stack: compiled frame #{frame} (return address {return_address:#x}) \
                  {problem} (found in collection {collection})"
+            ),
+            GcFault::ForeignFrame {
+                frame,
+                return_address,
+                compiled_return,
+                collection,
+            } => write!(
+                f,
+                "callback from foreign code: compiled frame #{frame} was called from foreign \
+                 code (return address {return_address:#x}) that compiled code called (its \
+                 return address {compiled_return:#x} lies above): statepoint roots cannot \
+                 walk past foreign frames, so the roots of the frames above would be lost; \
+                 frame roots can (found in collection {collection})"
             ),
             GcFault::PinRefused { addr, plan } => write!(
                 f,

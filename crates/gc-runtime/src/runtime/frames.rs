@@ -108,6 +108,9 @@ pub(crate) struct ThreadRoots {
     /// Statepoint roots: the frame address of the `locus_gc_sp_*` entry it is stopped in,
     /// or 0.
     pub(crate) fp: usize,
+    /// Statepoint roots: a stack address in the host's frame that called the compiled
+    /// code (`Runtime::call_compiled`), or 0.
+    pub(crate) entered: usize,
     /// Its registered stack regions (`locus_gc_push_region`).
     pub(crate) regions: Vec<(usize, usize)>,
 }

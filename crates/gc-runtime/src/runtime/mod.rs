@@ -602,6 +602,9 @@ struct Mutator {
     sp: AtomicUsize,
     /// The frame address a `locus_gc_sp_*` entry was called with, while it runs (0 else).
     sp_frame: AtomicUsize,
+    /// A stack address in the frame of the host function that called compiled code on
+    /// this thread ([`Runtime::call_compiled`]), while it runs (0 else).
+    entered: AtomicUsize,
     /// Statepoint roots: stack memory registered by `locus_gc_push_region` and the scoped
     /// pins, innermost last ([`scopes`]).
     scopes: Mutex<scopes::Scopes>,
@@ -616,6 +619,7 @@ impl Mutator {
             state: AtomicU8::new(SAFE),
             sp: AtomicUsize::new(0),
             sp_frame: AtomicUsize::new(0),
+            entered: AtomicUsize::new(0),
             scopes: Mutex::new(scopes::Scopes::default()),
         }
     }
@@ -638,6 +642,7 @@ impl Mutator {
             sp,
             bounds: self.stack,
             fp: self.sp_frame.load(Ordering::Acquire),
+            entered: self.entered.load(Ordering::Acquire),
             regions: lock(&self.scopes).regions().collect(),
         }
     }
@@ -842,6 +847,33 @@ impl Runtime {
     /// [`Runtime::try_enter`]).
     pub fn enter(config: Config) -> Guard {
         Runtime::try_enter(config).unwrap_or_else(|message| fatal(format_args!("{message}")))
+    }
+
+    /// Calls `f`, which calls compiled code (the module's entry), noting where on this
+    /// thread's stack the host's frames end. A statepoint walk stops at the first frame of
+    /// foreign code; below that point such a frame is foreign code the compiled code called
+    /// that called compiled code back (`qsort` with a compiled comparator), past which
+    /// the frame-pointer chain does not lead: the collection reports it
+    /// ([`GcFault::ForeignFrame`]) rather than miss the roots of the frames above it.
+    /// Compiled code called without it is walked as before, up to the first foreign frame.
+    /// Without a runtime installed on this thread, it only calls `f`.
+    #[inline(never)]
+    pub fn call_compiled<R>(f: impl FnOnce() -> R) -> R {
+        // The thread's mutator record, kept alive by this clone whatever `f` does (it may
+        // detach the thread).
+        let me = CURRENT.with(|current| {
+            // SAFETY: an installed runtime is live while installed on its thread.
+            unsafe { current.get().as_ref() }.map(|rt| Arc::clone(&rt.me))
+        });
+        let Some(me) = me else {
+            return f();
+        };
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        let outer = me.entered.swap(here, Ordering::AcqRel);
+        let out = f();
+        me.entered.store(outer, Ordering::Release);
+        out
     }
 
     /// [`Runtime::enter`], or why the collector cannot be made: a copying MMTk plan with
@@ -1315,7 +1347,13 @@ impl Runtime {
             }
             let fp = me.sp_frame.load(Ordering::Acquire);
             if let (Some(maps), true) = (maps, fp != 0) {
-                match statepoints::slot_lanes(maps, fp, me.stack, number) {
+                match statepoints::slot_lanes(
+                    maps,
+                    fp,
+                    me.stack,
+                    me.entered.load(Ordering::Acquire),
+                    number,
+                ) {
                     Ok((lanes, _)) => {
                         for (base, derived) in lanes {
                             // SAFETY: slots of this thread's frames that the stack maps

@@ -21,7 +21,11 @@
 //! - each return address is looked up in the [`StackMaps`] built from the JIT's
 //!   `.llvm_stackmaps` section; a location `[rsp + off]` or `[rbp + off]` is a slot of the
 //!   caller's frame. A return address outside the compiled code ends the walk (the host's
-//!   frame that called the entry);
+//!   frame that called the entry); when the host called through
+//!   [`super::Runtime::call_compiled`], a return address into compiled code between there
+//!   and the host's frame means foreign code called compiled code back (`qsort`'s
+//!   comparator), whose callers' frames the chain does not lead to: reported
+//!   ([`GcFault::ForeignFrame`]), as their roots would be lost;
 //! - the deopt operands are not roots; a base slot holding an address the heap does not
 //!   know (a constant object the program made from a plain pointer) is skipped, one holding
 //!   a freed object's address is a dangling reference.
@@ -302,11 +306,15 @@ fn frame_fault(index: usize, return_address: usize, problem: &'static str, numbe
 }
 
 /// Walks the frame-pointer chain from `fp` (a wrapper's frame), collecting the slots of
-/// every statepoint frame.
+/// every statepoint frame. `entered` is a stack address in the frame of the host function
+/// that called the compiled code ([`super::Runtime::call_compiled`]), 0 if unknown: the
+/// walk that stops at a frame of foreign code below it looks there for compiled frames the
+/// foreign code hid ([`GcFault::ForeignFrame`]).
 fn walk(
     maps: &StackMaps,
     fp: usize,
     bounds: Option<StackBounds>,
+    entered: usize,
     number: u64,
 ) -> Result<(Walked, usize), GcFault> {
     let index = maps.index();
@@ -332,6 +340,14 @@ fn walk(
         // SAFETY: as above.
         let ret = unsafe { read(fp + 8) };
         if !index.in_code(ret) {
+            if let Some(compiled_return) = hidden_compiled_frame(index, fp, bounds, entered) {
+                return Err(GcFault::ForeignFrame {
+                    frame: walked,
+                    return_address: ret,
+                    compiled_return,
+                    collection: number,
+                });
+            }
             break;
         }
         if let Some(pairs) = index.pairs(ret) {
@@ -404,6 +420,66 @@ fn walk(
     Ok((out, walked))
 }
 
+/// An address of compiled code in the stack between the frame record at `fp` (of a
+/// compiled function called from foreign code) and `entered` (where the host called the
+/// compiled code, 0 if unknown): the return address of a compiled frame that called the
+/// foreign code. Not only a statepoint's: RS4GC takes a call of a C library function
+/// (`qsort`) for one that cannot collect, so the caller's live pointers are not even in
+/// its stack map. Between a compiled entry and the host that called it lies only the
+/// host's call, so nothing is found there.
+fn hidden_compiled_frame(
+    index: &Index,
+    fp: usize,
+    bounds: Option<StackBounds>,
+    entered: usize,
+) -> Option<usize> {
+    let inside = bounds.is_some_and(|b| entered <= b.high);
+    if entered == 0 || entered <= fp || !inside {
+        return None;
+    }
+    let first = fp + 16;
+    let words = entered.saturating_sub(first) / 8;
+    (0..words).map(|k| first + 8 * k).find_map(|a| {
+        // SAFETY: `a` is an aligned word of this thread's stack between a running compiled
+        // frame's record and a running host frame (`fp` was checked to lie in the stack,
+        // `entered` lies above it inside the stack's bounds).
+        let word = unsafe { read(a) };
+        (index.in_code(word) && follows_call(index, word)).then_some(word)
+    })
+}
+
+/// Whether the instruction before `addr` (an address of compiled code) is a call, as it is
+/// before a return address (a function's own address, which foreign code keeps to call it
+/// back, is not one). x86-64: `call rel32` (`e8`, 5 bytes) or `call r/m64` (`ff /2`, 2 to
+/// 7 bytes); AArch64: `bl` or `blr`.
+fn follows_call(index: &Index, addr: usize) -> bool {
+    const BACK: usize = if cfg!(target_arch = "aarch64") { 4 } else { 7 };
+    let Some(start) = addr.checked_sub(BACK).filter(|&a| index.in_code(a)) else {
+        return false;
+    };
+    let mut before = [0u8; BACK];
+    for (k, b) in before.iter_mut().enumerate() {
+        // SAFETY: `start..addr` lies inside one mapped code section of the compiled code
+        // (both ends checked, sections do not overlap), which is readable.
+        *b = unsafe { ((start + k) as *const u8).read_volatile() };
+    }
+    if cfg!(target_arch = "aarch64") {
+        let insn = u32::from_le_bytes([
+            before[BACK - 4],
+            before[BACK - 3],
+            before[BACK - 2],
+            before[BACK - 1],
+        ]);
+        insn & 0xfc00_0000 == 0x9400_0000 || insn & 0xffff_fc1f == 0xd63f_0000
+    } else {
+        // `ff` with ModRM's reg field 2, the ModRM byte `len - 1` bytes before `addr`
+        // (prefix bytes, REX, SIB and displacement make the 2 to 7).
+        let indirect = (2..=BACK)
+            .any(|len| before[BACK - len] == 0xff && before[BACK - len + 1] & 0x38 == 0x10);
+        before[BACK - 5] == 0xe8 || indirect
+    }
+}
+
 /// The lanes of every statepoint frame from the wrapper frame `fp` outwards, as (base
 /// slot, derived slot) addresses (the derived slot the base one when the lane has none; a
 /// constant lane is left out), and how many compiled frames were walked: the roots an MMTk
@@ -415,9 +491,10 @@ pub(crate) fn slot_lanes(
     maps: &StackMaps,
     fp: usize,
     bounds: Option<StackBounds>,
+    entered: usize,
     number: u64,
 ) -> Result<(Vec<(usize, usize)>, usize), GcFault> {
-    let (walked, frames) = walk(maps, fp, bounds, number)?;
+    let (walked, frames) = walk(maps, fp, bounds, entered, number)?;
     let lanes = walked
         .lanes
         .iter()
@@ -566,7 +643,7 @@ pub(crate) fn collect(
     let mut sp_frames = Walked::default();
     let mut walked = 0;
     for t in roots.threads.iter().filter(|t| t.fp != 0) {
-        let (w, n) = walk(roots.maps, t.fp, t.bounds, number)?;
+        let (w, n) = walk(roots.maps, t.fp, t.bounds, t.entered, number)?;
         sp_frames.append(w);
         walked += n;
     }
