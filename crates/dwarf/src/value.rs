@@ -299,9 +299,27 @@ impl Value {
     }
 
     /// `self op rhs` (`self` is the deeper stack entry). Shifts accept any
-    /// integral shift count; the other operations need equal types. Logic,
-    /// shifts and modulo need integral types.
+    /// integral shift count; the other operations need equal types (a generic
+    /// operand and a signed integer of the address's size count as that signed
+    /// type, as in gdb). Logic, shifts and modulo need integral types.
     pub fn binary(self, op: BinaryOp, rhs: Value, address_size: u8) -> Result<Value, ValueError> {
+        let (lhs, rhs) = Value::meet_generic(self, rhs, address_size);
+        lhs.binary_same(op, rhs, address_size)
+    }
+
+    /// A generic operand meets a signed integer of the address's size as that type, as
+    /// gdb reads them (its generic type is that signed integer): LLVM writes such pairs,
+    /// `DW_OP_convert`ing one operand of `DW_OP_minus` only. The bits are the same.
+    fn meet_generic(a: Value, b: Value, address_size: u8) -> (Value, Value) {
+        let signed_address = ValueType::Signed(address_size);
+        match (a.ty, b.ty) {
+            (ValueType::Generic, t) if t == signed_address => (Value { ty: t, ..a }, b),
+            (t, ValueType::Generic) if t == signed_address => (a, Value { ty: t, ..b }),
+            _ => (a, b),
+        }
+    }
+
+    fn binary_same(self, op: BinaryOp, rhs: Value, address_size: u8) -> Result<Value, ValueError> {
         let shift = matches!(op, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::Shra);
         if shift {
             if !self.ty.is_integral() || !rhs.ty.is_integral() {
@@ -407,6 +425,11 @@ impl Value {
     /// and generic types, IEEE for floats (every comparison with a NaN is
     /// false except `Ne`).
     pub fn compare(self, op: CompareOp, rhs: Value, address_size: u8) -> Result<bool, ValueError> {
+        let (lhs, rhs) = Value::meet_generic(self, rhs, address_size);
+        lhs.compare_same(op, rhs, address_size)
+    }
+
+    fn compare_same(self, op: CompareOp, rhs: Value, address_size: u8) -> Result<bool, ValueError> {
         if self.ty != rhs.ty {
             return Err(ValueError::TypeMismatch);
         }

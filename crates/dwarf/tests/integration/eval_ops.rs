@@ -20,6 +20,7 @@ const UCHAR: u64 = 0x3c; // unsigned char
 const ULONG: u64 = 0x40; // unsigned long
 const SHORT: u64 = 0x44; // short
 const I128: u64 = 0x48; // __int128: not supported
+const LONG: u64 = 0x4c; // long, 8 bytes
 
 fn ctx() -> Ctx {
     let mut c = Ctx::default();
@@ -30,6 +31,7 @@ fn ctx() -> Ctx {
     c.base_types.insert(ULONG, (ate::UNSIGNED, 8));
     c.base_types.insert(SHORT, (ate::SIGNED, 2));
     c.base_types.insert(I128, (ate::SIGNED, 16));
+    c.base_types.insert(LONG, (ate::SIGNED, 8));
     // r0: 0x1000; r1: -2 as int; r2: 1.5f; r3: a 16-byte vector register.
     c.registers.insert(0, 0x1000u64.to_le_bytes().to_vec());
     c.registers.insert(1, (-2i64).to_le_bytes().to_vec());
@@ -179,6 +181,33 @@ fn typed_arithmetic_needs_equal_types() {
     assert_eq!((i, op), (2, "DW_OP_plus"));
     assert!(matches!(e, ErrorKind::TypeMismatch(_)), "{e:?}");
     assert!(!e.is_ill_formed());
+    // But a generic value meets a signed integer of the address's size as that type, as
+    // gdb's signed generic type does: LLVM converts one operand only (clang -O2 writes
+    // `DW_OP_breg14 .. DW_OP_convert signed_32, DW_OP_convert signed_64, DW_OP_minus`).
+    let long = |n: i64| Value {
+        ty: ValueType::Signed(8),
+        bits: n as u64,
+    };
+    assert_eq!(
+        value("DW_OP_lit20 DW_OP_lit2 DW_OP_convert 0x30 DW_OP_convert 0x4c DW_OP_minus"),
+        long(18)
+    );
+    assert_eq!(
+        value("DW_OP_const_type 0x4c [fbffffffffffffff] DW_OP_lit7 DW_OP_mul"),
+        long(-35)
+    );
+    assert_eq!(
+        value("DW_OP_const1s -1 DW_OP_const_type 0x4c [0100000000000000] DW_OP_lt"),
+        Value::generic(1, 8)
+    );
+    // Not an unsigned one, nor a signed one of another size.
+    for other in [
+        "DW_OP_const_type 0x40 [0100000000000000]",
+        "DW_OP_const_type 0x30 [01000000]",
+    ] {
+        let (_, _, e) = eval_error(&format!("DW_OP_lit1 {other} DW_OP_plus"));
+        assert!(matches!(e, ErrorKind::TypeMismatch(_)), "{other}: {e:?}");
+    }
     // A typed value is not an address.
     let (_, op, e) = eval_error("DW_OP_const_type 0x40 [0010000000000000] DW_OP_deref");
     assert_eq!(op, "DW_OP_deref");
