@@ -25,9 +25,11 @@
 //!   colours frame slots, decides where stores and nulls go, and writes Julia's
 //!   intermediate form (`julia.new_gc_frame` and friends) and then a real frame
 //!   `[nroots << 2, prev, roots...]` linked into the thread's chain. Stack memory that may
-//!   hold GC pointers other than frame slots, whatever its type (a buffer a callee or a
-//!   copy fills, an `sret` of mixed data), is a root region the runtime scans
-//!   conservatively. IR whose roots it cannot keep is refused with an error naming the
+//!   hold GC pointers other than frame slots, whatever its type and however its address
+//!   is computed (a buffer a callee or a copy fills, an `sret` of mixed data, a buffer
+//!   aligned by hand as an integer), is a root region the runtime scans conservatively
+//!   (taken on trust: what foreign code writes into a buffer the caller never reads as
+//!   GC pointers, and bytes of a GC object copied into one). IR whose roots it cannot keep is refused with an error naming the
 //!   instruction, never lowered with an object unrooted. Safepoints lose their memory promises (`memory(argmem: read)`,
 //!   `readnone` arguments), as in Julia's pass, so the frame's stores survive LLVM's
 //!   optimizer run on the lowered module (`opt -O2`, or [`run::RunOptions::passes`]).

@@ -3,7 +3,7 @@
 //! which include this file).
 
 /// The lines of lowered IR that store a value into a GC frame's root slot: `store ptr
-/// addrspace(10) %V, ptr %S` where `%S` is a `getelementptr` of word 2 or above of a
+/// addrspace(10) %V, ptr %S` (or `addrspace(12)`) where `%S` is a `getelementptr` of word 2 or above of a
 /// `%gcframe` alloca (words 0 and 1 are the header). Null stores are left out, and so are
 /// slots the program loads from: those are allocas of the program's own that became frame
 /// slots, whose stores carry its data (deleting one changes what the program computes).
@@ -55,7 +55,12 @@ fn root_stores_in(lines: &[&str], begin: usize, end: usize) -> Vec<usize> {
     body.iter()
         .enumerate()
         .filter(|(_, line)| {
-            let Some(rest) = line.trim().strip_prefix("store ptr addrspace(10) %") else {
+            // A tracked value, or a CalleeRooted argument its function roots.
+            let line = line.trim();
+            let Some(rest) = line
+                .strip_prefix("store ptr addrspace(10) %")
+                .or_else(|| line.strip_prefix("store ptr addrspace(12) %"))
+            else {
                 return false;
             };
             rest.split_once(", ptr ")

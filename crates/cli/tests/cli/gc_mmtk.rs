@@ -358,12 +358,15 @@ fn collect_every(program: &Path) -> &'static str {
 /// stay in place (pinned by gc_preserve / jl_roots, named by a stack root region: an
 /// alloca the rewrite keeps in memory, a value kept across setjmp), and the start of the
 /// one line that refuses each.
-const COPYING_REFUSED: [(&str, &str); 18] = [
+const COPYING_REFUSED: [(&str, &str); 21] = [
+    ("alloca_address_as_integer", "  mmtk: the root region"),
     ("alloca_dynamic", "  mmtk: the root region"),
+    ("alloca_filled_by_callee", "  mmtk: the root region"),
     ("alloca_out_param", "  mmtk: the root region"),
     ("alloca_punned_escaped", "  mmtk: the root region"),
     ("alloca_punned_masked", "  mmtk: the root region"),
     ("alloca_punned_memcpy", "  mmtk: the root region"),
+    ("alloca_returned_by_call", "  mmtk: the root region"),
     ("alloca_variable_offset", "  mmtk: the root region"),
     ("gc_loaded", "locus: gc: pin: "),
     ("gc_preserve", "locus: gc: pin: "),

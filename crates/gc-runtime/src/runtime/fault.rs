@@ -340,8 +340,9 @@ pub enum GcFault {
         /// How many.
         count: usize,
     },
-    /// `gc_preserve`, a `jl_roots` bundle or `julia.pointer_from_objref` (under statepoint
-    /// roots, `locus_gc_pin` / `locus_gc_pin_forever`) asked to pin an object that the MMTk
+    /// `gc_preserve`, a `jl_roots` bundle, `julia.pointer_from_objref` or an `invoke` whose
+    /// landing pad uses the object (under statepoint roots, `locus_gc_pin` /
+    /// `locus_gc_pin_forever`) asked to pin an object that the MMTk
     /// plan moves and cannot pin (SemiSpace, GenCopy): the program's raw pointers into it
     /// would go stale at the next collection.
     PinRefused {
@@ -531,7 +532,8 @@ impl fmt::Display for GcFault {
             ),
             GcFault::PinRefused { addr, plan } => write!(
                 f,
-                "pin: gc_preserve, a jl_roots bundle or pointer_from_objref pins the object at \
+                "pin: gc_preserve, a jl_roots bundle, pointer_from_objref or (with statepoint \
+                 roots) an invoke whose landing pad uses the object pins the object at \
                  {addr:#x}, but MMTk plan {plan} moves every object it keeps and cannot pin \
                  one (use mmtk:immix, mmtk:stickyimmix or mmtk:marksweep)"
             ),

@@ -14,16 +14,24 @@
 //! callee: its `memory(...)` attribute and `readnone`/`readonly`/`writeonly` on its
 //! arguments. This runs over the whole module before any function is lowered, so every
 //! function sees the same callees.
+//!
+//! A promise can also spread before the lowering: LLVM's function-attrs (`opt -O1` and up)
+//! infers `memory(none)` for a function whose only call is to a `"julia.safepoint"`
+//! function that claims `memory(none)`, and the calls of that wrapper then looked as if
+//! they could not collect. So first every defined function that calls a safepoint while
+//! its own memory effects say it cannot collect loses those effects too, up the call
+//! graph.
 
 use locus_llvm::ir::Function;
-use locus_llvm::passes::forget_memory_effects;
+use locus_llvm::passes::{forget_function_memory_effects, forget_memory_effects};
 use locus_llvm::Module;
 
-use super::scan::is_safepoint;
+use super::scan::{cannot_collect, is_safepoint};
 
 /// Removes the memory promises of every safepoint in `module`'s defined functions.
 /// Returns how many calls (or their callees) lost one.
 pub fn forget_safepoint_effects(module: &Module<'_>) -> usize {
+    mark_collecting_functions(module);
     module
         .function_list()
         .into_iter()
@@ -42,4 +50,26 @@ pub fn forget_function_safepoint_effects(f: Function<'_>) -> usize {
         }
     }
     changed
+}
+
+/// Removes the memory effects of each defined function of `module` that calls a safepoint
+/// while they say it cannot collect, until none is left (each round changes at least one
+/// function, which then says nothing, so at most one round per function).
+fn mark_collecting_functions(module: &Module<'_>) {
+    loop {
+        let mut changed = false;
+        for f in module.function_list() {
+            let collects = !f.is_declaration()
+                && cannot_collect(f.memory_effects())
+                && f.instructions()
+                    .into_iter()
+                    .any(|i| i.as_call().is_some_and(is_safepoint));
+            if collects && forget_function_memory_effects(f) {
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
 }

@@ -20,7 +20,7 @@
 //!   variable offset) it is a root region ([`super::regions`]): registered with the
 //!   runtime, which scans it conservatively at every collection.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Type, Value};
@@ -92,6 +92,8 @@ struct Origins<'m> {
     elsewhere: bool,
     /// Whether every `getelementptr` on the way has constant indices.
     constant_offset: bool,
+    /// The function's parameters it may point into.
+    params: Vec<Value<'m>>,
 }
 
 fn origins(ptr: Value<'_>) -> Origins<'_> {
@@ -99,6 +101,7 @@ fn origins(ptr: Value<'_>) -> Origins<'_> {
         allocas: Vec::new(),
         elsewhere: false,
         constant_offset: true,
+        params: Vec::new(),
     };
     let mut seen = Vec::new();
     let mut work = vec![ptr];
@@ -108,11 +111,38 @@ fn origins(ptr: Value<'_>) -> Origins<'_> {
         }
         seen.push(v);
         let Some(inst) = v.as_instruction() else {
+            if v.as_argument().is_some() {
+                o.params.push(v);
+            }
             o.elsewhere = true;
             continue;
         };
         match inst.opcode() {
             Opcode::Alloca => o.allocas.push(inst),
+            // An address computed as an integer (`ptrtoint`, arithmetic, `inttoptr`: aligned
+            // by hand) or masked (`llvm.ptrmask`): whatever it was made from, at an offset
+            // not known here.
+            Opcode::IntToPtr => {
+                o.constant_offset = false;
+                match inst.operand(0) {
+                    Some(i) if i.as_instruction().is_some() => work.push(i),
+                    _ => o.elsewhere = true,
+                }
+            }
+            Opcode::PtrToInt => work.extend(inst.operand(0)),
+            Opcode::Add | Opcode::Sub | Opcode::And | Opcode::Or | Opcode::Xor => {
+                for op in inst.operands() {
+                    if op.as_instruction().is_some() {
+                        work.push(op);
+                    } else if op.const_int().is_none() {
+                        o.elsewhere = true;
+                    }
+                }
+            }
+            Opcode::Call if is_ptrmask(inst) => {
+                o.constant_offset = false;
+                work.extend(inst.operand(0));
+            }
             Opcode::GetElementPtr => {
                 let indices = inst.operands();
                 o.constant_offset &= indices.iter().skip(1).all(|i| i.const_int().is_some());
@@ -262,8 +292,47 @@ fn allocas_written_untyped(f: Function<'_>) -> HashSet<Instruction<'_>> {
     out
 }
 
-/// The uses of the `alloca` past offsets, casts, phis and selects: (the pointer used, its
-/// user).
+/// Whether `ptr` is a plain (address space 0) pointer that may point somewhere other than
+/// this function's `alloca`s: what a store of a GC pointer through it writes may be an
+/// escaped `alloca` (GC objects' fields are written through derived pointers).
+fn unknown_plain_memory(ptr: Value<'_>) -> bool {
+    ptr.ty().address_space() == Some(UNTRACKED) && origins(ptr).elsewhere
+}
+
+/// Whether defined function `f` stores a GC pointer into, or loads one from, memory its
+/// parameter `index` points to (a callee filling its caller's buffer, or reading it back).
+fn param_holds_gc(f: Function<'_>, index: u32) -> bool {
+    let Some(param) = f.params().into_iter().nth(index as usize) else {
+        return false;
+    };
+    if f.is_declaration() || !param.ty().is_pointer() {
+        return false;
+    }
+    f.instructions().into_iter().any(|inst| {
+        let ptr = match inst.opcode() {
+            Opcode::Store => inst
+                .operand(0)
+                .filter(|v| v.ty().holds_pointer_in(is_gc))
+                .and(inst.operand(1)),
+            Opcode::Load if inst.ty().holds_pointer_in(is_gc) => inst.operand(0),
+            _ => None,
+        };
+        ptr.is_some_and(|p| origins(p).params.contains(&param))
+    })
+}
+
+/// Whether `inst` is a call of `llvm.ptrmask` (its result points where its first argument
+/// does, masked).
+fn is_ptrmask(inst: Instruction<'_>) -> bool {
+    inst.as_call()
+        .and_then(|c| c.callee_name())
+        .is_some_and(|n| n.starts_with("llvm.ptrmask."))
+}
+
+/// The uses of the `alloca` past offsets, casts, phis and selects, masks (`llvm.ptrmask`)
+/// and addresses computed as integers (`ptrtoint`, arithmetic, `inttoptr`): (the value
+/// used, its user). An integer made of the address used otherwise (stored, compared,
+/// passed) is such a use.
 fn uses_through_offsets(alloca: Instruction<'_>) -> Vec<(Value<'_>, Value<'_>)> {
     let mut out = Vec::new();
     let mut seen = Vec::new();
@@ -273,16 +342,16 @@ fn uses_through_offsets(alloca: Instruction<'_>) -> Vec<(Value<'_>, Value<'_>)> 
             continue;
         }
         seen.push(v);
+        let is_int = !v.ty().is_pointer();
         for user in v.users() {
-            let through = user.as_instruction().is_some_and(|i| {
-                matches!(
-                    i.opcode(),
-                    Opcode::GetElementPtr
-                        | Opcode::BitCast
-                        | Opcode::AddrSpaceCast
-                        | Opcode::Phi
-                        | Opcode::Select
-                )
+            let through = user.as_instruction().is_some_and(|i| match i.opcode() {
+                Opcode::GetElementPtr | Opcode::BitCast | Opcode::AddrSpaceCast => !is_int,
+                Opcode::Phi | Opcode::Select => true,
+                Opcode::PtrToInt => !is_int,
+                Opcode::Add | Opcode::Sub | Opcode::And | Opcode::Or | Opcode::Xor => is_int,
+                Opcode::IntToPtr => is_int,
+                Opcode::Call => !is_int && is_ptrmask(i) && i.operand(0) == Some(v),
+                _ => false,
             });
             if through {
                 work.push(user);
@@ -365,11 +434,17 @@ fn sret_type<'m>(call: &Call<'m>, at: AttributeIndex) -> Option<Type<'m>> {
 /// their type says: typed with them; a GC pointer stored into, or loaded from, also by a
 /// call (`llvm.masked.store` of GC pointers, any call that returns GC pointers);
 /// the buffer of a call's `sret` of a type that holds them or its `"julia.return_roots"`
-/// argument; or filled by `llvm.memcpy`/`llvm.memmove` from another such `alloca`. A type such as
-/// `[16 x i8]` says nothing: the optimizer makes such allocas, and a callee may write GC
-/// pointers into any memory it is handed. Bytes copied from a GC object into an `alloca`
-/// that nothing reads as a GC pointer are taken to hold none, as Julia's types promise for
-/// its plain-data values (copied that way all the time).
+/// argument; handed to a defined function that stores GC pointers into, or loads them
+/// from, what that parameter points to; or filled by `llvm.memcpy`/`llvm.memmove` from
+/// another such `alloca`. Addresses are followed through offsets, casts, phis, selects,
+/// `llvm.ptrmask` and integer arithmetic (`ptrtoint` .. `inttoptr`); when a GC pointer goes
+/// through a plain pointer of unknown origin (one a call returned), every `alloca` whose
+/// address escaped may hold it. A type such as `[16 x i8]` says nothing: the optimizer
+/// makes such allocas, and a callee may write GC pointers into any memory it is handed.
+/// Taken on trust, as Julia's types promise for its plain-data values (copied that way all
+/// the time): bytes copied from a GC object into an `alloca` that nothing reads as a GC
+/// pointer hold none; and a declared function (foreign code), or a defined one through a
+/// further call, writes none into a buffer the caller never reads as GC pointers.
 pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
     /// Adds the allocas `ptr` may point into; whether there were new ones.
     fn add<'m>(holding: &mut Vec<Instruction<'m>>, ptr: Value<'m>) -> bool {
@@ -385,6 +460,11 @@ pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
     let mut holding = Vec::new();
     let instructions = f.instructions();
     let mut copies = Vec::new();
+    // Whether a GC pointer is stored into or loaded from plain memory of unknown origin
+    // (a pointer a call returned, say): that may be any `alloca` whose address escaped.
+    let mut unknown = false;
+    // `param_holds_gc` of each (callee, parameter) asked: it reads the callee's body.
+    let mut params_holding = HashMap::new();
     for &inst in &instructions {
         match inst.opcode() {
             Opcode::Alloca => {
@@ -400,6 +480,7 @@ pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
                 if let (Some(value), Some(ptr)) = (inst.operand(0), inst.operand(1)) {
                     if value.ty().holds_pointer_in(is_gc) {
                         add(&mut holding, ptr);
+                        unknown |= unknown_plain_memory(ptr);
                     }
                 }
             }
@@ -409,6 +490,7 @@ pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
                     .filter(|_| inst.ty().holds_pointer_in(is_gc))
                 {
                     add(&mut holding, ptr);
+                    unknown |= unknown_plain_memory(ptr);
                 }
             }
             _ => {
@@ -439,10 +521,22 @@ pub(super) fn allocas_holding_gc<'m>(f: Function<'m>) -> Vec<Instruction<'m>> {
                     let at = AttributeIndex::Param(i);
                     let returns_gc = call.string_attribute(at, RETURN_ROOTS).is_some()
                         || sret_type(&call, at).is_some_and(|t| t.holds_pointer_in(is_gc));
-                    if returns_gc || handles_gc {
+                    let callee_handles_gc = call.called_function().is_some_and(|callee| {
+                        *params_holding
+                            .entry((callee, i))
+                            .or_insert_with(|| param_holds_gc(callee, i))
+                    });
+                    if returns_gc || handles_gc || callee_handles_gc {
                         add(&mut holding, arg);
                     }
                 }
+            }
+        }
+    }
+    if unknown {
+        for &inst in &instructions {
+            if inst.opcode() == Opcode::Alloca && !holding.contains(&inst) && escapes(inst) {
+                holding.push(inst);
             }
         }
     }

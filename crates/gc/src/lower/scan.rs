@@ -19,7 +19,9 @@
 //! - instructions that only derive are not uses themselves: the uses of what they make
 //!   are, and reach only the lanes and fields those need;
 //! - arguments (the caller roots them), constants and casts from address space 0 (spec:
-//!   the frontend takes responsibility for those) need no root;
+//!   the frontend takes responsibility for those) need no root; but a CalleeRooted (12)
+//!   argument, which its caller passes without a root, is rooted here while it is live
+//!   across a safepoint;
 //! - a safepoint is a call that may collect: anything but intrinsics, the `julia.*`
 //!   helpers, Julia's runtime calls known not to collect, and calls that only read memory
 //!   or only touch what their arguments point to. Its tracked and derived arguments, its
@@ -125,6 +127,14 @@ pub fn pgcstack<'m>(f: Function<'m>) -> Option<Value<'m>> {
         .map(|i| i.as_value())
 }
 
+/// True if `v` is an argument in the CalleeRooted address space (a pointer, not a vector
+/// or aggregate of them): the caller passes it without a root.
+fn is_callee_rooted_argument(v: Value<'_>) -> bool {
+    v.as_argument().is_some()
+        && v.ty().is_pointer()
+        && v.ty().address_space() == Some(CALLEE_ROOTED)
+}
+
 /// True if `call` may collect.
 pub fn is_safepoint(call: Call<'_>) -> bool {
     if call.has_fn_attribute(SAFEPOINT_ATTR) {
@@ -157,7 +167,7 @@ pub fn is_safepoint(call: Call<'_>) -> bool {
 /// True for calls that cannot collect by their memory effects, as Julia decides: those
 /// that only read memory, and those that touch only what their arguments point to (a
 /// collection changes the collector's own, inaccessible, state).
-fn cannot_collect(effects: locus_llvm::ir::MemoryEffects) -> bool {
+pub(super) fn cannot_collect(effects: locus_llvm::ir::MemoryEffects) -> bool {
     effects.only_reads_memory() || effects.only_accesses_argument_memory()
 }
 
@@ -419,7 +429,13 @@ impl<'s, 'm> Scanner<'s, 'm> {
         if let Some(ids) = self.leaf_ids.get(&v) {
             return ids.clone();
         }
-        let ids: Vec<ValueId> = tracked_leaves(v.ty())
+        // A CalleeRooted argument is rooted whole, as a tracked pointer.
+        let paths = if is_callee_rooted_argument(v) {
+            vec![LeafPath::Whole]
+        } else {
+            tracked_leaves(v.ty())
+        };
+        let ids: Vec<ValueId> = paths
             .into_iter()
             .map(|path| {
                 self.leaves.push(Leaf { value: v, path });
@@ -439,6 +455,10 @@ impl<'s, 'm> Scanner<'s, 'm> {
             return Vec::new();
         }
         let result = match v.as_instruction() {
+            // A CalleeRooted argument: its caller did not root it, so this function does
+            // while it is live across a safepoint (spec: rooted if live across another
+            // safepoint between its definition and the call it is passed to).
+            None if is_callee_rooted_argument(v) => self.leaves_of(v),
             None => Vec::new(),
             Some(inst) if is_base_def(inst) => {
                 let mut out = self.leaves_of(v);
@@ -623,6 +643,18 @@ pub fn scan<'m>(builder: &Builder<'m>, f: Function<'m>) -> Result<Option<Scan<'m
             succs: cfg.successors(b).to_vec(),
             ..Block::default()
         };
+        if b == 0 {
+            // The CalleeRooted arguments are defined on entry.
+            for p in f
+                .params()
+                .into_iter()
+                .filter(|&p| is_callee_rooted_argument(p))
+            {
+                for def in s.leaves_of(p) {
+                    out.steps.push(Step::Def(def));
+                }
+            }
+        }
         for inst in block.instructions() {
             if inst.opcode() == Opcode::Phi {
                 let v = inst.as_value();
