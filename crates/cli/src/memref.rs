@@ -33,8 +33,8 @@ pub enum Command {
     },
     /// Compile a kernel and run its entry function, as mlir-cpu-runner does: what it
     /// prints (vector.print, printMemrefF32, printF32...) goes to standard output, then its
-    /// result, if it returns one (i32, i64; f32 and f64 as %e). The MLIR 19 runner utils are
-    /// loaded when the kernel needs them.
+    /// result, if it returns one (i32, i64; f32 and f64 as %e, or INF, -INF, nan). The
+    /// MLIR 19 runner utils are loaded when the kernel needs them.
     ///
     /// Exit status: 0 when the entry returned; 1 when it was not called; 3 when the kernel
     /// died of a signal or called abort(), after one `locus: SIGNAL ...` line; 124 when
@@ -155,14 +155,16 @@ impl Lowering {
     }
 }
 
-/// A result as mlir-cpu-runner prints it: integers in decimal, floats as C's `%e`.
+/// A result as mlir-cpu-runner prints it: integers in decimal, floats as C's `%e`, but
+/// infinities and NaNs as LLVM's `write_double` writes them (`INF`, `-INF`, `nan` of
+/// either sign).
 fn runner_format(value: Scalar) -> String {
     let float = |x: f64| {
         if x.is_nan() {
-            return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+            return "nan".to_string();
         }
         if x.is_infinite() {
-            return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+            return if x < 0.0 { "-INF" } else { "INF" }.to_string();
         }
         // Rust writes `3.500000e0`; C writes `3.500000e+00`.
         let text = format!("{x:.6e}");

@@ -28,7 +28,8 @@ impl MappedNpy {
     /// # Errors
     ///
     /// [`Error::Io`] if it cannot be opened or mapped, the header's errors
-    /// ([`NpyHeader::parse`]), [`Error::Npy`] if the file is shorter than its data.
+    /// ([`NpyHeader::parse`]), [`Error::Npy`] if the file is shorter than its data or a
+    /// bool array's byte is neither 0 nor 1.
     ///
     /// # Safety
     ///
@@ -135,6 +136,10 @@ impl MappedNpy {
                 message: format!("size {big} does not fit a memref index (i64)"),
             });
         }
+        let data = bytes
+            .get(header.data_offset..header.data_offset + need)
+            .unwrap_or_default();
+        crate::npy::check_bools(header.dtype, data, header.data_offset)?;
         mapped.header = header;
         Ok(Some(mapped))
     }

@@ -300,6 +300,7 @@ impl NpyArray {
                 dtype.descr()
             ));
         }
+        check_bools(dtype, bytes, 0)?;
         // Kept in 64-byte aligned blocks so the data is aligned for any element type,
         // vectors included.
         let words = bytes
@@ -628,6 +629,29 @@ fn encode_header(descr: &str, shape: &[usize], fortran_order: bool) -> Vec<u8> {
     }
     out.extend_from_slice(header.as_bytes());
     out
+}
+
+/// Refuses a bool array (`|b1`) with a byte other than 0 or 1, naming its offset in the
+/// data and, when `base` (the data's offset in the file) is known, in the file: numpy writes its bools so, and a kernel's
+/// `i1` loads read only what such a byte means to LLVM, not numpy's "nonzero is true"
+/// (a byte of 2 from a view of other bytes as bool would read as false).
+pub(crate) fn check_bools(dtype: Dtype, data: &[u8], base: usize) -> Result<(), Error> {
+    if dtype != Dtype::Bool {
+        return Ok(());
+    }
+    let Some(k) = data.iter().position(|&b| b > 1) else {
+        return Ok(());
+    };
+    let in_file = if base == 0 {
+        String::new()
+    } else {
+        format!(" (byte {} of the file)", base + k)
+    };
+    err(format!(
+        "byte {k} of the data{in_file} is {}: a bool holds 0 or 1 (numpy's own bools do; a \
+         view of other bytes as bool is not one)",
+        data[k]
+    ))
 }
 
 /// Writes a C-order, little-endian `.npy` file of `dtype` and `shape` whose data is

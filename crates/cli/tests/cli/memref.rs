@@ -1277,10 +1277,21 @@ fn run_prints_the_entry_result_as_mlir_cpu_runner() {
         "func.func @i() -> i32 {\n  %c = arith.constant -7 : i32\n  return %c : i32\n}\n\
          func.func @l() -> i64 {\n  %c = arith.constant 1234567890123 : i64\n  return %c : i64\n}\n\
          func.func @f() -> f32 {\n  %c = arith.constant -0.000125 : f32\n  return %c : f32\n}\n\
-         func.func @d() -> f64 {\n  %c = arith.constant 6.02214076e23 : f64\n  return %c : f64\n}\n",
+         func.func @d() -> f64 {\n  %c = arith.constant 6.02214076e23 : f64\n  return %c : f64\n}\n\
+         func.func @inf() -> f32 {\n  %c = arith.constant 0x7F800000 : f32\n  return %c : f32\n}\n\
+         func.func @ninf() -> f32 {\n  %c = arith.constant 0xFF800000 : f32\n  return %c : f32\n}\n\
+         func.func @nnan() -> f32 {\n  %c = arith.constant 0xFFC00000 : f32\n  return %c : f32\n}\n",
     )
     .unwrap();
-    for (entry, result) in [("i", "i32"), ("l", "i64"), ("f", "f32")] {
+    // Infinities and NaNs as LLVM's write_double prints them (INF, -INF, nan).
+    for (entry, result) in [
+        ("i", "i32"),
+        ("l", "i64"),
+        ("f", "f32"),
+        ("inf", "f32"),
+        ("ninf", "f32"),
+        ("nnan", "f32"),
+    ] {
         let got = ok(&locus(&["run", path_str(&k), "--entry", entry]));
         assert_eq!(got, mlir_cpu_runner(&k, entry, result), "@{entry}");
     }

@@ -49,8 +49,10 @@ impl Scalar {
     }
 
     /// Parses `text` as a value of type `elem` (`true`/`false`/`0`/`1` for `i1`; for the
-    /// narrow floats a decimal, rounded to nearest even, or the bits as `0x` hex). Complex
-    /// scalars are not parsed.
+    /// narrow floats a decimal, read as an `f64` and that rounded to nearest even, as
+    /// numpy's `np.float16('..')` and MLIR's own parser do, so a decimal within an `f64`'s
+    /// precision of a tie may round the other way than the decimal itself would; or the
+    /// bits as `0x` hex). Complex scalars are not parsed.
     pub fn parse(elem: ElemType, text: &str) -> Option<Scalar> {
         let t = text.trim();
         if Format::of(elem).is_some() {

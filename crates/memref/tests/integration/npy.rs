@@ -84,6 +84,33 @@ fn every_dtype_round_trips() {
     }
 }
 
+/// A bool array whose bytes are not all 0 or 1 (a numpy view of other bytes as bool) is
+/// refused naming the byte: a kernel's `i1` loads would not read numpy's "nonzero is
+/// true" from it (a helper's count of 391 true values for numpy's 6).
+#[test]
+fn bools_other_than_zero_and_one_are_refused() {
+    let file = numpy_file("|b1", false, "(4,)", &[1, 0, 2, 1], 1);
+    let e = NpyArray::parse(&file).unwrap_err().to_string();
+    assert!(
+        e.contains("byte 2 of the data is 2: a bool holds 0 or 1"),
+        "{e}"
+    );
+    let e = NpyArray::from_bytes(Dtype::Bool, vec![2], &[0, 255])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("byte 1 of the data is 255"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.npy");
+    std::fs::write(&path, &file).unwrap();
+    // SAFETY: nothing else touches the test's own file while it is mapped.
+    let e = unsafe { locus_memref::mapped::MappedNpy::open(&path, false, 1) }
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("(byte 130 of the file) is 2"), "{e}");
+    assert!(NpyArray::parse(&numpy_file("|b1", false, "(2,)", &[1, 0], 1)).is_ok());
+}
+
 #[test]
 fn shapes_zero_d_and_one_d_and_fortran_writing() {
     let one = numpy_file("<f8", false, "(3,)", &[0u8; 24], 1);
@@ -150,7 +177,9 @@ proptest::proptest! {
         dtype in proptest::sample::select(vec![Dtype::F32, Dtype::F64, Dtype::I8, Dtype::I16, Dtype::U8, Dtype::Bool, Dtype::I64, Dtype::F16, Dtype::BF16, Dtype::F8E4M3FN, Dtype::F8E5M2FNUZ, Dtype::C64, Dtype::C128]),
     ) {
         let count: usize = shape.iter().product();
-        let data: Vec<u8> = (0..count * dtype.size()).map(|i| (i * 7 % 251) as u8).collect();
+        // A bool byte is 0 or 1.
+        let modulus = if dtype == Dtype::Bool { 2 } else { 251 };
+        let data: Vec<u8> = (0..count * dtype.size()).map(|i| (i * 7 % modulus) as u8).collect();
         let mut a = NpyArray::from_bytes(dtype, shape.clone(), &data).unwrap();
         a.fortran_order = fortran;
         let file = a.to_npy();
