@@ -7,8 +7,9 @@
 //! callee-rooted pointers in 12 and pointers loaded from a tracked object in 13; only a few
 //! address-space casts are allowed, tracked pointers are never offset, never turned into
 //! integers, and only tracked pointers are returned. A function takes part when it calls
-//! `julia.get_pgcstack()` (or has a `"gcstack"` parameter). At every safepoint (a call that
-//! may collect), every
+//! `julia.get_pgcstack()` (or has a `"gcstack"` parameter); one that does not but keeps a
+//! GC pointer live across a safepoint gets the call (Julia's pass would leave the pointer
+//! unrooted). At every safepoint (a call that may collect), every
 //! tracked pointer that is still used afterwards must be in a slot of the function's GC
 //! frame ("Размещение корней сборки мусора"). `jl_roots` operand bundles ("Поддержка
 //! ccall"), `julia.pointer_from_objref`, `llvm.julia.gc_preserve_begin/end` and

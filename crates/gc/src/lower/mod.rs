@@ -3,7 +3,8 @@
 //! First, `effects` takes every memory promise from the module's safepoints (so that
 //! no optimizer run afterwards can drop the frame's stores). Then the pipeline, per
 //! function that takes part (its entry block calls
-//! `julia.get_pgcstack`, or it has a `"gcstack"` parameter): `scan` reduces it to a
+//! `julia.get_pgcstack`, or it has a `"gcstack"` parameter; a function that keeps a GC
+//! pointer live across a safepoint without either gets the call): `scan` reduces it to a
 //! a model (`model::FnModel`) (finding tracked values, the bases of derived ones and the
 //! safepoints), with `lift` making `%gclift` phis and selects over the bases of phis and
 //! selects of derived pointers (lane by lane for vectors, field by field for aggregates),
@@ -51,10 +52,11 @@ pub mod statepoint;
 mod tbaa;
 
 use locus_llvm::builder::Builder;
+use locus_llvm::cfg::{Cfg, Dominators};
 use locus_llvm::ir::Function;
 use locus_llvm::Module;
 
-use crate::contract::{NEW_GC_FRAME, RUNTIME_GET_PGCSTACK};
+use crate::contract::{GET_PGCSTACK, NEW_GC_FRAME, RUNTIME_GET_PGCSTACK, UNTRACKED};
 use crate::Result;
 
 pub use barriers::WriteBarriers;
@@ -122,6 +124,39 @@ pub fn already_has_frame(f: Function<'_>) -> bool {
             .and_then(|c| c.callee_name())
             .is_some_and(|n| n == NEW_GC_FRAME || n == RUNTIME_GET_PGCSTACK)
     })
+}
+
+/// Whether `f` keeps a GC pointer live across a call that may collect: a function without
+/// `julia.get_pgcstack` that does takes no part in Julia's root placement (no frame), and
+/// nothing would root the pointer.
+fn keeps_gc_pointers_across_safepoints(f: Function<'_>) -> bool {
+    let calls: Vec<_> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.as_call().is_some_and(scan::is_safepoint))
+        .collect();
+    if calls.is_empty() {
+        return false;
+    }
+    let cfg = Cfg::new(f);
+    let dom = Dominators::new(&cfg);
+    calls
+        .into_iter()
+        .any(|call| !scan::gc_pointers_live_across(f, &cfg, &dom, call).is_empty())
+}
+
+/// Calls `julia.get_pgcstack` at the start of `f`'s entry block, so that `f` takes part in
+/// root placement.
+fn add_pgcstack<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
+    let Some(entry) = f.entry_block() else {
+        return Ok(());
+    };
+    let ptr = b.ptr_type(UNTRACKED)?;
+    let get_ty = b.function_type(ptr, &[], false)?;
+    let get_fn = b.declare_function(GET_PGCSTACK, get_ty)?;
+    b.position_at_first_insertion_point(entry)?;
+    b.call(get_ty, get_fn.as_value(), &[], &[], "pgcstack")?;
+    Ok(())
 }
 
 /// What the lowering adds for the runtime's collectors besides [`LowerOptions`] (kept
@@ -344,7 +379,13 @@ fn lower_one<'m>(
     let scanned = if already_has_frame(f) {
         None
     } else {
-        scan::scan(b, f)?
+        match scan::scan(b, f)? {
+            None if keeps_gc_pointers_across_safepoints(f) => {
+                add_pgcstack(b, f)?;
+                scan::scan(b, f)?
+            }
+            scanned => scanned,
+        }
     };
     let Some(scan) = scanned else {
         // Julia cleans up every function, framed or not.

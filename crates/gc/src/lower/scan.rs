@@ -63,11 +63,11 @@ pub(super) type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<PtrHasher>>;
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
-use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Value, ValueKind};
+use locus_llvm::ir::{AttributeIndex, Call, Function, Instruction, Opcode, Use, Value, ValueKind};
 
 use super::immutable;
 use super::model::{Block, FnModel, Phi, Safepoint, Step, ValueId};
-use crate::addrspace::{holds_loaded, tracked_leaves, LeafPath};
+use crate::addrspace::{holds_loaded, is_gc, tracked_leaves, LeafPath};
 use crate::contract::{
     CALLEE_ROOTED, DERIVED, FIELD_WRITE_BARRIER_PREFIX, GCSTACK_ATTR, GC_LOADED, GET_PGCSTACK,
     GET_PGCSTACK_OR_NEW, JULIA_CALL, JULIA_CALL2, NOT_SAFEPOINTS, POINTER_FROM_OBJREF,
@@ -169,6 +169,67 @@ pub fn is_safepoint(call: Call<'_>) -> bool {
 /// collection changes the collector's own, inaccessible, state).
 pub(super) fn cannot_collect(effects: locus_llvm::ir::MemoryEffects) -> bool {
     effects.only_reads_memory() || effects.only_accesses_argument_memory()
+}
+
+/// The GC pointers of `f` live across `call`, in strict SSA: each dominates the call (an
+/// argument, or an instruction of a dominating block or before the call in its block) and
+/// has a use reachable from the point after the call, a `phi`'s use counting at the end of
+/// its incoming block. Reachability overestimates liveness only for values whose every path
+/// to a use passes their definition again (a loop).
+pub(super) fn gc_pointers_live_across<'m>(
+    f: Function<'m>,
+    cfg: &Cfg<'m>,
+    dom: &Dominators<'_, 'm>,
+    call: Instruction<'m>,
+) -> Vec<Value<'m>> {
+    let Some(home) = call.block().and_then(|bb| cfg.index_of(bb)) else {
+        return Vec::new();
+    };
+    // Blocks reachable from the end of the call's block (itself again only by a cycle).
+    let mut after = vec![false; cfg.len()];
+    let mut work: Vec<usize> = cfg.successors(home).to_vec();
+    while let Some(x) = work.pop() {
+        if !std::mem::replace(&mut after[x], true) {
+            work.extend_from_slice(cfg.successors(x));
+        }
+    }
+    let used_after = |u: &Use<'m>| -> bool {
+        let Some(user) = u.user.as_instruction() else {
+            return false;
+        };
+        let at = if user.opcode() == Opcode::Phi {
+            let incoming = user.phi_incoming();
+            let Some(block) = usize::try_from(u.operand)
+                .ok()
+                .and_then(|k| incoming.get(k))
+                .and_then(|(_, bb)| cfg.index_of(*bb))
+            else {
+                return true; // unknown: keep it
+            };
+            // At the end of the incoming block: after the call when that is its block.
+            return block == home || after[block];
+        } else {
+            user.block().and_then(|bb| cfg.index_of(bb))
+        };
+        match at {
+            Some(x) if x == home => after[x] || cfg.comes_before(call, user) == Some(true),
+            Some(x) => after[x],
+            None => true,
+        }
+    };
+    let is_gc_pointer =
+        |v: &Value<'m>| v.ty().is_pointer() && v.ty().address_space().is_some_and(is_gc);
+    f.params()
+        .into_iter()
+        .chain(
+            f.instructions()
+                .into_iter()
+                .filter(|&i| i != call && dom.dominates_instruction(i.as_value(), call))
+                .map(|i| i.as_value()),
+        )
+        .filter(is_gc_pointer)
+        .filter(|v| v.uses().iter().any(used_after))
+        .collect()
 }
 
 /// True if `call` is `returns_twice` (at the call site or on its callee).

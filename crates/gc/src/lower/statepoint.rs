@@ -103,7 +103,7 @@ use std::collections::{HashMap, HashSet};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
-use locus_llvm::ir::{Function, Instruction, Opcode, Type, TypeKind, Use, Value};
+use locus_llvm::ir::{Function, Instruction, Opcode, Type, TypeKind, Value};
 use locus_llvm::passes::{
     add_function_enum_attribute, add_function_string_attribute, run_passes, set_gc,
 };
@@ -817,11 +817,8 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
 /// across such a call is stored, right before the call, into a slot of a root region of the
 /// function's own: kept, and pinned, until the function returns.
 ///
-/// Live across the call, in strict SSA: the value dominates the call (an argument, or an
-/// instruction of a dominating block or before the call in its block) and has a use
-/// reachable from the point after the call, a `phi`'s use counting at the end of its
-/// incoming block. Reachability overestimates liveness only for values whose every path to
-/// a use passes their definition again (a loop); keeping those is safe (a pin).
+/// Live across the call: [`super::scan::gc_pointers_live_across`] (keeping a value that is
+/// not is safe: a pin).
 fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()> {
     let calls = returns_twice_calls(f);
     if calls.is_empty() {
@@ -830,55 +827,9 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
     // Every call's values are found before any store is inserted (the CFG keeps positions).
     let cfg = Cfg::new(f);
     let dom = Dominators::new(&cfg);
-    let is_gc_pointer =
-        |v: &Value<'m>| v.ty().is_pointer() && v.ty().address_space().is_some_and(is_gc);
     let mut kept: Vec<(Instruction<'m>, Vec<Value<'m>>)> = Vec::new();
     for &call in &calls {
-        let Some(home) = call.block().and_then(|bb| cfg.index_of(bb)) else {
-            continue;
-        };
-        // Blocks reachable from the end of the call's block (itself again only by a cycle).
-        let mut after = vec![false; cfg.len()];
-        let mut work: Vec<usize> = cfg.successors(home).to_vec();
-        while let Some(x) = work.pop() {
-            if !std::mem::replace(&mut after[x], true) {
-                work.extend_from_slice(cfg.successors(x));
-            }
-        }
-        let used_after = |u: &Use<'m>| -> bool {
-            let Some(user) = u.user.as_instruction() else {
-                return false;
-            };
-            let at = if user.opcode() == Opcode::Phi {
-                let incoming = user.phi_incoming();
-                let Some(block) = usize::try_from(u.operand)
-                    .ok()
-                    .and_then(|k| incoming.get(k))
-                    .and_then(|(_, bb)| cfg.index_of(*bb))
-                else {
-                    return true; // unknown: keep it
-                };
-                // At the end of the incoming block: after the call when that is its block.
-                return block == home || after[block];
-            } else {
-                user.block().and_then(|bb| cfg.index_of(bb))
-            };
-            match at {
-                Some(x) if x == home => after[x] || cfg.comes_before(call, user) == Some(true),
-                Some(x) => after[x],
-                None => true,
-            }
-        };
-        let candidates = f.params().into_iter().chain(
-            f.instructions()
-                .into_iter()
-                .filter(|&i| i != call && dom.dominates_instruction(i.as_value(), call))
-                .map(|i| i.as_value()),
-        );
-        let live: Vec<Value<'m>> = candidates
-            .filter(is_gc_pointer)
-            .filter(|v| v.uses().iter().any(used_after))
-            .collect();
+        let live = super::scan::gc_pointers_live_across(f, &cfg, &dom, call);
         if !live.is_empty() {
             kept.push((call, live));
         }
