@@ -31,7 +31,7 @@ use super::scan::{cannot_collect, is_safepoint};
 /// Removes the memory promises of every safepoint in `module`'s defined functions.
 /// Returns how many calls (or their callees) lost one.
 pub fn forget_safepoint_effects(module: &Module<'_>) -> usize {
-    mark_collecting_functions(module);
+    forget_effects_of_collecting_functions(module);
     module
         .function_list()
         .into_iter()
@@ -55,7 +55,7 @@ pub fn forget_function_safepoint_effects(f: Function<'_>) -> usize {
 /// Removes the memory effects of each defined function of `module` that calls a safepoint
 /// while they say it cannot collect, until none is left (each round changes at least one
 /// function, which then says nothing, so at most one round per function).
-fn mark_collecting_functions(module: &Module<'_>) {
+fn forget_effects_of_collecting_functions(module: &Module<'_>) {
     loop {
         let mut changed = false;
         for f in module.function_list() {

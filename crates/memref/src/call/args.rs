@@ -464,6 +464,22 @@ pub(super) struct Prepared<'a> {
     pub(super) span: (usize, usize),
 }
 
+impl<'a> Prepared<'a> {
+    /// `m`'s own buffer, no copy, its first element at `aligned` + `offset` elements.
+    fn in_place(m: &'a MemRefArg<'_>, aligned: *mut u8, offset: i64) -> Prepared<'a> {
+        Prepared {
+            aligned,
+            offset,
+            sizes: &m.sizes,
+            strides: std::borrow::Cow::Borrowed(&m.strides),
+            copy: None,
+            gathered: false,
+            pristine: None,
+            span: m.buffer,
+        }
+    }
+}
+
 /// Writes the row-major copies made for identity-layout parameters back to
 /// their writable arguments. An error names an element the kernel changed both in a
 /// copy and through another argument reaching the same buffer (to another value): one
@@ -508,16 +524,7 @@ pub(super) fn prepare_memref<'a>(
     copy_strided: bool,
 ) -> Result<Prepared<'a>, Error> {
     match t.check(m.elem, m.offset, &m.sizes, &m.strides) {
-        Ok(()) if m.writable => Ok(Prepared {
-            aligned: m.aligned,
-            offset: m.offset,
-            sizes: &m.sizes,
-            strides: std::borrow::Cow::Borrowed(&m.strides),
-            copy: None,
-            gathered: false,
-            pristine: None,
-            span: m.buffer,
-        }),
+        Ok(()) if m.writable => Ok(Prepared::in_place(m, m.aligned, m.offset)),
         // A shared view: the kernel gets a copy of what it reaches, laid out alike.
         Ok(()) => {
             let (copy, offset, len) = m.copy_reachable()?;
@@ -543,16 +550,7 @@ pub(super) fn prepare_memref<'a>(
                 .ok()
                 .map(|b| m.aligned.wrapping_offset(b))
                 .ok_or(Error::Overflow { dim: 0 })?;
-            Ok(Prepared {
-                aligned,
-                offset: 0,
-                sizes: &m.sizes,
-                strides: std::borrow::Cow::Borrowed(&m.strides),
-                copy: None,
-                gathered: false,
-                pristine: None,
-                span: m.buffer,
-            })
+            Ok(Prepared::in_place(m, aligned, 0))
         }
         Err(Mismatch::Layout(_)) if copy_strided && t.accepts_row_major(&m.sizes) => {
             let copy = m.gather()?;
