@@ -182,6 +182,10 @@ pub fn decode(word: u32) -> Op {
             offset: sign_extend((word >> 5) & 0x3fff, 14) * 4,
         };
     }
+    // MOVZ with #0, hw 0: `mov xD, #0`, as `mov xD, xzr`. sf 10 100101 00 imm16=0 Rd.
+    if word & 0x7fff_ffe0 == 0x5280_0000 {
+        return Op::Mov(rt, 31);
+    }
     // MOV (register): sf 0101010 000 Rm 000000 11111 Rd.
     if word & 0x7fe0_ffe0 == 0x2a00_03e0 {
         return Op::Mov(rt, ((word >> 16) & 0x1f) as u8);
@@ -196,6 +200,213 @@ pub fn decode(word: u32) -> Op {
     }
     Op::Other(word)
 }
+
+/// The parts of a jump-table dispatch as LLVM 19 emits it (besides `mov`, loads and stores
+/// of spilled indexes and the branches, decoded elsewhere in this module): the table's
+/// address, the entry's load, the base label, the sum, the bound check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TablePart {
+    /// `adrp xD, label`: the label's 4 KiB page, as an offset from the instruction's page.
+    Adrp {
+        /// Destination.
+        rd: u8,
+        /// Byte offset of the page.
+        page: i64,
+    },
+    /// `adr xD, label`: the label, as an offset from the instruction.
+    Adr {
+        /// Destination.
+        rd: u8,
+        /// Byte offset.
+        offset: i64,
+    },
+    /// `add xD, xN, #imm` (64-bit, flags untouched): the low bits of an `adrp` label.
+    AddImm {
+        /// Destination.
+        rd: u8,
+        /// Source.
+        rn: u8,
+        /// The immediate, shifted.
+        imm: u64,
+    },
+    /// `movz xD, #imm16, lsl #shift`.
+    Movz {
+        /// Destination.
+        rd: u8,
+        /// The value it writes.
+        value: u64,
+    },
+    /// `movk xD, #imm16, lsl #shift`: 16 bits replaced.
+    Movk {
+        /// Destination.
+        rd: u8,
+        /// The 16 bits, in place.
+        bits: u64,
+        /// Their shift.
+        shift: u8,
+    },
+    /// A table entry's load, register offset: `ldrb wT, [xN, xM]`, `ldrh wT, [xN, xM,
+    /// lsl #1]` (zero-extended) or `ldrsw xT, [xN, xM, lsl #2]` (sign-extended).
+    LoadEntry {
+        /// Destination.
+        rt: u8,
+        /// The table's address.
+        rn: u8,
+        /// The index.
+        rm: u8,
+        /// Bytes an entry.
+        size: u8,
+        /// The index is scaled by the entry size.
+        scaled: bool,
+    },
+    /// `add xD, xN, xM, lsl #shift` (64-bit, flags untouched).
+    AddShifted {
+        /// Destination.
+        rd: u8,
+        /// First source.
+        rn: u8,
+        /// Shifted source.
+        rm: u8,
+        /// Left shift.
+        shift: u8,
+    },
+    /// `subs xD, xN, #imm` or `cmp xN, #imm` (`wN` too): a compare with an immediate.
+    CmpImm {
+        /// The register compared.
+        rn: u8,
+        /// The immediate, shifted.
+        imm: u64,
+    },
+    /// `and xD, xN, #(2^bits - 1)` (`wN` too, flags untouched): an index masked in range.
+    AndLowBits {
+        /// Destination.
+        rd: u8,
+        /// Source.
+        rn: u8,
+        /// How many low bits are kept.
+        bits: u8,
+    },
+}
+
+/// The condition codes of `b.cond` that bound a table index: `b.hs`, `b.lo`, `b.hi`, `b.ls`.
+pub mod cond {
+    /// Unsigned higher or same (`hs`, `cs`).
+    pub const HS: u8 = 2;
+    /// Unsigned lower (`lo`, `cc`).
+    pub const LO: u8 = 3;
+    /// Unsigned higher.
+    pub const HI: u8 = 8;
+    /// Unsigned lower or same.
+    pub const LS: u8 = 9;
+}
+
+/// Decodes a [`TablePart`].
+#[must_use]
+pub fn table_part(word: u32) -> Option<TablePart> {
+    let rd = (word & 0x1f) as u8;
+    let rn = ((word >> 5) & 0x1f) as u8;
+    let rm = ((word >> 16) & 0x1f) as u8;
+    // ADR/ADRP: op immlo 10000 immhi Rd.
+    if word & 0x1f00_0000 == 0x1000_0000 {
+        let imm = sign_extend(((word >> 3) & 0x1f_fffc) | ((word >> 29) & 3), 21);
+        return Some(if word & 0x8000_0000 != 0 {
+            TablePart::Adrp {
+                rd,
+                page: imm << 12,
+            }
+        } else {
+            TablePart::Adr { rd, offset: imm }
+        });
+    }
+    // ADD/SUBS (immediate): sf op S 100010 sh imm12 Rn Rd.
+    let imm12 = u64::from((word >> 10) & 0xfff) << (12 * ((word >> 22) & 1));
+    if word & 0xff80_0000 == 0x9100_0000 {
+        return Some(TablePart::AddImm { rd, rn, imm: imm12 });
+    }
+    if word & 0x7f80_0000 == 0x7100_0000 {
+        return Some(TablePart::CmpImm { rn, imm: imm12 });
+    }
+    // MOVZ/MOVK (64-bit): 1 opc 100101 hw imm16 Rd.
+    let shift = ((word >> 21) & 3) as u8 * 16;
+    let imm16 = u64::from((word >> 5) & 0xffff) << shift;
+    match word & 0xff80_0000 {
+        0xd280_0000 => return Some(TablePart::Movz { rd, value: imm16 }),
+        0xf280_0000 => {
+            return Some(TablePart::Movk {
+                rd,
+                bits: imm16,
+                shift,
+            })
+        }
+        _ => {}
+    }
+    // LDRB/LDRH/LDRSW (register), option LSL/UXTX (011) or UXTW (010): size 111000 opc 1
+    // Rm option S 10 Rn Rt.
+    let option = (word >> 13) & 7;
+    if word & 0x3f20_0c00 == 0x3820_0800 && (option == 0b011 || option == 0b010) {
+        let scaled = word & (1 << 12) != 0;
+        let size = match word & 0xffc0_0000 {
+            0x3840_0000 => 1,
+            0x7840_0000 => 2,
+            0xb880_0000 => 4,
+            _ => return None,
+        };
+        return Some(TablePart::LoadEntry {
+            rt: rd,
+            rn,
+            rm,
+            size,
+            scaled,
+        });
+    }
+    // ADD (shifted register, LSL, 64-bit): 10001011 00 0 Rm imm6 Rn Rd.
+    if word & 0xffe0_0000 == 0x8b00_0000 {
+        let shift = ((word >> 10) & 0x3f) as u8;
+        return Some(TablePart::AddShifted { rd, rn, rm, shift });
+    }
+    // AND (immediate) keeping the low bits: immr = 0, imms = bits - 1 (N = 1 for 64 bits,
+    // N = 0 and imms < 31 for 32 bits).
+    let imms = ((word >> 10) & 0x3f) as u8;
+    let immr = (word >> 16) & 0x3f;
+    let low_bits = match word & 0xffc0_0000 {
+        0x9240_0000 if immr == 0 && imms < 63 => Some(imms + 1),
+        0x1200_0000 if immr == 0 && imms < 31 => Some(imms + 1),
+        _ => None,
+    };
+    low_bits.map(|bits| TablePart::AndLowBits { rd, rn, bits })
+}
+
+/// Whether an instruction may set the condition flags: every one but those known not to
+/// (loads and stores, hints, the data-processing instructions without an `S` form or
+/// with it clear).
+#[must_use]
+pub fn may_set_flags(word: u32) -> bool {
+    if load_store(word).is_some() || word & 0xffff_f01f == 0xd503_201f {
+        return false;
+    }
+    match (word >> 25) & 0xf {
+        // Data processing, immediate: ADDS/SUBS and ANDS set them.
+        0b1000 | 0b1001 => {
+            let add_sub = word & 0x1f00_0000 == 0x1100_0000;
+            let logical = word & 0x1f80_0000 == 0x1200_0000;
+            (add_sub && word & (1 << 29) != 0) || (logical && (word >> 29) & 3 == 3)
+        }
+        // Data processing, register: ANDS/BICS (shifted), and every form with bit 29
+        // (ADDS, SUBS, ADCS, SBCS, CCMP, CCMN, SETF, RMIF).
+        0b0101 | 0b1101 => {
+            if word & 0x1f00_0000 == 0x0a00_0000 {
+                (word >> 29) & 3 == 3
+            } else {
+                word & (1 << 29) != 0
+            }
+        }
+        _ => true,
+    }
+}
+
+/// The registers LLVM addresses stack slots from: `sp` (31), the frame pointer `x29`, and
+/// the base pointer `x19` of frames with both realignment and variable-sized objects.
+pub const FRAME_BASES: [u8; 3] = [31, 29, 19];
 
 /// A memory access of a load or store: the address is `base` (register 31 is `sp`) plus
 /// `offset` (`None`: not known, as for a register offset or a vector-length-scaled one),

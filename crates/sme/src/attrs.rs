@@ -91,6 +91,20 @@ pub const ABI_ROUTINES: [&str; 3] = [
     "__arm_tpidr2_restore",
 ];
 
+/// The argument and temporary registers (x0-x15) an SME ABI support routine preserves, as
+/// LLVM 19 calls it (`CSR_AArch64_SME_ABI_Support_Routines_PreserveMost_From_X0/X1/X2` in
+/// AArch64CallingConvention.td; x19-x28 and the frame are preserved too): `None` for other
+/// functions, which preserve none of them.
+#[must_use]
+pub fn routine_preserves(name: &str) -> Option<std::ops::RangeInclusive<u8>> {
+    match name {
+        "__arm_tpidr2_save" | "__arm_tpidr2_restore" => Some(0..=13),
+        "__arm_get_current_vg" => Some(1..=15),
+        "__arm_sme_state" => Some(2..=15),
+        _ => None,
+    }
+}
+
 /// The streaming-compatible string routines LLVM 19 knows by name: streaming-compatible
 /// only, so a caller with ZA still sets up a lazy save around them (private ZA).
 pub const SC_ROUTINES: [&str; 4] = [

@@ -6,8 +6,9 @@
 //! with private ZA).
 //!
 //! Each function's code is followed along its branches (`b`, `b.cond`, `cbz`/`cbnz`,
-//! `tbz`/`tbnz`; `ret`, a tail call, `br` and a call to a function that never returns end
-//! a path (`noreturn` in the IR, else [`NORETURN`]); a `b` to the function's very end
+//! `tbz`/`tbnz`, a jump table's `br` to each of its cases ([`crate::jumptable`]); `ret`,
+//! a tail call (a `br` that is not a jump table is an indirect one) and a call to a
+//! function that never returns end a path (`noreturn` in the IR, else [`NORETURN`]); a `b` to the function's very end
 //! that no path reaches goes to the empty block unoptimized code leaves after a noreturn
 //! call, not into the next function; landing pads, from the exception call-site table,
 //! start paths of their own) by a forward dataflow whose value at each
@@ -24,7 +25,11 @@
 //! `ret`, those of the start then the exit's. A call needing a lazy ZA save must find
 //! TPIDR2_EL0 set up (`msr TPIDR2_EL0, xN`, N not `xzr`) and each path after it must reach
 //! `__arm_tpidr2_restore` (or learn from `mrs xN, TPIDR2_EL0; cbnz xN` that the callee left
-//! the save uncommitted); a new-ZA body must commit a pending save (`__arm_tpidr2_save`, or
+//! the save uncommitted), and TPIDR2_EL0 must be null again (`msr TPIDR2_EL0, xzr`, or a
+//! register known to be zero) at every return and call to a function sharing ZA; PSTATE.ZA
+//! (followed through `smstart`/`smstop`, not known after a private-ZA callee) must be on
+//! at a call needing a lazy save, a call to or return from a function sharing ZA, and
+//! `__arm_tpidr2_restore`; a new-ZA body must commit a pending save (`__arm_tpidr2_save`, or
 //! learn from `cbz` on TPIDR2_EL0 that none is pending) before `smstart za` and zero ZA;
 //! ZT0 must be stored before and loaded after a call that does not share it.
 //!
@@ -42,13 +47,12 @@
 //! correlated branches in LLVM's SME code are the mode tests, which are decided. (Code
 //! that keeps the rules only because two data branches always go the same way would be
 //! reported.) A departure found under one entry mode of a streaming-compatible function
-//! says which. Code no branch reaches (the targets of a jump table, behind a `br`) is
-//! followed from an unknown state: its call sites' own requirements are checked, what
-//! came before them is not (nor are its conditional changes until it reads the mode). An
-//! indirect call the optimizer duplicated has the attributes of the IR's indirect call
-//! through the same register, else those all the IR's indirect calls share. A function
-//! with more than 200 000 states is reported as
-//! [`Kind::TooComplex`].
+//! says which. Code no branch reaches (dead code, or the cases of a dispatch the audit
+//! cannot read) is followed from an unknown state: its call sites' own requirements are
+//! checked, what came before them is not (nor are its conditional changes until it reads
+//! the mode). An indirect call the optimizer duplicated has the attributes of the IR's
+//! indirect call through the same register, else those all the IR's indirect calls share.
+//! A function with more than 200 000 states is reported as [`Kind::TooComplex`].
 
 use std::collections::{HashMap, VecDeque};
 
@@ -91,6 +95,13 @@ pub enum Kind {
     LazySaveNotRestored,
     /// A new-ZA function does not commit its caller's pending lazy save.
     LazySaveNotCommitted,
+    /// TPIDR2_EL0 still points at a lazy-save block where ZA must be active (at a return,
+    /// or a call to a function sharing ZA): it was not reset to null after the call the
+    /// save was for, or after a new-ZA function committed its caller's.
+    LazySaveNotReset,
+    /// PSTATE.ZA is off where ZA's contents must be live: at a call needing a lazy save, a
+    /// call to a function sharing ZA, the return of one, or `__arm_tpidr2_restore`.
+    ZaOff,
     /// ZT0 is not stored before or not loaded after a call that does not share it.
     Zt0NotPreserved,
     /// A new-ZA (new-ZT0) function does not zero ZA (ZT0).
@@ -112,6 +123,8 @@ impl Kind {
             Kind::LazySaveMissing => "lazy-save-missing",
             Kind::LazySaveNotRestored => "lazy-save-not-restored",
             Kind::LazySaveNotCommitted => "lazy-save-not-committed",
+            Kind::LazySaveNotReset => "lazy-save-not-reset",
+            Kind::ZaOff => "za-off",
             Kind::Zt0NotPreserved => "zt0-not-preserved",
             Kind::NotZeroed => "not-zeroed",
             Kind::TailCall => "tail-call",
@@ -330,6 +343,8 @@ struct FunctionAuditor<'a> {
     f: &'a CodeFunction,
     caller: Attrs,
     calls: Vec<Site>,
+    /// The targets of each jump-table `br` (instruction indices).
+    jumps: HashMap<usize, Vec<usize>>,
     /// Instruction index -> call site.
     site_at: HashMap<usize, usize>,
     /// Departures found, by (kind, instruction, message), with the entry modes (PSTATE.SM
@@ -398,7 +413,8 @@ struct State {
     sm: Option<bool>,
     /// Registers known to hold a mode or TPIDR2_EL0, sorted.
     regs: Vec<(u8, Fact)>,
-    /// Stack slots known to hold one: (base register, `sp` or `x29`; byte offset), as
+    /// Stack slots known to hold one: (base register, one of [`a64::FRAME_BASES`]; byte
+    /// offset), as
     /// unoptimized code spills the mode it tests.
     slots: Vec<(u8, i64, Fact)>,
     /// At a landing pad, where the mode is not known until it is read, and on paths from
@@ -409,6 +425,8 @@ struct State {
     free: bool,
     /// TPIDR2_EL0 points at a lazy-save block (`None`: not known).
     tpidr2_set: Option<bool>,
+    /// PSTATE.ZA, when known.
+    za: Option<bool>,
     /// ZT0 stored since the anchor.
     zt0_spilled: bool,
     /// A call whose lazy save is not restored yet.
@@ -430,6 +448,9 @@ impl State {
 
     fn set(&mut self, r: u8, fact: Option<Fact>) {
         self.regs.retain(|(x, _)| *x != r);
+        if r == 29 || r == 19 {
+            self.slots.retain(|s| s.0 != r);
+        }
         if let Some(f) = fact {
             self.regs.push((r, f));
             self.regs.sort_unstable_by_key(|(x, _)| *x);
@@ -437,17 +458,17 @@ impl State {
     }
 
     /// Follows a load or store of a general-purpose register through the stack slots
-    /// based on `sp` or `x29`, and forgets what other instructions write. A store through
-    /// another base is taken not to reach the slots (LLVM spills to slots whose address is
-    /// not taken); `sp` and `x29` slots are kept apart (LLVM addresses one slot from one
-    /// base in a function).
+    /// based on `sp`, `x29` or `x19` ([`a64::FRAME_BASES`]), and forgets what other
+    /// instructions write. A store through another base is taken not to reach the slots
+    /// (LLVM spills to slots whose address is not taken); slots of different bases are
+    /// kept apart (LLVM addresses one slot from one base in a function).
     fn other(&mut self, word: u32) {
         if self.regs.is_empty() && self.slots.is_empty() {
             return;
         }
         let access = a64::access(word);
         let mut loaded: Vec<(u8, Option<Fact>)> = Vec::new();
-        if let Some(a) = access.filter(|a| a.base == 31 || a.base == 29) {
+        if let Some(a) = access.filter(|a| a64::FRAME_BASES.contains(&a.base)) {
             let regs = a.data.iter().flatten().count().max(1) as u64;
             let each = i64::try_from(a.size / regs).unwrap_or(i64::MAX);
             if a.store {
@@ -497,10 +518,6 @@ impl State {
                     }
                     None => self.slots.retain(|s| s.0 != 31),
                 },
-                29 => {
-                    self.slots.retain(|s| s.0 != 29);
-                    self.set(29, None);
-                }
                 r => self.set(r, None),
             }
         }
@@ -514,6 +531,16 @@ impl State {
     /// A call clobbers x0-x18 and x30.
     fn clobber_call(&mut self) {
         self.regs.retain(|(x, _)| (19..=29).contains(x));
+    }
+
+    /// A call to an SME ABI routine clobbers less ([`attrs::routine_preserves`]).
+    fn clobber_routine(&mut self, name: Option<&str>) {
+        match name.and_then(attrs::routine_preserves) {
+            Some(kept) => self
+                .regs
+                .retain(|(x, _)| kept.contains(x) || (19..=29).contains(x)),
+            None => self.clobber_call(),
+        }
     }
 
     /// A new segment begins at `anchor`.
@@ -556,6 +583,12 @@ fn read_mode(mut s: State, r: u8) -> Vec<State> {
     }
 }
 
+/// Whether a function with attributes `a` shares ZA (or ZT0, which needs PSTATE.ZA on)
+/// with its caller: ZA is active at its entry and must be at its return.
+fn shares_za(a: &Attrs) -> bool {
+    !rules::has_private_za_interface(a)
+}
+
 /// `want` as it applies when PSTATE.SM was `sm` (before the call, or at the entry).
 fn concrete(want: &[Change], sm: bool) -> Vec<Change> {
     want.iter()
@@ -589,15 +622,28 @@ impl<'a> FunctionAuditor<'a> {
         let agreed = ir_indirect.next().filter(|a| ir_indirect.all(|b| b == *a));
         let mut by_register: HashMap<u8, Attrs> = HashMap::new();
         let pads = PadTable::new(f);
+        let jumps: HashMap<usize, Vec<usize>> = f
+            .jump_tables
+            .iter()
+            .filter_map(|t| {
+                let mut to: Vec<usize> = t
+                    .targets
+                    .iter()
+                    .filter_map(|&o| instruction_at(f, o))
+                    .collect();
+                to.sort_unstable();
+                to.dedup();
+                Some((instruction_at(f, t.br)?, to))
+            })
+            .collect();
         let mut calls = Vec::new();
         for (index, inst) in f.instructions.iter().enumerate() {
-            // `br` is also a jump-table branch: it counts as an indirect tail call only
-            // when the IR has an indirect call not yet matched.
+            // A `br` that is not a jump-table dispatch is an indirect tail call.
             let (callee, tail) = match (inst.op, &inst.target) {
                 (Op::Bl(_), Some(t)) => (t.clone(), false),
                 (Op::B(_), Some(t)) => (t.clone(), true),
                 (Op::Blr(_), _) => ("(indirect)".to_string(), false),
-                (Op::Br(_), _) if !indirect_calls.is_empty() => ("(indirect)".to_string(), true),
+                (Op::Br(_), _) if !jumps.contains_key(&index) => ("(indirect)".to_string(), true),
                 _ => continue,
             };
             if LLVM_OWN_CALLS.contains(&callee.as_str()) {
@@ -648,6 +694,7 @@ impl<'a> FunctionAuditor<'a> {
             f,
             caller,
             calls,
+            jumps,
             site_at: HashMap::new(),
             found: Vec::new(),
             found_at: HashMap::new(),
@@ -794,7 +841,14 @@ impl<'a> FunctionAuditor<'a> {
             slots: Vec::new(),
             cond_sm: None,
             free: false,
-            tpidr2_set: Some(false),
+            // A new-ZA body is entered with TPIDR2_EL0 null or pointing at its caller's
+            // block.
+            tpidr2_set: if model.commit_lazy_save {
+                None
+            } else {
+                Some(false)
+            },
+            za: shares_za(&self.caller).then_some(true),
             zt0_spilled: false,
             pending_restore: None,
             pending_fill: None,
@@ -841,6 +895,7 @@ impl<'a> FunctionAuditor<'a> {
                     cond_sm: None,
                     free: true,
                     tpidr2_set: None,
+                    za: None,
                     zt0_spilled: true,
                     pending_restore: None,
                     pending_fill: None,
@@ -876,7 +931,8 @@ impl<'a> FunctionAuditor<'a> {
             match self.inst(i).op {
                 _ if tail => {}
                 _ if self.site_at.contains_key(&i) => work.push(i + 1),
-                Op::Ret(_) | Op::Br(_) => {}
+                Op::Ret(_) => {}
+                Op::Br(_) => work.extend(self.jumps.get(&i).into_iter().flatten()),
                 Op::B(off) => work.extend(self.index_at(i, off)),
                 Op::BCond(_, offset) | Op::Cb { offset, .. } | Op::Tb { offset, .. } => {
                     work.push(i + 1);
@@ -917,6 +973,10 @@ impl<'a> FunctionAuditor<'a> {
                 at_pad.clobber_call();
                 at_pad.pending_restore = None;
                 at_pad.pending_fill = None;
+                at_pad.za = None;
+                if site.model.lazy_za_save {
+                    at_pad.tpidr2_set = None;
+                }
                 out.push((pad, at_pad));
             }
             if site.tail || site.noreturn {
@@ -926,6 +986,14 @@ impl<'a> FunctionAuditor<'a> {
             after.clobber_call();
             after.pending_restore = site.model.lazy_za_save.then_some(k);
             after.pending_fill = site.model.preserve_zt0.then_some(k);
+            // A private-ZA callee returns with ZA off or dormant; one that committed the
+            // lazy save returns with TPIDR2_EL0 null.
+            if !shares_za(&site.callee_attrs) {
+                after.za = None;
+            }
+            if site.model.lazy_za_save {
+                after.tpidr2_set = None;
+            }
             out.extend(next(after));
             return out;
         }
@@ -943,7 +1011,9 @@ impl<'a> FunctionAuditor<'a> {
                     match insn {
                         Insn::SmstartSm => s.sm = Some(true),
                         Insn::SmstopSm => s.sm = Some(false),
+                        Insn::SmstopZa => s.za = Some(false),
                         Insn::SmstartZa if s.anchor == Anchor::Entry && s.za_on.is_none() => {
+                            s.za = Some(true);
                             s.za_on = Some(i);
                             if !s.committed {
                                 self.report(
@@ -958,7 +1028,7 @@ impl<'a> FunctionAuditor<'a> {
                                 s.committed = true;
                             }
                         }
-                        _ => {}
+                        Insn::SmstartZa => s.za = Some(true),
                     }
                 }
             }
@@ -977,12 +1047,24 @@ impl<'a> FunctionAuditor<'a> {
             Op::LdrZt0(_) => s.pending_fill = None,
             Op::Bl(_) | Op::Blr(_) => {
                 match inst.target.as_deref() {
-                    Some("__arm_tpidr2_restore") => s.pending_restore = None,
+                    Some("__arm_tpidr2_restore") => {
+                        if s.za != Some(true) && !s.free {
+                            self.report(
+                                case,
+                                Kind::ZaOff,
+                                i,
+                                "`__arm_tpidr2_restore` called with PSTATE.ZA not on: the \
+                                 restore needs `smstart za` first"
+                                    .to_string(),
+                            );
+                        }
+                        s.pending_restore = None;
+                    }
                     Some("__arm_tpidr2_save") => s.committed = true,
                     _ => {}
                 }
                 let sme_state = inst.target.as_deref() == Some("__arm_sme_state");
-                s.clobber_call();
+                s.clobber_routine(inst.target.as_deref());
                 if sme_state {
                     return read_mode(s, 0).into_iter().flat_map(next).collect();
                 }
@@ -990,7 +1072,10 @@ impl<'a> FunctionAuditor<'a> {
             Op::B(off) => {
                 return self.index_at(i, off).map(|t| (t, s)).into_iter().collect();
             }
-            Op::Br(_) => return Vec::new(),
+            Op::Br(_) => {
+                let targets = self.jumps.get(&i).into_iter().flatten();
+                return targets.map(|&t| (t, s.clone())).collect();
+            }
             Op::BCond(_, off) => {
                 let mut out = next(s.clone());
                 out.extend(self.index_at(i, off).map(|t| (t, s)));
@@ -1008,8 +1093,10 @@ impl<'a> FunctionAuditor<'a> {
                 let edge = |mut s: State, zero: bool| {
                     if tpidr2 && zero {
                         s.committed = true;
+                        s.tpidr2_set = Some(false);
                     } else if tpidr2 {
                         s.pending_restore = None;
+                        s.tpidr2_set.get_or_insert(true);
                     }
                     s
                 };
@@ -1162,6 +1249,25 @@ impl<'a> FunctionAuditor<'a> {
             }
         }
         let Some(k) = k else {
+            if shares_za(&self.caller) && s.za == Some(false) {
+                self.report(
+                    case,
+                    Kind::ZaOff,
+                    i,
+                    "PSTATE.ZA is off at the return of a function sharing ZA".to_string(),
+                );
+            }
+            if s.tpidr2_set == Some(true) {
+                self.report(
+                    case,
+                    Kind::LazySaveNotReset,
+                    i,
+                    "TPIDR2_EL0 still points at a lazy-save block at the return: it must be \
+                     reset to null (`msr TPIDR2_EL0, xzr`) once the save is restored or \
+                     committed"
+                        .to_string(),
+                );
+            }
             return;
         };
         let site = &self.calls[k];
@@ -1186,6 +1292,32 @@ impl<'a> FunctionAuditor<'a> {
             found.push((
                 Kind::Zt0NotPreserved,
                 format!("ZT0 not preserved: no `str zt0` before the call to {name}, which does not share ZT0"),
+            ));
+        }
+        if shares_za(&site.callee_attrs) {
+            if s.za == Some(false) {
+                found.push((
+                    Kind::ZaOff,
+                    format!("PSTATE.ZA is off at the call to {name}, which shares ZA"),
+                ));
+            }
+            if s.tpidr2_set == Some(true) {
+                found.push((
+                    Kind::LazySaveNotReset,
+                    format!(
+                        "TPIDR2_EL0 still points at a lazy-save block at the call to {name}, \
+                         which shares ZA: it must be reset to null (`msr TPIDR2_EL0, xzr`) \
+                         once the save is restored or committed"
+                    ),
+                ));
+            }
+        } else if site.model.lazy_za_save && s.za == Some(false) {
+            found.push((
+                Kind::ZaOff,
+                format!(
+                    "PSTATE.ZA is off at the call to {name}, which needs a lazy save: ZA's \
+                     contents are lost"
+                ),
             ));
         }
         if site.tail && !site.model.tail_call {

@@ -46,7 +46,12 @@
 //!   audit with no false departure (there were 166 at -O0 and 11 at -O3: the mode spilled
 //!   to the stack, stores read as writes, dead code after noreturn calls, duplicated
 //!   indirect calls); 296 hand-broken variants (a function's first mode change or lazy-save
-//!   set-up removed, 74 a level) are each caught in their function. Clang 19.1.7's own
+//!   set-up removed, 74 a level) are each caught in their function. Jump tables
+//!   (`fixtures/acle/switch.c`, 16-case switches in streaming, ZA and streaming-compatible
+//!   functions): each table is decoded, and every mode change, `msr TPIDR2_EL0` and ZA
+//!   restore in the cases made a NOP one at a time (174, 74, 74 and 107 at -O0..-O3) is
+//!   caught in its function; `fixtures/cfg/jump_tables.s` decodes the small, tiny and large
+//!   code models, masked and spilled indexes, in an object and linked by ld.lld-19. Clang 19.1.7's own
 //!   SME/SME2 ACLE tests (`clang19_acle_tests_audit_clean`, ignored, with
 //!   `LOCUS_SME_CLANG_TESTS`): 66 files, 1242 functions a level, nothing reported at any
 //!   level; `fixtures/acle/sme2/zt0.c` shows LLVM 19's ZT0 tail call below.
@@ -247,6 +252,7 @@ pub mod audit;
 pub mod check;
 mod error;
 pub mod hidden;
+pub mod jumptable;
 pub mod libcalls;
 pub mod objfile;
 pub mod rules;

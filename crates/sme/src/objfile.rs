@@ -11,6 +11,7 @@ use object::{
 };
 
 use crate::a64::{self, Op};
+use crate::jumptable;
 use crate::Error;
 
 /// One decoded instruction of a function.
@@ -38,6 +39,15 @@ pub struct LandingPad {
     pub pad: u64,
 }
 
+/// A jump table: the targets of one `br` ([`crate::jumptable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JumpTable {
+    /// The `br`, from the function's start.
+    pub br: u64,
+    /// Where its entries go, from the function's start, in table order.
+    pub targets: Vec<u64>,
+}
+
 /// One function of the object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeFunction {
@@ -49,6 +59,8 @@ pub struct CodeFunction {
     pub instructions: Vec<Instruction>,
     /// Its call sites with a landing pad.
     pub landing_pads: Vec<LandingPad>,
+    /// Its jump tables, by `br`.
+    pub jump_tables: Vec<JumpTable>,
 }
 
 fn err(file: &str, message: impl Into<String>) -> Error {
@@ -120,8 +132,10 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
             .find(|s| offset < s.offset.saturating_add(s.size.max(1)))
             .map(|s| s.name.clone())
     };
-    // Call targets named by relocations: (section, offset) -> symbol.
+    // Call targets named by relocations: (section, offset) -> symbol; and the place in a
+    // section each relocation points at (for a jump table's address).
     let mut targets: HashMap<(usize, u64), String> = HashMap::new();
+    let mut points_at: HashMap<(usize, u64), (SectionIndex, u64)> = HashMap::new();
     let mut sections: Vec<SectionIndex> = syms.iter().map(|s| s.section).collect();
     sections.dedup();
     for &index in &sections {
@@ -135,6 +149,14 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
             let Ok(sym) = obj.symbol_by_index(si) else {
                 continue;
             };
+            if let Some(to) = sym.section_index() {
+                let start = obj.section_by_index(to).map(|s| s.address()).unwrap_or(0);
+                let at = sym
+                    .address()
+                    .wrapping_sub(start)
+                    .wrapping_add_signed(reloc.addend());
+                points_at.insert((index.0, offset), (to, at));
+            }
             let name = if sym.kind() == SymbolKind::Section {
                 sym.section_index()
                     .and_then(|s| name_at(s, u64::try_from(reloc.addend()).unwrap_or(u64::MAX)))
@@ -199,9 +221,15 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
                 target,
             });
         }
+        let jump_tables = jump_tables(&obj, &instructions, sec.address() + s.offset, |k| {
+            points_at
+                .get(&(s.section.0, s.offset + 4 * k as u64))
+                .copied()
+        });
         out.push(CodeFunction {
             name: s.name.clone(),
             address: s.offset,
+            jump_tables,
             instructions,
             landing_pads: pads
                 .get(&(s.section.0, s.offset))
@@ -210,6 +238,51 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
         });
     }
     Ok(out)
+}
+
+/// The jump tables of a function at address `pc` whose instructions are `insts`:
+/// `reloc(k)` is where a relocation at instruction `k` points (section, offset), for a
+/// relocatable object; a linked one's addresses are computed.
+fn jump_tables<'d>(
+    obj: &object::File<'d>,
+    insts: &[Instruction],
+    pc: u64,
+    reloc: impl Fn(usize) -> Option<(SectionIndex, u64)>,
+) -> Vec<JumpTable> {
+    let brs: Vec<usize> = (0..insts.len())
+        .filter(|&i| matches!(insts[i].op, Op::Br(_)))
+        .collect();
+    if brs.is_empty() {
+        return Vec::new();
+    }
+    let entered = jumptable::branch_targets(insts);
+    let bytes = |a: jumptable::TableAddress| -> Option<&'d [u8]> {
+        let (section, offset) = match reloc(a.at) {
+            Some(place) => place,
+            None => {
+                let sec = obj
+                    .sections()
+                    .find(|s| a.value >= s.address() && a.value - s.address() < s.size())?;
+                (sec.index(), a.value - sec.address())
+            }
+        };
+        let data = obj.section_by_index(section).ok()?.data().ok()?;
+        data.get(usize::try_from(offset).ok()?..)
+    };
+    let mut budget = (insts.len() as u64)
+        .saturating_mul(jumptable::ENTRIES_PER_INSTRUCTION)
+        .saturating_add(1024);
+    let mut out = Vec::new();
+    for i in brs {
+        if let Some(targets) = jumptable::targets(insts, &entered, i, pc, &bytes, budget) {
+            budget -= targets.len() as u64;
+            out.push(JumpTable {
+                br: insts[i].offset,
+                targets,
+            });
+        }
+    }
+    out
 }
 
 /// The call-site tables of the object's functions, by (text section, function offset):

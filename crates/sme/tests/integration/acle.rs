@@ -210,6 +210,68 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
     );
 }
 
+/// Jump tables (`fixtures/acle/switch.c`: 16-case switches in streaming, inout-ZA,
+/// streaming-compatible and streaming inout-ZA functions, each case calling its own
+/// function), at every level: each function's table is decoded, and every mode change,
+/// `msr TPIDR2_EL0` (lazy-save set-up or reset to null) and `__arm_tpidr2_restore` call
+/// made a NOP one at a time is reported in that function and nowhere else. Before the
+/// tables were decoded, the case blocks were checked from an unknown state and 21 of 22
+/// such removals in one function went unreported.
+#[test]
+fn every_change_in_jump_table_cases_is_caught() {
+    use locus_sme::a64::{Op, SysReg};
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/acle/switch.c");
+    let mut lines = Vec::new();
+    let mut missed = Vec::new();
+    for level in LEVELS {
+        let (obj, ir) = compile(&src, level, "-march=armv9-a+sme");
+        let clean = audit("x.o", &obj, Some(("x.ll", &ir)), &HashMap::new()).unwrap();
+        assert!(
+            clean.departures.is_empty(),
+            "{level}: {:#?}",
+            clean.departures
+        );
+        let functions = locus_sme::objfile::read_functions("x.o", &obj).unwrap();
+        let mut removed = 0;
+        for f in &functions {
+            assert_eq!(f.jump_tables.len(), 1, "{level}: {} has one table", f.name);
+            assert_eq!(f.jump_tables[0].targets.len(), 16, "{level}: {}", f.name);
+            for inst in &f.instructions {
+                let relevant = match (inst.op, inst.target.as_deref()) {
+                    (Op::Smstart(_) | Op::Smstop(_) | Op::Msr(SysReg::Tpidr2, _), _) => true,
+                    (Op::Bl(_), Some(t)) => t == "__arm_tpidr2_restore",
+                    _ => false,
+                };
+                if !relevant {
+                    continue;
+                }
+                removed += 1;
+                let broken = nop_at(&obj, f.address, inst.offset);
+                let report = audit("x.o", &broken, Some(("x.ll", &ir)), &HashMap::new()).unwrap();
+                let hit = report.departures.iter().any(|d| d.function == f.name);
+                let elsewhere = report.departures.iter().any(|d| d.function != f.name);
+                if !hit || elsewhere {
+                    missed.push(format!(
+                        "{level} @{}+{:#x} `{}`: {:#?}",
+                        f.name, inst.offset, inst.op, report.departures
+                    ));
+                }
+            }
+        }
+        lines.push(format!("{level}: {removed}"));
+    }
+    eprintln!(
+        "jump-table cases, instructions removed (each caught): {}",
+        lines.join(", ")
+    );
+    assert!(
+        missed.is_empty(),
+        "{} missed:\n{}",
+        missed.len(),
+        missed.join("\n")
+    );
+}
+
 /// LLVM 19's ZT0 tail call (llvm-project#165371) in clang-19's code: `fixtures/acle/sme2/zt0.c`
 /// at -O0..-O3 (`-march=armv9-a+sme2`). The audit reports tail-call departures exactly at
 /// the functions where `sme check` of the same IR warns about the call, and nothing else.
