@@ -36,10 +36,10 @@
 //! **Branches and soundness.** A branch on PSTATE.SM is decided: `tbz`/`tbnz` on bit 0 of
 //! a register holding the mode (`__arm_sme_state`'s x0, `mrs xN, SVCR`, copied by `mov` or
 //! `and #1`, kept across calls in x19-x28 and at landing pads, and through the stack slots
-//! unoptimized code spills it to: a store and a load of the same `sp`- or `x29`-relative
-//! slot, with `sp` moves followed; [`a64::written`] says which registers every other
-//! instruction overwrites), or a test right before an `smstart`/`smstop sm` as LLVM
-//! expands a conditional change (it tests the entry mode). Where the mode is not known (at
+//! unoptimized code spills it to: a store and a load of the same `sp`-, `x29`- or
+//! `x19`-relative slot, with `sp` moves followed; [`a64::written`] says which registers
+//! every other instruction overwrites); a test of a register not known to hold the mode
+//! goes both ways, like any other branch. Where the mode is not known (at
 //! a landing pad, where the unwinder leaves whatever mode it had), reading it splits the
 //! path in two, and the conditional changes that follow speak of the mode read.
 //! Every other branch is taken both ways, and a departure on any path is reported: a
@@ -100,7 +100,8 @@ pub enum Kind {
     /// save was for, or after a new-ZA function committed its caller's.
     LazySaveNotReset,
     /// PSTATE.ZA is off where ZA's contents must be live: at a call needing a lazy save, a
-    /// call to a function sharing ZA, the return of one, or `__arm_tpidr2_restore`.
+    /// call to a function sharing ZA, the return of one, or `__arm_tpidr2_restore`; or it
+    /// is turned off while a lazy save may be uncommitted.
     ZaOff,
     /// ZT0 is not stored before or not loaded after a call that does not share it.
     Zt0NotPreserved,
@@ -1011,7 +1012,24 @@ impl<'a> FunctionAuditor<'a> {
                     match insn {
                         Insn::SmstartSm => s.sm = Some(true),
                         Insn::SmstopSm => s.sm = Some(false),
-                        Insn::SmstopZa => s.za = Some(false),
+                        Insn::SmstopZa => {
+                            // A lazy save not known to be committed (by the callee, or
+                            // by this new-ZA body for its caller) is lost with ZA.
+                            let uncommitted = s.tpidr2_set == Some(true)
+                                || (s.tpidr2_set.is_none()
+                                    && (s.pending_restore.is_some() || !s.committed));
+                            if uncommitted && s.za != Some(false) {
+                                self.report(
+                                    case,
+                                    Kind::ZaOff,
+                                    i,
+                                    "PSTATE.ZA turned off while TPIDR2_EL0 may point at a lazy \
+                                     save not yet committed: the saved ZA is lost"
+                                        .to_string(),
+                                );
+                            }
+                            s.za = Some(false);
+                        }
                         Insn::SmstartZa if s.anchor == Anchor::Entry && s.za_on.is_none() => {
                             s.za = Some(true);
                             s.za_on = Some(i);
@@ -1110,22 +1128,10 @@ impl<'a> FunctionAuditor<'a> {
                 bit,
                 offset,
             } => {
-                // The mode the register holds: known from its source, else, for a test
-                // that guards a PSTATE.SM change as LLVM expands one, the mode the
-                // conditional changes speak of (the entry's).
-                let guards = self
-                    .f
-                    .instructions
-                    .get(i + 1)
-                    .is_some_and(|x| changes_of(x.op).contains(&Insn::SmstartSm))
-                    || self
-                        .f
-                        .instructions
-                        .get(i + 1)
-                        .is_some_and(|x| changes_of(x.op).contains(&Insn::SmstopSm));
+                // The mode the register holds, when known from its source; a test of
+                // anything else goes both ways.
                 let value = match s.fact(reg) {
                     Some(Fact::Sm(v)) if bit == 0 => Some(v),
-                    _ if bit == 0 && guards => Some(case),
                     _ => None,
                 };
                 let target = self.index_at(i, offset);
@@ -1257,7 +1263,10 @@ impl<'a> FunctionAuditor<'a> {
                     "PSTATE.ZA is off at the return of a function sharing ZA".to_string(),
                 );
             }
-            if s.tpidr2_set == Some(true) {
+            // A function without ZA state may set TPIDR2_EL0 for its caller (a runtime's
+            // own helper does): only one with ZA state must leave it null.
+            let za_state = shares_za(&self.caller) || model.commit_lazy_save;
+            if za_state && s.tpidr2_set == Some(true) {
                 self.report(
                     case,
                     Kind::LazySaveNotReset,
@@ -1413,8 +1422,12 @@ impl<'a> FunctionAuditor<'a> {
             };
             self.report(case, kind, at, format!("missing `{c}` {place}"));
         }
-        // Only PSTATE.SM changes are judged unexpected: ZA is also turned on and off by
-        // the body itself (`llvm.aarch64.sme.za.enable`/`disable`).
+        // PSTATE.ZA changes are judged only in a function without ZA or ZT0 state (a
+        // body with state turns ZA on and off itself, `llvm.aarch64.sme.za.enable` and
+        // `disable`): it has no reason to, and turning ZA off there loses a caller's
+        // uncommitted lazy save.
+        let judge_za =
+            self.caller.za() == attrs::State::None && self.caller.zt0() == attrs::State::None;
         let compatible = |site: Option<&Site>| {
             site.is_some_and(|s| s.callee_attrs.interface() == Interface::StreamingCompatible)
         };
@@ -1424,14 +1437,19 @@ impl<'a> FunctionAuditor<'a> {
         };
         let next_compatible = compatible(k.and_then(|k| self.calls.get(k)));
         for &(i, insn) in &s.seen {
-            if !insn.is_sm() || want.iter().any(|w| w.insn == insn) {
+            if (!insn.is_sm() && !judge_za) || want.iter().any(|w| w.insn == insn) {
                 continue;
             }
             let c = Change {
                 insn,
                 when: When::Always,
             };
-            let message = if prev_compatible || next_compatible {
+            let message = if !insn.is_sm() {
+                format!(
+                    "`{c}` in a function without ZA or ZT0 state (spec 004 §3: turning ZA off \
+                     loses a caller's uncommitted lazy save, turning it on leaves it on)"
+                )
+            } else if prev_compatible || next_compatible {
                 let name = if next_compatible {
                     next.clone()
                 } else {

@@ -1,6 +1,6 @@
 //! The audit's object reader and its dataflow: the input is an ELF file. Reading it
 //! (symbols, relocations, `.eh_frame`'s relocations to each function's LSDA, the call-site
-//! tables of `.gcc_except_table`, each function's instructions) must succeed or fail with
+//! tables of `.gcc_except_table`, each function's instructions and jump tables) must succeed or fail with
 //! `Error::Object` naming the file; what is read must be consistent (instructions at
 //! offsets 0, 4, 8, ...; landing pads inside their function); the audit of what is read,
 //! without IR and with every function streaming-compatible and sharing ZA and ZT0 (the most
@@ -31,6 +31,12 @@ fuzz_target!(|data: &[u8]| {
         }
         for p in &f.landing_pads {
             assert!(p.start <= p.end, "{}: {p:?}", f.name);
+        }
+        // Jump tables: a `br` of the function, each case one of its instructions.
+        let end = 4 * f.instructions.len() as u64;
+        for t in &f.jump_tables {
+            assert!(t.br % 4 == 0 && t.br < end, "{}: {t:?}", f.name);
+            assert!(t.targets.iter().all(|&o| o % 4 == 0 && o < end), "{}: {t:?}", f.name);
         }
     }
     // Bounded work: the dataflow's state bound keeps each function finite, but a file of

@@ -727,7 +727,8 @@ fn given(spec: &str) -> (String, Attrs) {
 /// `scripts/llvm-19-tests` extracts them): every file in `$LOCUS_SME_LLVM_TESTS` that
 /// llc-19 compiles with the options of its first runnable RUN line is audited with its IR;
 /// nothing may be reported but LLVM 19's documented departures (no `smstart` at landing
-/// pads; unchained library calls without a lazy save; spec 004's old ZA spellings).
+/// pads; unchained library calls without a lazy save; spec 004's old ZA spellings) and
+/// the IR's own (ZA turned on and off by intrinsics in a function without ZA state).
 /// Ignored unless asked for (`--ignored`), with the variable set.
 #[test]
 #[ignore = "needs LLVM 19.1.7's tests in $LOCUS_SME_LLVM_TESTS (scripts/llvm-19-tests)"]
@@ -763,6 +764,14 @@ fn llvm_sme_tests_audit_clean() {
                 || d.message.ends_with(OLD_SPELLING_NOTE)
             {
                 documented += 1;
+            } else if d.kind == Kind::UnexpectedChange
+                && d.instruction.ends_with(" za")
+                && ir.contains("@llvm.aarch64.sme.za.disable()")
+            {
+                // The IR itself turns ZA on and off in a function without ZA state
+                // (sme-toggle-pstateza.ll calls the intrinsics SMEABIPass emits for
+                // new-ZA bodies): the departure is the IR's.
+                documented += 1;
             } else if d.kind == Kind::TailCall && d.function == "disable_tailcallopt" {
                 // LLVM 19 tail-calls a private-ZA callee from an `inout_zt0` function
                 // after spilling ZT0 and turning ZA off: the caller's ZT0 is lost.
@@ -782,8 +791,10 @@ fn llvm_sme_tests_audit_clean() {
 /// Hand-written code whose layout misleads (`fixtures/cfg/branches.s`, assembled with
 /// llvm-mc-19): the audit follows the branches, so a change laid out after a return and
 /// reached by a branch counts, a change on one branch only is missing on the other, a
-/// `__arm_sme_state` test sends each entry mode down its own path, and each return is
-/// judged by the path to it. Exactly the departures the file's comments name are found.
+/// `__arm_sme_state` test sends each entry mode down its own path, a test of a register
+/// not holding the mode goes both ways, each return is judged by the path to it, and ZA
+/// turned off (or not reset TPIDR2_EL0) where a lazy save may be pending is caught.
+/// Exactly the departures the file's comments name are found.
 #[test]
 fn audit_follows_branches() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cfg");
@@ -806,6 +817,9 @@ fn audit_follows_branches() {
         "sc_calls_n_forgets_smstart=streaming-compatible",
         "ls_two_exits=locally-streaming",
         "za_lazy_save_one_branch=inout_za",
+        "sc_tests_another_register=streaming-compatible",
+        "za_off_before_restore=inout_za",
+        "s_turns_za_off=streaming",
         "s_callee=streaming",
     ]
     .iter()
@@ -824,6 +838,14 @@ fn audit_follows_branches() {
             ("sc_calls_n_forgets_smstart", Kind::MissingChange, 0x1c),
             ("ls_two_exits", Kind::MissingChange, 0x10),
             ("za_lazy_save_one_branch", Kind::LazySaveMissing, 0xc),
+            // Entered not streaming, the unknown test reaches the smstop; entered
+            // streaming, it skips it.
+            ("sc_tests_another_register", Kind::UnexpectedChange, 0x14),
+            ("sc_tests_another_register", Kind::MissingChange, 0x18),
+            ("za_off_before_restore", Kind::ZaOff, 0xc),
+            ("za_off_before_restore", Kind::UnexpectedChange, 0xc),
+            ("za_off_before_restore", Kind::LazySaveNotReset, 0x24),
+            ("s_turns_za_off", Kind::UnexpectedChange, 0x4),
         ],
         "{:#?}",
         report.departures
@@ -833,7 +855,7 @@ fn audit_follows_branches() {
     assert!(sc.message.contains("PSTATE.SM = 1"), "{}", sc.message);
     let calls: usize = report.functions.iter().map(|f| f.calls).sum();
     eprintln!(
-        "audit by path: {} functions, {calls} call sites of hand-written branches; the 4 \
+        "audit by path: {} functions, {calls} call sites of hand-written branches; the 10 \
          departures found, nothing else",
         report.functions.len()
     );
