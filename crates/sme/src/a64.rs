@@ -376,6 +376,68 @@ pub fn table_part(word: u32) -> Option<TablePart> {
     low_bits.map(|bits| TablePart::AndLowBits { rd, rn, bits })
 }
 
+/// The arithmetic of a lazy-save set-up: addresses in the frame, the streaming vector
+/// length, the save buffer's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameArith {
+    /// `add xD, xN, #imm` or `sub xD, xN, #imm` (64-bit, flags untouched; 31 is `sp`;
+    /// `mov xD, sp` is an `add` of 0).
+    AddImm {
+        /// Destination.
+        rd: u8,
+        /// Source.
+        rn: u8,
+        /// The immediate, negative for `sub`.
+        imm: i64,
+    },
+    /// `rdsvl xD, #imm`: imm times the streaming vector length in bytes.
+    Rdsvl {
+        /// Destination.
+        rd: u8,
+        /// The multiplier.
+        imm: i64,
+    },
+    /// `msub xD, xN, xM, xA`: xA - xN * xM.
+    Msub {
+        /// Destination.
+        rd: u8,
+        /// First factor.
+        rn: u8,
+        /// Second factor.
+        rm: u8,
+        /// What the product is taken from.
+        ra: u8,
+    },
+}
+
+/// Decodes a [`FrameArith`].
+#[must_use]
+pub fn frame_arith(word: u32) -> Option<FrameArith> {
+    let rd = (word & 0x1f) as u8;
+    let rn = ((word >> 5) & 0x1f) as u8;
+    // ADD/SUB (immediate, 64-bit, no flags): 1 op 0 100010 sh imm12 Rn Rd.
+    if word & 0xbf80_0000 == 0x9100_0000 {
+        let imm = i64::from((word >> 10) & 0xfff) << (12 * ((word >> 22) & 1));
+        let imm = if word & (1 << 30) != 0 { -imm } else { imm };
+        return Some(FrameArith::AddImm { rd, rn, imm });
+    }
+    // RDSVL: 00000100 101 11111 01011 imm6 Rd.
+    if word & 0xffff_f800 == 0x04bf_5800 {
+        let imm = sign_extend((word >> 5) & 0x3f, 6);
+        return Some(FrameArith::Rdsvl { rd, imm });
+    }
+    // MSUB (64-bit): 1 00 11011 000 Rm 1 Ra Rn Rd.
+    if word & 0xffe0_8000 == 0x9b00_8000 {
+        return Some(FrameArith::Msub {
+            rd,
+            rn,
+            rm: ((word >> 16) & 0x1f) as u8,
+            ra: ((word >> 10) & 0x1f) as u8,
+        });
+    }
+    None
+}
+
 /// Whether an instruction may set the condition flags: every one but those known not to
 /// (loads and stores, hints, the data-processing instructions without an `S` form or
 /// with it clear).

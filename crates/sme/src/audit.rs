@@ -23,7 +23,12 @@
 //! start (the entry's, the previous call's, or the "after exception" ones at a landing
 //! pad) then those before the call, in order, and no other change of PSTATE.SM; to a
 //! `ret`, those of the start then the exit's. A call needing a lazy ZA save must find
-//! TPIDR2_EL0 set up (`msr TPIDR2_EL0, xN`, N not `xzr`) and each path after it must reach
+//! TPIDR2_EL0 set up (`msr TPIDR2_EL0, xN`, N not `xzr`) and, where the block's address is
+//! known (`sub xN, x29, #16`, followed through stack slots and `sp`, `x29` or `x19`
+//! offsets), a TPIDR2 block as the AAPCS64 lays it out (the buffer's address, `sp` less
+//! the streaming vector length squared, with `sp` set to it; `num_za_save_slices` from
+//! `rdsvl #1`; zero reserved bytes), `__arm_tpidr2_restore` must get that block in x0,
+//! and each path after it must reach
 //! `__arm_tpidr2_restore` (or learn from `mrs xN, TPIDR2_EL0; cbnz xN` that the callee left
 //! the save uncommitted), and TPIDR2_EL0 must be null again (`msr TPIDR2_EL0, xzr`, or a
 //! register known to be zero) at every return and call to a function sharing ZA; PSTATE.ZA
@@ -359,6 +364,8 @@ struct FunctionAuditor<'a> {
 
 /// The most states the dataflow of one function may visit before it gives up.
 const MAX_STATES: usize = 200_000;
+/// The farthest an `sp`-relative slot or address is followed from `sp` (1 MiB).
+const MAX_SP_OFFSET: u64 = 1 << 20;
 /// The most mode changes one path segment records (a loop of changes without a call).
 const MAX_SEEN: usize = 16;
 
@@ -402,6 +409,14 @@ enum Fact {
     Tpidr2,
     /// Zero (`mov xN, xzr`, as unoptimized code resets TPIDR2_EL0 through a register).
     Zero,
+    /// An address in the frame: the base register (`sp`, `x29` or `x19`) plus an offset
+    /// (`sub x9, x29, #16`; `sp`-based ones follow `sp`'s moves).
+    Frame(u8, i64),
+    /// The streaming vector length in bytes (`rdsvl xN, #1`): a TPIDR2 block's
+    /// `num_za_save_slices`.
+    Svl,
+    /// A lazy-save buffer's address: `sp` less the vector length squared (`msub`).
+    Buffer,
 }
 
 /// The state at one point of one path: the dataflow's value.
@@ -428,6 +443,11 @@ struct State {
     tpidr2_set: Option<bool>,
     /// PSTATE.ZA, when known.
     za: Option<bool>,
+    /// The TPIDR2 block TPIDR2_EL0 was last pointed at, when its address is known (base,
+    /// offset, as [`Fact::Frame`]).
+    block: Option<(u8, i64)>,
+    /// `sp` was set to a lazy-save buffer's address: the buffer is allocated.
+    buffer_live: bool,
     /// ZT0 stored since the anchor.
     zt0_spilled: bool,
     /// A call whose lazy save is not restored yet.
@@ -450,12 +470,51 @@ impl State {
     fn set(&mut self, r: u8, fact: Option<Fact>) {
         self.regs.retain(|(x, _)| *x != r);
         if r == 29 || r == 19 {
-            self.slots.retain(|s| s.0 != r);
+            self.forget_base(r);
         }
         if let Some(f) = fact {
             self.regs.push((r, f));
             self.regs.sort_unstable_by_key(|(x, _)| *x);
         }
+    }
+
+    /// A frame base register changed: what was known relative to it is lost.
+    fn forget_base(&mut self, base: u8) {
+        self.slots.retain(|s| s.0 != base);
+        self.regs
+            .retain(|&(_, f)| !matches!(f, Fact::Frame(b, _) if b == base));
+        if self.block.is_some_and(|(b, _)| b == base) {
+            self.block = None;
+        }
+    }
+
+    /// Where register `r` points in the frame: (base, offset) of [`Fact::Frame`], or the
+    /// frame base itself.
+    fn frame_place(&self, r: u8) -> Option<(u8, i64)> {
+        match self.fact(r) {
+            Some(Fact::Frame(b, o)) => Some((b, o)),
+            _ => a64::FRAME_BASES.contains(&r).then_some((r, 0)),
+        }
+    }
+
+    /// What the value an instruction computes is known to be, for the arithmetic of a
+    /// lazy-save set-up ([`a64::FrameArith`]), from the facts before it.
+    fn arith_fact(&self, word: u32) -> Option<(u8, Option<Fact>)> {
+        Some(match a64::frame_arith(word)? {
+            a64::FrameArith::AddImm { rd, rn, imm } => {
+                let fact = self
+                    .frame_place(rn)
+                    .map(|(b, o)| Fact::Frame(b, o.saturating_add(imm)))
+                    .or_else(|| (imm == 0).then(|| self.fact(rn)).flatten());
+                (rd, fact)
+            }
+            a64::FrameArith::Rdsvl { rd, imm } => (rd, (imm == 1).then_some(Fact::Svl)),
+            a64::FrameArith::Msub { rd, rn, rm, ra } => {
+                let svl2 = self.fact(rn) == Some(Fact::Svl) && self.fact(rm) == Some(Fact::Svl);
+                let from_sp = matches!(self.fact(ra), Some(Fact::Frame(31, 0)));
+                (rd, (svl2 && from_sp).then_some(Fact::Buffer))
+            }
+        })
     }
 
     /// Follows a load or store of a general-purpose register through the stack slots
@@ -464,16 +523,21 @@ impl State {
     /// (LLVM spills to slots whose address is not taken); slots of different bases are
     /// kept apart (LLVM addresses one slot from one base in a function).
     fn other(&mut self, word: u32) {
-        if self.regs.is_empty() && self.slots.is_empty() {
+        let access = a64::access(word);
+        let arith = self.arith_fact(word);
+        let zero_store = access.is_some_and(|a| a.store && a.data.contains(&Some(31)));
+        if self.regs.is_empty() && self.slots.is_empty() && arith.is_none() && !zero_store {
             return;
         }
-        let access = a64::access(word);
         let mut loaded: Vec<(u8, Option<Fact>)> = Vec::new();
-        if let Some(a) = access.filter(|a| a64::FRAME_BASES.contains(&a.base)) {
+        if let Some((a, (base, delta))) =
+            access.and_then(|a| self.frame_place(a.base).map(|p| (a, p)))
+        {
+            let offset = a.offset.map(|o| o.saturating_add(delta));
             let regs = a.data.iter().flatten().count().max(1) as u64;
             let each = i64::try_from(a.size / regs).unwrap_or(i64::MAX);
             if a.store {
-                let (lo, hi) = match a.offset {
+                let (lo, hi) = match offset {
                     Some(o) => (
                         o,
                         o.saturating_add(i64::try_from(a.size).unwrap_or(i64::MAX)),
@@ -481,13 +545,21 @@ impl State {
                     None => (i64::MIN, i64::MAX),
                 };
                 self.slots
-                    .retain(|&(b, o, _)| b != a.base || o < lo || o >= hi);
-                if let Some(o) = a.offset {
+                    .retain(|&(b, o, _)| b != base || o < lo || o >= hi);
+                if let Some(o) = offset {
                     for (k, r) in a.data.iter().enumerate() {
-                        let fact = r.and_then(|r| self.fact(r));
+                        // The zero register stores zeroes (a TPIDR2 block's reserved
+                        // bytes).
+                        let fact = r.and_then(|r| {
+                            if r == 31 {
+                                Some(Fact::Zero)
+                            } else {
+                                self.fact(r)
+                            }
+                        });
                         if let Some(f) = fact {
                             let at = o.saturating_add(each.saturating_mul(k as i64));
-                            self.slots.push((a.base, at, f));
+                            self.slots.push((base, at, f));
                         }
                     }
                     self.slots.sort_unstable_by_key(|&(b, o, _)| (b, o));
@@ -495,13 +567,11 @@ impl State {
             } else {
                 for (k, r) in a.data.iter().enumerate() {
                     let Some(r) = *r else { continue };
-                    let at = a
-                        .offset
-                        .map(|o| o.saturating_add(each.saturating_mul(k as i64)));
+                    let at = offset.map(|o| o.saturating_add(each.saturating_mul(k as i64)));
                     let fact = self
                         .slots
                         .iter()
-                        .find(|&&(b, o, _)| b == a.base && Some(o) == at)
+                        .find(|&&(b, o, _)| b == base && Some(o) == at)
                         .map(|&(_, _, f)| f);
                     loaded.push((r, fact));
                 }
@@ -516,8 +586,32 @@ impl State {
                         for slot in self.slots.iter_mut().filter(|s| s.0 == 31) {
                             slot.1 = slot.1.saturating_sub(add);
                         }
+                        for (_, f) in &mut self.regs {
+                            if let Fact::Frame(31, o) = f {
+                                *o = o.saturating_sub(add);
+                            }
+                        }
+                        if let Some((31, o)) = &mut self.block {
+                            *o = o.saturating_sub(add);
+                        }
+                        // A loop that moves sp (a stack probe) would make new offsets
+                        // forever: what drifts beyond any frame is forgotten.
+                        let near = |o: i64| o.unsigned_abs() <= MAX_SP_OFFSET;
+                        self.slots.retain(|&(b, o, _)| b != 31 || near(o));
+                        self.regs
+                            .retain(|&(_, f)| !matches!(f, Fact::Frame(31, o) if !near(o)));
+                        if self.block.is_some_and(|(b, o)| b == 31 && !near(o)) {
+                            self.block = None;
+                        }
                     }
-                    None => self.slots.retain(|s| s.0 != 31),
+                    None => {
+                        // `mov sp, xN` of a buffer's address allocates it (what moves
+                        // sp later allocates below it or is the epilogue).
+                        if arith.is_some_and(|(_, f)| f == Some(Fact::Buffer)) {
+                            self.buffer_live = true;
+                        }
+                        self.forget_base(31);
+                    }
                 },
                 r => self.set(r, None),
             }
@@ -526,6 +620,36 @@ impl State {
             if r != 31 {
                 self.set(r, fact);
             }
+        }
+        // The frame bases stay bases of their own: `mov x29, sp` says nothing lasting.
+        if let Some((rd, fact)) = arith.filter(|&(rd, f)| {
+            rd != 31 && !(a64::FRAME_BASES.contains(&rd) && matches!(f, Some(Fact::Frame(..))))
+        }) {
+            self.set(rd, fact);
+        }
+    }
+
+    /// What the TPIDR2 block at `block` lacks for a lazy save, if anything: the AAPCS64's
+    /// layout, as LLVM 19 fills it (the buffer's address at +0, `num_za_save_slices` = the
+    /// streaming vector length at +8, zero reserved bytes at +10 and +12), and the buffer
+    /// allocated (`sp` set to it).
+    fn block_lacks(&self, (base, at): (u8, i64)) -> Option<&'static str> {
+        let slot = |off: i64| {
+            self.slots
+                .iter()
+                .find(|&&(b, o, _)| b == base && o == at.saturating_add(off))
+                .map(|&(_, _, f)| f)
+        };
+        if slot(0) != Some(Fact::Buffer) {
+            Some("the lazy-save buffer's address (bytes 0-7)")
+        } else if !self.buffer_live {
+            Some("an allocated buffer (`sp` was never set to the buffer's address)")
+        } else if slot(8) != Some(Fact::Svl) {
+            Some("num_za_save_slices = the streaming vector length (bytes 8-9)")
+        } else if slot(10) != Some(Fact::Zero) || slot(12) != Some(Fact::Zero) {
+            Some("zeroed reserved bytes (10-15)")
+        } else {
+            None
         }
     }
 
@@ -850,6 +974,8 @@ impl<'a> FunctionAuditor<'a> {
                 Some(false)
             },
             za: shares_za(&self.caller).then_some(true),
+            block: None,
+            buffer_live: false,
             zt0_spilled: false,
             pending_restore: None,
             pending_fill: None,
@@ -897,6 +1023,8 @@ impl<'a> FunctionAuditor<'a> {
                     free: true,
                     tpidr2_set: None,
                     za: None,
+                    block: None,
+                    buffer_live: false,
                     zt0_spilled: true,
                     pending_restore: None,
                     pending_fill: None,
@@ -1052,6 +1180,10 @@ impl<'a> FunctionAuditor<'a> {
             }
             Op::Msr(SysReg::Tpidr2, r) => {
                 s.tpidr2_set = Some(r != 31 && s.fact(r) != Some(Fact::Zero));
+                s.block = match s.fact(r) {
+                    Some(Fact::Frame(b, o)) if r != 31 => Some((b, o)),
+                    _ => None,
+                };
             }
             Op::Mrs(r, SysReg::Svcr) => {
                 return read_mode(s, r).into_iter().flat_map(next).collect();
@@ -1075,6 +1207,18 @@ impl<'a> FunctionAuditor<'a> {
                                  restore needs `smstart za` first"
                                     .to_string(),
                             );
+                        }
+                        if let Some((b, o)) = s.block {
+                            if s.fact(0) != Some(Fact::Frame(b, o)) && !s.free {
+                                self.report(
+                                    case,
+                                    Kind::LazySaveNotRestored,
+                                    i,
+                                    "`__arm_tpidr2_restore` called without the TPIDR2 block \
+                                     TPIDR2_EL0 was set to in x0"
+                                        .to_string(),
+                                );
+                            }
                         }
                         s.pending_restore = None;
                     }
@@ -1294,6 +1438,18 @@ impl<'a> FunctionAuditor<'a> {
                 format!(
                     "lazy ZA save missing: {name} has a private ZA interface but \
                      TPIDR2_EL0 does not point at a TPIDR2 block at the call{note}"
+                ),
+            ));
+        }
+        if let (true, Some(Some(missing))) = (
+            site.model.lazy_za_save && s.tpidr2_set == Some(true),
+            s.block.map(|b| s.block_lacks(b)),
+        ) {
+            found.push((
+                Kind::LazySaveMissing,
+                format!(
+                    "lazy ZA save incomplete at the call to {name}: the TPIDR2 block \
+                     TPIDR2_EL0 points at lacks {missing}"
                 ),
             ));
         }

@@ -39,8 +39,9 @@
 //!   19's missing landing-pad `smstart` (12), 20 hand-broken objects are each caught at
 //!   their function, and in `fixtures/cfg/branches.s` (code laid out after a return, a
 //!   change on one branch only, `__arm_sme_state` paths, two exits, a mode test of the
-//!   wrong register, ZA turned off with a lazy save pending) exactly the 10 departures of
-//!   the paths that depart are found. `tests/acle.rs`: the SME ACLE sources
+//!   wrong register, ZA turned off with a lazy save pending, a TPIDR2 block without
+//!   num_za_save_slices, a restore from another block) exactly the 12 departures of the
+//!   paths that depart are found. `tests/acle.rs`: the SME ACLE sources
 //!   of `fixtures/acle` (every streaming interface, new/shared/preserved ZA, C++ with
 //!   exceptions, noreturn calls, switches, loops, indirect calls, hidden library calls)
 //!   compiled by clang-19 at -O0 to -O3 (101-102 functions and 179-201 call sites a level)

@@ -788,18 +788,11 @@ fn llvm_sme_tests_audit_clean() {
     );
 }
 
-/// Hand-written code whose layout misleads (`fixtures/cfg/branches.s`, assembled with
-/// llvm-mc-19): the audit follows the branches, so a change laid out after a return and
-/// reached by a branch counts, a change on one branch only is missing on the other, a
-/// `__arm_sme_state` test sends each entry mode down its own path, a test of a register
-/// not holding the mode goes both ways, each return is judged by the path to it, and ZA
-/// turned off (or not reset TPIDR2_EL0) where a lazy save may be pending is caught.
-/// Exactly the departures the file's comments name are found.
-#[test]
-fn audit_follows_branches() {
+/// The object llvm-mc-19 makes of `fixtures/cfg/NAME`.
+fn assemble_cfg(name: &str) -> Vec<u8> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cfg");
-    let src = std::fs::read(dir.join("branches.s")).unwrap();
-    let obj = pipe(
+    let src = std::fs::read(dir.join(name)).unwrap();
+    pipe(
         "llvm-mc-19",
         &[
             "-triple=aarch64-linux-gnu",
@@ -809,7 +802,20 @@ fn audit_follows_branches() {
             "-",
         ],
         &src,
-    );
+    )
+}
+
+/// Hand-written code whose layout misleads (`fixtures/cfg/branches.s`, assembled with
+/// llvm-mc-19): the audit follows the branches, so a change laid out after a return and
+/// reached by a branch counts, a change on one branch only is missing on the other, a
+/// `__arm_sme_state` test sends each entry mode down its own path, a test of a register
+/// not holding the mode goes both ways, each return is judged by the path to it, and ZA
+/// turned off (or not reset TPIDR2_EL0) where a lazy save may be pending is caught, and
+/// so are a TPIDR2 block without num_za_save_slices and a restore from another block.
+/// Exactly the departures the file's comments name are found.
+#[test]
+fn audit_follows_branches() {
+    let obj = assemble_cfg("branches.s");
     let given: HashMap<String, Attrs> = [
         "s_calls_n_out_of_line=streaming",
         "n_calls_s_one_branch=",
@@ -820,6 +826,9 @@ fn audit_follows_branches() {
         "sc_tests_another_register=streaming-compatible",
         "za_off_before_restore=inout_za",
         "s_turns_za_off=streaming",
+        "za_block_complete=inout_za",
+        "za_block_without_slices=inout_za",
+        "za_restore_other_block=inout_za",
         "s_callee=streaming",
     ]
     .iter()
@@ -846,6 +855,8 @@ fn audit_follows_branches() {
             ("za_off_before_restore", Kind::UnexpectedChange, 0xc),
             ("za_off_before_restore", Kind::LazySaveNotReset, 0x24),
             ("s_turns_za_off", Kind::UnexpectedChange, 0x4),
+            ("za_block_without_slices", Kind::LazySaveMissing, 0x30),
+            ("za_restore_other_block", Kind::LazySaveNotRestored, 0x48),
         ],
         "{:#?}",
         report.departures
@@ -855,7 +866,7 @@ fn audit_follows_branches() {
     assert!(sc.message.contains("PSTATE.SM = 1"), "{}", sc.message);
     let calls: usize = report.functions.iter().map(|f| f.calls).sum();
     eprintln!(
-        "audit by path: {} functions, {calls} call sites of hand-written branches; the 10 \
+        "audit by path: {} functions, {calls} call sites of hand-written branches; the 12 \
          departures found, nothing else",
         report.functions.len()
     );
@@ -868,19 +879,7 @@ fn audit_follows_branches() {
 /// instructions); a dispatch another path enters past the bound check does not decode.
 #[test]
 fn jump_tables_decode() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cfg");
-    let src = std::fs::read(dir.join("jump_tables.s")).unwrap();
-    let obj = pipe(
-        "llvm-mc-19",
-        &[
-            "-triple=aarch64-linux-gnu",
-            "-mattr=+sme2",
-            "-filetype=obj",
-            "-o",
-            "-",
-        ],
-        &src,
-    );
+    let obj = assemble_cfg("jump_tables.s");
     let tmp = std::env::temp_dir().join(format!("locus-jt-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::write(tmp.join("jt.o"), &obj).unwrap();
