@@ -466,6 +466,9 @@ pub fn may_set_flags(word: u32) -> bool {
     }
 }
 
+/// `bti c`, which starts a PLT stub under branch protection.
+pub const BTI_C: u32 = 0xd503_245f;
+
 /// The registers LLVM addresses stack slots from: `sp` (31), the frame pointer `x29`, and
 /// the base pointer `x19` of frames with both realignment and variable-sized objects.
 pub const FRAME_BASES: [u8; 3] = [31, 29, 19];

@@ -53,7 +53,9 @@
 //!   functions): each table is decoded, and every mode change, `msr TPIDR2_EL0` and ZA
 //!   restore in the cases made a NOP one at a time (174, 74, 74 and 107 at -O0..-O3) is
 //!   caught in its function; `fixtures/cfg/jump_tables.s` decodes the small, tiny and large
-//!   code models, masked and spilled indexes, in an object and linked by ld.lld-19. Clang 19.1.7's own
+//!   code models, masked and spilled indexes, in an object and linked by ld.lld-19.
+//!   Shared objects linked by ld.lld-19 (calls through PLT stubs) audit exactly as their
+//!   objects (`modes.c`, `za.c`, `switch.c`, with and without branch protection). Clang 19.1.7's own
 //!   SME/SME2 ACLE tests (`clang19_acle_tests_audit_clean`, ignored, with
 //!   `LOCUS_SME_CLANG_TESTS`): 66 files, 1242 functions a level, nothing reported at any
 //!   level; `fixtures/acle/sme2/zt0.c` shows LLVM 19's ZT0 tail call below.

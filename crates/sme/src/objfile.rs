@@ -1,13 +1,16 @@
 //! Reads an AArch64 ELF object (relocatable or linked) into its functions: each function
 //! symbol's instructions decoded ([`crate::a64`]), the symbol each `bl`/`b` reaches (from
-//! its `R_AARCH64_CALL26`/`JUMP26` relocation, else from the branch target), and the
+//! its `R_AARCH64_CALL26`/`JUMP26` relocation, else from the branch target, through a PLT
+//! stub to the function its GOT slot's dynamic relocation names), its jump tables
+//! ([`crate::jumptable`]), and the
 //! exception call-site table of the function (`.gcc_except_table`, found through the
 //! relocations of `.eh_frame`), which says where each call's landing pad is.
 
 use std::collections::HashMap;
 
 use object::{
-    Architecture, Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionIndex, SymbolKind,
+    Architecture, Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget,
+    SectionIndex, SymbolKind,
 };
 
 use crate::a64::{self, Op};
@@ -169,6 +172,7 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
         }
     }
     let pads = landing_pads(file, &obj)?;
+    let plt = plt_stubs(&obj);
     let mut out = Vec::new();
     for s in &syms {
         let sec = obj
@@ -210,6 +214,7 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
                             None
                         } else {
                             name_at(s.section, to)
+                                .or_else(|| plt.get(&sec.address().wrapping_add(to)).cloned())
                         }
                     }),
                 _ => None,
@@ -238,6 +243,55 @@ pub fn read_functions(file: &str, data: &[u8]) -> Result<Vec<CodeFunction>, Erro
         });
     }
     Ok(out)
+}
+
+/// The functions the PLT stubs of a linked object call, by stub address: each stub
+/// (`[bti c;] adrp x16, page; ldr x17, [x16, #off]; ...; br x17`, as ld.lld and GNU ld
+/// write them for AArch64) loads the GOT slot a `R_AARCH64_JUMP_SLOT` dynamic relocation
+/// names. Empty for a relocatable object, whose calls name their callees by relocation.
+fn plt_stubs(obj: &object::File<'_>) -> HashMap<u64, String> {
+    let mut out = HashMap::new();
+    let (Some(plt), Some(dynamic)) = (obj.section_by_name(".plt"), obj.dynamic_symbol_table())
+    else {
+        return out;
+    };
+    let slots: HashMap<u64, String> = obj
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter_map(|(at, reloc)| {
+            let RelocationTarget::Symbol(i) = reloc.target() else {
+                return None;
+            };
+            let name = dynamic.symbol_by_index(i).ok()?.name().ok()?;
+            Some((at, name.to_string()))
+        })
+        .collect();
+    let Ok(data) = plt.data() else {
+        return out;
+    };
+    let words: Vec<u32> = data
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    for (k, pair) in words.windows(2).enumerate() {
+        let at = plt.address().wrapping_add(4 * k as u64);
+        let Some(a64::TablePart::Adrp { rd: 16, page }) = a64::table_part(pair[0]) else {
+            continue;
+        };
+        // LDR (unsigned immediate, 64-bit) x17, [x16, #imm12 * 8].
+        if pair[1] & 0xffc0_03ff != 0xf940_0211 {
+            continue;
+        }
+        let slot = (at & !0xfff)
+            .wrapping_add_signed(page)
+            .wrapping_add(u64::from((pair[1] >> 10) & 0xfff) * 8);
+        if let Some(name) = slots.get(&slot) {
+            let bti = k > 0 && words[k - 1] == a64::BTI_C;
+            out.insert(if bti { at - 4 } else { at }, name.clone());
+        }
+    }
+    out
 }
 
 /// The jump tables of a function at address `pc` whose instructions are `insts`:
