@@ -8,10 +8,12 @@
 //! Each function's code is followed along its branches (`b`, `b.cond`, `cbz`/`cbnz`,
 //! `tbz`/`tbnz`, a jump table's `br` to each of its cases ([`crate::jumptable`]); `ret`,
 //! a tail call (a `br` that is not a jump table is an indirect one) and a call to a
-//! function that never returns end a path (`noreturn` in the IR, else [`NORETURN`]); a `b` to the function's very end
-//! that no path reaches goes to the empty block unoptimized code leaves after a noreturn
-//! call, not into the next function; landing pads, from the exception call-site table,
-//! start paths of their own) by a forward dataflow whose value at each
+//! function that never returns end a path (`noreturn` in the IR, else [`NORETURN`]); a
+//! `b` to the function's very end that no path reaches goes to the empty block
+//! unoptimized code leaves after a noreturn call, not into the next function; landing
+//! pads, from the exception call-site table, start paths of their own; a call or tail call
+//! to a machine-outlined `OUTLINED_FUNCTION_n` follows its straight-line body in place,
+//! its tail call being the caller's) by a forward dataflow whose value at each
 //! instruction is the set of states the paths reaching it bring: PSTATE.SM, the mode
 //! changes run since the path's last call site (or the entry, or the landing pad),
 //! whether TPIDR2_EL0 points at a lazy-save block, whether ZT0 is stored, which lazy save
@@ -271,9 +273,23 @@ pub fn audit(
         }
         (known, Source::Default)
     };
+    let outlined: HashMap<String, Outlined> = functions
+        .iter()
+        .filter_map(|f| Some((f.name.clone(), outlined(f)?)))
+        .collect();
     let mut report = AuditReport::default();
     for f in &functions {
         let (caller, source) = lookup(&f.name);
+        if outlined.contains_key(&f.name) {
+            report.functions.push(FunctionAudit {
+                name: f.name.clone(),
+                attrs: caller,
+                source,
+                calls: 0,
+                landing_pads: 0,
+            });
+            continue;
+        }
         let ir_calls = ir
             .as_ref()
             .and_then(|i| i.report.function(&f.name))
@@ -282,7 +298,7 @@ pub fn audit(
         let noreturn = |name: &str| {
             NORETURN.contains(&name) || ir.as_ref().is_some_and(|i| i.noreturn.contains(name))
         };
-        let mut audit = FunctionAuditor::new(f, caller, ir_calls, &lookup, &noreturn);
+        let mut audit = FunctionAuditor::new(f, caller, ir_calls, &lookup, &noreturn, &outlined);
         audit.run();
         report.functions.push(FunctionAudit {
             name: f.name.clone(),
@@ -294,6 +310,55 @@ pub fn audit(
         report.departures.extend(audit.departures());
     }
     Ok(report)
+}
+
+/// A machine-outlined body (`OUTLINED_FUNCTION_n`, LLVM's machine outliner at -Oz moves
+/// repeated sequences such as a lazy-save set-up there): straight-line instructions, then
+/// `ret` or a tail call. A call to one is followed in place, its tail call being the
+/// caller's call; the body is not audited as a function of its own.
+struct Outlined {
+    body: Vec<Instruction>,
+    /// The tail call's target, the call site the body leads to.
+    tail: Option<String>,
+}
+
+/// The prefix of LLVM's machine-outlined function names.
+const OUTLINED_PREFIX: &str = "OUTLINED_FUNCTION_";
+
+fn outlined(f: &CodeFunction) -> Option<Outlined> {
+    if !f.name.starts_with(OUTLINED_PREFIX) {
+        return None;
+    }
+    let (last, body) = f.instructions.split_last()?;
+    let mut body = body.to_vec();
+    let tail = match (last.op, &last.target) {
+        (Op::Ret(_), _) => None,
+        (Op::B(_), Some(t)) if LLVM_OWN_CALLS.contains(&t.as_str()) => {
+            // A tail call to an SME ABI routine is the routine's call, then a return.
+            body.push(Instruction {
+                op: Op::Bl(0),
+                ..last.clone()
+            });
+            None
+        }
+        (Op::B(_), Some(t)) => Some(t.clone()),
+        _ => return None,
+    };
+    let straight = body.iter().all(|x| match x.op {
+        Op::Bl(_) => x
+            .target
+            .as_deref()
+            .is_some_and(|t| LLVM_OWN_CALLS.contains(&t)),
+        Op::B(_)
+        | Op::BCond(..)
+        | Op::Cb { .. }
+        | Op::Tb { .. }
+        | Op::Blr(_)
+        | Op::Br(_)
+        | Op::Ret(_) => false,
+        _ => true,
+    });
+    straight.then_some(Outlined { body, tail })
 }
 
 /// A call site in the code.
@@ -351,6 +416,8 @@ struct FunctionAuditor<'a> {
     calls: Vec<Site>,
     /// The targets of each jump-table `br` (instruction indices).
     jumps: HashMap<usize, Vec<usize>>,
+    /// The bodies of the machine-outlined functions called, by instruction index.
+    inlined: HashMap<usize, Vec<Instruction>>,
     /// Instruction index -> call site.
     site_at: HashMap<usize, usize>,
     /// Departures found, by (kind, instruction, message), with the entry modes (PSTATE.SM
@@ -732,6 +799,7 @@ impl<'a> FunctionAuditor<'a> {
         ir_calls: &[CallReport],
         lookup: &dyn Fn(&str) -> (Attrs, Source),
         noreturn: &dyn Fn(&str) -> bool,
+        outlined: &HashMap<String, Outlined>,
     ) -> FunctionAuditor<'a> {
         // The IR's calls not yet matched, in order: by callee, and the indirect ones.
         let mut direct: HashMap<&str, VecDeque<usize>> = HashMap::new();
@@ -762,11 +830,32 @@ impl<'a> FunctionAuditor<'a> {
             })
             .collect();
         let mut calls = Vec::new();
+        let mut inlined = HashMap::new();
         for (index, inst) in f.instructions.iter().enumerate() {
             // A `br` that is not a jump-table dispatch is an indirect tail call.
             let (callee, tail) = match (inst.op, &inst.target) {
-                (Op::Bl(_), Some(t)) => (t.clone(), false),
-                (Op::B(_), Some(t)) => (t.clone(), true),
+                (Op::Bl(_), Some(t)) => match outlined.get(t) {
+                    Some(o) => {
+                        inlined.insert(index, o.body.clone());
+                        match &o.tail {
+                            Some(x) => (x.clone(), false),
+                            None => continue,
+                        }
+                    }
+                    None => (t.clone(), false),
+                },
+                (Op::B(_), Some(t)) => match outlined.get(t) {
+                    // A tail call to an outlined body: its tail call is the caller's,
+                    // its `ret` the caller's return.
+                    Some(o) => {
+                        inlined.insert(index, o.body.clone());
+                        match &o.tail {
+                            Some(x) => (x.clone(), true),
+                            None => continue,
+                        }
+                    }
+                    None => (t.clone(), true),
+                },
                 (Op::Blr(_), _) => ("(indirect)".to_string(), false),
                 (Op::Br(_), _) if !jumps.contains_key(&index) => ("(indirect)".to_string(), true),
                 _ => continue,
@@ -820,6 +909,7 @@ impl<'a> FunctionAuditor<'a> {
             caller,
             calls,
             jumps,
+            inlined,
             site_at: HashMap::new(),
             found: Vec::new(),
             found_at: HashMap::new(),
@@ -1079,7 +1169,7 @@ impl<'a> FunctionAuditor<'a> {
         case: bool,
         model: &rules::FunctionModel,
         i: usize,
-        mut s: State,
+        s: State,
     ) -> Vec<(usize, State)> {
         let n = self.f.instructions.len();
         let next = |s: State| {
@@ -1089,49 +1179,158 @@ impl<'a> FunctionAuditor<'a> {
                 Vec::new()
             }
         };
+        if let Some(body) = self.inlined.get(&i).cloned() {
+            let mut states = vec![s];
+            for inst in &body {
+                states = states
+                    .into_iter()
+                    .flat_map(|s| self.apply(case, i, inst, s))
+                    .collect();
+            }
+            return states
+                .into_iter()
+                .flat_map(|s| match (self.site_at.get(&i), self.inst(i).op) {
+                    (Some(&k), _) => self.call_site(case, model, i, k, s),
+                    (None, Op::B(_)) => {
+                        self.arrive(case, model, i, &s, None);
+                        Vec::new()
+                    }
+                    (None, _) => next(s),
+                })
+                .collect();
+        }
         if let Some(&k) = self.site_at.get(&i) {
-            self.arrive(case, model, i, &s, Some(k));
-            let site = &self.calls[k];
-            let mut out = Vec::new();
-            if let Some(pad) = site.pad {
-                let mut at_pad = s.anchored(Anchor::Pad(k));
-                // The unwinder restores the callee-saved registers; the mode is what it
-                // leaves.
-                at_pad.sm = None;
-                at_pad.cond_sm = None;
-                at_pad.clobber_call();
-                at_pad.pending_restore = None;
-                at_pad.pending_fill = None;
-                at_pad.za = None;
-                if site.model.lazy_za_save {
-                    at_pad.tpidr2_set = None;
-                }
-                out.push((pad, at_pad));
-            }
-            if site.tail || site.noreturn {
-                return out;
-            }
-            let mut after = s.anchored(Anchor::Call(k));
-            after.clobber_call();
-            after.pending_restore = site.model.lazy_za_save.then_some(k);
-            after.pending_fill = site.model.preserve_zt0.then_some(k);
-            // A private-ZA callee returns with ZA off or dormant; one that committed the
-            // lazy save returns with TPIDR2_EL0 null.
-            if !shares_za(&site.callee_attrs) {
-                after.za = None;
-            }
-            if site.model.lazy_za_save {
-                after.tpidr2_set = None;
-            }
-            out.extend(next(after));
-            return out;
+            return self.call_site(case, model, i, k, s);
         }
         let inst = self.inst(i).clone();
         match inst.op {
             Op::Ret(_) => {
                 self.arrive(case, model, i, &s, None);
-                return Vec::new();
+                Vec::new()
             }
+            Op::B(off) => self.index_at(i, off).map(|t| (t, s)).into_iter().collect(),
+            Op::Br(_) => {
+                let targets = self.jumps.get(&i).into_iter().flatten();
+                targets.map(|&t| (t, s.clone())).collect()
+            }
+            Op::BCond(_, off) => {
+                let mut out = next(s.clone());
+                out.extend(self.index_at(i, off).map(|t| (t, s)));
+                out
+            }
+            Op::Cb {
+                nonzero,
+                reg,
+                offset,
+            } => {
+                // A test of TPIDR2_EL0: zero means no lazy save is pending (nothing to
+                // commit); non-zero after a call means the callee did not commit the
+                // save, so ZA is intact and needs no restore.
+                let tpidr2 = s.fact(reg) == Some(Fact::Tpidr2);
+                let edge = |mut s: State, zero: bool| {
+                    if tpidr2 && zero {
+                        s.committed = true;
+                        s.tpidr2_set = Some(false);
+                    } else if tpidr2 {
+                        s.pending_restore = None;
+                        s.tpidr2_set.get_or_insert(true);
+                    }
+                    s
+                };
+                let mut out = next(edge(s.clone(), nonzero));
+                out.extend(self.index_at(i, offset).map(|t| (t, edge(s, !nonzero))));
+                out
+            }
+            Op::Tb {
+                nonzero,
+                reg,
+                bit,
+                offset,
+            } => {
+                // The mode the register holds, when known from its source; a test of
+                // anything else goes both ways.
+                let value = match s.fact(reg) {
+                    Some(Fact::Sm(v)) if bit == 0 => Some(v),
+                    _ => None,
+                };
+                let target = self.index_at(i, offset);
+                match value {
+                    Some(v) if v == nonzero => target.map(|t| (t, s)).into_iter().collect(),
+                    Some(_) => next(s),
+                    None => {
+                        let mut out = next(s.clone());
+                        out.extend(target.map(|t| (t, s)));
+                        out
+                    }
+                }
+            }
+            _ => self
+                .apply(case, i, &inst, s)
+                .into_iter()
+                .flat_map(next)
+                .collect(),
+        }
+    }
+
+    /// Call site `k` at instruction `i` on the paths of state `s`: the checks where the
+    /// segment ends, then the states after the call (and at its landing pad).
+    fn call_site(
+        &mut self,
+        case: bool,
+        model: &rules::FunctionModel,
+        i: usize,
+        k: usize,
+        s: State,
+    ) -> Vec<(usize, State)> {
+        let n = self.f.instructions.len();
+        let next = |s: State| {
+            if i + 1 < n {
+                vec![(i + 1, s)]
+            } else {
+                Vec::new()
+            }
+        };
+        self.arrive(case, model, i, &s, Some(k));
+        let site = &self.calls[k];
+        let mut out = Vec::new();
+        if let Some(pad) = site.pad {
+            let mut at_pad = s.anchored(Anchor::Pad(k));
+            // The unwinder restores the callee-saved registers; the mode is what it
+            // leaves.
+            at_pad.sm = None;
+            at_pad.cond_sm = None;
+            at_pad.clobber_call();
+            at_pad.pending_restore = None;
+            at_pad.pending_fill = None;
+            at_pad.za = None;
+            if site.model.lazy_za_save {
+                at_pad.tpidr2_set = None;
+            }
+            out.push((pad, at_pad));
+        }
+        if site.tail || site.noreturn {
+            return out;
+        }
+        let mut after = s.anchored(Anchor::Call(k));
+        after.clobber_call();
+        after.pending_restore = site.model.lazy_za_save.then_some(k);
+        after.pending_fill = site.model.preserve_zt0.then_some(k);
+        // A private-ZA callee returns with ZA off or dormant; one that committed the
+        // lazy save returns with TPIDR2_EL0 null.
+        if !shares_za(&site.callee_attrs) {
+            after.za = None;
+        }
+        if site.model.lazy_za_save {
+            after.tpidr2_set = None;
+        }
+        out.extend(next(after));
+        out
+    }
+
+    /// An instruction that does not branch, at (or, for a machine-outlined body, called
+    /// from) instruction `i`: the states after it.
+    fn apply(&mut self, case: bool, i: usize, inst: &Instruction, mut s: State) -> Vec<State> {
+        match inst.op {
             Op::Smstart(_) | Op::Smstop(_) => {
                 for insn in changes_of(inst.op) {
                     if s.seen.len() < MAX_SEEN {
@@ -1186,7 +1385,7 @@ impl<'a> FunctionAuditor<'a> {
                 };
             }
             Op::Mrs(r, SysReg::Svcr) => {
-                return read_mode(s, r).into_iter().flat_map(next).collect();
+                return read_mode(s, r);
             }
             Op::Mrs(r, SysReg::Tpidr2) => s.set(r, Some(Fact::Tpidr2)),
             Op::Mov(d, 31) => s.set(d, Some(Fact::Zero)),
@@ -1228,71 +1427,13 @@ impl<'a> FunctionAuditor<'a> {
                 let sme_state = inst.target.as_deref() == Some("__arm_sme_state");
                 s.clobber_routine(inst.target.as_deref());
                 if sme_state {
-                    return read_mode(s, 0).into_iter().flat_map(next).collect();
+                    return read_mode(s, 0);
                 }
             }
-            Op::B(off) => {
-                return self.index_at(i, off).map(|t| (t, s)).into_iter().collect();
-            }
-            Op::Br(_) => {
-                let targets = self.jumps.get(&i).into_iter().flatten();
-                return targets.map(|&t| (t, s.clone())).collect();
-            }
-            Op::BCond(_, off) => {
-                let mut out = next(s.clone());
-                out.extend(self.index_at(i, off).map(|t| (t, s)));
-                return out;
-            }
-            Op::Cb {
-                nonzero,
-                reg,
-                offset,
-            } => {
-                // A test of TPIDR2_EL0: zero means no lazy save is pending (nothing to
-                // commit); non-zero after a call means the callee did not commit the
-                // save, so ZA is intact and needs no restore.
-                let tpidr2 = s.fact(reg) == Some(Fact::Tpidr2);
-                let edge = |mut s: State, zero: bool| {
-                    if tpidr2 && zero {
-                        s.committed = true;
-                        s.tpidr2_set = Some(false);
-                    } else if tpidr2 {
-                        s.pending_restore = None;
-                        s.tpidr2_set.get_or_insert(true);
-                    }
-                    s
-                };
-                let mut out = next(edge(s.clone(), nonzero));
-                out.extend(self.index_at(i, offset).map(|t| (t, edge(s, !nonzero))));
-                return out;
-            }
-            Op::Tb {
-                nonzero,
-                reg,
-                bit,
-                offset,
-            } => {
-                // The mode the register holds, when known from its source; a test of
-                // anything else goes both ways.
-                let value = match s.fact(reg) {
-                    Some(Fact::Sm(v)) if bit == 0 => Some(v),
-                    _ => None,
-                };
-                let target = self.index_at(i, offset);
-                return match value {
-                    Some(v) if v == nonzero => target.map(|t| (t, s)).into_iter().collect(),
-                    Some(_) => next(s),
-                    None => {
-                        let mut out = next(s.clone());
-                        out.extend(target.map(|t| (t, s)));
-                        out
-                    }
-                };
-            }
             Op::Other(word) => s.other(word),
-            Op::Msr(..) => {}
+            _ => {}
         }
-        next(s)
+        vec![s]
     }
 
     /// The checks where a path segment ends: at call site `k` (`None`: a return).

@@ -55,7 +55,9 @@
 //!   caught in its function; `fixtures/cfg/jump_tables.s` decodes the small, tiny and large
 //!   code models, masked and spilled indexes, in an object and linked by ld.lld-19.
 //!   Shared objects linked by ld.lld-19 (calls through PLT stubs) audit exactly as their
-//!   objects (`modes.c`, `za.c`, `switch.c`, with and without branch protection). Clang 19.1.7's own
+//!   objects (`modes.c`, `za.c`, `switch.c`, with and without branch protection). At -Oz
+//!   the machine outliner's `OUTLINED_FUNCTION_n` bodies are followed in place: clean
+//!   audits, and each SME instruction in them removed is caught in a caller. Clang 19.1.7's own
 //!   SME/SME2 ACLE tests (`clang19_acle_tests_audit_clean`, ignored, with
 //!   `LOCUS_SME_CLANG_TESTS`): 66 files, 1242 functions a level, nothing reported at any
 //!   level; `fixtures/acle/sme2/zt0.c` shows LLVM 19's ZT0 tail call below.

@@ -337,6 +337,67 @@ fn linked_shared_objects_audit_as_their_objects() {
     eprintln!("shared objects audited as their objects: {linked}");
 }
 
+/// Machine-outlined code (-Oz: LLVM's machine outliner moves repeated sequences, such as
+/// a lazy-save set-up with its call or `smstart za` with the restore's test, into
+/// `OUTLINED_FUNCTION_n`): each fixture audits clean but for LLVM 19's documented
+/// landing-pad departure (there were false departures at every outlined call), and each
+/// mode change, `msr TPIDR2_EL0` or ZA restore inside an outlined body made a NOP is
+/// caught in a function that calls it.
+#[test]
+fn machine_outlined_code_is_followed_in_place() {
+    use locus_sme::a64::{Op, SysReg};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/acle");
+    let (mut outlined, mut removed) = (0, 0);
+    let mut missed = Vec::new();
+    for file in ["modes.c", "za.c", "switch.c", "exceptions.cpp"] {
+        let src = dir.join(file);
+        let (obj, ir) = compile(&src, "-Oz", "-march=armv9-a+sme");
+        let clean = audit("x.o", &obj, Some(("x.ll", &ir)), &HashMap::new()).unwrap();
+        let unexpected: Vec<_> = clean
+            .departures
+            .iter()
+            .filter(|d| d.kind != Kind::LandingPad)
+            .collect();
+        assert!(unexpected.is_empty(), "{file} -Oz: {unexpected:#?}");
+        let functions = locus_sme::objfile::read_functions("x.o", &obj).unwrap();
+        for f in functions
+            .iter()
+            .filter(|f| f.name.starts_with("OUTLINED_FUNCTION_"))
+        {
+            outlined += 1;
+            for inst in &f.instructions {
+                let relevant = match (inst.op, inst.target.as_deref()) {
+                    (Op::Smstart(_) | Op::Smstop(_) | Op::Msr(SysReg::Tpidr2, _), _) => true,
+                    (Op::Bl(_), Some(t)) => t == "__arm_tpidr2_restore",
+                    _ => false,
+                };
+                if !relevant {
+                    continue;
+                }
+                removed += 1;
+                let broken = nop_at(&obj, f.address, inst.offset);
+                let report = audit("x.o", &broken, Some(("x.ll", &ir)), &HashMap::new()).unwrap();
+                if !report
+                    .departures
+                    .iter()
+                    .any(|d| !clean.departures.contains(d))
+                {
+                    missed.push(format!(
+                        "{file} @{}+{:#x} `{}`",
+                        f.name, inst.offset, inst.op
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("-Oz: {outlined} outlined functions, {removed} SME instructions in them removed");
+    assert!(
+        removed > 0,
+        "no SME instruction was outlined: the test tests nothing"
+    );
+    assert!(missed.is_empty(), "missed:\n{}", missed.join("\n"));
+}
+
 /// LLVM 19's ZT0 tail call (llvm-project#165371) in clang-19's code: `fixtures/acle/sme2/zt0.c`
 /// at -O0..-O3 (`-march=armv9-a+sme2`). The audit reports tail-call departures exactly at
 /// the functions where `sme check` of the same IR warns about the call, and nothing else.
