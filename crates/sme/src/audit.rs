@@ -834,28 +834,22 @@ impl<'a> FunctionAuditor<'a> {
         for (index, inst) in f.instructions.iter().enumerate() {
             // A `br` that is not a jump-table dispatch is an indirect tail call.
             let (callee, tail) = match (inst.op, &inst.target) {
-                (Op::Bl(_), Some(t)) => match outlined.get(t) {
-                    Some(o) => {
-                        inlined.insert(index, o.body.clone());
-                        match &o.tail {
-                            Some(x) => (x.clone(), false),
-                            None => continue,
+                (Op::Bl(_) | Op::B(_), Some(t)) => {
+                    let tail = matches!(inst.op, Op::B(_));
+                    match outlined.get(t) {
+                        // An outlined body: its tail call is the caller's call (a tail
+                        // call when branched to), its `ret` a return to the caller (or
+                        // the caller's return).
+                        Some(o) => {
+                            inlined.insert(index, o.body.clone());
+                            match &o.tail {
+                                Some(x) => (x.clone(), tail),
+                                None => continue,
+                            }
                         }
+                        None => (t.clone(), tail),
                     }
-                    None => (t.clone(), false),
-                },
-                (Op::B(_), Some(t)) => match outlined.get(t) {
-                    // A tail call to an outlined body: its tail call is the caller's,
-                    // its `ret` the caller's return.
-                    Some(o) => {
-                        inlined.insert(index, o.body.clone());
-                        match &o.tail {
-                            Some(x) => (x.clone(), true),
-                            None => continue,
-                        }
-                    }
-                    None => (t.clone(), true),
-                },
+                }
                 (Op::Blr(_), _) => ("(indirect)".to_string(), false),
                 (Op::Br(_), _) if !jumps.contains_key(&index) => ("(indirect)".to_string(), true),
                 _ => continue,

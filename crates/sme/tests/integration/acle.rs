@@ -275,9 +275,8 @@ fn every_change_in_jump_table_cases_is_caught() {
 /// Linked shared objects audit as their relocatable objects: `modes.c`, `za.c` and
 /// `switch.c` at -O2, linked by ld.lld-19 (`-shared`, plain and with branch protection:
 /// `-mbranch-protection=standard -z force-bti`), where every call to another function goes
-/// through a PLT stub
-/// that the audit resolves through the GOT slot's `R_AARCH64_JUMP_SLOT` relocation: the
-/// same call sites and the same departures (before, the stubs named no callee: 25 false
+/// through a PLT stub that the audit resolves through the GOT slot's
+/// `R_AARCH64_JUMP_SLOT` relocation: the same call sites and the same departures (before, the stubs named no callee: 25 false
 /// departures in one such library, and a missing lazy save went unreported).
 #[test]
 fn linked_shared_objects_audit_as_their_objects() {
