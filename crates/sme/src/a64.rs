@@ -88,6 +88,35 @@ pub enum Op {
     Other(u32),
 }
 
+impl Op {
+    /// A branch, call or return: it ends straight-line code.
+    #[must_use]
+    pub fn is_branch(self) -> bool {
+        matches!(
+            self,
+            Op::B(_)
+                | Op::BCond(..)
+                | Op::Cb { .. }
+                | Op::Tb { .. }
+                | Op::Bl(_)
+                | Op::Blr(_)
+                | Op::Br(_)
+                | Op::Ret(_)
+        )
+    }
+
+    /// The byte offset a direct branch that is not a call (`b`, `b.cond`, `cbz`/`cbnz`,
+    /// `tbz`/`tbnz`) goes to.
+    #[must_use]
+    pub fn branch_offset(self) -> Option<i64> {
+        match self {
+            Op::B(o) | Op::BCond(_, o) => Some(o),
+            Op::Cb { offset, .. } | Op::Tb { offset, .. } => Some(offset),
+            _ => None,
+        }
+    }
+}
+
 const fn sign_extend(value: u32, bits: u32) -> i64 {
     let shift = 64 - bits;
     ((value as i64) << shift) >> shift

@@ -349,14 +349,7 @@ fn outlined(f: &CodeFunction) -> Option<Outlined> {
             .target
             .as_deref()
             .is_some_and(|t| LLVM_OWN_CALLS.contains(&t)),
-        Op::B(_)
-        | Op::BCond(..)
-        | Op::Cb { .. }
-        | Op::Tb { .. }
-        | Op::Blr(_)
-        | Op::Br(_)
-        | Op::Ret(_) => false,
-        _ => true,
+        op => !op.is_branch(),
     });
     straight.then_some(Outlined { body, tail })
 }
@@ -781,6 +774,15 @@ fn shares_za(a: &Attrs) -> bool {
     !rules::has_private_za_interface(a)
 }
 
+/// State `s` going on to the instruction of `f` after `i` (none after the last).
+fn fall_through(f: &CodeFunction, i: usize, s: State) -> Vec<(usize, State)> {
+    if i + 1 < f.instructions.len() {
+        vec![(i + 1, s)]
+    } else {
+        Vec::new()
+    }
+}
+
 /// `want` as it applies when PSTATE.SM was `sm` (before the call, or at the entry).
 fn concrete(want: &[Change], sm: bool) -> Vec<Change> {
     want.iter()
@@ -1165,14 +1167,8 @@ impl<'a> FunctionAuditor<'a> {
         i: usize,
         s: State,
     ) -> Vec<(usize, State)> {
-        let n = self.f.instructions.len();
-        let next = |s: State| {
-            if i + 1 < n {
-                vec![(i + 1, s)]
-            } else {
-                Vec::new()
-            }
-        };
+        let f = self.f;
+        let next = |s: State| fall_through(f, i, s);
         if let Some(body) = self.inlined.get(&i).cloned() {
             let mut states = vec![s];
             for inst in &body {
@@ -1276,14 +1272,8 @@ impl<'a> FunctionAuditor<'a> {
         k: usize,
         s: State,
     ) -> Vec<(usize, State)> {
-        let n = self.f.instructions.len();
-        let next = |s: State| {
-            if i + 1 < n {
-                vec![(i + 1, s)]
-            } else {
-                Vec::new()
-            }
-        };
+        let f = self.f;
+        let next = |s: State| fall_through(f, i, s);
         self.arrive(case, model, i, &s, Some(k));
         let site = &self.calls[k];
         let mut out = Vec::new();

@@ -36,20 +36,6 @@ pub struct TableAddress {
     pub value: u64,
 }
 
-fn is_branch(op: Op) -> bool {
-    matches!(
-        op,
-        Op::B(_)
-            | Op::BCond(..)
-            | Op::Cb { .. }
-            | Op::Tb { .. }
-            | Op::Bl(_)
-            | Op::Blr(_)
-            | Op::Br(_)
-            | Op::Ret(_)
-    )
-}
-
 fn writes(word: u32, r: u8) -> bool {
     a64::written(word).iter().any(|x| x == r)
 }
@@ -60,10 +46,8 @@ fn writes(word: u32, r: u8) -> bool {
 pub fn branch_targets(insts: &[Instruction]) -> HashMap<usize, Vec<usize>> {
     let mut out: HashMap<usize, Vec<usize>> = HashMap::new();
     for (i, x) in insts.iter().enumerate() {
-        let off = match x.op {
-            Op::B(o) | Op::BCond(_, o) => o,
-            Op::Cb { offset, .. } | Op::Tb { offset, .. } => offset,
-            _ => continue,
+        let Some(off) = x.op.branch_offset() else {
+            continue;
         };
         let Some(to) = x.offset.checked_add_signed(off) else {
             continue;
@@ -82,7 +66,7 @@ fn line_start(insts: &[Instruction], end: usize) -> usize {
     let lo = end.saturating_sub(WINDOW);
     (lo..end)
         .rev()
-        .find(|&k| is_branch(insts[k].op))
+        .find(|&k| insts[k].op.is_branch())
         .map_or(lo, |k| k + 1)
 }
 
@@ -287,7 +271,7 @@ fn index_bound(
             branch = Some(c);
             continue;
         }
-        if is_branch(x.op) {
+        if x.op.is_branch() {
             return None;
         }
         let before = step_back(&holders, x.word);

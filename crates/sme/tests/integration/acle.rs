@@ -210,6 +210,17 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
     );
 }
 
+/// A mode change, `msr TPIDR2_EL0` (lazy-save set-up or reset) or `__arm_tpidr2_restore`
+/// call: what the tests remove one at a time.
+fn is_sme_instruction(inst: &locus_sme::objfile::Instruction) -> bool {
+    use locus_sme::a64::{Op, SysReg};
+    match (inst.op, inst.target.as_deref()) {
+        (Op::Smstart(_) | Op::Smstop(_) | Op::Msr(SysReg::Tpidr2, _), _) => true,
+        (Op::Bl(_), Some(t)) => t == "__arm_tpidr2_restore",
+        _ => false,
+    }
+}
+
 /// Jump tables (`fixtures/acle/switch.c`: 16-case switches in streaming, inout-ZA,
 /// streaming-compatible and streaming inout-ZA functions, each case calling its own
 /// function), at every level: each function's table is decoded, and every mode change,
@@ -219,7 +230,6 @@ fn hand_broken_clang19_code_is_caught_at_every_level() {
 /// such removals in one function went unreported.
 #[test]
 fn every_change_in_jump_table_cases_is_caught() {
-    use locus_sme::a64::{Op, SysReg};
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/acle/switch.c");
     let mut lines = Vec::new();
     let mut missed = Vec::new();
@@ -237,12 +247,7 @@ fn every_change_in_jump_table_cases_is_caught() {
             assert_eq!(f.jump_tables.len(), 1, "{level}: {} has one table", f.name);
             assert_eq!(f.jump_tables[0].targets.len(), 16, "{level}: {}", f.name);
             for inst in &f.instructions {
-                let relevant = match (inst.op, inst.target.as_deref()) {
-                    (Op::Smstart(_) | Op::Smstop(_) | Op::Msr(SysReg::Tpidr2, _), _) => true,
-                    (Op::Bl(_), Some(t)) => t == "__arm_tpidr2_restore",
-                    _ => false,
-                };
-                if !relevant {
+                if !is_sme_instruction(inst) {
                     continue;
                 }
                 removed += 1;
@@ -344,7 +349,6 @@ fn linked_shared_objects_audit_as_their_objects() {
 /// caught in a function that calls it.
 #[test]
 fn machine_outlined_code_is_followed_in_place() {
-    use locus_sme::a64::{Op, SysReg};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/acle");
     let (mut outlined, mut removed) = (0, 0);
     let mut missed = Vec::new();
@@ -365,12 +369,7 @@ fn machine_outlined_code_is_followed_in_place() {
         {
             outlined += 1;
             for inst in &f.instructions {
-                let relevant = match (inst.op, inst.target.as_deref()) {
-                    (Op::Smstart(_) | Op::Smstop(_) | Op::Msr(SysReg::Tpidr2, _), _) => true,
-                    (Op::Bl(_), Some(t)) => t == "__arm_tpidr2_restore",
-                    _ => false,
-                };
-                if !relevant {
+                if !is_sme_instruction(inst) {
                     continue;
                 }
                 removed += 1;
