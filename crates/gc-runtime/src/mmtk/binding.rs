@@ -8,6 +8,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::PoisonError;
 
+use mmtk::scheduler::GCWorker;
 use mmtk::util::copy::{CopySemantics, GCWorkerCopyContext};
 use mmtk::util::heap::{GCTriggerPolicy, SpaceStats};
 use mmtk::util::opaque_pointer::{OpaquePointer, VMMutatorThread, VMThread, VMWorkerThread};
@@ -19,7 +20,7 @@ use mmtk::vm::{
     VMLocalForwardingBitsSpec, VMLocalForwardingPointerSpec, VMLocalLOSMarkNurserySpec,
     VMLocalMarkBitSpec, VMLocalPinningBitSpec,
 };
-use mmtk::{memory_manager, Mutator, MMTK};
+use mmtk::{memory_manager, Mutator, ObjectQueue, MMTK};
 
 use super::layout;
 use super::layout::HEADER_BYTES;
@@ -301,6 +302,10 @@ impl Scanning<Locus> for Scan {
                 let at = (obj + 8 * i) as *mut usize;
                 // SAFETY: pointer field `i` of the object.
                 let word = unsafe { at.read() };
+                // No object, of the heap or static, has an address off a word boundary.
+                if !word.is_multiple_of(ObjectReference::ALIGNMENT) {
+                    continue;
+                }
                 let Some(target) = ObjectReference::from_raw_address(address(word)) else {
                     continue;
                 };
@@ -662,7 +667,9 @@ pub(crate) fn publish(inst: &Instance, rec: &MutatorRecord) {
             return None;
         }
         let obj = object_at(value);
-        if obj.is_none() {
+        // Outside MMTk's memory: a static object (spec 003's constant cast to the tracked
+        // space), never traced or moved, as in a statepoint lane.
+        if obj.is_none() && super::in_heap(value) {
             super::record_fault(
                 inst,
                 format!(
@@ -831,6 +838,18 @@ impl ActivePlan<Locus> for Mutators {
 
     fn number_of_mutators() -> usize {
         lock(&instance().sync).mutators.len()
+    }
+
+    /// An object outside every MMTk space: a static object (spec 003 lets code cast a plain
+    /// pointer to a constant object into the tracked space, and a precise field may hold
+    /// it). It lives for ever and is neither scanned nor moved: the objects it names must
+    /// be static too, or held by a root region.
+    fn vm_trace_object<Q: ObjectQueue>(
+        _queue: &mut Q,
+        object: ObjectReference,
+        _worker: &mut GCWorker<Locus>,
+    ) -> ObjectReference {
+        object
     }
 }
 

@@ -78,11 +78,15 @@
 //! runtime reports it as a fault at the pin, one `locus: gc: pin: ...` line, rather than
 //! let the program's raw pointer go stale).
 //!
-//! A root that is neither null nor an object's address is a fault: it is recorded
-//! ([`MmtkHeap::take_faults`]) and not traced; so is a broken frame (misaligned, flag bits
-//! set, a root count over [`MAX_FRAME_ROOTS`],
-//! linked twice, a chain over [`MAX_FRAMES`]). Fields
-//! are traced as MMTk traces them: a field holding garbage is undefined behaviour, as in
+//! A root or a pointer field holding an address outside MMTk's memory names a *static
+//! object* (spec 003 lets code cast a plain pointer to a constant object into the tracked
+//! space: Julia's `nothing`, a module's global): it is skipped, never traced, moved or
+//! freed (fields reach MMTk's `vm_trace_object`, which returns it as it is), so the objects
+//! it names must be static too or held by a root region. A root in MMTk's memory that is
+//! not an object's address is a fault: it is recorded ([`MmtkHeap::take_faults`]) and not
+//! traced; so is a broken frame (misaligned, flag bits set, a root count over
+//! [`MAX_FRAME_ROOTS`], linked twice, a chain over [`MAX_FRAMES`]). Fields are traced as
+//! MMTk traces them: a field holding garbage in MMTk's memory is undefined behaviour, as in
 //! compiled code (MMTk's debug assertions catch some in a debug build).
 //!
 //! # Heap size

@@ -12,11 +12,16 @@
 //! stress mode, when the program uses it (its object's pages are inaccessible).
 //!
 //! Every pointer traced, root or field, is looked up in the heap's registry before it is
-//! dereferenced: null is skipped, a live object's address is marked, and anything else is a
-//! fault: a freed object or a place inside one ([`GcFault::DanglingReference`]), a place
-//! inside a live object ([`GcFault::InteriorPointer`]), or no object at all
-//! ([`GcFault::NotAnObject`]). A live object whose header was overwritten is a
-//! [`GcFault::CorruptHeader`]. The first fault ends the collection before the sweep: the
+//! dereferenced: null is skipped, a live object's address is marked, an address outside
+//! every object the heap knows and every mutator's stack is a *static object* (spec 003
+//! lets code cast a plain pointer to a constant object into the tracked space: Julia's
+//! `nothing`, a module's global) and is skipped (never traced, freed or moved), and
+//! anything else is a fault: a freed object or a place inside one
+//! ([`GcFault::DanglingReference`]), a place inside a live object
+//! ([`GcFault::InteriorPointer`]), or an address on a stack ([`GcFault::NotAnObject`]). A
+//! live object whose header was overwritten is a [`GcFault::CorruptHeader`]. Outside stress
+//! mode freed objects are forgotten, so a stale pointer to one whose block went back to the
+//! allocator passes for a static object: stress mode is what catches those. The first fault ends the collection before the sweep: the
 //! marks are cleared and nothing is freed, so a run that continues after a fault has lost
 //! nothing that was reachable.
 //!
@@ -31,6 +36,7 @@ use std::time::{Duration, Instant};
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, FrameRef, ThreadRoots};
 use super::heap::{Heap, Lookup, Scan, Trace};
+use locus_signals::StackBounds;
 
 /// What one collection did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,7 +137,8 @@ pub(crate) fn collect(
         ..Collection::default()
     };
     let regions: Vec<usize> = threads.iter().flat_map(frames::region_words).collect();
-    if let Err(fault) = mark(heap, &chain, &regions, globals, &mut done) {
+    let stacks: Vec<StackBounds> = threads.iter().filter_map(|t| t.bounds).collect();
+    if let Err(fault) = mark(heap, &stacks, &chain, &regions, globals, &mut done) {
         heap.clear_marks();
         return Err(fault);
     }
@@ -151,6 +158,7 @@ struct Grey {
 
 fn mark(
     heap: &mut Heap,
+    stacks: &[StackBounds],
     chain: &[FrameRef],
     regions: &[usize],
     globals: &[(usize, usize)],
@@ -163,14 +171,22 @@ fn mark(
         if heap.is_live(word) {
             done.roots += 1;
             let from = |_: &Heap| Referrer::Pinned { object: word };
-            trace(heap, word, (usize::MAX, 0), from, &mut stack, done)?;
+            trace(heap, word, (usize::MAX, 0), from, &mut stack, done, stacks)?;
         }
     }
     // SAFETY: the promise of `locus_gc_add_root_region`.
     for (region, word, target) in unsafe { frames::global_roots(globals) } {
         done.roots += 1;
         let from = |_: &Heap| Referrer::Global { region, word };
-        trace(heap, target, (usize::MAX, word), from, &mut stack, done)?;
+        trace(
+            heap,
+            target,
+            (usize::MAX, word),
+            from,
+            &mut stack,
+            done,
+            stacks,
+        )?;
     }
     for frame in chain {
         done.max_roots = done.max_roots.max(frame.nroots);
@@ -189,14 +205,14 @@ fn mark(
                 slot,
             };
             let root = (frame.index, slot);
-            trace(heap, target, root, from, &mut stack, done)?;
+            trace(heap, target, root, from, &mut stack, done, stacks)?;
         }
     }
     // What a host pinned (`locus_gc_pin`) is a root here too, as with statepoint roots.
     for addr in heap.pinned_objects() {
         done.roots += 1;
         let from = |_: &Heap| Referrer::Pinned { object: addr };
-        trace(heap, addr, (usize::MAX, 0), from, &mut stack, done)?;
+        trace(heap, addr, (usize::MAX, 0), from, &mut stack, done, stacks)?;
     }
     while let Some(grey) = stack.pop() {
         let (words, precise) = match grey.scan {
@@ -218,7 +234,7 @@ fn mark(
                 field,
                 root: grey.root,
             };
-            trace(heap, target, grey.root, from, &mut stack, done)?;
+            trace(heap, target, grey.root, from, &mut stack, done, stacks)?;
         }
     }
     Ok(())
@@ -233,6 +249,7 @@ fn trace(
     from: impl FnOnce(&Heap) -> Referrer,
     stack: &mut Vec<Grey>,
     done: &mut Collection,
+    stacks: &[StackBounds],
 ) -> Result<(), GcFault> {
     let collection = done.number;
     match heap.trace(target) {
@@ -253,18 +270,19 @@ fn trace(
             object,
             collection,
         }),
-        Trace::Bad(lookup) => Err(bad(from(heap), target, lookup, heap, collection)),
+        // A static object: not the heap's to trace, free or move.
+        Trace::Bad(Lookup::Nothing) if !on_a_stack(target, stacks) => Ok(()),
+        Trace::Bad(lookup) => Err(bad(from(heap), target, lookup, collection)),
     }
 }
 
+/// Whether `addr` is on one of the mutators' stacks (where no object, static or not, lives).
+pub(crate) fn on_a_stack(addr: usize, stacks: &[StackBounds]) -> bool {
+    stacks.iter().any(|s| (s.low..s.high).contains(&addr))
+}
+
 /// The fault for a traced pointer that is not a live object's address.
-pub(crate) fn bad(
-    from: Referrer,
-    target: usize,
-    lookup: Lookup,
-    heap: &Heap,
-    collection: u64,
-) -> GcFault {
+pub(crate) fn bad(from: Referrer, target: usize, lookup: Lookup, collection: u64) -> GcFault {
     match lookup {
         Lookup::Freed(object) => GcFault::DanglingReference {
             from,
@@ -287,7 +305,6 @@ pub(crate) fn bad(
         Lookup::Nothing => GcFault::NotAnObject {
             from,
             target,
-            stress: heap.is_stress(),
             collection,
         },
     }

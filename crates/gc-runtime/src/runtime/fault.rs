@@ -268,15 +268,14 @@ pub enum GcFault {
         /// The collection that found it.
         collection: u64,
     },
-    /// A root or a field holds an address that is no object of this heap.
+    /// A root or a field holds an address on a mutator's stack: no object, of the heap or
+    /// static, lives there. (Any other address no object of the heap holds is a static
+    /// object, skipped.)
     NotAnObject {
         /// Where the pointer was found.
         from: Referrer,
         /// The pointer.
         target: usize,
-        /// Whether the runtime was in stress mode (outside it, freed objects are forgotten,
-        /// so a dangling reference shows up as this fault).
-        stress: bool,
         /// The collection that found it.
         collection: u64,
     },
@@ -462,23 +461,12 @@ impl fmt::Display for GcFault {
             GcFault::NotAnObject {
                 from,
                 target,
-                stress,
                 collection,
-            } => {
-                write!(
-                    f,
-                    "not an object: {from} holds {target:#x}, which is not an object of this \
-                     heap (found in collection {collection})"
-                )?;
-                if !stress {
-                    write!(
-                        f,
-                        "; outside stress mode freed objects are forgotten, so this may be a \
-                         dangling reference"
-                    )?;
-                }
-                Ok(())
-            }
+            } => write!(
+                f,
+                "not an object: {from} holds {target:#x}, an address on a thread's stack, \
+                 where no object lives (found in collection {collection})"
+            ),
             GcFault::CorruptHeader {
                 from,
                 object,

@@ -666,11 +666,6 @@ impl Heap {
             .collect()
     }
 
-    /// Whether freed objects are poisoned and kept.
-    pub(crate) fn is_stress(&self) -> bool {
-        self.stress
-    }
-
     /// The number of live objects.
     pub(crate) fn live_objects(&self) -> u64 {
         self.live.len() as u64

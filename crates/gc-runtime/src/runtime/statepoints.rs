@@ -54,6 +54,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use super::collector::{bad, on_a_stack};
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, StackBounds};
 use super::heap::{Heap, Lookup, Scan, Trace};
@@ -530,6 +531,8 @@ struct Grey {
 
 struct Marker<'h> {
     heap: &'h mut Heap,
+    /// The mutators' stacks: an address there is no static object.
+    stacks: Vec<StackBounds>,
     stack: Vec<Grey>,
     pinned: HashSet<usize>,
     done: Collection,
@@ -584,13 +587,9 @@ impl Marker<'_> {
                 object,
                 collection,
             }),
-            Trace::Bad(lookup) => Err(super::collector::bad(
-                from(self.heap),
-                target,
-                lookup,
-                self.heap,
-                collection,
-            )),
+            // A static object (see `super::collector`).
+            Trace::Bad(Lookup::Nothing) if !on_a_stack(target, &self.stacks) => Ok(()),
+            Trace::Bad(lookup) => Err(bad(from(self.heap), target, lookup, collection)),
         }
     }
 
@@ -649,6 +648,7 @@ pub(crate) fn collect(
     }
     let mut m = Marker {
         heap,
+        stacks: roots.threads.iter().filter_map(|t| t.bounds).collect(),
         stack: Vec::new(),
         pinned: HashSet::new(),
         done: Collection {

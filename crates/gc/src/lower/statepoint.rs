@@ -29,6 +29,9 @@
 //!    frame-pointer chain starts there ([`crate::runtime::statepoints`]);
 //! 5. every other defined function gets `gc "statepoint-example"` and
 //!    `"frame-pointer"="all"`, the runtime functions that never collect `"gc-leaf-function"`,
+//!    its `addrspacecast`s of plain pointers into the GC space (static objects) a base
+//!    RS4GC can take (a constant expression, or `ptrtoint` and `inttoptr`: LLVM 19's RS4GC
+//!    makes an invalid module of the cast itself, llvm-project issue 61917),
 //!    and RS4GC runs in process (`LLVMRunPasses`). A function of variable size (a dynamic
 //!    `alloca`) is also made `"no-realign-stack"`, its `alloca`s aligned beyond the stack's
 //!    16 bytes given their alignment by hand (a larger `alloca`, its address rounded up by
@@ -184,6 +187,9 @@ pub struct StatepointReport {
     /// see the [module documentation](self)), so that their slots are off the frame
     /// pointer, not a base pointer.
     pub unrealigned: usize,
+    /// `addrspacecast`s of plain pointers into the GC space given a base RS4GC can take
+    /// (see `rebase_untracked_casts`).
+    pub static_casts: usize,
 }
 
 /// The prefix of LLVM's statepoint intrinsics (`llvm.experimental.gc.statepoint.p0`),
@@ -374,6 +380,7 @@ fn prepare<'c>(
             }
             set_gc(f, Some(GC_STRATEGY));
             report.functions += 1;
+            report.static_casts += rebase_untracked_casts(&b, f)?;
             if super::realign::keep_from_realigning(&b, f)? {
                 report.unrealigned += 1;
             }
@@ -381,6 +388,49 @@ fn prepare<'c>(
     }
     out.verify()?;
     Ok((out, report))
+}
+
+/// Rewrites each `addrspacecast` of a plain pointer into the GC space, which LLVM 19's
+/// RS4GC cannot give a base (llvm-project issue 61917: it takes the plain pointer for the
+/// base, and a `phi` of it and a GC pointer makes an invalid `bitcast ptr null to ptr
+/// addrspace(1)`), into what it can: the cast of a constant (a static object: Julia's
+/// `nothing`, a module's global) becomes a constant expression, a base RS4GC never
+/// relocates; of anything else, `ptrtoint` and `inttoptr`, a base of its own that the
+/// collector finds in the slot (a static object it skips, or a pinned object it keeps).
+/// Returns how many casts it rewrote.
+fn rebase_untracked_casts<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<usize> {
+    let casts: Vec<Instruction<'m>> = f
+        .instructions()
+        .into_iter()
+        .filter(|i| i.opcode() == Opcode::AddrSpaceCast)
+        .filter(|i| i.ty().scalar().address_space() == Some(GC_ADDRESS_SPACE))
+        .filter(|i| {
+            i.operand(0)
+                .is_some_and(|v| v.ty().scalar().address_space() != Some(GC_ADDRESS_SPACE))
+        })
+        .collect();
+    for &cast in &casts {
+        let Some(plain) = cast.operand(0) else {
+            continue;
+        };
+        b.position_before(cast)?;
+        let rebased = if plain.is_constant() {
+            // LLVM's builder folds the cast of a constant into a constant expression.
+            b.addrspacecast(plain, cast.ty(), "")?
+        } else {
+            let word = b.int_type(64)?;
+            let words = match cast.ty().vector_len() {
+                Some(n) => b.vector_type(word, n)?,
+                None => word,
+            };
+            // Named: the rewritten text stays readable, and editable by name.
+            let int = b.ptrtoint(plain, words, "untracked.int")?;
+            b.inttoptr(int, cast.ty(), "untracked")?
+        };
+        b.replace_all_uses_with(cast, rebased)?;
+        b.erase(cast)?;
+    }
+    Ok(casts.len())
 }
 
 /// `uwtable`'s value for asynchronous unwind tables (LLVM's `UWTableKind::Async`).
