@@ -78,8 +78,9 @@ pub enum Command {
         /// One per argument, in order: a .npy path for a memref, a number for a scalar. A
         /// memref may be a slice of the file, as numpy slices (`A.npy[::2, 1:]`, `A.npy[0]`,
         /// `A.npy[::-1].T`): passed without a copy to a strided parameter, as a row-major
-        /// copy (written back with --inout) to an identity-layout one (a slicing applies to
-        /// the memref's dimensions, not to a vector element's lanes). A .npy file in C
+        /// copy (written back with --inout) to an identity-layout or unranked one (a
+        /// slicing applies to the memref's dimensions, not to a vector element's lanes).
+        /// A .npy file in C
         /// order and native byte order is mapped, not read (so --max-input-bytes does not
         /// apply to it): the kernel works on the file's pages, and with --inout writes the
         /// file itself. A file given for several parameters is one array, as numpy passes

@@ -831,7 +831,10 @@ impl MemRefType {
     }
 
     /// Checks a memref with this element type, offset, sizes and strides
-    /// against the type. Unranked types accept every rank.
+    /// against the type. Unranked types accept every rank, with the identity
+    /// layout only: a kernel may cast one to a ranked identity layout, which
+    /// MLIR takes for an assertion, so a view with an offset or other strides
+    /// would have it read and write the wrong elements.
     pub fn check(
         &self,
         elem: ElemType,
@@ -846,7 +849,7 @@ impl MemRefType {
             });
         }
         let Some(shape) = &self.shape else {
-            return Ok(());
+            return identity(offset, sizes, strides);
         };
         if shape.len() != sizes.len() {
             return Err(Mismatch::Rank {
@@ -866,19 +869,7 @@ impl MemRefType {
             }
         }
         match &self.layout {
-            Layout::Identity => {
-                if offset != 0 {
-                    return Err(Mismatch::Layout(format!(
-                        "offset {offset}, but the identity layout assumes offset 0"
-                    )));
-                }
-                if !is_row_major(sizes, strides) {
-                    return Err(Mismatch::Layout(format!(
-                        "strides {strides:?} are not row-major for sizes {sizes:?}; \
-                         the callee's identity layout would ignore them"
-                    )));
-                }
-            }
+            Layout::Identity => identity(offset, sizes, strides)?,
             Layout::Strided {
                 strides: want,
                 offset: want_offset,
@@ -921,6 +912,22 @@ impl MemRefType {
         let strides = row_major(sizes);
         self.check(self.elem, 0, sizes, &strides).is_ok()
     }
+}
+
+/// Whether a memref of this offset, sizes and strides has the identity layout.
+fn identity(offset: i64, sizes: &[i64], strides: &[i64]) -> Result<(), Mismatch> {
+    if offset != 0 {
+        return Err(Mismatch::Layout(format!(
+            "offset {offset}, but the identity layout assumes offset 0"
+        )));
+    }
+    if !is_row_major(sizes, strides) {
+        return Err(Mismatch::Layout(format!(
+            "strides {strides:?} are not row-major for sizes {sizes:?}; \
+             the callee's identity layout would ignore them"
+        )));
+    }
+    Ok(())
 }
 
 /// Row-major strides for `sizes` (saturating; only for checks).

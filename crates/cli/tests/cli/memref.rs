@@ -1588,6 +1588,29 @@ fn sliced_arguments_from_the_shell() {
         .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(got, [1.0, 3.0, 1.0, 4.0, 1.0, 5.0]);
+    // An unranked parameter gets a row-major copy too: the kernel casts it to an identity
+    // layout (`memref<?xf32>`), which would take the slice's offset and step for 0 and 1
+    // and write the wrong elements.
+    for (slice, want) in [
+        ("[::2]", [-1.0, 1.0, -1.0, 3.0, -1.0, 5.0, -1.0, 7.0]),
+        ("[3:]", [0.0, 1.0, 2.0, -1.0, -1.0, -1.0, -1.0, -1.0]),
+    ] {
+        let values: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        let u = write_f32(&t.0, "u.npy", &[8], &values, false);
+        ok(&locus(&[
+            "call",
+            &lib("results"),
+            "fill_unranked",
+            "--sig-from",
+            path_str(&fixture("results.mlir")),
+            "--arg",
+            &format!("{u}{slice}"),
+            "--arg",
+            "-1",
+            "--inout",
+        ]));
+        assert_eq!(read_f32(&u).1, want, "{slice}");
+    }
     // Errors name the argument and what is wrong with the slicing.
     let bad = |arg: String, want: &str| {
         let out = locus(&[

@@ -315,7 +315,22 @@ pub(super) fn resolve(
         out.push(if global[k] {
             (Origin::Global, None)
         } else if let Some(i) = arg {
-            let (position, _, copy) = &args[i];
+            let (position, span, copy) = &args[i];
+            // Reading past the argument's bytes would write whatever memory is there (the
+            // heap, another mapping) into the result, or fault.
+            if let Some((lo, hi)) = bytes[k].filter(|&(lo, hi)| lo < span.0 || hi > span.1) {
+                return Err(Error::Result {
+                    index: results[k].index,
+                    message: format!(
+                        "points into argument {position} but reaches past its buffer (bytes \
+                         {} to {} of it, which has {}): the kernel returned a view out of \
+                         bounds",
+                        lo - span.0,
+                        hi - span.0,
+                        span.1 - span.0
+                    ),
+                });
+            }
             (Origin::Argument(*position), copy.clone())
         } else if options.borrow_results {
             (Origin::Kept, None)
@@ -386,6 +401,27 @@ mod tests {
         found.iter().map(|(o, _)| *o).collect()
     }
 
+    /// A result in an argument's buffer that reaches past its end (or before its start) is
+    /// refused, naming the bytes: copying it out would read memory that is not the
+    /// argument's.
+    #[test]
+    fn a_result_reaching_out_of_its_argument_is_refused() {
+        // Argument 3 is 64 bytes (16 f32) at 0x10000.
+        for (offset, size) in [(2, 20), (-1, 4), (0, 17)] {
+            let rs = [result(0, 0x10000, 0x10000, offset, size)];
+            let err = resolve(&rs, &argument(), &options()).unwrap_err();
+            assert!(
+                matches!(&err, Error::Result { index: 0, message }
+                    if message.contains("points into argument 3 but reaches past its buffer")),
+                "{offset} {size}: {err}"
+            );
+        }
+        let rs = [result(0, 0x10000, 0x10000, 2, 14)];
+        let found = resolve(&rs, &argument(), &options()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(origins(&found), [Origin::Argument(3)]);
+        assert!(freed().is_empty());
+    }
+
     #[test]
     fn one_allocation_returned_twice_is_freed_once() {
         let rs = [
@@ -431,12 +467,13 @@ mod tests {
     #[test]
     fn results_in_an_argument_are_never_freed() {
         let rs = [
-            // The argument itself, a subview (aligned inside), bytes reaching
-            // into it from below, and a result joined to the subview.
+            // The argument itself, a subview (aligned inside), one sharing its
+            // allocated pointer, and two sharing another (bytes reaching out of
+            // the argument are refused: see below).
             result(0, 0x10000, 0x10000, 0, 16),
             result(1, 0x7000, 0x10000, 4, 4),
-            result(2, 0x7000, 0xfff0, 0, 8),
-            result(3, 0x20000, 0x20000, 0, 2),
+            result(2, 0x7000, 0x10030, 0, 4),
+            result(3, 0x20000, 0x10038, 0, 2),
             result(4, 0x20000, 0x10020, 0, 1),
             // A global, and a fresh buffer.
             result(5, GLOBAL, 0x8000, 0, 4),

@@ -169,8 +169,19 @@ fn checks_element_rank_sizes_and_layout() {
     assert!(
         matches!(st0.check(f32_, 2, &[3], &[2]), Err(Mismatch::Layout(m)) if m.contains("offset 2"))
     );
+    // Unranked: any rank, the identity layout only (a kernel may cast it to one).
     let un = t("memref<*xf32>");
-    assert_eq!(un.check(f32_, 3, &[2, 2, 2], &[-1, 5, 0]), Ok(()));
+    assert_eq!(un.check(f32_, 0, &[2, 2, 2], &[4, 2, 1]), Ok(()));
+    assert_eq!(un.check(f32_, 0, &[], &[]), Ok(()));
+    assert!(matches!(
+        un.check(f32_, 3, &[2, 2, 2], &[4, 2, 1]),
+        Err(Mismatch::Layout(m)) if m.contains("offset 3")
+    ));
+    assert!(matches!(
+        un.check(f32_, 0, &[2, 2, 2], &[-1, 5, 0]),
+        Err(Mismatch::Layout(m)) if m.contains("not row-major")
+    ));
+    assert!(un.accepts_row_major(&[2, 2, 2]));
     assert!(un.check(ElemType::I32, 0, &[], &[]).is_err());
 }
 
