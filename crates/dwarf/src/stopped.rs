@@ -245,7 +245,11 @@ impl Stopped {
     /// Fills the memory the target had from a file but the core left out
     /// (text and read-only data are not dumped by default) from `data`, the
     /// file at `path` as [`Stopped::place`] found it; the rest stays in
-    /// [`Stopped::missing`].
+    /// [`Stopped::missing`]. Left out means a `PT_LOAD` with fewer bytes in
+    /// the core than in memory (the kernel's cores), or no `PT_LOAD` at all
+    /// for a mapping of the file (gdb's `gcore` leaves out read-only file
+    /// mappings whole): such a mapping is filled where the file's segments
+    /// under it are all read-only, so the file's bytes are the memory's.
     ///
     /// A target that lists no mapping of the file (a core without `NT_FILE`,
     /// as qemu-user writes them; the file placed by its entry point) gets
@@ -296,6 +300,83 @@ impl Stopped {
             }
         }
         self.missing = still;
+        self.fill_unlisted_mappings(placed, data);
+    }
+
+    /// The part of [`Stopped::fill_from_file`] for mappings of the file that
+    /// no memory block and no missing range covers.
+    fn fill_unlisted_mappings(&mut self, placed: &Placed, data: &[u8]) {
+        let Ok(file) = object::File::parse(data) else {
+            return;
+        };
+        // Where its writable segments are, whole pages: memory there may
+        // differ from the file (a write, or a relocation the loader applied).
+        // A read-only page is the file's bytes, even those of a writable
+        // segment sharing its file page (mapped again, copy-on-write, at the
+        // segment's own address).
+        let writable: Vec<(u64, u64)> = file
+            .segments()
+            .filter(|s| match s.flags() {
+                object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_W != 0,
+                _ => true,
+            })
+            .map(|s| {
+                let start = s.address().wrapping_add(placed.load_bias);
+                (start & !4095, start.saturating_add(s.size()))
+            })
+            .collect();
+        let mut blocks = Vec::new();
+        for m in self.mappings.iter().filter(|m| m.path == placed.path) {
+            let Some(data_left) = usize::try_from(m.file_offset)
+                .ok()
+                .and_then(|from| data.len().checked_sub(from))
+            else {
+                continue;
+            };
+            // Past the file's end a mapping reads zeros to the end of its page only.
+            let in_file = u64::try_from(data_left).unwrap_or(u64::MAX);
+            let readable = in_file.saturating_add(4095) & !4095;
+            let end = m.end.min(m.start.saturating_add(readable));
+            let mut at = m.start;
+            while at < end {
+                let covered = self
+                    .memory
+                    .iter()
+                    .map(|b| (b.address, b.address.saturating_add(b.bytes.len() as u64)))
+                    .chain(self.missing.iter().map(|&(s, e, _)| (s, e)))
+                    .filter(|&(s, e)| s <= at && at < e)
+                    .map(|(_, e)| e)
+                    .max();
+                if let Some(e) = covered {
+                    at = e;
+                    continue;
+                }
+                let next = self
+                    .memory
+                    .iter()
+                    .map(|b| b.address)
+                    .chain(self.missing.iter().map(|&(s, _, _)| s))
+                    .filter(|&s| s > at)
+                    .min()
+                    .unwrap_or(end)
+                    .min(end);
+                let from = m.file_offset + (at - m.start);
+                let to = m.file_offset + (next - m.start);
+                let read_only = !writable.iter().any(|&(s, e)| s < next && at < e);
+                if read_only {
+                    let take = |o: u64| usize::try_from(o).unwrap_or(usize::MAX).min(data.len());
+                    let mut bytes = data.get(take(from)..take(to)).unwrap_or_default().to_vec();
+                    bytes.resize(usize::try_from(next - at).unwrap_or(0), 0);
+                    blocks.push(MemoryBlock {
+                        space: 0,
+                        address: at,
+                        bytes,
+                    });
+                }
+                at = next;
+            }
+        }
+        self.memory.extend(blocks);
     }
 }
 

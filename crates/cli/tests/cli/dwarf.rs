@@ -1852,6 +1852,41 @@ fn var_of(thread: &Value, function: &str, name: &str) -> (Option<String>, Option
     )
 }
 
+/// Read-only data of the executable in a gdb `gcore` core, which leaves out the unwritten
+/// file mappings holding it (no `PT_LOAD` at all): read from the executable, as gdb reads
+/// it (it was "cannot access 17 bytes of memory"), at -O0 and -O2 with gcc and clang.
+#[test]
+fn read_only_data_a_core_left_out_is_read_from_the_executable() {
+    let dir = TempDir::new("dwarf-rodata");
+    for compiler in ["gcc", "clang-19"] {
+        for level in ["-O0", "-O2"] {
+            let exe = dir.path(&format!("rodata-{compiler}{level}"));
+            compile(compiler, &[level, "-g"], &[&fixture("rodata.c")], &exe);
+            let (thread, bt) = vars_at_stop(&exe, &dir, 1, 1);
+            let var = |name: &str| {
+                thread["variables"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|v| v["function"] == "lookup" && v["name"] == name)
+                    .unwrap_or_else(|| panic!("{compiler}{level}: no lookup:{name} in {thread}"))
+                    .clone()
+            };
+            let at = format!("{compiler}{level}: {bt}");
+            assert_eq!(
+                var("table")["value"],
+                "0000010501010101010100000000000000",
+                "{at}"
+            );
+            if compiler == "gcc" {
+                // clang names no `__func__` variable.
+                assert_eq!(var("__func__")["value"], "6c6f6f6b757000", "{at}");
+            }
+            assert_eq!(var("counter")["number"], "1", "{at}");
+        }
+    }
+}
+
 /// Entry values in optimized code against gdb 13 (issue 22): the fixture built by gcc and
 /// clang-19 at -O2, stopped at each `stop_here`, every frame of gdb's cores and of the
 /// stopped process compared; no wrong value, and every scalar gdb prints is Locus's too
