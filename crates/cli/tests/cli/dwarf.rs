@@ -1837,15 +1837,20 @@ fn vars_at_stop(exe: &Path, dir: &TempDir, stop: u32, frame: u32) -> (Value, Str
     (doc["threads"][0].clone(), bt)
 }
 
-/// The value `locus dwarf vars` gives variable `name` of `function` in a thread's JSON:
-/// its number, or `<optimized out>` and why.
-fn var_of(thread: &Value, function: &str, name: &str) -> (Option<String>, Option<String>) {
-    let v = thread["variables"]
+/// Variable `name` of `function` in a thread's JSON.
+fn variable<'t>(thread: &'t Value, function: &str, name: &str) -> &'t Value {
+    thread["variables"]
         .as_array()
         .unwrap()
         .iter()
         .find(|v| v["function"] == function && v["name"] == name)
-        .unwrap_or_else(|| panic!("no {function}:{name} in {thread}"));
+        .unwrap_or_else(|| panic!("no {function}:{name} in {thread}"))
+}
+
+/// The value `locus dwarf vars` gives variable `name` of `function` in a thread's JSON:
+/// its number, or `<optimized out>` and why.
+fn var_of(thread: &Value, function: &str, name: &str) -> (Option<String>, Option<String>) {
+    let v = variable(thread, function, name);
     (
         v["number"].as_str().map(str::to_owned),
         v["optimized_out"].as_str().map(str::to_owned),
@@ -1863,15 +1868,7 @@ fn read_only_data_a_core_left_out_is_read_from_the_executable() {
             let exe = dir.path(&format!("rodata-{compiler}{level}"));
             compile(compiler, &[level, "-g"], &[&fixture("rodata.c")], &exe);
             let (thread, bt) = vars_at_stop(&exe, &dir, 1, 1);
-            let var = |name: &str| {
-                thread["variables"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|v| v["function"] == "lookup" && v["name"] == name)
-                    .unwrap_or_else(|| panic!("{compiler}{level}: no lookup:{name} in {thread}"))
-                    .clone()
-            };
+            let var = |name: &str| variable(&thread, "lookup", name);
             let at = format!("{compiler}{level}: {bt}");
             assert_eq!(
                 var("table")["value"],
@@ -1885,6 +1882,40 @@ fn read_only_data_a_core_left_out_is_read_from_the_executable() {
             assert_eq!(var("counter")["number"], "1", "{at}");
         }
     }
+}
+
+/// clang -flto: one unit per source and `DW_FORM_ref_addr` references across units. The
+/// function inlined from the other source and its variables are found (they were missing:
+/// its name and origin are in the other unit), and types defined there are named and
+/// sized (they were `?` with no value).
+#[test]
+fn lto_references_across_units_are_followed() {
+    let dir = TempDir::new("dwarf-lto");
+    let exe = dir.path("lto");
+    compile(
+        "clang-19",
+        &["-O2", "-g", "-flto", "-fuse-ld=lld"],
+        &[&fixture("lto_main.c"), &fixture("lto_scale.c")],
+        &exe,
+    );
+    let (thread, bt) = vars_at_stop(&exe, &dir, 1, 1);
+    for (function, name, number, ty) in [
+        ("main", "argc", "1", "int"),
+        ("main", "base", "42", "int"),
+        ("main", "len", "60000", "uLong"),
+        ("scale", "x", "42", "int"),
+        ("scale", "n", "60001", "uLong"),
+        ("scale", "k", "60008", "uLong"),
+    ] {
+        let v = variable(&thread, function, name);
+        assert_eq!(v["number"], number, "{function}:{name}: {v}\n{bt}");
+        assert_eq!(v["type"], ty, "{function}:{name}: {v}");
+    }
+    assert_eq!(
+        thread["backtrace"][1]["functions"],
+        serde_json::json!(["scale", "main"]),
+        "{thread}"
+    );
 }
 
 /// Entry values in optimized code against gdb 13 (issue 22): the fixture built by gcc and

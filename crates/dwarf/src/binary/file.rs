@@ -296,21 +296,20 @@ impl<'d> Binary<'d> {
         let load_bias = self.load_bias;
         let pc = pc.wrapping_sub(load_bias);
         let mut out = Found::default();
-        let mut units = dwarf.units();
-        while let Some(header) = units.next()? {
-            let unit = dwarf.unit(header)?;
+        let units = all_units(&dwarf)?;
+        for unit in &units {
             if unit.dwo_id.is_some() {
                 scan_dwo(
                     &dwarf,
                     package.as_ref(),
-                    &unit,
+                    unit,
                     (pc, load_bias),
                     self.limit,
                     &mut out,
                 )?;
                 continue;
             }
-            scan_unit(&dwarf, &unit, pc, load_bias, &mut out)?;
+            scan_unit(&dwarf, unit, &units, pc, load_bias, &mut out)?;
         }
         Ok(out)
     }
@@ -333,12 +332,11 @@ impl<'d> Binary<'d> {
             what: format!("no DIE at .debug_info offset {die:#x}"),
         };
         let offset = gimli::DebugInfoOffset(usize::try_from(die).map_err(|_| no_die())?);
-        let mut units = dwarf.units();
-        while let Some(header) = units.next()? {
-            let Some(in_unit) = offset.to_unit_offset(&header) else {
+        let units = all_units(&dwarf)?;
+        for unit in &units {
+            let Some(in_unit) = offset.to_unit_offset(&unit.header) else {
                 continue;
             };
-            let unit = dwarf.unit(header)?;
             if unit.dwo_id.is_some() {
                 return Err(ErrorDetail::Dwarf {
                     what: format!(
@@ -349,7 +347,7 @@ impl<'d> Binary<'d> {
                 .into());
             }
             let pc = pc.wrapping_sub(self.load_bias);
-            return object_in_unit(&dwarf, &unit, in_unit, (pc, self.load_bias));
+            return object_in_unit(&dwarf, unit, &units, in_unit, (pc, self.load_bias));
         }
         Err(no_die().into())
     }
@@ -437,4 +435,15 @@ pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable
     Binary::parse(data)?
         .with_load_bias(load_bias)
         .variables_at(pc)
+}
+
+/// Every unit of `dwarf`, in `.debug_info` order: a scan follows references from one into
+/// another (`DW_FORM_ref_addr`, which LTO writes between the units of its sources).
+fn all_units<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> Result<Vec<gimli::Unit<R<'a>>>, Error> {
+    let mut out = Vec::new();
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        out.push(dwarf.unit(header)?);
+    }
+    Ok(out)
 }

@@ -15,10 +15,13 @@ use super::variable::{BaseType, Pointee, Variable, VariableKind, VariableLocatio
 use crate::ErrorDetail;
 use crate::{decode, Encoding, Error, Op};
 
-/// Adds the variables in scope at `pc` (file address) of one unit to `out`.
-pub(super) fn scan_unit(
-    dwarf: &gimli::Dwarf<R<'_>>,
-    unit: &gimli::Unit<R<'_>>,
+/// Adds the variables in scope at `pc` (file address) of one unit to `out`; `units` are
+/// all of `dwarf`'s in `.debug_info` order (the unit among them), where references into
+/// other units lead.
+pub(super) fn scan_unit<'a>(
+    dwarf: &gimli::Dwarf<R<'a>>,
+    unit: &gimli::Unit<R<'a>>,
+    units: &[gimli::Unit<R<'a>>],
     pc: u64,
     load_bias: u64,
     out: &mut Found,
@@ -29,6 +32,7 @@ pub(super) fn scan_unit(
     let mut scan = Scan {
         dwarf,
         unit,
+        units,
         pc,
         load_bias,
         out,
@@ -58,7 +62,14 @@ pub(super) fn scan_dwo(
             if let Some(header) = units.next().map_err(in_package)? {
                 let mut unit = dwo.unit(header).map_err(in_package)?;
                 unit.copy_relocated_attributes(skeleton);
-                return scan_unit(&dwo, &unit, pc, load_bias, out);
+                return scan_unit(
+                    &dwo,
+                    &unit,
+                    core::slice::from_ref(&unit),
+                    pc,
+                    load_bias,
+                    out,
+                );
             }
         }
     }
@@ -90,7 +101,14 @@ pub(super) fn scan_dwo(
             continue;
         }
         unit.copy_relocated_attributes(skeleton);
-        return scan_unit(&dwo, &unit, pc, load_bias, out);
+        return scan_unit(
+            &dwo,
+            &unit,
+            core::slice::from_ref(&unit),
+            pc,
+            load_bias,
+            out,
+        );
     }
     Err(fail("no unit with the skeleton's DWO id".to_owned()).into())
 }
@@ -99,9 +117,10 @@ pub(super) fn scan_dwo(
 /// address): no function, no frame base ([`Binary::object_at`](super::Binary::object_at)).
 /// `die` must be where the unit's walk finds a DIE (one read from the middle of another
 /// would be garbage) of a variable, parameter, constant or `DW_TAG_dwarf_procedure`.
-pub(super) fn object_in_unit(
-    dwarf: &gimli::Dwarf<R<'_>>,
-    unit: &gimli::Unit<R<'_>>,
+pub(super) fn object_in_unit<'a>(
+    dwarf: &gimli::Dwarf<R<'a>>,
+    unit: &gimli::Unit<R<'a>>,
+    units: &[gimli::Unit<R<'a>>],
     die: gimli::UnitOffset,
     (pc, load_bias): (u64, u64),
 ) -> Result<Variable, Error> {
@@ -142,6 +161,7 @@ pub(super) fn object_in_unit(
     let scan = Scan {
         dwarf,
         unit,
+        units,
         pc,
         load_bias,
         out: &mut out,
@@ -185,6 +205,8 @@ pub(super) struct Found {
 struct Scan<'s, 'a> {
     dwarf: &'s gimli::Dwarf<R<'a>>,
     unit: &'s gimli::Unit<R<'a>>,
+    /// Every unit of `dwarf` in `.debug_info` order, for references into other units.
+    units: &'s [gimli::Unit<R<'a>>],
     /// The PC at the file's own addresses (the load bias taken off).
     pc: u64,
     load_bias: u64,
@@ -228,9 +250,12 @@ const MAX_SCOPE_DEPTH: u32 = 256;
 const MAX_ORIGIN_LINKS: u32 = 8;
 
 type Node<'abbrev, 'unit, 'tree, 'a> = gimli::EntriesTreeNode<'abbrev, 'unit, 'tree, R<'a>>;
+type Unit<'a> = gimli::Unit<R<'a>>;
+/// A DIE: its unit and its offset there.
+type DieRef<'s, 'a> = (&'s Unit<'a>, gimli::UnitOffset);
 type Die<'abbrev, 'unit, 'a> = gimli::DebuggingInformationEntry<'abbrev, 'unit, R<'a>>;
 
-impl<'a> Scan<'_, 'a> {
+impl<'s, 'a> Scan<'s, 'a> {
     /// Whether the DIE's `DW_AT_ranges`, or `DW_AT_low_pc` to `DW_AT_high_pc`, hold the PC.
     /// (Not gimli's `die_ranges`: it adds a `DW_AT_high_pc` size to `DW_AT_low_pc` without
     /// checking, which panics in a debug build when a file makes it overflow. A range that
@@ -311,7 +336,7 @@ impl<'a> Scan<'_, 'a> {
                             Some(AttributeValue::Exprloc(e)) => Some(e.0.slice().to_vec()),
                             _ => frame_base.map(<[u8]>::to_vec),
                         };
-                        let name = self.name(entry)?.unwrap_or_default();
+                        let name = self.name(self.unit, entry)?.unwrap_or_default();
                         self.out.functions.push(name.clone());
                         (fb, name)
                     };
@@ -329,46 +354,64 @@ impl<'a> Scan<'_, 'a> {
         Ok(())
     }
 
-    /// The DIE an attribute of `entry` refers to, within this unit.
-    fn referenced(
-        &self,
-        entry: &Die<'_, '_, 'a>,
-        at: gimli::DwAt,
-    ) -> Result<Option<gimli::UnitOffset>, Error> {
-        Ok(match entry.attr_value(at)? {
-            Some(AttributeValue::UnitRef(o)) => Some(o),
-            Some(AttributeValue::DebugInfoRef(o)) => o.to_unit_offset(&self.unit.header),
+    /// The DIE a reference of `u` (the unit `value` was read in) names: in `u` for a
+    /// unit-relative reference, in whichever unit holds it for a `.debug_info` one
+    /// (`DW_FORM_ref_addr`: LTO's references across units).
+    fn follow(&self, u: &'s Unit<'a>, value: AttributeValue<R<'a>>) -> Option<DieRef<'s, 'a>> {
+        match value {
+            AttributeValue::UnitRef(o) => Some((u, o)),
+            AttributeValue::DebugInfoRef(o) => {
+                if let Some(o) = o.to_unit_offset(&u.header) {
+                    return Some((u, o));
+                }
+                let at = gimli::UnitSectionOffset::DebugInfoOffset(o);
+                let i = self.units.partition_point(|x| x.header.offset() <= at);
+                let other = self.units.get(i.checked_sub(1)?)?;
+                Some((other, o.to_unit_offset(&other.header)?))
+            }
             _ => None,
-        })
+        }
     }
 
-    /// An attribute of `entry` or, failing that, of its abstract origin or
-    /// specification (followed at most [`MAX_ORIGIN_LINKS`] deep: a file can
-    /// make them a cycle).
-    fn attr_or_origin(
+    /// The DIE an attribute of `entry` (of unit `u`) refers to.
+    fn referenced(
         &self,
+        u: &'s Unit<'a>,
         entry: &Die<'_, '_, 'a>,
         at: gimli::DwAt,
-    ) -> Result<Option<AttributeValue<R<'a>>>, Error> {
-        self.attr_or_origin_within(entry, at, MAX_ORIGIN_LINKS)
+    ) -> Result<Option<DieRef<'s, 'a>>, Error> {
+        Ok(entry.attr_value(at)?.and_then(|v| self.follow(u, v)))
+    }
+
+    /// An attribute of `entry` (of unit `u`) or, failing that, of its abstract origin or
+    /// specification (followed at most [`MAX_ORIGIN_LINKS`] deep: a file can make them a
+    /// cycle), with the unit it was read in.
+    fn attr_or_origin(
+        &self,
+        u: &'s Unit<'a>,
+        entry: &Die<'_, '_, 'a>,
+        at: gimli::DwAt,
+    ) -> Result<Option<(&'s Unit<'a>, AttributeValue<R<'a>>)>, Error> {
+        self.attr_or_origin_within(u, entry, at, MAX_ORIGIN_LINKS)
     }
 
     fn attr_or_origin_within(
         &self,
+        u: &'s Unit<'a>,
         entry: &Die<'_, '_, 'a>,
         at: gimli::DwAt,
         links: u32,
-    ) -> Result<Option<AttributeValue<R<'a>>>, Error> {
+    ) -> Result<Option<(&'s Unit<'a>, AttributeValue<R<'a>>)>, Error> {
         if let Some(v) = entry.attr_value(at)? {
-            return Ok(Some(v));
+            return Ok(Some((u, v)));
         }
         if links == 0 {
             return Ok(None);
         }
         for link in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
-            if let Some(o) = self.referenced(entry, link)? {
-                let origin = self.unit.entry(o)?;
-                if let Some(v) = self.attr_or_origin_within(&origin, at, links - 1)? {
+            if let Some((ou, o)) = self.referenced(u, entry, link)? {
+                let origin = ou.entry(o)?;
+                if let Some(v) = self.attr_or_origin_within(ou, &origin, at, links - 1)? {
                     return Ok(Some(v));
                 }
             }
@@ -376,54 +419,70 @@ impl<'a> Scan<'_, 'a> {
         Ok(None)
     }
 
-    fn name(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<String>, Error> {
-        match self.attr_or_origin(entry, gimli::DW_AT_name)? {
-            Some(v) => {
-                let s = self.dwarf.attr_string(self.unit, v)?;
+    fn name(&self, u: &'s Unit<'a>, entry: &Die<'_, '_, 'a>) -> Result<Option<String>, Error> {
+        match self.attr_or_origin(u, entry, gimli::DW_AT_name)? {
+            Some((vu, v)) => {
+                let s = self.dwarf.attr_string(vu, v)?;
                 Ok(Some(s.to_string_lossy().into_owned()))
             }
             None => Ok(None),
         }
     }
 
+    /// The DIE of `entry`'s type (`DW_AT_type`, its own or its origin's).
+    fn type_of(
+        &self,
+        u: &'s Unit<'a>,
+        entry: &Die<'_, '_, 'a>,
+    ) -> Result<Option<DieRef<'s, 'a>>, Error> {
+        Ok(self
+            .attr_or_origin(u, entry, gimli::DW_AT_type)?
+            .and_then(|(vu, v)| self.follow(vu, v)))
+    }
+
     /// The type's name and size in bytes.
-    fn type_info(&self, entry: &Die<'_, '_, 'a>) -> Result<(String, Option<u64>), Error> {
-        let offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
-            Some(AttributeValue::UnitRef(o)) => o,
-            _ => return Ok(("?".to_owned(), None)),
+    fn type_info(
+        &self,
+        u: &'s Unit<'a>,
+        entry: &Die<'_, '_, 'a>,
+    ) -> Result<(String, Option<u64>), Error> {
+        let Some((tu, offset)) = self.type_of(u, entry)? else {
+            return Ok(("?".to_owned(), None));
         };
-        let t = self.unit.entry(offset)?;
+        let t = tu.entry(offset)?;
         let name = match t.tag() {
             gimli::DW_TAG_pointer_type => "pointer".to_owned(),
             gimli::DW_TAG_array_type => "array".to_owned(),
-            _ => self.name(&t)?.unwrap_or_else(|| "?".to_owned()),
+            _ => self.name(tu, &t)?.unwrap_or_else(|| "?".to_owned()),
         };
-        Ok((name, self.type_size(offset, 0)?))
+        Ok((name, self.type_size((tu, offset), 0)?))
     }
 
     /// The type `entry`'s `DW_AT_type` is, through typedefs and qualifiers (`const`,
     /// `volatile`, `restrict`, `_Atomic`; at most 32 of them: a file can make them a
-    /// cycle): the offset of its DIE; `None` for no type.
+    /// cycle): its DIE; `None` for no type.
     fn unqualified_type(
         &self,
+        u: &'s Unit<'a>,
         entry: &Die<'_, '_, 'a>,
-    ) -> Result<Option<gimli::UnitOffset>, Error> {
-        let mut offset = match self.attr_or_origin(entry, gimli::DW_AT_type)? {
-            Some(AttributeValue::UnitRef(o)) => o,
-            _ => return Ok(None),
+    ) -> Result<Option<DieRef<'s, 'a>>, Error> {
+        let Some(mut at) = self.type_of(u, entry)? else {
+            return Ok(None);
         };
         for _ in 0..32 {
-            let t = self.unit.entry(offset)?;
+            let t = at.0.entry(at.1)?;
             match t.tag() {
                 gimli::DW_TAG_typedef
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
                 | gimli::DW_TAG_restrict_type
-                | gimli::DW_TAG_atomic_type => match t.attr_value(gimli::DW_AT_type)? {
-                    Some(AttributeValue::UnitRef(o)) => offset = o,
-                    _ => return Ok(None),
-                },
-                _ => return Ok(Some(offset)),
+                | gimli::DW_TAG_atomic_type => {
+                    match self.referenced(at.0, &t, gimli::DW_AT_type)? {
+                        Some(next) => at = next,
+                        None => return Ok(None),
+                    }
+                }
+                _ => return Ok(Some(at)),
             }
         }
         Ok(None)
@@ -432,11 +491,15 @@ impl<'a> Scan<'_, 'a> {
     /// The base type `entry`'s `DW_AT_type` is, through typedefs and
     /// qualifiers; `None` for any other type (pointers, enumerations,
     /// aggregates) or none.
-    fn base_type_of(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<BaseType>, Error> {
-        let Some(offset) = self.unqualified_type(entry)? else {
+    fn base_type_of(
+        &self,
+        u: &'s Unit<'a>,
+        entry: &Die<'_, '_, 'a>,
+    ) -> Result<Option<BaseType>, Error> {
+        let Some((tu, offset)) = self.unqualified_type(u, entry)? else {
             return Ok(None);
         };
-        let t = self.unit.entry(offset)?;
+        let t = tu.entry(offset)?;
         if t.tag() != gimli::DW_TAG_base_type {
             return Ok(None);
         }
@@ -456,11 +519,11 @@ impl<'a> Scan<'_, 'a> {
 
     /// What `entry`'s pointer or reference type (through typedefs and qualifiers) points
     /// to: its size and base type. `None` for other types and `void *`.
-    fn pointee(&self, entry: &Die<'_, '_, 'a>) -> Result<Option<Pointee>, Error> {
-        let Some(offset) = self.unqualified_type(entry)? else {
+    fn pointee(&self, u: &'s Unit<'a>, entry: &Die<'_, '_, 'a>) -> Result<Option<Pointee>, Error> {
+        let Some((tu, offset)) = self.unqualified_type(u, entry)? else {
             return Ok(None);
         };
-        let t = self.unit.entry(offset)?;
+        let t = tu.entry(offset)?;
         let is_pointer = matches!(
             t.tag(),
             gimli::DW_TAG_pointer_type
@@ -471,18 +534,18 @@ impl<'a> Scan<'_, 'a> {
             return Ok(None);
         }
         Ok(Some(Pointee {
-            byte_size: self.type_info(&t)?.1,
-            base_type: self.base_type_of(&t)?,
+            byte_size: self.type_info(tu, &t)?.1,
+            base_type: self.base_type_of(tu, &t)?,
         }))
     }
 
     /// A type's size in bytes, through typedefs and qualifiers; arrays are
     /// their element size times their subranges' counts.
-    fn type_size(&self, offset: gimli::UnitOffset, depth: u32) -> Result<Option<u64>, Error> {
+    fn type_size(&self, (u, offset): DieRef<'s, 'a>, depth: u32) -> Result<Option<u64>, Error> {
         if depth > 32 {
             return Ok(None);
         }
-        let t = self.unit.entry(offset)?;
+        let t = u.entry(offset)?;
         if let Some(size) = t
             .attr_value(gimli::DW_AT_byte_size)?
             .and_then(|v| v.udata_value())
@@ -493,11 +556,11 @@ impl<'a> Scan<'_, 'a> {
             t.tag(),
             gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type
         ) {
-            return Ok(Some(u64::from(self.unit.encoding().address_size)));
+            return Ok(Some(u64::from(u.encoding().address_size)));
         }
-        let inner = match t.attr_value(gimli::DW_AT_type)? {
-            Some(AttributeValue::UnitRef(o)) => self.type_size(o, depth + 1)?,
-            _ => None,
+        let inner = match self.referenced(u, &t, gimli::DW_AT_type)? {
+            Some(at) => self.type_size(at, depth + 1)?,
+            None => None,
         };
         if t.tag() != gimli::DW_TAG_array_type {
             return Ok(inner);
@@ -506,7 +569,7 @@ impl<'a> Scan<'_, 'a> {
             Some(n) => n,
             None => return Ok(None),
         };
-        let mut tree = self.unit.entries_tree(Some(offset))?;
+        let mut tree = u.entries_tree(Some(offset))?;
         let root = tree.root()?;
         let mut children = root.children();
         while let Some(child) = children.next()? {
@@ -545,10 +608,10 @@ impl<'a> Scan<'_, 'a> {
         function: &str,
     ) -> Result<Variable, Error> {
         let encoding = encoding_of(self.unit);
-        let name = self.name(entry)?.unwrap_or_default();
-        let (type_name, byte_size) = self.type_info(entry)?;
-        let base_type = self.base_type_of(entry)?;
-        let pointee = self.pointee(entry)?;
+        let name = self.name(self.unit, entry)?.unwrap_or_default();
+        let (type_name, byte_size) = self.type_info(self.unit, entry)?;
+        let base_type = self.base_type_of(self.unit, entry)?;
+        let pointee = self.pointee(self.unit, entry)?;
         let location = match entry.attr_value(gimli::DW_AT_location)? {
             Some(AttributeValue::Exprloc(e)) => {
                 VariableLocation::Expression(self.resolve(e.0.slice(), encoding)?)
@@ -567,8 +630,8 @@ impl<'a> Scan<'_, 'a> {
                 }
                 found
             }
-            None => match self.attr_or_origin(entry, gimli::DW_AT_const_value)? {
-                Some(v) => VariableLocation::Const(const_bytes(v, byte_size)),
+            None => match self.attr_or_origin(self.unit, entry, gimli::DW_AT_const_value)? {
+                Some((_, v)) => VariableLocation::Const(const_bytes(v, byte_size)),
                 None => VariableLocation::None,
             },
         };
