@@ -58,12 +58,13 @@ pub enum Command {
         #[arg(long)]
         safepoint_polls: bool,
         /// Who places the write barriers generational collectors (mmtk:stickyimmix,
-        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
-        /// lowering, in every function where the frontend placed no julia.write_barrier),
-        /// `insert` (the lowering, after every such store no frontend barrier on that object
-        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
-        /// codegen places them).
-        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `insert`
+        /// (the default: the lowering, after every such store no frontend barrier on that
+        /// object follows), `auto` (the lowering, in every function where the frontend
+        /// placed no julia.write_barrier: a function without barriers inlined into one with
+        /// them loses its own) or `frontend` (only the frontend's julia.write_barrier calls,
+        /// as Julia's codegen places them).
+        #[arg(long, value_enum, default_value = "insert", value_name = "WHO")]
         write_barriers: BarriersArg,
         /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
         /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer
@@ -194,12 +195,13 @@ pub enum Command {
         #[arg(long)]
         safepoint_polls: bool,
         /// Who places the write barriers generational collectors (mmtk:stickyimmix,
-        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
-        /// lowering, in every function where the frontend placed no julia.write_barrier),
-        /// `insert` (the lowering, after every such store no frontend barrier on that object
-        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
-        /// codegen places them).
-        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `insert`
+        /// (the default: the lowering, after every such store no frontend barrier on that
+        /// object follows), `auto` (the lowering, in every function where the frontend
+        /// placed no julia.write_barrier: a function without barriers inlined into one with
+        /// them loses its own) or `frontend` (only the frontend's julia.write_barrier calls,
+        /// as Julia's codegen places them).
+        #[arg(long, value_enum, default_value = "insert", value_name = "WHO")]
         write_barriers: BarriersArg,
         /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
         /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer
@@ -267,12 +269,13 @@ pub enum Command {
         #[arg(long)]
         safepoint_polls: bool,
         /// Who places the write barriers generational collectors (mmtk:stickyimmix,
-        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `auto` (the
-        /// lowering, in every function where the frontend placed no julia.write_barrier),
-        /// `insert` (the lowering, after every such store no frontend barrier on that object
-        /// follows) or `frontend` (only the frontend's julia.write_barrier calls, as Julia's
-        /// codegen places them).
-        #[arg(long, value_enum, default_value = "auto", value_name = "WHO")]
+        /// mmtk:gencopy) need after a store of a tracked pointer into an object: `insert`
+        /// (the default: the lowering, after every such store no frontend barrier on that
+        /// object follows), `auto` (the lowering, in every function where the frontend
+        /// placed no julia.write_barrier: a function without barriers inlined into one with
+        /// them loses its own) or `frontend` (only the frontend's julia.write_barrier calls,
+        /// as Julia's codegen places them).
+        #[arg(long, value_enum, default_value = "insert", value_name = "WHO")]
         write_barriers: BarriersArg,
         /// Inline the allocation fast path of `locus_gc_alloc` calls with constant, small
         /// sizes (`auto`, the default: the code bumps the thread's MMTk allocation buffer

@@ -175,7 +175,13 @@ fn every_program_gives_its_result_optimized_before_the_lowering(level: &str) {
 fn slots_meet_the_live_together_lower_bound() {
     for path in ll_files("fixtures/programs") {
         let out = run_file(&path, false);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         for f in &out.reports {
+            // A value live across a `returns_twice` call keeps a slot of its own (see
+            // below): more slots than values live together.
+            if text.contains(") returns_twice") && f.slots > f.max_live {
+                continue;
+            }
             assert_eq!(
                 f.slots,
                 f.max_live,

@@ -60,7 +60,7 @@ use llvm_sys::transforms::pass_builder::{
 
 use crate::error::{Error, Result};
 use crate::ffi::from_c_str;
-use crate::ir::{AttributeIndex, Call, Function};
+use crate::ir::{AttributeIndex, Call, Function, Instruction, Opcode};
 use crate::module::Module;
 
 /// Pass builder options, disposed on drop.
@@ -304,14 +304,52 @@ pub fn add_function_enum_attribute(f: Function<'_>, name: &str, value: u64) -> b
 /// or `"gc-leaf-function"`), replacing one with the same key.
 pub fn add_function_string_attribute(f: Function<'_>, key: &str, value: &str) {
     let raw = f.as_raw();
-    let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX);
     // SAFETY: a live function, whose module is live.
     let module = unsafe { llvm_sys::core::LLVMGetGlobalParent(raw) };
     // SAFETY: a live module, whose context is live.
     let ctx = unsafe { llvm_sys::core::LLVMGetModuleContext(module) };
-    // SAFETY: a live context; the key and value are valid for their lengths and LLVM copies
-    // them into the attribute.
-    let attr = unsafe {
+    // SAFETY: a live context.
+    let attr = unsafe { string_attribute(ctx, key, value) };
+    // SAFETY: a live function and an attribute of its context.
+    unsafe {
+        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr)
+    };
+}
+
+/// Adds the string attribute `key="value"` to the call site `call` itself (such as
+/// `"gc-leaf-function"` on a call of inline assembly); false if `call` is no call or
+/// `invoke`.
+pub fn add_call_string_attribute(call: Instruction<'_>, key: &str, value: &str) -> bool {
+    if !matches!(call.opcode(), Opcode::Call | Opcode::Invoke) {
+        return false;
+    }
+    let raw = call.as_raw();
+    // SAFETY: a live instruction.
+    let ty = unsafe { llvm_sys::core::LLVMTypeOf(raw) };
+    // SAFETY: a live type, whose context is the module's.
+    let ctx = unsafe { llvm_sys::core::LLVMGetTypeContext(ty) };
+    // SAFETY: a live context.
+    let attr = unsafe { string_attribute(ctx, key, value) };
+    // SAFETY: a live call site and an attribute of its context.
+    unsafe {
+        llvm_sys::core::LLVMAddCallSiteAttribute(raw, llvm_sys::LLVMAttributeFunctionIndex, attr)
+    };
+    true
+}
+
+/// The string attribute `key="value"` of context `ctx`.
+///
+/// # Safety
+/// `ctx` is a live context.
+unsafe fn string_attribute(
+    ctx: llvm_sys::prelude::LLVMContextRef,
+    key: &str,
+    value: &str,
+) -> llvm_sys::prelude::LLVMAttributeRef {
+    let len = |s: &str| u32::try_from(s.len()).unwrap_or(u32::MAX);
+    // SAFETY: `ctx` is live (the caller's promise); the key and value are valid for their
+    // lengths and LLVM copies them into the attribute.
+    unsafe {
         llvm_sys::core::LLVMCreateStringAttribute(
             ctx,
             key.as_ptr().cast(),
@@ -319,9 +357,5 @@ pub fn add_function_string_attribute(f: Function<'_>, key: &str, value: &str) {
             value.as_ptr().cast(),
             len(value),
         )
-    };
-    // SAFETY: a live function and an attribute of its context.
-    unsafe {
-        llvm_sys::core::LLVMAddAttributeAtIndex(raw, llvm_sys::LLVMAttributeFunctionIndex, attr)
-    };
+    }
 }

@@ -5,8 +5,8 @@
 //! old objects a write barrier remembered: after a store of a (possibly young) tracked
 //! pointer into an (possibly old) object, `locus_gc_write_barrier(object)` must run. Julia's
 //! frontend places `julia.write_barrier(parent, children...)` itself; a frontend that places
-//! none gets silently lost writes on those plans. With [`WriteBarriers::Insert`] (and
-//! [`WriteBarriers::Auto`], the default, in a function without a frontend barrier) this
+//! none gets silently lost writes on those plans. With [`WriteBarriers::Insert`] (the
+//! default; and [`WriteBarriers::Auto`] in a function without a frontend barrier) this
 //! module places them: after every
 //!
 //! - `store`, atomic or not, of a value holding tracked (addrspace 10) pointers (a pointer,
@@ -91,13 +91,17 @@ pub enum WriteBarriers {
     /// Only the frontend's `julia.write_barrier` calls (Julia's own codegen places them).
     Frontend,
     /// The lowering places one after every store of tracked pointers into an object that
-    /// no frontend barrier on that object follows (before a call that may collect).
+    /// no frontend barrier on that object follows (before a call that may collect). The
+    /// default: never a store without its barrier, at the cost of a few the frontend
+    /// knew it could leave out.
+    #[default]
     Insert,
     /// [`WriteBarriers::Insert`] in a function that calls no write barrier, else
     /// [`WriteBarriers::Frontend`] (a frontend that places barriers knows which stores need
     /// none). Decided per function, so that a function pass decides as the module pass
-    /// does.
-    #[default]
+    /// does; so a function without barriers that LLVM's inliner merged into one with
+    /// them loses its stores' barriers (a generational collector then lost young objects:
+    /// 0 for 5050).
     Auto,
 }
 

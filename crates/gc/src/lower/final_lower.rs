@@ -223,6 +223,7 @@ pub fn final_lower_with<'m>(
     if inline == InlineAlloc::Auto {
         inline_allocations(b, f, head, from)?;
     }
+    super::loads::keep_gc_loads_in_place(b, f)?;
     Ok(())
 }
 

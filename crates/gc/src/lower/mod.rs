@@ -41,6 +41,7 @@ mod immutable;
 pub mod inline_alloc;
 mod lift;
 mod liveness;
+mod loads;
 mod memory;
 mod model;
 mod place;
@@ -170,8 +171,8 @@ pub struct ThreadOptions {
     /// collection up.
     pub safepoint_polls: bool,
     /// Who places the write barriers generational collectors need (default
-    /// [`WriteBarriers::Auto`]: the lowering, in every function where the frontend placed
-    /// none).
+    /// [`WriteBarriers::Insert`]: the lowering, after every store no frontend barrier
+    /// follows).
     pub write_barriers: WriteBarriers,
     /// Whether the allocation fast path is inlined (default [`InlineAlloc::Auto`]).
     pub inline_alloc: InlineAlloc,

@@ -106,9 +106,11 @@ use std::collections::{HashMap, HashSet};
 
 use locus_llvm::builder::Builder;
 use locus_llvm::cfg::{Cfg, Dominators};
+use locus_llvm::ir::ValueKind;
 use locus_llvm::ir::{Function, Instruction, Opcode, Type, TypeKind, Value};
 use locus_llvm::passes::{
-    add_function_enum_attribute, add_function_string_attribute, run_passes, set_gc,
+    add_call_string_attribute, add_function_enum_attribute, add_function_string_attribute,
+    run_passes, set_gc,
 };
 use locus_llvm::{Context, Module};
 
@@ -381,6 +383,16 @@ fn prepare<'c>(
             set_gc(f, Some(GC_STRATEGY));
             report.functions += 1;
             report.static_casts += rebase_untracked_casts(&b, f)?;
+            // Inline assembly never collects; RS4GC would make it a statepoint, which
+            // cannot take its address (an invalid module).
+            for call in f.instructions() {
+                if call
+                    .as_call()
+                    .is_some_and(|c| c.called_value().kind() == ValueKind::InlineAsm)
+                {
+                    add_call_string_attribute(call, "gc-leaf-function", "");
+                }
+            }
             if super::realign::keep_from_realigning(&b, f)? {
                 report.unrealigned += 1;
             }
@@ -865,7 +877,10 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
 /// A `longjmp` comes back to a `returns_twice` call (`setjmp`) from a path where RS4GC saw
 /// what is live after the call as dead, so nothing keeps it there. Each GC pointer live
 /// across such a call is stored, right before the call, into a slot of a root region of the
-/// function's own: kept, and pinned, until the function returns.
+/// function's own: kept, and pinned, until the function returns; and the code after the
+/// call reads it back from there. Not from RS4GC's relocation at the call: LLVM gives the
+/// statepoint spill slot it reloads after the second return to other values on the path
+/// to the `longjmp` (a program returned another object's 7 for its own 42).
 ///
 /// Live across the call: [`super::scan::gc_pointers_live_across`] (keeping a value that is
 /// not is safe: a pin).
@@ -900,6 +915,46 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
                 b.addrspacecast(*v, b.ptr_type(crate::contract::TRACKED)?, "")?
             };
             b.store(tracked, slot)?;
+            reload_after(b, &dom, call, *v, slot)?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the uses of `v` that `call` dominates use a load of `slot` (where `v` was stored
+/// as a Tracked pointer before it) placed right after the call, cast back to `v`'s type (a
+/// `phi` uses it at the end of the incoming block). A value that is not one pointer, or an
+/// `invoke`, is left alone.
+fn reload_after<'m>(
+    b: &Builder<'m>,
+    dom: &Dominators<'_, 'm>,
+    call: Instruction<'m>,
+    v: Value<'m>,
+    slot: Value<'m>,
+) -> Result<()> {
+    let ty = v.ty();
+    if call.opcode() != Opcode::Call || !ty.is_pointer() {
+        return Ok(());
+    }
+    let uses: Vec<_> = v
+        .uses()
+        .into_iter()
+        .filter(|u| dom.dominates_use(call.as_value(), *u))
+        .collect();
+    if uses.is_empty() {
+        return Ok(());
+    }
+    b.position_after(call)?;
+    let tracked = b.ptr_type(crate::contract::TRACKED)?;
+    let loaded = b.load(tracked, slot, "gc.setjmp.reload")?.as_value();
+    let back = if ty == tracked {
+        loaded
+    } else {
+        b.addrspacecast(loaded, ty, "")?
+    };
+    for u in uses {
+        if let Some(user) = u.user.as_instruction() {
+            b.set_operand(user, u.operand, back)?;
         }
     }
     Ok(())
