@@ -266,6 +266,15 @@ impl CallSites {
         out.ranges.sort_unstable();
         for d in site_dies {
             let mut site = d.site;
+            if site.caller == CALLER_BY_PC {
+                let Some(caller) = out
+                    .function_at(site.pc)
+                    .or_else(|| out.function_at(site.pc.wrapping_sub(1)))
+                else {
+                    continue;
+                };
+                site.caller = caller;
+            }
             if let (Some(origin), Callee::Unknown(_)) = (d.origin, &site.callee) {
                 site.callee = resolve_origin(origin, &subprograms, &instances, &by_name);
             }
@@ -726,6 +735,10 @@ fn resolve_origin(
 }
 
 /// Reads a unit's subprograms and call sites.
+/// The caller [`read_unit`] gives a call site of an abstract instance: [`CallSites::read`]
+/// finds the concrete function by the site's PC once every function's ranges are known.
+const CALLER_BY_PC: u64 = u64::MAX;
+
 fn read_unit(
     dwarf: &gimli::Dwarf<R<'_>>,
     unit: &gimli::Unit<R<'_>>,
@@ -736,8 +749,8 @@ fn read_unit(
     let encoding = encoding_of(unit);
     let mut entries = unit.entries();
     let mut depth = 0isize;
-    // Enclosing concrete subprograms: (depth, entry).
-    let mut functions: Vec<(isize, u64)> = Vec::new();
+    // Enclosing subprograms: (depth, entry; `None` for an abstract instance).
+    let mut functions: Vec<(isize, Option<u64>)> = Vec::new();
     // The call site being read: (depth, index into `sites`).
     let mut site: Option<(isize, usize)> = None;
     while let Some((delta, entry)) = entries.next_dfs()? {
@@ -752,14 +765,16 @@ fn read_unit(
         match entry.tag() {
             gimli::DW_TAG_subprogram => {
                 let sp = subprogram(dwarf, unit, entry)?;
-                if let Some(e) = sp.entry {
-                    functions.push((depth, e));
-                }
+                functions.push((depth, sp.entry));
                 subprograms.insert(offset, sp);
             }
             gimli::DW_TAG_call_site | gimli::DW_TAG_GNU_call_site => {
-                let Some(&(_, caller)) = functions.last() else {
-                    continue;
+                // gcc -O3 may put a call site in an abstract instance (a function both
+                // inlined and cloned): its return PC tells which concrete function calls.
+                let caller = match functions.last() {
+                    Some(&(_, Some(entry))) => entry,
+                    Some(&(_, None)) => CALLER_BY_PC,
+                    None => continue,
                 };
                 if let Some(s) = call_site(dwarf, unit, entry, caller, index)? {
                     site = Some((depth, sites.len()));

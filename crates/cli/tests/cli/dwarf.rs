@@ -1918,6 +1918,53 @@ fn lto_references_across_units_are_followed() {
     );
 }
 
+/// Call sites in an abstract instance (gcc-12 -O2, `fixtures/abstract_call_site.c`): the
+/// entry values of `leaf`'s parameters come from call sites that gcc put in `parse`'s
+/// abstract instance, found by their return PCs (they were "no DW_TAG_call_site returns
+/// to ..."). Where a value is given it is the one gdb gives (`tokens@entry=`); where not, it
+/// is the call site's value that the caller's frame cannot compute (a caller-saved register).
+#[test]
+fn call_sites_in_an_abstract_instance_give_entry_values() {
+    let dir = TempDir::new("dwarf-abstract-call-site");
+    let exe = dir.path("abstract_call_site");
+    compile(
+        "gcc",
+        &["-O2", "-g"],
+        &[&fixture("abstract_call_site.c")],
+        &exe,
+    );
+    let mut given = 0;
+    for stop in 1..=5 {
+        let (thread, bt) = vars_at_stop(&exe, &dir, stop, 1);
+        let at = format!("stop {stop}: {thread}\n{bt}");
+        assert!(thread["entry_values"]["call_site"].is_string(), "{at}");
+        let tokens = variable(&thread, "leaf", "tokens");
+        if let Some(why) = tokens["optimized_out"].as_str() {
+            assert!(
+                why.contains("cannot be computed in the caller's frame"),
+                "{at}"
+            );
+            continue;
+        }
+        // The pointer's bytes, little-endian.
+        let bytes = tokens["value"].as_str().unwrap_or_default();
+        let value: String = (0..bytes.len() / 2)
+            .rev()
+            .map(|i| &bytes[2 * i..2 * i + 2])
+            .collect();
+        let gdb = bt
+            .lines()
+            .find(|l| l.starts_with("#1 "))
+            .and_then(|l| l.split("tokens=tokens@entry=").nth(1))
+            .and_then(|rest| rest.split([' ', ',']).next())
+            .unwrap_or_else(|| panic!("no tokens@entry in gdb's frame #1: {at}"));
+        let gdb = u64::from_str_radix(gdb.trim_start_matches("0x"), 16).ok();
+        assert_eq!(u64::from_str_radix(&value, 16).ok(), gdb, "{at}");
+        given += 1;
+    }
+    assert!(given >= 2, "{given} of 5 stops gave leaf's tokens");
+}
+
 /// Entry values in optimized code against gdb 13 (issue 22): the fixture built by gcc and
 /// clang-19 at -O2, stopped at each `stop_here`, every frame of gdb's cores and of the
 /// stopped process compared; no wrong value, and every scalar gdb prints is Locus's too
