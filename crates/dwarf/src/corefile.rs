@@ -532,6 +532,48 @@ mod tests {
         assert_eq!(claims.missing.len(), 1);
     }
 
+    /// A core listing the executable's mapping many times, at one address or at many, with
+    /// a claimed size far past the file: what is filled from the file stays within the
+    /// file's size in all (it was each listing's full size again), each address once.
+    #[test]
+    fn many_listings_of_a_mapping_fill_at_most_the_file() {
+        extern crate std;
+        let Ok(exe) = std::env::current_exe().and_then(std::fs::read) else {
+            return;
+        };
+        let mut claims =
+            parse(&tiny_core(0x1000, 64, 64), "many.core").unwrap_or_else(|e| panic!("{e}"));
+        for k in 0..200u64 {
+            let start = if k % 2 == 0 {
+                1 << 32
+            } else {
+                (1 << 33) + k * (1 << 30)
+            };
+            claims.mappings.push(Mapping {
+                start,
+                end: start + (1 << 40),
+                file_offset: 0,
+                path: "/bin/x".into(),
+            });
+        }
+        let placed = crate::stopped::Placed {
+            path: "/bin/x".into(),
+            load_bias: 0,
+        };
+        claims.fill_from_file(&placed, &exe);
+        let filled: usize = claims.memory.iter().skip(1).map(|b| b.bytes.len()).sum();
+        assert!(
+            filled > 0 && filled <= exe.len(),
+            "{filled} of {}",
+            exe.len()
+        );
+        let mut starts: alloc::vec::Vec<u64> = claims.memory.iter().map(|b| b.address).collect();
+        let n = starts.len();
+        starts.sort_unstable();
+        starts.dedup();
+        assert_eq!(starts.len(), n, "an address filled twice");
+    }
+
     /// Not an ELF core: refused, naming the file.
     #[test]
     fn not_a_core() {

@@ -304,7 +304,10 @@ impl Stopped {
     }
 
     /// The part of [`Stopped::fill_from_file`] for mappings of the file that
-    /// no memory block and no missing range covers.
+    /// no memory block and no missing range covers. A hostile core may list a
+    /// mapping many times, or thousands of blocks: mappings are taken in address
+    /// order, each address once, the covered ranges searched by bisection, and
+    /// at most the file's size is filled in all.
     fn fill_unlisted_mappings(&mut self, placed: &Placed, data: &[u8]) {
         let Ok(file) = object::File::parse(data) else {
             return;
@@ -325,49 +328,63 @@ impl Stopped {
                 (start & !4095, start.saturating_add(s.size()))
             })
             .collect();
-        let mut blocks = Vec::new();
-        for m in self.mappings.iter().filter(|m| m.path == placed.path) {
-            let Some(data_left) = usize::try_from(m.file_offset)
-                .ok()
-                .and_then(|from| data.len().checked_sub(from))
-            else {
-                continue;
-            };
-            // Past the file's end a mapping reads zeros to the end of its page only.
-            let in_file = u64::try_from(data_left).unwrap_or(u64::MAX);
-            let readable = in_file.saturating_add(4095) & !4095;
-            let end = m.end.min(m.start.saturating_add(readable));
-            let mut at = m.start;
-            while at < end {
-                let covered = self
-                    .memory
-                    .iter()
-                    .map(|b| (b.address, b.address.saturating_add(b.bytes.len() as u64)))
-                    .chain(self.missing.iter().map(|&(s, e, _)| (s, e)))
-                    .filter(|&(s, e)| s <= at && at < e)
-                    .map(|(_, e)| e)
-                    .max();
-                if let Some(e) = covered {
-                    at = e;
-                    continue;
-                }
-                let next = self
-                    .memory
-                    .iter()
-                    .map(|b| b.address)
-                    .chain(self.missing.iter().map(|&(s, _, _)| s))
-                    .filter(|&s| s > at)
-                    .min()
-                    .unwrap_or(end)
-                    .min(end);
-                let from = m.file_offset + (at - m.start);
-                let to = m.file_offset + (next - m.start);
+        let mut covered: Vec<(u64, u64)> = self
+            .memory
+            .iter()
+            .filter(|b| b.space == 0)
+            .map(|b| (b.address, b.address.saturating_add(b.bytes.len() as u64)))
+            .chain(self.missing.iter().map(|&(s, e, _)| (s, e)))
+            .collect();
+        covered.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(covered.len());
+        for (s, e) in covered {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let mut mappings: Vec<(u64, u64, u64)> = self
+            .mappings
+            .iter()
+            .filter(|m| m.path == placed.path)
+            .filter_map(|m| {
+                let from = usize::try_from(m.file_offset).ok()?;
+                let in_file = u64::try_from(data.len().checked_sub(from)?).ok()?;
+                // Past the file's end a mapping reads zeros to the end of its page only.
+                let readable = in_file.saturating_add(4095) & !4095;
+                Some((
+                    m.start,
+                    m.end.min(m.start.saturating_add(readable)),
+                    m.file_offset,
+                ))
+            })
+            .collect();
+        mappings.sort_unstable();
+        let mut budget = data.len();
+        let mut done_to = 0u64;
+        for (start, end, offset) in mappings {
+            let mut at = start.max(done_to);
+            while at < end && budget > 0 {
+                let i = merged.partition_point(|&(_, e)| e <= at);
+                let next = match merged.get(i) {
+                    Some(&(s, e)) if s <= at => {
+                        at = e;
+                        continue;
+                    }
+                    Some(&(s, _)) => s.min(end),
+                    None => end,
+                };
                 let read_only = !writable.iter().any(|&(s, e)| s < next && at < e);
+                let len = usize::try_from(next - at).unwrap_or(usize::MAX).min(budget);
                 if read_only {
-                    let take = |o: u64| usize::try_from(o).unwrap_or(usize::MAX).min(data.len());
-                    let mut bytes = data.get(take(from)..take(to)).unwrap_or_default().to_vec();
-                    bytes.resize(usize::try_from(next - at).unwrap_or(0), 0);
-                    blocks.push(MemoryBlock {
+                    let from = usize::try_from(offset + (at - start)).unwrap_or(usize::MAX);
+                    let mut bytes = data
+                        .get(from.min(data.len())..from.saturating_add(len).min(data.len()))
+                        .unwrap_or_default()
+                        .to_vec();
+                    bytes.resize(len, 0);
+                    budget -= len;
+                    self.memory.push(MemoryBlock {
                         space: 0,
                         address: at,
                         bytes,
@@ -375,8 +392,8 @@ impl Stopped {
                 }
                 at = next;
             }
+            done_to = done_to.max(end);
         }
-        self.memory.extend(blocks);
     }
 }
 

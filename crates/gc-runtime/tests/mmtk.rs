@@ -672,9 +672,9 @@ fn lost(heap: &MmtkHeap, m: &mut MmtkMutator) {
     f.unlink();
 }
 
-/// A frame root in MMTk's memory that is not an object, and a broken frame: faults,
-/// nothing traced from them, the run goes on. A root outside MMTk's memory is a static
-/// object: skipped, no fault.
+/// A frame root that is not an object (in MMTk's memory, or below 64 KiB), and a broken
+/// frame: faults, nothing traced from them, the run goes on. A root elsewhere outside
+/// MMTk's memory is a static object: skipped, no fault.
 fn bad_roots(heap: &MmtkHeap, m: &mut MmtkMutator) {
     let chain = Chain { head: Cell::new(0) };
     let mut good = Frame::<3>::new(&chain);
@@ -684,17 +684,17 @@ fn bad_roots(heap: &MmtkHeap, m: &mut MmtkMutator) {
         .unwrap_or_else(|e| panic!("an object: {e}"));
     write(obj, 77);
     good.set_root(0, obj);
-    let mut bad = Frame::<4>::new(&chain);
+    let mut bad = Frame::<5>::new(&chain);
     bad.link();
-    bad.set_root(0, obj + 8); // inside an object
-    bad.set_root(1, 0x1000); // a static object
+    static NOTHING: [u64; 2] = [0, 0];
+    bad.set_root(0, 0x1000); // not an object
+    bad.set_root(1, obj + 8); // inside one
+    bad.set_root(2, NOTHING.as_ptr() as usize); // a static object
     m.collect(&mut chain.roots());
     let faults = heap.take_faults();
-    assert_eq!(faults.len(), 1, "{faults:?}");
-    assert!(
-        faults[0].contains("root 0 of frame #0") && faults[0].contains("not an object's address"),
-        "{faults:?}"
-    );
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].contains("root 0 of frame #0"), "{faults:?}");
+    assert!(faults[1].contains("not an object's address"), "{faults:?}");
     assert_eq!(read(good.root(0)), 77);
     bad.unlink();
     // Flag bits set in a frame's header word: the walk stops there (the frames beyond it

@@ -487,8 +487,8 @@ fn interior_pointers_and_non_objects_in_roots_are_faults() {
                 obj as usize
             ),
             format!(
-                "not an object: {at} holds {:#x}, an address on a thread's stack, where no \
-                 object lives (found in collection 4)",
+                "not an object: {at} holds {:#x}, where no object can be (a thread's stack, \
+                 or the first 64 KiB) (found in collection 4)",
                 &local as *const u64 as usize
             ),
         ]

@@ -9,10 +9,7 @@
 //!    (`locus_gc_main_statepoints` for statepoint roots) with the entry, which makes the
 //!    thread's runtime, calls the entry and prints its `i64` result on a line of its own. A
 //!    function of the module named `main` (the entry of `locus gc run` by default) is
-//!    renamed [`RENAMED_MAIN`] first, and every other function it defines gets the prefix
-//!    [`PROGRAM_PREFIX`] (`locus.program.read`): a program's function named as a C library
-//!    function would take the runtime's calls to it (fault lines still give the source's
-//!    names).
+//!    renamed [`RENAMED_MAIN`] first (fault lines still name it `main`).
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
 //!    (`"frame-pointer"="all"`, which the rewrite adds). The object's `.llvm_stackmaps`
@@ -68,7 +65,6 @@
 //! cannot pin is refused with frame roots at build time ([`check_collector`]); everything
 //! else the runtime checks when the executable starts.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,7 +76,6 @@ use crate::contract::STATEPOINT_PROGRAM_MARKER;
 use crate::lower::statepoint::calls_statepoints;
 use crate::lower::{ThreadOptions, WriteBarriers};
 use crate::run::{lower_frames, lower_statepoints_with, refuse_statepoint_polls, Roots};
-use crate::runtime::fault::PROGRAM_PREFIX;
 use crate::runtime::Collector;
 use crate::Error;
 
@@ -224,26 +219,25 @@ fn ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b'$' | b'.' | b'_')
 }
 
-/// `text` (printed IR) with every reference `@from` to a global renamed `@to`, for each
-/// `from -> to` of `names`. LLVM prints a global's name unquoted when it is an identifier;
-/// a quoted one (`@"a b"`) is left as it is.
-fn rename_globals(text: &str, names: &HashMap<String, String>) -> String {
+/// `text` (printed IR) with every reference `@from` to a global renamed `@to`. LLVM prints
+/// a global's name unquoted when it is an identifier, as `main` is, so each reference is
+/// `@from` followed by a character that cannot continue the name.
+fn rename_global(text: &str, from: &str, to: &str) -> String {
+    let needle = format!("@{from}");
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len() + 64 * names.len());
+    let mut out = String::with_capacity(text.len() + 64);
     let mut last = 0;
     let mut at = 0;
-    while let Some(found) = text[at..].find('@') {
-        let start = at + found + 1;
-        let mut end = start;
-        while bytes.get(end).is_some_and(|&c| ident_char(c)) {
-            end += 1;
-        }
-        if let Some(to) = names.get(&text[start..end]) {
+    while let Some(found) = text[at..].find(&needle) {
+        let start = at + found;
+        let end = start + needle.len();
+        if bytes.get(end).is_none_or(|&c| !ident_char(c)) {
             out.push_str(&text[last..start]);
+            out.push('@');
             out.push_str(to);
             last = end;
         }
-        at = end.max(start);
+        at = end;
     }
     out.push_str(&text[last..]);
     out
@@ -354,37 +348,23 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         run_passes(&module, pipeline)?;
     }
     check_entry(&module, &options.entry)?;
-    if module.function("main").is_some() && module.function(RENAMED_MAIN).is_some() {
-        return Err(Error::Entry {
-            name: options.entry.clone(),
-            message: format!(
-                "the module has both @main and @{RENAMED_MAIN}; the executable's main is \
-                 Locus's, and @main would be renamed @{RENAMED_MAIN}"
-            ),
-        });
+    let mut text = module.print();
+    let mut entry = options.entry.clone();
+    if module.function("main").is_some() {
+        if module.function(RENAMED_MAIN).is_some() {
+            return Err(Error::Entry {
+                name: options.entry.clone(),
+                message: format!(
+                    "the module has both @main and @{RENAMED_MAIN}; the executable's main is \
+                     Locus's, and @main would be renamed @{RENAMED_MAIN}"
+                ),
+            });
+        }
+        text = rename_global(&text, "main", RENAMED_MAIN);
+        if entry == "main" {
+            entry = RENAMED_MAIN.into();
+        }
     }
-    // The module's functions take names of their own: `main` is Locus's, and one named as
-    // a C library function (`read`, `malloc`) would take the runtime's calls to it.
-    let renamed: HashMap<String, String> = module
-        .function_list()
-        .into_iter()
-        .filter(|f| !f.is_declaration())
-        .map(|f| f.name())
-        .filter(|name| !name.starts_with("locus_") && !name.starts_with(PROGRAM_PREFIX))
-        .map(|name| {
-            let to = if name == "main" {
-                RENAMED_MAIN.to_owned()
-            } else {
-                format!("{PROGRAM_PREFIX}{name}")
-            };
-            (name, to)
-        })
-        .collect();
-    let mut text = rename_globals(&module.print(), &renamed);
-    let entry = renamed
-        .get(&options.entry)
-        .cloned()
-        .unwrap_or_else(|| options.entry.clone());
     let start = match options.roots {
         Roots::Frames => "locus_gc_main",
         Roots::Statepoint => {
@@ -603,20 +583,14 @@ pub fn build(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
-    use super::rename_globals;
+    use super::rename_global;
 
     #[test]
     fn renames_whole_global_names_only() {
-        let text = "define i64 @main() {\n  %a = call i64 @main_helper(ptr @main)\n  ret i64 0\n}\n@x = global ptr @main.1\n@\"read\" = global i8 0\ndefine void @read() { ret void }\n@";
-        let names = HashMap::from([
-            ("main".to_owned(), "locus_entry".to_owned()),
-            ("read".to_owned(), "locus.program.read".to_owned()),
-        ]);
+        let text = "define i64 @main() {\n  %a = call i64 @main_helper(ptr @main)\n  ret i64 0\n}\n@x = global ptr @main.1\n";
         assert_eq!(
-            rename_globals(text, &names),
-            "define i64 @locus_entry() {\n  %a = call i64 @main_helper(ptr @locus_entry)\n  ret i64 0\n}\n@x = global ptr @main.1\n@\"read\" = global i8 0\ndefine void @locus.program.read() { ret void }\n@"
+            rename_global(text, "main", "locus_entry"),
+            "define i64 @locus_entry() {\n  %a = call i64 @main_helper(ptr @locus_entry)\n  ret i64 0\n}\n@x = global ptr @main.1\n"
         );
     }
 }

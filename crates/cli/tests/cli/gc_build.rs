@@ -21,17 +21,13 @@ use crate::runtime_library;
 
 /// A sample of the GC suite's programs: a tree, a list, Julia's allocations, callee-rooted
 /// arguments, preserved objects, vectors.
-const PROGRAMS: [&str; 7] = [
+const PROGRAMS: [&str; 6] = [
     "tree",
     "list_sum",
     "julia_alloc",
     "callee_rooted",
     "gc_preserve",
     "vector_phi",
-    // Defines a function `read`, which took the runtime's calls to libc's `read` (the
-    // executable aborted at start-up) before the build gave the module's functions names
-    // of their own.
-    "alloca_before_push",
 ];
 
 fn gc_fixture(sub: &str, name: &str) -> PathBuf {

@@ -440,7 +440,7 @@ fn collect_every(program: &Path) -> &'static str {
 /// stay in place (pinned by gc_preserve / jl_roots, named by a stack root region: an
 /// alloca the rewrite keeps in memory, a value kept across setjmp), and the start of the
 /// one line that refuses each.
-const COPYING_REFUSED: [(&str, &str); 23] = [
+const COPYING_REFUSED: [(&str, &str); 25] = [
     ("alloca_address_as_integer", "  mmtk: the root region"),
     ("alloca_dynamic", "  mmtk: the root region"),
     ("alloca_filled_by_callee", "  mmtk: the root region"),
@@ -459,8 +459,10 @@ const COPYING_REFUSED: [(&str, &str); 23] = [
     ("preserve_no_end", "locus: gc: pin: "),
     ("returns_twice_list", "  mmtk: the root region"),
     ("returns_twice_longjmp", "  mmtk: the root region"),
+    ("returns_twice_merge", "  mmtk: the root region"),
     ("returns_twice_predecessor", "  mmtk: the root region"),
     ("returns_twice_slot_reuse", "  mmtk: the root region"),
+    ("returns_twice_two_calls", "  mmtk: the root region"),
     ("sret_mixed", "  mmtk: the root region"),
     ("sret_punned", "  mmtk: the root region"),
     ("sret_tracked", "  mmtk: the root region"),

@@ -332,7 +332,9 @@ impl<'d> Binary<'d> {
             what: format!("no DIE at .debug_info offset {die:#x}"),
         };
         let offset = gimli::DebugInfoOffset(usize::try_from(die).map_err(|_| no_die())?);
-        let units = all_units(&dwarf)?;
+        // A unit past the one holding the DIE that cannot be read does not stop the lookup
+        // (only references into it would).
+        let (units, broken) = units_before_error(&dwarf);
         for unit in &units {
             let Some(in_unit) = offset.to_unit_offset(&unit.header) else {
                 continue;
@@ -349,7 +351,7 @@ impl<'d> Binary<'d> {
             let pc = pc.wrapping_sub(self.load_bias);
             return object_in_unit(&dwarf, unit, &units, in_unit, (pc, self.load_bias));
         }
-        Err(no_die().into())
+        Err(broken.unwrap_or_else(|| no_die().into()))
     }
 
     /// Every location expression in the binary, as [`location_expressions`].
@@ -440,10 +442,23 @@ pub fn variables_at(data: &[u8], pc: u64, load_bias: u64) -> Result<Vec<Variable
 /// Every unit of `dwarf`, in `.debug_info` order: a scan follows references from one into
 /// another (`DW_FORM_ref_addr`, which LTO writes between the units of its sources).
 fn all_units<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> Result<Vec<gimli::Unit<R<'a>>>, Error> {
+    let (units, broken) = units_before_error(dwarf);
+    match broken {
+        Some(e) => Err(e),
+        None => Ok(units),
+    }
+}
+
+/// The units of `dwarf` in `.debug_info` order up to the first that cannot be read, and
+/// that one's error.
+fn units_before_error<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> (Vec<gimli::Unit<R<'a>>>, Option<Error>) {
     let mut out = Vec::new();
     let mut headers = dwarf.units();
-    while let Some(header) = headers.next()? {
-        out.push(dwarf.unit(header)?);
+    loop {
+        match headers.next().map(|h| h.map(|h| dwarf.unit(h))) {
+            Ok(None) => return (out, None),
+            Ok(Some(Ok(unit))) => out.push(unit),
+            Ok(Some(Err(e))) | Err(e) => return (out, Some(e.into())),
+        }
     }
-    Ok(out)
 }

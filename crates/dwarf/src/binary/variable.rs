@@ -19,7 +19,8 @@ use crate::{
 /// `DW_AT_encoding`, `DW_AT_byte_size`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BaseType {
-    /// Unit-relative offset of the `DW_TAG_base_type` DIE.
+    /// Offset of the `DW_TAG_base_type` DIE in the unit that holds it (for a variable's
+    /// type, that may be another unit than the variable's: LTO's references across units).
     pub offset: u64,
     /// Its `DW_ATE_*` encoding.
     pub encoding: u8,

@@ -667,9 +667,12 @@ pub(crate) fn publish(inst: &Instance, rec: &MutatorRecord) {
             return None;
         }
         let obj = object_at(value);
-        // Outside MMTk's memory: a static object (spec 003's constant cast to the tracked
-        // space), never traced or moved, as in a statepoint lane.
-        if obj.is_none() && super::in_heap(value) {
+        // Outside MMTk's memory (and above the first 64 KiB, where nothing is mapped): a
+        // static object (spec 003's constant cast to the tracked space), never traced or
+        // moved, as in a statepoint lane.
+        let could_be_static =
+            value >= crate::runtime::collector::LOWEST_MAPPED && !super::in_heap(value);
+        if obj.is_none() && !could_be_static {
             super::record_fault(
                 inst,
                 format!(

@@ -13,12 +13,14 @@
 //!
 //! Every pointer traced, root or field, is looked up in the heap's registry before it is
 //! dereferenced: null is skipped, a live object's address is marked, an address outside
-//! every object the heap knows and every mutator's stack is a *static object* (spec 003
+//! every object the heap knows, every mutator's stack and the first 64 KiB (where nothing
+//! is mapped) is a *static object* (spec 003
 //! lets code cast a plain pointer to a constant object into the tracked space: Julia's
 //! `nothing`, a module's global) and is skipped (never traced, freed or moved), and
 //! anything else is a fault: a freed object or a place inside one
 //! ([`GcFault::DanglingReference`]), a place inside a live object
-//! ([`GcFault::InteriorPointer`]), or an address on a stack ([`GcFault::NotAnObject`]). A
+//! ([`GcFault::InteriorPointer`]), or an address where no object can be
+//! ([`GcFault::NotAnObject`]). A
 //! live object whose header was overwritten is a [`GcFault::CorruptHeader`]. Outside stress
 //! mode freed objects are forgotten, so a stale pointer to one whose block went back to the
 //! allocator passes for a static object: stress mode is what catches those. The first fault ends the collection before the sweep: the
@@ -271,14 +273,19 @@ fn trace(
             collection,
         }),
         // A static object: not the heap's to trace, free or move.
-        Trace::Bad(Lookup::Nothing) if !on_a_stack(target, stacks) => Ok(()),
+        Trace::Bad(Lookup::Nothing) if could_be_static(target, stacks) => Ok(()),
         Trace::Bad(lookup) => Err(bad(from(heap), target, lookup, collection)),
     }
 }
 
-/// Whether `addr` is on one of the mutators' stacks (where no object, static or not, lives).
-pub(crate) fn on_a_stack(addr: usize, stacks: &[StackBounds]) -> bool {
-    stacks.iter().any(|s| (s.low..s.high).contains(&addr))
+/// The lowest address memory can be mapped at (Linux's default `vm.mmap_min_addr`): below
+/// it no object, of the heap or static, can be.
+pub(crate) const LOWEST_MAPPED: usize = 0x10000;
+
+/// Whether `addr`, no object of the heap, may be a static object: not below
+/// [`LOWEST_MAPPED`] and not on one of the mutators' stacks.
+pub(crate) fn could_be_static(addr: usize, stacks: &[StackBounds]) -> bool {
+    addr >= LOWEST_MAPPED && !stacks.iter().any(|s| (s.low..s.high).contains(&addr))
 }
 
 /// The fault for a traced pointer that is not a live object's address.

@@ -21,21 +21,14 @@ use super::heap::{ObjectInfo, HEADER_BYTES, MAX_OBJECT_BYTES};
 /// `RENAMED_MAIN` is this name.
 pub const RENAMED_MAIN: &str = "locus_entry";
 
-/// What `locus gc build` puts before the name of each other function the module defines,
-/// so that none takes a name the runtime or the C library calls (a program's own `read`
-/// took the runtime's calls to libc's at start-up).
-pub const PROGRAM_PREFIX: &str = "locus.program.";
-
 /// The name the program's source gives the function whose symbol is `symbol`, for a fault
-/// line: `main` for [`RENAMED_MAIN`], the name after [`PROGRAM_PREFIX`], `symbol` itself
-/// otherwise. It only compares bytes, so a signal handler may call it.
+/// line: `main` for [`RENAMED_MAIN`], `symbol` itself otherwise. It only compares bytes, so
+/// a signal handler may call it.
 pub fn source_function_name(symbol: &[u8]) -> &[u8] {
     if symbol == RENAMED_MAIN.as_bytes() {
         b"main"
     } else {
         symbol
-            .strip_prefix(PROGRAM_PREFIX.as_bytes())
-            .unwrap_or(symbol)
     }
 }
 
@@ -275,9 +268,9 @@ pub enum GcFault {
         /// The collection that found it.
         collection: u64,
     },
-    /// A root or a field holds an address on a mutator's stack: no object, of the heap or
-    /// static, lives there. (Any other address no object of the heap holds is a static
-    /// object, skipped.)
+    /// A root or a field holds an address on a mutator's stack or below 64 KiB: no object,
+    /// of the heap or static, can be there. (Any other address no object of the heap holds
+    /// is a static object, skipped.)
     NotAnObject {
         /// Where the pointer was found.
         from: Referrer,
@@ -471,8 +464,8 @@ impl fmt::Display for GcFault {
                 collection,
             } => write!(
                 f,
-                "not an object: {from} holds {target:#x}, an address on a thread's stack, \
-                 where no object lives (found in collection {collection})"
+                "not an object: {from} holds {target:#x}, where no object can be (a thread's \
+                 stack, or the first 64 KiB) (found in collection {collection})"
             ),
             GcFault::CorruptHeader {
                 from,
@@ -641,7 +634,6 @@ mod tests {
     #[test]
     fn the_renamed_main_reads_as_main() {
         assert_eq!(source_function_name(b"locus_entry"), b"main");
-        assert_eq!(source_function_name(b"locus.program.read"), b"read");
         for other in [
             &b"main"[..],
             b"deref",

@@ -54,7 +54,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use super::collector::{bad, on_a_stack};
+use super::collector::{bad, could_be_static};
 use super::fault::{GcFault, Referrer};
 use super::frames::{self, StackBounds};
 use super::heap::{Heap, Lookup, Scan, Trace};
@@ -588,7 +588,7 @@ impl Marker<'_> {
                 collection,
             }),
             // A static object (see `super::collector`).
-            Trace::Bad(Lookup::Nothing) if !on_a_stack(target, &self.stacks) => Ok(()),
+            Trace::Bad(Lookup::Nothing) if could_be_static(target, &self.stacks) => Ok(()),
             Trace::Bad(lookup) => Err(bad(from(self.heap), target, lookup, collection)),
         }
     }

@@ -53,12 +53,19 @@ pub fn keep_gc_loads_in_place<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<us
     Ok(changed)
 }
 
-/// The TBAA access tag `tag` (`!{base, access, offset, immutable}`) without its immutable
-/// flag, if the flag is set.
+/// The TBAA access tag `tag` without its immutable flag, if the flag is set: the operand
+/// after the offset in the struct-path form (`!{base, access, offset, immutable}`), after
+/// the size in the newer form (`!{base, access, offset, size, immutable}`, whose type
+/// nodes start with their parent node rather than a name).
 fn without_immutable_flag<'m>(tag: &Metadata<'m>) -> Option<Metadata<'m>> {
     let ops = tag.operands();
-    match ops.get(3)? {
-        Metadata::Value(v) if v.const_uint()? != 0 => Some(Metadata::Node(ops[..3].to_vec())),
+    let new_format = matches!(
+        ops.first().and_then(|base| base.operands().first()),
+        Some(Metadata::Node(_))
+    );
+    let at = if new_format { 4 } else { 3 };
+    match ops.get(at)? {
+        Metadata::Value(v) if v.const_uint()? != 0 => Some(Metadata::Node(ops[..at].to_vec())),
         _ => None,
     }
 }

@@ -877,10 +877,13 @@ fn register_regions<'m>(b: &Builder<'m>, f: Function<'m>, reset_at_return: bool)
 /// A `longjmp` comes back to a `returns_twice` call (`setjmp`) from a path where RS4GC saw
 /// what is live after the call as dead, so nothing keeps it there. Each GC pointer live
 /// across such a call is stored, right before the call, into a slot of a root region of the
-/// function's own: kept, and pinned, until the function returns; and the code after the
-/// call reads it back from there. Not from RS4GC's relocation at the call: LLVM gives the
-/// statepoint spill slot it reloads after the second return to other values on the path
-/// to the `longjmp` (a program returned another object's 7 for its own 42).
+/// function's own: kept, and pinned, until the function returns. The call itself is a
+/// GC leaf (it never collects), so no statepoint relocates anything there: RS4GC's
+/// relocation at the call was reloaded after the second return from a spill slot LLVM
+/// had given another value on the path to the `longjmp` (a program returned another
+/// object's 7 for its own 42). What is live across the call stays in its own register or
+/// spill slot, as in C: LLVM spills around a `returns_twice` call and does not share stack
+/// slots in such a function.
 ///
 /// Live across the call: [`super::scan::gc_pointers_live_across`] (keeping a value that is
 /// not is safe: a pin).
@@ -899,6 +902,9 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
             kept.push((call, live));
         }
     }
+    for &call in &calls {
+        add_call_string_attribute(call, "gc-leaf-function", "");
+    }
     for (call, live) in kept {
         b.position_after_allocas(f)?;
         let ty = b.array_type(b.ptr_type(crate::contract::TRACKED)?, live.len() as u64)?;
@@ -915,46 +921,6 @@ fn keep_across_returns_twice<'m>(b: &Builder<'m>, f: Function<'m>) -> Result<()>
                 b.addrspacecast(*v, b.ptr_type(crate::contract::TRACKED)?, "")?
             };
             b.store(tracked, slot)?;
-            reload_after(b, &dom, call, *v, slot)?;
-        }
-    }
-    Ok(())
-}
-
-/// Makes the uses of `v` that `call` dominates use a load of `slot` (where `v` was stored
-/// as a Tracked pointer before it) placed right after the call, cast back to `v`'s type (a
-/// `phi` uses it at the end of the incoming block). A value that is not one pointer, or an
-/// `invoke`, is left alone.
-fn reload_after<'m>(
-    b: &Builder<'m>,
-    dom: &Dominators<'_, 'm>,
-    call: Instruction<'m>,
-    v: Value<'m>,
-    slot: Value<'m>,
-) -> Result<()> {
-    let ty = v.ty();
-    if call.opcode() != Opcode::Call || !ty.is_pointer() {
-        return Ok(());
-    }
-    let uses: Vec<_> = v
-        .uses()
-        .into_iter()
-        .filter(|u| dom.dominates_use(call.as_value(), *u))
-        .collect();
-    if uses.is_empty() {
-        return Ok(());
-    }
-    b.position_after(call)?;
-    let tracked = b.ptr_type(crate::contract::TRACKED)?;
-    let loaded = b.load(tracked, slot, "gc.setjmp.reload")?.as_value();
-    let back = if ty == tracked {
-        loaded
-    } else {
-        b.addrspacecast(loaded, ty, "")?
-    };
-    for u in uses {
-        if let Some(user) = u.user.as_instruction() {
-            b.set_operand(user, u.operand, back)?;
         }
     }
     Ok(())
