@@ -253,7 +253,7 @@ fn restore_head_after_returns_twice<'m>(
         }
     };
     let ptr = b.ptr_type(UNTRACKED)?;
-    for call in calls {
+    for (k, call) in calls.into_iter().enumerate() {
         if call.is_terminator() {
             return Err(Error::Lower {
                 function: f.name(),
@@ -264,7 +264,8 @@ fn restore_head_after_returns_twice<'m>(
             });
         }
         b.position_before(call)?;
-        let saved = b.load(ptr, head, "gcstack.saved")?;
+        // Named by the call's place, not by LLVM's counter, which erased values advance.
+        let saved = b.load(ptr, head, &format!("gcstack.saved.{k}"))?;
         frame_word(b, saved)?;
         b.position_after(call)?;
         frame_word(b, b.store(saved.as_value(), head)?)?;

@@ -338,13 +338,14 @@ pub fn lower_function<'m>(
 /// Finishes one function of a module the intermediate lowering went through, as
 /// `FinalLowerGC` does after `LateLowerGCFrame`: Julia's helpers rewritten and the frame
 /// intrinsics made a real frame, nothing placed again (a function that needed no frame stays
-/// without one). The module is not verified here.
+/// without one; the barriers are those the intermediate lowering placed). The module is
+/// not verified here.
 pub fn finish_function<'m>(module: &'m Module<'m>, f: Function<'m>) -> Result<()> {
     finish(
         &Builder::new(module),
         f,
         LowerOptions::default(),
-        WriteBarriers::default(),
+        WriteBarriers::Frontend,
         InlineAlloc::default(),
     )
 }
@@ -377,7 +378,8 @@ fn lower_one<'m>(
     at(Phase::Scan);
     // Already framed (by an earlier run, or by Julia's own LateLowerGCFrame): a second
     // frame would be wrong, so only finish it.
-    let scanned = if already_has_frame(f) {
+    let framed = already_has_frame(f);
+    let scanned = if framed {
         None
     } else {
         match scan::scan(b, f)? {
@@ -389,8 +391,14 @@ fn lower_one<'m>(
         }
     };
     let Some(scan) = scanned else {
-        // Julia cleans up every function, framed or not.
+        // Julia cleans up every function, framed or not. A framed one has its barriers
+        // (the run that framed it placed them): placing more would double them.
         at(Phase::Finish);
+        let barriers = if framed {
+            WriteBarriers::Frontend
+        } else {
+            barriers
+        };
         finish(b, f, options, barriers, inline)?;
         return Ok(None);
     };
