@@ -58,7 +58,7 @@ use locus_llvm::ir::Function;
 use locus_llvm::Module;
 
 use crate::contract::{GET_PGCSTACK, NEW_GC_FRAME, RUNTIME_GET_PGCSTACK, UNTRACKED};
-use crate::Result;
+use crate::{Error, Result};
 
 pub use barriers::WriteBarriers;
 pub use inline_alloc::InlineAlloc;
@@ -402,6 +402,7 @@ fn lower_one<'m>(
         finish(b, f, options, barriers, inline)?;
         return Ok(None);
     };
+    refuse_must_tail(f)?;
     at(Phase::Liveness);
     let mut live = liveness::analyze(&scan.model);
     at(Phase::Refine);
@@ -449,4 +450,22 @@ fn lower_one<'m>(
     at(Phase::Finish);
     finish(b, f, options, barriers, inline)?;
     Ok(Some(report))
+}
+
+/// A `musttail` call in a function that takes part cannot be kept: its GC frame would have
+/// to be popped before the call (a `musttail` call must be followed by the `ret`), and then
+/// nothing would root what the call is passed.
+pub(crate) fn refuse_must_tail(f: Function<'_>) -> Result<()> {
+    for inst in f.instructions() {
+        if inst.as_call().is_some_and(|c| c.is_must_tail()) {
+            return Err(Error::Lower {
+                function: f.name(),
+                instruction: Some(inst.print().trim().to_owned()),
+                message: "a musttail call in a function that takes part in GC: its frame (or \
+                          statepoint) cannot outlive the call; call it without musttail"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
 }

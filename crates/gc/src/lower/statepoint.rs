@@ -994,6 +994,7 @@ fn token_landing_pads(text: &str, functions: &[String]) -> (String, usize) {
 /// the lowering replaces as if it were a call. Also a `va_arg` of a GC pointer, which
 /// LLVM 19's RS4GC takes for a derived pointer whose base it cannot find (it crashes).
 fn refuse_unsupported_calls(f: Function<'_>) -> Result<()> {
+    super::refuse_must_tail(f)?;
     for inst in f.instructions() {
         match inst.opcode() {
             Opcode::VAArg if inst.ty().holds_pointer_in(is_gc) => {

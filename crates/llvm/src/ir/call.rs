@@ -119,6 +119,15 @@ impl<'m> Call<'m> {
         self.inst.opcode() == Opcode::Invoke
     }
 
+    /// Whether this is a `musttail call` (which must be followed by the `ret`).
+    #[must_use]
+    pub fn is_must_tail(self) -> bool {
+        self.inst.opcode() == Opcode::Call
+            // SAFETY: `self.raw()` is a live `call` instruction.
+            && unsafe { llvm_sys::core::LLVMGetTailCallKind(self.raw()) }
+                == llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail
+    }
+
     /// The called operand (a function, or any pointer for an indirect call).
     #[must_use]
     pub fn called_value(self) -> Value<'m> {
