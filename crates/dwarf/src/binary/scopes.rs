@@ -60,16 +60,8 @@ pub(super) fn scan_dwo(
         if let Some(dwo) = package.find_cu(id, dwarf).map_err(in_package)? {
             let mut units = dwo.units();
             if let Some(header) = units.next().map_err(in_package)? {
-                let mut unit = dwo.unit(header).map_err(in_package)?;
-                unit.copy_relocated_attributes(skeleton);
-                return scan_unit(
-                    &dwo,
-                    &unit,
-                    core::slice::from_ref(&unit),
-                    pc,
-                    load_bias,
-                    out,
-                );
+                let unit = dwo.unit(header).map_err(in_package)?;
+                return scan_split_unit(&dwo, unit, skeleton, (pc, load_bias), out);
             }
         }
     }
@@ -96,21 +88,26 @@ pub(super) fn scan_dwo(
     dwo.make_dwo(dwarf);
     let mut units = dwo.units();
     while let Some(header) = units.next()? {
-        let mut unit = dwo.unit(header)?;
+        let unit = dwo.unit(header)?;
         if unit.dwo_id != skeleton.dwo_id {
             continue;
         }
-        unit.copy_relocated_attributes(skeleton);
-        return scan_unit(
-            &dwo,
-            &unit,
-            core::slice::from_ref(&unit),
-            pc,
-            load_bias,
-            out,
-        );
+        return scan_split_unit(&dwo, unit, skeleton, (pc, load_bias), out);
     }
     Err(fail("no unit with the skeleton's DWO id".to_owned()).into())
+}
+
+/// [`scan_unit`] on a split unit, read with its skeleton's relocated attributes
+/// (`.debug_addr` base and the like); a `.dwo` unit refers to no other unit.
+fn scan_split_unit<'a>(
+    dwo: &gimli::Dwarf<R<'a>>,
+    mut unit: gimli::Unit<R<'a>>,
+    skeleton: &gimli::Unit<R<'a>>,
+    (pc, load_bias): (u64, u64),
+    out: &mut Found,
+) -> Result<(), Error> {
+    unit.copy_relocated_attributes(skeleton);
+    scan_unit(dwo, &unit, core::slice::from_ref(&unit), pc, load_bias, out)
 }
 
 /// The object DIE at `die` of `unit` as a [`Variable`] with its location at `pc` (file
