@@ -9,7 +9,9 @@
 //!    (`locus_gc_main_statepoints` for statepoint roots) with the entry, which makes the
 //!    thread's runtime, calls the entry and prints its `i64` result on a line of its own. A
 //!    function of the module named `main` (the entry of `locus gc run` by default) is
-//!    renamed [`RENAMED_MAIN`] first (fault lines still name it `main`).
+//!    renamed [`RENAMED_MAIN`] first (fault lines still name it `main`), and a symbol
+//!    named as one the runtime library takes from the C library (`read`, `malloc`) gets
+//!    [`PROGRAM_PREFIX`] before its name ([`rename_runtime_imports`]).
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers
 //!    (`"frame-pointer"="all"`, which the rewrite adds). The object's `.llvm_stackmaps`
@@ -65,10 +67,12 @@
 //! cannot pin is refused with frame roots at build time ([`check_collector`]); everything
 //! else the runtime checks when the executable starts.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use locus_llvm::builder::Builder;
 use locus_llvm::passes::run_passes;
 use locus_llvm::{Context, Module};
 
@@ -86,6 +90,11 @@ pub const RUNTIME_LIBRARY: &str = "liblocus_gc_runtime.a";
 /// the one [`lower_for_build`] adds. Fault lines name it `main` again
 /// ([`locus_gc_runtime::runtime::fault::source_function_name`]).
 pub const RENAMED_MAIN: &str = locus_gc_runtime::runtime::fault::RENAMED_MAIN;
+
+/// What [`rename_runtime_imports`] puts before a module symbol named as one the runtime
+/// library takes from the C library. Fault lines drop it
+/// ([`locus_gc_runtime::runtime::fault::source_function_name`]).
+pub const PROGRAM_PREFIX: &str = locus_gc_runtime::runtime::fault::PROGRAM_PREFIX;
 
 /// The linker driver used by default.
 pub const DEFAULT_LINKER: &str = "clang-19";
@@ -164,6 +173,14 @@ pub enum BuildError {
         /// Why not.
         message: String,
     },
+    /// A global symbol of the module is named as one the runtime library takes from the
+    /// C library, and cannot be renamed (see [`rename_runtime_imports`]).
+    Symbol {
+        /// The symbol.
+        name: String,
+        /// Why it cannot be renamed.
+        message: String,
+    },
     /// The linker could not be run, or failed.
     Link {
         /// The command, as a shell would show it.
@@ -205,6 +222,7 @@ impl fmt::Display for BuildError {
             BuildError::Collector { collector, message } => {
                 write!(f, "--collector {collector}: {message}")
             }
+            BuildError::Symbol { name, message } => write!(f, "@{name}: {message}"),
             BuildError::Link { command, message } => {
                 write!(f, "linking failed: `{command}`: {}", message.trim_end())
             }
@@ -213,35 +231,6 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
-
-/// Whether `c` may continue an unquoted LLVM identifier (`[-a-zA-Z$._0-9]`).
-fn ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'$' | b'.' | b'_')
-}
-
-/// `text` (printed IR) with every reference `@from` to a global renamed `@to`. LLVM prints
-/// a global's name unquoted when it is an identifier, as `main` is, so each reference is
-/// `@from` followed by a character that cannot continue the name.
-fn rename_global(text: &str, from: &str, to: &str) -> String {
-    let needle = format!("@{from}");
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut last = 0;
-    let mut at = 0;
-    while let Some(found) = text[at..].find(&needle) {
-        let start = at + found;
-        let end = start + needle.len();
-        if bytes.get(end).is_none_or(|&c| !ident_char(c)) {
-            out.push_str(&text[last..start]);
-            out.push('@');
-            out.push_str(to);
-            last = end;
-        }
-        at = end;
-    }
-    out.push_str(&text[last..]);
-    out
-}
 
 /// Whether `collector` can be the default collector of an executable with `roots`: an
 /// MMTk plan that cannot pin (semispace, gencopy) cannot keep objects that Julia-style
@@ -312,13 +301,31 @@ fn check_entry(module: &Module<'_>, entry: &str) -> Result<(), Error> {
 }
 
 /// Step 1: the lowered module, with the executable's `main` added, as IR text (what
-/// [`compile`] compiles; `locus gc build --emit-ir` writes it).
+/// [`compile`] compiles; `locus gc build --emit-ir` writes it). The runtime library
+/// ([`BuildOptions::runtime`], else [`find_runtime`]'s) is read for the names it takes
+/// from the C library, which the module's own symbols give up ([`rename_runtime_imports`]).
 ///
 /// # Errors
 /// As [`crate::run::prepare_with_roots`]: LLVM's, the invariants, the lowering's, and
 /// [`Error::Entry`]; also [`Error::Entry`] when the module defines [`RENAMED_MAIN`] and a
-/// function `main`, or statepoint roots on a host other than x86-64 or AArch64 Linux.
-pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<String, Error> {
+/// function `main`, or statepoint roots on a host other than x86-64 or AArch64 Linux;
+/// those of [`find_runtime`] and [`runtime_imports`], and [`BuildError::Symbol`].
+pub fn lower_for_build(
+    name: &str,
+    ir: &[u8],
+    options: &BuildOptions,
+) -> Result<String, BuildError> {
+    let runtime = find_runtime(options.runtime.as_deref())?;
+    lower_against(name, ir, options, &runtime_imports(&runtime)?)
+}
+
+/// [`lower_for_build`] with the runtime library's imports read.
+fn lower_against(
+    name: &str,
+    ir: &[u8],
+    options: &BuildOptions,
+    imports: &BTreeSet<String>,
+) -> Result<String, BuildError> {
     let ctx = Context::new();
     let threads = ThreadOptions::safepoint_polls(options.safepoint_polls)
         .with_write_barriers(options.write_barriers)
@@ -339,7 +346,8 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
                 return Err(Error::Entry {
                     name: options.entry.clone(),
                     message: "statepoint roots walk x86-64 and AArch64 Linux frames only".into(),
-                });
+                }
+                .into());
             }
             lower_statepoints_with(&ctx, name, ir, options.write_barriers)?.0
         }
@@ -348,7 +356,6 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
         run_passes(&module, pipeline)?;
     }
     check_entry(&module, &options.entry)?;
-    let mut text = module.print();
     let mut entry = options.entry.clone();
     if module.function("main").is_some() {
         if module.function(RENAMED_MAIN).is_some() {
@@ -358,13 +365,20 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
                     "the module has both @main and @{RENAMED_MAIN}; the executable's main is \
                      Locus's, and @main would be renamed @{RENAMED_MAIN}"
                 ),
-            });
+            }
+            .into());
         }
-        text = rename_global(&text, "main", RENAMED_MAIN);
+        Builder::new(&module).rename_global("main", RENAMED_MAIN)?;
         if entry == "main" {
             entry = RENAMED_MAIN.into();
         }
     }
+    for (from, to) in rename_runtime_imports(&module, imports)? {
+        if entry == from {
+            entry = to;
+        }
+    }
+    let mut text = module.print();
     let start = match options.roots {
         Roots::Frames => "locus_gc_main",
         Roots::Statepoint => {
@@ -379,6 +393,82 @@ pub fn lower_for_build(name: &str, ir: &[u8], options: &BuildOptions) -> Result<
     };
     text.push_str(&main_text(start, &entry, options.collector));
     Ok(text)
+}
+
+/// The names the runtime library `archive` takes from other libraries: the symbols its
+/// members leave undefined and none of them defines (the C library's `read`, `malloc`,
+/// `write`, the unwinder's `_Unwind_Resume`).
+///
+/// # Errors
+/// [`BuildError::Io`] when the file cannot be read or is not an archive of objects.
+pub fn runtime_imports(archive: &Path) -> Result<BTreeSet<String>, BuildError> {
+    use object::read::archive::ArchiveFile;
+    use object::{Object, ObjectSymbol, ReadCache};
+    let io = |message: String| BuildError::Io {
+        path: archive.to_path_buf(),
+        message,
+    };
+    let file = std::fs::File::open(archive).map_err(|e| io(e.to_string()))?;
+    // Read through a cache: only the headers and symbol tables are read (a debug build
+    // of the runtime is over 100 MB).
+    let cache = ReadCache::new(file);
+    let members = ArchiveFile::parse(&cache).map_err(|e| io(format!("not an archive: {e}")))?;
+    let (mut undefined, mut defined) = (BTreeSet::new(), BTreeSet::new());
+    for member in members.members() {
+        let member = member.map_err(|e| io(format!("a member: {e}")))?;
+        let (offset, size) = member.file_range();
+        let object = object::File::parse(cache.range(offset, size)).map_err(|e| {
+            let shown = String::from_utf8_lossy(member.name());
+            io(format!("member {shown} is not an object: {e}"))
+        })?;
+        for symbol in object.symbols() {
+            let Ok(name) = symbol.name() else { continue };
+            if symbol.is_undefined() {
+                undefined.insert(name.to_owned());
+            } else if symbol.is_global() {
+                defined.insert(name.to_owned());
+            }
+        }
+    }
+    undefined.retain(|name| !name.is_empty() && !defined.contains(name));
+    Ok(undefined)
+}
+
+/// Renames every global symbol `module` defines for the linker
+/// ([`Module::linked_definitions`]) under a name in `imports`
+/// ([`runtime_imports`]) to [`PROGRAM_PREFIX`]`name`; returns the pairs (old, new).
+///
+/// Why: the executable is one static link, so a module function named `read` would take
+/// the runtime's own calls to the C library's `read` (the program then fails at start-up
+/// or worse). Renamed, the module's own references follow; another object linked in that
+/// calls `read` gets the C library's, and a fault line names the function as the source
+/// does ([`locus_gc_runtime::runtime::fault::source_function_name`]).
+///
+/// # Errors
+/// [`BuildError::Symbol`] when the new name is taken.
+pub fn rename_runtime_imports(
+    module: &Module<'_>,
+    imports: &BTreeSet<String>,
+) -> Result<Vec<(String, String)>, BuildError> {
+    let builder = Builder::new(module);
+    let mut renamed = Vec::new();
+    for from in module.linked_definitions() {
+        if !imports.contains(&from) {
+            continue;
+        }
+        let to = format!("{PROGRAM_PREFIX}{from}");
+        builder
+            .rename_global(&from, &to)
+            .map_err(|_| BuildError::Symbol {
+                name: from.clone(),
+                message: format!(
+                    "the runtime library takes @{from} from the C library, so the module's \
+                     must be renamed @{to}, and that name is taken"
+                ),
+            })?;
+        renamed.push((from, to));
+    }
+    Ok(renamed)
 }
 
 /// Step 2: [`lower_for_build`]'s text compiled into an ELF object for the host, in process,
@@ -553,7 +643,7 @@ pub fn build(
         check_collector(collector, options.roots)?;
     }
     let runtime = find_runtime(options.runtime.as_deref())?;
-    let lowered = lower_for_build(name, ir, options)?;
+    let lowered = lower_against(name, ir, options, &runtime_imports(&runtime)?)?;
     let object = compile(name, &lowered)?;
     let mut object_path = output.as_os_str().to_owned();
     object_path.push(".o");
@@ -579,18 +669,4 @@ pub fn build(
         runtime,
         object_bytes: object.len(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rename_global;
-
-    #[test]
-    fn renames_whole_global_names_only() {
-        let text = "define i64 @main() {\n  %a = call i64 @main_helper(ptr @main)\n  ret i64 0\n}\n@x = global ptr @main.1\n";
-        assert_eq!(
-            rename_global(text, "main", "locus_entry"),
-            "define i64 @locus_entry() {\n  %a = call i64 @main_helper(ptr @locus_entry)\n  ret i64 0\n}\n@x = global ptr @main.1\n"
-        );
-    }
 }

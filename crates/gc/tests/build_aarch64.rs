@@ -159,7 +159,13 @@ fn cross_build(
     dir: &Path,
     runtime: &Path,
 ) -> PathBuf {
-    let lowered = lower_for_build(name, ir, options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    // Lowered against the runtime it links: the names that runtime takes from the C
+    // library are the ones the module's symbols give up.
+    let options = BuildOptions {
+        runtime: Some(runtime.to_path_buf()),
+        ..options.clone()
+    };
+    let lowered = lower_for_build(name, ir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
     let tag = format!("{name}-{:?}", options.roots);
     let (ll, obj, exe) = (
         dir.join(format!("{tag}.ll")),

@@ -17,9 +17,13 @@ use llvm_sys::core::{
 use llvm_sys::core::{
     LLVMDeleteInstruction, LLVMGetFirstUse, LLVMGetPoison, LLVMReplaceAllUsesWith, LLVMTypeOf,
 };
+use llvm_sys::core::{
+    LLVMGetFirstGlobal, LLVMGetFirstGlobalAlias, LLVMGetFirstGlobalIFunc, LLVMGetLinkage,
+    LLVMGetNextGlobal, LLVMGetNextGlobalAlias, LLVMGetNextGlobalIFunc, LLVMIsDeclaration,
+};
 use llvm_sys::ir_reader::LLVMParseIRInContext;
 use llvm_sys::prelude::{LLVMContextRef, LLVMDiagnosticInfoRef, LLVMModuleRef, LLVMValueRef};
-use llvm_sys::LLVMDiagnosticSeverity;
+use llvm_sys::{LLVMDiagnosticSeverity, LLVMLinkage};
 
 use crate::error::{Error, Result};
 use crate::ffi::{from_c_str, lossy, Message};
@@ -295,6 +299,49 @@ impl<'ctx> Module<'ctx> {
             names.push(unsafe { lossy(name, len) });
             // SAFETY: as above.
             function = unsafe { LLVMGetNextFunction(function) };
+        }
+        names
+    }
+
+    /// The names of the global symbols the module defines that a linker resolves other
+    /// objects' references to: functions, variables, aliases and ifuncs with a linkage
+    /// other than `internal` or `private` (whatever their visibility: a hidden symbol still
+    /// takes references within the executable). In module order, functions first.
+    #[must_use]
+    pub fn linked_definitions(&self) -> Vec<String> {
+        type First = unsafe extern "C" fn(LLVMModuleRef) -> LLVMValueRef;
+        type Next = unsafe extern "C" fn(LLVMValueRef) -> LLVMValueRef;
+        let lists: [(First, Next); 4] = [
+            (LLVMGetFirstFunction, LLVMGetNextFunction),
+            (LLVMGetFirstGlobal, LLVMGetNextGlobal),
+            (LLVMGetFirstGlobalAlias, LLVMGetNextGlobalAlias),
+            (LLVMGetFirstGlobalIFunc, LLVMGetNextGlobalIFunc),
+        ];
+        let mut names = Vec::new();
+        for (first, next) in lists {
+            // SAFETY: `self.raw` is live; the walk follows one of its global lists, which
+            // is not changed meanwhile.
+            let mut value = unsafe { first(self.raw) };
+            while !value.is_null() {
+                // SAFETY: `value` is a live global of this module (aliases and ifuncs are
+                // never declarations).
+                let declaration = unsafe { LLVMIsDeclaration(value) } != 0;
+                // SAFETY: as above.
+                let linkage = unsafe { LLVMGetLinkage(value) };
+                let local = matches!(
+                    linkage,
+                    LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+                );
+                if !declaration && !local {
+                    let mut len = 0;
+                    // SAFETY: as above.
+                    let name = unsafe { LLVMGetValueName2(value, &mut len) };
+                    // SAFETY: the name is valid for `len` bytes, and is copied at once.
+                    names.push(unsafe { lossy(name, len) });
+                }
+                // SAFETY: as above.
+                value = unsafe { next(value) };
+            }
         }
         names
     }

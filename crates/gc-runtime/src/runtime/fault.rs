@@ -8,8 +8,9 @@
 //!
 //! A fatal signal's line (`locus: SIGSEGV ... in function `NAME``) names the function with
 //! `dladdr`; in an executable of `locus gc build`, whose `main` is Locus's, the module's own
-//! `main` is the symbol [`RENAMED_MAIN`], which [`source_function_name`] turns back into
-//! `main` for that line.
+//! `main` is the symbol [`RENAMED_MAIN`], and a function named as one the runtime takes
+//! from the C library has [`PROGRAM_PREFIX`] before its name; [`source_function_name`]
+//! turns both back into the source's names for that line.
 
 use std::fmt;
 
@@ -21,14 +22,21 @@ use super::heap::{ObjectInfo, HEADER_BYTES, MAX_OBJECT_BYTES};
 /// `RENAMED_MAIN` is this name.
 pub const RENAMED_MAIN: &str = "locus_entry";
 
+/// What `locus gc build` puts before a module symbol named as one the runtime library
+/// takes from the C library (`read`, `malloc`): in one static link, the module's `read`
+/// would take the runtime's calls to the C library's. The build's `PROGRAM_PREFIX` is this.
+pub const PROGRAM_PREFIX: &str = "locus.program.";
+
 /// The name the program's source gives the function whose symbol is `symbol`, for a fault
-/// line: `main` for [`RENAMED_MAIN`], `symbol` itself otherwise. It only compares bytes, so
-/// a signal handler may call it.
+/// line: `main` for [`RENAMED_MAIN`], `NAME` for [`PROGRAM_PREFIX`]`NAME`, `symbol` itself
+/// otherwise. It only compares bytes, so a signal handler may call it.
 pub fn source_function_name(symbol: &[u8]) -> &[u8] {
     if symbol == RENAMED_MAIN.as_bytes() {
         b"main"
     } else {
         symbol
+            .strip_prefix(PROGRAM_PREFIX.as_bytes())
+            .unwrap_or(symbol)
     }
 }
 

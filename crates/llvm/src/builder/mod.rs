@@ -81,6 +81,7 @@ mod instructions;
 pub use control::BinaryOp;
 mod memory;
 mod position;
+mod symbols;
 mod types;
 
 /// Inserts and changes instructions of one module. Owns an LLVM `IRBuilder`, disposed on

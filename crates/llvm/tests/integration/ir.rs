@@ -907,3 +907,66 @@ bad:
     let call = invoke.as_call().unwrap_or_else(|| panic!("not a call"));
     assert!(call.normal_dest().is_none() && call.unwind_dest().is_none());
 }
+
+/// `Module::linked_definitions` lists what a linker resolves to the module (definitions
+/// not `internal`/`private`, hidden ones included); `Builder::rename_global` renames a
+/// function, variable or alias with its references (opt-19 verifies the result), leaves
+/// strings and comdats alone and refuses a taken name.
+#[test]
+fn linked_definitions_and_renaming_globals() {
+    let ctx = Context::new();
+    let module = Module::parse_ir(
+        &ctx,
+        "globals",
+        r#"
+$read = comdat any
+@text = private constant [6 x i8] c"@read\00"
+@count = global i64 1
+@hidden = hidden global i64 2
+@local = internal global i64 3
+@external = external global i64
+@alias = alias i64, ptr @count
+declare i64 @write(i64)
+define linkonce_odr i64 @read(i64 %x) comdat {
+  %c = load i64, ptr @count
+  %y = add i64 %x, %c
+  ret i64 %y
+}
+define internal i64 @helper() {
+  %r = call i64 @read(i64 1)
+  ret i64 %r
+}
+define i64 @main() {
+  %r = call i64 @helper()
+  ret i64 %r
+}
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        module.linked_definitions(),
+        ["read", "main", "count", "hidden", "alias"]
+    );
+    let b = Builder::new(&module);
+    b.rename_global("read", "program.read").unwrap();
+    b.rename_global("count", "program.count").unwrap();
+    b.rename_global("alias", "program.alias").unwrap();
+    assert!(is_edit(
+        &b.rename_global("main", "program.read").unwrap_err()
+    ));
+    assert!(is_edit(&b.rename_global("nothing", "x").unwrap_err()));
+    assert!(is_edit(&b.rename_global("main", "").unwrap_err()));
+    let text = module.print();
+    assert!(text.contains("call i64 @program.read(i64 1)"), "{text}");
+    assert!(
+        text.contains("define linkonce_odr i64 @program.read(i64 %x) comdat($read)"),
+        "{text}"
+    );
+    assert!(text.contains("load i64, ptr @program.count"), "{text}");
+    assert!(
+        text.contains("@program.alias = alias i64, ptr @program.count"),
+        "{text}"
+    );
+    assert!(text.contains(r#"c"@read\00""#), "{text}");
+    opt_verify(&module);
+}
