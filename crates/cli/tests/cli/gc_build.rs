@@ -628,11 +628,17 @@ fn the_collector_option_sets_the_executables_default_collector() {
 /// Programs that throw and catch C++ exceptions through compiled frames (`invoke`, landing
 /// pads) build with statepoint roots, link the C++ runtime, and print their `; expect:`
 /// value under the moving stress collector; a program without C++ does not depend on
-/// libstdc++ (linked as needed), checked with llvm-readobj-19's dynamic section.
+/// libstdc++ (linked as needed), checked with llvm-readobj-19's dynamic section. In one, a
+/// function ends with a call to a noreturn function that collects: its return address is
+/// the function's end, which the walk must take for compiled code.
 #[test]
 fn statepoint_programs_that_unwind_cxx_style_build_and_run() {
     let tmp = TempDir::new("gc-build-invoke");
-    for name in ["invoke_catch_exception", "invoke_cleanup_resume"] {
+    for name in [
+        "invoke_catch_exception",
+        "invoke_cleanup_resume",
+        "invoke_noreturn_call_ends_function",
+    ] {
         let file = gc_fixture("statepoint", name);
         let source = std::fs::read_to_string(&file).expect("fixture");
         let expect = source

@@ -193,13 +193,28 @@ impl Index {
     }
 
     fn in_code(&self, addr: usize) -> bool {
+        self.code_end(addr).is_some()
+    }
+
+    /// The end of the range of compiled code that holds `addr`.
+    fn code_end(&self, addr: usize) -> Option<usize> {
         // The last range starting at or before `addr` (sections do not overlap; sorted by
         // (start, end), an empty section comes before a real one at the same start).
         let after = self.code.partition_point(|&(s, _)| s <= addr);
         after
             .checked_sub(1)
             .and_then(|k| self.code.get(k))
-            .is_some_and(|&(_, e)| addr < e)
+            .map(|&(_, e)| e)
+            .filter(|&e| addr < e)
+    }
+
+    /// Whether `return_address` returns into compiled code: the call before it is. A call
+    /// to a `noreturn` function can end a function, so its return address is the function's
+    /// end, outside the function's range (and outside a section that ends there).
+    fn returns_into_code(&self, return_address: usize) -> bool {
+        return_address
+            .checked_sub(1)
+            .is_some_and(|a| self.in_code(a))
     }
 
     fn pairs(&self, return_address: usize) -> Option<&[SlotPair]> {
@@ -340,7 +355,7 @@ fn walk(
         let caller_fp = unsafe { read(fp) };
         // SAFETY: as above.
         let ret = unsafe { read(fp + 8) };
-        if !index.in_code(ret) {
+        if !index.returns_into_code(ret) {
             if let Some(compiled_return) = hidden_compiled_frame(index, fp, bounds, entered) {
                 return Err(GcFault::ForeignFrame {
                     frame: walked,
@@ -445,23 +460,26 @@ fn hidden_compiled_frame(
         // frame's record and a running host frame (`fp` was checked to lie in the stack,
         // `entered` lies above it inside the stack's bounds).
         let word = unsafe { read(a) };
-        (index.in_code(word) && follows_call(index, word)).then_some(word)
+        (index.returns_into_code(word) && follows_call(index, word)).then_some(word)
     })
 }
 
-/// Whether the instruction before `addr` (an address of compiled code) is a call, as it is
-/// before a return address (a function's own address, which foreign code keeps to call it
-/// back, is not one). x86-64: `call rel32` (`e8`, 5 bytes) or `call r/m64` (`ff /2`, 2 to
-/// 7 bytes); AArch64: `bl` or `blr`.
+/// Whether the instruction before `addr` (a return address into compiled code, possibly
+/// the end of a range of it) is a call, as it is before a return address (a function's own
+/// address, which foreign code keeps to call it back, is not one). x86-64: `call rel32`
+/// (`e8`, 5 bytes) or `call r/m64` (`ff /2`, 2 to 7 bytes); AArch64: `bl` or `blr`.
 fn follows_call(index: &Index, addr: usize) -> bool {
     const BACK: usize = if cfg!(target_arch = "aarch64") { 4 } else { 7 };
-    let Some(start) = addr.checked_sub(BACK).filter(|&a| index.in_code(a)) else {
+    let Some(start) = addr
+        .checked_sub(BACK)
+        .filter(|&a| index.code_end(a).is_some_and(|end| addr <= end))
+    else {
         return false;
     };
     let mut before = [0u8; BACK];
     for (k, b) in before.iter_mut().enumerate() {
-        // SAFETY: `start..addr` lies inside one mapped code section of the compiled code
-        // (both ends checked, sections do not overlap), which is readable.
+        // SAFETY: `start..addr` lies inside one range of compiled code (checked above),
+        // which is mapped and readable.
         *b = unsafe { ((start + k) as *const u8).read_volatile() };
     }
     if cfg!(target_arch = "aarch64") {
@@ -872,6 +890,16 @@ mod tests {
             (0x3100, false),
         ] {
             assert_eq!(index.in_code(addr), inside, "{addr:#x}");
+        }
+        // A return address is the end of a call: one at a range's end (a `noreturn` call
+        // ending a function) returns into it, one at its start does not.
+        for (ret, inside) in [
+            (0x1000, false),
+            (0x1001, true),
+            (0x1100, true),
+            (0x1101, false),
+        ] {
+            assert_eq!(index.returns_into_code(ret), inside, "{ret:#x}");
         }
         // An addition after a lookup is seen by the next one.
         maps.add_record(0x1030, vec![pair(40)]);
