@@ -97,6 +97,8 @@ pub enum Command {
         /// One per memref result, in order, each a file of its own: not the library, a
         /// --shared-lib, the --sig-from kernel, nor (with --inout) an argument's file. An
         /// argument's file without --inout is replaced by the result, as np.save over it.
+        /// An integer result (MLIR's are signless) is written unsigned (`uint8`) when every
+        /// input file of its element type is unsigned, signed otherwise.
         #[arg(long = "out", value_name = "OUT.npy")]
         outs: Vec<PathBuf>,
         /// Write memref arguments back to their files after the call.
@@ -629,6 +631,8 @@ fn call(
         .borrow_results(borrow_results)
         .copy_strided(true)
         .report_faults(true);
+    // A signless integer result is written unsigned when its element type's inputs are.
+    let input_dtypes: Vec<Dtype> = files.iter().map(|f| f.array.dtype()).collect();
     // One argument per file over its whole array; every argument naming the file is a
     // view of it (`alias`): the kernel gets one buffer, as numpy passes one array.
     let mut whole = Vec::with_capacity(files.len());
@@ -675,7 +679,7 @@ fn call(
                 let mut shape: Vec<usize> = m.sizes().iter().map(|&s| s.max(0) as usize).collect();
                 // A vector element's dimensions are the array's last ones.
                 shape.extend(m.elem().lane_dims());
-                let dtype = Dtype::for_elem(m.elem());
+                let dtype = Dtype::for_result(m.elem(), &input_dtypes);
                 // Written straight from the kernel's buffer when it is row-major; else
                 // gathered into a copy first.
                 match m.contiguous_bytes().map_err(bad)? {

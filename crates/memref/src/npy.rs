@@ -213,6 +213,33 @@ impl Dtype {
     }
 }
 
+impl Dtype {
+    /// The dtype a result of element type `elem` is written as, given the dtypes of the
+    /// call's input files. MLIR's integers are signless, so a kernel's `i8` result holds
+    /// the bits of a `uint8` input as well as an `int8` one: an integer result is unsigned
+    /// when every input of its element type is (an image of `uint8` gives `uint8`, 200
+    /// stays 200), signed otherwise, as [`Dtype::for_elem`] says.
+    pub fn for_result(elem: ElemType, inputs: &[Dtype]) -> Dtype {
+        let signed = Dtype::for_elem(elem);
+        let unsigned = match signed {
+            Dtype::I8 => Dtype::U8,
+            Dtype::I16 => Dtype::U16,
+            Dtype::I32 => Dtype::U32,
+            Dtype::I64 if elem.scalar_and_lanes().0 != ElemType::Index => Dtype::U64,
+            _ => return signed,
+        };
+        let mut same = inputs
+            .iter()
+            .filter(|d| d.elem() == signed.elem())
+            .peekable();
+        if same.peek().is_some() && same.all(|&d| d == unsigned) {
+            unsigned
+        } else {
+            signed
+        }
+    }
+}
+
 /// The bytes of an array's storage come in blocks of this many, aligned to it: enough for
 /// any element, a vector of 64 bytes included.
 const BLOCK: usize = 64;

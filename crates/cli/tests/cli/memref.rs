@@ -1515,6 +1515,36 @@ fn narrow_float_and_complex_memrefs_through_npy() {
     );
 }
 
+/// MLIR's integers are signless: an `i8` result is written as `uint8` when the input of
+/// its element type is `uint8` (200 in, 55 out; before, the file said int8 and numpy read
+/// 255 as -1), as `int8` when it is `int8`.
+#[test]
+fn integer_results_take_their_inputs_signedness() {
+    let t = TempDir::new("memref-signless");
+    for (dtype, descr) in [(Dtype::U8, "|u1"), (Dtype::I8, "|i1")] {
+        let a = t.path(&format!("{descr}-a.npy").replace('|', ""));
+        NpyArray::from_bytes(dtype, vec![3], &[0, 100, 200])
+            .unwrap()
+            .write(&a)
+            .unwrap();
+        let out = t.path(&format!("{descr}-out.npy").replace('|', ""));
+        ok(&locus(&[
+            "call",
+            &lib("results"),
+            "flip_bytes",
+            "--sig-from",
+            path_str(&fixture("results.mlir")),
+            "--arg",
+            path_str(&a),
+            "--out",
+            path_str(&out),
+        ]));
+        let written = NpyArray::parse(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(written.dtype().descr(), descr);
+        assert_eq!(written.bytes(), [255, 155, 55], "{descr}");
+    }
+}
+
 /// `--arg 'A.npy[::2, 1:]'`: numpy's basic slicing (steps, negative steps, indices, `.T`)
 /// passes a view of the file: without a copy to a strided parameter, as a row-major copy to
 /// an identity-layout one, written back into the sliced elements only with --inout (issue

@@ -458,3 +458,24 @@ fn mapped_files_claiming_huge_shapes_are_refused() {
         }
     }
 }
+
+/// A signless integer result is unsigned when every input of its element type is, signed
+/// when they mix or there is none; `index`, floats and `i1` keep their one dtype.
+#[test]
+fn results_take_the_signedness_of_their_inputs() {
+    use locus_memref::signature::ElemType;
+    let cases: [(ElemType, &[Dtype], Dtype); 9] = [
+        (ElemType::I8, &[Dtype::U8], Dtype::U8),
+        (ElemType::I8, &[Dtype::U8, Dtype::F32, Dtype::U8], Dtype::U8),
+        (ElemType::I8, &[Dtype::U8, Dtype::I8], Dtype::I8),
+        (ElemType::I8, &[Dtype::U16], Dtype::I8),
+        (ElemType::I8, &[], Dtype::I8),
+        (ElemType::I16, &[Dtype::U16], Dtype::U16),
+        (ElemType::I64, &[Dtype::U64], Dtype::U64),
+        (ElemType::Index, &[Dtype::U64], Dtype::I64),
+        (ElemType::F32, &[Dtype::F32], Dtype::F32),
+    ];
+    for (elem, inputs, want) in cases {
+        assert_eq!(Dtype::for_result(elem, inputs), want, "{elem:?} {inputs:?}");
+    }
+}
