@@ -33,7 +33,7 @@ pub enum Command {
     },
     /// Compile a kernel and run its entry function, as mlir-cpu-runner does: what it
     /// prints (vector.print, printMemrefF32, printF32...) goes to standard output, then its
-    /// result, if it returns one (i32, i64; f32 and f64 as %e, or INF, -INF, nan). The
+    /// result, if it returns one (i32, i64, index; f32 and f64 as %e, or INF, -INF, nan). The
     /// MLIR 19 runner utils are loaded when the kernel needs them.
     ///
     /// Exit status: 0 when the entry returned; 1 when it was not called; 3 when the kernel
@@ -43,7 +43,7 @@ pub enum Command {
         /// The kernel (.mlir).
         kernel: PathBuf,
         /// The function to call (a func.func, or an llvm.func as mlir-cpu-runner calls
-        /// them): no arguments; no result, or one i32, i64, f32 or f64.
+        /// them): no arguments; no result, or one i32, i64, index, f32 or f64.
         #[arg(short, long, default_value = "main")]
         entry: String,
         /// A library whose symbols the kernel may call (repeatable, as mlir-cpu-runner's

@@ -31,7 +31,7 @@ pub const RUNNER_UTILS: &[&str] = &["libmlir_c_runner_utils.so", "libmlir_runner
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     /// The function to call (`main` by default): no arguments; no result, or one `i32`,
-    /// `i64`, `f32` or `f64`.
+    /// `i64`, `index`, `f32` or `f64`.
     pub entry: String,
     /// Libraries to load first, with their symbols visible to the kernel's.
     pub shared_libs: Vec<PathBuf>,
@@ -83,9 +83,11 @@ pub unsafe fn run_kernel(source: &str, options: &RunOptions) -> Result<Option<Sc
     let callable = signature.inputs.is_empty()
         && match signature.results[..] {
             [] => true,
+            // `index` is an i64 once lowered, as mlir-cpu-runner's -entry-point-result=i64
+            // calls it.
             [Type::Scalar(e)] => matches!(
                 e,
-                ElemType::I32 | ElemType::I64 | ElemType::F32 | ElemType::F64
+                ElemType::I32 | ElemType::I64 | ElemType::Index | ElemType::F32 | ElemType::F64
             ),
             _ => false,
         };
@@ -99,7 +101,7 @@ pub unsafe fn run_kernel(source: &str, options: &RunOptions) -> Result<Option<Sc
             at,
             message: format!(
                 "@{entry} is {signature}: an entry takes no arguments and returns nothing or \
-                 one i32, i64, f32 or f64 (`locus memref call` calls any function)"
+                 one i32, i64, index, f32 or f64 (`locus memref call` calls any function)"
             ),
         });
     }

@@ -1266,8 +1266,8 @@ fn run_passes_llvm_options() {
 }
 
 /// An entry's result is printed after what the kernel printed, as mlir-cpu-runner prints
-/// it: integers in decimal, floats as C's `%e` (f64 too, which mlir-cpu-runner cannot
-/// return).
+/// it: integers (an index too) in decimal, floats as C's `%e` (f64 too, which
+/// mlir-cpu-runner cannot return).
 #[test]
 fn run_prints_the_entry_result_as_mlir_cpu_runner() {
     let t = TempDir::new("memref-run-result");
@@ -1280,13 +1280,16 @@ fn run_prints_the_entry_result_as_mlir_cpu_runner() {
          func.func @d() -> f64 {\n  %c = arith.constant 6.02214076e23 : f64\n  return %c : f64\n}\n\
          func.func @inf() -> f32 {\n  %c = arith.constant 0x7F800000 : f32\n  return %c : f32\n}\n\
          func.func @ninf() -> f32 {\n  %c = arith.constant 0xFF800000 : f32\n  return %c : f32\n}\n\
-         func.func @nnan() -> f32 {\n  %c = arith.constant 0xFFC00000 : f32\n  return %c : f32\n}\n",
+         func.func @nnan() -> f32 {\n  %c = arith.constant 0xFFC00000 : f32\n  return %c : f32\n}\n\
+         func.func @x() -> index {\n  %c = arith.constant -42 : index\n  return %c : index\n}\n",
     )
     .unwrap();
-    // Infinities and NaNs as LLVM's write_double prints them (INF, -INF, nan).
+    // Infinities and NaNs as LLVM's write_double prints them (INF, -INF, nan); an index as
+    // the i64 it is lowered to (-entry-point-result=i64).
     for (entry, result) in [
         ("i", "i32"),
         ("l", "i64"),
+        ("x", "i64"),
         ("f", "f32"),
         ("inf", "f32"),
         ("ninf", "f32"),
