@@ -72,7 +72,9 @@ pub enum Command {
         #[arg(long, required_unless_present = "sig_from")]
         sig: Option<String>,
         /// Take the signature from `func.func @FUNC` in this .mlir file instead, as
-        /// mlir-opt-19 parses it (comments and strings are never read, aliases resolved).
+        /// mlir-opt-19 parses it (comments and strings are never read, aliases resolved);
+        /// a function of tensors as `memref compile` bufferizes it (`tensor<?xf32>` is
+        /// `memref<?xf32>`).
         #[arg(long, conflicts_with = "sig")]
         sig_from: Option<PathBuf>,
         /// One per argument, in order: a .npy path for a memref, a number for a scalar. A

@@ -697,7 +697,9 @@ impl Signature {
     /// function's `function_type` is taken from that
     /// ([`Signature::from_generic_mlir`]). Comments and strings that mention
     /// the function are never read; a `func.func` in a nested module counts
-    /// only when the outermost level has none of that name.
+    /// only when the outermost level has none of that name. A function of
+    /// (dense) tensors has the signature `memref compile` gives it: the one
+    /// after [`crate::compile::BUFFERIZE`] (`tensor<?xf32>` is `memref<?xf32>`).
     ///
     /// Errors are [`Error::Parse`] with a byte offset in `source`:
     /// where mlir-opt's first error is when the kernel does not parse or
@@ -735,8 +737,42 @@ impl Signature {
         let at = found
             .loc
             .map_or(source.len(), |(line, col)| offset_of(source, line, col));
-        found
-            .signature(name)
+        if !found.function_type.contains("tensor<") {
+            return found
+                .signature(name)
+                .map_err(|message| Error::Parse { at, message });
+        }
+        // A function of tensors: its compiled signature is the one bufferization gives it,
+        // as `memref compile` runs it ([`crate::compile::BUFFERIZE`]: identity-layout
+        // memrefs at function boundaries), read from mlir-opt-19's own output.
+        if found.function_type.contains("sparse_tensor.encoding") {
+            return Err(Error::Parse {
+                at,
+                message: format!(
+                    "`@{name}` has type `{}`: a sparse tensor's compiled form is the \
+                     sparsifier's; give the compiled signature with --sig",
+                    found.function_type
+                ),
+            });
+        }
+        let passes: Vec<&str> = crate::compile::BUFFERIZE
+            .iter()
+            .chain(PRINT_GENERIC)
+            .copied()
+            .collect();
+        let bufferized = crate::compile::run(mlir_opt, &passes, Some(source.as_bytes()))
+            .and_then(|out| {
+                String::from_utf8(out).map_err(|e| Error::Tool {
+                    tool: mlir_opt.clone(),
+                    stderr: format!("output is not UTF-8: {e}"),
+                })
+            })
+            .map_err(|e| Error::Parse {
+                at,
+                message: format!("`@{name}` takes tensors, and bufferizing the kernel failed: {e}"),
+            })?;
+        find_generic(&bufferized, name)
+            .and_then(|found| found.signature(name))
             .map_err(|message| Error::Parse { at, message })
     }
 

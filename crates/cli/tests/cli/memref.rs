@@ -1518,6 +1518,37 @@ fn narrow_float_and_complex_memrefs_through_npy() {
     );
 }
 
+/// `--sig-from` on a function of tensors takes the signature `memref compile` gave it
+/// (bufferized: `tensor<?xf32>` is `memref<?xf32>`); it was refused ("unsupported type
+/// `tensor`"). a + b * b into a fresh result.
+#[test]
+fn sig_from_a_tensor_kernel_reads_its_bufferized_signature() {
+    let t = TempDir::new("memref-tensor-sig");
+    let kernel = fixture("dialects.mlir");
+    let so = t.path("dialects.so");
+    ok(&locus(&["compile", path_str(&kernel), "-o", path_str(&so)]));
+    let a = write_f32(&t.0, "a.npy", &[4], &[0.0, 1.0, 2.0, 3.0], false);
+    let b = write_f32(&t.0, "b.npy", &[4], &[1.0, 2.0, 3.0, 4.0], false);
+    let out = t.path("out.npy");
+    ok(&locus(&[
+        "call",
+        path_str(&so),
+        "tensor_add_sq",
+        "--sig-from",
+        path_str(&kernel),
+        "--arg",
+        &a,
+        "--arg",
+        &b,
+        "--out",
+        path_str(&out),
+    ]));
+    assert_eq!(
+        read_f32(path_str(&out)),
+        (vec![4], vec![1.0, 5.0, 11.0, 19.0])
+    );
+}
+
 /// MLIR's integers are signless: an `i8` result is written as `uint8` when the input of
 /// its element type is `uint8` (200 in, 55 out; before, the file said int8 and numpy read
 /// 255 as -1), as `int8` when it is `int8`.

@@ -120,6 +120,24 @@ fn signature_from_mlir_source() {
         .contains("@missing"));
 }
 
+/// A function of dense tensors has the signature `memref compile` gives it: the one
+/// mlir-opt-19 prints after `compile::BUFFERIZE` (identity-layout memrefs at function
+/// boundaries, unranked stays unranked); a sparse tensor is refused, naming the function.
+#[test]
+fn tensor_functions_have_their_bufferized_signature() {
+    let src = "func.func @add(%a: tensor<?x4xf32>, %b: tensor<*xf32>, %s: f32) -> (tensor<?x4xf32>, f32) {\n\
+               \x20 return %a, %s : tensor<?x4xf32>, f32\n}\n\
+               #sp = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>\n\
+               func.func @sparse(%a: tensor<8xf32, #sp>) -> tensor<8xf32, #sp> {\n\
+               \x20 return %a : tensor<8xf32, #sp>\n}\n";
+    assert_eq!(
+        Signature::from_mlir(src, "add").unwrap().to_string(),
+        "(memref<?x4xf32>, memref<*xf32>, f32) -> (memref<?x4xf32>, f32)"
+    );
+    let e = Signature::from_mlir(src, "sparse").unwrap_err().to_string();
+    assert!(e.contains("@sparse") && e.contains("--sig"), "{e}");
+}
+
 #[test]
 fn checks_element_rank_sizes_and_layout() {
     let t = |s: &str| match Type::parse(s).unwrap() {
