@@ -59,7 +59,9 @@
 //! checked, what came before them is not (nor are its conditional changes until it reads
 //! the mode). An indirect call the optimizer duplicated has the attributes of the IR's
 //! indirect call through the same register, else those all the IR's indirect calls share.
-//! A function with more than 200 000 states is reported as [`Kind::TooComplex`].
+//! A function with more than 200 000 states is reported as [`Kind::TooComplex`]; a write
+//! of SVCR from a register (`msr SVCR, x0`, hand-written) as [`Kind::Unfollowed`], the path
+//! ending there rather than going on with a guessed mode.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -118,6 +120,9 @@ pub enum Kind {
     TailCall,
     /// The function has too many paths for the audit: it is incomplete.
     TooComplex,
+    /// An instruction sets the mode in a way the audit does not follow (`msr SVCR, xN`,
+    /// hand-written): the paths through it are not audited past it.
+    Unfollowed,
 }
 
 impl Kind {
@@ -137,6 +142,7 @@ impl Kind {
             Kind::NotZeroed => "not-zeroed",
             Kind::TailCall => "tail-call",
             Kind::TooComplex => "too-complex",
+            Kind::Unfollowed => "unfollowed",
         }
     }
 }
@@ -1370,6 +1376,21 @@ impl<'a> FunctionAuditor<'a> {
             }
             Op::Mrs(r, SysReg::Svcr) => {
                 return read_mode(s, r);
+            }
+            Op::Msr(SysReg::Svcr, r) => {
+                // PSTATE.SM and PSTATE.ZA become bits of a register: guessing them would
+                // judge the rest of the path on a mode it may not have.
+                self.report(
+                    case,
+                    Kind::Unfollowed,
+                    i,
+                    format!(
+                        "`{}` sets PSTATE.SM and PSTATE.ZA from a register, which the audit \
+                         does not follow: the code after it on this path is not audited",
+                        Op::Msr(SysReg::Svcr, r)
+                    ),
+                );
+                return Vec::new();
             }
             Op::Mrs(r, SysReg::Tpidr2) => s.set(r, Some(Fact::Tpidr2)),
             Op::Mov(d, 31) => s.set(d, Some(Fact::Zero)),
