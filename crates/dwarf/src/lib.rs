@@ -111,7 +111,9 @@
 //!   its errors ([`ErrorDetail::Json`]) name the key path at fault.
 //! * `unwind`: frames beyond the innermost from each mapped file's
 //!   `.eh_frame`/`.debug_frame` (callers know sp, pc and the callee-saved
-//!   registers); `callsite`: what a frame's function got on entry
+//!   registers, and a call-clobbered one only for a variable whose location the
+//!   compiler kept over the call: `Binary::kept_across_call`); `callsite`: what a
+//!   frame's function got on entry
 //!   (`DW_OP_entry_value`, `DW_OP_GNU_parameter_ref`) from the caller's
 //!   `DW_TAG_call_site_parameter`s, evaluated in the caller's frame, only when
 //!   that call provably enters the function (its target, or one chain of tail

@@ -57,6 +57,22 @@ impl Arch {
         }
     }
 
+    /// Whether DWARF register `r` is call-clobbered yet left alone by a call whose callee
+    /// does not write it: not a callee-saved register, the stack pointer or the return
+    /// address, nor one results come back in (x86-64 rax, rdx, xmm0, xmm1; AArch64 x0-x8,
+    /// v0-v7), nor one a linker's veneer or PLT stub may write between caller and callee
+    /// (AArch64 x16, x17; x18, the platform register), nor AArch64's v8-v15, whose upper
+    /// halves only are call-clobbered. A caller frame's variable there has its value
+    /// only when the compiler knew the callee leaves the register alone (gcc's IPA-RA)
+    /// and said so by keeping the location over the call's return address
+    /// ([`crate::binary::Binary::kept_across_call`]).
+    pub fn kept_unless_written(self, r: u16) -> bool {
+        match self {
+            Arch::X86_64 => matches!(r, 2 | 4 | 5 | 8..=11 | 19..=32),
+            Arch::Aarch64 => matches!(r, 9..=15 | 80..=95),
+        }
+    }
+
     /// Register names (gdb's spelling, lowercase) by DWARF number: the names a
     /// snapshot file gives its registers.
     pub fn register_name(self, r: u16) -> String {

@@ -6,6 +6,10 @@
 //! and the callee-saved registers (saved where the CFI says, else unchanged);
 //! the other registers are not known in a caller's frame and are left out, so
 //! a variable held in one there is reported as unreadable rather than guessed.
+//! The call-clobbered registers a call leaves alone when its callee does
+//! ([`Arch::kept_unless_written`](crate::stopped::Arch::kept_unless_written))
+//! go along apart ([`Frame::call_clobbered`]), for the variables whose location
+//! the compiler kept over the call (gcc's IPA-RA).
 //! CFA and register rules written as DWARF expressions (signal trampolines,
 //! PLT entries) stop the walk, with the reason.
 
@@ -31,6 +35,13 @@ pub struct Frame {
     pub pc: u64,
     /// The registers known in it, by DWARF number.
     pub registers: BTreeMap<u16, Vec<u8>>,
+    /// In a caller, the call-clobbered registers of
+    /// [`Arch::kept_unless_written`](crate::stopped::Arch::kept_unless_written) as the
+    /// frames it called left them (where their CFI saved them, else unchanged): its own
+    /// values only where the callee leaves them alone, which only the compiler knows
+    /// ([`crate::binary::Binary::kept_across_call`]). Empty in the innermost frame, whose
+    /// `registers` hold them all.
+    pub call_clobbered: BTreeMap<u16, Vec<u8>>,
     /// Its canonical frame address, when its CFI was found.
     pub cfa: Option<u64>,
     /// The file mapped at its PC.
@@ -65,6 +76,7 @@ pub fn frames(
     let mut frame = Frame {
         pc: thread.pc,
         registers: thread.registers.clone(),
+        call_clobbered: BTreeMap::new(),
         cfa: None,
         module: stopped.module_at(thread.pc).map(|m| m.path.clone()),
     };
@@ -167,13 +179,26 @@ fn caller(
             .map(|(_, rule)| rule.clone())
     };
     let mut registers = BTreeMap::new();
+    let mut call_clobbered = BTreeMap::new();
     let ra = arch.return_address();
+    // A register as this frame has it, or was left it (carried on while no CFI rule says
+    // otherwise).
+    let known = |r: u16| {
+        frame
+            .registers
+            .get(&r)
+            .or_else(|| frame.call_clobbered.get(&r))
+            .cloned()
+    };
     let mut wanted: Vec<u16> = frame
         .registers
         .keys()
+        .chain(frame.call_clobbered.keys())
         .copied()
-        .filter(|&r| arch.callee_saved(r))
+        .filter(|&r| arch.callee_saved(r) || arch.kept_unless_written(r))
         .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
     if !wanted.contains(&ra) {
         wanted.push(ra);
     }
@@ -184,12 +209,14 @@ fn caller(
             // gimli keeps no entry for an undefined rule: no return address, the outermost
             // frame (`_start`'s CFI says so).
             None if r == ra => None,
-            None | Some(RegisterRule::SameValue) => frame.registers.get(&r).cloned(),
+            None | Some(RegisterRule::SameValue) => known(r),
             Some(RegisterRule::Undefined) => None,
             Some(RegisterRule::Offset(o)) => Some(read(cfa.wrapping_add_signed(o))?),
             Some(RegisterRule::ValOffset(o)) => {
                 Some(cfa.wrapping_add_signed(o).to_le_bytes().to_vec())
             }
+            // Only a register this frame surely has: a call-clobbered one it was left
+            // is its own value only where the compiler says so.
             Some(RegisterRule::Register(from)) => frame.registers.get(&from.0).cloned(),
             Some(other) => {
                 return Err(format!(
@@ -198,6 +225,12 @@ fn caller(
                 ))
             }
         };
+        if !arch.callee_saved(r) && arch.kept_unless_written(r) {
+            if let Some(bytes) = bytes {
+                call_clobbered.insert(r, bytes);
+            }
+            continue;
+        }
         if r == ra {
             return_address = bytes.as_deref().map(|b| {
                 let mut buf = [0u8; 8];
@@ -227,6 +260,7 @@ fn caller(
         Some(Frame {
             pc,
             registers,
+            call_clobbered,
             cfa: None,
             module: stopped.module_at(pc).map(|m| m.path.clone()),
         }),

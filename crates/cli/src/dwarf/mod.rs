@@ -8,6 +8,7 @@
 pub(crate) mod render;
 mod target;
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -131,7 +132,9 @@ pub enum Command {
     /// from BINARY) or from /proc/PID/mem, and the load bias of BINARY from the mapped files
     /// (NT_FILE, /proc/PID/maps). The innermost frame by default; `--frame N` unwinds with
     /// the call-frame information of each mapped file (callers know sp, pc and the
-    /// callee-saved registers). A process is stopped with PTRACE_SEIZE/PTRACE_INTERRUPT and
+    /// callee-saved registers; a call-clobbered one only for a variable whose location the
+    /// compiler kept over the call, as gcc's IPA-RA does where the callee leaves the
+    /// register alone). A process is stopped with PTRACE_SEIZE/PTRACE_INTERRUPT and
     /// detached afterwards, no signal sent.
     ///
     /// Each variable with a value has `value` (its bytes in hex, `??` where undefined) and,
@@ -602,7 +605,7 @@ fn vars(
     let bin = open_binary(&data, package.as_deref(), path, input.limit)?.with_load_bias(load_bias);
     let vars = bin.variables_at(pc).map_err(|e| io_fail(path, e))?;
     let state = snap.as_ref().map(binary::Snapshot::state);
-    let list = variables_json(&vars, state.as_ref(), (&bin, pc));
+    let list = variables_json(&vars, state.as_ref(), None, (&bin, pc));
     Ok(json!({"pc": format!("{pc:#x}"), "variables": list}))
 }
 
@@ -610,14 +613,22 @@ fn vars(
 /// const_value) and, given a snapshot, its location and value (or the error): `value` its
 /// bytes in hex (`??` where undefined), `number` as gdb prints a value of its base type
 /// (absent for other types and when some bit is undefined). `at` is the binary and the pc
-/// the variables were found at (for the objects implicit pointers name).
+/// the variables were found at (for the objects implicit pointers name). `kept`: in a
+/// caller's frame, the variables whose location the compiler kept over the call
+/// ([`binary::Binary::kept_across_call`]) and the state they are read in, which has the
+/// call-clobbered registers the frames it called left.
 fn variables_json(
     vars: &[binary::Variable],
     state: Option<&binary::State<'_>>,
+    kept: Option<(&BTreeSet<u64>, &binary::State<'_>)>,
     at: (&binary::Binary<'_>, u64),
 ) -> Vec<Json> {
     let mut list = Vec::new();
     for v in vars {
+        let state = match kept {
+            Some((dies, kept_state)) if dies.contains(&v.die) => Some(kept_state),
+            _ => state,
+        };
         let mut item = json!({
             "name": v.name,
             "kind": match v.kind { VariableKind::Parameter => "parameter", VariableKind::Variable => "variable" },

@@ -3,7 +3,7 @@
 //! placed against the binary, one frame of each thread (or of `--thread N`) unwound by
 //! `locus_dwarf::unwind`, and the variables in scope there evaluated against it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use locus_dwarf::binary::{Binary, Snapshot};
@@ -235,7 +235,25 @@ pub fn vars(
                     if let Some(e) = entry.first() {
                         item["entry_values"] = entry_json(e);
                     }
-                    item["variables"] = json!(variables_json(&vars, Some(&state), (&bin, at)));
+                    // A caller's variables the compiler kept over the call in a register
+                    // the callee leaves alone (gcc's IPA-RA) read the call-clobbered ones.
+                    let kept = match frame {
+                        0 => BTreeSet::new(),
+                        _ if f.call_clobbered.is_empty() => BTreeSet::new(),
+                        _ => bin
+                            .kept_across_call(&vars, f.pc)
+                            .map_err(|e| io_fail(binary, e))?,
+                    };
+                    let mut with_kept = f.call_clobbered.clone();
+                    with_kept.extend(f.registers.iter().map(|(r, b)| (*r, b.clone())));
+                    let mut kept_state = loaded.stopped.state(&with_kept, f.cfa, &none);
+                    kept_state.entry = entry.first();
+                    item["variables"] = json!(variables_json(
+                        &vars,
+                        Some(&state),
+                        Some((&kept, &kept_state)),
+                        (&bin, at)
+                    ));
                 } else {
                     item["variables"] = json!([]);
                     item["note"] = json!(format!(
@@ -257,7 +275,7 @@ pub fn vars(
     });
     if frame > 0 {
         doc["unwinding"] = json!(
-            "caller frames: sp, pc and the callee-saved registers from the CFI; other registers are unknown there"
+            "caller frames: sp, pc and the callee-saved registers from the CFI; other registers are unknown there, but for a variable whose location the compiler kept over the call (a register the callee leaves alone, gcc's IPA-RA)"
         );
     }
     Ok(doc)

@@ -1999,6 +1999,39 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// A caller's values in call-clobbered registers that gcc's IPA-RA knows the callee leaves
+/// alone (`fixtures/ipa_ra.c`): in an outer frame they were `<optimized out>` ("register 5
+/// is not known in this frame"); now, where the caller's location holds over the call's
+/// return, they are read from the registers the inner frames left, as gdb reads them. A
+/// call's result register and a value live over a call that writes every register stay
+/// unknown. Against gdb on every frame of every stop (gcc and clang-19 -O2): no wrong
+/// value, and gcc's `keeps(n=7, m=5)` given in frame 2.
+#[test]
+fn registers_the_callee_leaves_alone_are_read_in_the_caller() {
+    let dir = TempDir::new("dwarf-ipa-ra");
+    for compiler in ["gcc", "clang-19"] {
+        let exe = dir.path(&format!("ipa_ra-{compiler}"));
+        compile(compiler, &["-O2", "-g"], &[&fixture("ipa_ra.c")], &exe);
+        let doc = gdb_compare(&exe, 1);
+        let count = |k: &str| doc[k].as_u64().unwrap_or(0);
+        assert_eq!(count("WRONG"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("locus-error"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("stops"), 5, "{compiler}: {doc:#}");
+        if compiler == "gcc" {
+            // stop_here <- leaf <- keeps(7, 5) <- main
+            let (thread, bt) = vars_at_stop(&exe, &dir, 1, 2);
+            for (name, value) in [("n", "7"), ("m", "5")] {
+                assert_eq!(
+                    var_of(&thread, "keeps", name).0.as_deref(),
+                    Some(value),
+                    "{name}: {thread:#}\n{bt}"
+                );
+            }
+            assert!(count("agree") >= 25, "{doc:#}");
+        }
+    }
+}
+
 /// A call site in another unit (gcc -O2, `fixtures/cross_unit.c` and
 /// `cross_unit_callee.c`): its DW_AT_call_origin is that unit's declaration of `work`,
 /// and the out-of-line copy of `work` (also inlined in its own unit) names itself only

@@ -5,7 +5,7 @@
 extern crate std;
 
 use alloc::borrow::ToOwned;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -14,8 +14,9 @@ use gimli::{AttributeValue, EndianSlice, LittleEndian};
 use object::{Object as _, ObjectSection as _};
 
 use super::scopes::{object_in_unit, scan_dwo, scan_unit, Found};
-use super::variable::{LocationExpression, Variable};
+use super::variable::{LocationExpression, Variable, VariableLocation};
 use crate::callsite::CallSites;
+use crate::op::Op;
 use crate::sections::DEFAULT_MAX_SECTION_BYTES;
 use crate::ErrorDetail;
 use crate::{Encoding, Error};
@@ -281,6 +282,58 @@ impl<'d> Binary<'d> {
     /// the running program), as [`variables_at`] finds them.
     pub fn variables_at(&self, pc: u64) -> Result<Vec<Variable>, Error> {
         Ok(self.scopes_at(pc)?.variables)
+    }
+
+    /// The DIEs of `vars` (what [`Binary::variables_at`] found in a caller's frame at its
+    /// lookup pc, one byte before its return address) whose location is the same at
+    /// `return_address`: still in scope, with the same expression, one that names no other
+    /// DIE (no implicit pointer, `DW_OP_call*` or GNU variable or parameter reference).
+    ///
+    /// Only such a variable may be read from the caller's call-clobbered registers
+    /// ([`crate::unwind::Frame::call_clobbered`]). The compiler keeps a location in one
+    /// over a call's return only when the callee leaves the register alone (gcc's IPA-RA
+    /// knows which registers a function of the unit writes): there, between the call and
+    /// its return nothing writes the register, so what the frames it called left in it is
+    /// the caller's value. (Registers results come back in are never among them: the call
+    /// itself writes those.)
+    ///
+    /// # Errors
+    /// As [`Binary::variables_at`] at `return_address`.
+    pub fn kept_across_call(
+        &self,
+        vars: &[Variable],
+        return_address: u64,
+    ) -> Result<BTreeSet<u64>, Error> {
+        let after = self.variables_at(return_address)?;
+        let names_no_die = |bytes: &[u8], encoding: Encoding| {
+            crate::op::decode(bytes, encoding).is_ok_and(|ops| {
+                !ops.iter().any(|(_, op)| {
+                    matches!(
+                        op,
+                        Op::Call2(_)
+                            | Op::Call4(_)
+                            | Op::CallRef(_)
+                            | Op::ImplicitPointer { .. }
+                            | Op::AspaceImplicitPointer { .. }
+                            | Op::GnuParameterRef(_)
+                            | Op::GnuVariableValue(_)
+                    )
+                })
+            })
+        };
+        Ok(vars
+            .iter()
+            .filter(|v| match &v.location {
+                VariableLocation::Expression(bytes) => {
+                    names_no_die(bytes, v.encoding)
+                        && after
+                            .iter()
+                            .any(|a| a.die == v.die && a.location == v.location)
+                }
+                _ => false,
+            })
+            .map(|v| v.die)
+            .collect())
     }
 
     /// The functions whose code holds `pc` (an address in the running program): the
