@@ -713,7 +713,8 @@ pub fn write_npy(
 /// as an argument, or be the very data being written) is never truncated under its
 /// readers, and a failed write leaves it as it was. The new file is made with `O_EXCL`
 /// under a random name (so no one can have put a file or a link there first), with the
-/// old file's permissions, or numpy's (0666 less the umask) for a new one.
+/// old file's permissions, or numpy's (0666 less the umask) for a new one. What is not a
+/// regular file (a device, a FIFO) is written into instead.
 fn replace_file(
     path: &std::path::Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -730,6 +731,19 @@ fn replace_file(
         _ => path.to_path_buf(),
     };
     let path = resolved.as_path();
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.file_type().is_file() {
+            // A device, a FIFO or a socket is written into, as numpy's open() writes it
+            // (`/dev/null`, `/dev/stdout`; `/dev/full` says it is full): a file renamed
+            // over it would take its place. A directory is refused by the open.
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io)?;
+            let mut w = std::io::BufWriter::new(file);
+            return write(&mut w).and_then(|()| w.flush()).map_err(io);
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),

@@ -479,3 +479,39 @@ fn results_take_the_signedness_of_their_inputs() {
         assert_eq!(Dtype::for_result(elem, inputs), want, "{elem:?} {inputs:?}");
     }
 }
+
+/// Writing to what is not a regular file writes into it, as numpy does: a FIFO stays a
+/// FIFO and its reader gets the whole file. (A file renamed over the path took its place:
+/// `--out /dev/full` replaced the device with a regular file and exited 0.)
+#[test]
+fn a_fifo_is_written_into_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.npy");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // The reader opens first without blocking (so a write that never opens the FIFO
+    // fails the test rather than hangs it); the file is smaller than the pipe's buffer.
+    let mut reader = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap()
+    };
+    let data: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|x| x.to_ne_bytes())
+        .collect();
+    locus_memref::npy::write_npy(&fifo, Dtype::F32, &[2], &data).unwrap();
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut read).unwrap();
+    let back = NpyArray::parse(&read).unwrap();
+    assert_eq!((back.shape(), back.bytes()), (&[2usize][..], &data[..]));
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "{kind:?}");
+}
