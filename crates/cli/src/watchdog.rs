@@ -36,6 +36,9 @@ pub fn parse_seconds(text: &str) -> Result<Duration, String> {
 pub struct Watchdog {
     cancel: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// The process that started it: a child the program forked has no watchdog thread
+    /// to join (joining one panicked there).
+    pid: u32,
 }
 
 /// Starts a watchdog that ends the process after `limit` (none: no watchdog), naming `what`
@@ -45,6 +48,7 @@ pub fn start(limit: Option<Duration>, what: &str) -> Watchdog {
         return Watchdog {
             cancel: None,
             thread: None,
+            pid: std::process::id(),
         };
     };
     // Made before the deadline, so the watchdog only writes and exits when it fires.
@@ -65,6 +69,7 @@ pub fn start(limit: Option<Duration>, what: &str) -> Watchdog {
     Watchdog {
         cancel: Some(cancel),
         thread,
+        pid: std::process::id(),
     }
 }
 
@@ -88,7 +93,12 @@ impl Drop for Watchdog {
     fn drop(&mut self) {
         drop(self.cancel.take());
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            if std::process::id() == self.pid {
+                let _ = thread.join();
+            } else {
+                // A fork's copy of the handle names a thread only the parent has.
+                std::mem::forget(thread);
+            }
         }
     }
 }

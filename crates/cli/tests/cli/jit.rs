@@ -647,7 +647,8 @@ fn a_program_invalidates_its_own_code() {
 
 /// Programs that end themselves or never end: `abort()`, `raise()` and a stack overflow in
 /// a thread the program made each end with one `locus:` line and exit status 3 (they died
-/// silently by the signal before); `--timeout` ends an endless loop with status 124.
+/// silently by the signal before); `--timeout` ends an endless loop with status 124, and
+/// a program that forks finishes in both processes.
 #[test]
 fn silent_deaths_and_hangs_of_the_program_are_reported() {
     let dir = TempDir::new("jit-deaths");
@@ -715,6 +716,24 @@ define i64 @main() {
     // A run that finishes in time is not affected.
     let quick = write_module(&dir, "quick.ll", "define i64 @main() {\n  ret i64 7\n}\n");
     assert_eq!(stdout_ok(&locus_jit(&[&quick, "--timeout", "30"])), "7\n");
+    // A program that forks: both processes finish the run; the child has no watchdog
+    // thread to stop (joining the parent's handle there panicked, about 1 run in 3).
+    let forks = write_module(
+        &dir,
+        "fork.ll",
+        "declare i32 @fork()\ndeclare i32 @wait(ptr)\ndefine i64 @main() {\n  %p = call i32 @fork()\n  \
+         %child = icmp eq i32 %p, 0\n  br i1 %child, label %c, label %w\nw:\n  \
+         %s = call i32 @wait(ptr null)\n  ret i64 1\nc:\n  ret i64 2\n}\n",
+    );
+    for _ in 0..6 {
+        let out = locus_jit(&[&forks, "--timeout", "30"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(!text(&out.stderr).contains("panicked"), "{out:?}");
+        let stdout = text(&out.stdout);
+        let mut printed: Vec<&str> = stdout.lines().collect();
+        printed.sort_unstable();
+        assert_eq!(printed, ["1", "2"], "{out:?}");
+    }
     let help = run(LOCUS, &["jit", "run", "--help"]);
     assert!(
         text(&help.stdout).contains("--timeout <SECONDS>"),
