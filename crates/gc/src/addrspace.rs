@@ -9,6 +9,39 @@ pub fn is_gc(space: u32) -> bool {
     (TRACKED..=LOADED).contains(&space)
 }
 
+/// The most GC pointers a struct, array or vector type may hold in a function the
+/// lowering takes part in: it lists them one by one (frame slots, the fields RS4GC
+/// relocates), and LLVM's code generator crashes on aggregates of GC pointers far larger.
+/// Larger is refused ([`crate::lower::refuse_huge_gc_aggregates`]).
+pub const MAX_GC_POINTERS_PER_TYPE: u64 = 4096;
+
+/// How many GC pointers (in any of the four GC address spaces) a value of type `ty` holds,
+/// saturating: one for such a pointer, one per lane of a vector of them, the sum over a
+/// struct's fields, an array's length times its element's.
+pub fn gc_pointer_count(ty: Type<'_>) -> u64 {
+    if ty.is_pointer() {
+        return u64::from(ty.address_space().is_some_and(is_gc));
+    }
+    if ty.is_vector() {
+        let elem = ty.scalar();
+        let gc = elem.is_pointer() && elem.address_space().is_some_and(is_gc);
+        return if gc {
+            u64::from(ty.vector_len().unwrap_or(0))
+        } else {
+            0
+        };
+    }
+    if let Some(fields) = ty.struct_fields() {
+        return fields
+            .into_iter()
+            .fold(0u64, |n, f| n.saturating_add(gc_pointer_count(f)));
+    }
+    match (ty.element_type(), ty.array_len()) {
+        (Some(elem), Some(n)) => n.saturating_mul(gc_pointer_count(elem)),
+        _ => 0,
+    }
+}
+
 /// Where one tracked pointer sits inside a value of vector or aggregate type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LeafPath {

@@ -293,6 +293,7 @@ fn lower_observed<'m>(
         if f.is_declaration() {
             continue;
         }
+        refuse_huge_gc_aggregates(f)?;
         reports.extend(lower_one(&b, f, options, barriers, inline, at)?);
     }
     at(Phase::Verify);
@@ -362,6 +363,38 @@ fn finish<'m>(
     emit::rewrite_helpers_with(b, f, barriers)?;
     if !options.intermediate_only {
         final_lower::final_lower_with(b, f, inline, inline_alloc::ObjectFrom::Untracked)?;
+    }
+    Ok(())
+}
+
+/// Refuses `f` when one of its instructions makes, takes or allocates a value of a type
+/// holding more GC pointers than [`crate::addrspace::MAX_GC_POINTERS_PER_TYPE`]: the
+/// lowering would list them one by one (a frame slot, a relocated field each; it capped
+/// them silently before, leaving the rest untraced), and LLVM's code generator crashes on
+/// such aggregates.
+///
+/// # Errors
+/// [`Error::Lower`] naming the function, the instruction and the type.
+pub fn refuse_huge_gc_aggregates(f: Function<'_>) -> Result<()> {
+    use crate::addrspace::{gc_pointer_count, MAX_GC_POINTERS_PER_TYPE};
+    for inst in f.instructions() {
+        let types = std::iter::once(inst.ty())
+            .chain(inst.allocated_type())
+            .chain(inst.operands().into_iter().map(|v| v.ty()))
+            .filter(|t| t.is_aggregate() || t.is_vector());
+        for ty in types {
+            let n = gc_pointer_count(ty);
+            if n > MAX_GC_POINTERS_PER_TYPE {
+                return Err(Error::Lower {
+                    function: f.name(),
+                    instruction: Some(inst.print().trim().to_string()),
+                    message: format!(
+                        "`{ty}` holds {n} GC pointers, more than the {MAX_GC_POINTERS_PER_TYPE} \
+                         one value or alloca may hold"
+                    ),
+                });
+            }
+        }
     }
     Ok(())
 }

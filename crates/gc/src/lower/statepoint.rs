@@ -312,6 +312,7 @@ fn prepare<'c>(
                 continue;
             }
             refuse_unsupported_calls(f)?;
+            super::refuse_huge_gc_aggregates(f)?;
             let (pins, open_at_return) = pin_contract(&b, f)?;
             report.pins += pins;
             if open_at_return {
