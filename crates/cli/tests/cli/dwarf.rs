@@ -1999,6 +1999,75 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// C++ types without `DW_AT_byte_size` (`fixtures/references.cpp`, clang++-19 and g++ -O0):
+/// rvalue references are 8 bytes, the referenced object's address as gdb prints it after
+/// `@` (they were sized as the type they name: 1 byte of a `char&&`, 32 of a `Big&&`);
+/// pointers to members are the Itanium ABI's 8 (data) and 16 (function: pointer and
+/// adjustment) bytes, an array of three data member pointers 24 (a member function pointer
+/// was sized from its member's type).
+#[test]
+fn references_and_member_pointers_have_their_abi_size() {
+    let dir = TempDir::new("dwarf-references");
+    for compiler in ["clang++-19", "g++"] {
+        let exe = dir.path(&format!("references-{compiler}"));
+        compile(
+            compiler,
+            &["-O0", "-g"],
+            &[&fixture("references.cpp")],
+            &exe,
+        );
+        let (refs, bt) = vars_at_stop(&exe, &dir, 1, 1);
+        let at = format!("{compiler}: {refs:#}\n{bt}");
+        assert_eq!(variable(&refs, "refs", "big")["byte_size"], 8, "{at}");
+        // (gdb's backtrace shows a struct argument as `...`.)
+        for name in ["c", "i", "lref"] {
+            let v = variable(&refs, "refs", name);
+            assert_eq!(v["byte_size"], 8, "{name}: {at}");
+            // gdb: `c=@0x7fffffffe67f: 65 'A'`; Locus: the address's bytes, little-endian.
+            let gdb = bt
+                .split(&format!("{name}=@0x"))
+                .nth(1)
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                .unwrap_or_else(|| panic!("{name}: no address in gdb's backtrace: {at}"));
+            let want: String = gdb
+                .to_le_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(v["value"].as_str(), Some(want.as_str()), "{name}: {at}");
+        }
+        let (members, bt) = vars_at_stop(&exe, &dir, 2, 1);
+        let at = format!("{compiler}: {members:#}\n{bt}");
+        let value = |name: &str| {
+            let v = variable(&members, "members", name);
+            (
+                v["byte_size"].as_u64(),
+                v["value"].as_str().map(str::to_owned),
+            )
+        };
+        // `a` is at 32 (after the vtable pointer and 24 bytes), `b` at 40.
+        let word = |n: u64| {
+            n.to_le_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        assert_eq!(value("pm"), (Some(8), Some(word(32))), "{at}");
+        assert_eq!(value("pl"), (Some(8), Some(word(40))), "{at}");
+        assert_eq!(value("arr"), (Some(24), Some(word(32).repeat(3))), "{at}");
+        // A virtual function's is 1 + its vtable offset; the adjustment is 0.
+        assert_eq!(value("pvf"), (Some(16), Some(word(1) + &word(0))), "{at}");
+        let get = bt
+            .split(") 0x")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .unwrap_or_else(|| panic!("no S::get address in gdb's backtrace: {at}"));
+        assert_eq!(value("pmf"), (Some(16), Some(word(get) + &word(0))), "{at}");
+    }
+}
+
 /// A caller's values in call-clobbered registers that gcc's IPA-RA knows the callee leaves
 /// alone (`fixtures/ipa_ra.c`): in an outer frame they were `<optimized out>` ("register 5
 /// is not known in this frame"); now, where the caller's location holds over the call's

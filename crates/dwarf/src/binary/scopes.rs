@@ -449,6 +449,9 @@ impl<'s, 'a> Scan<'s, 'a> {
         let t = tu.entry(offset)?;
         let name = match t.tag() {
             gimli::DW_TAG_pointer_type => "pointer".to_owned(),
+            gimli::DW_TAG_reference_type => "reference".to_owned(),
+            gimli::DW_TAG_rvalue_reference_type => "rvalue reference".to_owned(),
+            gimli::DW_TAG_ptr_to_member_type => "pointer to member".to_owned(),
             gimli::DW_TAG_array_type => "array".to_owned(),
             _ => self.name(tu, &t)?.unwrap_or_else(|| "?".to_owned()),
         };
@@ -549,11 +552,32 @@ impl<'s, 'a> Scan<'s, 'a> {
         {
             return Ok(Some(size));
         }
-        if matches!(
-            t.tag(),
-            gimli::DW_TAG_pointer_type | gimli::DW_TAG_reference_type
-        ) {
-            return Ok(Some(u64::from(u.encoding().address_size)));
+        let address = u64::from(u.encoding().address_size);
+        match t.tag() {
+            gimli::DW_TAG_pointer_type
+            | gimli::DW_TAG_reference_type
+            | gimli::DW_TAG_rvalue_reference_type => return Ok(Some(address)),
+            // The Itanium C++ ABI's (x86-64, AArch64): a member function pointer is a
+            // pointer and an adjustment, a data member pointer an offset. Neither gcc nor
+            // clang gives the size.
+            gimli::DW_TAG_ptr_to_member_type => {
+                let function = match self.referenced(u, &t, gimli::DW_AT_type)? {
+                    Some((mu, mo)) => mu.entry(mo)?.tag() == gimli::DW_TAG_subroutine_type,
+                    None => false,
+                };
+                return Ok(Some(if function { 2 * address } else { address }));
+            }
+            // These are the size of the type they name (an enumeration its underlying
+            // type's, DWARF 5); any other type without a size has none known here.
+            gimli::DW_TAG_typedef
+            | gimli::DW_TAG_const_type
+            | gimli::DW_TAG_volatile_type
+            | gimli::DW_TAG_restrict_type
+            | gimli::DW_TAG_atomic_type
+            | gimli::DW_TAG_immutable_type
+            | gimli::DW_TAG_enumeration_type
+            | gimli::DW_TAG_array_type => {}
+            _ => return Ok(None),
         }
         let inner = match self.referenced(u, &t, gimli::DW_AT_type)? {
             Some(at) => self.type_size(at, depth + 1)?,
