@@ -778,6 +778,12 @@ fn evaluate_into(
                 item["optimized_out"] = json!("no location at this pc");
             } else if r.bits.bit_len() > 0 && r.bits.defined_mask().iter().all(|&m| m == 0) {
                 item["optimized_out"] = json!("the location is undefined here");
+            } else if r.bits.bit_len() == 0 && part.is_none() && v.byte_size.is_none() {
+                // Not an empty value: nothing was read (it showed as `[]`).
+                item["error"] = json!(
+                    "the size of its type is not known (a variable-length array, or a type \
+                     without DW_AT_byte_size)"
+                );
             }
             r.location
         }
@@ -803,7 +809,10 @@ fn evaluate_into(
 /// expressions), which stay errors.
 fn optimized_out(e: &Error) -> Option<String> {
     let register = |r: u16| {
-        format!("register {r} is not known in this frame (a caller frame has only the registers its callees saved)")
+        format!(
+            "register {r} is not known in this frame (the core or snapshot lacks it, or a \
+             caller frame has only the registers its callees saved)"
+        )
     };
     match e.detail() {
         // A register the frame does not have (`DW_OP_bregN` of a caller frame's scratch one).

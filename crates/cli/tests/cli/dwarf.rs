@@ -1999,6 +1999,52 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// Types in type units (`fixtures/type_units.c`, -fdebug-types-section: gcc's DWARF 4
+/// `.debug_types` and DWARF 5, clang++-19 as C++): the variables' types are declarations
+/// naming them by signature; followed, `p` and `q` are the 16-byte `point` gdb prints
+/// (they were `[]` of type `?`). The variable-length array's size is not in its type: an
+/// error says so (it showed as `[]`).
+#[test]
+fn types_in_type_units_are_followed() {
+    let dir = TempDir::new("dwarf-type-units");
+    let builds: [(&str, &[&str]); 3] = [
+        ("gcc", &["-gdwarf-4"]),
+        ("gcc", &["-gdwarf-5"]),
+        ("clang++-19", &["-gdwarf-5", "-x", "c++"]),
+    ];
+    for (i, (compiler, flags)) in builds.into_iter().enumerate() {
+        let exe = dir.path(&format!("type_units-{i}"));
+        let mut all = vec!["-O0", "-g", "-fdebug-types-section"];
+        all.extend_from_slice(flags);
+        compile(compiler, &all, &[&fixture("type_units.c")], &exe);
+        let (frame, bt) = vars_at_stop(&exe, &dir, 1, 1);
+        let at = format!("{compiler} {flags:?}: {frame:#}\n{bt}");
+        // p = {x = 1, y = -4, w = 2.5}; q = {x = -3, ...}
+        let w = 2.5f64
+            .to_le_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        for (name, x) in [("p", "01000000"), ("q", "fdffffff")] {
+            let v = variable(&frame, "f", name);
+            assert_eq!(v["type"], "point", "{name}: {at}");
+            assert_eq!(v["byte_size"], 16, "{name}: {at}");
+            assert_eq!(
+                v["value"].as_str(),
+                Some(format!("{x}fcffffff{w}").as_str()),
+                "{name}: {at}"
+            );
+        }
+        let vla = variable(&frame, "f", "vla");
+        assert!(
+            vla["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("size of its type is not known")),
+            "{at}"
+        );
+    }
+}
+
 /// C++ types without `DW_AT_byte_size` (`fixtures/references.cpp`, clang++-19 and g++ -O0):
 /// rvalue references are 8 bytes, the referenced object's address as gdb prints it after
 /// `@` (they were sized as the type they name: 1 byte of a `char&&`, 32 of a `Big&&`);

@@ -502,13 +502,22 @@ fn all_units<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> Result<Vec<gimli::Unit<R<'a>>>,
     }
 }
 
-/// The units of `dwarf` in `.debug_info` order up to the first that cannot be read, and
-/// that one's error.
+/// The units of `dwarf` in `.debug_info` order, then those of `.debug_types` (DWARF 4's
+/// type units, after every `.debug_info` unit as their offsets sort), up to the first that
+/// cannot be read, and that one's error.
 fn units_before_error<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> (Vec<gimli::Unit<R<'a>>>, Option<Error>) {
     let mut out = Vec::new();
     let mut headers = dwarf.units();
     loop {
         match headers.next().map(|h| h.map(|h| dwarf.unit(h))) {
+            Ok(None) => break,
+            Ok(Some(Ok(unit))) => out.push(unit),
+            Ok(Some(Err(e))) | Err(e) => return (out, Some(e.into())),
+        }
+    }
+    let mut types = dwarf.type_units();
+    loop {
+        match types.next().map(|h| h.map(|h| dwarf.unit(h))) {
             Ok(None) => return (out, None),
             Ok(Some(Ok(unit))) => out.push(unit),
             Ok(Some(Err(e))) | Err(e) => return (out, Some(e.into())),

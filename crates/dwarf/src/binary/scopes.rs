@@ -202,7 +202,8 @@ pub(super) struct Found {
 struct Scan<'s, 'a> {
     dwarf: &'s gimli::Dwarf<R<'a>>,
     unit: &'s gimli::Unit<R<'a>>,
-    /// Every unit of `dwarf` in `.debug_info` order, for references into other units.
+    /// Every unit of `dwarf` in `.debug_info` order, then the `.debug_types` units, for
+    /// references into other units.
     units: &'s [gimli::Unit<R<'a>>],
     /// The PC at the file's own addresses (the load bias taken off).
     pc: u64,
@@ -353,8 +354,26 @@ impl<'s, 'a> Scan<'s, 'a> {
 
     /// The DIE a reference of `u` (the unit `value` was read in) names: in `u` for a
     /// unit-relative reference, in whichever unit holds it for a `.debug_info` one
-    /// (`DW_FORM_ref_addr`: LTO's references across units).
+    /// (`DW_FORM_ref_addr`: LTO's references across units), the type a type unit of that
+    /// signature holds for a `DW_FORM_ref_sig8` one.
     fn follow(&self, u: &'s Unit<'a>, value: AttributeValue<R<'a>>) -> Option<DieRef<'s, 'a>> {
+        let found = self.follow_once(u, value)?;
+        // A declaration that stands for a type of a type unit (`DW_AT_signature`: gcc's
+        // and clang's skeleton of a type in -fdebug-types-section): that type. One hop
+        // only: a file could make signatures a cycle.
+        let signature = found
+            .0
+            .entry(found.1)
+            .ok()
+            .and_then(|e| e.attr_value(gimli::DW_AT_signature).ok().flatten());
+        match signature {
+            Some(sig @ AttributeValue::DebugTypesRef(_)) => self.follow_once(found.0, sig),
+            _ => Some(found),
+        }
+    }
+
+    /// [`Scan::follow`] without looking through `DW_AT_signature`.
+    fn follow_once(&self, u: &'s Unit<'a>, value: AttributeValue<R<'a>>) -> Option<DieRef<'s, 'a>> {
         match value {
             AttributeValue::UnitRef(o) => Some((u, o)),
             AttributeValue::DebugInfoRef(o) => {
@@ -365,6 +384,21 @@ impl<'s, 'a> Scan<'s, 'a> {
                 let i = self.units.partition_point(|x| x.header.offset() <= at);
                 let other = self.units.get(i.checked_sub(1)?)?;
                 Some((other, o.to_unit_offset(&other.header)?))
+            }
+            // A type in a type unit (`DW_FORM_ref_sig8`: gcc's -fdebug-types-section,
+            // clang++'s), in `.debug_info` (DWARF 5) or `.debug_types` (DWARF 4).
+            AttributeValue::DebugTypesRef(signature) => {
+                self.units.iter().find_map(|t| match t.header.type_() {
+                    gimli::UnitType::Type {
+                        type_signature,
+                        type_offset,
+                    }
+                    | gimli::UnitType::SplitType {
+                        type_signature,
+                        type_offset,
+                    } if type_signature == signature => Some((t, type_offset)),
+                    _ => None,
+                })
             }
             _ => None,
         }
