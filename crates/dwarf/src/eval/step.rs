@@ -947,7 +947,7 @@ impl<'a> Evaluation<'a> {
             Op::Undefined => self.push_loc(LocationDescription::undefined()),
             Op::Overlay => self.overlay(8)?,
             Op::BitOverlay => self.overlay(1)?,
-            Op::Nop | Op::LlvmNop => {}
+            Op::Nop | Op::LlvmNop | Op::GnuUninit => {}
             Op::Composite => self.stack.push(Slot::Open(Vec::new(), 0, false)),
         }
         self.advance()

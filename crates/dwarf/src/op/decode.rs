@@ -348,6 +348,7 @@ pub(super) fn decode_one(r: &mut Reader<'_>, code: u8, enc: Encoding) -> Result<
         0x98 => Op::Call2(r.fixed(2)? as u16),
         0x99 => Op::Call4(r.fixed(4)? as u32),
         0x9a => Op::CallRef(r.fixed(off)?),
+        0xf0 => Op::GnuUninit,
         0xfa => Op::GnuParameterRef(r.fixed(4)? as u32),
         0xfd => Op::GnuVariableValue(r.fixed(off)?),
         0x9b => Op::FormTlsAddress,

@@ -89,6 +89,7 @@ pub(super) fn encode_one(out: &mut Vec<u8>, op: &Op, enc: Encoding) -> Result<()
         Op::Lt => simple(0x2d),
         Op::Ne => simple(0x2e),
         Op::Nop => simple(0x96),
+        Op::GnuUninit => simple(0xf0),
         Op::PushObjectAddress => simple(0x97),
         Op::FormTlsAddress => simple(0x9b),
         Op::CallFrameCfa => simple(0x9c),

@@ -160,6 +160,10 @@ pub enum Op {
     /// of the formal parameter at this unit-relative DIE offset (4 bytes), as
     /// the caller's call site binds it (`DW_AT_call_parameter`).
     GnuParameterRef(u32),
+    /// `DW_OP_GNU_uninit` (0xf0, gcc): the value the location holds is not initialized
+    /// yet; it changes nothing in the evaluation (gdb prints the value marked
+    /// `[uninitialized]`).
+    GnuUninit,
     /// `DW_OP_GNU_variable_value` (0xfd): pushes the value of the variable at
     /// this `.debug_info` offset (`offset_size` bytes) in the current frame.
     GnuVariableValue(u64),
@@ -389,6 +393,7 @@ impl Op {
             Op::Constx(_) => "DW_OP_constx",
             Op::EntryValue(_) => "DW_OP_entry_value",
             Op::GnuParameterRef(_) => "DW_OP_GNU_parameter_ref",
+            Op::GnuUninit => "DW_OP_GNU_uninit",
             Op::GnuVariableValue(_) => "DW_OP_GNU_variable_value",
             Op::ConstType { .. } => "DW_OP_const_type",
             Op::RegvalType { .. } => "DW_OP_regval_type",
@@ -468,6 +473,7 @@ fn opcode_name(code: u8, ext: ExtensionEncoding) -> &'static str {
         0x98 => "DW_OP_call2",
         0x99 => "DW_OP_call4",
         0x9a => "DW_OP_call_ref",
+        0xf0 => "DW_OP_GNU_uninit",
         0xfa => "DW_OP_GNU_parameter_ref",
         0xfd => "DW_OP_GNU_variable_value",
         0x9d => "DW_OP_bit_piece",

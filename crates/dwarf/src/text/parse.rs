@@ -896,6 +896,7 @@ impl<'t> Parser<'t, '_> {
                 "deref_size" => Op::DerefSize(self.unsigned(U8)? as u8),
                 "xderef_size" => Op::XderefSize(self.unsigned(U8)? as u8),
                 "nop" => Op::Nop,
+                "GNU_uninit" => Op::GnuUninit,
                 "push_object_address" => Op::PushObjectAddress,
                 "call2" => Op::Call2(self.gdb_hex("offset", U16)? as u16),
                 "call4" => Op::Call4(self.gdb_hex("offset", U32)? as u32),

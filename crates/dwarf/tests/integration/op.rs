@@ -667,10 +667,10 @@ fn binary_errors() {
         decode(&smin, USER).unwrap(),
         vec![(0, Op::Consts(i64::MIN))]
     );
-    // Unknown opcodes (0xfa and 0xfd are gcc's DW_OP_GNU_parameter_ref and
-    // DW_OP_GNU_variable_value).
+    // Unknown opcodes (0xf0, 0xfa and 0xfd are gcc's DW_OP_GNU_uninit,
+    // DW_OP_GNU_parameter_ref and DW_OP_GNU_variable_value).
     for code in [
-        0x00u8, 0x01, 0x02, 0x04, 0x05, 0x07, 0xaa, 0xed, 0xf0, 0xf1, 0xf8, 0xff,
+        0x00u8, 0x01, 0x02, 0x04, 0x05, 0x07, 0xaa, 0xed, 0xf1, 0xf8, 0xff,
     ] {
         assert_eq!(
             decode(&[0x96, code], LEGACY),
@@ -681,6 +681,13 @@ fn binary_errors() {
             .into())
         );
     }
+    // DW_OP_GNU_uninit marks a location's value as not initialized yet: decoded, printed,
+    // and nothing in the evaluation (`DW_OP_reg0; DW_OP_GNU_uninit`, g++ -Og).
+    assert_eq!(
+        decode(&[0x50, 0xf0], LEGACY).unwrap(),
+        vec![(0, Op::Reg(0)), (1, Op::GnuUninit)]
+    );
+    assert_eq!(Op::GnuUninit.name(), "DW_OP_GNU_uninit");
     // Branches: to the end is fine, past it or into an operand is not.
     assert!(decode(&[0x2f, 0x00, 0x00], USER).is_ok());
     assert!(decode(&[0x30, 0x28, 0xfc, 0xff], USER).is_ok());
