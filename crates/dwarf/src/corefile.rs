@@ -68,7 +68,7 @@ const X86_64_REGS: [(usize, u16); 26] = [
 ];
 
 fn bad(path: &str, what: String) -> Error {
-    ErrorDetail::Object {
+    ErrorDetail::Target {
         what: format!("core file {path}: {what}"),
     }
     .into()

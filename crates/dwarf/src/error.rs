@@ -112,6 +112,12 @@ pub enum ErrorDetail {
         /// What is wrong.
         what: String,
     },
+    /// (`binary`) The stopped target cannot give what was asked: a core file that does
+    /// not read, a thread it does not have.
+    Target {
+        /// What is wrong, naming the core file or the thread.
+        what: String,
+    },
     /// (`binary`) gimli could not read the DWARF.
     Dwarf {
         /// What is wrong.
@@ -191,6 +197,7 @@ impl Error {
             | ErrorDetail::Eval { .. }
             | ErrorDetail::Access { .. }
             | ErrorDetail::Object { .. }
+            | ErrorDetail::Target { .. }
             | ErrorDetail::Dwarf { .. }
             | ErrorDetail::Json { .. }
             | ErrorDetail::Unanswered { .. } => None,
@@ -215,6 +222,7 @@ impl Error {
             ErrorDetail::Eval { kind, .. } => kind.is_ill_formed(),
             ErrorDetail::Access { .. }
             | ErrorDetail::Object { .. }
+            | ErrorDetail::Target { .. }
             | ErrorDetail::Dwarf { .. }
             | ErrorDetail::Json { .. }
             | ErrorDetail::Unanswered { .. } => false,
@@ -281,6 +289,7 @@ impl fmt::Display for ErrorDetail {
             ErrorDetail::Eval { index, op, kind } => write!(f, "op #{index} {op}: {kind}"),
             ErrorDetail::Access { kind } => write!(f, "access: {kind}"),
             ErrorDetail::Object { what } => write!(f, "cannot read the object file: {what}"),
+            ErrorDetail::Target { what } => write!(f, "{what}"),
             ErrorDetail::Dwarf { what } => write!(f, "cannot read the DWARF: {what}"),
             ErrorDetail::Json { at, kind } if at.is_empty() => write!(f, "{kind}"),
             ErrorDetail::Json { at, kind } => write!(f, "{at}: {kind}"),

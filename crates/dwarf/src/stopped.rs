@@ -216,10 +216,13 @@ impl Stopped {
         n.checked_sub(1)
             .and_then(|i| self.threads.get(i))
             .ok_or_else(|| {
-                object_error(format!(
-                    "no thread {n}: the target has {} (numbered from 1)",
-                    self.threads.len()
-                ))
+                ErrorDetail::Target {
+                    what: format!(
+                        "no thread {n}: the target has {} (numbered from 1)",
+                        self.threads.len()
+                    ),
+                }
+                .into()
             })
     }
 

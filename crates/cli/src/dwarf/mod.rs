@@ -70,8 +70,8 @@ pub enum Command {
         #[arg(long, value_name = "CTX.json")]
         context: Option<PathBuf>,
         /// Also read N bytes through the resulting location (`??` for undefined bytes),
-        /// after `--write`.
-        #[arg(long, value_name = "N")]
+        /// after `--write` (decimal or 0x hex).
+        #[arg(long, value_name = "N", value_parser = parse_bias)]
         read: Option<u64>,
         /// Write these bytes (hex, target order) through the resulting location: to every
         /// place of a multi-place description (DW_OP_push_object_address of a context whose
@@ -717,7 +717,7 @@ fn points_to(
     to
 }
 
-/// `--load-bias`: decimal or 0x hex.
+/// `--load-bias` and `eval --read`: decimal or 0x hex.
 fn parse_bias(s: &str) -> Result<u64, String> {
     context::parse_number(s).ok_or_else(|| format!("`{s}` is not a number"))
 }
@@ -738,7 +738,9 @@ fn resolve_pc(data: &[u8], pc: &str, load_bias: u64) -> Result<u64, String> {
     let base = binary::symbol_address(data, name)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("--pc `{pc}`: no symbol `{name}`"))?;
-    Ok(base.wrapping_add(load_bias).wrapping_add(offset))
+    base.checked_add(load_bias)
+        .and_then(|a| a.checked_add(offset))
+        .ok_or_else(|| format!("--pc `{pc}`: past the end of the address space"))
 }
 
 /// Evaluates `v` in `state` (among the variables `scope`) into `item`: its `location`,

@@ -48,10 +48,10 @@ pub struct Loaded {
 
 /// Reads the target and places `binary` in it.
 pub fn load(input: &Input, binary: &Path, source: &Source<'_>) -> Result<Loaded, Failure> {
-    let data = input.read(binary).map_err(|e| io_fail(binary, e))?;
+    let data = input.read_unnamed(binary).map_err(|e| io_fail(binary, e))?;
     let mut stopped = match source {
         Source::Core(path) => {
-            let core = input.read(path).map_err(|e| io_fail(path, e))?;
+            let core = input.read_unnamed(path).map_err(|e| io_fail(path, e))?;
             locus_dwarf::corefile::parse(&core, &path.display().to_string()).map_err(fail)?
         }
         Source::Pid(pid) => ptrace::capture(*pid).map_err(|e| fail(format!("pid {pid}: {e}")))?,
@@ -266,6 +266,15 @@ pub fn vars(
             }
         }
         threads.push(item);
+    }
+    // Nothing to show in any thread (`--frame` past every thread's last): an error, as
+    // `snapshot` refuses it, not a listing of errors with status 0.
+    let errors: Vec<String> = threads
+        .iter()
+        .filter_map(|t| Some(format!("thread {}: {}", t["thread"], t["error"].as_str()?)))
+        .collect();
+    if !threads.is_empty() && errors.len() == threads.len() {
+        return Err(fail(errors.join("; ")));
     }
     let mut doc = json!({
         "target": source.describe(),

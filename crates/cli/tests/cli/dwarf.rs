@@ -122,6 +122,8 @@ fn variable_in_register() {
         r,
         json!({"result": "location", "location": [reg(35, 0)], "read": "efbeadde"})
     );
+    // The count in hex too, as the other address options take it.
+    assert_eq!(eval(&["--read", "0x4", "DW_OP_regx SGPR3"]), r);
 }
 
 #[test]
@@ -1535,10 +1537,30 @@ fn vars_on_a_core_file_match_gdb() {
         values(&again["variables"]),
         values(&docs[0].1["threads"][0]["variables"])
     );
-    // A thread that is not there, and a frame past the outermost: errors, not empty lists.
+    // A thread that is not there, and a frame past the outermost: errors (status 1), not
+    // empty lists (the frame was an `error` in the listing, status 0). The thread's message
+    // is not an object file's ("cannot read the object file: no thread 2").
     let out = locus(&["dwarf", "vars", exe_s, "--core", core_s, "--thread", "2"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no thread 2"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no thread 2") && !stderr.contains("object file"),
+        "{stderr}"
+    );
+    let out = locus(&["dwarf", "vars", exe_s, "--core", core_s, "--frame", "1000"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("thread 1: no frame 1000"), "{stderr}");
+    // A directory for the core is named once; a --pc past the address space is refused.
+    let out = locus(&["dwarf", "vars", exe_s, "--core", "."]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "locus: dwarf: .: Is a directory (os error 21)\n"
+    );
+    let out = locus(&["dwarf", "vars", exe_s, "--pc", "main+0xffffffffffffffff"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("past the end of the address space"));
 }
 
 /// `vars --pid`: a spinning process is stopped, read and let go (still running, not
