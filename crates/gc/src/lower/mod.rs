@@ -437,7 +437,18 @@ fn lower_one<'m>(
     };
     refuse_must_tail(f)?;
     at(Phase::Liveness);
-    let mut live = liveness::analyze(&scan.model);
+    let mut live =
+        liveness::analyze_bounded(&scan.model, liveness::MAX_LIVE_PAIRS).map_err(|pairs| {
+            Error::Lower {
+                function: f.name(),
+                instruction: None,
+                message: format!(
+                    "at least {pairs} GC values live across safepoints, counted once at each \
+                 safepoint, more than the {} the lowering takes",
+                    liveness::MAX_LIVE_PAIRS
+                ),
+            }
+        })?;
     at(Phase::Refine);
     liveness::refine(&scan.model, &mut live);
     at(Phase::Color);
