@@ -364,7 +364,7 @@ fn too_many_roots_live_across_safepoints_are_refused() {
         text.push_str("  ret i64 7\n}\n");
         text
     };
-    match locus_gc::run::prepare("roots.ll", &program(3000), "main") {
+    match locus_gc::run::prepare("roots.ll", program(3000), "main") {
         Err(e) => {
             let got = e.to_string();
             assert!(
@@ -374,7 +374,7 @@ fn too_many_roots_live_across_safepoints_are_refused() {
         }
         Ok(_) => panic!("3000 roots live across 3000 safepoints were lowered"),
     }
-    if let Err(e) = locus_gc::run::prepare("roots.ll", &program(100), "main") {
+    if let Err(e) = locus_gc::run::prepare("roots.ll", program(100), "main") {
         panic!("100 roots: {e}");
     }
 }
