@@ -10,8 +10,12 @@
 //! ([`Arch::kept_unless_written`](crate::stopped::Arch::kept_unless_written))
 //! go along apart ([`Frame::call_clobbered`]), for the variables whose location
 //! the compiler kept over the call (gcc's IPA-RA).
-//! CFA and register rules written as DWARF expressions (signal trampolines,
-//! PLT entries) stop the walk, with the reason.
+//! CFA and register rules written as DWARF expressions (a signal trampoline's,
+//! over the signal context) are evaluated with the frame's registers and the
+//! target's memory; the frame a signal interrupted gets every register its
+//! trampoline restores, and its PC is the interrupted instruction
+//! ([`Frame::interrupted`]). A `DW_CFA_val_expression` or another rule not
+//! followed stops the walk, with the reason.
 
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -44,16 +48,20 @@ pub struct Frame {
     pub call_clobbered: BTreeMap<u16, Vec<u8>>,
     /// Its canonical frame address, when its CFI was found.
     pub cfa: Option<u64>,
+    /// A signal interrupted it (the frame it "called" is a signal trampoline's, whose
+    /// CFI restores every register from the signal context): its PC is the instruction
+    /// to run next, not a return address, and every register is its own.
+    pub interrupted: bool,
     /// The file mapped at its PC.
     pub module: Option<String>,
 }
 
 impl Frame {
     /// The PC to look its scopes and location lists up at: the PC itself in
-    /// the innermost frame, one byte back in a caller (inside the call, not
-    /// at the instruction after it).
+    /// the innermost frame and in one a signal interrupted, one byte back in a
+    /// caller (inside the call, not at the instruction after it).
     pub fn lookup_pc(&self, index: usize) -> u64 {
-        if index == 0 {
+        if index == 0 || self.interrupted {
             self.pc
         } else {
             self.pc.wrapping_sub(1)
@@ -78,6 +86,7 @@ pub fn frames(
         registers: thread.registers.clone(),
         call_clobbered: BTreeMap::new(),
         cfa: None,
+        interrupted: false,
         module: stopped.module_at(thread.pc).map(|m| m.path.clone()),
     };
     let max = max.min(MAX_FRAMES);
@@ -158,11 +167,16 @@ fn caller(
         CfaRule::RegisterAndOffset { register, offset } => value(register.0)
             .ok_or_else(|| format!("the CFA needs register {}, not known here", register.0))?
             .wrapping_add_signed(offset),
+        // A signal trampoline's: the CFA read from the signal context.
         CfaRule::Expression(_) => {
-            return Err(format!(
-                "the CFA at pc {:#x} is a DWARF expression (not followed)",
-                frame.pc
-            ))
+            let bytes = rules.cfa_expression.as_deref().ok_or_else(|| {
+                format!(
+                    "the CFA expression at pc {:#x} is not in its section",
+                    frame.pc
+                )
+            })?;
+            evaluate_cfi(stopped, &frame.registers, bytes, None)
+                .map_err(|e| format!("the CFA expression at pc {:#x}: {e}", frame.pc))?
         }
     };
     let read = |address: u64| -> Result<Vec<u8>, String> {
@@ -175,8 +189,16 @@ fn caller(
         rules
             .registers
             .iter()
-            .find(|(n, _)| *n == r)
-            .map(|(_, rule)| rule.clone())
+            .find(|(n, _, _)| *n == r)
+            .map(|(_, rule, _)| rule.clone())
+    };
+    // The bytes of a register's rule expression (`DW_CFA_expression`).
+    let expression = |r: u16| {
+        rules
+            .registers
+            .iter()
+            .find(|(n, _, _)| *n == r)
+            .and_then(|(_, _, bytes)| bytes.clone())
     };
     let mut registers = BTreeMap::new();
     let mut call_clobbered = BTreeMap::new();
@@ -190,12 +212,21 @@ fn caller(
             .or_else(|| frame.call_clobbered.get(&r))
             .cloned()
     };
+    // A signal trampoline's CFI restores every register it names from the signal
+    // context: the interrupted frame's own values, all of them.
     let mut wanted: Vec<u16> = frame
         .registers
         .keys()
         .chain(frame.call_clobbered.keys())
         .copied()
         .filter(|&r| arch.callee_saved(r) || arch.kept_unless_written(r))
+        .chain(
+            rules
+                .registers
+                .iter()
+                .filter(|_| rules.signal_trampoline)
+                .map(|(r, _, _)| *r),
+        )
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
@@ -218,6 +249,19 @@ fn caller(
             // Only a register this frame surely has: a call-clobbered one it was left
             // is its own value only where the compiler says so.
             Some(RegisterRule::Register(from)) => frame.registers.get(&from.0).cloned(),
+            // The address the expression computes from the CFA holds it (a signal
+            // context's slot).
+            Some(RegisterRule::Expression(_)) => {
+                let bytes = expression(r).ok_or_else(|| {
+                    format!(
+                        "register {r}'s rule at pc {:#x} is not in its section",
+                        frame.pc
+                    )
+                })?;
+                let at = evaluate_cfi(stopped, &frame.registers, &bytes, Some(cfa))
+                    .map_err(|e| format!("register {r}'s rule at pc {:#x}: {e}", frame.pc))?;
+                Some(read(at)?)
+            }
             Some(other) => {
                 return Err(format!(
                     "register {r} at pc {:#x} has a rule not followed ({other:?})",
@@ -225,7 +269,7 @@ fn caller(
                 ))
             }
         };
-        if !arch.callee_saved(r) && arch.kept_unless_written(r) {
+        if !rules.signal_trampoline && !arch.callee_saved(r) && arch.kept_unless_written(r) {
             if let Some(bytes) = bytes {
                 call_clobbered.insert(r, bytes);
             }
@@ -262,6 +306,7 @@ fn caller(
             registers,
             call_clobbered,
             cfa: None,
+            interrupted: rules.signal_trampoline,
             module: stopped.module_at(pc).map(|m| m.path.clone()),
         }),
     ))
@@ -269,10 +314,14 @@ fn caller(
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
-/// The CFI row of one PC: its CFA rule and register rules.
+/// The CFI row of one PC: its CFA rule and register rules, with the bytes of the rules
+/// written as expressions, and whether its CIE is a signal trampoline's (augmentation
+/// `S`).
 struct Rules {
     cfa: CfaRule<usize>,
-    registers: Vec<(u16, RegisterRule<usize>)>,
+    cfa_expression: Option<Vec<u8>>,
+    registers: Vec<(u16, RegisterRule<usize>, Option<Vec<u8>>)>,
+    signal_trampoline: bool,
 }
 
 impl Rules {
@@ -288,10 +337,10 @@ impl Rules {
             let bases = gimli::BaseAddresses::default()
                 .set_eh_frame(section.address())
                 .set_text(text);
-            if let Ok(row) =
-                eh.unwind_info_for_address(&bases, &mut ctx, at, gimli::EhFrame::cie_from_offset)
-            {
-                return Ok(Some(Rules::of(row)));
+            if let Ok(fde) = eh.fde_for_address(&bases, at, gimli::EhFrame::cie_from_offset) {
+                if let Ok(row) = fde.unwind_info_for_address(&eh, &bases, &mut ctx, at) {
+                    return Ok(Some(Rules::of(row, &eh, fde.cie().is_signal_trampoline())));
+                }
             }
         }
         if let Some(section) = file.section_by_name(".debug_frame") {
@@ -302,25 +351,69 @@ impl Rules {
                 gimli::DebugFrame::new(data, LittleEndian);
             debug.set_address_size(8);
             let bases = gimli::BaseAddresses::default();
-            if let Ok(row) = debug.unwind_info_for_address(
-                &bases,
-                &mut ctx,
-                at,
-                gimli::DebugFrame::cie_from_offset,
-            ) {
-                return Ok(Some(Rules::of(row)));
+            if let Ok(fde) = debug.fde_for_address(&bases, at, gimli::DebugFrame::cie_from_offset) {
+                if let Ok(row) = fde.unwind_info_for_address(&debug, &bases, &mut ctx, at) {
+                    return Ok(Some(Rules::of(
+                        row,
+                        &debug,
+                        fde.cie().is_signal_trampoline(),
+                    )));
+                }
             }
         }
         Ok(None)
     }
 
-    fn of(row: &gimli::UnwindTableRow<usize>) -> Rules {
+    fn of<'d, S: gimli::UnwindSection<Slice<'d>>>(
+        row: &gimli::UnwindTableRow<usize>,
+        section: &S,
+        signal_trampoline: bool,
+    ) -> Rules {
+        let bytes =
+            |e: &gimli::UnwindExpression<usize>| e.get(section).ok().map(|x| x.0.slice().to_vec());
         Rules {
             cfa: row.cfa().clone(),
+            cfa_expression: match row.cfa() {
+                CfaRule::Expression(e) => bytes(e),
+                CfaRule::RegisterAndOffset { .. } => None,
+            },
             registers: row
                 .registers()
-                .map(|(r, rule)| (r.0, rule.clone()))
+                .map(|(r, rule)| {
+                    let expression = match rule {
+                        RegisterRule::Expression(e) | RegisterRule::ValExpression(e) => bytes(e),
+                        _ => None,
+                    };
+                    (r.0, rule.clone(), expression)
+                })
                 .collect(),
+            signal_trampoline,
         }
+    }
+}
+
+/// Evaluates a CFI expression (a signal trampoline's) with the frame's registers and the
+/// target's memory, `initial` pushed first (the CFA, for a register's rule): the address
+/// or value it computes.
+fn evaluate_cfi(
+    stopped: &Stopped,
+    registers: &BTreeMap<u16, Vec<u8>>,
+    bytes: &[u8],
+    initial: Option<u64>,
+) -> Result<u64, String> {
+    use crate::{Entry, Evaluation, Value, ValueType};
+    let mut eval = Evaluation::new(bytes, crate::Encoding::default());
+    if let Some(v) = initial {
+        eval.push(Entry::Value(Value {
+            ty: ValueType::Generic,
+            bits: v,
+        }));
+    }
+    let none = BTreeMap::new();
+    let mut state = stopped.state(registers, None, &none);
+    eval.evaluate_with(&mut state).map_err(|e| format!("{e}"))?;
+    match eval.result() {
+        Some(Entry::Value(v)) if v.ty == ValueType::Generic => Ok(v.bits),
+        _ => Err(String::from("the expression computes no address")),
     }
 }

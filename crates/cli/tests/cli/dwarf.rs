@@ -2021,6 +2021,33 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// Frames above a signal handler (`fixtures/signal_frame.c`: SIGALRM interrupts `work`'s
+/// loop; gcc and clang-19 -O2): the signal trampoline's CFI is DWARF expressions over the
+/// signal context, which the unwinder now evaluates, so `work` (interrupted: its PC is
+/// the interrupted instruction, all its registers its own) and `main` are reached; every
+/// value agrees with gdb (the walk stopped at the trampoline before: 2 frames, the rest
+/// "locus-failed").
+#[test]
+fn frames_above_a_signal_handler_are_unwound() {
+    let dir = TempDir::new("dwarf-signal-frame");
+    for compiler in ["gcc", "clang-19"] {
+        let exe = dir.path(&format!("signal_frame-{compiler}"));
+        compile(
+            compiler,
+            &["-O2", "-g"],
+            &[&fixture("signal_frame.c")],
+            &exe,
+        );
+        let doc = gdb_compare(&exe, 1);
+        let count = |k: &str| doc[k].as_u64().unwrap_or(0);
+        assert_eq!(count("WRONG"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("locus-failed"), 0, "{compiler}: {doc:#}");
+        assert_eq!(count("locus-error"), 0, "{compiler}: {doc:#}");
+        assert!(count("frames") >= 4, "{compiler}: {doc:#}");
+        assert!(count("agree") >= 3, "{compiler}: {doc:#}");
+    }
+}
+
 /// Types in type units (`fixtures/type_units.c`, -fdebug-types-section: gcc's DWARF 4
 /// `.debug_types` and DWARF 5, clang++-19 as C++): the variables' types are declarations
 /// naming them by signature; followed, `p` and `q` are the 16-byte `point` gdb prints
