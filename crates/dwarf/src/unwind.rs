@@ -185,21 +185,10 @@ fn caller(
             .map(<[u8]>::to_vec)
             .ok_or_else(|| format!("the saved register at {address:#x} is not in memory"))
     };
-    let rule = |r: u16| {
-        rules
-            .registers
-            .iter()
-            .find(|(n, _, _)| *n == r)
-            .map(|(_, rule, _)| rule.clone())
-    };
-    // The bytes of a register's rule expression (`DW_CFA_expression`).
-    let expression = |r: u16| {
-        rules
-            .registers
-            .iter()
-            .find(|(n, _, _)| *n == r)
-            .and_then(|(_, _, bytes)| bytes.clone())
-    };
+    // A register's rule, and the bytes of its expression (`DW_CFA_expression`).
+    let entry = |r: u16| rules.registers.iter().find(|(n, _, _)| *n == r);
+    let rule = |r: u16| entry(r).map(|(_, rule, _)| rule.clone());
+    let expression = |r: u16| entry(r).and_then(|(_, _, bytes)| bytes.clone());
     let mut registers = BTreeMap::new();
     let mut call_clobbered = BTreeMap::new();
     let ra = arch.return_address();

@@ -434,6 +434,22 @@ pub fn runtime_imports(archive: &Path) -> Result<BTreeSet<String>, BuildError> {
     Ok(undefined)
 }
 
+/// The C library's allocator: a module that defines one of these would split the heap if
+/// renamed ([`rename_runtime_imports`] refuses it instead).
+const C_ALLOCATOR: &[&str] = &[
+    "malloc",
+    "free",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "malloc_usable_size",
+];
+
 /// Renames every global symbol `module` defines for the linker
 /// ([`Module::linked_definitions`]) under a name in `imports`
 /// ([`runtime_imports`]) to [`PROGRAM_PREFIX`]`name`; returns the pairs (old, new).
@@ -445,7 +461,8 @@ pub fn runtime_imports(archive: &Path) -> Result<BTreeSet<String>, BuildError> {
 /// does ([`locus_gc_runtime::runtime::fault::source_function_name`]).
 ///
 /// # Errors
-/// [`BuildError::Symbol`] when the new name is taken.
+/// [`BuildError::Symbol`] when the new name is taken, or the symbol is the C library's
+/// allocator (`malloc`, `free`...).
 pub fn rename_runtime_imports(
     module: &Module<'_>,
     imports: &BTreeSet<String>,
@@ -455,6 +472,17 @@ pub fn rename_runtime_imports(
     for from in module.linked_definitions() {
         if !imports.contains(&from) {
             continue;
+        }
+        if C_ALLOCATOR.contains(&from.as_str()) {
+            return Err(BuildError::Symbol {
+                name: from.clone(),
+                message: format!(
+                    "the module defines the C library's allocator function @{from}: the \
+                     runtime and the C library allocate through it too, and renamed, the \
+                     module's own calls would free what the C library allocated; rename the \
+                     module's allocator"
+                ),
+            });
         }
         let to = format!("{PROGRAM_PREFIX}{from}");
         builder

@@ -85,18 +85,19 @@ fn a_fault_in_the_renamed_main_names_main() {
     }
 }
 
-/// `fixtures/build/libc_names.ll` defines @read, @write, @free (in a comdat) and a
-/// variable @malloc, all names the runtime takes from the C library (checked here, so
+/// `fixtures/build/libc_names.ll` defines @read, @write, @close (in a comdat) and a
+/// variable @getpid, all names the runtime takes from the C library (checked here, so
 /// that the fixture keeps testing something): the executable runs and prints 42 (before
 /// the rename it stopped at start-up, the runtime's own `read` being the module's), the
 /// string constant that spells `@main @read` is unchanged, and a fault in @read names
-/// `read`.
+/// `read`. A module defining the C library's allocator (`free`) is refused: renamed, its
+/// own `free` would get what the C library allocated.
 #[test]
 fn symbols_named_as_the_c_librarys_are_renamed() {
     let runtime =
         find_runtime(Some(runtime_library::runtime_dir(false))).unwrap_or_else(|e| panic!("{e}"));
     let imports = runtime_imports(&runtime).unwrap_or_else(|e| panic!("{e}"));
-    for name in ["read", "write", "free", "malloc"] {
+    for name in ["read", "write", "close", "getpid", "malloc"] {
         assert!(imports.contains(name), "the runtime does not import {name}");
     }
     assert!(!imports.contains("locus_gc_main"), "{imports:?}");
@@ -115,5 +116,17 @@ fn symbols_named_as_the_c_librarys_are_renamed() {
                 && stderr.contains(&format!(" = {PROGRAM_PREFIX}read+0x")),
             "{tag}: {stderr}"
         );
+    }
+    let allocator = "declare ptr @julia.get_pgcstack()\n\
+                     define void @free(ptr %p) {\n  ret void\n}\n\
+                     define i64 @main() {\n  %pg = call ptr @julia.get_pgcstack()\n  \
+                     call void @free(ptr null)\n  ret i64 0\n}\n";
+    let options = BuildOptions {
+        runtime: Some(runtime),
+        ..BuildOptions::default()
+    };
+    match locus_gc::build::lower_for_build("free.ll", allocator.as_bytes(), &options) {
+        Err(e) => assert!(e.to_string().contains("allocator function @free"), "{e}"),
+        Ok(_) => panic!("a module defining free was built"),
     }
 }

@@ -305,7 +305,8 @@ impl<'ctx> Module<'ctx> {
 
     /// The names of the global symbols the module defines that a linker resolves other
     /// objects' references to: functions, variables, aliases and ifuncs with a linkage
-    /// other than `internal` or `private` (whatever their visibility: a hidden symbol still
+    /// other than `internal`, `private` or `available_externally` (whose body is for
+    /// inlining only and never emitted), whatever their visibility (a hidden symbol still
     /// takes references within the executable). In module order, functions first.
     #[must_use]
     pub fn linked_definitions(&self) -> Vec<String> {
@@ -330,7 +331,9 @@ impl<'ctx> Module<'ctx> {
                 let linkage = unsafe { LLVMGetLinkage(value) };
                 let local = matches!(
                     linkage,
-                    LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+                    LLVMLinkage::LLVMInternalLinkage
+                        | LLVMLinkage::LLVMPrivateLinkage
+                        | LLVMLinkage::LLVMAvailableExternallyLinkage
                 );
                 if !declaration && !local {
                     let mut len = 0;

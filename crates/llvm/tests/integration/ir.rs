@@ -909,7 +909,7 @@ bad:
 }
 
 /// `Module::linked_definitions` lists what a linker resolves to the module (definitions
-/// not `internal`/`private`, hidden ones included); `Builder::rename_global` renames a
+/// not `internal`, `private` or `available_externally`, hidden ones included); `Builder::rename_global` renames a
 /// function, variable or alias with its references (opt-19 verifies the result), leaves
 /// strings and comdats alone and refuses a taken name.
 #[test]
@@ -927,6 +927,9 @@ $read = comdat any
 @external = external global i64
 @alias = alias i64, ptr @count
 declare i64 @write(i64)
+define available_externally i64 @inline_only(i64 %x) {
+  ret i64 %x
+}
 define linkonce_odr i64 @read(i64 %x) comdat {
   %c = load i64, ptr @count
   %y = add i64 %x, %c
