@@ -82,6 +82,10 @@ struct Site {
     callee: Callee,
     parameters: Vec<Parameter>,
     unit: usize,
+    /// gcc's call of a function it knows (`DW_AT_call_origin`, resolved to one concrete
+    /// function), neither a tail call nor `DW_AT_noreturn`: the call returns to `pc`,
+    /// and gcc's IPA-RA may keep values in the registers that function leaves alone.
+    returns_from_known: bool,
 }
 
 /// A concrete function.
@@ -98,6 +102,8 @@ struct Function {
 struct UnitInfo {
     encoding: Encoding,
     base_types: Vec<BaseType>,
+    /// gcc made it (`DW_AT_producer` "GNU ...").
+    by_gcc: bool,
 }
 
 /// What is known of a frame's function on entry, from its caller's call site:
@@ -205,6 +211,8 @@ struct SubprogramDie {
     origin: Option<u64>,
     names: Vec<String>,
     frame_base: Option<Vec<u8>>,
+    /// `DW_AT_noreturn`.
+    noreturn: bool,
 }
 
 /// A call site DIE while the units are read: its target DIE not yet resolved.
@@ -231,6 +239,7 @@ impl CallSites {
             units.push(UnitInfo {
                 encoding: encoding_of(&unit),
                 base_types: binary::base_types(&unit)?,
+                by_gcc: produced_by_gcc(dwarf, &unit)?,
             });
             read_unit(dwarf, &unit, index, &mut subprograms, &mut site_dies)?;
         }
@@ -278,6 +287,19 @@ impl CallSites {
             if let (Some(origin), Callee::Unknown(_)) = (d.origin, &site.callee) {
                 site.callee = resolve_origin(origin, &subprograms, &instances, &by_name);
             }
+            // No return declared on the call's origin or the declaration it completes.
+            let noreturn = |o: u64| {
+                let sp = subprograms.get(&o);
+                sp.is_some_and(|s| s.noreturn)
+                    || sp
+                        .and_then(|s| s.origin)
+                        .and_then(|o| subprograms.get(&o))
+                        .is_some_and(|s| s.noreturn)
+            };
+            site.returns_from_known = !d.tail
+                && out.units.get(site.unit).is_some_and(|u| u.by_gcc)
+                && matches!(site.callee, Callee::Entry(_))
+                && d.origin.is_some_and(|o| !noreturn(o));
             let i = out.sites.len();
             out.by_pc.entry(site.pc).or_insert(i);
             if d.tail {
@@ -288,6 +310,20 @@ impl CallSites {
             out.sites.push(site);
         }
         Ok(out)
+    }
+
+    /// Whether `return_address` (in the running program) is where a call gcc made to a
+    /// function it knows returns ([`crate::binary::Binary::kept_across_call`] reads
+    /// call-clobbered registers only there): a `DW_TAG_call_site` of a unit gcc produced,
+    /// not a tail call, whose `DW_AT_call_origin` is one concrete function that is not
+    /// `DW_AT_noreturn`. After a call that does not return, the code at the return
+    /// address is another path's, whose location (clang gives it the same one) says
+    /// nothing of the registers during the call.
+    pub fn returns_to(&self, return_address: u64) -> bool {
+        self.by_pc
+            .get(&return_address.wrapping_sub(self.load_bias))
+            .and_then(|&i| self.sites.get(i))
+            .is_some_and(|s| s.returns_from_known)
     }
 
     /// The entry (file address) of the concrete function whose code holds
@@ -847,12 +883,31 @@ fn subprogram(
         Some(AttributeValue::Exprloc(e)) => Some(e.0.slice().to_vec()),
         _ => None,
     };
+    let noreturn = matches!(
+        entry.attr_value(gimli::DW_AT_noreturn)?,
+        Some(AttributeValue::Flag(true))
+    );
     Ok(SubprogramDie {
         entry: entry_pc.or_else(|| ranges.first().map(|r| r.0)),
         ranges,
         origin,
         names,
         frame_base,
+        noreturn,
+    })
+}
+
+/// Whether gcc produced `unit` (`DW_AT_producer` "GNU C17 12.2.0 ...", "GNU C++17 ...").
+fn produced_by_gcc(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<bool, Error> {
+    let mut entries = unit.entries();
+    let Some((_, root)) = entries.next_dfs()? else {
+        return Ok(false);
+    };
+    Ok(match root.attr_value(gimli::DW_AT_producer)? {
+        Some(v) => dwarf
+            .attr_string(unit, v)
+            .is_ok_and(|s| s.slice().starts_with(b"GNU ")),
+        None => false,
     })
 }
 
@@ -938,6 +993,7 @@ fn call_site(
             callee,
             parameters: Vec::new(),
             unit: index,
+            returns_from_known: false,
         },
         origin,
         tail,

@@ -223,8 +223,9 @@ fn caller(
         wanted.push(ra);
     }
     let mut return_address = None;
-    for r in wanted {
-        let bytes = match rule(r) {
+    // Register `r` in the caller, by the rule of this frame's CFI.
+    let recover = |r: u16| -> Result<Option<Vec<u8>>, String> {
+        Ok(match rule(r) {
             None if r == arch.sp() => Some(cfa.to_le_bytes().to_vec()),
             // gimli keeps no entry for an undefined rule: no return address, the outermost
             // frame (`_start`'s CFI says so).
@@ -257,8 +258,21 @@ fn caller(
                     frame.pc
                 ))
             }
+        })
+    };
+    for r in wanted {
+        let recovered = recover(r);
+        // A call-clobbered register carried along is a frame's own only where a
+        // compiler says so: one that cannot be recovered is left out, not a reason to
+        // stop the walk.
+        let carried =
+            !rules.signal_trampoline && !arch.callee_saved(r) && arch.kept_unless_written(r);
+        let bytes = match recovered {
+            Ok(bytes) => bytes,
+            Err(_) if carried => None,
+            Err(e) => return Err(e),
         };
-        if !rules.signal_trampoline && !arch.callee_saved(r) && arch.kept_unless_written(r) {
+        if carried {
             if let Some(bytes) = bytes {
                 call_clobbered.insert(r, bytes);
             }

@@ -241,7 +241,7 @@ pub fn vars(
                         0 => BTreeSet::new(),
                         _ if f.call_clobbered.is_empty() => BTreeSet::new(),
                         _ => bin
-                            .kept_across_call(&vars, f.pc)
+                            .kept_across_call(&vars, f.pc, &sites)
                             .map_err(|e| io_fail(binary, e))?,
                     };
                     let mut with_kept = f.call_clobbered.clone();

@@ -2021,6 +2021,49 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// A caller frame whose call does not return (`fixtures/noreturn_call.c`, clang-19 -O2,
+/// `fatal` in a unit of its own, stopped in its `pause`): clang gives the code at the
+/// return address (another path's) the same register as `i` in one location-list entry
+/// spanning the call, so "same location at the call and its return address" held, and
+/// `i` was read from rcx as the callee left it (a wrong value). Call-clobbered registers
+/// are read only after a call gcc knew returns: `i` is `<optimized out>`.
+#[test]
+fn a_call_that_does_not_return_keeps_no_register() {
+    let dir = TempDir::new("dwarf-noreturn");
+    let exe = dir.path("noreturn_call");
+    let sources = [fixture("noreturn_call.c"), fixture("noreturn_fatal.c")];
+    compile(
+        "clang-19",
+        &["-O2", "-g"],
+        &[&sources[0], &sources[1]],
+        &exe,
+    );
+    let mut child = std::process::Command::new(&exe).spawn().unwrap();
+    let pid = child.id().to_string();
+    let exe_s = exe.to_str().unwrap();
+    // Until it waits in `fatal` (frame 1), called from `work` (frame 2).
+    let mut work = Value::Null;
+    for _ in 0..50 {
+        let doc = locus_json(&["dwarf", "vars", exe_s, "--pid", &pid, "--frame", "2"]);
+        if doc["threads"][0]["function"] == "work" {
+            work = doc["threads"][0].clone();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(work["function"], "work", "{work:#}");
+    let i = variable(&work, "work", "i");
+    assert!(i["number"].is_null(), "{work:#}");
+    assert!(
+        i["optimized_out"]
+            .as_str()
+            .is_some_and(|w| w.contains("register 2")),
+        "{work:#}"
+    );
+}
+
 /// Frames above a signal handler (`fixtures/signal_frame.c`: SIGALRM interrupts `work`'s
 /// loop; gcc and clang-19 -O2): the signal trampoline's CFI is DWARF expressions over the
 /// signal context, which the unwinder now evaluates, so `work` (interrupted: its PC is

@@ -297,13 +297,23 @@ impl<'d> Binary<'d> {
     /// the caller's value. (Registers results come back in are never among them: the call
     /// itself writes those.)
     ///
+    /// Only where `sites` ([`Binary::call_sites`]) know the call returns there, from a
+    /// function gcc knew ([`CallSites::returns_to`]): clang does no IPA-RA, and after a
+    /// `noreturn` call the code at the return address is another path's, to which clang
+    /// gives the same location in one entry spanning the call (a caller read the
+    /// register the callee had left: a wrong value).
+    ///
     /// # Errors
     /// As [`Binary::variables_at`] at `return_address`.
     pub fn kept_across_call(
         &self,
         vars: &[Variable],
         return_address: u64,
+        sites: &CallSites,
     ) -> Result<BTreeSet<u64>, Error> {
+        if !sites.returns_to(return_address) {
+            return Ok(BTreeSet::new());
+        }
         let after = self.variables_at(return_address)?;
         let names_no_die = |bytes: &[u8], encoding: Encoding| {
             crate::op::decode(bytes, encoding).is_ok_and(|ops| {

@@ -293,7 +293,6 @@ fn lower_observed<'m>(
         if f.is_declaration() {
             continue;
         }
-        refuse_huge_gc_aggregates(f)?;
         reports.extend(lower_one(&b, f, options, barriers, inline, at)?);
     }
     at(Phase::Verify);
@@ -409,6 +408,7 @@ fn lower_one<'m>(
     at: &mut dyn FnMut(Phase),
 ) -> Result<Option<FunctionReport>> {
     at(Phase::Scan);
+    refuse_huge_gc_aggregates(f)?;
     // Already framed (by an earlier run, or by Julia's own LateLowerGCFrame): a second
     // frame would be wrong, so only finish it.
     let framed = already_has_frame(f);
