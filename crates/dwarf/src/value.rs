@@ -20,9 +20,9 @@ use core::fmt;
 pub enum ValueType {
     /// The generic type: address-sized, integral.
     Generic,
-    /// A signed integer of 1, 2, 4 or 8 bytes.
+    /// A signed integer of 1 to 8 bytes.
     Signed(u8),
-    /// An unsigned integer of 1, 2, 4 or 8 bytes.
+    /// An unsigned integer of 1 to 8 bytes.
     Unsigned(u8),
     /// An IEEE 754 binary floating-point number of 4 or 8 bytes.
     Float(u8),
@@ -65,12 +65,12 @@ impl ValueType {
         }
     }
 
-    /// Whether the type is valid: integer sizes 1, 2, 4 or 8, float sizes 4
-    /// or 8.
+    /// Whether the type is valid: integer sizes 1 to 8 (clang converts the pieces of a
+    /// struct passed in registers to 3- and 7-byte integers), float sizes 4 or 8.
     pub fn is_valid(self) -> bool {
         match self {
             ValueType::Generic => true,
-            ValueType::Signed(n) | ValueType::Unsigned(n) => matches!(n, 1 | 2 | 4 | 8),
+            ValueType::Signed(n) | ValueType::Unsigned(n) => (1..=8).contains(&n),
             ValueType::Float(n) => matches!(n, 4 | 8),
         }
     }

@@ -21,6 +21,8 @@ const ULONG: u64 = 0x40; // unsigned long
 const SHORT: u64 = 0x44; // short
 const I128: u64 = 0x48; // __int128: not supported
 const LONG: u64 = 0x4c; // long, 8 bytes
+const U24: u64 = 0x50; // clang's DW_ATE_unsigned_24: 3 bytes
+const I56: u64 = 0x54; // a 7-byte signed integer
 
 fn ctx() -> Ctx {
     let mut c = Ctx::default();
@@ -32,6 +34,8 @@ fn ctx() -> Ctx {
     c.base_types.insert(SHORT, (ate::SIGNED, 2));
     c.base_types.insert(I128, (ate::SIGNED, 16));
     c.base_types.insert(LONG, (ate::SIGNED, 8));
+    c.base_types.insert(U24, (ate::UNSIGNED, 3));
+    c.base_types.insert(I56, (ate::SIGNED, 7));
     // r0: 0x1000; r1: -2 as int; r2: 1.5f; r3: a 16-byte vector register.
     c.registers.insert(0, 0x1000u64.to_le_bytes().to_vec());
     c.registers.insert(1, (-2i64).to_le_bytes().to_vec());
@@ -152,6 +156,27 @@ fn base_types_are_requested_once_and_can_be_preset() {
             encoding: ate::SIGNED,
             byte_size: 16
         }
+    );
+}
+
+/// Integers of any size up to 8 bytes: clang converts the pieces of a struct passed in
+/// registers to 3- and 7-byte types (`DW_ATE_unsigned_24`, `_56`); they were "not
+/// supported" and the whole struct an error.
+#[test]
+fn odd_sized_integers_convert_and_extend() {
+    assert_eq!(
+        value("DW_OP_const4u 0x11223344 DW_OP_convert 0x50"),
+        t(ValueType::Unsigned(3), 0x223344)
+    );
+    // Sign-extended from its 56 bits when converted to a wider signed type.
+    assert_eq!(
+        value("DW_OP_const8u 0x00ffffffffffffff DW_OP_convert 0x54 DW_OP_convert 0x4c"),
+        t(ValueType::Signed(8), u64::MAX)
+    );
+    // Zero-extended from 24 bits.
+    assert_eq!(
+        value("DW_OP_const4u 0xffffffff DW_OP_convert 0x50 DW_OP_convert 0x40"),
+        t(ValueType::Unsigned(8), 0xffffff)
     );
 }
 
@@ -299,7 +324,11 @@ fn value_type_from_encoding() {
         Some(ValueType::Float(8))
     );
     assert_eq!(ValueType::from_encoding(ate::FLOAT, 16), None);
-    assert_eq!(ValueType::from_encoding(ate::SIGNED, 3), None);
+    assert_eq!(
+        ValueType::from_encoding(ate::SIGNED, 3),
+        Some(ValueType::Signed(3))
+    );
+    assert_eq!(ValueType::from_encoding(ate::SIGNED, 9), None);
     assert_eq!(ValueType::from_encoding(0x03, 8), None); // complex float
     assert_eq!(ValueType::Float(4).to_string(), "float(4)");
     assert_eq!(ValueType::Generic.to_string(), "generic");
