@@ -424,3 +424,45 @@ pub fn register_u64(registers: &BTreeMap<u16, Vec<u8>>, r: u16) -> Option<u64> {
     buf.get_mut(..n)?.copy_from_slice(bytes.get(..n)?);
     Some(u64::from_le_bytes(buf))
 }
+
+/// Where the static TLS block of the executable `data` starts for a thread whose
+/// registers are `registers` (`DW_OP_form_tls_address` adds a variable's offset to it), as
+/// glibc lays it out on x86-64 (TLS variant II: the thread pointer `fs_base` at the
+/// thread control block, the executable's block, module 1, right below it:
+/// `_dl_determine_tlsoffset`'s `roundup(memsz - firstbyte, align) + firstbyte`, firstbyte
+/// from `p_vaddr`'s misalignment). `None` for AArch64, a shared library (its block is
+/// wherever the loader put it: the DTV), a file without `PT_TLS`, or no `fs_base`.
+pub fn static_tls_block(
+    data: &[u8],
+    arch: Arch,
+    registers: &BTreeMap<u16, Vec<u8>>,
+) -> Option<u64> {
+    use object::read::elf::{FileHeader as _, ProgramHeader as _};
+    if arch != Arch::X86_64 {
+        return None;
+    }
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(data).ok()?;
+    let endian = elf.endian();
+    let header = elf.elf_header();
+    let segments = header.program_headers(endian, data).ok()?;
+    // An executable: not relocatable code a loader places (a PIE has an interpreter).
+    let executable = header.e_type(endian) == object::elf::ET_EXEC
+        || segments
+            .iter()
+            .any(|p| p.p_type(endian) == object::elf::PT_INTERP);
+    if !executable {
+        return None;
+    }
+    let tls = segments
+        .iter()
+        .find(|p| p.p_type(endian) == object::elf::PT_TLS)?;
+    let align = tls.p_align(endian).max(1);
+    if !align.is_power_of_two() {
+        return None;
+    }
+    let firstbyte = tls.p_vaddr(endian).wrapping_neg() & (align - 1);
+    let size = tls.p_memsz(endian).checked_sub(firstbyte)?;
+    let offset = size.checked_add(align - 1)? / align * align + firstbyte;
+    let tp = register_u64(registers, 58).filter(|&tp| tp != 0)?;
+    tp.checked_sub(offset)
+}

@@ -230,8 +230,15 @@ pub fn vars(
                     let sites = bin.call_sites().map_err(|e| io_fail(binary, e))?;
                     let entry = loaded.entry_values(&sites, &frames, frame);
                     let none = Registers::new();
+                    // The thread's own block of the executable's thread-local variables.
+                    let tls = locus_dwarf::stopped::static_tls_block(
+                        bin.data(),
+                        loaded.stopped.arch,
+                        &t.registers,
+                    );
                     let mut state = loaded.stopped.state(&f.registers, f.cfa, &none);
                     state.entry = entry.first();
+                    state.tls_block = tls;
                     if let Some(e) = entry.first() {
                         item["entry_values"] = entry_json(e);
                     }
@@ -248,6 +255,7 @@ pub fn vars(
                     with_kept.extend(f.registers.iter().map(|(r, b)| (*r, b.clone())));
                     let mut kept_state = loaded.stopped.state(&with_kept, f.cfa, &none);
                     kept_state.entry = entry.first();
+                    kept_state.tls_block = tls;
                     item["variables"] = json!(variables_json(
                         &vars,
                         Some(&state),

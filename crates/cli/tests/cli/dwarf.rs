@@ -2021,6 +2021,42 @@ fn entry_values_against_gdb() {
     }
 }
 
+/// Thread-local variables of the executable (`fixtures/tls.c`, gcc and clang-19 at -O0 and
+/// -O2): each worker's own function-static `visits`, read from its static TLS block below
+/// fs_base (it was "the target has no thread-local storage"); against gdb on every frame,
+/// no wrong value.
+#[test]
+fn thread_local_variables_are_each_threads_own() {
+    let dir = TempDir::new("dwarf-tls");
+    for compiler in ["gcc", "clang-19"] {
+        for level in ["-O0", "-O2"] {
+            let exe = dir.path(&format!("tls-{compiler}{level}"));
+            compile(
+                compiler,
+                &[level, "-g", "-pthread"],
+                &[&fixture("tls.c")],
+                &exe,
+            );
+            for id in 1..=2u32 {
+                let (frame, bt) = vars_at_stop(&exe, &dir, id, 1);
+                let at = format!("{compiler} {level} stop {id}: {frame:#}\n{bt}");
+                let visits = (id + 1).to_string();
+                assert_eq!(
+                    var_of(&frame, "worker", "visits").0.as_deref(),
+                    Some(visits.as_str()),
+                    "{at}"
+                );
+            }
+            let doc = gdb_compare(&exe, 0);
+            assert_eq!(
+                doc["WRONG"].as_u64().unwrap_or(0),
+                0,
+                "{compiler} {level}: {doc:#}"
+            );
+        }
+    }
+}
+
 /// A caller frame whose call does not return (`fixtures/noreturn_call.c`, clang-19 -O2,
 /// `fatal` in a unit of its own, stopped in its `pause`): clang gives the code at the
 /// return address (another path's) the same register as `i` in one location-list entry

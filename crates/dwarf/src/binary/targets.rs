@@ -100,6 +100,7 @@ impl Snapshot {
             entry: None,
             unit_offset: 0,
             base_types: &[],
+            tls_block: None,
             nesting: Nesting::default(),
         }
     }
@@ -205,6 +206,10 @@ pub struct State<'s> {
     pub unit_offset: u64,
     /// The unit's base types (typed operations, also inside entry values).
     pub base_types: &'s [BaseType],
+    /// Where the current thread's static TLS block of the module the expression is in
+    /// starts: `DW_OP_form_tls_address` (`DW_OP_GNU_push_tls_address`) adds its offset
+    /// ([`crate::stopped::static_tls_block`]); `None`: thread-local storage is refused.
+    pub tls_block: Option<u64>,
     nesting: Nesting,
 }
 
@@ -226,6 +231,7 @@ impl<'s> State<'s> {
             entry: None,
             unit_offset: 0,
             base_types: &[],
+            tls_block: None,
             nesting: Nesting::default(),
         }
     }
@@ -449,6 +455,12 @@ impl Target for State<'_> {
             .parameter(die)
             .map(|b| generic(b, self.address_size))
             .map_err(Unavailable::OptimizedOut)
+    }
+
+    fn tls_address(&mut self, offset: u64) -> Result<u64, Unavailable> {
+        self.tls_block
+            .map(|block| block.wrapping_add(offset))
+            .ok_or(Unavailable::Unsupported)
     }
 
     fn entry_register(&mut self, register: u16) -> Result<LocationDescription, Unavailable> {
