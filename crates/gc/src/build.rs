@@ -10,7 +10,7 @@
 //!    thread's runtime, calls the entry and prints its `i64` result on a line of its own. A
 //!    function of the module named `main` (the entry of `locus gc run` by default) is
 //!    renamed [`RENAMED_MAIN`] first (fault lines still name it `main`), and a symbol
-//!    named as one the runtime library takes from the C library (`read`, `malloc`) gets
+//!    named as one the runtime library takes from the C library (`read`, `write`) gets
 //!    [`PROGRAM_PREFIX`] before its name ([`rename_runtime_imports`]).
 //! 2. [`compile`]: [`locus_llvm::emit_object`] in process (`llc-19 -O2
 //!    -relocation-model=pic`); statepoint-rewritten functions keep their frame pointers

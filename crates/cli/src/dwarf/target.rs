@@ -244,18 +244,17 @@ pub fn vars(
                     }
                     // A caller's variables the compiler kept over the call in a register
                     // the callee leaves alone (gcc's IPA-RA) read the call-clobbered ones.
-                    let kept = match frame {
-                        0 => BTreeSet::new(),
-                        _ if f.call_clobbered.is_empty() => BTreeSet::new(),
-                        _ => bin
-                            .kept_across_call(&vars, f.pc, &sites)
-                            .map_err(|e| io_fail(binary, e))?,
+                    // (The innermost frame has none apart: its registers hold them all.)
+                    let kept = if f.call_clobbered.is_empty() {
+                        BTreeSet::new()
+                    } else {
+                        bin.kept_across_call(&vars, f.pc, &sites)
+                            .map_err(|e| io_fail(binary, e))?
                     };
                     let mut with_kept = f.call_clobbered.clone();
                     with_kept.extend(f.registers.iter().map(|(r, b)| (*r, b.clone())));
-                    let mut kept_state = loaded.stopped.state(&with_kept, f.cfa, &none);
-                    kept_state.entry = entry.first();
-                    kept_state.tls_block = tls;
+                    let mut kept_state = state.clone();
+                    kept_state.registers = &with_kept;
                     item["variables"] = json!(variables_json(
                         &vars,
                         Some(&state),

@@ -517,20 +517,25 @@ fn all_units<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> Result<Vec<gimli::Unit<R<'a>>>,
 /// cannot be read, and that one's error.
 fn units_before_error<'a>(dwarf: &gimli::Dwarf<R<'a>>) -> (Vec<gimli::Unit<R<'a>>>, Option<Error>) {
     let mut out = Vec::new();
-    let mut headers = dwarf.units();
-    loop {
-        match headers.next().map(|h| h.map(|h| dwarf.unit(h))) {
-            Ok(None) => break,
-            Ok(Some(Ok(unit))) => out.push(unit),
-            Ok(Some(Err(e))) | Err(e) => return (out, Some(e.into())),
-        }
-    }
+    let mut info = dwarf.units();
     let mut types = dwarf.type_units();
+    let broken = push_units(dwarf, &mut || info.next(), &mut out)
+        .or_else(|| push_units(dwarf, &mut || types.next(), &mut out));
+    (out, broken)
+}
+
+/// Appends to `out` the unit of each header `next` gives, up to the end or the first
+/// that cannot be read, whose error it returns.
+fn push_units<'a>(
+    dwarf: &gimli::Dwarf<R<'a>>,
+    next: &mut dyn FnMut() -> gimli::Result<Option<gimli::UnitHeader<R<'a>>>>,
+    out: &mut Vec<gimli::Unit<R<'a>>>,
+) -> Option<Error> {
     loop {
-        match types.next().map(|h| h.map(|h| dwarf.unit(h))) {
-            Ok(None) => return (out, None),
-            Ok(Some(Ok(unit))) => out.push(unit),
-            Ok(Some(Err(e))) | Err(e) => return (out, Some(e.into())),
+        match next().and_then(|h| h.map(|h| dwarf.unit(h)).transpose()) {
+            Ok(None) => return None,
+            Ok(Some(unit)) => out.push(unit),
+            Err(e) => return Some(e.into()),
         }
     }
 }
